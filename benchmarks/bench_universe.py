@@ -1,0 +1,91 @@
+"""Universe load: genotok vs gtars on a generated 1M-region universe, cold and warm.
+
+Cold = a fresh interpreter (import + parse + index + first tokenization compile excluded/included
+as labelled); warm = best of several loads in one process. Also peak RSS of a fresh process that
+loads the universe and tokenizes one 200k-line narrowPeak file.
+
+    python benchmarks/bench_universe.py [--n 1000000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from _common import best_of, in_subprocess, machine, query_file, ratio, table, universe_file
+
+LOAD_OURS = """
+import time, json
+t0 = time.perf_counter()
+import genotok
+t1 = time.perf_counter()
+tok = genotok.Tokenizer.from_bed({path!r})
+tok.universe.sweep; tok.fingerprint
+t2 = time.perf_counter()
+ids = tok.encode({query!r})
+t3 = time.perf_counter()
+import resource
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size),
+                      rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+LOAD_GTARS = """
+import time, json
+t0 = time.perf_counter()
+from gtars.tokenizers import Tokenizer
+t1 = time.perf_counter()
+tok = Tokenizer.from_bed({path!r})
+t2 = time.perf_counter()
+ids = tok({query!r})["input_ids"]
+t3 = time.perf_counter()
+import resource
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=len(ids),
+                      rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1_000_000, help="universe regions")
+    ap.add_argument("--queries", type=int, default=200_000, help="query lines for the RSS check")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    import json
+
+    import genotok
+
+    upath = universe_file(args.n)
+    qpath = query_file(upath, args.queries)
+    print(f"# Universe load ({args.n:,} regions)\n\nmachine: {machine()}\n")
+
+    def load_ours():
+        u = genotok.Universe.from_bed(upath)
+        u.sweep
+        u.fingerprint
+
+    genotok.warmup()
+    warm_ours = best_of(load_ours, args.repeat)
+    cold_ours = json.loads(in_subprocess(LOAD_OURS.format(path=str(upath), query=str(qpath))))
+    rows = [["genotok", f"{cold_ours['load']:.3f}", f"{warm_ours:.3f}", f"{cold_ours['imp']:.2f}",
+             f"{cold_ours['first']:.3f}", f"{cold_ours['rss']:.0f}", "", ""]]
+    try:
+        from gtars.tokenizers import Tokenizer as GT
+
+        warm_g = best_of(lambda: GT.from_bed(str(upath)), max(2, args.repeat // 2))
+        cold_g = json.loads(in_subprocess(LOAD_GTARS.format(path=str(upath), query=str(qpath))))
+        rows.append(["gtars", f"{cold_g['load']:.3f}", f"{warm_g:.3f}", f"{cold_g['imp']:.2f}",
+                     f"{cold_g['first']:.3f}", f"{cold_g['rss']:.0f}", "", ""])
+        rows[0][6] = ratio(cold_g["load"], cold_ours["load"]) + " / " + ratio(warm_g, warm_ours)
+        rows[0][7] = f"{cold_ours['rss'] / cold_g['rss']:.2f}x"
+        if cold_ours["n"] != cold_g["n"]:
+            print(f"WARNING: id counts differ: genotok {cold_ours['n']} vs gtars {cold_g['n']}")
+    except ImportError:
+        print("gtars not installed: `pip install gtars` for the anchor")
+    print(table(rows, ["tool", "load cold (s)", "load warm (s)", "import (s)",
+                       "first file (s)", "peak RSS (MiB)", "speed-up cold / warm", "RSS vs gtars"]))
+    print("\ngoal: >= 10x faster than gtars; peak RSS (1M universe + one file) <= 0.5x gtars")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

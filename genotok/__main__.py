@@ -1,0 +1,7 @@
+"""``python -m genotok`` runs the command line (same as the ``genotok`` entry point)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,92 @@
+"""File plumbing: reading (maybe gzipped) bytes, atomic writes, digests."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from .errors import BedParseError
+
+try:  # igzip (ISA-L) decompresses several times faster than zlib; used when installed
+    from isal import igzip as _fastgzip
+
+    GZIP_BACKEND = "isal"
+except ImportError:  # pragma: no cover - depends on the environment
+    _fastgzip = gzip
+    GZIP_BACKEND = "gzip"
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _check_readable(path: str | os.PathLike, error=BedParseError) -> str:
+    p = os.fspath(path)
+    if os.path.isdir(p):
+        raise error(p, None, "is a directory, not a file")
+    if not os.path.exists(p):
+        raise error(p, None, "no such file")
+    return p
+
+
+def is_gzip(path: str | os.PathLike) -> bool:
+    """True when the file starts with the gzip magic bytes (whatever its name)."""
+    with open(path, "rb") as fh:
+        return fh.read(2) == GZIP_MAGIC
+
+
+def decompress(raw: bytes, path: str) -> bytes:
+    """Decompress a (multi-member, BGZF too) gzip stream; clear errors for damaged files."""
+    try:
+        return _fastgzip.decompress(raw)
+    except EOFError:
+        raise BedParseError(path, None, "truncated gzip stream: the file ends before the "
+                            "compressed data does (an interrupted download?); re-create it") from None
+    except (OSError, zlib.error, ValueError) as exc:
+        raise BedParseError(path, None, f"corrupt gzip data ({exc}); re-create the file") from None
+
+
+def read_bytes(path: str | os.PathLike) -> np.ndarray:
+    """The whole content of a file as ``uint8`` (gzip detected by its magic bytes, decompressed)."""
+    p = _check_readable(path)
+    with open(p, "rb") as fh:
+        raw = fh.read()
+    if raw[:2] == GZIP_MAGIC:
+        raw = decompress(raw, p)
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
+    """Write ``path`` through a temporary file in the same folder, renamed into place on success.
+
+    An exception inside the block removes the temporary file and leaves ``path`` untouched,
+    so readers never see a partial file.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
+    """Hex digest of a file's bytes, read in chunks."""
+    h = hashlib.new(algorithm)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,41 @@
+"""Exceptions raised by genotok. Every one is a :class:`GenotokError`."""
+
+from __future__ import annotations
+
+
+class GenotokError(Exception):
+    """Base class of every error genotok raises on purpose."""
+
+
+class RegionParseError(GenotokError, ValueError):
+    """A region given in memory (string, tuple, array, data frame) is malformed."""
+
+
+class BedParseError(RegionParseError):
+    """A BED file is malformed. The message names the file and the 1-based line.
+
+    Attributes ``path`` and ``line`` (``None`` when not applicable) are set.
+    """
+
+    def __init__(self, path: str, line: int | None, problem: str):
+        self.path = str(path)
+        self.line = line
+        self.problem = problem
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {problem}")
+
+
+class UniverseError(GenotokError, ValueError):
+    """A universe (vocabulary) or tokenizer configuration is unusable."""
+
+
+class GtokFormatError(GenotokError, ValueError):
+    """A ``.gtok`` file or a corpus is corrupt, truncated or of an unknown version."""
+
+
+class UniverseMismatchError(GenotokError):
+    """Tokens written with one universe were opened with another (fingerprints differ)."""
+
+
+class AnnDataError(GenotokError, ValueError):
+    """An AnnData object or ``.h5ad`` file cannot be tokenized (no region info, bad matrix)."""

@@ -1,0 +1,447 @@
+"""Tokenizer: region sets in, token ids out (gtars-compatible by default).
+
+The Tokenizer validates and shapes; the overlap work is done by the numba kernels in
+:mod:`genotok._kernels` over the universe's sorted :class:`~genotok.universe.SweepIndex`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import _config, _kernels
+from .errors import UniverseError, UniverseMismatchError
+from .ragged import Ragged
+from .regions import RegionSet, as_regions
+from .universe import SPECIAL_NAMES, Universe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+OVERLAP_MODES = ("all", "best")
+UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
+ORDERS = ("gtars", "input", "genomic", "unique")
+FRACTION_OF = ("query", "region")
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How queries become tokens. Stored with every corpus so a dataset can be reproduced."""
+
+    overlap: str = "all"
+    min_overlap: int = 0
+    min_fraction: float = 0.0
+    fraction_of: str = "query"
+    unknown: str = "set"
+    order: str = "gtars"
+
+    def __post_init__(self):
+        def check(name, value, allowed):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+        check("overlap", self.overlap, OVERLAP_MODES)
+        check("unknown", self.unknown, UNKNOWN_POLICIES)
+        check("order", self.order, ORDERS)
+        check("fraction_of", self.fraction_of, FRACTION_OF)
+        if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
+            raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
+        if not 0.0 <= float(self.min_fraction) <= 1.0:
+            raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
+
+    def as_dict(self) -> dict:
+        return {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
+                "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
+                "unknown": self.unknown, "order": self.order}
+
+
+@dataclass
+class Overlaps:
+    """Every (query, universe region) pair a tokenization produced, in emission order.
+
+    ``ids`` are token ids; ``query`` the index of the query row within its set (``-1`` for a
+    set-level ``<unk>``); ``overlap`` the overlap in bp (0 for ``<unk>``); ``offsets`` split the
+    flat arrays per input set.
+    """
+
+    ids: np.ndarray
+    query: np.ndarray
+    overlap: np.ndarray
+    offsets: np.ndarray
+
+
+def _is_single_set(obj) -> bool:
+    """True when ``obj`` is one region set, False when it is a sequence of region sets."""
+    if isinstance(obj, (RegionSet, str, os.PathLike, Mapping)) or hasattr(obj, "columns"):
+        return True
+    if isinstance(obj, tuple) and len(obj) == 3 and all(isinstance(x, np.ndarray) for x in obj):
+        return True
+    if not isinstance(obj, Sequence) or isinstance(obj, (bytes, bytearray)):
+        return True
+    if len(obj) == 0:
+        return True
+    first = obj[0]
+    if isinstance(first, tuple) and len(first) >= 3 and isinstance(first[0], (str, bytes)):
+        return True  # a list of (chrom, start, end) tuples
+    if isinstance(first, str):
+        # a list of file paths is a batch; a list of "chr:start-end" strings is one set
+        return not all(isinstance(x, str) and os.path.isfile(x) for x in obj)
+    return False
+
+
+def _delegate(name: str) -> property:
+    return property(lambda self: getattr(self.universe, name),
+                    doc=f"Same as ``universe.{name}`` (gtars names).")
+
+
+class Tokenizer:
+    """Turn genomic regions into universe token ids.
+
+    Parameters
+    ----------
+    universe
+        A :class:`Universe`, or anything it is built from (BED path, regions).
+    overlap
+        ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
+        the largest overlap per query; ties go to the lowest id).
+    min_overlap
+        Minimum overlap in bp for a hit (0: any half-open overlap counts).
+    min_fraction, fraction_of
+        Minimum overlap as a fraction of the query (``fraction_of="query"``, like bedtools and
+        geniml's ``-f``) or of the universe region (``"region"``).
+    unknown
+        ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
+        ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
+    order
+        ``"gtars"`` (a BED file is stable-sorted by (chromosome name as bytes, start) first,
+        in-memory regions keep their order; hits of a query by ascending universe position),
+        ``"input"`` (input order, files too), ``"genomic"`` (by universe position) or
+        ``"unique"`` (de-duplicated, genomic).
+    n_threads
+        Default numba thread count for this tokenizer's calls (``None``: numba's setting).
+
+    Examples
+    --------
+    >>> tok = Tokenizer(["chr1:100-200", "chr1:150-300", "chr2:0-50"])
+    >>> tok.encode(["chr1:120-160", "chr3:0-10"]).tolist()
+    [0, 1]
+    >>> tok.tokenize([("chr2", 10, 20)])
+    ['chr2:0-50']
+    >>> tok.encode([("chr9", 1, 2)]).tolist() == [tok.unk_token_id]
+    True
+    """
+
+    def __init__(self, universe, *, overlap: str = "all", min_overlap: int = 0,
+                 min_fraction: float = 0.0, fraction_of: str = "query", unknown: str = "set",
+                 order: str = "gtars", n_threads: int | None = None,
+                 special_tokens: dict | None = None):
+        if isinstance(universe, Universe):
+            if special_tokens is not None:
+                raise ValueError("special_tokens can only be given with a universe source, "
+                                 "not with a ready Universe")
+            self.universe = universe
+        else:
+            self.universe = Universe(universe, special_tokens)
+        self.settings = TokenizerSettings(overlap, min_overlap, min_fraction, fraction_of,
+                                          unknown, order)
+        self.n_threads = n_threads
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
+        """A tokenizer over the universe in a BED/BED.gz file (token id = line position)."""
+        special = kwargs.pop("special_tokens", None)
+        return cls(Universe.from_bed(path, special), **kwargs)
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
+        """Load a tokenizer configuration: genotok's own TOML or gtars' ``tokenizer.toml``.
+
+        Both have ``universe = "path"`` (relative to the config file) and optional
+        ``special_tokens`` (gtars: a list of ``{name, token}`` tables; genotok: the same, or a
+        table ``{unk = "<unk>", ...}``). genotok settings live in a ``[genotok]`` table; when it
+        records a ``fingerprint``, a universe file that changed since is refused.
+        """
+        path = Path(path)
+        try:
+            with open(path, "rb") as fh:
+                cfg = tomllib.load(fh)
+        except FileNotFoundError:
+            raise UniverseError(f"{path}: no such tokenizer configuration file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise UniverseError(f"{path}: not valid TOML: {exc}") from None
+        if "universe" not in cfg:
+            raise UniverseError(f"{path}: the configuration names no universe "
+                                "(expected a line like universe = \"universe.bed\")")
+        upath = Path(cfg["universe"])
+        if not upath.is_absolute():
+            upath = path.parent / upath
+        special = cfg.get("special_tokens")
+        if isinstance(special, list):
+            try:
+                special = {d["name"]: d["token"] for d in special}
+            except (KeyError, TypeError):
+                raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
+                                    "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
+        ours = dict(cfg.get("genotok", {}))
+        fingerprint = ours.pop("fingerprint", None)
+        ours.update(overrides)
+        tok = cls(Universe.from_bed(upath, special), **ours)
+        if fingerprint is not None and fingerprint != tok.universe.fingerprint:
+            raise UniverseMismatchError(
+                f"{path}: universe {upath} has changed since this configuration was saved "
+                f"(fingerprint {tok.universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+        return tok
+
+    def save_config(self, path: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
+        """Write a TOML configuration gtars can read too (genotok settings in ``[genotok]``).
+
+        ``universe_path`` defaults to the file the universe was loaded from; a universe built
+        in memory is written next to the configuration as ``<name>.universe.bed``.
+        """
+        from ._io import atomic_write
+
+        path = Path(path)
+        if universe_path is None:
+            if self.universe.source and os.path.isfile(self.universe.source):
+                universe_path = Path(self.universe.source)
+            else:
+                universe_path = path.with_suffix(".universe.bed")
+                self.universe.write_bed(universe_path)
+        universe_path = Path(universe_path)
+        try:
+            ref = os.path.relpath(universe_path.resolve(), path.parent.resolve())
+        except ValueError:  # another drive on Windows
+            ref = str(universe_path.resolve())
+
+        def q(s) -> str:
+            return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = [f"universe = {q(ref)}", "special_tokens = ["]
+        lines += [f"  {{ name = {q(k)}, token = {q(self.universe.special_tokens[k])} }},"
+                  for k in SPECIAL_NAMES]
+        lines += ["]", "", "[genotok]"]
+        for k, v in self.settings.as_dict().items():
+            lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
+        lines.append(f"fingerprint = {q(self.universe.fingerprint)}")
+        with atomic_write(path, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        return path
+
+    # ------------------------------------------------------------------ vocabulary (as gtars)
+    @property
+    def vocab_size(self) -> int:
+        """Regions plus the seven special tokens."""
+        return self.universe.vocab_size
+
+    def __len__(self) -> int:
+        return self.universe.vocab_size
+
+    for _name in SPECIAL_NAMES:
+        locals()[f"{_name}_token"] = _delegate(f"{_name}_token")
+        locals()[f"{_name}_token_id"] = _delegate(f"{_name}_token_id")
+    del _name
+
+    @property
+    def fingerprint(self) -> str:
+        """The universe fingerprint (written with every corpus)."""
+        return self.universe.fingerprint
+
+    @property
+    def special_tokens_map(self) -> dict[str, str]:
+        return self.universe.special_tokens_map
+
+    def get_vocab(self) -> dict[str, int]:
+        """``{token string: id}``."""
+        return self.universe.get_vocab()
+
+    def convert_ids_to_tokens(self, ids):
+        return self.universe.convert_ids_to_tokens(ids)
+
+    def convert_tokens_to_ids(self, tokens):
+        return self.universe.convert_tokens_to_ids(tokens)
+
+    def decode(self, ids):
+        """Token strings of ids (gtars ``decode``): one id → one string, many → a list."""
+        return self.universe.convert_ids_to_tokens(ids)
+
+    # ------------------------------------------------------------------ tokenization
+    def _query_order(self, rs: RegionSet) -> np.ndarray:
+        """Emission order of one set's queries (indices into the set)."""
+        if self.settings.order == "gtars" and rs.from_file and len(rs) > 1:
+            names = rs.chrom_names
+            byte_rank = np.empty(len(names), dtype=np.int64)
+            byte_rank[sorted(range(len(names)), key=lambda c: names[c].encode())] = np.arange(len(names))
+            return np.lexsort((rs.starts, byte_rank[rs.codes]))
+        return np.arange(len(rs), dtype=np.int64)
+
+    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int):
+        """The one call into the overlap kernels, with this tokenizer's settings."""
+        s, u = self.settings, self.universe
+        sw = u.sweep
+        return _kernels.overlap(
+            np.ascontiguousarray(codes, dtype=np.int32),
+            np.ascontiguousarray(starts, dtype=np.int64),
+            np.ascontiguousarray(ends, dtype=np.int64),
+            np.ascontiguousarray(set_offsets, dtype=np.int64),
+            np.ascontiguousarray(order, dtype=np.int64),
+            sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids,
+            int(s.min_overlap),
+            float(s.min_fraction) if s.fraction_of == "query" else 0.0,
+            float(s.min_fraction) if s.fraction_of == "region" else 0.0,
+            s.overlap == "best", unk_mode, u.unk_token_id)
+
+    def overlaps(self, sets, *, n_threads: int | None = None) -> Overlaps:
+        """Run the kernels on a list of region sets; the raw pairs before output ordering."""
+        rsets = [as_regions(s) for s in sets]
+        return self._overlaps(rsets, n_threads)
+
+    def _overlaps(self, rsets: list[RegionSet], n_threads: int | None) -> Overlaps:
+        u = self.universe
+        sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
+        set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=set_offsets[1:])
+        if len(rsets) == 1:
+            r = rsets[0]
+            codes = u.map_codes(r)
+            starts, ends = r.starts, r.ends
+            order = self._query_order(r)
+        else:
+            codes = np.concatenate([u.map_codes(r) for r in rsets]) if rsets else np.zeros(0, np.int32)
+            starts = np.concatenate([r.starts for r in rsets]) if rsets else np.zeros(0, np.int64)
+            ends = np.concatenate([r.ends for r in rsets]) if rsets else np.zeros(0, np.int64)
+            order = (np.concatenate([self._query_order(r) + o
+                                     for r, o in zip(rsets, set_offsets[:-1])])
+                     if rsets else np.zeros(0, np.int64))
+        s = self.settings
+        with _config.threads(self.n_threads if n_threads is None else n_threads):
+            ids, qidx, bp, out_offsets = self._kernel(
+                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown])
+            if s.order in ("genomic", "unique"):
+                ids, out_offsets = _kernels.sort_within_sets(
+                    ids, out_offsets, u.sweep.rank, s.order == "unique")
+                qidx = bp = None
+        if qidx is not None:
+            # global query index -> index within its set
+            set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
+            qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
+        return Overlaps(ids.astype(np.int64, copy=False), qidx, bp, out_offsets)
+
+    def region_hits(self, regions, *, n_threads: int | None = None) -> Ragged:
+        """For every query region (in input order), the ids it hits; no ``<unk>``, no reordering.
+
+        Applies the overlap mode and thresholds; row ``i`` lists the hits of query ``i`` by
+        ascending universe position (empty when it hits nothing). The single-cell adapter maps
+        matrix variables (peaks) to tokens with this once, then gathers per cell.
+        """
+        rs = as_regions(regions)
+        with _config.threads(self.n_threads if n_threads is None else n_threads):
+            ids, qidx, _, _ = self._kernel(
+                self.universe.map_codes(rs), rs.starts, rs.ends,
+                np.array([0, len(rs)], dtype=np.int64), np.arange(len(rs), dtype=np.int64), 0)
+        offsets = np.zeros(len(rs) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(qidx, minlength=len(rs)), out=offsets[1:])
+        return Ragged(ids.astype(np.int64, copy=False), offsets)
+
+    def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
+        """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
+        return self._overlaps([as_regions(regions)], n_threads).ids
+
+    def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False):
+        """Token ids of many region sets in one parallel call.
+
+        Returns a list of int64 arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``.
+        """
+        res = self._overlaps([as_regions(s) for s in sets], n_threads)
+        out = Ragged(res.ids, res.offsets)
+        return out if ragged else list(out)
+
+    def tokenize(self, regions) -> list[str]:
+        """Token strings (``chr:start-end``, or ``<unk>``) of one region set, as gtars."""
+        return self.universe.convert_ids_to_tokens(self.encode(regions))
+
+    def __call__(self, regions, *, padding=False, truncation=False, max_length: int | None = None,
+                 return_tensors: str | None = None, return_attention_mask: bool = True,
+                 n_threads: int | None = None) -> dict:
+        """Model inputs, as Hugging Face tokenizers return them.
+
+        ``regions`` is one region set or a list of them. Returns a dict with ``input_ids``
+        (and ``attention_mask``): lists by default, padded arrays with ``return_tensors="np"``,
+        torch tensors with ``"pt"`` (torch is imported only then). ``padding=True`` or
+        ``"longest"`` pads to the longest set, ``"max_length"`` to ``max_length``;
+        ``truncation=True`` keeps the first ``max_length`` tokens.
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+        >>> out = tok([["chr1:50-150"], ["chr1:10-20"]], padding=True, return_tensors="np")
+        >>> out["input_ids"].tolist(), out["attention_mask"].tolist()
+        ([[0, 1], [0, 3]], [[1, 1], [1, 0]])
+        """
+        single = _is_single_set(regions)
+        sets = [regions] if single else list(regions)
+        rows = self.encode_batch(sets, n_threads=n_threads)
+        return self.pad(rows, single=single, padding=padding, truncation=truncation,
+                        max_length=max_length, return_tensors=return_tensors,
+                        return_attention_mask=return_attention_mask)
+
+    def pad(self, rows, *, single: bool = False, padding=False, truncation=False,
+            max_length: int | None = None, return_tensors: str | None = None,
+            return_attention_mask: bool = True) -> dict:
+        """Pad/truncate token rows into model inputs (see :meth:`__call__`)."""
+        if padding not in (False, True, "longest", "max_length", "do_not_pad"):
+            raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
+        if return_tensors not in (None, "np", "pt"):
+            raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
+        if (truncation or padding == "max_length") and max_length is None:
+            raise ValueError("truncation and padding='max_length' need max_length")
+        if max_length is not None and max_length < 1:
+            raise ValueError(f"max_length must be >= 1, got {max_length}")
+        rows = [np.asarray(r, dtype=np.int64) for r in rows]
+        if truncation:
+            rows = [r[:max_length] for r in rows]
+        pad_to = None
+        if padding in (True, "longest"):
+            pad_to = max((r.size for r in rows), default=0)
+        elif padding == "max_length":
+            pad_to = max(max_length, max((r.size for r in rows), default=0)) if not truncation else max_length
+        if pad_to is None and return_tensors is not None and len({r.size for r in rows}) > 1:
+            raise ValueError("sets have different lengths: use padding=True to return tensors")
+        if pad_to is None:
+            pad_to = rows[0].size if rows else 0
+        if return_tensors is None and not padding:
+            out = {"input_ids": [r.tolist() for r in rows]}
+            if return_attention_mask:
+                out["attention_mask"] = [[1] * r.size for r in rows]
+        else:
+            ids = np.full((len(rows), pad_to), self.universe.pad_token_id, dtype=np.int64)
+            mask = np.zeros((len(rows), pad_to), dtype=np.int64)
+            for i, r in enumerate(rows):
+                ids[i, :r.size] = r
+                mask[i, :r.size] = 1
+            out = {"input_ids": ids}
+            if return_attention_mask:
+                out["attention_mask"] = mask
+            if return_tensors is None:
+                out = {k: v.tolist() for k, v in out.items()}
+            elif return_tensors == "pt":
+                import torch
+
+                out = {k: torch.from_numpy(v) for k, v in out.items()}
+        if single:
+            out = {k: v[0] for k, v in out.items()}
+        return out
+
+    # ------------------------------------------------------------------ display
+    def __repr__(self) -> str:
+        s = self.settings
+        return (f"Tokenizer({self.universe.n_regions:,} regions, vocab_size={self.vocab_size:,}, "
+                f"overlap={s.overlap!r}, unknown={s.unknown!r}, order={s.order!r}, "
+                f"fingerprint={self.fingerprint[:12]})")

@@ -1,0 +1,329 @@
+"""The vocabulary: universe regions + special tokens, a fingerprint, and the sweep index.
+
+Token id ``i`` is the ``i``-th region of the universe (its line in the BED file, as in gtars);
+the special tokens follow in gtars order ``<unk> <pad> <mask> <cls> <eos> <bos> <sep>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import _kernels
+from .errors import UniverseError
+from .regions import RegionSet, as_regions
+
+#: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
+SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
+DEFAULT_SPECIAL_TOKENS = {name: f"<{name}>" for name in SPECIAL_NAMES}
+
+_FINGERPRINT_TAG = b"genotok-universe-v1\0"
+
+
+@dataclass(frozen=True)
+class SweepIndex:
+    """The sorted universe the overlap kernels sweep (see ``docs/architecture.md``)."""
+
+    chrom_ptr: np.ndarray  # int64 (n_chroms + 1,)
+    starts: np.ndarray  # int64 (m,) sorted by (code, start, end, id)
+    ends: np.ndarray  # int64 (m,)
+    maxend: np.ndarray  # int64 (m,) running max of ends within a chromosome
+    ids: np.ndarray  # int32 (m,) token id of each sorted row
+    rank: np.ndarray  # int64 (n_regions,) id -> genomic rank
+
+
+def _check_special_tokens(special_tokens) -> dict[str, str]:
+    if special_tokens is None:
+        return dict(DEFAULT_SPECIAL_TOKENS)
+    if not isinstance(special_tokens, dict):
+        raise UniverseError(
+            f"special_tokens must be a dict like {{'unk': '<unk>', ...}}, got {type(special_tokens).__name__}")
+    unknown = set(special_tokens) - set(SPECIAL_NAMES)
+    if unknown:
+        raise UniverseError(
+            f"unknown special token name(s) {sorted(unknown)}; the names are {list(SPECIAL_NAMES)}")
+    out = dict(DEFAULT_SPECIAL_TOKENS)
+    out.update({k: str(v) for k, v in special_tokens.items()})
+    if len(set(out.values())) != len(out):
+        raise UniverseError(f"special tokens must be distinct strings, got {out}")
+    return out
+
+
+def _first_occurrence(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    """Sorted order of the regions and, per region, the id of its first identical region."""
+    n = codes.size
+    ids = np.arange(n, dtype=np.int64)
+    order = np.lexsort((ids, ends, starts, codes))
+    c, s, e = codes[order], starts[order], ends[order]
+    same = np.zeros(n, dtype=bool)
+    if n > 1:
+        same[1:] = (c[1:] == c[:-1]) & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    # head of each run of identical regions: the smallest id (lexsort is stable on ids)
+    head_pos = np.maximum.accumulate(np.where(same, 0, np.arange(n)))
+    first = np.empty(n, dtype=np.int64)
+    first[order] = order[head_pos]
+    return order, first, same
+
+
+class Universe:
+    """A universe of reference regions: the vocabulary of a region tokenizer.
+
+    Parameters
+    ----------
+    regions
+        Anything :func:`genotok.regions.as_regions` accepts: a BED/BED.gz path, a
+        :class:`RegionSet`, strings ``chr:start-end``, ``(chrom, start, end)`` tuples,
+        arrays or a data frame. Region ``i`` becomes token id ``i``.
+    special_tokens
+        Optional ``{"unk": "<unk>", ...}`` to rename special tokens (gtars names by default).
+    duplicates
+        ``"first"`` (default): a region listed twice keeps both ids (ids stay line positions,
+        so special ids never collide), but overlaps report only the first occurrence's id and a
+        warning says how many duplicates there were. ``"error"``: refuse such a universe.
+
+    Examples
+    --------
+    >>> u = Universe(["chr1:100-200", "chr1:150-300", "chr2:0-50"])
+    >>> u.vocab_size, u.unk_token_id, u.pad_token_id
+    (10, 3, 4)
+    >>> u.convert_ids_to_tokens([0, 3])
+    ['chr1:100-200', '<unk>']
+    """
+
+    def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "first"):
+        if duplicates not in ("first", "error"):
+            raise ValueError(f"duplicates must be 'first' or 'error', got {duplicates!r}")
+        rs = as_regions(regions)
+        self.regions: RegionSet = rs
+        self.source = rs.source
+        self.special_tokens = _check_special_tokens(special_tokens)
+        n = len(rs)
+        if n >= 2**31 - 8:
+            raise UniverseError(f"{self._where()}: {n} regions is more than token ids can hold")
+        self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}
+        self._order, self._first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
+        self.n_duplicates = int(dup_sorted.sum())
+        if self.n_duplicates:
+            example = int(np.flatnonzero(self._first != np.arange(n))[0])
+            msg = (f"{self._where()}: {self.n_duplicates} duplicate region(s), e.g. id {example} "
+                   f"({self._token_of(example)}) repeats id {int(self._first[example])}")
+            if duplicates == "error":
+                raise UniverseError(msg + "; remove the repeated lines")
+            warnings.warn(msg + "; overlaps report the first occurrence's id", UserWarning,
+                          stacklevel=2)
+        self._keep_sorted = ~dup_sorted
+        self._sweep: SweepIndex | None = None
+        self._fingerprint: str | None = None
+        self._vocab: dict[str, int] | None = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_bed(cls, path: str | os.PathLike, special_tokens: dict | None = None,
+                 **kwargs) -> "Universe":
+        """Load a universe from a BED or BED.gz file (token id = data line position)."""
+        return cls(RegionSet.from_bed(path), special_tokens, **kwargs)
+
+    def _where(self) -> str:
+        return self.source or "universe"
+
+    # ------------------------------------------------------------------ sizes and ids
+    @property
+    def n_regions(self) -> int:
+        """Number of universe regions (ids ``0 .. n_regions - 1``)."""
+        return len(self.regions)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    @property
+    def vocab_size(self) -> int:
+        """Regions plus the seven special tokens (as gtars)."""
+        return self.n_regions + len(SPECIAL_NAMES)
+
+    @property
+    def special_token_ids(self) -> dict[str, int]:
+        """``{"unk": id, "pad": id, ...}``."""
+        return {name: self.n_regions + k for k, name in enumerate(SPECIAL_NAMES)}
+
+    @property
+    def special_tokens_map(self) -> dict[str, str]:
+        """``{"unk_token": "<unk>", ...}`` as gtars and Hugging Face name it."""
+        return {f"{name}_token": tok for name, tok in self.special_tokens.items()}
+
+    unk_token_id = property(lambda self: self.n_regions + 0, doc="Id of ``<unk>``.")
+    pad_token_id = property(lambda self: self.n_regions + 1, doc="Id of ``<pad>``.")
+    mask_token_id = property(lambda self: self.n_regions + 2, doc="Id of ``<mask>``.")
+    cls_token_id = property(lambda self: self.n_regions + 3, doc="Id of ``<cls>``.")
+    eos_token_id = property(lambda self: self.n_regions + 4, doc="Id of ``<eos>``.")
+    bos_token_id = property(lambda self: self.n_regions + 5, doc="Id of ``<bos>``.")
+    sep_token_id = property(lambda self: self.n_regions + 6, doc="Id of ``<sep>``.")
+    unk_token = property(lambda self: self.special_tokens["unk"], doc="The ``<unk>`` string.")
+    pad_token = property(lambda self: self.special_tokens["pad"], doc="The ``<pad>`` string.")
+    mask_token = property(lambda self: self.special_tokens["mask"], doc="The ``<mask>`` string.")
+    cls_token = property(lambda self: self.special_tokens["cls"], doc="The ``<cls>`` string.")
+    eos_token = property(lambda self: self.special_tokens["eos"], doc="The ``<eos>`` string.")
+    bos_token = property(lambda self: self.special_tokens["bos"], doc="The ``<bos>`` string.")
+    sep_token = property(lambda self: self.special_tokens["sep"], doc="The ``<sep>`` string.")
+
+    @property
+    def duplicate_of(self) -> np.ndarray:
+        """For every id, the id of its first identical region (itself when unique)."""
+        return self._first
+
+    # ------------------------------------------------------------------ fingerprint
+    @property
+    def fingerprint(self) -> str:
+        """Stable hex SHA-256 of the regions in id order and the special tokens.
+
+        Equal for equal region lists whatever they were loaded from (file, strings, arrays),
+        different when any region, its position, or a special token differs.
+        """
+        if self._fingerprint is None:
+            rs = self.regions
+            h = hashlib.sha256(_FINGERPRINT_TAG)
+            names = "\0".join(rs.chrom_names).encode()
+            h.update(len(names).to_bytes(8, "little"))
+            h.update(names)
+            h.update(len(rs).to_bytes(8, "little"))
+            h.update(np.ascontiguousarray(rs.codes, dtype="<i4").tobytes())
+            h.update(np.ascontiguousarray(rs.starts, dtype="<i8").tobytes())
+            h.update(np.ascontiguousarray(rs.ends, dtype="<i8").tobytes())
+            h.update("\0".join(self.special_tokens[k] for k in SPECIAL_NAMES).encode())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def check_fingerprint(self, fingerprint: str, what: str = "data") -> None:
+        """Raise :class:`UniverseMismatchError` when ``fingerprint`` is not this universe's."""
+        from .errors import UniverseMismatchError
+
+        if fingerprint != self.fingerprint:
+            raise UniverseMismatchError(
+                f"{what} was tokenized with universe {fingerprint[:12]}…, not with this one "
+                f"({self.fingerprint[:12]}…, {self._where()}); token ids are specific to their "
+                "universe: re-tokenize with the right universe or open it with the one it was made with")
+
+    # ------------------------------------------------------------------ sweep index
+    @property
+    def sweep(self) -> SweepIndex:
+        """The sorted index the overlap kernels need (built on first use, then cached)."""
+        if self._sweep is None:
+            rs = self.regions
+            order = self._order[self._keep_sorted]
+            self._sweep = SweepIndex(*_kernels.build_sweep_sorted(
+                rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names), self._first))
+        return self._sweep
+
+    @property
+    def chrom_names(self) -> tuple[str, ...]:
+        """Chromosome names of the universe, in order of first appearance."""
+        return self.regions.chrom_names
+
+    def chrom_code(self, name: str) -> int:
+        """Chromosome code of ``name`` in this universe, ``-1`` when absent."""
+        return self._chrom_index.get(name, -1)
+
+    def map_codes(self, regions: RegionSet) -> np.ndarray:
+        """Chromosome codes of ``regions`` translated into this universe's code space.
+
+        Chromosomes absent from the universe get ``-1``. When none of a non-empty set's
+        chromosomes is known but they would be after adding or removing a ``chr`` prefix,
+        a warning says so (a ``chr1`` vs ``1`` naming mismatch hits nothing silently otherwise).
+        """
+        table = np.fromiter((self._chrom_index.get(n, -1) for n in regions.chrom_names),
+                            dtype=np.int32, count=len(regions.chrom_names))
+        if len(regions) and table.size and np.all(table < 0):
+            self._warn_naming(regions)
+        return table[regions.codes] if table.size else np.zeros(0, dtype=np.int32)
+
+    def _warn_naming(self, regions: RegionSet) -> None:
+        def flip(n: str) -> str:
+            return n[3:] if n.startswith("chr") else "chr" + n
+
+        flipped = [n for n in regions.chrom_names if flip(n) in self._chrom_index]
+        if flipped:
+            where = regions.source or "the query regions"
+            style = "without" if flipped[0].startswith("chr") else "with"
+            warnings.warn(
+                f"{where}: no chromosome name matches the universe ({self._where()}), but "
+                f"{len(flipped)} would {style} a 'chr' prefix (e.g. {flipped[0]!r} vs "
+                f"{flip(flipped[0])!r}); rename the chromosomes so that both use one convention",
+                UserWarning, stacklevel=4)
+
+    # ------------------------------------------------------------------ decoding
+    def _token_of(self, i: int) -> str:
+        rs = self.regions
+        return f"{rs.chrom_names[rs.codes[i]]}:{int(rs.starts[i])}-{int(rs.ends[i])}"
+
+    def _check_ids(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids)
+        if ids.size and not np.issubdtype(ids.dtype, np.integer):
+            raise UniverseError(f"token ids must be integers, got dtype {ids.dtype}")
+        ids = ids.astype(np.int64, copy=False)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            bad = ids[(ids < 0) | (ids >= self.vocab_size)][0]
+            raise UniverseError(f"token id {bad} is outside this vocabulary (0..{self.vocab_size - 1})")
+        return ids
+
+    def convert_ids_to_tokens(self, ids):
+        """Token strings (``chr:start-end`` or a special token) of one id or many."""
+        if np.ndim(ids) == 0:
+            return self.convert_ids_to_tokens([ids])[0]
+        ids = self._check_ids(ids)
+        n = self.n_regions
+        specials = [self.special_tokens[k] for k in SPECIAL_NAMES]
+        regs = ids < n
+        out = np.empty(ids.size, dtype=object)
+        if regs.any():
+            out[regs] = self.regions.take(ids[regs]).to_strings()
+        for j in np.flatnonzero(~regs):
+            out[j] = specials[ids[j] - n]
+        return out.tolist()
+
+    def decode_regions(self, ids) -> RegionSet:
+        """The regions of region ids (special ids are refused)."""
+        ids = self._check_ids(np.atleast_1d(ids))
+        if ids.size and ids.max() >= self.n_regions:
+            raise UniverseError(f"id {int(ids.max())} is a special token, not a region")
+        return self.regions.take(ids)
+
+    def get_vocab(self) -> dict[str, int]:
+        """``{token string: id}`` for every region (first occurrence) and special token."""
+        if self._vocab is None:
+            vocab: dict[str, int] = {}
+            for i, tok in enumerate(self.regions.to_strings()):
+                vocab.setdefault(tok, i)
+            for name, i in self.special_token_ids.items():
+                vocab[self.special_tokens[name]] = i
+            self._vocab = vocab
+        return self._vocab
+
+    def convert_tokens_to_ids(self, tokens):
+        """Ids of token strings (exact match); unknown strings give ``unk_token_id``."""
+        vocab = self.get_vocab()
+        if isinstance(tokens, str):
+            return vocab.get(tokens, self.unk_token_id)
+        return [vocab.get(t, self.unk_token_id) for t in tokens]
+
+    def write_bed(self, path: str | os.PathLike) -> None:
+        """Write the regions as BED3 in id order (atomically: a temporary name, then rename)."""
+        from ._io import atomic_write
+
+        rs = self.regions
+        names = np.asarray(rs.chrom_names, dtype=object)[rs.codes] if len(rs) else []
+        with atomic_write(path, "w") as fh:
+            fh.writelines(f"{c}\t{s}\t{e}\n" for c, s, e in zip(names, rs.starts.tolist(), rs.ends.tolist()))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Universe) and other.fingerprint == self.fingerprint
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        src = f", source={Path(self.source).name!r}" if self.source else ""
+        return (f"Universe({self.n_regions:,} regions on {len(self.chrom_names)} chromosomes, "
+                f"vocab_size={self.vocab_size:,}{src}, fingerprint={self.fingerprint[:12]})")

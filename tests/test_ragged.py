@@ -1,0 +1,68 @@
+"""Ragged containers and the thread-control context manager."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import _config
+from genotok.ragged import Ragged
+
+rows_st = st.lists(st.lists(st.integers(0, 2**32 - 1), max_size=6), max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows_st)
+def test_ragged_round_trip_and_views(rows):
+    r = Ragged.from_list(rows)
+    assert len(r) == len(rows)
+    assert r.to_list() == rows
+    assert r.lengths.tolist() == [len(x) for x in rows]
+    assert [x.tolist() for x in r] == rows
+    for i in range(-len(rows), len(rows)):
+        assert r[i].tolist() == rows[i]
+        if r[i].size:
+            assert np.shares_memory(r[i], r.data)  # a view, not a copy
+    for a in range(len(rows) + 1):
+        for b in range(a, len(rows) + 1):
+            assert r[a:b].to_list() == rows[a:b]
+    assert r[::2].to_list() == rows[::2]
+    assert Ragged.from_list(rows) == r
+
+
+def test_ragged_values_and_errors():
+    r = Ragged.from_list([[1, 2], [3]], values=[[0.5, 1.5], [2.0]])
+    assert r.row_values(1).tolist() == [2.0]
+    assert r[0:1].values.tolist() == [0.5, 1.5]
+    with pytest.raises(IndexError):
+        r[2]
+    with pytest.raises(ValueError, match="offsets"):
+        Ragged(np.arange(3), np.array([0, 2, 1, 3]))
+    with pytest.raises(ValueError, match="offsets"):
+        Ragged(np.arange(3), np.array([0, 2]))
+    with pytest.raises(ValueError, match="aligned"):
+        Ragged(np.arange(3), np.array([0, 3]), values=np.zeros(2))
+    with pytest.raises(ValueError, match="value channel"):
+        Ragged.from_list([[1]]).row_values(0)
+    assert "2 rows" in repr(r)
+
+
+def test_threads_restores_previous_count():
+    before = numba.get_num_threads()
+    with _config.threads(1) as n:
+        assert n == numba.get_num_threads() == 1
+    assert numba.get_num_threads() == before
+    with pytest.raises(RuntimeError):
+        with _config.threads(1):
+            raise RuntimeError("boom")
+    assert numba.get_num_threads() == before
+    with _config.threads(10_000) as n:  # clipped to the pool
+        assert n == _config.max_threads()
+    with _config.threads(None) as n:
+        assert n == before
+    with pytest.raises(ValueError, match="n_threads"):
+        with _config.threads(0):
+            pass

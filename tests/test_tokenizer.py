@@ -1,0 +1,285 @@
+"""Tokenizer: every mode, policy and order against the brute-force model; gtars compatibility."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import genotok
+from genotok import RegionSet, Tokenizer, Universe
+
+from . import naive_tokenizer as naive
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gtars_compat"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
+
+CHROMS = ["chr1", "chr2", "chr10", "chr1_KI270706v1_random"]
+
+
+@st.composite
+def region_lists(draw, chroms=CHROMS, max_size=25, max_coord=400):
+    n = draw(st.integers(0, max_size))
+    out = []
+    for _ in range(n):
+        c = draw(st.sampled_from(chroms))
+        s = draw(st.integers(0, max_coord))
+        w = draw(st.one_of(st.just(0), st.integers(0, 120)))
+        out.append((c, s, s + w))
+    return out
+
+
+@st.composite
+def universes(draw):
+    regs = draw(region_lists(max_size=30))
+    if regs and draw(st.booleans()):  # duplicates and nested copies
+        k = draw(st.integers(0, len(regs) - 1))
+        c, s, e = regs[k]
+        regs.append((c, s, e))
+        regs.append((c, s + (e - s) // 4, e - (e - s) // 4))
+    return regs
+
+
+SETTINGS = st.fixed_dictionaries({
+    "overlap": st.sampled_from(["all", "best"]),
+    "min_overlap": st.sampled_from([0, 0, 1, 30]),
+    "min_fraction": st.sampled_from([0.0, 0.0, 0.5, 1.0]),
+    "fraction_of": st.sampled_from(["query", "region"]),
+    "unknown": st.sampled_from(["set", "region", "drop"]),
+    "order": st.sampled_from(["gtars", "input", "genomic", "unique"]),
+})
+
+
+def _universe(regs):
+    with pytest.warns(UserWarning) if len(set(regs)) < len(regs) else _nullcontext():
+        return Universe(RegionSet.from_tuples(regs) if regs else RegionSet.from_tuples([]))
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _write_bed(path, regs):
+    path.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in regs))
+    return path
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
+def test_encode_equals_model_in_memory(ureg, qreg, opts):
+    tok = Tokenizer(_universe(ureg), **opts)
+    got = tok.encode(RegionSet.from_tuples(qreg)).tolist()
+    assert got == naive.tokenize(ureg, qreg, from_file=False, **opts)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
+def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts):
+    tok = Tokenizer(_universe(ureg), **opts)
+    path = _write_bed(tmp_path / "q.bed", qreg)
+    assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(universes(), st.lists(region_lists(chroms=CHROMS + ["chrZ"], max_size=12), max_size=6),
+       SETTINGS, st.sampled_from([1, 2]))
+def test_encode_batch_equals_encode(ureg, sets, opts, n_threads):
+    tok = Tokenizer(_universe(ureg), **opts)
+    rsets = [RegionSet.from_tuples(s) for s in sets]
+    batch = tok.encode_batch(rsets, n_threads=n_threads)
+    assert [b.tolist() for b in batch] == [naive.tokenize(ureg, s, **opts) for s in sets]
+    ragged = tok.encode_batch(rsets, ragged=True)
+    assert ragged.to_list() == [b.tolist() for b in batch]
+
+
+def test_large_ids_above_uint16():
+    n = 70_000
+    regs = [("chr1", 10 * i, 10 * i + 10) for i in range(n)]
+    tok = Tokenizer(RegionSet.from_tuples(regs))
+    assert tok.vocab_size == n + 7
+    assert tok.encode([("chr1", 10 * 66_000 + 5, 10 * 66_001 + 1)]).tolist() == [66_000, 66_001]
+
+
+def test_zero_length_and_touching():
+    tok = Tokenizer(["chr1:400-500", "chr1:500-600"])
+    assert tok.encode(["chr1:450-450"]).tolist() == [0]      # strictly inside counts
+    # at 500: [400,500) ends there, and s < qe fails for [500,600): half-open hits nothing
+    assert tok.encode(["chr1:500-500"]).tolist() == [tok.unk_token_id]
+    assert tok.encode(["chr1:500-501"]).tolist() == [1]
+    assert tok.encode(["chr1:600-700"]).tolist() == [tok.unk_token_id]  # touching end
+    assert tok.encode(["chr1:300-400"]).tolist() == [tok.unk_token_id]  # touching start
+
+
+def test_unknown_policies():
+    u = ["chr1:0-100"]
+    q = ["chr1:10-20", "chr2:0-5", "chr1:500-600"]
+    assert Tokenizer(u).encode(q).tolist() == [0]
+    assert Tokenizer(u, unknown="region").encode(q).tolist() == [0, 1, 1]
+    assert Tokenizer(u, unknown="drop").encode(["chr2:0-5"]).tolist() == []
+    assert Tokenizer(u).encode(["chr2:0-5"]).tolist() == [1]
+    assert Tokenizer(u).encode([]).tolist() == [1]  # an empty set is [<unk>], as gtars
+
+
+def test_best_mode_ties_to_lowest_id():
+    tok = Tokenizer(["chr1:100-200", "chr1:0-150", "chr1:150-400"], overlap="best")
+    assert tok.encode(["chr1:140-160"]).tolist() == [0]  # 20 bp each for 0 and 2, 10 for 1
+    assert tok.encode(["chr1:100-150"]).tolist() == [0]  # tie 50/50 between 0 and 1 -> 0
+
+
+def test_duplicates_policy():
+    with pytest.warns(UserWarning, match="1 duplicate region"):
+        u = Universe(["chr1:0-100", "chr1:50-80", "chr1:0-100"])
+    assert u.vocab_size == 10 and u.unk_token_id == 3  # ids stay line positions
+    assert u.duplicate_of.tolist() == [0, 1, 0]
+    assert Tokenizer(u).encode(["chr1:10-20"]).tolist() == [0]  # hit once, first id
+    assert u.convert_ids_to_tokens([2]) == ["chr1:0-100"]
+    with pytest.raises(genotok.UniverseError, match="duplicate"):
+        Universe(["chr1:0-100", "chr1:0-100"], duplicates="error")
+
+
+def test_vocabulary_api():
+    tok = Tokenizer(["chr1:0-100", "chr2:5-10"])
+    assert tok.vocab_size == len(tok) == 9
+    ids = [tok.universe.unk_token_id, tok.universe.pad_token_id]
+    assert tok.convert_ids_to_tokens(ids) == ["<unk>", "<pad>"]
+    assert tok.decode(1) == "chr2:5-10"
+    assert tok.convert_tokens_to_ids(["chr2:5-10", "<eos>", "nope"]) == [1, 6, 2]
+    vocab = tok.get_vocab()
+    assert vocab["chr1:0-100"] == 0 and vocab["<sep>"] == 8 and len(vocab) == 9
+    u = tok.universe
+    assert [u.unk_token_id, u.pad_token_id, u.mask_token_id, u.cls_token_id, u.eos_token_id,
+            u.bos_token_id, u.sep_token_id] == list(range(2, 9))
+    with pytest.raises(genotok.UniverseError, match="outside"):
+        tok.decode([99])
+
+
+def test_fingerprint_stable_and_sensitive(tmp_path):
+    regs = [("chr1", 0, 100), ("chr2", 5, 10)]
+    a = Universe(RegionSet.from_tuples(regs))
+    b = Universe(str(_write_bed(tmp_path / "u.bed", regs)))
+    assert a.fingerprint == b.fingerprint
+    assert Universe(RegionSet.from_tuples(regs[::-1])).fingerprint != a.fingerprint
+    assert Universe(RegionSet.from_tuples(regs), {"unk": "[UNK]"}).fingerprint != a.fingerprint
+    assert Universe(RegionSet.from_tuples([("chr1", 0, 101), regs[1]])).fingerprint != a.fingerprint
+
+
+def test_call_padding_truncation_tensors():
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr1:200-300"])
+    sets = [["chr1:50-250"], ["chr1:10-20"], []]
+    out = tok(sets)
+    assert out["input_ids"] == [[0, 1, 2], [0], [3]]  # an empty set is [<unk>]
+    out = tok(sets, padding=True, return_tensors="np")
+    pad = tok.universe.pad_token_id
+    assert out["input_ids"].tolist() == [[0, 1, 2], [0, pad, pad], [3, pad, pad]]
+    assert out["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
+    out = tok(sets, padding="max_length", truncation=True, max_length=2, return_tensors="np")
+    assert out["input_ids"].tolist() == [[0, 1], [0, pad], [3, pad]]
+    single = tok(["chr1:50-250"], return_tensors="np")
+    assert single["input_ids"].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="padding=True"):
+        tok(sets, return_tensors="np")
+    with pytest.raises(ValueError, match="max_length"):
+        tok(sets, truncation=True)
+
+
+def test_call_on_list_of_files(tmp_path):
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    f1 = _write_bed(tmp_path / "a.bed", [("chr1", 150, 160)])
+    f2 = _write_bed(tmp_path / "b.bed", [("chr1", 10, 20), ("chr1", 90, 110)])
+    assert tok([str(f1), str(f2)])["input_ids"] == [[1], [0, 0, 1]]
+
+
+def test_settings_validated():
+    with pytest.raises(ValueError, match="overlap"):
+        Tokenizer(["chr1:0-1"], overlap="some")
+    with pytest.raises(ValueError, match="min_fraction"):
+        Tokenizer(["chr1:0-1"], min_fraction=2)
+    with pytest.raises(ValueError, match="n_threads"):
+        Tokenizer(["chr1:0-10"]).encode(["chr1:0-5"], n_threads=0)
+
+
+def test_config_round_trip_and_gtars_toml(tmp_path):
+    upath = _write_bed(tmp_path / "u.bed", [("chr1", 0, 100), ("chr1", 50, 150)])
+    tok = Tokenizer.from_bed(upath, overlap="best", unknown="region", min_overlap=5)
+    cfg = tok.save_config(tmp_path / "tok.toml")
+    again = Tokenizer.from_config(cfg)
+    assert again.settings == tok.settings and again.fingerprint == tok.fingerprint
+    (tmp_path / "gtars.toml").write_text(
+        'universe = "u.bed"\ntokenizer_type = "bits"\n'
+        'special_tokens = [{ name = "unk", token = "<UNK>" }]\n')
+    g = Tokenizer.from_config(tmp_path / "gtars.toml")
+    assert g.universe.unk_token == "<UNK>" and g.vocab_size == 9
+    upath.write_text("chr1\t0\t100\n")  # the universe changed after the config was saved
+    with pytest.raises(genotok.UniverseMismatchError, match="changed"):
+        Tokenizer.from_config(cfg)
+    with pytest.raises(genotok.UniverseError, match="no universe"):
+        (tmp_path / "bad.toml").write_text("x = 1\n")
+        Tokenizer.from_config(tmp_path / "bad.toml")
+
+
+def test_in_memory_universe_config_writes_bed(tmp_path):
+    tok = Tokenizer(["chr1:0-100", "chr2:0-10"])
+    cfg = tok.save_config(tmp_path / "t.toml")
+    assert Tokenizer.from_config(cfg).fingerprint == tok.fingerprint
+
+
+def test_naming_mismatch_warns():
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.warns(UserWarning, match="'chr' prefix"):
+        assert tok.encode([("1", 10, 20)]).tolist() == [tok.unk_token_id]
+
+
+def test_inputs_of_every_kind_agree(tmp_path):
+    tok = Tokenizer(["chr1:0-100", "chr2:0-100"])
+    regs = [("chr2", 10, 20), ("chr1", 5, 6)]
+    expected = [1, 0]
+    assert tok.encode(regs).tolist() == expected
+    assert tok.encode(["chr2:10-20", "chr1:5-6"]).tolist() == expected
+    assert tok.encode((np.array(["chr2", "chr1"]), np.array([10, 5]), np.array([20, 6]))).tolist() == expected
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"chrom": ["chr2", "chr1"], "start": [10, 5], "end": [20, 6]})
+    assert tok.encode(df).tolist() == expected
+    # a file is sorted by (chromosome name bytes, start) first, as gtars does
+    assert tok.encode(str(_write_bed(tmp_path / "q.bed", regs))).tolist() == [0, 1]
+    assert Tokenizer(tok.universe, order="input").encode(str(tmp_path / "q.bed")).tolist() == expected
+
+
+@needs_shared
+@pytest.mark.parametrize("k", range(6))
+def test_equals_gtars_expected_ids(k):
+    expected = json.loads((SHARED / "expected.json").read_text())
+    tok = Tokenizer.from_bed(SHARED / "universe.bed")
+    assert tok.vocab_size == expected["vocab_size"]
+    for name, i in expected["special_tokens"].items():
+        assert getattr(tok.universe, f"{name}_token_id") == i
+    assert tok.encode(str(SHARED / f"query{k}.bed")).tolist() == expected["expected_input_ids"][f"query{k}.bed"]
+
+
+@needs_shared
+def test_equals_gtars_package_on_random_queries(tmp_path):
+    gtars = pytest.importorskip("gtars.tokenizers")
+    ours = Tokenizer.from_bed(SHARED / "universe.bed")
+    theirs = gtars.Tokenizer.from_bed(str(SHARED / "universe.bed"))
+    rng = np.random.default_rng(0)
+    u = ours.universe.regions
+    for trial in range(20):
+        k = int(rng.integers(1, 40))  # gtars refuses an empty file; genotok gives [<unk>]
+        pick = rng.integers(0, len(u), size=k)
+        shift = rng.integers(-400, 400, size=k)
+        starts = np.maximum(0, u.starts[pick] + shift)
+        ends = starts + rng.integers(0, 800, size=k)
+        names = [u.chrom_names[c] for c in u.codes[pick]]
+        if k and trial % 3 == 0:
+            names[0] = "chrNotThere"
+        path = tmp_path / f"q{trial}.bed"
+        path.write_text("".join(f"{c}\t{s}\t{e}\n" for c, s, e in zip(names, starts, ends)))
+        assert ours.encode(str(path)).tolist() == list(theirs(str(path))["input_ids"])
