@@ -18,10 +18,15 @@ from .errors import BedParseError
 try:  # igzip (ISA-L) decompresses several times faster than zlib; used when installed
     from isal import igzip as _fastgzip
 
+    from isal import igzip_lib as _igzip_lib
+    from isal import isal_zlib as _isal_zlib
+
     GZIP_BACKEND = "isal"
+    _GZIP_ERRORS: tuple = (OSError, zlib.error, ValueError, _igzip_lib.IsalError, _isal_zlib.error)
 except ImportError:  # pragma: no cover - depends on the environment
     _fastgzip = gzip
     GZIP_BACKEND = "gzip"
+    _GZIP_ERRORS = (OSError, zlib.error, ValueError)
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -48,7 +53,7 @@ def decompress(raw: bytes, path: str) -> bytes:
     except EOFError:
         raise BedParseError(path, None, "truncated gzip stream: the file ends before the "
                             "compressed data does (an interrupted download?); re-create it") from None
-    except (OSError, zlib.error, ValueError) as exc:
+    except _GZIP_ERRORS as exc:
         raise BedParseError(path, None, f"corrupt gzip data ({exc}); re-create the file") from None
 
 

@@ -54,11 +54,28 @@ def _check_special_tokens(special_tokens) -> dict[str, str]:
     return out
 
 
+def _is_sorted(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
+    """True when regions are already in (code, start, end) order."""
+    if codes.size < 2:
+        return True
+    dc = np.diff(codes)
+    if (dc < 0).any():
+        return False
+    same = dc == 0
+    ds = np.diff(starts)
+    if (same & (ds < 0)).any():
+        return False
+    return not (same & (ds == 0) & (np.diff(ends) < 0)).any()
+
+
 def _first_occurrence(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     """Sorted order of the regions and, per region, the id of its first identical region."""
     n = codes.size
     ids = np.arange(n, dtype=np.int64)
-    order = np.lexsort((ids, ends, starts, codes))
+    if _is_sorted(codes, starts, ends):  # most universe files are: skip the sort
+        order = ids
+    else:
+        order = np.lexsort((ids, ends, starts, codes))
     c, s, e = codes[order], starts[order], ends[order]
     same = np.zeros(n, dtype=bool)
     if n > 1:
