@@ -1,6 +1,17 @@
 """genotok: fast, gtars-compatible tokenization of genomic regions for machine learning."""
 
+import numpy as np
+
 from ._examples import examples_dir
+from .corpus import (
+    Corpus,
+    CorpusWriter,
+    export_gtok_dir,
+    export_parquet,
+    import_gtok_dir,
+    import_parquet,
+    write_manifest,
+)
 from .errors import (
     AnnDataError,
     BedParseError,
@@ -10,6 +21,7 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
+from .gtok import read_gtok, write_gtok
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .tokenizer import Tokenizer, TokenizerSettings
@@ -24,14 +36,17 @@ def warmup() -> None:
     With numba's on-disk cache (on by default) this takes well under a second after the
     first run on a machine.
     """
-    from . import _kernels, _parse
+    from . import _kernels, _parse, corpus
 
     _parse.warmup()
     _kernels.warmup()
+    corpus.gather(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
 
 
 __all__ = [
-    "AnnDataError", "BedParseError", "GenotokError", "GtokFormatError", "Ragged",
+    "AnnDataError", "BedParseError", "Corpus", "CorpusWriter", "export_gtok_dir",
+    "export_parquet", "import_gtok_dir", "import_parquet", "read_gtok", "write_gtok",
+    "write_manifest", "GenotokError", "GtokFormatError", "Ragged",
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
     "warmup",

@@ -1,0 +1,96 @@
+"""Corpus format throughput: write, batched random access, sequential scan.
+
+Anchors in the same run: a Python loop reading a directory of gtars-style .gtok files (random
+access), and ``np.fromfile`` over the same token bytes (the I/O limit for a sequential scan).
+
+    python benchmarks/bench_format.py [--records 1000000] [--mean-length 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import best_of, machine, ratio, table
+
+import genotok
+from genotok import Corpus, CorpusWriter, Ragged, read_gtok, write_gtok
+from genotok.corpus import PREAMBLE
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--mean-length", type=int, default=50)
+    ap.add_argument("--gtok-files", type=int, default=5_000, help="size of the gtok-dir anchor")
+    ap.add_argument("--batch", type=int, default=4096, help="records per random-access batch")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    lengths = rng.poisson(args.mean_length, args.records).astype(np.int64)
+    offsets = np.zeros(args.records + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rng.integers(0, 1_000_000, int(offsets[-1]), dtype=np.int64)
+    rows = Ragged(data, offsets)
+    tmp = Path(tempfile.mkdtemp(prefix="genotok-bench-"))
+    try:
+        genotok.warmup()
+        path = tmp / "c.gtokc"
+        t0 = time.perf_counter()
+        with CorpusWriter(path, vocab_size=1_000_007, fingerprint="bench") as w:
+            for a in range(0, args.records, 100_000):
+                w.append_batch(rows[a:a + 100_000])
+        t_write = time.perf_counter() - t0
+        size_mb = path.stat().st_size / 1e6
+        c = Corpus.open(path)
+        # random access, batched
+        idx = rng.integers(0, args.records, args.records)
+        c.get_batch(idx[:10])
+        t_rand = best_of(lambda: [c.get_batch(idx[a:a + args.batch]) for a in range(0, idx.size, args.batch)], 3)
+        # anchor: Python loop over a directory of .gtok files
+        gdir = tmp / "gtok"
+        gdir.mkdir()
+        n_files = min(args.gtok_files, args.records)
+        for i in range(n_files):
+            write_gtok(gdir / f"{i}.gtok", rows[i])
+        files = [gdir / f"{i}.gtok" for i in range(n_files)]
+        pick = rng.integers(0, n_files, n_files)
+        t_loop = best_of(lambda: [np.array(read_gtok(files[i], mmap=False)) for i in pick], 3) / n_files
+        t_ours_per = t_rand / args.records
+        # sequential scan
+        t_scan = best_of(lambda: [b.data.sum() for b in c.iter_batches(65536)], 3)
+        tok_off = PREAMBLE.unpack(path.read_bytes()[:PREAMBLE.size])[8]
+        t_from = best_of(lambda: np.fromfile(path, dtype="<u4", count=data.size, offset=tok_off).sum(), 3)
+        gb = data.size * 4 / 1e9
+        try:  # gtars' own reader as a second random-access anchor
+            from gtars.utils import read_tokens_from_gtok
+
+            t_gtars = best_of(lambda: [read_tokens_from_gtok(str(files[i])) for i in pick], 3) / n_files
+        except ImportError:
+            t_gtars = None
+        print(f"# Corpus format ({args.records:,} records, {data.size:,} tokens, {size_mb:.0f} MB)\n")
+        print(f"machine: {machine()}\n")
+        rows_out = [
+            ["write (streaming, 100k-record batches)", f"{args.records / t_write:,.0f} records/s",
+             f"{size_mb / t_write:,.0f} MB/s", "", ""],
+            [f"random access, batches of {args.batch}", f"{1 / t_ours_per:,.0f} records/s", "",
+             f"{1 / t_loop:,.0f} records/s (np loop over .gtok dir)", ratio(t_loop, t_ours_per)],
+        ]
+        if t_gtars:
+            rows_out.append(["random access vs gtars read_tokens_from_gtok", f"{1 / t_ours_per:,.0f} records/s",
+                             "", f"{1 / t_gtars:,.0f} records/s", ratio(t_gtars, t_ours_per)])
+        rows_out.append(["sequential scan (iter_batches)", f"{gb / t_scan:.2f} GB/s", "",
+                         f"{gb / t_from:.2f} GB/s (np.fromfile)", f"{t_scan / t_from:.2f}x the limit's time"])
+        print(table(rows_out, ["workload", "genotok", "", "anchor", "speed-up"]))
+        print("\ngoals: random access >= 1M records/s and >= 20x the gtok-dir loop; scan within 1.5x of np.fromfile")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

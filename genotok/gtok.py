@@ -1,0 +1,94 @@
+"""gtars-compatible ``.gtok`` files: one flat list of token ids.
+
+Layout (as gtars writes it): ``b"GTOK"``, one width byte (``0x01`` uint16, ``0x02`` uint32),
+then the ids little-endian, with no count and no footer. genotok reads every such file gtars
+writes and refuses what gtars silently accepts: a trailing partial id (a truncated file).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ._io import atomic_write
+from .errors import GtokFormatError
+
+MAGIC = b"GTOK"
+HEADER_SIZE = 5
+WIDTH_FLAGS = {1: np.dtype("<u2"), 2: np.dtype("<u4")}
+_FLAG_OF_WIDTH = {2: 1, 4: 2}
+
+
+def _as_ids(ids, where: str) -> np.ndarray:
+    a = np.asarray(ids)
+    if a.ndim != 1:
+        a = a.ravel()
+    if a.size and not np.issubdtype(a.dtype, np.integer):
+        raise GtokFormatError(f"{where}: token ids must be integers, got dtype {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() > 0xFFFFFFFF):
+        raise GtokFormatError(f"{where}: token ids must be within 0..4294967295 "
+                              f"(got {a.min()}..{a.max()})")
+    return a
+
+
+def write_gtok(path: str | os.PathLike, ids, width: int | None = None) -> None:
+    """Write one token list as a gtars ``.gtok`` file (atomically).
+
+    ``width`` is ``2`` (uint16) or ``4`` (uint32); by default uint16 when every id <= 65535, as
+    gtars chooses per file.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
+    >>> write_gtok(p, [0, 1, 70000]); read_gtok(p, mmap=False).tolist()
+    [0, 1, 70000]
+    """
+    p = os.fspath(path)
+    a = _as_ids(ids, p)
+    if width is None:
+        width = 2 if (a.size == 0 or a.max() <= 0xFFFF) else 4
+    if width not in _FLAG_OF_WIDTH:
+        raise ValueError(f"width must be 2 (uint16) or 4 (uint32), got {width!r}")
+    if width == 2 and a.size and a.max() > 0xFFFF:
+        raise GtokFormatError(f"{p}: id {int(a.max())} does not fit in uint16; use width=4")
+    flag = _FLAG_OF_WIDTH[width]
+    with atomic_write(p, "wb") as fh:
+        fh.write(MAGIC + bytes([flag]))
+        fh.write(np.ascontiguousarray(a, dtype=WIDTH_FLAGS[flag]).tobytes())
+
+
+def gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
+    """Validate a ``.gtok`` file's header and size; return (dtype, number of ids)."""
+    p = os.fspath(path)
+    try:
+        size = os.path.getsize(p)
+        with open(p, "rb") as fh:
+            head = fh.read(HEADER_SIZE)
+    except FileNotFoundError:
+        raise GtokFormatError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise GtokFormatError(f"{p}: is a directory, not a .gtok file") from None
+    if len(head) < HEADER_SIZE or head[:4] != MAGIC:
+        raise GtokFormatError(f"{p}: not a .gtok file (bad magic {head[:4]!r}, expected {MAGIC!r})")
+    dtype = WIDTH_FLAGS.get(head[4])
+    if dtype is None:
+        raise GtokFormatError(f"{p}: unknown width flag 0x{head[4]:02x} (expected 0x01 uint16 "
+                              "or 0x02 uint32)")
+    payload = size - HEADER_SIZE
+    if payload % dtype.itemsize:
+        raise GtokFormatError(f"{p}: truncated: {payload} payload bytes is not a whole number of "
+                              f"{dtype.itemsize}-byte ids (the file was cut short)")
+    return dtype, payload // dtype.itemsize
+
+
+def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
+    """Read a ``.gtok`` token list: a read-only memory map by default (no copy), else an array."""
+    p = os.fspath(path)
+    dtype, n = gtok_header(p)
+    if n == 0:
+        return np.zeros(0, dtype=dtype)
+    if mmap:
+        return np.memmap(p, dtype=dtype, mode="r", offset=HEADER_SIZE, shape=(n,))
+    return np.fromfile(p, dtype=dtype, offset=HEADER_SIZE, count=n)
