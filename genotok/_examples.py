@@ -1,8 +1,8 @@
 """Small synthetic example data shipped with genotok (regenerate with ``python -m genotok._examples``).
 
 The files in ``genotok/examples/`` are made by :func:`make_examples` with a fixed seed: a universe
-of 2,000 peak-like regions on four chromosomes (some nested and overlapping, as real consensus sets
-sometimes are) and five narrowPeak query files, one gzipped, with a few regions on contigs the
+of 2,000 peak-like regions on four chromosomes and, in ``peaks/``, five narrowPeak query files, one
+gzipped, with a few regions on contigs the
 universe does not know.
 """
 
@@ -52,7 +52,7 @@ def _query(rng: np.random.Generator, universe, n: int):
 def make_examples(out_dir: str | Path = EXAMPLES_DIR, seed: int = 7) -> list[Path]:
     """Write the example universe and query files into ``out_dir``; return their paths."""
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "peaks").mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     universe = _universe(rng, 2_000)
     written = [out_dir / "universe.bed"]
@@ -60,18 +60,18 @@ def make_examples(out_dir: str | Path = EXAMPLES_DIR, seed: int = 7) -> list[Pat
     for k in range(5):
         rows = _query(rng, universe, int(rng.integers(300, 800)))
         if k == 4:
-            path = out_dir / f"sample{k}.narrowPeak.gz"
+            path = out_dir / "peaks" / f"sample{k}.narrowPeak.gz"
             with gzip.GzipFile(path, "wb", mtime=0) as fh:  # mtime=0: reproducible bytes
                 fh.write("".join(rows).encode())
         else:
-            path = out_dir / f"sample{k}.narrowPeak"
+            path = out_dir / "peaks" / f"sample{k}.narrowPeak"
             path.write_text("".join(rows))
         written.append(path)
     return written
 
 
 def examples_dir() -> Path:
-    """Folder of the bundled example data (``universe.bed``, ``sample*.narrowPeak[.gz]``)."""
+    """Folder of the bundled example data (``universe.bed``, ``peaks/sample*.narrowPeak[.gz]``)."""
     return EXAMPLES_DIR
 
 

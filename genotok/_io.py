@@ -67,6 +67,19 @@ def read_bytes(path: str | os.PathLike) -> np.ndarray:
     return np.frombuffer(raw, dtype=np.uint8)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def make_temp(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """A temporary file beside ``path`` with the permissions a plain ``open`` would give."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_umask())
+    return fd, tmp
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Write ``path`` through a temporary file in the same folder, renamed into place on success.
@@ -75,7 +88,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     so readers never see a partial file.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = make_temp(path)
     try:
         with os.fdopen(fd, mode) as fh:
             yield fh

@@ -35,7 +35,6 @@ import datetime as _dt
 import json
 import os
 import struct
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -43,6 +42,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._config import NJIT_PARALLEL
+from ._io import make_temp
 from .errors import GtokFormatError, UniverseMismatchError
 from .ragged import Ragged
 
@@ -162,16 +162,14 @@ class CorpusWriter:
         self._lengths: list[np.ndarray] = []
         self._n_tokens = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
-                                         dir=self.path.parent)
+        fd, self._tmp = make_temp(self.path)
         self._fh = os.fdopen(fd, "w+b")
         self._fh.write(b"\0" * PREAMBLE.size)
         self._tok_hash = _hasher()
         self._vfh = None
         self._val_hash = _hasher()
         if self.values_dtype is not None:
-            vfd, self._vtmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".values.tmp",
-                                               dir=self.path.parent)
+            vfd, self._vtmp = make_temp(self.path, ".values.tmp")
             self._vfh = os.fdopen(vfd, "w+b")
         self._closed = False
 
@@ -440,7 +438,8 @@ class Corpus(Sequence):
     Open with :meth:`open`.
     """
 
-    def __init__(self, shards: list[_Shard], path: Path):
+    def __init__(self, shards: list[_Shard], path: Path, manifest: dict | None = None):
+        self.manifest = manifest
         if not shards:
             raise GtokFormatError(f"{path}: a corpus needs at least one shard")
         self.path = path
@@ -482,8 +481,8 @@ class Corpus(Sequence):
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise GtokFormatError(f"{mpath}: corrupt manifest ({exc})") from None
         else:
-            shard_paths = [path]
-        corpus = cls([_Shard(p) for p in shard_paths], path)
+            shard_paths, manifest = [path], None
+        corpus = cls([_Shard(p) for p in shard_paths], path, manifest)
         if expect is not None:
             want = expect if isinstance(expect, str) else expect.fingerprint
             if corpus.fingerprint != want:
@@ -554,6 +553,9 @@ class Corpus(Sequence):
                  length_min=int(lens.min()) if lens.size else 0,
                  length_mean=float(lens.mean()) if lens.size else 0.0,
                  length_max=int(lens.max()) if lens.size else 0)
+        run = (self.manifest or {}).get("genotok_run")
+        if run:
+            h.update(inputs=len(run["inputs"]), failed_inputs=[f["path"] for f in run["failed"]])
         return h
 
     # -- access

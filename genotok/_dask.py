@@ -1,0 +1,37 @@
+"""Running :func:`genotok.pipeline.pretokenize` on a Dask cluster (``pip install 'genotok[dask]'``).
+
+Each batch of inputs is tokenized on a worker, which writes its own shard straight into the
+output directory (a filesystem every worker sees: NFS, Lustre, a cloud mount); the client only
+records finished batches in the journal. The shards are then joined by the manifest, exactly as
+in a single-machine run, so both give the same corpus record for record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
+                journal: dict, format: str, on_error: str) -> None:
+    """Submit the batches not yet in the journal; record each as it finishes."""
+    try:
+        from dask.distributed import as_completed
+    except ImportError:
+        raise ImportError("running on a Dask cluster needs dask.distributed: "
+                          "pip install 'genotok[dask]'") from None
+    from .pipeline import _save_journal, run_batch
+
+    todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
+    if not todo:
+        return
+    tok = client.scatter(tokenizer, broadcast=True)
+    futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
+                             on_error, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
+               for b in todo}
+    try:
+        for fut in as_completed(futures):
+            journal["done"][str(futures[fut])] = fut.result()  # re-raises a worker's error
+            _save_journal(out, journal)
+    finally:
+        for fut in futures:
+            fut.cancel()

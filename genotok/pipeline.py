@@ -1,0 +1,342 @@
+"""Pre-tokenize many inputs once, into a corpus (or a directory of gtars ``.gtok`` files).
+
+The output directory of a corpus run holds numbered shards (each written atomically by the
+corpus writer), ``journal.json`` (which batches of inputs are done, updated atomically after
+each shard) and, at the end, ``manifest.json``, which joins the shards into one corpus and
+records everything needed to audit and reproduce it. A re-run after an interruption (Ctrl-C,
+kill -9) reads the journal, skips the batches already done and finishes the rest, so no record
+is lost or duplicated and the record order equals an uninterrupted run. A lock file refuses a
+second process writing the same directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import _config
+from ._io import atomic_write, file_digest
+from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
+from .errors import GenotokError, UniverseMismatchError
+from .gtok import write_gtok
+from .regions import RegionSet
+
+BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
+                ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
+JOURNAL = "journal.json"
+LOCK = ".genotok.lock"
+
+
+class PipelineError(GenotokError):
+    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output)."""
+
+
+@dataclass
+class RunSummary:
+    """What a :func:`pretokenize` run did."""
+
+    out: Path
+    n_inputs: int
+    n_records: int
+    n_tokens: int
+    seconds: float
+    skipped_done: int = 0
+    failed: list[dict] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        failed = f", {len(self.failed)} failed (skipped)" if self.failed else ""
+        resumed = f", {self.skipped_done} already done" if self.skipped_done else ""
+        return (f"pre-tokenized {self.n_inputs} inputs into {self.n_records:,} records "
+                f"({self.n_tokens:,} tokens) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
+
+
+def _is_input(path: str) -> bool:
+    return path.lower().endswith(BED_SUFFIXES)
+
+
+def expand_inputs(inputs) -> list[Path]:
+    """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
+
+    A list file holds one path per line (relative to the list file; ``#`` comments allowed).
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    out: list[Path] = []
+    for item in inputs:
+        s = os.fspath(item)
+        if s.startswith("@"):
+            lst = Path(s[1:])
+            if not lst.is_file():
+                raise PipelineError(f"{lst}: no such list file")
+            for line in lst.read_text().splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    p = Path(line)
+                    out.extend(expand_inputs([p if p.is_absolute() else lst.parent / p]))
+        elif os.path.isdir(s):
+            found = sorted(p for p in Path(s).iterdir() if p.is_file() and _is_input(p.name))
+            if not found:
+                raise PipelineError(f"{s}: directory holds no BED-like files ({', '.join(BED_SUFFIXES[:4])}, …)")
+            out.extend(found)
+        elif os.path.exists(s):
+            out.append(Path(s))
+        else:
+            matches = sorted(glob.glob(s))
+            if not matches:
+                raise PipelineError(f"{s}: no such file, directory or matching glob")
+            out.extend(Path(m) for m in matches if os.path.isfile(m))
+    seen, unique = set(), []
+    for p in out:
+        key = os.path.realpath(p)
+        if key in seen:
+            raise PipelineError(f"{p}: given twice; each input must appear once")
+        seen.add(key)
+        unique.append(p)
+    return unique
+
+
+def record_name(path: Path) -> str:
+    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``)."""
+    name = path.name
+    low = name.lower()
+    for suf in sorted(BED_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def _input_id(p: Path) -> dict:
+    st = p.stat()
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+@contextlib.contextmanager
+def _lock(directory: Path):
+    path = directory / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            break
+        except FileExistsError:
+            try:
+                pid = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                pid = 0
+            if pid and _alive(pid):
+                raise PipelineError(f"{directory}: another genotok process (pid {pid}) is writing "
+                                    "here; wait for it or choose another --out") from None
+            path.unlink(missing_ok=True)  # stale lock of a killed run
+    else:  # pragma: no cover - lost a race twice
+        raise PipelineError(f"{directory}: could not take the lock {path}")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(str(os.getpid()))
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _progress(total: int, quiet: bool, desc: str):
+    if quiet:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc, unit="file", leave=False, disable=None)  # off on non-TTYs
+
+
+def _parse_all(paths: list[Path], n_threads: int | None, on_error: str):
+    """Parse files in threads (the numba parser releases the GIL); hash them alongside."""
+
+    def work(p: Path):
+        try:
+            return RegionSet.from_bed(p), file_digest(p), None
+        except GenotokError as exc:
+            if on_error == "fail":
+                raise
+            return None, None, str(exc)
+
+    workers = max(1, min(len(paths), n_threads or _config.max_threads()))
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(work, paths))
+
+
+def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
+                n_threads: int | None = None, on_error: str = "fail", quiet: bool = False,
+                files_per_shard: int = 64, overwrite: bool = False, client=None) -> RunSummary:
+    """Tokenize many region files once, for training to stream many times.
+
+    Parameters
+    ----------
+    inputs
+        Files, globs, directories, or ``@list.txt`` files of paths (BED, BED.gz, narrowPeak…).
+    tokenizer
+        A :class:`~genotok.Tokenizer`.
+    out
+        Output directory. ``format="corpus"`` (default) writes shards + ``manifest.json`` that
+        :meth:`Corpus.open` opens as one corpus; ``"gtok-dir"`` writes one gtars ``.gtok`` per input.
+    n_threads
+        Threads for parsing and for the overlap kernels (default: all).
+    on_error
+        ``"fail"`` (default): stop at the first bad input, with its error, keeping what is done
+        (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
+    files_per_shard
+        Inputs per shard (the unit of resumption).
+    client
+        A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its own
+        shard; the shards are joined by the manifest (see :mod:`genotok._dask`).
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> run = pretokenize(genotok.examples_dir(), tok, tempfile.mkdtemp(), quiet=True)
+    >>> len(genotok.Corpus.open(run.out))
+    5
+    """
+    if format not in ("corpus", "gtok-dir"):
+        raise ValueError(f"format must be 'corpus' or 'gtok-dir', got {format!r}")
+    if on_error not in ("fail", "skip"):
+        raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
+    if files_per_shard < 1:
+        raise ValueError("files_per_shard must be >= 1")
+    t0 = time.perf_counter()
+    paths = expand_inputs(inputs)
+    if format == "gtok-dir":
+        names = [record_name(p) for p in paths]
+        clash = sorted({n for n in names if names.count(n) > 1})
+        if clash:
+            raise PipelineError(f"inputs share the record name(s) {clash[:5]}: their .gtok files "
+                                "would overwrite each other; rename them or use format='corpus'")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise PipelineError(f"{out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    with _lock(out):
+        ids = [_input_id(p) for p in paths]
+        batches = [list(range(a, min(a + files_per_shard, len(paths))))
+                   for a in range(0, len(paths), files_per_shard)]
+        plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
+                "format": format, "files_per_shard": files_per_shard, "inputs": ids}
+        journal = _load_journal(out, plan, overwrite)
+        resumed = sum(len(batches[int(b)]) for b in journal["done"])
+        if client is not None:
+            from ._dask import run_batches
+
+            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error)
+        else:
+            bar = _progress(len(paths), quiet, "pretokenize")
+            for b, batch in enumerate(batches):
+                if str(b) in journal["done"]:
+                    if bar is not None:
+                        bar.update(len(batch))
+                    continue
+                journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
+                                                    format, n_threads, on_error)
+                _save_journal(out, journal)
+                if bar is not None:
+                    bar.update(len(batch))
+            if bar is not None:
+                bar.close()
+        summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
+        summary.skipped_done = resumed
+    if not quiet:
+        print(summary)
+    return summary
+
+
+def shard_name(b: int) -> str:
+    return f"shard-{b:05d}.gtokc"
+
+
+def run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+              n_threads: int | None, on_error: str) -> dict:
+    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
+    parsed = _parse_all(paths, n_threads, on_error)
+    ok = [k for k, (rs, _, err) in enumerate(parsed) if err is None]
+    failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
+    rows = tokenizer.encode_batch([parsed[k][0] for k in ok], n_threads=n_threads, ragged=True)
+    names = [record_name(paths[k]) for k in ok]
+    if format == "corpus":
+        with CorpusWriter.for_tokenizer(out / shard_name(b), tokenizer, overwrite=True,
+                                        metadata_columns=["source"]) as w:
+            w.append_batch(rows, names=names, meta={"source": [str(paths[k]) for k in ok]})
+            for k in ok:
+                w.add_source(str(paths[k]), size=paths[k].stat().st_size, sha256=parsed[k][1])
+    else:
+        for name, ids in zip(names, rows):
+            write_gtok(out / f"{name}.gtok", ids)
+    return {"shard": shard_name(b) if format == "corpus" else None,
+            "records": len(ok), "tokens": int(rows.data.size), "failed": failed,
+            "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
+                         "sha256": parsed[k][1], "record": names[i]} for i, k in enumerate(ok)]}
+
+
+def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+    jpath = out / JOURNAL
+    if jpath.exists() and not overwrite:
+        try:
+            journal = json.loads(jpath.read_text())
+        except json.JSONDecodeError:
+            raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
+        if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
+            raise UniverseMismatchError(f"{out}: was written with another universe; use another "
+                                        "--out or --overwrite")
+        if journal.get("plan") != plan:
+            raise PipelineError(f"{out}: holds a run with other inputs or settings; use another "
+                                "--out, or --overwrite to start again")
+        return journal
+    if overwrite:
+        for p in out.glob("shard-*.gtokc"):
+            p.unlink()
+        for name in (JOURNAL, MANIFEST):
+            (out / name).unlink(missing_ok=True)
+    elif any(p.name != LOCK for p in out.iterdir()):
+        raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
+                            "new directory")
+    journal = {"plan": plan, "done": {}}
+    _save_journal(out, journal)
+    return journal
+
+
+def _save_journal(out: Path, journal: dict) -> None:
+    with atomic_write(out / JOURNAL, "w") as fh:
+        json.dump(journal, fh)
+
+
+def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0: float) -> RunSummary:
+    done = [journal["done"][str(b)] for b in range(len(batches))]
+    failed = [f for d in done for f in d["failed"]]
+    extra = {"genotok_run": {
+        "fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
+        "settings": tokenizer.settings.as_dict(),
+        "universe": tokenizer.universe.source,
+        "inputs": [s for d in done for s in d["sources"]], "failed": failed,
+        "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done)}}
+    if format == "corpus":
+        write_manifest(out, [out / d["shard"] for d in done], extra=extra)
+        Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
+    else:
+        with atomic_write(out / MANIFEST, "w") as fh:
+            json.dump({"format": "genotok-gtok-dir", **extra}, fh, indent=1)
+    return RunSummary(out, len(paths), extra["genotok_run"]["n_records"],
+                      extra["genotok_run"]["n_tokens"], time.perf_counter() - t0, 0, failed)

@@ -1,0 +1,198 @@
+"""pretokenize: equality with direct tokenization, resumption after kill -9, errors, the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import genotok
+from genotok import Corpus, Tokenizer, read_gtok
+from genotok.cli import main as cli
+from genotok.pipeline import PipelineError, expand_inputs, pretokenize, record_name
+
+EX = genotok.examples_dir()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_bed(EX / "universe.bed")
+
+
+def _many_files(tmp_path, n=12, lines=200, seed=0):
+    rng = np.random.default_rng(seed)
+    u = genotok.Universe.from_bed(EX / "universe.bed").regions
+    d = tmp_path / "peaks"
+    d.mkdir()
+    for i in range(n):
+        pick = rng.integers(0, len(u), lines)
+        s = np.maximum(0, u.starts[pick] + rng.integers(-300, 300, lines))
+        text = "".join(f"{u.chrom_names[c]}\t{a}\t{a + 200}\n" for c, a in zip(u.codes[pick], s))
+        if i % 3 == 0:
+            (d / f"f{i:02d}.bed.gz").write_bytes(gzip.compress(text.encode()))
+        else:
+            (d / f"f{i:02d}.bed").write_text(text)
+    return d
+
+
+def test_corpus_equals_direct_tokenization(tmp_path, tok):
+    run = pretokenize(EX / "peaks", tok, tmp_path / "out", quiet=True, files_per_shard=2)
+    c = Corpus.open(run.out, expect=tok, verify=True)
+    files = sorted((EX / "peaks").iterdir())
+    assert c.names == [record_name(f) for f in files] == [f"sample{i}" for i in range(5)]
+    for i, f in enumerate(files):
+        assert c[i].tolist() == tok.encode(f).tolist()
+    assert c.meta["source"] == [str(f) for f in files]
+    manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
+    assert [s["sha256"] for s in manifest["inputs"]] == [genotok._io.file_digest(f) for f in files]
+    assert manifest["settings"] == tok.settings.as_dict() and run.n_records == 5
+    assert len(list(run.out.glob("shard-*.gtokc"))) == 3
+
+
+def test_gtok_dir_format(tmp_path, tok):
+    pretokenize(EX / "peaks", tok, tmp_path / "g", format="gtok-dir", quiet=True)
+    for f in (EX / "peaks").iterdir():
+        assert read_gtok(tmp_path / "g" / f"{record_name(f)}.gtok").tolist() == tok.encode(f).tolist()
+
+
+def test_rerun_skips_done_and_refuses_foreign_plans(tmp_path, tok):
+    out = tmp_path / "out"
+    pretokenize(EX / "peaks", tok, out, quiet=True, files_per_shard=2)
+    again = pretokenize(EX / "peaks", tok, out, quiet=True, files_per_shard=2)
+    assert again.skipped_done == 5
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, quiet=True, files_per_shard=2)
+    with pytest.raises(genotok.UniverseMismatchError):
+        pretokenize(EX / "peaks", Tokenizer(["chr1:0-10"]), out, quiet=True, files_per_shard=2)
+    redo = pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, quiet=True, overwrite=True)
+    assert len(Corpus.open(redo.out)) == 2
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    with pytest.raises(PipelineError, match="not empty"):
+        pretokenize(EX / "peaks", tok, tmp_path / "foreign", quiet=True)
+
+
+def test_bad_input_fail_and_skip(tmp_path, tok):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t100\t200\n")
+    (d / "b.bed").write_text("chr1\t300\t200\n")
+    (d / "c.bed").write_text("chr1\t5\t9\n")
+    with pytest.raises(genotok.BedParseError, match=r"b.bed:1: end is before start"):
+        pretokenize(d, tok, tmp_path / "out", quiet=True)
+    assert not list((tmp_path / "out").glob("shard-*"))  # nothing partial
+    run = pretokenize(d, tok, tmp_path / "out2", quiet=True, on_error="skip")
+    c = Corpus.open(run.out)
+    assert c.names == ["a", "c"] and run.failed[0]["path"].endswith("b.bed")
+    assert "end is before start" in run.failed[0]["error"] and c.info()["failed_inputs"]
+
+
+def test_expand_inputs(tmp_path):
+    d = _many_files(tmp_path, n=3)
+    (tmp_path / "list.txt").write_text("# my files\npeaks/f01.bed\n\npeaks/f00.bed.gz\n")
+    assert [p.name for p in expand_inputs([f"@{tmp_path / 'list.txt'}"])] == ["f01.bed", "f00.bed.gz"]
+    assert [p.name for p in expand_inputs(str(d / "*.bed"))] == ["f01.bed", "f02.bed"]
+    assert len(expand_inputs(d)) == 3
+    with pytest.raises(PipelineError, match="given twice"):
+        expand_inputs([d / "f01.bed", d / "f01.bed"])
+    with pytest.raises(PipelineError, match="no such file"):
+        expand_inputs([tmp_path / "nope*.bed"])
+    assert record_name(Path("x/s1.narrowPeak.gz")) == "s1" and record_name(Path("a.b.bed")) == "a.b"
+
+
+def test_lock_refuses_a_second_writer(tmp_path, tok):
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        (out / ".genotok.lock").write_text(str(holder.pid))
+        with pytest.raises(PipelineError, match=f"pid {holder.pid}"):
+            pretokenize(EX / "peaks", tok, out, quiet=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the lock of a dead process is stale: the run proceeds
+    assert pretokenize(EX / "peaks", tok, out, quiet=True).n_records == 5
+
+
+def _cli_env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def _kill_and_resume(tmp_path, d, delay, tag):
+    out = tmp_path / f"out_{tag}"
+    cmd = [sys.executable, "-m", "genotok", "pretokenize", "--universe", str(EX / "universe.bed"),
+           "--out", str(out), str(d), "--files-per-shard", "1", "--threads", "1", "--quiet"]
+    proc = subprocess.Popen(cmd, env=_cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    res = subprocess.run(cmd, env=_cli_env(), capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return Corpus.open(out, verify=True)
+
+
+@pytest.mark.parametrize("trial", range(3))
+def test_kill_9_then_rerun_equals_uninterrupted(tmp_path, tok, trial):
+    d = _many_files(tmp_path)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
+    got = _kill_and_resume(tmp_path, d, delay=[0.3, 1.0, 1.6][trial], tag=trial)
+    assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+
+
+@pytest.mark.slow
+def test_kill_9_twenty_random_moments(tmp_path, tok):
+    d = _many_files(tmp_path, n=20)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
+    rng = np.random.default_rng(1)
+    for trial in range(20):
+        got = _kill_and_resume(tmp_path, d, delay=float(rng.uniform(0.2, 2.5)), tag=f"s{trial}")
+        assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+
+
+# ------------------------------------------------------------------ command line
+def test_cli_commands(tmp_path, capsys, tok):
+    u = str(EX / "universe.bed")
+    q = str(EX / "peaks" / "sample0.narrowPeak")
+    assert cli(["tokenize", u, q]) == 0
+    ids = capsys.readouterr().out.split()
+    assert list(map(int, ids)) == tok.encode(q).tolist()
+    assert cli(["tokenize", "--tokens", u, q]) == 0
+    assert capsys.readouterr().out.splitlines() == tok.tokenize(q)
+    assert cli(["pretokenize", "--universe", u, "--out", str(tmp_path / "c"), str(EX / "peaks"), "--quiet"]) == 0
+    assert cli(["info", str(tmp_path / "c")]) == 0
+    assert "n_records" in capsys.readouterr().out
+    assert cli(["verify", str(tmp_path / "c")]) == 0
+    assert "OK" in capsys.readouterr().out
+    assert cli(["decode", "--universe", u, str(tmp_path / "c"), "--record", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split("\t")[3] == "sample0" and len(lines) <= tok.encode(q).size
+    assert cli(["export", str(tmp_path / "c"), str(tmp_path / "g")]) == 0
+    assert cli(["import", "--universe", u, str(tmp_path / "g"), str(tmp_path / "back.gtokc")]) == 0
+    capsys.readouterr()
+    assert Corpus.open(tmp_path / "back.gtokc").n_tokens == Corpus.open(tmp_path / "c").n_tokens
+    # errors: exit 1 with the message, no traceback
+    assert cli(["tokenize", u, str(tmp_path / "missing.bed")]) == 1
+    assert "missing.bed: no such file" in capsys.readouterr().err
+    assert cli(["verify", str(tmp_path / "g" / "sample0.gtok")]) == 1
+    assert "bad magic" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        cli(["pretokenize", "--out", "x", "y"])
+    assert exc.value.code == 2
+
+
+def test_python_m_genotok_help():
+    res = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--help"],
+                         env=_cli_env(), capture_output=True, text=True)
+    assert res.returncode == 0 and "examples:" in res.stdout
