@@ -493,6 +493,10 @@ class Corpus(Sequence):
             corpus.verify(raise_on_error=True)
         return corpus
 
+    def __reduce__(self):
+        # pickled by path (e.g. into DataLoader workers): re-mapped there, never copied
+        return (Corpus.open, (self.path,))
+
     # -- metadata
     @property
     def fingerprint(self) -> str:

@@ -1,0 +1,333 @@
+"""Datasets and batching for training and inference, in NumPy (torch wrappers: ``torch_data``).
+
+Everything random takes a ``numpy.random.Generator``; the datasets derive theirs from
+``(seed, epoch, index)`` so that results are the same whatever the number of workers.
+
+Examples
+--------
+>>> import numpy as np
+>>> rows = [np.array([5, 6, 7]), np.array([8])]
+>>> b = make_batch(rows, pad_token_id=0, max_length=2, truncation="head")
+>>> b["input_ids"].tolist(), b["attention_mask"].tolist()
+([[5, 6], [8, 0]], [[1, 1], [1, 0]])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import Corpus
+from .errors import GtokFormatError, UniverseMismatchError
+from .gtok import read_gtok
+
+TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
+
+
+class PretokenizedDataset(Sequence):
+    """Pre-tokenized records from a corpus, a folder of ``.gtok`` files or a list of them.
+
+    Parameters
+    ----------
+    source
+        A :class:`~genotok.Corpus`, a corpus path (file or sharded directory), a folder of
+        ``.gtok`` files (sorted by name) or a list of ``.gtok`` paths.
+    shuffle, seed
+        Iterate in a seeded random order that changes with :meth:`set_epoch`.
+    expect
+        A Tokenizer/Universe or fingerprint: a corpus of another universe is refused.
+        (Plain ``.gtok`` files carry no fingerprint; for them this checks ids < vocab_size.)
+
+    Indexing returns zero-copy views (a memmap slice of the corpus or of the ``.gtok`` file).
+    """
+
+    def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
+        self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
+        self.corpus: Corpus | None = None
+        self.files: list[Path] | None = None
+        if isinstance(source, Corpus):
+            self.corpus = source
+        elif isinstance(source, (list, tuple)):
+            self.files = [Path(p) for p in source]
+        else:
+            p = Path(source)
+            gtoks = sorted(p.glob("*.gtok")) if p.is_dir() else []
+            if gtoks:  # a folder of gtars files (a gtok-dir run also has a manifest.json)
+                self.files = gtoks
+            elif p.is_dir() and not (p / "manifest.json").exists():
+                raise GtokFormatError(f"{p}: folder holds no .gtok files and no manifest.json")
+            else:
+                self.corpus = Corpus.open(p)
+        if self.corpus is not None and expect is not None:
+            want = expect if isinstance(expect, str) else expect.fingerprint
+            if self.corpus.fingerprint != want:
+                raise UniverseMismatchError(f"{self.corpus.path}: tokenized with another universe "
+                                            f"({self.corpus.fingerprint[:12]}… vs {want[:12]}…)")
+        self._vocab_size = getattr(expect, "vocab_size", None)
+
+    def __len__(self) -> int:
+        return len(self.corpus) if self.corpus is not None else len(self.files)
+
+    def __getitem__(self, i):
+        if self.corpus is not None:
+            return self.corpus[i]
+        arr = read_gtok(self.files[i])
+        if self._vocab_size is not None and arr.size and int(arr.max()) >= self._vocab_size:
+            raise GtokFormatError(f"{self.files[i]}: id {int(arr.max())} >= vocab_size "
+                                  f"{self._vocab_size}: written with another universe?")
+        return arr
+
+    def set_epoch(self, epoch: int) -> None:
+        """Choose the epoch whose shuffled order iteration follows."""
+        self.epoch = int(epoch)
+
+    def order(self) -> np.ndarray:
+        """Record order of the current epoch."""
+        return epoch_order(len(self), self.shuffle, self.seed, self.epoch)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in self.order():
+            yield self[int(i)]
+
+    def __repr__(self) -> str:
+        src = self.corpus.path if self.corpus is not None else f"{len(self.files)} .gtok files"
+        return f"PretokenizedDataset({len(self):,} records from {src}, shuffle={self.shuffle})"
+
+
+def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
+    """The record order of an epoch: a seeded permutation (or 0..n-1)."""
+    if not shuffle:
+        return np.arange(n, dtype=np.int64)
+    return np.random.default_rng([seed, epoch]).permutation(n)
+
+
+# ---------------------------------------------------------------------------------- per record
+def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
+             rng: np.random.Generator | None = None) -> np.ndarray:
+    """Cut a record to ``max_length`` tokens.
+
+    ``head``: the first tokens; ``window``: a random contiguous window; ``subsample``: a random
+    subset in random order (cell tokens are an unordered set); ``subsample_ordered``: a random
+    subset keeping the original order (for models with position embeddings).
+    """
+    if strategy not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    if ids.size <= max_length:
+        return ids
+    if strategy == "head":
+        return ids[:max_length]
+    rng = rng if rng is not None else np.random.default_rng()
+    if strategy == "window":
+        a = int(rng.integers(0, ids.size - max_length + 1))
+        return ids[a:a + max_length]
+    pick = rng.choice(ids.size, size=max_length, replace=False)
+    if strategy == "subsample_ordered":
+        pick.sort()
+    return ids[pick]
+
+
+def shuffle_tokens(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A shuffled copy of one record (Region2Vec/word2vec-style training shuffles documents)."""
+    return ids[rng.permutation(ids.size)]
+
+
+def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | None = None) -> np.ndarray:
+    """``[<cls>] + ids + [<eos>]`` (either optional)."""
+    parts = []
+    if cls_token_id is not None:
+        parts.append(np.array([cls_token_id], dtype=np.int64))
+    parts.append(np.asarray(ids, dtype=np.int64))
+    if eos_token_id is not None:
+        parts.append(np.array([eos_token_id], dtype=np.int64))
+    return np.concatenate(parts)
+
+
+# ---------------------------------------------------------------------------------- batches
+def pad_batch(rows: Sequence[np.ndarray], pad_token_id: int, *, pad_to: int | None = None,
+              values: Sequence[np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Right-pad rows into ``input_ids`` (int64) and ``attention_mask``; ``values`` alongside.
+
+    ``pad_to`` (``None``: the longest row) must not be shorter than any row.
+    """
+    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+    width = int(lengths.max()) if lengths.size else 0
+    if pad_to is not None:
+        if pad_to < width:
+            raise ValueError(f"a row has {width} tokens, more than pad_to={pad_to}: truncate first")
+        width = pad_to
+    ids = np.full((len(rows), width), pad_token_id, dtype=np.int64)
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    if lengths.sum():
+        ids[mask] = np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])
+    out = {"input_ids": ids, "attention_mask": mask.astype(np.int64)}
+    if values is not None:
+        vals = np.zeros((len(rows), width), dtype=np.float32)
+        if lengths.sum():
+            vals[mask] = np.concatenate([np.asarray(v, dtype=np.float32) for v in values])
+        out["values"] = vals
+    return out
+
+
+def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
+               truncation: str | None = None, padding: str = "longest",
+               shuffle: bool = False, cls_token_id: int | None = None,
+               eos_token_id: int | None = None, values: Sequence[np.ndarray] | None = None,
+               rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+    """Records → model inputs: optional token shuffle, truncation, ``<cls>``/``<eos>``, padding.
+
+    ``max_length`` counts the wrapping tokens. ``padding="longest"`` pads to the longest row,
+    ``"max_length"`` to ``max_length``. With ``values`` (one per token), the value channel
+    follows the same shuffles and cuts (wrapping tokens get value 0).
+    """
+    rng = rng if rng is not None else np.random.default_rng()
+    extra = (cls_token_id is not None) + (eos_token_id is not None)
+    if padding not in ("longest", "max_length"):
+        raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}")
+    if (truncation or padding == "max_length") and max_length is None:
+        raise ValueError("truncation and padding='max_length' need max_length")
+    if max_length is not None and max_length <= extra:
+        raise ValueError(f"max_length={max_length} leaves no room beside <cls>/<eos>")
+    out_rows, out_vals = [], []
+    for k, r in enumerate(rows):
+        idx = np.arange(len(r))
+        if shuffle:
+            idx = rng.permutation(idx)
+        if truncation:
+            idx = truncate(idx, max_length - extra, truncation, rng)
+        elif max_length is not None and idx.size + extra > max_length:
+            raise ValueError(f"row {k} has {idx.size} tokens, more than max_length={max_length}: "
+                             "set truncation")
+        out_rows.append(wrap(np.asarray(r)[idx], cls_token_id, eos_token_id))
+        if values is not None:
+            v = np.asarray(values[k], dtype=np.float32)[idx]
+            out_vals.append(np.concatenate([np.zeros(int(cls_token_id is not None), np.float32), v,
+                                            np.zeros(int(eos_token_id is not None), np.float32)]))
+    return pad_batch(out_rows, pad_token_id, pad_to=max_length if padding == "max_length" else None,
+                     values=out_vals if values is not None else None)
+
+
+def pack(rows: Sequence[np.ndarray], seq_len: int, pad_token_id: int,
+         sep_token_id: int | None = None) -> dict[str, np.ndarray]:
+    """Pack consecutive records into fixed-length sequences with segment ids.
+
+    Records are placed greedily, in order; a record that does not fit in the current sequence
+    starts the next one, and one longer than ``seq_len`` is split over several. ``segment_ids``
+    number the records within a sequence from 1 (0 = padding); ``sep_token_id`` (optional)
+    ends every record.
+    """
+    if seq_len < 1:
+        raise ValueError("seq_len must be >= 1")
+    seqs, segs = [], []
+    cur, cur_seg, seg = [], [], 0
+    for r in rows:
+        r = np.asarray(r, dtype=np.int64)
+        if sep_token_id is not None:
+            r = np.append(r, sep_token_id)
+        while r.size:
+            room = seq_len - len(cur)
+            if r.size > room and cur and r.size <= seq_len:
+                seqs.append(cur)
+                segs.append(cur_seg)
+                cur, cur_seg, seg = [], [], 0
+                continue
+            take = r[:seq_len - len(cur)]
+            seg += 1
+            cur.extend(take.tolist())
+            cur_seg.extend([seg] * take.size)
+            r = r[take.size:]
+            if len(cur) == seq_len:
+                seqs.append(cur)
+                segs.append(cur_seg)
+                cur, cur_seg, seg = [], [], 0
+    if cur:
+        seqs.append(cur)
+        segs.append(cur_seg)
+    ids = np.full((len(seqs), seq_len), pad_token_id, dtype=np.int64)
+    seg_ids = np.zeros((len(seqs), seq_len), dtype=np.int64)
+    for i, (s, g) in enumerate(zip(seqs, segs)):
+        ids[i, :len(s)] = s
+        seg_ids[i, :len(g)] = g
+    return {"input_ids": ids, "segment_ids": seg_ids, "attention_mask": (seg_ids > 0).astype(np.int64)}
+
+
+# ---------------------------------------------------------------------------------- objectives
+def mlm_mask(input_ids: np.ndarray, *, n_regions: int, mask_token_id: int,
+             rng: np.random.Generator, mask_prob: float = 0.15,
+             replace_prob: float = 0.8, random_prob: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
+    """BERT-style masking: returns ``(masked input_ids, labels)``.
+
+    Each region token (id < ``n_regions``) is chosen with ``mask_prob``; a chosen token becomes
+    ``<mask>`` with ``replace_prob``, a random region id with ``random_prob``, and stays as it is
+    otherwise (80/10/10 by default). Special tokens (``<pad>``, ``<cls>``…) are never chosen.
+    ``labels`` hold the original id where chosen and -100 elsewhere.
+    """
+    if not 0 <= mask_prob <= 1 or replace_prob + random_prob > 1:
+        raise ValueError("probabilities must lie within [0, 1] and replace + random <= 1")
+    ids = np.array(input_ids, dtype=np.int64, copy=True)
+    eligible = ids < n_regions
+    chosen = eligible & (rng.random(ids.shape) < mask_prob)
+    labels = np.where(chosen, ids, -100)
+    u = rng.random(ids.shape)
+    to_mask = chosen & (u < replace_prob)
+    to_rand = chosen & (u >= replace_prob) & (u < replace_prob + random_prob)
+    ids[to_mask] = mask_token_id
+    ids[to_rand] = rng.integers(0, n_regions, int(to_rand.sum()))
+    return ids, labels
+
+
+def rtd_replace(input_ids: np.ndarray, *, n_regions: int, rng: np.random.Generator,
+                replace_prob: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
+    """ELECTRA-style replaced-token detection: ``(input_ids, labels)``.
+
+    A fraction of region tokens is replaced by a random *different* region id; labels are 1
+    where replaced, 0 for other region tokens and -100 on special tokens and padding.
+    """
+    if n_regions < 2:
+        raise ValueError("replaced-token detection needs at least two region ids")
+    ids = np.array(input_ids, dtype=np.int64, copy=True)
+    eligible = ids < n_regions
+    chosen = eligible & (rng.random(ids.shape) < replace_prob)
+    # a random id different from the original: shift by 1..n_regions-1
+    shift = rng.integers(1, n_regions, int(chosen.sum()))
+    ids[chosen] = (ids[chosen] + shift) % n_regions
+    labels = np.where(eligible, chosen.astype(np.int64), -100)
+    return ids, labels
+
+
+def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "even") -> np.ndarray:
+    """This rank's share of an epoch's record order.
+
+    ``split="even"``: ranks get ``len // world_size`` or one more (every record exactly once).
+    ``"drop_last"``: the tail that does not divide evenly is dropped (equal shares).
+    ``"pad"``: the order is padded by repeating its start so that shares are equal, like
+    torch's DistributedSampler (a few records are seen twice).
+    """
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
+    n = order.size
+    if split == "drop_last":
+        order = order[: n - n % world_size]
+    elif split == "pad":
+        extra = (-n) % world_size
+        if extra and n:
+            order = np.concatenate([order, np.resize(order, extra)])
+    elif split != "even":
+        raise ValueError(f"split must be 'even', 'drop_last' or 'pad', got {split!r}")
+    return order[rank::world_size]
+
+
+def _env_rank() -> tuple[int, int]:
+    """Rank and world size from torch.distributed when initialised, else the environment."""
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except ImportError:
+        pass
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))

@@ -1,0 +1,248 @@
+"""PyTorch datasets and collators over a corpus (``pip install 'genotok[torch]'``).
+
+torch is imported when this module is; ``import genotok`` never imports it.
+
+- :class:`CorpusDataset`: map-style, one record per index (use with any sampler).
+- :class:`CorpusIterableDataset`: yields ready batches; splits every epoch's (seeded, shuffled)
+  record order over distributed ranks and DataLoader workers so every record is seen exactly
+  once per epoch; resumable mid-epoch through :class:`ResumableLoader`.
+- :class:`Collator`, :class:`MLMCollator`, :class:`RTDCollator`: lists of records → tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
+
+from . import data as _data
+from .corpus import Corpus
+
+
+def _tensors(batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
+
+
+@dataclass
+class Collator:
+    """Records (arrays, or ``(ids, values)`` pairs) → ``input_ids``, ``attention_mask`` tensors.
+
+    Parameters mirror :func:`genotok.data.make_batch`; ``seed`` makes shuffles and random
+    truncation reproducible (each call draws from a generator advanced per call).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = Collator(pad_token_id=9, max_length=3, truncation="head")
+    >>> c([np.array([1, 2, 3, 4]), np.array([5])])["input_ids"].tolist()
+    [[1, 2, 3], [5, 9, 9]]
+    """
+
+    pad_token_id: int
+    max_length: int | None = None
+    truncation: str | None = None
+    padding: str = "longest"
+    shuffle_tokens: bool = False
+    cls_token_id: int | None = None
+    eos_token_id: int | None = None
+    seed: int = 0
+
+    def __post_init__(self):
+        self._rng = np.random.default_rng(self.seed)
+
+    def _numpy(self, records, rng=None) -> dict[str, np.ndarray]:
+        values = None
+        if records and isinstance(records[0], tuple):
+            records, values = [r[0] for r in records], [r[1] for r in records]
+        return _data.make_batch(records, pad_token_id=self.pad_token_id, max_length=self.max_length,
+                                truncation=self.truncation, padding=self.padding,
+                                shuffle=self.shuffle_tokens, cls_token_id=self.cls_token_id,
+                                eos_token_id=self.eos_token_id, values=values,
+                                rng=rng if rng is not None else self._rng)
+
+    def __call__(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
+        return _tensors(self._numpy(records, rng))
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, **kwargs):
+        """A collator with the tokenizer's ``<pad>`` (and, when asked, ``<cls>``/``<eos>``) ids."""
+        return cls(pad_token_id=tokenizer.pad_token_id, **kwargs)
+
+
+@dataclass
+class MLMCollator(Collator):
+    """Masked-language-model batches: ``input_ids``, ``attention_mask``, ``labels`` (-100 = ignore).
+
+    ``n_regions`` and ``mask_token_id`` come from the tokenizer (:meth:`for_tokenizer`); special
+    tokens and padding are never masked.
+    """
+
+    n_regions: int = 0
+    mask_token_id: int = 0
+    mask_prob: float = 0.15
+    replace_prob: float = 0.8
+    random_prob: float = 0.1
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, **kwargs):
+        return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions,
+                   mask_token_id=tokenizer.mask_token_id, **kwargs)
+
+    def __call__(self, records, rng=None):
+        rng = rng if rng is not None else self._rng
+        b = self._numpy(records, rng)
+        b["input_ids"], b["labels"] = _data.mlm_mask(
+            b["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
+            mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
+        return _tensors(b)
+
+
+@dataclass
+class RTDCollator(Collator):
+    """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special."""
+
+    n_regions: int = 0
+    replace_prob: float = 0.15
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, **kwargs):
+        return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions, **kwargs)
+
+    def __call__(self, records, rng=None):
+        rng = rng if rng is not None else self._rng
+        b = self._numpy(records, rng)
+        b["input_ids"], b["labels"] = _data.rtd_replace(
+            b["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
+        return _tensors(b)
+
+
+class CorpusDataset(Dataset):
+    """Map-style dataset: ``ds[i]`` is record ``i`` (int64 array; ``(ids, values)`` with values)."""
+
+    def __init__(self, corpus, *, values: bool = False, expect=None):
+        self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
+        self.values = values
+
+    def __len__(self) -> int:
+        return len(self.corpus)
+
+    def __getitem__(self, i):
+        ids = np.asarray(self.corpus[int(i)], dtype=np.int64)
+        return (ids, np.asarray(self.corpus.values(int(i)))) if self.values else ids
+
+
+class CorpusIterableDataset(IterableDataset):
+    """Batches of an epoch, split over ranks and workers: every record exactly once per epoch.
+
+    The epoch's record order is a permutation seeded by ``(seed, epoch)``. Rank ``r`` of ``W``
+    takes its share (:func:`genotok.data.worker_slice`, ``split`` = ``"even"``, ``"drop_last"`` or
+    ``"pad"``), cuts it into batches of ``batch_size`` records, and DataLoader worker ``w`` of
+    ``K`` produces batches ``w, w + K, …``. DataLoader hands batches over in worker order, so the
+    main process receives batch 0, 1, 2, … exactly as with no workers. Use with
+    ``DataLoader(ds, batch_size=None, multiprocessing_context=safe_context(k))`` or
+    :class:`ResumableLoader` (which does that for you).
+    """
+
+    def __init__(self, corpus, collate, *, batch_size: int, shuffle: bool = True, seed: int = 0,
+                 rank: int | None = None, world_size: int | None = None, split: str = "even",
+                 drop_last_batch: bool = False, values: bool = False, expect=None):
+        self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        env_rank, env_world = _data._env_rank()
+        self.rank = env_rank if rank is None else int(rank)
+        self.world_size = env_world if world_size is None else int(world_size)
+        self.collate, self.batch_size, self.shuffle, self.seed = collate, batch_size, shuffle, seed
+        self.split, self.drop_last_batch, self.values = split, drop_last_batch, values
+        self.epoch = 0
+        self.start_batch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def records(self) -> np.ndarray:
+        """This rank's records for the current epoch, in order."""
+        order = _data.epoch_order(len(self.corpus), self.shuffle, self.seed, self.epoch)
+        return _data.worker_slice(order, self.rank, self.world_size, self.split)
+
+    def n_batches(self) -> int:
+        n = self.records().size
+        return n // self.batch_size if self.drop_last_batch else -(-n // self.batch_size)
+
+    def __len__(self) -> int:
+        return self.n_batches()
+
+    def __iter__(self) -> Iterator[dict]:
+        info = get_worker_info()
+        wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
+        recs = self.records()
+        for b in range(self.start_batch + wid, self.n_batches(), nw):
+            idx = recs[b * self.batch_size:(b + 1) * self.batch_size]
+            batch = self.corpus.get_batch(idx, values=self.values)
+            rows = [np.asarray(r, dtype=np.int64) for r in batch]
+            if self.values:
+                rows = [(r, batch.row_values(k)) for k, r in enumerate(rows)]
+            rng = np.random.default_rng([self.seed, self.epoch, self.rank, b])
+            out = self.collate(rows, rng)
+            out["index"] = torch.from_numpy(np.ascontiguousarray(idx))
+            yield out
+
+
+def safe_context(num_workers: int) -> str | None:
+    """The multiprocessing start method for DataLoader workers.
+
+    numba's OpenMP thread pool (started by any parallel kernel in the parent) does not survive
+    ``fork``; workers are therefore spawned. The corpus travels to them by path (it pickles as
+    ``Corpus.open(path)``), so nothing is copied.
+    """
+    return "spawn" if num_workers > 0 else None
+
+
+class ResumableLoader:
+    """A DataLoader over a :class:`CorpusIterableDataset` that can stop and resume mid-epoch.
+
+    ``state_dict()`` records the epoch and the batches already delivered; after
+    ``load_state_dict()`` iteration continues with the next batch of the same order.
+
+    Examples
+    --------
+    >>> # loader = ResumableLoader(ds, num_workers=2); for batch in loader: ...
+    >>> # torch.save(loader.state_dict(), "loader.pt") … loader.load_state_dict(torch.load(...))
+    """
+
+    def __init__(self, dataset: CorpusIterableDataset, **loader_kwargs):
+        self.dataset = dataset
+        self.loader_kwargs = loader_kwargs
+        self.delivered = 0
+
+    def __len__(self) -> int:
+        return self.dataset.n_batches()
+
+    def __iter__(self):
+        ds = self.dataset
+        ds.start_batch = self.delivered
+        kw = dict(self.loader_kwargs)
+        kw.setdefault("multiprocessing_context", safe_context(kw.get("num_workers", 0)))
+        loader = DataLoader(ds, batch_size=None, **kw)
+        for batch in loader:
+            self.delivered += 1
+            yield batch
+        self.delivered = 0
+        ds.start_batch = 0
+        ds.set_epoch(ds.epoch + 1)
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.dataset.epoch, "batches_delivered": self.delivered,
+                "seed": self.dataset.seed, "rank": self.dataset.rank,
+                "world_size": self.dataset.world_size}
+
+    def load_state_dict(self, state: dict) -> None:
+        ds = self.dataset
+        if (state["seed"], state["world_size"]) != (ds.seed, ds.world_size):
+            raise ValueError("the saved state belongs to another seed or world size: the record "
+                             "order would differ")
+        ds.set_epoch(state["epoch"])
+        self.delivered = int(state["batches_delivered"])
