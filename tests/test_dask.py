@@ -1,0 +1,27 @@
+"""pretokenize on a Dask LocalCluster equals the single-machine run, record for record."""
+
+from __future__ import annotations
+
+import pytest
+
+distributed = pytest.importorskip("dask.distributed")
+
+import genotok  # noqa: E402
+from genotok import Corpus, Tokenizer  # noqa: E402
+from genotok.pipeline import pretokenize  # noqa: E402
+
+from .test_pipeline import _many_files  # noqa: E402
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning",
+                            "ignore::UserWarning")
+def test_local_cluster_equals_single_machine(tmp_path):
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    d = _many_files(tmp_path, n=9)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        run = pretokenize(d, tok, tmp_path / "dask", quiet=True, files_per_shard=2, client=client)
+    got = Corpus.open(run.out, expect=tok, verify=True)
+    assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+    assert len(list(run.out.glob("shard-*.gtokc"))) == 5
