@@ -49,17 +49,6 @@ def _bisect_right(a, lo, hi, x):
 
 
 @njit(**NJIT)
-def _window(c, qs, qe, chrom_ptr, starts, maxend):
-    """Candidate rows [lo, hi) of a query; empty for unknown chromosomes."""
-    if c < 0 or c + 1 >= chrom_ptr.size:
-        return 0, 0
-    lo = chrom_ptr[c]
-    hi = _bisect_left(starts, lo, chrom_ptr[c + 1], qe)
-    lo = _bisect_right(maxend, lo, hi, qs)
-    return lo, hi
-
-
-@njit(**NJIT)
 def _passes(qs, qe, s, e, min_overlap, frac_q, frac_r):
     """Overlap in bp if region [s, e) is a hit of query [qs, qe) under the thresholds, else -1."""
     if not (s < qe and e > qs):
@@ -75,21 +64,92 @@ def _passes(qs, qe, s, e, min_overlap, frac_q, frac_r):
 
 
 @njit(**NJIT)
-def _count_one(c, qs, qe, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best):
-    lo, hi = _window(c, qs, qe, chrom_ptr, starts, maxend)
-    k = 0
-    for j in range(lo, hi):
-        if _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r) >= 0:
-            k += 1
-            if best:
-                return 1
-    return k
+def _gallop_left(a, lo, hi, x, guess):
+    """First index in [lo, hi) with a[i] >= x (a sorted there), searching out from ``guess``.
+
+    O(log d) for a guess d rows away: consecutive sorted queries move little, so the sweep
+    over sorted queries costs O(1) amortised per query instead of a full binary search.
+    """
+    if guess < lo:
+        guess = lo
+    if guess > hi:
+        guess = hi
+    if guess < hi and a[guess] < x:  # answer lies after guess
+        step = 1
+        left = guess + 1
+        right = guess + 1
+        while right < hi and a[right] < x:
+            left = right + 1
+            right = guess + 1 + 2 * step
+            step *= 2
+        if right > hi:
+            right = hi
+        return _bisect_left(a, left, right, x)
+    # answer lies at or before guess
+    step = 1
+    right = guess
+    left = guess - 1
+    while left >= lo and a[left] >= x:
+        right = left
+        left = guess - 1 - 2 * step
+        step *= 2
+    if left < lo:
+        left = lo
+    return _bisect_left(a, left, right, x)
 
 
 @njit(**NJIT)
-def _fill_one(c, qs, qe, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best,
+def _gallop_right(a, lo, hi, x, guess):
+    """First index in [lo, hi) with a[i] > x, searching out from ``guess``."""
+    return _gallop_left(a, lo, hi, x + 1, guess)
+
+
+@njit(**NJIT_PARALLEL)
+def _windows(q_codes, q_starts, q_ends, qsorted, bounds, chrom_ptr, starts, ends, maxend, ids,
+             min_overlap, frac_q, frac_r, best, win_lo, win_hi, counts):
+    """Per query: its candidate window [lo, hi) and its number of hits.
+
+    Queries are visited in (chrom, start) order, in ``bounds.size - 1`` chunks run in parallel;
+    within a chunk each search gallops from the previous query's answer.
+    """
+    for t in prange(bounds.size - 1):
+        prev_c = -2
+        g_lo = 0
+        g_hi = 0
+        for k in range(bounds[t], bounds[t + 1]):
+            q = qsorted[k]
+            c = q_codes[q]
+            qs = q_starts[q]
+            qe = q_ends[q]
+            if c < 0 or c + 1 >= chrom_ptr.size:
+                win_lo[q] = 0
+                win_hi[q] = 0
+                counts[q] = 0
+                continue
+            c_lo = chrom_ptr[c]
+            c_hi = chrom_ptr[c + 1]
+            if c != prev_c:
+                g_lo = c_lo
+                g_hi = c_lo
+                prev_c = c
+            hi = _gallop_left(starts, c_lo, c_hi, qe, g_hi)
+            lo = _gallop_right(maxend, c_lo, hi, qs, min(g_lo, hi))
+            g_lo = lo
+            g_hi = hi
+            win_lo[q] = lo
+            win_hi[q] = hi
+            k_hits = 0
+            for j in range(lo, hi):
+                if _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r) >= 0:
+                    k_hits += 1
+                    if best:
+                        break
+            counts[q] = k_hits
+
+
+@njit(**NJIT)
+def _fill_one(lo, hi, qs, qe, starts, ends, ids, min_overlap, frac_q, frac_r, best,
               out_ids, out_bp, at):
-    lo, hi = _window(c, qs, qe, chrom_ptr, starts, maxend)
     if best:
         best_bp = -1
         best_id = 0
@@ -114,25 +174,22 @@ def _fill_one(c, qs, qe, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac
 
 
 @njit(**NJIT_PARALLEL)
-def _count(q_codes, q_starts, q_ends, order, set_of, chrom_ptr, starts, ends, maxend, ids,
-           min_overlap, frac_q, frac_r, best, unk_mode, counts):
-    """counts[p + set_of[p] + 1] = number of outputs of the query at emission position p."""
+def _slots(order, set_of, per_query, unk_mode, slot_counts):
+    """slot_counts[p + set_of[p] + 1] = outputs of the query at emission position p."""
     for p in prange(order.size):
-        q = order[p]
-        k = _count_one(q_codes[q], q_starts[q], q_ends[q], chrom_ptr, starts, ends, maxend, ids,
-                       min_overlap, frac_q, frac_r, best)
+        k = per_query[order[p]]
         if k == 0 and unk_mode == 2:
             k = 1
-        counts[p + set_of[p] + 1] = k
+        slot_counts[p + set_of[p] + 1] = k
 
 
 @njit(**NJIT_PARALLEL)
-def _fill(q_codes, q_starts, q_ends, order, set_of, chrom_ptr, starts, ends, maxend, ids,
+def _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
           min_overlap, frac_q, frac_r, best, unk_mode, unk_id, pos, out_ids, out_q, out_bp):
     for p in prange(order.size):
         q = order[p]
         at = pos[p + set_of[p] + 1]
-        k = _fill_one(q_codes[q], q_starts[q], q_ends[q], chrom_ptr, starts, ends, maxend, ids,
+        k = _fill_one(win_lo[q], win_hi[q], q_starts[q], q_ends[q], starts, ends, ids,
                       min_overlap, frac_q, frac_r, best, out_ids, out_bp, at)
         if k == 0 and unk_mode == 2:
             out_ids[at] = unk_id
@@ -140,6 +197,31 @@ def _fill(q_codes, q_starts, q_ends, order, set_of, chrom_ptr, starts, ends, max
             k = 1
         for t in range(k):
             out_q[at + t] = q
+
+
+def _sweep_order(q_codes, q_starts, order):
+    """The order in which pass 1 visits queries: grouped by chromosome, starts ascending.
+
+    The emission order is used as it is when it already has that shape (sorted files, and the
+    gtars order of a file, which sorts by chromosome name then start); otherwise the queries are
+    sorted by (code, start). Correctness does not depend on it, only the gallop distances do.
+    """
+    n = order.size
+    if n < 2:
+        return order
+    c = q_codes[order]
+    s = q_starts[order]
+    if not ((np.diff(c) == 0) & (np.diff(s) < 0)).any():
+        return order
+    if q_starts.max(initial=0) < (1 << 40) and q_codes.max(initial=0) < (1 << 22):
+        key = (q_codes.astype(np.int64) << 40) | q_starts  # unknown chromosomes (-1) sort first
+        return np.argsort(key, kind="stable")
+    return np.lexsort((q_starts, q_codes))
+
+
+def _chunks(n: int, parts: int) -> np.ndarray:
+    parts = max(1, min(parts, n // 4096 + 1))
+    return np.linspace(0, n, parts + 1).astype(np.int64)
 
 
 def overlap(q_codes, q_starts, q_ends, set_offsets, order, chrom_ptr, starts, ends, maxend, ids,
@@ -154,13 +236,23 @@ def overlap(q_codes, q_starts, q_ends, set_offsets, order, chrom_ptr, starts, en
     Returns ``(ids uint32, qidx int64, overlap_bp int64, out_offsets int64 (S+1))``; ``qidx`` is
     the global query index of each output, ``-1`` for a set-level unk.
     """
+    import numba
+
+    n_q = q_codes.size
     n_sets = set_offsets.size - 1
     sizes = np.diff(set_offsets)
     set_of = np.repeat(np.arange(n_sets, dtype=np.int64), sizes)
-    # slot layout: for set s one header slot (its set-level unk), then its queries
-    counts = np.zeros(order.size + n_sets + 1, dtype=np.int64)
-    _count(q_codes, q_starts, q_ends, order, set_of, chrom_ptr, starts, ends, maxend, ids,
-           min_overlap, frac_q, frac_r, best, unk_mode, counts)
+    # pass 1, in (chrom, start) order: candidate windows and hit counts per query
+    qsorted = _sweep_order(q_codes, q_starts, order)
+    win_lo = np.empty(n_q, dtype=np.int64)
+    win_hi = np.empty(n_q, dtype=np.int64)
+    per_query = np.empty(n_q, dtype=np.int64)
+    _windows(q_codes, q_starts, q_ends, qsorted, _chunks(n_q, 4 * numba.get_num_threads()),
+             chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best,
+             win_lo, win_hi, per_query)
+    # output slots: for set s one header slot (its set-level unk), then its queries in order
+    counts = np.zeros(n_q + n_sets + 1, dtype=np.int64)
+    _slots(order, set_of, per_query, unk_mode, counts)
     headers = set_offsets[:-1] + np.arange(n_sets)
     if unk_mode == 1 and n_sets:
         totals = np.add.reduceat(counts, headers)
@@ -172,7 +264,8 @@ def overlap(q_codes, q_starts, q_ends, set_offsets, order, chrom_ptr, starts, en
     out_ids = np.empty(total, dtype=np.uint32)
     out_q = np.empty(total, dtype=np.int64)
     out_bp = np.empty(total, dtype=np.int64)
-    _fill(q_codes, q_starts, q_ends, order, set_of, chrom_ptr, starts, ends, maxend, ids,
+    # pass 2, in emission order: fill from the stored windows (no searching)
+    _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
           min_overlap, frac_q, frac_r, best, unk_mode, unk_id, pos, out_ids, out_q, out_bp)
     out_offsets = np.empty(n_sets + 1, dtype=np.int64)
     out_offsets[:-1] = pos[headers]

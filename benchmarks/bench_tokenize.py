@@ -1,0 +1,128 @@
+"""Tokenizing BED files: genotok vs gtars and bedtools, in one run.
+
+On a generated 1M-region universe and a 200k-line narrowPeak query: time per file (cold = a
+fresh process, compile-cache load included; warm = best of several calls), the ratio to gtars
+and to ``bedtools intersect`` (plain and ``-sorted``), and equality of the ids. Then 50 files
+through ``encode_batch`` with 1 and 2 threads, and a size sweep (1k → 1M queries, in memory)
+showing that cost grows linearly. The parse limit (a numba loop that only counts newlines over
+the same bytes) shows how close the whole path gets to reading the file at all.
+
+    python benchmarks/bench_tokenize.py [--n-universe 1000000] [--n-query 200000] [--files 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+from _common import DATA, best_of, in_subprocess, machine, query_file, ratio, table, universe_file
+
+import genotok
+from genotok import _io, _parse
+
+COLD = """
+import json, time
+t0 = time.perf_counter()
+import genotok
+tok = genotok.Tokenizer.from_bed({u!r})
+t1 = time.perf_counter()
+ids = tok.encode({q!r})
+print(json.dumps(dict(first=time.perf_counter() - t1, n=int(ids.size))))
+"""
+
+
+def _bedtools(u, q, sorted_inputs=False):
+    args = ["bedtools", "intersect", "-a", str(q), "-b", str(u), "-wa", "-wb"]
+    if sorted_inputs:
+        args.append("-sorted")
+    t0 = time.perf_counter()
+    out = subprocess.run(args, capture_output=True, check=True).stdout
+    return time.perf_counter() - t0, out.count(b"\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n-universe", type=int, default=1_000_000)
+    ap.add_argument("--n-query", type=int, default=200_000)
+    ap.add_argument("--files", type=int, default=50, help="files for the batch scaling test")
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args(argv)
+    upath = universe_file(args.n_universe)
+    qpath = query_file(upath, args.n_query)
+    print(f"# Tokenize one BED file ({args.n_universe:,}-region universe, {args.n_query:,} queries)\n")
+    print(f"machine: {machine()}\n")
+    genotok.warmup()
+    tok = genotok.Tokenizer.from_bed(upath)
+    ids = tok.encode(qpath)
+    warm = best_of(lambda: tok.encode(qpath), args.repeat)
+    warm1 = best_of(lambda: tok.encode(qpath, n_threads=1), args.repeat)
+    cold = json.loads(in_subprocess(COLD.format(u=str(upath), q=str(qpath))))
+    buf = _io.read_bytes(qpath)
+    _parse.count_lines(buf)
+    t_limit = best_of(lambda: _parse.count_lines(_io.read_bytes(qpath)), args.repeat)
+    t_parse = best_of(lambda: genotok.RegionSet.from_bed(qpath), args.repeat)
+    mb = buf.size / 1e6
+    rows = [["genotok, 2 threads", f"{cold['first']:.3f}", f"{warm:.3f}", f"{mb / warm:.0f}", "", str(ids.size)],
+            ["genotok, 1 thread", "", f"{warm1:.3f}", f"{mb / warm1:.0f}", "", ""],
+            ["parse only (RegionSet.from_bed)", "", f"{t_parse:.3f}", f"{mb / t_parse:.0f}", "", ""],
+            ["parse limit (read + count newlines)", "", f"{t_limit:.3f}", f"{mb / t_limit:.0f}", "", ""]]
+    try:
+        from gtars.tokenizers import Tokenizer as GT
+
+        gt = GT.from_bed(str(upath))
+        gids = list(gt(str(qpath))["input_ids"])
+        t_g = best_of(lambda: gt(str(qpath))["input_ids"], max(2, args.repeat // 2))
+        same = "yes" if gids == ids.tolist() else "NO"
+        rows.append(["gtars (from_bed + __call__)", "", f"{t_g:.3f}", f"{mb / t_g:.0f}", same, str(len(gids))])
+        rows[0][4] = f"{ratio(t_g, warm)} vs gtars"
+    except ImportError:
+        print("gtars not installed (pip install gtars): no gtars anchor")
+    if shutil.which("bedtools"):
+        t_b, n_b = _bedtools(upath, qpath)
+        sq, su = DATA / "q.sorted.bed", DATA / "u.sorted.bed"
+        subprocess.run(f"sort -k1,1 -k2,2n {qpath} > {sq}; sort -k1,1 -k2,2n {upath} > {su}", shell=True, check=True)
+        t_bs, _ = _bedtools(su, sq, True)
+        n_hits = int(np.count_nonzero(tok.encode(qpath) < tok.universe.n_regions))
+        rows.append(["bedtools intersect -wa -wb", "", f"{t_b:.3f}", f"{mb / t_b:.0f}",
+                     "yes" if n_b == n_hits else f"NO ({n_b} pairs vs {n_hits})", str(n_b)])
+        rows.append(["bedtools intersect -sorted (pre-sorted input)", "", f"{t_bs:.3f}", "", "", ""])
+        rows[1][4] = f"{ratio(t_b, warm)} vs bedtools, {ratio(t_bs, warm)} vs -sorted"
+    else:
+        print("bedtools not installed (apt-get install bedtools): no bedtools anchor")
+    print(table(rows, ["tool", "cold (s)", "warm (s)", "MB/s", "speed-up / same ids", "ids"]))
+    print(f"\nwithin {warm / t_limit:.1f}x of the parse limit (goal: <= 2x); goal: >= 8x gtars warm\n")
+
+    # many files, 1 vs 2 threads
+    files = [query_file(upath, args.n_query // 4, seed=100 + k) for k in range(min(args.files, 8))]
+    files = (files * (args.files // len(files) + 1))[:args.files]
+    sets = [genotok.RegionSet.from_bed(f) for f in files]
+    tok.encode_batch(sets[:2])
+    t1 = best_of(lambda: tok.encode_batch(sets, n_threads=1), 3)
+    t2 = best_of(lambda: tok.encode_batch(sets, n_threads=2), 3)
+    print(f"## {len(files)} files ({args.n_query // 4:,} lines each) through encode_batch (parsed)\n")
+    print(table([["1 thread", f"{t1:.3f}", ""], ["2 threads", f"{t2:.3f}", f"{t1 / t2:.2f}x"]],
+                ["threads", "time (s)", "scaling"]))
+    print("\ngoal: 2 threads >= 1.7x one\n")
+
+    # size sweep, in memory
+    big = genotok.RegionSet.from_bed(qpath)
+    reps = int(np.ceil(1_000_000 / len(big)))
+    allq = genotok.RegionSet(big.chrom_names, np.tile(big.codes, reps), np.tile(big.starts, reps),
+                             np.tile(big.ends, reps), validate=False)
+    out = []
+    for n in (1_000, 10_000, 100_000, 1_000_000):
+        sub = allq.take(np.arange(n))
+        t = best_of(lambda: tok.encode(sub), 3)
+        out.append([f"{n:,}", f"{t * 1e3:.2f}", f"{t / n * 1e9:.0f}"])
+    print("## size sweep (in-memory queries)\n")
+    print(table(out, ["queries", "time (ms)", "ns / query"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
