@@ -134,6 +134,10 @@ class RegionSet:
     def _from_buffer(cls, buf: np.ndarray, path: str) -> "RegionSet":
         codes, starts, ends, ns, ne, status, line, pos, _ = _parse.run(buf)
         if status != _parse.OK:
+            nul = np.flatnonzero(buf[:8192] == 0)
+            if nul.size and status != _parse.BINARY:  # the real trouble: not a text file at all
+                status, pos = _parse.BINARY, int(nul[0])
+                line = int(np.count_nonzero(buf[:pos] == 10)) + 1
             raise BedParseError(path, int(line), f"{_parse.MESSAGES[int(status)]}: "
                                 f"{_line_text(buf, int(pos))}")
         names = []

@@ -120,6 +120,9 @@ class Universe:
         self.source = rs.source
         self.special_tokens = _check_special_tokens(special_tokens)
         n = len(rs)
+        if n == 0:
+            raise UniverseError(f"{self._where()}: the universe has no regions (an empty or "
+                                "comment-only file?); a vocabulary needs at least one region")
         if n >= 2**31 - 8:
             raise UniverseError(f"{self._where()}: {n} regions is more than token ids can hold")
         self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}

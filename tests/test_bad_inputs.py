@@ -1,0 +1,242 @@
+"""A catalogue of bad inputs: each gets its own exception, a message that names the file (and
+the line, for text) and the problem, and leaves nothing partial behind."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import genotok
+from genotok import (
+    BedParseError,
+    Corpus,
+    CorpusWriter,
+    GtokFormatError,
+    RegionParseError,
+    RegionSet,
+    Tokenizer,
+    Universe,
+    UniverseError,
+    UniverseMismatchError,
+    read_gtok,
+    write_gtok,
+)
+from genotok.corpus import PREAMBLE
+from genotok.pipeline import pretokenize
+
+GOOD = "chr1\t100\t200\nchr1\t300\t400\n"
+
+# (name, file bytes, expected line or None, message pattern)
+BED_CASES = [
+    ("too_few_columns", b"chr1\t100\t200\nchr1\t300\n", 2, "too few columns"),
+    ("non_integer", b"chr1\t100\t200\nchr1\tabc\t400\n", 2, "start is not a non-negative integer"),
+    ("non_integer_end", b"chr1\t1\t2\nchr1\t100\t2e5\n", 2, "end is not"),
+    ("negative", b"chr1\t-100\t200\n", 1, "negative coordinate"),
+    ("overflow", b"chr1\t1\t123456789012345678901234\n", 1, "larger than"),
+    ("end_before_start", b"chr1\t100\t200\nchr1\t500\t400\n", 2, "end is before start"),
+    ("mixed_tab_space", b"chr1\t100\t200\nchr1 300\t400\n", 2, "mixed tab and space"),
+    ("stray_header", b"chr1\t100\t200\nchrom\tstart\tend\n", 2, "start is not"),
+    ("nul_byte", b"chr1\t100\t200\nchr1\t3\x0000\t400\n", 2, "binary data"),
+    ("binary_junk", b"\x89PNG\r\n\x1a\n\x00\x00", 3, "binary data"),  # the first NUL
+    ("non_utf8_name", b"chr1\t100\t200\nchr\xff\t1\t2\n", 2, "not valid UTF-8"),
+    ("empty_name", b"\t100\t200\n", 1, "empty chromosome name"),
+]
+
+
+@pytest.mark.parametrize("name, data, line, pattern", BED_CASES, ids=[c[0] for c in BED_CASES])
+def test_bad_bed(tmp_path, name, data, line, pattern):
+    path = tmp_path / f"{name}.bed"
+    path.write_bytes(data)
+    with pytest.raises(BedParseError, match=pattern) as info:
+        RegionSet.from_bed(path)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    # the same through the tokenizer, as a user meets it
+    with pytest.raises(BedParseError, match=re.escape(f"{name}.bed:{line}:")):
+        Tokenizer(["chr1:0-1000"]).encode(str(path))
+
+
+@pytest.mark.parametrize("name, mutate, pattern", [
+    ("truncated", lambda b: b[: len(b) // 2], "truncated gzip"),
+    ("corrupt", lambda b: b[:12] + bytes(x ^ 0xFF for x in b[12:40]) + b[40:], "gzip"),
+], ids=["truncated_gz", "corrupt_gz"])
+def test_bad_gzip(tmp_path, name, mutate, pattern):
+    path = tmp_path / f"{name}.bed.gz"
+    path.write_bytes(mutate(gzip.compress(GOOD.encode() * 500)))
+    with pytest.raises(BedParseError, match=pattern) as info:
+        RegionSet.from_bed(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_and_directory(tmp_path):
+    with pytest.raises(BedParseError, match=r"nope.bed: no such file"):
+        RegionSet.from_bed(tmp_path / "nope.bed")
+    with pytest.raises(BedParseError, match="is a directory"):
+        RegionSet.from_bed(tmp_path)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"#c\n", b"chr1\t1\t2\r\nchr1\t3\t4\r\n", b"chr1\t1\t2"],
+                         ids=["empty", "blank", "comment_only", "crlf", "no_final_newline"])
+def test_valid_edge_files(tmp_path, data):
+    path = tmp_path / "x.bed"
+    path.write_bytes(data)
+    rs = RegionSet.from_bed(path)
+    assert len(rs) == data.count(b"chr1")
+
+
+def test_empty_universe(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("# nothing\n")
+    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}: the universe has no regions"):
+        Universe.from_bed(path)
+
+
+def test_duplicate_universe_policy(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("chr1\t1\t2\nchr1\t1\t2\n")
+    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}: 1 duplicate region"):
+        Universe.from_bed(path, duplicates="error")
+    with pytest.warns(UserWarning, match="duplicate"):
+        assert Universe.from_bed(path).vocab_size == 9
+
+
+def test_scaffold_assembly_and_big_coordinates(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("".join(f"scaffold{i}\t{2**33 + i}\t{2**33 + i + 5}\n" for i in range(100_500)))
+    tok = Tokenizer.from_bed(path)
+    assert tok.encode([("scaffold100499", 2**33 + 100_500, 2**33 + 100_501)]).tolist() == [100_499]
+
+
+def test_chromosome_naming_mismatch_warns_with_the_fix(tmp_path):
+    tok = Tokenizer(["chr1:0-100"])
+    q = tmp_path / "ensembl.bed"
+    q.write_text("1\t10\t20\n")
+    with pytest.warns(UserWarning, match=r"ensembl.bed: .*'chr' prefix.*'1' vs 'chr1'"):
+        tok.encode(str(q))
+
+
+def test_bad_region_strings_report_positions():
+    with pytest.raises(RegionParseError, match=r"\[1\] 'chr1:x-5'"):
+        RegionSet.from_strings(["chr1:1-5", "chr1:x-5"])
+
+
+def _gtok(tmp_path, data: bytes) -> Path:
+    p = tmp_path / "x.gtok"
+    p.write_bytes(data)
+    return p
+
+
+@pytest.mark.parametrize("data, pattern", [
+    (b"GTOX\x01\x00\x00", "bad magic"),
+    (b"GTOK\x07\x00\x00", "unknown width flag"),
+    (b"GTOK\x02\x01\x00\x00", "truncated"),
+], ids=["gtok_bad_magic", "gtok_unknown_flag", "gtok_truncated"])
+def test_bad_gtok(tmp_path, data, pattern):
+    p = _gtok(tmp_path, data)
+    with pytest.raises(GtokFormatError, match=rf"{re.escape(str(p))}: .*{pattern}"):
+        read_gtok(p)
+
+
+def _corpus(tmp_path, name="c.gtokc", vocab=100, fingerprint="fp"):
+    path = tmp_path / name
+    with CorpusWriter(path, vocab_size=vocab, fingerprint=fingerprint) as w:
+        for i in range(20):
+            w.append(np.arange(i % 7) + 1)
+    return path
+
+
+def _patch(path: Path, offset: int, data: bytes) -> Path:
+    raw = bytearray(path.read_bytes())
+    raw[offset:offset + len(data)] = data
+    out = path.with_name("bad_" + path.name)
+    out.write_bytes(bytes(raw))
+    return out
+
+
+def _fields(path: Path):
+    return PREAMBLE.unpack(path.read_bytes()[:PREAMBLE.size])
+
+
+def test_corpus_offsets_out_of_bounds(tmp_path):
+    p = _corpus(tmp_path)
+    bad = _patch(p, _fields(p)[10] + 8 * 20, (10**9).to_bytes(8, "little"))
+    with pytest.raises(GtokFormatError, match=rf"{re.escape(str(bad))}: corrupt record offsets"):
+        Corpus.open(bad)
+
+
+def test_corpus_offsets_decreasing(tmp_path):
+    p = _corpus(tmp_path)
+    bad = _patch(p, _fields(p)[10] + 8 * 5, (1).to_bytes(8, "little"))
+    problems = Corpus.open(bad).verify()
+    assert any("offsets decrease at record" in x and str(bad) in x for x in problems)
+
+
+def test_corpus_ids_beyond_vocab(tmp_path):
+    p = _corpus(tmp_path, vocab=7)
+    bad = _patch(p, _fields(p)[8], (9).to_bytes(2, "little"))
+    assert any("token id 9 >= vocab_size 7" in x for x in Corpus.open(bad).verify())
+
+
+def test_corpus_checksum_mismatch(tmp_path):
+    p = _corpus(tmp_path)
+    bad = _patch(p, _fields(p)[8] + 4, b"\x05")
+    with pytest.raises(GtokFormatError, match=rf"{re.escape(str(bad))}: tokens checksum mismatch"):
+        Corpus.open(bad, verify=True)
+
+
+def test_corpus_wrong_universe(tmp_path):
+    p = _corpus(tmp_path)
+    with pytest.raises(UniverseMismatchError, match=re.escape(str(p))):
+        Corpus.open(p, expect=Tokenizer(["chr1:0-10"]))
+
+
+def test_corpus_newer_version(tmp_path):
+    p = _corpus(tmp_path)
+    bad = _patch(p, 8, (2).to_bytes(2, "little"))
+    with pytest.raises(GtokFormatError, match=r"format 2\.0 is newer"):
+        Corpus.open(bad)
+
+
+def test_corpus_truncated(tmp_path):
+    p = _corpus(tmp_path)
+    cut = p.with_name("cut.gtokc")
+    cut.write_bytes(p.read_bytes()[:200])
+    with pytest.raises(GtokFormatError, match=r"cut.gtokc: truncated or corrupt"):
+        Corpus.open(cut)
+
+
+def test_corpus_writer_bad_id_leaves_nothing(tmp_path):
+    with pytest.raises(GtokFormatError, match=r"record 0 has id 50"):
+        with CorpusWriter(tmp_path / "c.gtokc", vocab_size=50, fingerprint="fp") as w:
+            w.append([1, 50])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gtok_write_refuses_negative_ids(tmp_path):
+    with pytest.raises(GtokFormatError, match="x.gtok"):
+        write_gtok(tmp_path / "x.gtok", [-1])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pipeline_bad_input_leaves_no_partial_shard(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text(GOOD)
+    (d / "b.bed").write_bytes(b"chr1\t1\x00\t2\n")
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    with pytest.raises(BedParseError, match=r"b.bed:1: binary data"):
+        pretokenize(d, tok, tmp_path / "out", quiet=True)
+    leftovers = [p.name for p in (tmp_path / "out").iterdir()]
+    assert not [n for n in leftovers if n.endswith(".gtokc") or n.endswith(".tmp") or n == "manifest.json"]
+
+
+def test_bad_config(tmp_path):
+    (tmp_path / "t.toml").write_text("universe = [unclosed\n")
+    with pytest.raises(UniverseError, match=r"t.toml: not valid TOML"):
+        Tokenizer.from_config(tmp_path / "t.toml")
+    with pytest.raises(UniverseError, match=r"missing.toml: no such"):
+        Tokenizer.from_config(tmp_path / "missing.toml")
