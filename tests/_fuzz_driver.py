@@ -1,0 +1,108 @@
+"""Run by tests/test_fuzz.py in a fresh interpreter with NUMBA_BOUNDSCHECK=1 and no cache, so
+that every kernel is compiled with bounds checks: an out-of-bounds access raises instead of
+reading garbage. Feeds random and mutated bytes to the parsers and readers; prints a count."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import genotok
+from genotok import GenotokError, RegionSet, Tokenizer
+from genotok.regions import parse_region_strings
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 300
+TMP = Path(tempfile.mkdtemp())
+SEEDS = [b"chr1\t100\t200\n", b"chr1\t1\t2\tname\t0\t+\n", b"#c\ntrack x\nchr2 5 9\n",
+         b"chrom\tstart\tend\nchrX\t0\t10\r\n"]
+count = {"n": 0}
+TOK = Tokenizer(["chr1:0-1000", "chr2:0-50", "chrX:5-8"])
+
+
+def mutated():
+    return st.tuples(st.sampled_from(SEEDS), st.lists(st.tuples(st.integers(0, 64), st.binary(max_size=4)),
+                                                      max_size=6)).map(
+        lambda t: _apply(t[0] * 3, t[1]))
+
+
+def _apply(data: bytes, edits) -> bytes:
+    b = bytearray(data)
+    for pos, ins in edits:
+        pos = pos % (len(b) + 1)
+        b[pos:pos + len(ins)] = ins
+    return bytes(b)
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.one_of(st.binary(max_size=200), mutated()))
+def fuzz_bed(data):
+    count["n"] += 1
+    p = TMP / "f.bed"
+    p.write_bytes(data)
+    try:
+        rs = RegionSet.from_bed(p)
+        TOK.encode(rs)
+    except GenotokError:
+        pass
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.lists(st.text(max_size=30), max_size=5), st.sampled_from([None, ":", "-", "_"]))
+def fuzz_strings(strings, sep):
+    count["n"] += 1
+    try:
+        parse_region_strings(strings, sep=sep)
+    except GenotokError:
+        pass
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.binary(max_size=80), st.booleans())
+def fuzz_gtok(data, header):
+    count["n"] += 1
+    p = TMP / "f.gtok"
+    p.write_bytes((b"GTOK" if header else b"") + data)
+    try:
+        genotok.read_gtok(p, mmap=False)
+    except GenotokError:
+        pass
+
+
+def _corpus_bytes() -> bytes:
+    p = TMP / "seed.gtokc"
+    with genotok.CorpusWriter(p, vocab_size=300, fingerprint="fp", overwrite=True) as w:
+        for i in range(6):
+            w.append(list(range(i)), name=f"r{i}")
+    return p.read_bytes()
+
+
+SEED_CORPUS = _corpus_bytes()
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.lists(st.tuples(st.integers(0, len(SEED_CORPUS)), st.binary(min_size=1, max_size=8)),
+                min_size=1, max_size=4), st.integers(0, len(SEED_CORPUS)))
+def fuzz_corpus(edits, cut):
+    count["n"] += 1
+    p = TMP / "f.gtokc"
+    p.write_bytes(_apply(SEED_CORPUS, edits)[: max(cut, 1)])
+    try:
+        c = genotok.Corpus.open(p)
+        c.verify()
+        if not c.verify():
+            c.to_ragged()
+            [c[i] for i in range(len(c))]
+    except GenotokError:
+        pass
+
+
+if __name__ == "__main__":
+    assert os.environ.get("NUMBA_BOUNDSCHECK") == "1"
+    for f in (fuzz_bed, fuzz_strings, fuzz_gtok, fuzz_corpus):
+        f()
+    print(f"fuzzed {count['n']} inputs")
