@@ -202,16 +202,18 @@ def _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
 def _sweep_order(q_codes, q_starts, order):
     """The order in which pass 1 visits queries: grouped by chromosome, starts ascending.
 
-    The emission order is used as it is when it already has that shape (sorted files, and the
-    gtars order of a file, which sorts by chromosome name then start); otherwise the queries are
-    sorted by (code, start). Correctness does not depend on it, only the gallop distances do.
+    The emission order is used as it is when it (nearly) has that shape: sorted files, the
+    gtars order of a file (by chromosome name, then start), batches of such sets, where only set
+    boundaries step back. Otherwise the queries are sorted by (code, start). Correctness does not
+    depend on it, only the gallop distances do.
     """
     n = order.size
     if n < 2:
         return order
     c = q_codes[order]
     s = q_starts[order]
-    if not ((np.diff(c) == 0) & (np.diff(s) < 0)).any():
+    descents = int(np.count_nonzero((np.diff(c) == 0) & (np.diff(s) < 0)))
+    if descents * 64 <= n:  # sorted runs (e.g. a batch of sorted files): galloping is cheap
         return order
     if q_starts.max(initial=0) < (1 << 40) and q_codes.max(initial=0) < (1 << 22):
         key = (q_codes.astype(np.int64) << 40) | q_starts  # unknown chromosomes (-1) sort first

@@ -93,7 +93,7 @@ def expand_inputs(inputs) -> list[Path]:
             out.extend(Path(m) for m in matches if os.path.isfile(m))
     seen, unique = set(), []
     for p in out:
-        key = os.path.realpath(p)
+        key = os.path.abspath(p)  # two names (links) for one file are two inputs
         if key in seen:
             raise PipelineError(f"{p}: given twice; each input must appear once")
         seen.add(key)

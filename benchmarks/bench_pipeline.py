@@ -1,0 +1,85 @@
+"""Pre-tokenizing many files: genotok pretokenize vs a gtars loop, 1 vs 2 threads.
+
+200 generated narrowPeak files (≈ 50k lines each by default) → a corpus, against a loop of gtars
+``Tokenizer.__call__`` + ``write_tokens_to_gtok`` over the same files in the same run.
+
+    python benchmarks/bench_pipeline.py [--files 200] [--lines 50000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import DATA, gendata, machine, ratio, table, universe_file
+
+import genotok
+from genotok.pipeline import pretokenize
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--files", type=int, default=200)
+    ap.add_argument("--lines", type=int, default=50_000)
+    ap.add_argument("--n-universe", type=int, default=1_000_000)
+    ap.add_argument("--distinct", type=int, default=20,
+                    help="distinct generated files, repeated (as links) up to --files")
+    args = ap.parse_args(argv)
+    upath = universe_file(args.n_universe)
+    base = [gendata("query", f"pipe_{args.lines}_{k}.narrowPeak", "--n", str(args.lines), "--seed",
+                    str(500 + k), inputs=(upath,)) for k in range(min(args.distinct, args.files))]
+    indir = DATA / f"pipe_in_{args.files}_{args.lines}"
+    if not indir.exists() or len(list(indir.iterdir())) != args.files:
+        shutil.rmtree(indir, ignore_errors=True)
+        indir.mkdir()
+        for i in range(args.files):
+            (indir / f"sample{i:04d}.narrowPeak").symlink_to(base[i % len(base)])
+    files = sorted(indir.iterdir())
+    mb = sum(f.stat().st_size for f in files) / 1e6
+    genotok.warmup()
+    tok = genotok.Tokenizer.from_bed(upath)
+    tmp = Path(tempfile.mkdtemp(prefix="genotok-pipe-"))
+    try:
+        results = {}
+        for threads in (1, 2):
+            out = tmp / f"out{threads}"
+            t0 = time.perf_counter()
+            run = pretokenize(indir, tok, out, n_threads=threads, quiet=True)
+            results[threads] = time.perf_counter() - t0
+            n_tokens = run.n_tokens
+        rows = [[f"genotok pretokenize, {t} thread{'s' if t > 1 else ''}", f"{results[t]:.2f}",
+                 f"{args.files / results[t]:.1f}", f"{mb / results[t]:.0f}", ""] for t in (1, 2)]
+        rows[1][4] = f"{results[1] / results[2]:.2f}x one thread"
+        try:
+            from gtars.tokenizers import Tokenizer as GT
+            from gtars.utils import write_tokens_to_gtok
+
+            gt = GT.from_bed(str(upath))
+            gdir = tmp / "gtars"
+            gdir.mkdir()
+            t0 = time.perf_counter()
+            for f in files:
+                ids = gt(str(f))["input_ids"]
+                write_tokens_to_gtok(str(gdir / f"{f.stem}.gtok"), ids)
+            t_g = time.perf_counter() - t0
+            rows.append(["gtars loop (__call__ + write_tokens_to_gtok)", f"{t_g:.2f}",
+                         f"{args.files / t_g:.1f}", f"{mb / t_g:.0f}", ""])
+            rows[0][4] = f"{ratio(t_g, results[1])} vs gtars"
+            rows[1][4] += f", {ratio(t_g, results[2])} vs gtars"
+        except ImportError:
+            print("gtars not installed (pip install gtars): no gtars anchor")
+        print(f"# {args.files} narrowPeak files ({args.lines:,} lines each, {mb:.0f} MB) -> corpus\n")
+        print(f"machine: {machine()}\n")
+        print(table(rows, ["run", "time (s)", "files/s", "MB/s", "speed-up"]))
+        print(f"\n{n_tokens:,} tokens written. goals: >= 8x the gtars loop; 2 threads >= 1.7x one")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
