@@ -650,6 +650,22 @@ class Corpus(Sequence):
             raise GtokFormatError("; ".join(problems))
         return problems
 
+    def _repr_html_(self) -> str:
+        from ._html import card, preview
+
+        lens = self.lengths
+        names = self.names
+        fields = {"records": f"{len(self):,}", "tokens": f"{self.n_tokens:,}",
+                  "length min / mean / max": (f"{lens.min()} / {lens.mean():.1f} / {lens.max()}"
+                                              if lens.size else "-"),
+                  "vocab_size": f"{self.vocab_size:,}", "shards": len(self._shards),
+                  "values": str(self._shards[0].values_dtype) if self.has_values else "none",
+                  "fingerprint": self.fingerprint[:16] + "…", "path": str(self.path)}
+        fields.update({f"setting: {k}": v for k, v in self.settings.items()})
+        samples = [(str(names[i] if names[i] is not None else i),
+                    preview([str(x) for x in self[i].tolist()])) for i in range(min(3, len(self)))]
+        return card("genotok.Corpus", fields, samples)
+
     def __repr__(self) -> str:
         return (f"Corpus({len(self):,} records, {self.n_tokens:,} tokens, vocab_size={self.vocab_size:,}, "
                 f"shards={len(self._shards)}, fingerprint={self.fingerprint[:12]}, path={str(self.path)!r})")

@@ -209,7 +209,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     --------
     >>> import genotok, tempfile
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> run = pretokenize(genotok.examples_dir(), tok, tempfile.mkdtemp(), quiet=True)
+    >>> run = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
     >>> len(genotok.Corpus.open(run.out))
     5
     """

@@ -101,6 +101,16 @@ class Ragged(Sequence):
 
     __hash__ = None  # mutable container
 
+    def _repr_html_(self) -> str:
+        from ._html import card, preview
+
+        lens = self.lengths
+        return card("genotok.Ragged", {
+            "rows": f"{len(self):,}", "items": f"{self.data.size:,}", "dtype": str(self.data.dtype),
+            "lengths": f"{lens.min()}..{lens.max()}" if lens.size else "-",
+            "values": "yes" if self.values is not None else "no"},
+            [(str(i), preview([str(x) for x in self[i].tolist()])) for i in range(min(3, len(self)))])
+
     def __repr__(self) -> str:
         n = len(self)
         lens = self.lengths

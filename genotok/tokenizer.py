@@ -444,6 +444,15 @@ class Tokenizer:
         return out
 
     # ------------------------------------------------------------------ display
+    def _repr_html_(self) -> str:
+        from ._html import card
+
+        u = self.universe
+        fields = {"regions": f"{u.n_regions:,}", "vocab_size": f"{self.vocab_size:,}",
+                  "universe": u.source or "in memory", "fingerprint": self.fingerprint[:16] + "…"}
+        fields.update(self.settings.as_dict())
+        return card("genotok.Tokenizer", fields)
+
     def __repr__(self) -> str:
         s = self.settings
         return (f"Tokenizer({self.universe.n_regions:,} regions, vocab_size={self.vocab_size:,}, "

@@ -343,6 +343,16 @@ class Universe:
 
     __hash__ = None
 
+    def _repr_html_(self) -> str:
+        from ._html import card, preview
+
+        return card("genotok.Universe", {
+            "regions": f"{self.n_regions:,}", "chromosomes": len(self.chrom_names),
+            "vocab_size": f"{self.vocab_size:,}", "duplicates": self.n_duplicates,
+            "source": self.source or "in memory", "fingerprint": self.fingerprint[:16] + "…",
+            "special tokens": " ".join(self.special_tokens[k] for k in SPECIAL_NAMES)},
+            [("first regions", preview(self.regions.take(np.arange(min(6, self.n_regions))).to_strings()))])
+
     def __repr__(self) -> str:
         src = f", source={Path(self.source).name!r}" if self.source else ""
         return (f"Universe({self.n_regions:,} regions on {len(self.chrom_names)} chromosomes, "

@@ -66,3 +66,19 @@ def test_threads_restores_previous_count():
     with pytest.raises(ValueError, match="n_threads"):
         with _config.threads(0):
             pass
+
+
+def test_html_reprs(tmp_path):
+    import genotok
+
+    tok = genotok.Tokenizer(["chr1:0-100", "chr2:0-5"])
+    rows = tok.encode_batch([["chr1:5-6"], ["chr9:1-2", "chr2:1-2"]], ragged=True)
+    path = tmp_path / "c.gtokc"
+    with genotok.CorpusWriter.for_tokenizer(path, tok) as w:
+        w.append_batch(rows, names=["a", "b<script>"])
+    corpus = genotok.Corpus.open(path)
+    for obj, must in ((tok.universe, "chr1:0-100"), (tok, "overlap"), (corpus, "b&lt;script&gt;"),
+                      (rows, "items")):
+        html = obj._repr_html_()
+        assert html.startswith("<div class='genotok-repr'>") and must in html
+        assert "<script>" not in html  # names are escaped

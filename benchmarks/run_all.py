@@ -1,0 +1,92 @@
+"""Run every benchmark and write benchmarks/RESULTS.md (machine, date, one table per workload).
+
+    python benchmarks/run_all.py [--scale full|small] [--only tokenize,format,...]
+
+Data is generated with ../shared/tools/gendata.py into benchmarks/_data/ (git-ignored). Anchors
+(gtars, bedtools) are measured in the same run when installed; otherwise the tables say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import HERE, in_subprocess, machine
+
+SCALES = {
+    "full": {
+        "universe": ["--n", "1000000"],
+        "parse": ["--n-query", "200000", "--n-universe", "1000000"],
+        "tokenize": ["--n-universe", "1000000", "--n-query", "200000", "--files", "50"],
+        "format": ["--records", "1000000"],
+        "pipeline": ["--files", "200", "--lines", "50000"],
+        "anndata": [],
+        "build": [],
+        "data": [],
+    },
+    "small": {
+        "universe": ["--n", "200000"],
+        "parse": ["--n-query", "50000", "--n-universe", "200000"],
+        "tokenize": ["--n-universe", "200000", "--n-query", "50000", "--files", "10"],
+        "format": ["--records", "100000"],
+        "pipeline": ["--files", "20", "--lines", "20000", "--n-universe", "200000"],
+        "anndata": [],
+        "build": [],
+        "data": [],
+    },
+}
+
+FIRST_CALL = """
+import time, json
+t0 = time.perf_counter()
+import genotok
+tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+ids = tok.encode(genotok.examples_dir() / "peaks" / "sample0.narrowPeak")
+print(json.dumps(dict(seconds=time.perf_counter() - t0)))
+"""
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", choices=SCALES, default="full")
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(SCALES["full"]))
+    ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = ap.parse_args(argv)
+    names = [n for n in SCALES[args.scale] if not args.only or n in args.only.split(",")]
+    parts = [f"# genotok benchmark results\n",
+             f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
+             f"- machine: {machine()}", f"- scale: {args.scale}",
+             "- every ratio compares tools measured in this same run; the machine is shared, so "
+             "single figures are noisy (best-of-N timings are shown)\n"]
+    in_subprocess(FIRST_CALL)  # fills numba's on-disk cache
+    first = json.loads(in_subprocess(FIRST_CALL))["seconds"]
+    parts.append(f"## Import + first tokenization with a warm compile cache\n\n{first:.2f} s "
+                 f"(goal: <= 2 s)\n")
+    for name in names:
+        script = HERE / f"bench_{name}.py"
+        if not script.exists():
+            parts.append(f"## {name}\n\n(no benchmarks/bench_{name}.py)\n")
+            continue
+        t0 = time.perf_counter()
+        res = subprocess.run([sys.executable, str(script), *SCALES[args.scale][name]],
+                             capture_output=True, text=True, cwd=HERE)
+        took = time.perf_counter() - t0
+        body = res.stdout.strip()
+        if res.returncode:
+            body += f"\n\nFAILED (exit {res.returncode}):\n```\n{res.stderr[-2000:]}\n```"
+        # demote the script's own headings one level under this file's
+        body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
+        parts.append(f"{body}\n\n_(bench_{name}.py, {took:.0f} s)_\n")
+        print(f"{name}: {took:.0f} s", file=sys.stderr)
+    Path(args.out).write_text("\n".join(parts) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
