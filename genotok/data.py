@@ -30,6 +30,8 @@ TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
 class PretokenizedDataset(Sequence):
     """Pre-tokenized records from a corpus, a folder of ``.gtok`` files or a list of them.
 
+    Indexing returns zero-copy views (a memmap slice of the corpus or of the ``.gtok`` file).
+
     Parameters
     ----------
     source
@@ -40,8 +42,6 @@ class PretokenizedDataset(Sequence):
     expect
         A Tokenizer/Universe or fingerprint: a corpus of another universe is refused.
         (Plain ``.gtok`` files carry no fingerprint; for them this checks ids < vocab_size.)
-
-    Indexing returns zero-copy views (a memmap slice of the corpus or of the ``.gtok`` file).
     """
 
     def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
