@@ -29,6 +29,8 @@ from .regions import RegionSet
 
 BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
                 ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
+H5AD_SUFFIXES = (".h5ad",)
+FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
 JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
 
@@ -56,8 +58,18 @@ class RunSummary:
                 f"({self.n_tokens:,} tokens) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
 
 
+def input_kind(path: str | os.PathLike) -> str:
+    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else)."""
+    low = os.fspath(path).lower()
+    if low.endswith(H5AD_SUFFIXES):
+        return "h5ad"
+    if low.endswith(FRAGMENT_SUFFIXES):
+        return "fragments"
+    return "bed"
+
+
 def _is_input(path: str) -> bool:
-    return path.lower().endswith(BED_SUFFIXES)
+    return path.lower().endswith(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES)
 
 
 def expand_inputs(inputs) -> list[Path]:
@@ -105,7 +117,7 @@ def record_name(path: Path) -> str:
     """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``)."""
     name = path.name
     low = name.lower()
-    for suf in sorted(BED_SUFFIXES, key=len, reverse=True):
+    for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
         if low.endswith(suf):
             return name[: -len(suf)]
     return name
@@ -188,7 +200,9 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     Parameters
     ----------
     inputs
-        Files, globs, directories, or ``@list.txt`` files of paths (BED, BED.gz, narrowPeak…).
+        Files, globs, directories, or ``@list.txt`` files of paths: BED, BED.gz, narrowPeak…
+        (one record per file), ``.h5ad`` cells × peaks matrices and 10x fragment files
+        (``.tsv[.gz]``; one record per cell, named by barcode, each file its own shard).
     tokenizer
         A :class:`~genotok.Tokenizer`.
     out
@@ -233,8 +247,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
         ids = [_input_id(p) for p in paths]
-        batches = [list(range(a, min(a + files_per_shard, len(paths))))
-                   for a in range(0, len(paths), files_per_shard)]
+        batches = _batches(paths, files_per_shard)
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
                 "format": format, "files_per_shard": files_per_shard, "inputs": ids}
         journal = _load_journal(out, plan, overwrite)
@@ -264,6 +277,65 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     return summary
 
 
+def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
+    """BED files in groups of ``files_per_shard``; every single-cell file a batch of its own."""
+    out: list[list[int]] = []
+    run: list[int] = []
+    for i, p in enumerate(paths):
+        if input_kind(p) != "bed":
+            if run:
+                out.append(run)
+                run = []
+            out.append([i])
+            continue
+        run.append(i)
+        if len(run) == files_per_shard:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return out
+
+
+def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error) -> dict:
+    """One .h5ad or fragment file: its cells become the records of shard ``b``."""
+    from .anndata import tokenize_anndata, tokenize_fragments
+
+    kind = input_kind(path)
+    shard = out / shard_name(b)
+    shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    try:
+        digest = file_digest(path)
+        if format == "corpus":
+            if kind == "h5ad":
+                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard)
+            else:
+                corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads, values=False,
+                                            output=shard)
+            names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
+        else:
+            if kind == "h5ad":
+                import anndata
+
+                rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list")
+                names = list(anndata.read_h5ad(path, backed="r").obs_names)
+            else:
+                names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
+                                                 values=False, output="list")
+            stem = record_name(path)
+            for name, ids in zip(names, rows):
+                write_gtok(out / f"{stem}.{name}.gtok", ids)
+            n_tokens, n = int(sum(len(r) for r in rows)), len(rows)
+    except GenotokError as exc:
+        if on_error == "fail":
+            raise
+        return {"shard": None, "records": 0, "tokens": 0, "sources": [],
+                "failed": [{"path": str(path), "error": str(exc)}]}
+    return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
+            "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
+                                       "sha256": digest, "records": n, "kind": kind}]}
+
+
 def shard_name(b: int) -> str:
     return f"shard-{b:05d}.gtokc"
 
@@ -271,6 +343,8 @@ def shard_name(b: int) -> str:
 def run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
               n_threads: int | None, on_error: str) -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
+    if len(paths) == 1 and input_kind(paths[0]) != "bed":
+        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error)
     parsed = _parse_all(paths, n_threads, on_error)
     ok = [k for k, (rs, _, err) in enumerate(parsed) if err is None]
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
@@ -333,7 +407,13 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
         "inputs": [s for d in done for s in d["sources"]], "failed": failed,
         "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done)}}
     if format == "corpus":
-        write_manifest(out, [out / d["shard"] for d in done], extra=extra)
+        shards = [out / d["shard"] for d in done if d["shard"]]
+        if not shards:  # every input failed and was skipped: an empty, valid corpus
+            with CorpusWriter.for_tokenizer(out / shard_name(len(batches)), tokenizer,
+                                            overwrite=True):
+                pass
+            shards = [out / shard_name(len(batches))]
+        write_manifest(out, shards, extra=extra)
         Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
     else:
         with atomic_write(out / MANIFEST, "w") as fh:

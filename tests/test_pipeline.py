@@ -196,3 +196,34 @@ def test_python_m_genotok_help():
     res = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--help"],
                          env=_cli_env(), capture_output=True, text=True)
     assert res.returncode == 0 and "examples:" in res.stdout
+
+
+def test_h5ad_and_fragment_inputs(tmp_path, tok):
+    ad = pytest.importorskip("anndata")
+    pytest.importorskip("genotok.anndata")
+    import scipy.sparse as sp
+
+    from genotok.anndata import tokenize_anndata, tokenize_fragments
+
+    u = tok.universe.regions
+    pick = np.arange(0, 200, 2)
+    var = {"chr": [u.chrom_of(i) for i in pick], "start": u.starts[pick], "end": u.ends[pick]}
+    X = sp.random(12, pick.size, density=0.2, format="csr", random_state=0, dtype=np.float32)
+    X.data[:] = 1
+    import pandas as pd
+
+    adata = ad.AnnData(X=X, var=pd.DataFrame(var, index=[f"p{i}" for i in pick]),
+                       obs=pd.DataFrame(index=[f"cell{i}" for i in range(12)]))
+    d = tmp_path / "in"
+    d.mkdir()
+    adata.write_h5ad(d / "cells.h5ad")
+    frag = "".join(f"{u.chrom_of(i)}\t{u.starts[i]}\t{u.starts[i] + 50}\tBC{i % 3}\t1\n" for i in range(60))
+    (d / "frags.tsv").write_text(frag)
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    run = pretokenize(d, tok, tmp_path / "out", quiet=True)
+    c = Corpus.open(run.out, expect=tok, verify=True)
+    cells = tokenize_anndata(d / "cells.h5ad", tok).to_list()
+    bcs, frows = tokenize_fragments(d / "frags.tsv", tok, values=False, output="list")
+    assert c.names == ["a"] + [f"cell{i}" for i in range(12)] + list(bcs)
+    assert c.to_ragged().to_list() == [tok.encode(d / "a.bed").tolist()] + cells + [r.tolist() for r in frows]
+    assert len(list(run.out.glob("shard-*.gtokc"))) == 3
