@@ -322,23 +322,26 @@ def _running_max(ends, chrom_ptr, out):
             out[j] = m
 
 
-def build_sweep_sorted(codes, starts, ends, order, n_chroms, first):
+def build_sweep_sorted(codes, starts, ends, order, n_chroms):
     """Sweep arrays from ``order``: the kept region ids sorted by (code, start, end, id).
 
-    ``first`` maps every id to the id of its first identical region (duplicates share its rank).
-    Returns ``(chrom_ptr, starts, ends, maxend, ids, rank)`` as documented on SweepIndex.
+    ``order=None`` means the regions are already sorted with no duplicates: the region arrays
+    are used as they are (no copies). Returns ``(chrom_ptr, starts, ends, maxend, ids)`` as
+    documented on SweepIndex.
     """
-    order = np.asarray(order, dtype=np.int64)
-    s_codes = codes[order]
+    if order is None:
+        s_codes, s_starts, s_ends = codes, starts, ends
+        ids = np.arange(codes.size, dtype=np.int32)
+    else:
+        order = np.asarray(order, dtype=np.int64)
+        s_codes = codes[order]
+        s_starts = np.ascontiguousarray(starts[order])
+        s_ends = np.ascontiguousarray(ends[order])
+        ids = order.astype(np.int32)
     chrom_ptr = np.searchsorted(s_codes, np.arange(n_chroms + 1), side="left").astype(np.int64)
-    s_starts = np.ascontiguousarray(starts[order])
-    s_ends = np.ascontiguousarray(ends[order])
     maxend = np.empty_like(s_ends)
     _running_max(s_ends, chrom_ptr, maxend)
-    rank_kept = np.zeros(codes.size, dtype=np.int64)
-    rank_kept[order] = np.arange(order.size, dtype=np.int64)
-    rank = rank_kept[first]
-    return chrom_ptr, s_starts, s_ends, maxend, order.astype(np.int32), rank
+    return chrom_ptr, s_starts, s_ends, maxend, ids
 
 
 def warmup() -> None:
@@ -347,9 +350,10 @@ def warmup() -> None:
     starts = np.array([0, 5], np.int64)
     ends = np.array([10, 8], np.int64)
     order = np.array([0, 1], np.int64)
-    sw = build_sweep_sorted(codes, starts, ends, order, 1, np.arange(2, dtype=np.int64))
+    sw = build_sweep_sorted(codes, starts, ends, order, 1)
+    rank = np.arange(2, dtype=np.int64)
     for best in (False, True):
         ids, _, _, offs = overlap(codes, starts, ends, np.array([0, 2], np.int64), order,
                                   *sw[:5], 0, 0.0, 0.0, best, 1, 2)
     for unique in (False, True):
-        sort_within_sets(ids, offs, sw[5], unique)
+        sort_within_sets(ids, offs, rank, unique)

@@ -25,16 +25,30 @@ DEFAULT_SPECIAL_TOKENS = {name: f"<{name}>" for name in SPECIAL_NAMES}
 _FINGERPRINT_TAG = b"genotok-universe-v1\0"
 
 
-@dataclass(frozen=True)
+@dataclass
 class SweepIndex:
-    """The sorted universe the overlap kernels sweep (see ``docs/architecture.md``)."""
+    """The sorted universe the overlap kernels sweep (see ``docs/architecture.md``).
+
+    For a sorted universe without duplicates (the usual file), ``starts`` and ``ends`` are the
+    region arrays themselves, not copies.
+    """
 
     chrom_ptr: np.ndarray  # int64 (n_chroms + 1,)
     starts: np.ndarray  # int64 (m,) sorted by (code, start, end, id)
     ends: np.ndarray  # int64 (m,)
     maxend: np.ndarray  # int64 (m,) running max of ends within a chromosome
     ids: np.ndarray  # int32 (m,) token id of each sorted row
-    rank: np.ndarray  # int64 (n_regions,) id -> genomic rank
+    first: np.ndarray  # int64 (n_regions,) id -> id of its first identical region
+    _rank: np.ndarray | None = None
+
+    @property
+    def rank(self) -> np.ndarray:
+        """int64 (n_regions,): id -> genomic rank (built on first use: genomic/unique order)."""
+        if self._rank is None:
+            kept = np.zeros(self.first.size, dtype=np.int64)
+            kept[self.ids] = np.arange(self.ids.size, dtype=np.int64)
+            self._rank = kept[self.first]
+        return self._rank
 
 
 def _check_special_tokens(special_tokens) -> dict[str, str]:
@@ -68,18 +82,26 @@ def _is_sorted(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
     return not (same & (ds == 0) & (np.diff(ends) < 0)).any()
 
 
+def _same_as_previous(codes, starts, ends) -> np.ndarray:
+    same = np.zeros(codes.size, dtype=bool)
+    if codes.size > 1:
+        same[1:] = (codes[1:] == codes[:-1]) & (starts[1:] == starts[:-1]) & (ends[1:] == ends[:-1])
+    return same
+
+
 def _first_occurrence(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
-    """Sorted order of the regions and, per region, the id of its first identical region."""
+    """Sorted order of the regions (None: already sorted, no duplicates), and per region the id
+    of its first identical region, and which sorted rows repeat their predecessor."""
     n = codes.size
     ids = np.arange(n, dtype=np.int64)
     if _is_sorted(codes, starts, ends):  # most universe files are: skip the sort
+        same = _same_as_previous(codes, starts, ends)
+        if not same.any():
+            return None, ids, same  # sorted, no duplicates: identity order, nothing to store
         order = ids
     else:
         order = np.lexsort((ids, ends, starts, codes))
-    c, s, e = codes[order], starts[order], ends[order]
-    same = np.zeros(n, dtype=bool)
-    if n > 1:
-        same[1:] = (c[1:] == c[:-1]) & (s[1:] == s[:-1]) & (e[1:] == e[:-1])
+    same = _same_as_previous(codes[order], starts[order], ends[order])
     # head of each run of identical regions: the smallest id (lexsort is stable on ids)
     head_pos = np.maximum.accumulate(np.where(same, 0, np.arange(n)))
     first = np.empty(n, dtype=np.int64)
@@ -136,7 +158,7 @@ class Universe:
                 raise UniverseError(msg + "; remove the repeated lines")
             warnings.warn(msg + "; overlaps report the first occurrence's id", UserWarning,
                           stacklevel=2)
-        self._keep_sorted = ~dup_sorted
+        self._dup_sorted = dup_sorted
         self._sweep: SweepIndex | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
@@ -233,9 +255,9 @@ class Universe:
         """The sorted index the overlap kernels need (built on first use, then cached)."""
         if self._sweep is None:
             rs = self.regions
-            order = self._order[self._keep_sorted]
+            order = None if self._order is None else self._order[~self._dup_sorted]
             self._sweep = SweepIndex(*_kernels.build_sweep_sorted(
-                rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names), self._first))
+                rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
         return self._sweep
 
     @property
