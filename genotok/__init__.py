@@ -3,6 +3,7 @@
 import numpy as np
 
 from ._examples import examples_dir
+from .anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .corpus import (
     Corpus,
     CorpusWriter,
@@ -36,10 +37,11 @@ def warmup() -> None:
     With numba's on-disk cache (on by default) this takes well under a second after the
     first run on a machine.
     """
-    from . import _kernels, _parse, corpus
+    from . import _kernels, _parse, anndata, corpus
 
     _parse.warmup()
     _kernels.warmup()
+    anndata.warmup()
     corpus.gather(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
 
 
@@ -49,5 +51,5 @@ __all__ = [
     "write_manifest", "GenotokError", "GtokFormatError", "Ragged",
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
-    "warmup",
+    "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
 ]

@@ -4,24 +4,26 @@ Arrays in, arrays out; no I/O and no validation here (the callers in :mod:`genot
 validate with :func:`check_csr` first, numba does not check bounds).
 
 The variable (peak) -> token map is a small CSR: the tokens of variable ``v`` are
-``var_ids[var_ptr[v]:var_ptr[v + 1]]`` by ascending genomic rank. ``vpos[v]`` is the position of
-``v`` when the variables are sorted by the rank of their first token (variables without a token
-last), so a row whose columns are visited in ``vpos`` order emits tokens in genomic order
-(except when variables overlap several interleaved tokens: that is detected and sorted).
-
-Per row (cell) the kernel:
+``var_ids[var_ptr[v]:var_ptr[v + 1]]`` by ascending genomic rank (``rank[id]``; ``rank_ids`` is
+the inverse). Per row (cell) the kernel:
 
 1. keeps the stored entries with ``value > 0`` and ``value >= min_value``;
-2. emits every token of every kept variable, carrying the entry's value, in genomic order
-   (``<unk>`` entries, one per kept variable without a token, after the region tokens);
-3. merges equal region tokens when ``unique`` (values summed; ``<unk>`` is never merged);
-4. applies the unknown policy: ``drop`` removes ``<unk>``; ``set`` keeps no per-variable
-   ``<unk>`` and gives a row without region tokens one ``<unk>`` valued with the row's total;
-   ``region`` keeps one ``<unk>`` per kept variable without a token;
-5. truncates to ``max_tokens`` (``top``: largest values, ties by genomic order; ``sample``:
-   a seeded uniform sample), keeping genomic order;
-6. reorders (``genomic``: as is; ``value``: by value descending, ties genomic; ``shuffle``: a
-   seeded permutation).
+2. collects every token of every kept variable, carrying the entry's value, in genomic order.
+   Paths, all giving the same result: when the map is *monotone* (every token of an earlier
+   column ranks <= every token of a later one, e.g. peaks sorted like the universe) one pass in
+   storage order; else with ``unique`` a bitmap over genomic ranks with summed values (no
+   sort); else the columns visited in ``vpos`` order (variables sorted by first-token rank;
+   a bitmap over variables or sorted keys), then a stable sort when variables interleave.
+   Ties (``unique=False``: one token from several peaks) are in (first-token rank, column,
+   storage) order;
+3. merges equal region tokens when ``unique`` (values summed);
+4. applies the unknown policy: ``drop`` — no ``<unk>``; ``set`` — a row without region tokens
+   gets one ``<unk>`` valued with the row's kept total; ``region`` — one ``<unk>`` per kept
+   entry whose variable has no token, in storage order, after the region tokens (never merged);
+5. truncates to ``max_tokens`` (``top``: largest values, ties by position; ``sample``: a seeded
+   uniform sample), keeping the order of step 4;
+6. reorders (``genomic``: as is; ``value``: by value descending, ties by position;
+   ``shuffle``: a seeded permutation).
 
 Random draws use a SplitMix64 stream seeded from ``(seed, global row index)``, so results do
 not depend on chunking or on the number of threads.
@@ -65,7 +67,7 @@ def rng_seed(seed, row):
 @njit(**NJIT)
 def rng_below(state, n):
     """(new state, uniform integer in [0, n))."""
-    state = state + _GOLDEN
+    state = np.uint64(state) + _GOLDEN
     x = _mix(state)
     return state, np.int64(np.float64(x >> np.uint64(11)) * _TWO53 * n)
 
@@ -118,10 +120,13 @@ def check_csr(indptr, indices, data, n_cols, blocks):
 
 # ---------------------------------------------------------------------------------- per row
 @njit(**NJIT)
-def _emit(ids, vals, pos, tok_lo, tok_hi, var_ids, v, unk_ids, unk_vals, nu, rank, last):
-    """Append the tokens of one variable at ``pos``; returns (pos, nu, last, sorted_flag)."""
+def _emit(ids, vals, pos, t0, t1, var_ids, v, rank, last):
+    """Append the tokens ``var_ids[t0:t1]`` valued ``v`` at ``pos``.
+
+    Returns ``(pos, last rank, still sorted)``.
+    """
     ok = True
-    for t in range(tok_lo, tok_hi):
+    for t in range(t0, t1):
         tid = var_ids[t]
         rk = rank[tid]
         if rk < last:
@@ -134,72 +139,117 @@ def _emit(ids, vals, pos, tok_lo, tok_hi, var_ids, v, unk_ids, unk_vals, nu, ran
 
 
 @njit(**NJIT)
-def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, vorder, rank, unk_id, min_value,
-         unk_mode, unique, order, max_tokens, truncate, seed, path, ids, vals, bitmap, jbuf):
-    """Tokens of row ``r`` (global index ``g``) written from ``ids[0]``; returns the count."""
+def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, monotone, unk_id,
+         min_value, unk_mode, unique, order, max_tokens, truncate, seed, path, ids, vals,
+         bitmap, jbuf, rbits, rval):
+    """Tokens of row ``r`` (global index ``g``) written into ``ids``/``vals``; returns the count.
+
+    ``ids``/``vals`` are the row's slot (its capacity from :func:`row_capacity`). Paths:
+
+    * ``monotone`` variables (every row in column order emits tokens in genomic order): one
+      pass in storage order, abandoned at the first out-of-order token;
+    * otherwise with ``unique``: a bitmap over genomic ranks (``rbits``) with summed values
+      (``rval``), scanned between the lowest and highest word touched;
+    * otherwise: columns visited in ``vpos`` order (a bitmap over variables or sorted keys),
+      then a stable sort by rank when variables interleave.
+    """
     lo, hi = indptr[r], indptr[r + 1]
-    n_vars = vpos.size
-    # -- which visiting path: already sorted by vpos?
-    in_order = True
-    last_p = -1
-    m = 0
-    for j in range(lo, hi):
-        v = data[j]
-        if v > 0 and v >= min_value:
-            p = vpos[indices[j]]
-            if p < last_p:
-                in_order = False
-            last_p = p
-            m += 1
     pos = 0
-    n_miss = 0
-    total = 0.0
-    ok = True
-    last = -1
-    # unknown entries are collected at the end of the buffer, growing downwards
-    cap = ids.size
-    if in_order:
+    done = False
+    merged = False
+    if monotone:
+        last = -1
+        last_c = -1
+        good = True
         for j in range(lo, hi):
             v = data[j]
             if v > 0 and v >= min_value:
                 c = indices[j]
-                total += v
+                if c < last_c:  # unsorted columns (non-canonical CSR)
+                    good = False
+                    break
+                last_c = c
                 t0, t1 = var_ptr[c], var_ptr[c + 1]
-                if t0 == t1:
-                    n_miss += 1
-                    vals[cap - n_miss] = v
-                else:
-                    pos, last, o = _emit(ids, vals, pos, t0, t1, var_ids, v, ids, vals, 0, rank, last)
-                    ok = ok and o
-    else:
-        use_bitmap = path == PATH_BITMAP or (path == PATH_AUTO and m * 8 >= bitmap.size)
+                if t0 != t1:
+                    pos, last, o = _emit(ids, vals, pos, t0, t1, var_ids, v, rank, last)
+                    if not o:
+                        good = False
+                        break
+        done = good
+    if not done and unique and rbits.size > 0:
+        pos = 0
+        wlo = rbits.size
+        whi = -1
+        for j in range(lo, hi):
+            v = data[j]
+            if v > 0 and v >= min_value:
+                c = indices[j]
+                for t in range(var_ptr[c], var_ptr[c + 1]):
+                    rk = rank[var_ids[t]]
+                    w = rk >> 6
+                    bit = np.uint64(1) << np.uint64(rk & 63)
+                    if rbits[w] & bit:
+                        rval[rk] += v
+                    else:
+                        rbits[w] |= bit
+                        rval[rk] = v
+                        if w < wlo:
+                            wlo = w
+                        if w > whi:
+                            whi = w
+        for w in range(wlo, whi + 1):
+            word = rbits[w]
+            if word == 0:
+                continue
+            rbits[w] = 0
+            while word != 0:
+                low = word & (~word + np.uint64(1))  # lowest set bit
+                word ^= low
+                rk = (w << 6) + np.int64(np.log2(np.float64(low)))  # exact for a power of two
+                ids[pos] = rank_ids[rk]
+                vals[pos] = rval[rk]
+                pos += 1
+        done = True
+        merged = True
+    if not done:  # unique=False (or an abandoned monotone pass): columns in vpos order
+        pos = 0
+        ok = True
+        last = -1
+        m = 0
+        for j in range(lo, hi):
+            v = data[j]
+            if v > 0 and v >= min_value:
+                m += 1
+        use_bitmap = bitmap.size > 0 and (path == PATH_BITMAP
+                                          or (path == PATH_AUTO and m * 8 >= bitmap.size))
         if use_bitmap:
+            dup = False
             for j in range(lo, hi):
                 v = data[j]
                 if v > 0 and v >= min_value:
                     p = vpos[indices[j]]
-                    bitmap[p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+                    bit = np.uint64(1) << np.uint64(p & 63)
+                    if bitmap[p >> 6] & bit:
+                        dup = True  # a repeated column (non-canonical CSR): sort keys instead
+                    bitmap[p >> 6] |= bit
                     jbuf[p] = j
+            if dup:
+                bitmap[:] = 0
+                use_bitmap = False
+        if use_bitmap:
             for w in range(bitmap.size):
                 word = bitmap[w]
                 if word == 0:
                     continue
                 bitmap[w] = 0
-                for bit in range(64):
-                    if (word >> np.uint64(bit)) & np.uint64(1):
-                        p = (w << 6) + bit
-                        j = jbuf[p]
-                        v = data[j]
-                        c = indices[j]
-                        total += v
-                        t0, t1 = var_ptr[c], var_ptr[c + 1]
-                        if t0 == t1:
-                            n_miss += 1
-                            vals[cap - n_miss] = v
-                        else:
-                            pos, last, o = _emit(ids, vals, pos, t0, t1, var_ids, v, ids, vals,
-                                                 0, rank, last)
-                            ok = ok and o
+                while word != 0:
+                    low = word & (~word + np.uint64(1))
+                    word ^= low
+                    j = jbuf[(w << 6) + np.int64(np.log2(np.float64(low)))]
+                    c = indices[j]
+                    pos, last, o = _emit(ids, vals, pos, var_ptr[c], var_ptr[c + 1], var_ids,
+                                         data[j], rank, last)
+                    ok = ok and o
         else:
             keys = np.empty(m, np.int64)
             k = 0
@@ -211,28 +261,21 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, vorder, rank, unk_
             keys.sort()
             for k in range(m):
                 j = lo + (keys[k] & 0xFFFFFFFF)
-                v = data[j]
                 c = indices[j]
-                total += v
-                t0, t1 = var_ptr[c], var_ptr[c + 1]
-                if t0 == t1:
-                    n_miss += 1
-                    vals[cap - n_miss] = v
-                else:
-                    pos, last, o = _emit(ids, vals, pos, t0, t1, var_ids, v, ids, vals, 0, rank,
-                                         last)
-                    ok = ok and o
+                pos, last, o = _emit(ids, vals, pos, var_ptr[c], var_ptr[c + 1], var_ids,
+                                     data[j], rank, last)
+                ok = ok and o
+        if not ok:  # variables with interleaved tokens: stable sort by genomic rank
+            keys = np.empty(pos, np.int64)
+            for i in range(pos):
+                keys[i] = rank[ids[i]]
+            o = np.argsort(keys, kind="mergesort")
+            tid = ids[:pos][o]
+            tv = vals[:pos][o]
+            ids[:pos] = tid
+            vals[:pos] = tv
     nr = pos
-    if not ok:  # interleaved multi-token variables: stable sort by genomic rank
-        keys = np.empty(nr, np.int64)
-        for i in range(nr):
-            keys[i] = rank[ids[i]]
-        o = np.argsort(keys, kind="mergesort")
-        tid = ids[:nr][o]
-        tv = vals[:nr][o]
-        ids[:nr] = tid
-        vals[:nr] = tv
-    if unique and nr > 1:
+    if unique and not merged and nr > 1:
         w = 0
         for i in range(1, nr):
             if ids[i] == ids[w]:
@@ -243,12 +286,19 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, vorder, rank, unk_
                 vals[w] = vals[i]
         nr = w + 1
     n = nr
-    if unk_mode == UNK_REGION:
-        for i in range(n_miss):  # in visiting order
-            ids[n] = unk_id
-            vals[n] = vals[cap - 1 - i]
-            n += 1
+    if unk_mode == UNK_REGION:  # one <unk> per kept variable without a token, storage order
+        for j in range(lo, hi):
+            v = data[j]
+            if v > 0 and v >= min_value and var_ptr[indices[j]] == var_ptr[indices[j] + 1]:
+                ids[n] = unk_id
+                vals[n] = v
+                n += 1
     elif unk_mode == UNK_SET and nr == 0:
+        total = 0.0
+        for j in range(lo, hi):
+            v = data[j]
+            if v > 0 and v >= min_value:
+                total += v
         ids[0] = unk_id
         vals[0] = total
         n = 1
@@ -257,15 +307,15 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, vorder, rank, unk_
     state = rng_seed(seed, g)
     if max_tokens > 0 and n > max_tokens:
         if truncate == TRUNC_TOP:
-            sel = np.argsort(-vals[:n], kind="mergesort")[:max_tokens]
+            sel = np.argsort(-vals[:n], kind="mergesort")[:max_tokens].copy()
         else:
             perm = np.arange(n)
             for i in range(max_tokens):
                 state, d = rng_below(state, n - i)
                 j = i + d
-                tmp = perm[i]
+                x = perm[i]
                 perm[i] = perm[j]
-                perm[j] = tmp
+                perm[j] = x
             sel = perm[:max_tokens].copy()
         sel.sort()
         tid = ids[:n][sel]
@@ -307,8 +357,8 @@ def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
                     c += k
                     if k == 0:
                         miss += 1
-            # room for the <unk> entries while a row is built (kept at the buffer end)
-            c += miss
+            if unk_mode == UNK_REGION:  # room for the <unk> values (kept at the slot's end)
+                c += miss
             if c == 0 and unk_mode == UNK_SET:
                 c = 1
             cap[r] = c
@@ -316,42 +366,53 @@ def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
 
 
 @njit(**NJIT_PARALLEL)
-def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, vorder, rank, unk_id, min_value,
-                unk_mode, unique, order, max_tokens, truncate, seed, row0, path, blocks,
-                cap_offsets):
+def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, monotone, unk_id,
+                min_value, unk_mode, unique, order, max_tokens, truncate, seed, row0, path,
+                blocks, cap_offsets):
     """Fill pass: every row's tokens at ``cap_offsets[r]``; returns (ids, vals, lengths).
 
     ``cap_offsets`` is the prefix sum of :func:`row_capacity`. Rows keep their slot; the caller
-    compacts when any row came out shorter than its capacity.
+    compacts when any row came out shorter than its capacity. ``rank_ids[k]`` is the token id
+    of genomic rank ``k``.
     """
     n_rows = indptr.size - 1
     total = cap_offsets[n_rows]
     ids = np.empty(total, np.int64)
-    vals = np.empty(total, np.float64)
+    vals = np.empty(total, np.float32)
     lengths = np.zeros(n_rows, np.int64)
     n_vars = vpos.size
-    nwords = (n_vars + 63) >> 6
+    by_var = not unique and path != PATH_KEYSORT
     for b in prange(blocks.size - 1):
-        bitmap = np.zeros(nwords, np.uint64)
-        jbuf = np.empty(n_vars if path != PATH_KEYSORT else 0, np.int64)
+        bitmap = np.zeros(((n_vars + 63) >> 6) if by_var else 0, np.uint64)
+        jbuf = np.empty(n_vars if by_var else 0, np.int64)
+        by_rank = unique and not monotone
+        rbits = np.zeros(((rank_ids.size + 63) >> 6) if by_rank else 0, np.uint64)
+        rval = np.empty(rank_ids.size if by_rank else 0, np.float64)
         for r in range(blocks[b], blocks[b + 1]):
             a, z = cap_offsets[r], cap_offsets[r + 1]
-            lengths[r] = _row(r, row0 + r, indptr, indices, data, var_ptr, var_ids, vpos, vorder,
-                              rank, unk_id, min_value, unk_mode, unique, order, max_tokens,
-                              truncate, seed, path, ids[a:z], vals[a:z], bitmap, jbuf)
+            lengths[r] = _row(r, row0 + r, indptr, indices, data, var_ptr, var_ids, vpos, rank,
+                              rank_ids, monotone, unk_id, min_value, unk_mode, unique, order,
+                              max_tokens, truncate, seed, path, ids[a:z], vals[a:z], bitmap,
+                              jbuf, rbits, rval)
     return ids, vals, lengths
 
 
-@njit(**NJIT_PARALLEL)
-def compact(ids, vals, cap_offsets, lengths, out_offsets, blocks, out_ids, out_vals):
-    """Copy each row's first ``lengths[r]`` items from its capacity slot to ``out_offsets[r]``."""
-    for b in prange(blocks.size - 1):
-        for r in range(blocks[b], blocks[b + 1]):
-            a = cap_offsets[r]
-            o = out_offsets[r]
+@njit(**NJIT)
+def compact(ids, vals, cap_offsets, lengths):
+    """Move each row's first ``lengths[r]`` items from its slot down to the packed position.
+
+    In place and serial: a row's packed position is never after its slot, so copying rows in
+    order never overwrites data still to be read. Returns the packed size.
+    """
+    o = 0
+    for r in range(lengths.size):
+        a = cap_offsets[r]
+        if a != o:
             for i in range(lengths[r]):
-                out_ids[o + i] = ids[a + i]
-                out_vals[o + i] = vals[a + i]
+                ids[o + i] = ids[a + i]
+                vals[o + i] = vals[a + i]
+        o += lengths[r]
+    return o
 
 
 # ---------------------------------------------------------------------------------- fragments
@@ -459,3 +520,60 @@ def spans_to_matrix(buf, s, e, width):
         for k in range(e[i] - s[i]):
             out[i, k] = buf[s[i] + k]
     return out
+
+
+@njit(**NJIT)
+def _digits_left(buf, lo, e):
+    """Start of the run of ASCII digits ending at ``e`` (exclusive), not before ``lo``."""
+    k = e
+    while k > lo and 48 <= buf[k - 1] <= 57:
+        k -= 1
+    return k
+
+
+@njit(**NJIT)
+def parse_names(buf, sep1, sep2):
+    """Region names ``chrom<sep1>start<sep2>end``, one per ``\\n``-terminated line, from the right.
+
+    ``sep1``/``sep2`` are byte values, or -1 for any of ``:_-`` / ``_-``. Returns
+    ``(chrom_s, chrom_e, starts, ends, bad)``; ``bad`` is the first line that does not parse
+    (-1 when all do). Numbers of more than 18 digits count as not parsing.
+    """
+    n = 0
+    for i in range(buf.size):
+        if buf[i] == 10:
+            n += 1
+    cs = np.empty(n, np.int64)
+    ce = np.empty(n, np.int64)
+    st = np.empty(n, np.int64)
+    en = np.empty(n, np.int64)
+    pos = 0
+    for i in range(n):
+        e = pos
+        while buf[e] != 10:
+            e += 1
+        nxt = e + 1
+        k2 = _digits_left(buf, pos, e)
+        if k2 == e or e - k2 > 18 or k2 - 1 <= pos:
+            return cs, ce, st, en, i
+        s2 = buf[k2 - 1]
+        if not ((sep2 < 0 and (s2 == 45 or s2 == 95)) or s2 == sep2):
+            return cs, ce, st, en, i
+        k1 = _digits_left(buf, pos, k2 - 1)
+        if k1 == k2 - 1 or k2 - 1 - k1 > 18 or k1 - 1 <= pos:
+            return cs, ce, st, en, i
+        s1 = buf[k1 - 1]
+        if not ((sep1 < 0 and (s1 == 58 or s1 == 45 or s1 == 95)) or s1 == sep1):
+            return cs, ce, st, en, i
+        a = 0
+        for k in range(k1, k2 - 1):
+            a = a * 10 + (buf[k] - 48)
+        z = 0
+        for k in range(k2, e):
+            z = z * 10 + (buf[k] - 48)
+        cs[i] = pos
+        ce[i] = k1 - 1
+        st[i] = a
+        en[i] = z
+        pos = nxt
+    return cs, ce, st, en, -1

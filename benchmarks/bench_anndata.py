@@ -1,0 +1,186 @@
+"""Single-cell tokenization: cells/s and tokens/s vs the geniml-style loop and a bare gather.
+
+Anchors measured in the same run:
+
+* **loop** — the geniml way: for each cell, ``X[i].nonzero()`` → the peaks' regions → tokenize
+  that region set (here with genotok's own fast ``Tokenizer.encode``, so the anchor is, if
+  anything, faster than geniml). Timed on ``--loop-cells`` cells and extrapolated as a rate.
+* **gather** — ``lut.take(X.indices)`` over the whole CSR (one token per entry, no per-cell
+  work): the memory-bound limit of any per-cell gather.
+
+Then genotok's ``tokenize_anndata`` on the in-memory matrix (cold = first call incl. numba
+compile or cache load; warm = best of repeats) and from the ``.h5ad`` path (chunked h5py reads).
+Finally the peak RSS of backed mode (``.h5ad`` path → corpus, ``--memory-mb`` chunks) for files
+of growing size, each in a fresh subprocess, next to the RSS of the same process after imports.
+
+Data: ``gendata.py h5ad`` and ``gendata.py universe`` into ``benchmarks/_data/``; ``gendata.py
+fragments`` for the fragment-file row.
+
+Example: ``python benchmarks/bench_anndata.py --cells 10000 --peaks 200000 --nnz 5000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _common import (  # noqa: E402
+    best_of, gendata, in_subprocess, machine, once, ratio, table, universe_file)
+
+# Peak RSS: VmHWM of /proc/self/status (the high-water mark of this process image) where it
+# exists. getrusage's ru_maxrss is the fallback: on Linux a child started by fork + exec reports
+# at least its parent's RSS at fork time, which would hide the figure we want.
+RSS_CODE = """
+import resource, tempfile, os
+def peak():
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import genotok
+from genotok import anndata as gad
+from genotok import Tokenizer
+tok = Tokenizer.from_bed({universe!r})
+gad.warmup()
+base = peak()
+out = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+c = gad.tokenize_anndata({path!r}, tok, output=out, memory_mb={mb})
+print(base, peak(), len(c), c.n_tokens)
+"""
+
+
+def h5ad_file(cells: int, peaks: int, nnz: int, names: str = "colon") -> Path:
+    return gendata("h5ad", f"cells_{cells}_{peaks}_{nnz}_{names}.h5ad", "--cells", str(cells),
+                   "--peaks", str(peaks), "--nnz", str(nnz), "--names", names)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cells", type=int, default=2000)
+    p.add_argument("--peaks", type=int, default=100_000)
+    p.add_argument("--nnz", type=int, default=2000, help="mean non-zero peaks per cell")
+    p.add_argument("--universe", type=int, default=200_000,
+                   help="regions of the gendata universe used for the fragment file")
+    p.add_argument("--loop-cells", type=int, default=200, help="cells timed for the loop anchor")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--rss-cells", default="1000,4000,16000",
+                   help="comma-separated cell counts for the backed-mode RSS rows ('' to skip)")
+    p.add_argument("--memory-mb", type=float, default=64, help="chunk budget in backed mode")
+    p.add_argument("--fragments", type=int, default=200,
+                   help="cells in the fragment file (0: skip)")
+    args = p.parse_args()
+
+    import anndata
+
+    from genotok import RegionSet, Tokenizer, Universe
+    from genotok import anndata as gad
+
+    print(f"# bench_anndata on {machine()}")
+    path = h5ad_file(args.cells, args.peaks, args.nnz)
+    a = anndata.read_h5ad(path)
+    # the universe: every peak plus a copy of every other peak shifted by 250 bp (so a peak hits
+    # one to three tokens, as with a real consensus peak set)
+    upath = path.with_suffix(".universe.bed")
+    if not upath.exists():
+        rs = gad.var_regions(a)
+        names = np.asarray(rs.chrom_names, dtype=object)[rs.codes]
+        both = RegionSet.from_arrays(np.concatenate([names, names[::2]]),
+                                     np.concatenate([rs.starts, rs.starts[::2] + 250]),
+                                     np.concatenate([rs.ends, rs.ends[::2] + 250]))
+        Universe(both).write_bed(upath)
+    tok = Tokenizer.from_bed(upath, n_threads=args.threads)
+    X = a.X.tocsr()
+    nnz = X.nnz
+    print(f"# {args.cells:,} cells × {a.n_vars:,} peaks, {nnz:,} non-zeros; universe "
+          f"{tok.universe.n_regions:,} regions")
+
+    # -- anchor 1: the per-cell Python loop
+    regions = gad.var_regions(a)
+    k = min(args.loop_cells, X.shape[0])
+
+    def loop():
+        out = []
+        for i in range(k):
+            cols = X[i].nonzero()[1]
+            out.append(tok.encode(regions.take(cols)))
+        return out
+
+    t_loop = best_of(loop, 1) / k  # seconds per cell
+
+    # -- anchor 2: the bare gather
+    hits = tok.region_hits(regions)
+    lut = np.where(hits.lengths > 0, hits.data[np.minimum(hits.offsets[:-1], hits.data.size - 1)]
+                   if hits.data.size else 0, tok.unk_token_id).astype(np.int64)
+    t_gather = best_of(lambda: lut.take(X.indices), args.repeat)
+
+    # -- genotok
+    t_cold, res = once(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads))
+    t_warm = best_of(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads), args.repeat)
+    t_path = best_of(lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads), args.repeat)
+    t_val = best_of(lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
+                                                 max_tokens=512, n_threads=args.threads),
+                    args.repeat)
+    n_tok = res.data.size
+    n = X.shape[0]
+    rows = [
+        ["geniml-style loop (per cell)", f"{1 / t_loop:,.0f}", f"{n_tok / n / t_loop:,.0f}",
+         f"{n * t_loop:.3f} (extrap.)", "1.0x"],
+        ["bare np.take gather (limit)", f"{n / t_gather:,.0f}", f"{nnz / t_gather:,.0f}",
+         f"{t_gather:.3f}", ratio(n * t_loop, t_gather)],
+        ["genotok in memory, cold", f"{n / t_cold:,.0f}", f"{n_tok / t_cold:,.0f}",
+         f"{t_cold:.3f}", ratio(n * t_loop, t_cold)],
+        ["genotok in memory, warm", f"{n / t_warm:,.0f}", f"{n_tok / t_warm:,.0f}",
+         f"{t_warm:.3f}", ratio(n * t_loop, t_warm)],
+        ["genotok .h5ad path (chunked)", f"{n / t_path:,.0f}", f"{n_tok / t_path:,.0f}",
+         f"{t_path:.3f}", ratio(n * t_loop, t_path)],
+        ["genotok values, order=value, top-512", f"{n / t_val:,.0f}", f"{n_tok / t_val:,.0f}",
+         f"{t_val:.3f}", ratio(n * t_loop, t_val)],
+    ]
+    print(table(rows, ["method", "cells/s", "tokens/s (gather: entries/s)", "seconds",
+                       "vs loop"]))
+    print(f"\ngenotok warm vs loop: {n * t_loop / t_warm:,.0f}x (goal >= 500x); "
+          f"vs bare gather: {t_warm / t_gather:.2f}x the gather's time (goal <= 2x)")
+
+    if args.fragments:
+        fu = universe_file(args.universe)
+        fpath = gendata("fragments", f"fragments_{fu.stem}_{args.fragments}.tsv.gz",
+                        "--cells", str(args.fragments), inputs=(fu,))
+        ftok = Tokenizer.from_bed(fu, n_threads=args.threads)
+        size = os.path.getsize(fpath)
+        t_cold_f, (names, fr) = once(lambda: gad.tokenize_fragments(fpath, ftok))
+        t_f = best_of(lambda: gad.tokenize_fragments(fpath, ftok), max(1, args.repeat - 1))
+        print(f"\nfragments: {fpath.name} ({size / 2**20:.1f} MiB gz), {len(names):,} cells, "
+              f"{fr.data.size:,} tokens: {t_f:.2f} s warm ({t_cold_f:.2f} s cold), "
+              f"{size / 2**20 / t_f:.1f} MiB/s compressed")
+
+    if args.rss_cells:
+        rss_rows = []
+        for c in [int(x) for x in args.rss_cells.split(",") if x]:
+            fp = h5ad_file(c, args.peaks, args.nnz)
+            out = in_subprocess(RSS_CODE.format(universe=str(upath), path=str(fp),
+                                                mb=args.memory_mb))
+            base, peak, n_rec, n_tokens = out.split()
+            rss_rows.append([f"{c:,}", f"{os.path.getsize(fp) / 2**20:,.0f}", f"{float(base):,.0f}",
+                             f"{float(peak):,.0f}", f"{float(peak) - float(base):,.0f}",
+                             f"{int(n_tokens):,}"])
+        print(f"\nbacked mode (.h5ad path → corpus, memory_mb={args.memory_mb:g}), peak RSS "
+              "in a fresh process:")
+        print(table(rss_rows, ["cells", "file MiB", "RSS after imports MiB", "peak RSS MiB",
+                               "growth MiB", "tokens"]))
+
+
+if __name__ == "__main__":
+    main()

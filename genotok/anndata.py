@@ -1,0 +1,1080 @@
+"""Single-cell adapters: AnnData / ``.h5ad`` matrices and fragment files → one token list per cell.
+
+How a cell becomes tokens
+-------------------------
+The variables (peaks) are mapped to tokens **once** with the tokenizer's overlap mode and
+thresholds (a peak may hit zero, one or several universe regions). Then, per cell (row), a
+parallel numba kernel gathers the tokens of the cell's non-zero peaks:
+
+* **kept entries**: stored entries with ``value > 0`` and ``value >= min_count``;
+* each kept entry contributes every token of its peak, valued with the entry's value;
+* ``unique=True`` merges a token contributed by several peaks into one (values summed);
+  ``unique=False`` keeps one token per (peak, token) pair;
+* ``<unk>`` (``unknown`` policy, default the tokenizer's): ``"set"`` — a cell without any
+  region token (also a cell without kept entries) gets one ``<unk>`` valued with the cell's
+  total; ``"region"`` — one ``<unk>`` per kept entry whose peak hits nothing (valued with the
+  entry, never merged, after the region tokens in storage order); ``"drop"`` — none;
+* ``max_tokens``: ``truncate="top"`` keeps the largest values (ties: genomic order),
+  ``"sample"`` a seeded uniform sample without replacement;
+* ``order``: ``"genomic"`` — ascending universe position (ties, with ``unique=False``: column
+  order); ``"value"`` — value descending, ties genomic; ``"shuffle"`` — a seeded permutation.
+  ``<unk>`` comes after every region token in genomic order.
+
+Var names are parsed by a numba pass over all names at once (same rules as
+:func:`genotok.regions.parse_region_strings`, which is used as the fallback and for messages).
+
+Random draws depend only on ``seed`` and the cell's row index, never on chunking or threads.
+
+Memory (out of core)
+--------------------
+For a ``.h5ad`` path or a backed AnnData, ``X`` is read with h5py in row chunks of at most
+``memory_mb`` (default 256 MiB) of working memory: per chunk the stored entries
+(indices + data), the per-cell token slots (16 bytes per raw token) and the chunk's output.
+Besides the chunks, only ``indptr`` (8 bytes per cell), the variable → token map, per-thread
+scratch (about 8.2 bytes × universe regions with ``unique=True`` when the peaks are not sorted
+like the universe; 8.2 bytes × peaks with ``unique=False``) and the result are held; with a
+corpus ``output`` the result goes to disk chunk by chunk, so peak memory is
+flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC** matrix cannot
+be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
+:class:`AnnDataError` says how to rewrite the file as CSR.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from . import _cell_kernels as K
+from . import _config
+from .errors import AnnDataError, BedParseError, RegionParseError
+from .ragged import Ragged
+from .regions import RegionSet, parse_region_strings
+
+CHROM_COLUMNS = ("chr", "chrom", "seqnames", "chromosome", "seqname")
+START_COLUMNS = ("start", "chromstart")
+END_COLUMNS = ("end", "chromend")
+ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
+TRUNCATE = {"top": K.TRUNC_TOP, "sample": K.TRUNC_SAMPLE}
+UNKNOWN = {"drop": K.UNK_DROP, "set": K.UNK_SET, "region": K.UNK_REGION}
+OUTPUTS = ("ragged", "list", "np", "pt")
+_CSR_MESSAGES = {
+    K.CSR_INDPTR: "indptr is not non-decreasing within the stored entries",
+    K.CSR_INDEX: "a column index is outside [0, n_vars)",
+    K.CSR_NEGATIVE: "a negative value (counts must be >= 0)",
+    K.CSR_NOT_FINITE: "a NaN or infinite value",
+}
+
+
+# ---------------------------------------------------------------------------------- var → regions
+@dataclass
+class _Frame:
+    """The little of a data frame we need: column names, a column getter, the index."""
+
+    columns: list
+    get: object      # name -> np.ndarray
+    index: object    # () -> np.ndarray of names
+    where: str
+
+
+def _h5_column(group, name: str, sl=slice(None)) -> np.ndarray:
+    """One column of an anndata-encoded data frame group (strings, numbers, categoricals)."""
+    import h5py
+
+    node = group[name]
+    if isinstance(node, h5py.Group):
+        enc = node.attrs.get("encoding-type", "")
+        if enc == "categorical":
+            cats = np.asarray(_h5_column(node, "categories"), dtype=object)
+            codes = np.asarray(node["codes"][sl], dtype=np.int64)
+            out = cats[np.maximum(codes, 0)] if cats.size else np.full(codes.size, None, object)
+            out = np.asarray(out, dtype=object)
+            out[codes < 0] = None
+            return out
+        if enc.startswith("nullable"):
+            vals = np.asarray(node["values"][sl]).astype(object)
+            vals[np.asarray(node["mask"][sl], dtype=bool)] = None
+            return vals
+        raise AnnDataError(f"{group.file.filename}: {group.name}/{name} has encoding "
+                           f"{enc!r}, which genotok cannot read as a column")
+    if h5py.check_string_dtype(node.dtype) is not None:
+        return np.asarray(node.asstr()[sl], dtype=object)
+    out = node[sl]
+    if out.dtype.kind == "S":
+        return np.array([x.decode() for x in out], dtype=object)
+    return np.asarray(out)
+
+
+def _h5_frame(path: str, key: str) -> _Frame:
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        if key not in f or not isinstance(f[key], h5py.Group):
+            raise AnnDataError(f"{path}: no {key!r} data frame group; this does not look like an "
+                               "h5ad file written by anndata >= 0.7 (re-save it with a current "
+                               "anndata: anndata.read_h5ad(path).write_h5ad(path))")
+        g = f[key]
+        index = g.attrs.get("_index", "_index")
+        cols = [k for k in g.keys() if k != index]
+
+    def get(name):
+        with h5py.File(path, "r") as f:
+            return _h5_column(f[key], name)
+
+    def idx():
+        with h5py.File(path, "r") as f:
+            return _h5_column(f[key], index)
+
+    return _Frame(cols, get, idx, path)
+
+
+def _adata_frame(df, where: str) -> _Frame:
+    return _Frame(list(df.columns), lambda c: df[c].to_numpy(), lambda: np.asarray(df.index),
+                  where)
+
+
+def _find(columns: list, options: Sequence[str]):
+    low = {str(c).lower(): c for c in columns}
+    for o in options:
+        if o in low:
+            return low[o]
+    return None
+
+
+def _regions_from_frame(fr: _Frame, region_columns, var_names_sep, one_based) -> RegionSet:
+    if region_columns is not None:
+        if len(region_columns) != 3:
+            raise ValueError("region_columns must be (chrom, start, end) column names")
+        missing = [c for c in region_columns if c not in fr.columns]
+        if missing:
+            raise AnnDataError(f"{fr.where}: var has no column(s) {missing}; its columns are "
+                               f"{fr.columns}")
+        cols = tuple(region_columns)
+    else:
+        cols = (_find(fr.columns, CHROM_COLUMNS), _find(fr.columns, START_COLUMNS),
+                _find(fr.columns, END_COLUMNS))
+    if all(c is not None for c in cols):
+        chroms = np.asarray(fr.get(cols[0]), dtype=object)
+        if any(c is None or (isinstance(c, float) and c != c) for c in chroms):
+            raise AnnDataError(f"{fr.where}: var column {cols[0]!r} has missing chromosome names")
+        starts, ends = fr.get(cols[1]), fr.get(cols[2])
+        try:
+            rs = RegionSet.from_arrays(chroms.astype(str).astype(object), starts, ends)
+            if one_based:
+                rs = _one_based(rs)
+        except RegionParseError as exc:
+            raise AnnDataError(f"{fr.where}: var columns {list(cols)}: {exc}") from None
+        return rs
+    names = fr.index()
+    names = [x.decode() if isinstance(x, bytes) else str(x) for x in names]
+    fast = _parse_names_fast(names, var_names_sep, one_based)
+    if fast is not None:
+        return fast
+    try:  # the reference parser (also the one with the detailed message)
+        return parse_region_strings(names, sep=var_names_sep, one_based=one_based)
+    except RegionParseError as exc:
+        shown = ", ".join(repr(x) for x in names[:3])
+        raise AnnDataError(
+            f"{fr.where}: no region information for the variables. var has columns "
+            f"{fr.columns} (expected a chromosome column {list(CHROM_COLUMNS)}, a start column "
+            f"{list(START_COLUMNS)} and an end column {list(END_COLUMNS)}, or give "
+            f"region_columns=(chrom, start, end)), and var_names (e.g. {shown}) are not regions "
+            f"like chr1:100-200, chr1-100-200 or chr1_100_200 ({exc})") from None
+
+
+def _parse_names_fast(names: list[str], sep: str | None, one_based: bool) -> RegionSet | None:
+    """A numba pass over all names at once (same rules as ``parse_region_strings``, without
+    thousands separators); ``None`` when any name needs the reference parser."""
+    if not names:
+        return None
+    seps = {None: (-1, -1), ":": (58, 45), "-": (45, 45), "_": (95, 95)}
+    if sep not in seps:
+        return None
+    raw = ("\n".join(names) + "\n").encode("utf-8", "surrogatepass")
+    if raw.count(b"\n") != len(names):
+        return None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    cs, ce, st, en, bad = K.parse_names(buf, *seps[sep])
+    if bad >= 0:
+        return None
+    chroms, codes = _unique_spans(buf, cs, ce)
+    if one_based:
+        if (st < 1).any():
+            return None
+        st = st - 1
+    if (en < st).any():
+        return None
+    return RegionSet(chroms, codes.astype(np.int32), st, en)
+
+
+def _one_based(rs: RegionSet) -> RegionSet:
+    if len(rs) and rs.starts.min() < 1:
+        i = int(np.argmin(rs.starts))
+        raise RegionParseError(f"region {i}: a 1-based start must be >= 1, got {rs.starts[i]}")
+    return RegionSet(rs.chrom_names, rs.codes, rs.starts - 1, rs.ends, rs.source)
+
+
+def _is_path(obj) -> bool:
+    return isinstance(obj, (str, os.PathLike))
+
+
+def var_regions(adata, *, region_columns: Sequence[str] | None = None,
+                var_names_sep: str | None = None, one_based: bool = False) -> RegionSet:
+    """The genomic region of every variable (peak) of an AnnData object or ``.h5ad`` file.
+
+    Taken from ``var`` columns (chromosome: ``chr``/``chrom``/``seqnames``/``chromosome``;
+    ``start``/``chromStart``; ``end``/``chromEnd``; case-insensitive) when all three exist,
+    otherwise parsed from ``var_names`` (``chr1:100-200``, ``chr1-100-200``, ``chr1_100_200``,
+    detected per name and parsed from the right).
+
+    Parameters
+    ----------
+    adata
+        An ``anndata.AnnData`` (in memory or backed) or the path of a ``.h5ad`` file (read with
+        h5py: only ``var`` is loaded).
+    region_columns
+        ``(chrom, start, end)`` column names, overriding the detection.
+    var_names_sep
+        Force one var-name convention: ``":"``, ``"-"`` or ``"_"`` (``None``: detect).
+    one_based
+        Coordinates are 1-based closed (names from R/Bioconductor): starts are decremented.
+
+    Returns
+    -------
+    RegionSet
+        One region per variable, in variable order.
+
+    Raises
+    ------
+    AnnDataError
+        No usable region information; the message lists the var columns and example names.
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd
+    >>> a = anndata.AnnData(np.zeros((1, 2)), var=pd.DataFrame(index=["chr1:0-10", "chr2-5-9"]))
+    >>> var_regions(a).to_strings()
+    ['chr1:0-10', 'chr2:5-9']
+    """
+    if _is_path(adata):
+        fr = _h5_frame(os.fspath(adata), "var")
+    else:
+        fr = _adata_frame(adata.var, "var")
+    return _regions_from_frame(fr, region_columns, var_names_sep, one_based)
+
+
+# ---------------------------------------------------------------------------------- the var map
+@dataclass
+class _VarMap:
+    var_ptr: np.ndarray
+    var_ids: np.ndarray
+    vpos: np.ndarray
+    rank: np.ndarray
+    rank_ids: np.ndarray  # genomic rank -> token id
+    monotone: bool        # every row in column order emits tokens in genomic order
+    unk_id: int
+    n_vars: int
+
+
+def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
+                       unk_id: int) -> _VarMap:
+    var_ptr = np.ascontiguousarray(hits.offsets, dtype=np.int64)
+    var_ids = np.ascontiguousarray(hits.data, dtype=np.int64)
+    rank = np.ascontiguousarray(rank, dtype=np.int64)
+    n_vars = var_ptr.size - 1
+    has = np.diff(var_ptr) > 0
+    key = np.full(n_vars, np.iinfo(np.int64).max, dtype=np.int64)
+    first = rank[var_ids[var_ptr[:-1][has]]]
+    last = rank[var_ids[var_ptr[1:][has] - 1]]
+    key[has] = first
+    order = np.argsort(key, kind="stable")
+    vpos = np.empty(n_vars, np.int64)
+    vpos[order] = np.arange(n_vars, dtype=np.int64)
+    # monotone: for hit variables a < b (column order), every token of a ranks <= every token of b
+    monotone = bool(first.size < 2 or np.all(first[1:] >= np.maximum.accumulate(last)[:-1]))
+    return _VarMap(var_ptr, var_ids, vpos, rank,
+                   np.ascontiguousarray(rank_ids, dtype=np.int64), monotone, int(unk_id), n_vars)
+
+
+def _var_map(tokenizer, regions: RegionSet, n_threads) -> _VarMap:
+    hits = tokenizer.region_hits(regions, n_threads=n_threads)
+    u = tokenizer.universe
+    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+
+
+# ---------------------------------------------------------------------------------- matrix chunks
+@dataclass
+class _Chunk:
+    row0: int
+    indptr: np.ndarray   # absolute positions into indices/data (n_rows + 1)
+    indices: np.ndarray
+    data: np.ndarray
+
+
+def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str):
+    if data.dtype.kind not in "biuf":
+        raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {data.dtype}")
+    if data.dtype not in (np.float32, np.float64):  # two kernel specialisations, not eight
+        data = data.astype(np.float64 if data.dtype.itemsize > 4 else np.float32)
+    if indices.dtype.kind not in "iu":
+        raise AnnDataError(f"{where}: column indices must be integers, got dtype {indices.dtype}")
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    return np.ascontiguousarray(indices), np.ascontiguousarray(data)
+
+
+def _row_bounds(indptr: np.ndarray, nnz_budget: int, chunk_rows: int | None) -> np.ndarray:
+    """Chunk boundaries (row numbers): fixed ``chunk_rows`` or at most ``nnz_budget`` entries."""
+    n = indptr.size - 1
+    if n == 0:
+        return np.array([0, 0], dtype=np.int64)
+    if chunk_rows is not None:
+        return np.unique(np.append(np.arange(0, n, int(chunk_rows), dtype=np.int64), n))
+    bounds = [0]
+    while bounds[-1] < n:
+        lo = bounds[-1]
+        hi = int(np.searchsorted(indptr, indptr[lo] + nnz_budget, side="right")) - 1
+        bounds.append(min(n, max(hi, lo + 1)))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def _dense_rows(n_vars: int, itemsize: int, budget: int, chunk_rows: int | None) -> int:
+    if chunk_rows is not None:
+        return max(1, int(chunk_rows))
+    return max(1, budget // max(1, 3 * n_vars * itemsize))
+
+
+def _dense_chunk(block: np.ndarray, row0: int) -> _Chunk:
+    if block.dtype.kind not in "biuf":
+        raise AnnDataError(f"matrix values must be numeric, got dtype {block.dtype}")
+    rows, cols = np.nonzero(block)
+    indptr = np.zeros(block.shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=block.shape[0]), out=indptr[1:])
+    indices, data = _clean_dtypes(cols.astype(np.int32 if block.shape[1] < 2**31 else np.int64),
+                                  block[rows, cols], "X")
+    return _Chunk(row0, indptr, indices, data)
+
+
+class _Source:
+    """Row chunks of a matrix, wherever it lives. ``n_rows``, ``n_cols``, ``chunks()``."""
+
+    n_rows: int
+    n_cols: int
+    where: str
+
+    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[_Chunk]:
+        raise AnnDataError("internal: abstract source")  # pragma: no cover
+
+
+class _MemorySource(_Source):
+    def __init__(self, X, where: str):
+        import scipy.sparse as sp
+
+        self.where = where
+        if sp.issparse(X):
+            fmt = X.format
+            if fmt == "csc":
+                X = X.tocsr()  # scipy's O(nnz) conversion (a copy)
+            elif fmt != "csr":
+                X = sp.csr_matrix(X)
+            self.kind = "csr"
+            self.indptr = np.asarray(X.indptr, dtype=np.int64)
+            self.indices, self.data = _clean_dtypes(X.indices, X.data, where)
+        else:
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise AnnDataError(f"{where}: expected a 2-D matrix, got shape {X.shape}")
+            self.kind = "dense"
+            self.X = X
+        self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        if self.kind == "csr":
+            bounds = _row_bounds(self.indptr, max(1, budget // per_nnz), chunk_rows)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                yield _Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data)
+        else:
+            step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
+            for lo in range(0, self.n_rows, step):
+                yield _dense_chunk(self.X[lo:lo + step], lo)
+
+
+class _H5Source(_Source):
+    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py."""
+
+    def __init__(self, path: str, key: str):
+        import h5py
+
+        self.path, self.key, self.where = path, key, f"{path}:{key}"
+        with h5py.File(path, "r") as f:
+            if key not in f:
+                have = list(f["layers"].keys()) if "layers" in f else []
+                raise AnnDataError(f"{path}: no matrix {key!r} (layers: {have})")
+            node = f[key]
+            if isinstance(node, h5py.Group):
+                enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
+                enc = enc.decode() if isinstance(enc, bytes) else str(enc)
+                if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
+                    raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
+                self.kind = "csr" if enc.startswith("csr") else "csc"
+                shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
+                self.n_rows, self.n_cols = int(shape[0]), int(shape[1])
+                self.nnz = int(node["indices"].shape[0])
+                self.itemsize = node["indices"].dtype.itemsize + node["data"].dtype.itemsize
+            else:
+                self.kind = "dense"
+                if node.ndim != 2:
+                    raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
+                self.n_rows, self.n_cols = map(int, node.shape)
+                self.itemsize = node.dtype.itemsize
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        import h5py
+
+        with h5py.File(self.path, "r") as f:
+            node = f[self.key]
+            if self.kind == "csr":
+                indptr = np.asarray(node["indptr"][:], dtype=np.int64)
+                if indptr.size != self.n_rows + 1 or indptr[0] != 0 or indptr[-1] != self.nnz:
+                    raise AnnDataError(f"{self.where}: indptr has {indptr.size} entries from "
+                                       f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}; "
+                                       f"expected {self.n_rows + 1} from 0 to {self.nnz}")
+                if np.any(np.diff(indptr) < 0):
+                    raise AnnDataError(f"{self.where}: indptr is not non-decreasing")
+                bounds = _row_bounds(indptr, max(1, budget // per_nnz), chunk_rows)
+                ind, dat = node["indices"], node["data"]
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    a, b = int(indptr[lo]), int(indptr[hi])
+                    indices, data = _clean_dtypes(ind[a:b], dat[a:b], self.where)
+                    yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
+            elif self.kind == "dense":
+                step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
+                for lo in range(0, self.n_rows, step):
+                    yield _dense_chunk(node[lo:lo + step], lo)
+            else:
+                if self.nnz * (self.itemsize + 16) > budget:
+                    raise AnnDataError(
+                        f"{self.where}: X is stored column-major (CSC, {self.nnz:,} entries), "
+                        f"which cannot be read by cells without loading it, and it needs more "
+                        f"than memory_mb allows. Load it (anndata.read_h5ad(path)) and pass the "
+                        f"AnnData, raise memory_mb, or rewrite the file as CSR once: "
+                        f"a = anndata.read_h5ad(path); a.X = a.X.tocsr(); a.write_h5ad(new_path)")
+                import scipy.sparse as sp
+
+                m = sp.csc_matrix((node["data"][:], node["indices"][:], node["indptr"][:]),
+                                  shape=(self.n_rows, self.n_cols))
+                yield from _MemorySource(m, self.where).chunks(budget, per_nnz, chunk_rows)
+
+
+def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
+    """The matrix source and the file path (``None`` for in-memory matrices)."""
+    if _is_path(adata):
+        path = os.fspath(adata)
+        if not os.path.isfile(path):
+            raise AnnDataError(f"{path}: no such file")
+        return _H5Source(path, "X" if layer is None else f"layers/{layer}"), path
+    if not hasattr(adata, "obs_names"):
+        raise AnnDataError(f"expected an AnnData object or a .h5ad path, got "
+                           f"{type(adata).__name__}")
+    if getattr(adata, "isbacked", False):
+        path = os.fspath(adata.filename)
+        if layer is None or layer not in adata.layers:
+            return _H5Source(path, "X" if layer is None else f"layers/{layer}"), path
+    if layer is not None:
+        if layer not in adata.layers:
+            raise AnnDataError(f"no layer {layer!r}; the layers are {list(adata.layers.keys())}")
+        X = adata.layers[layer]
+    else:
+        X = adata.X
+    if X is None:
+        raise AnnDataError("the AnnData has no X matrix; name a layer with layer=")
+    if hasattr(X, "to_memory"):  # a backed sparse dataset
+        X = X.to_memory()
+    return _MemorySource(X, "X" if layer is None else f"layers[{layer!r}]"), None
+
+
+# ---------------------------------------------------------------------------------- the kernel call
+@dataclass
+class _Options:
+    min_value: float
+    unk_mode: int
+    unique: bool
+    order: int
+    max_tokens: int
+    truncate: int
+    seed: int
+    path: int = K.PATH_AUTO
+
+
+def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Row boundaries splitting the entries of a chunk into ``n_blocks`` load-balanced blocks."""
+    n = indptr.size - 1
+    if n == 0:
+        return np.zeros(1, np.int64)
+    nb = max(1, min(n, n_blocks))
+    targets = np.linspace(indptr[0], indptr[-1], nb + 1)
+    b = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    b[0], b[-1] = 0, n
+    return np.maximum.accumulate(np.clip(b, 0, n))
+
+
+def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals, lengths)."""
+    indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
+    n_rows = indptr.size - 1
+    blocks = _blocks(indptr, 4 * numba.get_num_threads())
+    if n_rows:
+        if indptr[0] < 0 or indptr[-1] > ch.indices.size or ch.indices.size != ch.data.size:
+            raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
+                               f"(indptr ends at {indptr[-1]}, {ch.indices.size} indices, "
+                               f"{ch.data.size} values)")
+        code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
+        if code != K.CSR_OK:
+            what = _CSR_MESSAGES[int(code)]
+            if code == K.CSR_INDPTR:
+                at = f"row {ch.row0 + int(pos)}"
+            else:
+                r = ch.row0 + int(np.searchsorted(indptr, pos, side="right")) - 1
+                at = (f"row {r}, stored entry {int(pos)} (column {int(ch.indices[pos])}, "
+                      f"value {float(ch.data[pos])})")
+            raise AnnDataError(f"{where}: {what} at {at}; n_vars = {vm.n_vars}")
+    cap = K.row_capacity(indptr, ch.indices, ch.data, vm.var_ptr, opt.min_value, opt.unk_mode,
+                         blocks)
+    cap_off = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(cap, out=cap_off[1:])
+    ids, vals, lengths = K.cell_tokens(
+        indptr, ch.indices, ch.data, vm.var_ptr, vm.var_ids, vm.vpos, vm.rank, vm.rank_ids,
+        vm.monotone, vm.unk_id, opt.min_value, opt.unk_mode, opt.unique, opt.order,
+        opt.max_tokens, opt.truncate,
+        opt.seed, ch.row0, opt.path, blocks, cap_off)
+    if int(lengths.sum()) != ids.size:
+        n = K.compact(ids, vals, cap_off, lengths)
+        if n < ids.size // 2:  # do not keep a mostly empty buffer alive
+            ids, vals = ids[:n].copy(), vals[:n].copy()
+        else:
+            ids, vals = ids[:n], vals[:n]
+    return ids, vals, lengths
+
+
+def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown) -> _Options:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
+    if truncate not in TRUNCATE:
+        raise ValueError(f"truncate must be one of {list(TRUNCATE)}, got {truncate!r}")
+    unknown = tokenizer.settings.unknown if unknown is None else unknown
+    if unknown not in UNKNOWN:
+        raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
+    if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+    if min_count is not None and not np.isfinite(min_count):
+        raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return _Options(-np.inf if min_count is None else float(min_count), UNKNOWN[unknown],
+                    bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
+                    TRUNCATE[truncate], int(seed))
+
+
+# ---------------------------------------------------------------------------------- outputs
+def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
+    """``f(lo, hi) -> (names, {column: values})`` for a range of cells."""
+    obs_columns = list(obs_columns)
+    if path is not None and not hasattr(adata, "obs"):
+        fr = _h5_frame(path, "obs")
+        missing = [c for c in obs_columns if c not in fr.columns]
+        if missing:
+            raise AnnDataError(f"{path}: obs has no column(s) {missing}; it has {fr.columns}")
+
+        def read(lo, hi):
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                g = f["obs"]
+                index = g.attrs.get("_index", "_index")
+                names = _h5_column(g, index, slice(lo, hi))
+                meta = {c: _h5_column(g, c, slice(lo, hi)) for c in obs_columns}
+            return [str(x) for x in names], meta
+        return read
+    missing = [c for c in obs_columns if c not in adata.obs.columns]
+    if missing:
+        raise AnnDataError(f"obs has no column(s) {missing}; it has {list(adata.obs.columns)}")
+
+    def read_mem(lo, hi):
+        names = [str(x) for x in adata.obs_names[lo:hi]]
+        return names, {c: adata.obs[c].iloc[lo:hi].to_numpy() for c in obs_columns}
+    return read_mem
+
+
+def _json_scalars(values) -> list:
+    out = []
+    for x in np.asarray(values, dtype=object).tolist():
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, float) and x != x:
+            x = None
+        elif not isinstance(x, (str, int, float, bool, type(None))):
+            x = str(x)
+        out.append(x)
+    return out
+
+
+def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
+    if output == "ragged":
+        return rows if values else Ragged(rows.data, rows.offsets)
+    if output == "list":
+        ids = list(Ragged(rows.data, rows.offsets))
+        if values:
+            return ids, [rows.values[a:b] for a, b in zip(rows.offsets[:-1], rows.offsets[1:])]
+        return ids
+    out = tokenizer.pad(list(Ragged(rows.data, rows.offsets)), padding=True,
+                        return_tensors=output)
+    if values:
+        width = out["input_ids"].shape[1]
+        v = np.zeros((len(rows), width), np.float32)
+        lens = rows.lengths
+        mask = np.arange(width)[None, :] < lens[:, None]
+        v[mask] = rows.values
+        if output == "pt":
+            import torch
+
+            v = torch.from_numpy(v)
+        out["values"] = v
+    return out
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="cell", desc=desc)
+
+
+def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
+            n_threads, progress: bool, desc: str) -> Iterator[tuple[int, Ragged]]:
+    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``."""
+    mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
+    per_nnz = int(16 + 40 * mean_hits)
+    bar = _progress(source.n_rows, progress, desc)
+    try:
+        with _config.threads(n_threads):
+            for ch in source.chunks(budget, per_nnz, chunk_rows):
+                ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                offsets = np.zeros(lengths.size + 1, np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                yield ch.row0, Ragged(ids, offsets, vals)
+                if bar is not None:
+                    bar.update(lengths.size)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _concat(parts: list[Ragged]) -> Ragged:
+    if not parts:
+        return Ragged(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float32))
+    if len(parts) == 1:
+        return parts[0]
+    lengths = np.concatenate([p.lengths for p in parts])
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return Ragged(np.concatenate([p.data for p in parts]), offsets,
+                  np.concatenate([p.values for p in parts]))
+
+
+def _to_corpus(path, tokenizer, stream, obs_read, obs_columns, values: bool, extra: dict,
+               source_path: str | None):
+    from .corpus import Corpus, CorpusWriter
+
+    with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
+                                    metadata_columns=list(obs_columns), extra=extra) as w:
+        if source_path is not None:
+            w.add_source(os.path.basename(source_path), size=os.path.getsize(source_path))
+        for row0, rows in stream:
+            names, meta = obs_read(row0, row0 + len(rows))
+            w.append_batch(rows if values else Ragged(rows.data, rows.offsets), names=names,
+                           meta={k: _json_scalars(v) for k, v in meta.items()})
+    return Corpus.open(path)
+
+
+def _check_output(output):
+    if isinstance(output, os.PathLike) or (isinstance(output, str) and output not in OUTPUTS):
+        return "corpus"
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {list(OUTPUTS)} or a corpus path, got {output!r}")
+    return output
+
+
+# ---------------------------------------------------------------------------------- public API
+def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
+                     min_count: float | None = None, values: bool = False,
+                     order: str = "genomic", seed: int = 0, max_tokens: int | None = None,
+                     truncate: str = "top", unique: bool = True, unknown: str | None = None,
+                     chunk_rows: int | None = None, memory_mb: float = 256,
+                     region_columns: Sequence[str] | None = None,
+                     var_names_sep: str | None = None, one_based: bool = False,
+                     n_threads: int | None = None, output="ragged",
+                     obs_columns: Sequence[str] = (), progress: bool = False):
+    """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
+
+    Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
+    list is gathered from its non-zero peaks by a parallel numba kernel. The exact semantics of
+    ``min_count``, ``unique``, ``unknown``, ``max_tokens``/``truncate`` and ``order`` are in the
+    module documentation (:mod:`genotok.anndata`).
+
+    Parameters
+    ----------
+    adata
+        ``anndata.AnnData`` (in memory or ``backed="r"``) or the path of a ``.h5ad`` file, read
+        in row chunks with h5py (the matrix is never loaded whole).
+    tokenizer
+        A :class:`~genotok.tokenizer.Tokenizer`.
+    layer
+        Use ``adata.layers[layer]`` instead of ``X``.
+    min_count
+        Keep entries with ``value >= min_count`` (``None``: every stored entry ``> 0``);
+        ``min_count=2`` with counts binarizes at 2.
+    values
+        Keep each token's value (sum of its peaks' entries) as a float32 value channel.
+    order, seed
+        ``"genomic"``, ``"value"`` (descending) or ``"shuffle"`` (seeded per cell).
+    max_tokens, truncate
+        At most ``max_tokens`` per cell: the ``"top"`` values or a seeded ``"sample"``.
+    unique
+        Merge a token reached from several peaks (values summed).
+    unknown
+        ``"set"``, ``"region"`` or ``"drop"``, per cell (default: the tokenizer's policy).
+    chunk_rows, memory_mb
+        Rows per chunk, or (default) chunks sized to ``memory_mb`` MiB of working memory.
+    region_columns, var_names_sep, one_based
+        Where the peaks' regions come from (see :func:`var_regions`).
+    n_threads
+        numba threads (default: the tokenizer's setting, else numba's).
+    output
+        ``"ragged"`` (a :class:`~genotok.ragged.Ragged`, with ``values`` when asked), ``"list"``
+        (arrays; with ``values=True`` a pair of lists), ``"np"``/``"pt"`` (padded
+        ``input_ids``/``attention_mask``, plus ``values``), or a corpus path: written chunk by
+        chunk with ``obs_names`` as record names and ``obs_columns`` as metadata; the opened
+        :class:`~genotok.corpus.Corpus` is returned.
+    obs_columns
+        ``obs`` columns kept as per-record metadata (corpus output).
+    progress
+        Show a tqdm progress bar over cells.
+
+    Raises
+    ------
+    AnnDataError
+        No region information, a malformed matrix (index out of range, negative or non-finite
+        values, bad indptr), an unknown layer, a backed CSC matrix too large for ``memory_mb``.
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd, scipy.sparse as sp
+    >>> from genotok import Tokenizer
+    >>> tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-100"])
+    >>> X = sp.csr_matrix(np.array([[1, 0, 2], [0, 0, 0]]))
+    >>> a = anndata.AnnData(X, var=pd.DataFrame(index=["chr1:50-150", "chr9:0-1", "chr2:5-6"]))
+    >>> tokenize_anndata(a, tok).to_list()
+    [[0, 1, 2], [3]]
+    """
+    kind = _check_output(output)
+    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown)
+    if memory_mb <= 0:
+        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    if chunk_rows is not None and int(chunk_rows) < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    n_threads = tokenizer.n_threads if n_threads is None else n_threads
+    source, path = _source(adata, layer)
+    regions = var_regions(path if path is not None and not hasattr(adata, "var") else adata,
+                          region_columns=region_columns, var_names_sep=var_names_sep,
+                          one_based=one_based)
+    if len(regions) != source.n_cols:
+        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {len(regions)} "
+                           "variables")
+    vm = _var_map(tokenizer, regions, n_threads)
+    budget = int(memory_mb * (1 << 20))
+    obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
+    stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
+                     progress=progress, desc="tokenizing cells")
+    if kind == "corpus":
+        extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
+                             "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
+                             "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
+        return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path)
+    rows = _concat([r for _, r in stream])
+    return _shape_output(rows, tokenizer, kind, values)
+
+
+# ---------------------------------------------------------------------------------- fragments
+_FRAG_MESSAGES = {
+    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    K.FRAG_START: "start is not a non-negative integer",
+    K.FRAG_END: "end is not a non-negative integer",
+    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    K.FRAG_END_BEFORE_START: "end is before start",
+}
+
+
+def _open_text(path: str):
+    from . import _io
+
+    if _io.is_gzip(path):
+        try:
+            from isal import igzip
+
+            return igzip.open(path, "rb")
+        except ImportError:  # pragma: no cover - isal is an optional speed-up
+            import gzip
+
+            return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[tuple[np.ndarray, int]]:
+    """Byte blocks ending at a line end, with the 1-based number of their first line."""
+    line = 1
+    rest = b""
+    with _open_text(path) as fh:
+        while True:
+            raw = fh.read(block_bytes)
+            if not raw:
+                break
+            raw = rest + raw
+            cut = raw.rfind(b"\n")
+            if cut < 0:
+                rest = raw
+                continue
+            block, rest = raw[:cut + 1], raw[cut + 1:]
+            arr = np.frombuffer(block, dtype=np.uint8)
+            yield arr, line
+            line += block.count(b"\n")
+    if rest:
+        yield np.frombuffer(rest, dtype=np.uint8), line
+
+
+def _unique_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """Distinct byte strings of the spans (decoded, in order of first appearance) and each
+    span's index among them."""
+    if s.size == 0:
+        return [], np.zeros(0, np.int64)
+    width = int((e - s).max())
+    mat = K.spans_to_matrix(buf, s, e, max(1, width))
+    keys = mat.view(f"S{max(1, width)}").ravel()
+    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    remap = np.empty(order.size, np.int64)
+    remap[order] = np.arange(order.size)
+    return ([uniq[i].decode("utf-8", "replace") for i in order],
+            remap[inv.ravel()].astype(np.int64))
+
+
+class _PairCounts:
+    """Sum of counts per (cell, column) key, reduced as it grows (bounded by distinct pairs)."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.float64)
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_pending = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        self.pending.append((keys, counts))
+        self.n_pending += keys.size
+        if self.n_pending > max(1 << 22, 2 * self.keys.size):
+            self.reduce()
+
+    def reduce(self) -> None:
+        if not self.pending:
+            return
+        keys = np.concatenate([self.keys] + [k for k, _ in self.pending])
+        counts = np.concatenate([self.counts] + [c for _, c in self.pending])
+        self.pending, self.n_pending = [], 0
+        self.keys, inv = np.unique(keys, return_inverse=True)
+        self.counts = np.bincount(inv.ravel(), weights=counts, minlength=self.keys.size)
+
+
+def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
+                    min_fragments: int = 1, block_bytes: int = 32 << 20,
+                    n_threads: int | None = None):
+    """Stream a fragment file into a cell × token count matrix.
+
+    Returns ``(barcodes, X, n_fragments)``: the kept cells, a ``scipy.sparse.csr_matrix`` of
+    shape ``(cells, n_regions + 1)`` (column ``n_regions`` counts the fragments that hit no
+    region) and the number of fragment lines of each kept cell. Each fragment adds its count to
+    every token it hits. See :func:`tokenize_fragments`.
+    """
+    import scipy.sparse as sp
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise BedParseError(path, None, "no such fragment file")
+    if block_bytes < 1:
+        raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
+    u = tokenizer.universe
+    n_cols = u.n_regions + 1
+    allow = None
+    if barcodes is not None:
+        allow = {str(b): i for i, b in enumerate(barcodes)}
+        if len(allow) != len(barcodes):
+            raise ValueError("the barcode allow-list has duplicates")
+    cell_index: dict[str, int] = {} if allow is None else allow
+    nfrag = np.zeros(0 if allow is None else len(allow), np.int64)
+    pairs = _PairCounts()
+    n_threads = tokenizer.n_threads if n_threads is None else n_threads
+    for buf, first_line in _blocks_of_lines(path, block_bytes):
+        cs, ce, st, en, bs, be, cnt, status, bad = K.parse_fragments(buf)
+        if status != K.FRAG_OK:
+            raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
+        if st.size == 0:
+            continue
+        bnames, binv = _unique_spans(buf, bs, be)
+        if allow is None:
+            table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames], np.int64)
+        else:
+            table = np.array([allow.get(b, -1) for b in bnames], np.int64)
+        cell = table[binv]
+        keep = cell >= 0
+        if not keep.all():
+            cell, cs, ce, st, en, cnt = (x[keep] for x in (cell, cs, ce, st, en, cnt))
+        if cell.size == 0:
+            continue
+        if nfrag.size < len(cell_index):
+            nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
+        nfrag += np.bincount(cell, minlength=nfrag.size)
+        cnames, cinv = _unique_spans(buf, cs, ce)
+        rs = RegionSet(cnames, cinv.astype(np.int32), st, en, source=path, validate=False)
+        hits = tokenizer.region_hits(rs, n_threads=n_threads)
+        lens = hits.lengths
+        keys = np.repeat(cell, lens) * n_cols + hits.data
+        counts = np.repeat(cnt, lens).astype(np.float64)
+        miss = lens == 0
+        pairs.add(np.concatenate([keys, cell[miss] * n_cols + u.n_regions]),
+                  np.concatenate([counts, cnt[miss].astype(np.float64)]))
+    pairs.reduce()
+    n_cells = len(cell_index)
+    if nfrag.size < n_cells:
+        nfrag = np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
+    rows = pairs.keys // n_cols
+    cols = pairs.keys % n_cols
+    indptr = np.zeros(n_cells + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_cells), out=indptr[1:])
+    X = sp.csr_matrix((pairs.counts.astype(np.float32), cols, indptr), shape=(n_cells, n_cols))
+    names = list(cell_index)
+    keep = np.flatnonzero(nfrag >= min_fragments)
+    if keep.size != n_cells:
+        X = X[keep]
+        names = [names[i] for i in keep]
+        nfrag = nfrag[keep]
+    return names, X, nfrag
+
+
+def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,
+                       min_fragments: int = 1, min_count: float | None = None,
+                       values: bool = True, order: str = "genomic", seed: int = 0,
+                       max_tokens: int | None = None, truncate: str = "top",
+                       unknown: str | None = None, block_bytes: int = 32 << 20,
+                       n_threads: int | None = None, output="ragged", progress: bool = False):
+    """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
+
+    The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
+    count counts 1) is streamed in blocks of ``block_bytes``; each fragment adds its count to
+    every token it hits in its cell. Memory is bounded by one block plus the distinct
+    (cell, token) pairs, i.e. the size of the result. Cells are in order of first appearance
+    (or of ``barcodes``). Unknown handling is per cell, not per fragment: ``"set"`` gives a
+    cell without any hit one ``<unk>`` (valued with its total count), ``"region"`` one ``<unk>``
+    valued with the count of its fragments that hit nothing, ``"drop"`` nothing. ``min_count``,
+    ``order``, ``max_tokens``/``truncate`` act on the per-cell token counts as in
+    :func:`tokenize_anndata`. The byte parser is this module's own (``genotok._parse`` reads
+    three BED columns only).
+
+    Parameters
+    ----------
+    barcodes
+        Allow-list: only these cells, in this order (cells of the list without fragments are
+        kept when ``min_fragments=0``).
+    min_fragments
+        Keep cells with at least this many fragment lines.
+    output
+        ``"ragged"``/``"list"``/``"np"``/``"pt"`` → ``(barcodes, result)``; ``"anndata"`` → an
+        AnnData of counts (cells × universe regions, var_names the token strings, ``obs``
+        columns ``n_fragments`` and ``unknown_count``; the per-cell options do not apply);
+        a corpus path → the opened corpus (barcodes as record names).
+
+    Raises
+    ------
+    BedParseError
+        A malformed line (file and 1-based line number in the message).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from genotok import Tokenizer
+    >>> p = os.path.join(tempfile.mkdtemp(), "f.tsv")
+    >>> from pathlib import Path
+    >>> _ = Path(p).write_text("# h\\nchr1\\t5\\t20\\tAAA-1\\t2\\nchr1\\t150\\t160\\tAAA-1\\t1\\n"
+    ...                       "chr9\\t1\\t2\\tCCC-1\\t1\\n")
+    >>> names, rows = tokenize_fragments(p, Tokenizer(["chr1:0-100", "chr1:100-200"]))
+    >>> names, rows.to_list(), rows.values.tolist()
+    (['AAA-1', 'CCC-1'], [[0, 1], [2]], [2.0, 1.0, 1.0])
+    """
+    kind = "anndata" if output == "anndata" else _check_output(output)
+    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown)
+    names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
+                                      min_fragments=min_fragments, block_bytes=block_bytes,
+                                      n_threads=n_threads)
+    u = tokenizer.universe
+    if kind == "anndata":
+        import anndata
+        import pandas as pd
+
+        obs = pd.DataFrame({"n_fragments": nfrag,
+                            "unknown_count": np.asarray(X[:, u.n_regions].todense()).ravel()},
+                           index=pd.Index(names, name="barcode"))
+        tokens = u.convert_ids_to_tokens(np.arange(u.n_regions))
+        seen: set[str] = set()
+        index = []
+        for i, t in enumerate(tokens):  # a duplicate universe line gets "#id" (never counted)
+            index.append(t if t not in seen else f"{t}#{i}")
+            seen.add(t)
+        var = pd.DataFrame({"token_id": np.arange(u.n_regions)},
+                           index=pd.Index(index, name="token"))
+        return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
+    ids = np.arange(u.n_regions, dtype=np.int64)
+    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+    vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+    source = _MemorySource(X, os.fspath(path))
+    stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
+                     n_threads=tokenizer.n_threads if n_threads is None else n_threads,
+                     progress=progress, desc="tokenizing cells")
+    if kind == "corpus":
+        def obs_read(lo, hi):
+            return names[lo:hi], {}
+
+        extra = {"fragments": {"min_fragments": min_fragments, "min_count": min_count,
+                               "order": order, "seed": seed, "max_tokens": max_tokens,
+                               "truncate": truncate,
+                               "unknown": tokenizer.settings.unknown if unknown is None
+                               else unknown}}
+        return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path))
+    rows = _concat([r for _, r in stream])
+    return names, _shape_output(rows, tokenizer, kind, values)
+
+
+def warmup() -> None:
+    """Compile the single-cell kernels on tiny inputs (float32/float64 data, int32 indices)."""
+    vm = _var_map_from_hits(Ragged(np.array([0], np.int64), np.array([0, 1, 1], np.int64)),
+                            np.array([0], np.int64), np.array([0], np.int64), 1)
+    for data in (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0], np.float64)):
+        ch = _Chunk(0, np.array([0, 2], np.int64), np.array([0, 1], np.int32), data)
+        _run_chunk(ch, vm, _options_default(), "warmup")
+    K.parse_fragments(np.frombuffer(b"chr1\t1\t2\tA\t1\n", np.uint8))
+
+
+def _options_default() -> _Options:
+    return _Options(-np.inf, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
+
+
+__all__ = ["fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup"]

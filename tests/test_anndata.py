@@ -1,0 +1,408 @@
+"""Single-cell adapter: kernels vs the per-cell loop oracle, h5ad/backed/in-memory, errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import anndata
+import h5py
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import AnnDataError, Corpus, RegionSet, Tokenizer, Universe
+from genotok import _cell_kernels as K
+from genotok import anndata as gad
+
+from . import naive_cells as naive
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+PBMC = SHARED / "data" / "pbmc_hg38.h5ad"
+GENDATA = SHARED / "tools" / "gendata.py"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not present")
+
+CHROMS = ["chr1", "chr2", "chrUn_KI270742v1"]
+
+
+def _tokenizer(regs, **kw) -> Tokenizer:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # duplicate universe lines are intended
+        return Tokenizer(Universe(RegionSet.from_tuples(regs)), **kw)
+
+
+def _rows_of(r):
+    return [list(map(int, x)) for x in r]
+
+
+def _check(result: "gad.Ragged", ref_ids, ref_vals):
+    assert result.to_list() == ref_ids
+    got = [result.values[a:b].tolist() for a, b in zip(result.offsets[:-1], result.offsets[1:])]
+    for g, e in zip(got, ref_vals):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------- strategies
+@st.composite
+def regions(draw, n_min, n_max, chroms=CHROMS, max_coord=300):
+    out = []
+    for _ in range(draw(st.integers(n_min, n_max))):
+        c = draw(st.sampled_from(chroms))
+        s = draw(st.integers(0, max_coord))
+        out.append((c, s, s + draw(st.sampled_from([0, 1, 20, 60, 150]))))
+    return out
+
+
+@st.composite
+def problems(draw):
+    universe = draw(regions(1, 12))
+    if draw(st.booleans()):  # nested and duplicate universe regions
+        c, s, e = universe[0]
+        universe += [(c, s, e), (c, s + (e - s) // 3, e)]
+    if draw(st.booleans()):
+        universe.sort()
+    variables = draw(regions(1, 10, chroms=CHROMS + ["chrZ"]))  # chrZ: unknown chromosome
+    if draw(st.booleans()):  # sorted peaks: often a monotone var → token map (one-pass path)
+        variables.sort(key=lambda v: (CHROMS + ["chrZ"]).index(v[0]) * 10**6 + v[1])
+    n_vars = len(variables)
+    rows = []
+    for _ in range(draw(st.integers(0, 8))):
+        k = draw(st.integers(0, 2 * n_vars))
+        cols = draw(st.lists(st.integers(0, n_vars - 1), min_size=k, max_size=k))
+        if draw(st.booleans()):
+            cols = sorted(set(cols))  # canonical CSR; otherwise unsorted, with duplicates
+        vals = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 7.0]),
+                             min_size=len(cols), max_size=len(cols)))
+        rows.append(list(zip(cols, vals)))
+    opts = draw(st.fixed_dictionaries({
+        "min_count": st.sampled_from([None, 1.0, 2.0]),
+        "unique": st.booleans(),
+        "unknown": st.sampled_from(["set", "region", "drop"]),
+        "order": st.sampled_from(["genomic", "value", "shuffle"]),
+        "max_tokens": st.sampled_from([None, 1, 2, 5]),
+        "truncate": st.sampled_from(["top", "sample"]),
+        "seed": st.integers(0, 2**40),
+    }))
+    tok_kw = draw(st.fixed_dictionaries({
+        "overlap": st.sampled_from(["all", "best"]),
+        "min_overlap": st.sampled_from([0, 10]),
+    }))
+    return universe, variables, rows, opts, tok_kw
+
+
+def _csr(rows, n_vars):
+    indptr = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum([len(r) for r in rows], out=indptr[1:])
+    indices = np.array([c for r in rows for c, _ in r], np.int32)
+    data = np.array([v for r in rows for _, v in r], np.float64)
+    return indptr, indices, data
+
+
+# ---------------------------------------------------------------------------------- the kernel
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
+       st.integers(1, 4), st.booleans())
+def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic):
+    universe, variables, rows, opts, tok_kw = problem
+    tok = _tokenizer(universe, **tok_kw)
+    vm = gad._var_map(tok, RegionSet.from_tuples(variables), None)
+    if generic:
+        vm.monotone = False  # the general paths must agree on monotone maps too
+    opt = gad._options(tok, **opts)
+    opt.path = path
+    indptr, indices, data = _csr(rows, len(variables))
+    src = gad._MemorySource(sp.csr_matrix((data, indices, indptr),
+                                          shape=(len(rows), len(variables))), "X")
+    # the scipy matrix keeps our (unsorted, duplicate) storage order as given
+    assert np.array_equal(src.indices, indices)
+    parts = [r for _, r in gad._stream(src, vm, opt, budget=1 << 20, chunk_rows=chunk,
+                                       n_threads=None, progress=False, desc="")]
+    got = gad._concat(parts)
+    ids, vals = naive.cells(universe, variables, rows, unk_id=tok.unk_token_id, **tok_kw, **opts)
+    _check(got, ids, vals)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**31), min_size=1, max_size=5), st.integers(1, 50))
+def test_rng_matches_the_python_model(seeds, n):
+    for seed in seeds:
+        state = K.rng_seed(seed, 7)
+        ref = naive.Rng(seed, 7)
+        for _ in range(5):
+            state, x = K.rng_below(np.uint64(state), n)
+            assert x == ref.below(n)
+            assert 0 <= x < n
+
+
+def test_check_csr_finds_every_problem():
+    blocks = np.array([0, 2], np.int64)
+    ok = (np.array([0, 1, 2], np.int64), np.array([0, 1], np.int32), np.array([1.0, 2.0]))
+    assert K.check_csr(*ok, 2, blocks) == (K.CSR_OK, -1)
+    assert K.check_csr(ok[0], ok[1], ok[2], 1, blocks) == (K.CSR_INDEX, 1)
+    assert K.check_csr(ok[0], ok[1], np.array([1.0, -1.0]), 2, blocks) == (K.CSR_NEGATIVE, 1)
+    assert K.check_csr(ok[0], ok[1], np.array([np.nan, 1.0]), 2, blocks) == (K.CSR_NOT_FINITE, 0)
+    assert K.check_csr(np.array([0, 2, 1], np.int64), ok[1], ok[2], 2, blocks)[0] == K.CSR_INDPTR
+
+
+# ---------------------------------------------------------------------------------- AnnData inputs
+def _adata(rows, variables, names="colon", dtype=np.float32):
+    indptr, indices, data = _csr(rows, len(variables))
+    X = sp.csr_matrix((data.astype(dtype), indices, indptr), shape=(len(rows), len(variables)))
+    obs = pd.DataFrame({"cell_type": pd.Categorical(["T", "B"] * (len(rows) // 2)
+                                                    + ["T"] * (len(rows) % 2))},
+                       index=[f"c{i}" for i in range(len(rows))])
+    if names == "columns":
+        var = pd.DataFrame({"chr": [c for c, _, _ in variables],
+                            "start": [s for _, s, _ in variables],
+                            "end": [e for _, _, e in variables]},
+                           index=[f"p{i}" for i in range(len(variables))])
+    else:
+        fmt = {"colon": "{}:{}-{}", "dash": "{}-{}-{}", "underscore": "{}_{}_{}"}[names]
+        var = pd.DataFrame(index=[fmt.format(*v) for v in variables])
+    return anndata.AnnData(X=X, obs=obs, var=var)
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(5)
+    universe = [(c, int(s), int(s) + int(w)) for c, s, w in
+                zip(rng.choice(CHROMS[:2], 40), rng.integers(0, 5000, 40),
+                    rng.integers(50, 400, 40))]
+    variables = [(c, int(s), int(s) + 200) for c, s in
+                 zip(rng.choice(CHROMS, 60), rng.integers(0, 5200, 60))]
+    rows = []
+    for _ in range(23):
+        cols = np.sort(rng.choice(60, int(rng.integers(0, 30)), replace=False))
+        rows.append([(int(c), float(rng.integers(1, 5))) for c in cols])
+    return universe, variables, rows
+
+
+@pytest.mark.parametrize("names", ["colon", "dash", "underscore", "columns"])
+def test_every_var_name_convention(small, names):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables, names)
+    assert var_regions_strings(a) == [f"{c}:{s}-{e}" for c, s, e in variables]
+    got = gad.tokenize_anndata(a, tok, values=True)
+    _check(got, *naive.cells(universe, variables, rows, unk_id=tok.unk_token_id))
+
+
+def var_regions_strings(a):
+    return gad.var_regions(a).to_strings()
+
+
+def test_h5ad_path_backed_and_memory_agree(small, tmp_path):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables, "columns")
+    p = tmp_path / "a.h5ad"
+    a.write_h5ad(p)
+    kw = dict(values=True, order="value", max_tokens=6, truncate="sample", seed=3)
+    mem = gad.tokenize_anndata(a, tok, **kw)
+    on_disk = gad.tokenize_anndata(p, tok, chunk_rows=4, **kw)
+    tiny_budget = gad.tokenize_anndata(p, tok, memory_mb=0.0001, **kw)
+    backed = anndata.read_h5ad(p, backed="r")
+    try:
+        from_backed = gad.tokenize_anndata(backed, tok, **kw)
+    finally:
+        backed.file.close()
+    for other in (on_disk, tiny_budget, from_backed):
+        assert other == mem
+        assert np.array_equal(other.values, mem.values)
+    _check(mem, *naive.cells(universe, variables, rows, unk_id=tok.unk_token_id,
+                             order="value", max_tokens=6, truncate="sample", seed=3))
+
+
+def test_csc_dense_and_layers_agree(small, tmp_path):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    ref = gad.tokenize_anndata(a, tok, values=True)
+    dense = a.copy()
+    dense.X = a.X.toarray()
+    csc = a.copy()
+    csc.X = a.X.tocsc()
+    layered = a.copy()
+    layered.layers["counts"] = a.X.copy()
+    layered.X = sp.csr_matrix(a.shape, dtype=np.float32)
+    assert gad.tokenize_anndata(dense, tok, values=True, chunk_rows=5) == ref
+    assert gad.tokenize_anndata(csc, tok, values=True) == ref
+    assert gad.tokenize_anndata(layered, tok, layer="counts", values=True) == ref
+    for name, obj in (("dense", dense), ("csc", csc), ("layer", layered)):
+        p = tmp_path / f"{name}.h5ad"
+        obj.write_h5ad(p)
+        got = gad.tokenize_anndata(p, tok, values=True, chunk_rows=6,
+                                   layer="counts" if name == "layer" else None)
+        assert got == ref, name
+        assert np.array_equal(got.values, ref.values)
+
+
+def test_backed_csc_larger_than_the_budget_is_refused(small, tmp_path):
+    universe, variables, rows = small
+    a = _adata(rows, variables)
+    a.X = a.X.tocsc()
+    p = tmp_path / "csc.h5ad"
+    a.write_h5ad(p)
+    with pytest.raises(AnnDataError, match=r"column-major \(CSC.*tocsr\(\)"):
+        gad.tokenize_anndata(p, _tokenizer(universe), memory_mb=1e-5)
+
+
+def test_min_count_binarizes_and_one_based_names(small):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    got = gad.tokenize_anndata(a, tok, min_count=3, unknown="region", unique=False, values=True)
+    _check(got, *naive.cells(universe, variables, rows, unk_id=tok.unk_token_id, min_count=3,
+                             unknown="region", unique=False))
+    shifted = [(c, s + 1, e) for c, s, e in variables]
+    b = _adata(rows, shifted)
+    assert gad.var_regions(b, one_based=True).to_strings() == \
+        [f"{c}:{s}-{e}" for c, s, e in variables]
+    assert gad.tokenize_anndata(b, tok, one_based=True) == gad.tokenize_anndata(a, tok)
+
+
+def test_outputs_list_tensors_and_corpus(small, tmp_path):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    ref = gad.tokenize_anndata(a, tok, values=True)
+    ids, vals = gad.tokenize_anndata(a, tok, output="list", values=True)
+    assert [x.tolist() for x in ids] == ref.to_list()
+    assert np.array_equal(np.concatenate(vals), ref.values)
+    out = gad.tokenize_anndata(a, tok, output="np", values=True)
+    lens = ref.lengths
+    assert out["input_ids"].shape == (len(rows), lens.max())
+    assert out["attention_mask"].sum(axis=1).tolist() == lens.tolist()
+    assert out["input_ids"][out["attention_mask"] == 1].tolist() == ref.data.tolist()
+    assert (out["input_ids"][out["attention_mask"] == 0] == tok.pad_token_id).all()
+    assert out["values"][out["attention_mask"] == 1].tolist() == ref.values.tolist()
+    pt = gad.tokenize_anndata(a, tok, output="pt")
+    assert pt["input_ids"].numpy().tolist() == out["input_ids"].tolist()
+    c = gad.tokenize_anndata(a, tok, output=tmp_path / "cells.gtokc", values=True,
+                             obs_columns=["cell_type"], chunk_rows=5)
+    assert isinstance(c, Corpus)
+    assert c.names == list(a.obs_names)
+    assert c.meta["cell_type"] == list(a.obs["cell_type"].astype(str))
+    assert c.fingerprint == tok.fingerprint
+    assert c.to_ragged().to_list() == ref.to_list()
+    p = tmp_path / "a.h5ad"
+    a.write_h5ad(p)
+    c2 = gad.tokenize_anndata(p, tok, output=str(tmp_path / "c2.gtokc"), obs_columns=["cell_type"],
+                              chunk_rows=7)
+    assert c2.names == c.names and c2.meta["cell_type"] == c.meta["cell_type"]
+    assert c2.to_ragged().to_list() == ref.to_list()
+
+
+def test_errors_say_what_was_found(small, tmp_path):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    bad = anndata.AnnData(X=a.X, var=pd.DataFrame({"gene": ["x"] * a.n_vars},
+                                                  index=[str(i) for i in range(a.n_vars)]))
+    with pytest.raises(AnnDataError, match=r"no region information.*\['gene'\].*'0', '1', '2'"):
+        gad.tokenize_anndata(bad, tok)
+    with pytest.raises(AnnDataError, match="no column"):
+        gad.var_regions(a, region_columns=("c", "s", "e"))
+    neg = a.copy()
+    neg.X = neg.X.copy()
+    neg.X.data[3] = -1
+    with pytest.raises(AnnDataError, match=r"negative value \(counts must be >= 0\) at row 0, "
+                                           r"stored entry 3 \(column \d+, value -1.0\)"):
+        gad.tokenize_anndata(neg, tok)
+    nan = a.copy()
+    nan.X = nan.X.copy()
+    nan.X.data[0] = np.nan
+    with pytest.raises(AnnDataError, match="NaN"):
+        gad.tokenize_anndata(nan, tok)
+    p = tmp_path / "oob.h5ad"
+    a.write_h5ad(p)
+    with h5py.File(p, "r+") as f:
+        f["X/indices"][5] = a.n_vars + 3
+    with pytest.raises(AnnDataError, match=r"column index is outside \[0, n_vars\)"):
+        gad.tokenize_anndata(p, tok)
+    with pytest.raises(AnnDataError, match="no layer 'nope'"):
+        gad.tokenize_anndata(a, tok, layer="nope")
+    with pytest.raises(AnnDataError, match="no matrix 'layers/nope'"):
+        gad.tokenize_anndata(p, tok, layer="nope")
+    with pytest.raises(ValueError, match="order must be one of"):
+        gad.tokenize_anndata(a, tok, order="random")
+    with pytest.raises(ValueError, match="output must be one of"):
+        gad.tokenize_anndata(a, tok, output=3)
+
+
+def test_empty_matrix_and_empty_rows(small):
+    universe, variables, _ = small
+    tok = _tokenizer(universe)
+    a = _adata([[], []], variables)
+    assert gad.tokenize_anndata(a, tok).to_list() == [[tok.unk_token_id]] * 2
+    assert gad.tokenize_anndata(a, tok, unknown="drop").to_list() == [[], []]
+    none = _adata([], variables)
+    assert len(gad.tokenize_anndata(none, tok)) == 0
+
+
+# ---------------------------------------------------------------------------------- real files
+@needs_shared
+def test_pbmc_real_file_matches_the_loop(tmp_path):
+    a = anndata.read_h5ad(PBMC)
+    chroms, starts, ends = (a.var["chr"].astype(str).tolist(), a.var["start"].tolist(),
+                            a.var["end"].tolist())
+    peaks = list(zip(chroms, starts, ends))
+    universe = peaks[::2] + [(c, s + 250, e + 250) for c, s, e in peaks[::3]]
+    tok = _tokenizer(universe)
+    got = gad.tokenize_anndata(PBMC, tok, values=True)
+    _check(got, *naive.cells(universe, peaks, naive.csr_rows(a.X), unk_id=tok.unk_token_id))
+    backed = anndata.read_h5ad(PBMC, backed="r")
+    try:
+        assert gad.tokenize_anndata(backed, tok) == got
+    finally:
+        backed.file.close()
+    c = gad.tokenize_anndata(PBMC, tok, output=tmp_path / "pbmc.gtokc", obs_columns=["cell_type"])
+    assert c.names == list(a.obs_names)
+    assert c.meta["cell_type"] == a.obs["cell_type"].astype(str).tolist()
+
+
+@needs_shared
+@pytest.mark.parametrize("names", ["colon", "dash", "columns"])
+def test_gendata_files(tmp_path, names):
+    p = tmp_path / f"g_{names}.h5ad"
+    subprocess.run([sys.executable, str(GENDATA), "h5ad", str(p), "--cells", "30",
+                    "--peaks", "400", "--nnz", "100", "--names", names], check=True)
+    a = anndata.read_h5ad(p)
+    rs = gad.var_regions(p)
+    assert rs == gad.var_regions(a)
+    variables = list(zip(np.asarray(rs.chrom_names, dtype=object)[rs.codes].tolist(),
+                         rs.starts.tolist(), rs.ends.tolist()))
+    universe = variables[::3] + [(c, s + 100, e + 300) for c, s, e in variables[1::4]]
+    tok = _tokenizer(universe, unknown="region")
+    got = gad.tokenize_anndata(p, tok, values=True, chunk_rows=8, unique=False)
+    _check(got, *naive.cells(universe, variables, naive.csr_rows(a.X), unk_id=tok.unk_token_id,
+                             unknown="region", unique=False))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text("chrUn_:-AK1", min_size=0, max_size=8),
+                          st.sampled_from(":-_"), st.integers(0, 10**12),
+                          st.sampled_from("-_"), st.integers(0, 10**12),
+                          st.sampled_from(["", ",", "x"])), min_size=1, max_size=6),
+       st.sampled_from([None, ":", "-", "_"]), st.booleans())
+def test_fast_var_name_parser_matches_parse_region_strings(parts, sep, one_based):
+    from genotok.errors import RegionParseError
+    from genotok.regions import parse_region_strings
+
+    names = [f"{c}{s1}{a}{s2}{b}{junk}" for c, s1, a, s2, b, junk in parts]
+    fast = gad._parse_names_fast(names, sep, one_based)
+    try:
+        ref = parse_region_strings(names, sep=sep, one_based=one_based)
+    except RegionParseError:
+        ref = None
+    if fast is not None:  # None: the reference parser decides (and words the error)
+        assert ref is not None and fast == ref
+        assert fast.chrom_names == ref.chrom_names and np.array_equal(fast.codes, ref.codes)
+    if ref is not None and not any(p[-1] for p in parts):
+        assert fast is not None
