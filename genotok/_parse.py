@@ -117,7 +117,7 @@ def _same(buf, s1, e1, s2, e2):
 
 
 @njit(**NJIT)
-def parse_bed(buf, track, browser):
+def parse_bed(buf, track, browser, allow_header=True):
     """Parse BED bytes.
 
     Returns ``(codes, starts, ends, name_start, name_end, status, err_line, err_pos, header_line)``:
@@ -211,7 +211,7 @@ def parse_bed(buf, track, browser):
         s, st = _parse_int(buf, f2s, f2e)
         e, st3 = _parse_int(buf, f3s, f3e)
         if st != OK or st3 != OK:
-            if not seen_data and header_line == 0 and (st == BAD_START or st3 == BAD_START):
+            if allow_header and not seen_data and header_line == 0 and (st == BAD_START or st3 == BAD_START):
                 header_line = line  # a header line before the data
                 seen_data = True
                 continue
@@ -300,9 +300,9 @@ MESSAGES = {
 }
 
 
-def run(buf: np.ndarray):
+def run(buf: np.ndarray, allow_header: bool = True):
     """Run the kernel on a uint8 buffer."""
-    return parse_bed(buf, TRACK, BROWSER)
+    return parse_bed(buf, TRACK, BROWSER, allow_header)
 
 
 def warmup() -> None:

@@ -132,23 +132,47 @@ class RegionSet:
 
     @classmethod
     def _from_buffer(cls, buf: np.ndarray, path: str) -> "RegionSet":
-        codes, starts, ends, ns, ne, status, line, pos, _ = _parse.run(buf)
-        if status != _parse.OK:
-            nul = np.flatnonzero(buf[:8192] == 0)
-            if nul.size and status != _parse.BINARY:  # the real trouble: not a text file at all
-                status, pos = _parse.BINARY, int(nul[0])
-                line = int(np.count_nonzero(buf[:pos] == 10)) + 1
-            raise BedParseError(path, int(line), f"{_parse.MESSAGES[int(status)]}: "
-                                f"{_line_text(buf, int(pos))}")
-        names = []
-        for c in range(ns.size):
-            raw = buf[ns[c]:ne[c]].tobytes()
-            try:
-                names.append(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                line_no = int(np.count_nonzero(buf[:ns[c]] == 10)) + 1
-                raise BedParseError(path, line_no, f"chromosome name {raw!r} is not valid UTF-8") from None
-        return cls(names, codes, starts, ends, source=path, from_file=True, validate=False)
+        chunks = _split_lines(buf, _parse_threads(buf.size))
+        if len(chunks) == 1:
+            results = [_parse.run(buf)]
+        else:  # the parser releases the GIL: chunks parse side by side
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                results = list(pool.map(lambda ab: _parse.run(buf[ab[0]:ab[1]], ab[0] == 0), chunks))
+        seen_data = False
+        for (a, _), (codes, _, _, _, _, status, line, pos, header) in zip(chunks, results):
+            if status != _parse.OK:
+                if a and not seen_data:  # maybe the file's header: only a serial parse can tell
+                    results, chunks = [_parse.run(buf)], [(0, buf.size)]
+                    status, line, pos = (int(x) for x in results[0][5:8])
+                    if status == _parse.OK:
+                        break
+                    a = 0
+                _raise_parse_error(buf, path, int(status), int(line), int(pos), a)
+            seen_data = seen_data or codes.size > 0 or header > 0
+        names: list[str] = []
+        index: dict[str, int] = {}
+        parts_codes = []
+        for (a, _), (codes, _, _, ns, ne, *_rest) in zip(chunks, results):
+            remap = np.empty(ns.size, dtype=np.int32)
+            for c in range(ns.size):
+                raw = buf[a + ns[c]:a + ne[c]].tobytes()
+                try:
+                    name = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    line_no = int(np.count_nonzero(buf[:a + ns[c]] == 10)) + 1
+                    raise BedParseError(path, line_no, f"chromosome name {raw!r} is not valid UTF-8") from None
+                remap[c] = index.setdefault(name, len(index))
+                if remap[c] == len(names):
+                    names.append(name)
+            parts_codes.append(remap[codes] if codes.size else codes)
+        if len(results) == 1:
+            r = results[0]
+            return cls(names, parts_codes[0], r[1], r[2], source=path, from_file=True, validate=False)
+        return cls(names, np.concatenate(parts_codes), np.concatenate([r[1] for r in results]),
+                   np.concatenate([r[2] for r in results]), source=path, from_file=True,
+                   validate=False)
 
     @classmethod
     def from_strings(cls, strings, *, sep: str | None = None, one_based: bool = False) -> "RegionSet":
@@ -247,6 +271,42 @@ class RegionSet:
         head = ", ".join(self._str(i) for i in range(min(3, len(self))))
         more = ", …" if len(self) > 3 else ""
         return f"RegionSet({len(self):,} regions on {len(self.chrom_names)} chromosomes{src}: [{head}{more}])"
+
+
+PARALLEL_PARSE_BYTES = 8 << 20  # below this, one thread parses faster than two start
+
+
+def _parse_threads(n_bytes: int) -> int:
+    import numba
+
+    if n_bytes < PARALLEL_PARSE_BYTES:
+        return 1
+    return max(1, min(numba.get_num_threads(), n_bytes // (PARALLEL_PARSE_BYTES // 2)))
+
+
+def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """``k`` byte ranges covering ``buf``, each ending just after a newline (or at the end)."""
+    n = buf.size
+    cuts = [0]
+    for i in range(1, k):
+        target = max(cuts[-1], i * n // k)
+        nl = np.flatnonzero(buf[target:min(n, target + (1 << 20))] == 10)
+        if nl.size == 0:
+            break
+        cuts.append(target + int(nl[0]) + 1)
+    cuts.append(n)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
+
+
+def _raise_parse_error(buf, path, status, line, pos, offset):
+    """A BedParseError for a kernel status in the chunk starting at byte ``offset``."""
+    line += int(np.count_nonzero(buf[:offset] == 10)) if offset else 0
+    pos += offset
+    nul = np.flatnonzero(buf[:8192] == 0)
+    if nul.size and status != _parse.BINARY:  # the real trouble: not a text file at all
+        status, pos = _parse.BINARY, int(nul[0])
+        line = int(np.count_nonzero(buf[:pos] == 10)) + 1
+    raise BedParseError(path, line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}")
 
 
 def _line_text(buf: np.ndarray, pos: int) -> str:

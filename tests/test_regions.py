@@ -206,3 +206,39 @@ def test_atomic_write_leaves_nothing_on_error(tmp_path):
     with atomic_write(target, "w") as fh:
         fh.write("done")
     assert target.read_text() == "done" and len(list(tmp_path.iterdir())) == 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bed_texts(), st.integers(1, 4))
+def test_parallel_parse_equals_serial(tmp_path, case, k):
+    import genotok.regions as R
+
+    text, regions = case
+    old = R._parse_threads
+    try:
+        R._parse_threads = lambda n: k  # force k chunks even for tiny inputs
+        rs = _parse_text(tmp_path, text)
+    finally:
+        R._parse_threads = old
+    assert _tuples(rs) == regions
+    assert list(rs.chrom_names) == list(dict.fromkeys(c for c, _, _ in regions))
+
+
+@pytest.mark.parametrize("bad_at", [1, 500, 999])
+def test_parallel_parse_reports_the_first_error_line(tmp_path, bad_at):
+    import genotok.regions as R
+
+    lines = [f"chr{i % 3}\t{i}\t{i + 5}" for i in range(1000)]
+    lines[bad_at - 1] = "chr1\t9\t1"
+    lines[-1] = "chr1\t9\t2"  # a second error later: the first must be reported
+    (tmp_path / "x.bed").write_text("\n".join(lines) + "\n")
+    old = R._parse_threads
+    try:
+        R._parse_threads = lambda n: 3
+        with pytest.raises(BedParseError, match=rf"x.bed:{bad_at}: end is before start"):
+            RegionSet.from_bed(tmp_path / "x.bed")
+        # a header can only be the file's first data line, even when it lands in a later chunk
+        (tmp_path / "h.bed").write_text("#c\n" * 2000 + "chrom\tstart\tend\n" + "chr1\t1\t2\n" * 5)
+        assert len(RegionSet.from_bed(tmp_path / "h.bed")) == 5
+    finally:
+        R._parse_threads = old
