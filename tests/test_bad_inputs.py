@@ -240,3 +240,85 @@ def test_bad_config(tmp_path):
         Tokenizer.from_config(tmp_path / "t.toml")
     with pytest.raises(UniverseError, match=r"missing.toml: no such"):
         Tokenizer.from_config(tmp_path / "missing.toml")
+
+
+# ------------------------------------------------------------------ AnnData / .h5ad
+def _h5ad(tmp_path, var_names=None, X=None, name="cells.h5ad"):
+    ad = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    var_names = var_names or ["chr1:0-100", "chr1:100-200", "chr2:0-50"]
+    X = sp.csr_matrix(np.array([[1, 0, 2], [0, 3, 0]], dtype=np.float32)) if X is None else X
+    path = tmp_path / name
+    ad.AnnData(X=X, var=pd.DataFrame(index=var_names)).write_h5ad(path)
+    return path
+
+
+TOK3 = ["chr1:0-100", "chr1:100-200", "chr2:0-50"]
+
+
+def test_anndata_without_region_information(tmp_path):
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, var_names=["geneA", "geneB", "geneC"])
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*(region|chr)") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert "geneA" in str(info.value)  # says what was found
+
+
+def test_anndata_unparsable_var_names_listed(tmp_path):
+    from genotok import AnnDataError, GenotokError, tokenize_anndata
+
+    path = _h5ad(tmp_path, var_names=["chr1:0-100", "chr1:oops", "chr2:0-50"])
+    with pytest.raises(GenotokError, match=r"chr1:oops") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert isinstance(info.value, (AnnDataError, RegionParseError))
+
+
+def test_anndata_negative_counts(tmp_path):
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, X=sp.csr_matrix(np.array([[1, 0, -2], [0, 3, 0]], dtype=np.float32)))
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*negative"):
+        tokenize_anndata(path, Tokenizer(TOK3))
+
+
+def test_anndata_non_numeric_matrix(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from genotok import AnnDataError, GenotokError, tokenize_anndata
+
+    path = _h5ad(tmp_path)
+    with h5py.File(path, "r+") as f:
+        n = f["X/data"].shape[0]
+        del f["X/data"]
+        f["X/data"] = np.array([b"x"] * n)
+    with pytest.raises(GenotokError, match=r"cells.h5ad") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert isinstance(info.value, AnnDataError)
+
+
+def test_anndata_backed_matrix_neither_csr_nor_csc(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path)
+    with h5py.File(path, "r+") as f:
+        f["X"].attrs["encoding-type"] = "coo_matrix"
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*coo_matrix"):
+        tokenize_anndata(path, Tokenizer(TOK3))
+
+
+def test_anndata_corpus_output_leaves_nothing_on_error(tmp_path):
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, X=sp.csr_matrix(np.array([[1, 0, 2], [0, -3, 0]], dtype=np.float32)))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(AnnDataError):
+        tokenize_anndata(path, Tokenizer(TOK3), output=out / "c.gtokc", chunk_rows=1)
+    assert list(out.iterdir()) == []
