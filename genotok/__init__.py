@@ -36,13 +36,17 @@ def warmup() -> None:
 
     With numba's on-disk cache (on by default) this takes well under a second after the
     first run on a machine.
+
+    Examples
+    --------
+    >>> warmup()  # later first calls skip compilation
     """
     from . import _kernels, _parse, anndata, corpus
 
     _parse.warmup()
     _kernels.warmup()
     anndata.warmup()
-    corpus.gather(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
+    corpus._gather_rows(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
 
 
 __all__ = [

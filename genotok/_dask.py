@@ -19,13 +19,13 @@ def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], 
     except ImportError:
         raise ImportError("running on a Dask cluster needs dask.distributed: "
                           "pip install 'genotok[dask]'") from None
-    from .pipeline import _save_journal, run_batch
+    from .pipeline import _save_journal, _run_batch
 
     todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
     if not todo:
         return
     tok = client.scatter(tokenizer, broadcast=True)
-    futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
+    futures = {client.submit(_run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
                              on_error, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:

@@ -1,6 +1,6 @@
 """Overlap kernels: arrays in, arrays out. No I/O, no Python objects, no validation.
 
-The universe is searched through its :class:`~genotok.universe.SweepIndex`: regions sorted by
+The universe is searched through its :class:`~genotok.universe._SweepIndex`: regions sorted by
 (chromosome code, start, end, id) with ``maxend``, the running maximum of ends within each
 chromosome. For a query ``[qs, qe)`` on chromosome ``c`` the candidate rows are
 ``[lo, hi)`` where ``hi`` is the first row with ``start >= qe`` (binary search on starts) and ``lo``

@@ -905,6 +905,17 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     shape ``(cells, n_regions + 1)`` (column ``n_regions`` counts the fragments that hit no
     region) and the number of fragment lines of each kept cell. Each fragment adds its count to
     every token it hits. See :func:`tokenize_fragments`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from genotok import Tokenizer
+    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+    >>> _ = p.write_text("chr1\\t5\\t20\\tAAA-1\\t2\\nchr9\\t1\\t2\\tAAA-1\\t1\\n")
+    >>> bcs, X, n = fragment_counts(p, Tokenizer(["chr1:0-100"]))
+    >>> bcs, X.toarray().tolist(), n.tolist()
+    (['AAA-1'], [[2.0, 1.0]], [2])
     """
     import scipy.sparse as sp
 
@@ -1064,7 +1075,12 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
 
 
 def warmup() -> None:
-    """Compile the single-cell kernels on tiny inputs (float32/float64 data, int32 indices)."""
+    """Compile the single-cell kernels on tiny inputs (float32/float64 data, int32 indices).
+
+    Examples
+    --------
+    >>> warmup()
+    """
     vm = _var_map_from_hits(Ragged(np.array([0], np.int64), np.array([0, 1, 1], np.int64)),
                             np.array([0], np.int64), np.array([0], np.int64), 1)
     for data in (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0], np.float64)):

@@ -89,7 +89,7 @@ def _pad(n: int) -> int:
     return (-n) % ALIGN
 
 
-def token_dtype(vocab_size: int) -> np.dtype:
+def _token_dtype(vocab_size: int) -> np.dtype:
     """uint16 when every id fits (vocab_size <= 65536), else uint32."""
     return np.dtype("<u2") if vocab_size <= 65536 else np.dtype("<u4")
 
@@ -144,7 +144,7 @@ class CorpusWriter:
         if int(vocab_size) < 1:
             raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
         self.vocab_size = int(vocab_size)
-        self.dtype = token_dtype(self.vocab_size)
+        self.dtype = _token_dtype(self.vocab_size)
         self.values_dtype = None if values_dtype is None else np.dtype(values_dtype)
         if self.values_dtype is not None and self.values_dtype not in _VALUE_CODES:
             raise ValueError(f"values_dtype must be float32 or uint16, got {values_dtype!r}")
@@ -339,7 +339,7 @@ def _gather(tokens, offsets, idx, out_offsets, out):
             out[o + j] = tokens[a + j]
 
 
-def gather(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray):
+def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray):
     """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets."""
     lengths = offsets[idx + 1] - offsets[idx]
     out_offsets = np.zeros(idx.size + 1, dtype=np.int64)
@@ -436,6 +436,16 @@ class Corpus(Sequence):
     ``corpus[[i, j, ...]]`` (or :meth:`get_batch`) gather many records into a :class:`Ragged`.
 
     Open with :meth:`open`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3]], names=["a", "b"])
+    >>> c = Corpus.open(p, expect="fp")
+    >>> c[1].tolist(), c.get_batch([1, 0]).to_list(), c.lengths.tolist()
+    ([3], [[3], [1, 2]], [2, 1])
     """
 
     def __init__(self, shards: list[_Shard], path: Path, manifest: dict | None = None):
@@ -601,8 +611,8 @@ class Corpus(Sequence):
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
             s = self._shards[0]
-            data, offs = gather(s.tokens, self._offsets, idx)
-            vals = gather(s.values, self._offsets, idx)[0] if values else None
+            data, offs = _gather_rows(s.tokens, self._offsets, idx)
+            vals = _gather_rows(s.values, self._offsets, idx)[0] if values else None
             return Ragged(data, offs, vals)
         # several shards: gather per shard, then put the rows back in the asked order
         shard_of = np.searchsorted(self._starts, idx, side="right") - 1
@@ -611,18 +621,18 @@ class Corpus(Sequence):
         for k in np.unique(shard_of):
             s = self._shards[k]
             local = idx[perm[shard_of[perm] == k]] - self._starts[k]
-            d, o = gather(s.tokens, np.asarray(s.offsets), local)
+            d, o = _gather_rows(s.tokens, np.asarray(s.offsets), local)
             datas.append(d)
             lens.append(np.diff(o))
             if values:
-                valss.append(gather(s.values, np.asarray(s.offsets), local)[0])
+                valss.append(_gather_rows(s.values, np.asarray(s.offsets), local)[0])
         coffs = np.zeros(idx.size + 1, np.int64)
         np.cumsum(np.concatenate(lens) if lens else np.zeros(0, np.int64), out=coffs[1:])
         inv = np.empty(idx.size, np.int64)
         inv[perm] = np.arange(idx.size)
         cdata = np.concatenate(datas) if datas else np.zeros(0, self._shards[0].dtype)
-        data, offs = gather(cdata, coffs, inv)
-        vals = gather(np.concatenate(valss), coffs, inv)[0] if values else None
+        data, offs = _gather_rows(cdata, coffs, inv)
+        vals = _gather_rows(np.concatenate(valss), coffs, inv)[0] if values else None
         return Ragged(data, offs, vals)
 
     def __iter__(self) -> Iterator[np.ndarray]:
@@ -677,6 +687,17 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
     """Join shard files into one corpus by writing ``directory/manifest.json`` (no data copied).
 
     Shard paths are stored relative to ``directory``; all shards must share one universe.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> for k in range(2):
+    ...     with CorpusWriter(os.path.join(d, f"s{k}.gtokc"), vocab_size=9, fingerprint="fp") as w:
+    ...         w.append([k])
+    >>> _ = write_manifest(d, [os.path.join(d, "s0.gtokc"), os.path.join(d, "s1.gtokc")])
+    >>> Corpus.open(d).to_ragged().to_list()
+    [[0], [1]]
     """
     from ._io import atomic_write
 
@@ -696,7 +717,17 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
 
 # ---------------------------------------------------------------------------------- interop
 def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
-    """Write every record as a gtars ``.gtok`` file (named by record name, else its index)."""
+    """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append([1, 2], name="s1")
+    >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
+    ['s1.gtok']
+    """
     from .gtok import write_gtok
 
     directory = Path(directory)
@@ -721,7 +752,18 @@ def _safe(name: str) -> str:
 
 def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int,
                     fingerprint: str, **kwargs) -> Path:
-    """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem)."""
+    """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok.gtok import write_gtok
+    >>> d = tempfile.mkdtemp()
+    >>> write_gtok(os.path.join(d, "a.gtok"), [1, 2])
+    >>> c = Corpus.open(import_gtok_dir(d, os.path.join(d, "c.gtokc"), vocab_size=9, fingerprint="fp"))
+    >>> c.names, c[0].tolist()
+    (['a'], [1, 2])
+    """
     from .gtok import read_gtok
 
     files = sorted(Path(directory).glob("*.gtok"))
@@ -746,6 +788,16 @@ def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: i
 
     That is what geniml's ``Region2VecDataset`` reads, and what pandas, DuckDB and Hugging Face
     datasets open. Streamed in row groups.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append([1, 2], name="s1")
+    >>> import pyarrow.parquet as pq
+    >>> pq.read_table(export_parquet(Corpus.open(p), p + ".parquet")).column("tokens").to_pylist()
+    [[1, 2]]
     """
     pa, pq = _pyarrow()
     from ._io import atomic_write
@@ -781,6 +833,16 @@ def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_siz
 
     The universe fingerprint and vocabulary size come from the file's genotok metadata when it
     has some (an exported corpus), else they must be given.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append([1, 2], name="s1")
+    >>> q = export_parquet(Corpus.open(p), p + ".parquet")
+    >>> Corpus.open(import_parquet(q, p + ".back")).to_ragged().to_list()
+    [[1, 2]]
     """
     pa, pq = _pyarrow()
     pf = pq.ParquetFile(path)

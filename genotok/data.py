@@ -42,6 +42,16 @@ class PretokenizedDataset(Sequence):
     expect
         A Tokenizer/Universe or fingerprint: a corpus of another universe is refused.
         (Plain ``.gtok`` files carry no fingerprint; for them this checks ids < vocab_size.)
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3]])
+    >>> [r.tolist() for r in PretokenizedDataset(p)]
+    [[1, 2], [3]]
     """
 
     def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
@@ -98,7 +108,15 @@ class PretokenizedDataset(Sequence):
 
 
 def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """The record order of an epoch: a seeded permutation (or 0..n-1)."""
+    """The record order of an epoch: a seeded permutation (or 0..n-1).
+
+    Examples
+    --------
+    >>> epoch_order(4, False, 0, 0).tolist()
+    [0, 1, 2, 3]
+    >>> sorted(epoch_order(4, True, 0, 1).tolist())
+    [0, 1, 2, 3]
+    """
     if not shuffle:
         return np.arange(n, dtype=np.int64)
     return np.random.default_rng([seed, epoch]).permutation(n)
@@ -112,6 +130,14 @@ def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
     ``head``: the first tokens; ``window``: a random contiguous window; ``subsample``: a random
     subset in random order (cell tokens are an unordered set); ``subsample_ordered``: a random
     subset keeping the original order (for models with position embeddings).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> truncate(np.arange(10), 3).tolist()
+    [0, 1, 2]
+    >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
+    [5, 6, 9]
     """
     if strategy not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
@@ -132,12 +158,25 @@ def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
 
 
 def shuffle_tokens(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A shuffled copy of one record (Region2Vec/word2vec-style training shuffles documents)."""
+    """A shuffled copy of one record (Region2Vec/word2vec-style training shuffles documents).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> sorted(shuffle_tokens(np.array([3, 1, 2]), np.random.default_rng(0)).tolist())
+    [1, 2, 3]
+    """
     return ids[rng.permutation(ids.size)]
 
 
 def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | None = None) -> np.ndarray:
-    """``[<cls>] + ids + [<eos>]`` (either optional)."""
+    """``[<cls>] + ids + [<eos>]`` (either optional).
+
+    Examples
+    --------
+    >>> wrap([5, 6], cls_token_id=1, eos_token_id=2).tolist()
+    [1, 5, 6, 2]
+    """
     parts = []
     if cls_token_id is not None:
         parts.append(np.array([cls_token_id], dtype=np.int64))
@@ -153,6 +192,11 @@ def pad_batch(rows: Sequence[np.ndarray], pad_token_id: int, *, pad_to: int | No
     """Right-pad rows into ``input_ids`` (int64) and ``attention_mask``; ``values`` alongside.
 
     ``pad_to`` (``None``: the longest row) must not be shorter than any row.
+
+    Examples
+    --------
+    >>> pad_batch([[1, 2], [3]], 0)["input_ids"].tolist()
+    [[1, 2], [3, 0]]
     """
     lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
     width = int(lengths.max()) if lengths.size else 0
@@ -183,6 +227,11 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
     ``max_length`` counts the wrapping tokens. ``padding="longest"`` pads to the longest row,
     ``"max_length"`` to ``max_length``. With ``values`` (one per token), the value channel
     follows the same shuffles and cuts (wrapping tokens get value 0).
+
+    Examples
+    --------
+    >>> make_batch([[1, 2, 3]], pad_token_id=0, max_length=4, padding="max_length")["input_ids"].tolist()
+    [[1, 2, 3, 0]]
     """
     rng = rng if rng is not None else np.random.default_rng()
     extra = (cls_token_id is not None) + (eos_token_id is not None)
@@ -219,6 +268,12 @@ def pack(rows: Sequence[np.ndarray], seq_len: int, pad_token_id: int,
     starts the next one, and one longer than ``seq_len`` is split over several. ``segment_ids``
     number the records within a sequence from 1 (0 = padding); ``sep_token_id`` (optional)
     ends every record.
+
+    Examples
+    --------
+    >>> out = pack([[1, 2], [3, 4, 5], [6]], seq_len=4, pad_token_id=0)
+    >>> out["input_ids"].tolist(), out["segment_ids"].tolist()
+    ([[1, 2, 0, 0], [3, 4, 5, 6]], [[1, 1, 0, 0], [1, 1, 1, 2]])
     """
     if seq_len < 1:
         raise ValueError("seq_len must be >= 1")
@@ -265,6 +320,14 @@ def mlm_mask(input_ids: np.ndarray, *, n_regions: int, mask_token_id: int,
     ``<mask>`` with ``replace_prob``, a random region id with ``random_prob``, and stays as it is
     otherwise (80/10/10 by default). Special tokens (``<pad>``, ``<cls>``…) are never chosen.
     ``labels`` hold the original id where chosen and -100 elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ids, labels = mlm_mask(np.array([[1, 2, 9]]), n_regions=5, mask_token_id=7,
+    ...                       rng=np.random.default_rng(0), mask_prob=1.0, replace_prob=1.0, random_prob=0.0)
+    >>> ids.tolist(), labels.tolist()
+    ([[7, 7, 9]], [[1, 2, -100]])
     """
     if not 0 <= mask_prob <= 1 or replace_prob + random_prob > 1:
         raise ValueError("probabilities must lie within [0, 1] and replace + random <= 1")
@@ -286,6 +349,14 @@ def rtd_replace(input_ids: np.ndarray, *, n_regions: int, rng: np.random.Generat
 
     A fraction of region tokens is replaced by a random *different* region id; labels are 1
     where replaced, 0 for other region tokens and -100 on special tokens and padding.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ids, labels = rtd_replace(np.array([[1, 2, 9]]), n_regions=5, rng=np.random.default_rng(0),
+    ...                          replace_prob=1.0)
+    >>> labels.tolist(), bool((ids[0, :2] != [1, 2]).all())
+    ([[1, 1, -100]], True)
     """
     if n_regions < 2:
         raise ValueError("replaced-token detection needs at least two region ids")
@@ -306,6 +377,12 @@ def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "ev
     ``"drop_last"``: the tail that does not divide evenly is dropped (equal shares).
     ``"pad"``: the order is padded by repeating its start so that shares are equal, like
     torch's DistributedSampler (a few records are seen twice).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [worker_slice(np.arange(5), r, 2).tolist() for r in range(2)]
+    [[0, 2, 4], [1, 3]]
     """
     if not 0 <= rank < world_size:
         raise ValueError(f"rank must be within [0, {world_size}), got {rank}")

@@ -59,7 +59,7 @@ def write_gtok(path: str | os.PathLike, ids, width: int | None = None) -> None:
         fh.write(np.ascontiguousarray(a, dtype=WIDTH_FLAGS[flag]).tobytes())
 
 
-def gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
+def _gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
     """Validate a ``.gtok`` file's header and size; return (dtype, number of ids)."""
     p = os.fspath(path)
     try:
@@ -84,9 +84,18 @@ def gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
 
 
 def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
-    """Read a ``.gtok`` token list: a read-only memory map by default (no copy), else an array."""
+    """Read a ``.gtok`` token list: a read-only memory map by default (no copy), else an array.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
+    >>> write_gtok(p, [5, 6])
+    >>> read_gtok(p).tolist()
+    [5, 6]
+    """
     p = os.fspath(path)
-    dtype, n = gtok_header(p)
+    dtype, n = _gtok_header(p)
     if n == 0:
         return np.zeros(0, dtype=dtype)
     if mmap:

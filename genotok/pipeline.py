@@ -36,12 +36,27 @@ LOCK = ".genotok.lock"
 
 
 class PipelineError(GenotokError):
-    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output)."""
+    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output).
+
+    Examples
+    --------
+    >>> issubclass(PipelineError, GenotokError)
+    True
+    """
 
 
 @dataclass
 class RunSummary:
-    """What a :func:`pretokenize` run did."""
+    """What a :func:`pretokenize` run did.
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> s = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
+    >>> s.n_inputs, s.n_records, s.failed
+    (5, 5, [])
+    """
 
     out: Path
     n_inputs: int
@@ -59,7 +74,13 @@ class RunSummary:
 
 
 def input_kind(path: str | os.PathLike) -> str:
-    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else)."""
+    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
+
+    Examples
+    --------
+    >>> input_kind("a.narrowPeak.gz"), input_kind("pbmc.h5ad"), input_kind("fragments.tsv.gz")
+    ('bed', 'h5ad', 'fragments')
+    """
     low = os.fspath(path).lower()
     if low.endswith(H5AD_SUFFIXES):
         return "h5ad"
@@ -76,6 +97,12 @@ def expand_inputs(inputs) -> list[Path]:
     """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
 
     A list file holds one path per line (relative to the list file; ``#`` comments allowed).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> [p.name for p in expand_inputs(genotok.examples_dir() / "peaks")][:2]
+    ['sample0.narrowPeak', 'sample1.narrowPeak']
     """
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -114,7 +141,14 @@ def expand_inputs(inputs) -> list[Path]:
 
 
 def record_name(path: Path) -> str:
-    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``)."""
+    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> record_name(Path("data/GSM123.narrowPeak.gz"))
+    'GSM123'
+    """
     name = path.name
     low = name.lower()
     for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
@@ -263,7 +297,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                     if bar is not None:
                         bar.update(len(batch))
                     continue
-                journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
+                journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
                                                     format, n_threads, on_error)
                 _save_journal(out, journal)
                 if bar is not None:
@@ -302,7 +336,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     from .anndata import tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
-    shard = out / shard_name(b)
+    shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     try:
         digest = file_digest(path)
@@ -336,11 +370,11 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
                                        "sha256": digest, "records": n, "kind": kind}]}
 
 
-def shard_name(b: int) -> str:
+def _shard_name(b: int) -> str:
     return f"shard-{b:05d}.gtokc"
 
 
-def run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
               n_threads: int | None, on_error: str) -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
@@ -351,7 +385,7 @@ def run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     rows = tokenizer.encode_batch([parsed[k][0] for k in ok], n_threads=n_threads, ragged=True)
     names = [record_name(paths[k]) for k in ok]
     if format == "corpus":
-        with CorpusWriter.for_tokenizer(out / shard_name(b), tokenizer, overwrite=True,
+        with CorpusWriter.for_tokenizer(out / _shard_name(b), tokenizer, overwrite=True,
                                         metadata_columns=["source"]) as w:
             w.append_batch(rows, names=names, meta={"source": [str(paths[k]) for k in ok]})
             for k in ok:
@@ -359,7 +393,7 @@ def run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     else:
         for name, ids in zip(names, rows):
             write_gtok(out / f"{name}.gtok", ids)
-    return {"shard": shard_name(b) if format == "corpus" else None,
+    return {"shard": _shard_name(b) if format == "corpus" else None,
             "records": len(ok), "tokens": int(rows.data.size), "failed": failed,
             "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
                          "sha256": parsed[k][1], "record": names[i]} for i, k in enumerate(ok)]}
@@ -409,10 +443,10 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
     if format == "corpus":
         shards = [out / d["shard"] for d in done if d["shard"]]
         if not shards:  # every input failed and was skipped: an empty, valid corpus
-            with CorpusWriter.for_tokenizer(out / shard_name(len(batches)), tokenizer,
+            with CorpusWriter.for_tokenizer(out / _shard_name(len(batches)), tokenizer,
                                             overwrite=True):
                 pass
-            shards = [out / shard_name(len(batches))]
+            shards = [out / _shard_name(len(batches))]
         write_manifest(out, shards, extra=extra)
         Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
     else:

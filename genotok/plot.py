@@ -33,7 +33,14 @@ def _rows(records):
 
 
 def record_lengths(records, *, bins: int = 50, ax=None):
-    """Histogram of tokens per record (file or cell)."""
+    """Histogram of tokens per record (file or cell).
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> record_lengths([[1, 2], [3]]).get_xlabel()
+    'tokens per record'
+    """
     ax = _axes(ax)
     _, lengths = _rows(records)
     ax.hist(lengths, bins=bins, color="#4472c4")
@@ -44,7 +51,16 @@ def record_lengths(records, *, bins: int = 50, ax=None):
 
 
 def token_frequency(records, tokenizer, *, top: int = 30, ax=None):
-    """How often the most frequent region tokens occur, plus the share of special tokens."""
+    """How often the most frequent region tokens occur, plus the share of special tokens.
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> from genotok import Tokenizer
+    >>> tok = Tokenizer(["chr1:0-10", "chr1:10-20"])
+    >>> token_frequency([[0, 0, 1]], tok).get_ylabel()
+    'occurrences'
+    """
     ax = _axes(ax)
     data, _ = _rows(records)
     n_regions = tokenizer.universe.n_regions
@@ -60,7 +76,15 @@ def token_frequency(records, tokenizer, *, top: int = 30, ax=None):
 
 
 def universe_coverage(records, tokenizer, *, ax=None):
-    """Per chromosome, the share of universe regions hit at least once."""
+    """Per chromosome, the share of universe regions hit at least once.
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> from genotok import Tokenizer
+    >>> universe_coverage([[0]], Tokenizer(["chr1:0-10", "chr1:10-20"])).get_title()
+    'universe coverage: 50.0% of 2 regions'
+    """
     ax = _axes(ax)
     data, _ = _rows(records)
     u = tokenizer.universe
@@ -81,7 +105,15 @@ def universe_coverage(records, tokenizer, *, ax=None):
 
 
 def overlap_counts(tokenizer, regions, *, ax=None):
-    """Histogram of how many universe regions each query region hits."""
+    """Histogram of how many universe regions each query region hits.
+
+    Examples
+    --------
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> from genotok import Tokenizer
+    >>> overlap_counts(Tokenizer(["chr1:0-10"]), ["chr1:5-6", "chr2:1-2"]).get_title()
+    '2 queries, 50.0% hit nothing'
+    """
     ax = _axes(ax)
     lengths = tokenizer.region_hits(regions).lengths
     top = int(lengths.max()) if lengths.size else 0

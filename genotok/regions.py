@@ -377,6 +377,13 @@ def as_regions(obj) -> RegionSet:
     Accepts a RegionSet; a path (str or PathLike) to a BED/BED.gz file; one region string; a
     list of region strings; a list of ``(chrom, start, end)`` tuples; a tuple of three arrays
     ``(chroms, starts, ends)``; a pandas data frame or a mapping of columns.
+
+    Examples
+    --------
+    >>> as_regions([("chr1", 5, 10)]).to_strings()
+    ['chr1:5-10']
+    >>> as_regions("chr2:1-2").chrom_names
+    ('chr2',)
     """
     if isinstance(obj, RegionSet):
         return obj

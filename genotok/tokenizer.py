@@ -1,7 +1,7 @@
 """Tokenizer: region sets in, token ids out (gtars-compatible by default).
 
 The Tokenizer validates and shapes; the overlap work is done by the numba kernels in
-:mod:`genotok._kernels` over the universe's sorted :class:`~genotok.universe.SweepIndex`.
+:mod:`genotok._kernels` over the universe's sorted :class:`~genotok.universe._SweepIndex`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,13 @@ FRACTION_OF = ("query", "region")
 
 @dataclass(frozen=True)
 class TokenizerSettings:
-    """How queries become tokens. Stored with every corpus so a dataset can be reproduced."""
+    """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
+
+    Examples
+    --------
+    >>> TokenizerSettings(overlap="best").as_dict()["overlap"]
+    'best'
+    """
 
     overlap: str = "all"
     min_overlap: int = 0
@@ -63,7 +69,7 @@ class TokenizerSettings:
 
 
 @dataclass
-class Overlaps:
+class _Overlaps:
     """Every (query, universe region) pair a tokenization produced, in emission order.
 
     ``ids`` are token ids; ``query`` the index of the query row within its set (``-1`` for a
@@ -302,12 +308,12 @@ class Tokenizer:
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
             s.overlap == "best", unk_mode, u.unk_token_id)
 
-    def overlaps(self, sets, *, n_threads: int | None = None) -> Overlaps:
+    def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
         rsets = [as_regions(s) for s in sets]
         return self._overlaps(rsets, n_threads)
 
-    def _overlaps(self, rsets: list[RegionSet], n_threads: int | None) -> Overlaps:
+    def _overlaps(self, rsets: list[RegionSet], n_threads: int | None) -> _Overlaps:
         u = self.universe
         sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
         set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
@@ -336,7 +342,7 @@ class Tokenizer:
             # global query index -> index within its set
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
-        return Overlaps(ids.astype(np.int64, copy=False), qidx, bp, out_offsets)
+        return _Overlaps(ids.astype(np.int64, copy=False), qidx, bp, out_offsets)
 
     def region_hits(self, regions, *, n_threads: int | None = None) -> Ragged:
         """For every query region (in input order), the ids it hits; no ``<unk>``, no reordering.

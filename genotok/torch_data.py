@@ -78,6 +78,14 @@ class MLMCollator(Collator):
 
     ``n_regions`` and ``mask_token_id`` come from the tokenizer (:meth:`for_tokenizer`); special
     tokens and padding are never masked.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = MLMCollator(pad_token_id=6, n_regions=5, mask_token_id=7, mask_prob=1.0, random_prob=0.0,
+    ...                 replace_prob=1.0)
+    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
+    [[1, 2], [3, -100]]
     """
 
     n_regions: int = 0
@@ -102,7 +110,15 @@ class MLMCollator(Collator):
 
 @dataclass
 class RTDCollator(Collator):
-    """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special."""
+    """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = RTDCollator(pad_token_id=6, n_regions=5, replace_prob=0.0)
+    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
+    [[0, 0], [0, -100]]
+    """
 
     n_regions: int = 0
     replace_prob: float = 0.15
@@ -120,7 +136,18 @@ class RTDCollator(Collator):
 
 
 class CorpusDataset(Dataset):
-    """Map-style dataset: ``ds[i]`` is record ``i`` (int64 array; ``(ids, values)`` with values)."""
+    """Map-style dataset: ``ds[i]`` is record ``i`` (int64 array; ``(ids, values)`` with values).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3]])
+    >>> CorpusDataset(p)[0].tolist()
+    [1, 2]
+    """
 
     def __init__(self, corpus, *, values: bool = False, expect=None):
         self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
@@ -144,6 +171,17 @@ class CorpusIterableDataset(IterableDataset):
     main process receives batch 0, 1, 2, … exactly as with no workers. Use with
     ``DataLoader(ds, batch_size=None, multiprocessing_context=safe_context(k))`` or
     :class:`ResumableLoader` (which does that for you).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3], [4]])
+    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, shuffle=False)
+    >>> [b["input_ids"].tolist() for b in ds]
+    [[[1, 2], [3, 8]], [[4]]]
     """
 
     def __init__(self, corpus, collate, *, batch_size: int, shuffle: bool = True, seed: int = 0,
@@ -197,6 +235,11 @@ def safe_context(num_workers: int) -> str | None:
     numba's OpenMP thread pool (started by any parallel kernel in the parent) does not survive
     ``fork``; workers are therefore spawned. The corpus travels to them by path (it pickles as
     ``Corpus.open(path)``), so nothing is copied.
+
+    Examples
+    --------
+    >>> safe_context(0), safe_context(2)
+    (None, 'spawn')
     """
     return "spawn" if num_workers > 0 else None
 

@@ -26,7 +26,7 @@ _FINGERPRINT_TAG = b"genotok-universe-v1\0"
 
 
 @dataclass
-class SweepIndex:
+class _SweepIndex:
     """The sorted universe the overlap kernels sweep (see ``docs/architecture.md``).
 
     For a sorted universe without duplicates (the usual file), ``starts`` and ``ends`` are the
@@ -159,7 +159,7 @@ class Universe:
             warnings.warn(msg + "; overlaps report the first occurrence's id", UserWarning,
                           stacklevel=2)
         self._dup_sorted = dup_sorted
-        self._sweep: SweepIndex | None = None
+        self._sweep: _SweepIndex | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
 
@@ -251,12 +251,12 @@ class Universe:
 
     # ------------------------------------------------------------------ sweep index
     @property
-    def sweep(self) -> SweepIndex:
+    def sweep(self) -> _SweepIndex:
         """The sorted index the overlap kernels need (built on first use, then cached)."""
         if self._sweep is None:
             rs = self.regions
             order = None if self._order is None else self._order[~self._dup_sorted]
-            self._sweep = SweepIndex(*_kernels.build_sweep_sorted(
+            self._sweep = _SweepIndex(*_kernels.build_sweep_sorted(
                 rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
         return self._sweep
 
