@@ -4,6 +4,7 @@ import numpy as np
 
 from ._examples import examples_dir
 from .anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
+from .build import coverage_cutoff, merge, tile, top_k, write_universe
 from .corpus import (
     Corpus,
     CorpusWriter,
@@ -41,10 +42,11 @@ def warmup() -> None:
     --------
     >>> warmup()  # later first calls skip compilation
     """
-    from . import _kernels, _parse, anndata, corpus
+    from . import _build_kernels, _kernels, _parse, anndata, corpus
 
     _parse.warmup()
     _kernels.warmup()
+    _build_kernels.warmup()
     anndata.warmup()
     corpus._gather_rows(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
 
@@ -56,4 +58,5 @@ __all__ = [
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
     "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
+    "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
 ]

@@ -244,19 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("source")
     t.add_argument("out", help="the corpus file to write")
 
-    try:
-        from .build import build_cli  # noqa: F401
-
-        t = sub.add_parser("universe", help="build a universe from training data (see 'genotok universe --help')",
-                           add_help=False)
-        t.add_argument("rest", nargs=argparse.REMAINDER)
-        t.set_defaults(func=lambda a: build_cli(a.rest))
-    except ImportError:
-        pass
+    # listed for --help; main() hands `genotok universe …` to genotok.build.build_cli
+    sub.add_parser("universe", help="build a universe from training data: tile, merge, consensus, "
+                                    "top (see 'genotok universe --help')", add_help=False)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["universe"]:
+        from .build import build_cli
+
+        return build_cli(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
