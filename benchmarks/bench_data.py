@@ -1,0 +1,117 @@
+"""Streaming pre-tokenized data into a model: the torch DataLoader over a corpus vs gtars files.
+
+Anchors in the same run: reading a directory of gtars ``.gtok`` files with gtars'
+``read_tokens_from_gtok`` (what older geniml datasets did) and collating the same batches.
+A small embedding-bag model's training step rate is printed alongside, to show whether the
+loader could ever be the bottleneck.
+
+    python benchmarks/bench_data.py [--records 100000] [--mean-length 200] [--batch 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from _common import machine, table
+
+from genotok import CorpusWriter, Ragged, write_gtok
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--mean-length", type=int, default=200)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--max-length", type=int, default=512)
+    ap.add_argument("--gtok-files", type=int, default=5_000, help="size of the gtars-directory anchor")
+    args = ap.parse_args(argv)
+    try:
+        import torch
+    except ImportError:
+        print("torch is not installed (pip install 'genotok[torch]'): nothing to measure")
+        return 0
+    from genotok.torch_data import Collator, CorpusIterableDataset, MLMCollator, ResumableLoader
+
+    vocab = 1_000_007
+    rng = np.random.default_rng(0)
+    lengths = np.maximum(1, rng.poisson(args.mean_length, args.records))
+    offsets = np.zeros(args.records + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    rows = Ragged(rng.integers(0, vocab - 7, int(offsets[-1])), offsets)
+    tmp = Path(tempfile.mkdtemp(prefix="genotok-data-"))
+    try:
+        path = tmp / "c.gtokc"
+        with CorpusWriter(path, vocab_size=vocab, fingerprint="bench") as w:
+            w.append_batch(rows)
+        results = []
+        for name, collate, workers in (("Collator", Collator(pad_token_id=vocab - 6, max_length=args.max_length,
+                                                             truncation="subsample_ordered"), 0),
+                                       ("MLMCollator", MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7,
+                                                                   mask_token_id=vocab - 5, max_length=args.max_length,
+                                                                   truncation="subsample_ordered"), 0),
+                                       ("MLMCollator, 2 workers", MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7,
+                                                                              mask_token_id=vocab - 5, max_length=args.max_length,
+                                                                              truncation="subsample_ordered"), 2)):
+            ds = CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0)
+            for _, _b in zip(range(3), ResumableLoader(ds)):  # compile / cache-load outside the timing
+                pass
+            ds = CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0)
+            loader = ResumableLoader(ds, num_workers=workers)
+            t0 = time.perf_counter()
+            n_b = n_t = 0
+            for b in loader:
+                n_b += 1
+                n_t += int(b["attention_mask"].sum())
+            dt = time.perf_counter() - t0
+            results.append([f"genotok corpus, {name}", f"{n_b / dt:,.0f}", f"{n_t / dt / 1e6:.1f}", f"{dt:.2f}"])
+        try:
+            from gtars.utils import read_tokens_from_gtok
+
+            gdir = tmp / "gtok"
+            gdir.mkdir()
+            n_files = min(args.gtok_files, args.records)
+            for i in range(n_files):
+                write_gtok(gdir / f"{i}.gtok", rows[i])
+            files = [str(gdir / f"{i}.gtok") for i in range(n_files)]
+            collate = Collator(pad_token_id=vocab - 6, max_length=args.max_length, truncation="subsample_ordered")
+            t0 = time.perf_counter()
+            n_t = 0
+            for a in range(0, n_files, args.batch):
+                recs = [np.asarray(read_tokens_from_gtok(f), dtype=np.int64) for f in files[a:a + args.batch]]
+                n_t += int(collate(recs)["attention_mask"].sum())
+            dt = time.perf_counter() - t0
+            n_b = -(-n_files // args.batch)
+            results.append([f"gtars .gtok directory ({n_files:,} files)", f"{n_b / dt:,.0f}",
+                            f"{n_t / dt / 1e6:.1f}", f"{dt:.2f}"])
+        except ImportError:
+            print("gtars not installed: no gtars anchor")
+        # a small model's step rate, for scale
+        model = torch.nn.EmbeddingBag(vocab, 64, mode="mean")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        ids = torch.randint(0, vocab - 7, (args.batch, min(args.max_length, args.mean_length)))
+        t0 = time.perf_counter()
+        for _ in range(20):
+            opt.zero_grad()
+            model(ids).sum().backward()
+            opt.step()
+        step = (time.perf_counter() - t0) / 20
+        print(f"# Streaming batches ({args.records:,} records, mean length {args.mean_length}, "
+              f"batch {args.batch}, max_length {args.max_length})\n\nmachine: {machine()}\n")
+        print(table(results, ["loader", "batches/s", "M tokens/s", "time (s)"]))
+        print("\n(2 workers include spawning them: ~3 s per epoch here; numba's thread pool does "
+              "not survive fork)")
+        print(f"\nfor scale: a 64-d EmbeddingBag training step on one such batch takes {step * 1e3:.1f} ms "
+              f"({1 / step:,.0f} steps/s)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
