@@ -64,10 +64,10 @@ def _line_end(buf, pos, n):
     bad = -1
     while pos < n:
         b = buf[pos]
-        if b == _LF:
-            return pos, bad
-        if b < _TAB or (_CR < b < _SPACE) or b == 11 or b == 12:
-            if bad < 0:
+        if b < _SPACE:  # rare: one comparison per byte on the common path
+            if b == _LF:
+                return pos, bad
+            if b != _TAB and b != _CR and bad < 0:
                 bad = pos
         pos += 1
     return n, bad
