@@ -101,9 +101,23 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
         raise
 
 
+def default_hash() -> str:
+    """``"xxh3_128"`` when xxhash is installed (≈20x faster than SHA-256), else ``"sha256"``."""
+    try:
+        import xxhash  # noqa: F401
+    except ImportError:
+        return "sha256"
+    return "xxh3_128"
+
+
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
-    """Hex digest of a file's bytes, read in chunks."""
-    h = hashlib.new(algorithm)
+    """Hex digest of a file's bytes, read in chunks (any hashlib name, or ``"xxh3_128"``)."""
+    if algorithm == "xxh3_128":
+        import xxhash
+
+        h = xxhash.xxh3_128()
+    else:
+        h = hashlib.new(algorithm)
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)

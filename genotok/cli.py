@@ -78,7 +78,7 @@ def _cmd_pretokenize(args) -> int:
     try:
         pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
                     on_error=args.on_error, quiet=args.quiet, files_per_shard=args.files_per_shard,
-                    overwrite=args.overwrite, client=client)
+                    overwrite=args.overwrite, client=client, hash=args.hash)
     finally:
         if client is not None:
             client.close()
@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--files-per-shard", type=int, default=64, help="inputs per shard (default 64)")
     t.add_argument("--overwrite", action="store_true", help="discard an earlier run in --out")
     t.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster (genotok[dask])")
+    t.add_argument("--hash", default=None, metavar="ALGO",
+                   help="input fingerprint in the manifest: xxh3_128 (default, fast) or sha256")
     t.add_argument("--quiet", action="store_true", help="no progress bar or summary")
 
     t = cmd("tokenize", "tokenize BED files against a universe; ids to stdout", _cmd_tokenize)

@@ -20,8 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from . import _config
-from ._io import atomic_write, file_digest
+from ._io import atomic_write, default_hash, file_digest
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
 from .gtok import write_gtok
@@ -210,12 +212,12 @@ def _progress(total: int, quiet: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="file", leave=False, disable=None)  # off on non-TTYs
 
 
-def _parse_all(paths: list[Path], n_threads: int | None, on_error: str):
+def _parse_all(paths: list[Path], n_threads: int | None, on_error: str, algo: str):
     """Parse files in threads (the numba parser releases the GIL); hash them alongside."""
 
     def work(p: Path):
         try:
-            return RegionSet.from_bed(p), file_digest(p), None
+            return RegionSet.from_bed(p), file_digest(p, algo), None
         except GenotokError as exc:
             if on_error == "fail":
                 raise
@@ -228,7 +230,8 @@ def _parse_all(paths: list[Path], n_threads: int | None, on_error: str):
 
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
                 n_threads: int | None = None, on_error: str = "fail", quiet: bool = False,
-                files_per_shard: int = 64, overwrite: bool = False, client=None) -> RunSummary:
+                files_per_shard: int = 64, overwrite: bool = False, client=None,
+                hash: str | None = None) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
 
     Parameters
@@ -249,6 +252,9 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
     files_per_shard
         Inputs per shard (the unit of resumption).
+    hash
+        How inputs are fingerprinted in the manifest: ``"xxh3_128"`` (default when xxhash is
+        installed; fast) or ``"sha256"`` (for comparing with ``sha256sum``), any hashlib name.
     client
         A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its own
         shard; the shards are joined by the manifest (see :mod:`genotok._dask`).
@@ -268,6 +274,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     if files_per_shard < 1:
         raise ValueError("files_per_shard must be >= 1")
     t0 = time.perf_counter()
+    algo = hash or default_hash()
     paths = expand_inputs(inputs)
     if format == "gtok-dir":
         names = [record_name(p) for p in paths]
@@ -283,13 +290,14 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, files_per_shard)
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
-                "format": format, "files_per_shard": files_per_shard, "inputs": ids}
+                "format": format, "files_per_shard": files_per_shard, "inputs": ids,
+                "hash": algo}
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         if client is not None:
             from ._dask import run_batches
 
-            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error)
+            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error, algo)
         else:
             bar = _progress(len(paths), quiet, "pretokenize")
             for b, batch in enumerate(batches):
@@ -298,7 +306,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                         bar.update(len(batch))
                     continue
                 journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                                    format, n_threads, on_error)
+                                                     format, n_threads, on_error, algo)
                 _save_journal(out, journal)
                 if bar is not None:
                     bar.update(len(batch))
@@ -331,7 +339,8 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
     return out
 
 
-def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error) -> dict:
+def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
+               algo: str) -> dict:
     """One .h5ad or fragment file: its cells become the records of shard ``b``."""
     from .anndata import tokenize_anndata, tokenize_fragments
 
@@ -339,7 +348,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     try:
-        digest = file_digest(path)
+        digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":
                 corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard)
@@ -367,7 +376,24 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
                 "failed": [{"path": str(path), "error": str(exc)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
             "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
-                                       "sha256": digest, "records": n, "kind": kind}]}
+                                       "hash": digest, "hash_algorithm": algo, "records": n,
+                                       "kind": kind}]}
+
+
+def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
+    """Consecutive indices grouped so that each group's total size stays near ``budget``."""
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if cur and total + n > budget:
+            groups.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += n
+    if cur or not groups:
+        groups.append(cur)
+    return groups
 
 
 def _shard_name(b: int) -> str:
@@ -375,28 +401,40 @@ def _shard_name(b: int) -> str:
 
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
-              n_threads: int | None, on_error: str) -> dict:
+               n_threads: int | None, on_error: str, algo: str = "sha256") -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
-        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error)
-    parsed = _parse_all(paths, n_threads, on_error)
+        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo)
+    parsed = _parse_all(paths, n_threads, on_error, algo)
     ok = [k for k, (rs, _, err) in enumerate(parsed) if err is None]
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
-    rows = tokenizer.encode_batch([parsed[k][0] for k in ok], n_threads=n_threads, ragged=True)
     names = [record_name(paths[k]) for k in ok]
-    if format == "corpus":
-        with CorpusWriter.for_tokenizer(out / _shard_name(b), tokenizer, overwrite=True,
-                                        metadata_columns=["source"]) as w:
-            w.append_batch(rows, names=names, meta={"source": [str(paths[k]) for k in ok]})
+    n_tokens = 0
+    with contextlib.ExitStack() as stack:
+        if format == "corpus":
+            w = stack.enter_context(CorpusWriter.for_tokenizer(
+                out / _shard_name(b), tokenizer, overwrite=True, metadata_columns=["source"]))
+        for group in _groups([len(parsed[k][0]) for k in ok]):
+            # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
+            # so it is reused from the heap instead of page-faulted in afresh for each shard
+            rows = tokenizer.encode_batch([parsed[ok[i]][0] for i in group], n_threads=n_threads,
+                                          ragged=True, dtype=np.uint32)
+            n_tokens += int(rows.data.size)
+            if format == "corpus":
+                w.append_batch(rows, names=[names[i] for i in group],
+                               meta={"source": [str(paths[ok[i]]) for i in group]})
+            else:
+                for i, ids in zip(group, rows):
+                    write_gtok(out / f"{names[i]}.gtok", ids)
+        if format == "corpus":
             for k in ok:
-                w.add_source(str(paths[k]), size=paths[k].stat().st_size, sha256=parsed[k][1])
-    else:
-        for name, ids in zip(names, rows):
-            write_gtok(out / f"{name}.gtok", ids)
+                w.add_source(str(paths[k]), size=paths[k].stat().st_size,
+                             **{"hash": parsed[k][1], "hash_algorithm": algo})
     return {"shard": _shard_name(b) if format == "corpus" else None,
-            "records": len(ok), "tokens": int(rows.data.size), "failed": failed,
+            "records": len(ok), "tokens": n_tokens, "failed": failed,
             "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
-                         "sha256": parsed[k][1], "record": names[i]} for i, k in enumerate(ok)]}
+                         "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
+                        for i, k in enumerate(ok)]}
 
 
 def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:

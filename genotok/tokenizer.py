@@ -315,7 +315,7 @@ class Tokenizer:
             return np.lexsort((rs.starts, ranks))
         return np.arange(len(rs), dtype=np.int64)
 
-    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int):
+    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True):
         """The one call into the overlap kernels, with this tokenizer's settings."""
         s, u = self.settings, self.universe
         sw = u.sweep
@@ -329,14 +329,15 @@ class Tokenizer:
             int(s.min_overlap),
             float(s.min_fraction) if s.fraction_of == "query" else 0.0,
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id)
+            s.overlap == "best", unk_mode, u.unk_token_id, details)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
         rsets = [as_regions(s) for s in sets]
-        return self._overlaps(rsets, n_threads)
+        return self._overlaps(rsets, n_threads, details=True)
 
-    def _overlaps(self, rsets: list[RegionSet], n_threads: int | None) -> _Overlaps:
+    def _overlaps(self, rsets: list[RegionSet], n_threads: int | None,
+                  details: bool = False, dtype=np.int64) -> _Overlaps:
         u = self.universe
         sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
         set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
@@ -356,7 +357,7 @@ class Tokenizer:
         s = self.settings
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, bp, out_offsets = self._kernel(
-                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown])
+                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown], details)
             if s.order in ("genomic", "unique"):
                 ids, out_offsets = _kernels.sort_within_sets(
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
@@ -365,7 +366,7 @@ class Tokenizer:
             # global query index -> index within its set
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
-        return _Overlaps(ids.astype(np.int64, copy=False), qidx, bp, out_offsets)
+        return _Overlaps(ids.astype(dtype, copy=False), qidx, bp, out_offsets)
 
     def region_hits(self, regions, *, n_threads: int | None = None) -> Ragged:
         """For every query region (in input order), the ids it hits; no ``<unk>``, no reordering.
@@ -387,12 +388,14 @@ class Tokenizer:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
         return self._overlaps([as_regions(regions)], n_threads).ids
 
-    def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False):
+    def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False,
+                     dtype=np.int64):
         """Token ids of many region sets in one parallel call.
 
-        Returns a list of int64 arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``.
+        Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
+        ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        res = self._overlaps([as_regions(s) for s in sets], n_threads)
+        res = self._overlaps([as_regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)
 

@@ -53,7 +53,11 @@ def test_corpus_equals_direct_tokenization(tmp_path, tok):
         assert c[i].tolist() == tok.encode(f).tolist()
     assert c.meta["source"] == [str(f) for f in files]
     manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
-    assert [s["sha256"] for s in manifest["inputs"]] == [genotok._io.file_digest(f) for f in files]
+    algo = manifest["inputs"][0]["hash_algorithm"]
+    assert [s["hash"] for s in manifest["inputs"]] == [genotok._io.file_digest(f, algo) for f in files]
+    sha = pretokenize(EX / "peaks", tok, tmp_path / "sha", quiet=True, hash="sha256")
+    inputs = json.loads((sha.out / "manifest.json").read_text())["genotok_run"]["inputs"]
+    assert inputs[0]["hash"] == genotok._io.file_digest(files[0], "sha256")
     assert manifest["settings"] == tok.settings.as_dict() and run.n_records == 5
     assert len(list(run.out.glob("shard-*.gtokc"))) == 3
 
