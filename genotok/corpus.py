@@ -642,11 +642,21 @@ class Corpus(Sequence):
                 yield toks[offs[j]:offs[j + 1]]
 
     def iter_batches(self, batch_size: int = 1024, *, values: bool = False) -> Iterator[Ragged]:
-        """Consecutive records in batches (a :class:`Ragged` each)."""
+        """Consecutive records in batches: zero-copy :class:`Ragged` views of the memory map.
+
+        A batch never spans two shards (the last batch of a shard may be shorter).
+        """
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        for a in range(0, len(self), batch_size):
-            yield self.get_batch(np.arange(a, min(a + batch_size, len(self))), values=values)
+        if values and not self.has_values:
+            raise ValueError(f"{self.path}: this corpus has no value channel")
+        for s in self._shards:
+            offs = np.asarray(s.offsets)
+            for a in range(0, s.n, batch_size):
+                b = min(a + batch_size, s.n)
+                lo, hi = int(offs[a]), int(offs[b])
+                yield Ragged(s.tokens[lo:hi], offs[a:b + 1] - lo,
+                             s.values[lo:hi] if values else None)
 
     def to_ragged(self, *, values: bool = False) -> Ragged:
         """The whole corpus in memory."""

@@ -270,3 +270,17 @@ def test_parquet_round_trip(tmp_path):
     back = Corpus.open(import_parquet(tmp_path / "c.parquet", tmp_path / "back.gtokc"))
     assert back.to_ragged().to_list() == rows and back.meta == {"kind": ["x", "y", "z"]}
     assert back.fingerprint == "fp" and back.names == ["a", "b", "c"]
+
+
+def test_iter_batches_are_views_per_shard(tmp_path):
+    rows_a, rows_b = [[1, 2], [3], []], [[4, 5]]
+    for name, rows in (("a", rows_a), ("b", rows_b)):
+        with CorpusWriter(tmp_path / f"{name}.gtokc", vocab_size=9, fingerprint="fp",
+                          values_dtype="float32") as w:
+            w.append_batch(rows, values=[np.arange(len(r), dtype=np.float32) for r in rows])
+    write_manifest(tmp_path / "m", [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
+    c = Corpus.open(tmp_path / "m")
+    batches = list(c.iter_batches(2, values=True))
+    assert [b.to_list() for b in batches] == [[[1, 2], [3]], [[]], [[4, 5]]]
+    assert batches[0].values.tolist() == [0, 1, 0]
+    assert np.shares_memory(batches[0].data, c._shards[0].tokens)  # a view of the map, no copy
