@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import subprocess
 import sys
 import time
@@ -85,6 +86,9 @@ def main(argv=None) -> int:
         body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
         parts.append(f"{body}\n\n_(bench_{name}.py, {took:.0f} s)_\n")
         print(f"{name}: {took:.0f} s", file=sys.stderr)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    parts.insert(4, f"- load average (1, 5, 15 min) when the run ended: {load} on "
+                    f"{os.cpu_count()} cores (above the core count, timings are inflated)")
     Path(args.out).write_text("\n".join(parts) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
