@@ -1,6 +1,7 @@
 """The indexed corpus: millions of token lists in one memory-mappable file (or many shards).
 
-Byte layout (little-endian; every section starts on a 64-byte boundary; see docs/formats.md):
+Byte layout (little-endian; every section starts on a 64-byte boundary; docs/formats.md has
+the full description):
 
 ====== ======== ===========================================================
 offset size     field
@@ -18,12 +19,17 @@ offset size     field
 48     8        byte offset of the record offsets (``n + 1`` int64, from 0 to ``t``)
 56     8        byte offset of the JSON header
 64     8        byte length of the JSON header
-72     56       reserved (0)
+72     8        byte offset of the records JSON (names, metadata columns)
+80     8        byte length of the records JSON
+88     8        checksum of the JSON header bytes (raw digest; checked on open)
+96     32       reserved (0)
 ====== ======== ===========================================================
 
-The JSON header holds the metadata: format, genotok version, creation time, universe
-fingerprint, vocabulary size, special token ids, tokenizer settings, record names, per-record
-metadata columns, sources (name, size, sha256) and the checksums of the three data sections.
+The JSON header is small and read on open: format, genotok version, creation time, universe
+fingerprint, vocabulary size, special token ids, tokenizer settings, metadata column names,
+sources (name, size, hash) and the checksums of the data sections. Record names and metadata
+columns (one value per record: megabytes for millions of cells) live in the records JSON, read
+only when :attr:`Corpus.names` or :attr:`Corpus.meta` is first used.
 
 A corpus may also be a directory holding ``manifest.json`` and shard files: shards written by
 separate processes or machines are joined by writing a manifest, never by copying token data.
@@ -32,57 +38,61 @@ separate processes or machines are joined by writing a manifest, never by copyin
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
+import math
 import os
 import struct
+import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 from numba import njit, prange
 
-from ._config import NJIT_PARALLEL
-from ._io import make_temp
+from ._config import NJIT, NJIT_PARALLEL
+from ._io import atomic_write, make_temp
 from .errors import GtokFormatError, UniverseMismatchError
 from .ragged import Ragged
 
 MAGIC = b"GTOKCORP"
 MAJOR, MINOR = 1, 0
-PREAMBLE = struct.Struct("<8sHHBBH7Q56x")
+PREAMBLE = struct.Struct("<8sHHBBH9Q8s32x")
 assert PREAMBLE.size == 128
 ALIGN = 64
 VALUE_DTYPES = {0: None, 1: np.dtype("<f4"), 2: np.dtype("<u2")}
 _VALUE_CODES = {np.dtype("float32"): 1, np.dtype("uint16"): 2}
 MANIFEST = "manifest.json"
+#: below this many tokens a batch is gathered on one thread (thread start-up costs more)
+PARALLEL_GATHER_MIN = 1 << 21
+_COPY_BLOCK = 1 << 24
+#: the writer stages appended records and writes them once this many are pending
+_FLUSH_TOKENS, _FLUSH_RECORDS = 1 << 20, 4096
 
 try:
     import xxhash
 
     CHECKSUM = "xxh3_64"
-
-    def _hasher():
-        return xxhash.xxh3_64()
 except ImportError:  # pragma: no cover - depends on the environment
-    import hashlib
-
+    xxhash = None
     CHECKSUM = "blake2b_64"
 
-    def _hasher():
-        return hashlib.blake2b(digest_size=8)
 
-
-def _new_hasher(name: str):
-    if name == CHECKSUM:
-        return _hasher()
-    if name == "blake2b_64":
-        import hashlib
-
-        return hashlib.blake2b(digest_size=8)
+def _new_hasher(name: str = CHECKSUM):
+    """A streaming hasher for the section checksums (``xxh3_64`` or ``blake2b_64``)."""
     if name == "xxh3_64":
-        import xxhash
-
+        if xxhash is None:  # pragma: no cover - depends on the environment
+            raise GtokFormatError("this corpus was checksummed with xxh3_64: pip install xxhash")
         return xxhash.xxh3_64()
-    raise GtokFormatError(f"unknown checksum algorithm {name!r}")
+    if name == "blake2b_64":
+        return hashlib.blake2b(digest_size=8)
+    raise GtokFormatError(f"unknown checksum algorithm {name!r} (expected xxh3_64 or blake2b_64)")
+
+
+def _digest(data: bytes, name: str) -> bytes:
+    h = _new_hasher(name)
+    h.update(data)
+    return h.digest()
 
 
 def _pad(n: int) -> int:
@@ -100,27 +110,75 @@ def _genotok_version() -> str:
     return __version__
 
 
+def _json_scalar(x, column: str, record: int):
+    """``x`` as a JSON scalar (numpy scalars unwrapped, NaN -> None), else a clear error."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if x is None or isinstance(x, (str, bool, int)):
+        return x
+    if isinstance(x, float):
+        return None if math.isnan(x) else x
+    raise GtokFormatError(f"metadata column {column!r}, record {record}: {type(x).__name__} "
+                          f"{x!r} is not a JSON scalar (str, int, float, bool or None); convert it")
+
+
+def _json_column(col, column: str, first_record: int) -> list:
+    if isinstance(col, np.ndarray) and col.dtype.kind in "biuU":  # tolist gives plain scalars
+        return col.tolist()
+    items = col.tolist() if isinstance(col, np.ndarray) else list(col)
+    return [_json_scalar(x, column, first_record + k) for k, x in enumerate(items)]
+
+
+class _JsonListSpool:
+    """A JSON list written piece by piece to an anonymous temporary file (bounded memory)."""
+
+    def __init__(self, directory: Path):
+        self.fh = tempfile.TemporaryFile(dir=directory)  # vanishes with the process
+        self.empty = True
+
+    def extend(self, items: list) -> None:
+        if not items:
+            return
+        text = json.dumps(items, separators=(",", ":"), allow_nan=False)[1:-1]
+        self.fh.write((text if self.empty else "," + text).encode())
+        self.empty = False
+
+    def copy_to(self, out, hasher) -> None:
+        self.fh.seek(0)
+        while block := self.fh.read(_COPY_BLOCK):
+            out.write(block)
+            hasher.update(block)
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 # ---------------------------------------------------------------------------------- writing
 class CorpusWriter:
     """Stream records into a corpus file without holding the corpus in memory.
 
-    Written under a temporary name in the target folder and renamed on :meth:`close`; an
-    exception inside a ``with`` block (or :meth:`abort`) removes it, so an interrupted write
-    leaves nothing that looks valid.
+    Tokens go straight into a temporary file beside ``path``; values, names and metadata go
+    to anonymous temporary files; only the record lengths (8 bytes each) stay in memory. The
+    file is renamed into place by :meth:`close`. An exception inside a ``with`` block (or
+    :meth:`abort`) removes it, so an interrupted write leaves nothing that looks valid.
 
     Parameters
     ----------
     path
         The corpus file to create.
     vocab_size, fingerprint
-        Of the tokenizer; ids >= vocab_size are refused. Take both from a Tokenizer with
-        :meth:`for_tokenizer`.
+        Of the tokenizer; ids >= vocab_size are refused. Take both (and the special tokens and
+        settings) from a Tokenizer with :meth:`for_tokenizer`.
     special_tokens, settings
         Stored as metadata (special token ids; tokenizer settings).
     values_dtype
         ``None`` (no value channel), ``"float32"`` or ``"uint16"``.
     metadata_columns
         Names of per-record metadata columns (JSON scalars) given to ``append(meta=...)``.
+    overwrite
+        Replace an existing file (only when :meth:`close` succeeds).
+    extra
+        Any other JSON metadata to keep in the header.
 
     Examples
     --------
@@ -136,187 +194,361 @@ class CorpusWriter:
 
     def __init__(self, path: str | os.PathLike, *, vocab_size: int, fingerprint: str,
                  special_tokens: dict | None = None, settings: dict | None = None,
-                 values_dtype=None, metadata_columns: Sequence[str] = (),
+                 values_dtype=None, metadata_columns: Sequence[str] | None = None,
                  overwrite: bool = False, extra: dict | None = None):
         self.path = Path(path)
+        if self.path.is_dir():
+            raise IsADirectoryError(f"{self.path} is a directory; give a corpus file path")
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} exists; pass overwrite=True to replace it")
-        if int(vocab_size) < 1:
-            raise ValueError(f"vocab_size must be >= 1, got {vocab_size}")
+        if int(vocab_size) < 1 or int(vocab_size) > 2**32:
+            raise ValueError(f"vocab_size must be within 1..2**32, got {vocab_size}")
         self.vocab_size = int(vocab_size)
         self.dtype = _token_dtype(self.vocab_size)
         self.values_dtype = None if values_dtype is None else np.dtype(values_dtype)
         if self.values_dtype is not None and self.values_dtype not in _VALUE_CODES:
             raise ValueError(f"values_dtype must be float32 or uint16, got {values_dtype!r}")
+        self.meta_columns = [str(k) for k in (metadata_columns or ())]
+        if len(set(self.meta_columns)) != len(self.meta_columns):
+            raise ValueError(f"metadata_columns has duplicates: {self.meta_columns}")
         self.header = {
             "format": "genotok-corpus", "version": [MAJOR, MINOR],
             "genotok_version": _genotok_version(),
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "fingerprint": str(fingerprint), "vocab_size": self.vocab_size,
             "special_tokens": dict(special_tokens or {}), "settings": dict(settings or {}),
-            "checksum": CHECKSUM, "sources": [], "extra": dict(extra or {}),
+            "checksum": CHECKSUM, "meta_columns": self.meta_columns, "sources": [],
+            "extra": dict(extra or {}),
         }
-        self.meta_columns = list(metadata_columns)
-        self._meta: dict[str, list] = {k: [] for k in self.meta_columns}
-        self._names: list[str | None] = []
-        self._lengths: list[np.ndarray] = []
+        json.dumps(self.header, allow_nan=False)  # refuse unserialisable metadata now, not at close
+        self._lengths = np.zeros(1024, dtype=np.int64)
+        self._n = 0
         self._n_tokens = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = make_temp(self.path)
-        self._fh = os.fdopen(fd, "w+b")
-        self._fh.write(b"\0" * PREAMBLE.size)
-        self._tok_hash = _hasher()
-        self._vfh = None
-        self._val_hash = _hasher()
-        if self.values_dtype is not None:
-            vfd, self._vtmp = make_temp(self.path, ".values.tmp")
-            self._vfh = os.fdopen(vfd, "w+b")
+        self._any_named = False
+        self._pending: list = []
+        self._pending_tokens = 0
         self._closed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._spools: list = []
+        fd, self._tmp = make_temp(self.path)
+        try:
+            self._fh = os.fdopen(fd, "w+b")
+            self._fh.write(b"\0" * PREAMBLE.size)  # a zero preamble: not a corpus until close()
+            self._tok_hash = _new_hasher()
+            self._val_hash = _new_hasher()
+            self._vfh = None
+            if self.values_dtype is not None:
+                self._vfh = tempfile.TemporaryFile(dir=self.path.parent)
+                self._spools.append(self._vfh)
+            self._names = _JsonListSpool(self.path.parent)
+            self._meta = {k: _JsonListSpool(self.path.parent) for k in self.meta_columns}
+            self._spools += [self._names, *self._meta.values()]
+        except BaseException:
+            self.abort()
+            raise
 
     @classmethod
     def for_tokenizer(cls, path, tokenizer, **kwargs) -> "CorpusWriter":
-        """A writer carrying a Tokenizer's fingerprint, vocabulary size, specials and settings."""
+        """A writer carrying a Tokenizer's fingerprint, vocabulary size, specials and settings.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from genotok import Tokenizer
+        >>> tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+        >>> with CorpusWriter.for_tokenizer(os.path.join(tempfile.mkdtemp(), "c"), tok) as w:
+        ...     w.append(tok.encode(["chr1:50-150"]))
+        >>> w.vocab_size
+        9
+        """
         u = tokenizer.universe
         return cls(path, vocab_size=tokenizer.vocab_size, fingerprint=tokenizer.fingerprint,
                    special_tokens=u.special_token_ids, settings=tokenizer.settings.as_dict(),
                    **kwargs)
 
+    @property
+    def n_records(self) -> int:
+        """Records appended so far."""
+        return self._n
+
     # -- appending
     def append(self, ids, name: str | None = None, values=None, meta: dict | None = None) -> None:
-        """Append one record."""
-        self.append_batch(Ragged(np.asarray(ids).ravel(), np.array([0, np.size(ids)])),
-                          names=None if name is None else [name],
-                          values=None if values is None else np.asarray(values).ravel(),
-                          meta=None if meta is None else {k: [v] for k, v in meta.items()})
+        """Append one record: token ids (and its name, values aligned with the ids, metadata).
 
-    def append_batch(self, rows, names: Sequence[str] | None = None, values=None,
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> with CorpusWriter(os.path.join(tempfile.mkdtemp(), "c"), vocab_size=5,
+        ...                   fingerprint="fp") as w:
+        ...     w.append([1, 2], name="cell1")
+        >>> w.n_records
+        1
+        """
+        a = np.asarray(ids)
+        if a.ndim != 1:
+            raise ValueError(f"record {self._n}: ids must be 1-D, got shape {a.shape}")
+        self._append(a, np.array([0, a.size], dtype=np.int64),
+                     None if name is None else [name],
+                     None if values is None else np.asarray(values).ravel(),
+                     None if meta is None else {k: [v] for k, v in meta.items()})
+
+    def append_batch(self, rows, names: Sequence[str | None] | None = None, values=None,
                      meta: dict | None = None) -> None:
-        """Append many records: a :class:`Ragged` (its ``values`` used unless given) or a list."""
-        if self._closed:
-            raise ValueError("this writer is closed")
-        if not isinstance(rows, Ragged):
-            rows = Ragged.from_list(rows, dtype=np.int64)
-        if values is None:
-            values = rows.values
-        elif not isinstance(values, np.ndarray):  # one sequence of values per record
-            values = (np.concatenate([np.asarray(v).ravel() for v in values]) if len(values)
-                      else np.zeros(0))
-        n = len(rows)
-        data = rows.data
-        if data.size and not np.issubdtype(data.dtype, np.integer):
-            raise GtokFormatError(f"{self.path}: token ids must be integers, got {data.dtype}")
-        if data.size and (data.min() < 0 or data.max() >= self.vocab_size):
+        """Append many records: a :class:`Ragged` (its ``values`` used unless given) or a list.
+
+        ``values`` is a flat array aligned with all the ids, or one sequence per record;
+        ``meta`` maps each metadata column to one value per record.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> with CorpusWriter(os.path.join(tempfile.mkdtemp(), "c"), vocab_size=5,
+        ...                   fingerprint="fp", metadata_columns=["kind"]) as w:
+        ...     w.append_batch([[1, 2], [], [4]], names=["a", "b", "c"],
+        ...                    meta={"kind": ["x", "y", "x"]})
+        >>> w.n_records
+        3
+        """
+        if isinstance(rows, Ragged):
+            data, offsets = rows.data, rows.offsets
+            if values is None:
+                values = rows.values
+        else:
+            data, offsets = self._flatten(rows)
+        if values is not None and not isinstance(values, np.ndarray):  # one sequence per record
+            parts = [np.asarray(v).ravel() for v in values]
+            values = np.concatenate(parts) if parts else np.zeros(0)
+        self._append(np.asarray(data), np.asarray(offsets, dtype=np.int64), names, values, meta)
+
+    def _flatten(self, rows) -> tuple[np.ndarray, np.ndarray]:
+        parts = []
+        for k, r in enumerate(rows):
+            a = np.asarray(r)
+            if a.ndim != 1:
+                raise ValueError(f"record {self._n + k}: ids must be 1-D, got shape {a.shape}")
+            if a.size and a.dtype.kind not in "iu":
+                raise GtokFormatError(f"{self.path}: record {self._n + k}: token ids must be "
+                                      f"integers, got dtype {a.dtype}")
+            parts.append(a.astype(np.int64, copy=False) if a.size else np.zeros(0, np.int64))
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([p.size for p in parts], out=offsets[1:])
+        return (np.concatenate(parts) if parts else np.zeros(0, np.int64)), offsets
+
+    def _check_ids(self, data: np.ndarray, offsets: np.ndarray) -> None:
+        if not data.size:
+            return
+        if data.dtype.kind not in "iu":
+            rec = self._n + int(np.searchsorted(offsets, 0, side="right")) - 1
+            raise GtokFormatError(f"{self.path}: record {rec}: token ids must be integers, got "
+                                  f"dtype {data.dtype}")
+        lo, hi = data.min(), data.max()
+        if lo < 0 or hi >= self.vocab_size:
             bad = int(np.flatnonzero((data < 0) | (data >= self.vocab_size))[0])
-            rec = len(self._names) + int(np.searchsorted(rows.offsets, bad, side="right")) - 1
+            rec = self._n + int(np.searchsorted(offsets, bad, side="right")) - 1
             raise GtokFormatError(f"{self.path}: record {rec} has id {int(data[bad])}, outside the "
-                                  f"vocabulary (0..{self.vocab_size - 1})")
+                                  f"vocabulary (0..{self.vocab_size - 1}); was it tokenized with "
+                                  "another universe?")
+
+    def _check_values(self, values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        v = np.asarray(values)
+        if v.size and (v.dtype.kind not in "biuf"):
+            raise GtokFormatError(f"{self.path}: values must be numbers, got dtype {v.dtype}")
+        where = None
+        if self.values_dtype == np.uint16 and v.size:
+            ok = (v >= 0) & (v <= 65535)
+            if v.dtype.kind == "f":
+                ok &= v == np.floor(v)
+            if not ok.all():
+                where = int(np.flatnonzero(~ok)[0])
+                why = "is not a whole number within 0..65535 (use values_dtype='float32')"
+        elif v.size and v.dtype.kind == "f" and v.dtype.itemsize > 4:
+            big = np.isfinite(v) & (np.abs(v) > np.finfo(np.float32).max)
+            if big.any():
+                where = int(np.flatnonzero(big)[0])
+                why = "overflows float32"
+        if where is not None:
+            rec = self._n + int(np.searchsorted(offsets, where, side="right")) - 1
+            raise GtokFormatError(f"{self.path}: record {rec} has value {v[where]!r}, which {why}")
+        return np.ascontiguousarray(v, dtype=self.values_dtype)
+
+    def _append(self, data, offsets, names, values, meta) -> None:
+        if self._closed:
+            raise ValueError(f"{self.path}: this writer is closed")
+        n = offsets.size - 1
+        if offsets.size < 1 or offsets[0] != 0 or offsets[-1] != data.shape[0]:
+            raise ValueError("offsets must start at 0 and end at the number of ids")
+        self._check_ids(data, offsets)
         if (values is None) != (self.values_dtype is None):
-            raise ValueError("values must be given exactly when the writer has values_dtype")
-        if values is not None and np.asarray(values).size != data.size:
-            raise ValueError("values must be aligned with the token ids")
-        if names is not None and len(names) != n:
-            raise ValueError(f"{len(names)} names for {n} records")
-        meta = meta or {}
+            raise ValueError("values must be given exactly when the writer has values_dtype "
+                             f"(it is {self.values_dtype})")
+        if values is not None:
+            if np.asarray(values).size != data.size:
+                raise ValueError(f"values must be aligned with the token ids ({np.asarray(values).size} "
+                                 f"values for {data.size} ids)")
+            values = self._check_values(values, offsets)
+        if names is not None:
+            names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+            if len(names) != n:
+                raise ValueError(f"{len(names)} names for {n} records")
+            names = [None if x is None else str(x) for x in names]
+        meta = dict(meta or {})
         unknown = set(meta) - set(self.meta_columns)
         if unknown:
             raise ValueError(f"unknown metadata column(s) {sorted(unknown)}; declare them in "
                              f"metadata_columns (have {self.meta_columns})")
+        cols = {}
         for k in self.meta_columns:
             col = meta.get(k)
-            if col is None:
-                self._meta[k].extend([None] * n)
-            else:
-                col = list(np.asarray(col, dtype=object).tolist()) if not isinstance(col, list) else col
-                if len(col) != n:
-                    raise ValueError(f"metadata column {k!r}: {len(col)} values for {n} records")
-                self._meta[k].extend(col)
-        buf = np.ascontiguousarray(data, dtype=self.dtype).tobytes()
+            cols[k] = [None] * n if col is None else _json_column(col, k, self._n)
+            if len(cols[k]) != n:
+                raise ValueError(f"metadata column {k!r}: {len(cols[k])} values for {n} records")
+        # everything is valid: stage, and write in blocks (cheap one-record appends)
+        if self._n + n > self._lengths.size:
+            grown = np.zeros(max(2 * self._lengths.size, self._n + n), dtype=np.int64)
+            grown[:self._n] = self._lengths[:self._n]
+            self._lengths = grown
+        np.subtract(offsets[1:], offsets[:-1], out=self._lengths[self._n:self._n + n])
+        # copies: the caller may reuse its buffers before the block is written
+        self._pending.append((np.array(data, dtype=self.dtype), None if values is None else values.copy(),
+                              [None] * n if names is None else names, cols))
+        self._pending_tokens += int(data.shape[0])
+        self._n += n
+        self._n_tokens += int(data.shape[0])
+        if self._pending_tokens >= _FLUSH_TOKENS or len(self._pending) >= _FLUSH_RECORDS:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the staged records to the temporary files."""
+        if not self._pending:
+            return
+        pending, self._pending, self._pending_tokens = self._pending, [], 0
+        data = pending[0][0] if len(pending) == 1 else np.concatenate([p[0] for p in pending])
+        buf = memoryview(data).cast("B")
         self._fh.write(buf)
         self._tok_hash.update(buf)
-        if values is not None:
-            vb = np.ascontiguousarray(values, dtype=self.values_dtype).tobytes()
+        if self._vfh is not None:
+            vals = pending[0][1] if len(pending) == 1 else np.concatenate([p[1] for p in pending])
+            vb = memoryview(vals).cast("B")
             self._vfh.write(vb)
             self._val_hash.update(vb)
-        self._lengths.append(np.diff(rows.offsets))
-        self._n_tokens += int(data.size)
-        self._names.extend([None] * n if names is None else [str(x) for x in names])
+        names = [x for p in pending for x in p[2]]
+        self._names.extend(names)
+        self._any_named = self._any_named or any(x is not None for x in names)
+        for k, spool in self._meta.items():
+            spool.extend([x for p in pending for x in p[3][k]])
 
-    def add_source(self, name: str, size: int | None = None, sha256: str | None = None,
-                   **info) -> None:
-        """Record an input this corpus was made from (for audits and reproduction)."""
-        self.header["sources"].append({"name": str(name), "size": size, "sha256": sha256, **info})
+    def add_source(self, name: str | os.PathLike, size: int | None = None,
+                   sha256: str | None = None, **info) -> None:
+        """Record an input this corpus was made from (for audits and reproduction).
 
-    @property
-    def n_records(self) -> int:
-        return len(self._names)
+        When ``name`` is an existing file and ``size`` is not given, its size is filled in.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> with CorpusWriter(os.path.join(tempfile.mkdtemp(), "c"), vocab_size=5,
+        ...                   fingerprint="fp") as w:
+        ...     w.add_source("peaks.bed", size=1234, sha256="ab" * 32)
+        >>> w.header["sources"][0]["size"]
+        1234
+        """
+        if size is None and os.path.isfile(name):
+            size = os.path.getsize(name)
+        entry = {"name": os.fspath(name), "size": size, "sha256": sha256, **info}
+        json.dumps(entry, allow_nan=False)
+        self.header["sources"].append(entry)
 
     # -- finishing
     def close(self) -> Path:
-        """Write the index and metadata, then rename the file into place."""
+        """Write the index and metadata, then rename the file into place; return the path."""
         if self._closed:
             return self.path
         try:
-            fh = self._fh
-            tokens_off = PREAMBLE.size
-            fh.write(b"\0" * _pad(fh.tell()))
-            values_off = 0
-            if self._vfh is not None:
-                values_off = fh.tell()
-                self._vfh.seek(0)
-                while block := self._vfh.read(1 << 24):
-                    fh.write(block)
-                fh.write(b"\0" * _pad(fh.tell()))
-            offsets = np.zeros(self.n_records + 1, dtype="<i8")
-            if self._lengths:
-                np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
-            offsets_off = fh.tell()
-            ob = offsets.tobytes()
-            fh.write(ob)
-            fh.write(b"\0" * _pad(fh.tell()))
-            off_hash = _hasher()
-            off_hash.update(ob)
-            header = dict(self.header)
-            header["n_records"] = self.n_records
-            header["n_tokens"] = self._n_tokens
-            header["names"] = self._names if any(n is not None for n in self._names) else None
-            header["meta"] = self._meta
-            header["checksums"] = {"tokens": self._tok_hash.hexdigest(),
-                                   "values": self._val_hash.hexdigest() if self._vfh else None,
-                                   "offsets": off_hash.hexdigest()}
-            jb = json.dumps(header, separators=(",", ":")).encode()
-            json_off = fh.tell()
-            fh.write(jb)
-            fh.seek(0)
-            fh.write(PREAMBLE.pack(MAGIC, MAJOR, MINOR, self.dtype.itemsize,
-                                   _VALUE_CODES[self.values_dtype] if self.values_dtype else 0, 0,
-                                   self.n_records, self._n_tokens, tokens_off, values_off,
-                                   offsets_off, json_off, len(jb)))
-            fh.flush()
-            os.fsync(fh.fileno())
-            fh.close()
+            self._finish()
             os.replace(self._tmp, self.path)
         except BaseException:
             self.abort()
             raise
-        self._cleanup_values()
+        self._release()
         self._closed = True
         return self.path
 
-    def _cleanup_values(self) -> None:
+    def _finish(self) -> None:
+        self._flush()
+        fh = self._fh
+        tokens_off = PREAMBLE.size
+        fh.write(b"\0" * _pad(fh.tell()))
+        values_off = 0
         if self._vfh is not None:
-            self._vfh.close()
-            if os.path.exists(self._vtmp):
-                os.unlink(self._vtmp)
+            values_off = fh.tell()
+            self._vfh.seek(0)
+            while block := self._vfh.read(_COPY_BLOCK):
+                fh.write(block)
+            fh.write(b"\0" * _pad(fh.tell()))
+        offsets = np.zeros(self._n + 1, dtype="<i8")
+        np.cumsum(self._lengths[:self._n], out=offsets[1:])
+        offsets_off = fh.tell()
+        ob = memoryview(offsets).cast("B")
+        fh.write(ob)
+        fh.write(b"\0" * _pad(fh.tell()))
+        off_hash = _new_hasher()
+        off_hash.update(ob)
+        # records JSON: {"names": [...] | null, "meta": {column: [...]}}
+        rec_off = fh.tell()
+        rec_hash = _new_hasher()
+
+        def put(b: bytes) -> None:
+            fh.write(b)
+            rec_hash.update(b)
+
+        put(b'{"names":')
+        if self._any_named:
+            put(b"[")
+            self._names.copy_to(fh, rec_hash)
+            put(b"]")
+        else:
+            put(b"null")
+        put(b',"meta":{')
+        for j, (k, spool) in enumerate(self._meta.items()):
+            put((b"," if j else b"") + json.dumps(k).encode() + b":[")
+            spool.copy_to(fh, rec_hash)
+            put(b"]")
+        put(b"}}")
+        rec_len = fh.tell() - rec_off
+        fh.write(b"\0" * _pad(fh.tell()))
+        header = dict(self.header)
+        header.update(n_records=self._n, n_tokens=self._n_tokens, checksums={
+            "tokens": self._tok_hash.hexdigest(), "offsets": off_hash.hexdigest(),
+            "values": self._val_hash.hexdigest() if self._vfh is not None else None,
+            "records": rec_hash.hexdigest()})
+        jb = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+        json_off = fh.tell()
+        fh.write(jb)
+        fh.seek(0)
+        fh.write(PREAMBLE.pack(MAGIC, MAJOR, MINOR, self.dtype.itemsize,
+                               _VALUE_CODES[self.values_dtype] if self.values_dtype else 0, 0,
+                               self._n, self._n_tokens, tokens_off, values_off, offsets_off,
+                               json_off, len(jb), rec_off, rec_len, _digest(jb, CHECKSUM)))
+        fh.flush()
+        os.fsync(fh.fileno())
+        fh.close()
+
+    def _release(self) -> None:
+        for s in self._spools:
+            s.close()
+        self._spools = []
 
     def abort(self) -> None:
         """Discard everything written so far (no file is left behind)."""
         if self._closed:
             return
         self._closed = True
-        self._fh.close()
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
         if os.path.exists(self._tmp):
             os.unlink(self._tmp)
-        self._cleanup_values()
+        self._release()
 
     def __enter__(self) -> "CorpusWriter":
         return self
@@ -327,31 +559,46 @@ class CorpusWriter:
         else:
             self.abort()
 
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (f"CorpusWriter({str(self.path)!r}, {self._n:,} records, {self._n_tokens:,} tokens, "
+                f"{state})")
+
 
 # ---------------------------------------------------------------------------------- reading
-@njit(**NJIT_PARALLEL)
+@njit(**NJIT)
 def _gather(tokens, offsets, idx, out_offsets, out):
+    for k in range(idx.size):
+        a = offsets[idx[k]]
+        o = out_offsets[k]
+        out[o:o + offsets[idx[k] + 1] - a] = tokens[a:offsets[idx[k] + 1]]
+
+
+@njit(**NJIT_PARALLEL)
+def _gather_parallel(tokens, offsets, idx, out_offsets, out):
     for k in prange(idx.size):
         a = offsets[idx[k]]
-        b = offsets[idx[k] + 1]
         o = out_offsets[k]
-        for j in range(b - a):
-            out[o + j] = tokens[a + j]
+        out[o:o + offsets[idx[k] + 1] - a] = tokens[a:offsets[idx[k] + 1]]
 
 
 def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray):
-    """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets."""
+    """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets.
+
+    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates).
+    """
     lengths = offsets[idx + 1] - offsets[idx]
     out_offsets = np.zeros(idx.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=out_offsets[1:])
     out = np.empty(int(out_offsets[-1]), dtype=tokens.dtype)
-    if idx.size:
-        _gather(tokens, offsets, idx, out_offsets, out)
+    if out.size:
+        kernel = _gather_parallel if out.size >= PARALLEL_GATHER_MIN else _gather
+        kernel(np.asarray(tokens), np.asarray(offsets), idx, out_offsets, out)
     return out, out_offsets
 
 
 class _Shard:
-    """One corpus file, memory-mapped."""
+    """One corpus file, memory-mapped; the cheap checks run on open."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -362,35 +609,65 @@ class _Shard:
                 pre = fh.read(PREAMBLE.size)
         except FileNotFoundError:
             raise GtokFormatError(f"{p}: no such corpus file") from None
+        except IsADirectoryError:
+            raise GtokFormatError(f"{p}: is a directory without {MANIFEST}") from None
         if len(pre) < PREAMBLE.size or pre[:8] != MAGIC:
-            raise GtokFormatError(f"{p}: not a genotok corpus (bad magic {pre[:8]!r})")
+            raise GtokFormatError(f"{p}: not a genotok corpus (bad magic {pre[:8]!r}, expected "
+                                  f"{MAGIC!r}; an interrupted write or another file type)")
         (_, major, minor, width, vcode, _, n, t, tok_off, val_off, off_off, json_off,
-         json_len) = PREAMBLE.unpack(pre)
+         json_len, rec_off, rec_len, head_sum) = PREAMBLE.unpack(pre)
         if major > MAJOR:
             raise GtokFormatError(f"{p}: corpus format {major}.{minor} is newer than this genotok "
                                   f"reads ({MAJOR}.{MINOR}); upgrade genotok")
         if width not in (2, 4) or vcode not in VALUE_DTYPES:
             raise GtokFormatError(f"{p}: corrupt preamble (token width {width}, value code {vcode})")
+        if major < 1:
+            raise GtokFormatError(f"{p}: corrupt preamble (format version {major}.{minor})")
+        self.version = (major, minor)
         self.dtype = np.dtype("<u2") if width == 2 else np.dtype("<u4")
         self.values_dtype = VALUE_DTYPES[vcode]
         sections = [(tok_off, t * width, "tokens"), (off_off, (n + 1) * 8, "offsets"),
                     (json_off, json_len, "header")]
         if self.values_dtype is not None:
             sections.append((val_off, t * self.values_dtype.itemsize, "values"))
+        if rec_off:
+            sections.append((rec_off, rec_len, "records"))
         for off, length, what in sections:
             if off < PREAMBLE.size or off + length > size:
                 raise GtokFormatError(f"{p}: truncated or corrupt: the {what} section "
                                       f"[{off}, {off + length}) lies outside the file ({size} bytes)")
         with open(p, "rb") as fh:
             fh.seek(json_off)
-            try:
-                self.header = json.loads(fh.read(json_len))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise GtokFormatError(f"{p}: corrupt metadata header ({exc})") from None
+            raw_header = fh.read(json_len)
+        try:
+            self.header = json.loads(raw_header)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise GtokFormatError(f"{p}: corrupt metadata header ({exc})") from None
+        if not isinstance(self.header, dict) or "fingerprint" not in self.header:
+            raise GtokFormatError(f"{p}: corrupt metadata header (no fingerprint)")
+        if head_sum != bytes(8) and head_sum != _digest(raw_header,
+                                                        self.header.get("checksum", CHECKSUM)):
+            raise GtokFormatError(f"{p}: metadata header checksum mismatch: the file is corrupt")
+        if not rec_off and "records" in (self.header.get("checksums") or {}):
+            raise GtokFormatError(f"{p}: corrupt preamble: the records section (names, metadata) "
+                                  "is missing")
+        if self.header.get("n_records") != n or self.header.get("n_tokens") != t:
+            raise GtokFormatError(f"{p}: corrupt: the header counts ({self.header.get('n_records')} "
+                                  f"records, {self.header.get('n_tokens')} tokens) disagree with the "
+                                  f"preamble ({n}, {t})")
         self.n, self.t = n, t
+        self.size = size
+        self._layout = [(tok_off, t * width), (off_off, (n + 1) * 8), (json_off, json_len)]
+        if self.values_dtype is not None:
+            self._layout.append((val_off, t * self.values_dtype.itemsize))
+        if rec_off:
+            self._layout.append((rec_off, rec_len))
+        self._layout.sort()
+        self._rec = (rec_off, rec_len)
+        self._records: dict | None = None
         self.tokens = (np.memmap(p, dtype=self.dtype, mode="r", offset=tok_off, shape=(t,))
                        if t else np.zeros(0, self.dtype))
-        self.offsets = np.memmap(p, dtype="<i8", mode="r", offset=off_off, shape=(n + 1,))
+        self.offsets = np.asarray(np.memmap(p, dtype="<i8", mode="r", offset=off_off, shape=(n + 1,)))
         self.values = None
         if self.values_dtype is not None:
             self.values = (np.memmap(p, dtype=self.values_dtype, mode="r", offset=val_off, shape=(t,))
@@ -400,40 +677,100 @@ class _Shard:
             raise GtokFormatError(f"{p}: corrupt record offsets (first {int(self.offsets[0])}, last "
                                   f"{int(self.offsets[-1])}, expected 0 and {t}); run verify()")
 
+    @property
+    def meta_columns(self) -> list[str]:
+        if "meta_columns" in self.header:
+            return list(self.header["meta_columns"])
+        return list(self.header.get("meta") or {})  # format 1.0: in the header
+
+    def _section(self, off: int, length: int) -> np.ndarray:
+        if not length:
+            return np.zeros(0, np.uint8)
+        return np.memmap(self.path, dtype=np.uint8, mode="r", offset=off, shape=(length,))
+
+    @property
+    def records(self) -> dict:
+        """Names and metadata columns (read on first use)."""
+        if self._records is None:
+            rec_off, rec_len = self._rec
+            if not rec_off:  # files written before the records section kept them in the header
+                rec = {"names": self.header.get("names"), "meta": self.header.get("meta") or {}}
+            else:
+                try:
+                    rec = json.loads(bytes(self._section(rec_off, rec_len)))
+                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    raise GtokFormatError(f"{self.path}: corrupt records section (names, metadata): "
+                                          f"{exc}; run verify()") from None
+            names, meta = rec.get("names"), rec.get("meta") or {}
+            if (names is not None and len(names) != self.n) or any(len(v) != self.n
+                                                                   for v in meta.values()):
+                raise GtokFormatError(f"{self.path}: corrupt records section: names or metadata "
+                                      f"columns do not have {self.n} entries; run verify()")
+            self._records = {"names": names, "meta": meta}
+        return self._records
+
     def verify(self) -> list[str]:
         problems = []
-        h = self.header
-        p = self.path
-        offs = np.asarray(self.offsets)
-        if np.any(np.diff(offs) < 0):
+        h, p, offs = self.header, self.path, self.offsets
+        steps = np.diff(offs)
+        if np.any(steps < 0):
             problems.append(f"{p}: record offsets decrease at record "
-                            f"{int(np.flatnonzero(np.diff(offs) < 0)[0])}")
+                            f"{int(np.flatnonzero(steps < 0)[0])}")
         vs = int(h.get("vocab_size", 0))
-        if self.t and int(np.asarray(self.tokens).max()) >= vs:
-            problems.append(f"{p}: token id {int(np.asarray(self.tokens).max())} >= vocab_size {vs}")
+        top = int(self.tokens.max()) if self.t else -1
+        if top >= vs:
+            problems.append(f"{p}: token id {top} >= vocab_size {vs}")
+        if self.dtype.itemsize != _token_dtype(vs).itemsize:
+            problems.append(f"{p}: token width {self.dtype.itemsize} does not match vocab_size {vs}")
         sums = h.get("checksums", {})
         algo = h.get("checksum", CHECKSUM)
-        for what, arr in (("tokens", self.tokens), ("offsets", self.offsets), ("values", self.values)):
+        sections = [("tokens", self.tokens), ("offsets", offs), ("values", self.values)]
+        if self._rec[0]:
+            sections.append(("records", self._section(*self._rec)))
+        for what, arr in sections:
             want = sums.get(what)
             if arr is None or want is None:
                 continue
             hasher = _new_hasher(algo)
             mv = memoryview(np.ascontiguousarray(arr)).cast("B")
-            for i in range(0, len(mv), 1 << 26):
-                hasher.update(mv[i:i + (1 << 26)])
+            for i in range(0, len(mv), _COPY_BLOCK):
+                hasher.update(mv[i:i + _COPY_BLOCK])
             if hasher.hexdigest() != want:
                 problems.append(f"{p}: {what} checksum mismatch (stored {want}, computed "
                                 f"{hasher.hexdigest()}): the file is corrupt")
-        if h.get("n_records") != self.n or h.get("n_tokens") != self.t:
-            problems.append(f"{p}: header counts disagree with the preamble")
+        problems += self._verify_layout()
+        if not any("records checksum" in x for x in problems):
+            try:
+                self.records
+            except GtokFormatError as exc:
+                problems.append(str(exc))
         return problems
+
+
+    def _verify_layout(self) -> list[str]:
+        """Sections do not overlap; padding and reserved bytes are zero; nothing trails."""
+        raw = np.memmap(self.path, dtype=np.uint8, mode="r")
+        pre = bytes(raw[:PREAMBLE.size])
+        if pre[14:16] != bytes(2) or pre[96:128] != bytes(32):
+            return [f"{self.path}: reserved preamble bytes are not zero: the file is corrupt"]
+        end = PREAMBLE.size
+        for off, length in self._layout:
+            if off < end:
+                return [f"{self.path}: sections overlap at byte {off}: the file is corrupt"]
+            if off - end >= ALIGN or raw[end:off].any():
+                return [f"{self.path}: bytes {end}..{off} between sections are not zero padding: "
+                        "the file is corrupt"]
+            end = off + length
+        if end != self.size:
+            return [f"{self.path}: {self.size - end} unexpected bytes after the last section"]
+        return []
 
 
 class Corpus(Sequence):
     """A read-only, memory-mapped corpus of token lists (one file or a sharded directory).
 
     ``corpus[i]`` is an O(1) zero-copy view of record ``i``; ``corpus[a:b]`` and
-    ``corpus[[i, j, ...]]`` (or :meth:`get_batch`) gather many records into a :class:`Ragged`.
+    ``corpus[[i, j, ...]]`` (or :meth:`get_batch`) give many records as a :class:`Ragged`.
 
     Open with :meth:`open`.
 
@@ -454,47 +791,80 @@ class Corpus(Sequence):
             raise GtokFormatError(f"{path}: a corpus needs at least one shard")
         self.path = path
         self._shards = shards
-        first = shards[0].header
+        first = shards[0]
         for s in shards[1:]:
-            if s.header.get("fingerprint") != first.get("fingerprint"):
+            if s.header.get("fingerprint") != first.header.get("fingerprint"):
                 raise UniverseMismatchError(f"{s.path}: shard was tokenized with another universe "
-                                            f"than {shards[0].path}")
-            if s.dtype != shards[0].dtype or (s.values_dtype != shards[0].values_dtype):
-                raise GtokFormatError(f"{s.path}: shard layout differs from {shards[0].path}")
+                                            f"than {first.path}; shards of one corpus must share it")
+            if s.dtype != first.dtype or s.values_dtype != first.values_dtype:
+                raise GtokFormatError(f"{s.path}: shard layout (tokens {s.dtype}, values "
+                                      f"{s.values_dtype}) differs from {first.path} (tokens "
+                                      f"{first.dtype}, values {first.values_dtype})")
         counts = np.array([s.n for s in shards], dtype=np.int64)
         self._starts = np.zeros(len(shards) + 1, dtype=np.int64)
         np.cumsum(counts, out=self._starts[1:])
-        self.header = first
-        if len(shards) == 1:
-            self._tokens, self._offsets = shards[0].tokens, np.asarray(shards[0].offsets)
-        else:
-            self._tokens = None
-            self._offsets = None
+        self.header = first.header
+        self._offsets = first.offsets if len(shards) == 1 else None
+        self._names: list | None = None
+        self._meta: dict | None = None
+        self._lengths: np.ndarray | None = None
 
     # -- opening
     @classmethod
     def open(cls, path: str | os.PathLike, *, expect=None, verify: bool = False) -> "Corpus":
         """Open a corpus file or a sharded corpus directory (with ``manifest.json``).
 
-        ``expect`` is a fingerprint string or an object with ``.fingerprint`` (a Tokenizer or
-        Universe): a different universe raises :class:`UniverseMismatchError`. ``verify=True``
-        runs the full :meth:`verify` (checksums) before returning.
+        Parameters
+        ----------
+        path
+            A ``.gtokc`` file or a directory with ``manifest.json``.
+        expect
+            A fingerprint string or an object with ``.fingerprint`` (a Tokenizer or Universe):
+            a corpus tokenized with a different universe raises
+            :class:`~genotok.UniverseMismatchError`.
+        verify
+            Run the full :meth:`verify` (checksums, every id) before returning.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append([4, 5])
+        >>> Corpus.open(p, expect="fp", verify=True)[0].tolist()
+        [4, 5]
         """
         path = Path(path)
         if path.is_dir():
             mpath = path / MANIFEST
             if not mpath.exists():
-                raise GtokFormatError(f"{path}: a directory corpus needs {MANIFEST}")
+                raise GtokFormatError(f"{path}: a directory corpus needs {MANIFEST} "
+                                      "(write one with write_manifest)")
             try:
                 manifest = json.loads(mpath.read_text())
-                shard_paths = [path / s["path"] for s in manifest["shards"]]
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                entries = manifest["shards"]
+                shard_paths = [path / e["path"] for e in entries]
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
                 raise GtokFormatError(f"{mpath}: corrupt manifest ({exc})") from None
+            shards = [_Shard(p) for p in shard_paths]
+            for e, s in zip(entries, shards):
+                if e.get("n_records", s.n) != s.n or e.get("n_tokens", s.t) != s.t:
+                    raise GtokFormatError(
+                        f"{mpath}: shard {e['path']} has {s.n} records and {s.t} tokens, the "
+                        f"manifest says {e.get('n_records')} and {e.get('n_tokens')}: the shard was "
+                        "replaced after the manifest was written; re-run write_manifest")
+            if manifest.get("fingerprint", shards[0].header["fingerprint"]) != \
+                    shards[0].header["fingerprint"]:
+                raise UniverseMismatchError(f"{mpath}: the manifest's universe differs from its "
+                                            "shards'; re-run write_manifest")
         else:
-            shard_paths, manifest = [path], None
-        corpus = cls([_Shard(p) for p in shard_paths], path, manifest)
+            shards, manifest = [_Shard(path)], None
+        corpus = cls(shards, path, manifest)
         if expect is not None:
-            want = expect if isinstance(expect, str) else expect.fingerprint
+            want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
+            if not isinstance(want, str):
+                raise TypeError("expect must be a fingerprint string or an object with a "
+                                f".fingerprint (a Tokenizer or Universe), got {type(expect).__name__}")
             if corpus.fingerprint != want:
                 raise UniverseMismatchError(
                     f"{path}: tokenized with universe {corpus.fingerprint[:12]}…, but the given "
@@ -510,60 +880,87 @@ class Corpus(Sequence):
     # -- metadata
     @property
     def fingerprint(self) -> str:
+        """The universe fingerprint the tokens were written with."""
         return self.header["fingerprint"]
 
     @property
     def vocab_size(self) -> int:
+        """Vocabulary size of that universe (every id is below it)."""
         return int(self.header["vocab_size"])
 
     @property
     def special_tokens(self) -> dict:
+        """Special token ids (``{"unk": id, "pad": id, ...}``)."""
         return dict(self.header.get("special_tokens", {}))
 
     @property
     def settings(self) -> dict:
+        """The tokenizer settings the corpus was written with."""
         return dict(self.header.get("settings", {}))
 
     @property
     def names(self) -> list:
-        """Record names (file names, cell barcodes), ``None`` where unnamed."""
-        out = []
-        for s in self._shards:
-            out.extend(s.header.get("names") or [None] * s.n)
-        return out
+        """Record names (file names, cell barcodes), ``None`` where unnamed (read once)."""
+        if self._names is None:
+            out: list = []
+            for s in self._shards:
+                out.extend(s.records["names"] or [None] * s.n)
+            self._names = out
+        return self._names
 
     @property
     def meta(self) -> dict[str, list]:
-        """Per-record metadata columns."""
-        cols = list(self._shards[0].header.get("meta", {}))
-        return {k: sum((s.header.get("meta", {}).get(k, [None] * s.n) for s in self._shards), [])
-                for k in cols}
+        """Per-record metadata columns (``None`` where a shard lacks a column; read once)."""
+        if self._meta is None:
+            cols = list(dict.fromkeys(k for s in self._shards for k in s.meta_columns))
+            self._meta = {k: [] for k in cols}
+            for s in self._shards:
+                m = s.records["meta"]
+                for k in cols:
+                    self._meta[k].extend(m.get(k) or [None] * s.n)
+        return self._meta
 
     @property
     def sources(self) -> list[dict]:
+        """The inputs the corpus was made from (name, size, hash)."""
         return [src for s in self._shards for src in s.header.get("sources", [])]
 
     @property
     def has_values(self) -> bool:
-        return self._shards[0].values is not None
+        """Whether the corpus has a value channel (one value per token)."""
+        return self._shards[0].values_dtype is not None
 
     @property
     def n_tokens(self) -> int:
+        """Total number of tokens."""
         return sum(s.t for s in self._shards)
 
     @property
     def lengths(self) -> np.ndarray:
         """Number of tokens of every record (int64)."""
-        return np.concatenate([np.diff(np.asarray(s.offsets)) for s in self._shards])
+        if self._lengths is None:
+            self._lengths = np.concatenate([np.diff(s.offsets) for s in self._shards])
+        return self._lengths
 
     def info(self) -> dict:
-        """Header, counts and length statistics (what ``genotok info`` prints)."""
+        """Header, counts and length statistics (what ``genotok info`` prints).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append_batch([[1, 2], [3]])
+        >>> Corpus.open(p).info()["length_max"]
+        2
+        """
         lens = self.lengths
         h = {k: v for k, v in self.header.items() if k not in ("names", "meta")}
         h.update(path=str(self.path), shards=len(self._shards), n_records=len(self),
                  n_tokens=self.n_tokens, token_dtype=str(self._shards[0].dtype),
                  values_dtype=None if not self.has_values else str(self._shards[0].values_dtype),
-                 meta_columns=list(self.meta),
+                 meta_columns=list(dict.fromkeys(k for s in self._shards for k in s.meta_columns)),
+                 format_version=".".join(map(str, self._shards[0].version)),
                  length_min=int(lens.min()) if lens.size else 0,
                  length_mean=float(lens.mean()) if lens.size else 0.0,
                  length_max=int(lens.max()) if lens.size else 0)
@@ -587,84 +984,169 @@ class Corpus(Sequence):
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return self.get_batch(np.arange(len(self))[i])
-        if isinstance(i, (list, np.ndarray)):
-            return self.get_batch(np.asarray(i))
+            start, stop, step = i.indices(len(self))
+            if step == 1:
+                return self._range(start, max(start, stop))
+            return self.get_batch(np.arange(start, stop, step))
+        if isinstance(i, (list, tuple, np.ndarray)):
+            a = np.asarray(i)
+            if a.dtype == bool:
+                if a.shape != (len(self),):
+                    raise IndexError(f"boolean mask of shape {a.shape} for {len(self)} records")
+                a = np.flatnonzero(a)
+            return self.get_batch(a)
         s, j = self._locate(int(i))
         return s.tokens[s.offsets[j]:s.offsets[j + 1]]
 
     def values(self, i: int) -> np.ndarray:
-        """The value channel of record ``i`` (a view)."""
+        """The value channel of record ``i`` (a zero-copy view).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp", values_dtype="uint16") as w:
+        ...     w.append([1, 2], values=[5, 1])
+        >>> Corpus.open(p).values(0).tolist()
+        [5, 1]
+        """
         s, j = self._locate(int(i))
         if s.values is None:
             raise ValueError(f"{self.path}: this corpus has no value channel")
         return s.values[s.offsets[j]:s.offsets[j + 1]]
 
+    def _range(self, a: int, b: int, *, values: bool = False) -> Ragged:
+        """Records ``a:b``: zero-copy views when they lie in one shard."""
+        if values and not self.has_values:
+            raise ValueError(f"{self.path}: this corpus has no value channel")
+        k = int(np.searchsorted(self._starts, a, side="right")) - 1
+        if a == b or (k < len(self._shards) and b <= self._starts[k + 1]):
+            if a == b:
+                return Ragged(np.zeros(0, self._shards[0].dtype), np.zeros(1, np.int64),
+                              np.zeros(0, self._shards[0].values_dtype) if values else None)
+            s = self._shards[k]
+            ja, jb = a - int(self._starts[k]), b - int(self._starts[k])
+            lo, hi = int(s.offsets[ja]), int(s.offsets[jb])
+            return Ragged(s.tokens[lo:hi], s.offsets[ja:jb + 1] - lo,
+                          s.values[lo:hi] if values else None)
+        return self.get_batch(np.arange(a, b), values=values)
+
     def get_batch(self, indices, *, values: bool = False) -> Ragged:
-        """Many records at once (vectorised gather; ~millions of records per second)."""
-        idx = np.asarray(indices, dtype=np.int64).ravel()
+        """Many records at once, in the order asked (a vectorised gather into one buffer).
+
+        This is the fast path for random access: millions of records per second.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append_batch([[1, 2], [3], [4, 5, 6]])
+        >>> Corpus.open(p).get_batch([2, 0, 2]).to_list()
+        [[4, 5, 6], [1, 2], [4, 5, 6]]
+        """
+        idx = np.asarray(indices)
+        if idx.size and idx.dtype.kind not in "iu":
+            raise IndexError(f"record indices must be integers, got dtype {idx.dtype}")
+        idx = idx.astype(np.int64, copy=False).ravel()
         n = len(self)
         if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"record index out of range for a corpus of {n} records")
-        idx = np.where(idx < 0, idx + n, idx)
+            bad = idx[(idx < -n) | (idx >= n)][0]
+            raise IndexError(f"record {int(bad)} out of range for a corpus of {n} records")
+        if idx.size and idx.min() < 0:
+            idx = np.where(idx < 0, idx + n, idx)
         if values and not self.has_values:
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
             s = self._shards[0]
-            data, offs = _gather_rows(s.tokens, self._offsets, idx)
-            vals = _gather_rows(s.values, self._offsets, idx)[0] if values else None
+            data, offs = _gather_rows(s.tokens, s.offsets, idx)
+            vals = _gather_rows(s.values, s.offsets, idx)[0] if values else None
             return Ragged(data, offs, vals)
-        # several shards: gather per shard, then put the rows back in the asked order
+        # several shards: gather per shard (in shard order), then put rows back in asked order
         shard_of = np.searchsorted(self._starts, idx, side="right") - 1
         perm = np.argsort(shard_of, kind="stable")
+        sorted_shard = shard_of[perm]
+        bounds = np.searchsorted(sorted_shard, np.arange(len(self._shards) + 1))
         datas, valss, lens = [], [], []
-        for k in np.unique(shard_of):
+        for k in range(len(self._shards)):
+            if bounds[k] == bounds[k + 1]:
+                continue
             s = self._shards[k]
-            local = idx[perm[shard_of[perm] == k]] - self._starts[k]
-            d, o = _gather_rows(s.tokens, np.asarray(s.offsets), local)
+            local = idx[perm[bounds[k]:bounds[k + 1]]] - self._starts[k]
+            d, o = _gather_rows(s.tokens, s.offsets, local)
             datas.append(d)
             lens.append(np.diff(o))
             if values:
-                valss.append(_gather_rows(s.values, np.asarray(s.offsets), local)[0])
+                valss.append(_gather_rows(s.values, s.offsets, local)[0])
         coffs = np.zeros(idx.size + 1, np.int64)
-        np.cumsum(np.concatenate(lens) if lens else np.zeros(0, np.int64), out=coffs[1:])
+        if lens:
+            np.cumsum(np.concatenate(lens), out=coffs[1:])
         inv = np.empty(idx.size, np.int64)
         inv[perm] = np.arange(idx.size)
-        cdata = np.concatenate(datas) if datas else np.zeros(0, self._shards[0].dtype)
-        data, offs = _gather_rows(cdata, coffs, inv)
-        vals = _gather_rows(np.concatenate(valss), coffs, inv)[0] if values else None
+        dtype = self._shards[0].dtype
+        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv)
+        vals = None
+        if values:
+            vdt = self._shards[0].values_dtype
+            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv)[0]
         return Ragged(data, offs, vals)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         for s in self._shards:
-            toks, offs = s.tokens, np.asarray(s.offsets)
+            toks, offs = s.tokens, s.offsets
             for j in range(s.n):
                 yield toks[offs[j]:offs[j + 1]]
 
     def iter_batches(self, batch_size: int = 1024, *, values: bool = False) -> Iterator[Ragged]:
-        """Consecutive records in batches: zero-copy :class:`Ragged` views of the memory map.
+        """Consecutive records in batches of up to ``batch_size``: zero-copy views.
 
         A batch never spans two shards (the last batch of a shard may be shorter).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append_batch([[1], [2, 3], [4]])
+        >>> [b.to_list() for b in Corpus.open(p).iter_batches(2)]
+        [[[1], [2, 3]], [[4]]]
         """
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        if int(batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if values and not self.has_values:
             raise ValueError(f"{self.path}: this corpus has no value channel")
-        for s in self._shards:
-            offs = np.asarray(s.offsets)
-            for a in range(0, s.n, batch_size):
-                b = min(a + batch_size, s.n)
-                lo, hi = int(offs[a]), int(offs[b])
-                yield Ragged(s.tokens[lo:hi], offs[a:b + 1] - lo,
-                             s.values[lo:hi] if values else None)
+        for k in range(len(self._shards)):
+            lo, hi = int(self._starts[k]), int(self._starts[k + 1])
+            for a in range(lo, hi, int(batch_size)):
+                yield self._range(a, min(a + int(batch_size), hi), values=values)
 
     def to_ragged(self, *, values: bool = False) -> Ragged:
-        """The whole corpus in memory."""
-        return self.get_batch(np.arange(len(self)), values=values)
+        """The whole corpus as one :class:`Ragged` (views for a single file, else a copy).
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append_batch([[1], [2, 3]])
+        >>> Corpus.open(p).to_ragged().to_list()
+        [[1], [2, 3]]
+        """
+        return self._range(0, len(self), values=values)
 
     # -- integrity
     def verify(self, raise_on_error: bool = False) -> list[str]:
-        """Check offsets, ids < vocab_size and checksums of every shard; return the problems."""
+        """Check offsets, ids < vocab_size, names/metadata and every checksum; list the problems.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append([1, 2])
+        >>> Corpus.open(p).verify()
+        []
+        """
         problems = [p for s in self._shards for p in s.verify()]
         if problems and raise_on_error:
             raise GtokFormatError("; ".join(problems))
@@ -687,8 +1169,9 @@ class Corpus(Sequence):
         return card("genotok.Corpus", fields, samples)
 
     def __repr__(self) -> str:
-        return (f"Corpus({len(self):,} records, {self.n_tokens:,} tokens, vocab_size={self.vocab_size:,}, "
-                f"shards={len(self._shards)}, fingerprint={self.fingerprint[:12]}, path={str(self.path)!r})")
+        return (f"Corpus({len(self):,} records, {self.n_tokens:,} tokens, "
+                f"vocab_size={self.vocab_size:,}, shards={len(self._shards)}, "
+                f"fingerprint={self.fingerprint[:12]}, path={str(self.path)!r})")
 
 
 # ---------------------------------------------------------------------------------- shards
@@ -696,7 +1179,8 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
                    extra: dict | None = None) -> Path:
     """Join shard files into one corpus by writing ``directory/manifest.json`` (no data copied).
 
-    Shard paths are stored relative to ``directory``; all shards must share one universe.
+    Shard paths are stored relative to ``directory``; all shards must share one universe and
+    layout (checked here). Shards written by separate processes or machines are merged this way.
 
     Examples
     --------
@@ -709,8 +1193,6 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
     >>> Corpus.open(d).to_ragged().to_list()
     [[0], [1]]
     """
-    from ._io import atomic_write
-
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     opened = [_Shard(Path(s)) for s in shards]
@@ -726,8 +1208,15 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
 
 
 # ---------------------------------------------------------------------------------- interop
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name).lstrip(".") or "_"
+
+
 def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
+
+    The width is chosen per file as gtars does. Two records with one name do not overwrite each
+    other (the second gets its index appended). Each file is written atomically.
 
     Examples
     --------
@@ -747,22 +1236,22 @@ def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     out = []
     for i, rec in enumerate(corpus):
         stem = _safe(names[i]) if names[i] is not None else f"record_{i:08d}"
-        if stem in used:  # two records with one name must not overwrite each other
+        while stem in used:  # two records with one name must not overwrite each other
             stem = f"{stem}.{i}"
         used.add(stem)
         p = directory / f"{stem}.gtok"
-        write_gtok(p, rec)  # width chosen per file, as gtars does
+        write_gtok(p, rec)
         out.append(p)
     return out
 
 
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name) or "_"
-
-
 def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int,
-                    fingerprint: str, **kwargs) -> Path:
+                    fingerprint: str, pattern: str = "*.gtok", **kwargs) -> Path:
     """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem).
+
+    Files are taken in sorted name order; each file's size and sha256 are kept as a source.
+    A truncated or damaged file raises :class:`~genotok.GtokFormatError` naming it, and an id
+    outside the vocabulary names the record.
 
     Examples
     --------
@@ -774,13 +1263,24 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
     >>> c.names, c[0].tolist()
     (['a'], [1, 2])
     """
-    from .gtok import read_gtok
+    from .gtok import decode_gtok
 
-    files = sorted(Path(directory).glob("*.gtok"))
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise GtokFormatError(f"{directory}: not a directory of .gtok files")
+    files = sorted(f for f in directory.glob(pattern) if f.is_file())
+    if not files:
+        raise GtokFormatError(f"{directory}: no files match {pattern!r}")
     with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint, **kwargs) as w:
         for f in files:
-            w.append(read_gtok(f, mmap=False), name=f.stem)
-            w.add_source(f.name, size=f.stat().st_size)
+            raw = f.read_bytes()
+            ids = decode_gtok(raw, str(f))
+            if ids.size and int(ids.max()) >= w.vocab_size:
+                raise GtokFormatError(f"{f}: id {int(ids.max())} is outside the vocabulary "
+                                      f"(0..{w.vocab_size - 1}); was it tokenized with another "
+                                      "universe?")
+            w.append(ids, name=f.stem)
+            w.add_source(f.name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
     return Path(out)
 
 
@@ -793,11 +1293,26 @@ def _pyarrow():
     return pa, pq
 
 
+def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tuple[int, int]]:
+    """Split records into consecutive groups of <= max_rows records and <= max_tokens tokens."""
+    out, a, n = [], 0, lengths.size
+    cum = np.concatenate([[0], np.cumsum(lengths)])
+    while a < n:
+        b = min(n, a + max_rows)
+        b = max(a + 1, min(b, int(np.searchsorted(cum, cum[a] + max_tokens, side="right")) - 1))
+        out.append((a, b))
+        a = b
+    return out
+
+
 def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
     """One row per record: ``tokens`` (list<int32>), ``name`` and the metadata columns.
 
     That is what geniml's ``Region2VecDataset`` reads, and what pandas, DuckDB and Hugging Face
-    datasets open. Streamed in row groups.
+    datasets open. Streamed in row groups of up to ``row_group_size`` records (and under 2**31
+    tokens, the limit of a list<int32> column's offsets); written atomically. The universe
+    fingerprint, vocabulary size, special tokens and settings ride along in the schema metadata
+    (key ``genotok``), so :func:`import_parquet` restores them.
 
     Examples
     --------
@@ -810,29 +1325,26 @@ def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: i
     [[1, 2]]
     """
     pa, pq = _pyarrow()
-    from ._io import atomic_write
-
+    if corpus.vocab_size > 2**31:
+        raise GtokFormatError(f"{corpus.path}: vocab_size {corpus.vocab_size} does not fit the "
+                              "list<int32> tokens column")
     names, meta = corpus.names, corpus.meta
     info = json.dumps({k: corpus.header.get(k) for k in
                        ("fingerprint", "vocab_size", "special_tokens", "settings")}).encode()
-    with atomic_write(path, "wb") as fh:
-        writer = None
-        for a in range(0, len(corpus), row_group_size):
-            b = min(a + row_group_size, len(corpus))
-            batch = corpus.get_batch(np.arange(a, b))
+    # one type per column for the whole file (a column may start with nulls)
+    fields = [pa.field("tokens", pa.list_(pa.int32())), pa.field("name", pa.string())]
+    for k, v in meta.items():
+        t = pa.array(v).type
+        fields.append(pa.field(k, pa.string() if pa.types.is_null(t) else t))
+    schema = pa.schema(fields, metadata={b"genotok": info})
+    with atomic_write(path, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
+        for a, b in _row_groups(corpus.lengths, max(1, int(row_group_size)), 2**31 - 1):
+            batch = corpus[a:b]
             tokens = pa.ListArray.from_arrays(pa.array(batch.offsets.astype(np.int32)),
-                                              pa.array(batch.data.astype(np.int32)))
-            cols = {"tokens": tokens, "name": pa.array(names[a:b], type=pa.string())}
-            for k, v in meta.items():
-                cols[k] = pa.array(v[a:b])
-            table = pa.table(cols)
-            if writer is None:
-                writer = pq.ParquetWriter(fh, table.schema.with_metadata({b"genotok": info}))
-            writer.write_table(table)
-        if writer is None:  # empty corpus: still a valid file with the schema
-            schema = pa.schema([("tokens", pa.list_(pa.int32())), ("name", pa.string())])
-            writer = pq.ParquetWriter(fh, schema.with_metadata({b"genotok": info}))
-        writer.close()
+                                              pa.array(np.asarray(batch.data).astype(np.int32)))
+            cols = [tokens, pa.array(names[a:b], type=pa.string())]
+            cols += [pa.array(meta[f.name][a:b], type=f.type) for f in fields[2:]]
+            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
     return Path(path)
 
 
@@ -841,8 +1353,10 @@ def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_siz
                    name_column: str | None = "name", **kwargs) -> Path:
     """Pack a Parquet file with a ``list<int>`` tokens column into a corpus (streamed).
 
-    The universe fingerprint and vocabulary size come from the file's genotok metadata when it
-    has some (an exported corpus), else they must be given.
+    Every other column becomes a metadata column (``name_column`` gives the record names). The
+    universe fingerprint and vocabulary size come from the file's genotok metadata when it has
+    some (an exported corpus), else they must be given; giving a fingerprint that differs from
+    the stored one raises :class:`~genotok.UniverseMismatchError`.
 
     Examples
     --------
@@ -855,27 +1369,44 @@ def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_siz
     [[1, 2]]
     """
     pa, pq = _pyarrow()
-    pf = pq.ParquetFile(path)
-    stored = (pf.schema_arrow.metadata or {}).get(b"genotok")
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise GtokFormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    schema = pf.schema_arrow
+    stored = (schema.metadata or {}).get(b"genotok")
     info = json.loads(stored) if stored else {}
+    if fingerprint is not None and info.get("fingerprint") not in (None, fingerprint):
+        raise UniverseMismatchError(f"{path}: tokenized with universe {info['fingerprint'][:12]}…, "
+                                    f"but fingerprint {fingerprint[:12]}… was given; token ids are "
+                                    "specific to their universe")
     vocab_size = vocab_size or info.get("vocab_size")
     fingerprint = fingerprint or info.get("fingerprint")
     if vocab_size is None or fingerprint is None:
-        raise GtokFormatError(f"{path}: no genotok metadata: give vocab_size= and fingerprint=")
-    cols = [c for c in pf.schema_arrow.names if c not in (tokens_column, name_column)]
-    if tokens_column not in pf.schema_arrow.names:
-        raise GtokFormatError(f"{path}: no {tokens_column!r} column (have {pf.schema_arrow.names})")
+        raise GtokFormatError(f"{path}: no genotok metadata in the file: give vocab_size= and "
+                              "fingerprint= (e.g. from the Tokenizer that made the tokens)")
+    if tokens_column not in schema.names:
+        raise GtokFormatError(f"{path}: no {tokens_column!r} column (have {schema.names})")
+    ttype = schema.field(tokens_column).type
+    if not ((pa.types.is_list(ttype) or pa.types.is_large_list(ttype))
+            and pa.types.is_integer(ttype.value_type)):
+        raise GtokFormatError(f"{path}: column {tokens_column!r} is {ttype}, expected a list of "
+                              "integers (list<int32>)")
+    cols = [c for c in schema.names if c not in (tokens_column, name_column)]
     kwargs.setdefault("special_tokens", info.get("special_tokens"))
     kwargs.setdefault("settings", info.get("settings"))
     with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint,
                       metadata_columns=cols, **kwargs) as w:
         for rb in pf.iter_batches():
             lst = rb.column(tokens_column)
+            if lst.null_count or lst.values.null_count:
+                raise GtokFormatError(f"{path}: column {tokens_column!r} has nulls near record "
+                                      f"{w.n_records}; every row needs a list of ids")
             offs = np.asarray(lst.offsets, dtype=np.int64)
-            data = np.asarray(lst.values, dtype=np.int64)
-            ragged = Ragged(data[offs[0]:offs[-1]], offs - offs[0])
+            data = np.asarray(lst.values)[offs[0]:offs[-1]]
             names = (rb.column(name_column).to_pylist()
                      if name_column and name_column in rb.schema.names else None)
-            w.append_batch(ragged, names=names, meta={c: rb.column(c).to_pylist() for c in cols})
+            w.append_batch(Ragged(data, offs - offs[0]), names=names,
+                           meta={c: rb.column(c).to_pylist() for c in cols})
         w.add_source(Path(path).name, size=os.path.getsize(path))
     return Path(out)

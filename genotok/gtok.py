@@ -59,6 +59,21 @@ def write_gtok(path: str | os.PathLike, ids, width: int | None = None) -> None:
         fh.write(np.ascontiguousarray(a, dtype=WIDTH_FLAGS[flag]).tobytes())
 
 
+def _check(head: bytes, size: int, p: str) -> tuple[np.dtype, int]:
+    """Validate a header (the first 5 bytes) and the file size; return (dtype, number of ids)."""
+    if len(head) < HEADER_SIZE or head[:4] != MAGIC:
+        raise GtokFormatError(f"{p}: not a .gtok file (bad magic {head[:4]!r}, expected {MAGIC!r})")
+    dtype = WIDTH_FLAGS.get(head[4])
+    if dtype is None:
+        raise GtokFormatError(f"{p}: unknown width flag 0x{head[4]:02x} (expected 0x01 uint16 "
+                              "or 0x02 uint32)")
+    payload = size - HEADER_SIZE
+    if payload % dtype.itemsize:
+        raise GtokFormatError(f"{p}: truncated: {payload} payload bytes is not a whole number of "
+                              f"{dtype.itemsize}-byte ids (the file was cut short); re-create it")
+    return dtype, payload // dtype.itemsize
+
+
 def _gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
     """Validate a ``.gtok`` file's header and size; return (dtype, number of ids)."""
     p = os.fspath(path)
@@ -70,21 +85,29 @@ def _gtok_header(path: str | os.PathLike) -> tuple[np.dtype, int]:
         raise GtokFormatError(f"{p}: no such file") from None
     except IsADirectoryError:
         raise GtokFormatError(f"{p}: is a directory, not a .gtok file") from None
-    if len(head) < HEADER_SIZE or head[:4] != MAGIC:
-        raise GtokFormatError(f"{p}: not a .gtok file (bad magic {head[:4]!r}, expected {MAGIC!r})")
-    dtype = WIDTH_FLAGS.get(head[4])
-    if dtype is None:
-        raise GtokFormatError(f"{p}: unknown width flag 0x{head[4]:02x} (expected 0x01 uint16 "
-                              "or 0x02 uint32)")
-    payload = size - HEADER_SIZE
-    if payload % dtype.itemsize:
-        raise GtokFormatError(f"{p}: truncated: {payload} payload bytes is not a whole number of "
-                              f"{dtype.itemsize}-byte ids (the file was cut short)")
-    return dtype, payload // dtype.itemsize
+    return _check(head, size, p)
+
+
+def decode_gtok(raw: bytes, where: str = "<bytes>") -> np.ndarray:
+    """The token ids of a ``.gtok`` file's content (already read into memory).
+
+    Same checks as :func:`read_gtok`; ``where`` names the source in error messages.
+    Returns a read-only view of ``raw``.
+
+    Examples
+    --------
+    >>> decode_gtok(b"GTOK\\x01\\x05\\x00\\x06\\x00").tolist()
+    [5, 6]
+    """
+    dtype, n = _check(bytes(raw[:HEADER_SIZE]), len(raw), where)
+    return np.frombuffer(raw, dtype=dtype, count=n, offset=HEADER_SIZE)
 
 
 def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
     """Read a ``.gtok`` token list: a read-only memory map by default (no copy), else an array.
+
+    An empty list is returned as a read-only empty array (a zero-length file region cannot be
+    memory-mapped). The dtype is the file's (uint16 or uint32).
 
     Examples
     --------
@@ -97,7 +120,9 @@ def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
     p = os.fspath(path)
     dtype, n = _gtok_header(p)
     if n == 0:
-        return np.zeros(0, dtype=dtype)
+        empty = np.zeros(0, dtype=dtype)
+        empty.flags.writeable = False
+        return empty
     if mmap:
         return np.memmap(p, dtype=dtype, mode="r", offset=HEADER_SIZE, shape=(n,))
     return np.fromfile(p, dtype=dtype, offset=HEADER_SIZE, count=n)

@@ -1,286 +1,145 @@
-"""The .gtok formats: gtars-compatible single lists and the indexed corpus."""
+"""gtars-compatible ``.gtok`` single lists: byte compatibility, round trips, refusals."""
 
 from __future__ import annotations
 
 import json
-import os
+import struct
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import (
-    Corpus,
-    CorpusWriter,
-    GtokFormatError,
-    Ragged,
-    Tokenizer,
-    UniverseMismatchError,
-    export_gtok_dir,
-    export_parquet,
-    import_gtok_dir,
-    import_parquet,
-    read_gtok,
-    write_gtok,
-    write_manifest,
-)
-from genotok.corpus import PREAMBLE
+from genotok import GtokFormatError, read_gtok, write_gtok
+from genotok.gtok import decode_gtok
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gtars_compat"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
-FIXED = settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+KNOWN = {"small_u16.gtok": [0, 1, 4, 0, 1, 3], "big_u32.gtok": [1, 65535, 65536, 4294967295],
+         "empty.gtok": []}
 
 
-# ------------------------------------------------------------------ single lists
+def naive_decode(raw: bytes) -> list[int]:
+    """Oracle: the gtars layout decoded with struct, one id at a time (no numpy)."""
+    assert raw[:4] == b"GTOK"
+    fmt, width = {1: ("<H", 2), 2: ("<I", 4)}[raw[4]]
+    return [struct.unpack(fmt, raw[i:i + width])[0] for i in range(5, len(raw), width)]
+
+
+def naive_encode(ids: list[int], width: int | None = None) -> bytes:
+    """Oracle: the bytes gtars writes for ``ids`` (uint16 when every id fits)."""
+    if width is None:
+        width = 2 if all(x <= 0xFFFF for x in ids) else 4
+    fmt, flag = ("<H", 1) if width == 2 else ("<I", 2)
+    return b"GTOK" + bytes([flag]) + b"".join(struct.pack(fmt, x) for x in ids)
+
+
+# ------------------------------------------------------------------ files gtars wrote
 @needs_shared
-@pytest.mark.parametrize("name, expected", [
-    ("small_u16.gtok", [0, 1, 4, 0, 1, 3]),
-    ("big_u32.gtok", [1, 65535, 65536, 4294967295]),
-    ("empty.gtok", []),
-])
-def test_reads_gtars_files(name, expected):
-    for mmap in (True, False):
-        assert read_gtok(SHARED / name, mmap=mmap).tolist() == expected
+def test_reads_every_gtars_file():
+    files = sorted(SHARED.glob("*.gtok"))
+    assert {f.name for f in files} >= set(KNOWN)
+    expected = json.loads((SHARED / "expected.json").read_text())["expected_input_ids"]
+    for f in files:
+        want = KNOWN[f.name] if f.name in KNOWN else expected[f.stem + ".bed"]
+        assert naive_decode(f.read_bytes()) == want  # the fixture is what the spec says
+        for mmap in (True, False):
+            assert read_gtok(f, mmap=mmap).tolist() == want
+        assert decode_gtok(f.read_bytes(), str(f)).tolist() == want
 
 
 @needs_shared
-def test_reads_gtars_query0_as_tokenized():
-    ids = json.loads((SHARED / "expected.json").read_text())["expected_input_ids"]["query0.bed"]
-    assert read_gtok(SHARED / "query0.gtok").tolist() == ids
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_writes_the_bytes_gtars_wrote(tmp_path, name):
+    write_gtok(tmp_path / name, KNOWN[name])
+    assert (tmp_path / name).read_bytes() == (SHARED / name).read_bytes()
 
 
-@FIXED
-@given(st.lists(st.integers(0, 2**32 - 1), max_size=50), st.sampled_from([None, 4]))
-def test_gtok_round_trip(tmp_path, ids, width):
-    p = tmp_path / "x.gtok"
-    write_gtok(p, np.array(ids, dtype=np.int64), width=width)
-    data = p.read_bytes()
-    assert data[:4] == b"GTOK"
-    expect_flag = 2 if (width == 4 or (ids and max(ids) > 65535)) else 1
-    assert data[4] == expect_flag and len(data) == 5 + len(ids) * (2 if expect_flag == 1 else 4)
-    arr = read_gtok(p)
-    assert arr.tolist() == ids
-    if ids:
-        assert isinstance(arr, np.memmap) and not arr.flags.writeable
+# ------------------------------------------------------------------ round trips
+ids_st = st.lists(st.one_of(st.integers(0, 70_000), st.sampled_from([65_535, 65_536]),
+                            st.integers(0, 2**32 - 1)), max_size=40)
 
 
-def test_gtok_width_boundary(tmp_path):
+@settings(max_examples=80, deadline=None)
+@given(ids_st, st.sampled_from([None, 2, 4]), st.sampled_from([np.int64, np.uint32, np.uint64]))
+def test_round_trip_matches_oracle(ids, width, dtype):
+    if width == 2 and any(x > 0xFFFF for x in ids):
+        width = None
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "x.gtok"
+        write_gtok(p, np.array(ids, dtype=dtype), width=width)
+        raw = p.read_bytes()
+        assert raw == naive_encode(ids, width)
+        arr = read_gtok(p)
+        assert arr.tolist() == ids and not arr.flags.writeable
+        if ids:
+            assert isinstance(arr, np.memmap)
+        copy = read_gtok(p, mmap=False)
+        assert copy.tolist() == ids and not isinstance(copy, np.memmap)
+        assert decode_gtok(raw).tolist() == ids
+        del arr
+
+
+def test_width_boundary_and_forced_width(tmp_path):
     write_gtok(tmp_path / "a.gtok", [65535])
     write_gtok(tmp_path / "b.gtok", [65536])
-    assert (tmp_path / "a.gtok").read_bytes()[4] == 1
-    assert (tmp_path / "b.gtok").read_bytes()[4] == 2
+    write_gtok(tmp_path / "c.gtok", [1], width=4)
+    assert [(tmp_path / n).read_bytes()[4] for n in ("a.gtok", "b.gtok", "c.gtok")] == [1, 2, 2]
+    assert read_gtok(tmp_path / "c.gtok").dtype == np.dtype("<u4")
     with pytest.raises(GtokFormatError, match="uint16"):
-        write_gtok(tmp_path / "c.gtok", [65536], width=2)
-    with pytest.raises(GtokFormatError, match="within"):
-        write_gtok(tmp_path / "d.gtok", [-1])
+        write_gtok(tmp_path / "d.gtok", [65536], width=2)
+    with pytest.raises(ValueError, match="width must be 2"):
+        write_gtok(tmp_path / "d.gtok", [1], width=3)
 
 
-def test_gtok_refuses_what_gtars_accepts(tmp_path):
-    write_gtok(tmp_path / "x.gtok", [1, 2, 3])
-    good = (tmp_path / "x.gtok").read_bytes()
-    (tmp_path / "trunc.gtok").write_bytes(good[:-1])
-    with pytest.raises(GtokFormatError, match="trunc.gtok: truncated"):
-        read_gtok(tmp_path / "trunc.gtok")
-    (tmp_path / "flag.gtok").write_bytes(b"GTOK\x03" + good[5:])
-    with pytest.raises(GtokFormatError, match="unknown width flag 0x03"):
-        read_gtok(tmp_path / "flag.gtok")
-    (tmp_path / "magic.gtok").write_bytes(b"GTOX\x01" + good[5:])
-    with pytest.raises(GtokFormatError, match="bad magic"):
-        read_gtok(tmp_path / "magic.gtok")
-    (tmp_path / "short.gtok").write_bytes(b"GT")
-    with pytest.raises(GtokFormatError, match="bad magic"):
-        read_gtok(tmp_path / "short.gtok")
-    with pytest.raises(GtokFormatError, match="no such file"):
-        read_gtok(tmp_path / "missing.gtok")
+@pytest.mark.parametrize("ids, pattern", [
+    ([-1], "within"), ([2**32], "within"), ([1.5], "integers"), (np.array([True]), "integers"),
+])
+def test_write_refuses_bad_ids_and_leaves_nothing(tmp_path, ids, pattern):
+    with pytest.raises(GtokFormatError, match=rf"x.gtok: .*{pattern}"):
+        write_gtok(tmp_path / "x.gtok", ids)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_gtars_reads_what_we_write(tmp_path):
     gutils = pytest.importorskip("gtars.utils")
-    for ids in ([0, 1, 2, 65535], [3, 70000, 4294967295], []):
+    for ids in ([0, 1, 2, 65535], [3, 70000, 4294967295], [], [65536]):
         write_gtok(tmp_path / "x.gtok", ids)
         assert [int(x) for x in gutils.read_tokens_from_gtok(str(tmp_path / "x.gtok"))] == ids
 
 
-# ------------------------------------------------------------------ corpus
-rows_st = st.lists(st.lists(st.integers(0, 70_000), max_size=8), max_size=12)
+@settings(max_examples=25, deadline=None)
+@given(ids_st)
+def test_we_read_what_gtars_writes(ids):
+    gutils = pytest.importorskip("gtars.utils")
+    with tempfile.TemporaryDirectory() as d:
+        p = str(Path(d) / "g.gtok")
+        gutils.write_tokens_to_gtok(p, ids)
+        assert read_gtok(p).tolist() == ids
+        assert Path(p).read_bytes() == naive_encode(ids)
 
 
-def _write(path, rows, vocab_size=70_001, values=None, names=None, fingerprint="fp", **kw):
-    with CorpusWriter(path, vocab_size=vocab_size, fingerprint=fingerprint,
-                      values_dtype=None if values is None else "float32", **kw) as w:
-        w.append_batch(Ragged.from_list(rows), names=names,
-                       values=None if values is None else np.asarray(values, np.float32))
-    return Corpus.open(path)
-
-
-@FIXED
-@given(rows_st, st.sampled_from([70_001, 65_536, 1_000_000]), st.booleans(), st.integers(1, 5))
-def test_corpus_round_trip(tmp_path, rows, vocab, with_values, batch):
-    rows = [[min(x, vocab - 1) for x in r] for r in rows]
-    path = tmp_path / f"c{vocab}{with_values}{batch}.gtokc"
-    if path.exists():
-        path.unlink()
-    flat = [x for r in rows for x in r]
-    vals = [float(i) / 2 for i in range(len(flat))] if with_values else None
-    with CorpusWriter(path, vocab_size=vocab, fingerprint="fp",
-                      values_dtype="float32" if with_values else None) as w:
-        pos = 0
-        for a in range(0, len(rows), batch):  # appended in ragged batches
-            chunk = rows[a:a + batch]
-            k = sum(map(len, chunk))
-            w.append_batch(chunk, names=[f"r{a + j}" for j in range(len(chunk))],
-                           values=None if vals is None else np.array(vals[pos:pos + k], np.float32))
-            pos += k
-    c = Corpus.open(path, verify=True)
-    assert len(c) == len(rows) and c.lengths.tolist() == [len(r) for r in rows]
-    assert [c[i].tolist() for i in range(len(rows))] == rows
-    assert [r.tolist() for r in c] == rows
-    assert c.to_ragged().to_list() == rows
-    assert c.names == [f"r{i}" for i in range(len(rows))]
-    assert c._shards[0].dtype.itemsize == (2 if vocab <= 65536 else 4)
-    if rows:
-        idx = np.array([len(rows) - 1, 0, len(rows) // 2, -1])
-        assert c[idx].to_list() == [rows[i] for i in idx]
-        assert c[1:].to_list() == rows[1:]
-        assert isinstance(c[0], np.memmap) or c[0].size == 0
-    if with_values:
-        got = c.to_ragged(values=True).values.tolist()
-        assert got == vals
-        if rows:
-            assert c.values(0).tolist() == vals[:len(rows[0])]
-    assert not c.verify()
-
-
-def test_corpus_sections_aligned_and_metadata(tmp_path):
-    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
-    path = tmp_path / "c.gtokc"
-    with CorpusWriter.for_tokenizer(path, tok, metadata_columns=["cell_type"],
-                                    values_dtype="uint16") as w:
-        w.append([0, 1], name="AAAC", values=[3, 1], meta={"cell_type": "B"})
-        w.append([1], name="AAAG", values=[2], meta={"cell_type": "T"})
-        w.add_source("cells.h5ad", size=123, sha256="ab" * 32)
-    raw = path.read_bytes()
-    fields = PREAMBLE.unpack(raw[:PREAMBLE.size])
-    assert fields[0] == b"GTOKCORP" and all(off % 64 == 0 for off in fields[8:12] if off)
-    c = Corpus.open(path, expect=tok)
-    assert c.meta == {"cell_type": ["B", "T"]} and c.names == ["AAAC", "AAAG"]
-    assert c.special_tokens["pad"] == tok.pad_token_id and c.settings["overlap"] == "all"
-    assert c.sources[0]["name"] == "cells.h5ad" and c.info()["length_max"] == 2
-    assert c.to_ragged(values=True).values.tolist() == [3, 1, 2]
-    with pytest.raises(UniverseMismatchError, match="specific to their universe"):
-        Corpus.open(path, expect=Tokenizer(["chr1:0-100"]))
-
-
-def test_writer_refuses_bad_ids_and_leaves_nothing(tmp_path):
-    path = tmp_path / "c.gtokc"
-    with pytest.raises(GtokFormatError, match="record 1 has id 10"):
-        with CorpusWriter(path, vocab_size=10, fingerprint="fp") as w:
-            w.append([1, 2])
-            w.append([3, 10])
-    assert list(tmp_path.iterdir()) == []
-    with pytest.raises(RuntimeError):
-        with CorpusWriter(path, vocab_size=10, fingerprint="fp", values_dtype="float32") as w:
-            w.append([1], values=[1.0])
-            raise RuntimeError("killed")
-    assert list(tmp_path.iterdir()) == []
-    _write(path, [[1]], vocab_size=10)
-    with pytest.raises(FileExistsError):
-        CorpusWriter(path, vocab_size=10, fingerprint="fp")
-
-
-def test_corruption_is_detected(tmp_path):
-    path = tmp_path / "c.gtokc"
-    _write(path, [[1, 2, 3], [4, 5]] * 50, vocab_size=100)
-    raw = bytearray(path.read_bytes())
-    # truncated
-    (tmp_path / "t.gtokc").write_bytes(bytes(raw[: len(raw) // 2]))
-    with pytest.raises(GtokFormatError, match="t.gtokc: truncated or corrupt"):
-        Corpus.open(tmp_path / "t.gtokc")
-    # a flipped token byte: found by verify (checksum)
-    tok_off = PREAMBLE.unpack(bytes(raw[:PREAMBLE.size]))[8]
-    bad = bytearray(raw)
-    bad[tok_off + 3] ^= 0x01
-    (tmp_path / "f.gtokc").write_bytes(bytes(bad))
-    c = Corpus.open(tmp_path / "f.gtokc")
-    assert any("tokens checksum mismatch" in p for p in c.verify())
-    with pytest.raises(GtokFormatError, match="checksum"):
-        Corpus.open(tmp_path / "f.gtokc", verify=True)
-    # corrupt offsets: caught on open
-    off_off = PREAMBLE.unpack(bytes(raw[:PREAMBLE.size]))[10]
-    bad = bytearray(raw)
-    bad[off_off:off_off + 8] = (5).to_bytes(8, "little")
-    (tmp_path / "o.gtokc").write_bytes(bytes(bad))
-    with pytest.raises(GtokFormatError, match="corrupt record offsets"):
-        Corpus.open(tmp_path / "o.gtokc")
-    # newer major version
-    bad = bytearray(raw)
-    bad[8:10] = (9).to_bytes(2, "little")
-    (tmp_path / "v.gtokc").write_bytes(bytes(bad))
-    with pytest.raises(GtokFormatError, match="newer than this genotok"):
-        Corpus.open(tmp_path / "v.gtokc")
-    (tmp_path / "m.gtokc").write_bytes(b"NOTACORPUS" + bytes(raw[10:]))
-    with pytest.raises(GtokFormatError, match="bad magic"):
-        Corpus.open(tmp_path / "m.gtokc")
-
-
-def test_shards_joined_by_manifest(tmp_path):
-    rows_a, rows_b = [[1, 2], [3]], [[], [4, 5, 6], [7]]
-    a = _write(tmp_path / "shards" / "a.gtokc", rows_a, vocab_size=10, names=["a0", "a1"],
-               values=[1, 2, 3])
-    b = _write(tmp_path / "shards" / "b.gtokc", rows_b, vocab_size=10, names=["b0", "b1", "b2"],
-               values=[4, 5, 6, 7])
-    assert a and b
-    before = sorted(os.listdir(tmp_path / "shards"))
-    write_manifest(tmp_path / "shards", [tmp_path / "shards" / "a.gtokc", tmp_path / "shards" / "b.gtokc"])
-    assert sorted(os.listdir(tmp_path / "shards")) == sorted(before + ["manifest.json"])
-    c = Corpus.open(tmp_path / "shards", verify=True)
-    all_rows = rows_a + rows_b
-    assert len(c) == 5 and [c[i].tolist() for i in range(5)] == all_rows
-    assert c[[4, 0, 2, 3]].to_list() == [all_rows[i] for i in (4, 0, 2, 3)]
-    assert c.get_batch([3, 0], values=True).values.tolist() == [4, 5, 6, 1, 2]
-    assert c.names == ["a0", "a1", "b0", "b1", "b2"] and c.lengths.tolist() == [2, 1, 0, 3, 1]
-    _write(tmp_path / "other.gtokc", [[1]], vocab_size=10, fingerprint="other")
-    with pytest.raises(UniverseMismatchError):
-        write_manifest(tmp_path / "mixed", [tmp_path / "shards" / "a.gtokc", tmp_path / "other.gtokc"])
-
-
-def test_gtok_dir_round_trip(tmp_path):
-    rows = [[1, 2], [], [70_000]]
-    c = _write(tmp_path / "c.gtokc", rows, names=["s1", "s2", "s1"])
-    files = export_gtok_dir(c, tmp_path / "dir")
-    assert len(files) == 3 and len(set(files)) == 3  # repeated names do not overwrite
-    back = Corpus.open(import_gtok_dir(tmp_path / "dir", tmp_path / "back.gtokc",
-                                       vocab_size=70_001, fingerprint="fp"))
-    assert sorted(map(tuple, back.to_ragged().to_list())) == sorted(map(tuple, rows))
-
-
-def test_parquet_round_trip(tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet")
-    rows = [[1, 2], [], [70_000, 3]]
-    path = tmp_path / "c.gtokc"
-    with CorpusWriter(path, vocab_size=70_001, fingerprint="fp", metadata_columns=["kind"]) as w:
-        w.append_batch(rows, names=["a", "b", "c"], meta={"kind": ["x", "y", "z"]})
-    c = Corpus.open(path)
-    export_parquet(c, tmp_path / "c.parquet", row_group_size=2)
-    table = pq.read_table(tmp_path / "c.parquet")
-    assert table.column("tokens").to_pylist() == rows
-    assert table.column("name").to_pylist() == ["a", "b", "c"]
-    back = Corpus.open(import_parquet(tmp_path / "c.parquet", tmp_path / "back.gtokc"))
-    assert back.to_ragged().to_list() == rows and back.meta == {"kind": ["x", "y", "z"]}
-    assert back.fingerprint == "fp" and back.names == ["a", "b", "c"]
-
-
-def test_iter_batches_are_views_per_shard(tmp_path):
-    rows_a, rows_b = [[1, 2], [3], []], [[4, 5]]
-    for name, rows in (("a", rows_a), ("b", rows_b)):
-        with CorpusWriter(tmp_path / f"{name}.gtokc", vocab_size=9, fingerprint="fp",
-                          values_dtype="float32") as w:
-            w.append_batch(rows, values=[np.arange(len(r), dtype=np.float32) for r in rows])
-    write_manifest(tmp_path / "m", [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
-    c = Corpus.open(tmp_path / "m")
-    batches = list(c.iter_batches(2, values=True))
-    assert [b.to_list() for b in batches] == [[[1, 2], [3]], [[]], [[4, 5]]]
-    assert batches[0].values.tolist() == [0, 1, 0]
-    assert np.shares_memory(batches[0].data, c._shards[0].tokens)  # a view of the map, no copy
+# ------------------------------------------------------------------ refusals
+def test_refuses_what_gtars_accepts(tmp_path):
+    write_gtok(tmp_path / "x.gtok", [1, 2, 3])
+    good = (tmp_path / "x.gtok").read_bytes()
+    cases = {"trunc.gtok": (good[:-1], "trunc.gtok: truncated"),
+             "flag.gtok": (b"GTOK\x03" + good[5:], "flag.gtok: unknown width flag 0x03"),
+             "zero.gtok": (b"GTOK\x00", "zero.gtok: unknown width flag 0x00"),
+             "magic.gtok": (b"GTOX\x01" + good[5:], "magic.gtok: not a .gtok file .*bad magic"),
+             "short.gtok": (b"GT", "short.gtok: not a .gtok file"),
+             "nothing.gtok": (b"", "nothing.gtok: not a .gtok file"),
+             "u32.gtok": (b"GTOK\x02\x01\x00\x00\x00\x02", "u32.gtok: truncated")}
+    for name, (data, pattern) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        for mmap in (True, False):
+            with pytest.raises(GtokFormatError, match=pattern):
+                read_gtok(tmp_path / name, mmap=mmap)
+        with pytest.raises(GtokFormatError, match=pattern):
+            decode_gtok(data, str(tmp_path / name))
+    with pytest.raises(GtokFormatError, match="missing.gtok: no such file"):
+        read_gtok(tmp_path / "missing.gtok")
+    with pytest.raises(GtokFormatError, match="is a directory"):
+        read_gtok(tmp_path)
