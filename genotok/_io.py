@@ -34,9 +34,10 @@ GZIP_MAGIC = b"\x1f\x8b"
 def _check_readable(path: str | os.PathLike, error=BedParseError) -> str:
     p = os.fspath(path)
     if os.path.isdir(p):
-        raise error(p, None, "is a directory, not a file")
+        raise error(p, None, "is a directory, not a file; give the path of a BED file")
     if not os.path.exists(p):
-        raise error(p, None, "no such file")
+        raise error(p, None, "no such file; check the path (relative paths start at "
+                             f"{os.getcwd()})")
     return p
 
 
@@ -58,10 +59,31 @@ def decompress(raw: bytes, path: str) -> bytes:
 
 
 def read_bytes(path: str | os.PathLike) -> np.ndarray:
-    """The whole content of a file as ``uint8`` (gzip detected by its magic bytes, decompressed)."""
+    """The whole content of a file as a read-only ``uint8`` array, gunzipped when it is gzip.
+
+    Gzip is recognised by its magic bytes, not by the file name; multi-member streams (BGZF)
+    are read to the end. Decompression uses ISA-L (``isal``) when installed, else the standard
+    library (see ``GZIP_BACKEND``). No copy is made of the (decompressed) bytes.
+
+    Raises
+    ------
+    BedParseError
+        Missing path, a directory, an unreadable file, a truncated or corrupt gzip stream.
+
+    Examples
+    --------
+    >>> import gzip, tempfile, os, pathlib
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.bed")
+    >>> _ = pathlib.Path(p).write_bytes(gzip.compress(b"chr1\\t1\\t2\\n"))
+    >>> read_bytes(p).tobytes()
+    b'chr1\\t1\\t2\\n'
+    """
     p = _check_readable(path)
-    with open(p, "rb") as fh:
-        raw = fh.read()
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise BedParseError(p, None, f"cannot read the file ({exc.strerror or exc})") from None
     if raw[:2] == GZIP_MAGIC:
         raw = decompress(raw, p)
     return np.frombuffer(raw, dtype=np.uint8)
@@ -84,8 +106,18 @@ def make_temp(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Write ``path`` through a temporary file in the same folder, renamed into place on success.
 
-    An exception inside the block removes the temporary file and leaves ``path`` untouched,
-    so readers never see a partial file.
+    The data is fsynced before the rename. An exception inside the block (KeyboardInterrupt
+    too) removes the temporary file and leaves ``path`` as it was, so readers never see a
+    partial file.
+
+    Examples
+    --------
+    >>> import tempfile, os, pathlib
+    >>> p = os.path.join(tempfile.mkdtemp(), "out.txt")
+    >>> with atomic_write(p, "w") as fh:
+    ...     _ = fh.write("done")
+    >>> pathlib.Path(p).read_text()
+    'done'
     """
     path = Path(path)
     fd, tmp = make_temp(path)
@@ -95,10 +127,25 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+        _fsync_dir(path.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename durable (best effort: some file systems refuse to open folders)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def default_hash() -> str:
@@ -111,7 +158,16 @@ def default_hash() -> str:
 
 
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
-    """Hex digest of a file's bytes, read in chunks (any hashlib name, or ``"xxh3_128"``)."""
+    """Hex digest of a file's bytes, read in chunks (any hashlib name, or ``"xxh3_128"``).
+
+    Examples
+    --------
+    >>> import tempfile, os, pathlib
+    >>> p = os.path.join(tempfile.mkdtemp(), "x")
+    >>> _ = pathlib.Path(p).write_bytes(b"abc")
+    >>> file_digest(p)[:16]
+    'ba7816bf8f01cfea'
+    """
     if algorithm == "xxh3_128":
         import xxhash
 

@@ -7,62 +7,126 @@ whatever they were read from.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 
 from . import _io, _parse
 from .errors import BedParseError, RegionParseError
 
-_SEPS = {":": ":", "-": "-", "_": "_"}
-_AUTO = re.compile(r"^(.+)[:_-]([0-9][0-9,]*)[_-]([0-9][0-9,]*)$")
+_NUM = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"  # 1234 or 1,234 (thousands separators)
+# auto: chrom<:-_>start<-_>end, from the right (the contig name may contain any of these)
+_AUTO = re.compile(rf"(.+)[:_-]{_NUM}[_-]{_NUM}")
+_FORCED = {":": re.compile(rf"(.+):{_NUM}-{_NUM}"),
+           "-": re.compile(rf"(.+)-{_NUM}-{_NUM}"),
+           "_": re.compile(rf"(.+)_{_NUM}_{_NUM}")}
+# byte values of (sep1, sep2) for the kernel; -1 = any of ":-_" / "-_"
+_KERNEL_SEPS = {None: (-1, -1), ":": (58, 45), "-": (45, 45), "_": (95, 95)}
 
 
 def _pattern(sep: str | None) -> re.Pattern:
     if sep is None:
         return _AUTO
-    if sep not in _SEPS:
+    if sep not in _FORCED:
         raise ValueError(f"sep must be None, ':', '-' or '_', got {sep!r}")
-    inner = "-" if sep == ":" else re.escape(sep)
-    return re.compile(rf"^(.+){re.escape(sep)}([0-9][0-9,]*){inner}([0-9][0-9,]*)$")
+    return _FORCED[sep]
 
 
 def _codes_first_appearance(chroms: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """int32 codes in order of first appearance for an array of names (str, or UTF-8 bytes).
+
+    A dict over the names: 200k names take ~20 ms (``np.unique`` on objects sorts: ~5x slower).
+    """
     if chroms.size == 0:
         return np.zeros(0, np.int32), ()
-    uniq, first, inverse = np.unique(chroms, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    remap = np.empty(order.size, np.int32)
-    remap[order] = np.arange(order.size, dtype=np.int32)
-    names = tuple(str(x.decode() if isinstance(x, bytes) else x) for x in uniq[order])
-    return remap[inverse.ravel()], names
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(c, len(index)) for c in chroms.tolist()),
+                        dtype=np.int32, count=chroms.size)
+    names = []
+    for k in index:
+        if isinstance(k, bytes):
+            try:
+                k = k.decode("utf-8")
+            except UnicodeDecodeError:
+                i = int(np.flatnonzero(codes == len(names))[0])
+                raise RegionParseError(f"chromosome [{i}] {k!r} is not valid UTF-8") from None
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            k = str(k)
+        elif not isinstance(k, str):
+            i = int(np.flatnonzero(codes == len(names))[0])
+            raise RegionParseError(f"chromosome [{i}] is {k!r} ({type(k).__name__}), "
+                                   "not a name: give chromosome names as strings")
+        if not k:
+            i = int(np.flatnonzero(codes == len(names))[0])
+            raise RegionParseError(f"chromosome [{i}] is an empty name")
+        names.append(k)
+    if len(set(names)) != len(names):  # b"chr1" and "chr1" in one object array
+        seen: dict[str, int] = {}
+        remap = np.array([seen.setdefault(x, len(seen)) for x in names], dtype=np.int32)
+        return remap[codes], tuple(seen)
+    return codes, tuple(names)
+
+
+def _object_array(items: list) -> np.ndarray:
+    """A 1-d object array of ``items`` as they are (``np.asarray`` would make tuples 2-d)."""
+    a = np.empty(len(items), dtype=object)
+    a[:] = items
+    return a
 
 
 def _int_coords(values, what: str) -> np.ndarray:
+    """int64 coordinates from any 1-d array-like of integers (or integral floats/strings)."""
     a = np.asarray(values)
     if a.ndim != 1:
-        raise RegionParseError(f"{what} must be one-dimensional, got shape {a.shape}")
+        raise RegionParseError(f"{what}s must be one-dimensional, got shape {a.shape}")
     if a.size == 0:
         return np.zeros(0, np.int64)
     if a.dtype.kind in "iu":
+        if a.dtype.kind == "u" and a.dtype.itemsize == 8 and a.max() > _parse.MAX_COORD:
+            i = int(np.argmax(a))
+            raise RegionParseError(f"{what}[{i}] = {a[i]} is larger than 2^62")
         return a.astype(np.int64, copy=False)
     if a.dtype.kind == "f":
-        bad = ~np.isfinite(a) | (a != np.round(a))
+        bad = ~np.isfinite(a) | (a != np.round(a)) | (np.abs(a) > _parse.MAX_COORD)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise RegionParseError(f"{what}[{i}] = {a[i]!r} is not an integer coordinate")
+            raise RegionParseError(f"{what}[{i}] = {a[i].item()!r} is not an integer coordinate")
         return a.astype(np.int64)
-    try:
-        return np.array([int(x) for x in a], dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        for i, x in enumerate(a):
-            try:
-                int(x)
-            except (TypeError, ValueError, OverflowError):
-                raise RegionParseError(f"{what}[{i}] = {x!r} is not an integer coordinate") from None
-        raise
+    if a.dtype.kind == "b":
+        raise RegionParseError(f"{what}s are booleans ({a[:3].tolist()}...), not coordinates")
+    out = np.empty(a.size, np.int64)
+    for i, x in enumerate(a.tolist()):
+        v = _one_int(x)
+        if v is None:
+            raise RegionParseError(f"{what}[{i}] = {x!r} is not an integer coordinate")
+        out[i] = v
+    return out
+
+
+def _one_int(x) -> int | None:
+    """``x`` as an int when it is one (int, integral float, decimal string); else None."""
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int):
+        v = x
+    elif isinstance(x, float):
+        if not (x == x and abs(x) != float("inf") and x == int(x)):
+            return None
+        v = int(x)
+    elif isinstance(x, (str, bytes)):
+        try:
+            v = int(x)
+        except ValueError:
+            return None
+    else:
+        try:
+            v = int(operator.index(x))
+        except TypeError:
+            return None
+    return v if abs(v) <= _parse.MAX_COORD else None
 
 
 class RegionSet:
@@ -110,7 +174,8 @@ class RegionSet:
             raise RegionParseError("chromosome codes out of range of chrom_names")
         where = f"{self.source}: " if self.source else ""
         for bad, msg in ((self.starts < 0, "negative start"),
-                         (self.ends < self.starts, "end is before start")):
+                         (self.ends < self.starts, "end is before start"),
+                         (self.ends > _parse.MAX_COORD, "coordinate larger than 2^62")):
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
                 raise RegionParseError(
@@ -122,9 +187,22 @@ class RegionSet:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_bed(cls, path: str | os.PathLike) -> "RegionSet":
-        """Parse a BED / BED.gz file (any number of columns >= 3).
+        """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok._parse``).
 
-        Raises :class:`BedParseError` naming the file and line for malformed input.
+        Large files (>= 8 MB of text) are parsed in chunks on all numba threads.
+
+        Raises
+        ------
+        BedParseError
+            Naming the file and the 1-based line, with the offending line shown.
+
+        Examples
+        --------
+        >>> import tempfile, os, pathlib
+        >>> p = os.path.join(tempfile.mkdtemp(), "peaks.bed")
+        >>> _ = pathlib.Path(p).write_text("track name=x\\nchr1\\t10\\t20\\tpeak1\\t.\\n")
+        >>> RegionSet.from_bed(p).to_strings()
+        ['chr1:10-20']
         """
         p = os.fspath(path)
         buf = _io.read_bytes(p)
@@ -140,33 +218,43 @@ class RegionSet:
 
             with ThreadPoolExecutor(len(chunks)) as pool:
                 results = list(pool.map(lambda ab: _parse.run(buf[ab[0]:ab[1]], ab[0] == 0), chunks))
+        error = None  # (line, status, byte position) of the first problem the kernel found
         seen_data = False
-        for (a, _), (codes, _, _, _, _, status, line, pos, header) in zip(chunks, results):
+        for k, ((a, _), r) in enumerate(zip(chunks, results)):
+            status = int(r[5])
             if status != _parse.OK:
                 if a and not seen_data:  # maybe the file's header: only a serial parse can tell
                     results, chunks = [_parse.run(buf)], [(0, buf.size)]
-                    status, line, pos = (int(x) for x in results[0][5:8])
-                    if status == _parse.OK:
-                        break
-                    a = 0
-                _raise_parse_error(buf, path, int(status), int(line), int(pos), a)
-            seen_data = seen_data or codes.size > 0 or header > 0
+                    r, a = results[0], 0
+                    status = int(r[5])
+                if status != _parse.OK:
+                    line = int(r[6]) + (int(np.count_nonzero(buf[:a] == 10)) if a else 0)
+                    error = (line, status, int(r[7]) + a)
+                break
+            seen_data = seen_data or r[0].size > 0 or r[8] > 0
+        # chromosome names: UTF-8 decoded once per name and chunk, merged in order of appearance
         names: list[str] = []
         index: dict[str, int] = {}
         parts_codes = []
+        bad_name = None  # (line, raw name) of the first name that is not UTF-8
         for (a, _), (codes, _, _, ns, ne, *_rest) in zip(chunks, results):
             remap = np.empty(ns.size, dtype=np.int32)
-            for c in range(ns.size):
-                raw = buf[a + ns[c]:a + ne[c]].tobytes()
+            for c, (x, y) in enumerate(zip(ns.tolist(), ne.tolist())):
+                raw = buf[a + x:a + y].tobytes()
                 try:
                     name = raw.decode("utf-8")
                 except UnicodeDecodeError:
-                    line_no = int(np.count_nonzero(buf[:a + ns[c]] == 10)) + 1
-                    raise BedParseError(path, line_no, f"chromosome name {raw!r} is not valid UTF-8") from None
+                    line_no = int(np.count_nonzero(buf[:a + x] == 10)) + 1
+                    if bad_name is None or line_no < bad_name[0]:
+                        bad_name = (line_no, raw)
+                    continue
                 remap[c] = index.setdefault(name, len(index))
                 if remap[c] == len(names):
                     names.append(name)
-            parts_codes.append(remap[codes] if codes.size else codes)
+            identity = bool((remap == np.arange(remap.size)).all())  # always, for one chunk
+            parts_codes.append(codes if identity or not codes.size else remap[codes])
+        if error is not None or bad_name is not None:
+            _raise_parse_error(buf, path, error, bad_name)
         if len(results) == 1:
             r = results[0]
             return cls(names, parts_codes[0], r[1], r[2], source=path, from_file=True, validate=False)
@@ -176,47 +264,75 @@ class RegionSet:
 
     @classmethod
     def from_strings(cls, strings, *, sep: str | None = None, one_based: bool = False) -> "RegionSet":
-        """Regions from strings ``chr1:100-200``, ``chr1-100-200`` or ``chr1_100_200``."""
+        """Regions from strings ``chr1:100-200``, ``chr1-100-200`` or ``chr1_100_200``.
+
+        See :func:`parse_region_strings` (this is it).
+        """
         return parse_region_strings(strings, sep=sep, one_based=one_based)
 
     @classmethod
     def from_tuples(cls, tuples) -> "RegionSet":
-        """Regions from ``(chrom, start, end, ...)`` tuples (extra items are ignored)."""
-        index: dict[str, int] = {}
-        codes, starts, ends = [], [], []
+        """Regions from ``(chrom, start, end, ...)`` tuples (extra items are ignored).
+
+        Examples
+        --------
+        >>> RegionSet.from_tuples([("chr1", 5, 10), ("chr2", 0, 3)]).to_strings()
+        ['chr1:5-10', 'chr2:0-3']
+        """
+        chroms, starts, ends = [], [], []
         for i, t in enumerate(tuples):
+            if isinstance(t, (str, bytes)):
+                raise RegionParseError(f"region {i} ({t!r}) is a string among (chrom, start, end) "
+                                       "tuples: give all regions in one form")
             try:
                 c, s, e = t[0], t[1], t[2]
             except (TypeError, IndexError, KeyError):
                 raise RegionParseError(f"region {i} ({t!r}) is not a (chrom, start, end) tuple") from None
-            if isinstance(c, bytes):
-                c = c.decode()
-            codes.append(index.setdefault(str(c), len(index)))
+            chroms.append(c)
             starts.append(s)
             ends.append(e)
-        return cls(tuple(index), np.asarray(codes, np.int32),
-                   _int_coords(np.asarray(starts, dtype=object) if starts else [], "start"),
-                   _int_coords(np.asarray(ends, dtype=object) if ends else [], "end"))
+        return cls.from_arrays(_object_array(chroms), _object_array(starts), _object_array(ends))
 
     @classmethod
     def from_arrays(cls, chroms, starts, ends, *, source: str | None = None) -> "RegionSet":
-        """Regions from three parallel arrays (chromosome names as str, object or bytes)."""
+        """Regions from three parallel arrays.
+
+        ``chroms`` holds names as str, bytes (UTF-8) or an object array of them; integer names
+        (Ensembl ``1``, ``2``, ...) are turned into strings. Coordinates are integers (integral
+        floats are accepted).
+
+        Examples
+        --------
+        >>> RegionSet.from_arrays(["chr2", "chr1"], [10, 5], [20, 6]).chrom_names
+        ('chr2', 'chr1')
+        """
         chroms = np.asarray(chroms)
-        if chroms.dtype.kind not in "USO" and chroms.size:
+        if chroms.ndim != 1:
+            raise RegionParseError(f"chroms must be one-dimensional, got shape {chroms.shape}")
+        if chroms.dtype.kind in "iu":
+            chroms = chroms.astype(str)
+        elif chroms.dtype.kind not in "USO" and chroms.size:
             raise RegionParseError(f"chromosome names must be strings, got dtype {chroms.dtype}")
         s, e = _int_coords(starts, "start"), _int_coords(ends, "end")
         if not (chroms.size == s.size == e.size):
             raise RegionParseError(f"chroms, starts and ends differ in length "
                                    f"({chroms.size}, {s.size}, {e.size})")
-        if chroms.dtype.kind == "O":
-            chroms = np.array([x.decode() if isinstance(x, bytes) else str(x) for x in chroms],
-                              dtype=object)
         codes, names = _codes_first_appearance(chroms)
         return cls(names, codes, s, e, source=source)
 
     @classmethod
     def from_frame(cls, frame) -> "RegionSet":
-        """Regions from a data frame or mapping with chrom/start/end columns (any common name)."""
+        """Regions from a data frame or a mapping of columns.
+
+        Column names are matched case-insensitively: ``chrom``/``chr``/``seqnames``/
+        ``chromosome``/``seqname``, ``start``/``chromStart``, ``end``/``chromEnd``/``stop``.
+        pandas is not needed: any mapping of column name to array works.
+
+        Examples
+        --------
+        >>> RegionSet.from_frame({"Chr": ["chr1"], "Start": [5], "End": [9]}).to_strings()
+        ['chr1:5-9']
+        """
         cols = {str(k).lower(): k for k in (frame.columns if hasattr(frame, "columns") else frame.keys())}
 
         def pick(options, what):
@@ -232,6 +348,13 @@ class RegionSet:
 
     @classmethod
     def empty(cls) -> "RegionSet":
+        """A set of no regions.
+
+        Examples
+        --------
+        >>> len(RegionSet.empty())
+        0
+        """
         return cls((), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64))
 
     # ------------------------------------------------------------------ access
@@ -243,7 +366,14 @@ class RegionSet:
         return self.chrom_names[self.codes[i]]
 
     def take(self, indices) -> "RegionSet":
-        """The regions at ``indices`` (or a boolean mask), same chromosome table."""
+        """The regions at ``indices`` (integers, or a boolean mask), same chromosome table.
+
+        Examples
+        --------
+        >>> rs = RegionSet.from_strings(["chr1:0-5", "chr2:0-5", "chr1:9-10"])
+        >>> rs.take([2, 0]).to_strings(), rs.take(rs.codes == 1).to_strings()
+        (['chr1:9-10', 'chr1:0-5'], ['chr2:0-5'])
+        """
         idx = np.asarray(indices)
         return RegionSet(self.chrom_names, self.codes[idx], self.starts[idx], self.ends[idx],
                          self.source, self.from_file, validate=False)
@@ -298,14 +428,21 @@ def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
 
 
-def _raise_parse_error(buf, path, status, line, pos, offset):
-    """A BedParseError for a kernel status in the chunk starting at byte ``offset``."""
-    line += int(np.count_nonzero(buf[:offset] == 10)) if offset else 0
-    pos += offset
+def _raise_parse_error(buf: np.ndarray, path: str, error: tuple | None, bad_name: tuple | None):
+    """Raise the BedParseError for the earliest problem: a kernel ``error`` (line, status,
+    byte) or a ``bad_name`` (line, raw bytes) that is not UTF-8.
+
+    A NUL byte in the first 8 KiB trumps both: the file is not text at all (a BAM, a PNG...),
+    and saying so helps more than whatever the parser tripped over first.
+    """
     nul = np.flatnonzero(buf[:8192] == 0)
-    if nul.size and status != _parse.BINARY:  # the real trouble: not a text file at all
-        status, pos = _parse.BINARY, int(nul[0])
-        line = int(np.count_nonzero(buf[:pos] == 10)) + 1
+    if nul.size:
+        pos = int(nul[0])
+        error = (int(np.count_nonzero(buf[:pos] == 10)) + 1, _parse.BINARY, pos)
+    elif bad_name is not None and (error is None or bad_name[0] < error[0]):
+        raise BedParseError(path, bad_name[0], f"chromosome name {bad_name[1]!r} is not valid "
+                            "UTF-8 (is the file in another encoding? convert it to UTF-8)")
+    line, status, pos = error
     raise BedParseError(path, line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}")
 
 
@@ -331,11 +468,20 @@ def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = F
         Strings like ``chr1:100-200`` (10x, SnapATAC2), ``chr1-100-200`` (Signac) or
         ``chr1_100_200`` (episcanpy). Contig names may contain ``_``, ``-`` or ``:``
         (``chrUn_KI270742v1``, ``HLA-A*01:01``): the last two numbers are the coordinates.
-        Thousands separators (``chr1:1,000-2,000``) are accepted.
+        Thousands separators (``chr1:1,000-2,000``) are accepted; coordinates are at most
+        2^62. Auto-detection takes ``:``, ``-`` or ``_`` before the start and ``-`` or ``_``
+        before the end (so ``chr1:100_200`` parses too).
     sep
-        ``None`` detects the convention per string; ``":"``, ``"-"`` or ``"_"`` forces one.
+        ``None`` detects the convention per string; ``":"`` (``chr:start-end``), ``"-"``
+        (``chr-start-end``) or ``"_"`` (``chr_start_end``) forces one.
     one_based
         Names from R are often 1-based closed: ``chr1:101-200`` then means ``[100, 200)``.
+
+    Returns
+    -------
+    RegionSet
+        One region per string, chromosome codes in order of first appearance. A numba pass
+        over all strings at once: 200k names in ~25 ms.
 
     Raises
     ------
@@ -347,28 +493,80 @@ def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = F
     >>> parse_region_strings(["chr1-100-200", "chr2_5_10"]).to_strings()
     ['chr1:100-200', 'chr2:5-10']
     """
-    pat = _pattern(sep)
-    strings = list(strings)
-    matches = [pat.match(s) if isinstance(s, str) else None for s in strings]
-    bad = [i for i, m in enumerate(matches) if m is None]
-    if bad:
-        shown = ", ".join(f"[{i}] {strings[i]!r}" for i in bad[:5])
-        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-        conv = "chr:start-end, chr-start-end or chr_start_end" if sep is None else f"separator {sep!r}"
-        raise RegionParseError(f"{len(bad)} of {len(strings)} region strings do not parse as "
-                               f"{conv}: {shown}{more}")
+    pat = _pattern(sep)  # also validates ``sep``
+    strings = strings.tolist() if isinstance(strings, np.ndarray) else list(strings)
     if not strings:
         return RegionSet.empty()
-    chroms = np.array([m.group(1) for m in matches], dtype=object)
-    starts = np.array([int(m.group(2).replace(",", "")) for m in matches], dtype=np.int64)
-    ends = np.array([int(m.group(3).replace(",", "")) for m in matches], dtype=np.int64)
+    parsed = _region_strings_kernel(strings, sep)
+    if parsed is None:  # something the kernel does not take, or a bad string: the reference
+        parsed = _region_strings_reference(strings, pat, sep)
+    names, codes, starts, ends = parsed
     if one_based:
-        starts -= 1
-        if (starts < 0).any():
-            i = int(np.flatnonzero(starts < 0)[0])
-            raise RegionParseError(f"[{i}] {strings[i]!r}: a 1-based start must be >= 1")
-    codes, names = _codes_first_appearance(chroms)
-    return RegionSet(names, codes, starts, ends)
+        if starts.min() < 1:
+            i = int(np.argmin(starts))
+            raise RegionParseError(f"region string [{i}] {strings[i]!r}: a 1-based start must "
+                                   "be >= 1 (or leave one_based=False)")
+        starts = starts - 1
+    if (ends < starts).any():
+        i = int(np.flatnonzero(ends < starts)[0])
+        raise RegionParseError(f"region string [{i}] {strings[i]!r}: end is before start")
+    return RegionSet(names, codes, starts, ends, validate=False)
+
+
+def _region_strings_kernel(strings: list, sep: str | None):
+    """The numba path: all strings joined into one buffer. ``None`` when a string is not a
+    ``str``, holds a newline, or does not parse (the reference parser then words the error).
+
+    Measured on 200k names ``chrN:start-end``: 25 ms, against 500 ms for a regex per string
+    and ``np.unique`` on the names.
+    """
+    try:
+        raw = ("\n".join(strings) + "\n").encode("utf-8")
+    except (TypeError, UnicodeEncodeError):  # not all str, or lone surrogates
+        return None
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    codes, starts, ends, ns, ne, bad, _ = _parse.parse_region_names(buf, *_KERNEL_SEPS[sep])
+    if bad >= 0 or codes.size != len(strings):  # a bad string, or a newline inside one
+        return None
+    names = tuple(raw[x:y].decode("utf-8") for x, y in zip(ns.tolist(), ne.tolist()))
+    return names, codes, starts, ends
+
+
+def _region_strings_reference(strings: list, pat: re.Pattern, sep: str | None):
+    """One regular expression per string: slow, plain, and the one that explains failures."""
+    chroms, starts, ends, bad = [], [], [], []
+    for i, x in enumerate(strings):
+        m = pat.fullmatch(x) if isinstance(x, str) else None
+        if m is None:
+            bad.append((i, x, ""))
+            continue
+        a, z = int(m.group(2).replace(",", "")), int(m.group(3).replace(",", ""))
+        if max(a, z) > _parse.MAX_COORD:
+            bad.append((i, x, " (coordinate larger than 2^62)"))
+            continue
+        chroms.append(m.group(1))
+        starts.append(a)
+        ends.append(z)
+    if bad:
+        shown = ", ".join(f"[{i}] {x!r}{why}" for i, x, why in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        conv = ("chr:start-end, chr-start-end or chr_start_end" if sep is None
+                else f"chrom{sep}start{'-' if sep == ':' else sep}end")
+        raise RegionParseError(f"{len(bad)} of {len(strings)} region strings do not parse as "
+                               f"{conv}: {shown}{more}")
+    codes, names = _codes_first_appearance(np.array(chroms, dtype=object))
+    return names, codes, np.array(starts, np.int64), np.array(ends, np.int64)
+
+
+def _looks_like_columns(obj: tuple) -> bool:
+    """A tuple ``(chroms, starts, ends)`` of three array-likes, rather than three region tuples."""
+    def region_tuple(x) -> bool:
+        return (isinstance(x, (tuple, list)) and len(x) >= 3 and isinstance(x[0], (str, bytes))
+                and not isinstance(x[1], (str, bytes)))
+
+    if not all(hasattr(x, "__len__") and not isinstance(x, (str, bytes)) for x in obj):
+        return False
+    return not all(region_tuple(x) for x in obj)
 
 
 def as_regions(obj) -> RegionSet:
@@ -390,17 +588,20 @@ def as_regions(obj) -> RegionSet:
     if isinstance(obj, os.PathLike):
         return RegionSet.from_bed(obj)
     if isinstance(obj, str):
-        if os.path.exists(obj) or not _AUTO.match(obj):
-            return RegionSet.from_bed(obj)  # a file (or a clear "no such file" error)
-        return parse_region_strings([obj])
+        if os.path.exists(obj):
+            return RegionSet.from_bed(obj)
+        if _AUTO.fullmatch(obj):
+            return parse_region_strings([obj])
+        raise BedParseError(obj, None, "no such file, and not a region string like "
+                                       "chr1:100-200 either; check the path")
     if hasattr(obj, "columns") or isinstance(obj, Mapping):
         return RegionSet.from_frame(obj)
-    if isinstance(obj, tuple) and len(obj) == 3 and all(hasattr(x, "__len__") and not isinstance(x, str) for x in obj):
+    if isinstance(obj, tuple) and len(obj) == 3 and _looks_like_columns(obj):
         return RegionSet.from_arrays(*obj)
-    if isinstance(obj, np.ndarray) and obj.dtype.kind in "USO" and obj.ndim == 1:
-        return parse_region_strings(obj.tolist())
-    if isinstance(obj, Sequence) or isinstance(obj, np.ndarray):
-        items = list(obj)
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "US" and obj.ndim == 1:
+        return parse_region_strings(obj.astype(str).tolist())
+    if hasattr(obj, "__iter__") and not isinstance(obj, (bytes, bytearray)):
+        items = obj.tolist() if isinstance(obj, np.ndarray) else list(obj)
         if not items:
             return RegionSet.empty()
         if all(isinstance(x, str) for x in items):
