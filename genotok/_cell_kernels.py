@@ -397,6 +397,168 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
     return ids, vals, lengths
 
 
+# ---------------------------------------------------------------------------------- fast path
+# For a *strictly monotone* map (tokens of each variable by ascending rank, every token of an
+# earlier variable ranking <= every token of a later one), genomic order and no truncation,
+# a row in increasing column order already lists its tokens in genomic order: no bitmap, no
+# sort. Per variable the map is summarised as ``lut_n`` (0, 1 or 2 tokens, or -1: take the
+# general loop, for more than two tokens or a first token shared with another variable, which
+# ``unique`` may merge with the previous one), ``lut_first``/``lut_second`` (its first two
+# tokens) and ``lut_last`` (its last token). Counting first gives exact row offsets, so rows
+# are written in place with no compaction.
+
+
+MONO_OK, MONO_UNSORTED, MONO_INVALID = 0, 1, 2
+
+
+def keep_threshold(min_value: float) -> float:
+    """One comparison for "``v > 0 and v >= min_value``": ``v >= keep_threshold(min_value)``.
+
+    The smallest positive float64 lies below every positive float32 or float64 value, so a
+    kept value need not be compared twice (NaN fails either way).
+
+    >>> keep_threshold(float("-inf")) > 0, keep_threshold(2.0)
+    (True, 2.0)
+    """
+    return max(float(min_value), float(np.nextafter(0.0, 1.0)))
+
+
+@njit(**NJIT_PARALLEL)
+def mono_count(indptr, indices, data, lut_n, lut_last, var_ptr, var_ids, keep_from, unk_mode,
+               unique, blocks):
+    """``(counts, status)``: the exact token count of every row for :func:`mono_fill`.
+
+    Entries with ``value >= keep_from`` are kept (:func:`keep_threshold`). Validates as it counts (one pass over the chunk instead of two): ``status`` is
+    ``MONO_INVALID`` for anything :func:`check_csr` rejects (call it for the details),
+    ``MONO_UNSORTED`` when a row's columns are not strictly increasing (non-canonical CSR:
+    take the general path), else ``MONO_OK``.
+    """
+    n_rows = indptr.size - 1
+    n_vars = lut_n.size
+    n_nz = indices.size
+    cnt = np.zeros(n_rows, np.int64)
+    bad = np.zeros(blocks.size - 1, np.int64)
+    for b in prange(blocks.size - 1):
+        for r in range(blocks[b], blocks[b + 1]):
+            lo, hi = indptr[r], indptr[r + 1]
+            if lo < 0 or hi < lo or hi > n_nz:
+                bad[b] = MONO_INVALID
+                break
+            n = 0
+            miss = 0
+            pc = -1  # the last kept column with tokens
+            last_c = -1
+            bad_v = False
+            for j in range(lo, hi):
+                c = indices[j]
+                if c < 0 or c >= n_vars:
+                    bad[b] = MONO_INVALID
+                    break
+                v = data[j]
+                bad_v |= (v < 0) | (v != v) | (v == np.inf)  # no branch: checked per row
+                if c <= last_c:
+                    bad[b] = max(bad[b], MONO_UNSORTED)
+                last_c = c
+                if not v >= keep_from:
+                    continue
+                k = lut_n[c]
+                if k > 0:
+                    n += k
+                    pc = c
+                elif k == 0:
+                    miss += 1
+                else:
+                    t0 = var_ptr[c]
+                    n += var_ptr[c + 1] - t0
+                    if unique and pc >= 0 and var_ids[t0] == lut_last[pc]:
+                        n -= 1
+                    pc = c
+            if unk_mode == UNK_REGION:
+                n += miss
+            elif unk_mode == UNK_SET and n == 0:
+                n = 1
+            cnt[r] = n
+            if bad_v:
+                bad[b] = MONO_INVALID
+            if bad[b] == MONO_INVALID:
+                break
+    status = MONO_OK
+    for b in range(bad.size):
+        status = max(status, bad[b])
+    return cnt, status
+
+
+@njit(**NJIT_PARALLEL)
+def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_ids, unk_id,
+              keep_from, unk_mode, unique, blocks, offsets, ids, vals):
+    """Write every row's tokens into ``ids`` at ``offsets[r]`` (and their values into ``vals``
+    unless it is empty).
+
+    The caller allocates ``ids``/``vals`` with NumPy, which asks the kernel for transparent huge
+    pages on large arrays; an array allocated inside the kernel would take a page fault every
+    4 KiB on first write, several times the cost of the fill itself.
+
+    Variables with one or two tokens are written as a pair of stores and the position moves
+    by their count (no branch on the count); the second store may land past the row, in a
+    later row of the same block that overwrites it. Rows within two slots of their block's end
+    use the plain loop, so no store ever crosses into another thread's block.
+    """
+    want_vals = vals.size > 0
+    for b in prange(blocks.size - 1):
+        end = offsets[blocks[b + 1]]
+        for r in range(blocks[b], blocks[b + 1]):
+            a = offsets[r]
+            pos = a
+            paired = offsets[r + 1] + 2 <= end
+            miss = 0
+            for j in range(indptr[r], indptr[r + 1]):
+                v = data[j]
+                if not v >= keep_from:
+                    continue
+                c = indices[j]
+                k = lut_n[c]
+                if k >= 0 and paired:
+                    ids[pos] = lut_first[c]
+                    ids[pos + 1] = lut_second[c]
+                    if want_vals:
+                        vals[pos] = v
+                        vals[pos + 1] = v
+                    pos += k
+                    miss += k == 0
+                else:
+                    t0, t1 = var_ptr[c], var_ptr[c + 1]
+                    if t0 == t1:
+                        miss += 1
+                    for t in range(t0, t1):
+                        tid = var_ids[t]
+                        if unique and t == t0 and pos > a and ids[pos - 1] == tid:
+                            if want_vals:
+                                vals[pos - 1] += v
+                            continue
+                        ids[pos] = tid
+                        if want_vals:
+                            vals[pos] = v
+                        pos += 1
+            if unk_mode == UNK_REGION and miss > 0:  # after the region tokens, storage order
+                for j in range(indptr[r], indptr[r + 1]):
+                    v = data[j]
+                    c = indices[j]
+                    if v >= keep_from and var_ptr[c] == var_ptr[c + 1]:
+                        ids[pos] = unk_id
+                        if want_vals:
+                            vals[pos] = v
+                        pos += 1
+            elif unk_mode == UNK_SET and pos == a:  # valued with the row's kept total
+                ids[pos] = unk_id
+                if want_vals:
+                    kept = 0.0
+                    for j in range(indptr[r], indptr[r + 1]):
+                        v = data[j]
+                        if v >= keep_from:
+                            kept += v
+                    vals[pos] = kept
+
+
 @njit(**NJIT)
 def compact(ids, vals, cap_offsets, lengths):
     """Move each row's first ``lengths[r]`` items from its slot down to the packed position.

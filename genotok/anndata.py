@@ -37,6 +37,15 @@ corpus ``output`` the result goes to disk chunk by chunk, so peak memory is
 flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC** matrix cannot
 be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
 :class:`AnnDataError` says how to rewrite the file as CSR.
+
+Fast path
+---------
+When the peaks are sorted like the universe (each peak's tokens, and the tokens of later
+peaks, come later in genomic order: the usual case of a consensus peak set), with
+``order="genomic"`` and no ``max_tokens``, a first pass counts (and validates) every cell's
+tokens exactly and a second writes them in place: no scratch slots, no compaction, and no value
+channel unless ``values=True``. An in-memory matrix tokenized to an in-memory result then runs
+as a single chunk (there is no scratch to bound, and it spares concatenating the chunks).
 """
 
 from __future__ import annotations
@@ -168,9 +177,12 @@ def _regions_from_frame(fr: _Frame, region_columns, var_names_sep, one_based) ->
         except RegionParseError as exc:
             raise AnnDataError(f"{fr.where}: var columns {list(cols)}: {exc}") from None
         return rs
-    names = fr.index()
-    names = [x.decode() if isinstance(x, bytes) else str(x) for x in names]
-    fast = _parse_names_fast(names, var_names_sep, one_based)
+    names = fr.index().tolist()
+    try:
+        fast = _parse_names_fast(names, var_names_sep, one_based)
+    except TypeError:  # names that are not all str (bytes from h5py, numbers)
+        names = [x.decode() if isinstance(x, bytes) else str(x) for x in names]
+        fast = _parse_names_fast(names, var_names_sep, one_based)
     if fast is not None:
         return fast
     try:  # the reference parser (also the one with the detailed message)
@@ -277,6 +289,11 @@ class _VarMap:
     monotone: bool        # every row in column order emits tokens in genomic order
     unk_id: int
     n_vars: int
+    # the fast path's summary of a monotone map (see _cell_kernels.mono_fill)
+    lut_n: np.ndarray | None = None
+    lut_first: np.ndarray | None = None
+    lut_second: np.ndarray | None = None
+    lut_last: np.ndarray | None = None
 
 
 def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
@@ -293,10 +310,27 @@ def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
     order = np.argsort(key, kind="stable")
     vpos = np.empty(n_vars, np.int64)
     vpos[order] = np.arange(n_vars, dtype=np.int64)
-    # monotone: for hit variables a < b (column order), every token of a ranks <= every token of b
-    monotone = bool(first.size < 2 or np.all(first[1:] >= np.maximum.accumulate(last)[:-1]))
-    return _VarMap(var_ptr, var_ids, vpos, rank,
-                   np.ascontiguousarray(rank_ids, dtype=np.int64), monotone, int(unk_id), n_vars)
+    # monotone: each variable's tokens by ascending rank, and for hit variables a < b (column
+    # order) every token of a ranks <= every token of b
+    ranks = rank[var_ids]
+    later = np.ones(var_ids.size, dtype=bool)
+    later[var_ptr[:-1][has]] = False  # not the first token of its variable
+    monotone = bool(np.all(np.diff(ranks)[later[1:]] > 0)
+                    and (first.size < 2 or np.all(first[1:] >= np.maximum.accumulate(last)[:-1])))
+    vm = _VarMap(var_ptr, var_ids, vpos, rank, np.ascontiguousarray(rank_ids, dtype=np.int64),
+                 monotone, int(unk_id), n_vars)
+    if monotone:
+        n_tok = np.diff(var_ptr)
+        if var_ids.size:
+            at = lambda p: var_ids[np.clip(p, 0, var_ids.size - 1)]  # noqa: E731
+            vm.lut_first, vm.lut_second, vm.lut_last = (at(var_ptr[:-1]), at(var_ptr[:-1] + 1),
+                                                        at(var_ptr[1:] - 1))
+            shared = np.bincount(var_ids)[vm.lut_first] > 1  # unique may merge it
+        else:
+            vm.lut_first = vm.lut_second = vm.lut_last = np.zeros(n_vars, np.int64)
+            shared = np.zeros(n_vars, dtype=bool)
+        vm.lut_n = np.where((n_tok <= 2) & ~(shared & has), n_tok, -1).astype(np.int8)
+    return vm
 
 
 def _var_map(tokenizer, regions: RegionSet, n_threads) -> _VarMap:
@@ -507,6 +541,7 @@ class _Options:
     truncate: int
     seed: int
     path: int = K.PATH_AUTO
+    values: bool = True  # False: the caller drops the value channel (the fast path skips it)
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -522,15 +557,31 @@ def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
 
 
 def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
-    """Validate one chunk, then count, fill and compact. Returns (ids, vals, lengths)."""
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths)."""
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
     blocks = _blocks(indptr, 4 * numba.get_num_threads())
-    if n_rows:
-        if indptr[0] < 0 or indptr[-1] > ch.indices.size or ch.indices.size != ch.data.size:
-            raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
-                               f"(indptr ends at {indptr[-1]}, {ch.indices.size} indices, "
-                               f"{ch.data.size} values)")
+    if n_rows and (indptr[0] < 0 or indptr[-1] > ch.indices.size
+                   or ch.indices.size != ch.data.size):
+        raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
+                           f"(indptr ends at {indptr[-1]}, {ch.indices.size} indices, "
+                           f"{ch.data.size} values)")
+    status = K.MONO_INVALID
+    if _fast_path(vm, opt):
+        keep_from = K.keep_threshold(opt.min_value)
+        counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
+                                      vm.var_ptr, vm.var_ids, keep_from, opt.unk_mode,
+                                      opt.unique, blocks)
+        if status == K.MONO_OK:  # validated while counting
+            offsets = np.zeros(n_rows + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            ids = np.empty(offsets[-1], np.int64)
+            vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
+            K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
+                        vm.var_ptr, vm.var_ids, vm.unk_id, keep_from, opt.unk_mode,
+                        opt.unique, blocks, offsets, ids, vals)
+            return ids, vals if opt.values else None, counts
+    if n_rows and status == K.MONO_INVALID:  # MONO_UNSORTED rows were validated already
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
             what = _CSR_MESSAGES[int(code)]
@@ -556,10 +607,16 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             ids, vals = ids[:n].copy(), vals[:n].copy()
         else:
             ids, vals = ids[:n], vals[:n]
-    return ids, vals, lengths
+    return ids, vals if opt.values else None, lengths
 
 
-def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown) -> _Options:
+def _fast_path(vm: _VarMap, opt: _Options) -> bool:
+    """Whether chunks go through the exact-count kernels (no scratch, no compaction)."""
+    return vm.monotone and opt.order == K.ORDER_GENOMIC and opt.max_tokens == 0
+
+
+def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
+             values: bool = True) -> _Options:
     if order not in ORDERS:
         raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
     if truncate not in TRUNCATE:
@@ -575,7 +632,7 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
         raise ValueError(f"seed must be >= 0, got {seed}")
     return _Options(-np.inf if min_count is None else float(min_count), UNKNOWN[unknown],
                     bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
-                    TRUNCATE[truncate], int(seed))
+                    TRUNCATE[truncate], int(seed), values=bool(values))
 
 
 # ---------------------------------------------------------------------------------- outputs
@@ -681,8 +738,8 @@ def _concat(parts: list[Ragged]) -> Ragged:
     lengths = np.concatenate([p.lengths for p in parts])
     offsets = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    return Ragged(np.concatenate([p.data for p in parts]), offsets,
-                  np.concatenate([p.values for p in parts]))
+    values = None if parts[0].values is None else np.concatenate([p.values for p in parts])
+    return Ragged(np.concatenate([p.data for p in parts]), offsets, values)
 
 
 def _to_corpus(path, tokenizer, stream, obs_read, obs_columns, values: bool, extra: dict,
@@ -781,7 +838,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     [[0, 1, 2], [3]]
     """
     kind = _check_output(output)
-    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown)
+    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
+                   values)
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     if chunk_rows is not None and int(chunk_rows) < 1:
@@ -796,6 +854,9 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                            "variables")
     vm = _var_map(tokenizer, regions, n_threads)
     budget = int(memory_mb * (1 << 20))
+    if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+        # in memory to in memory without scratch: one pass spares the concatenation's copy
+        budget = 1 << 62
     obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells")
@@ -1032,7 +1093,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     (['AAA-1', 'CCC-1'], [[0, 1], [2]], [2.0, 1.0, 1.0])
     """
     kind = "anndata" if output == "anndata" else _check_output(output)
-    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown)
+    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown,
+                   values)
     names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
                                       min_fragments=min_fragments, block_bytes=block_bytes,
                                       n_threads=n_threads)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -107,14 +108,14 @@ def _csr(rows, n_vars):
 # ---------------------------------------------------------------------------------- the kernel
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
-       st.integers(1, 4), st.booleans())
-def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic):
+       st.integers(1, 4), st.booleans(), st.booleans())
+def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
     universe, variables, rows, opts, tok_kw = problem
     tok = _tokenizer(universe, **tok_kw)
     vm = gad._var_map(tok, RegionSet.from_tuples(variables), None)
     if generic:
         vm.monotone = False  # the general paths must agree on monotone maps too
-    opt = gad._options(tok, **opts)
+    opt = gad._options(tok, **opts, values=values)
     opt.path = path
     indptr, indices, data = _csr(rows, len(variables))
     src = gad._MemorySource(sp.csr_matrix((data, indices, indptr),
@@ -125,7 +126,92 @@ def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic):
                                        n_threads=None, progress=False, desc="")]
     got = gad._concat(parts)
     ids, vals = naive.cells(universe, variables, rows, unk_id=tok.unk_token_id, **tok_kw, **opts)
+    if values or got.values is not None:  # the fast path drops values nobody asked for
+        _check(got, ids, vals)
+    else:
+        assert got.to_list() == ids
+
+
+# A monotone map with every kind of variable: none, one, two and three tokens, first tokens
+# shared with the previous variable (merged when unique), an unknown chromosome.
+FAST_UNIVERSE = [("chr1", 0, 100), ("chr1", 90, 200), ("chr1", 190, 300), ("chr1", 400, 500),
+                 ("chr1", 600, 700), ("chr1", 650, 800), ("chr1", 780, 900), ("chr2", 0, 50),
+                 ("chr1", 455, 550)]
+FAST_VARS = [("chr1", 10, 50), ("chr1", 95, 150), ("chr1", 195, 199), ("chr1", 300, 350),
+             ("chr1", 450, 460), ("chr1", 640, 790), ("chr1", 850, 860), ("chr2", 10, 20),
+             ("chrZ", 0, 10)]
+
+
+@pytest.mark.parametrize("unknown", ["set", "region", "drop"])
+@pytest.mark.parametrize("unique", [True, False])
+@pytest.mark.parametrize("values", [True, False])
+@pytest.mark.parametrize("min_count", [None, 2.0])
+def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, values, min_count):
+    tok = _tokenizer(FAST_UNIVERSE)
+    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    assert vm.monotone and set(vm.lut_n.tolist()) == {-1, 0, 1, 2}
+    rng = np.random.default_rng(7)
+    rows = [[], [(3, 1.0)], [(8, 2.0)]]  # empty, a token-less peak, an unknown chromosome
+    for _ in range(60):
+        cols = sorted(set(rng.integers(0, len(FAST_VARS), rng.integers(1, 10)).tolist()))
+        rows.append([(c, float(rng.choice([0.5, 1.0, 2.0, 3.0]))) for c in cols])
+    calls = []
+    fill = K.mono_fill
+    monkeypatch.setattr(K, "mono_fill", lambda *a: calls.append(1) or fill(*a))
+    opts = dict(min_count=min_count, unique=unique, unknown=unknown, order="genomic",
+                max_tokens=None, truncate="top", seed=0)
+    opt = gad._options(tok, **opts, values=values)
+    indptr, indices, data = _csr(rows, len(FAST_VARS))
+    src = gad._MemorySource(sp.csr_matrix((data, indices, indptr),
+                                          shape=(len(rows), len(FAST_VARS))), "X")
+    for chunk in (1, 7, 1000):  # blocks of one row exercise the plain loop at block ends
+        calls.clear()
+        got = gad._concat([r for _, r in gad._stream(src, vm, opt, budget=1 << 20,
+                                                     chunk_rows=chunk, n_threads=None,
+                                                     progress=False, desc="")])
+        assert calls, "the fast path was not taken"
+        ids, vals = naive.cells(FAST_UNIVERSE, FAST_VARS, rows, unk_id=tok.unk_token_id,
+                                overlap="all", min_overlap=0, **opts)
+        if values:
+            _check(got, ids, vals)
+        else:
+            assert got.values is None and got.to_list() == ids
+
+
+def test_fast_path_falls_back_on_unsorted_columns():
+    tok = _tokenizer(FAST_UNIVERSE)
+    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    rows = [[(5, 1.0), (1, 1.0), (1, 2.0)], [(0, 1.0), (2, 1.0)]]  # unsorted, repeated column
+    indptr, indices, data = _csr(rows, len(FAST_VARS))
+    counts, status = K.mono_count(indptr, indices, data, vm.lut_n, vm.lut_last, vm.var_ptr,
+                                  vm.var_ids, -np.inf, K.UNK_SET, True,
+                                  np.array([0, 1, 2], np.int64))
+    assert status == K.MONO_UNSORTED
+    got = gad._concat([r for _, r in gad._stream(
+        gad._MemorySource(sp.csr_matrix((data, indices, indptr), shape=(2, len(FAST_VARS))), "X"),
+        vm, gad._options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
+        chunk_rows=None, n_threads=None, progress=False, desc="")])
+    ids, vals = naive.cells(FAST_UNIVERSE, FAST_VARS, rows, unk_id=tok.unk_token_id, overlap="all",
+                            min_overlap=0, min_count=None, unique=True, unknown="set",
+                            order="genomic", max_tokens=None, truncate="top", seed=0)
     _check(got, ids, vals)
+
+
+@pytest.mark.parametrize("indptr, indices, data, message", [
+    ([0, 1, 2], [0, 9], [1.0, 1.0], "outside [0, n_vars) at row 1, stored entry 1 (column 9"),
+    ([0, 1, 2], [0, -1], [1.0, 1.0], "outside [0, n_vars) at row 1"),
+    ([0, 1, 2], [0, 1], [1.0, -2.0], "(counts must be >= 0) at row 1, stored entry 1"),
+    ([0, 1, 2], [0, 1], [np.nan, 1.0], "NaN or infinite value at row 0, stored entry 0"),
+    ([0, 2, 1], [0, 1], [1.0, 1.0], "indptr is not non-decreasing within the stored entries at row 1"),
+])
+def test_fast_path_validates_like_the_general_path(indptr, indices, data, message):
+    tok = _tokenizer(FAST_UNIVERSE)
+    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    ch = gad._Chunk(0, np.array(indptr, np.int64), np.array(indices, np.int32),
+                    np.array(data, np.float32))
+    opt = gad._options(tok, None, "genomic", 0, None, "top", True, None)
+    with pytest.raises(AnnDataError, match=re.escape(message)):
+        gad._run_chunk(ch, vm, opt, "X")
 
 
 @settings(max_examples=60, deadline=None)
