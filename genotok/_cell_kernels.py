@@ -50,6 +50,18 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TWO53 = 1.0 / 9007199254740992.0
 
+# bit index of a power of two by a de Bruijn multiply (no float log2 per set bit)
+_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_BIT_INDEX = np.zeros(64, np.int64)
+for _i in range(64):
+    _BIT_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
+
+
+@njit(**NJIT)
+def _bit_index(low):
+    """``k`` for ``low == 1 << k`` (``low`` a uint64 power of two)."""
+    return _BIT_INDEX[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
+
 
 @njit(**NJIT)
 def _mix(z):
@@ -205,7 +217,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
             while word != 0:
                 low = word & (~word + np.uint64(1))  # lowest set bit
                 word ^= low
-                rk = (w << 6) + np.int64(np.log2(np.float64(low)))  # exact for a power of two
+                rk = (w << 6) + _bit_index(low)
                 ids[pos] = rank_ids[rk]
                 vals[pos] = rval[rk]
                 pos += 1
@@ -245,7 +257,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
                 while word != 0:
                     low = word & (~word + np.uint64(1))
                     word ^= low
-                    j = jbuf[(w << 6) + np.int64(np.log2(np.float64(low)))]
+                    j = jbuf[(w << 6) + _bit_index(low)]
                     c = indices[j]
                     pos, last, o = _emit(ids, vals, pos, var_ptr[c], var_ptr[c + 1], var_ids,
                                          data[j], rank, last)
@@ -368,17 +380,16 @@ def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
 @njit(**NJIT_PARALLEL)
 def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, monotone, unk_id,
                 min_value, unk_mode, unique, order, max_tokens, truncate, seed, row0, path,
-                blocks, cap_offsets):
-    """Fill pass: every row's tokens at ``cap_offsets[r]``; returns (ids, vals, lengths).
+                blocks, cap_offsets, ids, vals):
+    """Fill pass: every row's tokens into ``ids``/``vals`` at ``cap_offsets[r]``; returns the
+    row lengths.
 
-    ``cap_offsets`` is the prefix sum of :func:`row_capacity`. Rows keep their slot; the caller
-    compacts when any row came out shorter than its capacity. ``rank_ids[k]`` is the token id
-    of genomic rank ``k``.
+    ``cap_offsets`` is the prefix sum of :func:`row_capacity`; ``ids`` (int64) and ``vals``
+    (float32) hold ``cap_offsets[-1]`` items, allocated by the caller with NumPy (see
+    :func:`mono_fill`). Rows keep their slot; the caller compacts when any row came out shorter
+    than its capacity. ``rank_ids[k]`` is the token id of genomic rank ``k``.
     """
     n_rows = indptr.size - 1
-    total = cap_offsets[n_rows]
-    ids = np.empty(total, np.int64)
-    vals = np.empty(total, np.float32)
     lengths = np.zeros(n_rows, np.int64)
     n_vars = vpos.size
     by_var = not unique and path != PATH_KEYSORT
@@ -394,7 +405,7 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
                               rank_ids, monotone, unk_id, min_value, unk_mode, unique, order,
                               max_tokens, truncate, seed, path, ids[a:z], vals[a:z], bitmap,
                               jbuf, rbits, rval)
-    return ids, vals, lengths
+    return lengths
 
 
 # ---------------------------------------------------------------------------------- fast path

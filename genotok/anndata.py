@@ -596,11 +596,12 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
                          blocks)
     cap_off = np.zeros(n_rows + 1, np.int64)
     np.cumsum(cap, out=cap_off[1:])
-    ids, vals, lengths = K.cell_tokens(
+    ids = np.empty(cap_off[-1], np.int64)
+    vals = np.empty(cap_off[-1], np.float32)
+    lengths = K.cell_tokens(
         indptr, ch.indices, ch.data, vm.var_ptr, vm.var_ids, vm.vpos, vm.rank, vm.rank_ids,
         vm.monotone, vm.unk_id, opt.min_value, opt.unk_mode, opt.unique, opt.order,
-        opt.max_tokens, opt.truncate,
-        opt.seed, ch.row0, opt.path, blocks, cap_off)
+        opt.max_tokens, opt.truncate, opt.seed, ch.row0, opt.path, blocks, cap_off, ids, vals)
     if int(lengths.sum()) != ids.size:
         n = K.compact(ids, vals, cap_off, lengths)
         if n < ids.size // 2:  # do not keep a mostly empty buffer alive
