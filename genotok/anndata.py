@@ -542,6 +542,7 @@ class _Options:
     seed: int
     path: int = K.PATH_AUTO
     values: bool = True  # False: the caller drops the value channel (the fast path skips it)
+    dtype: type = np.int64  # of the token ids
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -575,7 +576,7 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
         if status == K.MONO_OK:  # validated while counting
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
-            ids = np.empty(offsets[-1], np.int64)
+            ids = np.empty(offsets[-1], opt.dtype)
             vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
             K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
                         vm.var_ptr, vm.var_ids, vm.unk_id, keep_from, opt.unk_mode,
@@ -608,7 +609,17 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             ids, vals = ids[:n].copy(), vals[:n].copy()
         else:
             ids, vals = ids[:n], vals[:n]
-    return ids, vals if opt.values else None, lengths
+    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths
+
+
+def _ids_dtype(dtype, tokenizer) -> type:
+    """The NumPy scalar type for token ids, checked against the vocabulary size."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint32)):
+        raise ValueError(f"dtype must be int64, int32 or uint32, got {dt}")
+    if tokenizer.vocab_size > np.iinfo(dt).max + 1:
+        raise ValueError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
+    return dt.type
 
 
 def _fast_path(vm: _VarMap, opt: _Options) -> bool:
@@ -775,7 +786,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      region_columns: Sequence[str] | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
                      n_threads: int | None = None, output="ragged",
-                     obs_columns: Sequence[str] = (), progress: bool = False):
+                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -821,6 +832,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         ``obs`` columns kept as per-record metadata (corpus output).
     progress
         Show a tqdm progress bar over cells.
+    dtype
+        Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
+        (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
+        writing it (the vocabulary must fit). A corpus always gets the width it stores.
 
     Raises
     ------
@@ -841,6 +856,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     kind = _check_output(output)
     opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
                    values)
+    opt.dtype = _ids_dtype(np.uint32 if kind == "corpus" else dtype, tokenizer)
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     if chunk_rows is not None and int(chunk_rows) < 1:

@@ -178,6 +178,26 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
             assert got.values is None and got.to_list() == ids
 
 
+@pytest.mark.parametrize("order", ["genomic", "value"])  # fast and general path
+@pytest.mark.parametrize("dtype", [np.uint32, np.int32])
+def test_narrow_id_dtypes_give_the_same_ids(order, dtype):
+    tok = _tokenizer(FAST_UNIVERSE)
+    rows = [[(0, 1.0), (1, 2.0), (5, 1.0)], [], [(3, 1.0), (8, 4.0)]]
+    a = _adata(rows, FAST_VARS)
+    ref = gad.tokenize_anndata(a, tok, order=order)
+    got = gad.tokenize_anndata(a, tok, order=order, dtype=dtype)
+    assert got.data.dtype == dtype and got.to_list() == ref.to_list()
+
+
+def test_bad_id_dtypes_are_refused():
+    tok = _tokenizer(FAST_UNIVERSE)
+    a = _adata([[(0, 1.0)]], FAST_VARS)
+    with pytest.raises(ValueError, match="int64, int32 or uint32"):
+        gad.tokenize_anndata(a, tok, dtype=np.float32)
+    with pytest.raises(ValueError, match="cannot hold"):
+        gad._ids_dtype(np.int32, type("T", (), {"vocab_size": 2**31 + 1})())
+
+
 def test_fast_path_falls_back_on_unsorted_columns():
     tok = _tokenizer(FAST_UNIVERSE)
     vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
