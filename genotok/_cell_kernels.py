@@ -435,14 +435,17 @@ def keep_threshold(min_value: float) -> float:
 
 
 @njit(**NJIT_PARALLEL)
-def mono_count(indptr, indices, data, lut_n, lut_last, var_ptr, var_ids, keep_from, unk_mode,
-               unique, blocks):
-    """``(counts, status)``: the exact token count of every row for :func:`mono_fill`.
+def mono_count(indptr, indices, data, lut_n, lut_last, var_ptr, var_ids, keep_from, use_data,
+               unk_mode, unique, blocks):
+    """``(counts, status)``: the token count of every row for :func:`mono_fill`.
 
-    Entries with ``value >= keep_from`` are kept (:func:`keep_threshold`). Validates as it counts (one pass over the chunk instead of two): ``status`` is
-    ``MONO_INVALID`` for anything :func:`check_csr` rejects (call it for the details),
-    ``MONO_UNSORTED`` when a row's columns are not strictly increasing (non-canonical CSR:
-    take the general path), else ``MONO_OK``.
+    With ``use_data`` the entries with ``value >= keep_from`` are kept (:func:`keep_threshold`)
+    and the values are validated; without it ``data`` is not read at all (every stored entry
+    counts as kept: half the memory traffic when the only filter is "drop zeros"), and
+    :func:`mono_fill` checks the values instead. ``status`` is ``MONO_INVALID`` for anything
+    :func:`check_csr` rejects that this pass reads (call it for the details), ``MONO_UNSORTED``
+    when a row's columns are not strictly increasing (non-canonical CSR: take the general
+    path), else ``MONO_OK``.
     """
     n_rows = indptr.size - 1
     n_vars = lut_n.size
@@ -465,13 +468,14 @@ def mono_count(indptr, indices, data, lut_n, lut_last, var_ptr, var_ids, keep_fr
                 if c < 0 or c >= n_vars:
                     bad[b] = MONO_INVALID
                     break
-                v = data[j]
-                bad_v |= (v < 0) | (v != v) | (v == np.inf)  # no branch: checked per row
                 if c <= last_c:
                     bad[b] = max(bad[b], MONO_UNSORTED)
                 last_c = c
-                if not v >= keep_from:
-                    continue
+                if use_data:
+                    v = data[j]
+                    bad_v |= (v < 0) | (v != v) | (v == np.inf)  # no branch: checked per row
+                    if not v >= keep_from:
+                        continue
                 k = lut_n[c]
                 if k > 0:
                     n += k
@@ -501,9 +505,12 @@ def mono_count(indptr, indices, data, lut_n, lut_last, var_ptr, var_ids, keep_fr
 
 @njit(**NJIT_PARALLEL)
 def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_ids, unk_id,
-              keep_from, unk_mode, unique, blocks, offsets, ids, vals):
+              keep_from, strict, unk_mode, unique, blocks, offsets, ids, vals):
     """Write every row's tokens into ``ids`` at ``offsets[r]`` (and their values into ``vals``
-    unless it is empty).
+    unless it is empty). Returns False when ``strict`` and a row has an entry that is not kept
+    or not a valid value: the counts (made without reading the values) do not hold, and the
+    caller counts again with the values; such a row stops before writing that entry, so no
+    store leaves its slot.
 
     The caller allocates ``ids``/``vals`` with NumPy, which asks the kernel for transparent huge
     pages on large arrays; an array allocated inside the kernel would take a page fault every
@@ -515,6 +522,7 @@ def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_
     use the plain loop, so no store ever crosses into another thread's block.
     """
     want_vals = vals.size > 0
+    ok = np.ones(blocks.size - 1, np.bool_)
     for b in prange(blocks.size - 1):
         end = offsets[blocks[b + 1]]
         for r in range(blocks[b], blocks[b + 1]):
@@ -524,7 +532,10 @@ def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_
             miss = 0
             for j in range(indptr[r], indptr[r + 1]):
                 v = data[j]
-                if not v >= keep_from:
+                if not (v >= keep_from and v < np.inf):  # NaN fails too
+                    if strict:
+                        ok[b] = False
+                        break
                     continue
                 c = indices[j]
                 k = lut_n[c]
@@ -550,6 +561,8 @@ def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_
                         if want_vals:
                             vals[pos] = v
                         pos += 1
+            if not ok[b]:
+                break
             if unk_mode == UNK_REGION and miss > 0:  # after the region tokens, storage order
                 for j in range(indptr[r], indptr[r + 1]):
                     v = data[j]
@@ -568,6 +581,10 @@ def mono_fill(indptr, indices, data, lut_n, lut_first, lut_second, var_ptr, var_
                         if v >= keep_from:
                             kept += v
                     vals[pos] = kept
+    for b in range(ok.size):
+        if not ok[b]:
+            return False
+    return True
 
 
 @njit(**NJIT)

@@ -567,22 +567,28 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
         raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
                            f"(indptr ends at {indptr[-1]}, {ch.indices.size} indices, "
                            f"{ch.data.size} values)")
-    status = K.MONO_INVALID
+    validated = False  # by a count that read the values and found only unsorted columns
     if _fast_path(vm, opt):
         keep_from = K.keep_threshold(opt.min_value)
-        counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
-                                      vm.var_ptr, vm.var_ids, keep_from, opt.unk_mode,
-                                      opt.unique, blocks)
-        if status == K.MONO_OK:  # validated while counting
+        # "drop zeros" is the only filter: count without reading the values (half the traffic)
+        # and let the fill check them; otherwise, or when the fill finds a zero or a bad value,
+        # count with them
+        for use_data in ((False, True) if opt.min_value <= 0 else (True,)):
+            counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
+                                          vm.var_ptr, vm.var_ids, keep_from, use_data,
+                                          opt.unk_mode, opt.unique, blocks)
+            if status != K.MONO_OK:
+                validated = use_data and status == K.MONO_UNSORTED
+                break
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
             vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
-            K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
-                        vm.var_ptr, vm.var_ids, vm.unk_id, keep_from, opt.unk_mode,
-                        opt.unique, blocks, offsets, ids, vals)
-            return ids, vals if opt.values else None, counts
-    if n_rows and status == K.MONO_INVALID:  # MONO_UNSORTED rows were validated already
+            if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
+                           vm.var_ptr, vm.var_ids, vm.unk_id, keep_from, not use_data,
+                           opt.unk_mode, opt.unique, blocks, offsets, ids, vals):
+                return ids, vals if opt.values else None, counts
+    if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
             what = _CSR_MESSAGES[int(code)]

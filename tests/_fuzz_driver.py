@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -101,8 +102,36 @@ def fuzz_corpus(edits, cut):
         pass
 
 
+CELL_TOK = Tokenizer(["chr1:0-100", "chr1:90-200", "chr1:190-300", "chr1:400-500",
+                      "chr1:600-700", "chr1:650-800", "chr1:780-900", "chr1:455-550"])
+CELL_VARS = RegionSet.from_strings(["chr1:10-50", "chr1:95-150", "chr1:195-199", "chr1:300-350",
+                                    "chr1:450-460", "chr1:640-790", "chr1:850-860", "chr2:1-2"])
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(st.lists(st.integers(-2, 12), max_size=8), st.lists(st.integers(-2, 9), max_size=24),
+       st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, float("nan"), float("inf")]), max_size=24),
+       st.booleans(), st.sampled_from(["set", "region", "drop"]), st.booleans(),
+       st.sampled_from([None, 2.0]), st.sampled_from(["genomic", "value"]), st.booleans())
+def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order, generic):
+    """The single-cell kernels on arbitrary (often invalid) CSR chunks, fast and general path."""
+    from genotok import anndata as gad
+
+    count["n"] += 1
+    n = min(len(indices), len(data))
+    vm = gad._var_map(CELL_TOK, CELL_VARS, None)
+    vm.monotone = vm.monotone and not generic
+    ch = gad._Chunk(0, np.array([0, *indptr], np.int64), np.array(indices[:n], np.int32),
+                    np.array(data[:n], np.float32))
+    opt = gad._options(CELL_TOK, min_count, order, 0, None, "top", unique, unknown, values)
+    try:
+        gad._run_chunk(ch, vm, opt, "X")
+    except GenotokError:
+        pass
+
+
 if __name__ == "__main__":
     assert os.environ.get("NUMBA_BOUNDSCHECK") == "1"
-    for f in (fuzz_bed, fuzz_strings, fuzz_gtok, fuzz_corpus):
+    for f in (fuzz_bed, fuzz_strings, fuzz_gtok, fuzz_corpus, fuzz_cells):
         f()
     print(f"fuzzed {count['n']} inputs")

@@ -203,10 +203,11 @@ def test_fast_path_falls_back_on_unsorted_columns():
     vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
     rows = [[(5, 1.0), (1, 1.0), (1, 2.0)], [(0, 1.0), (2, 1.0)]]  # unsorted, repeated column
     indptr, indices, data = _csr(rows, len(FAST_VARS))
-    counts, status = K.mono_count(indptr, indices, data, vm.lut_n, vm.lut_last, vm.var_ptr,
-                                  vm.var_ids, -np.inf, K.UNK_SET, True,
-                                  np.array([0, 1, 2], np.int64))
-    assert status == K.MONO_UNSORTED
+    for use_data in (False, True):
+        counts, status = K.mono_count(indptr, indices, data, vm.lut_n, vm.lut_last, vm.var_ptr,
+                                      vm.var_ids, K.keep_threshold(-np.inf), use_data, K.UNK_SET,
+                                      True, np.array([0, 1, 2], np.int64))
+        assert status == K.MONO_UNSORTED
     got = gad._concat([r for _, r in gad._stream(
         gad._MemorySource(sp.csr_matrix((data, indices, indptr), shape=(2, len(FAST_VARS))), "X"),
         vm, gad._options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
@@ -222,7 +223,10 @@ def test_fast_path_falls_back_on_unsorted_columns():
     ([0, 1, 2], [0, -1], [1.0, 1.0], "outside [0, n_vars) at row 1"),
     ([0, 1, 2], [0, 1], [1.0, -2.0], "(counts must be >= 0) at row 1, stored entry 1"),
     ([0, 1, 2], [0, 1], [np.nan, 1.0], "NaN or infinite value at row 0, stored entry 0"),
-    ([0, 2, 1], [0, 1], [1.0, 1.0], "indptr is not non-decreasing within the stored entries at row 1"),
+    ([0, 2, 1], [0, 1], [1.0, 1.0],
+     "indptr is not non-decreasing within the stored entries at row 1"),
+    ([0, 2], [1, 0], [1.0, -1.0], "(counts must be >= 0) at row 0, stored entry 1"),  # unsorted too
+    ([0, 1, 2], [0, 1], [np.inf, 0.0], "NaN or infinite value at row 0"),
 ])
 def test_fast_path_validates_like_the_general_path(indptr, indices, data, message):
     tok = _tokenizer(FAST_UNIVERSE)
