@@ -6,6 +6,7 @@ Benchmarks print ratios against anchors measured in the same run; data is genera
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import resource
@@ -61,9 +62,28 @@ def once(fn) -> tuple[float, object]:
     return time.perf_counter() - t0, out
 
 
+def _status_mib(key: str) -> float | None:
+    """A memory line of /proc/self/status (``VmRSS``, ``VmHWM``) in MiB; None off Linux."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far (MiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this process so far (MiB): VmHWM, else getrusage."""
+    hwm = _status_mib("VmHWM")
+    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mib() -> float:
+    """Resident memory of this process now (MiB); the peak so far where /proc is missing."""
+    rss = _status_mib("VmRSS")
+    return rss if rss is not None else peak_rss_mib()
 
 
 def in_subprocess(code: str, env: dict | None = None) -> str:
@@ -75,6 +95,76 @@ def in_subprocess(code: str, env: dict | None = None) -> str:
     if res.returncode:
         raise RuntimeError(f"subprocess failed:\n{res.stderr}")
     return res.stdout
+
+
+# ------------------------------------------------------------------ cold / warm in a fresh process
+COLD_WARM_HEADER = ["workload", "size", "threads", "cold s", "warm s", "RSS after setup MiB",
+                    "peak RSS MiB"]
+
+
+def _cold_warm_child(setup: str, call: str, repeat: int) -> None:
+    """Runs in the fresh interpreter of `cold_warm`: prints one JSON line."""
+    ns: dict = {}
+    exec(setup, ns)
+    rss_setup = rss_mib()
+    code = compile(call, "<call>", "exec")
+    cold, _ = once(lambda: exec(code, ns))
+    warm = best_of(lambda: exec(code, ns), repeat)
+    print(json.dumps(dict(cold=cold, warm=warm, rss_setup_mib=rss_setup,
+                          rss_peak_mib=peak_rss_mib())))
+
+
+def cold_warm(setup: str, call: str, *, threads=(1, 2), repeat: int = 3,
+              env: dict | None = None) -> list[dict]:
+    """For each thread count, in a fresh interpreter: run `setup` (untimed: imports, data), time
+    `call` once (cold), then best of `repeat` (warm); return dicts with keys threads, cold, warm,
+    rss_setup_mib, rss_peak_mib.
+
+    `call` is executed with ``exec`` in the namespace `setup` filled. Cold includes numba's
+    compile-cache load (or compilation, with ``env={"GENOTOK_NO_CACHE": "1"}``) of every kernel
+    `setup` did not already run. The thread count is numba's pool: ``NUMBA_NUM_THREADS=<n>``.
+    """
+    child = (f"import sys; sys.path.insert(0, {str(HERE)!r}); import _common; "
+             f"_common._cold_warm_child({setup!r}, {call!r}, {int(repeat)})")
+    out = []
+    for n in threads:
+        stdout = in_subprocess(child, {**(env or {}), "NUMBA_NUM_THREADS": str(n)})
+        out.append(dict(threads=n, **json.loads(stdout.splitlines()[-1])))
+    return out
+
+
+def cold_warm_table(label: str, results: list[dict], size: str = "") -> list[list[str]]:
+    """Rows of `cold_warm` results for ``table(rows, COLD_WARM_HEADER)``."""
+    return [[label, size, str(r["threads"]), f"{r['cold']:.3g}", f"{r['warm']:.3g}",
+             f"{r['rss_setup_mib']:.0f}", f"{r['rss_peak_mib']:.0f}"] for r in results]
+
+
+def cold_warm_section(label: str, setup: str, call: str, size: str = "", **kw) -> str:
+    """`cold_warm` of a script's main workload as a markdown section (heading and table)."""
+    results = cold_warm(setup, call, **kw)
+    threads = ", ".join(str(r["threads"]) for r in results)
+    return (f"## cold / warm (threads: {threads}; a fresh process per row)\n\n"
+            + table(cold_warm_table(label, results, size), COLD_WARM_HEADER) + "\n")
+
+
+def per_item(seconds: float) -> str:
+    """A time per item with a unit that keeps it readable (ns, µs, ms, s)."""
+    for unit, scale in (("ns", 1e9), ("µs", 1e6), ("ms", 1e3)):
+        if seconds * scale < 1000:
+            return f"{seconds * scale:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def sweep_section(label: str, setups: dict[int, str], call: str, unit: str, *,
+                  threads: int = 1, repeat: int = 3, env: dict | None = None) -> str:
+    """A size sweep as a markdown section: `cold_warm` at each size (``setups`` maps the number
+    of items to the setup code that prepares that many), with the warm cost per item."""
+    rows = []
+    for n, setup in setups.items():
+        res = cold_warm(setup, call, threads=(threads,), repeat=repeat, env=env)
+        rows.append(cold_warm_table(label, res, f"{n:,}")[0] + [per_item(res[0]["warm"] / n)])
+    return (f"## size sweep (threads: {threads}; a fresh process per size)\n\n"
+            + table(rows, [*COLD_WARM_HEADER, f"warm per {unit}"]) + "\n")
 
 
 def machine() -> str:

@@ -2,9 +2,11 @@
 
 Anchors measured in the same run:
 
-* **loop** — the geniml way: for each cell, ``X[i].nonzero()`` → the peaks' regions → tokenize
-  that region set (here with genotok's own fast ``Tokenizer.encode``, so the anchor is, if
-  anything, faster than geniml). Timed on ``--loop-cells`` cells and extrapolated as a rate.
+* **geniml-style loop** — the geniml way (``../shared/spec``: ≈ 214 cells/s): for each cell,
+  ``X[i].nonzero()`` → the peaks' ``Region`` objects → gtars ``Tokenizer.__call__``. Skipped
+  with a note when gtars is not installed. Timed on ``--loop-cells`` cells, extrapolated.
+* **genotok loop** — the same loop with genotok's ``Tokenizer.encode`` per cell (what a user
+  gets by swapping the tokenizer but keeping the loop).
 * **gather** — ``lut.take(X.indices)`` over the whole CSR (one token per entry, no per-cell
   work): the memory-bound limit of any per-cell gather.
 
@@ -32,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    best_of, gendata, in_subprocess, machine, once, ratio, table, universe_file)
+    best_of, cold_warm_section, gendata, in_subprocess, machine, once, ratio, sweep_section, table,
+    universe_file)
 
 # Peak RSS: VmHWM of /proc/self/status (the high-water mark of this process image) where it
 # exists. getrusage's ru_maxrss is the fallback: on Linux a child started by fork + exec reports
@@ -68,7 +71,7 @@ def h5ad_file(cells: int, peaks: int, nnz: int, names: str = "colon") -> Path:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cells", type=int, default=2000)
+    p.add_argument("--cells", type=int, default=10_000)
     p.add_argument("--peaks", type=int, default=100_000)
     p.add_argument("--nnz", type=int, default=2000, help="mean non-zero peaks per cell")
     p.add_argument("--universe", type=int, default=200_000,
@@ -107,7 +110,7 @@ def main() -> None:
     print(f"# {args.cells:,} cells × {a.n_vars:,} peaks, {nnz:,} non-zeros; universe "
           f"{tok.universe.n_regions:,} regions")
 
-    # -- anchor 1: the per-cell Python loop
+    # -- anchor 1: the per-cell Python loops
     regions = gad.var_regions(a)
     k = min(args.loop_cells, X.shape[0])
 
@@ -118,7 +121,29 @@ def main() -> None:
             out.append(tok.encode(regions.take(cols)))
         return out
 
-    t_loop = best_of(loop, 1) / k  # seconds per cell
+    t_ours_loop = best_of(loop, 1) / k  # seconds per cell
+    t_loop = None
+    try:
+        from gtars.models import Region
+        from gtars.tokenizers import Tokenizer as GT
+
+        gt = GT.from_bed(str(upath))
+        chroms = np.asarray(regions.chrom_names, dtype=object)[regions.codes].tolist()
+        starts, ends = regions.starts.tolist(), regions.ends.tolist()
+
+        def geniml_loop():
+            out = []
+            for i in range(k):
+                cols = X[i].nonzero()[1]
+                out.append(gt([Region(chroms[c], starts[c], ends[c], "") for c in cols])
+                           ["input_ids"])
+            return out
+
+        t_loop = best_of(geniml_loop, 1) / k
+    except ImportError:
+        print("gtars not installed (pip install gtars): no geniml-style loop; ratios are "
+              "against the genotok loop")
+    t_ref = t_loop if t_loop is not None else t_ours_loop
 
     # -- anchor 2: the bare gather
     hits = tok.region_hits(regions)
@@ -129,30 +154,42 @@ def main() -> None:
     # -- genotok
     t_cold, res = once(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads))
     t_warm = best_of(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads), args.repeat)
+    t_u32 = best_of(lambda: gad.tokenize_anndata(a, tok, dtype=np.uint32,
+                                                 n_threads=args.threads), args.repeat)
     t_path = best_of(lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads), args.repeat)
     t_val = best_of(lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
                                                  max_tokens=512, n_threads=args.threads),
                     args.repeat)
     n_tok = res.data.size
     n = X.shape[0]
-    rows = [
-        ["geniml-style loop (per cell)", f"{1 / t_loop:,.0f}", f"{n_tok / n / t_loop:,.0f}",
-         f"{n * t_loop:.3f} (extrap.)", "1.0x"],
-        ["bare np.take gather (limit)", f"{n / t_gather:,.0f}", f"{nnz / t_gather:,.0f}",
-         f"{t_gather:.3f}", ratio(n * t_loop, t_gather)],
-        ["genotok in memory, cold", f"{n / t_cold:,.0f}", f"{n_tok / t_cold:,.0f}",
-         f"{t_cold:.3f}", ratio(n * t_loop, t_cold)],
-        ["genotok in memory, warm", f"{n / t_warm:,.0f}", f"{n_tok / t_warm:,.0f}",
-         f"{t_warm:.3f}", ratio(n * t_loop, t_warm)],
-        ["genotok .h5ad path (chunked)", f"{n / t_path:,.0f}", f"{n_tok / t_path:,.0f}",
-         f"{t_path:.3f}", ratio(n * t_loop, t_path)],
-        ["genotok values, order=value, top-512", f"{n / t_val:,.0f}", f"{n_tok / t_val:,.0f}",
-         f"{t_val:.3f}", ratio(n * t_loop, t_val)],
-    ]
+    loops = [("geniml-style loop (gtars per cell)", t_loop),
+             ("genotok loop (encode per cell)", t_ours_loop)]
+    rows = [[name, f"{1 / t:,.0f}", f"{n_tok / n / t:,.0f}", f"{n * t:.3f} (extrap.)",
+             ratio(n * t_ref, n * t)] for name, t in loops if t is not None]
+    for name, t, per in [("bare np.take gather (limit)", t_gather, nnz),
+                         ("genotok in memory, cold", t_cold, n_tok),
+                         ("genotok in memory, warm", t_warm, n_tok),
+                         ("genotok in memory, warm, dtype=uint32", t_u32, n_tok),
+                         ("genotok .h5ad path (chunked)", t_path, n_tok),
+                         ("genotok values, order=value, top-512", t_val, n_tok)]:
+        rows.append([name, f"{n / t:,.0f}", f"{per / t:,.0f}", f"{t:.3f}", ratio(n * t_ref, t)])
     print(table(rows, ["method", "cells/s", "tokens/s (gather: entries/s)", "seconds",
                        "vs loop"]))
-    print(f"\ngenotok warm vs loop: {n * t_loop / t_warm:,.0f}x (goal >= 500x); "
-          f"vs bare gather: {t_warm / t_gather:.2f}x the gather's time (goal <= 2x)")
+    print(f"\ngenotok warm vs the {loops[0 if t_loop is not None else 1][0]}: "
+          f"{n * t_ref / t_warm:,.0f}x (goal >= 500x); vs bare gather: "
+          f"{t_warm / t_gather:.2f}x the gather's time (goal <= 2x)")
+
+    setup = ("import anndata\nfrom genotok import Tokenizer\nfrom genotok import anndata as gad\n"
+             f"tok = Tokenizer.from_bed({str(upath)!r})\n"
+             f"a = anndata.read_h5ad({str(path)!r})\n")
+    call = "gad.tokenize_anndata(a, tok)"
+    print()
+    print(cold_warm_section(f"tokenize_anndata, {n:,} cells in memory", setup, call,
+                            size=f"{nnz:,} nnz", repeat=args.repeat))
+    sizes = sorted({max(1, n // 4), max(1, n // 2), n})
+    print(sweep_section("tokenize_anndata in memory",
+                        {c: setup + f"a = a[:{c}].copy()\n" for c in sizes}, call, "cell",
+                        threads=2, repeat=args.repeat))
 
     if args.fragments:
         fu = universe_file(args.universe)

@@ -12,7 +12,9 @@ drawn around one generated universe) into ``benchmarks/_data/``, then times in t
 
 Warm = best of ``--repeat`` runs in this process after a warm-up; cold = a fresh interpreter
 (import, numba cache load, first call). Rates are input regions per second. Input hashing
-(sha256 of every file, recorded in the report) is on, as by default.
+(sha256 of every file, recorded in the report) is on, as by default. Then merge cold and warm
+with 1 and 2 threads in fresh processes (with RSS), and a size sweep over 1/4, 1/2 and all of
+the files.
 
     python benchmarks/bench_build.py [--files 200] [--peaks 20000] [--min-count 10] [--repeat 3]
 """
@@ -28,7 +30,8 @@ import subprocess
 import sys
 import time
 
-from _common import DATA, GENDATA, HERE, best_of, gendata, in_subprocess, machine, table
+from _common import (DATA, GENDATA, HERE, best_of, cold_warm_section, gendata, in_subprocess,
+                     machine, sweep_section, table)
 
 if importlib.util.find_spec("genotok") is None:  # run from a checkout without installing
     sys.path.insert(0, str(HERE.parent))
@@ -127,7 +130,8 @@ def main(argv=None) -> int:
     from genotok import build
 
     files = peak_files(args.files, args.peaks, args.universe_n)
-    n_in = sum(1 for f in files for _ in open(f, "rb"))
+    lines = [sum(1 for _ in open(f, "rb")) for f in files]
+    n_in = sum(lines)
     mb = sum(os.path.getsize(f) for f in files) / 1e6
     bedtools = ensure_bedtools()
     print(f"# Universe building: {args.files} narrowPeak files, {n_in:,} regions ({mb:.0f} MB)\n")
@@ -188,7 +192,14 @@ def main(argv=None) -> int:
     print(f"\nmerge without input hashing: {hashless:.2f} s (sha256 of every input: "
           f"{warm_s['merge'] - hashless:+.2f} s of the {warm_s['merge']:.2f} s)")
     print("anchors: bedtools run single-threaded in a shell pipeline (LC_ALL=C sort); multiinter "
-          "reads pre-sorted copies (sorting not timed)")
+          "reads pre-sorted copies (sorting not timed)\n")
+    if not args.no_cold:
+        setup = "from genotok import build\nfiles = {!r}".format
+        label, call = "build.merge (input hashing on)", "build.merge(files)"
+        print(cold_warm_section(label, setup(files), call, f"{n_in:,} regions", repeat=args.repeat))
+        sizes = {sum(lines[:k]): setup(files[:k])
+                 for k in (len(files) // 4, len(files) // 2, len(files))}
+        print(sweep_section(label, sizes, call, "region", repeat=args.repeat))
     return 0
 
 

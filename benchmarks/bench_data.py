@@ -3,7 +3,9 @@
 Anchors in the same run: reading a directory of gtars ``.gtok`` files with gtars'
 ``read_tokens_from_gtok`` (what older geniml datasets did) and collating the same batches.
 A small embedding-bag model's training step rate is printed alongside, to show whether the
-loader could ever be the bottleneck.
+loader could ever be the bottleneck. Then one epoch with the ``Collator`` (no workers) cold and
+warm with 1 and 2 threads in fresh processes (with RSS), and a size sweep over corpora of 1/4,
+1/2 and all of the records.
 
     python benchmarks/bench_data.py [--records 100000] [--mean-length 200] [--batch 64]
 """
@@ -18,7 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import machine, table
+from _common import cold_warm_section, machine, sweep_section, table
 
 from genotok import CorpusWriter, Ragged, write_gtok
 
@@ -45,10 +47,14 @@ def main(argv=None) -> int:
     np.cumsum(lengths, out=offsets[1:])
     rows = Ragged(rng.integers(0, vocab - 7, int(offsets[-1])), offsets)
     tmp = Path(tempfile.mkdtemp(prefix="genotok-data-"))
-    try:
-        path = tmp / "c.gtokc"
+    def write(n):
+        path = tmp / f"c_{n}.gtokc"
         with CorpusWriter(path, vocab_size=vocab, fingerprint="bench") as w:
-            w.append_batch(rows)
+            w.append_batch(rows[:n])
+        return path
+
+    try:
+        path = write(args.records)
         results = []
         for name, collate, workers in (("Collator", Collator(pad_token_id=vocab - 6, max_length=args.max_length,
                                                              truncation="subsample_ordered"), 0),
@@ -107,7 +113,19 @@ def main(argv=None) -> int:
         print("\n(2 workers include spawning them: ~3 s per epoch here; numba's thread pool does "
               "not survive fork)")
         print(f"\nfor scale: a 64-d EmbeddingBag training step on one such batch takes {step * 1e3:.1f} ms "
-              f"({1 / step:,.0f} steps/s)")
+              f"({1 / step:,.0f} steps/s)\n")
+
+        setup = ("from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader\n"
+                 f"collate = Collator(pad_token_id={vocab - 6}, max_length={args.max_length}, "
+                 "truncation='subsample_ordered')\npath = {!r}").format
+        call = ("for b in ResumableLoader(CorpusIterableDataset(path, collate, "
+                f"batch_size={args.batch}, seed=0)): pass")
+        label = "one epoch, Collator, no workers"
+        print(cold_warm_section(label, setup(str(path)), call, f"{args.records:,} records",
+                                repeat=2))
+        sizes = {n: setup(str(path if n == args.records else write(n)))
+                 for n in (args.records // 4, args.records // 2, args.records)}
+        print(sweep_section(label, sizes, call, "record", repeat=2))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -9,7 +9,8 @@ narrowPeak query already loaded as arrays:
 * the algorithm not chosen: a per-query binary search in emission order (two passes too);
 * the anchor: a pure NumPy sort + searchsorted overlap (bioframe-style, all pairs as arrays);
   the number of overlaps must be equal, the ratio is anchor time / kernel time;
-* a batch of sets (1 vs 2 threads) and a size sweep 1k -> 1M queries (time per query flat).
+* a batch of sets (1 vs 2 threads) and a size sweep 1k -> 1M queries (time per query flat);
+* the kernel cold and warm with 1 and 2 threads in fresh processes (numba's pool size), with RSS.
 
     python benchmarks/bench_kernels.py [--n-universe 1000000] [--n-query 200000] [--repeat 5]
 """
@@ -23,23 +24,27 @@ import time
 
 import numpy as np
 import pandas as pd
-from _common import DATA, best_of, in_subprocess, machine, query_file, ratio, table, universe_file
+from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file, ratio,
+                     table, universe_file)
 from numba import njit, prange
 
 from genotok import _config
 from genotok import _kernels as K
 
-COLD = """
+LOAD = """from genotok import _kernels as K
+a = dict(np.load({path!r}))"""
+SWEEP = 'sw = K.build_sweep(a["u_codes"], a["u_starts"], a["u_ends"], int(a["n_chroms"]))'
+OVERLAP = ('ids = K.overlap(a["q_codes"], a["q_starts"], a["q_ends"], a["offsets"], a["order"], '
+           '*sw[:5], 0, 0.0, 0.0, False, 0, 0, False)[0]')
+COLD = f"""
 import json, time
 import numpy as np
 t0 = time.perf_counter()
-from genotok import _kernels as K
-a = dict(np.load({path!r}))
+{LOAD}
 t1 = time.perf_counter()
-sw = K.build_sweep(a["u_codes"], a["u_starts"], a["u_ends"], int(a["n_chroms"]))
+{SWEEP}
 t2 = time.perf_counter()
-ids = K.overlap(a["q_codes"], a["q_starts"], a["q_ends"], a["offsets"], a["order"], *sw[:5],
-                0, 0.0, 0.0, False, 0, 0, False)[0]
+{OVERLAP}
 t3 = time.perf_counter()
 print(json.dumps(dict(imp=t1 - t0, build=t2 - t1, first=t3 - t2, n=int(ids.size))))
 """
@@ -202,7 +207,7 @@ def main(argv=None) -> int:
         assert np.array_equal(key(qidx, ids), key(pq, pr)), "pairs differ from the NumPy anchor"
 
         # ---- cold
-        rows = []
+        rows, cold_warm_md = [], ""
         if not args.no_cold:
             path = DATA / f"bench_kernels_{label}_{args.n_universe}_{args.n_query}.npz"
             np.savez(path, u_codes=uc, u_starts=us, u_ends=ue, n_chroms=n_chroms, q_codes=qc,
@@ -212,6 +217,9 @@ def main(argv=None) -> int:
                 r = json.loads(in_subprocess(COLD.format(path=str(path)), env).strip())
                 assert r["n"] == pq.size
                 rows.append([what, "-", ms(r["first"]), f"(build_sweep {ms(r['build'])})", ""])
+            setup = f"import numpy as np\n{LOAD.format(path=str(path))}\n{SWEEP}"
+            cold_warm_md = cold_warm_section(f"overlap, {label} universe, file order", setup,
+                                             OVERLAP, f"{n:,} queries", repeat=args.repeat)
             path.unlink()
         # ---- warm, threads, orders, the other algorithm
         for oname, order in orders.items():
@@ -229,6 +237,7 @@ def main(argv=None) -> int:
         print(f"\nNumPy sort+searchsorted anchor: {ms(t_np)} for {pq.size:,} overlaps; "
               f"kernel (warm, file order, 1 thread) is {ratio(t_np, t_ref)} "
               "faster; counts and pairs equal.\n")
+        print(cold_warm_md)
 
     # ---- a batch of sets, 1 vs 2 threads (last universe)
     sizes = rng.integers(1_000, 8_000, 50)

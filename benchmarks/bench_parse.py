@@ -7,7 +7,9 @@ Anchors measured in the same run, over the same (decompressed) bytes:
   byte and sums the chromosome-name lengths: the least work of a parser that finds fields.
 Cold = the first parse in a fresh process (numba's on-disk cache load included); warm = best of
 ``--repeat`` calls. Also: the same narrowPeak with its lines shuffled (many chromosome changes),
-and 200k region strings (``chr1:100-200``) through ``parse_region_strings``.
+and 200k region strings (``chr1:100-200``) through ``parse_region_strings``. Then
+``RegionSet.from_bed`` of the narrowPeak cold and warm with 1 and 2 threads in fresh processes
+(with RSS), and a size sweep (1/4, 1/2 and all of ``--n-query`` lines).
 
     python benchmarks/bench_parse.py [--n-query 200000] [--n-universe 1000000] [--repeat 5]
 """
@@ -21,7 +23,8 @@ import sys
 import zlib
 
 import numpy as np
-from _common import DATA, best_of, in_subprocess, machine, query_file, table, universe_file
+from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file,
+                     sweep_section, table, universe_file)
 from numba import njit
 
 import genotok
@@ -128,6 +131,15 @@ def main(argv=None) -> int:
                   f"{t_str / t_loop:.2f}"]],
                 ["input", "parse_region_strings (s)", "anchor: a bare str.rpartition loop (s)",
                  "ratio"]))
+    print()
+
+    setup = "import genotok\npath = {!r}".format
+    call = "genotok.RegionSet.from_bed(path)"
+    label = "RegionSet.from_bed (narrowPeak)"
+    print(cold_warm_section(label, setup(str(qpath)), call, f"{args.n_query:,} lines"))
+    sizes = {k: setup(str(query_file(upath, k))) for k in (args.n_query // 4, args.n_query // 2,
+                                                          args.n_query)}
+    print(sweep_section(label, sizes, call, "line"))
     return 0
 
 

@@ -1,7 +1,9 @@
 """Pre-tokenizing many files: genotok pretokenize vs a gtars loop, 1 vs 2 threads.
 
 200 generated narrowPeak files (≈ 50k lines each by default) → a corpus, against a loop of gtars
-``Tokenizer.__call__`` + ``write_tokens_to_gtok`` over the same files in the same run.
+``Tokenizer.__call__`` + ``write_tokens_to_gtok`` over the same files in the same run. Then
+``pretokenize`` cold and warm with 1 and 2 threads in fresh processes (with RSS), and a size
+sweep over 1/4, 1/2 and all of the files.
 
     python benchmarks/bench_pipeline.py [--files 200] [--lines 50000]
 """
@@ -15,10 +17,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import DATA, gendata, machine, ratio, table, universe_file
+from _common import (DATA, cold_warm_section, gendata, machine, ratio, sweep_section, table,
+                     universe_file)
 
 import genotok
 from genotok.pipeline import pretokenize
+
+
+def input_dir(n_files: int, lines: int, base: list[Path]) -> Path:
+    """A folder of ``n_files`` narrowPeak links, cycling over the ``base`` files (made once)."""
+    indir = DATA / f"pipe_in_{n_files}_{lines}"
+    if not indir.exists() or len(list(indir.iterdir())) != n_files:
+        shutil.rmtree(indir, ignore_errors=True)
+        indir.mkdir()
+        for i in range(n_files):
+            (indir / f"sample{i:04d}.narrowPeak").symlink_to(base[i % len(base)])
+    return indir
 
 
 def main(argv=None) -> int:
@@ -32,12 +46,7 @@ def main(argv=None) -> int:
     upath = universe_file(args.n_universe)
     base = [gendata("query", f"pipe_{args.lines}_{k}.narrowPeak", "--n", str(args.lines), "--seed",
                     str(500 + k), inputs=(upath,)) for k in range(min(args.distinct, args.files))]
-    indir = DATA / f"pipe_in_{args.files}_{args.lines}"
-    if not indir.exists() or len(list(indir.iterdir())) != args.files:
-        shutil.rmtree(indir, ignore_errors=True)
-        indir.mkdir()
-        for i in range(args.files):
-            (indir / f"sample{i:04d}.narrowPeak").symlink_to(base[i % len(base)])
+    indir = input_dir(args.files, args.lines, base)
     files = sorted(indir.iterdir())
     mb = sum(f.stat().st_size for f in files) / 1e6
     genotok.warmup()
@@ -75,7 +84,17 @@ def main(argv=None) -> int:
         print(f"# {args.files} narrowPeak files ({args.lines:,} lines each, {mb:.0f} MB) -> corpus\n")
         print(f"machine: {machine()}\n")
         print(table(rows, ["run", "time (s)", "files/s", "MB/s", "speed-up"]))
-        print(f"\n{n_tokens:,} tokens written. goals: >= 8x the gtars loop; 2 threads >= 1.7x one")
+        print(f"\n{n_tokens:,} tokens written. goals: >= 8x the gtars loop; 2 threads >= 1.7x one\n")
+
+        setup = ("import genotok\nfrom genotok.pipeline import pretokenize\n"
+                 f"tok = genotok.Tokenizer.from_bed({str(upath)!r})\n"
+                 "indir = {!r}\n" f"out = {str(tmp / 'cold_warm')!r}").format
+        call = "pretokenize(indir, tok, out, quiet=True, overwrite=True)"
+        label = f"pretokenize ({args.lines:,}-line files)"
+        print(cold_warm_section(label, setup(str(indir)), call, f"{args.files} files", repeat=2))
+        sizes = {k: setup(str(input_dir(k, args.lines, base)))
+                 for k in (args.files // 4, args.files // 2, args.files)}
+        print(sweep_section(label, sizes, call, "file", repeat=2))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

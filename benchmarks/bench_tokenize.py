@@ -2,7 +2,8 @@
 
 On a generated 1M-region universe and a 200k-line narrowPeak query: time per file (cold = a
 fresh process, compile-cache load included; warm = best of several calls), the ratio to gtars
-and to ``bedtools intersect`` (plain and ``-sorted``), and equality of the ids. Then 50 files
+and to ``bedtools intersect`` (plain and ``-sorted``), and equality of the ids; ``encode`` of
+the file cold and warm with 1 and 2 threads in fresh processes (with RSS). Then 50 files
 through ``encode_batch`` with 1 and 2 threads, and a size sweep (1k → 1M queries, in memory)
 showing that cost grows linearly. The parse limit (a numba loop that only counts newlines over
 the same bytes) shows how close the whole path gets to reading the file at all.
@@ -20,7 +21,8 @@ import sys
 import time
 
 import numpy as np
-from _common import DATA, best_of, in_subprocess, machine, query_file, ratio, table, universe_file
+from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file, ratio,
+                     table, universe_file)
 
 import genotok
 from genotok import _io, _parse
@@ -96,6 +98,9 @@ def main(argv=None) -> int:
         print("bedtools not installed (apt-get install bedtools): no bedtools anchor")
     print(table(rows, ["tool", "cold (s)", "warm (s)", "MB/s", "speed-up / same ids", "ids"]))
     print(f"\nwithin {warm / t_limit:.1f}x of the parse limit (goal: <= 2x); goal: >= 8x gtars warm\n")
+    print(cold_warm_section("Tokenizer.encode (file)", f"import genotok\ntok = genotok.Tokenizer."
+                            f"from_bed({str(upath)!r})\nq = {str(qpath)!r}", "tok.encode(q)",
+                            f"{args.n_query:,} lines"))
 
     # many files, 1 vs 2 threads
     files = [query_file(upath, args.n_query // 4, seed=100 + k) for k in range(min(args.files, 8))]

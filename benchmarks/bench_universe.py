@@ -2,7 +2,8 @@
 
 Cold = a fresh interpreter (import + parse + index + first tokenization compile excluded/included
 as labelled); warm = best of several loads in one process. Also peak RSS of a fresh process that
-loads the universe and tokenizes one 200k-line narrowPeak file.
+loads the universe and tokenizes one 200k-line narrowPeak file. Then the load alone, cold and
+warm, with 1 and 2 threads in fresh processes, and a size sweep (1/4, 1/2 and all of ``--n``).
 
     python benchmarks/bench_universe.py [--n 1000000] [--repeat 5]
 """
@@ -12,7 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import best_of, in_subprocess, machine, query_file, ratio, table, universe_file
+from _common import (best_of, cold_warm_section, in_subprocess, machine, query_file, ratio,
+                     sweep_section, table, universe_file)
 
 LOAD_OURS = """
 import time, json
@@ -83,7 +85,14 @@ def main(argv=None) -> int:
         print("gtars not installed: `pip install gtars` for the anchor")
     print(table(rows, ["tool", "load cold (s)", "load warm (s)", "import (s)",
                        "first file (s)", "peak RSS (MiB)", "speed-up cold / warm", "RSS vs gtars"]))
-    print("\ngoal: >= 10x faster than gtars; peak RSS (1M universe + one file) <= 0.5x gtars")
+    print("\ngoal: >= 10x faster than gtars; peak RSS (1M universe + one file) <= 0.5x gtars\n")
+
+    setup = "import genotok\npath = {!r}".format
+    call = "u = genotok.Universe.from_bed(path); u.sweep; u.fingerprint"
+    label = "Universe.from_bed + sweep + fingerprint"
+    print(cold_warm_section(label, setup(str(upath)), call, f"{args.n:,} regions"))
+    sizes = {k: setup(str(universe_file(k))) for k in (args.n // 4, args.n // 2, args.n)}
+    print(sweep_section(label, sizes, call, "region"))
     return 0
 
 

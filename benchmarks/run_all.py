@@ -39,7 +39,7 @@ SCALES = {
         "format": ["--records", "100000"],
         "pipeline": ["--files", "20", "--lines", "20000", "--n-universe", "200000"],
         "anndata": [],
-        "build": [],
+        "build": ["--files", "50"],
         "data": [],
     },
 }
@@ -65,7 +65,9 @@ def main(argv=None) -> int:
              f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
              f"- machine: {machine()}", f"- scale: {args.scale}",
              "- every ratio compares tools measured in this same run; the machine is shared, so "
-             "single figures are noisy (best-of-N timings are shown)\n"]
+             "single figures are noisy (best-of-N timings are shown)",
+             "- each script ends with its main workload cold and warm at 1 and 2 threads with "
+             "peak RSS, and a size sweep (how to read them: docs/benchmarks.md)\n"]
     in_subprocess(FIRST_CALL)  # fills numba's on-disk cache
     first = json.loads(in_subprocess(FIRST_CALL))["seconds"]
     parts.append(f"## Import + first tokenization with a warm compile cache\n\n{first:.2f} s "
