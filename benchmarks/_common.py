@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from numba import njit
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
 GENDATA = Path(os.environ.get("GENOTOK_GENDATA", HERE.parent.parent / "shared" / "tools" / "gendata.py"))
@@ -165,6 +167,32 @@ def sweep_section(label: str, setups: dict[int, str], call: str, unit: str, *,
         rows.append(cold_warm_table(label, res, f"{n:,}")[0] + [per_item(res[0]["warm"] / n)])
     return (f"## size sweep (threads: {threads}; a fresh process per size)\n\n"
             + table(rows, [*COLD_WARM_HEADER, f"warm per {unit}"]) + "\n")
+
+
+@njit(nogil=True, cache=True)
+def scan_limit(buf):
+    """Every byte through a small state machine (which field am I in?), summing the length of
+    the first field of each line: the carried state keeps LLVM from vectorising it, as in a
+    real parser."""
+    field = 0
+    total = 0
+    for i in range(buf.size):
+        b = buf[i]
+        if b == 10:
+            field = 0
+        elif b == 9:
+            field += 1
+        elif field == 0:
+            total += 1
+    return total
+
+
+def goal(workload: str, target: str, measured: str, met: bool | None) -> None:
+    """Print one goal of the issue with what this run measured (``met=None``: its anchor is
+    missing). ``run_all.py`` gathers these lines into the "goals at a glance" table at the top
+    of RESULTS.md; run alone, a script prints them as they are."""
+    status = "n/a (anchor not installed)" if met is None else ("met" if met else "NOT met")
+    print(f"GOAL\t{workload}\t{target}\t{measured}\t{status}")
 
 
 def machine() -> str:

@@ -24,8 +24,7 @@ import zlib
 
 import numpy as np
 from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file,
-                     sweep_section, table, universe_file)
-from numba import njit
+                     scan_limit, sweep_section, table, universe_file)
 
 import genotok
 from genotok import _io, _parse
@@ -39,24 +38,6 @@ t1 = time.perf_counter()
 genotok.RegionSet.from_bed({p!r})
 print(json.dumps(dict(imp=t1 - t0, first=time.perf_counter() - t1)))
 """
-
-
-@njit(nogil=True)
-def _scan_limit(buf):
-    """Every byte through a small state machine (which field am I in?), summing the length of
-    the first field of each line: the carried state keeps LLVM from vectorising it, as in a
-    real parser."""
-    field = 0
-    total = 0
-    for i in range(buf.size):
-        b = buf[i]
-        if b == 10:
-            field = 0
-        elif b == 9:
-            field += 1
-        elif field == 0:
-            total += 1
-    return total
 
 
 def _shuffled(path):
@@ -81,7 +62,7 @@ def main(argv=None) -> int:
              "narrowPeak.gz": query_file(upath, args.n_query, gz=True),
              "BED3 universe": upath}
     genotok.warmup()
-    _scan_limit(np.zeros(1, np.uint8))  # compile
+    scan_limit(np.zeros(1, np.uint8))  # compile
     print(f"# BED parsing\n\nmachine: {machine()}; gzip backend: {_io.GZIP_BACKEND}\n")
     rows, gz_rows = [], []
     for label, path in files.items():
@@ -91,7 +72,7 @@ def main(argv=None) -> int:
         t = best_of(lambda: genotok.RegionSet.from_bed(path), args.repeat)
         t_kernel = best_of(lambda: _parse.run(buf), args.repeat)
         t_count = best_of(lambda: _parse.count_lines(buf), args.repeat)
-        t_scan = best_of(lambda: _scan_limit(buf), args.repeat)
+        t_scan = best_of(lambda: scan_limit(buf), args.repeat)
         cold = json.loads(in_subprocess(COLD.format(p=str(path))))
         rows.append([label, f"{mb:.1f}", f"{cold['first']:.3f}", f"{t:.3f}", f"{mb / t:.0f}",
                      f"{mb / t_kernel:.0f}", f"{mb / t_scan:.0f}", f"{t_scan / t_kernel:.2f}",
