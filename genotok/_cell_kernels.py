@@ -7,7 +7,8 @@ The variable (peak) -> token map is a small CSR: the tokens of variable ``v`` ar
 ``var_ids[var_ptr[v]:var_ptr[v + 1]]`` by ascending genomic rank (``rank[id]``; ``rank_ids`` is
 the inverse). Per row (cell) the kernel:
 
-1. keeps the stored entries with ``value > 0`` and ``value >= min_value``;
+1. keeps the stored entries with ``value > 0`` and ``value >= min_value`` (one comparison:
+   ``value >= keep_from``, see :func:`keep_threshold`);
 2. collects every token of every kept variable, carrying the entry's value, in genomic order.
    Paths, all giving the same result: when the map is *monotone* (every token of an earlier
    column ranks <= every token of a later one, e.g. peaks sorted like the universe) one pass in
@@ -152,7 +153,7 @@ def _emit(ids, vals, pos, t0, t1, var_ids, v, rank, last):
 
 @njit(**NJIT)
 def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, monotone, unk_id,
-         min_value, unk_mode, unique, order, max_tokens, truncate, seed, path, ids, vals,
+         keep_from, unk_mode, unique, order, max_tokens, truncate, seed, path, ids, vals,
          bitmap, jbuf, rbits, rval):
     """Tokens of row ``r`` (global index ``g``) written into ``ids``/``vals``; returns the count.
 
@@ -175,7 +176,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
         good = True
         for j in range(lo, hi):
             v = data[j]
-            if v > 0 and v >= min_value:
+            if v >= keep_from:
                 c = indices[j]
                 if c < last_c:  # unsorted columns (non-canonical CSR)
                     good = False
@@ -194,7 +195,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
         whi = -1
         for j in range(lo, hi):
             v = data[j]
-            if v > 0 and v >= min_value:
+            if v >= keep_from:
                 c = indices[j]
                 for t in range(var_ptr[c], var_ptr[c + 1]):
                     rk = rank[var_ids[t]]
@@ -230,7 +231,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
         m = 0
         for j in range(lo, hi):
             v = data[j]
-            if v > 0 and v >= min_value:
+            if v >= keep_from:
                 m += 1
         use_bitmap = bitmap.size > 0 and (path == PATH_BITMAP
                                           or (path == PATH_AUTO and m * 8 >= bitmap.size))
@@ -238,7 +239,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
             dup = False
             for j in range(lo, hi):
                 v = data[j]
-                if v > 0 and v >= min_value:
+                if v >= keep_from:
                     p = vpos[indices[j]]
                     bit = np.uint64(1) << np.uint64(p & 63)
                     if bitmap[p >> 6] & bit:
@@ -267,7 +268,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
             k = 0
             for j in range(lo, hi):
                 v = data[j]
-                if v > 0 and v >= min_value:
+                if v >= keep_from:
                     keys[k] = (np.int64(vpos[indices[j]]) << 32) | np.int64(j - lo)
                     k += 1
             keys.sort()
@@ -301,7 +302,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
     if unk_mode == UNK_REGION:  # one <unk> per kept variable without a token, storage order
         for j in range(lo, hi):
             v = data[j]
-            if v > 0 and v >= min_value and var_ptr[indices[j]] == var_ptr[indices[j] + 1]:
+            if v >= keep_from and var_ptr[indices[j]] == var_ptr[indices[j] + 1]:
                 ids[n] = unk_id
                 vals[n] = v
                 n += 1
@@ -309,7 +310,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
         total = 0.0
         for j in range(lo, hi):
             v = data[j]
-            if v > 0 and v >= min_value:
+            if v >= keep_from:
                 total += v
         ids[0] = unk_id
         vals[0] = total
@@ -354,7 +355,7 @@ def _row(r, g, indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, mo
 
 
 @njit(**NJIT_PARALLEL)
-def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
+def row_capacity(indptr, indices, data, var_ptr, keep_from, unk_mode, blocks):
     """Upper bound of every row's token count (before merging and truncation)."""
     n_rows = indptr.size - 1
     cap = np.zeros(n_rows, np.int64)
@@ -364,7 +365,7 @@ def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
             miss = 0
             for j in range(indptr[r], indptr[r + 1]):
                 v = data[j]
-                if v > 0 and v >= min_value:
+                if v >= keep_from:
                     k = var_ptr[indices[j] + 1] - var_ptr[indices[j]]
                     c += k
                     if k == 0:
@@ -379,7 +380,7 @@ def row_capacity(indptr, indices, data, var_ptr, min_value, unk_mode, blocks):
 
 @njit(**NJIT_PARALLEL)
 def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, monotone, unk_id,
-                min_value, unk_mode, unique, order, max_tokens, truncate, seed, row0, path,
+                keep_from, unk_mode, unique, order, max_tokens, truncate, seed, row0, path,
                 blocks, cap_offsets, ids, vals):
     """Fill pass: every row's tokens into ``ids``/``vals`` at ``cap_offsets[r]``; returns the
     row lengths.
@@ -402,7 +403,7 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
         for r in range(blocks[b], blocks[b + 1]):
             a, z = cap_offsets[r], cap_offsets[r + 1]
             lengths[r] = _row(r, row0 + r, indptr, indices, data, var_ptr, var_ids, vpos, rank,
-                              rank_ids, monotone, unk_id, min_value, unk_mode, unique, order,
+                              rank_ids, monotone, unk_id, keep_from, unk_mode, unique, order,
                               max_tokens, truncate, seed, path, ids[a:z], vals[a:z], bitmap,
                               jbuf, rbits, rval)
     return lengths
@@ -422,16 +423,20 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
 MONO_OK, MONO_UNSORTED, MONO_INVALID = 0, 1, 2
 
 
+#: ``keep_threshold`` of "no min_count": every positive value is kept
+KEEP_POSITIVE = float(np.nextafter(0.0, 1.0))
+
+
 def keep_threshold(min_value: float) -> float:
     """One comparison for "``v > 0 and v >= min_value``": ``v >= keep_threshold(min_value)``.
 
     The smallest positive float64 lies below every positive float32 or float64 value, so a
     kept value need not be compared twice (NaN fails either way).
 
-    >>> keep_threshold(float("-inf")) > 0, keep_threshold(2.0)
+    >>> keep_threshold(float("-inf")) == KEEP_POSITIVE, keep_threshold(2.0)
     (True, 2.0)
     """
-    return max(float(min_value), float(np.nextafter(0.0, 1.0)))
+    return max(float(min_value), KEEP_POSITIVE)
 
 
 @njit(**NJIT_PARALLEL)

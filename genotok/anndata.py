@@ -533,7 +533,7 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
 # ---------------------------------------------------------------------------------- the kernel call
 @dataclass
 class _Options:
-    min_value: float
+    keep_from: float  # keep entries with value >= keep_from (K.keep_threshold)
     unk_mode: int
     unique: bool
     order: int
@@ -569,13 +569,12 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
                            f"{ch.data.size} values)")
     validated = False  # by a count that read the values and found only unsorted columns
     if _fast_path(vm, opt):
-        keep_from = K.keep_threshold(opt.min_value)
         # "drop zeros" is the only filter: count without reading the values (half the traffic)
         # and let the fill check them; otherwise, or when the fill finds a zero or a bad value,
         # count with them
-        for use_data in ((False, True) if opt.min_value <= 0 else (True,)):
+        for use_data in ((False, True) if opt.keep_from == K.KEEP_POSITIVE else (True,)):
             counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
-                                          vm.var_ptr, vm.var_ids, keep_from, use_data,
+                                          vm.var_ptr, vm.var_ids, opt.keep_from, use_data,
                                           opt.unk_mode, opt.unique, blocks)
             if status != K.MONO_OK:
                 validated = use_data and status == K.MONO_UNSORTED
@@ -585,7 +584,7 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             ids = np.empty(offsets[-1], opt.dtype)
             vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
-                           vm.var_ptr, vm.var_ids, vm.unk_id, keep_from, not use_data,
+                           vm.var_ptr, vm.var_ids, vm.unk_id, opt.keep_from, not use_data,
                            opt.unk_mode, opt.unique, blocks, offsets, ids, vals):
                 return ids, vals if opt.values else None, counts
     if n_rows and not validated:
@@ -599,7 +598,7 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
                 at = (f"row {r}, stored entry {int(pos)} (column {int(ch.indices[pos])}, "
                       f"value {float(ch.data[pos])})")
             raise AnnDataError(f"{where}: {what} at {at}; n_vars = {vm.n_vars}")
-    cap = K.row_capacity(indptr, ch.indices, ch.data, vm.var_ptr, opt.min_value, opt.unk_mode,
+    cap = K.row_capacity(indptr, ch.indices, ch.data, vm.var_ptr, opt.keep_from, opt.unk_mode,
                          blocks)
     cap_off = np.zeros(n_rows + 1, np.int64)
     np.cumsum(cap, out=cap_off[1:])
@@ -607,7 +606,7 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
     vals = np.empty(cap_off[-1], np.float32)
     lengths = K.cell_tokens(
         indptr, ch.indices, ch.data, vm.var_ptr, vm.var_ids, vm.vpos, vm.rank, vm.rank_ids,
-        vm.monotone, vm.unk_id, opt.min_value, opt.unk_mode, opt.unique, opt.order,
+        vm.monotone, vm.unk_id, opt.keep_from, opt.unk_mode, opt.unique, opt.order,
         opt.max_tokens, opt.truncate, opt.seed, ch.row0, opt.path, blocks, cap_off, ids, vals)
     if int(lengths.sum()) != ids.size:
         n = K.compact(ids, vals, cap_off, lengths)
@@ -648,7 +647,8 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
     if int(seed) < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    return _Options(-np.inf if min_count is None else float(min_count), UNKNOWN[unknown],
+    return _Options(K.keep_threshold(-np.inf if min_count is None else min_count),
+                    UNKNOWN[unknown],
                     bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
                     TRUNCATE[truncate], int(seed), values=bool(values))
 
@@ -862,7 +862,9 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     kind = _check_output(output)
     opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
                    values)
-    opt.dtype = _ids_dtype(np.uint32 if kind == "corpus" else dtype, tokenizer)
+    opt.dtype = _ids_dtype(dtype, tokenizer)
+    if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
+        opt.dtype = _ids_dtype(np.uint32, tokenizer)
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     if chunk_rows is not None and int(chunk_rows) < 1:
@@ -1175,7 +1177,7 @@ def warmup() -> None:
 
 
 def _options_default() -> _Options:
-    return _Options(-np.inf, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
+    return _Options(K.KEEP_POSITIVE, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
 
 
 __all__ = ["fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup"]
