@@ -34,32 +34,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    best_of, cold_warm_section, gendata, goal, in_subprocess, machine, once, ratio, sweep_section,
-    table, universe_file)
+    HERE, best_of, cold_warm_section, gendata, goal, in_subprocess, machine, once, ratio,
+    sweep_section, table, universe_file)
 
-# Peak RSS: VmHWM of /proc/self/status (the high-water mark of this process image) where it
-# exists. getrusage's ru_maxrss is the fallback: on Linux a child started by fork + exec reports
-# at least its parent's RSS at fork time, which would hide the figure we want.
+# Peak RSS in a fresh process: _common.peak_rss_mib (VmHWM; getrusage would report at least the
+# parent's RSS at fork time, hiding the figure we want).
 RSS_CODE = """
-import resource, tempfile, os
-def peak():
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+import sys, tempfile, os
+sys.path.insert(0, {here!r})
+from _common import peak_rss_mib
 import genotok
 from genotok import anndata as gad
 from genotok import Tokenizer
 tok = Tokenizer.from_bed({universe!r})
 gad.warmup()
-base = peak()
+base = peak_rss_mib()
 out = os.path.join(tempfile.mkdtemp(), "c.gtokc")
 c = gad.tokenize_anndata({path!r}, tok, output=out, memory_mb={mb})
-print(base, peak(), len(c), c.n_tokens)
+print(base, peak_rss_mib(), len(c), c.n_tokens)
 """
 
 
@@ -214,8 +206,8 @@ def main() -> None:
         rss_rows = []
         for c in [int(x) for x in args.rss_cells.split(",") if x]:
             fp = h5ad_file(c, args.peaks, args.nnz)
-            out = in_subprocess(RSS_CODE.format(universe=str(upath), path=str(fp),
-                                                mb=args.memory_mb))
+            out = in_subprocess(RSS_CODE.format(here=str(HERE), universe=str(upath),
+                                                path=str(fp), mb=args.memory_mb))
             base, peak, n_rec, n_tokens = out.split()
             rss_rows.append([f"{c:,}", f"{os.path.getsize(fp) / 2**20:,.0f}", f"{float(base):,.0f}",
                              f"{float(peak):,.0f}", f"{float(peak) - float(base):,.0f}",
