@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._bits import bit_index as _bit_index
 from ._config import NJIT, NJIT_PARALLEL
 
 UNK_DROP, UNK_SET, UNK_REGION = 0, 1, 2
@@ -50,18 +51,6 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 _TWO53 = 1.0 / 9007199254740992.0
-
-# bit index of a power of two by a de Bruijn multiply (no float log2 per set bit)
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_BIT_INDEX = np.zeros(64, np.int64)
-for _i in range(64):
-    _BIT_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
-
-
-@njit(**NJIT)
-def _bit_index(low):
-    """``k`` for ``low == 1 << k`` (``low`` a uint64 power of two)."""
-    return _BIT_INDEX[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
 
 
 @njit(**NJIT)

@@ -250,11 +250,6 @@ def test_rng_matches_the_python_model(seeds, n):
             assert 0 <= x < n
 
 
-def test_bit_index_of_every_power_of_two():
-    for k in range(64):
-        assert K._bit_index(np.uint64(1) << np.uint64(k)) == k
-
-
 def test_check_csr_finds_every_problem():
     blocks = np.array([0, 2], np.int64)
     ok = (np.array([0, 1, 2], np.int64), np.array([0, 1], np.int32), np.array([1.0, 2.0]))
