@@ -29,14 +29,14 @@ _FINGERPRINT_TAG = b"genotok-universe-v1\0"
 class _SweepIndex:
     """The sorted universe the overlap kernels sweep (see ``docs/architecture.md``).
 
-    For a sorted universe without duplicates (the usual file), ``starts`` and ``ends`` are the
-    region arrays themselves, not copies.
+    Coordinates are int32 when they fit (every real genome), else int64; ``maxend`` is
+    ``ends`` itself when no region ends before an earlier one of its chromosome.
     """
 
     chrom_ptr: np.ndarray  # int64 (n_chroms + 1,)
-    starts: np.ndarray  # int64 (m,) sorted by (code, start, end, id)
-    ends: np.ndarray  # int64 (m,)
-    maxend: np.ndarray  # int64 (m,) running max of ends within a chromosome
+    starts: np.ndarray  # int32 or int64 (m,) sorted by (code, start, end, id)
+    ends: np.ndarray  # same dtype (m,)
+    maxend: np.ndarray  # same dtype (m,) running max of ends within a chromosome
     ids: np.ndarray  # int32 (m,) token id of each sorted row
     first: np.ndarray  # int64 (n_regions,) id -> id of its first identical region
     _rank: np.ndarray | None = None

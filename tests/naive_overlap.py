@@ -28,8 +28,10 @@ def build_sweep(codes, starts, ends, n_chroms, keep_mask=None):
         if keep[i]:
             pos += 1
         rank[i] = max(pos, 0)
-    return (np.array(chrom_ptr, np.int64), np.array(s, np.int64), np.array(e, np.int64),
-            np.array(maxend, np.int64), np.array(kept, np.int32), np.array(rank, np.int64))
+    # coordinates as int32 when they all fit, as the kernels store them
+    dt = np.int32 if s and min(s) >= 0 and max(e) < 2**31 else np.int64
+    return (np.array(chrom_ptr, np.int64), np.array(s, dt), np.array(e, dt),
+            np.array(maxend, dt), np.array(kept, np.int32), np.array(rank, np.int64))
 
 
 def hits(qc, qs, qe, chrom_ptr, starts, ends, ids, min_overlap=0, frac_q=0.0, frac_r=0.0,

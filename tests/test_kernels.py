@@ -291,11 +291,18 @@ def test_build_sweep_matches_oracle(u, random_keep, presorted):
 
 
 def test_build_sweep_paths():
-    # sorted, all kept: the region arrays themselves, no copy
+    # sorted, all kept: int32 copies; no region ends before an earlier one: maxend is ends
     codes = np.array([0, 0, 1], np.int32)
     starts, ends = np.array([1, 1, 0]), np.array([5, 9, 3])
     sw = K.build_sweep(codes, starts, ends, 2)
-    assert sw[1] is starts and sw[2] is ends and sw[5].tolist() == [0, 1, 2]
+    assert sw[1].dtype == sw[2].dtype == np.int32 and sw[3] is sw[2]
+    assert sw[5].tolist() == [0, 1, 2]
+    # a nested region: maxend is its own array
+    sw = K.build_sweep(codes, np.array([1, 2, 0]), np.array([9, 5, 3]), 2)
+    assert sw[3] is not sw[2] and sw[2].tolist() == [9, 5, 3] and sw[3].tolist() == [9, 9, 3]
+    # an end of 2^31 or more: int64 throughout
+    sw = K.build_sweep(codes, starts, np.array([5, 1 << 31, 3]), 2)
+    assert sw[1].dtype == sw[2].dtype == sw[3].dtype == np.int64
     # coordinates too large for the packed key: the lexsort fallback
     big = np.array([1 << 41, 5, 1 << 41])
     sw = K.build_sweep(codes, big, big + np.array([3, 1, 2]), 2)
