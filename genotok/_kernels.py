@@ -257,6 +257,17 @@ def _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
                 out_q[at + t] = q
 
 
+@njit(**NJIT)
+def _descents(q_codes, q_starts, order):
+    """How often a query in ``order`` starts before the previous one on the same chromosome."""
+    k = 0
+    for i in range(1, order.size):
+        a = order[i - 1]
+        b = order[i]
+        k += q_codes[b] == q_codes[a] and q_starts[b] < q_starts[a]
+    return k
+
+
 def _sweep_order(q_codes, q_starts, order):
     """The order in which pass 1 visits queries: grouped by chromosome, starts ascending.
 
@@ -269,10 +280,7 @@ def _sweep_order(q_codes, q_starts, order):
     n = order.size
     if n < 2:
         return order
-    c = q_codes[order]
-    s = q_starts[order]
-    descents = int(np.count_nonzero((np.diff(c) == 0) & (np.diff(s) < 0)))
-    if descents * 64 <= n:  # sorted runs (e.g. a batch of sorted files): galloping is cheap
+    if _descents(q_codes, q_starts, order) * 64 <= n:  # sorted runs (e.g. a batch of sorted files)
         return order
     if (q_starts.min(initial=0) >= 0 and q_starts.max(initial=0) < (1 << 40)
             and q_codes.max(initial=0) < (1 << 22)):
