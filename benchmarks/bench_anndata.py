@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    HERE, best_of, cold_warm_section, gendata, goal, in_subprocess, machine, once, ratio,
-    sweep_section, table, universe_file)
+    HERE, best_of, best_of_each, cold_warm_section, gendata, goal, in_subprocess, machine, once,
+    ratio, sweep_section, table, universe_file)
 
 # Peak RSS in a fresh process: _common.peak_rss_mib (VmHWM; getrusage would report at least the
 # parent's RSS at fork time, hiding the figure we want).
@@ -114,8 +114,7 @@ def main() -> None:
             out.append(tok.encode(regions.take(cols)))
         return out
 
-    t_ours_loop = best_of(loop, 1) / k  # seconds per cell
-    t_loop = None
+    fns = {"ours_loop": loop}
     try:
         from gtars.models import Region
         from gtars.tokenizers import Tokenizer as GT
@@ -132,27 +131,30 @@ def main() -> None:
                            ["input_ids"])
             return out
 
-        t_loop = best_of(geniml_loop, 1) / k
+        fns["loop"] = geniml_loop
     except ImportError:
         print("gtars not installed (pip install gtars): no geniml-style loop; ratios are "
               "against the genotok loop")
-    t_ref = t_loop if t_loop is not None else t_ours_loop
 
     # -- anchor 2: the bare gather
     hits = tok.region_hits(regions)
     lut = np.where(hits.lengths > 0, hits.data[np.minimum(hits.offsets[:-1], hits.data.size - 1)]
                    if hits.data.size else 0, tok.unk_token_id).astype(np.int64)
-    t_gather = best_of(lambda: lut.take(X.indices), args.repeat)
+    fns["gather"] = lambda: lut.take(X.indices)
 
-    # -- genotok
+    # -- genotok: cold first, then every timing in turn (anchors included), best of --repeat
     t_cold, res = once(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads))
-    t_warm = best_of(lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads), args.repeat)
-    t_u32 = best_of(lambda: gad.tokenize_anndata(a, tok, dtype=np.uint32,
-                                                 n_threads=args.threads), args.repeat)
-    t_path = best_of(lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads), args.repeat)
-    t_val = best_of(lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
-                                                 max_tokens=512, n_threads=args.threads),
-                    args.repeat)
+    fns["warm"] = lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads)
+    fns["u32"] = lambda: gad.tokenize_anndata(a, tok, dtype=np.uint32, n_threads=args.threads)
+    fns["path"] = lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads)
+    fns["val"] = lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
+                                              max_tokens=512, n_threads=args.threads)
+    t = best_of_each(fns, max(2, (args.repeat + 1) // 2))
+    t_ours_loop = t["ours_loop"] / k  # seconds per cell
+    t_loop = t["loop"] / k if "loop" in t else None
+    t_ref = t_loop if t_loop is not None else t_ours_loop
+    t_gather, t_warm, t_u32 = t["gather"], t["warm"], t["u32"]
+    t_path, t_val = t["path"], t["val"]
     n_tok = res.data.size
     n = X.shape[0]
     loops = [("geniml-style loop (gtars per cell)", t_loop),

@@ -54,6 +54,19 @@ print(json.dumps(dict(seconds=time.perf_counter() - t0)))
 """
 
 
+def speed_probe() -> float:
+    """Seconds for a fixed pure-Python loop, best of 3: this shared box's speed drifts (up to
+    1.7x between runs seconds apart, measured), and the probe shows by how much during a run."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        x = 0
+        for i in range(1_000_000):
+            x += i
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=SCALES, default="full")
@@ -74,6 +87,7 @@ def main(argv=None) -> int:
                  f"(goal: <= 2 s)\n")
     goals = [["import + first tokenization, warm cache", "<= 2 s", f"{first:.2f} s",
               "met" if first <= 2 else "NOT met"]]
+    probes = [speed_probe()]
     for name in names:
         script = HERE / f"bench_{name}.py"
         if not script.exists():
@@ -83,6 +97,7 @@ def main(argv=None) -> int:
         res = subprocess.run([sys.executable, str(script), *SCALES[args.scale][name]],
                              capture_output=True, text=True, cwd=HERE)
         took = time.perf_counter() - t0
+        probes.append(speed_probe())
         lines = res.stdout.strip().splitlines()
         goals += [line.split("\t")[1:] for line in lines if line.startswith("GOAL\t")]
         body = "\n".join(line for line in lines if not line.startswith("GOAL\t"))
@@ -90,14 +105,20 @@ def main(argv=None) -> int:
             body += f"\n\nFAILED (exit {res.returncode}):\n```\n{res.stderr[-2000:]}\n```"
         # demote the script's own headings one level under this file's
         body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
-        parts.append(f"{body}\n\n_(bench_{name}.py, {took:.0f} s)_\n")
+        parts.append(f"{body}\n\n_(bench_{name}.py, {took:.0f} s; speed probe after it: "
+                     f"{probes[-1] * 1e3:.0f} ms)_\n")
         print(f"{name}: {took:.0f} s", file=sys.stderr)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     parts.insert(6, "## Goals at a glance\n\nThe issue's tuning goals, each measured in this run "
                     "against its anchor (details in the sections below; where a limit is in the "
                     "way, docs/benchmarks.md explains it).\n\n"
                     + table(goals, ["workload", "goal", "measured", "status"]) + "\n")
-    parts.insert(4, f"- load average (1, 5, 15 min) when the run ended: {load} on "
+    lo, hi = min(probes), max(probes)
+    parts.insert(4, f"- speed probe (a fixed Python loop, lower is faster) before and after each "
+                    f"script: {lo * 1e3:.0f}-{hi * 1e3:.0f} ms, so the box's speed drifted "
+                    f"{hi / lo:.2f}x during the run; a ratio whose two sides were timed far apart "
+                    "can be off by up to that much")
+    parts.insert(5, f"- load average (1, 5, 15 min) when the run ended: {load} on "
                     f"{os.cpu_count()} cores (above the core count, timings are inflated)")
     Path(args.out).write_text("\n".join(parts) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
