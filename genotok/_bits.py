@@ -8,6 +8,8 @@ the set bits can be trusted, not only whether there is one.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
@@ -59,7 +61,10 @@ def count_high(t):
 def word_view(buf: np.ndarray) -> tuple[np.ndarray, int]:
     """``(words, off)``: the 8-byte-aligned middle of a contiguous uint8 array as uint64 words,
     ``words[i]`` holding ``buf[off + 8 * i:off + 8 * i + 8]``. No copy; the bytes before
-    ``off`` and after the last word are left to byte loops."""
+    ``off`` and after the last word are left to byte loops. On a big-endian machine there are
+    no words (the tricks assume byte ``k`` of a word is bits ``8k..8k+7``): byte loops only."""
+    if sys.byteorder != "little":
+        return np.zeros(0, np.uint64), buf.size
     off = min((-buf.ctypes.data) % 8, buf.size)
     nw = (buf.size - off) // 8
     return buf[off:off + 8 * nw].view(np.uint64), off

@@ -57,3 +57,13 @@ def test_line_ends_at_every_alignment(text, head, tail):
     np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
     controls = (buf < 32) & ~np.isin(buf, [9, 10, 13])
     assert binary == bool(controls.any())
+
+
+def test_no_words_on_a_big_endian_machine(monkeypatch):
+    buf = np.frombuffer(b"chr1\t1\t2\n" * 5, np.uint8)
+    monkeypatch.setattr(_bits.sys, "byteorder", "big")
+    words, off = _bits.word_view(buf)
+    assert words.size == 0 and off == buf.size
+    ends, binary = _parse._line_ends(buf, words, off)  # byte loops alone find every newline
+    np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
+    assert not binary
