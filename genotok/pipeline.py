@@ -27,6 +27,7 @@ from ._io import atomic_write, default_hash, file_digest
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
 from .gtok import write_gtok
+from .ragged import Ragged
 from .regions import RegionSet
 
 BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
@@ -212,16 +213,18 @@ def _progress(total: int, quiet: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="file", leave=False, disable=None)  # off on non-TTYs
 
 
-def _parse_all(paths: list[Path], n_threads: int | None, on_error: str, algo: str):
-    """Parse files in threads (the numba parser releases the GIL); hash them alongside."""
+def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: str, algo: str):
+    """Parse files in threads (the numba parser releases the GIL); hash them and prepare them
+    for the kernels (codes, order) alongside, so that work is not serial in the main thread."""
 
     def work(p: Path):
         try:
-            return RegionSet.from_bed(p), file_digest(p, algo), None
+            rs = RegionSet.from_bed(p)
+            return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
         except GenotokError as exc:
             if on_error == "fail":
                 raise
-            return None, None, str(exc)
+            return None, None, str(exc), None
 
     workers = max(1, min(len(paths), n_threads or _config.max_threads()))
     with ThreadPoolExecutor(workers) as pool:
@@ -405,8 +408,8 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo)
-    parsed = _parse_all(paths, n_threads, on_error, algo)
-    ok = [k for k, (rs, _, err) in enumerate(parsed) if err is None]
+    parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
+    ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
     names = [record_name(paths[k]) for k in ok]
     n_tokens = 0
@@ -417,8 +420,9 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
         for group in _groups([len(parsed[k][0]) for k in ok]):
             # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
             # so it is reused from the heap instead of page-faulted in afresh for each shard
-            rows = tokenizer.encode_batch([parsed[ok[i]][0] for i in group], n_threads=n_threads,
-                                          ragged=True, dtype=np.uint32)
+            res = tokenizer._overlaps([parsed[ok[i]][0] for i in group], n_threads,
+                                      dtype=np.uint32, prepared=[parsed[ok[i]][3] for i in group])
+            rows = Ragged(res.ids, res.offsets)
             n_tokens += int(rows.data.size)
             if format == "corpus":
                 w.append_batch(rows, names=[names[i] for i in group],

@@ -336,23 +336,30 @@ class Tokenizer:
         rsets = [as_regions(s) for s in sets]
         return self._overlaps(rsets, n_threads, details=True)
 
+    def _prepare(self, rs: RegionSet) -> tuple[np.ndarray, np.ndarray]:
+        """(codes in the universe's space, emission order) of one set: the per-set work before
+        the kernels. Thread-safe: the pipeline runs it in its parse workers, beside other sets."""
+        return self.universe.map_codes(rs), self._query_order(rs)
+
     def _overlaps(self, rsets: list[RegionSet], n_threads: int | None,
-                  details: bool = False, dtype=np.int64) -> _Overlaps:
+                  details: bool = False, dtype=np.int64, prepared=None) -> _Overlaps:
+        """The kernels over ``rsets``; ``prepared``: their :meth:`_prepare` results, if known."""
         u = self.universe
         sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
         set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
         np.cumsum(sizes, out=set_offsets[1:])
+        if prepared is None:
+            prepared = [self._prepare(r) for r in rsets]
         if len(rsets) == 1:
             r = rsets[0]
-            codes = u.map_codes(r)
+            (codes, order), = prepared
             starts, ends = r.starts, r.ends
-            order = self._query_order(r)
         else:
-            codes = np.concatenate([u.map_codes(r) for r in rsets]) if rsets else np.zeros(0, np.int32)
+            codes = (np.concatenate([c for c, _ in prepared]) if rsets
+                     else np.zeros(0, np.int32))
             starts = np.concatenate([r.starts for r in rsets]) if rsets else np.zeros(0, np.int64)
             ends = np.concatenate([r.ends for r in rsets]) if rsets else np.zeros(0, np.int64)
-            order = (np.concatenate([self._query_order(r) + o
-                                     for r, o in zip(rsets, set_offsets[:-1])])
+            order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
                      if rsets else np.zeros(0, np.int64))
         s = self.settings
         with _config.threads(self.n_threads if n_threads is None else n_threads):
