@@ -309,20 +309,16 @@ def _fast_line(buf, ls, le, track, browser):
 
 
 @njit(**NJIT)
-def parse_bed(buf, words, off, track, browser, allow_header=True):
-    """Parse BED bytes.
+def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header=True):
+    """Parse BED bytes into ``codes``, ``starts``, ``ends`` (room for :func:`n_lines` records;
+    call it through :func:`parse_into`, which checks that). ``lf, binary`` is :func:`scan`'s.
 
     Returns ``(codes, starts, ends, name_start, name_end, status, err_line, err_pos, header_line)``:
-    per data line its chromosome code/start/end; per code the byte span of its name; an error
-    status with the 1-based line and byte offset of the first problem; the line number of a
-    skipped header (0 if none).
+    per data line its chromosome code/start/end (views of the first records of the outputs); per
+    code the byte span of its name; an error status with the 1-based line and byte offset of the
+    first problem; the line number of a skipped header (0 if none).
     """
     n = buf.size
-    lf, binary = _line_ends(buf, words, off)
-    cap = lf.size + 1
-    codes = np.empty(cap, np.int32)
-    starts = np.empty(cap, np.int64)
-    ends = np.empty(cap, np.int64)
     # chromosome table
     table = np.full(1024, -1, np.int32)
     name_start = np.empty(64, np.int64)
@@ -572,10 +568,37 @@ MESSAGES = {
 }
 
 
-def run(buf: np.ndarray, allow_header: bool = True):
-    """Run the kernel on a uint8 buffer."""
+def scan(buf: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(newline positions, any binary byte)`` of a contiguous uint8 buffer: the parser's first
+    pass, eight bytes at a time."""
     words, off = word_view(buf)
-    return parse_bed(buf, words, off, TRACK, BROWSER, allow_header)
+    return _line_ends(buf, words, off)
+
+
+def n_lines(buf: np.ndarray, lf: np.ndarray) -> int:
+    """Lines of ``buf`` given its newlines ``lf``: the most records a parse can write."""
+    return lf.size + int(buf.size > 0 and buf[-1] != _LF)
+
+
+def parse_into(buf: np.ndarray, lf: np.ndarray, binary: bool, codes: np.ndarray,
+               starts: np.ndarray, ends: np.ndarray, allow_header: bool = True):
+    """:func:`parse_bed` into caller-owned outputs (e.g. slices of one array shared by the
+    chunks of a parallel parse), after checking what numba would not: dtypes and room."""
+    need = n_lines(buf, lf)
+    for a, dt in ((codes, np.int32), (starts, np.int64), (ends, np.int64)):
+        if a.dtype != dt or a.ndim != 1 or a.size < need or not a.flags.c_contiguous:
+            raise ValueError(f"parse output must be a contiguous {np.dtype(dt).name} array of "
+                             f">= {need} items, got {a.dtype} {a.shape}")
+    return parse_bed(buf, lf, binary, codes, starts, ends, TRACK, BROWSER, allow_header)
+
+
+def run(buf: np.ndarray, allow_header: bool = True):
+    """Parse a whole uint8 buffer (outputs allocated by NumPy, which gives large arrays huge
+    pages; numba's allocations fault in 4 KiB at a time)."""
+    lf, binary = scan(buf)
+    need = n_lines(buf, lf)
+    return parse_into(buf, lf, binary, np.empty(need, np.int32), np.empty(need, np.int64),
+                      np.empty(need, np.int64), allow_header)
 
 
 def warmup() -> None:

@@ -524,3 +524,18 @@ def test_access_and_repr():
     # equality compares names, not code tables
     other = RegionSet(("chrX", "chr1"), np.array([1], np.int32), np.array([0]), np.array([1]))
     assert other == RegionSet.from_tuples([("chr1", 0, 1)])
+
+
+def test_parse_into_checks_what_numba_would_not():
+    from genotok import _parse
+
+    buf = np.frombuffer(b"chr1\t1\t2\nchr1\t3\t4", np.uint8)  # two lines, the last unterminated
+    lf, binary = _parse.scan(buf)
+    assert _parse.n_lines(buf, lf) == 2
+    ok = (np.empty(2, np.int32), np.empty(2, np.int64), np.empty(2, np.int64))
+    assert _parse.parse_into(buf, lf, binary, *ok)[1].tolist() == [1, 3]
+    for bad in ((np.empty(1, np.int32), *ok[1:]),                    # no room for line 2
+                (ok[0].astype(np.int64), *ok[1:]),                     # wrong dtype
+                (ok[0], np.empty(4, np.int64)[::2], ok[2])):           # not contiguous
+        with pytest.raises(ValueError, match="parse output"):
+            _parse.parse_into(buf, lf, binary, *bad)
