@@ -239,18 +239,10 @@ def _line_ends(buf, words, off):
     """``(ends, binary)``: the index of every newline in ``buf`` and whether any byte is binary
     (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s :func:`~genotok._bits.word_view`:
     eight bytes per step, a count pass then a fill pass."""
-    n = buf.size
     wend = off + 8 * words.size
-    count = 0
-    binary = False
-    for k in range(off):
-        b = buf[k]
-        count += b == _LF
-        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
-    for k in range(wend, n):
-        b = buf[k]
-        count += b == _LF
-        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
+    count_head, binary_head = _count_bytes(buf, 0, off)
+    count_tail, binary_tail = _count_bytes(buf, wend, buf.size)
+    count = count_head + count_tail
     controls = np.uint64(0)
     for i in range(words.size):
         x = words[i]
@@ -258,22 +250,38 @@ def _line_ends(buf, words, off):
         controls |= below_space(x) & ~(lf | eq_bytes(x, _TABS) | eq_bytes(x, _CRS))
         count += count_high(lf)
     ends = np.empty(count, np.int64)
-    m = 0
-    for k in range(off):
-        if buf[k] == _LF:
-            ends[m] = k
-            m += 1
+    m = _fill_bytes(buf, 0, off, ends, 0)
     for i in range(words.size):
         t = eq_bytes(words[i], _LFS)
         while t:
             ends[m] = off + 8 * i + lowest_byte(t)
             m += 1
             t &= t - np.uint64(1)
-    for k in range(wend, n):
+    _fill_bytes(buf, wend, buf.size, ends, m)
+    return ends, binary_head or binary_tail or controls != 0
+
+
+@njit(**NJIT)
+def _count_bytes(buf, lo, hi):
+    """``_line_ends``' count pass over the bytes ``lo:hi`` one at a time: (newlines, binary)."""
+    count = 0
+    binary = False
+    for k in range(lo, hi):
+        b = buf[k]
+        count += b == _LF
+        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
+    return count, binary
+
+
+@njit(**NJIT)
+def _fill_bytes(buf, lo, hi, ends, m):
+    """``_line_ends``' fill pass over the bytes ``lo:hi``: newline positions from ``ends[m]``;
+    returns the next free slot."""
+    for k in range(lo, hi):
         if buf[k] == _LF:
             ends[m] = k
             m += 1
-    return ends, binary or controls != 0
+    return m
 
 
 @njit(inline="always", **NJIT)

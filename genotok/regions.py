@@ -256,6 +256,7 @@ class RegionSet:
             r = results[0]
             return cls(names, r[0], r[1], r[2], source=path, from_file=True, validate=False)
         return cls(names, *_joined(results, *shared), source=path, from_file=True, validate=False)
+
     @classmethod
     def from_strings(cls, strings, *, sep: str | None = None, one_based: bool = False) -> "RegionSet":
         """Regions from strings ``chr1:100-200``, ``chr1-100-200`` or ``chr1_100_200``.
