@@ -1,7 +1,11 @@
 """Streaming pre-tokenized data into a model: the torch DataLoader over a corpus vs gtars files.
 
 Anchors in the same run: reading a directory of gtars ``.gtok`` files with gtars'
-``read_tokens_from_gtok`` (what older geniml datasets did) and collating the same batches.
+``read_tokens_from_gtok`` (what older geniml datasets did) and collating the same batches, and
+a plain torch ``DataLoader`` with 2 workers over the same dataset (batches cross the process
+boundary as tensors, through torch's shared memory, where ``ResumableLoader`` sends NumPy
+arrays). Loaders with workers are reported after their first batch (the spawn), which is given
+on its own.
 A small embedding-bag model's training step rate is printed alongside, to show whether the
 loader could ever be the bottleneck. Then one epoch with the ``Collator`` (no workers) cold and
 warm with 1 and 2 threads in fresh processes (with RSS), and a size sweep over corpora of 1/4,
@@ -38,6 +42,8 @@ def main(argv=None) -> int:
     except ImportError:
         print("torch is not installed (pip install 'genotok[torch]'): nothing to measure")
         return 0
+    from torch.utils.data import DataLoader
+
     from genotok.torch_data import Collator, CorpusIterableDataset, MLMCollator, ResumableLoader
 
     vocab = 1_000_007
@@ -56,26 +62,33 @@ def main(argv=None) -> int:
     try:
         path = write(args.records)
         results = []
-        for name, collate, workers in (("Collator", Collator(pad_token_id=vocab - 6, max_length=args.max_length,
-                                                             truncation="subsample_ordered"), 0),
-                                       ("MLMCollator", MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7,
-                                                                   mask_token_id=vocab - 5, max_length=args.max_length,
-                                                                   truncation="subsample_ordered"), 0),
-                                       ("MLMCollator, 2 workers", MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7,
-                                                                              mask_token_id=vocab - 5, max_length=args.max_length,
-                                                                              truncation="subsample_ordered"), 2)):
+        plain = Collator(pad_token_id=vocab - 6, max_length=args.max_length, truncation="subsample_ordered")
+        mlm = MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7, mask_token_id=vocab - 5,
+                          max_length=args.max_length, truncation="subsample_ordered")
+        spawn = dict(num_workers=2, multiprocessing_context="spawn")
+        for name, collate, make in (
+                ("genotok corpus, Collator", plain, ResumableLoader),
+                ("genotok corpus, MLMCollator", mlm, ResumableLoader),
+                ("genotok corpus, MLMCollator, 2 workers", mlm, lambda ds: ResumableLoader(ds, num_workers=2)),
+                ("torch DataLoader (tensor hand-over), MLMCollator, 2 workers", mlm,
+                 lambda ds: DataLoader(ds, batch_size=None, **spawn))):
             ds = CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0)
             for _, _b in zip(range(3), ResumableLoader(ds)):  # compile / cache-load outside the timing
                 pass
-            ds = CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0)
-            loader = ResumableLoader(ds, num_workers=workers)
+            loader = make(CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0))
             t0 = time.perf_counter()
             n_b = n_t = 0
             for b in loader:
+                if n_b == 0:
+                    t_first = time.perf_counter()
                 n_b += 1
                 n_t += int(b["attention_mask"].sum())
-            dt = time.perf_counter() - t0
-            results.append([f"genotok corpus, {name}", f"{n_b / dt:,.0f}", f"{n_t / dt / 1e6:.1f}", f"{dt:.2f}"])
+            t_end = time.perf_counter()
+            first = t_first - t0
+            dt = t_end - t_first if "workers" in name else t_end - t0  # steady state after the spawn
+            n = n_b - 1 if "workers" in name else n_b
+            results.append([name, f"{n / dt:,.0f}", f"{n_t * n / n_b / dt / 1e6:.1f}", f"{first:.2f}",
+                            f"{t_end - t0:.2f}"])
         try:
             from gtars.utils import read_tokens_from_gtok
 
@@ -94,7 +107,7 @@ def main(argv=None) -> int:
             dt = time.perf_counter() - t0
             n_b = -(-n_files // args.batch)
             results.append([f"gtars .gtok directory ({n_files:,} files)", f"{n_b / dt:,.0f}",
-                            f"{n_t / dt / 1e6:.1f}", f"{dt:.2f}"])
+                            f"{n_t / dt / 1e6:.1f}", "—", f"{dt:.2f}"])
         except ImportError:
             print("gtars not installed: no gtars anchor")
         # a small model's step rate, for scale
@@ -109,9 +122,9 @@ def main(argv=None) -> int:
         step = (time.perf_counter() - t0) / 20
         print(f"# Streaming batches ({args.records:,} records, mean length {args.mean_length}, "
               f"batch {args.batch}, max_length {args.max_length})\n\nmachine: {machine()}\n")
-        print(table(results, ["loader", "batches/s", "M tokens/s", "time (s)"]))
-        print("\n(2 workers include spawning them: ~3 s per epoch here; numba's thread pool does "
-              "not survive fork)")
+        print(table(results, ["loader", "batches/s", "M tokens/s", "first batch (s)", "time (s)"]))
+        print("\n(with workers, the rates are after the first batch: each epoch spawns its workers, "
+              "since numba's thread pool does not survive fork)")
         print(f"\nfor scale: a 64-d EmbeddingBag training step on one such batch takes {step * 1e3:.1f} ms "
               f"({1 / step:,.0f} steps/s)\n")
 

@@ -22,8 +22,10 @@ from . import data as _data
 from .corpus import Corpus
 
 
-def _tensors(batch: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in batch.items()}
+def _tensors(batch: dict) -> dict:
+    """NumPy arrays → tensors sharing their memory; anything else is left as it is."""
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) if isinstance(v, np.ndarray) else v
+            for k, v in batch.items()}
 
 
 @dataclass
@@ -53,7 +55,8 @@ class Collator:
     def __post_init__(self):
         self._rng = np.random.default_rng(self.seed)
 
-    def _numpy(self, records, rng=None) -> dict[str, np.ndarray]:
+    def arrays(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """The batch as NumPy arrays: what calling the collator returns as tensors."""
         values = None
         if records and isinstance(records[0], tuple):
             records, values = [r[0] for r in records], [r[1] for r in records]
@@ -64,7 +67,7 @@ class Collator:
                                 rng=rng if rng is not None else self._rng)
 
     def __call__(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
-        return _tensors(self._numpy(records, rng))
+        return _tensors(self.arrays(records, rng))
 
     @classmethod
     def for_tokenizer(cls, tokenizer, **kwargs):
@@ -99,13 +102,13 @@ class MLMCollator(Collator):
         return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions,
                    mask_token_id=tokenizer.mask_token_id, **kwargs)
 
-    def __call__(self, records, rng=None):
+    def arrays(self, records, rng=None):
         rng = rng if rng is not None else self._rng
-        b = self._numpy(records, rng)
+        b = super().arrays(records, rng)
         b["input_ids"], b["labels"] = _data.mlm_mask(
             b["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
             mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
-        return _tensors(b)
+        return b
 
 
 @dataclass
@@ -127,12 +130,12 @@ class RTDCollator(Collator):
     def for_tokenizer(cls, tokenizer, **kwargs):
         return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions, **kwargs)
 
-    def __call__(self, records, rng=None):
+    def arrays(self, records, rng=None):
         rng = rng if rng is not None else self._rng
-        b = self._numpy(records, rng)
+        b = super().arrays(records, rng)
         b["input_ids"], b["labels"] = _data.rtd_replace(
             b["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
-        return _tensors(b)
+        return b
 
 
 class CorpusDataset(Dataset):
@@ -169,8 +172,9 @@ class CorpusIterableDataset(IterableDataset):
     ``"pad"``), cuts it into batches of ``batch_size`` records, and DataLoader worker ``w`` of
     ``K`` produces batches ``w, w + K, …``. DataLoader hands batches over in worker order, so the
     main process receives batch 0, 1, 2, … exactly as with no workers. Use with
-    ``DataLoader(ds, batch_size=None, multiprocessing_context=safe_context(k))`` or
-    :class:`ResumableLoader` (which does that for you).
+    :class:`ResumableLoader`, or ``DataLoader(ds, batch_size=None,
+    multiprocessing_context=safe_context(k))``; with workers, only the former survives a loop
+    that stops mid-epoch (see there).
 
     Examples
     --------
@@ -214,6 +218,10 @@ class CorpusIterableDataset(IterableDataset):
         return self.n_batches()
 
     def __iter__(self) -> Iterator[dict]:
+        return (_tensors(b) for b in self._batches())
+
+    def _batches(self) -> Iterator[dict]:
+        """This worker's batches as NumPy arrays (see :func:`_arrays`)."""
         info = get_worker_info()
         wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
         recs = self.records()
@@ -223,10 +231,62 @@ class CorpusIterableDataset(IterableDataset):
             rows = [np.asarray(r, dtype=np.int64) for r in batch]
             if self.values:
                 rows = [(r, batch.row_values(k)) for k, r in enumerate(rows)]
-            rng = np.random.default_rng([self.seed, self.epoch, self.rank, b])
-            out = self.collate(rows, rng)
-            out["index"] = torch.from_numpy(np.ascontiguousarray(idx))
+            out = _arrays(self.collate, rows, np.random.default_rng([self.seed, self.epoch, self.rank, b]))
+            out["index"] = idx
             yield out
+
+
+def _arrays(collate, rows, rng) -> dict:
+    """``collate(rows, rng)`` with NumPy arrays in place of tensors.
+
+    genotok's collators make their arrays directly (``arrays``); tensors from any other collate
+    are copied out, so that no array keeps a tensor alive (see :class:`_NumpyWire`). Tensors of a
+    dtype NumPy lacks (bfloat16) stay tensors.
+    """
+    make = getattr(collate, "arrays", None)
+    if make is not None:
+        return make(rows, rng)
+    out = {}
+    for k, v in collate(rows, rng).items():
+        if isinstance(v, torch.Tensor):
+            try:
+                v = v.detach().cpu().numpy().copy()
+            except TypeError:
+                pass
+        out[k] = v
+    return out
+
+
+class _NumpyWire(IterableDataset):
+    """A :class:`CorpusIterableDataset`'s batches as NumPy arrays, with no tensor made at all.
+
+    :class:`ResumableLoader` runs this in its workers. When a loader is dropped mid-epoch, a
+    worker exits while its queue's feeder thread is still sending prefetched batches, and Python
+    ends that thread with ``pthread_exit`` the next time it takes the GIL. If that happens inside
+    torch's C++ (pickling a tensor into shared memory, or freeing one: ``THPVariable_clear``
+    releases the GIL), the unwinding calls ``std::terminate``: the worker dies by SIGABRT and the
+    main process reports "DataLoader worker … killed by signal: Aborted". NumPy's pickling and
+    freeing are plain C and unwind cleanly, so batches cross as arrays that hold no tensor.
+    """
+
+    def __init__(self, dataset: CorpusIterableDataset):
+        self.dataset = dataset
+
+    def __iter__(self) -> Iterator[dict]:
+        return self.dataset._batches()
+
+
+def _as_is(batch):
+    """DataLoader ``collate_fn`` that leaves a ready batch alone (no tensors made in the worker)."""
+    return batch
+
+
+def _from_wire(batch: dict, pin: bool) -> dict:
+    """The main-process side of :class:`_NumpyWire`: NumPy arrays back to (pinned) tensors."""
+    out = _tensors(batch)
+    if pin:
+        out = {k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in out.items()}
+    return out
 
 
 def safe_context(num_workers: int) -> str | None:
@@ -250,6 +310,13 @@ class ResumableLoader:
     ``state_dict()`` records the epoch and the batches already delivered; after
     ``load_state_dict()`` iteration continues with the next batch of the same order.
 
+    ``loader_kwargs`` go to :class:`torch.utils.data.DataLoader` (``num_workers``,
+    ``prefetch_factor``, ``pin_memory``, ...); the dataset's collator makes the batches, so
+    ``batch_size`` and ``collate_fn`` are not taken. Workers are spawned (:func:`safe_context`)
+    and hand their batches over as NumPy arrays, turned back into tensors here without a copy:
+    that way a loop that stops mid-epoch (``break``, an exception, a checkpoint-and-exit) shuts
+    the workers down cleanly, where torch's own tensor hand-over can abort them.
+
     Examples
     --------
     >>> # loader = ResumableLoader(ds, num_workers=2); for batch in loader: ...
@@ -257,6 +324,10 @@ class ResumableLoader:
     """
 
     def __init__(self, dataset: CorpusIterableDataset, **loader_kwargs):
+        taken = sorted({"batch_size", "collate_fn", "dataset"} & set(loader_kwargs))
+        if taken:
+            raise TypeError(f"ResumableLoader sets {', '.join(taken)} itself: the dataset's "
+                            "collator makes the batches")
         self.dataset = dataset
         self.loader_kwargs = loader_kwargs
         self.delivered = 0
@@ -268,11 +339,18 @@ class ResumableLoader:
         ds = self.dataset
         ds.start_batch = self.delivered
         kw = dict(self.loader_kwargs)
-        kw.setdefault("multiprocessing_context", safe_context(kw.get("num_workers", 0)))
-        loader = DataLoader(ds, batch_size=None, **kw)
+        workers = kw.get("num_workers", 0)
+        kw.setdefault("multiprocessing_context", safe_context(workers))
+        if workers == 0:
+            source, unwrap = ds, None
+        else:  # NumPy over the pipe: dropping the loader mid-epoch must not abort a worker
+            pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
+            source, unwrap = _NumpyWire(ds), (lambda b: _from_wire(b, pin))
+            kw["collate_fn"] = _as_is
+        loader = DataLoader(source, batch_size=None, **kw)
         for batch in loader:
             self.delivered += 1
-            yield batch
+            yield batch if unwrap is None else unwrap(batch)
         self.delivered = 0
         ds.start_batch = 0
         ds.set_epoch(ds.epoch + 1)

@@ -97,6 +97,45 @@ def test_resume_mid_epoch(corpus_path, workers):
     assert again.dataset.epoch == 1  # the epoch ended and moved on
 
 
+def test_workers_hand_over_the_same_tensors(corpus_path):
+    def batches(workers):
+        ds = CorpusIterableDataset(corpus_path, MLMCollator(pad_token_id=51, n_regions=50,
+                                                            mask_token_id=52), batch_size=4, seed=3,
+                                   values=True)
+        return list(ResumableLoader(ds, num_workers=workers))
+
+    for a, b in zip(batches(0), batches(2), strict=True):
+        assert a.keys() == b.keys() == {"input_ids", "attention_mask", "labels", "values", "index"}
+        for k in a:
+            assert isinstance(b[k], torch.Tensor) and b[k].dtype == a[k].dtype
+            assert torch.equal(a[k], b[k])
+
+
+def test_loader_keeps_its_own_batching(corpus_path):
+    ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=4)
+    for kw in ({"collate_fn": list}, {"batch_size": 2}):
+        with pytest.raises(TypeError, match="sets .* itself"):
+            ResumableLoader(ds, **kw)
+
+
+@pytest.mark.slow
+def test_stopping_mid_epoch_shuts_workers_down_cleanly(tmp_path):
+    # Dropping a loader while its workers still send prefetched batches used to abort a worker
+    # (SIGABRT from torch's C++ tensor hand-over in an exiting process) now and then; pytest
+    # turns the "Exception ignored in DataLoader.__del__" that follows into a failure. Big
+    # batches and a deep prefetch keep the workers' queues busy at the moment of the drop.
+    path = tmp_path / "big.gtokc"
+    with CorpusWriter(path, vocab_size=5000, fingerprint="fp") as w:
+        w.append_batch([np.arange(4000) % 4990 for _ in range(400)])
+    ds = CorpusIterableDataset(path, Collator(pad_token_id=4991), batch_size=20, seed=1)
+    loader = ResumableLoader(ds, num_workers=2, prefetch_factor=8)
+    for _ in range(8):
+        it = iter(loader)
+        assert next(it)["input_ids"].shape == (20, 4000)
+        it.close()  # the DataLoader and its workers go now, mid-epoch
+        loader.delivered = 0
+
+
 def test_map_style_and_values(corpus_path):
     ds = CorpusDataset(corpus_path, values=True)
     ids, vals = ds[3]
