@@ -623,14 +623,15 @@ def parse_fragments(buf):
     """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
 
     Skips blank and ``#`` lines; a missing count column counts 1. Returns
-    ``(chrom_s, chrom_e, starts, ends, bc_s, bc_e, counts, status, bad_line)`` where
-    ``bad_line`` is the 0-based line (within the block) of the first problem.
+    ``(chrom_s, chrom_e, starts, ends, bc_s, bc_e, counts, status, bad_line, n_newlines)``
+    where ``bad_line`` is the 0-based line (within the block) of the first problem.
     """
     n = buf.size
     nl = 1
     for i in range(n):
         if buf[i] == 10:
             nl += 1
+    newlines = nl - 1
     cs = np.empty(nl, np.int64)
     ce = np.empty(nl, np.int64)
     st = np.empty(nl, np.int64)
@@ -638,9 +639,12 @@ def parse_fragments(buf):
     bs = np.empty(nl, np.int64)
     be = np.empty(nl, np.int64)
     cnt = np.empty(nl, np.int64)
+    fs = np.empty(5, np.int64)  # the line's field bounds, reused line after line
+    fe = np.empty(5, np.int64)
     k = 0
     line = -1
     pos = 0
+    status = FRAG_OK
     while pos < n:
         line += 1
         e = pos
@@ -653,8 +657,6 @@ def parse_fragments(buf):
             pos = nxt
             continue
         # split on tabs: up to five fields
-        fs = np.empty(5, np.int64)
-        fe = np.empty(5, np.int64)
         nf = 0
         a = pos
         for i in range(pos, e + 1):
@@ -667,23 +669,26 @@ def parse_fragments(buf):
                 if nf >= 5:
                     break
         if nf < 4:
-            return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_COLUMNS, line
+            status = FRAG_COLUMNS
+            break
         s = _int_field(buf, fs[1], fe[1])
         if s < 0:
-            return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_START, line
+            status = FRAG_START
+            break
         x = _int_field(buf, fs[2], fe[2])
         if x < 0:
-            return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_END, line
+            status = FRAG_END
+            break
         if x < s:
-            return (cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k],
-                    FRAG_END_BEFORE_START, line)
-        c = 1
-        if nf >= 5:
-            c = _int_field(buf, fs[4], fe[4])
-            if c < 0:
-                return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_COUNT, line
+            status = FRAG_END_BEFORE_START
+            break
+        c = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
+        if c < 0:
+            status = FRAG_COUNT
+            break
         if fe[0] == fs[0] or fe[3] == fs[3]:
-            return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_COLUMNS, line
+            status = FRAG_COLUMNS
+            break
         cs[k] = fs[0]
         ce[k] = fe[0]
         st[k] = s
@@ -693,17 +698,8 @@ def parse_fragments(buf):
         cnt[k] = c
         k += 1
         pos = nxt
-    return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], FRAG_OK, -1
-
-
-@njit(**NJIT)
-def spans_to_matrix(buf, s, e, width):
-    """Byte spans as rows of a zero-padded ``(n, width)`` uint8 matrix (view it as ``S{width}``)."""
-    out = np.zeros((s.size, width), np.uint8)
-    for i in range(s.size):
-        for k in range(e[i] - s[i]):
-            out[i, k] = buf[s[i] + k]
-    return out
+    bad = -1 if status == FRAG_OK else line
+    return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], status, bad, newlines
 
 
 @njit(**NJIT)

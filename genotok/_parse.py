@@ -209,6 +209,59 @@ def _grow(name_start, name_end, name_hash, n):
 
 
 @njit(**NJIT)
+def _name_table():
+    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_intern`."""
+    return (np.full(1024, -1, np.int32), np.empty(64, np.int64), np.empty(64, np.int64),
+            np.empty(64, np.uint64))
+
+
+@njit(**NJIT)
+def _add(s, e, h, slot, table, name_start, name_end, name_hash, nnames):
+    """Add the name at ``s:e`` (hash ``h``) that :func:`_find` did not find, in its ``slot``.
+
+    Returns ``(code, table, name_start, name_end, name_hash, nnames)``: the arrays are new
+    ones when they had to grow. Called once per distinct name, so out of line: the per-line
+    path stays :func:`_hash` + :func:`_find`."""
+    if nnames == name_start.size:
+        name_start, name_end, name_hash = _grow(name_start, name_end, name_hash, nnames)
+    code = nnames
+    name_start[code] = s
+    name_end[code] = e
+    name_hash[code] = h
+    nnames += 1
+    table[slot] = code
+    if 2 * nnames > table.size:  # keep the load factor below 1/2
+        table = _rehash(name_hash, nnames, table.size * 4)
+    return code, table, name_start, name_end, name_hash, nnames
+
+
+@njit(**NJIT)
+def intern_spans(buf, s, e, hash_mask=np.uint64(0xFFFFFFFFFFFFFFFF)):
+    """Number the distinct byte strings ``buf[s[i]:e[i]]`` in order of first appearance.
+
+    Returns ``(index, start, end)``: ``index[i]`` is span ``i``'s number and
+    ``buf[start[j]:end[j]]`` the string numbered ``j`` (its first span). One pass over the bytes
+    with the parser's name table, where sorting the strings cost O(n log n) comparisons; a span
+    equal to the one before it (a chromosome's run of lines) skips the table. ``hash_mask``
+    only serves the tests: 0 makes every hash collide, so every probe compares bytes.
+    """
+    index = np.empty(s.size, np.int64)
+    table, name_start, name_end, name_hash = _name_table()
+    nnames = 0
+    prev = -1
+    for i in range(s.size):
+        a, b = s[i], e[i]
+        if not (prev >= 0 and _same(buf, a, b, name_start[prev], name_end[prev])):
+            h = _hash(buf, a, b) & hash_mask
+            prev, slot = _find(buf, a, b, h, table, name_start, name_end, name_hash)
+            if prev < 0:
+                prev, table, name_start, name_end, name_hash, nnames = _add(
+                    a, b, h, slot, table, name_start, name_end, name_hash, nnames)
+        index[i] = prev
+    return index, name_start[:nnames].copy(), name_end[:nnames].copy()
+
+
+@njit(**NJIT)
 def _rehash(name_hash, n, tsize):
     """A new table of ``tsize`` slots (a power of two) holding names 0..n-1."""
     table = np.full(tsize, -1, np.int32)
@@ -327,11 +380,7 @@ def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header
     first problem; the line number of a skipped header (0 if none).
     """
     n = buf.size
-    # chromosome table
-    table = np.full(1024, -1, np.int32)
-    name_start = np.empty(64, np.int64)
-    name_end = np.empty(64, np.int64)
-    name_hash = np.empty(64, np.uint64)
+    table, name_start, name_end, name_hash = _name_table()  # chromosome names
     nnames = 0
     prev_code = -1
     m = 0
@@ -415,16 +464,8 @@ def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header
             h = _hash(buf, ls, ce)
             code, slot = _find(buf, ls, ce, h, table, name_start, name_end, name_hash)
             if code < 0:
-                if nnames == name_start.size:
-                    name_start, name_end, name_hash = _grow(name_start, name_end, name_hash, nnames)
-                code = nnames
-                name_start[code] = ls
-                name_end[code] = ce
-                name_hash[code] = h
-                nnames += 1
-                table[slot] = code
-                if 2 * nnames > table.size:  # keep the load factor below 1/2
-                    table = _rehash(name_hash, nnames, table.size * 4)
+                code, table, name_start, name_end, name_hash, nnames = _add(
+                    ls, ce, h, slot, table, name_start, name_end, name_hash, nnames)
             prev_code = code
         codes[m] = code
         starts[m] = s
@@ -505,10 +546,7 @@ def parse_region_names(buf, sep1, sep2):
     codes = np.empty(n, np.int32)
     starts = np.empty(n, np.int64)
     ends = np.empty(n, np.int64)
-    table = np.full(1024, -1, np.int32)
-    name_start = np.empty(64, np.int64)
-    name_end = np.empty(64, np.int64)
-    name_hash = np.empty(64, np.uint64)
+    table, name_start, name_end, name_hash = _name_table()
     nnames = 0
     prev_code = -1
     pos = 0
@@ -541,16 +579,8 @@ def parse_region_names(buf, sep1, sep2):
             h = _hash(buf, cs, ce)
             code, slot = _find(buf, cs, ce, h, table, name_start, name_end, name_hash)
             if code < 0:
-                if nnames == name_start.size:
-                    name_start, name_end, name_hash = _grow(name_start, name_end, name_hash, nnames)
-                code = nnames
-                name_start[code] = cs
-                name_end[code] = ce
-                name_hash[code] = h
-                nnames += 1
-                table[slot] = code
-                if 2 * nnames > table.size:
-                    table = _rehash(name_hash, nnames, table.size * 4)
+                code, table, name_start, name_end, name_hash, nnames = _add(
+                    cs, ce, h, slot, table, name_start, name_end, name_hash, nnames)
             prev_code = code
         codes[i] = code
         starts[i] = a

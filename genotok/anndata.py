@@ -58,7 +58,7 @@ import numba
 import numpy as np
 
 from . import _cell_kernels as K
-from . import _config
+from . import _config, _parse
 from .errors import AnnDataError, BedParseError, RegionParseError
 from .ragged import Ragged
 from .regions import RegionSet, parse_region_strings
@@ -919,42 +919,34 @@ def _open_text(path: str):
     return open(path, "rb")
 
 
-def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[tuple[np.ndarray, int]]:
-    """Byte blocks ending at a line end, with the 1-based number of their first line."""
-    line = 1
+def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
+    """Byte blocks ending at a line end (the last one may not). Each block is read into a
+    fresh buffer after the previous block's unfinished line, so no block is copied."""
     rest = b""
     with _open_text(path) as fh:
         while True:
-            raw = fh.read(block_bytes)
-            if not raw:
+            raw = bytearray(len(rest) + block_bytes)
+            raw[:len(rest)] = rest
+            got = fh.readinto(memoryview(raw)[len(rest):])
+            if not got:
                 break
-            raw = rest + raw
-            cut = raw.rfind(b"\n")
+            end = len(rest) + got
+            cut = raw.rfind(b"\n", 0, end)
             if cut < 0:
-                rest = raw
+                rest = bytes(raw[:end])
                 continue
-            block, rest = raw[:cut + 1], raw[cut + 1:]
-            arr = np.frombuffer(block, dtype=np.uint8)
-            yield arr, line
-            line += block.count(b"\n")
+            rest = bytes(raw[cut + 1:end])
+            yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
     if rest:
-        yield np.frombuffer(rest, dtype=np.uint8), line
+        yield np.frombuffer(rest, dtype=np.uint8)
 
 
 def _unique_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Distinct byte strings of the spans (decoded, in order of first appearance) and each
     span's index among them."""
-    if s.size == 0:
-        return [], np.zeros(0, np.int64)
-    width = int((e - s).max())
-    mat = K.spans_to_matrix(buf, s, e, max(1, width))
-    keys = mat.view(f"S{max(1, width)}").ravel()
-    uniq, first, inv = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    remap = np.empty(order.size, np.int64)
-    remap[order] = np.arange(order.size)
-    return ([uniq[i].decode("utf-8", "replace") for i in order],
-            remap[inv.ravel()].astype(np.int64))
+    index, a, b = _parse.intern_spans(buf, s, e)
+    names = [buf[x:y].tobytes().decode("utf-8", "replace") for x, y in zip(a.tolist(), b.tolist())]
+    return names, index
 
 
 class _PairCounts:
@@ -1021,10 +1013,12 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     nfrag = np.zeros(0 if allow is None else len(allow), np.int64)
     pairs = _PairCounts()
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    for buf, first_line in _blocks_of_lines(path, block_bytes):
-        cs, ce, st, en, bs, be, cnt, status, bad = K.parse_fragments(buf)
+    first_line = 1
+    for buf in _blocks_of_lines(path, block_bytes):
+        cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
         if status != K.FRAG_OK:
             raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
+        first_line += int(n_newlines)
         if st.size == 0:
             continue
         bnames, binv = _unique_spans(buf, bs, be)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from genotok import BedParseError, Corpus, RegionSet, Tokenizer, Universe
 from genotok import _cell_kernels as K
+from genotok import _parse
 from genotok import anndata as gad
 
 from . import naive_cells as naive
@@ -128,11 +129,46 @@ def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
 
 def test_parse_fragments_kernel_against_python():
     text = b"#x\nchr1\t1\t5\tAC\t2\r\nchrUn_1\t10\t10\tG-1\n\nchr2\t3\t4\tAC\t9\textra"
-    cs, ce, st_, en, bs, be, cnt, status, _ = K.parse_fragments(np.frombuffer(text, np.uint8))
-    assert status == K.FRAG_OK
+    cs, ce, st_, en, bs, be, cnt, status, bad, newlines = K.parse_fragments(np.frombuffer(text, np.uint8))
+    assert (status, bad, newlines) == (K.FRAG_OK, -1, 4)
     got = [(text[a:b].decode(), int(s), int(e), text[x:y].decode(), int(n))
            for a, b, s, e, x, y, n in zip(cs, ce, st_, en, bs, be, cnt)]
     assert got == [("chr1", 1, 5, "AC", 2), ("chrUn_1", 10, 10, "G-1", 1), ("chr2", 3, 4, "AC", 9)]
+
+
+def _intern_oracle(strings: list[bytes]) -> tuple[list[int], list[int]]:
+    number: dict[bytes, int] = {}
+    first: list[int] = []
+    for i, x in enumerate(strings):
+        if x not in number:
+            number[x] = len(first)
+            first.append(i)
+    return [number[x] for x in strings], first
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=6).map(lambda b: b[:1] * 3 + b), max_size=300)
+       | st.lists(st.sampled_from([b"", b"A", b"AA", b"chr1", b"chr1\t", b"\xff\x00", b"ACGT-1"]),
+                  max_size=300),
+       st.booleans(), st.booleans())
+def test_intern_spans_against_a_dict(strings, collide, shuffle_layout):
+    # spans laid out in order or reversed in the buffer (so neighbours in the list are not
+    # neighbours in memory), with separators that never take part; with collide every hash
+    # is equal and each probe must compare the bytes; >1024 distinct strings grow the tables
+    if len(strings) < 200 and not collide:
+        strings = strings + [b"%d" % i for i in range(1500)] + strings
+    order = list(range(len(strings)))[::-1] if shuffle_layout else range(len(strings))
+    buf, s, e = bytearray(), np.zeros(len(strings), np.int64), np.zeros(len(strings), np.int64)
+    for i in order:
+        buf += b"|"
+        s[i] = len(buf)
+        buf += strings[i]
+        e[i] = len(buf)
+    mask = np.uint64(0) if collide else np.uint64(0xFFFFFFFFFFFFFFFF)
+    index, a, b = _parse.intern_spans(np.frombuffer(bytes(buf) + b"|", np.uint8), s, e, mask)
+    want_index, want_first = _intern_oracle(strings)
+    assert index.tolist() == want_index and a.tolist() == s[want_first].tolist()
+    assert b.tolist() == e[want_first].tolist()
 
 
 def test_missing_file():
