@@ -210,7 +210,7 @@ def _grow(name_start, name_end, name_hash, n):
 
 @njit(**NJIT)
 def _name_table():
-    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_intern`."""
+    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_add`."""
     return (np.full(1024, -1, np.int32), np.empty(64, np.int64), np.empty(64, np.int64),
             np.empty(64, np.uint64))
 

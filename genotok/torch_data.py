@@ -246,15 +246,16 @@ def _arrays(collate, rows, rng) -> dict:
     make = getattr(collate, "arrays", None)
     if make is not None:
         return make(rows, rng)
-    out = {}
-    for k, v in collate(rows, rng).items():
-        if isinstance(v, torch.Tensor):
-            try:
-                v = v.detach().cpu().numpy().copy()
-            except TypeError:
-                pass
-        out[k] = v
-    return out
+    return {k: _array_copy(v) if isinstance(v, torch.Tensor) else v
+            for k, v in collate(rows, rng).items()}
+
+
+def _array_copy(t: torch.Tensor):
+    """A NumPy copy of ``t``; ``t`` itself when NumPy has no such dtype (bfloat16)."""
+    try:
+        return t.detach().cpu().numpy().copy()
+    except TypeError:
+        return t
 
 
 class _NumpyWire(IterableDataset):
@@ -339,18 +340,14 @@ class ResumableLoader:
         ds = self.dataset
         ds.start_batch = self.delivered
         kw = dict(self.loader_kwargs)
-        workers = kw.get("num_workers", 0)
-        kw.setdefault("multiprocessing_context", safe_context(workers))
-        if workers == 0:
-            source, unwrap = ds, None
-        else:  # NumPy over the pipe: dropping the loader mid-epoch must not abort a worker
-            pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
-            source, unwrap = _NumpyWire(ds), (lambda b: _from_wire(b, pin))
-            kw["collate_fn"] = _as_is
-        loader = DataLoader(source, batch_size=None, **kw)
+        kw.setdefault("multiprocessing_context", safe_context(kw.get("num_workers", 0)))
+        pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
+        # NumPy out of the dataset, tensors made here: with workers, dropping the loader
+        # mid-epoch must not abort one (see _NumpyWire)
+        loader = DataLoader(_NumpyWire(ds), batch_size=None, collate_fn=_as_is, **kw)
         for batch in loader:
             self.delivered += 1
-            yield batch if unwrap is None else unwrap(batch)
+            yield _from_wire(batch, pin)
         self.delivered = 0
         ds.start_batch = 0
         ds.set_epoch(ds.epoch + 1)
