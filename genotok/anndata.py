@@ -51,6 +51,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -291,9 +292,8 @@ class _VarMap:
     n_vars: int
     # the fast path's summary of a monotone map (see _cell_kernels.mono_fill)
     lut_n: np.ndarray | None = None
-    lut_first: np.ndarray | None = None
-    lut_second: np.ndarray | None = None
     lut_last: np.ndarray | None = None
+    lut_word: np.ndarray | None = None
 
 
 def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
@@ -323,13 +323,16 @@ def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
         n_tok = np.diff(var_ptr)
         if var_ids.size:
             at = lambda p: var_ids[np.clip(p, 0, var_ids.size - 1)]  # noqa: E731
-            vm.lut_first, vm.lut_second, vm.lut_last = (at(var_ptr[:-1]), at(var_ptr[:-1] + 1),
-                                                        at(var_ptr[1:] - 1))
-            shared = np.bincount(var_ids)[vm.lut_first] > 1  # unique may merge it
+            first, second, vm.lut_last = at(var_ptr[:-1]), at(var_ptr[:-1] + 1), at(var_ptr[1:] - 1)
+            shared = np.bincount(var_ids)[first] > 1  # unique may merge it
         else:
-            vm.lut_first = vm.lut_second = vm.lut_last = np.zeros(n_vars, np.int64)
+            first = second = vm.lut_last = np.zeros(n_vars, np.int64)
             shared = np.zeros(n_vars, dtype=bool)
-        vm.lut_n = np.where((n_tok <= 2) & ~(shared & has), n_tok, -1).astype(np.int8)
+        fast = (n_tok <= 2) & ~(shared & has)
+        if var_ids.size and int(var_ids.max()) >= K.LUT_WORD_IDS:  # too large to pack: only
+            fast &= ~has  # variables without tokens stay (mono_count counts them as misses)
+        vm.lut_n = np.where(fast, n_tok, -1).astype(np.int8)
+        vm.lut_word = K.pack_lut_word(vm.lut_n, np.where(fast, first, 0), np.where(fast, second, 0))
     return vm
 
 
@@ -337,6 +340,44 @@ def _var_map(tokenizer, regions: RegionSet, n_threads) -> _VarMap:
     hits = tokenizer.region_hits(regions, n_threads=n_threads)
     u = tokenizer.universe
     return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+
+
+#: var maps made from var_names, by ``id`` of the Index: (Index ref, universe ref, settings,
+#: var_names_sep, one_based, map); an entry leaves with its Index (see _adata_var_map)
+_VAR_MAPS: dict[int, tuple] = {}
+
+
+def _adata_var_map(adata, tokenizer, region_columns, var_names_sep, one_based,
+                   n_threads) -> _VarMap:
+    """The var map of ``adata`` (AnnData or a path) for ``tokenizer``, reused while both hold.
+
+    Building it (parse every var name, overlap the peaks with the universe) costs ~40 ms for
+    100k peaks, more than tokenizing a thousand cells; inference over mini-batches
+    (``adata[i:i + 64]``, whose views share their parent's ``var_names``) would pay it on every
+    call. A pandas Index cannot be changed in place, so a map made from ``var_names`` holds
+    while the same Index object meets the same universe and settings. Maps made from region
+    columns (editable in place) or read from a file are built every time.
+    """
+    def build() -> _VarMap:
+        regions = var_regions(adata, region_columns=region_columns,
+                              var_names_sep=var_names_sep, one_based=one_based)
+        return _var_map(tokenizer, regions, n_threads)
+
+    var = getattr(adata, "var", None)
+    if var is None or region_columns is not None or all(
+            _find(list(var.columns), names) is not None
+            for names in (CHROM_COLUMNS, START_COLUMNS, END_COLUMNS)):
+        return build()
+    index, u = var.index, tokenizer.universe
+    key = (tokenizer.settings, var_names_sep, one_based)
+    hit = _VAR_MAPS.get(id(index))
+    if hit is not None and hit[0]() is index and hit[1]() is u and hit[2:5] == key:
+        return hit[5]
+    vm = build()
+    if hit is None or hit[0]() is not index:
+        weakref.finalize(index, _VAR_MAPS.pop, id(index), None)
+    _VAR_MAPS[id(index)] = (weakref.ref(index), weakref.ref(u), *key, vm)
+    return vm
 
 
 # ---------------------------------------------------------------------------------- matrix chunks
@@ -583,9 +624,9 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
             vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
-            if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_first, vm.lut_second,
-                           vm.var_ptr, vm.var_ids, vm.unk_id, opt.keep_from, not use_data,
-                           opt.unk_mode, opt.unique, blocks, offsets, ids, vals):
+            if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
+                           vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
+                           blocks, offsets, ids, vals):
                 return ids, vals if opt.values else None, counts
     if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
@@ -871,13 +912,11 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     source, path = _source(adata, layer)
-    regions = var_regions(path if path is not None and not hasattr(adata, "var") else adata,
-                          region_columns=region_columns, var_names_sep=var_names_sep,
-                          one_based=one_based)
-    if len(regions) != source.n_cols:
-        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {len(regions)} "
+    vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
+                        tokenizer, region_columns, var_names_sep, one_based, n_threads)
+    if vm.n_vars != source.n_cols:
+        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
-    vm = _var_map(tokenizer, regions, n_threads)
     budget = int(memory_mb * (1 << 20))
     if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy

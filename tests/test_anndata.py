@@ -146,10 +146,16 @@ FAST_VARS = [("chr1", 10, 50), ("chr1", 95, 150), ("chr1", 195, 199), ("chr1", 3
 @pytest.mark.parametrize("unique", [True, False])
 @pytest.mark.parametrize("values", [True, False])
 @pytest.mark.parametrize("min_count", [None, 2.0])
-def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, values, min_count):
+@pytest.mark.parametrize("packable", [True, False])
+def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, values, min_count,
+                                             packable):
     tok = _tokenizer(FAST_UNIVERSE)
+    if not packable:  # ids too large for the fill's packed word: every variable takes the
+        monkeypatch.setattr(K, "LUT_WORD_IDS", 3)  # general loop of the same kernels
     vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
-    assert vm.monotone and set(vm.lut_n.tolist()) == {-1, 0, 1, 2}
+    assert vm.monotone
+    assert set(vm.lut_n.tolist()) == ({-1, 0, 1, 2} if packable else {-1, 0})
+    assert np.array_equal(((vm.lut_word >> 62) & 3) - 1, vm.lut_n)
     rng = np.random.default_rng(7)
     rows = [[], [(3, 1.0)], [(8, 2.0)]]  # empty, a token-less peak, an unknown chromosome
     for _ in range(60):
@@ -375,6 +381,48 @@ def test_min_count_binarizes_and_one_based_names(small):
     assert gad.var_regions(b, one_based=True).to_strings() == \
         [f"{c}:{s}-{e}" for c, s, e in variables]
     assert gad.tokenize_anndata(b, tok, one_based=True) == gad.tokenize_anndata(a, tok)
+
+
+def test_var_map_is_reused_only_while_names_universe_and_settings_hold(small):
+    import gc
+
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    ref = lambda t, obj, **kw: naive.cells(  # noqa: E731
+        t, [v for v in variables], rows[:len(obj)], unk_id=tok.unk_token_id, **kw)[0]
+    vm = gad._adata_var_map(a, tok, None, None, False, None)
+    # mini-batch views share the parent's var_names: one map for all of them
+    assert gad._adata_var_map(a[3:9], tok, None, None, False, None) is vm
+    assert gad.tokenize_anndata(a[:5], tok).to_list() == ref(universe, a[:5])
+    # another tokenizer object over the same universe and settings may share it too; another
+    # universe, other settings or other parsing options may not
+    assert gad._adata_var_map(a, Tokenizer(tok.universe), None, None, False, None) is vm
+    other = [(c, s + 30, e + 30) for c, s, e in universe]
+    assert gad.tokenize_anndata(a, _tokenizer(other)).to_list() == ref(other, a)
+    assert gad._adata_var_map(a, tok, None, None, False, None) is not vm
+    strict = Tokenizer(tok.universe, min_overlap=150)
+    want = ref(universe, a, min_overlap=150)
+    assert want != ref(universe, a)  # the setting matters here
+    assert gad.tokenize_anndata(a, strict).to_list() == want
+    # new var_names: a new Index object, a new map
+    b = a.copy()
+    b.var_names = [f"{c}:{s + 100}-{e + 100}" for c, s, e in variables]
+    got = gad.tokenize_anndata(b, tok).to_list()
+    assert got == naive.cells(universe, [(c, s + 100, e + 100) for c, s, e in variables], rows,
+                              unk_id=tok.unk_token_id)[0]
+    # region columns can be edited in place: never cached
+    c = _adata(rows, variables, names="columns")
+    assert gad.tokenize_anndata(c, tok).to_list() == ref(universe, c)
+    c.var["start"] += 100
+    c.var["end"] += 100
+    assert gad.tokenize_anndata(c, tok).to_list() == got
+    # an entry leaves with its Index
+    key = id(b.var_names)
+    assert key in gad._VAR_MAPS
+    del b
+    gc.collect()
+    assert key not in gad._VAR_MAPS
 
 
 def test_outputs_list_tensors_and_corpus(small, tmp_path):
