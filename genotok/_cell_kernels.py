@@ -404,7 +404,8 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
 # a row in increasing column order already lists its tokens in genomic order: no bitmap, no
 # sort. Per variable the map is summarised as ``lut_n`` (0, 1 or 2 tokens, or -1: take the
 # general loop, for more than two tokens or a first token shared with another variable, which
-# ``unique`` may merge with the previous one), ``lut_last`` (its last token) and ``lut_word``
+# ``unique`` may merge with the previous one; never for a variable without tokens, which
+# :func:`mono_count` counts as a miss only through ``lut_n == 0``), ``lut_last`` (its last token) and ``lut_word``
 # (the fill's one load per entry: :func:`pack_lut_word`). Counting first gives exact row
 # offsets, so rows are written in place with no compaction.
 
@@ -421,7 +422,7 @@ def pack_lut_word(n, first, second):
     ``n`` is the variable's fast-path token count (``-1``: the general loop), ``first`` and
     ``second`` its first two tokens (ids below :data:`LUT_WORD_IDS`). One 8-byte load per
     stored entry instead of three arrays: a row's columns are far apart, so each array costs
-    a cache miss, and the three did not fit in L2 at 100k variables (25% of the fill's time).
+    a cache miss, and the three did not fit in L2 at 100k variables (~17% of the fill's time).
     The word ``0`` means "the general loop".
 
     >>> w = pack_lut_word(np.array([2, -1]), np.array([7, 0]), np.array([2**31 - 1, 0]))

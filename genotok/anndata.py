@@ -351,8 +351,8 @@ def _adata_var_map(adata, tokenizer, region_columns, var_names_sep, one_based,
                    n_threads) -> _VarMap:
     """The var map of ``adata`` (AnnData or a path) for ``tokenizer``, reused while both hold.
 
-    Building it (parse every var name, overlap the peaks with the universe) costs ~40 ms for
-    100k peaks, more than tokenizing a thousand cells; inference over mini-batches
+    Building it (parse every var name, overlap the peaks with the universe) costs 25-40 ms for
+    100k peaks here, more than tokenizing a thousand cells; inference over mini-batches
     (``adata[i:i + 64]``, whose views share their parent's ``var_names``) would pay it on every
     call. A pandas Index cannot be changed in place, so a map made from ``var_names`` holds
     while the same Index object meets the same universe and settings. Maps made from region
