@@ -405,9 +405,9 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
 # sort. Per variable the map is summarised as ``lut_n`` (0, 1 or 2 tokens, or -1: take the
 # general loop, for more than two tokens or a first token shared with another variable, which
 # ``unique`` may merge with the previous one; never for a variable without tokens, which
-# :func:`mono_count` counts as a miss only through ``lut_n == 0``), ``lut_last`` (its last token) and ``lut_word``
-# (the fill's one load per entry: :func:`pack_lut_word`). Counting first gives exact row
-# offsets, so rows are written in place with no compaction.
+# :func:`mono_count` counts as a miss only through ``lut_n == 0``), ``lut_last`` (its last
+# token) and ``lut_word`` (the fill's one load per entry: :func:`pack_lut_word`). Counting
+# first gives exact row offsets, so rows are written in place with no compaction.
 
 
 MONO_OK, MONO_UNSORTED, MONO_INVALID = 0, 1, 2

@@ -154,6 +154,13 @@ def _find(columns: list, options: Sequence[str]):
     return None
 
 
+def _region_columns(columns: list) -> tuple | None:
+    """The detected ``(chrom, start, end)`` columns of ``var``, or None unless all three exist."""
+    cols = (_find(columns, CHROM_COLUMNS), _find(columns, START_COLUMNS),
+            _find(columns, END_COLUMNS))
+    return cols if all(c is not None for c in cols) else None
+
+
 def _regions_from_frame(fr: _Frame, region_columns, var_names_sep, one_based) -> RegionSet:
     if region_columns is not None:
         if len(region_columns) != 3:
@@ -164,9 +171,8 @@ def _regions_from_frame(fr: _Frame, region_columns, var_names_sep, one_based) ->
                                f"{fr.columns}")
         cols = tuple(region_columns)
     else:
-        cols = (_find(fr.columns, CHROM_COLUMNS), _find(fr.columns, START_COLUMNS),
-                _find(fr.columns, END_COLUMNS))
-    if all(c is not None for c in cols):
+        cols = _region_columns(fr.columns)
+    if cols is not None:
         chroms = np.asarray(fr.get(cols[0]), dtype=object)
         if any(c is None or (isinstance(c, float) and c != c) for c in chroms):
             raise AnnDataError(f"{fr.where}: var column {cols[0]!r} has missing chromosome names")
@@ -364,9 +370,8 @@ def _adata_var_map(adata, tokenizer, region_columns, var_names_sep, one_based,
         return _var_map(tokenizer, regions, n_threads)
 
     var = getattr(adata, "var", None)
-    if var is None or region_columns is not None or all(
-            _find(list(var.columns), names) is not None
-            for names in (CHROM_COLUMNS, START_COLUMNS, END_COLUMNS)):
+    if (var is None or region_columns is not None
+            or _region_columns(list(var.columns)) is not None):
         return build()
     index, u = var.index, tokenizer.universe
     key = (tokenizer.settings, var_names_sep, one_based)
