@@ -113,12 +113,15 @@ def _gallop_right(a, lo, hi, x, guess):
     return _gallop_left(a, lo, hi, x + 1, guess)
 
 
-@njit(**NJIT)
+@njit(inline="always", **NJIT)
 def _advance(a, lo, hi, x, at):
     """First index in [lo, hi) with a[i] >= x (a sorted there), starting the search at ``at``.
 
     The sweep moves forward by a few rows per query: up to 8 rows are walked linearly (a merge
     step, no branches mispredicted on long jumps), farther targets and backward moves gallop.
+    Inlined into the sweep (numba IR inlining; LLVM left it a call): pass 1 took 5.9 ms instead
+    of 7.0-7.4 ms (200k queries, 1M regions, one thread, the two interleaved in one process).
+    Counting eight rows at once without a branch instead of the walk measured the same (6.0 ms).
     """
     if at < hi and a[at] < x:
         stop = min(hi, at + 9)
