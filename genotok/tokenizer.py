@@ -303,12 +303,12 @@ class Tokenizer:
             names = rs.chrom_names
             byte_rank = np.empty(len(names), dtype=np.int64)
             byte_rank[sorted(range(len(names)), key=lambda c: names[c].encode())] = np.arange(len(names))
-            ranks = byte_rank[rs.codes]
             runs = _chromosome_runs(rs.codes, rs.starts)
             if runs is not None:  # one sorted run per chromosome: reorder whole runs, no sort
                 bounds, run_codes = runs
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
                 return np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
+            ranks = byte_rank[rs.codes]
             if rs.starts.max() < (1 << 40) and len(names) < (1 << 22):
                 # one packed int64 key: a stable argsort of per-chromosome sorted runs is fast
                 return np.argsort((ranks << 40) | rs.starts, kind="stable")
