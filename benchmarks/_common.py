@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data"
@@ -205,6 +206,91 @@ def scan_limit(buf):
         elif field == 0:
             total += 1
     return total
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _two_numbers(buf, p, starts, ends, i):
+    """Skip the field at ``p``, read the next two as numbers into ``starts[i]``, ``ends[i]``;
+    return the position after them."""
+    while buf[p] != 9:
+        p += 1
+    p += 1
+    v = 0
+    while buf[p] != 9:
+        v = v * 10 + (buf[p] - 48)
+        p += 1
+    starts[i] = v
+    p += 1
+    v = 0
+    while buf[p] != 9 and buf[p] != 10:
+        v = v * 10 + (buf[p] - 48)
+        p += 1
+    ends[i] = v
+    return p
+
+
+@njit(nogil=True, cache=True)
+def bare_fields(buf, lf, starts, ends):
+    """The floor of a BED parse that is handed the newline positions ``lf``: per line, skip the
+    first field, read the second and third as numbers, jump to the next line. No validation,
+    no chromosome names, nothing a real parser must do beyond reading two numbers a line (the
+    buffer must be clean ``name<TAB>start<TAB>end...`` lines)."""
+    p = 0
+    for i in range(lf.size):
+        _two_numbers(buf, p, starts, ends, i)
+        p = lf[i] + 1
+    return p
+
+
+@njit(nogil=True, cache=True)
+def bare_fields_skip(buf, starts, ends):
+    """:func:`bare_fields` without the newline positions: the rest of each line is skipped
+    byte by byte (the other way a parser finds its next line)."""
+    p = 0
+    i = 0
+    while p < buf.size:
+        p = _two_numbers(buf, p, starts, ends, i)
+        while buf[p] != 10:
+            p += 1
+        p += 1
+        i += 1
+    return i
+
+
+@njit(nogil=True, cache=True, parallel=True)
+def _take_into(lut, idx, out):
+    for i in prange(idx.size):
+        out[i] = lut[idx[i]]
+
+
+def parallel_take(lut, idx):
+    """``lut[idx]`` on every numba thread (``np.take`` uses one): the memory-bound floor of
+    writing ``idx.size`` items. The output is allocated by NumPy, which asks for huge pages, as
+    genotok's kernels do (an array made inside numba takes a page fault every 4 KiB)."""
+    out = np.empty(idx.size, lut.dtype)
+    _take_into(lut, idx, out)
+    return out
+
+
+def parse_floor(buf, repeat: int = 5) -> dict:
+    """Seconds of the floors a BED parse cannot go below, on ``buf`` (clean narrowPeak/BED
+    bytes ending in a newline): ``newlines`` (``np.flatnonzero(buf == 10)``, vectorised, and
+    genotok's eight-bytes-at-a-time scan: the faster), ``fields`` (:func:`bare_fields` given
+    them) and ``skip`` (:func:`bare_fields_skip`). A parse costs at least
+    ``min(newlines + fields, skip)``."""
+    from genotok import _parse
+
+    lf = np.flatnonzero(buf == 10)
+    starts, ends = np.empty(lf.size, np.int64), np.empty(lf.size, np.int64)
+    bare_fields(buf, lf, starts, ends)
+    bare_fields_skip(buf, starts, ends)
+    t = best_of_each({"flatnonzero": lambda: np.flatnonzero(buf == 10),
+                      "scan": lambda: _parse.scan(buf),
+                      "fields": lambda: bare_fields(buf, lf, starts, ends),
+                      "skip": lambda: bare_fields_skip(buf, starts, ends)}, repeat)
+    t["newlines"] = min(t.pop("flatnonzero"), t.pop("scan"))
+    t["parse"] = min(t["newlines"] + t["fields"], t["skip"])
+    return t
 
 
 def goal(workload: str, target: str, measured: str, met: bool | None) -> None:
