@@ -67,6 +67,30 @@ def load_word(typingctx, buf, pos):
     return types.uint64(buf, pos), codegen
 
 
+@intrinsic
+def prefetch(typingctx, arr, pos):
+    """Ask the CPU to bring ``arr[pos]`` into the cache (a hint: no value, no fault). For loops
+    that look items up at random in a table a little too large for L2: the lookup ``d``
+    iterations ahead is started now, so it is in flight while this one is used. ``pos`` must
+    be a valid index (nothing is checked)."""
+    if not (isinstance(arr, types.Array) and isinstance(pos, types.Integer)):
+        raise TypingError(f"prefetch takes an array and an integer, got {arr} and {pos}")
+
+    def codegen(context, builder, signature, args):
+        aty = signature.args[0]
+        ary = context.make_array(aty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, pos), codegen
+
+
 @njit(**NJIT)
 def non_digits(x):
     """High bit of each byte of ``x`` that is not an ASCII digit, exact up to the first such

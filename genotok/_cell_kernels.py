@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._bits import bit_index as _bit_index
+from ._bits import prefetch as _prefetch
 from ._config import NJIT, NJIT_PARALLEL
 
 UNK_DROP, UNK_SET, UNK_REGION = 0, 1, 2
@@ -412,6 +413,9 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
 
 MONO_OK, MONO_UNSORTED, MONO_INVALID = 0, 1, 2
 
+#: how many stored entries ahead :func:`mono_fill` prefetches its lookup word
+_AHEAD = 32
+
 #: token ids below this fit a field of :func:`pack_lut_word`
 LUT_WORD_IDS = 1 << 31
 
@@ -532,6 +536,12 @@ def mono_fill(indptr, indices, data, lut_word, var_ptr, var_ids, unk_id, keep_fr
     pages on large arrays; an array allocated inside the kernel would take a page fault every
     4 KiB on first write, several times the cost of the fill itself.
 
+    The lookup word of the entry :data:`_AHEAD` places on is prefetched: the 800 KB of words
+    (100k peaks) do not stay in L2 beside the streamed matrix, and a lookup that waits for L3
+    stalls the stores behind it (48.5 -> 41.8 ms for the 10k-cell matrix, same process; 8 to
+    64 places ahead measured alike). :func:`mono_count` has validated every column index, so
+    the prefetched index is one too.
+
     Variables with one or two tokens are written as a pair of stores and the position moves
     by their count (no branch on the count); the second store may land past the row, in a
     later row of the same block that overwrites it. Rows within two slots of their block's end
@@ -541,12 +551,15 @@ def mono_fill(indptr, indices, data, lut_word, var_ptr, var_ids, unk_id, keep_fr
     ok = np.ones(blocks.size - 1, np.bool_)
     for b in prange(blocks.size - 1):
         end = offsets[blocks[b + 1]]
+        ahead = indptr[blocks[b + 1]] - _AHEAD  # entries whose lookup _AHEAD on is prefetched
         for r in range(blocks[b], blocks[b + 1]):
             a = offsets[r]
             pos = a
             paired = offsets[r + 1] + 2 <= end
             miss = 0
             for j in range(indptr[r], indptr[r + 1]):
+                if j < ahead:
+                    _prefetch(lut_word, indices[j + _AHEAD])
                 v = data[j]
                 if not (v >= keep_from and v < np.inf):  # NaN fails too
                     if strict:
