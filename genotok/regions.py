@@ -451,12 +451,26 @@ def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
     cuts = [0]
     for i in range(1, k):
         target = max(cuts[-1], i * n // k)
-        nl = np.flatnonzero(buf[target:min(n, target + (1 << 20))] == 10)
-        if nl.size == 0:
+        nl = _next_newline(buf, target, min(n, target + (1 << 20)))
+        if nl < 0:
             break
-        cuts.append(target + int(nl[0]) + 1)
+        cuts.append(nl + 1)
     cuts.append(n)
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
+
+
+def _next_newline(buf: np.ndarray, lo: int, hi: int) -> int:
+    """Index of the first newline in ``buf[lo:hi]``, or -1: windows of 4 KiB, then doubling (a
+    line is short; comparing the whole megabyte at once cost 0.3 ms of a 6 ms parse)."""
+    size = 4096
+    while lo < hi:
+        window = buf[lo:min(hi, lo + size)]
+        at = int(np.argmax(window == 10))
+        if window[at] == 10:
+            return lo + at
+        lo += window.size
+        size *= 2
+    return -1
 
 
 def _raise_parse_error(buf: np.ndarray, path: str, error: tuple | None, bad_name: tuple | None):

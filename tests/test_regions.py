@@ -341,6 +341,29 @@ def test_parallel_parse_equals_serial(tmp_path, case, k):
     assert list(rs.chrom_names) == _first_seen(regions)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20_000), st.booleans()), max_size=8), st.integers(1, 5))
+def test_split_lines_cuts_after_the_first_newline_at_or_past_each_target(lines, k):
+    # lines longer than the first 4 KiB search window, and a last line without a newline
+    text = b"".join(b"x" * n + (b"\n" if nl else b"") for n, nl in lines)
+    buf = np.frombuffer(text, np.uint8)
+    ranges = R._split_lines(buf, k)
+    assert ranges[0][0] == 0 and ranges[-1][1] == buf.size
+    assert all(b == c and a < b for (a, b), (c, _) in zip(ranges, ranges[1:]))
+    newlines = np.flatnonzero(buf == 10)
+    for a, b in ranges[:-1]:
+        assert buf[b - 1] == 10
+    want, at = [], 0
+    for i in range(1, k):  # the first newline at or after each target, within 1 MiB
+        target = max(at, i * buf.size // k)
+        nl = newlines[(newlines >= target) & (newlines < target + (1 << 20))]
+        if nl.size == 0:
+            break
+        at = int(nl[0]) + 1
+        want.append(at)
+    assert [b for _, b in ranges[:-1]] == [c for c in want if c < buf.size]
+
+
 @pytest.mark.parametrize("bad_at", [1, 500, 999])
 def test_parallel_parse_reports_the_first_error_line(tmp_path, bad_at):
     lines = [f"chr{i % 3}\t{i}\t{i + 5}" for i in range(1000)]
