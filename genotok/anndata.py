@@ -628,11 +628,11 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
-            vals = np.empty(offsets[-1] if opt.values else 0, np.float32)
+            vals = np.empty(offsets[-1], np.float32) if opt.values else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                return ids, vals if opt.values else None, counts
+                return ids, vals, counts
     if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
