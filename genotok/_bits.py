@@ -48,6 +48,13 @@ def lowest_byte(t):
     return np.int64(trailing_zeros(t)) >> 3
 
 
+def _item_pointer(context, builder, signature, args):
+    """LLVM pointer to ``arr[pos]`` for an intrinsic called as ``f(arr, pos)``."""
+    aty = signature.args[0]
+    ary = context.make_array(aty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+
+
 @intrinsic
 def load_word(typingctx, buf, pos):
     """The eight bytes ``buf[pos:pos + 8]`` as one ``uint64`` (native byte order), one unaligned
@@ -59,9 +66,7 @@ def load_word(typingctx, buf, pos):
                           f"got {buf} and {pos}")
 
     def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+        ptr = _item_pointer(context, builder, signature, args)
         return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
 
     return types.uint64(buf, pos), codegen
@@ -77,9 +82,7 @@ def prefetch(typingctx, arr, pos):
         raise TypingError(f"prefetch takes an array and an integer, got {arr} and {pos}")
 
     def codegen(context, builder, signature, args):
-        aty = signature.args[0]
-        ary = context.make_array(aty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aty, ary, [args[1]], wraparound=False)
+        ptr = _item_pointer(context, builder, signature, args)
         i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
         fn = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),

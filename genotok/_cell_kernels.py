@@ -528,10 +528,10 @@ def mono_fill(indptr, indices, data, lut_word, var_ptr, var_ids, unk_id, keep_fr
               unk_mode, unique, blocks, offsets, ids, vals):
     """Write every row's tokens into ``ids`` at ``offsets[r]`` (and their values into ``vals``
     unless it is ``None``: numba then compiles the fill without the value stores and their
-    tests, 43.0 -> 40.9 ms for the 10k-cell matrix). Returns False when ``strict`` and a row has an entry that is not kept
-    or not a valid value: the counts (made without reading the values) do not hold, and the
-    caller counts again with the values; such a row stops before writing that entry, so no
-    store leaves its slot.
+    tests, 43.0 -> 40.9 ms for the 10k-cell matrix). Returns False when ``strict`` and a row
+    has an entry that is not kept or not a valid value: the counts (made without reading the
+    values) do not hold, and the caller counts again with the values; such a row stops before
+    writing that entry, so no store leaves its slot.
 
     The caller allocates ``ids``/``vals`` with NumPy, which asks the kernel for transparent huge
     pages on large arrays; an array allocated inside the kernel would take a page fault every
