@@ -301,7 +301,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
             set_offsets: np.ndarray, order: np.ndarray, chrom_ptr: np.ndarray,
             starts: np.ndarray, ends: np.ndarray, maxend: np.ndarray, ids: np.ndarray,
             min_overlap: int, frac_q: float, frac_r: float, best: bool, unk_mode: int,
-            unk_id: int, details: bool = True, sorted_runs: bool = False):
+            unk_id: int, details: bool = True):
     """Tokenize S concatenated query sets against a sweep index.
 
     Arrays must be contiguous and of the documented dtypes; nothing is checked here (see
@@ -334,10 +334,6 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     details : bool
         With ``False`` only ids and offsets are computed (``qidx`` and ``overlap_bp`` are
         ``None``), which saves 16 bytes of fresh memory per output.
-    sorted_runs : bool
-        The caller knows that ``order`` visits each set's queries of a chromosome by ascending
-        start (as the gtars order of a file does): pass 1 takes it as it is, without checking
-        (a scan of every query, 3% of a 200-file ``pretokenize``). Only speed depends on it.
 
     Returns
     -------
@@ -366,7 +362,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     sizes = np.diff(set_offsets)
     set_of = np.repeat(np.arange(n_sets, dtype=np.int64), sizes)
     # pass 1, in (chrom, start) order: candidate windows and hit counts per query
-    qsorted = order if sorted_runs else _sweep_order(q_codes, q_starts, order)
+    qsorted = _sweep_order(q_codes, q_starts, order)
     win_lo = np.empty(n_q, dtype=np.int64)
     win_hi = np.empty(n_q, dtype=np.int64)
     per_query = np.empty(n_q, dtype=np.int64)

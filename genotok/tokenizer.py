@@ -315,8 +315,7 @@ class Tokenizer:
             return np.lexsort((rs.starts, ranks))
         return np.arange(len(rs), dtype=np.int64)
 
-    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True,
-                sorted_runs: bool = False):
+    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True):
         """The one call into the overlap kernels, with this tokenizer's settings."""
         s, u = self.settings, self.universe
         sw = u.sweep
@@ -330,7 +329,7 @@ class Tokenizer:
             int(s.min_overlap),
             float(s.min_fraction) if s.fraction_of == "query" else 0.0,
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id, details, sorted_runs)
+            s.overlap == "best", unk_mode, u.unk_token_id, details)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
@@ -363,15 +362,9 @@ class Tokenizer:
             order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
                      if rsets else np.zeros(0, np.int64))
         s = self.settings
-        # The gtars order of a file visits each of its chromosomes once, by ascending start
-        # (_query_order): at most one descent per chromosome and set, so the kernels' own check
-        # (at most one descent per 64 queries) is known to pass without scanning every query.
-        sorted_runs = (s.order == "gtars" and all(r.from_file or len(r) < 2 for r in rsets)
-                       and 64 * sum(len(r.chrom_names) + 1 for r in rsets) <= set_offsets[-1])
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, bp, out_offsets = self._kernel(
-                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown], details,
-                sorted_runs)
+                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown], details)
             if s.order in ("genomic", "unique"):
                 ids, out_offsets = _kernels.sort_within_sets(
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
