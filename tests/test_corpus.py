@@ -348,7 +348,7 @@ def test_corruption_messages(tmp_path):
         Corpus.open(p)
     (tmp_path / "trail.gtokc").write_bytes(raw + b"\0")
     assert any("unexpected bytes" in x for x in Corpus.open(tmp_path / "trail.gtokc").verify())
-    with pytest.raises(GtokFormatError, match="no such corpus file"):
+    with pytest.raises(GtokFormatError, match="no such file"):
         Corpus.open(tmp_path / "missing.gtokc")
 
 
@@ -392,9 +392,11 @@ def test_shards_must_agree(tmp_path):
         with CorpusWriter(tmp_path / f"{name}.gtokc", vocab_size=vocab, fingerprint=fp) as w:
             w.append([1])
     with pytest.raises(UniverseMismatchError, match="b.gtokc"):
-        write_manifest(tmp_path / "m1", [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
+        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
     with pytest.raises(GtokFormatError, match="layout"):
-        write_manifest(tmp_path / "m2", [tmp_path / "a.gtokc", tmp_path / "c.gtokc"])
+        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "c.gtokc"])
+    with pytest.raises(GtokFormatError, match="is not inside"):  # a manifest names its own files
+        write_manifest(tmp_path / "m1", [tmp_path / "a.gtokc"])
     (tmp_path / "m3").mkdir()
     with pytest.raises(GtokFormatError, match="needs manifest.json"):
         Corpus.open(tmp_path / "m3")
