@@ -37,11 +37,14 @@ separate processes or machines are joined by writing a manifest, never by copyin
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import math
 import os
+import shutil
+import socket
 import struct
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -52,7 +55,7 @@ from numba import njit, prange
 
 from . import _validate
 from ._config import NJIT, NJIT_PARALLEL
-from ._io import atomic_write, make_temp
+from ._io import atomic_write
 from .errors import GtokFormatError, UniverseMismatchError
 from .ragged import Ragged
 
@@ -112,6 +115,64 @@ def _digest(data, name: str) -> bytes:
     for i in range(0, len(mv), _COPY_BLOCK):
         h.update(mv[i:i + _COPY_BLOCK])
     return h.digest()
+
+
+#: temporary names: ``.<target name>.writing-<host>-<pid>-<random>.tmp`` for a CorpusWriter,
+#: ``.<directory name>.exporting-<host>-<pid>-<random>.tmp`` for export_gtok_dir. A writer
+#: killed with SIGKILL leaves one behind; the next writer of the same target removes those
+#: whose process is gone (same host, pid no longer running). Other hosts' files are left alone.
+_WRITING, _EXPORTING = ".writing-", ".exporting-"
+
+
+def _host() -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in socket.gethostname())[:64] or "host"
+
+
+def _make_temp(parent: Path, prefix: str) -> tuple[int, str]:
+    """A temporary file ``<prefix><host>-<pid>-<random>.tmp`` with a plain open's permissions."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{_host()}-{os.getpid()}-", suffix=".tmp",
+                               dir=parent)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    return fd, tmp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _clean_stale(parent: Path, prefix: str) -> list[Path]:
+    """Remove temporary files/directories ``<prefix><host>-<pid>-*.tmp`` of dead local processes."""
+    removed = []
+    host = _host()
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        fields = name[len(prefix):-4].rsplit("-", 2)
+        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+            continue
+        pid = int(fields[1])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        p = parent / name
+        with contextlib.suppress(OSError):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            removed.append(p)
+    return removed
 
 
 def _pad(n: int) -> int:
@@ -249,7 +310,8 @@ class CorpusWriter:
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._spools: list = []
-        fd, self._tmp = make_temp(self.path)
+        _clean_stale(self.path.parent, f".{self.path.name}{_WRITING}")
+        fd, self._tmp = _make_temp(self.path.parent, f".{self.path.name}{_WRITING}")
         try:
             self._fh = os.fdopen(fd, "w+b")
             self._fh.write(b"\0" * PREAMBLE.size)  # a zero preamble: not a corpus until close()
@@ -554,19 +616,27 @@ class CorpusWriter:
 
     def _release(self) -> None:
         for s in self._spools:
-            s.close()
+            with contextlib.suppress(OSError, ValueError):
+                s.close()
         self._spools = []
 
     def abort(self) -> None:
-        """Discard everything written so far (no file is left behind)."""
+        """Discard everything written so far (no file is left behind); never raises.
+
+        On a full disk, closing the temporary file cannot write its buffered bytes: that
+        error is dropped with the file (:meth:`close` has already raised the first one).
+        """
         if self._closed:
             return
         self._closed = True
         fh = getattr(self, "_fh", None)
         if fh is not None:
-            fh.close()
-        if os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
+        tmp = getattr(self, "_tmp", None)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         self._release()
 
     def __enter__(self) -> "CorpusWriter":
@@ -1535,15 +1605,17 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
 
 
 # ---------------------------------------------------------------------------------- interop
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name).lstrip(".") or "_"
-
-
 def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
 
-    The width is chosen per file as gtars does. Two records with one name do not overwrite each
-    other (the second gets its index appended). Each file is written atomically.
+    A record name becomes a file name through :func:`genotok._names.to_file_stem` (a safe,
+    reversible spelling: never a path separator, never ``..``, no control bytes), so every
+    file lands inside ``directory``; two records that would share a file name are an error.
+    Unnamed records are ``record_00000042.gtok``. The width is chosen per file as gtars does.
+
+    The files are written into a hidden temporary directory beside ``directory``, renamed
+    into place once all are written: an interrupted export leaves no directory that
+    :func:`import_gtok_dir` accepts. ``directory`` must not exist, or be empty.
 
     Examples
     --------
@@ -1551,34 +1623,68 @@ def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append([1, 2], name="s1")
+    ...     w.append([3], name="a/b")
     >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
-    ['s1.gtok']
+    ['s1.gtok', 'a%2Fb.gtok']
     """
+    from ._names import to_file_stem
     from .gtok import write_gtok
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    names = corpus.names
-    used: set[str] = set()
-    out = []
-    for i, rec in enumerate(corpus):
-        stem = _safe(names[i]) if names[i] is not None else f"record_{i:08d}"
-        while stem in used:  # two records with one name must not overwrite each other
-            stem = f"{stem}.{i}"
-        used.add(stem)
-        p = directory / f"{stem}.gtok"
-        write_gtok(p, rec)
-        out.append(p)
-    return out
+    if directory.is_symlink() or (directory.exists() and (not directory.is_dir()
+                                                          or any(directory.iterdir()))):
+        raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "
+                              "new directory")
+    parent = directory.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{directory.name}{_EXPORTING}"
+    _clean_stale(parent, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{_host()}-{os.getpid()}-", suffix=".tmp",
+                                dir=parent))
+    try:
+        names = corpus.names
+        used: dict[str, int] = {}
+        stems = []
+        for i, name in enumerate(names):
+            stem = (f"record_{i:08d}" if name is None
+                    else to_file_stem(name, where=f"{corpus.path}: record {i}"))
+            if stem in used:
+                raise GtokFormatError(f"{corpus.path}: records {used[stem]} and {i} would both be "
+                                      f"written to {stem}.gtok (the same record name); give the "
+                                      "records unique names before exporting")
+            used[stem] = i
+            stems.append(stem)
+        for stem, rec in zip(stems, corpus):
+            write_gtok(tmp / f"{stem}.gtok", rec, atomic=False)
+        _fsync_path(tmp)
+        os.rename(tmp, directory)  # replaces an empty directory; atomic on POSIX
+        _fsync_path(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [directory / f"{stem}.gtok" for stem in stems]
+
+
+def _fsync_path(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int,
                     fingerprint: str, pattern: str = "*.gtok", **kwargs) -> Path:
     """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem).
 
-    Files are taken in sorted name order; each file's size and sha256 are kept as a source.
-    A truncated or damaged file raises :class:`~genotok.GtokFormatError` naming it, and an id
-    outside the vocabulary names the record.
+    Files are taken in sorted name order; a stem written by :func:`export_gtok_dir` is
+    decoded back to the record name (``a%2Fb`` -> ``a/b``). Each file is memory-mapped and
+    streamed into the writer (never held twice in memory); its size and sha256 are kept as a
+    source. Only regular files are read (a FIFO or device is refused, never waited on). A
+    truncated or damaged file raises :class:`~genotok.GtokFormatError` naming it, and an id
+    outside the vocabulary names the record. A hidden ``.<name>.exporting-….tmp`` directory
+    (an interrupted export) is refused.
 
     Examples
     --------
@@ -1590,24 +1696,40 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
     >>> c.names, c[0].tolist()
     (['a'], [1, 2])
     """
-    from .gtok import decode_gtok
+    from ._names import from_file_stem
+    from .gtok import HEADER_SIZE, _check, open_regular
 
     directory = Path(directory)
     if not directory.is_dir():
         raise GtokFormatError(f"{directory}: not a directory of .gtok files")
+    if directory.name.startswith(".") and _EXPORTING in directory.name \
+            and directory.name.endswith(".tmp"):
+        raise GtokFormatError(f"{directory}: is the temporary directory of an interrupted export; "
+                              "export again (it is removed by the next export to the same place)")
     files = sorted(f for f in directory.glob(pattern) if f.is_file())
     if not files:
         raise GtokFormatError(f"{directory}: no files match {pattern!r}")
     with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint, **kwargs) as w:
         for f in files:
-            raw = f.read_bytes()
-            ids = decode_gtok(raw, str(f))
-            if ids.size and int(ids.max()) >= w.vocab_size:
-                raise GtokFormatError(f"{f}: id {int(ids.max())} is outside the vocabulary "
-                                      f"(0..{w.vocab_size - 1}); was it tokenized with another "
-                                      "universe?")
-            w.append(ids, name=f.stem)
-            w.add_source(f.name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+            fd, st = open_regular(f, ".gtok file")
+            with os.fdopen(fd, "rb") as fh:
+                dtype, n = _check(os.pread(fd, HEADER_SIZE, 0), st.st_size, str(f))
+                raw = np.memmap(fh, dtype=np.uint8, mode="r", shape=(st.st_size,))
+                sha = hashlib.sha256()
+                for i in range(0, raw.size, _COPY_BLOCK):
+                    sha.update(raw[i:i + _COPY_BLOCK])
+                ids = raw[HEADER_SIZE:HEADER_SIZE + n * dtype.itemsize].view(dtype)
+                if ids.size and int(ids.max()) >= w.vocab_size:
+                    raise GtokFormatError(f"{f}: id {int(ids.max())} is outside the vocabulary "
+                                          f"(0..{w.vocab_size - 1}); was it tokenized with another "
+                                          "universe?")
+                try:
+                    name = from_file_stem(f.stem)
+                except (UnicodeError, ValueError):  # not a stem genotok wrote: keep it as is
+                    name = f.stem
+                w.append(ids, name=name)  # copied into the writer's block
+                del ids, raw
+            w.add_source(f.name, size=st.st_size, sha256=sha.hexdigest())
     return Path(out)
 
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from genotok import (
     Corpus,
+    GenotokError,
     CorpusWriter,
     GtokFormatError,
     Ragged,
@@ -276,6 +277,65 @@ def test_writer_lifecycle(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
 
 
+class _FullDisk:
+    """A file object on a full disk: every write and the final flush fail with ENOSPC."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+    def write(self, data):
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        self.fh.close()
+        raise OSError(28, "No space left on device")
+
+
+def test_writer_on_a_full_disk_removes_its_temp_file(tmp_path, monkeypatch):
+    for attempt in range(3):  # retries leak nothing
+        w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp", values_dtype="float32")
+        w.append([1, 2], values=[1.0, 2.0])
+        w._fh = _FullDisk(w._fh)
+        with pytest.raises(OSError, match="No space left"):
+            w.close()  # the first error, once
+        w.abort()  # never raises, even though closing the file fails too
+        assert list(tmp_path.iterdir()) == []
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp")
+    w.append([1])
+
+    def no_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        w.close()
+    assert list(tmp_path.iterdir()) == []
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp")
+    w._fh = _FullDisk(w._fh)
+    w.abort()  # abort on its own, mid-write
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_temp_files_of_killed_writers_are_cleaned(tmp_path):
+    from genotok.corpus import _host
+
+    dead = _dead_pid()
+    stale = tmp_path / f".c.gtokc.writing-{_host()}-{dead}-x1.tmp"
+    live = tmp_path / f".c.gtokc.writing-{_host()}-{os.getppid()}-x2.tmp"  # a running process
+    other = tmp_path / f".c.gtokc.writing-otherhost-{dead}-x3.tmp"  # another machine's writer
+    mine = tmp_path / f".c.gtokc.writing-{_host()}-{os.getpid()}-x4.tmp"  # this process's
+    unrelated = tmp_path / f".d.gtokc.writing-{_host()}-{dead}-x5.tmp"
+    for p in (stale, live, other, mine, unrelated):
+        p.write_bytes(bytes(128))
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp") as w:
+        w.append([1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["c.gtokc", live.name, other.name, mine.name, unrelated.name])
+
+
 # ------------------------------------------------------------------ integrity
 def _small(tmp_path, name="c.gtokc", values=True):
     path = tmp_path / name
@@ -407,20 +467,25 @@ def test_shards_must_agree(tmp_path):
 
 # ------------------------------------------------------------------ interop
 def test_gtok_dir_round_trip(tmp_path):
-    rows = [[1, 2], [], [70_000], [5]]
+    rows = [[1, 2], [], [70_000], [5], [6]]
+    names = ["s1", "../escape", "a/b\x01", None, "é"]
     with CorpusWriter(tmp_path / "c.gtokc", vocab_size=70_001, fingerprint="fp") as w:
-        w.append_batch(rows, names=["s1", "s2", "s1", None])
+        w.append_batch(rows, names=names)
     files = export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "dir")
-    assert [f.name for f in files] == ["s1.gtok", "s2.gtok", "s1.2.gtok", "record_00000003.gtok"]
+    assert [f.name for f in files] == ["s1.gtok", "%2E.%2Fescape.gtok", "a%2Fb%01.gtok",
+                                       "record_00000003.gtok", "%C3%A9.gtok"]
+    assert sorted(p.name for p in (tmp_path / "dir").iterdir()) == sorted(f.name for f in files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc", "dir"]  # nothing outside
     assert [read_gtok(f).tolist() for f in files] == rows
-    assert [f.read_bytes()[4] for f in files] == [1, 1, 2, 1]  # width per file, as gtars
+    assert [f.read_bytes()[4] for f in files] == [1, 1, 2, 1, 1]  # width per file, as gtars
     back = Corpus.open(import_gtok_dir(tmp_path / "dir", tmp_path / "back.gtokc",
                                        vocab_size=70_001, fingerprint="fp"))
     got = dict(zip(back.names, back.to_ragged().to_list()))
-    assert got == {"s1": [1, 2], "s2": [], "s1.2": [70_000], "record_00000003": [5]}
+    assert got == {"s1": [1, 2], "../escape": [], "a/b\x01": [70_000], "record_00000003": [5],
+                   "é": [6]}
     src = {s["name"]: s for s in back.sources}
     assert src["s1.gtok"]["size"] == 9 and len(src["s1.gtok"]["sha256"]) == 64
-    with pytest.raises(GtokFormatError, match=r"s1.2.gtok: id 70000 is outside the vocabulary"):
+    with pytest.raises(GtokFormatError, match=r"a%2Fb%01.gtok: id 70000 is outside the vocabulary"):
         import_gtok_dir(tmp_path / "dir", tmp_path / "small.gtokc", vocab_size=100, fingerprint="fp")
     (tmp_path / "dir" / "zz.gtok").write_bytes(b"GTOK\x01\x01")
     with pytest.raises(GtokFormatError, match="zz.gtok: truncated"):
@@ -429,6 +494,78 @@ def test_gtok_dir_round_trip(tmp_path):
     with pytest.raises(GtokFormatError, match="no files match"):
         import_gtok_dir(tmp_path / "none", tmp_path / "e.gtokc", vocab_size=9, fingerprint="fp")
     assert not (tmp_path / "small.gtokc").exists() and not (tmp_path / "t.gtokc").exists()
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        export_gtok_dir(back, tmp_path / "dir")
+    export_gtok_dir(back, tmp_path / "none")  # an empty directory is filled
+    assert len(list((tmp_path / "none").iterdir())) == 5
+
+
+@pytest.mark.parametrize("names, pattern", [
+    (["x", "x"], r"records 0 and 1 would both be written to x.gtok"),
+    (["record_00000001", None], r"records 0 and 1 would both be written to record_00000001.gtok"),
+    (["ok", ""], r"record 1: '' cannot name a file"),
+])
+def test_gtok_dir_export_refuses_collisions(tmp_path, names, pattern):
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1], [2]], names=names)
+    with pytest.raises(GenotokError, match=pattern):
+        export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]  # no directory, no temp
+
+
+def test_interrupted_export_is_not_importable(tmp_path, monkeypatch):
+    import genotok.gtok as gtok_mod
+
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1], [2], [3]], names=["a", "b", "c"])
+    calls = {"n": 0}
+    real = gtok_mod.write_gtok
+
+    def dies(path, ids, width=None, *, atomic=True):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        real(path, ids, width, atomic=atomic)
+
+    monkeypatch.setattr(gtok_mod, "write_gtok", dies)
+    with pytest.raises(KeyboardInterrupt):
+        export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
+    # a SIGKILL leaves the temporary directory: import refuses it, the next export removes it
+    monkeypatch.setattr(gtok_mod, "write_gtok", real)
+    dead = _dead_pid()
+    from genotok.corpus import _host
+
+    stale = tmp_path / f".out.exporting-{_host()}-{dead}-abc.tmp"
+    stale.mkdir()
+    (stale / "a.gtok").write_bytes(b"GTOK\x01\x01\x00")
+    with pytest.raises(GtokFormatError, match="interrupted export"):
+        import_gtok_dir(stale, tmp_path / "x.gtokc", vocab_size=9, fingerprint="fp")
+    export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc", "out"]
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_import_streams_and_refuses_special_files(tmp_path):
+    d = tmp_path / "g"
+    d.mkdir()
+    from genotok import write_gtok
+
+    write_gtok(d / "a.gtok", np.arange(1000) % 9)
+    os.mkfifo(d / "fifo.gtok")  # not a regular file: skipped by the listing, never opened
+    c = Corpus.open(import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp"))
+    assert c.names == ["a"] and c[0].tolist() == (np.arange(1000) % 9).tolist()
+    with pytest.raises(GtokFormatError, match="is a FIFO"):
+        read_gtok(d / "fifo.gtok")
 
 
 def test_parquet_round_trip(tmp_path):
