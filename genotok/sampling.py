@@ -1,0 +1,434 @@
+"""Epoch orders and batch plans that do not depend on the number of ranks or workers.
+
+An epoch of a corpus is one *global sequence* of records and one cut of it into *global
+batches*, both fixed by ``(corpus, seed, epoch)`` and the batching settings, never by the
+cluster. Rank ``r`` of ``W`` trains on global batches ``J0 + r, J0 + r + W, …`` (``J0`` being the
+batches consumed before this run started), and DataLoader worker ``w`` of ``K`` makes that rank's
+batches ``w, w + K, …``. So the position reached after any step is one number, the records (or
+batches) consumed globally, and a run stopped with N ranks resumes with M ranks on exactly the
+records a never-stopped run would still see.
+
+- :func:`epoch_order`: no shuffle, a full random permutation, or a *block* shuffle that shuffles
+  shards and then records within windows of a few shards (reads stay local: for corpora larger
+  than memory, or remote corpora behind a shard cache).
+- :func:`token_budget_batches`: batches of up to ``max_tokens`` padded tokens, made of records of
+  similar length (length-bucketed), so that padding waste stays small.
+- :class:`BatchPlan`: the settings of a run; :meth:`BatchPlan.schedule` is one rank's share of
+  one epoch; :meth:`BatchPlan.state` and :meth:`BatchPlan.resume` are the small, JSON-ready state.
+- :func:`shuffle_quality` and :func:`padding_waste`: the figures the benchmarks report.
+
+This module needs NumPy only (no torch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ._config import NJIT
+
+SHUFFLES = ("none", "full", "block")
+SPLITS = ("even", "drop_last", "pad")
+
+
+def _shuffle_mode(shuffle) -> str:
+    if shuffle is True:
+        return "full"
+    if shuffle is False or shuffle is None:
+        return "none"
+    if shuffle not in SHUFFLES:
+        raise ValueError(f"shuffle must be True, False or one of {SHUFFLES}, got {shuffle!r}")
+    return shuffle
+
+
+def chunk_bounds(n: int, shard_starts=None, chunk_records: int | None = None) -> np.ndarray:
+    """Record boundaries of the units a block shuffle moves: shards, cut to ``chunk_records``.
+
+    Examples
+    --------
+    >>> chunk_bounds(10, [0, 6, 10], chunk_records=4).tolist()
+    [0, 4, 6, 10]
+    """
+    starts = np.asarray([0, n] if shard_starts is None else shard_starts, dtype=np.int64)
+    if starts.ndim != 1 or starts.size < 2 or starts[0] != 0 or starts[-1] != n \
+            or np.any(np.diff(starts) < 0):
+        raise ValueError(f"shard_starts must rise from 0 to {n}, got {starts[:8].tolist()}…")
+    if chunk_records is None:
+        return starts
+    if chunk_records < 1:
+        raise ValueError(f"chunk_records must be >= 1, got {chunk_records}")
+    cuts = [np.arange(a, b, chunk_records) for a, b in zip(starts[:-1], starts[1:])]
+    return np.unique(np.concatenate(cuts + [np.array([n], np.int64)]))
+
+
+def epoch_order(n: int, seed: int, epoch: int, shuffle="full", *, bounds=None,
+                window: int = 4) -> np.ndarray:
+    """The global record order of one epoch: a function of its arguments only.
+
+    Parameters
+    ----------
+    n
+        Number of records.
+    seed, epoch
+        The order is drawn from ``numpy.random.default_rng([seed, epoch])``.
+    shuffle
+        ``"none"`` (0..n-1), ``"full"`` (a uniform permutation) or ``"block"``: the chunks
+        (``bounds``, e.g. shards from :func:`chunk_bounds`) are put in a random order, taken
+        ``window`` at a time, and the records of each window are permuted. A reader then holds
+        only ``window`` chunks at once.
+    bounds
+        Chunk boundaries for ``"block"`` (default: one chunk).
+    window
+        Chunks mixed together by ``"block"``.
+
+    Examples
+    --------
+    >>> epoch_order(5, 0, 0, "none").tolist()
+    [0, 1, 2, 3, 4]
+    >>> order = epoch_order(8, 0, 0, "block", bounds=[0, 2, 4, 6, 8], window=2)
+    >>> sorted(order[:4].tolist()) in ([0, 1, 2, 3], [0, 1, 4, 5], [0, 1, 6, 7], [2, 3, 4, 5],
+    ...                                [2, 3, 6, 7], [4, 5, 6, 7])
+    True
+    """
+    mode = _shuffle_mode(shuffle)
+    if mode == "none":
+        return np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng([int(seed), int(epoch)])
+    if mode == "full":
+        return rng.permutation(n).astype(np.int64, copy=False)
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
+    b = chunk_bounds(n) if bounds is None else np.asarray(bounds, dtype=np.int64)
+    sizes = np.diff(b)
+    perm = rng.permutation(sizes.size)
+    # the chunks' records laid out in the shuffled chunk order (a vectorised concatenation)
+    sz = sizes[perm]
+    starts = np.repeat(b[:-1][perm] - np.concatenate([[0], np.cumsum(sz)[:-1]]), sz)
+    order = starts + np.arange(n, dtype=np.int64)
+    ends = np.concatenate([[0], np.cumsum(sz)])[::window]
+    ends = np.append(ends, n) if ends[-1] != n else ends
+    for a, c in zip(ends[:-1], ends[1:]):
+        order[a:c] = order[a:c][rng.permutation(c - a)]
+    return order
+
+
+@njit(**NJIT)
+def _budget_cuts(lens, max_tokens):  # pragma: no cover - compiled
+    """Greedy cuts of ascending lengths: a batch grows while ``count * longest <= max_tokens``."""
+    cuts = np.empty(lens.size + 1, np.int64)
+    k = 0
+    cuts[0] = 0
+    start = 0
+    for i in range(lens.size):
+        if i > start and (i - start + 1) * lens[i] > max_tokens:
+            k += 1
+            cuts[k] = i
+            start = i
+    if lens.size:
+        k += 1
+        cuts[k] = lens.size
+    return cuts[:k + 1]
+
+
+def token_budget_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int, *,
+                         bucket: int = 4096, rng: np.random.Generator | None = None,
+                         max_length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Cut ``order`` into batches of at most ``max_tokens`` padded tokens, length-bucketed.
+
+    The order is taken ``bucket`` records at a time; each bucket is sorted by length and cut
+    greedily (a batch of ``k`` records whose longest has ``L`` tokens costs ``k × L``), and the
+    batches of a bucket are put in a random order (``rng``) so that lengths do not rise through
+    the epoch. A record longer than ``max_tokens`` is a batch of its own. ``max_length`` is the
+    collator's truncation, applied to the lengths first.
+
+    Returns ``(sequence, bounds)``: the records in batch order and the batch boundaries into it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> seq, bounds = token_budget_batches(np.arange(6), np.array([1, 9, 2, 8, 1, 9]), 18)
+    >>> [seq[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+    [[0, 4, 2], [3, 1], [5]]
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if bucket < 1:
+        raise ValueError(f"bucket must be >= 1, got {bucket}")
+    order = np.asarray(order, dtype=np.int64)
+    lens = np.asarray(lengths, dtype=np.int64)[order]
+    if max_length is not None:
+        lens = np.minimum(lens, max_length)
+    lens = np.maximum(lens, 1)  # an empty record still takes a row
+    seqs, bounds, done = [], [np.zeros(1, np.int64)], 0
+    for a in range(0, order.size, bucket):
+        part = np.argsort(lens[a:a + bucket], kind="stable")
+        cuts = _budget_cuts(np.ascontiguousarray(lens[a:a + bucket][part]), int(max_tokens))
+        pieces = [part[x:y] for x, y in zip(cuts[:-1], cuts[1:])]
+        if rng is not None:
+            pieces = [pieces[i] for i in rng.permutation(len(pieces))]
+        seqs.append(order[a:a + bucket][np.concatenate(pieces)] if pieces else order[:0])
+        bounds.append(done + np.cumsum([p.size for p in pieces], dtype=np.int64))
+        done += sum(p.size for p in pieces)
+    seq = np.concatenate(seqs) if seqs else order[:0]
+    return seq, np.concatenate(bounds)
+
+
+def padding_waste(lengths: np.ndarray, seq: np.ndarray, bounds: np.ndarray,
+                  max_length: int | None = None) -> float:
+    """Share of padded positions in the batches ``seq[bounds[j]:bounds[j + 1]]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> round(padding_waste(np.array([1, 3, 2, 2]), np.arange(4), np.array([0, 2, 4])), 3)
+    0.2
+    """
+    lens = np.asarray(lengths, dtype=np.int64)[np.asarray(seq, dtype=np.int64)]
+    if max_length is not None:
+        lens = np.minimum(lens, max_length)
+    b = np.asarray(bounds, dtype=np.int64)
+    keep = b[1:] > b[:-1]
+    if not keep.any():
+        return 0.0
+    longest = np.maximum.reduceat(lens, b[:-1][keep]) if lens.size else np.zeros(0, np.int64)
+    padded = int((longest * np.diff(b)[keep]).sum())
+    return 1.0 - int(lens.sum()) / padded if padded else 0.0
+
+
+def shuffle_quality(order: np.ndarray, bounds=None, span: int = 1024) -> dict:
+    """How well ``order`` mixes, and how many chunks (shards) a reader holds at once.
+
+    ``neighbour_distance``: the mean ``|order[i+1] - order[i]|`` over ``n / 3`` (about 1.0 for a
+    uniform permutation, near 0 without shuffle). ``chunks_per_span``: the mean number of
+    distinct chunks among ``span`` consecutive records (what a shard cache must hold).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shuffle_quality(np.arange(10))["neighbour_distance"]
+    0.3
+    """
+    o = np.asarray(order, dtype=np.int64)
+    n = o.size
+    dist = float(np.abs(np.diff(o)).mean() / (n / 3)) if n > 1 else 0.0
+    out = {"neighbour_distance": dist}
+    if bounds is not None:
+        chunk = np.searchsorted(np.asarray(bounds, dtype=np.int64), o, side="right") - 1
+        counts = [np.unique(chunk[a:a + span]).size for a in range(0, max(n - span + 1, 1), span)]
+        out["chunks_per_span"] = float(np.mean(counts)) if counts else 0.0
+    return out
+
+
+# ---------------------------------------------------------------------------------- plans
+@dataclass(frozen=True)
+class Schedule:
+    """One rank's batches of one epoch (from :meth:`BatchPlan.schedule`).
+
+    ``sequence[bounds[j]:bounds[j + 1]]`` is global batch ``j``; this rank makes the global
+    batches ``batch_ids`` in that order (a padded tail repeats the epoch's first batches).
+    """
+
+    sequence: np.ndarray
+    bounds: np.ndarray
+    batch_ids: np.ndarray
+    first: int  # global batches consumed before this schedule
+    world_size: int
+
+    def __len__(self) -> int:
+        return int(self.batch_ids.size)
+
+    def batch(self, k: int) -> tuple[int, np.ndarray]:
+        """``(global batch id, record ids)`` of this rank's ``k``-th batch."""
+        j = int(self.batch_ids[k])
+        return j, self.sequence[self.bounds[j]:self.bounds[j + 1]]
+
+    def records(self) -> np.ndarray:
+        """This rank's records, in the order it sees them."""
+        if not len(self):
+            return self.sequence[:0]
+        return np.concatenate([self.batch(k)[1] for k in range(len(self))])
+
+    def consumed(self, steps: int) -> int:
+        """Global batches consumed once every rank has made ``steps`` batches."""
+        n = self.bounds.size - 1
+        return min(n, self.first + int(steps) * self.world_size)
+
+
+class BatchPlan:
+    """How an epoch is ordered and batched: the settings, independent of ranks and workers.
+
+    Parameters
+    ----------
+    lengths
+        Tokens of every record (``Corpus.lengths``), or just the number of records when
+        batches hold ``batch_size`` records.
+    batch_size
+        Records per batch (per rank), when ``max_tokens`` is not given.
+    max_tokens
+        Padded tokens per batch instead (:func:`token_budget_batches`); ``bucket`` and
+        ``max_length`` go there.
+    shuffle, seed, window, shard_starts, chunk_records
+        The epoch order (:func:`epoch_order`, :func:`chunk_bounds`).
+    split
+        The epoch's last global batches when they do not divide among the ranks: ``"even"``
+        (the first ranks make one more batch), ``"drop_last"`` (dropped) or ``"pad"`` (the last
+        ranks repeat the epoch's first batches, so every rank makes as many batches).
+    drop_last_batch
+        Drop a short last batch (fixed ``batch_size`` only).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = BatchPlan(np.ones(10), batch_size=2, shuffle=False)
+    >>> [plan.schedule(0, 0, rank=r, world_size=2).records().tolist() for r in range(2)]
+    [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7]]
+    >>> state = plan.state(epoch=0, first=0, steps=2, world_size=2); state["records_seen"]
+    8
+    >>> plan.schedule(0, plan.resume(state)[1], rank=0, world_size=1).records().tolist()
+    [8, 9]
+    """
+
+    def __init__(self, lengths, *, batch_size: int | None = None, max_tokens: int | None = None,
+                 shuffle="full", seed: int = 0, window: int = 4, shard_starts=None,
+                 chunk_records: int | None = None, split: str = "even",
+                 drop_last_batch: bool = False, bucket: int = 4096,
+                 max_length: int | None = None):
+        if np.ndim(lengths) == 0:
+            if max_tokens is not None:
+                raise ValueError("max_tokens needs the length of every record, not a count")
+            lengths = np.zeros(int(lengths), np.int64)
+        self.lengths = np.asarray(lengths)
+        n = self.lengths.size
+        if (batch_size is None) == (max_tokens is None):
+            raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        self.batch_size, self.max_tokens = batch_size, max_tokens
+        self.shuffle, self.seed, self.window = _shuffle_mode(shuffle), int(seed), int(window)
+        self.bounds = chunk_bounds(n, shard_starts, chunk_records)
+        self.split, self.drop_last_batch = split, bool(drop_last_batch)
+        self.bucket, self.max_length = int(bucket), max_length
+        self._cache: tuple | None = None
+
+    def __len__(self) -> int:
+        return int(self.lengths.size)
+
+    def order(self, epoch: int) -> np.ndarray:
+        """The epoch's global record order."""
+        return epoch_order(len(self), self.seed, epoch, self.shuffle, bounds=self.bounds,
+                           window=self.window)
+
+    def batches(self, epoch: int, first_record: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """``(sequence, bounds)``: the epoch's global batches (fixed size: from ``first_record``).
+
+        A fixed batch size cuts the order from the first record not yet consumed, so a run may
+        resume with another ``batch_size``; token-budget batches are cut once per epoch.
+        """
+        key = (int(epoch), int(first_record) if self.max_tokens is None else 0)
+        if self._cache is not None and self._cache[0] == key:
+            return self._cache[1]
+        order = self.order(epoch)
+        if self.max_tokens is None:
+            n, b, f = order.size, self.batch_size, key[1]
+            last = n if not self.drop_last_batch else f + (n - f) // b * b
+            # the records before the resume point form batch 0 (consumed); then batches of b
+            cuts = np.concatenate([[0], np.arange(f, last, b, dtype=np.int64), [last]])
+            out = (order, np.unique(cuts))
+        else:
+            rng = np.random.default_rng([self.seed, int(epoch), 1])
+            out = token_budget_batches(order, self.lengths, self.max_tokens, bucket=self.bucket,
+                                       rng=rng, max_length=self.max_length)
+        self._cache = (key, out)
+        return out
+
+    def _first_batch(self, epoch: int, first_record: int) -> tuple[np.ndarray, np.ndarray, int]:
+        seq, bounds = self.batches(epoch, first_record)
+        if first_record >= bounds[-1]:
+            return seq, bounds, bounds.size - 1
+        j = int(np.searchsorted(bounds, first_record))
+        if bounds[j] != first_record:
+            raise ValueError(f"record position {first_record} is not a batch boundary of this plan "
+                             "(a token-budget state resumes with the same max_tokens and bucket)")
+        return seq, bounds, j
+
+    def schedule(self, epoch: int, first_record: int = 0, *, rank: int = 0,
+                 world_size: int = 1) -> Schedule:
+        """Rank ``rank``'s batches of ``epoch``, once ``first_record`` records are consumed."""
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
+        seq, bounds, first = self._first_batch(epoch, first_record)
+        total = bounds.size - 1
+        left = total - first
+        full, tail = divmod(left, world_size)
+        ids = first + rank + world_size * np.arange(full, dtype=np.int64)
+        if tail and self.split == "even" and rank < tail:
+            ids = np.append(ids, first + full * world_size + rank)
+        elif tail and self.split == "pad":
+            extra = first + full * world_size + rank if rank < tail else first + (rank - tail) % left
+            ids = np.append(ids, extra)
+        return Schedule(seq, bounds, ids, first, world_size)
+
+    def state(self, *, epoch: int, first: int, steps: int, world_size: int) -> dict:
+        """The position after ``steps`` batches per rank of a run that began at record ``first``.
+
+        Small and JSON-ready: the epoch, the seed, the records (and batches) consumed globally.
+        """
+        sched = self.schedule(epoch, first, world_size=world_size)
+        j = sched.consumed(steps)
+        return {"epoch": int(epoch), "seed": self.seed, "records_seen": int(sched.bounds[j]),
+                "batches_seen": int(j), "max_tokens": self.max_tokens}
+
+    def resume(self, state: dict) -> tuple[int, int]:
+        """``(epoch, first record)`` to continue from ``state``, for any world size."""
+        if int(state["seed"]) != self.seed:
+            raise ValueError(f"the saved state belongs to seed {state['seed']}, this run uses "
+                             f"{self.seed}: the record order would differ")
+        if state.get("max_tokens") != self.max_tokens:
+            raise ValueError(f"the saved state was made with max_tokens={state.get('max_tokens')}, "
+                             f"this run uses {self.max_tokens}: the batches would differ")
+        return int(state["epoch"]), int(state["records_seen"])
+
+
+def shard_starts(corpus) -> np.ndarray:
+    """First record of every shard of a corpus (from its manifest), and the total at the end.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter, Corpus
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1], [2]])
+    >>> shard_starts(Corpus.open(p)).tolist()
+    [0, 2]
+    """
+    m = getattr(corpus, "manifest", None)
+    counts = [e["n_records"] for e in m["shards"]] if m else [len(corpus)]
+    return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+
+
+def plan_for(corpus, *, batch_size: int | None = None, max_tokens: int | None = None,
+             **kwargs) -> BatchPlan:
+    """A :class:`BatchPlan` over a corpus: its shards are the block shuffle's chunks.
+
+    The record lengths are read only for ``max_tokens``. ``kwargs`` go to :class:`BatchPlan`.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter, Corpus
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1], [2, 3], [4]])
+    >>> plan = plan_for(Corpus.open(p), max_tokens=2, shuffle=False)
+    >>> sched = plan.schedule(0)
+    >>> sorted(sched.batch(k)[1].tolist() for k in range(len(sched)))  # 2 tokens per batch
+    [[0, 2], [1]]
+    """
+    lengths = corpus.lengths if max_tokens is not None else len(corpus)
+    return BatchPlan(lengths, batch_size=batch_size, max_tokens=max_tokens,
+                     shard_starts=shard_starts(corpus), **kwargs)

@@ -1,0 +1,220 @@
+"""Elastic determinism: one global order per (corpus, seed, epoch), resumable on any world size."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import CorpusWriter
+from genotok.sampling import (
+    BatchPlan,
+    chunk_bounds,
+    epoch_order,
+    padding_waste,
+    shuffle_quality,
+    token_budget_batches,
+)
+
+
+def _stream(plan, epoch, first, world, workers=1, steps=None):
+    """Records in the order a synchronous run of ``world`` ranks consumes them (step by step,
+    rank 0 first), each rank's batches made by ``workers`` simulated DataLoader workers."""
+    scheds = [plan.schedule(epoch, first, rank=r, world_size=world) for r in range(world)]
+    per_rank = []
+    for s in scheds:
+        made = {w: [s.batch(k)[1] for k in range(w, len(s), workers)] for w in range(workers)}
+        # DataLoader hands batches over in worker round-robin: batch k comes from worker k % K
+        per_rank.append([made[k % workers][k // workers] for k in range(len(s))])
+    n_steps = max(len(b) for b in per_rank)
+    steps = n_steps if steps is None else min(steps, n_steps)
+    out = [b[k] for k in range(steps) for b in per_rank if k < len(b)]
+    return (np.concatenate(out) if out else np.zeros(0, np.int64)), steps
+
+
+@pytest.mark.parametrize("shuffle", ["none", "full", "block"])
+@pytest.mark.parametrize("max_tokens", [None, 40])
+def test_one_global_order_for_every_world_and_worker_count(shuffle, max_tokens):
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 20, 103)
+    kw = dict(batch_size=4) if max_tokens is None else dict(max_tokens=max_tokens)
+    plan = BatchPlan(lengths, shuffle=shuffle, seed=3, shard_starts=[0, 30, 31, 70, 103], **kw)
+    seq, _ = plan.batches(2)
+    for world, workers in [(1, 1), (2, 2), (3, 1), (4, 2), (5, 3)]:
+        got, _ = _stream(plan, 2, 0, world, workers)
+        np.testing.assert_array_equal(got, seq)
+    assert sorted(seq.tolist()) == list(range(103))
+    assert (shuffle == "none") == (plan.order(2).tolist() == list(range(103)))
+    assert plan.order(2).tolist() != plan.order(3).tolist() or shuffle == "none"
+
+
+@settings(max_examples=150, deadline=None)
+@given(n=st.integers(0, 80), b1=st.integers(1, 9), b2=st.integers(1, 9), w1=st.integers(1, 5),
+       w2=st.integers(1, 5), k1=st.integers(1, 4), k2=st.integers(1, 4), stop=st.integers(0, 40),
+       shuffle=st.sampled_from(["none", "full", "block"]), budget=st.booleans(),
+       seed=st.integers(0, 2**32))
+def test_resume_on_another_world_size_loses_and_repeats_nothing(n, b1, b2, w1, w2, k1, k2, stop,
+                                                                 shuffle, budget, seed):
+    lengths = np.random.default_rng(seed).integers(0, 12, n)
+    starts = np.sort(np.concatenate([[0, n], np.random.default_rng(seed).integers(0, n + 1, 3)]))
+
+    def plan(b):
+        # a token budget resumes with the same budget; a batch size may change
+        kw = dict(max_tokens=3 * b1 + 10, bucket=17) if budget else dict(batch_size=b)
+        return BatchPlan(lengths, shuffle=shuffle, seed=seed, shard_starts=starts, window=2, **kw)
+
+    before, after = plan(b1), plan(b2)
+    first, steps = _stream(before, 0, 0, w1, k1, steps=stop)
+    # the state of rank 0, through JSON as a checkpoint would keep it
+    state = json.loads(json.dumps(before.state(epoch=0, first=0, steps=steps, world_size=w1)))
+    assert state["records_seen"] == first.size
+    epoch, at = after.resume(state)
+    rest, _ = _stream(after, epoch, at, w2, k2)
+    both = np.concatenate([first, rest])
+    assert sorted(both.tolist()) == list(range(n))  # every record once: none lost, none twice
+    never_stopped, _ = _stream(before, 0, 0, 1)
+    # the same records as a run that never stopped, in the same global order
+    np.testing.assert_array_equal(both, never_stopped)
+
+
+@pytest.mark.parametrize("split", ["even", "drop_last", "pad"])
+def test_the_last_batches_follow_split(split):
+    plan = BatchPlan(11, batch_size=2, shuffle=False, split=split)  # 6 global batches
+    per_rank = [plan.schedule(0, rank=r, world_size=4).records().tolist() for r in range(4)]
+    if split == "even":
+        assert per_rank == [[0, 1, 8, 9], [2, 3, 10], [4, 5], [6, 7]]
+    elif split == "drop_last":
+        assert per_rank == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    else:  # ranks 2 and 3 repeat the first batches, so every rank makes 2 batches
+        assert per_rank == [[0, 1, 8, 9], [2, 3, 10], [4, 5, 0, 1], [6, 7, 2, 3]]
+    assert BatchPlan(11, batch_size=2, shuffle=False, drop_last_batch=True).schedule(0) \
+        .records().tolist() == list(range(10))
+
+
+def test_state_is_small_and_a_finished_epoch_moves_on():
+    plan = BatchPlan(10**6, batch_size=256, seed=4)
+    state = plan.state(epoch=3, first=0, steps=100, world_size=8)
+    assert len(json.dumps(state)) < 200
+    assert state == {"epoch": 3, "seed": 4, "records_seen": 204800, "batches_seen": 800,
+                     "max_tokens": None}
+    done = plan.state(epoch=3, first=0, steps=10**6, world_size=8)
+    assert done["records_seen"] == 10**6
+    assert len(plan.schedule(3, done["records_seen"], rank=1, world_size=2)) == 0
+    with pytest.raises(ValueError, match="seed"):
+        BatchPlan(10**6, batch_size=256, seed=5).resume(state)
+    with pytest.raises(ValueError, match="max_tokens"):
+        BatchPlan(np.ones(10**6), max_tokens=512, seed=4).resume(state)
+
+
+def test_block_shuffle_keeps_reads_within_a_window_of_chunks():
+    bounds = chunk_bounds(1000, [0, 300, 1000], chunk_records=100)
+    assert bounds.tolist() == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000]
+    order = epoch_order(1000, 7, 0, "block", bounds=bounds, window=3)
+    assert sorted(order.tolist()) == list(range(1000))
+    chunk = np.searchsorted(bounds, order, side="right") - 1
+    for a in range(0, 900, 300):  # each window of 3 chunks: exactly 3 chunks, all of each
+        win = chunk[a:a + 300]
+        assert np.unique(win).size == 3 and np.all(np.bincount(win)[np.unique(win)] == 100)
+    assert chunk[900:].tolist() == [chunk[900]] * 100
+    full, block = (shuffle_quality(epoch_order(1000, 7, 0, m, bounds=bounds, window=3), bounds,
+                                   span=300) for m in ("full", "block"))
+    assert 0.9 < full["neighbour_distance"] < 1.1 and full["chunks_per_span"] == 10
+    assert 0.3 < block["neighbour_distance"] < 1.1 and block["chunks_per_span"] == 3
+    assert shuffle_quality(np.arange(1000))["neighbour_distance"] < 0.01
+
+
+def _naive_budget(lens, max_tokens):
+    """Greedy over ascending lengths in plain Python."""
+    out, cur = [], []
+    for i in sorted(range(len(lens)), key=lambda i: (lens[i], i)):
+        if cur and (len(cur) + 1) * lens[i] > max_tokens:
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    return out + ([cur] if cur else [])
+
+
+@settings(max_examples=100, deadline=None)
+@given(lens=st.lists(st.integers(1, 50), max_size=60), max_tokens=st.integers(1, 120))
+def test_token_budget_batches_match_a_naive_greedy(lens, max_tokens):
+    lens = np.array(lens, dtype=np.int64)
+    seq, bounds = token_budget_batches(np.arange(lens.size), lens, max_tokens, bucket=10**6)
+    got = [seq[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+    assert got == _naive_budget(lens.tolist(), max_tokens)
+    for b in got:
+        assert len(b) == 1 or len(b) * lens[b].max() <= max_tokens
+
+
+def test_token_budget_wastes_less_padding_than_fixed_batches():
+    rng = np.random.default_rng(0)
+    lens = rng.lognormal(4, 1, 20000).astype(np.int64) + 1
+    order = rng.permutation(lens.size)
+    seq, bounds = token_budget_batches(order, lens, 4096, rng=rng)
+    assert sorted(seq.tolist()) == list(range(lens.size))
+    fixed = np.arange(0, lens.size + 32, 32).clip(max=lens.size)
+    budget_waste, fixed_waste = padding_waste(lens, seq, bounds), padding_waste(lens, order, fixed)
+    assert budget_waste < 0.1 < 0.5 < fixed_waste
+
+
+def test_corpus_dataset_resumes_on_another_world_size(tmp_path):
+    torch_data = pytest.importorskip("genotok.torch_data")
+    path = tmp_path / "c.gtokc"
+    with CorpusWriter(path, vocab_size=60, fingerprint="fp") as w:
+        w.append_batch([np.arange(1 + i % 7) for i in range(41)])
+
+    def loaders(world, **kw):
+        return [torch_data.ResumableLoader(torch_data.CorpusIterableDataset(
+            path, torch_data.MLMCollator(pad_token_id=55, n_regions=50, mask_token_id=56),
+            seed=9, rank=r, world_size=world, **kw)) for r in range(world)]
+
+    def run(ls, steps=None):
+        its = [iter(x) for x in ls]
+        out = []
+        for _ in range(steps if steps is not None else 10**9):
+            got = [next(it, None) for it in its]
+            if all(g is None for g in got):
+                break
+            out.extend(g for g in got if g is not None)
+        return out
+
+    never = run(loaders(1, batch_size=3))
+    first_run = loaders(3, batch_size=1, shuffle="full")
+    part = run(first_run, steps=5)
+    state = json.loads(json.dumps(first_run[0].state_dict()))
+    assert state["records_seen"] == 15
+    second = loaders(2, batch_size=3)
+    for x in second:
+        x.load_state_dict(state)
+    rest = run(second)
+    seen = [i for b in part + rest for i in b["index"].tolist()]
+    assert seen == [i for b in never for i in b["index"].tolist()]
+    # the masks depend on the batch's place in the global sequence only: same batches, same masks
+    by_start = {tuple(b["index"].tolist()): b["labels"] for b in never}
+    same = [b for b in rest if tuple(b["index"].tolist()) in by_start]
+    assert same and all(bool((b["labels"] == by_start[tuple(b["index"].tolist())]).all())
+                        for b in same)
+    assert second[0].dataset.epoch == 1
+
+
+def test_real_workers_follow_the_global_order(tmp_path):
+    torch_data = pytest.importorskip("genotok.torch_data")
+    path = tmp_path / "c.gtokc"
+    with CorpusWriter(path, vocab_size=60, fingerprint="fp") as w:
+        w.append_batch([np.arange(1 + i % 5) for i in range(37)])
+    seen = {}
+    for world, workers in [(1, 0), (2, 2)]:
+        per_rank = []
+        for r in range(world):
+            ds = torch_data.CorpusIterableDataset(path, torch_data.Collator(pad_token_id=55),
+                                                  batch_size=4, seed=2, rank=r, world_size=world,
+                                                  shuffle="block")
+            ds.set_epoch(1)
+            per_rank.append([b["index"].tolist()
+                             for b in torch_data.ResumableLoader(ds, num_workers=workers)])
+        steps = max(map(len, per_rank))
+        seen[world] = [i for k in range(steps) for b in per_rank if k < len(b) for i in b[k]]
+        assert ds.plan.order(1).tolist() == seen[world]
+    assert seen[1] == seen[2]
