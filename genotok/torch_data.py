@@ -19,6 +19,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 from . import data as _data
+from . import sampling as _sampling
 from .corpus import Corpus
 
 
@@ -167,11 +168,16 @@ class CorpusDataset(Dataset):
 class CorpusIterableDataset(IterableDataset):
     """Batches of an epoch, split over ranks and workers: every record exactly once per epoch.
 
-    The epoch's record order is a permutation seeded by ``(seed, epoch)``. Rank ``r`` of ``W``
-    takes its share (:func:`genotok.data.worker_slice`, ``split`` = ``"even"``, ``"drop_last"`` or
-    ``"pad"``), cuts it into batches of ``batch_size`` records, and DataLoader worker ``w`` of
-    ``K`` produces batches ``w, w + K, …``. DataLoader hands batches over in worker order, so the
-    main process receives batch 0, 1, 2, … exactly as with no workers. Use with
+    The epoch's record order and its cut into global batches depend only on ``(corpus, seed,
+    epoch)`` and the batching settings (:class:`genotok.sampling.BatchPlan`): ``shuffle`` is
+    ``True``/``"full"``, ``"block"`` (shards, then records within ``window`` shards) or
+    ``False``; batches hold ``batch_size`` records, or up to ``max_tokens`` padded tokens of
+    records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``
+    (``split`` = ``"even"``, ``"drop_last"`` or ``"pad"`` says what happens to the last ones), and
+    DataLoader worker ``w`` of ``K`` produces that rank's batches ``w, w + K, …``. DataLoader
+    hands batches over in worker order, so the main process receives batch 0, 1, 2, … exactly
+    as with no workers. The state (:meth:`state_dict`) is the records consumed globally: a run
+    resumes with any number of ranks and workers. Use with
     :class:`ResumableLoader`, or ``DataLoader(ds, batch_size=None,
     multiprocessing_context=safe_context(k))``; with workers, only the former survives a loop
     that stops mid-epoch (see there).
@@ -188,12 +194,15 @@ class CorpusIterableDataset(IterableDataset):
     [[[1, 2], [3, 8]], [[4]]]
     """
 
-    def __init__(self, corpus, collate, *, batch_size: int, shuffle: bool = True, seed: int = 0,
-                 rank: int | None = None, world_size: int | None = None, split: str = "even",
-                 drop_last_batch: bool = False, values: bool = False, expect=None):
+    def __init__(self, corpus, collate, *, batch_size: int | None = None, shuffle=True,
+                 seed: int = 0, rank: int | None = None, world_size: int | None = None,
+                 split: str = "even", drop_last_batch: bool = False, values: bool = False,
+                 expect=None, max_tokens: int | None = None, window: int = 4):
         self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
+        self.plan = _sampling.plan_for(self.corpus, batch_size=batch_size, max_tokens=max_tokens,
+                                       shuffle=shuffle, seed=seed, window=window, split=split,
+                                       drop_last_batch=drop_last_batch,
+                                       max_length=getattr(collate, "max_length", None))
         env_rank, env_world = _data._env_rank()
         self.rank = env_rank if rank is None else int(rank)
         self.world_size = env_world if world_size is None else int(world_size)
@@ -201,18 +210,41 @@ class CorpusIterableDataset(IterableDataset):
         self.split, self.drop_last_batch, self.values = split, drop_last_batch, values
         self.epoch = 0
         self.start_batch = 0
+        self.resume_at = (0, 0)  # (epoch, records consumed globally) where this run began
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 
+    def schedule(self) -> _sampling.Schedule:
+        """This rank's batches of the current epoch (from the resume point in its epoch)."""
+        first = self.resume_at[1] if self.epoch == self.resume_at[0] else 0
+        return self.plan.schedule(self.epoch, first, rank=self.rank, world_size=self.world_size)
+
     def records(self) -> np.ndarray:
         """This rank's records for the current epoch, in order."""
-        order = _data.epoch_order(len(self.corpus), self.shuffle, self.seed, self.epoch)
-        return _data.worker_slice(order, self.rank, self.world_size, self.split)
+        return self.schedule().records()
 
     def n_batches(self) -> int:
-        n = self.records().size
-        return n // self.batch_size if self.drop_last_batch else -(-n // self.batch_size)
+        return len(self.schedule())
+
+    def state_dict(self, delivered: int = 0) -> dict:
+        """The position once every rank has made ``delivered`` batches of this run's epoch."""
+        first = self.resume_at[1] if self.epoch == self.resume_at[0] else 0
+        state = self.plan.state(epoch=self.epoch, first=first, steps=delivered,
+                                world_size=self.world_size)
+        return {**state, "batches_delivered": int(delivered), "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from ``state`` (saved with any number of ranks and workers)."""
+        if "records_seen" not in state:  # saved before elastic states: same world size only
+            if state["world_size"] != self.world_size:
+                raise ValueError("this state (without records_seen) was saved with another world "
+                                 "size; it resumes with the same one only")
+            state = self.plan.state(epoch=state["epoch"], first=0, steps=state["batches_delivered"],
+                                    world_size=self.world_size) | {"seed": state["seed"]}
+        self.resume_at = self.plan.resume(state)
+        self.epoch, self.start_batch = self.resume_at[0], 0
 
     def __len__(self) -> int:
         return self.n_batches()
@@ -224,14 +256,19 @@ class CorpusIterableDataset(IterableDataset):
         """This worker's batches as NumPy arrays (see :func:`_arrays`)."""
         info = get_worker_info()
         wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
-        recs = self.records()
-        for b in range(self.start_batch + wid, self.n_batches(), nw):
-            idx = recs[b * self.batch_size:(b + 1) * self.batch_size]
+        sched = self.schedule()
+        mine = range(self.start_batch + wid, len(sched), nw)
+        if hasattr(self.corpus, "prefetch") and len(mine):  # a remote corpus: fetch shards ahead
+            self.corpus.prefetch(np.concatenate([sched.batch(k)[1] for k in mine]))
+        for k in mine:
+            j, idx = sched.batch(k)
             batch = self.corpus.get_batch(idx, values=self.values)
             rows = [np.asarray(r, dtype=np.int64) for r in batch]
             if self.values:
                 rows = [(r, batch.row_values(k)) for k, r in enumerate(rows)]
-            out = _arrays(self.collate, rows, np.random.default_rng([self.seed, self.epoch, self.rank, b]))
+            # drawn from the batch's place in the global sequence: the same for any world size
+            rng = np.random.default_rng([self.seed, self.epoch, int(sched.bounds[j])])
+            out = _arrays(self.collate, rows, rng)
             out["index"] = idx
             yield out
 
@@ -353,14 +390,9 @@ class ResumableLoader:
         ds.set_epoch(ds.epoch + 1)
 
     def state_dict(self) -> dict:
-        return {"epoch": self.dataset.epoch, "batches_delivered": self.delivered,
-                "seed": self.dataset.seed, "rank": self.dataset.rank,
-                "world_size": self.dataset.world_size}
+        """Small and JSON-ready: epoch, seed, records consumed globally (any world size resumes)."""
+        return self.dataset.state_dict(self.delivered)
 
     def load_state_dict(self, state: dict) -> None:
-        ds = self.dataset
-        if (state["seed"], state["world_size"]) != (ds.seed, ds.world_size):
-            raise ValueError("the saved state belongs to another seed or world size: the record "
-                             "order would differ")
-        ds.set_epoch(state["epoch"])
-        self.delivered = int(state["batches_delivered"])
+        self.dataset.load_state_dict(state)
+        self.delivered = 0
