@@ -1181,7 +1181,7 @@ class Corpus(Sequence):
     # -- opening
     @classmethod
     def open(cls, path: str | os.PathLike, *, expect=None, verify: bool = False,
-             trusted: bool = False) -> "Corpus":
+             trusted: bool = False, **remote) -> "Corpus":
         """Open a corpus file or a sharded corpus directory (with ``manifest.json``).
 
         Opening is safe by default: the files must be regular files, each section must lie
@@ -1204,6 +1204,9 @@ class Corpus(Sequence):
         trusted
             Skip the pass over the record offsets (the cheap open, for files you wrote
             yourself): reads stay memory-safe, but a corrupt offset may give wrong records.
+        **remote
+            For a URL (``s3://``, ``gs://``, ``https://``…): ``cache_dir``, ``cache_limit``,
+            ``prefetch``, ``storage_options`` of :func:`genotok.remote.open_corpus`.
 
         Examples
         --------
@@ -1214,6 +1217,13 @@ class Corpus(Sequence):
         >>> Corpus.open(p, expect="fp", verify=True)[0].tolist()
         [4, 5]
         """
+        if isinstance(path, str) and "://" in path and not path.startswith("file://"):
+            from .remote import open_corpus  # an object store, through a local shard cache
+
+            return open_corpus(path, expect=expect, verify=verify, **remote)
+        if remote:
+            raise TypeError(f"{', '.join(sorted(remote))}: options of remote corpora (s3://, "
+                            "gs://, https://…) only")
         path = Path(path)
         if path.is_dir():
             shards, manifest, later = _open_manifest(path, bool(trusted))
