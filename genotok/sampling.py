@@ -372,13 +372,17 @@ class BatchPlan:
             ids = np.append(ids, extra)
         return Schedule(seq, bounds, ids, first, world_size)
 
-    def state(self, *, epoch: int, first: int, steps: int, world_size: int) -> dict:
+    def state(self, *, epoch: int, first: int, steps: int, world_size: int,
+              roll: bool = False) -> dict:
         """The position after ``steps`` batches per rank of a run that began at record ``first``.
 
         Small and JSON-ready: the epoch, the seed, the records (and batches) consumed globally.
+        ``roll``: a finished epoch is given as the start of the next one.
         """
         sched = self.schedule(epoch, first, world_size=world_size)
         j = sched.consumed(steps)
+        if roll and j == sched.bounds.size - 1 and (steps > 0 or first >= sched.bounds[-1]):
+            epoch, j, sched = epoch + 1, 0, self.schedule(epoch + 1, world_size=world_size)
         return {"epoch": int(epoch), "seed": self.seed, "records_seen": int(sched.bounds[j]),
                 "batches_seen": int(j), "max_tokens": self.max_tokens}
 

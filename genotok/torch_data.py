@@ -231,7 +231,7 @@ class CorpusIterableDataset(IterableDataset):
         """The position once every rank has made ``delivered`` batches of this run's epoch."""
         first = self.resume_at[1] if self.epoch == self.resume_at[0] else 0
         state = self.plan.state(epoch=self.epoch, first=first, steps=delivered,
-                                world_size=self.world_size)
+                                world_size=self.world_size, roll=True)
         return {**state, "batches_delivered": int(delivered), "rank": self.rank,
                 "world_size": self.world_size}
 

@@ -1,0 +1,110 @@
+"""A Lightning ``LightningDataModule`` over a corpus (``pip install 'genotok[lightning]'``).
+
+The loader's position (epoch, records consumed globally) is saved in every Lightning checkpoint
+and restored from it, so ``trainer.fit(model, dm, ckpt_path=...)`` continues with the next
+record of the epoch, on any number of devices and workers (:mod:`genotok.sampling`).
+"""
+
+from __future__ import annotations
+
+try:
+    import lightning.pytorch as L
+except ImportError:  # pragma: no cover - the standalone package
+    try:
+        import pytorch_lightning as L
+    except ImportError:
+        raise ImportError("genotok.lightning needs Lightning: pip install 'genotok[lightning]'") \
+            from None
+
+from .corpus import Corpus  # noqa: E402
+from .torch_data import CorpusIterableDataset, ResumableLoader  # noqa: E402
+
+
+class _CountingLoader:
+    """The train loader as Lightning sees it: a plain iterable (no ``state_dict``: Lightning would
+    save a position that counts its prefetched batch). Each pass notes where it starts."""
+
+    def __init__(self, loader: ResumableLoader, module: "CorpusDataModule"):
+        self.loader, self.module = loader, module
+
+    def __iter__(self):
+        m = self.module
+        m._pass_epoch, m._used = self.loader.dataset.epoch, 0
+        m._pass_first = self.loader.dataset.state_dict(0)["records_seen"]
+        yield from self.loader
+
+
+class CorpusDataModule(L.LightningDataModule):
+    """Training batches of a corpus, resumable from Lightning checkpoints.
+
+    Parameters
+    ----------
+    corpus
+        A :class:`~genotok.Corpus`, a path or a URL (``s3://…``).
+    collate
+        A collator (:class:`~genotok.torch_data.MLMCollator`, ...).
+    batch_size, max_tokens, shuffle, seed, window, split, values
+        As for :class:`~genotok.torch_data.CorpusIterableDataset`; rank and world size come from
+        the trainer.
+    num_workers, loader_kwargs
+        DataLoader workers and other options of :class:`~genotok.torch_data.ResumableLoader`.
+    open_kwargs
+        Passed to :meth:`Corpus.open <genotok.Corpus.open>` (``expect``, ``cache_dir``,
+        ``cache_limit``, ``storage_options``…).
+
+    Examples
+    --------
+    >>> # dm = CorpusDataModule("corpus/", MLMCollator.for_tokenizer(tok), batch_size=64)
+    >>> # trainer.fit(model, datamodule=dm)            # checkpoints hold the loader's position
+    >>> # trainer.fit(model, datamodule=dm, ckpt_path="last.ckpt")   # any number of devices
+    """
+
+    def __init__(self, corpus, collate, *, batch_size: int | None = None,
+                 max_tokens: int | None = None, shuffle=True, seed: int = 0, window: int = 4,
+                 split: str = "even", values: bool = False, num_workers: int = 0,
+                 loader_kwargs: dict | None = None,
+                 open_kwargs: dict | None = None):
+        super().__init__()
+        self.corpus, self.collate = corpus, collate
+        self.dataset_kwargs = dict(batch_size=batch_size, max_tokens=max_tokens, shuffle=shuffle,
+                                   seed=seed, window=window, split=split, values=values)
+        self.loader_kwargs = dict(loader_kwargs or {}, num_workers=num_workers)
+        self.open_kwargs = dict(open_kwargs or {})
+        self._loader: ResumableLoader | None = None
+        self._pending: dict | None = None
+        self._pass_epoch = self._pass_first = self._used = 0
+
+    def _open(self, c):
+        return c if isinstance(c, Corpus) else Corpus.open(c, **self.open_kwargs)
+
+    def _rank(self) -> tuple[int, int]:
+        t = getattr(self, "trainer", None)
+        return (t.global_rank, t.world_size) if t is not None else (0, 1)
+
+    def train_dataloader(self):
+        rank, world = self._rank()
+        ds = CorpusIterableDataset(self._open(self.corpus), self.collate, rank=rank,
+                                   world_size=world, **self.dataset_kwargs)
+        self._loader = ResumableLoader(ds, **self.loader_kwargs)
+        if self._pending is not None:
+            self._loader.load_state_dict(self._pending)
+            self._pending = None
+        return _CountingLoader(self._loader, self)
+
+    def on_before_batch_transfer(self, batch, dataloader_idx: int):
+        # called when the batch is used, not when Lightning prefetches it: the count is exact
+        t = getattr(self, "trainer", None)
+        if t is not None and t.training:
+            self._used += 1
+        return batch
+
+    def state_dict(self) -> dict:
+        """The position of training: epoch, seed, records consumed globally (JSON-ready)."""
+        if self._loader is None:
+            return dict(self._pending or {})
+        ds = self._loader.dataset
+        return ds.plan.state(epoch=self._pass_epoch, first=self._pass_first, steps=self._used,
+                             world_size=ds.world_size, roll=True) | {"world_size": ds.world_size}
+
+    def load_state_dict(self, state: dict) -> None:
+        self._pending = dict(state) if state else None
