@@ -1511,6 +1511,12 @@ class Corpus(Sequence):
         """
         return self._range(0, len(self), values=values)
 
+    def to_hf_dataset(self, **kwargs):
+        """A Hugging Face ``datasets.Dataset`` over the tokens, not copied (:mod:`genotok.hf`)."""
+        from .hf import to_hf_dataset
+
+        return to_hf_dataset(self, **kwargs)
+
     # -- integrity
     def verify(self, raise_on_error: bool = False) -> list[str]:
         """Check offsets, ids < vocab_size, names/metadata and every checksum; list the problems.
