@@ -125,7 +125,10 @@ def remote_section(d: Path, collate, batch: int) -> None:
         opened = time.perf_counter() - t0
         cold = _epoch(remote, collate, **kw)
         warm_corpus = Corpus.open("s3://bench/corpus", **opts)  # headers from the cache too
-        warm = _epoch(warm_corpus, collate, **kw)
+        warm = (float("inf"), 0, 0)
+        for _ in range(3):  # best of 3, alternating with the anchor (the box is shared)
+            warm = min(warm, _epoch(warm_corpus, collate, **kw))
+            sec, recs, toks = min((sec, recs, toks), _epoch(local, collate, **kw))
         print(_header())
         print(_row("local disk (warm page cache)", sec, recs, toks))
         print(_row("remote, cold cache (downloads)", *cold, anchor=sec))

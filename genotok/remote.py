@@ -246,17 +246,21 @@ class ShardCache:
 
     def shard(self, k: int):
         """Shard ``k`` opened (memory-mapped) from the cache; fetched first if needed."""
+        s = self._open.get(k)
+        if k == self._last and s is not None:  # the common case: no system call at all
+            return s
         if os.getpid() != self._pid:  # a forked worker: fresh locks, no prefetch thread yet
             self._init_threads()
-        s = self._open.get(k)
-        if s is not None and k != self._last:  # recency for the LRU (once per change of shard)
-            with contextlib.suppress(OSError):
-                os.utime(s.path)
-        self._last = k
-        if s is None or not os.path.exists(s.path):
+        if s is not None:
+            try:
+                os.utime(s.path)  # recency for the LRU, once per change of shard
+            except FileNotFoundError:  # evicted by another process: fetch it again
+                s = None
+        if s is None:
             s = _c._Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
             self._open = {j: o for j, o in self._open.items() if os.path.exists(o.path)}
             self._open[k] = s
+        self._last = k
         with self._lock:
             pos = self._where.get(k)
             if pos is not None and pos > self._cursor:
