@@ -54,9 +54,17 @@ class CorpusDataModule(L.LightningDataModule):
 
     Examples
     --------
-    >>> # dm = CorpusDataModule("corpus/", MLMCollator.for_tokenizer(tok), batch_size=64)
-    >>> # trainer.fit(model, datamodule=dm)            # checkpoints hold the loader's position
-    >>> # trainer.fit(model, datamodule=dm, ckpt_path="last.ckpt")   # any number of devices
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> from genotok.torch_data import Collator
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3], [4], [5]])
+    >>> dm = CorpusDataModule(p, Collator(pad_token_id=8), batch_size=2)
+    >>> sorted(i for b in dm.train_dataloader() for i in b["index"].tolist())
+    [0, 1, 2, 3]
+    >>> sorted(dm.state_dict())  # what a checkpoint holds (counted as the trainer uses batches)
+    ['batches_seen', 'epoch', 'max_tokens', 'records_seen', 'seed', 'world_size']
     """
 
     def __init__(self, corpus, collate, *, batch_size: int | None = None,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import threading
 from pathlib import Path
@@ -115,6 +114,12 @@ class ShardCache:
 
     Files are ``<cache_dir>/<corpus key>/<index>-<header digest>.gtokc``: a shard replaced on
     the server has a new digest, hence a new name.
+
+    Examples
+    --------
+    >>> c = _example()  # a two-shard corpus at memory://genotok-example/corpus
+    >>> c.cache.cached(), c[3].tolist(), [p.name[:6] for p in c.cache.cached()]
+    ([], [4], ['000001'])
     """
 
     def __init__(self, url: str, storage_options: dict | None, manifest: dict, cache_dir,
@@ -364,6 +369,12 @@ class RemoteCorpus(_c.Corpus):
 
     Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL and
     options (DataLoader workers reopen it and share the cache).
+
+    Examples
+    --------
+    >>> c = _example()
+    >>> c.prefetch([3, 2, 0]); c.get_batch([3, 0]).to_list()
+    [[4], [1, 2]]
     """
 
     def __init__(self, url: str, cache: ShardCache, shards: list, options: dict):
@@ -413,6 +424,14 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
         Shards fetched ahead of the reader, in epoch order.
     storage_options
         Passed to fsspec (e.g. ``{"endpoint_url": …, "key": …, "secret": …}`` for s3fs).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> _ = _example()  # uploads a corpus to fsspec's in-memory filesystem
+    >>> c = open_corpus("memory://genotok-example/corpus", cache_dir=tempfile.mkdtemp())
+    >>> len(c), c[0].tolist(), c.cache.downloads
+    (4, [1, 2], 1)
     """
     fsspec = _fsspec()
     url = url.rstrip("/")
@@ -445,3 +464,20 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     if verify:
         corpus.verify(raise_on_error=True)
     return corpus
+
+
+def _example() -> RemoteCorpus:
+    """A two-shard corpus uploaded to ``memory://genotok-example/corpus``, opened (docstrings)."""
+    import tempfile
+
+    from .corpus import CorpusWriter, write_manifest
+
+    d = Path(tempfile.mkdtemp())
+    for k, rows in enumerate(([[1, 2], [3]], [[5], [4]])):
+        with CorpusWriter(d / f"s{k}.gtokc", vocab_size=9, fingerprint="fp") as w:
+            w.append_batch(rows)
+    write_manifest(d, [d / "s0.gtokc", d / "s1.gtokc"])
+    fs = _fsspec().filesystem("memory")
+    for p in d.iterdir():
+        fs.pipe(f"memory://genotok-example/corpus/{p.name}", p.read_bytes())
+    return open_corpus("memory://genotok-example/corpus", cache_dir=tempfile.mkdtemp())

@@ -228,6 +228,12 @@ class Schedule:
 
     ``sequence[bounds[j]:bounds[j + 1]]`` is global batch ``j``; this rank makes the global
     batches ``batch_ids`` in that order (a padded tail repeats the epoch's first batches).
+
+    Examples
+    --------
+    >>> s = BatchPlan(7, batch_size=2, shuffle=False).schedule(0, rank=1, world_size=2)
+    >>> s.batch_ids.tolist(), s.batch(0)[1].tolist(), s.consumed(1)
+    ([1, 3], [2, 3], 2)
     """
 
     sequence: np.ndarray
