@@ -195,6 +195,7 @@ class ShardCache:
                 if problem is None:
                     break
                 os.unlink(tmp)
+                problem = problem.replace(tmp, "the download")  # the temporary file is gone
             else:
                 raise GtokFormatError(
                     f"{self.shard_url(k)}: downloaded twice, refused twice ({problem}): the copy on "

@@ -278,3 +278,23 @@ def test_a_gloo_job_stopped_on_two_ranks_resumes_on_three(tmp_path):
 
     order = plan_for(Corpus.open(path), batch_size=2, seed=5, shuffle="block").order(0)
     assert stream(first["seen"]) + stream(rest["seen"]) == order.tolist()
+
+
+def test_a_state_saved_before_elastic_states_still_resumes(tmp_path):
+    torch_data = pytest.importorskip("genotok.torch_data")
+    path = tmp_path / "c.gtokc"
+    with CorpusWriter(path, vocab_size=60, fingerprint="fp") as w:
+        w.append_batch([[i % 50] for i in range(10)])
+
+    def loader(world=1):
+        return torch_data.ResumableLoader(torch_data.CorpusIterableDataset(
+            path, torch_data.Collator(pad_token_id=55), batch_size=3, seed=1, rank=0,
+            world_size=world))
+
+    old = {"epoch": 0, "batches_delivered": 2, "seed": 1, "rank": 0, "world_size": 1}
+    again = loader()
+    again.load_state_dict(old)
+    rest = [i for b in again for i in b["index"].tolist()]
+    assert rest == again.dataset.plan.order(0)[6:].tolist()
+    with pytest.raises(ValueError, match="another world size"):
+        loader(world=2).load_state_dict(old)
