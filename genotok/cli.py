@@ -408,22 +408,24 @@ def _cmd_import(args) -> int:
 
 def _cmd_universe(args) -> int:
     from . import build
+    from .pipeline import expand_inputs
 
     progress = not args.quiet and sys.stderr.isatty()
     hashing = not args.no_hash
     if args.method == "tile":
         result = build.tile(args.chrom_sizes, args.size, hash_inputs=hashing)
     else:
+        inputs = [str(p) for p in expand_inputs(args.inputs)]  # as pretokenize reads them
         opts = dict(progress=progress, quiet=args.quiet, hash_inputs=hashing,
                     n_threads=args.threads)
         if args.method == "merge":
-            result = build.merge(args.inputs, args.min_gap, **opts)
+            result = build.merge(inputs, args.min_gap, **opts)
         elif args.method == "consensus":
-            result = build.coverage_cutoff(args.inputs, args.min_count,
+            result = build.coverage_cutoff(inputs, args.min_count,
                                            min_fraction=args.min_fraction,
                                            min_width=args.min_width, **opts)
         else:
-            result = build.top_k(args.candidate, args.inputs, args.max_regions,
+            result = build.top_k(args.candidate, inputs, args.max_regions,
                                  min_hits=args.min_hits, **opts)
     out = result.write(args.out, overwrite=args.overwrite)
     r = result.report
@@ -573,7 +575,7 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
     methods = u.add_subparsers(dest="method", required=True, metavar="METHOD")
 
     def method(name, help_text, inputs=True):
-        sp = cmd(methods, name, help_text, _cmd_universe, fromfile_prefix_chars="@")
+        sp = cmd(methods, name, help_text, _cmd_universe)
         sp.add_argument("-o", "--out", metavar="OUT.bed", default=None,
                         help="universe BED to write (.gz compresses); the report goes to "
                              "OUT.bed.json")
@@ -584,7 +586,7 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
         if inputs:
             threads(sp)
             sp.add_argument("inputs", nargs="+", metavar="INPUT",
-                            help="BED/BED.gz/narrowPeak files; @FILE reads paths from FILE")
+                            help="BED/BED.gz/narrowPeak files, directories, globs or @list.txt")
         return sp
 
     t = method("tile", "genome-wide fixed-width bins (the last bin of a chromosome is clipped)",

@@ -308,6 +308,24 @@ def test_universe_through_main(tmp_path, capsys):
     assert_error(run(["universe"], capsys), 2, "METHOD")
 
 
+def test_universe_inputs_are_read_as_pretokenize_reads_them(tmp_path, capsys):
+    """Directories, globs and @list files (paths relative to the list) as in pretokenize."""
+    out = tmp_path / "u.bed"
+    assert run(["universe", "merge", "-q", "-o", str(out), PEAKS], capsys) == (0, "", "")
+    report = json.loads((tmp_path / "u.bed.json").read_text())
+    assert [Path(d["path"]).name for d in report["inputs"]] == sorted(os.listdir(PEAKS))
+    lst = tmp_path / "inputs.txt"
+    lst.write_text(f"# two of them\n{os.path.relpath(Q, tmp_path)}\n"
+                   f"{os.path.relpath(EX / 'peaks' / 'sample1.narrowPeak', tmp_path)}\n")
+    assert run(["universe", "consensus", "-q", "--overwrite", "--min-count", "2", "-o", str(out),
+                f"@{lst}"], capsys)[0] == 0
+    report = json.loads((tmp_path / "u.bed.json").read_text())
+    assert [Path(d["path"]).name for d in report["inputs"]] == ["sample0.narrowPeak",
+                                                                "sample1.narrowPeak"]
+    assert_error(run(["universe", "merge", "-o", str(tmp_path / "v.bed"), Q, Q], capsys), 1,
+                 "given twice")
+
+
 # ------------------------------------------------------------------ usage errors and the handler
 @pytest.mark.parametrize("argv, fragment", [
     (["pretokenize", "--universe", U, "--out", "o", "--threads", "0", PEAKS],
