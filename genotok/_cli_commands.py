@@ -100,6 +100,8 @@ def _open_any(path: str):
 
 # ------------------------------------------------------------------------- subcommands
 def cmd_tokenize(args) -> int:
+    from .pipeline import expand_inputs
+
     inputs = list(args.inputs)
     if not (args.universe or args.config):
         if len(inputs) < 2:
@@ -108,6 +110,8 @@ def cmd_tokenize(args) -> int:
         args.universe = inputs.pop(0)
         print(f"genotok: warning: 'genotok tokenize U.bed FILES' is deprecated; use "
               f"'genotok tokenize --universe {args.universe} FILES'", file=sys.stderr)
+    # as pretokenize reads them, but a file may be given twice: one output line each
+    inputs = [str(p) for item in inputs for p in expand_inputs([item])]
     tok = _tokenizer(args)
     rows = tok.encode_batch(inputs, n_threads=args.threads)
     n = tok.universe.n_regions

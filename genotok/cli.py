@@ -117,6 +117,15 @@ def _float_in(low: float, high: float, low_open: bool = False):
 _seconds = _float_in(0.0, float("inf"), low_open=True)
 
 
+def _hash_name(text: str) -> str:
+    import hashlib
+
+    if text == "xxh3_128" or text in hashlib.algorithms_available:
+        return text
+    raise argparse.ArgumentTypeError(f"unknown hash {text!r}: use xxh3_128, sha256 or another "
+                                     "hashlib name")
+
+
 class _OldSpelling(argparse.Action):
     """A deprecated spelling of a flag: works, says so on stderr, hidden from --help."""
 
@@ -206,13 +215,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--scheduler", metavar="ADDRESS", help="run on a Dask cluster (genotok[dask])")
     t.add_argument("--scheduler-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="give up connecting to --scheduler after this long (default 30)")
-    t.add_argument("--hash", default=None, metavar="ALGO",
+    t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
                    help="input fingerprint in the manifest: xxh3_128 (default, fast) or sha256")
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)
     tokenizer_args(t, required=False)  # the old positional U.bed still works (deprecated)
-    t.add_argument("inputs", nargs="+", metavar="FILE", help="query BED/BED.gz files")
+    t.add_argument("inputs", nargs="+", metavar="FILE",
+                   help="query BED/BED.gz files, directories, globs or @list.txt")
     mode = t.add_mutually_exclusive_group()
     mode.add_argument("--tokens", action="store_true", help="print region strings, one per line")
     mode.add_argument("--summary", action="store_true", help="print one summary line per file")
@@ -337,6 +347,8 @@ def _message(exc: BaseException) -> tuple[int, str]:
         return 1, str(exc).replace("overwrite=True", "--overwrite")
     if isinstance(exc, MemoryError):
         return 1, "out of memory"
+    if isinstance(exc, ValueError):  # the library's checks of the values it was given
+        return 1, str(exc)
     return 1, (f"{type(exc).__name__}: {exc} (an unexpected error: re-run with --debug for the "
                "traceback, and please report it)")
 
