@@ -71,6 +71,11 @@ EXAMPLES = {
 EXTRAS = {"pyarrow": "parquet", "dask": "dask", "distributed": "dask", "tqdm": "progress",
           "xxhash": "fast", "matplotlib": "plot", "torch": "torch", "anndata": "test",
           "h5py": "test"}
+#: advice in the library's messages that names Python keywords, and the same said in flags
+ADVICE = {"pass overwrite=True": "add --overwrite",
+          "overwrite=True": "--overwrite",
+          "give vocab_size= and fingerprint= (e.g. from the Tokenizer that made the tokens)":
+              "give --universe U.bed or --config TOK.toml (the universe the ids belong to)"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -329,7 +334,7 @@ def _check_args(args) -> None:
 
 # ------------------------------------------------------------------------- the error handler
 def _message(exc: BaseException) -> tuple[int, str]:
-    """(exit code, one-line message) for an exception."""
+    """(exit code, message) for an exception; the library's Python advice said in flags."""
     if isinstance(exc, UsageError):
         return 2, str(exc)
     if isinstance(exc, ImportError):
@@ -338,17 +343,16 @@ def _message(exc: BaseException) -> tuple[int, str]:
             return 1, (f"this needs the optional package {name}: "
                        f"pip install 'genotok[{EXTRAS[name]}]' (or pip install {name})")
         return 1, str(exc)
-    if isinstance(exc, FileExistsError):
-        text = str(exc).replace("pass overwrite=True", "add --overwrite")
-        return 1, text
-    if isinstance(exc, (GenotokError, OSError)):
-        if isinstance(exc, OSError) and exc.filename and exc.strerror:
-            return 1, f"{exc.filename}: {exc.strerror}"
-        return 1, str(exc).replace("overwrite=True", "--overwrite")
+    if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.filename \
+            and exc.strerror:
+        return 1, f"{exc.filename}: {exc.strerror}"
     if isinstance(exc, MemoryError):
         return 1, "out of memory"
-    if isinstance(exc, ValueError):  # the library's checks of the values it was given
-        return 1, str(exc)
+    if isinstance(exc, (GenotokError, OSError, ValueError)):  # ValueError: a checked value
+        text = str(exc)
+        for python, flags in ADVICE.items():
+            text = text.replace(python, flags)
+        return 1, text
     return 1, (f"{type(exc).__name__}: {exc} (an unexpected error: re-run with --debug for the "
                "traceback, and please report it)")
 

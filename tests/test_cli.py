@@ -292,6 +292,16 @@ def test_import_errors(tmp_path, capsys):
                  "cannot tell the format of")
     assert_error(run(["import", str(tmp_path / "missing"), str(tmp_path / "c.gtokc")], capsys), 1,
                  "missing: no such file")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    plain = tmp_path / "plain.parquet"  # not exported by genotok: no universe recorded
+    pq.write_table(pa.table({"tokens": [[1, 2], [3]]}), plain)
+    assert_error(run(["import", str(plain), str(tmp_path / "p.gtokc")], capsys), 1,
+                 "no genotok metadata", "give --universe U.bed or --config TOK.toml")
+    assert run(["import", "-q", "--universe", U, str(plain), str(tmp_path / "p.gtokc")],
+               capsys) == (0, "", "")
+    assert Corpus.open(tmp_path / "p.gtokc").to_ragged().to_list() == [[1, 2], [3]]
     write_gtok(d / "b.gtok", [10**6])
     assert_error(run(["import", "--universe", U, str(d), str(tmp_path / "c.gtokc")], capsys), 1,
                  "b.gtok: id 1000000 is outside the vocabulary")
