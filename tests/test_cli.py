@@ -430,6 +430,20 @@ def test_subprocess_usage_error_and_failure_have_no_traceback(tmp_path):
     assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
 
 
+def test_subprocess_closed_stdout_stops_quietly():
+    """`genotok tokenize … | head -1`: exit 0, nothing on stderr."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                             "--tokens", *[PEAKS] * 8], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("chr")
+    proc.stdout.close()  # more than a pipe buffer is still to come
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0 and err == ""
+
+
 def test_subprocess_unreachable_scheduler(tmp_path):
     pytest.importorskip("dask.distributed")
     import socket
