@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -108,8 +109,8 @@ def cmd_tokenize(args) -> int:
             raise UsageError(f"give --universe U.bed (or --config TOK.toml) and the files to "
                              f"tokenize (see '{args.prog} --help')")
         args.universe = inputs.pop(0)
-        print(f"genotok: warning: 'genotok tokenize U.bed FILES' is deprecated; use "
-              f"'genotok tokenize --universe {args.universe} FILES'", file=sys.stderr)
+        warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
+                      f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
     inputs = [str(p) for item in inputs for p in expand_inputs([item])]
     tok = _tokenizer(args)

@@ -132,14 +132,15 @@ def _hash_name(text: str) -> str:
 
 
 class _OldSpelling(argparse.Action):
-    """A deprecated spelling of a flag: works, says so on stderr, hidden from --help."""
+    """A deprecated spelling of a flag: works, says so on stderr (unless -q), hidden from --help."""
 
     def __init__(self, option_strings, dest, new: str = "", **kwargs):
         self.new = new
         super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"genotok: warning: {option_string} is deprecated; use {self.new}", file=sys.stderr)
+        notes = list(getattr(namespace, "notes", None) or [])
+        namespace.notes = notes + [f"{option_string} is deprecated; use {self.new}"]
         setattr(namespace, self.dest, values)
 
 
@@ -392,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             _check_args(args)
             if args.quiet:
                 warnings.simplefilter("ignore")
+            for note in getattr(args, "notes", None) or []:
+                warnings.warn(note, FutureWarning, stacklevel=1)
             return args.func(args)
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0

@@ -123,7 +123,11 @@ def test_out_flag_vocabulary(tmp_path, inputs, capsys):
         out = tmp_path / f"u{i}.bed"
         assert build_cli(["merge", "-q", flag, str(out), *inputs]) == 0
         assert _read(out) == ["chr1:0-8", "chr1:20-40", "chr2:5-9", "chrX:1-2"]
-    assert capsys.readouterr().err == "genotok: warning: --output is deprecated; use -o/--out\n"
+    assert capsys.readouterr().err == ""  # -q: no warnings either
+    assert build_cli(["merge", "--output", str(tmp_path / "u3.bed"), *inputs]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "genotok: warning: --output is deprecated; use -o/--out"
+    assert err[1].startswith("genotok: merge: 3 input(s)") and len(err) == 2
 
 
 def test_threads_must_be_positive(tmp_path, inputs, capsys):

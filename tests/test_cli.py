@@ -102,6 +102,8 @@ def test_tokenize_positional_universe_still_works_with_a_warning(tok, capsys):
     code, out, err = run(["tokenize", U, Q], capsys)
     assert code == 0 and list(map(int, out.split())) == tok.encode(Q).tolist()
     assert err.startswith("genotok: warning: 'genotok tokenize U.bed FILES' is deprecated")
+    assert err.count("\n") == 1
+    assert run(["tokenize", "-q", U, Q], capsys)[2] == ""
     assert_error(run(["tokenize", Q], capsys), 2, "--universe")
 
 
