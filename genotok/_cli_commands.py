@@ -113,10 +113,11 @@ def cmd_tokenize(args) -> int:
                       f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
     inputs = [str(p) for item in inputs for p in expand_inputs([item])]
+    sink = _Sink(args)  # an existing -o FILE is refused before any work
     tok = _tokenizer(args)
     rows = tok.encode_batch(inputs, n_threads=args.threads)
     n = tok.universe.n_regions
-    with _Sink(args) as out:
+    with sink as out:
         for path, ids in zip(inputs, rows):
             if args.summary:
                 regions = ids[ids < n]
@@ -176,9 +177,11 @@ def cmd_decode(args) -> int:
         rows = [(None, single)]
     else:
         tok.universe.check_fingerprint(corpus.fingerprint, what=args.path)
-        if args.record is not None and args.record >= len(corpus):
-            raise UsageError(f"argument --record: {args.path} has {len(corpus)} records "
-                             f"(0..{len(corpus) - 1}), not record {args.record}")
+        n = len(corpus)
+        if args.record is not None and args.record >= n:
+            have = f"{n} records (0..{n - 1})" if n else "no records"
+            raise UsageError(f"argument --record: {args.path} has {have}, not record "
+                             f"{args.record}")
         records = [args.record] if args.record is not None else range(len(corpus))
         rows = ((i, corpus[i]) for i in records)
     u = tok.universe
