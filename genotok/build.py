@@ -936,8 +936,14 @@ def build_cli(argv: list[str] | None = None) -> int:
 
     Examples
     --------
-    >>> build_cli(["merge", "-o", "union.bed", "a.bed", "b.bed"])  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> sizes = os.path.join(d, "g.sizes")
+    >>> _ = Path(sizes).write_text("chr1\\t25\\n")
+    >>> build_cli(["tile", "-q", "--chrom-sizes", sizes, "--size", "10", "-o", os.path.join(d, "t.bed")])
     0
+    >>> Path(d, "t.bed").read_text().splitlines()[-1]
+    'chr1\\t20\\t25'
     """
     from .cli import main
 
