@@ -807,11 +807,12 @@ def _concat(parts: list[Ragged]) -> Ragged:
 
 
 def _to_corpus(path, tokenizer, stream, obs_read, obs_columns, values: bool, extra: dict,
-               source_path: str | None):
+               source_path: str | None, overwrite: bool = False):
     from .corpus import Corpus, CorpusWriter
 
     with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
-                                    metadata_columns=list(obs_columns), extra=extra) as w:
+                                    metadata_columns=list(obs_columns), extra=extra,
+                                    overwrite=overwrite) as w:
         if source_path is not None:
             w.add_source(os.path.basename(source_path), size=os.path.getsize(source_path))
         for row0, rows in stream:
@@ -838,7 +839,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      region_columns: Sequence[str] | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
                      n_threads: int | None = None, output="ragged",
-                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64):
+                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
+                     overwrite: bool = False):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -888,6 +890,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
         (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
         writing it (the vocabulary must fit). A corpus always gets the width it stores.
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
 
     Raises
     ------
@@ -933,7 +937,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
-        return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path)
+        return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
+                          overwrite)
     rows = _concat([r for _, r in stream])
     return _shape_output(rows, tokenizer, kind, values)
 
@@ -1111,7 +1116,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                        values: bool = True, order: str = "genomic", seed: int = 0,
                        max_tokens: int | None = None, truncate: str = "top",
                        unknown: str | None = None, block_bytes: int = 32 << 20,
-                       n_threads: int | None = None, output="ragged", progress: bool = False):
+                       n_threads: int | None = None, output="ragged", progress: bool = False,
+                       overwrite: bool = False):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
     The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
@@ -1137,6 +1143,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         AnnData of counts (cells × universe regions, var_names the token strings, ``obs``
         columns ``n_fragments`` and ``unknown_count``; the per-cell options do not apply);
         a corpus path → the opened corpus (barcodes as record names).
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
 
     Raises
     ------
@@ -1194,7 +1202,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                                "truncate": truncate,
                                "unknown": tokenizer.settings.unknown if unknown is None
                                else unknown}}
-        return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path))
+        return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path),
+                          overwrite)
     rows = _concat([r for _, r in stream])
     return names, _shape_output(rows, tokenizer, kind, values)
 
