@@ -475,7 +475,9 @@ class Tokenizer:
             if return_tensors is None:
                 out = {k: v.tolist() for k, v in out.items()}
             elif return_tensors == "pt":
-                import torch
+                from ._optional import require
+
+                torch = require("torch", "return_tensors='pt'")
 
                 out = {k: torch.from_numpy(v) for k, v in out.items()}
         if single:
