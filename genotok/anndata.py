@@ -759,7 +759,9 @@ def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
         mask = np.arange(width)[None, :] < lens[:, None]
         v[mask] = rows.values
         if output == "pt":
-            import torch
+            from ._optional import require
+
+            torch = require("torch", "output='pt'")
 
             v = torch.from_numpy(v)
         out["values"] = v
