@@ -12,7 +12,6 @@ import numpy as np
 from ._optional import require
 from .ragged import Ragged
 
-
 LABEL_SIZE = 10
 TICK_SIZE = 8
 COLOR = "#4472c4"
