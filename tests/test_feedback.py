@@ -117,6 +117,17 @@ def test_every_optional_extra_has_an_install_hint(monkeypatch, module, extra):
     assert isinstance(e.value, genotok.GenotokError) and isinstance(e.value, ImportError)
 
 
+def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", quiet=True)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[parquet\]'"):
+        genotok.export_parquet(genotok.Corpus.open(run.out), tmp_path / "t.parquet")
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
+        pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", quiet=True,
+                    client=object())
+
+
 def test_return_tensors_pt_without_torch(monkeypatch, tok):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[torch\]'"):
