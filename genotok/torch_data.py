@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import multiprocessing
 import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -499,7 +500,13 @@ class ResumableLoader:
         if self._loader is None:
             self._make()
         self._wire.state[0], self._wire.state[1] = ds.epoch, self.delivered
-        for batch in self._loader:
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns on fork() beside other threads (numba's, torch's); the workers
+            # touch neither pool (see worker_init), which is what makes this fork safe
+            warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\) may lead to "
+                                    "deadlocks", DeprecationWarning)
+            batches = iter(self._loader)
+        for batch in batches:
             self.delivered += 1
             yield _from_wire(batch, self._pin)
         self.delivered = 0
