@@ -179,6 +179,15 @@ def test_runner_reports_page_block_and_line(tmp_path):
         run_page(md, tmp_path, {})
 
 
+def test_installation_is_stated_truthfully():
+    # genotok is not on a package index: `pip install genotok` fails; `pip install .` (or -e .,
+    # or the extras '.[torch]') from a checkout works
+    index = re.compile(r"pip install +(?:-U +)?genotok(?![\w\[/.-])")
+    found = [f"{p.relative_to(ROOT)}:{k}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+             for k, line in enumerate(p.read_text().splitlines(), 1) if index.search(line)]
+    assert not found, f"'pip install genotok' (from an index) at {found}"
+
+
 # --------------------------------------------------------------------------- as plain scripts
 def script_for(path: Path) -> tuple[str, list[tuple[int, Block]]]:
     """One plain script of a page's blocks; ``(first script line, block)`` for each."""
