@@ -144,13 +144,17 @@ def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
 
 
 def test_compile_notice_once_when_the_cache_is_cold(tmp_path):
-    code = ("import genotok\n"
-            "tok = genotok.Tokenizer(['chr1:0-100', 'chr1:100-200'])\n"
-            "tok.encode(['chr1:50-150']); tok.encode(['chr1:5-15'])\n"
-            "print('ok')")
+    # two compilations (one kernel, two signatures) in a process with an empty cache: one line
+    code = ("import numpy as np\n"
+            "from genotok import corpus\n"
+            "for dt in (np.int64, np.uint16):\n"
+            "    out = np.zeros(2, dt)\n"
+            "    corpus._gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
+            "                   np.array([0, 1, 2]), out)\n"
+            "print(out.tolist())")
     cold = _run(code, tmp_path / "cache")
-    assert cold.returncode == 0, cold.stderr[-2000:]
+    assert cold.returncode == 0 and cold.stdout.strip() == "[1, 0]", cold.stderr[-2000:]
     notice = "genotok: compiling kernels (first use only)…"
     assert cold.stderr.count(notice) == 1, cold.stderr[-2000:]
-    warm = _run(code, tmp_path / "cache")  # the cache now holds the kernels: silent
+    warm = _run(code, tmp_path / "cache")  # the cache now holds both: silent
     assert warm.returncode == 0 and notice not in warm.stderr, warm.stderr[-2000:]
