@@ -252,6 +252,18 @@ def test_site_builds_strict_and_renders_cleanly(tmp_path):
         page = (site / "api" / module / "index.html").read_text()
         assert f'id="genotok.{module}"' in page, module
     assert 'class="highlight"' in (site / "index.html").read_text()
+    # each parameter with its own type and default ("min_fraction, fraction_of" gave fraction_of
+    # min_fraction's float and 0.0)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (site / "api" / "tokenizer" / "index.html")
+                                      .read_text()))
+    assert re.search(r"fraction_of str .{0,200}?\"query\"", text), "fraction_of documented as a str"
+    assert not re.search(r"fraction_of float", text)
+
+
+def test_license_file_matches_the_declared_license():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License") and "genotok developers" in text
+    assert 'license = "BSD-3-Clause"' in (ROOT / "pyproject.toml").read_text()
 
 
 def main(argv: list[str]) -> int:
