@@ -184,8 +184,8 @@ class CorpusIterableDataset(IterableDataset):
     ``K`` produces batches ``w, w + K, …``. DataLoader hands batches over in worker order, so the
     main process receives batch 0, 1, 2, … exactly as with no workers. Use with
     :class:`ResumableLoader`, or ``DataLoader(ds, batch_size=None,
-    multiprocessing_context=safe_context(k), worker_init_fn=worker_init)``; with workers, only
-    the former survives a loop that stops mid-epoch and keeps its workers across epochs.
+    multiprocessing_context=safe_context(k))``; with workers, only the former survives a loop
+    that stops mid-epoch and keeps its workers across epochs.
 
     Examples
     --------
@@ -235,6 +235,8 @@ class CorpusIterableDataset(IterableDataset):
         """This worker's batches as NumPy arrays (see :func:`_arrays`)."""
         info = get_worker_info()
         wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
+        if info is not None:  # in a DataLoader worker, forked or not: no numba thread pool
+            worker_init(wid)
         recs = self.records()
         for b in range(self.start_batch + wid, self.n_batches(), nw):
             idx = recs[b * self.batch_size:(b + 1) * self.batch_size]
@@ -338,12 +340,11 @@ def safe_context(num_workers: int, collate=None) -> str | None:
 
     ``"fork"`` on Linux: workers start in milliseconds and a plain script needs no ``if
     __name__ == "__main__":`` guard. Forked workers must not run a numba *parallel* kernel
-    once numba's OpenMP pool runs in the parent (GNU OpenMP terminates them);
-    :class:`ResumableLoader` makes its workers gather serially (:func:`worker_init`), and
-    genotok's collators use no parallel kernel. ``"spawn"`` elsewhere, and for a custom
-    ``collate`` once numba's OpenMP threads have started. ``None`` without workers.
-
-    With a plain ``DataLoader`` and ``"fork"``, pass ``worker_init_fn=worker_init``.
+    once numba's OpenMP pool runs in the parent (GNU OpenMP terminates them):
+    :class:`CorpusIterableDataset` makes every worker gather serially (:func:`worker_init`), so
+    a plain ``DataLoader`` with this context is safe, and genotok's collators use no parallel
+    kernel. ``"spawn"`` elsewhere, and for a custom ``collate`` once numba's OpenMP threads have
+    started. ``None`` without workers.
 
     Examples
     --------
@@ -356,7 +357,10 @@ def safe_context(num_workers: int, collate=None) -> str | None:
 
 
 def worker_init(worker_id: int) -> None:
-    """DataLoader ``worker_init_fn`` for forked workers: corpus gathers stay serial.
+    """Make corpus gathers in this DataLoader worker serial (no numba thread pool).
+
+    :class:`CorpusIterableDataset` calls it in every worker; usable as a ``worker_init_fn``
+    for other datasets over a corpus.
 
     A forked worker cannot use numba's OpenMP pool of its parent; with several workers each
     worker is a unit of parallelism anyway (as torch sets one intra-op thread in its workers).
@@ -485,9 +489,6 @@ class ResumableLoader:
                                   or "multiprocessing_context='spawn' was asked for")
             elif method == "fork":
                 _warm(self.dataset)
-                user_init = kw.get("worker_init_fn")
-                kw["worker_init_fn"] = (worker_init if user_init is None
-                                        else _Chain(worker_init, user_init))
             kw.setdefault("persistent_workers", True)
         self._pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
         self._wire = _NumpyWire(self.dataset)
@@ -540,14 +541,3 @@ def _warm(dataset: CorpusIterableDataset) -> None:
         next(iter(dataset._batches()), None)
     finally:
         dataset.start_batch = saved
-
-
-class _Chain:
-    """Two ``worker_init_fn`` in a row (a picklable class, for spawned workers too)."""
-
-    def __init__(self, first, second):
-        self.first, self.second = first, second
-
-    def __call__(self, worker_id: int) -> None:
-        self.first(worker_id)
-        self.second(worker_id)

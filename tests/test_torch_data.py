@@ -232,6 +232,11 @@ started = _numba_openmp_started() or numba.threading_layer() != "omp"
 ds = CorpusIterableDataset(c, Collator(pad_token_id=4991), batch_size=12, shuffle=False)
 got = [b["input_ids"].shape for b in ResumableLoader(ds, num_workers=2)]
 assert got == [(12, n), (12, n)], got
+import torch
+from genotok.torch_data import safe_context
+plain = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                    multiprocessing_context=safe_context(2))
+assert [b["input_ids"].shape for b in plain] == got
 print("ok", started)
 """
     run = _run_script(tmp_path, code)
