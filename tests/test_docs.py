@@ -5,7 +5,9 @@ Each page's blocks run in order in one shared namespace, in a fresh working dire
 the example files under the names the docs use: ``universe.bed``, ``peaks/``, ``pbmc.h5ad``,
 ``fragments.tsv.gz`` and ``corpus/`` (the peaks pre-tokenized). A block that is not meant to run
 (an excerpt of a larger program, pseudo-code) should not be tagged ``python``: use ``text``, or
-put ``<!-- docs-test: skip -->`` on the line before its fence.
+put ``<!-- docs-test: skip -->`` on the line before its fence. A block that shows an error has
+``<!-- docs-test: raises GtokFormatError -->`` (any exception class name, or a base class's)
+before its fence, and fails if it does not raise it.
 
 Run as a script, this file copies every page's blocks into one plain script per page and runs
 each in a subprocess (no ``if __name__ == "__main__":`` guard, as a user would paste them)::
@@ -32,6 +34,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_MARK = "<!-- docs-test: skip -->"
+RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
 OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash"}
 
 MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer", "genotok.gtok",
@@ -63,6 +66,7 @@ class Block:
     number: int    # 1-based, among the page's python blocks
     line: int      # line of the opening fence
     code: str
+    raises: str | None = None  # the exception class (or base class) name it must raise
 
     @property
     def where(self) -> str:
@@ -91,7 +95,9 @@ def blocks(path: Path) -> list[Block]:
         body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1:j]]
         prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
         if lang in ("python", "py", "python3") and prev != SKIP_MARK:
-            out.append(Block(page, len(out) + 1, i + 1, "\n".join(body) + "\n"))
+            raises = RAISES_MARK.fullmatch(prev)
+            out.append(Block(page, len(out) + 1, i + 1, "\n".join(body) + "\n",
+                             raises[1] if raises else None))
         i = j + 1
     return out
 
@@ -128,12 +134,15 @@ def run_page(path: Path, workdir: Path, namespace: dict | None = None) -> None:
         for b in blocks(path):
             try:
                 exec(compile(b.code, f"<{b.where}>", "exec"), ns)
-            except ModuleNotFoundError as exc:
-                if (exc.name or "").split(".")[0] in OPTIONAL:
+            except Exception as exc:  # noqa: BLE001 - every failure is reported with its block
+                if b.raises and b.raises in {c.__name__ for c in type(exc).__mro__}:
+                    continue  # the error the page shows
+                if isinstance(exc, ModuleNotFoundError) and \
+                        (exc.name or "").split(".")[0] in OPTIONAL:
                     pytest.skip(f"{b.where} needs {exc.name}, which is not installed")
                 raise AssertionError(_failure(b, exc)) from exc
-            except Exception as exc:  # noqa: BLE001 - every failure is reported with its block
-                raise AssertionError(_failure(b, exc)) from exc
+            if b.raises:
+                raise AssertionError(f"{b.where}: should raise {b.raises}, raised nothing")
     finally:
         os.chdir(old)
 
@@ -177,6 +186,19 @@ def test_runner_reports_page_block_and_line(tmp_path):
     md.write_text("```python\nnot python either\n```\n")
     with pytest.raises(AssertionError, match=r"page.md block 1 \(line 1\), its line 1: SyntaxError"):
         run_page(md, tmp_path, {})
+    shows = ("<!-- docs-test: raises LookupError -->\n```python\n{}[1]\n```\n\n"
+             "```python\nok = 1\n```\n")
+    md.write_text(shows)  # KeyError is a LookupError: expected, and the page goes on
+    ns = {}
+    run_page(md, tmp_path, ns)
+    assert ns["ok"] == 1 and run_page_as_script(md, tmp_path) is None
+    md.write_text(shows.replace("{}[1]", "x = 2"))
+    with pytest.raises(AssertionError, match=r"block 1 \(line 2\): should raise LookupError"):
+        run_page(md, tmp_path, {})
+    assert "should raise LookupError" in run_page_as_script(md, tmp_path)
+    md.write_text("```python\na = 1\n```\n\n```python\nb = a\nc = undefined_name\n```\n")
+    problem = run_page_as_script(md, tmp_path)
+    assert "page.md block 2 (line 5), its line 2: NameError" in problem.splitlines()[0], problem
 
 
 def test_installation_is_stated_truthfully():
@@ -194,9 +216,16 @@ def script_for(path: Path) -> tuple[str, list[tuple[int, Block]]]:
     parts, starts, n = [], [], 1
     for b in blocks(path):
         header = f"# ---- {b.where}\n"
-        starts.append((n + 1, b))
-        parts.append(header + b.code)
-        n += header.count("\n") + b.code.count("\n")
+        code = b.code
+        if b.raises:  # indented under a try that checks the exception; one line before the code
+            header += "try:\n"
+            code = "".join("    " + ln if ln.strip() else ln for ln in code.splitlines(True))
+            code += (f"except Exception as _exc:\n"
+                     f"    assert {b.raises!r} in {{c.__name__ for c in type(_exc).__mro__}}, _exc\n"
+                     f"else:\n    raise AssertionError({b.where + ': should raise ' + b.raises!r})\n")
+        starts.append((n + header.count("\n"), b))
+        parts.append(header + code)
+        n += header.count("\n") + code.count("\n")
     return "".join(parts), starts
 
 
