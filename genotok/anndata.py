@@ -759,7 +759,9 @@ def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
         mask = np.arange(width)[None, :] < lens[:, None]
         v[mask] = rows.values
         if output == "pt":
-            import torch
+            from ._optional import require
+
+            torch = require("torch", "output='pt'")
 
             v = torch.from_numpy(v)
         out["values"] = v
@@ -767,11 +769,9 @@ def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
 
 
 def _progress(total: int, enabled: bool, desc: str):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+    from ._progress import progress  # tqdm when installed, else a plain stderr line
 
-    return tqdm(total=total, unit="cell", desc=desc)
+    return progress(total, desc, "cell", enabled=enabled)
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
@@ -885,7 +885,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     obs_columns
         ``obs`` columns kept as per-record metadata (corpus output).
     progress
-        Show a tqdm progress bar over cells.
+        Show a progress bar over cells (tqdm when installed, else a line on stderr).
     dtype
         Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
         (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent

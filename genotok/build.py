@@ -362,25 +362,10 @@ def _load(item, hash_inputs: bool) -> tuple[RegionSet, dict]:
     return rs, _describe(rs, hash_inputs)
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_postfix_str(self, s: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _bar(enabled: bool, total: int | None, desc: str):
-    if not enabled:
-        return _NoBar()
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, desc=desc, unit="file", leave=False)
+    from ._progress import progress  # tqdm when installed, else a plain stderr line
+
+    return progress(total, desc, "file", enabled=enabled)
 
 
 def _loads(items: Iterable, hash_inputs: bool, n_readers: int) -> Iterator[tuple[RegionSet, dict]]:
@@ -589,7 +574,7 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False, quiet: bool = Fal
     min_gap
         Largest gap (bp) between regions that are still merged.
     progress
-        Show a progress bar over the inputs (``tqdm.auto`` when installed).
+        Show a progress bar over the inputs (tqdm when installed, else a line on stderr).
     quiet
         No progress bar and no warnings.
     hash_inputs

@@ -137,9 +137,11 @@ class Tokenizer:
         the largest overlap per query; ties go to the lowest id).
     min_overlap
         Minimum overlap in bp for a hit (0: any half-open overlap counts).
-    min_fraction, fraction_of
-        Minimum overlap as a fraction of the query (``fraction_of="query"``, like bedtools and
-        geniml's ``-f``) or of the universe region (``"region"``).
+    min_fraction
+        Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
+        ``fraction_of`` says.
+    fraction_of
+        ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
     unknown
         ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
         ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
@@ -475,7 +477,9 @@ class Tokenizer:
             if return_tensors is None:
                 out = {k: v.tolist() for k, v in out.items()}
             elif return_tensors == "pt":
-                import torch
+                from ._optional import require
+
+                torch = require("torch", "return_tensors='pt'")
 
                 out = {k: torch.from_numpy(v) for k, v in out.items()}
         if single:
