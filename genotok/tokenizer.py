@@ -6,6 +6,7 @@ The Tokenizer validates and shapes; the overlap work is done by the numba kernel
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -15,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from . import _config, _kernels
-from .errors import UniverseError, UniverseMismatchError
+from . import pretrained as _pretrained
+from .errors import RegionParseError, UniverseError, UniverseMismatchError
 from .ragged import Ragged
-from .regions import RegionSet, as_regions
+from .regions import RegionSet, as_regions, parse_region_strings
 from .universe import SPECIAL_NAMES, Universe
 
 if sys.version_info >= (3, 11):
@@ -29,6 +31,8 @@ OVERLAP_MODES = ("all", "best")
 UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
 ORDERS = ("gtars", "input", "genomic", "unique")
 FRACTION_OF = ("query", "region")
+#: gtars' overlap backends (``tokenizer_type``); genotok has one engine and accepts both names
+TOKENIZER_TYPES = ("bits", "ailist")
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,8 @@ def _is_single_set(obj) -> bool:
     first = obj[0]
     if isinstance(first, tuple) and len(first) >= 3 and isinstance(first[0], (str, bytes)):
         return True  # a list of (chrom, start, end) tuples
+    if hasattr(first, "chr") and hasattr(first, "start") and hasattr(first, "end"):
+        return True  # a list of gtars Region objects
     if isinstance(first, str):
         # a list of file paths is a batch; a list of "chr:start-end" strings is one set
         return not all(isinstance(x, str) and os.path.isfile(x) for x in obj)
@@ -125,13 +131,111 @@ def _delegate(name: str) -> property:
                     doc=f"Same as ``universe.{name}`` (gtars names).")
 
 
+def _is_region_string(s: str) -> bool:
+    try:
+        parse_region_strings([s])
+    except RegionParseError:
+        return False
+    return True
+
+
+def _load(source, special_tokens, strict: bool):
+    """``(Universe, saved settings, vocab check or None)`` from any tokenizer source."""
+    if isinstance(source, Universe):
+        if special_tokens is not None:
+            raise ValueError("special_tokens can only be given with a universe source, "
+                             "not with a ready Universe")
+        return source, {}, None
+    if not isinstance(source, (str, os.PathLike)):
+        return Universe(source, special_tokens), {}, None  # regions in memory
+    path = os.fspath(source)
+    text = isinstance(source, str)
+    if os.path.isdir(path):
+        return _load_pretrained(Path(path), path, special_tokens, strict)
+    if os.path.isfile(path):
+        if text and _is_region_string(path):
+            raise UniverseError(
+                f"{path!r} is both a file and a region string: say which, with "
+                f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
+        if path.lower().endswith(".toml"):
+            return (*_read_config(path, special_tokens, strict), None)
+        return Universe.from_bed(path, special_tokens, strict=strict), {}, None
+    if text and _is_region_string(path):
+        return Universe([path], special_tokens), {}, None
+    if text and _pretrained.looks_like_hub_id(path):
+        directory = _pretrained.snapshot(path)
+        return _load_pretrained(directory, path, special_tokens, strict)
+    raise UniverseError(
+        f"{path}: no such file or directory, not a region string (chr1:100-200) and not a "
+        "Hugging Face Hub id (org/name); for a Hub repo whose name looks like a file, use "
+        f"Tokenizer.from_pretrained({path!r})")
+
+
+def _load_pretrained(directory: Path, name: str, special_tokens, strict: bool):
+    tok_file, expected, config = _pretrained.find(directory, name)
+    if tok_file.suffix == ".toml":
+        universe, saved = _read_config(tok_file, special_tokens, strict)
+    else:
+        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
+    return universe, saved, (expected, config)
+
+
+def _read_config(path, special_tokens, strict: bool):
+    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's)."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            cfg = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UniverseError(f"{path}: no such tokenizer configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UniverseError(f"{path}: not valid TOML: {exc}") from None
+    if "universe" not in cfg:
+        raise UniverseError(f"{path}: the configuration names no universe "
+                            "(expected a line like universe = \"universe.bed\")")
+    upath = Path(cfg["universe"])
+    if not upath.is_absolute():
+        upath = path.parent / upath
+    special = cfg.get("special_tokens")
+    if isinstance(special, list):
+        try:
+            special = {d["name"]: d["token"] for d in special}
+        except (KeyError, TypeError):
+            raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
+                                "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
+    if special_tokens is not None:
+        special = {**(special or {}), **special_tokens}
+    ttype = cfg.get("tokenizer_type", "bits")
+    if ttype not in TOKENIZER_TYPES:
+        raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
+                            f"(as in gtars), got {ttype!r}")
+    ours = dict(cfg.get("genotok", {}))
+    fingerprint = ours.pop("fingerprint", None)
+    unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
+    if unknown:
+        raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
+                            f"are {list(TokenizerSettings.__dataclass_fields__)}")
+    universe = Universe.from_bed(upath, special, strict=strict)
+    if fingerprint is not None and fingerprint != universe.fingerprint:
+        raise UniverseMismatchError(
+            f"{path}: universe {upath} has changed since this configuration was saved "
+            f"(fingerprint {universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+    return universe, {**ours, "tokenizer_type": ttype}
+
+
+
 class Tokenizer:
     """Turn genomic regions into universe token ids.
 
     Parameters
     ----------
-    universe
-        A :class:`Universe`, or anything it is built from (BED path, regions).
+    source
+        What the vocabulary comes from, recognised by itself (as gtars' ``Tokenizer(path)``):
+        a BED / BED.gz file (token id = line position); a ``.toml`` configuration (gtars' or
+        genotok's, see :meth:`from_config`); a model directory or a Hugging Face Hub id
+        ``org/name`` (see :meth:`from_pretrained`); a :class:`Universe`; or regions in memory
+        (strings ``chr:start-end``, tuples, arrays, a data frame, gtars ``Region`` objects).
+        A string that could be read two ways is refused with the explicit call to use.
     overlap
         ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
         the largest overlap per query; ties go to the lowest id).
@@ -150,6 +254,18 @@ class Tokenizer:
         ``"unique"`` (de-duplicated, genomic).
     n_threads
         Default numba thread count for this tokenizer's calls (``None``: numba's setting).
+    special_tokens
+        ``{"unk": "<UNKNOWN>", ...}``: rename special tokens (partial overrides allowed).
+    tokenizer_type
+        gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
+        refused. genotok has one engine: both give gtars' default (``"bits"``) hit order.
+    strict
+        Refuse universe lines whose end is before their start (gtars accepts them; by default
+        they keep their ids as inert tokens, see :class:`Universe`).
+
+    Settings not given keep the values saved in a configuration, else the defaults above.
+    ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
+    ``__init__`` calling ``super().__init__()``) or in the usual Python way.
 
     Examples
     --------
@@ -162,67 +278,114 @@ class Tokenizer:
     True
     """
 
-    def __init__(self, universe, *, overlap: str = "all", min_overlap: int = 0,
-                 min_fraction: float = 0.0, fraction_of: str = "query", unknown: str = "set",
-                 order: str = "gtars", n_threads: int | None = None,
-                 special_tokens: dict | None = None):
-        if isinstance(universe, Universe):
-            if special_tokens is not None:
-                raise ValueError("special_tokens can only be given with a universe source, "
-                                 "not with a ready Universe")
-            self.universe = universe
-        else:
-            self.universe = Universe(universe, special_tokens)
-        self.settings = TokenizerSettings(overlap, min_overlap, min_fraction, fraction_of,
-                                          unknown, order)
+    def __new__(cls, *args, **kwargs):
+        # gtars' Tokenizer is built in __new__; its users subclass it with
+        # ``__new__(cls, *args, **kwargs)`` returning ``super().__new__(cls, *args, **kwargs)``
+        # and an ``__init__`` that calls ``super().__init__()`` without arguments. Keep the
+        # arguments for that call (pickle calls __new__ with none).
+        self = super().__new__(cls)
+        self._new_args = (args, kwargs)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        stored = self.__dict__.pop("_new_args", None)
+        if not args and not kwargs:
+            if stored is not None and (stored[0] or stored[1]):
+                args, kwargs = stored  # the gtars subclassing pattern
+            elif "universe" in self.__dict__:
+                return
+            else:
+                raise TypeError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
+                                "configuration, a model directory or Hub id, or regions")
+        self._setup(*args, **kwargs)
+
+    def _setup(self, source, *, overlap: str | None = None, min_overlap: int | None = None,
+               min_fraction: float | None = None, fraction_of: str | None = None,
+               unknown: str | None = None, order: str | None = None,
+               n_threads: int | None = None, special_tokens: dict | None = None,
+               tokenizer_type: str | None = None, strict: bool = False):
+        universe, saved, check = _load(source, special_tokens, strict)
+        given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
+                 "fraction_of": fraction_of, "unknown": unknown, "order": order,
+                 "tokenizer_type": tokenizer_type}
+        settings = {**saved, **{k: v for k, v in given.items() if v is not None}}
+        ttype = settings.pop("tokenizer_type", "bits")
+        if ttype not in TOKENIZER_TYPES:
+            raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
+                                f"gtars), got {ttype!r}")
+        self.universe = universe
+        self.settings = TokenizerSettings(**settings)
+        self.tokenizer_type = ttype
         self.n_threads = n_threads
+        if check is not None:
+            _pretrained.check_vocab_size(self.vocab_size, *check)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
-        """A tokenizer over the universe in a BED/BED.gz file (token id = line position)."""
+        """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
+
+        ``special_tokens`` and ``strict`` (refuse lines with end before start, which gtars
+        accepts) go to :meth:`Universe.from_bed`; other keywords are the settings.
+        """
         special = kwargs.pop("special_tokens", None)
-        return cls(Universe.from_bed(path, special), **kwargs)
+        strict = kwargs.pop("strict", False)
+        return cls(Universe.from_bed(path, special, strict=strict), **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
         """Load a tokenizer configuration: genotok's own TOML or gtars' ``tokenizer.toml``.
 
-        Both have ``universe = "path"`` (relative to the config file) and optional
-        ``special_tokens`` (gtars: a list of ``{name, token}`` tables; genotok: the same, or a
-        table ``{unk = "<unk>", ...}``). genotok settings live in a ``[genotok]`` table; when it
-        records a ``fingerprint``, a universe file that changed since is refused.
+        Both have ``universe = "path"`` (relative to the config file), optional
+        ``special_tokens`` (gtars: a list of ``{name, token}`` tables, partial overrides
+        allowed; genotok: the same, or a table ``{unk = "<unk>", ...}``) and
+        ``tokenizer_type`` (``"bits"`` or ``"ailist"``; anything else is refused, as gtars
+        does). genotok settings live in a ``[genotok]`` table; when it records a
+        ``fingerprint``, a universe file that changed since is refused. Keyword arguments
+        override the file's settings.
         """
-        path = Path(path)
-        try:
-            with open(path, "rb") as fh:
-                cfg = tomllib.load(fh)
-        except FileNotFoundError:
-            raise UniverseError(f"{path}: no such tokenizer configuration file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UniverseError(f"{path}: not valid TOML: {exc}") from None
-        if "universe" not in cfg:
-            raise UniverseError(f"{path}: the configuration names no universe "
-                                "(expected a line like universe = \"universe.bed\")")
-        upath = Path(cfg["universe"])
-        if not upath.is_absolute():
-            upath = path.parent / upath
-        special = cfg.get("special_tokens")
-        if isinstance(special, list):
-            try:
-                special = {d["name"]: d["token"] for d in special}
-            except (KeyError, TypeError):
-                raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
-                                    "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
-        ours = dict(cfg.get("genotok", {}))
-        fingerprint = ours.pop("fingerprint", None)
-        ours.update(overrides)
-        tok = cls(Universe.from_bed(upath, special), **ours)
-        if fingerprint is not None and fingerprint != tok.universe.fingerprint:
-            raise UniverseMismatchError(
-                f"{path}: universe {upath} has changed since this configuration was saved "
-                f"(fingerprint {tok.universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+        special = overrides.pop("special_tokens", None)
+        strict = overrides.pop("strict", False)
+        universe, saved = _read_config(path, special, strict)
+        return cls(universe, **{**saved, **overrides})
+
+    @classmethod
+    def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
+                        cache_dir: str | os.PathLike | None = None,
+                        local_files_only: bool = False, **overrides) -> "Tokenizer":
+        """The tokenizer of a model: a local directory or a Hugging Face Hub model repo.
+
+        Looks for ``tokenizer.toml`` (and the universe it names), then ``universe.bed.gz``,
+        then ``universe.bed``. When the repo's ``config.json`` / ``config.yaml`` gives a
+        ``vocab_size``, the tokenizer's must be equal. Hub repos need ``huggingface_hub``
+        (``pip install 'genotok[hub]'``) and follow its cache and offline conventions
+        (``HF_HUB_OFFLINE=1``, ``local_files_only=True``). See :mod:`genotok.pretrained`.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> d = Tokenizer(["chr1:0-100", "chr2:5-50"]).save_pretrained(tempfile.mkdtemp())
+        >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
+        [1]
+        """
+        directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
+                                         local_files_only=local_files_only)
+        special = overrides.pop("special_tokens", None)
+        strict = overrides.pop("strict", False)
+        universe, saved, check = _load_pretrained(directory, os.fspath(name_or_dir), special,
+                                                  strict)
+        tok = cls(universe, **{**saved, **overrides})
+        _pretrained.check_vocab_size(tok.vocab_size, *check)
         return tok
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (created).
+
+        gtars reads it back (``Tokenizer.from_pretrained(directory)``, ``from_config``) with
+        the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
+        directory.
+        """
+        return _pretrained.save(self, directory)
 
     def save_config(self, path: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration gtars can read too (genotok settings in ``[genotok]``).
@@ -248,7 +411,8 @@ class Tokenizer:
         def q(s) -> str:
             return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-        lines = [f"universe = {q(ref)}", "special_tokens = ["]
+        lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(self.tokenizer_type)}",
+                 "special_tokens = ["]
         lines += [f"  {{ name = {q(k)}, token = {q(self.universe.special_tokens[k])} }},"
                   for k in SPECIAL_NAMES]
         lines += ["]", "", "[genotok]"]
@@ -292,9 +456,85 @@ class Tokenizer:
     def convert_tokens_to_ids(self, tokens):
         return self.universe.convert_tokens_to_ids(tokens)
 
-    def decode(self, ids):
-        """Token strings of ids (gtars ``decode``): one id → one string, many → a list."""
+    def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
+        """Token strings of ids, always a list (gtars ``decode``; one id gives a list of one).
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100"])
+        >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
+        (['chr1:0-100'], ['chr1:0-100'])
+        """
+        ids = np.atleast_1d(np.asarray(ids))
+        if skip_special_tokens:
+            ids = ids[np.asarray(ids) < self.universe.n_regions]
         return self.universe.convert_ids_to_tokens(ids)
+
+    def batch_decode(self, sequences, *, skip_special_tokens: bool = False) -> list[list[str]]:
+        """:meth:`decode` of each sequence: lists of ids, a 2-D array or tensor, a ``Ragged``.
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100", "chr2:0-5"])
+        >>> tok.batch_decode([[0, 1], [1, 3]], skip_special_tokens=True)
+        [['chr1:0-100', 'chr2:0-5'], ['chr2:0-5']]
+        """
+        if hasattr(sequences, "detach"):  # a torch tensor
+            sequences = sequences.detach().cpu().numpy()
+        return [self.decode(np.asarray(seq), skip_special_tokens=skip_special_tokens)
+                for seq in sequences]
+
+    @property
+    def all_special_tokens(self) -> list[str]:
+        """The seven special token strings, in id order (``<unk> <pad> <mask> ...``)."""
+        return [self.universe.special_tokens[k] for k in SPECIAL_NAMES]
+
+    @property
+    def all_special_ids(self) -> list[int]:
+        """The seven special token ids (``n_regions ... n_regions + 6``)."""
+        return [self.universe.n_regions + k for k in range(len(SPECIAL_NAMES))]
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, *,
+                                already_has_special_tokens: bool = True) -> list[int]:
+        """1 for each special token of a sequence, 0 for each region (tokens or ids).
+
+        As gtars' ``get_special_tokens_mask(tokens)``, which marks the special tokens a
+        sequence contains: that is Hugging Face's ``already_has_special_tokens=True``, the
+        default here. With ``already_has_special_tokens=False`` (Hugging Face's default) the
+        mask describes the special tokens *this tokenizer would add*: it adds none, so it is
+        all zeros (over ``token_ids_0`` and ``token_ids_1``).
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr9:3526071-3526165"])
+        >>> tok.get_special_tokens_mask(["<pad>", "chr9:3526071-3526165", "<unk>"])
+        [1, 0, 1]
+        >>> tok.get_special_tokens_mask([2, 0, 1])
+        [1, 0, 1]
+        """
+        if not already_has_special_tokens:
+            n1 = 0 if token_ids_1 is None else len(token_ids_1)
+            return [0] * (len(token_ids_0) + n1)
+        if token_ids_1 is not None:
+            raise ValueError("token_ids_1 cannot be given with already_has_special_tokens=True: "
+                             "a sequence that already has its special tokens is one sequence")
+        if hasattr(token_ids_0, "detach"):
+            token_ids_0 = token_ids_0.detach().cpu().numpy()
+        if isinstance(token_ids_0, str):
+            token_ids_0 = [token_ids_0]
+        items = token_ids_0.tolist() if isinstance(token_ids_0, np.ndarray) else list(token_ids_0)
+        specials = set(self.all_special_tokens)
+        n = self.universe.n_regions
+        out = []
+        for x in items:
+            if isinstance(x, str):
+                out.append(int(x in specials))
+            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                out.append(int(n <= x < self.vocab_size))
+            else:
+                raise TypeError(f"get_special_tokens_mask takes token strings or integer ids, "
+                                f"got {x!r} ({type(x).__name__})")
+        return out
 
     # ------------------------------------------------------------------ tokenization
     def _query_order(self, rs: RegionSet) -> np.ndarray:
@@ -497,3 +737,8 @@ class Tokenizer:
         return (f"Tokenizer({self.universe.n_regions:,} regions, vocab_size={self.vocab_size:,}, "
                 f"overlap={s.overlap!r}, unknown={s.unknown!r}, order={s.order!r}, "
                 f"fingerprint={self.fingerprint[:12]})")
+
+
+# help(Tokenizer) and IDEs show the real parameters (``__init__`` takes *args for subclassing)
+Tokenizer.__init__.__signature__ = inspect.signature(Tokenizer._setup)
+Tokenizer.__new__.__signature__ = inspect.signature(Tokenizer._setup)

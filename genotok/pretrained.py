@@ -1,0 +1,179 @@
+"""Pretrained tokenizers: a model directory or a Hugging Face Hub model repo, read and written.
+
+What a model repo holds, and what is looked for, in this order:
+
+1. ``tokenizer.toml``: a tokenizer configuration (gtars' keys ``universe``,
+   ``special_tokens``, ``tokenizer_type``; genotok's settings in a ``[genotok]`` table), with
+   the universe file it names;
+2. ``universe.bed.gz`` (Atacformer repos; the only file gtars' ``from_pretrained`` reads);
+3. ``universe.bed`` (Region2Vec repos ``databio/r2v-*``, which gtars cannot load).
+
+When the repo has a ``config.yaml`` or ``config.json`` with a ``vocab_size`` (the model's
+embedding table), the tokenizer's vocabulary must have exactly that size.
+
+Hub repos are fetched with ``huggingface_hub`` (``pip install 'genotok[hub]'``), which keeps
+its standard cache (``models--org--name/snapshots/<revision>/...``) and its offline rules:
+``HF_HUB_OFFLINE=1`` or ``local_files_only=True`` read the cache only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from pathlib import Path
+
+from .errors import UniverseError
+
+#: tokenizer files, by preference
+TOKENIZER_FILES = ("tokenizer.toml", "universe.bed.gz", "universe.bed")
+#: model configurations that may give ``vocab_size``
+CONFIG_FILES = ("config.json", "config.yaml", "config.yml")
+#: what is fetched from a Hub repo (never the model weights)
+_HUB_PATTERNS = ["*.toml", "*.bed", "*.bed.gz", "config.json", "config.yaml", "config.yml"]
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FILE_SUFFIXES = (".bed", ".gz", ".toml", ".bgz", ".txt", ".tsv", ".narrowpeak", ".broadpeak")
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """True for ``org/name`` strings that are not file names (a Hub model id).
+
+    Examples
+    --------
+    >>> looks_like_hub_id("databio/atacformer-base-hg38"), looks_like_hub_id("data/u.bed")
+    (True, False)
+    """
+    return bool(_HUB_ID.fullmatch(name)) and not name.lower().endswith(_FILE_SUFFIXES)
+
+
+def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
+             local_files_only: bool = False) -> Path:
+    """A local directory holding the tokenizer files of ``name_or_dir``.
+
+    A directory is returned as it is; anything else is a Hub model id, whose tokenizer files
+    (never the weights) are fetched into (or, offline, found in) the Hub cache.
+    """
+    if os.path.isdir(name_or_dir):
+        return Path(name_or_dir)
+    name = os.fspath(name_or_dir)
+    if not looks_like_hub_id(name):
+        raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
+                            "like 'databio/atacformer-base-hg38' either")
+    try:
+        import huggingface_hub as hub
+    except ImportError:
+        raise ImportError(f"loading {name!r} from the Hugging Face Hub needs huggingface_hub: "
+                          "pip install 'genotok[hub]' (or give a local directory)") from None
+    try:
+        path = hub.snapshot_download(name, revision=revision, cache_dir=cache_dir,
+                                     local_files_only=local_files_only,
+                                     allow_patterns=_HUB_PATTERNS)
+    except hub.errors.LocalEntryNotFoundError as exc:
+        raise UniverseError(
+            f"{name}: not in the Hugging Face cache ({cache_dir or hub.constants.HF_HUB_CACHE}) "
+            "and the Hub cannot be reached (offline: HF_HUB_OFFLINE=1 or local_files_only="
+            f"True?); download it once online, or give a local directory ({exc})") from None
+    except (hub.errors.RepositoryNotFoundError, hub.errors.RevisionNotFoundError) as exc:
+        raise UniverseError(f"{name}: no such model repo or revision on the Hugging Face Hub "
+                            f"({type(exc).__name__}); check the name and revision") from None
+    return Path(path)
+
+
+def _contents(directory: Path, name: str) -> list[str]:
+    """File names in a repo: the Hub's listing when it can be reached, else the local files."""
+    local = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
+    if directory.name and not os.path.isdir(name):
+        try:
+            import huggingface_hub as hub
+
+            if not hub.constants.HF_HUB_OFFLINE:
+                return sorted(hub.HfApi().list_repo_files(name, revision=directory.name))
+        except Exception:  # noqa: BLE001 - a listing is only a hint in an error message
+            pass
+    return local
+
+
+def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
+    """``(tokenizer file, expected vocab_size or None, the config file that gave it)``."""
+    for f in TOKENIZER_FILES:
+        if (directory / f).is_file():
+            tok_file = directory / f
+            break
+    else:
+        have = _contents(directory, name or str(directory))
+        shown = ", ".join(have[:20]) + (f" and {len(have) - 20} more" if len(have) > 20 else "")
+        raise UniverseError(
+            f"{name or directory}: no tokenizer in this model repo (looked for "
+            f"{', '.join(TOKENIZER_FILES)}); it holds: {shown or 'nothing'}")
+    for f in CONFIG_FILES:
+        if (directory / f).is_file():
+            size = _vocab_size(directory / f)
+            if size is not None:
+                return tok_file, size, directory / f
+    return tok_file, None, None
+
+
+def _vocab_size(path: Path) -> int | None:
+    """``vocab_size`` of a model's config.json / config.yaml (top level), or None."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            value = json.loads(text).get("vocab_size")
+        except (json.JSONDecodeError, AttributeError):
+            raise UniverseError(f"{path}: not a JSON object") from None
+    else:
+        try:
+            import yaml
+
+            doc = yaml.safe_load(text)
+            value = doc.get("vocab_size") if isinstance(doc, dict) else None
+        except ImportError:  # PyYAML comes with huggingface_hub; a top-level key suffices
+            m = re.search(r"^vocab_size\s*:\s*(\d+)\s*(#.*)?$", text, re.MULTILINE)
+            value = int(m.group(1)) if m else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UniverseError(f"{path}: vocab_size is {value!r}, not an integer")
+    return value
+
+
+def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None) -> None:
+    """Refuse a tokenizer whose vocabulary is not the size the model was trained with."""
+    if expected is not None and expected != vocab_size:
+        raise UniverseError(
+            f"{config}: the model's vocab_size is {expected:,} but the tokenizer's is "
+            f"{vocab_size:,} ({vocab_size - 7:,} regions + 7 special tokens): the universe "
+            "does not belong to this model")
+
+
+def save(tokenizer, directory) -> Path:
+    """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (see
+    :meth:`genotok.Tokenizer.save_pretrained`)."""
+    from ._io import atomic_write
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    bed = directory / "universe.bed.gz"
+    rs = tokenizer.universe.regions
+    names = rs.chrom_names
+    lines = (f"{names[c]}\t{s}\t{e}\n" for c, s, e in
+             zip(rs.codes.tolist(), rs.starts.tolist(), rs.ends.tolist()))
+    with atomic_write(bed, "wb") as raw:
+        # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+            for chunk in _batched(lines, 65536):
+                gz.write("".join(chunk).encode("utf-8"))
+    tokenizer.save_config(directory / "tokenizer.toml", universe_path=bed)
+    return directory
+
+
+def _batched(it, n):
+    batch = []
+    for x in it:
+        batch.append(x)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
