@@ -1,0 +1,327 @@
+"""gtars' own tokenizer test expectations, ported to genotok.Tokenizer, on gtars' test data.
+
+The expectations come from gtars' ``gtars-python/tests/test_tokenizers.py`` and the Rust tests
+of ``gtars-tokenizers`` (data in ``tests/data/gtars/``, see its README). Where the installed
+gtars can run the same call, the test also checks genotok against it.
+"""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from genotok import Tokenizer, Universe
+from genotok.errors import BedParseError, UniverseError
+
+gtars_tok = pytest.importorskip("gtars.tokenizers")
+gtars_models = pytest.importorskip("gtars.models")
+GTokenizer, Region = gtars_tok.Tokenizer, gtars_models.Region
+
+DATA = Path(__file__).parent / "data" / "gtars"
+CONFIG = DATA / "tokenizer.toml"
+SCORED = DATA / "peaks.scored.bed"  # its last line (id 24) has end < start
+
+
+def scored(cls=Tokenizer):
+    """A tokenizer over peaks.scored.bed (the inert-line warning expected and checked)."""
+    with pytest.warns(UserWarning, match=r"peaks.scored.bed:25: 1 line\(s\) with end before start"):
+        return cls(str(SCORED))
+
+
+# ---------------------------------------------------------------------------------- construction
+def test_from_config():
+    tok = Tokenizer.from_config(CONFIG)
+    assert tok.vocab_size == 32 == GTokenizer.from_config(str(CONFIG)).vocab_size
+
+
+@pytest.mark.parametrize("name", ["peaks.bed", "peaks.bed.gz"])
+def test_from_bed(name):
+    tok = Tokenizer.from_bed(DATA / name)
+    assert tok.vocab_size == 32 == GTokenizer.from_bed(str(DATA / name)).vocab_size
+    assert tok.get_vocab() == GTokenizer.from_bed(str(DATA / name)).get_vocab()
+
+
+@pytest.mark.parametrize("name", ["peaks.bed", "peaks.bed.gz", "tokenizer.toml",
+                                  "tokenizer_ordered.toml", "tokenizer_custom_specials.toml",
+                                  "tokenizer_bits.toml", "tokenizer_ailist.toml"])
+def test_auto_construction(name):
+    path = str(DATA / name)
+    tok, ref = Tokenizer(path), GTokenizer(path)
+    assert tok.vocab_size == 32 == ref.vocab_size
+    assert tok.get_vocab() == ref.get_vocab()
+    assert tok.special_tokens_map == ref.special_tokens_map
+    assert Tokenizer(DATA / name).get_vocab() == ref.get_vocab()  # a Path too
+
+
+def test_bad_tokenizer_type_is_refused_with_the_allowed_values():
+    with pytest.raises(Exception):
+        GTokenizer.from_config(str(DATA / "tokenizer_bad_ttype.toml"))
+    for make in (Tokenizer.from_config, Tokenizer):
+        with pytest.raises(UniverseError, match=r"\['bits', 'ailist'\].*'i-dont-exist'"):
+            make(DATA / "tokenizer_bad_ttype.toml")
+    with pytest.raises(UniverseError, match="tokenizer_type must be one of"):
+        Tokenizer(str(DATA / "peaks.bed"), tokenizer_type="nonsense")
+    assert Tokenizer(str(DATA / "tokenizer_ailist.toml")).tokenizer_type == "ailist"
+    assert Tokenizer(str(DATA / "tokenizer_bits.toml")).tokenizer_type == "bits"
+
+
+def test_custom_special_tokens():
+    path = DATA / "tokenizer_custom_specials.toml"
+    tok, ref = Tokenizer.from_config(path), GTokenizer.from_config(str(path))
+    assert tok.vocab_size == 32
+    assert tok.unk_token == "<UNKNOWN>" == ref.unk_token
+    assert tok.pad_token == "<pad>" == ref.pad_token
+    assert tok.unk_token_id == 25 == ref.unk_token_id
+    assert tok.tokenize([Region("chr1", 50, 150, None)]) == ["<UNKNOWN>"]
+    # a keyword overrides one name and keeps the file's others
+    tok2 = Tokenizer(str(path), special_tokens={"pad": "<PAD>"})
+    assert (tok2.unk_token, tok2.pad_token) == ("<UNKNOWN>", "<PAD>")
+
+
+# ---------------------------------------------------------------------------------- tokenizing
+def test_single_region_not_overlapping():
+    tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
+    regions = [Region("chr1", 50, 150, None)]
+    tokens = tok.tokenize(regions)
+    assert tokens == ["<unk>"] == ref.tokenize(regions)
+    assert tok.convert_tokens_to_ids(tokens[0]) == 25
+
+
+def test_unknown_chromosome():
+    tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
+    regions = [Region("chr999", 50, 150, None)]
+    tokens = tok.tokenize(regions)
+    assert len(tokens) == 1
+    assert tok.convert_tokens_to_ids(tokens[0]) == 25
+    assert tokens == ref.tokenize(regions)
+
+
+def test_two_chromosomes():
+    tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
+    regions = [Region("chr1", 151399441, 151399547, None),
+               Region("chr2", 203871220, 203871381, None)]
+    tokens = tok.tokenize(regions)
+    assert tokens == ["chr1:151399431-151399527", "chr2:203871200-203871375"]
+    assert tok.convert_tokens_to_ids(tokens) == [6, 7]
+    assert tokens == ref.tokenize(regions)
+
+
+def test_two_chromosomes_ailist():
+    path = DATA / "tokenizer_ailist.toml"
+    tok, ref = Tokenizer.from_config(path), GTokenizer.from_config(str(path))
+    regions = [Region("chr1", 151399441, 151399547, None),
+               Region("chr2", 203871220, 203871381, None)]
+    assert tok.tokenize(regions) == ["chr1:151399431-151399527", "chr2:203871200-203871375"]
+    assert tok.tokenize(regions) == ref.tokenize(regions)
+
+
+def test_multi_overlap_order():
+    tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
+    regions = [Region("chr2", 203871346, 203871616, None)]
+    tokens = tok.tokenize(regions)
+    assert tokens == ["chr2:203871200-203871375", "chr2:203871387-203871588"]
+    assert tok.convert_tokens_to_ids(tokens) == [7, 8]
+    assert tokens == ref.tokenize(regions)
+
+
+# ---------------------------------------------------------------------------------- vocabulary
+def test_get_vocab():
+    tok = scored()
+    vocab = tok.get_vocab()
+    assert len(vocab) == 32
+    assert all(isinstance(k, str) and isinstance(v, int) for k, v in vocab.items())
+    assert vocab == GTokenizer(str(SCORED)).get_vocab()
+
+
+def test_special_tokens_map():
+    tok = scored()
+    stm = tok.special_tokens_map
+    assert isinstance(stm, dict)
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in stm.items())
+    assert stm == GTokenizer(str(SCORED)).special_tokens_map
+    assert tok.all_special_tokens == ["<unk>", "<pad>", "<mask>", "<cls>", "<eos>", "<bos>",
+                                      "<sep>"]
+    assert tok.all_special_ids == list(range(25, 32))
+    ref = GTokenizer(str(SCORED))
+    for name in ("unk", "pad", "mask", "cls", "eos", "bos", "sep"):
+        assert getattr(tok, f"{name}_token") == getattr(ref, f"{name}_token")
+        assert getattr(tok, f"{name}_token_id") == getattr(ref, f"{name}_token_id")
+
+
+def test_encode_a_token_string():
+    tok = scored()
+    encoded = tok.encode("chr9:3526071-3526165")
+    assert encoded.tolist() == [11] == GTokenizer(str(SCORED)).encode("chr9:3526071-3526165")
+
+
+def test_decode():
+    tok, ref = scored(), GTokenizer(str(SCORED))
+    assert tok.decode([11]) == ["chr9:3526071-3526165"] == ref.decode([11])
+    assert tok.decode(11) == ref.decode(11)  # one id: a list of one, as gtars
+    assert tok.decode([24]) == ["chr15:49155935-4915618"] == ref.decode([24])  # the inert line
+    assert tok.batch_decode([[11, 25], [24]]) == [ref.decode([11, 25]), ref.decode([24])]
+    assert tok.batch_decode(np.array([[11, 26]]), skip_special_tokens=True) == [ref.decode([11])]
+
+
+def test_special_tokens_mask():
+    tok, ref = scored(), GTokenizer(str(SCORED))
+    tokens = ["<pad>", "chr9:3526071-3526165", "<unk>"]
+    mask = tok.get_special_tokens_mask(tokens)
+    assert isinstance(mask, list)
+    assert mask == [1, 0, 1] == ref.get_special_tokens_mask(tokens)
+    # ids too, and Hugging Face's already_has_special_tokens meaning
+    assert tok.get_special_tokens_mask([26, 11, 25]) == [1, 0, 1]
+    assert tok.get_special_tokens_mask(np.array([26, 11, 31, 24])) == [1, 0, 1, 0]
+    assert tok.get_special_tokens_mask([26, 11], already_has_special_tokens=True) == [1, 0]
+    assert tok.get_special_tokens_mask([26, 11], [5], already_has_special_tokens=False) == [0, 0, 0]
+    with pytest.raises(ValueError, match="token_ids_1"):
+        tok.get_special_tokens_mask([26], [5])
+
+
+# ---------------------------------------------------------------------------------- __call__
+def test_call():
+    tok, ref = scored(), GTokenizer(str(SCORED))
+    rs = [Region("chr9", 3526178, 3526249, None)]
+    encoded = tok(rs)
+    assert encoded["input_ids"] == [10] == ref(rs)["input_ids"]
+    assert encoded["attention_mask"] == [1] == ref(rs)["attention_mask"]
+    with pytest.raises(KeyError):
+        encoded["token_type_ids"]
+
+
+class MoreTokenizer(Tokenizer):
+    """gtars' subclassing test, verbatim (module level, so that it pickles)."""
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def add_two(self, x, y):
+        return x + y
+
+    @property
+    def value(self):
+        return self._value
+
+    @value.setter
+    def value(self, val):
+        self._value = val
+
+
+def test_subclassing_the_gtars_way():
+    tok = scored(MoreTokenizer)
+    tok.value = 5
+    rs = [Region("chr9", 3526178, 3526249, None)]
+    encoded = tok(rs)
+    assert encoded["input_ids"] == [10]
+    assert encoded["attention_mask"] == [1]
+    assert tok.add_two(2, 3) == 5
+    assert tok.value == 5
+    again = pickle.loads(pickle.dumps(tok))  # pickle calls __new__ without arguments
+    assert again(rs)["input_ids"] == [10] and again.value == 5
+    # classmethods build the subclass too
+    assert type(MoreTokenizer.from_config(CONFIG)) is MoreTokenizer
+
+
+def test_subclassing_the_python_way():
+    class Named(Tokenizer):
+        def __init__(self, path, name):
+            super().__init__(path)
+            self.name = name
+
+    tok = Named(str(DATA / "peaks.bed"), "peaks")
+    assert tok.name == "peaks" and tok.vocab_size == 32
+
+
+def test_a_bare_tokenizer_says_what_it_needs():
+    with pytest.raises(TypeError, match="needs a source"):
+        Tokenizer()
+
+
+# ---------------------------------------------------------------------------------- inert lines
+def test_inert_line_keeps_gtars_ids_and_is_never_hit():
+    tok, ref = scored(), GTokenizer(str(SCORED))
+    assert tok.universe.inert_ids.tolist() == [24]
+    queries = [Region("chr15", 4915618, 49155935, None),  # spans the inert line's coordinates
+               Region("chr15", 49155000, 49156000, None),
+               Region("chr15", 49155935, 49155936, None)]
+    for q in queries:
+        assert tok([q])["input_ids"] == ref([q])["input_ids"]
+    assert 24 not in tok.encode(queries).tolist()
+    assert tok.convert_tokens_to_ids("chr15:49155935-4915618") == 24
+
+
+def test_inert_line_strict_and_fingerprint(tmp_path):
+    with pytest.raises(BedParseError, match=r"peaks.scored.bed:25: end is before start.*strict"):
+        Tokenizer(str(SCORED), strict=True)
+    with pytest.raises(BedParseError, match="end is before start"):
+        Universe.from_bed(SCORED, strict=True)
+    # the fingerprint covers the inert line: another end gives another fingerprint
+    other = tmp_path / "other.bed"
+    other.write_text(SCORED.read_text().replace("4915618", "4915619"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        a, b = Universe.from_bed(SCORED), Universe.from_bed(other)
+    assert a.vocab_size == b.vocab_size and a.fingerprint != b.fingerprint
+
+
+def test_one_warning_counts_every_inert_line(tmp_path):
+    p = tmp_path / "u.bed"
+    p.write_text("chr1\t10\t20\nchr1\t50\t40\nchr2\t5\t6\nchr2\t9\t1\n")
+    with pytest.warns(UserWarning) as rec:
+        tok = Tokenizer(str(p))
+    assert len(rec) == 1
+    assert "u.bed:2: 2 line(s) with end before start (first: id 1, chr1:50-40)" in str(rec[0].message)
+    assert tok.universe.inert_ids.tolist() == [1, 3]
+    assert tok.encode([("chr1", 0, 100), ("chr2", 0, 100)]).tolist() == [0, 2]
+    ref = GTokenizer(str(p))
+    assert tok.get_vocab() == ref.get_vocab()
+
+
+# ---------------------------------------------------------------------------------- cross-checks
+def _queries(tok: Tokenizer, rng: np.random.Generator, n: int) -> list:
+    """Queries around the universe's regions (inside, across, touching) and elsewhere."""
+    rs = tok.universe.regions
+    out = []
+    for _ in range(n):
+        i = int(rng.integers(len(rs)))
+        chrom = rs.chrom_of(i)
+        a, b = sorted((int(rs.starts[i]), int(rs.ends[i])))
+        s = max(0, a + int(rng.integers(-300, 300)))
+        e = s + int(rng.integers(0, 600))
+        out.append(Region(chrom if rng.random() > 0.05 else "chrUn_x", s, e, None))
+    return out
+
+
+@pytest.mark.parametrize("name", ["peaks.bed", "peaks.scored.bed", "tokenizer_custom_specials.toml"])
+def test_random_in_memory_sets_match_gtars(name):
+    path = str(DATA / name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the inert line of peaks.scored.bed
+        tok = Tokenizer(path)
+    ref = GTokenizer(path)
+    rng = np.random.default_rng(22)
+    for _ in range(150):
+        qs = _queries(tok, rng, int(rng.integers(0, 6)))
+        assert tok(qs)["input_ids"] == ref(qs)["input_ids"], qs
+        assert tok.tokenize(qs) == ref.tokenize(qs)
+
+
+def test_region_objects_wherever_regions_go():
+    tok = Tokenizer(str(DATA / "peaks.bed"))
+    rs = [Region("chr2", 203871346, 203871616, None), Region("chr9", 3526100, 3526200, None)]
+    tuples = [(r.chr, r.start, r.end) for r in rs]
+    assert tok.encode(rs).tolist() == tok.encode(tuples).tolist()
+    assert tok.encode(rs[0]).tolist() == [7, 8]  # one Region
+    assert [a.tolist() for a in tok.encode_batch([rs, rs[:1]])] == [
+        tok.encode(tuples).tolist(), [7, 8]]
+    pad = tok.pad_token_id
+    assert tok([rs, rs[:1]], padding=True)["input_ids"] == [[7, 8, 10, 11], [7, 8, pad, pad]]
+    assert Tokenizer(rs).universe.regions.to_strings() == ["chr2:203871346-203871616",
+                                                            "chr9:3526100-3526200"]
