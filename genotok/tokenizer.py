@@ -31,7 +31,7 @@ OVERLAP_MODES = ("all", "best")
 UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
 ORDERS = ("gtars", "input", "genomic", "unique")
 FRACTION_OF = ("query", "region")
-#: gtars' overlap backends (``tokenizer_type``); genotok has one engine and accepts both names
+#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
 TOKENIZER_TYPES = ("bits", "ailist")
 
 
@@ -258,7 +258,9 @@ class Tokenizer:
         ``{"unk": "<UNKNOWN>", ...}``: rename special tokens (partial overrides allowed).
     tokenizer_type
         gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
-        refused. genotok has one engine: both give gtars' default (``"bits"``) hit order.
+        refused. The hits are the same; the order of one query's several hits follows the
+        backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
+        see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
     strict
         Refuse universe lines whose end is before their start (gtars accepts them; by default
         they keep their ids as inert tokens, see :class:`Universe`).
@@ -602,9 +604,16 @@ class Tokenizer:
             order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
                      if rsets else np.zeros(0, np.int64))
         s = self.settings
+        ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
+                  and s.order in ("gtars", "input"))
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, bp, out_offsets = self._kernel(
-                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown], details)
+                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
+                details or ailist)
+            if ailist and ids.size > 1:
+                ids, qidx, bp = self._ailist_order(ids, qidx, bp)
+                if not details:
+                    qidx = bp = None
             if s.order in ("genomic", "unique"):
                 ids, out_offsets = _kernels.sort_within_sets(
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
@@ -614,6 +623,16 @@ class Tokenizer:
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
         return _Overlaps(ids.astype(dtype, copy=False), qidx, bp, out_offsets)
+
+    def _ailist_order(self, ids, qidx, bp):
+        """Each query's hits in the order of gtars' AIList backend (its queries' hits are
+        consecutive in the kernels' output: reorder within those runs)."""
+        n = self.universe.n_regions
+        run = np.zeros(ids.size, np.int64)
+        np.cumsum(qidx[1:] != qidx[:-1], out=run[1:])
+        key = np.where(ids < n, self.universe.ailist_key[np.minimum(ids, n - 1)], 0)
+        perm = np.lexsort((key, run))
+        return ids[perm], qidx[perm], bp[perm]
 
     def region_hits(self, regions, *, n_threads: int | None = None) -> Ragged:
         """For every query region (in input order), the ids it hits; no ``<unk>``, no reordering.

@@ -170,6 +170,7 @@ class Universe:
                           stacklevel=2)
         self._dup_sorted = dup_sorted
         self._sweep: _SweepIndex | None = None
+        self._ailist_key: np.ndarray | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
 
@@ -277,6 +278,20 @@ class Universe:
             self._sweep = _SweepIndex(*_kernels.build_sweep_sorted(
                 rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
         return self._sweep
+
+    @property
+    def ailist_key(self) -> np.ndarray:
+        """int64 (n_regions,): the order in which gtars' AIList backend reports a query's hits.
+
+        gtars (``tokenizer_type = "ailist"``) sorts each chromosome's regions by start (ties:
+        file order), splits off, level after level, every region that contains at least 10 of
+        the 19 regions after it, and reports hits level by level, within a level by
+        descending position. Sorting one query's hits by this key gives that order.
+        """
+        if self._ailist_key is None:
+            rs = self.regions
+            self._ailist_key = _ailist_key(rs.codes, rs.starts, rs.ends)
+        return self._ailist_key
 
     @property
     def chrom_names(self) -> tuple[str, ...]:
@@ -420,3 +435,23 @@ def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
         f"{int(bad[0])}, {rs._str(int(bad[0]))}); kept as inert tokens with the ids gtars gives "
         "them (no query hits them); strict=True refuses such a file", UserWarning, stacklevel=3)
     return rs
+
+
+def _ailist_key(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                coverage: int = 10) -> np.ndarray:
+    """See :attr:`Universe.ailist_key` (the decomposition of gtars' ``AIList::build``)."""
+    n = codes.size
+    key = np.zeros(n, np.int64)
+    order = np.lexsort((np.arange(n), starts, codes))
+    for seg in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+        level, cur = 0, seg
+        while cur.size:
+            e = ends[cur]
+            contained = np.zeros(cur.size, np.int64)  # of the next 2 * coverage - 1 regions
+            for i in range(1, min(2 * coverage, cur.size)):
+                contained[:-i] += e[:-i] > e[i:]
+            stay = contained < coverage
+            kept = cur[stay]
+            key[kept] = level * n + (kept.size - 1 - np.arange(kept.size))
+            cur, level = cur[~stay], level + 1
+    return key
