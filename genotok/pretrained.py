@@ -61,20 +61,19 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
         raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
                             "like 'databio/atacformer-base-hg38' either")
     try:
-        import huggingface_hub as hub
+        from huggingface_hub import constants, errors, snapshot_download
     except ImportError:
         raise ImportError(f"loading {name!r} from the Hugging Face Hub needs huggingface_hub: "
                           "pip install 'genotok[hub]' (or give a local directory)") from None
     try:
-        path = hub.snapshot_download(name, revision=revision, cache_dir=cache_dir,
-                                     local_files_only=local_files_only,
-                                     allow_patterns=_HUB_PATTERNS)
-    except hub.errors.LocalEntryNotFoundError as exc:
+        path = snapshot_download(name, revision=revision, cache_dir=cache_dir,
+                                 local_files_only=local_files_only, allow_patterns=_HUB_PATTERNS)
+    except errors.LocalEntryNotFoundError:
         raise UniverseError(
-            f"{name}: not in the Hugging Face cache ({cache_dir or hub.constants.HF_HUB_CACHE}) "
+            f"{name}: not in the Hugging Face cache ({cache_dir or constants.HF_HUB_CACHE}) "
             "and the Hub cannot be reached (offline: HF_HUB_OFFLINE=1 or local_files_only="
-            f"True?); download it once online, or give a local directory ({exc})") from None
-    except (hub.errors.RepositoryNotFoundError, hub.errors.RevisionNotFoundError) as exc:
+            "True?); download it once online, or give a local directory") from None
+    except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError) as exc:
         raise UniverseError(f"{name}: no such model repo or revision on the Hugging Face Hub "
                             f"({type(exc).__name__}); check the name and revision") from None
     return Path(path)
@@ -85,10 +84,10 @@ def _contents(directory: Path, name: str) -> list[str]:
     local = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
     if directory.name and not os.path.isdir(name):
         try:
-            import huggingface_hub as hub
+            from huggingface_hub import HfApi, constants
 
-            if not hub.constants.HF_HUB_OFFLINE:
-                return sorted(hub.HfApi().list_repo_files(name, revision=directory.name))
+            if not constants.HF_HUB_OFFLINE:
+                return sorted(HfApi().list_repo_files(name, revision=directory.name))
         except Exception:  # noqa: BLE001 - a listing is only a hint in an error message
             pass
     return local
