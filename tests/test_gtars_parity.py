@@ -358,3 +358,93 @@ def test_region_objects_wherever_regions_go():
     assert tok([rs, rs[:1]], padding=True)["input_ids"] == [[7, 8, 10, 11], [7, 8, pad, pad]]
     assert Tokenizer(rs).universe.regions.to_strings() == ["chr2:203871346-203871616",
                                                             "chr9:3526100-3526200"]
+
+
+# ---------------------------------------------------------------------------------- geniml cells
+PBMC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pbmc_hg38.h5ad"
+
+
+def geniml_cells(adata, gtok) -> list[list[int]]:
+    """geniml's per-cell loop (``tokenize_anndata`` of geniml 0.8.4, with gtars 0.10's
+    four-argument ``Region``): each cell's non-zero columns of ``X[row]`` as Regions, in the
+    order ``nonzero()`` gives them, through gtars' tokenizer."""
+    chrs = adata.var["chr"].astype(str).tolist()
+    starts = adata.var["start"].astype(int).tolist()
+    ends = adata.var["end"].astype(int).tolist()
+    out = []
+    for row in range(adata.n_obs):
+        cols = adata.X[row].nonzero()[1]
+        regions = [Region(chrs[c], starts[c], ends[c], None) for c in cols]
+        out.append(list(gtok(regions)["input_ids"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def pbmc_universe(tmp_path_factory):
+    """A universe over the PBMC peaks with several hits per peak, tokens shared between peaks
+    (one region spans each chromosome but chr1), peaks that hit nothing, and a chromosome
+    order unlike the file's."""
+    anndata = pytest.importorskip("anndata")
+    a = anndata.read_h5ad(PBMC)
+    lines = []
+    for i, (c, s, e) in enumerate(zip(a.var["chr"].astype(str), a.var["start"], a.var["end"])):
+        if i % 7 == 0:
+            continue  # these peaks hit nothing (unless a neighbour's tiles reach them)
+        lines += [f"{c}\t{max(0, s - 300)}\t{s + 100}", f"{c}\t{s + 50}\t{e + 250}"]
+    lines += [f"{c}\t0\t300000000" for c in dict.fromkeys(a.var["chr"].astype(str)) if c != "chr1"]
+    lines = list(dict.fromkeys(lines[::-1]))
+    d = tmp_path_factory.mktemp("pbmc")
+    (d / "u.bed").write_text("\n".join(lines) + "\n")
+    (d / "ailist.toml").write_text('universe = "u.bed"\ntokenizer_type = "ailist"\n')
+    return a, d
+
+
+@pytest.mark.parametrize("name", ["u.bed", "ailist.toml"])
+def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
+    from genotok import tokenize_anndata
+
+    a, d = pbmc_universe
+    ref = geniml_cells(a, GTokenizer(str(d / name)))
+    tok = Tokenizer(str(d / name))
+    ours = tokenize_anndata(a, tok, order="var", unique=False, output="list")
+    assert [x.tolist() for x in ours] == ref
+    assert any(len(set(r)) < len(r) for r in ref)  # a token reached from two peaks, kept twice
+    # from the file too (h5py, in row chunks), and whatever the chunking
+    chunked = tokenize_anndata(str(PBMC), tok, order="var", unique=False, output="list",
+                               chunk_rows=3)
+    assert [x.tolist() for x in chunked] == ref
+    # the default order is genomic: the same multiset of ids
+    genomic = tokenize_anndata(a, tok, unique=False, output="list")
+    assert [sorted(x.tolist()) for x in genomic] == [sorted(r) for r in ref]
+    with pytest.raises(ValueError, match="unique=False"):
+        tokenize_anndata(a, tok, order="var")
+
+
+def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tmp_path):
+    """``truncate="sample"`` draws from (seed, cell): the corpus a training collator reads and
+    the tensors made at inference hold the same tokens, in the same (var) order."""
+    from genotok import Corpus, tokenize_anndata
+    from genotok.torch_data import Collator
+
+    a, d = pbmc_universe
+    tok = Tokenizer(str(d / "u.bed"))
+    kw = dict(order="var", unique=False, max_tokens=40, truncate="sample", seed=3)
+    full = tokenize_anndata(a, tok, order="var", unique=False, output="list")
+    infer = tokenize_anndata(a, tok, output="list", **kw)
+    assert any(len(f) > 40 for f in full)
+    for f, s in zip(full, infer):
+        f, s = f.tolist(), s.tolist()
+        assert len(s) == min(40, len(f))
+        it = iter(f)
+        assert all(x in it for x in s)  # a subsequence: the var order is kept
+    corpus = tokenize_anndata(str(PBMC), tok, output=tmp_path / "c", chunk_rows=4, **kw)
+    assert isinstance(corpus, Corpus)
+    collate = Collator.for_tokenizer(tok)
+    batch = collate([corpus[i] for i in range(len(corpus))])
+    pt = tokenize_anndata(a, tok, output="pt", **kw)
+    assert batch["input_ids"].tolist() == pt["input_ids"].tolist()
+    assert batch["attention_mask"].tolist() == pt["attention_mask"].tolist()
+    again = tokenize_anndata(a, tok, output="list", **kw)
+    assert [x.tolist() for x in again] == [x.tolist() for x in infer]
+    other = tokenize_anndata(a, tok, output="list", **{**kw, "seed": 4})
+    assert [x.tolist() for x in other] != [x.tolist() for x in infer]
