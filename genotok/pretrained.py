@@ -53,6 +53,13 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
 
     A directory is returned as it is; anything else is a Hub model id, whose tokenizer files
     (never the weights) are fetched into (or, offline, found in) the Hub cache.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> snapshot(d) == Path(d)
+    True
     """
     if os.path.isdir(name_or_dir):
         return Path(name_or_dir)
@@ -94,7 +101,18 @@ def _contents(directory: Path, name: str) -> list[str]:
 
 
 def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
-    """``(tokenizer file, expected vocab_size or None, the config file that gave it)``."""
+    """``(tokenizer file, expected vocab_size or None, the config file that gave it)``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
+    >>> _ = (d / "config.yaml").write_text("vocab_size: 8\\n")
+    >>> tok_file, size, config = find(d)
+    >>> tok_file.name, size, config.name
+    ('universe.bed', 8, 'config.yaml')
+    """
     for f in TOKENIZER_FILES:
         if (directory / f).is_file():
             tok_file = directory / f
@@ -138,7 +156,16 @@ def _vocab_size(path: Path) -> int | None:
 
 
 def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None) -> None:
-    """Refuse a tokenizer whose vocabulary is not the size the model was trained with."""
+    """Refuse a tokenizer whose vocabulary is not the size the model was trained with.
+
+    Examples
+    --------
+    >>> check_vocab_size(32, 32, Path("config.json"))  # equal: nothing to say
+    >>> check_vocab_size(32, 40, Path("config.json"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.UniverseError: config.json: the model's vocab_size is 40 but the ...
+    """
     if expected is not None and expected != vocab_size:
         raise UniverseError(
             f"{config}: the model's vocab_size is {expected:,} but the tokenizer's is "
@@ -148,7 +175,15 @@ def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None)
 
 def save(tokenizer, directory) -> Path:
     """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (see
-    :meth:`genotok.Tokenizer.save_pretrained`)."""
+    :meth:`genotok.Tokenizer.save_pretrained`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from genotok import Tokenizer
+    >>> sorted(p.name for p in save(Tokenizer(["chr1:0-10"]), tempfile.mkdtemp()).iterdir())
+    ['tokenizer.toml', 'universe.bed.gz']
+    """
     from ._io import atomic_write
 
     directory = Path(directory)

@@ -325,7 +325,7 @@ def _queries(tok: Tokenizer, rng: np.random.Generator, n: int) -> list:
     for _ in range(n):
         i = int(rng.integers(len(rs)))
         chrom = rs.chrom_of(i)
-        a, b = sorted((int(rs.starts[i]), int(rs.ends[i])))
+        a = min(int(rs.starts[i]), int(rs.ends[i]))
         s = max(0, a + int(rng.integers(-300, 300)))
         e = s + int(rng.integers(0, 600))
         out.append(Region(chrom if rng.random() > 0.05 else "chrUn_x", s, e, None))

@@ -255,7 +255,7 @@ def test_the_migrating_page_runs(capsys):
     import re
 
     page = Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
-    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
     assert blocks
     for block in blocks:
         exec(compile(block, str(page), "exec"), {})
