@@ -51,6 +51,7 @@ class TokenizerSettings:
     fraction_of: str = "query"
     unknown: str = "set"
     order: str = "gtars"
+    tokenizer_type: str = "bits"
 
     def __post_init__(self):
         def check(name, value, allowed):
@@ -61,15 +62,21 @@ class TokenizerSettings:
         check("unknown", self.unknown, UNKNOWN_POLICIES)
         check("order", self.order, ORDERS)
         check("fraction_of", self.fraction_of, FRACTION_OF)
+        check("tokenizer_type", self.tokenizer_type, TOKENIZER_TYPES)
         if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
             raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
         if not 0.0 <= float(self.min_fraction) <= 1.0:
             raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
 
     def as_dict(self) -> dict:
-        return {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
-                "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
-                "unknown": self.unknown, "order": self.order}
+        """The settings as plain values (``tokenizer_type`` only when not the default, so
+        records made before it existed still match)."""
+        out = {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
+               "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
+               "unknown": self.unknown, "order": self.order}
+        if self.tokenizer_type != "bits":
+            out["tokenizer_type"] = self.tokenizer_type
+        return out
 
 
 @dataclass
@@ -205,7 +212,7 @@ def _read_config(path, special_tokens, strict: bool):
                                 "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
     if special_tokens is not None:
         special = {**(special or {}), **special_tokens}
-    ttype = cfg.get("tokenizer_type", "bits")
+    ttype = cfg.get("tokenizer_type", cfg.get("genotok", {}).get("tokenizer_type", "bits"))
     if ttype not in TOKENIZER_TYPES:
         raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
                             f"(as in gtars), got {ttype!r}")
@@ -311,13 +318,12 @@ class Tokenizer:
                  "fraction_of": fraction_of, "unknown": unknown, "order": order,
                  "tokenizer_type": tokenizer_type}
         settings = {**saved, **{k: v for k, v in given.items() if v is not None}}
-        ttype = settings.pop("tokenizer_type", "bits")
+        ttype = settings.get("tokenizer_type", "bits")
         if ttype not in TOKENIZER_TYPES:
             raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
                                 f"gtars), got {ttype!r}")
         self.universe = universe
         self.settings = TokenizerSettings(**settings)
-        self.tokenizer_type = ttype
         self.n_threads = n_threads
         if check is not None:
             _pretrained.check_vocab_size(self.vocab_size, *check)
@@ -419,11 +425,18 @@ class Tokenizer:
                   for k in SPECIAL_NAMES]
         lines += ["]", "", "[genotok]"]
         for k, v in self.settings.as_dict().items():
+            if k == "tokenizer_type":
+                continue  # gtars' key, at the top
             lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
         lines.append(f"fingerprint = {q(self.universe.fingerprint)}")
         with atomic_write(path, "w") as fh:
             fh.write("\n".join(lines) + "\n")
         return path
+
+    @property
+    def tokenizer_type(self) -> str:
+        """gtars' backend name, ``"bits"`` or ``"ailist"`` (the order of a query's hits)."""
+        return self.settings.tokenizer_type
 
     # ------------------------------------------------------------------ vocabulary (as gtars)
     @property

@@ -151,6 +151,10 @@ def test_save_pretrained_of_an_in_memory_tokenizer(tmp_path):
     back = Tokenizer(str(tok.save_pretrained(tmp_path / "m")))
     assert back.universe.regions.to_strings() == ["chr2:10-20", "chr1:5-9"]
     assert back.tokenizer_type == "ailist"
+    # recorded with corpora and runs (the hit order depends on it); "bits" is left out so
+    # records made before tokenizer_type existed still match
+    assert back.settings.as_dict()["tokenizer_type"] == "ailist"
+    assert "tokenizer_type" not in Tokenizer(["chr1:0-5"]).settings.as_dict()
 
 
 @pytest.mark.parametrize("universe", [COMPAT / "universe.bed", GTARS_DATA / "peaks.scored.bed"])
