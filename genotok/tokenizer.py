@@ -230,7 +230,6 @@ def _read_config(path, special_tokens, strict: bool):
     return universe, {**ours, "tokenizer_type": ttype}
 
 
-
 class Tokenizer:
     """Turn genomic regions into universe token ids.
 
