@@ -448,3 +448,12 @@ def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tm
     assert [x.tolist() for x in again] == [x.tolist() for x in infer]
     other = tokenize_anndata(a, tok, output="list", **{**kw, "seed": 4})
     assert [x.tolist() for x in other] != [x.tolist() for x in infer]
+
+
+def test_a_gtars_region_set_is_accepted():
+    """gtars' ``RegionSet`` (it iterates its regions sorted) tokenizes as in gtars."""
+    compat = PBMC.parent / "gtars_compat"
+    tok, ref = Tokenizer(str(compat / "universe.bed")), GTokenizer(str(compat / "universe.bed"))
+    for q in sorted(compat.glob("query*.bed")):
+        rs = gtars_models.RegionSet(str(q))
+        assert tok(rs)["input_ids"] == ref(rs)["input_ids"] == tok.encode(q).tolist()
