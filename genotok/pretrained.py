@@ -1,4 +1,7 @@
-"""Pretrained tokenizers: a model directory or a Hugging Face Hub model repo, read and written.
+"""Where a tokenizer comes from: configuration files, model directories, Hugging Face Hub repos.
+
+:func:`load` decides what ``Tokenizer(source)`` reads; :func:`read_config` reads gtars' and
+genotok's TOML configurations; the rest reads and writes pretrained model repos.
 
 What a model repo holds, and what is looked for, in this order:
 
@@ -22,9 +25,18 @@ import gzip
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
-from .errors import UniverseError
+from .errors import RegionParseError, UniverseError, UniverseMismatchError
+from .regions import parse_region_strings
+from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
+from .universe import Universe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
 
 #: tokenizer files, by preference
 TOKENIZER_FILES = ("tokenizer.toml", "universe.bed.gz", "universe.bed")
@@ -211,3 +223,126 @@ def _batched(it, n):
             batch = []
     if batch:
         yield batch
+
+
+# ------------------------------------------------------------------ tokenizer sources
+def _is_region_string(s: str) -> bool:
+    try:
+        parse_region_strings([s])
+    except RegionParseError:
+        return False
+    return True
+
+
+def load(source, special_tokens=None, strict: bool = False):
+    """``(Universe, saved settings, vocab check or None)`` from any tokenizer source: what
+    ``Tokenizer(source)`` decides (see :class:`genotok.Tokenizer`).
+
+    Examples
+    --------
+    >>> universe, settings, check = load(["chr1:0-100"])
+    >>> universe.vocab_size, settings, check
+    (8, {}, None)
+    """
+    if isinstance(source, Universe):
+        if special_tokens is not None:
+            raise ValueError("special_tokens can only be given with a universe source, "
+                             "not with a ready Universe")
+        return source, {}, None
+    if not isinstance(source, (str, os.PathLike)):
+        return Universe(source, special_tokens), {}, None  # regions in memory
+    path = os.fspath(source)
+    text = isinstance(source, str)
+    if os.path.isdir(path):
+        return load_directory(Path(path), path, special_tokens, strict)
+    if os.path.isfile(path):
+        if text and _is_region_string(path):
+            raise UniverseError(
+                f"{path!r} is both a file and a region string: say which, with "
+                f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
+        if path.lower().endswith(".toml"):
+            return (*read_config(path, special_tokens, strict), None)
+        return Universe.from_bed(path, special_tokens, strict=strict), {}, None
+    if text and _is_region_string(path):
+        return Universe([path], special_tokens), {}, None
+    if text and looks_like_hub_id(path):
+        directory = snapshot(path)
+        return load_directory(directory, path, special_tokens, strict)
+    raise UniverseError(
+        f"{path}: no such file or directory, not a region string (chr1:100-200) and not a "
+        "Hugging Face Hub id (org/name); for a Hub repo whose name looks like a file, use "
+        f"Tokenizer.from_pretrained({path!r})")
+
+
+def load_directory(directory: Path, name: str, special_tokens=None, strict: bool = False):
+    """:func:`load` of a model directory: its tokenizer file and the expected vocab size.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
+    >>> universe, settings, (expected, config) = load_directory(d, "my-model")
+    >>> universe.vocab_size, expected
+    (8, None)
+    """
+    tok_file, expected, config = find(directory, name)
+    if tok_file.suffix == ".toml":
+        universe, saved = read_config(tok_file, special_tokens, strict)
+    else:
+        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
+    return universe, saved, (expected, config)
+
+
+def read_config(path, special_tokens=None, strict: bool = False):
+    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "u.bed").write_text("chr1\\t0\\t10\\n")
+    >>> _ = (d / "t.toml").write_text('universe = "u.bed"\\ntokenizer_type = "ailist"\\n')
+    >>> universe, settings = read_config(d / "t.toml")
+    >>> universe.vocab_size, settings
+    (8, {'tokenizer_type': 'ailist'})
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            cfg = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UniverseError(f"{path}: no such tokenizer configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UniverseError(f"{path}: not valid TOML: {exc}") from None
+    if "universe" not in cfg:
+        raise UniverseError(f"{path}: the configuration names no universe "
+                            "(expected a line like universe = \"universe.bed\")")
+    upath = Path(cfg["universe"])
+    if not upath.is_absolute():
+        upath = path.parent / upath
+    special = cfg.get("special_tokens")
+    if isinstance(special, list):
+        try:
+            special = {d["name"]: d["token"] for d in special}
+        except (KeyError, TypeError):
+            raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
+                                "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
+    if special_tokens is not None:
+        special = {**(special or {}), **special_tokens}
+    ttype = cfg.get("tokenizer_type", cfg.get("genotok", {}).get("tokenizer_type", "bits"))
+    if ttype not in TOKENIZER_TYPES:
+        raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
+                            f"(as in gtars), got {ttype!r}")
+    ours = dict(cfg.get("genotok", {}))
+    fingerprint = ours.pop("fingerprint", None)
+    unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
+    if unknown:
+        raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
+                            f"are {list(TokenizerSettings.__dataclass_fields__)}")
+    universe = Universe.from_bed(upath, special, strict=strict)
+    if fingerprint is not None and fingerprint != universe.fingerprint:
+        raise UniverseMismatchError(
+            f"{path}: universe {upath} has changed since this configuration was saved "
+            f"(fingerprint {universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+    return universe, {**ours, "tokenizer_type": ttype}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,16 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from . import _config, _kernels
-from . import pretrained as _pretrained
-from .errors import RegionParseError, UniverseError, UniverseMismatchError
+from .errors import UniverseError
 from .ragged import Ragged
-from .regions import RegionSet, as_regions, parse_region_strings
+from .regions import RegionSet, as_regions
 from .universe import SPECIAL_NAMES, Universe
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 OVERLAP_MODES = ("all", "best")
 UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
@@ -138,98 +131,6 @@ def _delegate(name: str) -> property:
                     doc=f"Same as ``universe.{name}`` (gtars names).")
 
 
-def _is_region_string(s: str) -> bool:
-    try:
-        parse_region_strings([s])
-    except RegionParseError:
-        return False
-    return True
-
-
-def _load(source, special_tokens, strict: bool):
-    """``(Universe, saved settings, vocab check or None)`` from any tokenizer source."""
-    if isinstance(source, Universe):
-        if special_tokens is not None:
-            raise ValueError("special_tokens can only be given with a universe source, "
-                             "not with a ready Universe")
-        return source, {}, None
-    if not isinstance(source, (str, os.PathLike)):
-        return Universe(source, special_tokens), {}, None  # regions in memory
-    path = os.fspath(source)
-    text = isinstance(source, str)
-    if os.path.isdir(path):
-        return _load_pretrained(Path(path), path, special_tokens, strict)
-    if os.path.isfile(path):
-        if text and _is_region_string(path):
-            raise UniverseError(
-                f"{path!r} is both a file and a region string: say which, with "
-                f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
-        if path.lower().endswith(".toml"):
-            return (*_read_config(path, special_tokens, strict), None)
-        return Universe.from_bed(path, special_tokens, strict=strict), {}, None
-    if text and _is_region_string(path):
-        return Universe([path], special_tokens), {}, None
-    if text and _pretrained.looks_like_hub_id(path):
-        directory = _pretrained.snapshot(path)
-        return _load_pretrained(directory, path, special_tokens, strict)
-    raise UniverseError(
-        f"{path}: no such file or directory, not a region string (chr1:100-200) and not a "
-        "Hugging Face Hub id (org/name); for a Hub repo whose name looks like a file, use "
-        f"Tokenizer.from_pretrained({path!r})")
-
-
-def _load_pretrained(directory: Path, name: str, special_tokens, strict: bool):
-    tok_file, expected, config = _pretrained.find(directory, name)
-    if tok_file.suffix == ".toml":
-        universe, saved = _read_config(tok_file, special_tokens, strict)
-    else:
-        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
-    return universe, saved, (expected, config)
-
-
-def _read_config(path, special_tokens, strict: bool):
-    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's)."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as fh:
-            cfg = tomllib.load(fh)
-    except FileNotFoundError:
-        raise UniverseError(f"{path}: no such tokenizer configuration file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UniverseError(f"{path}: not valid TOML: {exc}") from None
-    if "universe" not in cfg:
-        raise UniverseError(f"{path}: the configuration names no universe "
-                            "(expected a line like universe = \"universe.bed\")")
-    upath = Path(cfg["universe"])
-    if not upath.is_absolute():
-        upath = path.parent / upath
-    special = cfg.get("special_tokens")
-    if isinstance(special, list):
-        try:
-            special = {d["name"]: d["token"] for d in special}
-        except (KeyError, TypeError):
-            raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
-                                "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
-    if special_tokens is not None:
-        special = {**(special or {}), **special_tokens}
-    ttype = cfg.get("tokenizer_type", cfg.get("genotok", {}).get("tokenizer_type", "bits"))
-    if ttype not in TOKENIZER_TYPES:
-        raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
-                            f"(as in gtars), got {ttype!r}")
-    ours = dict(cfg.get("genotok", {}))
-    fingerprint = ours.pop("fingerprint", None)
-    unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
-    if unknown:
-        raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
-                            f"are {list(TokenizerSettings.__dataclass_fields__)}")
-    universe = Universe.from_bed(upath, special, strict=strict)
-    if fingerprint is not None and fingerprint != universe.fingerprint:
-        raise UniverseMismatchError(
-            f"{path}: universe {upath} has changed since this configuration was saved "
-            f"(fingerprint {universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
-    return universe, {**ours, "tokenizer_type": ttype}
-
-
 class Tokenizer:
     """Turn genomic regions into universe token ids.
 
@@ -312,7 +213,9 @@ class Tokenizer:
                unknown: str | None = None, order: str | None = None,
                n_threads: int | None = None, special_tokens: dict | None = None,
                tokenizer_type: str | None = None, strict: bool = False):
-        universe, saved, check = _load(source, special_tokens, strict)
+        from . import pretrained as _pretrained
+
+        universe, saved, check = _pretrained.load(source, special_tokens, strict)
         given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
                  "fraction_of": fraction_of, "unknown": unknown, "order": order,
                  "tokenizer_type": tokenizer_type}
@@ -351,9 +254,11 @@ class Tokenizer:
         ``fingerprint``, a universe file that changed since is refused. Keyword arguments
         override the file's settings.
         """
+        from .pretrained import read_config
+
         special = overrides.pop("special_tokens", None)
         strict = overrides.pop("strict", False)
-        universe, saved = _read_config(path, special, strict)
+        universe, saved = read_config(path, special, strict)
         return cls(universe, **{**saved, **overrides})
 
     @classmethod
@@ -375,12 +280,14 @@ class Tokenizer:
         >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
         [1]
         """
+        from . import pretrained as _pretrained
+
         directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
         special = overrides.pop("special_tokens", None)
         strict = overrides.pop("strict", False)
-        universe, saved, check = _load_pretrained(directory, os.fspath(name_or_dir), special,
-                                                  strict)
+        universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
+                                                            special, strict)
         tok = cls(universe, **{**saved, **overrides})
         _pretrained.check_vocab_size(tok.vocab_size, *check)
         return tok
@@ -392,7 +299,9 @@ class Tokenizer:
         the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
         directory.
         """
-        return _pretrained.save(self, directory)
+        from .pretrained import save
+
+        return save(self, directory)
 
     def save_config(self, path: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration gtars can read too (genotok settings in ``[genotok]``).
