@@ -7,7 +7,8 @@ import inspect
 
 import pytest
 
-MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer", "genotok.gtok",
+MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer",
+           "genotok.pretrained", "genotok.gtok",
            "genotok.corpus", "genotok.data", "genotok.pipeline", "genotok.anndata",
            "genotok.plot", "genotok.ragged", "genotok.build", "genotok.torch_data"]
 
