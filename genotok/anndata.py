@@ -966,7 +966,9 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
     budget = int(memory_mb * (1 << 20))
-    if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+    if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
+        budget //= 2
+    elif kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy
         budget = 1 << 62
     obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
