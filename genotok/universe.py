@@ -411,8 +411,10 @@ class Universe:
 
     def __repr__(self) -> str:
         src = f", source={Path(self.source).name!r}" if self.source else ""
-        return (f"Universe({self.n_regions:,} regions on {len(self.chrom_names)} chromosomes, "
-                f"vocab_size={self.vocab_size:,}{src}, fingerprint={self.fingerprint[:12]})")
+        inert = f", {self.inert_ids.size:,} inert" if self.inert_ids.size else ""
+        return (f"Universe({self.n_regions:,} regions{inert} on {len(self.chrom_names)} "
+                f"chromosomes, vocab_size={self.vocab_size:,}{src}, "
+                f"fingerprint={self.fingerprint[:12]})")
 
 
 def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:

@@ -281,6 +281,7 @@ def test_a_bare_tokenizer_says_what_it_needs():
 def test_inert_line_keeps_gtars_ids_and_is_never_hit():
     tok, ref = scored(), GTokenizer(str(SCORED))
     assert tok.universe.inert_ids.tolist() == [24]
+    assert "25 regions, 1 inert on" in repr(tok.universe)
     queries = [Region("chr15", 4915618, 49155935, None),  # spans the inert line's coordinates
                Region("chr15", 49155000, 49156000, None),
                Region("chr15", 49155935, 49155936, None)]
