@@ -208,6 +208,17 @@ class Tokenizer:
                                 "configuration, a model directory or Hub id, or regions")
         self._setup(*args, **kwargs)
 
+    def __getattr__(self, name):
+        # only for attributes not found: a subclass whose __init__ never calls
+        # Tokenizer.__init__ (gtars builds in __new__, so such subclasses work there) is built
+        # from its __new__ arguments on first use
+        stored = self.__dict__.get("_new_args")
+        if name.startswith("__") or "universe" in self.__dict__ or not stored or not any(stored):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        del self.__dict__["_new_args"]
+        self._setup(*stored[0], **stored[1])
+        return getattr(self, name)
+
     def _setup(self, source, *, overlap: str | None = None, min_overlap: int | None = None,
                min_fraction: float | None = None, fraction_of: str | None = None,
                unknown: str | None = None, order: str | None = None,

@@ -262,6 +262,29 @@ def test_subclassing_the_gtars_way():
     assert type(MoreTokenizer.from_config(CONFIG)) is MoreTokenizer
 
 
+class QuietTokenizer(Tokenizer):
+    """A gtars-style subclass whose __init__ never calls Tokenizer.__init__ (fine in gtars,
+    which builds in __new__)."""
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        self.note = "ready"
+
+
+def test_subclass_that_skips_init_is_built_on_first_use():
+    tok = QuietTokenizer(str(DATA / "peaks.bed"))
+    assert tok.note == "ready"
+    assert tok.vocab_size == 32
+    assert tok([Region("chr9", 3526178, 3526249, None)])["input_ids"] == [11]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        tok.nothing
+    assert pickle.loads(pickle.dumps(tok)).vocab_size == 32
+    with pytest.raises(AttributeError):
+        Tokenizer.__new__(Tokenizer).vocab_size  # a bare instance has nothing to build from
+
+
 def test_subclassing_the_python_way():
     class Named(Tokenizer):
         def __init__(self, path, name):
@@ -311,7 +334,8 @@ def test_one_warning_counts_every_inert_line(tmp_path):
     with pytest.warns(UserWarning) as rec:
         tok = Tokenizer(str(p))
     assert len(rec) == 1
-    assert "u.bed:2: 2 line(s) with end before start (first: id 1, chr1:50-40)" in str(rec[0].message)
+    message = str(rec[0].message)
+    assert "u.bed:2: 2 line(s) with end before start (first: id 1, chr1:50-40)" in message
     assert tok.universe.inert_ids.tolist() == [1, 3]
     assert tok.encode([("chr1", 0, 100), ("chr2", 0, 100)]).tolist() == [0, 2]
     ref = GTokenizer(str(p))
@@ -333,7 +357,8 @@ def _queries(tok: Tokenizer, rng: np.random.Generator, n: int) -> list:
     return out
 
 
-@pytest.mark.parametrize("name", ["peaks.bed", "peaks.scored.bed", "tokenizer_custom_specials.toml"])
+@pytest.mark.parametrize("name", ["peaks.bed", "peaks.scored.bed",
+                                  "tokenizer_custom_specials.toml"])
 def test_random_in_memory_sets_match_gtars(name):
     path = str(DATA / name)
     with warnings.catch_warnings():
