@@ -510,3 +510,22 @@ def test_a_gtars_region_set_is_accepted():
     for q in sorted(compat.glob("query*.bed")):
         rs = gtars_models.RegionSet(str(q))
         assert tok(rs)["input_ids"] == ref(rs)["input_ids"] == tok.encode(q).tolist()
+
+
+def test_a_corpus_fingerprint_covers_inert_lines(tmp_path):
+    from genotok import Corpus
+    from genotok.errors import UniverseMismatchError
+    from genotok.pipeline import pretokenize
+
+    tok = scored()
+    peaks = tmp_path / "peaks"
+    peaks.mkdir()
+    (peaks / "a.bed").write_text("chr9\t3526100\t3526200\n")
+    pretokenize(peaks, tok, tmp_path / "corpus", quiet=True)
+    assert Corpus.open(tmp_path / "corpus", expect=tok)[0].tolist() == [11, 10]
+    other = tmp_path / "other.bed"  # the same but for the inert line's end
+    other.write_text(SCORED.read_text().replace("4915618", "4915619"))
+    with pytest.warns(UserWarning, match="end before start"):
+        changed = Tokenizer(str(other))
+    with pytest.raises(UniverseMismatchError):
+        Corpus.open(tmp_path / "corpus", expect=changed)
