@@ -342,6 +342,34 @@ def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
     return vm
 
 
+def _entries_as_vars(ch: _Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
+    """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
+    are pseudo tokens ranked by entry, then by the tokenizer's hit order. The kernels' genomic
+    order is then storage order (geniml's ``X[row].nonzero()``). Returns the rewritten chunk,
+    its map and ``pseudo id -> token id`` (the last entry is ``<unk>``)."""
+    lo, hi = int(ch.indptr[0]), int(ch.indptr[-1])
+    cols = np.asarray(ch.indices[lo:hi], dtype=np.int64)
+    if cols.size and (cols.min() < 0 or cols.max() >= vm.n_vars):
+        bad = int(np.flatnonzero((cols < 0) | (cols >= vm.n_vars))[0])
+        raise AnnDataError(f"stored entry {lo + bad}: column index {int(cols[bad])} is outside "
+                           f"[0, {vm.n_vars})")
+    ids = vm.var_ids
+    if getattr(tokenizer, "tokenizer_type", "bits") == "ailist" and ids.size:
+        run = np.repeat(np.arange(vm.n_vars), np.diff(vm.var_ptr))
+        ids = ids[np.lexsort((tokenizer.universe.ailist_key[ids], run))]
+    n_tok = np.diff(vm.var_ptr)[cols]
+    ptr = np.zeros(cols.size + 1, np.int64)
+    np.cumsum(n_tok, out=ptr[1:])
+    # position of each pseudo token in the var map: its column's first token + its rank
+    within = np.arange(ptr[-1], dtype=np.int64) - np.repeat(ptr[:-1], n_tok)
+    table = np.append(ids[np.repeat(vm.var_ptr[cols], n_tok) + within], vm.unk_id).astype(dtype)
+    pseudo = np.arange(ptr[-1], dtype=np.int64)
+    pm = _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, int(ptr[-1]))
+    entries = _Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
+                     np.arange(cols.size, dtype=np.int64), ch.data[lo:hi])
+    return entries, pm, table
+
+
 def _var_map(tokenizer, regions: RegionSet, n_threads) -> _VarMap:
     hits = tokenizer.region_hits(regions, n_threads=n_threads)
     u = tokenizer.universe
@@ -775,15 +803,23 @@ def _progress(total: int, enabled: bool, desc: str):
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
-            n_threads, progress: bool, desc: str) -> Iterator[tuple[int, Ragged]]:
-    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``."""
+            n_threads, progress: bool, desc: str, prepare=None) -> Iterator[tuple[int, Ragged]]:
+    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
+
+    ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
+    kernels; their ids are then looked up in the table (``order="var"``)."""
     mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
     per_nnz = int(16 + 40 * mean_hits)
     bar = _progress(source.n_rows, progress, desc)
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
-                ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                if prepare is None:
+                    ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                else:
+                    ch, cvm, table = prepare(ch)
+                    ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
+                    ids = table[ids]
                 offsets = np.zeros(lengths.size + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
                 yield ch.row0, Ragged(ids, offsets, vals)
@@ -863,7 +899,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     values
         Keep each token's value (sum of its peaks' entries) as a float32 value channel.
     order, seed
-        ``"genomic"``, ``"value"`` (descending) or ``"shuffle"`` (seeded per cell).
+        ``"genomic"``, ``"value"`` (descending), ``"shuffle"`` (seeded per cell) or ``"var"``:
+        geniml's sequences, each cell's kept entries in storage order (``X[row].nonzero()``;
+        column order in a canonical matrix), each entry's tokens in the tokenizer's hit order,
+        every (peak, token) pair kept (needs ``unique=False``; about twice the working memory).
     max_tokens, truncate
         At most ``max_tokens`` per cell: the ``"top"`` values or a seeded ``"sample"``.
     unique
@@ -910,8 +949,12 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     [[0, 1, 2], [3]]
     """
     kind = _check_output(output)
-    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
-                   values)
+    by_var = order == "var"
+    if by_var and unique:
+        raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
+                         "geniml's per-cell loop does: pass unique=False with it")
+    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_tokens,
+                   truncate, unique, unknown, values)
     opt.dtype = _ids_dtype(dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
@@ -927,12 +970,18 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
     budget = int(memory_mb * (1 << 20))
-    if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+    if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
+        budget //= 2
+    elif kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy
         budget = 1 << 62
     obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
+    prepare = None
+    if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
+        back_dtype, opt.dtype = opt.dtype, np.int64
+        prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)  # noqa: E731
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells")
+                     progress=progress, desc="tokenizing cells", prepare=prepare)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,

@@ -153,7 +153,7 @@ def test_vocabulary_api():
     assert tok.vocab_size == len(tok) == 9
     ids = [tok.universe.unk_token_id, tok.universe.pad_token_id]
     assert tok.convert_ids_to_tokens(ids) == ["<unk>", "<pad>"]
-    assert tok.decode(1) == "chr2:5-10"
+    assert tok.decode(1) == ["chr2:5-10"]  # gtars: a list, also for one id
     assert tok.convert_tokens_to_ids(["chr2:5-10", "<eos>", "nope"]) == [1, 6, 2]
     vocab = tok.get_vocab()
     assert vocab["chr1:0-100"] == 0 and vocab["<sep>"] == 8 and len(vocab) == 9
