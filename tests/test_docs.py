@@ -37,7 +37,8 @@ SKIP_MARK = "<!-- docs-test: skip -->"
 RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
 OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash"}
 
-MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer", "genotok.pretrained", "genotok.gtok",
+MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer",
+           "genotok.pretrained", "genotok.gtok",
            "genotok.corpus", "genotok.data", "genotok.pipeline", "genotok.anndata",
            "genotok.plot", "genotok.ragged", "genotok.build", "genotok.torch_data"]
 
