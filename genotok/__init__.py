@@ -42,10 +42,11 @@ def warmup() -> None:
     --------
     >>> warmup()  # later first calls skip compilation
     """
-    from . import _build_kernels, _kernels, _parse, anndata, corpus
+    from . import _build_kernels, _kernels, _parse, _sort, anndata, corpus
 
     _parse.warmup()
     _kernels.warmup()
+    _sort.warmup()
     _build_kernels.warmup()
     anndata.warmup()
     corpus._gather_rows(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))

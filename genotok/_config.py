@@ -3,15 +3,21 @@
 Kernels use ``@njit(**NJIT)`` (or ``NJIT_PARALLEL`` for ``prange`` kernels).
 Set ``GENOTOK_NO_CACHE=1`` to turn numba's on-disk cache off (useful when a
 cache directory is read-only or while debugging kernels).
+
+When a kernel is compiled rather than loaded from that cache (the first use on a machine, or
+after an upgrade), one line says so on stderr, once per process, so that the few seconds it
+takes are not mistaken for a hang; ``GENOTOK_QUIET_COMPILE=1`` silences it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator
 
 import numba
+from numba.core import event as _event
 
 _CACHE = os.environ.get("GENOTOK_NO_CACHE", "") in ("", "0")
 
@@ -19,6 +25,42 @@ _CACHE = os.environ.get("GENOTOK_NO_CACHE", "") in ("", "0")
 NJIT = dict(cache=_CACHE, nogil=True)
 #: options for kernels with a ``prange`` outer loop
 NJIT_PARALLEL = dict(cache=_CACHE, nogil=True, parallel=True)
+
+
+COMPILE_NOTICE = "genotok: compiling kernels (first use only)…" if _CACHE else \
+    "genotok: compiling kernels (GENOTOK_NO_CACHE is set: every new process compiles)…"
+
+
+class _CompileNotice(_event.Listener):
+    """Prints :data:`COMPILE_NOTICE` when numba starts compiling one of genotok's kernels.
+
+    numba raises its ``numba:compile`` event only for a real compilation, not for a load from
+    the on-disk cache, so a warm cache stays silent.
+    """
+
+    def __init__(self) -> None:
+        self.shown = False
+
+    def on_start(self, ev) -> None:
+        if self.shown:
+            return
+        disp = (ev.data or {}).get("dispatcher")
+        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+        if not module.startswith("genotok"):
+            return
+        self.shown = True
+        if os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0") and sys.stderr is not None:
+            try:
+                print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+            except (OSError, ValueError):  # a closed or broken stderr
+                pass
+
+    def on_end(self, ev) -> None:
+        pass
+
+
+_NOTICE = _CompileNotice()
+_event.register("numba:compile", _NOTICE)
 
 
 def max_threads() -> int:

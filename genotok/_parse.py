@@ -399,14 +399,16 @@ def _fast_line(buf, ls, le, track, browser):
 
 
 @njit(**NJIT)
-def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header=True):
+def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header=True,
+              allow_reversed=False):
     """Parse BED bytes into ``codes``, ``starts``, ``ends`` (room for :func:`n_lines` records;
     call it through :func:`parse_into`, which checks that). ``lf, binary`` is :func:`scan`'s.
 
     Returns ``(codes, starts, ends, name_start, name_end, status, err_line, err_pos, header_line)``:
     per data line its chromosome code/start/end (views of the first records of the outputs); per
     code the byte span of its name; an error status with the 1-based line and byte offset of the
-    first problem; the line number of a skipped header (0 if none).
+    first problem; the line number of a skipped header (0 if none). ``allow_reversed`` keeps a
+    line whose end is before its start as a record (gtars accepts such universe lines).
     """
     n = buf.size
     table, name_start, name_end, name_hash = _name_table()  # chromosome names
@@ -482,7 +484,7 @@ def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header
                         st, line, f2s, header_line
                 return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
                     (BAD_END if st3 == BAD_START else st3), line, f3s, header_line
-            if e < s:
+            if e < s and not allow_reversed:
                 return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
                     END_BEFORE_START, line, f3s, header_line
         seen_data = True
@@ -648,7 +650,8 @@ def n_lines(buf: np.ndarray, lf: np.ndarray) -> int:
 
 
 def parse_into(buf: np.ndarray, lf: np.ndarray, binary: bool, codes: np.ndarray,
-               starts: np.ndarray, ends: np.ndarray, allow_header: bool = True):
+               starts: np.ndarray, ends: np.ndarray, allow_header: bool = True,
+               allow_reversed: bool = False):
     """:func:`parse_bed` into caller-owned outputs (e.g. slices of one array shared by the
     chunks of a parallel parse), after checking what numba would not: dtypes and room."""
     need = n_lines(buf, lf)
@@ -656,16 +659,17 @@ def parse_into(buf: np.ndarray, lf: np.ndarray, binary: bool, codes: np.ndarray,
         if a.dtype != dt or a.ndim != 1 or a.size < need or not a.flags.c_contiguous:
             raise ValueError(f"parse output must be a contiguous {np.dtype(dt).name} array of "
                              f">= {need} items, got {a.dtype} {a.shape}")
-    return parse_bed(buf, lf, binary, codes, starts, ends, TRACK, BROWSER, allow_header)
+    return parse_bed(buf, lf, binary, codes, starts, ends, TRACK, BROWSER, allow_header,
+                     allow_reversed)
 
 
-def run(buf: np.ndarray, allow_header: bool = True):
+def run(buf: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
     """Parse a whole uint8 buffer (outputs allocated by NumPy, which gives large arrays huge
     pages; numba's allocations fault in 4 KiB at a time)."""
     lf, binary = scan(buf)
     need = n_lines(buf, lf)
     return parse_into(buf, lf, binary, np.empty(need, np.int32), np.empty(need, np.int64),
-                      np.empty(need, np.int64), allow_header)
+                      np.empty(need, np.int64), allow_header, allow_reversed)
 
 
 def warmup() -> None:

@@ -8,18 +8,18 @@ sort of a few 11-bit digits moves far less data.
 Method: when ``bits(max key) + bits(n - 1) <= 64``, each key is packed with its index
 (``key << ib | i``) into one uint64, so every packed value is unique and the sort needs no
 stability bookkeeping and moves one array; the permutation is the low ``ib`` bits at the end.
-Each pass counts the digit per block of the input (``prange`` over blocks), turns the counts
-into per-(digit, block) write positions (digit-major, then block order: stable), and scatters
-each block in input order. A pass whose digit is the same for every key is skipped. Wider keys
-fall back to NumPy's stable argsort.
+Each pass counts one digit, turns the counts into write positions and scatters in input order
+(stable); a pass whose digit is the same for every key is skipped. Wider keys fall back to
+NumPy's stable argsort. Serial on purpose: a 2-thread version measured slower on the shared
+box, and the pipeline already runs one set per thread.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
-from ._config import NJIT, NJIT_PARALLEL
+from ._config import NJIT
 
 #: digit width of one pass (2,048 buckets: the per-block counts stay in L1/L2)
 DIGIT_BITS = 11
@@ -27,69 +27,47 @@ DIGIT_BITS = 11
 MIN_RADIX = 1 << 16
 
 
-@njit(**NJIT_PARALLEL)
-def _pack(keys, ib, out):
-    for i in prange(keys.size):
-        out[i] = (np.uint64(keys[i]) << np.uint64(ib)) | np.uint64(i)
-
-
-@njit(**NJIT_PARALLEL)
-def _counts(src, shift, bounds, counts):
-    nb = bounds.size - 1
-    mask = np.uint64((1 << DIGIT_BITS) - 1)
-    sh = np.uint64(shift)
-    for b in prange(nb):
-        for i in range(bounds[b], bounds[b + 1]):
-            counts[b, (src[i] >> sh) & mask] += 1
-
-
-@njit(**NJIT_PARALLEL)
-def _scatter(src, dst, shift, bounds, pos):
-    nb = bounds.size - 1
-    mask = np.uint64((1 << DIGIT_BITS) - 1)
-    sh = np.uint64(shift)
-    for b in prange(nb):
-        p = pos[b]
-        for i in range(bounds[b], bounds[b + 1]):
+@njit(**NJIT)
+def _radix(keys, ib, kb, out):
+    """LSD radix sort of ``keys[i] << ib | i``; the low ``ib`` bits of the result into ``out``."""
+    n = keys.size
+    src = np.empty(n, np.uint64)
+    for i in range(n):
+        src[i] = (np.uint64(keys[i]) << np.uint64(ib)) | np.uint64(i)
+    dst = np.empty_like(src)
+    nd = 1 << DIGIT_BITS
+    mask = np.uint64(nd - 1)
+    counts = np.empty(nd, np.int64)
+    for shift in range(ib, ib + kb, DIGIT_BITS):
+        sh = np.uint64(shift)
+        counts[:] = 0
+        for i in range(n):
+            counts[(src[i] >> sh) & mask] += 1
+        used = 0
+        total = 0
+        for d in range(nd):
+            c = counts[d]
+            counts[d] = total
+            total += c
+            used += c > 0
+        if used <= 1:
+            continue  # every key has this digit: the pass would copy
+        for i in range(n):
             v = src[i]
             d = (v >> sh) & mask
-            dst[p[d]] = v
-            p[d] += 1
+            dst[counts[d]] = v
+            counts[d] += 1
+        src, dst = dst, src
+    low = np.uint64((1 << ib) - 1)
+    for i in range(n):
+        out[i] = np.int64(src[i] & low)
 
 
-@njit(**NJIT)
-def _positions(counts):
-    """Write positions: digit-major, block order within a digit (the stable layout).
-    Returns (positions, number of non-empty digits)."""
-    nb, nd = counts.shape
-    pos = np.empty_like(counts)
-    total = 0
-    used = 0
-    for d in range(nd):
-        col = 0
-        for b in range(nb):
-            pos[b, d] = total
-            total += counts[b, d]
-            col += counts[b, d]
-        if col:
-            used += 1
-    return pos, used
-
-
-@njit(**NJIT_PARALLEL)
-def _unpack(src, mask, out):
-    for i in prange(src.size):
-        out[i] = np.int64(src[i] & mask)
-
-
-def _bit_length(x: int) -> int:
-    return int(x).bit_length()
-
-
-def stable_argsort(keys: np.ndarray, *, n_blocks: int | None = None) -> np.ndarray:
+def stable_argsort(keys: np.ndarray) -> np.ndarray:
     """The permutation that sorts ``keys`` (non-negative integers), equal keys in input order.
 
-    Same result as ``np.argsort(keys, kind="stable")`` (int64).
+    Same result as ``np.argsort(keys, kind="stable")`` (int64). Serial, so it is safe to call
+    from several Python threads at once (the pipeline prepares sets in parse workers).
 
     Examples
     --------
@@ -102,38 +80,14 @@ def stable_argsort(keys: np.ndarray, *, n_blocks: int | None = None) -> np.ndarr
         return np.argsort(keys, kind="stable")
     if keys.dtype.kind == "i" and keys.min() < 0:
         raise ValueError("stable_argsort: keys must be non-negative")
-    kb, ib = _bit_length(int(keys.max())), _bit_length(n - 1)
+    kb, ib = int(keys.max()).bit_length(), (n - 1).bit_length()
     if kb + ib > 64:
         return np.argsort(keys, kind="stable")
-    import numba
-
-    blocks = n_blocks or max(1, min(4 * numba.get_num_threads(), n // MIN_RADIX))
-    bounds = np.linspace(0, n, blocks + 1).astype(np.int64)
-    src = np.empty(n, np.uint64)
-    _pack(np.ascontiguousarray(keys), ib, src)
-    dst = np.empty_like(src)
-    for shift in range(ib, ib + kb, DIGIT_BITS):
-        counts = np.zeros((blocks, 1 << DIGIT_BITS), np.int64)
-        _counts(src, shift, bounds, counts)
-        pos, used = _positions(counts)
-        if used <= 1:
-            continue  # every key has this digit: the pass would copy
-        _scatter(src, dst, shift, bounds, pos)
-        src, dst = dst, src
     out = np.empty(n, np.int64)
-    _unpack(src, np.uint64((1 << ib) - 1), out)
+    _radix(np.ascontiguousarray(keys), ib, max(kb, 1), out)
     return out
 
 
 def warmup() -> None:
-    """Compile the radix kernels on a tiny input."""
-    keys = np.array([3, 1, 2, 1], np.int64)
-    src = np.empty(4, np.uint64)
-    _pack(keys, 2, src)
-    bounds = np.array([0, 2, 4], np.int64)
-    counts = np.zeros((2, 1 << DIGIT_BITS), np.int64)
-    _counts(src, 2, bounds, counts)
-    pos, _ = _positions(counts)
-    dst = np.empty_like(src)
-    _scatter(src, dst, 2, bounds, pos)
-    _unpack(dst, np.uint64(3), np.empty(4, np.int64))
+    """Compile the radix kernel on a tiny input."""
+    _radix(np.array([3, 1, 2, 1], np.int64), 2, 2, np.empty(4, np.int64))

@@ -342,6 +342,34 @@ def _var_map_from_hits(hits: Ragged, rank: np.ndarray, rank_ids: np.ndarray,
     return vm
 
 
+def _entries_as_vars(ch: _Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
+    """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
+    are pseudo tokens ranked by entry, then by the tokenizer's hit order. The kernels' genomic
+    order is then storage order (geniml's ``X[row].nonzero()``). Returns the rewritten chunk,
+    its map and ``pseudo id -> token id`` (the last entry is ``<unk>``)."""
+    lo, hi = int(ch.indptr[0]), int(ch.indptr[-1])
+    cols = np.asarray(ch.indices[lo:hi], dtype=np.int64)
+    if cols.size and (cols.min() < 0 or cols.max() >= vm.n_vars):
+        bad = int(np.flatnonzero((cols < 0) | (cols >= vm.n_vars))[0])
+        raise AnnDataError(f"stored entry {lo + bad}: column index {int(cols[bad])} is outside "
+                           f"[0, {vm.n_vars})")
+    ids = vm.var_ids
+    if getattr(tokenizer, "tokenizer_type", "bits") == "ailist" and ids.size:
+        run = np.repeat(np.arange(vm.n_vars), np.diff(vm.var_ptr))
+        ids = ids[np.lexsort((tokenizer.universe.ailist_key[ids], run))]
+    n_tok = np.diff(vm.var_ptr)[cols]
+    ptr = np.zeros(cols.size + 1, np.int64)
+    np.cumsum(n_tok, out=ptr[1:])
+    # position of each pseudo token in the var map: its column's first token + its rank
+    within = np.arange(ptr[-1], dtype=np.int64) - np.repeat(ptr[:-1], n_tok)
+    table = np.append(ids[np.repeat(vm.var_ptr[cols], n_tok) + within], vm.unk_id).astype(dtype)
+    pseudo = np.arange(ptr[-1], dtype=np.int64)
+    pm = _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, int(ptr[-1]))
+    entries = _Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
+                     np.arange(cols.size, dtype=np.int64), ch.data[lo:hi])
+    return entries, pm, table
+
+
 def _var_map(tokenizer, regions: RegionSet, n_threads) -> _VarMap:
     hits = tokenizer.region_hits(regions, n_threads=n_threads)
     u = tokenizer.universe
@@ -759,7 +787,9 @@ def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
         mask = np.arange(width)[None, :] < lens[:, None]
         v[mask] = rows.values
         if output == "pt":
-            import torch
+            from ._optional import require
+
+            torch = require("torch", "output='pt'")
 
             v = torch.from_numpy(v)
         out["values"] = v
@@ -767,23 +797,29 @@ def _shape_output(rows: Ragged, tokenizer, output: str, values: bool):
 
 
 def _progress(total: int, enabled: bool, desc: str):
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+    from ._progress import progress  # tqdm when installed, else a plain stderr line
 
-    return tqdm(total=total, unit="cell", desc=desc)
+    return progress(total, desc, "cell", enabled=enabled)
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
-            n_threads, progress: bool, desc: str) -> Iterator[tuple[int, Ragged]]:
-    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``."""
+            n_threads, progress: bool, desc: str, prepare=None) -> Iterator[tuple[int, Ragged]]:
+    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
+
+    ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
+    kernels; their ids are then looked up in the table (``order="var"``)."""
     mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
     per_nnz = int(16 + 40 * mean_hits)
     bar = _progress(source.n_rows, progress, desc)
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
-                ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                if prepare is None:
+                    ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                else:
+                    ch, cvm, table = prepare(ch)
+                    ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
+                    ids = table[ids]
                 offsets = np.zeros(lengths.size + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
                 yield ch.row0, Ragged(ids, offsets, vals)
@@ -807,11 +843,12 @@ def _concat(parts: list[Ragged]) -> Ragged:
 
 
 def _to_corpus(path, tokenizer, stream, obs_read, obs_columns, values: bool, extra: dict,
-               source_path: str | None):
+               source_path: str | None, overwrite: bool = False):
     from .corpus import Corpus, CorpusWriter
 
     with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
-                                    metadata_columns=list(obs_columns), extra=extra) as w:
+                                    metadata_columns=list(obs_columns), extra=extra,
+                                    overwrite=overwrite) as w:
         if source_path is not None:
             w.add_source(os.path.basename(source_path), size=os.path.getsize(source_path))
         for row0, rows in stream:
@@ -838,7 +875,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      region_columns: Sequence[str] | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
                      n_threads: int | None = None, output="ragged",
-                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64):
+                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
+                     overwrite: bool = False):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -861,7 +899,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     values
         Keep each token's value (sum of its peaks' entries) as a float32 value channel.
     order, seed
-        ``"genomic"``, ``"value"`` (descending) or ``"shuffle"`` (seeded per cell).
+        ``"genomic"``, ``"value"`` (descending), ``"shuffle"`` (seeded per cell) or ``"var"``:
+        geniml's sequences, each cell's kept entries in storage order (``X[row].nonzero()``;
+        column order in a canonical matrix), each entry's tokens in the tokenizer's hit order,
+        every (peak, token) pair kept (needs ``unique=False``; about twice the working memory).
     max_tokens, truncate
         At most ``max_tokens`` per cell: the ``"top"`` values or a seeded ``"sample"``.
     unique
@@ -883,11 +924,13 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     obs_columns
         ``obs`` columns kept as per-record metadata (corpus output).
     progress
-        Show a tqdm progress bar over cells.
+        Show a progress bar over cells (tqdm when installed, else a line on stderr).
     dtype
         Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
         (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
         writing it (the vocabulary must fit). A corpus always gets the width it stores.
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
 
     Raises
     ------
@@ -906,8 +949,12 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     [[0, 1, 2], [3]]
     """
     kind = _check_output(output)
-    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
-                   values)
+    by_var = order == "var"
+    if by_var and unique:
+        raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
+                         "geniml's per-cell loop does: pass unique=False with it")
+    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_tokens,
+                   truncate, unique, unknown, values)
     opt.dtype = _ids_dtype(dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
@@ -923,17 +970,24 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
     budget = int(memory_mb * (1 << 20))
-    if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+    if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
+        budget //= 2
+    elif kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy
         budget = 1 << 62
     obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
+    prepare = None
+    if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
+        back_dtype, opt.dtype = opt.dtype, np.int64
+        prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)  # noqa: E731
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells")
+                     progress=progress, desc="tokenizing cells", prepare=prepare)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
-        return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path)
+        return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
+                          overwrite)
     rows = _concat([r for _, r in stream])
     return _shape_output(rows, tokenizer, kind, values)
 
@@ -1111,7 +1165,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                        values: bool = True, order: str = "genomic", seed: int = 0,
                        max_tokens: int | None = None, truncate: str = "top",
                        unknown: str | None = None, block_bytes: int = 32 << 20,
-                       n_threads: int | None = None, output="ragged", progress: bool = False):
+                       n_threads: int | None = None, output="ragged", progress: bool = False,
+                       overwrite: bool = False):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
     The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
@@ -1137,6 +1192,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         AnnData of counts (cells × universe regions, var_names the token strings, ``obs``
         columns ``n_fragments`` and ``unknown_count``; the per-cell options do not apply);
         a corpus path → the opened corpus (barcodes as record names).
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
 
     Raises
     ------
@@ -1194,7 +1251,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                                "truncate": truncate,
                                "unknown": tokenizer.settings.unknown if unknown is None
                                else unknown}}
-        return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path))
+        return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path),
+                          overwrite)
     rows = _concat([r for _, r in stream])
     return names, _shape_output(rows, tokenizer, kind, values)
 

@@ -28,7 +28,6 @@ result, not of the sum of the inputs.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime
 import gzip
@@ -306,12 +305,12 @@ class BuildResult(NamedTuple):
     regions: RegionSet
     report: BuildReport
 
-    def write(self, path: str | os.PathLike) -> Path:
+    def write(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Write the BED (``.gz`` compresses) and its ``<path>.json`` sidecar.
 
-        See :func:`write_universe`.
+        An existing file is refused unless ``overwrite=True``. See :func:`write_universe`.
         """
-        return write_universe(self.regions, path, self.report)
+        return write_universe(self.regions, path, self.report, overwrite=overwrite)
 
     def universe(self, **kwargs) -> Universe:
         """A :class:`~genotok.universe.Universe` over the regions (id = genomic rank)."""
@@ -363,25 +362,10 @@ def _load(item, hash_inputs: bool) -> tuple[RegionSet, dict]:
     return rs, _describe(rs, hash_inputs)
 
 
-class _NoBar:
-    def update(self, n: int = 1) -> None:
-        pass
-
-    def set_postfix_str(self, s: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _bar(enabled: bool, total: int | None, desc: str):
-    if not enabled:
-        return _NoBar()
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _NoBar()
-    return tqdm(total=total, desc=desc, unit="file", leave=False)
+    from ._progress import progress  # tqdm when installed, else a plain stderr line
+
+    return progress(total, desc, "file", enabled=enabled)
 
 
 def _loads(items: Iterable, hash_inputs: bool, n_readers: int) -> Iterator[tuple[RegionSet, dict]]:
@@ -590,7 +574,7 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False, quiet: bool = Fal
     min_gap
         Largest gap (bp) between regions that are still merged.
     progress
-        Show a progress bar over the inputs (``tqdm.auto`` when installed).
+        Show a progress bar over the inputs (tqdm when installed, else a line on stderr).
     quiet
         No progress bar and no warnings.
     hash_inputs
@@ -867,7 +851,8 @@ def _gzip(data: bytes) -> bytes:
 
 
 def write_universe(regions, path: str | os.PathLike,
-                   report: BuildReport | Mapping | None = None) -> Path:
+                   report: BuildReport | Mapping | None = None, *,
+                   overwrite: bool = False) -> Path:
     """Write a universe as BED3 (row order = token ids) and, with a report, a JSON sidecar.
 
     Both files are written atomically (a temporary name in the same folder, then renamed). A
@@ -883,6 +868,9 @@ def write_universe(regions, path: str | os.PathLike,
         The BED file to write.
     report
         A :class:`BuildReport` or a JSON-ready mapping; ``None`` writes no sidecar.
+    overwrite
+        Replace an existing BED (and sidecar); by default an existing one raises
+        :class:`FileExistsError`, as the corpus writers do.
 
     Returns
     -------
@@ -906,6 +894,10 @@ def write_universe(regions, path: str | os.PathLike,
         raise UniverseError(f"chromosome name {bad[0]!r} is empty or contains whitespace and "
                             "cannot be written as BED; rename it")
     path = Path(path)
+    if not overwrite:
+        for p in (path, sidecar_path(path)) if report is not None else (path,):
+            if os.path.lexists(p):
+                raise FileExistsError(f"{p} exists; pass overwrite=True to replace it")
     payload = bed_bytes(rs)
     if path.name.endswith(".gz"):
         payload = _gzip(payload)
@@ -921,163 +913,23 @@ def write_universe(regions, path: str | os.PathLike,
 
 
 # ---------------------------------------------------------------------------- command line
-_CLI_EPILOG = {
-    "tile": "examples:\n"
-            "  genotok universe tile --chrom-sizes hg38.chrom.sizes --size 1000 -o tiles1k.bed\n"
-            "  genotok universe tile --chrom-sizes hg38.chrom.sizes --size 5000 -o tiles5k.bed.gz",
-    "merge": "examples:\n"
-             "  genotok universe merge -o union.bed peaks/*.narrowPeak\n"
-             "  genotok universe merge --min-gap 100 -o union.bed a.bed b.bed.gz\n"
-             "  genotok universe merge -o union.bed @inputs.txt    # one path per line",
-    "consensus": "examples:\n"
-                 "  genotok universe consensus --min-count 3 -o consensus.bed peaks/*.bed\n"
-                 "  genotok universe consensus --min-fraction 0.1 --min-width 50 "
-                 "-o consensus.bed peaks/*.bed",
-    "top": "examples:\n"
-           "  genotok universe top --candidate union.bed --max-regions 100000 -o vocab.bed "
-           "peaks/*.bed\n"
-           "  genotok universe top --candidate tiles1k.bed --max-regions 500000 --min-hits 2 "
-           "-o vocab.bed @train.txt",
-}
+def build_cli(argv: list[str] | None = None) -> int:
+    """The ``genotok universe {tile,merge,consensus,top}`` commands (kept for old callers).
 
-
-def _positive(text: str) -> int:
-    return _int_arg(text, 1)
-
-
-def _non_negative(text: str) -> int:
-    return _int_arg(text, 0)
-
-
-def _int_arg(text: str, minimum: int | None = None) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if minimum is not None and v < minimum:
-        raise argparse.ArgumentTypeError(f"{v} is less than {minimum}")
-    return v
-
-
-def _fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < v <= 1.0:
-        raise argparse.ArgumentTypeError(f"{v} is not in (0, 1]")
-    return v
-
-
-def _cli_parser(prog: str):
-    p = argparse.ArgumentParser(
-        prog=prog, fromfile_prefix_chars="@", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Build a universe (the tokenizer's vocabulary) from training region sets. "
-                    "Writes a BED in genomic order (chr1, chr2, …, chrX, chrY, chrM, then other "
-                    "contigs alphabetically) and a <OUT>.json sidecar saying how it was built.",
-        epilog="\n\n".join(_CLI_EPILOG.values()))
-    sub = p.add_subparsers(dest="method", required=True, metavar="METHOD")
-
-    def common(sp, inputs: bool = True):
-        sp.add_argument("-o", "--output", required=True, metavar="OUT.bed",
-                        help="universe BED to write (.gz compresses); "
-                             "the report goes to OUT.bed.json")
-        sp.add_argument("-q", "--quiet", action="store_true",
-                        help="no progress bar, warnings or summary line")
-        sp.add_argument("--no-hash", action="store_true",
-                        help="do not record the sha256 of every input file in the report")
-        if inputs:
-            sp.add_argument("--threads", type=_positive, default=None,
-                            help="reader and numba threads (default: all)")
-            sp.add_argument("inputs", nargs="+", metavar="INPUT",
-                            help="BED/BED.gz/narrowPeak files; @FILE reads paths from FILE")
-
-    def parser(name: str, help: str):
-        return sub.add_parser(name, help=help, description=help, epilog=_CLI_EPILOG[name],
-                              fromfile_prefix_chars="@",
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-
-    t = parser("tile", "genome-wide fixed-width bins (the last bin of a chromosome is clipped)")
-    t.add_argument("--chrom-sizes", required=True, metavar="FILE",
-                   help="chrom.sizes file: 'name<TAB>length' per line")
-    t.add_argument("--size", required=True, type=_positive, metavar="N", help="bin width (bp)")
-    common(t, inputs=False)
-
-    m = parser("merge", "the union of all input regions, merged like `bedtools merge -d N`")
-    m.add_argument("--min-gap", type=_int_arg, default=0, metavar="N",
-                   help="merge regions at most N bp apart (default 0: overlapping or touching)")
-    common(m)
-
-    c = parser("consensus", "regions covered by at least K input sets (coverage cutoff)")
-    g = c.add_mutually_exclusive_group(required=True)
-    g.add_argument("--min-count", type=_positive, metavar="K", help="minimum number of input sets")
-    g.add_argument("--min-fraction", type=_fraction, metavar="F",
-                   help="minimum fraction of the input sets: K = ceil(F * n_inputs)")
-    c.add_argument("--min-width", type=_non_negative, default=0, metavar="W",
-                   help="drop consensus regions narrower than W bp")
-    common(c)
-
-    k = parser("top", "keep the N candidate regions hit by the most input sets (vocabulary size)")
-    k.add_argument("--candidate", required=True, metavar="U.bed", help="candidate universe BED")
-    k.add_argument("--max-regions", required=True, type=_positive, metavar="N",
-                   help="number of regions to keep (ties broken by genomic position)")
-    k.add_argument("--min-hits", type=_non_negative, default=1, metavar="H",
-                   help="never keep regions hit by fewer than H input sets (default 1)")
-    common(k)
-    return p
-
-
-def _cli_run(args) -> BuildResult:
-    progress = not args.quiet and sys.stderr.isatty()
-    hashing = not args.no_hash
-    if args.method == "tile":
-        return tile(args.chrom_sizes, args.size, hash_inputs=hashing)
-    opts = dict(progress=progress, quiet=args.quiet, hash_inputs=hashing, n_threads=args.threads)
-    if args.method == "merge":
-        return merge(args.inputs, args.min_gap, **opts)
-    if args.method == "consensus":
-        return coverage_cutoff(args.inputs, args.min_count, min_fraction=args.min_fraction,
-                               min_width=args.min_width, **opts)
-    return top_k(args.candidate, args.inputs, args.max_regions, min_hits=args.min_hits, **opts)
-
-
-def build_cli(argv: list[str] | None = None, prog: str = "genotok universe") -> int:
-    """The ``genotok universe {tile,merge,consensus,top}`` commands.
-
-    Returns the exit code: 0 on success, 2 on a usage error (argparse's message on stderr),
-    1 on a genotok or file error (``genotok: error: …`` on stderr, no traceback).
+    Same as ``genotok.cli.main(["universe", *argv])``: the exit code is 0 on success, 2 on a
+    usage error and 1 on a failure, with one ``genotok: error: …`` line on stderr.
 
     Examples
     --------
-    >>> build_cli(["merge", "-o", "union.bed", "a.bed", "b.bed"])  # doctest: +SKIP
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> sizes = os.path.join(d, "g.sizes")
+    >>> _ = Path(sizes).write_text("chr1\\t25\\n")
+    >>> build_cli(["tile", "-q", "--chrom-sizes", sizes, "--size", "10", "-o", os.path.join(d, "t.bed")])
     0
+    >>> Path(d, "t.bed").read_text().splitlines()[-1]
+    'chr1\\t20\\t25'
     """
-    parser = _cli_parser(prog)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help (0) or a usage error (2)
-        return int(exc.code) if isinstance(exc.code, int) else 2
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore" if args.quiet else "default")
-            if not args.quiet:
-                warnings.showwarning = _cli_warning
-            result = _cli_run(args)
-        out = write_universe(result.regions, args.output, result.report)
-    except GenotokError as exc:
-        print(f"genotok: error: {exc}", file=sys.stderr)
-        return 1
-    except OSError as exc:
-        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"genotok: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return 1
-    if not args.quiet:
-        r = result.report
-        print(f"genotok: {r.method}: {len(r.inputs)} input(s), {r.n_input_regions:,} regions "
-              f"-> {r.n_regions:,} regions in {out} (report: {sidecar_path(out).name}, "
-              f"{r.elapsed_s:.2f} s)", file=sys.stderr)
-    return 0
+    from .cli import main
 
-
-def _cli_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"genotok: warning: {message}", file=sys.stderr)
+    return main(["universe", *(sys.argv[1:] if argv is None else argv)])

@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from . import _config
 from ._io import atomic_write, default_hash, file_digest
+from ._progress import progress
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
 from .gtok import write_gtok
@@ -68,12 +70,46 @@ class RunSummary:
     seconds: float
     skipped_done: int = 0
     failed: list[dict] = field(default_factory=list)
+    #: ``<unk>`` tokens, and records with no universe region at all (only ``<unk>``, or empty)
+    n_unk_tokens: int = 0
+    n_unk_records: int = 0
+
+    @property
+    def unk_share(self) -> float:
+        """Share of all tokens that are ``<unk>``."""
+        return self.n_unk_tokens / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of records with at least one universe region (not only ``<unk>``)."""
+        return 1.0 - self.n_unk_records / self.n_records if self.n_records else 0.0
 
     def __str__(self) -> str:
         failed = f", {len(self.failed)} failed (skipped)" if self.failed else ""
         resumed = f", {self.skipped_done} already done" if self.skipped_done else ""
         return (f"pre-tokenized {self.n_inputs} inputs into {self.n_records:,} records "
-                f"({self.n_tokens:,} tokens) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
+                f"({self.n_tokens:,} tokens, {self.unk_share:.1%} <unk>; {self.hit_rate:.1%} of "
+                f"records hit the universe) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
+
+
+def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int) -> tuple[int, int]:
+    """``<unk>`` tokens, and rows holding no other token, of a flat ids + offsets pair."""
+    known = np.zeros(data.size + 1, np.int64)
+    np.cumsum(data != unk, out=known[1:])
+    offsets = np.asarray(offsets, np.int64)
+    per_row = known[offsets[1:]] - known[offsets[:-1]]
+    return int(data.size - known[-1]), int(np.count_nonzero(per_row == 0))
+
+
+def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
+    """Most records without a single universe region: almost always the wrong universe."""
+    n, bad = summary.n_records, summary.n_unk_records
+    if n and bad * 2 > n:
+        warnings.warn(
+            f"{bad:,} of {n:,} records hit no region of the universe (only <unk>): is "
+            f"{tokenizer.universe.source or 'the universe'} the right universe for these inputs "
+            "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
+            UserWarning, stacklevel=3)
 
 
 def input_kind(path: str | os.PathLike) -> str:
@@ -204,13 +240,7 @@ def _alive(pid: int) -> bool:
 
 
 def _progress(total: int, quiet: bool, desc: str):
-    if quiet:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, desc=desc, unit="file", leave=False, disable=None)  # off on non-TTYs
+    return progress(total, desc, "file", enabled=not quiet, tty_only=True)  # off on non-TTYs
 
 
 def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: str, algo: str):
@@ -319,6 +349,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         summary.skipped_done = resumed
     if not quiet:
         print(summary)
+    _warn_if_mostly_unknown(summary, tokenizer)
     return summary
 
 
@@ -359,6 +390,8 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
                 corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads, values=False,
                                             output=shard)
             names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
+            flat = corpus.to_ragged()
+            unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
         else:
             if kind == "h5ad":
                 import anndata
@@ -372,13 +405,17 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
             for name, ids in zip(names, rows):
                 write_gtok(out / f"{stem}.{name}.gtok", ids)
             n_tokens, n = int(sum(len(r) for r in rows)), len(rows)
+            lengths = np.array([len(r) for r in rows], np.int64)
+            unk = _unk_counts(np.concatenate([np.asarray(r) for r in rows]) if rows else
+                              np.zeros(0, np.int64), np.concatenate([[0], np.cumsum(lengths)]),
+                              tokenizer.unk_token_id)
     except GenotokError as exc:
         if on_error == "fail":
             raise
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": str(exc)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
-            "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
+            "unk_tokens": unk[0], "unk_records": unk[1], "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
                                        "hash": digest, "hash_algorithm": algo, "records": n,
                                        "kind": kind}]}
 
@@ -413,6 +450,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
     names = [record_name(paths[k]) for k in ok]
     n_tokens = 0
+    unk_tokens = unk_records = 0
     with contextlib.ExitStack() as stack:
         if format == "corpus":
             w = stack.enter_context(CorpusWriter.for_tokenizer(
@@ -424,6 +462,8 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                       dtype=np.uint32, prepared=[parsed[ok[i]][3] for i in group])
             rows = Ragged(res.ids, res.offsets)
             n_tokens += int(rows.data.size)
+            u_t, u_r = _unk_counts(rows.data, rows.offsets, tokenizer.unk_token_id)
+            unk_tokens, unk_records = unk_tokens + u_t, unk_records + u_r
             if format == "corpus":
                 w.append_batch(rows, names=[names[i] for i in group],
                                meta={"source": [str(paths[ok[i]]) for i in group]})
@@ -435,7 +475,8 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
                              **{"hash": parsed[k][1], "hash_algorithm": algo})
     return {"shard": _shard_name(b) if format == "corpus" else None,
-            "records": len(ok), "tokens": n_tokens, "failed": failed,
+            "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
+            "unk_records": unk_records, "failed": failed,
             "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
                          "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
                         for i, k in enumerate(ok)]}
@@ -481,7 +522,10 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
         "settings": tokenizer.settings.as_dict(),
         "universe": tokenizer.universe.source,
         "inputs": [s for d in done for s in d["sources"]], "failed": failed,
-        "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done)}}
+        "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done),
+        # absent from journals of older versions: counted as 0
+        "n_unk_tokens": sum(d.get("unk_tokens", 0) for d in done),
+        "n_unk_records": sum(d.get("unk_records", 0) for d in done)}}
     if format == "corpus":
         shards = [out / d["shard"] for d in done if d["shard"]]
         if not shards:  # every input failed and was skipped: an empty, valid corpus
@@ -494,5 +538,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
     else:
         with atomic_write(out / MANIFEST, "w") as fh:
             json.dump({"format": "genotok-gtok-dir", **extra}, fh, indent=1)
-    return RunSummary(out, len(paths), extra["genotok_run"]["n_records"],
-                      extra["genotok_run"]["n_tokens"], time.perf_counter() - t0, 0, failed)
+    run = extra["genotok_run"]
+    return RunSummary(out, len(paths), run["n_records"], run["n_tokens"],
+                      time.perf_counter() - t0, 0, failed, run["n_unk_tokens"],
+                      run["n_unk_records"])

@@ -1,23 +1,45 @@
 """Quick-look plots of tokenized data (``pip install 'genotok[plot]'``; matplotlib).
 
-Every function takes an optional ``ax`` and returns the Axes it drew on.
+Every function takes an optional ``ax`` and returns the Axes it drew on. Without ``ax``, a new
+figure with matplotlib's constrained layout is made, so labels are never clipped; counts carry
+thousands separators.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ._optional import require
 from .ragged import Ragged
 
+LABEL_SIZE = 10
+TICK_SIZE = 8
+COLOR = "#4472c4"
 
-def _axes(ax):
+
+def _axes(ax, size: tuple[float, float] = (6, 3.5)):
+    """``ax``, or the Axes of a new figure whose layout keeps every label inside it."""
     if ax is not None:
         return ax
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ImportError("genotok.plot needs matplotlib: pip install 'genotok[plot]'") from None
-    return plt.subplots(figsize=(6, 3.5))[1]
+    plt = require("matplotlib.pyplot", "genotok.plot")
+    return plt.subplots(figsize=size, layout="constrained")[1]
+
+
+def _style(ax, xlabel: str | None, ylabel: str | None, title: str, *, x_thousands: bool = False,
+           y_thousands: bool = False) -> None:
+    """Labels at a readable size; counts with thousands separators."""
+    from matplotlib.ticker import StrMethodFormatter
+
+    if xlabel is not None:
+        ax.set_xlabel(xlabel, fontsize=LABEL_SIZE)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel, fontsize=LABEL_SIZE)
+    ax.set_title(title, fontsize=LABEL_SIZE)
+    ax.tick_params(labelsize=TICK_SIZE)
+    if x_thousands:
+        ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+    if y_thousands:
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
 
 
 def _rows(records):
@@ -43,35 +65,40 @@ def record_lengths(records, *, bins: int = 50, ax=None):
     """
     ax = _axes(ax)
     _, lengths = _rows(records)
-    ax.hist(lengths, bins=bins, color="#4472c4")
-    ax.set_xlabel("tokens per record")
-    ax.set_ylabel("records")
-    ax.set_title(f"{lengths.size:,} records, median {np.median(lengths) if lengths.size else 0:.0f} tokens")
+    ax.hist(lengths, bins=bins, color=COLOR)
+    median = np.median(lengths) if lengths.size else 0
+    _style(ax, "tokens per record", "records", f"{lengths.size:,} records, median {median:,.0f} tokens",
+           x_thousands=True, y_thousands=True)
     return ax
 
 
 def token_frequency(records, tokenizer, *, top: int = 30, ax=None):
     """How often the most frequent region tokens occur, plus the share of special tokens.
 
+    A horizontal bar per region, most frequent on top, so that the region names read level.
+
     Examples
     --------
     >>> import matplotlib; matplotlib.use("Agg")
     >>> from genotok import Tokenizer
     >>> tok = Tokenizer(["chr1:0-10", "chr1:10-20"])
-    >>> token_frequency([[0, 0, 1]], tok).get_ylabel()
-    'occurrences'
+    >>> ax = token_frequency([[0, 0, 1]], tok)
+    >>> ax.get_xlabel(), [t.get_text() for t in ax.get_yticklabels()]
+    ('occurrences', ['chr1:0-10', 'chr1:10-20'])
     """
-    ax = _axes(ax)
     data, _ = _rows(records)
     n_regions = tokenizer.universe.n_regions
     counts = np.bincount(data.astype(np.int64), minlength=tokenizer.vocab_size)
-    order = np.argsort(counts[:n_regions])[::-1][:top]
-    ax.bar(np.arange(order.size), counts[order], color="#4472c4")
-    ax.set_xticks(np.arange(order.size))
-    ax.set_xticklabels(tokenizer.convert_ids_to_tokens(order), rotation=90, fontsize=6)
+    order = np.argsort(counts[:n_regions], kind="stable")[::-1][:top]
+    ax = _axes(ax, (6, max(3.0, 1.2 + 0.2 * order.size)))
+    ax.barh(np.arange(order.size), counts[order], color=COLOR)
+    ax.set_yticks(np.arange(order.size))
+    ax.set_yticklabels(tokenizer.convert_ids_to_tokens(order))
+    ax.invert_yaxis()  # the most frequent on top
     special = counts[n_regions:].sum()
-    ax.set_ylabel("occurrences")
-    ax.set_title(f"top {order.size} regions; special tokens: {special / max(counts.sum(), 1):.1%}")
+    _style(ax, "occurrences", None,
+           f"top {order.size} regions; special tokens: {special / max(counts.sum(), 1):.1%}",
+           x_thousands=True)
     return ax
 
 
@@ -85,9 +112,9 @@ def universe_coverage(records, tokenizer, *, ax=None):
     >>> universe_coverage([[0]], Tokenizer(["chr1:0-10", "chr1:10-20"])).get_title()
     'universe coverage: 50.0% of 2 regions'
     """
-    ax = _axes(ax)
     data, _ = _rows(records)
     u = tokenizer.universe
+    ax = _axes(ax, (max(4.0, 1.5 + 0.25 * len(u.chrom_names)), 3.5))
     hit = np.zeros(u.n_regions, dtype=bool)
     ids = data[data < u.n_regions].astype(np.int64)
     hit[ids] = True
@@ -95,12 +122,13 @@ def universe_coverage(records, tokenizer, *, ax=None):
     per = np.bincount(codes, weights=hit, minlength=len(u.chrom_names))
     tot = np.bincount(codes, minlength=len(u.chrom_names))
     share = np.divide(per, tot, out=np.zeros_like(per), where=tot > 0)
-    ax.bar(np.arange(share.size), share, color="#4472c4")
+    ax.bar(np.arange(share.size), share, color=COLOR)
     ax.set_xticks(np.arange(share.size))
-    ax.set_xticklabels(u.chrom_names, rotation=90, fontsize=7)
+    ax.set_xticklabels(u.chrom_names, rotation=90 if share.size > 6 else 0)
     ax.set_ylim(0, 1)
-    ax.set_ylabel("regions ever hit")
-    ax.set_title(f"universe coverage: {hit.mean():.1%} of {u.n_regions:,} regions")
+    ax.yaxis.set_major_formatter(_percent())
+    _style(ax, None, "regions ever hit",
+           f"universe coverage: {hit.mean():.1%} of {u.n_regions:,} regions")
     return ax
 
 
@@ -117,8 +145,14 @@ def overlap_counts(tokenizer, regions, *, ax=None):
     ax = _axes(ax)
     lengths = tokenizer.region_hits(regions).lengths
     top = int(lengths.max()) if lengths.size else 0
-    ax.bar(np.arange(top + 1), np.bincount(lengths, minlength=top + 1), color="#4472c4")
-    ax.set_xlabel("universe regions hit per query")
-    ax.set_ylabel("queries")
-    ax.set_title(f"{lengths.size:,} queries, {np.mean(lengths == 0) if lengths.size else 0:.1%} hit nothing")
+    ax.bar(np.arange(top + 1), np.bincount(lengths, minlength=top + 1), color=COLOR)
+    nothing = np.mean(lengths == 0) if lengths.size else 0
+    _style(ax, "universe regions hit per query", "queries",
+           f"{lengths.size:,} queries, {nothing:.1%} hit nothing", y_thousands=True)
     return ax
+
+
+def _percent():
+    from matplotlib.ticker import PercentFormatter
+
+    return PercentFormatter(1.0, decimals=0)

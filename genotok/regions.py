@@ -186,10 +186,12 @@ class RegionSet:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_bed(cls, path: str | os.PathLike) -> "RegionSet":
+    def from_bed(cls, path: str | os.PathLike, *, allow_reversed: bool = False) -> "RegionSet":
         """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok._parse``).
 
         Large files (>= 8 MB of text) are parsed in chunks on all numba threads.
+        ``allow_reversed=True`` keeps lines whose end is before their start as they are (a
+        serial parse; for universes gtars accepted, see :class:`genotok.universe.Universe`).
 
         Raises
         ------
@@ -206,13 +208,13 @@ class RegionSet:
         """
         p = os.fspath(path)
         buf = _io.read_bytes(p)
-        return cls._from_buffer(buf, p)
+        return cls._from_buffer(buf, p, allow_reversed)
 
     @classmethod
-    def _from_buffer(cls, buf: np.ndarray, path: str) -> "RegionSet":
-        chunks = _split_lines(buf, _parse_threads(buf.size))
+    def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> "RegionSet":
+        chunks = _split_lines(buf, 1 if allow_reversed else _parse_threads(buf.size))
         if len(chunks) == 1:
-            results = [_parse.run(buf)]
+            results = [_parse.run(buf, allow_reversed=allow_reversed)]
         else:  # the parser releases the GIL: chunks parse side by side
             results, shared = _parse_chunks(buf, chunks)
         error = None  # (line, status, byte position) of the first problem the kernel found
@@ -279,9 +281,9 @@ class RegionSet:
             if isinstance(t, (str, bytes)):
                 raise RegionParseError(f"region {i} ({t!r}) is a string among (chrom, start, end) "
                                        "tuples: give all regions in one form")
-            try:
-                c, s, e = t[0], t[1], t[2]
-            except (TypeError, IndexError, KeyError):
+            try:  # objects with .chr/.start/.end (gtars Region) too
+                c, s, e = (t.chr, t.start, t.end) if hasattr(t, "chr") else (t[0], t[1], t[2])
+            except (TypeError, IndexError, KeyError, AttributeError):
                 raise RegionParseError(f"region {i} ({t!r}) is not a (chrom, start, end) tuple") from None
             chroms.append(c)
             starts.append(s)
@@ -618,7 +620,8 @@ def as_regions(obj) -> RegionSet:
     """Any region input as a :class:`RegionSet`.
 
     Accepts a RegionSet; a path (str or PathLike) to a BED/BED.gz file; one region string; a
-    list of region strings; a list of ``(chrom, start, end)`` tuples; a tuple of three arrays
+    list of region strings; a list of ``(chrom, start, end)`` tuples or of objects with
+    ``.chr``/``.start``/``.end`` (gtars ``Region``); a tuple of three arrays
     ``(chroms, starts, ends)``; a pandas data frame or a mapping of columns.
 
     Examples
@@ -641,6 +644,8 @@ def as_regions(obj) -> RegionSet:
                                        "chr1:100-200 either; check the path")
     if hasattr(obj, "columns") or isinstance(obj, Mapping):
         return RegionSet.from_frame(obj)
+    if hasattr(obj, "chr") and hasattr(obj, "start") and hasattr(obj, "end"):
+        return RegionSet.from_tuples([obj])  # one gtars Region
     if isinstance(obj, tuple) and len(obj) == 3 and _looks_like_columns(obj):
         return RegionSet.from_arrays(*obj)
     if isinstance(obj, np.ndarray) and obj.dtype.kind in "US" and obj.ndim == 1:

@@ -6,8 +6,8 @@ The Tokenizer validates and shapes; the overlap work is done by the numba kernel
 
 from __future__ import annotations
 
+import inspect
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,20 +15,18 @@ from pathlib import Path
 import numpy as np
 
 from . import _config, _kernels
-from .errors import UniverseError, UniverseMismatchError
+from ._sort import stable_argsort
+from .errors import UniverseError
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .universe import SPECIAL_NAMES, Universe
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 OVERLAP_MODES = ("all", "best")
 UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
 ORDERS = ("gtars", "input", "genomic", "unique")
 FRACTION_OF = ("query", "region")
+#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
+TOKENIZER_TYPES = ("bits", "ailist")
 
 
 @dataclass(frozen=True)
@@ -47,6 +45,7 @@ class TokenizerSettings:
     fraction_of: str = "query"
     unknown: str = "set"
     order: str = "gtars"
+    tokenizer_type: str = "bits"
 
     def __post_init__(self):
         def check(name, value, allowed):
@@ -57,15 +56,21 @@ class TokenizerSettings:
         check("unknown", self.unknown, UNKNOWN_POLICIES)
         check("order", self.order, ORDERS)
         check("fraction_of", self.fraction_of, FRACTION_OF)
+        check("tokenizer_type", self.tokenizer_type, TOKENIZER_TYPES)
         if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
             raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
         if not 0.0 <= float(self.min_fraction) <= 1.0:
             raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
 
     def as_dict(self) -> dict:
-        return {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
-                "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
-                "unknown": self.unknown, "order": self.order}
+        """The settings as plain values (``tokenizer_type`` only when not the default, so
+        records made before it existed still match)."""
+        out = {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
+               "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
+               "unknown": self.unknown, "order": self.order}
+        if self.tokenizer_type != "bits":
+            out["tokenizer_type"] = self.tokenizer_type
+        return out
 
 
 @dataclass
@@ -114,6 +119,8 @@ def _is_single_set(obj) -> bool:
     first = obj[0]
     if isinstance(first, tuple) and len(first) >= 3 and isinstance(first[0], (str, bytes)):
         return True  # a list of (chrom, start, end) tuples
+    if hasattr(first, "chr") and hasattr(first, "start") and hasattr(first, "end"):
+        return True  # a list of gtars Region objects
     if isinstance(first, str):
         # a list of file paths is a batch; a list of "chr:start-end" strings is one set
         return not all(isinstance(x, str) and os.path.isfile(x) for x in obj)
@@ -130,16 +137,23 @@ class Tokenizer:
 
     Parameters
     ----------
-    universe
-        A :class:`Universe`, or anything it is built from (BED path, regions).
+    source
+        What the vocabulary comes from, recognised by itself (as gtars' ``Tokenizer(path)``):
+        a BED / BED.gz file (token id = line position); a ``.toml`` configuration (gtars' or
+        genotok's, see :meth:`from_config`); a model directory or a Hugging Face Hub id
+        ``org/name`` (see :meth:`from_pretrained`); a :class:`Universe`; or regions in memory
+        (strings ``chr:start-end``, tuples, arrays, a data frame, gtars ``Region`` objects).
+        A string that could be read two ways is refused with the explicit call to use.
     overlap
         ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
         the largest overlap per query; ties go to the lowest id).
     min_overlap
         Minimum overlap in bp for a hit (0: any half-open overlap counts).
-    min_fraction, fraction_of
-        Minimum overlap as a fraction of the query (``fraction_of="query"``, like bedtools and
-        geniml's ``-f``) or of the universe region (``"region"``).
+    min_fraction
+        Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
+        ``fraction_of`` says.
+    fraction_of
+        ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
     unknown
         ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
         ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
@@ -150,6 +164,20 @@ class Tokenizer:
         ``"unique"`` (de-duplicated, genomic).
     n_threads
         Default numba thread count for this tokenizer's calls (``None``: numba's setting).
+    special_tokens
+        ``{"unk": "<UNKNOWN>", ...}``: rename special tokens (partial overrides allowed).
+    tokenizer_type
+        gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
+        refused. The hits are the same; the order of one query's several hits follows the
+        backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
+        see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
+    strict
+        Refuse universe lines whose end is before their start (gtars accepts them; by default
+        they keep their ids as inert tokens, see :class:`Universe`).
+
+    Settings not given keep the values saved in a configuration, else the defaults above.
+    ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
+    ``__init__`` calling ``super().__init__()``) or in the usual Python way.
 
     Examples
     --------
@@ -162,67 +190,132 @@ class Tokenizer:
     True
     """
 
-    def __init__(self, universe, *, overlap: str = "all", min_overlap: int = 0,
-                 min_fraction: float = 0.0, fraction_of: str = "query", unknown: str = "set",
-                 order: str = "gtars", n_threads: int | None = None,
-                 special_tokens: dict | None = None):
-        if isinstance(universe, Universe):
-            if special_tokens is not None:
-                raise ValueError("special_tokens can only be given with a universe source, "
-                                 "not with a ready Universe")
-            self.universe = universe
-        else:
-            self.universe = Universe(universe, special_tokens)
-        self.settings = TokenizerSettings(overlap, min_overlap, min_fraction, fraction_of,
-                                          unknown, order)
+    def __new__(cls, *args, **kwargs):
+        # gtars' Tokenizer is built in __new__; its users subclass it with
+        # ``__new__(cls, *args, **kwargs)`` returning ``super().__new__(cls, *args, **kwargs)``
+        # and an ``__init__`` that calls ``super().__init__()`` without arguments. Keep the
+        # arguments for that call (pickle calls __new__ with none).
+        self = super().__new__(cls)
+        self._new_args = (args, kwargs)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        stored = self.__dict__.pop("_new_args", None)
+        if not args and not kwargs:
+            if stored is not None and (stored[0] or stored[1]):
+                args, kwargs = stored  # the gtars subclassing pattern
+            elif "universe" in self.__dict__:
+                return
+            else:
+                raise TypeError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
+                                "configuration, a model directory or Hub id, or regions")
+        self._setup(*args, **kwargs)
+
+    def __getattr__(self, name):
+        # only for attributes not found: a subclass whose __init__ never calls
+        # Tokenizer.__init__ (gtars builds in __new__, so such subclasses work there) is built
+        # from its __new__ arguments on first use
+        stored = self.__dict__.get("_new_args")
+        if name.startswith("__") or "universe" in self.__dict__ or not stored or not any(stored):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        del self.__dict__["_new_args"]
+        self._setup(*stored[0], **stored[1])
+        return getattr(self, name)
+
+    def _setup(self, source, *, overlap: str | None = None, min_overlap: int | None = None,
+               min_fraction: float | None = None, fraction_of: str | None = None,
+               unknown: str | None = None, order: str | None = None,
+               n_threads: int | None = None, special_tokens: dict | None = None,
+               tokenizer_type: str | None = None, strict: bool = False):
+        from . import pretrained as _pretrained
+
+        universe, saved, check = _pretrained.load(source, special_tokens, strict)
+        given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
+                 "fraction_of": fraction_of, "unknown": unknown, "order": order,
+                 "tokenizer_type": tokenizer_type}
+        settings = {**saved, **{k: v for k, v in given.items() if v is not None}}
+        ttype = settings.get("tokenizer_type", "bits")
+        if ttype not in TOKENIZER_TYPES:
+            raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
+                                f"gtars), got {ttype!r}")
+        self.universe = universe
+        self.settings = TokenizerSettings(**settings)
         self.n_threads = n_threads
+        if check is not None:
+            _pretrained.check_vocab_size(self.vocab_size, *check)
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
-        """A tokenizer over the universe in a BED/BED.gz file (token id = line position)."""
+        """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
+
+        ``special_tokens`` and ``strict`` (refuse lines with end before start, which gtars
+        accepts) go to :meth:`Universe.from_bed`; other keywords are the settings.
+        """
         special = kwargs.pop("special_tokens", None)
-        return cls(Universe.from_bed(path, special), **kwargs)
+        strict = kwargs.pop("strict", False)
+        return cls(Universe.from_bed(path, special, strict=strict), **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
         """Load a tokenizer configuration: genotok's own TOML or gtars' ``tokenizer.toml``.
 
-        Both have ``universe = "path"`` (relative to the config file) and optional
-        ``special_tokens`` (gtars: a list of ``{name, token}`` tables; genotok: the same, or a
-        table ``{unk = "<unk>", ...}``). genotok settings live in a ``[genotok]`` table; when it
-        records a ``fingerprint``, a universe file that changed since is refused.
+        Both have ``universe = "path"`` (relative to the config file), optional
+        ``special_tokens`` (gtars: a list of ``{name, token}`` tables, partial overrides
+        allowed; genotok: the same, or a table ``{unk = "<unk>", ...}``) and
+        ``tokenizer_type`` (``"bits"`` or ``"ailist"``; anything else is refused, as gtars
+        does). genotok settings live in a ``[genotok]`` table; when it records a
+        ``fingerprint``, a universe file that changed since is refused. Keyword arguments
+        override the file's settings.
         """
-        path = Path(path)
-        try:
-            with open(path, "rb") as fh:
-                cfg = tomllib.load(fh)
-        except FileNotFoundError:
-            raise UniverseError(f"{path}: no such tokenizer configuration file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise UniverseError(f"{path}: not valid TOML: {exc}") from None
-        if "universe" not in cfg:
-            raise UniverseError(f"{path}: the configuration names no universe "
-                                "(expected a line like universe = \"universe.bed\")")
-        upath = Path(cfg["universe"])
-        if not upath.is_absolute():
-            upath = path.parent / upath
-        special = cfg.get("special_tokens")
-        if isinstance(special, list):
-            try:
-                special = {d["name"]: d["token"] for d in special}
-            except (KeyError, TypeError):
-                raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
-                                    "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
-        ours = dict(cfg.get("genotok", {}))
-        fingerprint = ours.pop("fingerprint", None)
-        ours.update(overrides)
-        tok = cls(Universe.from_bed(upath, special), **ours)
-        if fingerprint is not None and fingerprint != tok.universe.fingerprint:
-            raise UniverseMismatchError(
-                f"{path}: universe {upath} has changed since this configuration was saved "
-                f"(fingerprint {tok.universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+        from .pretrained import read_config
+
+        special = overrides.pop("special_tokens", None)
+        strict = overrides.pop("strict", False)
+        universe, saved = read_config(path, special, strict)
+        return cls(universe, **{**saved, **overrides})
+
+    @classmethod
+    def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
+                        cache_dir: str | os.PathLike | None = None,
+                        local_files_only: bool = False, **overrides) -> "Tokenizer":
+        """The tokenizer of a model: a local directory or a Hugging Face Hub model repo.
+
+        Looks for ``tokenizer.toml`` (and the universe it names), then ``universe.bed.gz``,
+        then ``universe.bed``. When the repo's ``config.json`` / ``config.yaml`` gives a
+        ``vocab_size``, the tokenizer's must be equal. Hub repos need ``huggingface_hub``
+        (``pip install 'genotok[hub]'``) and follow its cache and offline conventions
+        (``HF_HUB_OFFLINE=1``, ``local_files_only=True``). See :mod:`genotok.pretrained`.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> d = Tokenizer(["chr1:0-100", "chr2:5-50"]).save_pretrained(tempfile.mkdtemp())
+        >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
+        [1]
+        """
+        from . import pretrained as _pretrained
+
+        directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
+                                         local_files_only=local_files_only)
+        special = overrides.pop("special_tokens", None)
+        strict = overrides.pop("strict", False)
+        universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
+                                                            special, strict)
+        tok = cls(universe, **{**saved, **overrides})
+        _pretrained.check_vocab_size(tok.vocab_size, *check)
         return tok
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (created).
+
+        gtars reads it back (``Tokenizer.from_pretrained(directory)``, ``from_config``) with
+        the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
+        directory.
+        """
+        from .pretrained import save
+
+        return save(self, directory)
 
     def save_config(self, path: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration gtars can read too (genotok settings in ``[genotok]``).
@@ -248,16 +341,24 @@ class Tokenizer:
         def q(s) -> str:
             return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
-        lines = [f"universe = {q(ref)}", "special_tokens = ["]
+        lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(self.tokenizer_type)}",
+                 "special_tokens = ["]
         lines += [f"  {{ name = {q(k)}, token = {q(self.universe.special_tokens[k])} }},"
                   for k in SPECIAL_NAMES]
         lines += ["]", "", "[genotok]"]
         for k, v in self.settings.as_dict().items():
+            if k == "tokenizer_type":
+                continue  # gtars' key, at the top
             lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
         lines.append(f"fingerprint = {q(self.universe.fingerprint)}")
         with atomic_write(path, "w") as fh:
             fh.write("\n".join(lines) + "\n")
         return path
+
+    @property
+    def tokenizer_type(self) -> str:
+        """gtars' backend name, ``"bits"`` or ``"ailist"`` (the order of a query's hits)."""
+        return self.settings.tokenizer_type
 
     # ------------------------------------------------------------------ vocabulary (as gtars)
     @property
@@ -292,9 +393,85 @@ class Tokenizer:
     def convert_tokens_to_ids(self, tokens):
         return self.universe.convert_tokens_to_ids(tokens)
 
-    def decode(self, ids):
-        """Token strings of ids (gtars ``decode``): one id → one string, many → a list."""
+    def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
+        """Token strings of ids, always a list (gtars ``decode``; one id gives a list of one).
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100"])
+        >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
+        (['chr1:0-100'], ['chr1:0-100'])
+        """
+        ids = np.atleast_1d(np.asarray(ids))
+        if skip_special_tokens:
+            ids = ids[np.asarray(ids) < self.universe.n_regions]
         return self.universe.convert_ids_to_tokens(ids)
+
+    def batch_decode(self, sequences, *, skip_special_tokens: bool = False) -> list[list[str]]:
+        """:meth:`decode` of each sequence: lists of ids, a 2-D array or tensor, a ``Ragged``.
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100", "chr2:0-5"])
+        >>> tok.batch_decode([[0, 1], [1, 3]], skip_special_tokens=True)
+        [['chr1:0-100', 'chr2:0-5'], ['chr2:0-5']]
+        """
+        if hasattr(sequences, "detach"):  # a torch tensor
+            sequences = sequences.detach().cpu().numpy()
+        return [self.decode(np.asarray(seq), skip_special_tokens=skip_special_tokens)
+                for seq in sequences]
+
+    @property
+    def all_special_tokens(self) -> list[str]:
+        """The seven special token strings, in id order (``<unk> <pad> <mask> ...``)."""
+        return [self.universe.special_tokens[k] for k in SPECIAL_NAMES]
+
+    @property
+    def all_special_ids(self) -> list[int]:
+        """The seven special token ids (``n_regions ... n_regions + 6``)."""
+        return [self.universe.n_regions + k for k in range(len(SPECIAL_NAMES))]
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, *,
+                                already_has_special_tokens: bool = True) -> list[int]:
+        """1 for each special token of a sequence, 0 for each region (tokens or ids).
+
+        As gtars' ``get_special_tokens_mask(tokens)``, which marks the special tokens a
+        sequence contains: that is Hugging Face's ``already_has_special_tokens=True``, the
+        default here. With ``already_has_special_tokens=False`` (Hugging Face's default) the
+        mask describes the special tokens *this tokenizer would add*: it adds none, so it is
+        all zeros (over ``token_ids_0`` and ``token_ids_1``).
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr9:3526071-3526165"])
+        >>> tok.get_special_tokens_mask(["<pad>", "chr9:3526071-3526165", "<unk>"])
+        [1, 0, 1]
+        >>> tok.get_special_tokens_mask([2, 0, 1])
+        [1, 0, 1]
+        """
+        if not already_has_special_tokens:
+            n1 = 0 if token_ids_1 is None else len(token_ids_1)
+            return [0] * (len(token_ids_0) + n1)
+        if token_ids_1 is not None:
+            raise ValueError("token_ids_1 cannot be given with already_has_special_tokens=True: "
+                             "a sequence that already has its special tokens is one sequence")
+        if hasattr(token_ids_0, "detach"):
+            token_ids_0 = token_ids_0.detach().cpu().numpy()
+        if isinstance(token_ids_0, str):
+            token_ids_0 = [token_ids_0]
+        items = token_ids_0.tolist() if isinstance(token_ids_0, np.ndarray) else list(token_ids_0)
+        specials = set(self.all_special_tokens)
+        n = self.universe.n_regions
+        out = []
+        for x in items:
+            if isinstance(x, str):
+                out.append(int(x in specials))
+            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                out.append(int(n <= x < self.vocab_size))
+            else:
+                raise TypeError(f"get_special_tokens_mask takes token strings or integer ids, "
+                                f"got {x!r} ({type(x).__name__})")
+        return out
 
     # ------------------------------------------------------------------ tokenization
     def _query_order(self, rs: RegionSet) -> np.ndarray:
@@ -309,9 +486,11 @@ class Tokenizer:
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
                 return np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
             ranks = byte_rank[rs.codes]
-            if rs.starts.max() < (1 << 40) and len(names) < (1 << 22):
-                # one packed int64 key: a stable argsort of per-chromosome sorted runs is fast
-                return np.argsort((ranks << 40) | rs.starts, kind="stable")
+            width = int(rs.starts.max()) + 1
+            if width < (1 << 40) and len(names) < (1 << 22):
+                # one compact int64 key (rank, start): a radix sort of a few 11-bit digits,
+                # 6-10x NumPy's stable argsort from 200k to 10M shuffled queries
+                return stable_argsort(ranks * width + rs.starts)
             return np.lexsort((rs.starts, ranks))
         return np.arange(len(rs), dtype=np.int64)
 
@@ -362,9 +541,16 @@ class Tokenizer:
             order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
                      if rsets else np.zeros(0, np.int64))
         s = self.settings
+        ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
+                  and s.order in ("gtars", "input"))
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, bp, out_offsets = self._kernel(
-                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown], details)
+                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
+                details or ailist)
+            if ailist and ids.size > 1:
+                ids, qidx, bp = self._ailist_order(ids, qidx, bp)
+                if not details:
+                    qidx = bp = None
             if s.order in ("genomic", "unique"):
                 ids, out_offsets = _kernels.sort_within_sets(
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
@@ -374,6 +560,16 @@ class Tokenizer:
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
         return _Overlaps(ids.astype(dtype, copy=False), qidx, bp, out_offsets)
+
+    def _ailist_order(self, ids, qidx, bp):
+        """Each query's hits in the order of gtars' AIList backend (its queries' hits are
+        consecutive in the kernels' output: reorder within those runs)."""
+        n = self.universe.n_regions
+        run = np.zeros(ids.size, np.int64)
+        np.cumsum(qidx[1:] != qidx[:-1], out=run[1:])
+        key = np.where(ids < n, self.universe.ailist_key[np.minimum(ids, n - 1)], 0)
+        perm = np.lexsort((key, run))
+        return ids[perm], qidx[perm], bp[perm]
 
     def region_hits(self, regions, *, n_threads: int | None = None) -> Ragged:
         """For every query region (in input order), the ids it hits; no ``<unk>``, no reordering.
@@ -475,7 +671,9 @@ class Tokenizer:
             if return_tensors is None:
                 out = {k: v.tolist() for k, v in out.items()}
             elif return_tensors == "pt":
-                import torch
+                from ._optional import require
+
+                torch = require("torch", "return_tensors='pt'")
 
                 out = {k: torch.from_numpy(v) for k, v in out.items()}
         if single:
@@ -497,3 +695,8 @@ class Tokenizer:
         return (f"Tokenizer({self.universe.n_regions:,} regions, vocab_size={self.vocab_size:,}, "
                 f"overlap={s.overlap!r}, unknown={s.unknown!r}, order={s.order!r}, "
                 f"fingerprint={self.fingerprint[:12]})")
+
+
+# help(Tokenizer) and IDEs show the real parameters (``__init__`` takes *args for subclassing)
+Tokenizer.__init__.__signature__ = inspect.signature(Tokenizer._setup)
+Tokenizer.__new__.__signature__ = inspect.signature(Tokenizer._setup)

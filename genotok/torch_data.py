@@ -11,16 +11,27 @@ torch is imported when this module is; ``import genotok`` never imports it.
 
 from __future__ import annotations
 
+import ast
+import multiprocessing
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
-from . import data as _data
-from . import sampling as _sampling
-from .corpus import Corpus
+from ._optional import require
+
+torch = require("torch", "genotok.torch_data")
+
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info  # noqa: E402
+
+from . import corpus as _corpus  # noqa: E402
+from . import data as _data  # noqa: E402
+from . import sampling as _sampling  # noqa: E402
+from .corpus import Corpus  # noqa: E402
+from .errors import GenotokError  # noqa: E402
 
 
 def _tensors(batch: dict) -> dict:
@@ -180,7 +191,7 @@ class CorpusIterableDataset(IterableDataset):
     resumes with any number of ranks and workers. Use with
     :class:`ResumableLoader`, or ``DataLoader(ds, batch_size=None,
     multiprocessing_context=safe_context(k))``; with workers, only the former survives a loop
-    that stops mid-epoch (see there).
+    that stops mid-epoch and keeps its workers across epochs.
 
     Examples
     --------
@@ -256,6 +267,8 @@ class CorpusIterableDataset(IterableDataset):
         """This worker's batches as NumPy arrays (see :func:`_arrays`)."""
         info = get_worker_info()
         wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
+        if info is not None:  # in a DataLoader worker, forked or not: no numba thread pool
+            worker_init(wid)
         sched = self.schedule()
         mine = range(self.start_batch + wid, len(sched), nw)
         if hasattr(self.corpus, "prefetch") and len(mine):  # a remote corpus: fetch shards ahead
@@ -305,13 +318,20 @@ class _NumpyWire(IterableDataset):
     releases the GIL), the unwinding calls ``std::terminate``: the worker dies by SIGABRT and the
     main process reports "DataLoader worker … killed by signal: Aborted". NumPy's pickling and
     freeing are plain C and unwind cleanly, so batches cross as arrays that hold no tensor.
+
+    The workers live across epochs (persistent workers) and keep the copy of the dataset they
+    were started with; ``state`` (shared memory: epoch, first batch) is how the main process
+    hands them the epoch and the resume point of every new pass.
     """
 
     def __init__(self, dataset: CorpusIterableDataset):
         self.dataset = dataset
+        self.state = multiprocessing.RawArray("q", 2)
 
     def __iter__(self) -> Iterator[dict]:
-        return self.dataset._batches()
+        ds = self.dataset
+        ds.epoch, ds.start_batch = int(self.state[0]), int(self.state[1])
+        return ds._batches()
 
 
 def _as_is(batch):
@@ -327,38 +347,154 @@ def _from_wire(batch: dict, pin: bool) -> dict:
     return out
 
 
-def safe_context(num_workers: int) -> str | None:
-    """The multiprocessing start method for DataLoader workers.
+def _numba_openmp_started() -> bool:
+    """Whether numba's GNU OpenMP thread pool runs in this process (then ``fork`` children must
+    not enter a parallel kernel: GNU OpenMP terminates them)."""
+    from numba.np.ufunc import parallel
 
-    numba's OpenMP thread pool (started by any parallel kernel in the parent) does not survive
-    ``fork``; workers are therefore spawned. The corpus travels to them by path (it pickles as
-    ``Corpus.open(path)``), so nothing is copied.
+    if not getattr(parallel, "_is_initialized", False):
+        return False
+    import numba
+
+    try:
+        return numba.threading_layer() == "omp"
+    except ValueError:  # pragma: no cover - initialised without a layer
+        return False
+
+
+def _fork_problem(collate) -> str | None:
+    """Why forking DataLoader workers would be unsafe here, or ``None`` when it is safe."""
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return f"fork is not safe on {sys.platform}"
+    if collate is not None and not isinstance(collate, Collator) and _numba_openmp_started():
+        return ("numba's OpenMP threads run in this process and the custom collate could enter "
+                "a parallel kernel, which GNU OpenMP forbids after fork")
+    return None
+
+
+def safe_context(num_workers: int, collate=None) -> str | None:
+    """The multiprocessing start method for DataLoader workers over a corpus.
+
+    ``"fork"`` on Linux: workers start in milliseconds and a plain script needs no ``if
+    __name__ == "__main__":`` guard. Forked workers must not run a numba *parallel* kernel
+    once numba's OpenMP pool runs in the parent (GNU OpenMP terminates them):
+    :class:`CorpusIterableDataset` makes every worker gather serially (:func:`worker_init`), so
+    a plain ``DataLoader`` with this context is safe, and genotok's collators use no parallel
+    kernel. ``"spawn"`` elsewhere, and for a custom ``collate`` once numba's OpenMP threads have
+    started. ``None`` without workers.
 
     Examples
     --------
-    >>> safe_context(0), safe_context(2)
-    (None, 'spawn')
+    >>> safe_context(0) is None, safe_context(2) in ("fork", "spawn")
+    (True, True)
     """
-    return "spawn" if num_workers > 0 else None
+    if num_workers <= 0:
+        return None
+    return "spawn" if _fork_problem(collate) else "fork"
+
+
+def worker_init(worker_id: int) -> None:
+    """Make corpus gathers in this DataLoader worker serial (no numba thread pool).
+
+    :class:`CorpusIterableDataset` calls it in every worker; usable as a ``worker_init_fn``
+    for other datasets over a corpus.
+
+    A forked worker cannot use numba's OpenMP pool of its parent; with several workers each
+    worker is a unit of parallelism anyway (as torch sets one intra-op thread in its workers).
+
+    Examples
+    --------
+    >>> import genotok.corpus as c
+    >>> saved = c.PARALLEL_GATHER_MIN
+    >>> worker_init(0); c.PARALLEL_GATHER_MIN > 2 ** 62
+    True
+    >>> c.PARALLEL_GATHER_MIN = saved
+    """
+    _corpus.PARALLEL_GATHER_MIN = sys.maxsize
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either side)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    consts = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return names == {"__name__"} and consts == {"__main__"}
+
+
+def _check_main_guard(num_workers: int, why: str) -> None:
+    """Refuse to spawn workers from an unguarded script, saying what to add.
+
+    A spawned worker re-imports the main script; code at its top level that is not under
+    ``if __name__ == "__main__":`` runs again there, starts workers of its own and dies with
+    multiprocessing's "bootstrapping phase" error. Notebooks, ``python -c`` and the REPL have
+    no script file and are fine.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path:
+        return
+    line = None
+    frame = sys._getframe(1)
+    while frame is not None:  # the outermost statement of the script on the stack
+        if frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
+            line = frame.f_lineno
+        frame = frame.f_back
+    if line is None:
+        return
+    try:
+        tree = ast.parse(Path(path).read_text(), path)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_main_test(node.test) and node.body \
+                and node.body[0].lineno <= line <= (node.body[-1].end_lineno or line):
+            return
+    raise GenotokError(
+        f"{path}:{line}: ResumableLoader(num_workers={num_workers}) must spawn its workers "
+        f"({why}), and a spawned worker re-runs this script from the top. Put the script's "
+        f"top-level code under `if __name__ == \"__main__\":` (e.g. in a main() function "
+        f"called from there), or use num_workers=0")
 
 
 class ResumableLoader:
     """A DataLoader over a :class:`CorpusIterableDataset` that can stop and resume mid-epoch.
 
     ``state_dict()`` records the epoch and the batches already delivered; after
-    ``load_state_dict()`` iteration continues with the next batch of the same order.
+    ``load_state_dict()`` iteration continues with the next batch of the same order. Each
+    complete pass moves the dataset to the next epoch.
 
     ``loader_kwargs`` go to :class:`torch.utils.data.DataLoader` (``num_workers``,
-    ``prefetch_factor``, ``pin_memory``, ...); the dataset's collator makes the batches, so
-    ``batch_size`` and ``collate_fn`` are not taken. Workers are spawned (:func:`safe_context`)
-    and hand their batches over as NumPy arrays, turned back into tensors here without a copy:
-    that way a loop that stops mid-epoch (``break``, an exception, a checkpoint-and-exit) shuts
-    the workers down cleanly, where torch's own tensor hand-over can abort them.
+    ``prefetch_factor``, ``pin_memory``, ``worker_init_fn``...); the dataset's collator makes
+    the batches, so ``batch_size`` and ``collate_fn`` are not taken.
+
+    Workers are forked on Linux (:func:`safe_context`), so a plain script works without an
+    ``if __name__ == "__main__":`` guard; where they must be spawned, a script without the guard
+    gets a :class:`~genotok.GenotokError` that says what to add. Workers are started once and
+    kept across epochs (``persistent_workers=True`` unless given): each pass hands them its
+    epoch and first batch through shared memory, so a later epoch's first batch comes as soon
+    as a worker has made it. They keep the copy of the dataset they started with: to change its
+    collator or batch size, make a new loader (or call :meth:`close`). Batches cross from the
+    workers as NumPy arrays, turned back into tensors here without a copy: that way a loop that
+    stops mid-epoch (``break``, an exception, a checkpoint-and-exit) shuts the workers down
+    cleanly, where torch's own tensor hand-over can abort them.
 
     Examples
     --------
-    >>> # loader = ResumableLoader(ds, num_workers=2); for batch in loader: ...
-    >>> # torch.save(loader.state_dict(), "loader.pt") … loader.load_state_dict(torch.load(...))
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1, 2], [3], [4], [5, 6, 7]])
+    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, seed=0)
+    >>> loader = ResumableLoader(ds)
+    >>> it = iter(loader); first = next(it)
+    >>> state = loader.state_dict(); state["epoch"], state["batches_delivered"]
+    (0, 1)
+    >>> again = ResumableLoader(CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2))
+    >>> again.load_state_dict(state); len(list(again))  # the rest of epoch 0
+    1
     """
 
     def __init__(self, dataset: CorpusIterableDataset, **loader_kwargs):
@@ -369,30 +505,73 @@ class ResumableLoader:
         self.dataset = dataset
         self.loader_kwargs = loader_kwargs
         self.delivered = 0
+        self._loader: DataLoader | None = None
+        self._wire: _NumpyWire | None = None
+        self._pin = False
 
     def __len__(self) -> int:
         return self.dataset.n_batches()
 
-    def __iter__(self):
-        ds = self.dataset
-        ds.start_batch = self.delivered
+    def _make(self) -> None:
         kw = dict(self.loader_kwargs)
-        kw.setdefault("multiprocessing_context", safe_context(kw.get("num_workers", 0)))
-        pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
+        workers = int(kw.get("num_workers", 0))
+        if workers > 0:
+            if kw.get("multiprocessing_context") is None:
+                why = _fork_problem(self.dataset.collate)
+                kw["multiprocessing_context"] = "spawn" if why else "fork"
+            ctx = kw["multiprocessing_context"]
+            method = ctx if isinstance(ctx, str) else ctx.get_start_method()
+            if method == "spawn":
+                _check_main_guard(workers, _fork_problem(self.dataset.collate)
+                                  or "multiprocessing_context='spawn' was asked for")
+            elif method == "fork":
+                _warm(self.dataset)
+            kw.setdefault("persistent_workers", True)
+        self._pin = bool(kw.pop("pin_memory", False)) and torch.cuda.is_available()
+        self._wire = _NumpyWire(self.dataset)
         # NumPy out of the dataset, tensors made here: with workers, dropping the loader
         # mid-epoch must not abort one (see _NumpyWire)
-        loader = DataLoader(_NumpyWire(ds), batch_size=None, collate_fn=_as_is, **kw)
-        for batch in loader:
+        self._loader = DataLoader(self._wire, batch_size=None, collate_fn=_as_is, **kw)
+
+    def __iter__(self):
+        ds = self.dataset
+        if self._loader is None:
+            self._make()
+        self._wire.state[0], self._wire.state[1] = ds.epoch, self.delivered
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns on fork() beside other threads (numba's, torch's); the workers
+            # touch neither pool (see worker_init), which is what makes this fork safe
+            warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\) may lead to "
+                                    "deadlocks", DeprecationWarning)
+            batches = iter(self._loader)
+        for batch in batches:
             self.delivered += 1
-            yield _from_wire(batch, pin)
+            yield _from_wire(batch, self._pin)
         self.delivered = 0
         ds.start_batch = 0
         ds.set_epoch(ds.epoch + 1)
+
+    def close(self) -> None:
+        """Stop the workers now (they also stop when the loader is garbage-collected)."""
+        self._loader = self._wire = None
 
     def state_dict(self) -> dict:
         """Small and JSON-ready: epoch, seed, records consumed globally (any world size resumes)."""
         return self.dataset.state_dict(self.delivered)
 
     def load_state_dict(self, state: dict) -> None:
+        if self._loader is not None:  # running workers keep the resume point they started with
+            self.close()
         self.dataset.load_state_dict(state)
         self.delivered = 0
+
+
+def _warm(dataset: CorpusIterableDataset) -> None:
+    """Make one batch here before forking, so that the workers inherit compiled kernels
+    instead of each loading them from numba's cache (0.5 s per worker on first use)."""
+    saved = dataset.start_batch
+    dataset.start_batch = 0
+    try:
+        next(iter(dataset._batches()), None)
+    finally:
+        dataset.start_batch = saved

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _kernels
-from .errors import UniverseError
+from . import _kernels, _parse
+from .errors import BedParseError, UniverseError
 from .regions import RegionSet, as_regions
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
@@ -124,6 +124,10 @@ class Universe:
         ``"first"`` (default): a region listed twice keeps both ids (ids stay line positions,
         so special ids never collide), but overlaps report only the first occurrence's id and a
         warning says how many duplicates there were. ``"error"``: refuse such a universe.
+    strict
+        For a BED file: refuse a line whose end is before its start. By default such a line
+        (which gtars accepts and gives an id) keeps its id as an *inert* token that no query
+        can hit, with one warning; its token string is the line's ``chr:start-end``.
 
     Examples
     --------
@@ -134,10 +138,14 @@ class Universe:
     ['chr1:100-200', '<unk>']
     """
 
-    def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "first"):
+    def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "first",
+                 strict: bool = False):
         if duplicates not in ("first", "error"):
             raise ValueError(f"duplicates must be 'first' or 'error', got {duplicates!r}")
-        rs = as_regions(regions)
+        if isinstance(regions, (str, os.PathLike)) and os.path.isfile(regions):
+            rs = _read_bed(regions, strict)
+        else:
+            rs = as_regions(regions)
         self.regions: RegionSet = rs
         self.source = rs.source
         self.special_tokens = _check_special_tokens(special_tokens)
@@ -148,6 +156,8 @@ class Universe:
         if n >= 2**31 - 8:
             raise UniverseError(f"{self._where()}: {n} regions is more than token ids can hold")
         self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}
+        #: ids of the lines that are not intervals (end < start): kept, never hit
+        self.inert_ids = np.flatnonzero(rs.ends < rs.starts)
         self._order, self._first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
         self.n_duplicates = int(dup_sorted.sum())
         if self.n_duplicates:
@@ -160,15 +170,19 @@ class Universe:
                           stacklevel=2)
         self._dup_sorted = dup_sorted
         self._sweep: _SweepIndex | None = None
+        self._ailist_key: np.ndarray | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_bed(cls, path: str | os.PathLike, special_tokens: dict | None = None,
-                 **kwargs) -> "Universe":
-        """Load a universe from a BED or BED.gz file (token id = data line position)."""
-        return cls(RegionSet.from_bed(path), special_tokens, **kwargs)
+    def from_bed(cls, path: str | os.PathLike, special_tokens: dict | None = None, *,
+                 strict: bool = False, **kwargs) -> "Universe":
+        """Load a universe from a BED or BED.gz file (token id = data line position).
+
+        Lines with end before start get inert ids as gtars gives them (see ``strict``).
+        """
+        return cls(_read_bed(path, strict), special_tokens, **kwargs)
 
     def _where(self) -> str:
         return self.source or "universe"
@@ -256,9 +270,28 @@ class Universe:
         if self._sweep is None:
             rs = self.regions
             order = None if self._order is None else self._order[~self._dup_sorted]
+            if self.inert_ids.size:  # never in the sweep: no query can hit them
+                inert = np.zeros(len(rs), dtype=bool)
+                inert[self.inert_ids] = True
+                order = np.arange(len(rs)) if order is None else order
+                order = order[~inert[order]]
             self._sweep = _SweepIndex(*_kernels.build_sweep_sorted(
                 rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
         return self._sweep
+
+    @property
+    def ailist_key(self) -> np.ndarray:
+        """int64 (n_regions,): the order in which gtars' AIList backend reports a query's hits.
+
+        gtars (``tokenizer_type = "ailist"``) sorts each chromosome's regions by start (ties:
+        file order), splits off, level after level, every region that contains at least 10 of
+        the 19 regions after it, and reports hits level by level, within a level by
+        descending position. Sorting one query's hits by this key gives that order.
+        """
+        if self._ailist_key is None:
+            rs = self.regions
+            self._ailist_key = _ailist_key(rs.codes, rs.starts, rs.ends)
+        return self._ailist_key
 
     @property
     def chrom_names(self) -> tuple[str, ...]:
@@ -371,11 +404,56 @@ class Universe:
         return card("genotok.Universe", {
             "regions": f"{self.n_regions:,}", "chromosomes": len(self.chrom_names),
             "vocab_size": f"{self.vocab_size:,}", "duplicates": self.n_duplicates,
+            "inert lines": int(self.inert_ids.size),
             "source": self.source or "in memory", "fingerprint": self.fingerprint[:16] + "…",
             "special tokens": " ".join(self.special_tokens[k] for k in SPECIAL_NAMES)},
             [("first regions", preview(self.regions.take(np.arange(min(6, self.n_regions))).to_strings()))])
 
     def __repr__(self) -> str:
         src = f", source={Path(self.source).name!r}" if self.source else ""
-        return (f"Universe({self.n_regions:,} regions on {len(self.chrom_names)} chromosomes, "
-                f"vocab_size={self.vocab_size:,}{src}, fingerprint={self.fingerprint[:12]})")
+        inert = f", {self.inert_ids.size:,} inert" if self.inert_ids.size else ""
+        return (f"Universe({self.n_regions:,} regions{inert} on {len(self.chrom_names)} "
+                f"chromosomes, vocab_size={self.vocab_size:,}{src}, "
+                f"fingerprint={self.fingerprint[:12]})")
+
+
+def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
+    """A universe BED file as regions; lines with end < start kept (with a warning) unless
+    ``strict``. The strict parse runs first, so a well-formed file costs nothing extra."""
+    try:
+        return RegionSet.from_bed(path)
+    except BedParseError as exc:
+        if not exc.problem.startswith(_parse.MESSAGES[_parse.END_BEFORE_START]):
+            raise
+        if strict:
+            raise BedParseError(exc.path, exc.line, exc.problem + "; gtars accepts such a line "
+                                "as a token no query hits: strict=False loads it the same "
+                                "way") from None
+        first_line = exc.line
+    rs = RegionSet.from_bed(path, allow_reversed=True)
+    bad = np.flatnonzero(rs.ends < rs.starts)
+    warnings.warn(
+        f"{os.fspath(path)}:{first_line}: {bad.size} line(s) with end before start (first: id "
+        f"{int(bad[0])}, {rs._str(int(bad[0]))}); kept as inert tokens with the ids gtars gives "
+        "them (no query hits them); strict=True refuses such a file", UserWarning, stacklevel=3)
+    return rs
+
+
+def _ailist_key(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                coverage: int = 10) -> np.ndarray:
+    """See :attr:`Universe.ailist_key` (the decomposition of gtars' ``AIList::build``)."""
+    n = codes.size
+    key = np.zeros(n, np.int64)
+    order = np.lexsort((np.arange(n), starts, codes))
+    for seg in np.split(order, np.flatnonzero(np.diff(codes[order])) + 1):
+        level, cur = 0, seg
+        while cur.size:
+            e = ends[cur]
+            contained = np.zeros(cur.size, np.int64)  # of the next 2 * coverage - 1 regions
+            for i in range(1, min(2 * coverage, cur.size)):
+                contained[:-i] += e[:-i] > e[i:]
+            stay = contained < coverage
+            kept = cur[stay]
+            key[kept] = level * n + (kept.size - 1 - np.arange(kept.size))
+            cur, level = cur[~stay], level + 1
+    return key

@@ -38,7 +38,11 @@ def test_merge(tmp_path, inputs, capsys):
     assert report["method"] == "merge" and len(report["inputs"]) == 3
     err = capsys.readouterr().err
     assert "merge: 3 input(s), 8 regions -> 4 regions" in err and "union.bed.json" in err
-    assert build_cli(["merge", "--min-gap", "12", "-q", "-o", str(out), *inputs]) == 0
+    # an existing universe is kept unless --overwrite
+    assert build_cli(["merge", "--min-gap", "12", "-q", "-o", str(out), *inputs]) == 1
+    assert capsys.readouterr().err == f"genotok: error: {out} exists; add --overwrite to replace it\n"
+    assert _read(out) == ["chr1:0-8", "chr1:20-40", "chr2:5-9", "chrX:1-2"]
+    assert build_cli(["merge", "--min-gap", "12", "-q", "--overwrite", "-o", str(out), *inputs]) == 0
     assert _read(out) == ["chr1:0-40", "chr2:5-9", "chrX:1-2"]
     assert capsys.readouterr().err == ""
 
@@ -48,14 +52,14 @@ def test_consensus(tmp_path, inputs, capsys):
     assert build_cli(["consensus", "--min-count", "2", "-o", str(out), *inputs]) == 0
     assert _read(out) == [f"{c}:{s}-{e}" for c, s, e in naive.consensus(SETS, 2)]
     assert _read(out) == ["chr1:3-4", "chr1:6-7", "chr1:25-31"]
-    assert build_cli(["consensus", "--min-fraction", "1", "--min-width", "2", "-o", str(out),
-                      *inputs]) == 0
+    assert build_cli(["consensus", "--min-fraction", "1", "--min-width", "2", "--overwrite",
+                      "-o", str(out), *inputs]) == 0
     assert _read(out) == [f"{c}:{s}-{e}" for c, s, e in naive.consensus(SETS, 3, 2)]
     report = json.loads((tmp_path / "c.bed.json").read_text())
     assert report["params"] == {"min_count": None, "min_fraction": 1.0, "min_width": 2}
     assert report["stats"]["min_count"] == 3
     capsys.readouterr()
-    assert build_cli(["consensus", "--min-count", "5", "-o", str(out), *inputs]) == 0
+    assert build_cli(["consensus", "--min-count", "5", "--overwrite", "-o", str(out), *inputs]) == 0
     assert "genotok: warning: min_count 5 is more than the 3 inputs" in capsys.readouterr().err
 
 
@@ -108,7 +112,30 @@ def test_help_has_examples(method, capsys):
 ])
 def test_usage_errors_exit_2(argv, capsys):
     assert build_cli(argv) == 2
-    assert "usage:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("genotok: error: ") and err.count("\n") == 1, err
+    assert "genotok universe" in err and "Traceback" not in err
+
+
+def test_out_flag_vocabulary(tmp_path, inputs, capsys):
+    """-o and --out are the flag; --output (the old spelling) still works, with a warning."""
+    for i, flag in enumerate(["-o", "--out", "--output"]):
+        out = tmp_path / f"u{i}.bed"
+        assert build_cli(["merge", "-q", flag, str(out), *inputs]) == 0
+        assert _read(out) == ["chr1:0-8", "chr1:20-40", "chr2:5-9", "chrX:1-2"]
+    assert capsys.readouterr().err == ""  # -q: no warnings either
+    assert build_cli(["merge", "--output", str(tmp_path / "u3.bed"), *inputs]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "genotok: warning: --output is deprecated; use -o/--out"
+    assert err[1].startswith("genotok: merge: 3 input(s)") and len(err) == 2
+
+
+def test_threads_must_be_positive(tmp_path, inputs, capsys):
+    for bad in ["0", "-3", "two"]:
+        assert build_cli(["merge", "--threads", bad, "-o", str(tmp_path / "u.bed"), *inputs]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("genotok: error: argument --threads:") and err.count("\n") == 1
+    assert not (tmp_path / "u.bed").exists()
 
 
 def test_genotok_errors_exit_1_without_traceback(tmp_path, inputs, capsys):

@@ -1,7 +1,10 @@
-"""genotok.plot renders with the Agg backend."""
+"""genotok.plot renders with the Agg backend, and every label fits in its figure."""
 
 from __future__ import annotations
 
+import sys
+
+import numpy as np
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -11,18 +14,77 @@ import genotok  # noqa: E402
 from genotok import plot  # noqa: E402
 
 
-def test_plots_render_to_png(tmp_path):
+@pytest.fixture(scope="module")
+def drawn():
     ex = genotok.examples_dir()
     tok = genotok.Tokenizer.from_bed(ex / "universe.bed")
     files = sorted((ex / "peaks").iterdir())
     rows = tok.encode_batch([str(f) for f in files], ragged=True)
-    for name, ax in {
-        "lengths": plot.record_lengths(rows),
+    big = [np.tile(r, 400) for r in rows]  # counts in the thousands: separators show
+    axes = {
+        "lengths": plot.record_lengths(big),
         "frequency": plot.token_frequency(rows, tok),
+        "frequency_big": plot.token_frequency(big, tok, top=50),
         "coverage": plot.universe_coverage(list(rows), tok),
         "overlaps": plot.overlap_counts(tok, str(files[0])),
-    }.items():
+    }
+    yield axes
+    for ax in axes.values():
+        matplotlib.pyplot.close(ax.figure)
+
+
+def test_plots_render_to_png(drawn, tmp_path):
+    for name, ax in drawn.items():
         out = tmp_path / f"{name}.png"
         ax.figure.savefig(out)
         assert out.stat().st_size > 1000 and ax.get_title()
-        matplotlib.pyplot.close(ax.figure)
+
+
+def _shown_ticks(axis):
+    """Tick labels matplotlib draws: those of ticks within the view limits."""
+    lo, hi = sorted(axis.get_view_interval())
+    return [t.label1 for t in axis.get_major_ticks()
+            if lo - 1e-9 <= t.get_loc() <= hi + 1e-9 and t.label1.get_visible()]
+
+
+def _texts(ax):
+    labels = [ax.xaxis.label, ax.yaxis.label, ax.title]
+    return [t for t in labels + _shown_ticks(ax.xaxis) + _shown_ticks(ax.yaxis) if t.get_text()]
+
+
+def test_every_label_fits_in_the_figure(drawn):
+    # "tokens per record" and "queries" used to be cut off at the figure's edge
+    for name, ax in drawn.items():
+        fig = ax.figure
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        box = fig.bbox
+        for t in _texts(ax):
+            e = t.get_window_extent(renderer)
+            assert (e.x0 >= box.x0 - 1 and e.y0 >= box.y0 - 1 and e.x1 <= box.x1 + 1
+                    and e.y1 <= box.y1 + 1), f"{name}: {t.get_text()!r} is clipped ({e} vs {box})"
+            assert t.get_fontsize() >= 7, f"{name}: {t.get_text()!r} is too small to read"
+
+
+def test_token_frequency_ticks_do_not_overlap(drawn):
+    for name in ("frequency", "frequency_big"):
+        ax = drawn[name]
+        ax.figure.canvas.draw()
+        r = ax.figure.canvas.get_renderer()
+        boxes = sorted((t.get_window_extent(r) for t in _shown_ticks(ax.yaxis) if t.get_text()),
+                       key=lambda b: b.y0)
+        assert len(boxes) > 5
+        assert all(a.y1 <= b.y0 + 0.5 for a, b in zip(boxes, boxes[1:])), f"{name}: ticks overlap"
+
+
+def test_counts_have_thousands_separators(drawn):
+    ax = drawn["lengths"]
+    ax.figure.canvas.draw()
+    ticks = [t.get_text() for t in _shown_ticks(ax.xaxis) + _shown_ticks(ax.yaxis)]
+    assert any("," in t for t in ticks), ticks
+
+
+def test_missing_matplotlib_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(genotok.GenotokError, match=r"pip install 'genotok\[plot\]'"):
+        plot.record_lengths([[1, 2]])

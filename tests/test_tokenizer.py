@@ -91,6 +91,22 @@ def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts):
     assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
 
 
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
+def test_gtars_order_by_radix_sort_equals_model(tmp_path, ureg, qreg, opts):
+    """The radix sort of the gtars file order (normally from 65,536 queries) on every size."""
+    from genotok import _sort
+
+    saved, _sort.MIN_RADIX = _sort.MIN_RADIX, 1
+    try:
+        tok = Tokenizer(_universe(ureg), **opts)
+        path = _write_bed(tmp_path / "q.bed", qreg)
+        assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+    finally:
+        _sort.MIN_RADIX = saved
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(universes(), st.lists(region_lists(chroms=CHROMS + ["chrZ"], max_size=12), max_size=6),
        SETTINGS, st.sampled_from([1, 2]))
@@ -153,7 +169,7 @@ def test_vocabulary_api():
     assert tok.vocab_size == len(tok) == 9
     ids = [tok.universe.unk_token_id, tok.universe.pad_token_id]
     assert tok.convert_ids_to_tokens(ids) == ["<unk>", "<pad>"]
-    assert tok.decode(1) == "chr2:5-10"
+    assert tok.decode(1) == ["chr2:5-10"]  # gtars: a list, also for one id
     assert tok.convert_tokens_to_ids(["chr2:5-10", "<eos>", "nope"]) == [1, 6, 2]
     vocab = tok.get_vocab()
     assert vocab["chr1:0-100"] == 0 and vocab["<sep>"] == 8 and len(vocab) == 9

@@ -164,3 +164,149 @@ def test_inference_tensors_from_the_tokenizer():
               return_tensors="pt")
     assert out["input_ids"].tolist() == [[0, 1], [0, tok.pad_token_id]]
     assert out["attention_mask"].dtype == torch.int64
+
+
+# --------------------------------------------------------------------- the loader in a plain script
+def _run_script(tmp_path, code: str, timeout: int = 240):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "train.py"
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=timeout, cwd=tmp_path, env=env)
+
+
+def test_plain_script_without_main_guard_keeps_its_workers(tmp_path, corpus_path):
+    # the README's loader in a script with no `if __name__ == "__main__":`; workers must start
+    # (no "bootstrapping phase" error), see every record once per epoch, and live across epochs
+    code = f"""
+import os
+import numpy as np
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+
+class PidCollator(Collator):
+    def arrays(self, records, rng=None):
+        out = super().arrays(records, rng)
+        out["pid"] = np.array([os.getpid()])
+        return out
+
+ds = CorpusIterableDataset({str(corpus_path)!r}, PidCollator(pad_token_id=51), batch_size=4, seed=3)
+loader = ResumableLoader(ds, num_workers=2)
+pids = []
+for epoch in range(2):
+    seen, epoch_pids = [], set()
+    want = ds.records().tolist()
+    for batch in loader:
+        seen += batch["index"].tolist()
+        epoch_pids.add(int(batch["pid"][0]))
+    assert seen == want, (epoch, seen, want)
+    pids.append(epoch_pids)
+assert pids[0] == pids[1] and len(pids[0]) == 2 and os.getpid() not in pids[0], pids
+assert ds.epoch == 2
+print("ok")
+"""
+    run = _run_script(tmp_path, code)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
+
+
+def test_forked_workers_survive_numba_openmp_in_the_parent(tmp_path):
+    # batches over corpus.PARALLEL_GATHER_MIN tokens take a parallel kernel; after the parent
+    # has started numba's GNU OpenMP pool, a forked worker entering one would be terminated
+    code = """
+import numpy as np
+import genotok
+from genotok import CorpusWriter, corpus
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader, _numba_openmp_started
+
+n = corpus.PARALLEL_GATHER_MIN // 8 + 1
+with CorpusWriter("big.gtokc", vocab_size=5000, fingerprint="fp") as w:
+    w.append_batch([np.arange(n) % 4990 for _ in range(24)])
+c = genotok.Corpus.open("big.gtokc")
+c.get_batch(np.arange(24))          # the parallel gather, here in the parent
+import numba
+started = _numba_openmp_started() or numba.threading_layer() != "omp"
+ds = CorpusIterableDataset(c, Collator(pad_token_id=4991), batch_size=12, shuffle=False)
+got = [b["input_ids"].shape for b in ResumableLoader(ds, num_workers=2)]
+assert got == [(12, n), (12, n)], got
+import torch
+from genotok.torch_data import safe_context
+plain = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                    multiprocessing_context=safe_context(2))
+assert [b["input_ids"].shape for b in plain] == got
+print("ok", started)
+"""
+    run = _run_script(tmp_path, code)
+    assert run.returncode == 0 and run.stdout.strip() == "ok True", run.stderr[-3000:]
+
+
+def test_spawn_without_main_guard_says_what_to_add(tmp_path, corpus_path):
+    code = f"""
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+
+ds = CorpusIterableDataset({str(corpus_path)!r}, Collator(pad_token_id=51), batch_size=4)
+for batch in ResumableLoader(ds, num_workers=2, multiprocessing_context="spawn"):
+    pass
+"""
+    run = _run_script(tmp_path, code)
+    assert run.returncode == 1
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("genotok.errors.GenotokError: ") and "train.py:5:" in last
+    assert 'if __name__ == "__main__":' in last and "num_workers=0" in last
+    assert "bootstrapping" not in run.stderr
+
+
+@pytest.mark.slow
+def test_spawn_with_main_guard_works(tmp_path, corpus_path):
+    code = f"""
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+
+def main():
+    ds = CorpusIterableDataset({str(corpus_path)!r}, Collator(pad_token_id=51), batch_size=4)
+    print(sum(len(b["index"]) for b in ResumableLoader(ds, num_workers=2,
+                                                       multiprocessing_context="spawn")))
+
+if __name__ == "__main__":
+    main()
+"""
+    run = _run_script(tmp_path, code)
+    assert run.returncode == 0 and run.stdout.strip() == str(N), run.stderr[-3000:]
+
+
+def test_persistent_workers_get_each_epoch_and_resume_point(corpus_path):
+    ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=3, seed=9)
+    loader = ResumableLoader(ds, num_workers=2)
+    orders = []
+    for _ in range(2):
+        want = ds.records().tolist()
+        orders.append([i for b in loader for i in b["index"].tolist()])
+        assert orders[-1] == want
+    assert orders[0] != orders[1]
+    first = loader._loader
+    want = ds.records().tolist()
+    it = iter(loader)  # epoch 2, stopped after two batches, resumed by the same workers
+    head = [i for _, b in zip(range(2), it) for i in b["index"].tolist()]
+    it.close()
+    rest = [i for b in loader for i in b["index"].tolist()]
+    assert head + rest == want and len(head) == 6
+    assert loader._loader is first  # the same DataLoader (and workers) throughout
+    loader.close()
+
+
+def test_missing_torch_names_the_extra(tmp_path):
+    code = """
+import sys
+sys.modules["torch"] = None   # as if torch were not installed
+try:
+    import genotok.torch_data
+except ImportError as exc:
+    import genotok
+    assert isinstance(exc, genotok.GenotokError)
+    print(exc)
+"""
+    run = _run_script(tmp_path, code)
+    assert run.stdout.strip() == ("genotok.torch_data needs torch: pip install 'genotok[torch]' "
+                                  "(or pip install torch)"), run.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""docs/tutorial.ipynb runs top to bottom (and is committed without outputs)."""
+"""docs/tutorial.ipynb runs top to bottom, shows its figures, and is committed without outputs."""
 
 from __future__ import annotations
 
@@ -22,3 +22,5 @@ def test_tutorial_runs_and_is_stripped():
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("genotok-repr" in str(o.get("data", {})) for o in outputs)  # the HTML reprs show
+    figures = [o for o in outputs if "image/png" in o.get("data", {})]
+    assert len(figures) >= 3, "the tutorial's plots must display (no Agg backend in a notebook)"

@@ -1,0 +1,63 @@
+"""Optional dependencies: import them with an install hint instead of a bare ModuleNotFoundError.
+
+Each optional feature has an extra in ``pyproject.toml``; :func:`require` names it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from .errors import GenotokError
+
+#: top-level module -> (extra, what needs it)
+EXTRAS = {
+    "torch": "torch",
+    "pyarrow": "parquet",
+    "dask": "dask",
+    "distributed": "dask",
+    "matplotlib": "plot",
+    "tqdm": "progress",
+    "xxhash": "fast",
+}
+
+
+class MissingDependencyError(GenotokError, ModuleNotFoundError):
+    """An optional dependency is not installed; the message says which extra brings it.
+
+    Examples
+    --------
+    >>> err = MissingDependencyError("torch", "genotok.torch_data")
+    >>> str(err)
+    "genotok.torch_data needs torch: pip install 'genotok[torch]' (or pip install torch)"
+    >>> isinstance(err, ImportError)
+    True
+    """
+
+    def __init__(self, module: str, feature: str):
+        top = module.split(".")[0]
+        extra = EXTRAS.get(top)
+        hint = (f"pip install 'genotok[{extra}]' (or pip install {top})" if extra
+                else f"pip install {top}")
+        super().__init__(f"{feature} needs {top}: {hint}", name=top)
+
+
+def require(module: str, feature: str) -> ModuleType:
+    """``import module``, or raise :class:`MissingDependencyError` naming ``feature``'s extra.
+
+    Examples
+    --------
+    >>> require("json", "reading manifests").__name__
+    'json'
+    >>> require("no_such_module_xyz", "this feature")
+    Traceback (most recent call last):
+    ...
+    genotok._optional.MissingDependencyError: this feature needs no_such_module_xyz: pip install no_such_module_xyz
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        top = module.split(".")[0]
+        if exc.name is not None and exc.name.split(".")[0] != top:
+            raise  # the module is there but one of *its* dependencies is missing
+        raise MissingDependencyError(module, feature) from None

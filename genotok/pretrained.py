@@ -1,0 +1,348 @@
+"""Where a tokenizer comes from: configuration files, model directories, Hugging Face Hub repos.
+
+:func:`load` decides what ``Tokenizer(source)`` reads; :func:`read_config` reads gtars' and
+genotok's TOML configurations; the rest reads and writes pretrained model repos.
+
+What a model repo holds, and what is looked for, in this order:
+
+1. ``tokenizer.toml``: a tokenizer configuration (gtars' keys ``universe``,
+   ``special_tokens``, ``tokenizer_type``; genotok's settings in a ``[genotok]`` table), with
+   the universe file it names;
+2. ``universe.bed.gz`` (Atacformer repos; the only file gtars' ``from_pretrained`` reads);
+3. ``universe.bed`` (Region2Vec repos ``databio/r2v-*``, which gtars cannot load).
+
+When the repo has a ``config.yaml`` or ``config.json`` with a ``vocab_size`` (the model's
+embedding table), the tokenizer's vocabulary must have exactly that size.
+
+Hub repos are fetched with ``huggingface_hub`` (``pip install 'genotok[hub]'``), which keeps
+its standard cache (``models--org--name/snapshots/<revision>/...``) and its offline rules:
+``HF_HUB_OFFLINE=1`` or ``local_files_only=True`` read the cache only.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from .errors import RegionParseError, UniverseError, UniverseMismatchError
+from .regions import parse_region_strings
+from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
+from .universe import Universe
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+#: tokenizer files, by preference
+TOKENIZER_FILES = ("tokenizer.toml", "universe.bed.gz", "universe.bed")
+#: model configurations that may give ``vocab_size``
+CONFIG_FILES = ("config.json", "config.yaml", "config.yml")
+#: what is fetched from a Hub repo (never the model weights)
+_HUB_PATTERNS = ["*.toml", "*.bed", "*.bed.gz", "config.json", "config.yaml", "config.yml"]
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
+_FILE_SUFFIXES = (".bed", ".gz", ".toml", ".bgz", ".txt", ".tsv", ".narrowpeak", ".broadpeak")
+
+
+def looks_like_hub_id(name: str) -> bool:
+    """True for ``org/name`` strings that are not file names (a Hub model id).
+
+    Examples
+    --------
+    >>> looks_like_hub_id("databio/atacformer-base-hg38"), looks_like_hub_id("data/u.bed")
+    (True, False)
+    """
+    return bool(_HUB_ID.fullmatch(name)) and not name.lower().endswith(_FILE_SUFFIXES)
+
+
+def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
+             local_files_only: bool = False) -> Path:
+    """A local directory holding the tokenizer files of ``name_or_dir``.
+
+    A directory is returned as it is; anything else is a Hub model id, whose tokenizer files
+    (never the weights) are fetched into (or, offline, found in) the Hub cache.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> snapshot(d) == Path(d)
+    True
+    """
+    if os.path.isdir(name_or_dir):
+        return Path(name_or_dir)
+    name = os.fspath(name_or_dir)
+    if not looks_like_hub_id(name):
+        raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
+                            "like 'databio/atacformer-base-hg38' either")
+    try:
+        from huggingface_hub import constants, errors, snapshot_download
+    except ImportError:
+        raise ImportError(f"loading {name!r} from the Hugging Face Hub needs huggingface_hub: "
+                          "pip install 'genotok[hub]' (or give a local directory)") from None
+    try:
+        path = snapshot_download(name, revision=revision, cache_dir=cache_dir,
+                                 local_files_only=local_files_only, allow_patterns=_HUB_PATTERNS)
+    except errors.LocalEntryNotFoundError:
+        raise UniverseError(
+            f"{name}: not in the Hugging Face cache ({cache_dir or constants.HF_HUB_CACHE}) "
+            "and the Hub cannot be reached (offline: HF_HUB_OFFLINE=1 or local_files_only="
+            "True?); download it once online, or give a local directory") from None
+    except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError) as exc:
+        raise UniverseError(f"{name}: no such model repo or revision on the Hugging Face Hub "
+                            f"({type(exc).__name__}); check the name and revision") from None
+    return Path(path)
+
+
+def _contents(directory: Path, name: str) -> list[str]:
+    """File names in a repo: the Hub's listing when it can be reached, else the local files."""
+    local = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
+    if directory.name and not os.path.isdir(name):
+        try:
+            from huggingface_hub import HfApi, constants
+
+            if not constants.HF_HUB_OFFLINE:
+                return sorted(HfApi().list_repo_files(name, revision=directory.name))
+        except Exception:  # noqa: BLE001 - a listing is only a hint in an error message
+            pass
+    return local
+
+
+def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
+    """``(tokenizer file, expected vocab_size or None, the config file that gave it)``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
+    >>> _ = (d / "config.yaml").write_text("vocab_size: 8\\n")
+    >>> tok_file, size, config = find(d)
+    >>> tok_file.name, size, config.name
+    ('universe.bed', 8, 'config.yaml')
+    """
+    for f in TOKENIZER_FILES:
+        if (directory / f).is_file():
+            tok_file = directory / f
+            break
+    else:
+        have = _contents(directory, name or str(directory))
+        shown = ", ".join(have[:20]) + (f" and {len(have) - 20} more" if len(have) > 20 else "")
+        raise UniverseError(
+            f"{name or directory}: no tokenizer in this model repo (looked for "
+            f"{', '.join(TOKENIZER_FILES)}); it holds: {shown or 'nothing'}")
+    for f in CONFIG_FILES:
+        if (directory / f).is_file():
+            size = _vocab_size(directory / f)
+            if size is not None:
+                return tok_file, size, directory / f
+    return tok_file, None, None
+
+
+def _vocab_size(path: Path) -> int | None:
+    """``vocab_size`` of a model's config.json / config.yaml (top level), or None."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            value = json.loads(text).get("vocab_size")
+        except (json.JSONDecodeError, AttributeError):
+            raise UniverseError(f"{path}: not a JSON object") from None
+    else:
+        try:
+            import yaml
+
+            doc = yaml.safe_load(text)
+            value = doc.get("vocab_size") if isinstance(doc, dict) else None
+        except ImportError:  # PyYAML comes with huggingface_hub; a top-level key suffices
+            m = re.search(r"^vocab_size\s*:\s*(\d+)\s*(#.*)?$", text, re.MULTILINE)
+            value = int(m.group(1)) if m else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise UniverseError(f"{path}: vocab_size is {value!r}, not an integer")
+    return value
+
+
+def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None) -> None:
+    """Refuse a tokenizer whose vocabulary is not the size the model was trained with.
+
+    Examples
+    --------
+    >>> check_vocab_size(32, 32, Path("config.json"))  # equal: nothing to say
+    >>> check_vocab_size(32, 40, Path("config.json"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.UniverseError: config.json: the model's vocab_size is 40 but the ...
+    """
+    if expected is not None and expected != vocab_size:
+        raise UniverseError(
+            f"{config}: the model's vocab_size is {expected:,} but the tokenizer's is "
+            f"{vocab_size:,} ({vocab_size - 7:,} regions + 7 special tokens): the universe "
+            "does not belong to this model")
+
+
+def save(tokenizer, directory) -> Path:
+    """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (see
+    :meth:`genotok.Tokenizer.save_pretrained`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from genotok import Tokenizer
+    >>> sorted(p.name for p in save(Tokenizer(["chr1:0-10"]), tempfile.mkdtemp()).iterdir())
+    ['tokenizer.toml', 'universe.bed.gz']
+    """
+    from ._io import atomic_write
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    bed = directory / "universe.bed.gz"
+    rs = tokenizer.universe.regions
+    names = rs.chrom_names
+    lines = (f"{names[c]}\t{s}\t{e}\n" for c, s, e in
+             zip(rs.codes.tolist(), rs.starts.tolist(), rs.ends.tolist()))
+    with atomic_write(bed, "wb") as raw:
+        # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+            for chunk in _batched(lines, 65536):
+                gz.write("".join(chunk).encode("utf-8"))
+    tokenizer.save_config(directory / "tokenizer.toml", universe_path=bed)
+    return directory
+
+
+def _batched(it, n):
+    batch = []
+    for x in it:
+        batch.append(x)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+# ------------------------------------------------------------------ tokenizer sources
+def _is_region_string(s: str) -> bool:
+    try:
+        parse_region_strings([s])
+    except RegionParseError:
+        return False
+    return True
+
+
+def load(source, special_tokens=None, strict: bool = False):
+    """``(Universe, saved settings, vocab check or None)`` from any tokenizer source: what
+    ``Tokenizer(source)`` decides (see :class:`genotok.Tokenizer`).
+
+    Examples
+    --------
+    >>> universe, settings, check = load(["chr1:0-100"])
+    >>> universe.vocab_size, settings, check
+    (8, {}, None)
+    """
+    if isinstance(source, Universe):
+        if special_tokens is not None:
+            raise ValueError("special_tokens can only be given with a universe source, "
+                             "not with a ready Universe")
+        return source, {}, None
+    if not isinstance(source, (str, os.PathLike)):
+        return Universe(source, special_tokens), {}, None  # regions in memory
+    path = os.fspath(source)
+    text = isinstance(source, str)
+    if os.path.isdir(path):
+        return load_directory(Path(path), path, special_tokens, strict)
+    if os.path.isfile(path):
+        if text and _is_region_string(path):
+            raise UniverseError(
+                f"{path!r} is both a file and a region string: say which, with "
+                f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
+        if path.lower().endswith(".toml"):
+            return (*read_config(path, special_tokens, strict), None)
+        return Universe.from_bed(path, special_tokens, strict=strict), {}, None
+    if text and _is_region_string(path):
+        return Universe([path], special_tokens), {}, None
+    if text and looks_like_hub_id(path):
+        directory = snapshot(path)
+        return load_directory(directory, path, special_tokens, strict)
+    raise UniverseError(
+        f"{path}: no such file or directory, not a region string (chr1:100-200) and not a "
+        "Hugging Face Hub id (org/name); for a Hub repo whose name looks like a file, use "
+        f"Tokenizer.from_pretrained({path!r})")
+
+
+def load_directory(directory: Path, name: str, special_tokens=None, strict: bool = False):
+    """:func:`load` of a model directory: its tokenizer file and the expected vocab size.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
+    >>> universe, settings, (expected, config) = load_directory(d, "my-model")
+    >>> universe.vocab_size, expected
+    (8, None)
+    """
+    tok_file, expected, config = find(directory, name)
+    if tok_file.suffix == ".toml":
+        universe, saved = read_config(tok_file, special_tokens, strict)
+    else:
+        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
+    return universe, saved, (expected, config)
+
+
+def read_config(path, special_tokens=None, strict: bool = False):
+    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "u.bed").write_text("chr1\\t0\\t10\\n")
+    >>> _ = (d / "t.toml").write_text('universe = "u.bed"\\ntokenizer_type = "ailist"\\n')
+    >>> universe, settings = read_config(d / "t.toml")
+    >>> universe.vocab_size, settings
+    (8, {'tokenizer_type': 'ailist'})
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            cfg = tomllib.load(fh)
+    except FileNotFoundError:
+        raise UniverseError(f"{path}: no such tokenizer configuration file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UniverseError(f"{path}: not valid TOML: {exc}") from None
+    if "universe" not in cfg:
+        raise UniverseError(f"{path}: the configuration names no universe "
+                            "(expected a line like universe = \"universe.bed\")")
+    upath = Path(cfg["universe"])
+    if not upath.is_absolute():
+        upath = path.parent / upath
+    special = cfg.get("special_tokens")
+    if isinstance(special, list):
+        try:
+            special = {d["name"]: d["token"] for d in special}
+        except (KeyError, TypeError):
+            raise UniverseError(f"{path}: special_tokens entries need 'name' and 'token' "
+                                "(e.g. {name = \"unk\", token = \"<unk>\"})") from None
+    if special_tokens is not None:
+        special = {**(special or {}), **special_tokens}
+    ttype = cfg.get("tokenizer_type", cfg.get("genotok", {}).get("tokenizer_type", "bits"))
+    if ttype not in TOKENIZER_TYPES:
+        raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
+                            f"(as in gtars), got {ttype!r}")
+    ours = dict(cfg.get("genotok", {}))
+    fingerprint = ours.pop("fingerprint", None)
+    unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
+    if unknown:
+        raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
+                            f"are {list(TokenizerSettings.__dataclass_fields__)}")
+    universe = Universe.from_bed(upath, special, strict=strict)
+    if fingerprint is not None and fingerprint != universe.fingerprint:
+        raise UniverseMismatchError(
+            f"{path}: universe {upath} has changed since this configuration was saved "
+            f"(fingerprint {universe.fingerprint[:12]}…, expected {fingerprint[:12]}…)")
+    return universe, {**ours, "tokenizer_type": ttype}

@@ -1,0 +1,160 @@
+"""What a user sees while genotok works: compile notice, progress, run summaries, warnings,
+install hints (issue 20, "The first hour without surprises")."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import genotok
+from genotok import _progress
+from genotok._optional import MissingDependencyError, require
+from genotok.pipeline import pretokenize
+
+ROOT = Path(__file__).resolve().parents[1]
+PBMC = ROOT.parent / "shared" / "data" / "pbmc_hg38.h5ad"
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+
+
+# --------------------------------------------------------------------------- run summaries
+def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", quiet=True)
+    corpus = genotok.Corpus.open(run.out)
+    flat = corpus.to_ragged().data
+    assert run.n_unk_tokens == int((flat == tok.unk_token_id).sum())
+    assert run.n_unk_records == 0 and run.hit_rate == 1.0
+    assert 0 <= run.unk_share < 0.5
+    text = str(run)
+    assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
+    run_info = corpus.manifest["genotok_run"] if hasattr(corpus, "manifest") else None
+    if run_info is not None:
+        assert run_info["n_unk_tokens"] == run.n_unk_tokens
+
+
+def test_wrong_universe_warns_and_names_the_cause(tmp_path):
+    # as if from another genome build: the same chromosomes, coordinates far off
+    rows = [line.split("\t") for line in
+            (genotok.examples_dir() / "universe.bed").read_text().splitlines()]
+    (tmp_path / "u.bed").write_text("".join(f"{c}\t{int(s) + 10**8}\t{int(e) + 10**8}\n"
+                                            for c, s, e in rows))
+    wrong = genotok.Tokenizer.from_bed(tmp_path / "u.bed")
+    with pytest.warns(UserWarning, match=r"5 of 5 records hit no region of the universe .*"
+                                         r"genome build.*chromosome names"):
+        run = pretokenize(genotok.examples_dir() / "peaks", wrong, tmp_path / "c", quiet=True)
+    assert run.hit_rate == 0.0 and run.unk_share == 1.0
+    assert "0.0% of records hit the universe" in str(run)
+
+
+@pytest.mark.skipif(not PBMC.is_file(), reason="../shared/data is not present")
+def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
+    # the issue's reproducer: 19 of 20 cells came out [<unk>] and the run said nothing
+    with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):
+        run = pretokenize(PBMC, tok, tmp_path / "x", quiet=True)
+    assert run.n_unk_records >= 17  # a few cells touch chr1:0-2M of the example
+
+
+# --------------------------------------------------------------------------- progress
+def test_progress_without_tqdm_is_a_stderr_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.std", None)
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = _progress.progress(4, "pretokenize", "file")
+    assert isinstance(bar, _progress.LineBar)
+    for _ in range(4):
+        bar.update(1)
+    bar.set_postfix_str("1,234 regions")
+    bar.close()
+    last = err.getvalue().split("\r")[-1]
+    assert last == "pretokenize: 4/4 files (100%), 1,234 regions\n"
+
+
+def test_progress_in_jupyter_without_ipywidgets_uses_the_text_bar(monkeypatch):
+    tqdm = pytest.importorskip("tqdm.std")
+    monkeypatch.setattr(_progress, "in_notebook", lambda: True)
+    monkeypatch.setattr(_progress, "_has_ipywidgets", lambda: False)
+    bar = _progress.progress(3, "cells", "cell", tty_only=True)  # shown: notebooks are not TTYs
+    try:
+        assert type(bar) is tqdm.tqdm
+    finally:
+        bar.close()
+
+
+def test_progress_off_and_off_without_a_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert isinstance(_progress.progress(3, "x", enabled=False), _progress.NoBar)
+    assert isinstance(_progress.progress(3, "x", tty_only=True), _progress.NoBar)
+
+
+def test_anndata_progress_works_without_tqdm(monkeypatch, tok, capsys):
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    monkeypatch.setitem(sys.modules, "tqdm.std", None)
+    h5ad = genotok.examples_dir() / "pbmc.h5ad"
+    if not h5ad.is_file():
+        pytest.skip("no bundled pbmc.h5ad")
+    cells = genotok.tokenize_anndata(h5ad, tok, progress=True)
+    assert len(cells) == 20
+    assert "20/20 cells (100%)" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- install hints
+@pytest.mark.parametrize("module, extra", [("torch", "torch"), ("pyarrow", "parquet"),
+                                           ("dask.distributed", "dask"),
+                                           ("matplotlib.pyplot", "plot"), ("tqdm", "progress")])
+def test_every_optional_extra_has_an_install_hint(monkeypatch, module, extra):
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(MissingDependencyError, match=rf"pip install 'genotok\[{extra}\]'") as e:
+        require(module, "this feature")
+    assert isinstance(e.value, genotok.GenotokError) and isinstance(e.value, ImportError)
+
+
+def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", quiet=True)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[parquet\]'"):
+        genotok.export_parquet(genotok.Corpus.open(run.out), tmp_path / "t.parquet")
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
+        pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", quiet=True,
+                    client=object())
+
+
+def test_return_tensors_pt_without_torch(monkeypatch, tok):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[torch\]'"):
+        tok([["chr1:100-200"]], return_tensors="pt")
+
+
+# --------------------------------------------------------------------------- compile notice
+def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(cache))
+    env.pop("GENOTOK_QUIET_COMPILE", None)
+    env.pop("GENOTOK_NO_CACHE", None)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_compile_notice_once_when_the_cache_is_cold(tmp_path):
+    # two compilations (one kernel, two signatures) in a process with an empty cache: one line
+    code = ("import numpy as np\n"
+            "from genotok import corpus\n"
+            "for dt in (np.int64, np.uint16):\n"
+            "    out = np.zeros(2, dt)\n"
+            "    corpus._gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
+            "                   np.array([0, 1, 2]), out)\n"
+            "print(out.tolist())")
+    cold = _run(code, tmp_path / "cache")
+    assert cold.returncode == 0 and cold.stdout.strip() == "[1, 0]", cold.stderr[-2000:]
+    notice = "genotok: compiling kernels (first use only)…"
+    assert cold.stderr.count(notice) == 1, cold.stderr[-2000:]
+    warm = _run(code, tmp_path / "cache")  # the cache now holds both: silent
+    assert warm.returncode == 0 and notice not in warm.stderr, warm.stderr[-2000:]

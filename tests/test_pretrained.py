@@ -1,0 +1,267 @@
+"""Pretrained tokenizers: model directories, a Hub cache (offline), save_pretrained, gtars."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import genotok
+from genotok import Tokenizer
+from genotok.errors import UniverseError
+
+COMPAT = Path(__file__).parents[2] / "shared" / "data" / "gtars_compat"
+if not COMPAT.is_dir():  # the shared data sits next to the project root
+    COMPAT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gtars_compat"
+GTARS_DATA = Path(__file__).parent / "data" / "gtars"
+UNIVERSE = Path(genotok.examples_dir()) / "universe.bed"
+REV = "0123456789abcdef0123456789abcdef01234567"
+
+
+def n_lines(path: Path) -> int:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def model_dir(tmp_path: Path, files: dict) -> Path:
+    """A model directory: ``{name: source path or text}``."""
+    d = tmp_path / "model"
+    d.mkdir()
+    for name, src in files.items():
+        if isinstance(src, Path):
+            shutil.copy(src, d / name)
+        else:
+            (d / name).write_text(src)
+    return d
+
+
+def gz_copy(src: Path, dst: Path) -> Path:
+    with open(src, "rb") as fin, gzip.open(dst, "wb") as fout:
+        fout.write(fin.read())
+    return dst
+
+
+def hub_cache(root: Path, repo: str, files: dict, rev: str = REV) -> Path:
+    """A cache laid out as huggingface_hub lays it out: blobs, snapshots/<rev>, refs/main."""
+    base = root / ("models--" + repo.replace("/", "--"))
+    snap = base / "snapshots" / rev
+    snap.mkdir(parents=True)
+    (base / "blobs").mkdir()
+    (base / "refs").mkdir()
+    (base / "refs" / "main").write_text(rev)
+    for k, (name, src) in enumerate(files.items()):
+        blob = base / "blobs" / f"{k:040x}"
+        if isinstance(src, Path):
+            shutil.copy(src, blob)
+        else:
+            blob.write_text(src)
+        (snap / name).parent.mkdir(parents=True, exist_ok=True)
+        (snap / name).symlink_to(blob)
+    return root
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """The Hub offline, as HF_HUB_OFFLINE=1 makes it (no network in tests)."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return constants
+
+
+# ---------------------------------------------------------------------------------- directories
+def test_atacformer_layout_universe_bed_gz_and_config_json(tmp_path):
+    n = n_lines(UNIVERSE)
+    d = model_dir(tmp_path, {"config.json": json.dumps({"vocab_size": n + 7, "hidden": 8}),
+                             "model.safetensors": "weights"})
+    gz_copy(UNIVERSE, d / "universe.bed.gz")
+    tok = Tokenizer.from_pretrained(d)
+    assert tok.vocab_size == n + 7
+    assert tok.get_vocab() == Tokenizer(str(UNIVERSE)).get_vocab()
+    assert Tokenizer(str(d)).get_vocab() == tok.get_vocab()  # a directory dispatches here
+    assert Tokenizer(d, overlap="best").settings.overlap == "best"
+
+
+def test_region2vec_layout_universe_bed_and_config_yaml(tmp_path):
+    n = n_lines(UNIVERSE)
+    d = model_dir(tmp_path, {"universe.bed": UNIVERSE,
+                             "config.yaml": f"embedding_dim: 100\nvocab_size: {n + 7}\n",
+                             "checkpoint.pt": "weights"})
+    assert Tokenizer.from_pretrained(d).vocab_size == n + 7
+
+
+def test_vocab_size_mismatch_names_both_numbers(tmp_path):
+    n = n_lines(UNIVERSE)
+    d = model_dir(tmp_path, {"universe.bed": UNIVERSE, "config.yaml": "vocab_size: 1000\n"})
+    with pytest.raises(UniverseError, match=rf"config.yaml: the model's vocab_size is 1,000 but "
+                                            rf"the tokenizer's is {n + 7:,}"):
+        Tokenizer.from_pretrained(d)
+    with pytest.raises(UniverseError, match="vocab_size is 1,000"):
+        Tokenizer(str(d))
+    (d / "config.yaml").unlink()
+    (d / "config.json").write_text(json.dumps({"vocab_size": "many"}))
+    with pytest.raises(UniverseError, match="not an integer"):
+        Tokenizer.from_pretrained(d)
+
+
+def test_tokenizer_toml_comes_first(tmp_path):
+    d = model_dir(tmp_path, {"peaks.bed": GTARS_DATA / "peaks.bed",
+                             "tokenizer.toml": 'universe = "peaks.bed"\n'
+                                               'special_tokens = [{name="unk", token="<U>"}]\n',
+                             "universe.bed": UNIVERSE})
+    tok = Tokenizer.from_pretrained(d)
+    assert tok.vocab_size == 32 and tok.unk_token == "<U>"
+
+
+def test_a_repo_without_a_tokenizer_lists_what_it_holds(tmp_path):
+    d = model_dir(tmp_path, {"config.json": "{}", "model.safetensors": "weights"})
+    with pytest.raises(UniverseError, match=r"no tokenizer in this model repo \(looked for "
+                                            r"tokenizer.toml, universe.bed.gz, universe.bed\); "
+                                            r"it holds: config.json, model.safetensors"):
+        Tokenizer.from_pretrained(d)
+
+
+# ---------------------------------------------------------------------------------- save
+def test_save_pretrained_round_trip_keeps_settings(tmp_path):
+    tok = Tokenizer(str(UNIVERSE), overlap="best", min_overlap=5, unknown="region",
+                    special_tokens={"mask": "<MASK>"})
+    d = tok.save_pretrained(tmp_path / "out")
+    assert sorted(p.name for p in d.iterdir()) == ["tokenizer.toml", "universe.bed.gz"]
+    back = Tokenizer.from_pretrained(d)
+    assert back.settings == tok.settings
+    assert back.fingerprint == tok.fingerprint and back.mask_token == "<MASK>"
+    q = COMPAT / "query1.bed"
+    assert back.encode(q).tolist() == tok.encode(q).tolist()
+    # the same universe gives the same bytes (gzip without a time stamp)
+    again = tok.save_pretrained(tmp_path / "again")
+    assert (again / "universe.bed.gz").read_bytes() == (d / "universe.bed.gz").read_bytes()
+    # keywords override the saved settings
+    assert Tokenizer.from_pretrained(d, overlap="all").settings.overlap == "all"
+
+
+def test_save_pretrained_of_an_in_memory_tokenizer(tmp_path):
+    tok = Tokenizer(["chr2:10-20", "chr1:5-9"], tokenizer_type="ailist")
+    back = Tokenizer(str(tok.save_pretrained(tmp_path / "m")))
+    assert back.universe.regions.to_strings() == ["chr2:10-20", "chr1:5-9"]
+    assert back.tokenizer_type == "ailist"
+    # recorded with corpora and runs (the hit order depends on it); "bits" is left out so
+    # records made before tokenizer_type existed still match
+    assert back.settings.as_dict()["tokenizer_type"] == "ailist"
+    assert "tokenizer_type" not in Tokenizer(["chr1:0-5"]).settings.as_dict()
+
+
+@pytest.mark.parametrize("universe", [COMPAT / "universe.bed", GTARS_DATA / "peaks.scored.bed"])
+def test_gtars_reads_what_save_pretrained_writes(tmp_path, universe):
+    gtars = pytest.importorskip("gtars.tokenizers")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the inert line of peaks.scored.bed
+        tok = Tokenizer(str(universe))
+        d = tok.save_pretrained(tmp_path / "m")
+        ours = Tokenizer.from_pretrained(d)
+    for ref in (gtars.Tokenizer.from_pretrained(str(d)),
+                gtars.Tokenizer.from_config(str(d / "tokenizer.toml")),
+                gtars.Tokenizer(str(d / "tokenizer.toml"))):
+        assert ref.get_vocab() == tok.get_vocab() == ours.get_vocab()
+        assert ref.special_tokens_map == tok.special_tokens_map
+        for q in sorted(COMPAT.glob("query*.bed")):
+            assert ref.encode(ref.tokenize(str(q))) == ours.encode(q).tolist()
+
+
+def test_expected_ids_survive_a_round_trip(tmp_path):
+    expected = json.loads((COMPAT / "expected.json").read_text())
+    d = Tokenizer(str(COMPAT / "universe.bed")).save_pretrained(tmp_path / "m")
+    tok = Tokenizer.from_pretrained(d)
+    assert tok.vocab_size == expected["vocab_size"]
+    for name, ids in expected["expected_input_ids"].items():
+        assert tok.encode(COMPAT / name).tolist() == ids
+
+
+# ---------------------------------------------------------------------------------- the Hub cache
+def test_hub_cache_offline(tmp_path, offline):
+    n = n_lines(UNIVERSE)
+    cache = hub_cache(tmp_path / "hub", "databio/atacformer-test", {
+        "config.json": json.dumps({"vocab_size": n + 7}),
+        "universe.bed.gz": gz_copy(UNIVERSE, tmp_path / "u.bed.gz")})
+    tok = Tokenizer.from_pretrained("databio/atacformer-test", cache_dir=cache)
+    assert tok.vocab_size == n + 7
+    assert tok.get_vocab() == Tokenizer(str(UNIVERSE)).get_vocab()
+    same = Tokenizer.from_pretrained("databio/atacformer-test", cache_dir=cache, revision=REV,
+                                     local_files_only=True)
+    assert same.fingerprint == tok.fingerprint
+
+
+def test_hub_id_dispatch_uses_the_default_cache(tmp_path, offline, monkeypatch):
+    cache = hub_cache(tmp_path / "hub", "databio/r2v-test", {
+        "universe.bed": UNIVERSE, "config.yaml": f"vocab_size: {n_lines(UNIVERSE) + 7}\n"})
+    monkeypatch.setattr(offline, "HF_HUB_CACHE", str(cache))
+    assert Tokenizer("databio/r2v-test").vocab_size == n_lines(UNIVERSE) + 7
+
+
+def test_hub_repo_not_in_the_cache(tmp_path, offline):
+    with pytest.raises(UniverseError, match="databio/absent: not in the Hugging Face cache"):
+        Tokenizer.from_pretrained("databio/absent", cache_dir=tmp_path)
+
+
+def test_hub_repo_without_a_tokenizer_lists_its_files(tmp_path, offline):
+    cache = hub_cache(tmp_path / "hub", "org/weights-only", {
+        "config.json": "{}", "model.safetensors": "weights", "README.md": "# model"})
+    with pytest.raises(UniverseError, match=r"org/weights-only: no tokenizer .* it holds: "
+                                            r"README.md, config.json, model.safetensors"):
+        Tokenizer.from_pretrained("org/weights-only", cache_dir=cache, local_files_only=True)
+
+
+def test_without_huggingface_hub_the_error_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import fails
+    with pytest.raises(ImportError, match=r"pip install 'genotok\[hub\]'"):
+        Tokenizer.from_pretrained("databio/atacformer-base-hg38", cache_dir=tmp_path)
+    d = model_dir(tmp_path, {"universe.bed": UNIVERSE})  # a local directory needs nothing
+    assert Tokenizer.from_pretrained(d).vocab_size == n_lines(UNIVERSE) + 7
+
+
+# ---------------------------------------------------------------------------------- dispatch
+def test_dispatch_errors_say_how_to_be_explicit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UniverseError, match=r"missing/universe.bed: no such file or directory.*"
+                                            r"Tokenizer.from_pretrained\('missing/universe.bed'\)"):
+        Tokenizer("missing/universe.bed")
+    Path("chr1:1-100").write_text("chr1\t0\t10\n")  # a file named like a region
+    with pytest.raises(UniverseError, match=r"both a file and a region string.*from_bed"):
+        Tokenizer("chr1:1-100")
+    assert Tokenizer.from_bed("chr1:1-100").vocab_size == 8
+    assert Tokenizer(["chr1:1-100"]).universe.regions.to_strings() == ["chr1:1-100"]
+    assert Tokenizer("chr2:5-10").universe.regions.to_strings() == ["chr2:5-10"]
+    with pytest.raises(UniverseError, match="not a region string"):
+        Tokenizer("no-such-thing")
+
+
+def test_dispatch_reads_toml_by_its_suffix(tmp_path):
+    (tmp_path / "u.bed").write_text("chr1\t0\t10\nchr1\t20\t30\n")
+    cfg = tmp_path / "my.TOML"
+    cfg.write_text('universe = "u.bed"\n[genotok]\nunknown = "drop"\n')
+    tok = Tokenizer(str(cfg))
+    assert tok.settings.unknown == "drop" and tok.vocab_size == 9
+    assert Tokenizer(str(cfg), unknown="set").settings.unknown == "set"
+    cfg.write_text('universe = "u.bed"\n[genotok]\nunkown = "drop"\n')
+    with pytest.raises(UniverseError, match=r"unknown setting\(s\) \['unkown'\]"):
+        Tokenizer(str(cfg))
+    assert np.array_equal(Tokenizer(str(tmp_path / "u.bed")).encode("chr1:5-25"), [0, 1])
+
+
+def test_the_migrating_page_runs(capsys):
+    """Every code block of docs/migrating.md runs as written on the bundled data."""
+    import re
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "migrating.md"
+    blocks = re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, str(page), "exec"), {})
+    out = capsys.readouterr().out
+    assert "[1, 0, 1]" in out and "[[2, 0, 1], [" in out
