@@ -40,7 +40,8 @@ OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xx
 MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer",
            "genotok.pretrained", "genotok.gtok",
            "genotok.corpus", "genotok.data", "genotok.pipeline", "genotok.anndata",
-           "genotok.plot", "genotok.ragged", "genotok.build", "genotok.torch_data"]
+           "genotok.plot", "genotok.ragged", "genotok.build", "genotok.torch_data",
+           "genotok.sampling", "genotok.remote", "genotok.hf"]
 
 
 @pytest.mark.parametrize("module", MODULES)
