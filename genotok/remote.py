@@ -330,39 +330,68 @@ class _RemoteShard:
         return getattr(self._cache.shard(self._k), name)
 
 
-def _header(fs, cache: ShardCache, k: int) -> tuple[dict, tuple]:
-    """Shard ``k``'s JSON header and layout, by two ranged reads (or from the cache)."""
-    e = cache.entries[k]
-    saved = cache.root / f"{k:06d}-{e['header_digest']}.header"
-    raw = None
-    if saved.exists():
-        with contextlib.suppress(OSError):
-            raw = saved.read_bytes()
-    if raw is None:
-        url = cache.shard_url(k)
-        pre = fs.cat_file(url, start=0, end=_c.PREAMBLE.size)
-        if len(pre) < _c.PREAMBLE.size or pre[:8] != _c.MAGIC:
+def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]:
+    """Preamble + JSON header of shards ``ks``: two rounds of ranged reads, run concurrently
+    by async filesystems (``cat_ranges``: s3fs, gcsfs, http)."""
+    if not ks:
+        return {}
+    urls = [cache.shard_url(k) for k in ks]
+    size = _c.PREAMBLE.size
+    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks))
+    spans = []
+    for url, pre in zip(urls, pres):
+        if isinstance(pre, BaseException):
+            raise pre
+        if len(pre) < size or pre[:8] != _c.MAGIC:
             raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
         f = _c.PREAMBLE.unpack(pre)
-        json_off, json_len = f[11], f[12]
-        if json_len > _c.MANIFEST_MAX_BYTES:
-            raise GtokFormatError(f"{url}: corrupt preamble (a {json_len}-byte header)")
-        raw = pre + fs.cat_file(url, start=json_off, end=json_off + json_len)
+        if f[12] > _c.MANIFEST_MAX_BYTES:
+            raise GtokFormatError(f"{url}: corrupt preamble (a {f[12]}-byte header)")
+        spans.append((f[11], f[11] + f[12]))
+    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans])
+    for body in bodies:
+        if isinstance(body, BaseException):
+            raise body
+    return {k: pre + body for k, pre, body in zip(ks, pres, bodies)}
+
+
+def _parse_header(cache: ShardCache, k: int, raw: bytes) -> tuple[dict, tuple]:
+    """Shard ``k``'s header and layout from its raw bytes, checked against the manifest."""
+    e, url = cache.entries[k], cache.shard_url(k)
     pre, body = raw[:_c.PREAMBLE.size], raw[_c.PREAMBLE.size:]
+    if len(pre) < _c.PREAMBLE.size:
+        raise GtokFormatError(f"{url}: truncated preamble")
     (_, major, minor, width, vcode, _, n, t, *_rest, head_sum) = _c.PREAMBLE.unpack(pre)
-    algo = cache.manifest["checksum"]
     if head_sum.hex() != e["header_digest"] or width not in (2, 4) or vcode not in _c.VALUE_DTYPES \
             or (n, t) != (e["n_records"], e["n_tokens"]):
-        raise GtokFormatError(f"{cache.shard_url(k)}: its preamble disagrees with the manifest "
-                              "(replaced after the manifest was written); re-run write_manifest")
-    header = _c._json_load(body, "metadata header", cache.shard_url(k))
-    if not isinstance(header, dict) or _c._digest(body, header.get("checksum", algo)).hex() \
-            != e["header_digest"]:
-        raise GtokFormatError(f"{cache.shard_url(k)}: metadata header checksum mismatch")
-    if not saved.exists():
-        with contextlib.suppress(OSError), atomic_write(saved, "wb") as fh:
-            fh.write(raw)
+        raise GtokFormatError(f"{url}: its preamble disagrees with the manifest (replaced after "
+                              "the manifest was written); re-run write_manifest")
+    header = _c._json_load(body, "metadata header", url)
+    algo = header.get("checksum") if isinstance(header, dict) else None
+    if algo not in _c.CHECKSUMS or _c._digest(body, algo).hex() != e["header_digest"]:
+        raise GtokFormatError(f"{url}: metadata header checksum mismatch")
     return header, (width, vcode, (major, minor))
+
+
+def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
+    """Every shard's header: from the cache directory (checked again), else fetched and kept."""
+    raw: dict[int, bytes] = {}
+    for k, e in enumerate(cache.entries):
+        with contextlib.suppress(OSError):
+            raw[k] = (cache.root / f"{k:06d}-{e['header_digest']}.header").read_bytes()
+    out = {}
+    for k in list(raw):
+        try:
+            out[k] = _parse_header(cache, k, raw[k])
+        except GtokFormatError:  # a damaged local copy: fetched again below
+            del raw[k]
+    fetched = _fetch_raw_headers(fs, cache, [k for k in range(len(cache.entries)) if k not in raw])
+    for k, r in fetched.items():
+        out[k] = _parse_header(cache, k, r)
+        saved = cache.root / f"{k:06d}-{cache.entries[k]['header_digest']}.header"
+        with contextlib.suppress(OSError), atomic_write(saved, "wb") as fh:
+            fh.write(r)
+    return [out[k] for k in range(len(cache.entries))]
 
 
 class RemoteCorpus(_c.Corpus):
@@ -449,10 +478,8 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
         raise GtokFormatError(f"{murl}: larger than a manifest may be")
     manifest = _check_manifest(_c._json_load(raw, "manifest", murl), murl)
     cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
-    shards = []
-    for k in range(len(manifest["shards"])):
-        header, pre = _header(fs, cache, k)
-        shards.append(_RemoteShard(cache, k, header, pre))
+    shards = [_RemoteShard(cache, k, header, pre)
+              for k, (header, pre) in enumerate(_headers(fs, cache))]
     if manifest["fingerprint"] != shards[0].header.get("fingerprint"):
         raise UniverseMismatchError(f"{murl}: the manifest's universe differs from its shards'")
     corpus = RemoteCorpus(url, cache, shards, options)

@@ -214,3 +214,14 @@ def test_training_batches_from_a_remote_corpus(server, local, url, tmp_path):
     remote = seen(Corpus.open(url, **opts), 2)
     assert remote == seen(Corpus.open(local), 0)
     assert sorted(remote) == list(range(N_SHARDS * PER_SHARD))
+
+
+def test_headers_are_kept_in_the_cache_and_a_damaged_copy_is_fetched_again(server, local, url,
+                                                                             tmp_path):
+    c = Corpus.open(url, **_opts(server, tmp_path))
+    kept = sorted(c.cache.root.glob("*.header"))
+    assert len(kept) == N_SHARDS and c.cache.cached() == []
+    kept[1].write_bytes(b"GTOKCORP" + bytes(200))  # damaged on the local disk
+    again = Corpus.open(url, **_opts(server, tmp_path))
+    assert again.sources == Corpus.open(local).sources and kept[1].read_bytes()[:8] == b"GTOKCORP"
+    assert Corpus.open(local)._shards[1].header == again._shards[1].header
