@@ -95,7 +95,7 @@ def _can_check(name: str) -> bool:
     return name != "xxh3_64" or _xxhash() is not None
 
 
-def _new_hasher(name: str = CHECKSUM):
+def _new_hasher(name: str):
     """A streaming hasher for the section checksums (``blake2b_64`` or ``xxh3_64``)."""
     if name == "blake2b_64":
         return hashlib.blake2b(digest_size=8)
@@ -315,8 +315,8 @@ class CorpusWriter:
         try:
             self._fh = os.fdopen(fd, "w+b")
             self._fh.write(b"\0" * PREAMBLE.size)  # a zero preamble: not a corpus until close()
-            self._tok_hash = _new_hasher()
-            self._val_hash = _new_hasher()
+            self._tok_hash = _new_hasher(self.header["checksum"])
+            self._val_hash = _new_hasher(self.header["checksum"])
             self._vfh = None
             if self.values_dtype is not None:
                 self._vfh = tempfile.TemporaryFile(dir=self.path.parent)
@@ -572,11 +572,12 @@ class CorpusWriter:
         ob = memoryview(offsets).cast("B")
         fh.write(ob)
         fh.write(b"\0" * _pad(fh.tell()))
-        off_hash = _new_hasher()
+        algo = self.header["checksum"]
+        off_hash = _new_hasher(algo)
         off_hash.update(ob)
         # records JSON: {"names": [...] | null, "meta": {column: [...]}}
         rec_off = fh.tell()
-        rec_hash = _new_hasher()
+        rec_hash = _new_hasher(algo)
 
         def put(b: bytes) -> None:
             fh.write(b)
@@ -609,7 +610,7 @@ class CorpusWriter:
         fh.write(PREAMBLE.pack(MAGIC, MAJOR, MINOR, self.dtype.itemsize,
                                _VALUE_CODES[self.values_dtype] if self.values_dtype else 0, 0,
                                self._n, self._n_tokens, tokens_off, values_off, offsets_off,
-                               json_off, len(jb), rec_off, rec_len, _digest(jb, CHECKSUM)))
+                               json_off, len(jb), rec_off, rec_len, _digest(jb, algo)))
         fh.flush()
         os.fsync(fh.fileno())
         fh.close()
@@ -1066,19 +1067,11 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     entries = m.get("shards")
     if not isinstance(entries, list) or not entries:
         raise corrupt("shards is not a non-empty list")
-    for key in ("n_records", "n_tokens", "n_shards"):
-        if key in m and (not _is_int(m[key]) or m[key] < 0):
-            raise corrupt(f"{key} is not a whole number")
-    if not _is_int(m.get("n_records")):
-        raise corrupt("n_records (the total) is missing")
-    if "n_shards" in m and m["n_shards"] != len(entries):
-        raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
-                      "was added or dropped")
     later = []  # what verify() reports: the manifest opens, but its integrity is not proven
     digest = m.get("digest")
     if digest is None:
-        later.append(f"{mpath}: the manifest has no digest (written by genotok before 0.x manifests "
-                     "1.1, or erased): its entries cannot be proven; re-run write_manifest")
+        later.append(f"{mpath}: the manifest has no digest (manifest format 1.0, or the digest "
+                     "was erased): its entries cannot be proven; re-run write_manifest")
     else:
         algo = m.get("checksum")
         if algo not in CHECKSUMS or not _is_hex_digest(digest):
@@ -1089,6 +1082,14 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
             raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
                                   "it was written (entries added, dropped, reordered or changed); "
                                   "re-run write_manifest")
+    for key in ("n_records", "n_tokens", "n_shards"):
+        if key in m and (not _is_int(m[key]) or m[key] < 0):
+            raise corrupt(f"{key} is not a whole number")
+    if not _is_int(m.get("n_records")):
+        raise corrupt("n_records (the total) is missing")
+    if "n_shards" in m and m["n_shards"] != len(entries):
+        raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
+                      "was added or dropped")
     paths, seen = [], {}
     for k, e in enumerate(entries):
         if not isinstance(e, dict):
