@@ -672,16 +672,19 @@ def _gather_parallel(tokens, offsets, idx, out_offsets, out):
         out[o:o + offsets[idx[k] + 1] - a] = tokens[a:offsets[idx[k] + 1]]
 
 
-def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus"):
+def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus",
+                 check: bool = True):
     """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets.
 
-    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates). The rows'
-    offsets are checked here (one vectorised pass over the batch) before the kernel copies:
-    a corpus opened with ``trusted=True`` may hold any offsets, and numba checks no bounds.
+    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates). With
+    ``check`` the rows' offsets are checked here (one vectorised pass over the batch) before
+    the kernel copies: a corpus opened with ``trusted=True`` may hold any offsets, and numba
+    checks no bounds. Offsets validated on open need no second look (``check=False``).
     """
     starts, ends = offsets[idx], offsets[idx + 1]
     lengths = ends - starts
-    if idx.size and (starts.min() < 0 or lengths.min() < 0 or ends.max() > tokens.shape[0]):
+    if check and idx.size and (starts.min() < 0 or lengths.min() < 0
+                               or ends.max() > tokens.shape[0]):
         bad = int(np.flatnonzero((starts < 0) | (lengths < 0) | (ends > tokens.shape[0]))[0])
         raise GtokFormatError(f"{where}: corrupt record offsets at record {int(idx[bad])} "
                               f"([{int(starts[bad])}, {int(ends[bad])}) for {tokens.shape[0]} "
@@ -1426,8 +1429,8 @@ class Corpus(Sequence):
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
             s = self._shards[0]
-            data, offs = _gather_rows(s.tokens, s.offsets, idx, str(s.path))
-            vals = _gather_rows(s.values, s.offsets, idx, str(s.path))[0] if values else None
+            data, offs = _gather_rows(s.tokens, s.offsets, idx, str(s.path), s.trusted)
+            vals = _gather_rows(s.values, s.offsets, idx, str(s.path), s.trusted)[0] if values else None
             return Ragged(data, offs, vals)
         # several shards: gather per shard (in shard order), then put rows back in asked order
         shard_of = np.searchsorted(self._starts, idx, side="right") - 1
@@ -1440,22 +1443,24 @@ class Corpus(Sequence):
                 continue
             s = self._shards[k]
             local = idx[perm[bounds[k]:bounds[k + 1]]] - self._starts[k]
-            d, o = _gather_rows(s.tokens, s.offsets, local, str(s.path))
+            d, o = _gather_rows(s.tokens, s.offsets, local, str(s.path), s.trusted)
             datas.append(d)
             lens.append(np.diff(o))
             if values:
-                valss.append(_gather_rows(s.values, s.offsets, local, str(s.path))[0])
+                valss.append(_gather_rows(s.values, s.offsets, local, str(s.path), s.trusted)[0])
         coffs = np.zeros(idx.size + 1, np.int64)
         if lens:
             np.cumsum(np.concatenate(lens), out=coffs[1:])
         inv = np.empty(idx.size, np.int64)
         inv[perm] = np.arange(idx.size)
         dtype = self._shards[0].dtype
-        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv)
+        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv,
+                                  check=False)
         vals = None
         if values:
             vdt = self._shards[0].values_dtype
-            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv)[0]
+            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv,
+                                check=False)[0]
         return Ragged(data, offs, vals)
 
     def __iter__(self) -> Iterator[np.ndarray]:

@@ -76,6 +76,13 @@ def test_gather_kernels_match_oracle(rows, data):
         assert Ragged(out, offs).to_list() == want
 
 
+@pytest.mark.parametrize("offsets", [[0, 3, 2], [0, 2, 9], [-1, 1, 2], [0, 2**60, 2]])
+def test_gather_refuses_offsets_outside_the_tokens(offsets):
+    tokens = np.arange(3, dtype=np.uint16)
+    with pytest.raises(GtokFormatError, match="x.gtokc: corrupt record offsets at record"):
+        _gather_rows(tokens, np.array(offsets, np.int64), np.array([1, 0, 1]), "x.gtokc")
+
+
 # ------------------------------------------------------------------ round trips
 ids = st.one_of(st.integers(0, 70_000), st.sampled_from([0, 65_534, 65_535, 65_536]))
 rows_st = st.lists(st.lists(ids, max_size=8), max_size=14)
