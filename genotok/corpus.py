@@ -301,6 +301,11 @@ class CorpusWriter:
             "extra": dict(extra or {}),
         }
         json.dumps(self.header, allow_nan=False)  # refuse unserialisable metadata now, not at close
+        bad = {k: v for k, v in self.header["special_tokens"].items()
+               if not (_is_int(v) and 0 <= v < self.vocab_size)}
+        if bad:  # a reader refuses such a header: refuse it before writing anything
+            raise ValueError(f"special_tokens must map names to ids below vocab_size "
+                             f"{self.vocab_size}, got {bad}")
         self._lengths = np.zeros(1024, dtype=np.int64)
         self._n = 0
         self._n_tokens = 0

@@ -279,6 +279,8 @@ def test_writer_lifecycle(tmp_path):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", values_dtype="int8")
     with pytest.raises(ValueError, match="vocab_size"):
         CorpusWriter(tmp_path / "x", vocab_size=0, fingerprint="fp")
+    with pytest.raises(ValueError, match="special_tokens must map names to ids below"):
+        CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", special_tokens={"pad": 10})
     with pytest.raises(TypeError):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", settings={"f": object()})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
