@@ -209,6 +209,21 @@ def _json_column(col, column: str, first_record: int) -> list:
     return [_json_scalar(x, column, first_record + k) for k, x in enumerate(items)]
 
 
+def _blocks(fh) -> Iterator[bytes]:
+    """The content of a file just written (from 0 to the current position), in blocks.
+
+    Each read asks for no more than what is left: ``read(n)`` allocates ``n`` bytes first.
+    """
+    left = fh.tell()
+    fh.seek(0)
+    while left > 0:
+        block = fh.read(min(_COPY_BLOCK, left))
+        if not block:
+            return
+        left -= len(block)
+        yield block
+
+
 class _JsonListSpool:
     """A JSON list written piece by piece to an anonymous temporary file (bounded memory)."""
 
@@ -224,8 +239,7 @@ class _JsonListSpool:
         self.empty = False
 
     def copy_to(self, out, hasher) -> None:
-        self.fh.seek(0)
-        while block := self.fh.read(_COPY_BLOCK):
+        for block in _blocks(self.fh):
             out.write(block)
             hasher.update(block)
 
@@ -567,8 +581,7 @@ class CorpusWriter:
         values_off = 0
         if self._vfh is not None:
             values_off = fh.tell()
-            self._vfh.seek(0)
-            while block := self._vfh.read(_COPY_BLOCK):
+            for block in _blocks(self._vfh):
                 fh.write(block)
             fh.write(b"\0" * _pad(fh.tell()))
         offsets = np.zeros(self._n + 1, dtype="<i8")

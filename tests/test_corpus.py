@@ -564,6 +564,26 @@ def _dead_pid() -> int:
     return proc.pid
 
 
+def test_import_holds_one_copy_of_a_file(tmp_path):
+    import tracemalloc
+
+    from genotok import write_gtok
+
+    d = tmp_path / "g"
+    d.mkdir()
+    ids = np.arange(4_000_000, dtype=np.uint32) % 60_000  # 8 MB as uint16
+    write_gtok(d / "big.gtok", ids)
+    size = (d / "big.gtok").stat().st_size
+    tracemalloc.start()
+    try:
+        import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=60_000, fingerprint="fp")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * size  # the file is mapped, not read: one copy (the writer's block)
+    assert Corpus.open(tmp_path / "c.gtokc")[0][-3:].tolist() == ids[-3:].tolist()
+
+
 def test_import_streams_and_refuses_special_files(tmp_path):
     d = tmp_path / "g"
     d.mkdir()
