@@ -1350,8 +1350,12 @@ class Corpus(Sequence):
                  length_mean=float(lens.mean()) if lens.size else 0.0,
                  length_max=int(lens.max()) if lens.size else 0)
         run = (self.manifest or {}).get("genotok_run")
-        if run:
-            h.update(inputs=len(run["inputs"]), failed_inputs=[f["path"] for f in run["failed"]])
+        if isinstance(run, dict):  # a run description written by pretokenize (shape checked)
+            inputs, failed = run.get("inputs"), run.get("failed")
+            if isinstance(inputs, list):
+                h.update(inputs=len(inputs))
+            if isinstance(failed, list):
+                h.update(failed_inputs=[f.get("path") for f in failed if isinstance(f, dict)])
         return h
 
     # -- access

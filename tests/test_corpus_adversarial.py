@@ -467,6 +467,17 @@ def test_manifest_without_digest_opens_but_fails_verify(tmp_path):
     assert any("no digest" in x for x in Corpus.open(d).verify())  # ... but verify says so
 
 
+@pytest.mark.parametrize("run_info, failed", [
+    (5, None), ({"inputs": 3, "failed": [1, {"path": "x"}]}, ["x"]), ({"failed": None}, None)])
+def test_manifest_run_description_of_any_shape(tmp_path, run_info, failed):
+    d = tmp_path / "d"
+    d.mkdir()
+    make_corpus(d / "a.gtokc")
+    write_manifest(d, [d / "a.gtokc"], extra={"genotok_run": run_info})
+    info = Corpus.open(d).info()  # never a TypeError from a crafted run description
+    assert info["n_records"] == 12 and info.get("failed_inputs") == failed
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero link", "directory", "too large", "deep"])
 def test_manifest_file_itself(tmp_path, monkeypatch, kind):
     d, m = _two_shards(tmp_path)
