@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import (best_of, cold_warm_section, goal, machine, ratio, sweep_section, table)
+from _common import best_of, cold_warm_section, goal, machine, ratio, sweep_section, table
 
 import genotok
 from genotok import Corpus, CorpusWriter, Ragged, read_gtok, write_gtok

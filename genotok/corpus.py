@@ -760,9 +760,9 @@ def _header_problems(h: dict, n: int, t: int, version: tuple[int, int], values: 
                       ("sources", list), ("extra", dict)):
         if key in h and not isinstance(h[key], kind):
             out.append(f"{key} is not a JSON {'object' if kind is dict else 'list'}")
-    if isinstance(h.get("special_tokens"), dict) and _is_int(vs):
-        if not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
-            out.append("special_tokens holds an id that is not a whole number below vocab_size")
+    if isinstance(h.get("special_tokens"), dict) and _is_int(vs) and \
+            not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
+        out.append("special_tokens holds an id that is not a whole number below vocab_size")
     if isinstance(h.get("meta_columns"), list) and not all(isinstance(k, str) for k in h["meta_columns"]):
         out.append("meta_columns holds a name that is not a string")
     return out
@@ -953,7 +953,7 @@ class _Shard:
         problems += self._verify_layout()
         if not any("records checksum" in x for x in problems):
             try:
-                self.records
+                self.records  # noqa: B018 - parsed and type-checked on first use
             except GtokFormatError as exc:
                 problems.append(str(exc))
         return problems

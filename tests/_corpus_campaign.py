@@ -24,9 +24,9 @@ import numpy as np
 if __name__ == "__main__":  # run as a script: the worktree's genotok, like the tests
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from genotok import Corpus, CorpusWriter, GenotokError, GtokFormatError, write_manifest  # noqa: E402
-from genotok.corpus import PREAMBLE, _digest  # noqa: E402
-from genotok.gtok import decode_gtok, read_gtok  # noqa: E402
+from genotok import Corpus, CorpusWriter, GenotokError, GtokFormatError, write_manifest
+from genotok.corpus import PREAMBLE, _digest
+from genotok.gtok import decode_gtok, read_gtok
 
 # ------------------------------------------------------------------ building and re-signing
 
@@ -75,7 +75,7 @@ def resign(raw: bytes, *, offsets: np.ndarray | None = None, header=None) -> byt
 def oracle(raw: bytes) -> tuple[list[int], list[int], list[float] | None]:
     """Decode tokens, offsets and values with int.from_bytes, as docs/formats.md describes."""
     f = fields(raw)
-    le = lambda a, k: int.from_bytes(raw[a:a + k], "little", signed=k == 8)  # noqa: E731
+    le = lambda a, k: int.from_bytes(raw[a:a + k], "little", signed=k == 8)
     w = f["width"]
     toks = [le(f["tok_off"] + w * i, w) for i in range(f["t"])]
     offs = [le(f["off_off"] + 8 * i, 8) for i in range(f["n"] + 1)]
@@ -118,9 +118,8 @@ def read_everything(c: Corpus, raw: bytes) -> None:
 
     for i in range(n):
         same(c[i], i)
-        if c.has_values:
-            if not _eq(c.values(i), vals[offs[i]:offs[i + 1]]):
-                raise Wrong(f"values of record {i}")
+        if c.has_values and not _eq(c.values(i), vals[offs[i]:offs[i + 1]]):
+            raise Wrong(f"values of record {i}")
     for i, r in enumerate(c):
         same(r, i)
     perm = np.random.default_rng(n).permutation(n)
@@ -272,10 +271,10 @@ def crafted_gtok(counts: Counts, tmp: Path, n_cases: int, seed: int) -> None:
             w = 2 if data[4] == 1 else 4
             if (len(data) - 5) % w == 0:
                 want = [int.from_bytes(data[i:i + w], "little") for i in range(5, len(data), w)]
-        for read in (lambda: read_gtok(p), lambda: read_gtok(p, mmap=False),
-                     lambda: decode_gtok(data, str(p))):
+        for how in ("mmap", "read", "bytes"):
             try:
-                got = read().tolist()
+                got = (read_gtok(p) if how == "mmap" else read_gtok(p, mmap=False) if how == "read"
+                       else decode_gtok(data, str(p))).tolist()
             except GtokFormatError:
                 if want is not None:
                     counts.fail("wrong", f"gtok case {case}: a valid file was refused")

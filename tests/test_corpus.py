@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from genotok import (
     Corpus,
-    GenotokError,
     CorpusWriter,
+    GenotokError,
     GtokFormatError,
     Ragged,
     Tokenizer,
@@ -41,7 +41,7 @@ def naive_gather(rows: list[list[int]], idx) -> list[list[int]]:
 
 def naive_layout(raw: bytes) -> dict:
     """Oracle: decode a corpus file from the byte table in docs/formats.md with int.from_bytes."""
-    le = lambda a, b: int.from_bytes(raw[a:b], "little")  # noqa: E731
+    le = lambda a, b: int.from_bytes(raw[a:b], "little")
     f = {"magic": raw[0:8], "major": le(8, 10), "minor": le(10, 12), "width": raw[12],
          "vcode": raw[13], "n": le(16, 24), "t": le(24, 32), "tok_off": le(32, 40),
          "val_off": le(40, 48), "off_off": le(48, 56), "json_off": le(56, 64),
