@@ -763,6 +763,11 @@ def _header_problems(h: dict, n: int, t: int, version: tuple[int, int], values: 
     if isinstance(h.get("special_tokens"), dict) and _is_int(vs) and \
             not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
         out.append("special_tokens holds an id that is not a whole number below vocab_size")
+    for key in ("created", "genotok_version"):
+        if key in h and not isinstance(h[key], str):
+            out.append(f"{key} is not a string")
+    if isinstance(h.get("sources"), list) and not all(isinstance(x, dict) for x in h["sources"]):
+        out.append("sources holds an entry that is not a JSON object")
     if isinstance(h.get("meta_columns"), list) and not all(isinstance(k, str) for k in h["meta_columns"]):
         out.append("meta_columns holds a name that is not a string")
     return out

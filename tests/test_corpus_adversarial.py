@@ -252,6 +252,9 @@ def _set(key, value):
     (_set("meta_columns", [1]), "meta_columns"),
     (_set("settings", "x"), "settings"),
     (_set("checksum", "md5"), "checksum algorithm"),
+    (_set("created", 5), "created is not a string"),
+    (_set("sources", ["x"]), "sources holds"),
+    (_set("extra", []), "extra is not a JSON object"),
 ])
 def test_malformed_header_is_refused(tmp_path, change, pattern):
     p = _header_case(tmp_path, change)
