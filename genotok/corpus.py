@@ -37,11 +37,14 @@ separate processes or machines are joined by writing a manifest, never by copyin
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import math
 import os
+import shutil
+import socket
 import struct
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -50,8 +53,9 @@ from pathlib import Path
 import numpy as np
 from numba import njit, prange
 
+from . import _validate
 from ._config import NJIT, NJIT_PARALLEL
-from ._io import atomic_write, make_temp
+from ._io import atomic_write
 from .errors import GtokFormatError, UniverseMismatchError
 from .ragged import Ragged
 
@@ -69,30 +73,106 @@ _COPY_BLOCK = 1 << 24
 #: the writer stages appended records and writes them once this many are pending
 _FLUSH_TOKENS, _FLUSH_RECORDS = 1 << 20, 4096
 
-try:
-    import xxhash
+#: checksum of new corpora: BLAKE2b with an 8-byte digest, from the standard library, so that
+#: every install can verify every new corpus (``xxh3_64`` corpora, written by genotok 0.x when
+#: xxhash was installed, still open; verifying them needs xxhash)
+CHECKSUM = "blake2b_64"
+CHECKSUMS = ("blake2b_64", "xxh3_64")
+_XXHASH_HINT = "pip install xxhash"
 
-    CHECKSUM = "xxh3_64"
-except ImportError:  # pragma: no cover - depends on the environment
-    xxhash = None
-    CHECKSUM = "blake2b_64"
+
+def _xxhash():
+    """The xxhash module, or None when it is not installed (looked up at each call)."""
+    try:
+        import xxhash
+    except ImportError:
+        return None
+    return xxhash
 
 
-def _new_hasher(name: str = CHECKSUM):
-    """A streaming hasher for the section checksums (``xxh3_64`` or ``blake2b_64``)."""
-    if name == "xxh3_64":
-        if xxhash is None:  # pragma: no cover - depends on the environment
-            raise GtokFormatError("this corpus was checksummed with xxh3_64: pip install xxhash")
-        return xxhash.xxh3_64()
+def _can_check(name: str) -> bool:
+    """Whether this install can compute checksum ``name`` (xxh3_64 needs xxhash)."""
+    return name != "xxh3_64" or _xxhash() is not None
+
+
+def _new_hasher(name: str):
+    """A streaming hasher for the section checksums (``blake2b_64`` or ``xxh3_64``)."""
     if name == "blake2b_64":
         return hashlib.blake2b(digest_size=8)
-    raise GtokFormatError(f"unknown checksum algorithm {name!r} (expected xxh3_64 or blake2b_64)")
+    if name == "xxh3_64":
+        xx = _xxhash()
+        if xx is None:
+            raise GtokFormatError(f"this corpus was checksummed with xxh3_64, which needs the xxhash "
+                                  f"package to be checked: {_XXHASH_HINT}")
+        return xx.xxh3_64()
+    raise GtokFormatError(f"unknown checksum algorithm {str(name)[:40]!r} (expected one of "
+                          f"{', '.join(CHECKSUMS)})")
 
 
-def _digest(data: bytes, name: str) -> bytes:
+def _digest(data, name: str) -> bytes:
     h = _new_hasher(name)
-    h.update(data)
+    mv = memoryview(data).cast("B")
+    for i in range(0, len(mv), _COPY_BLOCK):
+        h.update(mv[i:i + _COPY_BLOCK])
     return h.digest()
+
+
+#: temporary names: ``.<target name>.writing-<host>-<pid>-<random>.tmp`` for a CorpusWriter,
+#: ``.<directory name>.exporting-<host>-<pid>-<random>.tmp`` for export_gtok_dir. A writer
+#: killed with SIGKILL leaves one behind; the next writer of the same target removes those
+#: whose process is gone (same host, pid no longer running). Other hosts' files are left alone.
+_WRITING, _EXPORTING = ".writing-", ".exporting-"
+
+
+def _host() -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in socket.gethostname())[:64] or "host"
+
+
+def _make_temp(parent: Path, prefix: str) -> tuple[int, str]:
+    """A temporary file ``<prefix><host>-<pid>-<random>.tmp`` with a plain open's permissions."""
+    fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{_host()}-{os.getpid()}-", suffix=".tmp",
+                               dir=parent)
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    return fd, tmp
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _clean_stale(parent: Path, prefix: str) -> list[Path]:
+    """Remove temporary files/directories ``<prefix><host>-<pid>-*.tmp`` of dead local processes."""
+    removed = []
+    host = _host()
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        fields = name[len(prefix):-4].rsplit("-", 2)
+        if len(fields) != 3 or fields[0] != host or not fields[1].isdigit():
+            continue
+        pid = int(fields[1])
+        if pid == os.getpid() or _alive(pid):
+            continue
+        p = parent / name
+        with contextlib.suppress(OSError):
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink()
+            removed.append(p)
+    return removed
 
 
 def _pad(n: int) -> int:
@@ -129,6 +209,21 @@ def _json_column(col, column: str, first_record: int) -> list:
     return [_json_scalar(x, column, first_record + k) for k, x in enumerate(items)]
 
 
+def _blocks(fh) -> Iterator[bytes]:
+    """The content of a file just written (from 0 to the current position), in blocks.
+
+    Each read asks for no more than what is left: ``read(n)`` allocates ``n`` bytes first.
+    """
+    left = fh.tell()
+    fh.seek(0)
+    while left > 0:
+        block = fh.read(min(_COPY_BLOCK, left))
+        if not block:
+            return
+        left -= len(block)
+        yield block
+
+
 class _JsonListSpool:
     """A JSON list written piece by piece to an anonymous temporary file (bounded memory)."""
 
@@ -144,8 +239,7 @@ class _JsonListSpool:
         self.empty = False
 
     def copy_to(self, out, hasher) -> None:
-        self.fh.seek(0)
-        while block := self.fh.read(_COPY_BLOCK):
+        for block in _blocks(self.fh):
             out.write(block)
             hasher.update(block)
 
@@ -221,6 +315,11 @@ class CorpusWriter:
             "extra": dict(extra or {}),
         }
         json.dumps(self.header, allow_nan=False)  # refuse unserialisable metadata now, not at close
+        bad = {k: v for k, v in self.header["special_tokens"].items()
+               if not (_is_int(v) and 0 <= v < self.vocab_size)}
+        if bad:  # a reader refuses such a header: refuse it before writing anything
+            raise ValueError(f"special_tokens must map names to ids below vocab_size "
+                             f"{self.vocab_size}, got {bad}")
         self._lengths = np.zeros(1024, dtype=np.int64)
         self._n = 0
         self._n_tokens = 0
@@ -230,12 +329,13 @@ class CorpusWriter:
         self._closed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._spools: list = []
-        fd, self._tmp = make_temp(self.path)
+        _clean_stale(self.path.parent, f".{self.path.name}{_WRITING}")
+        fd, self._tmp = _make_temp(self.path.parent, f".{self.path.name}{_WRITING}")
         try:
             self._fh = os.fdopen(fd, "w+b")
             self._fh.write(b"\0" * PREAMBLE.size)  # a zero preamble: not a corpus until close()
-            self._tok_hash = _new_hasher()
-            self._val_hash = _new_hasher()
+            self._tok_hash = _new_hasher(self.header["checksum"])
+            self._val_hash = _new_hasher(self.header["checksum"])
             self._vfh = None
             if self.values_dtype is not None:
                 self._vfh = tempfile.TemporaryFile(dir=self.path.parent)
@@ -481,8 +581,7 @@ class CorpusWriter:
         values_off = 0
         if self._vfh is not None:
             values_off = fh.tell()
-            self._vfh.seek(0)
-            while block := self._vfh.read(_COPY_BLOCK):
+            for block in _blocks(self._vfh):
                 fh.write(block)
             fh.write(b"\0" * _pad(fh.tell()))
         offsets = np.zeros(self._n + 1, dtype="<i8")
@@ -491,11 +590,12 @@ class CorpusWriter:
         ob = memoryview(offsets).cast("B")
         fh.write(ob)
         fh.write(b"\0" * _pad(fh.tell()))
-        off_hash = _new_hasher()
+        algo = self.header["checksum"]
+        off_hash = _new_hasher(algo)
         off_hash.update(ob)
         # records JSON: {"names": [...] | null, "meta": {column: [...]}}
         rec_off = fh.tell()
-        rec_hash = _new_hasher()
+        rec_hash = _new_hasher(algo)
 
         def put(b: bytes) -> None:
             fh.write(b)
@@ -528,26 +628,34 @@ class CorpusWriter:
         fh.write(PREAMBLE.pack(MAGIC, MAJOR, MINOR, self.dtype.itemsize,
                                _VALUE_CODES[self.values_dtype] if self.values_dtype else 0, 0,
                                self._n, self._n_tokens, tokens_off, values_off, offsets_off,
-                               json_off, len(jb), rec_off, rec_len, _digest(jb, CHECKSUM)))
+                               json_off, len(jb), rec_off, rec_len, _digest(jb, algo)))
         fh.flush()
         os.fsync(fh.fileno())
         fh.close()
 
     def _release(self) -> None:
         for s in self._spools:
-            s.close()
+            with contextlib.suppress(OSError, ValueError):
+                s.close()
         self._spools = []
 
     def abort(self) -> None:
-        """Discard everything written so far (no file is left behind)."""
+        """Discard everything written so far (no file is left behind); never raises.
+
+        On a full disk, closing the temporary file cannot write its buffered bytes: that
+        error is dropped with the file (:meth:`close` has already raised the first one).
+        """
         if self._closed:
             return
         self._closed = True
         fh = getattr(self, "_fh", None)
         if fh is not None:
-            fh.close()
-        if os.path.exists(self._tmp):
-            os.unlink(self._tmp)
+            with contextlib.suppress(OSError, ValueError):
+                fh.close()
+        tmp = getattr(self, "_tmp", None)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         self._release()
 
     def __enter__(self) -> "CorpusWriter":
@@ -582,12 +690,23 @@ def _gather_parallel(tokens, offsets, idx, out_offsets, out):
         out[o:o + offsets[idx[k] + 1] - a] = tokens[a:offsets[idx[k] + 1]]
 
 
-def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray):
+def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus",
+                 check: bool = True):
     """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets.
 
-    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates).
+    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates). With
+    ``check`` the rows' offsets are checked here (one vectorised pass over the batch) before
+    the kernel copies: a corpus opened with ``trusted=True`` may hold any offsets, and numba
+    checks no bounds. Offsets validated on open need no second look (``check=False``).
     """
-    lengths = offsets[idx + 1] - offsets[idx]
+    starts, ends = offsets[idx], offsets[idx + 1]
+    lengths = ends - starts
+    if check and idx.size and (starts.min() < 0 or lengths.min() < 0
+                               or ends.max() > tokens.shape[0]):
+        bad = int(np.flatnonzero((starts < 0) | (lengths < 0) | (ends > tokens.shape[0]))[0])
+        raise GtokFormatError(f"{where}: corrupt record offsets at record {int(idx[bad])} "
+                              f"([{int(starts[bad])}, {int(ends[bad])}) for {tokens.shape[0]} "
+                              "tokens): the file is corrupt; run verify()")
     out_offsets = np.zeros(idx.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=out_offsets[1:])
     out = np.empty(int(out_offsets[-1]), dtype=tokens.dtype)
@@ -597,23 +716,97 @@ def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray):
     return out, out_offsets
 
 
-class _Shard:
-    """One corpus file, memory-mapped; the cheap checks run on open."""
+_HEX16 = frozenset("0123456789abcdef")
 
-    def __init__(self, path: Path):
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _is_hex_digest(x) -> bool:
+    return isinstance(x, str) and len(x) == 16 and set(x) <= _HEX16
+
+
+def _header_problems(h: dict, n: int, t: int, version: tuple[int, int], values: bool,
+                     records: bool) -> list[str]:
+    """Every header field type-checked against the preamble; a list of problems (empty: fine)."""
+    out = []
+    if "format" in h and h["format"] != "genotok-corpus":
+        out.append(f"format is {str(h['format'])[:40]!r}, expected 'genotok-corpus'")
+    if "version" in h and (not isinstance(h["version"], list) or len(h["version"]) != 2
+                           or tuple(h["version"]) != version):
+        out.append(f"version {str(h['version'])[:40]} disagrees with the preamble's {list(version)}")
+    if not isinstance(h.get("fingerprint"), str):
+        out.append("fingerprint is missing or not a string")
+    vs = h.get("vocab_size")
+    if not _is_int(vs) or not 1 <= vs <= 2**32:
+        out.append(f"vocab_size {str(vs)[:40]} is not a whole number within 1..2**32")
+    if h.get("n_records") != n or h.get("n_tokens") != t or not _is_int(h.get("n_records")) \
+            or not _is_int(h.get("n_tokens")):
+        out.append(f"the header counts ({str(h.get('n_records'))[:20]} records, "
+                   f"{str(h.get('n_tokens'))[:20]} tokens) disagree with the preamble ({n}, {t})")
+    if h.get("checksum") not in CHECKSUMS:
+        out.append(f"checksum algorithm {str(h.get('checksum'))[:40]!r} is missing or unknown "
+                   f"(expected one of {', '.join(CHECKSUMS)})")
+    sums = h.get("checksums")
+    if not isinstance(sums, dict):
+        out.append("the integrity section (checksums) is missing or not an object")
+    else:
+        need = ["tokens", "offsets"] + (["values"] if values else []) + (["records"] if records else [])
+        for k in need:
+            if not _is_hex_digest(sums.get(k)):
+                out.append(f"checksums.{k} is missing or not a 16-digit hex digest")
+    for key, kind in (("special_tokens", dict), ("settings", dict), ("meta_columns", list),
+                      ("sources", list), ("extra", dict)):
+        if key in h and not isinstance(h[key], kind):
+            out.append(f"{key} is not a JSON {'object' if kind is dict else 'list'}")
+    if isinstance(h.get("special_tokens"), dict) and _is_int(vs) and \
+            not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
+        out.append("special_tokens holds an id that is not a whole number below vocab_size")
+    for key in ("created", "genotok_version"):
+        if key in h and not isinstance(h[key], str):
+            out.append(f"{key} is not a string")
+    if isinstance(h.get("sources"), list) and not all(isinstance(x, dict) for x in h["sources"]):
+        out.append("sources holds an entry that is not a JSON object")
+    if isinstance(h.get("meta_columns"), list) and not all(isinstance(k, str) for k in h["meta_columns"]):
+        out.append("meta_columns holds a name that is not a string")
+    return out
+
+
+def _json_load(raw, what: str, p) -> object:
+    """Parse JSON read from a file; a clear error that never quotes the file's bytes."""
+    try:
+        return json.loads(bytes(raw))
+    except UnicodeDecodeError:
+        raise GtokFormatError(f"{p}: corrupt {what}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise GtokFormatError(f"{p}: corrupt {what}: not valid JSON ({exc.msg} at line "
+                              f"{exc.lineno} column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise GtokFormatError(f"{p}: corrupt {what}: not valid JSON ({type(exc).__name__})") from None
+
+
+class _Shard:
+    """One corpus file, memory-mapped once; checked on open (see :meth:`Corpus.open`)."""
+
+    def __init__(self, path: Path, *, trusted: bool = False, nofollow: bool = False):
+        from .gtok import open_regular
+
         self.path = path
         p = str(path)
-        try:
-            size = os.path.getsize(p)
-            with open(p, "rb") as fh:
-                pre = fh.read(PREAMBLE.size)
-        except FileNotFoundError:
-            raise GtokFormatError(f"{p}: no such corpus file") from None
-        except IsADirectoryError:
-            raise GtokFormatError(f"{p}: is a directory without {MANIFEST}") from None
-        if len(pre) < PREAMBLE.size or pre[:8] != MAGIC:
-            raise GtokFormatError(f"{p}: not a genotok corpus (bad magic {pre[:8]!r}, expected "
-                                  f"{MAGIC!r}; an interrupted write or another file type)")
+        if os.path.isdir(p) and not nofollow:
+            raise GtokFormatError(f"{p}: is a directory without {MANIFEST}")
+        fd, st = open_regular(p, "corpus file", nofollow=nofollow)
+        with os.fdopen(fd, "rb") as fh:  # every byte is read through this checked descriptor
+            self._open(fh, p, st, trusted)
+
+    def _open(self, fh, p: str, st: os.stat_result, trusted: bool) -> None:
+        size = st.st_size
+        self.ident = (st.st_dev, st.st_ino)
+        pre = os.pread(fh.fileno(), PREAMBLE.size, 0)
+        if len(pre) < PREAMBLE.size or pre[:8] != MAGIC:  # never quote the bytes of the file
+            raise GtokFormatError(f"{p}: not a genotok corpus (bad magic: it does not start "
+                                  f"with {MAGIC!r}; an interrupted write or another file type)")
         (_, major, minor, width, vcode, _, n, t, tok_off, val_off, off_off, json_off,
          json_len, rec_off, rec_len, head_sum) = PREAMBLE.unpack(pre)
         if major > MAJOR:
@@ -632,124 +825,147 @@ class _Shard:
             sections.append((val_off, t * self.values_dtype.itemsize, "values"))
         if rec_off:
             sections.append((rec_off, rec_len, "records"))
-        for off, length, what in sections:
+        for off, length, what in sections:  # the size check: a truncated file fails here
             if off < PREAMBLE.size or off + length > size:
                 raise GtokFormatError(f"{p}: truncated or corrupt: the {what} section "
                                       f"[{off}, {off + length}) lies outside the file ({size} bytes)")
-        with open(p, "rb") as fh:
-            fh.seek(json_off)
-            raw_header = fh.read(json_len)
-        try:
-            self.header = json.loads(raw_header)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise GtokFormatError(f"{p}: corrupt metadata header ({exc})") from None
-        if not isinstance(self.header, dict) or "fingerprint" not in self.header:
-            raise GtokFormatError(f"{p}: corrupt metadata header (no fingerprint)")
-        if head_sum != bytes(8) and head_sum != _digest(raw_header,
-                                                        self.header.get("checksum", CHECKSUM)):
-            raise GtokFormatError(f"{p}: metadata header checksum mismatch: the file is corrupt")
+        self.head_sum = head_sum
+        raw_header = os.pread(fh.fileno(), json_len, json_off)
+        self.header = _json_load(raw_header, "metadata header", p)
+        if not isinstance(self.header, dict):
+            raise GtokFormatError(f"{p}: corrupt metadata header (not a JSON object)")
+        algo = self.header.get("checksum")
+        self.algo = algo
+        if head_sum != bytes(8):
+            if algo not in CHECKSUMS:
+                raise GtokFormatError(f"{p}: corrupt metadata header (checksum algorithm "
+                                      f"{str(algo)[:40]!r} is missing or unknown)")
+            if _can_check(algo) and head_sum != _digest(raw_header, algo):
+                raise GtokFormatError(f"{p}: metadata header checksum mismatch: the file is corrupt")
         if not rec_off and "records" in (self.header.get("checksums") or {}):
             raise GtokFormatError(f"{p}: corrupt preamble: the records section (names, metadata) "
                                   "is missing")
-        if self.header.get("n_records") != n or self.header.get("n_tokens") != t:
-            raise GtokFormatError(f"{p}: corrupt: the header counts ({self.header.get('n_records')} "
-                                  f"records, {self.header.get('n_tokens')} tokens) disagree with the "
-                                  f"preamble ({n}, {t})")
+        problems = _header_problems(self.header, n, t, self.version, self.values_dtype is not None,
+                                    bool(rec_off))
+        if problems:
+            raise GtokFormatError(f"{p}: corrupt metadata header: " + "; ".join(problems))
         self.n, self.t = n, t
         self.size = size
-        self._layout = [(tok_off, t * width), (off_off, (n + 1) * 8), (json_off, json_len)]
-        if self.values_dtype is not None:
-            self._layout.append((val_off, t * self.values_dtype.itemsize))
-        if rec_off:
-            self._layout.append((rec_off, rec_len))
-        self._layout.sort()
+        self.trusted = trusted
+        self._layout = sorted((off, length) for off, length, _ in sections)
         self._rec = (rec_off, rec_len)
         self._records: dict | None = None
-        self.tokens = (np.memmap(p, dtype=self.dtype, mode="r", offset=tok_off, shape=(t,))
-                       if t else np.zeros(0, self.dtype))
-        self.offsets = np.asarray(np.memmap(p, dtype="<i8", mode="r", offset=off_off, shape=(n + 1,)))
+        # one read-only mapping of the whole file; every section is a view into it
+        self._raw = np.memmap(fh, dtype=np.uint8, mode="r", shape=(size,))
+        self.tokens = self._raw[tok_off:tok_off + t * width].view(self.dtype)
+        self.offsets = np.asarray(self._raw[off_off:off_off + (n + 1) * 8].view("<i8"))
         self.values = None
         if self.values_dtype is not None:
-            self.values = (np.memmap(p, dtype=self.values_dtype, mode="r", offset=val_off, shape=(t,))
-                           if t else np.zeros(0, self.values_dtype))
-        # the cheap check on open: the index agrees with the payload size
-        if self.offsets[0] != 0 or self.offsets[-1] != t:
-            raise GtokFormatError(f"{p}: corrupt record offsets (first {int(self.offsets[0])}, last "
-                                  f"{int(self.offsets[-1])}, expected 0 and {t}); run verify()")
+            self.values = self._raw[val_off:val_off + t * self.values_dtype.itemsize].view(
+                self.values_dtype)
+        if trusted:  # the cheap open: the index agrees with the payload size
+            if self.offsets[0] != 0 or self.offsets[-1] != t:
+                raise GtokFormatError(f"{p}: corrupt record offsets (first {int(self.offsets[0])}, "
+                                      f"last {int(self.offsets[-1])}, expected 0 and {t}); run verify()")
+            return
+        # the safe open: every offset in bounds and non-decreasing, and the section's checksum
+        try:
+            _validate.offsets(self.offsets, t, f"{p}: corrupt record offsets", n_rows=n,
+                              what="the offsets section", error=GtokFormatError)
+        except GtokFormatError as exc:
+            raise GtokFormatError(f"{exc}; the file is corrupt: re-create it (verify() lists every "
+                                  "problem of a file opened with trusted=True)") from None
+        want = self.header["checksums"]["offsets"]
+        if _can_check(algo) and _digest(self.offsets, algo).hex() != want:
+            raise GtokFormatError(f"{p}: offsets checksum mismatch (stored {want}): record "
+                                  "boundaries are corrupt; re-create the file")
+
+    def bounds(self, j: int) -> tuple[int, int]:
+        """Token range of local record ``j``, checked (cheap) even for a trusted open."""
+        a, b = int(self.offsets[j]), int(self.offsets[j + 1])
+        if not 0 <= a <= b <= self.t:
+            raise GtokFormatError(f"{self.path}: corrupt record offsets at record {j} ([{a}, {b}) "
+                                  f"for {self.t} tokens): the file is corrupt; run verify()")
+        return a, b
+
+    def check_offsets(self, ja: int, jb: int) -> None:
+        """For a trusted open: offsets ``ja..jb`` non-decreasing within ``[0, t]`` (one pass)."""
+        if not self.trusted or jb <= ja:
+            return
+        o = self.offsets[ja:jb + 1]
+        if o[0] < 0 or o[-1] > self.t or np.any(o[1:] < o[:-1]):
+            raise GtokFormatError(f"{self.path}: corrupt record offsets in records {ja}..{jb}: the "
+                                  "file is corrupt; run verify()")
 
     @property
     def meta_columns(self) -> list[str]:
         if "meta_columns" in self.header:
             return list(self.header["meta_columns"])
-        return list(self.header.get("meta") or {})  # format 1.0: in the header
+        meta = self.header.get("meta")  # format 1.0 development files: in the header
+        return list(meta) if isinstance(meta, dict) else []
 
     def _section(self, off: int, length: int) -> np.ndarray:
-        if not length:
-            return np.zeros(0, np.uint8)
-        return np.memmap(self.path, dtype=np.uint8, mode="r", offset=off, shape=(length,))
+        return self._raw[off:off + length]
 
     @property
     def records(self) -> dict:
-        """Names and metadata columns (read on first use)."""
+        """Names and metadata columns (read on first use), type-checked."""
         if self._records is None:
             rec_off, rec_len = self._rec
             if not rec_off:  # files written before the records section kept them in the header
                 rec = {"names": self.header.get("names"), "meta": self.header.get("meta") or {}}
             else:
-                try:
-                    rec = json.loads(bytes(self._section(rec_off, rec_len)))
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    raise GtokFormatError(f"{self.path}: corrupt records section (names, metadata): "
-                                          f"{exc}; run verify()") from None
-            names, meta = rec.get("names"), rec.get("meta") or {}
-            if (names is not None and len(names) != self.n) or any(len(v) != self.n
-                                                                   for v in meta.values()):
-                raise GtokFormatError(f"{self.path}: corrupt records section: names or metadata "
-                                      f"columns do not have {self.n} entries; run verify()")
-            self._records = {"names": names, "meta": meta}
+                rec = _json_load(self._section(rec_off, rec_len), "records section (names, "
+                                 "metadata)", self.path)
+            problem = _records_problem(rec, self.n)
+            if problem:
+                raise GtokFormatError(f"{self.path}: corrupt records section: {problem}; run verify()")
+            self._records = {"names": rec.get("names"), "meta": rec.get("meta") or {}}
         return self._records
 
     def verify(self) -> list[str]:
         problems = []
         h, p, offs = self.header, self.path, self.offsets
-        steps = np.diff(offs)
-        if np.any(steps < 0):
-            problems.append(f"{p}: record offsets decrease at record "
-                            f"{int(np.flatnonzero(steps < 0)[0])}")
-        vs = int(h.get("vocab_size", 0))
+        if self.head_sum == bytes(8):
+            problems.append(f"{p}: the metadata header has no digest (erased, or written by an "
+                            "early development version): its integrity cannot be checked; "
+                            "re-create the corpus")
+        if not _can_check(self.algo):
+            problems.append(f"{p}: checksummed with {self.algo}, which this install cannot compute: "
+                            f"{_XXHASH_HINT} to verify it (opening and reading work without it)")
+        if offs[0] != 0 or offs[-1] != self.t or np.any(offs[1:] < offs[:-1]):
+            steps = np.flatnonzero(offs[1:] < offs[:-1])
+            where = f" at record {int(steps[0])}" if steps.size else ""
+            problems.append(f"{p}: record offsets decrease{where} or leave [0, {self.t}]")
+        vs = h["vocab_size"]
         top = int(self.tokens.max()) if self.t else -1
         if top >= vs:
             problems.append(f"{p}: token id {top} >= vocab_size {vs}")
         if self.dtype.itemsize != _token_dtype(vs).itemsize:
             problems.append(f"{p}: token width {self.dtype.itemsize} does not match vocab_size {vs}")
-        sums = h.get("checksums", {})
-        algo = h.get("checksum", CHECKSUM)
+        sums = h["checksums"]
         sections = [("tokens", self.tokens), ("offsets", offs), ("values", self.values)]
         if self._rec[0]:
             sections.append(("records", self._section(*self._rec)))
-        for what, arr in sections:
-            want = sums.get(what)
-            if arr is None or want is None:
-                continue
-            hasher = _new_hasher(algo)
-            mv = memoryview(np.ascontiguousarray(arr)).cast("B")
-            for i in range(0, len(mv), _COPY_BLOCK):
-                hasher.update(mv[i:i + _COPY_BLOCK])
-            if hasher.hexdigest() != want:
-                problems.append(f"{p}: {what} checksum mismatch (stored {want}, computed "
-                                f"{hasher.hexdigest()}): the file is corrupt")
+        if _can_check(self.algo):
+            for what, arr in sections:
+                if arr is None:
+                    continue
+                got = _digest(np.ascontiguousarray(arr), self.algo).hex()
+                if got != sums[what]:
+                    problems.append(f"{p}: {what} checksum mismatch (stored {sums[what]}, computed "
+                                    f"{got}): the file is corrupt")
         problems += self._verify_layout()
         if not any("records checksum" in x for x in problems):
             try:
-                self.records
+                self.records  # noqa: B018 - parsed and type-checked on first use
             except GtokFormatError as exc:
                 problems.append(str(exc))
         return problems
 
-
     def _verify_layout(self) -> list[str]:
         """Sections do not overlap; padding and reserved bytes are zero; nothing trails."""
-        raw = np.memmap(self.path, dtype=np.uint8, mode="r")
+        raw = self._raw
         pre = bytes(raw[:PREAMBLE.size])
         if pre[14:16] != bytes(2) or pre[96:128] != bytes(32):
             return [f"{self.path}: reserved preamble bytes are not zero: the file is corrupt"]
@@ -764,6 +980,181 @@ class _Shard:
         if end != self.size:
             return [f"{self.path}: {self.size - end} unexpected bytes after the last section"]
         return []
+
+
+def _records_problem(rec, n: int) -> str | None:
+    """What is wrong with a parsed records section (names, metadata), or None."""
+    if not isinstance(rec, dict) or set(rec) - {"names", "meta"}:
+        return "not a JSON object with names and meta"
+    names, meta = rec.get("names"), rec.get("meta")
+    if names is not None:
+        if not isinstance(names, list) or len(names) != n:
+            return f"names is not a list of {n} entries"
+        if not all(x is None or isinstance(x, str) for x in names):
+            return "a record name is neither a string nor null"
+    if meta is not None and not isinstance(meta, dict):
+        return "meta is not a JSON object"
+    for k, col in (meta or {}).items():
+        if not isinstance(col, list) or len(col) != n:
+            return f"metadata column {k[:40]!r} is not a list of {n} entries"
+        if not all(x is None or isinstance(x, (str, int, float)) for x in col):
+            return f"metadata column {k[:40]!r} holds a value that is not a JSON scalar"
+    return None
+
+
+# ---------------------------------------------------------------------------------- manifests
+#: the largest manifest read (a manifest is ~100 bytes per shard plus a run description)
+MANIFEST_MAX_BYTES = 256 << 20
+MANIFEST_FORMAT = "genotok-corpus-manifest"
+#: manifest 1.1 adds per-shard index and header digest, totals and a digest of the manifest
+MANIFEST_VERSION = (1, 1)
+_MANIFEST_CORE = ("format", "version", "fingerprint", "checksum", "n_shards", "n_records",
+                  "n_tokens", "shards", "digest")
+
+
+def _manifest_digest(manifest: dict, algo: str) -> str:
+    """Digest of the whole manifest but its ``digest`` key (canonical JSON: sorted keys, ASCII)."""
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return _digest(text.encode(), algo).hex()
+
+
+def _read_manifest(mpath: Path) -> dict:
+    """Read and parse ``manifest.json``: a regular file (no symlink), at most the size cap."""
+    from .gtok import open_regular
+
+    fd, st = open_regular(mpath, "manifest", nofollow=True)
+    try:
+        if st.st_size > MANIFEST_MAX_BYTES:
+            raise GtokFormatError(f"{mpath}: {st.st_size:,} bytes is larger than a manifest may be "
+                                  f"({MANIFEST_MAX_BYTES:,}; genotok.corpus.MANIFEST_MAX_BYTES)")
+        chunks, total = [], 0
+        while block := os.read(fd, 1 << 20):
+            chunks.append(block)
+            total += len(block)
+            if total > MANIFEST_MAX_BYTES:  # grew while read
+                raise GtokFormatError(f"{mpath}: larger than a manifest may be "
+                                      f"({MANIFEST_MAX_BYTES:,} bytes)")
+    finally:
+        os.close(fd)
+    return _json_load(b"".join(chunks), "manifest", mpath)
+
+
+def _shard_path(directory: Path, rel, mpath: Path, k: int) -> Path:
+    """The file of manifest entry ``k``: relative, inside ``directory``, no ``..``, no symlink."""
+    def bad(why: str) -> GtokFormatError:
+        return GtokFormatError(f"{mpath}: shard {k}: path {str(rel)[:200]!r} {why}; a manifest "
+                               "names files inside its directory (re-run write_manifest)")
+
+    if not isinstance(rel, str) or not rel:
+        raise bad("is not a non-empty string")
+    if "\0" in rel or "\\" in rel:
+        raise bad("holds a NUL byte or a backslash")
+    if rel.startswith("/") or os.path.isabs(rel):
+        raise bad("is absolute")
+    parts = [x for x in rel.split("/") if x not in ("", ".")]
+    if not parts or ".." in parts:
+        raise bad("leaves the directory (..)")
+    full = directory.joinpath(*parts)
+    if full.is_symlink():
+        raise bad("is a symbolic link")
+    root = os.path.realpath(directory)
+    real = os.path.realpath(full)
+    if os.path.commonpath([root, real]) != root:
+        raise bad("resolves outside the corpus directory")
+    return full
+
+
+def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str]]:
+    """Shards of a directory corpus, its manifest, and what :meth:`Corpus.verify` must report."""
+    mpath = directory / MANIFEST
+    if not os.path.lexists(mpath):
+        raise GtokFormatError(f"{directory}: a directory corpus needs {MANIFEST} "
+                              "(write one with write_manifest)")
+    m = _read_manifest(mpath)
+
+    def corrupt(why: str) -> GtokFormatError:
+        return GtokFormatError(f"{mpath}: corrupt manifest ({why})")
+
+    if not isinstance(m, dict):
+        raise corrupt("not a JSON object")
+    if m.get("format") != MANIFEST_FORMAT:
+        raise corrupt(f"format {str(m.get('format'))[:40]!r}, expected {MANIFEST_FORMAT!r}")
+    v = m.get("version")
+    if not (isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v)):
+        raise corrupt(f"version {str(v)[:40]} is not [major, minor]")
+    if v[0] > MANIFEST_VERSION[0]:
+        raise GtokFormatError(f"{mpath}: manifest format {v[0]}.{v[1]} is newer than this genotok "
+                              f"reads ({MANIFEST_VERSION[0]}.{MANIFEST_VERSION[1]}); upgrade genotok")
+    if v[0] < 1:
+        raise corrupt(f"version {v[0]}.{v[1]}")
+    if not isinstance(m.get("fingerprint"), str):
+        raise corrupt("fingerprint is missing or not a string")
+    entries = m.get("shards")
+    if not isinstance(entries, list) or not entries:
+        raise corrupt("shards is not a non-empty list")
+    later = []  # what verify() reports: the manifest opens, but its integrity is not proven
+    digest = m.get("digest")
+    if digest is None:
+        later.append(f"{mpath}: the manifest has no digest (manifest format 1.0, or the digest "
+                     "was erased): its entries cannot be proven; re-run write_manifest")
+    else:
+        algo = m.get("checksum")
+        if algo not in CHECKSUMS or not _is_hex_digest(digest):
+            raise corrupt("digest or checksum algorithm is malformed")
+        if not _can_check(algo):
+            later.append(f"{mpath}: manifest digest uses {algo}: {_XXHASH_HINT} to verify it")
+        elif _manifest_digest(m, algo) != digest:
+            raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
+                                  "it was written (entries added, dropped, reordered or changed); "
+                                  "re-run write_manifest")
+    for key in ("n_records", "n_tokens", "n_shards"):
+        if key in m and (not _is_int(m[key]) or m[key] < 0):
+            raise corrupt(f"{key} is not a whole number")
+    if not _is_int(m.get("n_records")):
+        raise corrupt("n_records (the total) is missing")
+    if "n_shards" in m and m["n_shards"] != len(entries):
+        raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
+                      "was added or dropped")
+    paths, seen = [], {}
+    for k, e in enumerate(entries):
+        if not isinstance(e, dict):
+            raise corrupt(f"shard {k} is not a JSON object")
+        for key in ("n_records", "n_tokens"):
+            if not _is_int(e.get(key)) or e[key] < 0:
+                raise corrupt(f"shard {k}: {key} is missing or not a whole number")
+        if "index" in e and e["index"] != k:
+            raise corrupt(f"shard {k} carries index {str(e['index'])[:20]}: entries were reordered")
+        if "header_digest" in e and not _is_hex_digest(e["header_digest"]):
+            raise corrupt(f"shard {k}: header_digest is not a 16-digit hex digest")
+        full = _shard_path(directory, e.get("path"), mpath, k)
+        key = os.path.normcase(str(full))
+        if key in seen:
+            raise corrupt(f"shards {seen[key]} and {k} are the same file {e['path'][:200]!r}")
+        seen[key] = k
+        paths.append(full)
+    shards, files = [], {}
+    for k, (e, full) in enumerate(zip(entries, paths)):
+        s = _Shard(full, trusted=trusted, nofollow=True)
+        if s.ident in files:
+            raise corrupt(f"shards {files[s.ident]} and {k} are the same file (a hard link)")
+        files[s.ident] = k
+        if e["n_records"] != s.n or e["n_tokens"] != s.t or \
+                e.get("header_digest", s.head_sum.hex()) != s.head_sum.hex():
+            raise GtokFormatError(
+                f"{mpath}: shard {e['path'][:200]!r} has {s.n} records and {s.t} tokens (header "
+                f"digest {s.head_sum.hex()}), the manifest says {e['n_records']} and {e['n_tokens']} "
+                f"({e.get('header_digest', '-')}): the shard was replaced after the manifest was "
+                "written; re-run write_manifest")
+        shards.append(s)
+    n, t = sum(s.n for s in shards), sum(s.t for s in shards)
+    if m["n_records"] != n or m.get("n_tokens", t) != t:
+        raise corrupt(f"totals {m['n_records']} records, {m.get('n_tokens')} tokens disagree with "
+                      f"the shards' {n} and {t}: an entry was added or dropped")
+    if m["fingerprint"] != shards[0].header["fingerprint"]:
+        raise UniverseMismatchError(f"{mpath}: the manifest's universe differs from its "
+                                    "shards'; re-run write_manifest")
+    return shards, m, later
 
 
 class Corpus(Sequence):
@@ -785,8 +1176,10 @@ class Corpus(Sequence):
     ([3], [[3], [1, 2]], [2, 1])
     """
 
-    def __init__(self, shards: list[_Shard], path: Path, manifest: dict | None = None):
+    def __init__(self, shards: list[_Shard], path: Path, manifest: dict | None = None,
+                 manifest_problems: Sequence[str] = ()):
         self.manifest = manifest
+        self._manifest_problems = list(manifest_problems)
         if not shards:
             raise GtokFormatError(f"{path}: a corpus needs at least one shard")
         self.path = path
@@ -800,6 +1193,9 @@ class Corpus(Sequence):
                 raise GtokFormatError(f"{s.path}: shard layout (tokens {s.dtype}, values "
                                       f"{s.values_dtype}) differs from {first.path} (tokens "
                                       f"{first.dtype}, values {first.values_dtype})")
+            if s.header["vocab_size"] != first.header["vocab_size"]:
+                raise GtokFormatError(f"{s.path}: vocab_size {s.header['vocab_size']} differs from "
+                                      f"{first.path}'s {first.header['vocab_size']}")
         counts = np.array([s.n for s in shards], dtype=np.int64)
         self._starts = np.zeros(len(shards) + 1, dtype=np.int64)
         np.cumsum(counts, out=self._starts[1:])
@@ -811,8 +1207,16 @@ class Corpus(Sequence):
 
     # -- opening
     @classmethod
-    def open(cls, path: str | os.PathLike, *, expect=None, verify: bool = False) -> "Corpus":
+    def open(cls, path: str | os.PathLike, *, expect=None, verify: bool = False,
+             trusted: bool = False) -> "Corpus":
         """Open a corpus file or a sharded corpus directory (with ``manifest.json``).
+
+        Opening is safe by default: the files must be regular files, each section must lie
+        inside its file (a truncated file is refused here, not with SIGBUS later), the header
+        is type-checked against its digest, and *every* record offset is checked (in bounds,
+        non-decreasing, matching its checksum), so no read returns another record's data.
+        A manifest may only name files inside its directory. docs/formats.md lists exactly
+        what is checked.
 
         Parameters
         ----------
@@ -824,6 +1228,9 @@ class Corpus(Sequence):
             :class:`~genotok.UniverseMismatchError`.
         verify
             Run the full :meth:`verify` (checksums, every id) before returning.
+        trusted
+            Skip the pass over the record offsets (the cheap open, for files you wrote
+            yourself): reads stay memory-safe, but a corrupt offset may give wrong records.
 
         Examples
         --------
@@ -836,30 +1243,11 @@ class Corpus(Sequence):
         """
         path = Path(path)
         if path.is_dir():
-            mpath = path / MANIFEST
-            if not mpath.exists():
-                raise GtokFormatError(f"{path}: a directory corpus needs {MANIFEST} "
-                                      "(write one with write_manifest)")
-            try:
-                manifest = json.loads(mpath.read_text())
-                entries = manifest["shards"]
-                shard_paths = [path / e["path"] for e in entries]
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
-                raise GtokFormatError(f"{mpath}: corrupt manifest ({exc})") from None
-            shards = [_Shard(p) for p in shard_paths]
-            for e, s in zip(entries, shards):
-                if e.get("n_records", s.n) != s.n or e.get("n_tokens", s.t) != s.t:
-                    raise GtokFormatError(
-                        f"{mpath}: shard {e['path']} has {s.n} records and {s.t} tokens, the "
-                        f"manifest says {e.get('n_records')} and {e.get('n_tokens')}: the shard was "
-                        "replaced after the manifest was written; re-run write_manifest")
-            if manifest.get("fingerprint", shards[0].header["fingerprint"]) != \
-                    shards[0].header["fingerprint"]:
-                raise UniverseMismatchError(f"{mpath}: the manifest's universe differs from its "
-                                            "shards'; re-run write_manifest")
+            shards, manifest, later = _open_manifest(path, bool(trusted))
         else:
-            shards, manifest = [_Shard(path)], None
-        corpus = cls(shards, path, manifest)
+            shards, manifest, later = [_Shard(path, trusted=bool(trusted))], None, []
+        corpus = cls(shards, path, manifest, later)
+        corpus._trusted = bool(trusted)
         if expect is not None:
             want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
             if not isinstance(want, str):
@@ -875,7 +1263,7 @@ class Corpus(Sequence):
 
     def __reduce__(self):
         # pickled by path (e.g. into DataLoader workers): re-mapped there, never copied
-        return (Corpus.open, (self.path,))
+        return (_reopen, (self.path, getattr(self, "_trusted", False)))
 
     # -- metadata
     @property
@@ -939,6 +1327,8 @@ class Corpus(Sequence):
     def lengths(self) -> np.ndarray:
         """Number of tokens of every record (int64)."""
         if self._lengths is None:
+            for s in self._shards:
+                s.check_offsets(0, s.n)
             self._lengths = np.concatenate([np.diff(s.offsets) for s in self._shards])
         return self._lengths
 
@@ -965,8 +1355,12 @@ class Corpus(Sequence):
                  length_mean=float(lens.mean()) if lens.size else 0.0,
                  length_max=int(lens.max()) if lens.size else 0)
         run = (self.manifest or {}).get("genotok_run")
-        if run:
-            h.update(inputs=len(run["inputs"]), failed_inputs=[f["path"] for f in run["failed"]])
+        if isinstance(run, dict):  # a run description written by pretokenize (shape checked)
+            inputs, failed = run.get("inputs"), run.get("failed")
+            if isinstance(inputs, list):
+                h.update(inputs=len(inputs))
+            if isinstance(failed, list):
+                h.update(failed_inputs=[f.get("path") for f in failed if isinstance(f, dict)])
         return h
 
     # -- access
@@ -996,7 +1390,8 @@ class Corpus(Sequence):
                 a = np.flatnonzero(a)
             return self.get_batch(a)
         s, j = self._locate(int(i))
-        return s.tokens[s.offsets[j]:s.offsets[j + 1]]
+        a, b = s.bounds(j)
+        return s.tokens[a:b]
 
     def values(self, i: int) -> np.ndarray:
         """The value channel of record ``i`` (a zero-copy view).
@@ -1013,7 +1408,8 @@ class Corpus(Sequence):
         s, j = self._locate(int(i))
         if s.values is None:
             raise ValueError(f"{self.path}: this corpus has no value channel")
-        return s.values[s.offsets[j]:s.offsets[j + 1]]
+        a, b = s.bounds(j)
+        return s.values[a:b]
 
     def _range(self, a: int, b: int, *, values: bool = False) -> Ragged:
         """Records ``a:b``: zero-copy views when they lie in one shard."""
@@ -1026,6 +1422,7 @@ class Corpus(Sequence):
                               np.zeros(0, self._shards[0].values_dtype) if values else None)
             s = self._shards[k]
             ja, jb = a - int(self._starts[k]), b - int(self._starts[k])
+            s.check_offsets(ja, jb)
             lo, hi = int(s.offsets[ja]), int(s.offsets[jb])
             return Ragged(s.tokens[lo:hi], s.offsets[ja:jb + 1] - lo,
                           s.values[lo:hi] if values else None)
@@ -1059,8 +1456,8 @@ class Corpus(Sequence):
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
             s = self._shards[0]
-            data, offs = _gather_rows(s.tokens, s.offsets, idx)
-            vals = _gather_rows(s.values, s.offsets, idx)[0] if values else None
+            data, offs = _gather_rows(s.tokens, s.offsets, idx, str(s.path), s.trusted)
+            vals = _gather_rows(s.values, s.offsets, idx, str(s.path), s.trusted)[0] if values else None
             return Ragged(data, offs, vals)
         # several shards: gather per shard (in shard order), then put rows back in asked order
         shard_of = np.searchsorted(self._starts, idx, side="right") - 1
@@ -1073,29 +1470,32 @@ class Corpus(Sequence):
                 continue
             s = self._shards[k]
             local = idx[perm[bounds[k]:bounds[k + 1]]] - self._starts[k]
-            d, o = _gather_rows(s.tokens, s.offsets, local)
+            d, o = _gather_rows(s.tokens, s.offsets, local, str(s.path), s.trusted)
             datas.append(d)
             lens.append(np.diff(o))
             if values:
-                valss.append(_gather_rows(s.values, s.offsets, local)[0])
+                valss.append(_gather_rows(s.values, s.offsets, local, str(s.path), s.trusted)[0])
         coffs = np.zeros(idx.size + 1, np.int64)
         if lens:
             np.cumsum(np.concatenate(lens), out=coffs[1:])
         inv = np.empty(idx.size, np.int64)
         inv[perm] = np.arange(idx.size)
         dtype = self._shards[0].dtype
-        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv)
+        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv,
+                                  check=False)
         vals = None
         if values:
             vdt = self._shards[0].values_dtype
-            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv)[0]
+            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv,
+                                check=False)[0]
         return Ragged(data, offs, vals)
 
     def __iter__(self) -> Iterator[np.ndarray]:
         for s in self._shards:
-            toks, offs = s.tokens, s.offsets
+            toks = s.tokens
             for j in range(s.n):
-                yield toks[offs[j]:offs[j + 1]]
+                a, b = s.bounds(j)
+                yield toks[a:b]
 
     def iter_batches(self, batch_size: int = 1024, *, values: bool = False) -> Iterator[Ragged]:
         """Consecutive records in batches of up to ``batch_size``: zero-copy views.
@@ -1138,6 +1538,10 @@ class Corpus(Sequence):
     def verify(self, raise_on_error: bool = False) -> list[str]:
         """Check offsets, ids < vocab_size, names/metadata and every checksum; list the problems.
 
+        A missing integrity record is itself a problem: a header without its digest, a
+        manifest without its digest, or checksums this install cannot compute (``xxh3_64``
+        without xxhash). An empty list means every byte was checked.
+
         Examples
         --------
         >>> import tempfile, os
@@ -1147,7 +1551,8 @@ class Corpus(Sequence):
         >>> Corpus.open(p).verify()
         []
         """
-        problems = [p for s in self._shards for p in s.verify()]
+        problems = list(self._manifest_problems)
+        problems += [p for s in self._shards for p in s.verify()]
         if problems and raise_on_error:
             raise GtokFormatError("; ".join(problems))
         return problems
@@ -1174,13 +1579,21 @@ class Corpus(Sequence):
                 f"fingerprint={self.fingerprint[:12]}, path={str(self.path)!r})")
 
 
+def _reopen(path, trusted):
+    return Corpus.open(path, trusted=trusted)
+
+
 # ---------------------------------------------------------------------------------- shards
 def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathLike],
                    extra: dict | None = None) -> Path:
     """Join shard files into one corpus by writing ``directory/manifest.json`` (no data copied).
 
-    Shard paths are stored relative to ``directory``; all shards must share one universe and
-    layout (checked here). Shards written by separate processes or machines are merged this way.
+    Every shard must lie inside ``directory`` (its path is stored relative to it); all shards
+    must share one universe and layout (checked here). Each entry records the shard's record
+    and token counts and its header digest (which covers its section checksums), and the
+    manifest carries a digest of itself, so :meth:`Corpus.open` detects a replaced shard and
+    an added, dropped, reordered or edited entry. Shards written by separate processes or
+    machines are merged this way.
 
     Examples
     --------
@@ -1195,28 +1608,47 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    opened = [_Shard(Path(s)) for s in shards]
+    extra = dict(extra or {})
+    clash = sorted(set(extra) & set(_MANIFEST_CORE))
+    if clash:
+        raise ValueError(f"extra may not set the manifest's own keys {clash}")
+    root = os.path.realpath(directory)
+    rels = []
+    for sh in shards:
+        real = os.path.realpath(sh)
+        if os.path.commonpath([root, real]) != root or real == root:
+            raise GtokFormatError(f"{sh}: is not inside {directory}; a manifest only names files "
+                                  "in its directory (write or move the shards there)")
+        rels.append(Path(os.path.relpath(real, root)).as_posix())
+    if len(set(rels)) != len(rels):
+        raise GtokFormatError(f"{directory}: a shard is listed twice ({rels})")
+    opened = [_Shard(Path(real)) for real in (os.path.join(root, r) for r in rels)]
     Corpus(opened, directory)  # validates: same universe, same layout
-    entries = [{"path": os.path.relpath(Path(s).resolve(), directory.resolve()), "n_records": sh.n,
-                "n_tokens": sh.t} for s, sh in zip(shards, opened)]
-    manifest = {"format": "genotok-corpus-manifest", "version": [MAJOR, MINOR],
-                "fingerprint": opened[0].header["fingerprint"], "shards": entries,
-                "n_records": sum(e["n_records"] for e in entries), **(extra or {})}
+    entries = [{"index": k, "path": rel, "n_records": sh.n, "n_tokens": sh.t,
+                "header_digest": sh.head_sum.hex()} for k, (rel, sh) in enumerate(zip(rels, opened))]
+    manifest = {"format": MANIFEST_FORMAT, "version": list(MANIFEST_VERSION),
+                "fingerprint": opened[0].header["fingerprint"], "checksum": CHECKSUM,
+                "n_shards": len(entries), "n_records": sum(e["n_records"] for e in entries),
+                "n_tokens": sum(e["n_tokens"] for e in entries), "shards": entries, **extra}
+    json.dumps(manifest, allow_nan=False)  # refuse what another JSON reader could not parse
+    manifest["digest"] = _manifest_digest(manifest, CHECKSUM)
     with atomic_write(directory / MANIFEST, "w") as fh:
         json.dump(manifest, fh, indent=1)
     return directory / MANIFEST
 
 
 # ---------------------------------------------------------------------------------- interop
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name).lstrip(".") or "_"
-
-
 def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
 
-    The width is chosen per file as gtars does. Two records with one name do not overwrite each
-    other (the second gets its index appended). Each file is written atomically.
+    A record name becomes a file name through :func:`genotok._names.to_file_stem` (a safe,
+    reversible spelling: never a path separator, never ``..``, no control bytes), so every
+    file lands inside ``directory``; two records that would share a file name are an error.
+    Unnamed records are ``record_00000042.gtok``. The width is chosen per file as gtars does.
+
+    The files are written into a hidden temporary directory beside ``directory``, renamed
+    into place once all are written: an interrupted export leaves no directory that
+    :func:`import_gtok_dir` accepts. ``directory`` must not exist, or be empty.
 
     Examples
     --------
@@ -1224,34 +1656,68 @@ def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append([1, 2], name="s1")
+    ...     w.append([3], name="a/b")
     >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
-    ['s1.gtok']
+    ['s1.gtok', 'a%2Fb.gtok']
     """
+    from ._names import to_file_stem
     from .gtok import write_gtok
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    names = corpus.names
-    used: set[str] = set()
-    out = []
-    for i, rec in enumerate(corpus):
-        stem = _safe(names[i]) if names[i] is not None else f"record_{i:08d}"
-        while stem in used:  # two records with one name must not overwrite each other
-            stem = f"{stem}.{i}"
-        used.add(stem)
-        p = directory / f"{stem}.gtok"
-        write_gtok(p, rec)
-        out.append(p)
-    return out
+    if directory.is_symlink() or (directory.exists() and (not directory.is_dir()
+                                                          or any(directory.iterdir()))):
+        raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "
+                              "new directory")
+    parent = directory.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{directory.name}{_EXPORTING}"
+    _clean_stale(parent, prefix)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{_host()}-{os.getpid()}-", suffix=".tmp",
+                                dir=parent))
+    try:
+        names = corpus.names
+        used: dict[str, int] = {}
+        stems = []
+        for i, name in enumerate(names):
+            stem = (f"record_{i:08d}" if name is None
+                    else to_file_stem(name, where=f"{corpus.path}: record {i}"))
+            if stem in used:
+                raise GtokFormatError(f"{corpus.path}: records {used[stem]} and {i} would both be "
+                                      f"written to {stem}.gtok (the same record name); give the "
+                                      "records unique names before exporting")
+            used[stem] = i
+            stems.append(stem)
+        for stem, rec in zip(stems, corpus):
+            write_gtok(tmp / f"{stem}.gtok", rec, atomic=False)
+        _fsync_path(tmp)
+        os.rename(tmp, directory)  # replaces an empty directory; atomic on POSIX
+        _fsync_path(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return [directory / f"{stem}.gtok" for stem in stems]
+
+
+def _fsync_path(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int,
                     fingerprint: str, pattern: str = "*.gtok", **kwargs) -> Path:
     """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem).
 
-    Files are taken in sorted name order; each file's size and sha256 are kept as a source.
-    A truncated or damaged file raises :class:`~genotok.GtokFormatError` naming it, and an id
-    outside the vocabulary names the record.
+    Files are taken in sorted name order; a stem written by :func:`export_gtok_dir` is
+    decoded back to the record name (``a%2Fb`` -> ``a/b``). Each file is memory-mapped and
+    streamed into the writer (never held twice in memory); its size and sha256 are kept as a
+    source. Only regular files are read (a FIFO or device is refused, never waited on). A
+    truncated or damaged file raises :class:`~genotok.GtokFormatError` naming it, and an id
+    outside the vocabulary names the record. A hidden ``.<name>.exporting-….tmp`` directory
+    (an interrupted export) is refused.
 
     Examples
     --------
@@ -1263,24 +1729,40 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
     >>> c.names, c[0].tolist()
     (['a'], [1, 2])
     """
-    from .gtok import decode_gtok
+    from ._names import from_file_stem
+    from .gtok import HEADER_SIZE, _check, open_regular
 
     directory = Path(directory)
     if not directory.is_dir():
         raise GtokFormatError(f"{directory}: not a directory of .gtok files")
+    if directory.name.startswith(".") and _EXPORTING in directory.name \
+            and directory.name.endswith(".tmp"):
+        raise GtokFormatError(f"{directory}: is the temporary directory of an interrupted export; "
+                              "export again (it is removed by the next export to the same place)")
     files = sorted(f for f in directory.glob(pattern) if f.is_file())
     if not files:
         raise GtokFormatError(f"{directory}: no files match {pattern!r}")
     with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint, **kwargs) as w:
         for f in files:
-            raw = f.read_bytes()
-            ids = decode_gtok(raw, str(f))
-            if ids.size and int(ids.max()) >= w.vocab_size:
-                raise GtokFormatError(f"{f}: id {int(ids.max())} is outside the vocabulary "
-                                      f"(0..{w.vocab_size - 1}); was it tokenized with another "
-                                      "universe?")
-            w.append(ids, name=f.stem)
-            w.add_source(f.name, size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+            fd, st = open_regular(f, ".gtok file")
+            with os.fdopen(fd, "rb") as fh:
+                dtype, n = _check(os.pread(fd, HEADER_SIZE, 0), st.st_size, str(f))
+                raw = np.memmap(fh, dtype=np.uint8, mode="r", shape=(st.st_size,))
+                sha = hashlib.sha256()
+                for i in range(0, raw.size, _COPY_BLOCK):
+                    sha.update(raw[i:i + _COPY_BLOCK])
+                ids = raw[HEADER_SIZE:HEADER_SIZE + n * dtype.itemsize].view(dtype)
+                if ids.size and int(ids.max()) >= w.vocab_size:
+                    raise GtokFormatError(f"{f}: id {int(ids.max())} is outside the vocabulary "
+                                          f"(0..{w.vocab_size - 1}); was it tokenized with another "
+                                          "universe?")
+                try:
+                    name = from_file_stem(f.stem)
+                except (UnicodeError, ValueError):  # not a stem genotok wrote: keep it as is
+                    name = f.stem
+                w.append(ids, name=name)  # copied into the writer's block
+                del ids, raw
+            w.add_source(f.name, size=st.st_size, sha256=sha.hexdigest())
     return Path(out)
 
 

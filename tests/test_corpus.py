@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from genotok import (
     Corpus,
     CorpusWriter,
+    GenotokError,
     GtokFormatError,
     Ragged,
     Tokenizer,
@@ -40,7 +41,7 @@ def naive_gather(rows: list[list[int]], idx) -> list[list[int]]:
 
 def naive_layout(raw: bytes) -> dict:
     """Oracle: decode a corpus file from the byte table in docs/formats.md with int.from_bytes."""
-    le = lambda a, b: int.from_bytes(raw[a:b], "little")  # noqa: E731
+    le = lambda a, b: int.from_bytes(raw[a:b], "little")
     f = {"magic": raw[0:8], "major": le(8, 10), "minor": le(10, 12), "width": raw[12],
          "vcode": raw[13], "n": le(16, 24), "t": le(24, 32), "tok_off": le(32, 40),
          "val_off": le(40, 48), "off_off": le(48, 56), "json_off": le(56, 64),
@@ -73,6 +74,13 @@ def test_gather_kernels_match_oracle(rows, data):
         if out.size:
             kernel(r.data, r.offsets, idx, offs, out)
         assert Ragged(out, offs).to_list() == want
+
+
+@pytest.mark.parametrize("offsets", [[0, 3, 2], [0, 2, 9], [-1, 1, 2], [0, 2**60, 2]])
+def test_gather_refuses_offsets_outside_the_tokens(offsets):
+    tokens = np.arange(3, dtype=np.uint16)
+    with pytest.raises(GtokFormatError, match="x.gtokc: corrupt record offsets at record"):
+        _gather_rows(tokens, np.array(offsets, np.int64), np.array([1, 0, 1]), "x.gtokc")
 
 
 # ------------------------------------------------------------------ round trips
@@ -271,9 +279,70 @@ def test_writer_lifecycle(tmp_path):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", values_dtype="int8")
     with pytest.raises(ValueError, match="vocab_size"):
         CorpusWriter(tmp_path / "x", vocab_size=0, fingerprint="fp")
+    with pytest.raises(ValueError, match="special_tokens must map names to ids below"):
+        CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", special_tokens={"pad": 10})
     with pytest.raises(TypeError):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", settings={"f": object()})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
+
+
+class _FullDisk:
+    """A file object on a full disk: every write and the final flush fail with ENOSPC."""
+
+    def __init__(self, fh):
+        self.fh = fh
+
+    def __getattr__(self, name):
+        return getattr(self.fh, name)
+
+    def write(self, data):
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        self.fh.close()
+        raise OSError(28, "No space left on device")
+
+
+def test_writer_on_a_full_disk_removes_its_temp_file(tmp_path, monkeypatch):
+    for attempt in range(3):  # retries leak nothing
+        w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp", values_dtype="float32")
+        w.append([1, 2], values=[1.0, 2.0])
+        w._fh = _FullDisk(w._fh)
+        with pytest.raises(OSError, match="No space left"):
+            w.close()  # the first error, once
+        w.abort()  # never raises, even though closing the file fails too
+        assert list(tmp_path.iterdir()) == []
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp")
+    w.append([1])
+
+    def no_fsync(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        w.close()
+    assert list(tmp_path.iterdir()) == []
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp")
+    w._fh = _FullDisk(w._fh)
+    w.abort()  # abort on its own, mid-write
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_stale_temp_files_of_killed_writers_are_cleaned(tmp_path):
+    from genotok.corpus import _host
+
+    dead = _dead_pid()
+    stale = tmp_path / f".c.gtokc.writing-{_host()}-{dead}-x1.tmp"
+    live = tmp_path / f".c.gtokc.writing-{_host()}-{os.getppid()}-x2.tmp"  # a running process
+    other = tmp_path / f".c.gtokc.writing-otherhost-{dead}-x3.tmp"  # another machine's writer
+    mine = tmp_path / f".c.gtokc.writing-{_host()}-{os.getpid()}-x4.tmp"  # this process's
+    unrelated = tmp_path / f".d.gtokc.writing-{_host()}-{dead}-x5.tmp"
+    for p in (stale, live, other, mine, unrelated):
+        p.write_bytes(bytes(128))
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=10, fingerprint="fp") as w:
+        w.append([1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["c.gtokc", live.name, other.name, mine.name, unrelated.name])
 
 
 # ------------------------------------------------------------------ integrity
@@ -348,7 +417,7 @@ def test_corruption_messages(tmp_path):
         Corpus.open(p)
     (tmp_path / "trail.gtokc").write_bytes(raw + b"\0")
     assert any("unexpected bytes" in x for x in Corpus.open(tmp_path / "trail.gtokc").verify())
-    with pytest.raises(GtokFormatError, match="no such corpus file"):
+    with pytest.raises(GtokFormatError, match="no such file"):
         Corpus.open(tmp_path / "missing.gtokc")
 
 
@@ -392,9 +461,11 @@ def test_shards_must_agree(tmp_path):
         with CorpusWriter(tmp_path / f"{name}.gtokc", vocab_size=vocab, fingerprint=fp) as w:
             w.append([1])
     with pytest.raises(UniverseMismatchError, match="b.gtokc"):
-        write_manifest(tmp_path / "m1", [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
+        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
     with pytest.raises(GtokFormatError, match="layout"):
-        write_manifest(tmp_path / "m2", [tmp_path / "a.gtokc", tmp_path / "c.gtokc"])
+        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "c.gtokc"])
+    with pytest.raises(GtokFormatError, match="is not inside"):  # a manifest names its own files
+        write_manifest(tmp_path / "m1", [tmp_path / "a.gtokc"])
     (tmp_path / "m3").mkdir()
     with pytest.raises(GtokFormatError, match="needs manifest.json"):
         Corpus.open(tmp_path / "m3")
@@ -405,20 +476,25 @@ def test_shards_must_agree(tmp_path):
 
 # ------------------------------------------------------------------ interop
 def test_gtok_dir_round_trip(tmp_path):
-    rows = [[1, 2], [], [70_000], [5]]
+    rows = [[1, 2], [], [70_000], [5], [6]]
+    names = ["s1", "../escape", "a/b\x01", None, "é"]
     with CorpusWriter(tmp_path / "c.gtokc", vocab_size=70_001, fingerprint="fp") as w:
-        w.append_batch(rows, names=["s1", "s2", "s1", None])
+        w.append_batch(rows, names=names)
     files = export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "dir")
-    assert [f.name for f in files] == ["s1.gtok", "s2.gtok", "s1.2.gtok", "record_00000003.gtok"]
+    assert [f.name for f in files] == ["s1.gtok", "%2E.%2Fescape.gtok", "a%2Fb%01.gtok",
+                                       "record_00000003.gtok", "%C3%A9.gtok"]
+    assert sorted(p.name for p in (tmp_path / "dir").iterdir()) == sorted(f.name for f in files)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc", "dir"]  # nothing outside
     assert [read_gtok(f).tolist() for f in files] == rows
-    assert [f.read_bytes()[4] for f in files] == [1, 1, 2, 1]  # width per file, as gtars
+    assert [f.read_bytes()[4] for f in files] == [1, 1, 2, 1, 1]  # width per file, as gtars
     back = Corpus.open(import_gtok_dir(tmp_path / "dir", tmp_path / "back.gtokc",
                                        vocab_size=70_001, fingerprint="fp"))
     got = dict(zip(back.names, back.to_ragged().to_list()))
-    assert got == {"s1": [1, 2], "s2": [], "s1.2": [70_000], "record_00000003": [5]}
+    assert got == {"s1": [1, 2], "../escape": [], "a/b\x01": [70_000], "record_00000003": [5],
+                   "é": [6]}
     src = {s["name"]: s for s in back.sources}
     assert src["s1.gtok"]["size"] == 9 and len(src["s1.gtok"]["sha256"]) == 64
-    with pytest.raises(GtokFormatError, match=r"s1.2.gtok: id 70000 is outside the vocabulary"):
+    with pytest.raises(GtokFormatError, match=r"a%2Fb%01.gtok: id 70000 is outside the vocabulary"):
         import_gtok_dir(tmp_path / "dir", tmp_path / "small.gtokc", vocab_size=100, fingerprint="fp")
     (tmp_path / "dir" / "zz.gtok").write_bytes(b"GTOK\x01\x01")
     with pytest.raises(GtokFormatError, match="zz.gtok: truncated"):
@@ -427,6 +503,98 @@ def test_gtok_dir_round_trip(tmp_path):
     with pytest.raises(GtokFormatError, match="no files match"):
         import_gtok_dir(tmp_path / "none", tmp_path / "e.gtokc", vocab_size=9, fingerprint="fp")
     assert not (tmp_path / "small.gtokc").exists() and not (tmp_path / "t.gtokc").exists()
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        export_gtok_dir(back, tmp_path / "dir")
+    export_gtok_dir(back, tmp_path / "none")  # an empty directory is filled
+    assert len(list((tmp_path / "none").iterdir())) == 5
+
+
+@pytest.mark.parametrize("names, pattern", [
+    (["x", "x"], r"records 0 and 1 would both be written to x.gtok"),
+    (["record_00000001", None], r"records 0 and 1 would both be written to record_00000001.gtok"),
+    (["ok", ""], r"record 1: '' cannot name a file"),
+])
+def test_gtok_dir_export_refuses_collisions(tmp_path, names, pattern):
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1], [2]], names=names)
+    with pytest.raises(GenotokError, match=pattern):
+        export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]  # no directory, no temp
+
+
+def test_interrupted_export_is_not_importable(tmp_path, monkeypatch):
+    import genotok.gtok as gtok_mod
+
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1], [2], [3]], names=["a", "b", "c"])
+    calls = {"n": 0}
+    real = gtok_mod.write_gtok
+
+    def dies(path, ids, width=None, *, atomic=True):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        real(path, ids, width, atomic=atomic)
+
+    monkeypatch.setattr(gtok_mod, "write_gtok", dies)
+    with pytest.raises(KeyboardInterrupt):
+        export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
+    # a SIGKILL leaves the temporary directory: import refuses it, the next export removes it
+    monkeypatch.setattr(gtok_mod, "write_gtok", real)
+    dead = _dead_pid()
+    from genotok.corpus import _host
+
+    stale = tmp_path / f".out.exporting-{_host()}-{dead}-abc.tmp"
+    stale.mkdir()
+    (stale / "a.gtok").write_bytes(b"GTOK\x01\x01\x00")
+    with pytest.raises(GtokFormatError, match="interrupted export"):
+        import_gtok_dir(stale, tmp_path / "x.gtokc", vocab_size=9, fingerprint="fp")
+    export_gtok_dir(Corpus.open(tmp_path / "c.gtokc"), tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc", "out"]
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_import_holds_one_copy_of_a_file(tmp_path):
+    import tracemalloc
+
+    from genotok import write_gtok
+
+    d = tmp_path / "g"
+    d.mkdir()
+    ids = np.arange(4_000_000, dtype=np.uint32) % 60_000  # 8 MB as uint16
+    write_gtok(d / "big.gtok", ids)
+    size = (d / "big.gtok").stat().st_size
+    tracemalloc.start()
+    try:
+        import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=60_000, fingerprint="fp")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * size  # the file is mapped, not read: one copy (the writer's block)
+    assert Corpus.open(tmp_path / "c.gtokc")[0][-3:].tolist() == ids[-3:].tolist()
+
+
+def test_import_streams_and_refuses_special_files(tmp_path):
+    d = tmp_path / "g"
+    d.mkdir()
+    from genotok import write_gtok
+
+    write_gtok(d / "a.gtok", np.arange(1000) % 9)
+    os.mkfifo(d / "fifo.gtok")  # not a regular file: skipped by the listing, never opened
+    c = Corpus.open(import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp"))
+    assert c.names == ["a"] and c[0].tolist() == (np.arange(1000) % 9).tolist()
+    with pytest.raises(GtokFormatError, match="is a FIFO"):
+        read_gtok(d / "fifo.gtok")
 
 
 def test_parquet_round_trip(tmp_path):
