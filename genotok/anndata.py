@@ -50,6 +50,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from collections.abc import Iterator, Sequence
@@ -60,7 +61,8 @@ import numpy as np
 
 from . import _cell_kernels as K
 from . import _config, _parse
-from .errors import AnnDataError, BedParseError, RegionParseError
+from . import _validate as V
+from .errors import AnnDataError, BedParseError, GenotokError, RegionParseError
 from .ragged import Ragged
 from .regions import RegionSet, parse_region_strings
 
@@ -121,7 +123,7 @@ def _h5_column(group, name: str, sl=slice(None)) -> np.ndarray:
 def _h5_frame(path: str, key: str) -> _Frame:
     import h5py
 
-    with h5py.File(path, "r") as f:
+    with _h5_errors(path), h5py.File(path, "r") as f:
         if key not in f or not isinstance(f[key], h5py.Group):
             raise AnnDataError(f"{path}: no {key!r} data frame group; this does not look like an "
                                "h5ad file written by anndata >= 0.7 (re-save it with a current "
@@ -131,11 +133,11 @@ def _h5_frame(path: str, key: str) -> _Frame:
         cols = [k for k in g.keys() if k != index]
 
     def get(name):
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             return _h5_column(f[key], name)
 
     def idx():
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             return _h5_column(f[key], index)
 
     return _Frame(cols, get, idx, path)
@@ -427,14 +429,14 @@ def _dense_rows(n_vars: int, itemsize: int, budget: int, chunk_rows: int | None)
     return max(1, budget // max(1, 3 * n_vars * itemsize))
 
 
-def _dense_chunk(block: np.ndarray, row0: int) -> _Chunk:
+def _dense_chunk(block: np.ndarray, row0: int, where: str) -> _Chunk:
     if block.dtype.kind not in "biuf":
-        raise AnnDataError(f"matrix values must be numeric, got dtype {block.dtype}")
+        raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {block.dtype}")
     rows, cols = np.nonzero(block)
     indptr = np.zeros(block.shape[0] + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=block.shape[0]), out=indptr[1:])
     indices, data = _clean_dtypes(cols.astype(np.int32 if block.shape[1] < 2**31 else np.int64),
-                                  block[rows, cols], "X")
+                                  block[rows, cols], where)
     return _Chunk(row0, indptr, indices, data)
 
 
@@ -449,27 +451,96 @@ class _Source:
         raise AnnDataError("internal: abstract source")  # pragma: no cover
 
 
+def _check_columns(indices, indptr: np.ndarray, n_cols: int, where: str, row0: int = 0):
+    """Every column index of a CSR chunk in ``[0, n_cols)`` (one vectorised pass), else an
+    AnnDataError naming the row and the stored entry. ``indptr`` holds absolute positions
+    (``indptr[0]`` is the position of ``indices[0]``)."""
+    try:
+        return V.indices(indices, n_cols, where, what="column index", error=AnnDataError)
+    except AnnDataError:
+        a = np.asarray(indices)
+        if a.dtype.kind not in "iu":
+            raise
+        bad = int(np.flatnonzero((a < 0) | (a >= n_cols))[0])
+        pos = int(indptr[0]) + bad
+        r = row0 + int(np.searchsorted(indptr, pos, side="right")) - 1
+        raise AnnDataError(f"{where}: {_CSR_MESSAGES[K.CSR_INDEX]} at row {r}, stored entry "
+                           f"{pos} (column {int(a[bad])}); n_vars = {n_cols}") from None
+
+
+def _checked_csr(X, where: str):
+    """A scipy sparse matrix or array of any format as CSR, after checking every integer that
+    scipy's conversion or our kernels will use to index memory (:mod:`genotok._validate`).
+
+    scipy's ``tocsr()`` trusts ``indptr``/``indices`` (CSC, BSR) and ``row``/``col`` (COO):
+    a row index past the end writes outside its buffers. So those are checked first, and the
+    CSR that reaches the kernels is checked whatever its origin.
+    """
+    import scipy.sparse as sp
+
+    err = AnnDataError
+    fmt = X.format
+    n_rows, n_cols = V.shape(X.shape, where, error=err)
+    if fmt in ("csr", "csc", "bsr"):
+        br, bc = (1, 1) if fmt != "bsr" else V.shape(X.blocksize, where, what="blocksize",
+                                                      error=err)
+        if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+            raise err(f"{where}: BSR blocksize {(br, bc)} does not divide the shape "
+                      f"{(n_rows, n_cols)}")
+        major, minor = (n_rows // br, n_cols // bc) if fmt != "csc" else (n_cols, n_rows)
+        if fmt == "csr":
+            indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows,
+                               what="indptr (CSR, per row)", error=err)
+            indices = _check_columns(X.indices, indptr, n_cols, where)
+        else:
+            indptr, indices = V.compressed(X.indptr, X.indices, major, minor, where,
+                                           fmt=fmt if fmt != "bsr" else "csr", error=err)
+        if np.shape(X.data)[:1] != (indices.size,) or (fmt == "bsr" and
+                                                       np.shape(X.data)[1:] != (br, bc)):
+            raise err(f"{where}: data has shape {np.shape(X.data)}, expected "
+                      f"{(indices.size,) + ((br, bc) if fmt == 'bsr' else ())} (one value per "
+                      f"stored index)")
+        if fmt == "csr":
+            return indptr, indices, X.data
+    elif fmt == "coo":
+        row, col = V.indices(X.row, n_rows, where, what="row index", error=err), X.col
+        V.indices(col, n_cols, where, what="column index", error=err)
+        V.same_length(col, row.size, where, what="column indices", error=err)
+        V.same_length(X.data, row.size, where, what="data", error=err)
+    elif fmt == "lil":
+        V.same_length(X.rows, n_rows, where, what="lil rows", why="one per row", error=err)
+        V.same_length(X.data, n_rows, where, what="lil data", why="one per row", error=err)
+    elif fmt == "dia":
+        if np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets):
+            raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
+                      f"{np.size(X.offsets)} offsets")
+    X = sp.csr_matrix(X.tocsr())
+    indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows, error=err)
+    indices = _check_columns(X.indices, indptr, n_cols, where)
+    V.same_length(X.data, indices.size, where, what="data", error=err)
+    return indptr, indices, X.data
+
+
 class _MemorySource(_Source):
     def __init__(self, X, where: str):
         import scipy.sparse as sp
 
         self.where = where
         if sp.issparse(X):
-            fmt = X.format
-            if fmt == "csc":
-                X = X.tocsr()  # scipy's O(nnz) conversion (a copy)
-            elif fmt != "csr":
-                X = sp.csr_matrix(X)
+            self.n_rows, self.n_cols = V.shape(X.shape, where, error=AnnDataError)
             self.kind = "csr"
-            self.indptr = np.asarray(X.indptr, dtype=np.int64)
-            self.indices, self.data = _clean_dtypes(X.indices, X.data, where)
+            self.indptr, indices, data = _checked_csr(X, where)
+            self.indices, self.data = _clean_dtypes(indices, data, where)
         else:
             X = np.asarray(X)
             if X.ndim != 2:
                 raise AnnDataError(f"{where}: expected a 2-D matrix, got shape {X.shape}")
+            if X.dtype.kind not in "biuf":
+                raise AnnDataError(f"{where}: matrix values must be numeric, got dtype "
+                                   f"{X.dtype}")
             self.kind = "dense"
             self.X = X
-        self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
+            self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
 
     def chunks(self, budget, per_nnz, chunk_rows):
         if self.kind == "csr":
@@ -479,74 +550,124 @@ class _MemorySource(_Source):
         else:
             step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
             for lo in range(0, self.n_rows, step):
-                yield _dense_chunk(self.X[lo:lo + step], lo)
+                yield _dense_chunk(self.X[lo:lo + step], lo, self.where)
+
+
+@contextlib.contextmanager
+def _h5_errors(where: str):
+    """Turn what h5py and numpy raise on a damaged or crafted file into an AnnDataError that
+    names it (``pretokenize --on-error skip`` catches GenotokError, not OSError/KeyError)."""
+    try:
+        yield
+    except GenotokError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as exc:
+        raise AnnDataError(f"{where}: cannot read the file as h5ad ({type(exc).__name__}: "
+                           f"{exc}); is it a complete .h5ad written by anndata?") from None
+
+
+def _h5_dataset(group, name: str, where: str, kinds: str, what: str):
+    """``group[name]``, required to be a one-dimensional dataset of a dtype kind in ``kinds``."""
+    import h5py
+
+    node = group.get(name)
+    if not isinstance(node, h5py.Dataset):
+        raise AnnDataError(f"{where}: the sparse matrix has no {name!r} dataset "
+                           f"({'missing' if node is None else 'a group'}); the file is damaged "
+                           f"or not written by anndata")
+    if node.ndim != 1:
+        raise AnnDataError(f"{where}: {name} must be one-dimensional, got shape {node.shape}")
+    if node.dtype.kind not in kinds:
+        raise AnnDataError(f"{where}: {name} must hold {what}, got dtype {node.dtype}")
+    return node
 
 
 class _H5Source(_Source):
-    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py."""
+    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py.
+
+    Nothing read is trusted: the shape attribute, the datasets' presence, dtypes and lengths
+    are checked on open; ``indptr`` (whole, 8 bytes per row) and every chunk's indices are
+    checked (:mod:`genotok._validate`) before a kernel or scipy sees them.
+    """
 
     def __init__(self, path: str, key: str):
         import h5py
 
         self.path, self.key, self.where = path, key, f"{path}:{key}"
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             if key not in f:
-                have = list(f["layers"].keys()) if "layers" in f else []
+                have = list(f["layers"].keys()) if isinstance(f.get("layers"), h5py.Group) else []
                 raise AnnDataError(f"{path}: no matrix {key!r} (layers: {have})")
             node = f[key]
             if isinstance(node, h5py.Group):
                 enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
-                enc = enc.decode() if isinstance(enc, bytes) else str(enc)
+                enc = enc.decode(errors="replace") if isinstance(enc, bytes) else str(enc)
                 if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
                     raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
                 self.kind = "csr" if enc.startswith("csr") else "csc"
                 shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
-                self.n_rows, self.n_cols = int(shape[0]), int(shape[1])
-                self.nnz = int(node["indices"].shape[0])
-                self.itemsize = node["indices"].dtype.itemsize + node["data"].dtype.itemsize
+                if shape is None:
+                    raise AnnDataError(f"{self.where}: the sparse matrix has no shape attribute")
+                self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
+                                                   error=AnnDataError)
+                ind = _h5_dataset(node, "indices", self.where, "iu", "integers")
+                dat = _h5_dataset(node, "data", self.where, "biuf", "numbers")
+                ptr = _h5_dataset(node, "indptr", self.where, "iu", "integers")
+                self.nnz = int(ind.shape[0])
+                V.same_length(dat, self.nnz, self.where, what="data", error=AnnDataError)
+                n_major = self.n_rows if self.kind == "csr" else self.n_cols
+                if ptr.shape[0] != n_major + 1:  # before reading it: a huge shape is a lie
+                    raise AnnDataError(f"{self.where}: indptr has {ptr.shape[0]} entries, "
+                                       f"expected {n_major + 1} for a "
+                                       f"{self.kind.upper()} matrix of shape "
+                                       f"{(self.n_rows, self.n_cols)}")
+                self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
             else:
                 self.kind = "dense"
                 if node.ndim != 2:
                     raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
+                if node.dtype.kind not in "biuf":
+                    raise AnnDataError(f"{self.where}: matrix values must be numeric, got "
+                                       f"dtype {node.dtype}")
                 self.n_rows, self.n_cols = map(int, node.shape)
                 self.itemsize = node.dtype.itemsize
 
     def chunks(self, budget, per_nnz, chunk_rows):
         import h5py
 
-        with h5py.File(self.path, "r") as f:
+        err, where = AnnDataError, self.where
+        with _h5_errors(self.path), h5py.File(self.path, "r") as f:
             node = f[self.key]
             if self.kind == "csr":
-                indptr = np.asarray(node["indptr"][:], dtype=np.int64)
-                if indptr.size != self.n_rows + 1 or indptr[0] != 0 or indptr[-1] != self.nnz:
-                    raise AnnDataError(f"{self.where}: indptr has {indptr.size} entries from "
-                                       f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}; "
-                                       f"expected {self.n_rows + 1} from 0 to {self.nnz}")
-                if np.any(np.diff(indptr) < 0):
-                    raise AnnDataError(f"{self.where}: indptr is not non-decreasing")
+                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
+                                   what="indptr (CSR, per row)", error=err)
                 bounds = _row_bounds(indptr, max(1, budget // per_nnz), chunk_rows)
                 ind, dat = node["indices"], node["data"]
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     a, b = int(indptr[lo]), int(indptr[hi])
-                    indices, data = _clean_dtypes(ind[a:b], dat[a:b], self.where)
+                    indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
+                                             int(lo))
+                    indices, data = _clean_dtypes(indices, dat[a:b], where)
                     yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
             elif self.kind == "dense":
                 step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
                 for lo in range(0, self.n_rows, step):
-                    yield _dense_chunk(node[lo:lo + step], lo)
+                    yield _dense_chunk(node[lo:lo + step], lo, where)
             else:
                 if self.nnz * (self.itemsize + 16) > budget:
                     raise AnnDataError(
-                        f"{self.where}: X is stored column-major (CSC, {self.nnz:,} entries), "
+                        f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
                         f"which cannot be read by cells without loading it, and it needs more "
                         f"than memory_mb allows. Load it (anndata.read_h5ad(path)) and pass the "
                         f"AnnData, raise memory_mb, or rewrite the file as CSR once: "
                         f"a = anndata.read_h5ad(path); a.X = a.X.tocsr(); a.write_h5ad(new_path)")
                 import scipy.sparse as sp
 
-                m = sp.csc_matrix((node["data"][:], node["indices"][:], node["indptr"][:]),
-                                  shape=(self.n_rows, self.n_cols))
-                yield from _MemorySource(m, self.where).chunks(budget, per_nnz, chunk_rows)
+                # checked by _MemorySource (via _checked_csr) before scipy converts it
+                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
+                m.data, m.indices = node["data"][:], node["indices"][:]
+                m.indptr = node["indptr"][:]
+                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows)
 
 
 def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
@@ -712,7 +833,7 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
         def read(lo, hi):
             import h5py
 
-            with h5py.File(path, "r") as f:
+            with _h5_errors(path), h5py.File(path, "r") as f:
                 g = f["obs"]
                 index = g.attrs.get("_index", "_index")
                 names = _h5_column(g, index, slice(lo, hi))
