@@ -542,15 +542,17 @@ class _MemorySource(_Source):
             self.X = X
             self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
 
-    def chunks(self, budget, per_nnz, chunk_rows):
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
         if self.kind == "csr":
-            bounds = _row_bounds(self.indptr, max(1, budget // per_nnz), chunk_rows)
+            bounds = lo0 + _row_bounds(self.indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                       chunk_rows)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 yield _Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data)
         else:
             step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
-            for lo in range(0, self.n_rows, step):
-                yield _dense_chunk(self.X[lo:lo + step], lo, self.where)
+            for lo in range(lo0, hi0, step):
+                yield _dense_chunk(self.X[lo:min(lo + step, hi0)], lo, self.where)
 
 
 @contextlib.contextmanager
@@ -632,16 +634,19 @@ class _H5Source(_Source):
                 self.n_rows, self.n_cols = map(int, node.shape)
                 self.itemsize = node.dtype.itemsize
 
-    def chunks(self, budget, per_nnz, chunk_rows):
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        """Row chunks (only of rows ``lo:hi`` when ``rows=(lo, hi)``)."""
         import h5py
 
         err, where = AnnDataError, self.where
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
         with _h5_errors(self.path), h5py.File(self.path, "r") as f:
             node = f[self.key]
             if self.kind == "csr":
                 indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
                                    what="indptr (CSR, per row)", error=err)
-                bounds = _row_bounds(indptr, max(1, budget // per_nnz), chunk_rows)
+                bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                           chunk_rows)
                 ind, dat = node["indices"], node["data"]
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     a, b = int(indptr[lo]), int(indptr[hi])
@@ -651,8 +656,8 @@ class _H5Source(_Source):
                     yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
             elif self.kind == "dense":
                 step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
-                for lo in range(0, self.n_rows, step):
-                    yield _dense_chunk(node[lo:lo + step], lo, where)
+                for lo in range(lo0, hi0, step):
+                    yield _dense_chunk(node[lo:min(lo + step, hi0)], lo, where)
             else:
                 if self.nnz * (self.itemsize + 16) > budget:
                     raise AnnDataError(
@@ -667,7 +672,33 @@ class _H5Source(_Source):
                 m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
                 m.data, m.indices = node["data"][:], node["indices"][:]
                 m.indptr = node["indptr"][:]
-                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows)
+                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+
+
+def _view_source(src: _H5Source, view) -> _Source:
+    """The rows and columns of a backed view (``adata[10:20]`` of ``read_h5ad(p, backed="r")``).
+
+    Only the file's rows from the view's first to its last are read, by the file source (so
+    checked like any read); scipy then selects the view's rows and columns from those checked
+    arrays. anndata's own backed slicing is not used: it hands the file's arrays to scipy
+    unchecked.
+    """
+    import scipy.sparse as sp
+
+    oidx, vidx = getattr(view, "_oidx", None), getattr(view, "_vidx", None)
+    if oidx is None or vidx is None:  # pragma: no cover - a future anndata without them
+        raise AnnDataError(f"{src.where}: cannot tell which rows this backed view selects; "
+                           "pass adata.to_memory() or the parent AnnData")
+    rows = np.arange(src.n_rows)[oidx].reshape(-1)
+    cols = np.arange(src.n_cols)[vidx].reshape(-1)
+    lo, hi = (int(rows.min()), int(rows.max()) + 1) if rows.size else (0, 0)
+    parts = []
+    for ch in src.chunks(1 << 62, 1, None, rows=(lo, hi)):
+        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+        parts.append(sp.csr_matrix((ch.data[a:b], ch.indices[a:b], ch.indptr - a),
+                                   shape=(ch.indptr.size - 1, src.n_cols)))
+    X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, src.n_cols))
+    return _MemorySource(X[rows - lo][:, cols], src.where)
 
 
 def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
@@ -683,7 +714,10 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
     if getattr(adata, "isbacked", False):
         path = os.fspath(adata.filename)
         if layer is None or layer not in adata.layers:
-            return _H5Source(path, "X" if layer is None else f"layers/{layer}"), path
+            src = _H5Source(path, "X" if layer is None else f"layers/{layer}")
+            if getattr(adata, "is_view", False):  # the file holds more than the view shows
+                return _view_source(src, adata), path
+            return src, path
     if layer is not None:
         if layer not in adata.layers:
             raise AnnDataError(f"no layer {layer!r}; the layers are {list(adata.layers.keys())}")

@@ -359,6 +359,27 @@ def test_csc_dense_and_layers_agree(small, tmp_path):
         assert np.array_equal(got.values, ref.values)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "dense"])
+def test_backed_views_tokenize_only_their_cells(small, tmp_path, fmt):
+    """A view of a backed AnnData (``b[10:20]``) used to tokenize every cell of the file."""
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    a.X = {"csr": a.X, "csc": a.X.tocsc(), "dense": a.X.toarray()}[fmt]
+    p = tmp_path / f"{fmt}.h5ad"
+    a.write_h5ad(p)
+    b = anndata.read_h5ad(p, backed="r")
+    try:
+        mask = np.arange(a.n_obs) % 3 == 1
+        for sel in (np.s_[4:9], np.s_[[7, 0, 3]], mask, np.s_[2:12, ::2], np.s_[5:5]):
+            got = gad.tokenize_anndata(b[sel], tok, values=True)
+            ref = gad.tokenize_anndata(a[sel].copy(), tok, values=True)
+            assert got == ref
+            assert np.array_equal(got.values, ref.values)
+    finally:
+        b.file.close()
+
+
 def test_backed_csc_larger_than_the_budget_is_refused(small, tmp_path):
     universe, variables, rows = small
     a = _adata(rows, variables)
