@@ -459,7 +459,7 @@ def _check_columns(indices, indptr: np.ndarray, n_cols: int, where: str, row0: i
         return V.indices(indices, n_cols, where, what="column index", error=AnnDataError)
     except AnnDataError:
         a = np.asarray(indices)
-        if a.dtype.kind not in "iu":
+        if a.dtype.kind not in "iu" or a.ndim != 1:
             raise
         bad = int(np.flatnonzero((a < 0) | (a >= n_cols))[0])
         pos = int(indptr[0]) + bad
@@ -481,6 +481,8 @@ def _checked_csr(X, where: str):
     err = AnnDataError
     fmt = X.format
     n_rows, n_cols = V.shape(X.shape, where, error=err)
+    if np.asarray(X.data).dtype.kind not in "biuf":  # before scipy converts them
+        raise err(f"{where}: matrix values must be numeric, got dtype {np.asarray(X.data).dtype}")
     if fmt in ("csr", "csc", "bsr"):
         br, bc = (1, 1) if fmt != "bsr" else V.shape(X.blocksize, where, what="blocksize",
                                                       error=err)
@@ -699,6 +701,27 @@ def _view_source(src: _H5Source, view) -> _Source:
                                    shape=(ch.indptr.size - 1, src.n_cols)))
     X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, src.n_cols))
     return _MemorySource(X[rows - lo][:, cols], src.where)
+
+
+def _check_rows(source: _Source, adata, path: str | None) -> None:
+    """The matrix has one row per cell of ``obs`` (a file's shape attribute may lie)."""
+    if path is not None and not hasattr(adata, "obs"):
+        import h5py
+
+        with _h5_errors(path), h5py.File(path, "r") as f:
+            g = f.get("obs")
+            index = g.attrs.get("_index", "_index") if isinstance(g, h5py.Group) else None
+            index = index.decode(errors="replace") if isinstance(index, bytes) else index
+            node = g.get(str(index)) if index is not None else None
+            if not isinstance(node, h5py.Dataset) or node.ndim != 1:
+                raise AnnDataError(f"{path}: no obs index (obs/{index}); the file is damaged or "
+                                   "not written by anndata")
+            n_obs = int(node.shape[0])
+    else:
+        n_obs = int(adata.n_obs)
+    if n_obs != source.n_rows:
+        raise AnnDataError(f"{source.where}: {source.n_rows} matrix rows but {n_obs} cells in "
+                           "obs")
 
 
 def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
@@ -1077,6 +1100,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     if vm.n_vars != source.n_cols:
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
+    _check_rows(source, adata, path)
     budget = int(memory_mb * (1 << 20))
     if kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy
