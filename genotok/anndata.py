@@ -1124,29 +1124,19 @@ _FRAG_MESSAGES = {
     K.FRAG_END: "end is not a non-negative integer",
     K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
     K.FRAG_END_BEFORE_START: "end is before start",
+    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+                    "or drop the line (re-create the file if it is damaged)",
 }
-
-
-def _open_text(path: str):
-    from . import _io
-
-    if _io.is_gzip(path):
-        try:
-            from isal import igzip
-
-            return igzip.open(path, "rb")
-        except ImportError:  # pragma: no cover - isal is an optional speed-up
-            import gzip
-
-            return gzip.open(path, "rb")
-    return open(path, "rb")
 
 
 def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     """Byte blocks ending at a line end (the last one may not). Each block is read into a
-    fresh buffer after the previous block's unfinished line, so no block is copied."""
+    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
+    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    from . import _io
+
     rest = b""
-    with _open_text(path) as fh:
+    with _io.reading(path), _io.open_binary(path) as fh:
         while True:
             raw = bytearray(len(rest) + block_bytes)
             raw[:len(rest)] = rest
@@ -1162,6 +1152,24 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
             yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
     if rest:
         yield np.frombuffer(rest, dtype=np.uint8)
+
+
+def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
+                what: str) -> tuple[list[str], np.ndarray]:
+    """Like :func:`_unique_spans`, but a name that is not UTF-8 is a :class:`BedParseError`
+    at its first line: decoding it with replacement characters would merge two different
+    barcodes (or chromosomes) into one."""
+    index, a, b = _parse.intern_spans(buf, s, e)
+    names = []
+    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        raw = buf[x:y].tobytes()
+        try:
+            names.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            line = first_line + int(np.count_nonzero(buf[:x] == 10))
+            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
+                                "drop the line (re-create the file if it is damaged)") from None
+    return names, index
 
 
 def _unique_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -1241,10 +1249,10 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
         cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
         if status != K.FRAG_OK:
             raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
-        first_line += int(n_newlines)
+        block_line, first_line = first_line, first_line + int(n_newlines)
         if st.size == 0:
             continue
-        bnames, binv = _unique_spans(buf, bs, be)
+        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
         if allow is None:
             table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames], np.int64)
         else:
@@ -1258,7 +1266,7 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
         if nfrag.size < len(cell_index):
             nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
         nfrag += np.bincount(cell, minlength=nfrag.size)
-        cnames, cinv = _unique_spans(buf, cs, ce)
+        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
         rs = RegionSet(cnames, cinv.astype(np.int32), st, en, source=path, validate=False)
         hits = tokenizer.region_hits(rs, n_threads=n_threads)
         lens = hits.lengths
@@ -1320,7 +1328,10 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     Raises
     ------
     BedParseError
-        A malformed line (file and 1-based line number in the message).
+        A malformed line (file and 1-based line number in the message), a barcode holding a
+        control byte, a barcode or chromosome name that is not UTF-8 (refused rather than
+        decoded with replacement characters, which would merge two cells), a truncated or
+        corrupt ``.gz`` (file named; nothing is written).
 
     Examples
     --------
