@@ -70,7 +70,7 @@ def reading(path: str | os.PathLike, error=BedParseError) -> Iterator[None]:
     --------
     >>> import os, tempfile, pathlib, gzip
     >>> p = os.path.join(tempfile.mkdtemp(), "f.tsv.gz")
-    >>> _ = pathlib.Path(p).write_bytes(gzip.compress(b"chr1\t1\t2\tA\n")[:-6])
+    >>> _ = pathlib.Path(p).write_bytes(gzip.compress(b"chr1\\t1\\t2\\tA\\n")[:-6])
     >>> try:
     ...     with reading(p), open_binary(p) as fh:
     ...         _ = fh.read()
