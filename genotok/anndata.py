@@ -473,8 +473,9 @@ def _checked_csr(X, where: str):
     scipy's conversion or our kernels will use to index memory (:mod:`genotok._validate`).
 
     scipy's ``tocsr()`` trusts ``indptr``/``indices`` (CSC, BSR) and ``row``/``col`` (COO):
-    a row index past the end writes outside its buffers. So those are checked first, and the
-    CSR that reaches the kernels is checked whatever its origin.
+    a row index past the end writes outside its buffers. So those are checked first (one
+    vectorised pass); the CSR that scipy makes of checked arrays is valid, and the one it makes
+    of other formats (LIL, DIA, DOK: structure checked first) is checked again.
     """
     import scipy.sparse as sp
 
@@ -517,6 +518,8 @@ def _checked_csr(X, where: str):
             raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
                       f"{np.size(X.offsets)} offsets")
     X = sp.csr_matrix(X.tocsr())
+    if fmt in ("csc", "bsr", "coo"):  # scipy's conversion of checked arrays: a valid CSR
+        return np.asarray(X.indptr, dtype=np.int64), X.indices, X.data
     indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows, error=err)
     indices = _check_columns(X.indices, indptr, n_cols, where)
     V.same_length(X.data, indices.size, where, what="data", error=err)
