@@ -482,8 +482,9 @@ def _checked_csr(X, where: str):
     err = AnnDataError
     fmt = X.format
     n_rows, n_cols = V.shape(X.shape, where, error=err)
-    if np.asarray(X.data).dtype.kind not in "biuf":  # before scipy converts them
-        raise err(f"{where}: matrix values must be numeric, got dtype {np.asarray(X.data).dtype}")
+    dtype = np.dtype(X.dtype)  # (LIL keeps lists in an object array: its data is not it)
+    if dtype.kind not in "biuf":  # before scipy converts them
+        raise err(f"{where}: matrix values must be numeric, got dtype {dtype}")
     if fmt in ("csr", "csc", "bsr"):
         br, bc = (1, 1) if fmt != "bsr" else V.shape(X.blocksize, where, what="blocksize",
                                                       error=err)
