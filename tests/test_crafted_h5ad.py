@@ -444,6 +444,27 @@ def test_crafted_sample_bounds_checked(tmp_path):
     assert res["runs"] == len(SAMPLE) * len(FAST_MODES)
 
 
+@pytest.mark.parametrize("fmt", ["corpus", "gtok-dir"])
+def test_pretokenize_skips_crafted_files(tmp_path, fmt):
+    """Inside pretokenize, a segfault could not be skipped; now the crafted file is an
+    AnnDataError, skipped with --on-error skip and reported with its error."""
+    from genotok.pipeline import pretokenize
+
+    d = tmp_path / "in"
+    d.mkdir()
+    _write_base(d / "good.h5ad", "csr")
+    for name, base in (("idx_1e9", "csc"), ("ptr_decreasing", "csc"), ("ptr_first_1", "csr"),
+                       ("truncated", "csr")):
+        make_file(Case(name, base, "error"), d)
+    summary = pretokenize(d, _tokenizer(), tmp_path / "out", format=fmt, quiet=True,
+                          on_error="skip")
+    failed = {Path(f["path"]).name: f["error"] for f in summary.failed}
+    assert sorted(failed) == ["idx_1e9.csc.h5ad", "ptr_decreasing.csc.h5ad",
+                              "ptr_first_1.csr.h5ad", "truncated.csr.h5ad"]
+    assert "row index 1000000000" in failed["idx_1e9.csc.h5ad"]
+    assert summary.n_records == N_OBS
+
+
 @pytest.mark.slow
 def test_crafted_campaign_in_process(tmp_path):
     res = campaign(all_cases(), MODES, tmp_path)

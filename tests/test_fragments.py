@@ -321,3 +321,48 @@ def test_fuzzed_fragment_files_give_a_result_or_a_bed_parse_error(tmp_path, data
     if block != 1 << 20:  # the block size never changes the result
         again = gad.fragment_counts(p, tok, block_bytes=1 << 20)
         assert again[0] == names and (again[1] != X).nnz == 0
+
+
+_BOUNDSCHECKED_FUZZ = """
+import gzip, sys, tempfile
+from pathlib import Path
+import numpy as np
+from genotok import BedParseError, Tokenizer
+from genotok import anndata as gad
+seed = {seed!r}
+rng = np.random.default_rng(0)
+tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-50"])
+p = Path(tempfile.mkdtemp()) / "f.tsv.gz"
+n_ok = n_err = 0
+for i in range({n}):
+    b = bytearray(seed * int(rng.integers(1, 4)))
+    for _ in range(int(rng.integers(0, 6))):
+        pos = int(rng.integers(0, len(b) + 1))
+        b[pos:pos + int(rng.integers(0, 3))] = rng.integers(0, 256, int(rng.integers(0, 4)),
+                                                             dtype=np.uint8).tobytes()
+    data = bytes(b)
+    if i % 3 == 0:
+        data = gzip.compress(data)
+        if i % 2:
+            data = data[:int(rng.integers(0, len(data)))]
+    p.write_bytes(data)
+    try:
+        gad.fragment_counts(p, tok, block_bytes=int(rng.choice([7, 64, 1 << 20])))
+        n_ok += 1
+    except BedParseError:
+        n_err += 1
+print(n_ok, n_err)
+"""
+
+
+def test_fuzzed_fragment_files_with_bounds_checked_kernels():
+    """The same fuzz in a fresh interpreter whose kernels check every index (an out-of-bounds
+    access raises instead of reading garbage; a segfault is a negative return code)."""
+    from .test_crafted_h5ad import ROOT, _boundscheck_env
+
+    code = _BOUNDSCHECKED_FUZZ.format(seed=_SEED, n=200)
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_boundscheck_env(),
+                         capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stderr[-3000:]
+    n_ok, n_err = map(int, res.stdout.split())
+    assert n_ok + n_err == 200 and n_ok > 0 and n_err > 0
