@@ -38,6 +38,25 @@ flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC
 be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
 :class:`AnnDataError` says how to rewrite the file as CSR.
 
+Untrusted input
+---------------
+Every integer read from a file or taken from a caller's matrix that will index memory is
+checked in one vectorised pass (:mod:`genotok._validate`) before scipy or a kernel sees it:
+``indptr`` (length, start at 0, never decreasing, ends at the number of stored entries) and
+every index (in range), for CSR, CSC (before scipy's ``tocsr()``, which trusts them), COO, BSR
+and dense, in memory, backed and by path; a file's shape attribute, datasets, dtypes and
+lengths are checked before they are read, and the matrix must have one row per ``obs`` cell.
+Values are checked by the kernels (finite, ``>= 0``). Anything wrong is an
+:class:`AnnDataError` naming the file (or ``X``/the layer) and the key; what h5py raises on a
+damaged file becomes one too. The cost is about 1-2% of a call (``benchmarks/bench_anndata.py``).
+What is *not* caught: a damaged file whose arrays stay valid (an ``.h5ad`` has no checksums,
+so changed counts give other tokens), and the HDF5 library's own parsing of a hostile file (a
+C library; read untrusted files in a separate process). A backed view
+(``read_h5ad(p, backed="r")[10:20]``) is read through the same checks, not through anndata's
+slicing. Fragment files: a damaged ``.gz``, a control byte in a barcode or a barcode or
+chromosome name that is not UTF-8 is a :class:`~genotok.errors.BedParseError` naming the file
+(and line).
+
 Fast path
 ---------
 When the peaks are sorted like the universe (each peak's tokens, and the tokens of later
