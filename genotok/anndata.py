@@ -609,6 +609,22 @@ def _h5_dataset(group, name: str, where: str, kinds: str, what: str):
     return node
 
 
+def _check_row_lengths(indptr: np.ndarray, n_cols: int, where: str) -> None:
+    """No row of a file's CSR matrix stores more entries than there are columns.
+
+    A chunk holds whole rows, so one row's entries are read at once whatever ``memory_mb``
+    says; a crafted file can declare a row of 10**11 entries in an unallocated (tiny) HDF5
+    dataset. anndata writes canonical CSR (no duplicate entries), where this cannot happen.
+    """
+    if indptr.size > 1 and n_cols >= 0:
+        lengths = np.diff(indptr)
+        r = int(np.argmax(lengths))
+        if lengths[r] > max(n_cols, 1):
+            raise AnnDataError(f"{where}: row {r} stores {int(lengths[r]):,} entries but there "
+                               f"are only {n_cols:,} columns; the file is damaged or crafted "
+                               "(re-write it with anndata)")
+
+
 class _H5Source(_Source):
     """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py.
 
@@ -670,6 +686,7 @@ class _H5Source(_Source):
             if self.kind == "csr":
                 indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
                                    what="indptr (CSR, per row)", error=err)
+                _check_row_lengths(indptr, self.n_cols, where)
                 bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
                                            chunk_rows)
                 ind, dat = node["indices"], node["data"]
@@ -700,30 +717,38 @@ class _H5Source(_Source):
                 yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
 
 
-def _view_source(src: _H5Source, view) -> _Source:
+class _ViewSource(_Source):
     """The rows and columns of a backed view (``adata[10:20]`` of ``read_h5ad(p, backed="r")``).
 
     Only the file's rows from the view's first to its last are read, by the file source (so
-    checked like any read); scipy then selects the view's rows and columns from those checked
-    arrays. anndata's own backed slicing is not used: it hands the file's arrays to scipy
-    unchecked.
+    checked like any read, within ``memory_mb`` for CSC); scipy then selects the view's rows
+    and columns from those checked arrays. anndata's own backed slicing is not used: it hands
+    the file's arrays to scipy unchecked.
     """
-    import scipy.sparse as sp
 
-    oidx, vidx = getattr(view, "_oidx", None), getattr(view, "_vidx", None)
-    if oidx is None or vidx is None:  # pragma: no cover - a future anndata without them
-        raise AnnDataError(f"{src.where}: cannot tell which rows this backed view selects; "
-                           "pass adata.to_memory() or the parent AnnData")
-    rows = np.arange(src.n_rows)[oidx].reshape(-1)
-    cols = np.arange(src.n_cols)[vidx].reshape(-1)
-    lo, hi = (int(rows.min()), int(rows.max()) + 1) if rows.size else (0, 0)
-    parts = []
-    for ch in src.chunks(1 << 62, 1, None, rows=(lo, hi)):
-        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-        parts.append(sp.csr_matrix((ch.data[a:b], ch.indices[a:b], ch.indptr - a),
-                                   shape=(ch.indptr.size - 1, src.n_cols)))
-    X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, src.n_cols))
-    return _MemorySource(X[rows - lo][:, cols], src.where)
+    def __init__(self, src: _H5Source, view):
+        oidx, vidx = getattr(view, "_oidx", None), getattr(view, "_vidx", None)
+        if oidx is None or vidx is None:  # pragma: no cover - a future anndata without them
+            raise AnnDataError(f"{src.where}: cannot tell which rows this backed view selects; "
+                               "pass adata.to_memory() or the parent AnnData")
+        self.src, self.where = src, src.where
+        self.rows = np.arange(src.n_rows)[oidx].reshape(-1)
+        self.cols = np.arange(src.n_cols)[vidx].reshape(-1)
+        self.n_rows, self.n_cols = int(self.rows.size), int(self.cols.size)
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        import scipy.sparse as sp
+
+        sel = self.rows
+        lo, hi = (int(sel.min()), int(sel.max()) + 1) if sel.size else (0, 0)
+        parts = []
+        for ch in self.src.chunks(budget, per_nnz, None, rows=(lo, hi)):
+            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+            parts.append(sp.csr_matrix((ch.data[a:b], ch.indices[a:b], ch.indptr - a),
+                                       shape=(ch.indptr.size - 1, self.src.n_cols)))
+        X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, self.src.n_cols))
+        yield from _MemorySource(X[sel - lo][:, self.cols], self.where).chunks(
+            budget, per_nnz, chunk_rows)
 
 
 def _check_rows(source: _Source, adata, path: str | None) -> None:
@@ -762,7 +787,7 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
         if layer is None or layer not in adata.layers:
             src = _H5Source(path, "X" if layer is None else f"layers/{layer}")
             if getattr(adata, "is_view", False):  # the file holds more than the view shows
-                return _view_source(src, adata), path
+                return _ViewSource(src, adata), path
             return src, path
     if layer is not None:
         if layer not in adata.layers:

@@ -85,6 +85,19 @@ def _to_group(name):
     return mutate
 
 
+def _declared_huge(f):
+    """indices and data declared with 10**11 entries in unallocated chunked datasets (a tiny
+    file), the last row pointing at all of them: reading them would take 1.2 TB."""
+    g = f["X"]
+    n = 10**11
+    for name, dtype in (("indices", np.int64), ("data", np.float32)):
+        del g[name]
+        g.create_dataset(name, shape=(n,), dtype=dtype, chunks=(1 << 16,))
+    ptr = g["indptr"][:].astype(np.int64)
+    ptr[-1] = n
+    _rewrite(g, "indptr", ptr)
+
+
 def _swap_encoding(f):
     enc = f["X"].attrs["encoding-type"]
     f["X"].attrs["encoding-type"] = "csc_matrix" if enc == "csr_matrix" else "csr_matrix"
@@ -137,6 +150,7 @@ def _mutations(fmt: str) -> dict:
         "data_int8": (_set("data", lambda a: a.astype(np.int8)), "same"),
         "data_short": (_set("data", lambda a: a[:-1]), "error"),
         "data_long": (_set("data", lambda a: np.r_[a, a[:1]]), "error"),
+        "declared_huge": (_declared_huge, "error"),
         "no_indices": (_drop("X/indices"), "error"),
         "no_data": (_drop("X/data"), "error"),
         "no_indptr": (_drop("X/indptr"), "error"),
@@ -206,12 +220,14 @@ def all_cases() -> list[Case]:
 #: the reproducers of issue 19 and a spread of the rest (the default, fast run)
 SAMPLE = {("idx_1e9", "csc"), ("idx_5_of_4", "csc"), ("idx_minus_1000", "csc"),
           ("ptr_decreasing", "csc"), ("ptr_first_1", "csr"), ("ptr_shortened", "csr"),
-          ("ptr_end_past", "csr"), ("idx_one_past", "csr"), ("idx_float", "csc"),
-          ("ptr_uint64", "csr"), ("data_nan", "csr"), ("data_short", "csc"),
+          ("ptr_end_past", "csr"), ("idx_one_past", "csr"), ("declared_huge", "csr"),
+          ("idx_float", "csc"), ("ptr_uint64", "csr"), ("data_nan", "csr"), ("data_short", "csc"),
           ("shape_rows_plus_1", "csc"), ("shape_huge", "csr"), ("shape_float", "csr"),
           ("encoding_swapped", "csr"), ("no_indptr", "csc"), ("dense_nan", "dense"),
           ("dense_tall", "dense"), ("dense_int16", "dense"), ("truncated", "csr"),
           ("no_obs", "csr")}
+#: (case, mode) pairs not run: anndata itself would read 1.2 TB there, before genotok sees it
+NOT_RUN = {("declared_huge", "memory"), ("declared_huge", "matrix")}
 MODES = ("path-list", "path-ragged", "path-corpus", "backed", "backed-view", "memory", "matrix")
 FAST_MODES = ("path-list", "path-corpus", "backed", "backed-view", "memory", "matrix")
 
@@ -376,6 +392,8 @@ def campaign(cases: list[Case], modes, folder: Path) -> dict:
     failures = []
     for case in cases:
         for mode in modes:
+            if (case.name, mode) in NOT_RUN:
+                continue
             outcome, detail = run_one(case, mode, folder, ref)
             counts[outcome] = counts.get(outcome, 0) + 1
             why = verdict(case, mode, outcome, detail)
@@ -441,7 +459,8 @@ def main(sample: bool, folder: Path) -> dict:
 def test_crafted_sample_bounds_checked(tmp_path):
     res = _in_subprocess(True, tmp_path)
     assert res["failures"] == []
-    assert res["runs"] == len(SAMPLE) * len(FAST_MODES)
+    not_run = sum(1 for c in _sample() for m in FAST_MODES if (c.name, m) in NOT_RUN)
+    assert res["runs"] == len(SAMPLE) * len(FAST_MODES) - not_run
 
 
 @pytest.mark.parametrize("fmt", ["corpus", "gtok-dir"])
@@ -475,7 +494,8 @@ def test_crafted_campaign_in_process(tmp_path):
 def test_crafted_campaign_bounds_checked(tmp_path):
     res = _in_subprocess(False, tmp_path)
     assert res["failures"] == [], "\n".join(res["failures"])
-    assert res["runs"] == len(all_cases()) * len(MODES)
+    not_run = sum(1 for c in all_cases() for m in MODES if (c.name, m) in NOT_RUN)
+    assert res["runs"] == len(all_cases()) * len(MODES) - not_run
 
 
 if __name__ == "__main__":  # pragma: no cover - python -m tests.test_crafted_h5ad [--all]
