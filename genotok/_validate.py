@@ -124,9 +124,9 @@ def shape(value, where: str, *, ndim: int = 2, what: str = "shape",
         a = np.asarray(value)
         if a.ndim == 1 and a.size == ndim and a.dtype.kind in "iu":
             items = tuple(int(x) for x in a.tolist())
-        elif a.dtype == object and a.ndim == 1 and a.size == ndim:
-            if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in a):
-                items = tuple(int(x) for x in a)
+        elif a.dtype == object and a.ndim == 1 and a.size == ndim and all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in a):
+            items = tuple(int(x) for x in a)
     except (TypeError, ValueError):
         items = None
     if items is None or any(x < 0 for x in items):

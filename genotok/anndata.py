@@ -533,10 +533,9 @@ def _checked_csr(X, where: str):
     elif fmt == "lil":
         V.same_length(X.rows, n_rows, where, what="lil rows", why="one per row", error=err)
         V.same_length(X.data, n_rows, where, what="lil data", why="one per row", error=err)
-    elif fmt == "dia":
-        if np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets):
-            raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
-                      f"{np.size(X.offsets)} offsets")
+    elif fmt == "dia" and (np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets)):
+        raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
+                  f"{np.size(X.offsets)} offsets")
     X = sp.csr_matrix(X.tocsr())
     if fmt in ("csc", "bsr", "coo"):  # scipy's conversion of checked arrays: a valid CSR
         return np.asarray(X.indptr, dtype=np.int64), X.indices, X.data

@@ -361,8 +361,8 @@ MEMORY_CASES = [
      r"row index 1000000000 at position 0 is out of range \[0, 4\)"),
     ("csc_row_5_of_4", "csc", "indices", _set_at(0, 5), r"row index 5 .* \[0, 4\)"),
     ("csc_row_minus_1000", "csc", "indices", _set_at(0, -1000), r"row index -1000"),
-    ("csc_indptr_decreasing", "csc", "indptr", _set_at(2, 1), r"indptr \(CSC, per column\) "
-                                                              r"decreases"),
+    ("csc_indptr_decreasing", "csc", "indptr", _set_at(2, 1),
+     r"indptr \(CSC, per column\) decreases"),
     ("coo_row_1e9", "coo", "row", _set_at(0, 10**9, np.int64), r"row index 1000000000"),
     ("coo_col_negative", "coo", "col", _set_at(1, -4), r"column index -4"),
     ("coo_data_short", "coo", "data", lambda a: a[:-1], r"data has 6 entries, expected 7"),

@@ -362,7 +362,7 @@ def test_fuzzed_fragment_files_with_bounds_checked_kernels():
 
     code = _BOUNDSCHECKED_FUZZ.format(seed=_SEED, n=200)
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_boundscheck_env(),
-                         capture_output=True, text=True, timeout=1200)
+                         capture_output=True, text=True, timeout=1200, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     n_ok, n_err = map(int, res.stdout.split())
     assert n_ok + n_err == 200 and n_ok > 0 and n_err > 0
