@@ -311,16 +311,17 @@ def test_fuzzed_fragment_files_give_a_result_or_a_bed_parse_error(tmp_path, data
     p.write_bytes(data)
     tok = _tok()
     try:
-        names, X, nfrag = gad.fragment_counts(p, tok, block_bytes=block)
+        with warnings.catch_warnings():  # e.g. a fuzzed "1" for "chr1": the naming hint
+            warnings.simplefilter("ignore", UserWarning)
+            names, X, nfrag = gad.fragment_counts(p, tok, block_bytes=block)
+            again = gad.fragment_counts(p, tok, block_bytes=1 << 20)
     except BedParseError as exc:
         assert exc.path == str(p)
         return
     assert len(names) == len(set(names)) == X.shape[0] == nfrag.size
     assert X.shape[1] == tok.universe.n_regions + 1
     assert (nfrag >= 1).all() and (X.data >= 0).all()
-    if block != 1 << 20:  # the block size never changes the result
-        again = gad.fragment_counts(p, tok, block_bytes=1 << 20)
-        assert again[0] == names and (again[1] != X).nnz == 0
+    assert again[0] == names and (again[1] != X).nnz == 0  # the block size changes nothing
 
 
 _BOUNDSCHECKED_FUZZ = """
