@@ -518,11 +518,10 @@ def _checked_csr(X, where: str):
         else:
             indptr, indices = V.compressed(X.indptr, X.indices, major, minor, where,
                                            fmt=fmt if fmt != "bsr" else "csr", error=err)
-        if np.shape(X.data)[:1] != (indices.size,) or (fmt == "bsr" and
-                                                       np.shape(X.data)[1:] != (br, bc)):
-            raise err(f"{where}: data has shape {np.shape(X.data)}, expected "
-                      f"{(indices.size,) + ((br, bc) if fmt == 'bsr' else ())} (one value per "
-                      f"stored index)")
+        expected = (indices.size,) + ((br, bc) if fmt == "bsr" else ())
+        if np.shape(X.data) != expected:
+            raise err(f"{where}: data has shape {np.shape(X.data)}, expected {expected} (one "
+                      f"value per stored index)")
         if fmt == "csr":
             return indptr, indices, X.data
     elif fmt == "coo":

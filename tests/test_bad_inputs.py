@@ -357,6 +357,8 @@ MEMORY_CASES = [
      r"must hold integers, got dtype float32"),
     ("csr_data_short", "csr", "data", lambda a: a[:-1], r"data has shape \(6,\), expected"),
     ("csr_data_strings", "csr", "data", lambda a: a.astype("S3"), r"must be numeric"),
+    ("csr_data_2d", "csr", "data", lambda a: a.reshape(-1, 1), r"data has shape \(7, 1\)"),
+    ("csc_indices_2d", "csc", "indices", lambda a: a.reshape(-1, 1), r"must be one-dimensional"),
     ("csc_row_1e9", "csc", "indices", _set_at(0, 10**9, np.int64),
      r"row index 1000000000 at position 0 is out of range \[0, 4\)"),
     ("csc_row_5_of_4", "csc", "indices", _set_at(0, 5), r"row index 5 .* \[0, 4\)"),
