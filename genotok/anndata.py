@@ -545,12 +545,14 @@ def _checked_csr(X, where: str):
 
 
 class _MemorySource(_Source):
-    def __init__(self, X, where: str):
+    def __init__(self, X, where: str, n_obs: int | None = None):
         import scipy.sparse as sp
 
         self.where = where
         if sp.issparse(X):
             self.n_rows, self.n_cols = V.shape(X.shape, where, error=AnnDataError)
+            if n_obs is not None and self.n_rows != n_obs:  # before a conversion sized by it
+                raise AnnDataError(f"{where}: {self.n_rows} matrix rows but {n_obs} cells in obs")
             self.kind = "csr"
             self.indptr, indices, data = _checked_csr(X, where)
             self.indices, self.data = _clean_dtypes(indices, data, where)
@@ -797,7 +799,8 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
         raise AnnDataError("the AnnData has no X matrix; name a layer with layer=")
     if hasattr(X, "to_memory"):  # a backed sparse dataset
         X = X.to_memory()
-    return _MemorySource(X, "X" if layer is None else f"layers[{layer!r}]"), None
+    return _MemorySource(X, "X" if layer is None else f"layers[{layer!r}]",
+                         n_obs=int(adata.n_obs)), None
 
 
 # ---------------------------------------------------------------------------------- the kernel call

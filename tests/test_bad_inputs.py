@@ -415,6 +415,21 @@ def test_bad_matrices_in_an_anndata(name, fmt, array, change, pattern):
         tokenize_anndata(a, Tokenizer(TOK3))
 
 
+def test_a_lying_shape_is_refused_before_scipy_sizes_a_conversion_by_it():
+    """A CSC matrix claiming 10**12 rows: tocsr() would allocate a 10**12-entry indptr."""
+    anndata = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    a = anndata.AnnData(sp.csc_matrix(_M),
+                        var=pd.DataFrame(index=["chr1:0-100", "chr1:100-200", "chr2:0-50"]))
+    a.X._shape = (10**12, 3)
+    with pytest.raises(AnnDataError, match=r"X: 1000000000000 matrix rows but 4 cells in obs"):
+        tokenize_anndata(a, Tokenizer(TOK3))
+
+
 def test_every_sparse_format_gives_the_same_cells():
     import scipy.sparse as sp
 
