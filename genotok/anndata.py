@@ -751,23 +751,26 @@ class _ViewSource(_Source):
             budget, per_nnz, chunk_rows)
 
 
+def _h5_n_obs(path: str, key: str = "obs") -> int:
+    """The number of cells (``key="var"``: variables) of a ``.h5ad`` file: the length of its
+    obs (var) index, not read."""
+    import h5py
+
+    with _h5_errors(path), h5py.File(path, "r") as f:
+        g = f.get(key)
+        index = g.attrs.get("_index", "_index") if isinstance(g, h5py.Group) else None
+        index = index.decode(errors="replace") if isinstance(index, bytes) else index
+        node = g.get(str(index)) if index is not None else None
+        if not isinstance(node, h5py.Dataset) or node.ndim != 1:
+            raise AnnDataError(f"{path}: no {key} index ({key}/{index}); the file is damaged "
+                               "or not written by anndata")
+        return int(node.shape[0])
+
+
 def _check_rows(source: _Source, adata, path: str | None) -> None:
     """The matrix has one row per cell of ``obs`` (a file's shape attribute may lie)."""
-    if path is not None and not hasattr(adata, "obs"):
-        import h5py
-
-        with _h5_errors(path), h5py.File(path, "r") as f:
-            g = f.get("obs")
-            index = g.attrs.get("_index", "_index") if isinstance(g, h5py.Group) else None
-            index = index.decode(errors="replace") if isinstance(index, bytes) else index
-            node = g.get(str(index)) if index is not None else None
-            if not isinstance(node, h5py.Dataset) or node.ndim != 1:
-                raise AnnDataError(f"{path}: no obs index (obs/{index}); the file is damaged or "
-                                   "not written by anndata")
-            n_obs = int(node.shape[0])
-    else:
-        n_obs = int(adata.n_obs)
-    if n_obs != source.n_rows:
+    n_obs = _h5_n_obs(path) if path is not None and not hasattr(adata, "obs") else adata.n_obs
+    if int(n_obs) != source.n_rows:
         raise AnnDataError(f"{source.where}: {source.n_rows} matrix rows but {n_obs} cells in "
                            "obs")
 
@@ -787,6 +790,11 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
         if layer is None or layer not in adata.layers:
             src = _H5Source(path, "X" if layer is None else f"layers/{layer}")
             if getattr(adata, "is_view", False):  # the file holds more than the view shows
+                n_obs, n_vars = _h5_n_obs(path), _h5_n_obs(path, "var")
+                if (src.n_rows, src.n_cols) != (n_obs, n_vars):  # before sizing anything by it
+                    raise AnnDataError(f"{src.where}: the matrix has shape "
+                                       f"{(src.n_rows, src.n_cols)} but obs and var have "
+                                       f"{n_obs} and {n_vars} entries")
                 return _ViewSource(src, adata), path
             return src, path
     if layer is not None:
