@@ -175,6 +175,10 @@ def _clean_stale(parent: Path, prefix: str) -> list[Path]:
     return removed
 
 
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
 def _pad(n: int) -> int:
     return (-n) % ALIGN
 
@@ -1361,6 +1365,10 @@ class Corpus(Sequence):
                 h.update(inputs=len(inputs))
             if isinstance(failed, list):
                 h.update(failed_inputs=[f.get("path") for f in failed if isinstance(f, dict)])
+            unk_t, unk_r = run.get("n_unk_tokens"), run.get("n_unk_records")
+            if _is_count(unk_t) and _is_count(unk_r) and len(self) and self.n_tokens:
+                h.update(unk_share=f"{unk_t / self.n_tokens:.1%} of tokens are <unk>",
+                         hit_rate=f"{1 - unk_r / len(self):.1%} of records hit the universe")
         return h
 
     # -- access
