@@ -18,7 +18,8 @@ compile or cache load; warm = best of repeats, reusing the var map made from the
 ``var_names``, as the loops reuse their per-peak lists; "var map rebuilt" = warm with that map
 made again, as for a new AnnData), in 64-cell mini-batches (views, as inference reads them) and
 from the ``.h5ad`` path (chunked h5py reads).
-Finally the peak RSS of backed mode (``.h5ad`` path → corpus, ``--memory-mb`` chunks) for files
+Then the cost of validating indptr/indices (``genotok._validate``) as a share of the whole call
+(goal < 5%). Finally the peak RSS of backed mode (``.h5ad`` path → corpus, ``--memory-mb`` chunks) for files
 of growing size, each in a fresh subprocess, next to the RSS of the same process after imports.
 
 Data: ``gendata.py h5ad`` and ``gendata.py universe`` into ``benchmarks/_data/``; ``gendata.py
@@ -66,6 +67,47 @@ def h5ad_file(cells: int, peaks: int, nnz: int, names: str = "colon") -> Path:
                    "--peaks", str(peaks), "--nnz", str(nnz), "--names", names)
 
 
+def validation_section(a, path: Path, tok, repeat: int, n_threads) -> None:
+    """Cost of checking the integers that index memory (issue 19: ``genotok._validate``) next
+    to the whole ``tokenize_anndata`` call that pays it, in memory (CSR and CSC) and by path.
+
+    The in-memory check is ``anndata._checked_csr`` (indptr monotone and in bounds, every index
+    in range); for CSC the same check of the CSC arrays, before scipy's conversion (which is
+    not counted); by path, the same checks over the arrays the reader reads (the h5py reading
+    itself is not counted)."""
+    from genotok import _validate as V
+    from genotok import anndata as gad
+
+    X = a.X.tocsr()
+    csc = a.copy()
+    csc.X = X.tocsc()
+    n_rows, n_cols = X.shape
+    fns = {
+        "check_csr": lambda: gad._checked_csr(X, "X"),
+        "check_csc": lambda: V.compressed(csc.X.indptr, csc.X.indices, n_cols, n_rows, "X",
+                                          fmt="csc"),
+        "check_path": lambda: (V.offsets(X.indptr, X.indices.size, "p", n_rows=n_rows),
+                               V.indices(X.indices, n_cols, "p")),
+        "call_csr": lambda: gad.tokenize_anndata(a, tok, n_threads=n_threads),
+        "call_csc": lambda: gad.tokenize_anndata(csc, tok, n_threads=n_threads),
+        "call_path": lambda: gad.tokenize_anndata(path, tok, n_threads=n_threads),
+    }
+    fns["call_csr"]()  # compile / warm the var map
+    t = best_of_each(fns, max(2, repeat))
+    rows = []
+    for kind, label in (("csr", "in memory, CSR"), ("csc", "in memory, CSC (checked before conversion)"),
+                        ("path", ".h5ad path, chunked")):
+        share = t[f"check_{kind}"] / t[f"call_{kind}"]
+        rows.append([label, f"{t[f'check_{kind}'] * 1e3:.2f}", f"{t[f'call_{kind}'] * 1e3:.1f}",
+                     f"{100 * share:.1f}%"])
+    print(f"\nvalidation of indptr/indices ({X.nnz:,} stored entries, {n_rows:,} cells) vs the "
+          "whole tokenize_anndata call (warm, best of each):")
+    print(table(rows, ["input", "validation ms", "whole call ms", "share"]))
+    worst = max(t[f"check_{k}"] / t[f"call_{k}"] for k in ("csr", "csc", "path"))
+    goal(f"{n_rows:,}-cell h5ad", "validation < 5% of the call", f"{100 * worst:.1f}% (worst)",
+         worst < 0.05)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -83,6 +125,8 @@ def main() -> None:
     p.add_argument("--memory-mb", type=float, default=64, help="chunk budget in backed mode")
     p.add_argument("--fragments", type=int, default=200,
                    help="cells in the fragment file (0: skip)")
+    p.add_argument("--validation-only", action="store_true",
+                   help="print only the validation-cost section (issue 19)")
     args = p.parse_args()
 
     import anndata
@@ -108,6 +152,10 @@ def main() -> None:
     nnz = X.nnz
     print(f"# {args.cells:,} cells × {a.n_vars:,} peaks, {nnz:,} non-zeros; universe "
           f"{tok.universe.n_regions:,} regions")
+
+    if args.validation_only:
+        validation_section(a, path, tok, args.repeat, args.threads)
+        return
 
     # -- anchor 1: the per-cell Python loops
     regions = gad.var_regions(a)
@@ -217,6 +265,8 @@ def main() -> None:
     print(sweep_section("tokenize_anndata in memory",
                         {c: setup + f"a = a[:{c}].copy()\n" for c in sizes}, call, "cell",
                         threads=2, repeat=args.repeat))
+
+    validation_section(a, path, tok, args.repeat, args.threads)
 
     if args.fragments:
         fu = universe_file(args.universe)

@@ -3,14 +3,18 @@
 Anchors in the same run: a Python loop reading a directory of gtars-style .gtok files (random
 access), and ``np.fromfile`` over the same token bytes (the I/O limit for a sequential scan).
 Then batched random access cold and warm with 1 and 2 threads in fresh processes (with RSS), and
-a size sweep: random access over the first 1/4, 1/2 and all of the records.
+a size sweep: random access over the first 1/4, 1/2 and all of the records. Last, the cost of
+trust: the safe ``Corpus.open`` (every offset checked, offsets checksum) against the cheap
+``trusted=True`` open and a warm ``verify()`` (goal: the checks <= 10% of verify), and the
+checksum throughput of blake2b_64 (the default, standard library) against xxh3_64.
 
-    python benchmarks/bench_format.py [--records 1000000] [--mean-length 50]
+    python benchmarks/bench_format.py [--records 1000000] [--mean-length 50] [--integrity-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import shutil
 import sys
 import tempfile
@@ -18,7 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import (best_of, cold_warm_section, goal, machine, ratio, sweep_section, table)
+from _common import best_of, cold_warm_section, goal, machine, ratio, sweep_section, table
 
 import genotok
 from genotok import Corpus, CorpusWriter, Ragged, read_gtok, write_gtok
@@ -31,7 +35,11 @@ def main(argv=None) -> int:
     ap.add_argument("--mean-length", type=int, default=50)
     ap.add_argument("--gtok-files", type=int, default=5_000, help="size of the gtok-dir anchor")
     ap.add_argument("--batch", type=int, default=4096, help="records per random-access batch")
+    ap.add_argument("--integrity-only", action="store_true",
+                    help="only the open / verify / checksum section")
     args = ap.parse_args(argv)
+    if args.integrity_only:
+        return integrity_main(args)
     rng = np.random.default_rng(0)
     lengths = rng.poisson(args.mean_length, args.records).astype(np.int64)
     offsets = np.zeros(args.records + 1, np.int64)
@@ -108,6 +116,67 @@ def main(argv=None) -> int:
         print(cold_warm_section(label, setup(k=args.records), call, f"{args.records:,} records"))
         sizes = {k: setup(k=k) for k in (args.records // 4, args.records // 2, args.records)}
         print(sweep_section(label + ", drawn from the first `size`", sizes, call, "record"))
+        print(integrity_section(path, data.size * 4))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+def integrity_section(path: Path, token_bytes: int) -> str:
+    """Safe open vs trusted open vs warm verify on one corpus; checksum throughput."""
+    Corpus.open(path).verify()  # warm: pages cached, kernels compiled
+    t_trusted = best_of(lambda: Corpus.open(path, trusted=True), 5)
+    t_safe = best_of(lambda: Corpus.open(path), 5)
+    t_verify = best_of(lambda: Corpus.open(path, trusted=True).verify(), 3)
+    check = t_safe - t_trusted
+    buf = np.memmap(path, dtype=np.uint8, mode="r")[:token_bytes]
+
+    def speed(make) -> float:
+        def run():
+            h = make()
+            mv = memoryview(buf)
+            for a in range(0, len(mv), 1 << 24):
+                h.update(mv[a:a + (1 << 24)])
+            h.digest()
+        return len(buf) / best_of(run, 3) / 1e9
+
+    out = ["\n## Integrity: the safe open against verify\n"]
+    rows = [["Corpus.open(trusted=True)", f"{t_trusted * 1e3:.1f} ms", ""],
+            ["Corpus.open() (every offset checked + offsets checksum)", f"{t_safe * 1e3:.1f} ms",
+             f"checks {check * 1e3:.1f} ms"],
+            ["verify() (warm)", f"{t_verify * 1e3:.0f} ms", ""],
+            ["the safe open's checks / warm verify", f"{100 * check / t_verify:.1f} %", "goal <= 10 %"]]
+    rows.append(["checksum blake2b_64 (hashlib, the default)",
+                 f"{speed(lambda: hashlib.blake2b(digest_size=8)):.2f} GB/s", ""])
+    try:
+        import xxhash
+
+        rows.append(["checksum xxh3_64 (xxhash, corpora written before)",
+                     f"{speed(xxhash.xxh3_64):.2f} GB/s", ""])
+    except ImportError:
+        pass
+    out.append(table(rows, ["step", "time / speed", "note"]))
+    goal("safe open", "checks <= 10% of a warm verify", f"{100 * check / t_verify:.1f} %",
+         check <= 0.10 * t_verify)
+    return "\n".join(out)
+
+
+def integrity_main(args) -> int:
+    rng = np.random.default_rng(0)
+    lengths = rng.poisson(args.mean_length, args.records).astype(np.int64)
+    offsets = np.zeros(args.records + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = rng.integers(0, 1_000_000, int(offsets[-1]), dtype=np.int64)
+    rows = Ragged(data, offsets)
+    tmp = Path(tempfile.mkdtemp(prefix="genotok-bench-"))
+    try:
+        path = tmp / "c.gtokc"
+        with CorpusWriter(path, vocab_size=1_000_007, fingerprint="bench") as w:
+            for a in range(0, args.records, 100_000):
+                w.append_batch(rows[a:a + 100_000])
+        print(f"# Corpus integrity ({args.records:,} records, {data.size:,} tokens, "
+              f"{path.stat().st_size / 1e6:.0f} MB)\n\nmachine: {machine()}")
+        print(integrity_section(path, data.size * 4))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

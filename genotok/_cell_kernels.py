@@ -654,13 +654,15 @@ def _int_field(buf, a, b):
 
 # parse_fragments status codes
 FRAG_OK, FRAG_COLUMNS, FRAG_START, FRAG_END, FRAG_COUNT, FRAG_END_BEFORE_START = 0, 1, 2, 3, 4, 5
+FRAG_BARCODE = 6  # a control byte (< 0x20 or 0x7f) in the barcode
 
 
 @njit(**NJIT)
 def parse_fragments(buf):
     """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
 
-    Skips blank and ``#`` lines; a missing count column counts 1. Returns
+    Skips blank and ``#`` lines; a missing count column counts 1; a barcode with a control
+    byte (< 0x20 or 0x7f) is an error (``FRAG_BARCODE``). Returns
     ``(chrom_s, chrom_e, starts, ends, bc_s, bc_e, counts, status, bad_line, n_newlines)``
     where ``bad_line`` is the 0-based line (within the block) of the first problem.
     """
@@ -726,6 +728,12 @@ def parse_fragments(buf):
             break
         if fe[0] == fs[0] or fe[3] == fs[3]:
             status = FRAG_COLUMNS
+            break
+        ctrl = False
+        for i in range(fs[3], fe[3]):
+            ctrl |= (buf[i] < 32) | (buf[i] == 127)
+        if ctrl:
+            status = FRAG_BARCODE
             break
         cs[k] = fs[0]
         ce[k] = fe[0]

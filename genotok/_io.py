@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import BedParseError
+from .errors import BedParseError, GenotokError
 
 try:  # igzip (ISA-L) decompresses several times faster than zlib; used when installed
     from isal import igzip as _fastgzip
@@ -45,6 +45,51 @@ def is_gzip(path: str | os.PathLike) -> bool:
     """True when the file starts with the gzip magic bytes (whatever its name)."""
     with open(path, "rb") as fh:
         return fh.read(2) == GZIP_MAGIC
+
+
+def open_binary(path: str | os.PathLike):
+    """A binary reader of the file's bytes, gunzipped when it is gzip (by its magic bytes).
+
+    Read it inside :func:`reading`, which turns the errors of a damaged file into a
+    :class:`BedParseError` naming it.
+    """
+    p = os.fspath(path)
+    with reading(p):
+        if is_gzip(p):
+            return _fastgzip.open(p, "rb")
+        return open(p, "rb")
+
+
+@contextlib.contextmanager
+def reading(path: str | os.PathLike, error=BedParseError) -> Iterator[None]:
+    """Turn what reading a damaged file raises (``EOFError`` of a truncated gzip stream,
+    ``zlib.error``/``BadGzipFile`` of flipped bytes, ``OSError``) into ``error(path, None,
+    problem)``, so callers (``pretokenize --on-error skip``) can catch one class.
+
+    Examples
+    --------
+    >>> import os, tempfile, pathlib, gzip
+    >>> p = os.path.join(tempfile.mkdtemp(), "f.tsv.gz")
+    >>> _ = pathlib.Path(p).write_bytes(gzip.compress(b"chr1\\t1\\t2\\tA\\n")[:-6])
+    >>> try:
+    ...     with reading(p), open_binary(p) as fh:
+    ...         _ = fh.read()
+    ... except BedParseError as exc:
+    ...     print(exc.problem)
+    truncated gzip stream: the file ends before the compressed data does (an interrupted download?); re-create it
+    """
+    p = os.fspath(path)
+    try:
+        yield
+    except GenotokError:
+        raise
+    except EOFError:
+        raise error(p, None, "truncated gzip stream: the file ends before the compressed data "
+                             "does (an interrupted download?); re-create it") from None
+    except _GZIP_ERRORS as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, gzip.BadGzipFile) and exc.errno:
+            raise error(p, None, f"cannot read the file ({exc.strerror or exc})") from None
+        raise error(p, None, f"corrupt gzip data ({exc}); re-create the file") from None
 
 
 def decompress(raw: bytes, path: str) -> bytes:

@@ -103,3 +103,52 @@ def compressed(indptr, idx, n_major: int, n_minor: int, where: str, *, fmt: str 
                 error=error)
     indices(idx, n_minor, where, what=f"{minor} index", error=error)
     return p, idx
+
+
+def shape(value, where: str, *, ndim: int = 2, what: str = "shape",
+          error: type[GenotokError] = GenotokError) -> tuple[int, ...]:
+    """Check a matrix shape read from a file or taken from a caller: ``ndim`` non-negative
+    integers (numpy or Python, not floats, not bools). Returns a tuple of Python ints.
+
+    Examples
+    --------
+    >>> shape(np.array([4, 3]), "x")
+    (4, 3)
+    >>> shape([4.0, 3.0], "x")
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GenotokError: x: shape must be 2 non-negative integers, got [4.0, 3.0]
+    """
+    items = None
+    try:
+        a = np.asarray(value)
+        if a.ndim == 1 and a.size == ndim and a.dtype.kind in "iu":
+            items = tuple(int(x) for x in a.tolist())
+        elif a.dtype == object and a.ndim == 1 and a.size == ndim and all(
+                isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in a):
+            items = tuple(int(x) for x in a)
+    except (TypeError, ValueError):
+        items = None
+    if items is None or any(x < 0 for x in items):
+        shown = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        raise error(f"{where}: {what} must be {ndim} non-negative integers, got {shown}")
+    return items
+
+
+def same_length(a, n: int, where: str, *, what: str, why: str = "one per stored index",
+                error: type[GenotokError] = GenotokError) -> None:
+    """Check that a one-dimensional array has ``n`` entries (values beside their indices).
+
+    >>> same_length(np.zeros(3), 3, "x", what="data")
+    >>> same_length(np.zeros(2), 3, "x", what="data")
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GenotokError: x: data has 2 entries, expected 3 (one per stored index)
+    """
+    a_shape = np.shape(a)
+    if len(a_shape) != 1:
+        raise error(f"{where}: {what} must be one-dimensional, got shape {a_shape}")
+    if a_shape[0] != n:
+        raise error(f"{where}: {what} has {a_shape[0]} entries, expected {n} ({why})")

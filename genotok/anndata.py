@@ -38,6 +38,25 @@ flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC
 be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
 :class:`AnnDataError` says how to rewrite the file as CSR.
 
+Untrusted input
+---------------
+Every integer read from a file or taken from a caller's matrix that will index memory is
+checked in one vectorised pass (:mod:`genotok._validate`) before scipy or a kernel sees it:
+``indptr`` (length, start at 0, never decreasing, ends at the number of stored entries) and
+every index (in range), for CSR, CSC (before scipy's ``tocsr()``, which trusts them), COO, BSR
+and dense, in memory, backed and by path; a file's shape attribute, datasets, dtypes and
+lengths are checked before they are read, and the matrix must have one row per ``obs`` cell.
+Values are checked by the kernels (finite, ``>= 0``). Anything wrong is an
+:class:`AnnDataError` naming the file (or ``X``/the layer) and the key; what h5py raises on a
+damaged file becomes one too. The cost is about 1-2% of a call (``benchmarks/bench_anndata.py``).
+What is *not* caught: a damaged file whose arrays stay valid (an ``.h5ad`` has no checksums,
+so changed counts give other tokens), and the HDF5 library's own parsing of a hostile file (a
+C library; read untrusted files in a separate process). A backed view
+(``read_h5ad(p, backed="r")[10:20]``) is read through the same checks, not through anndata's
+slicing. Fragment files: a damaged ``.gz``, a control byte in a barcode or a barcode or
+chromosome name that is not UTF-8 is a :class:`~genotok.errors.BedParseError` naming the file
+(and line).
+
 Fast path
 ---------
 When the peaks are sorted like the universe (each peak's tokens, and the tokens of later
@@ -50,6 +69,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import contextlib
 import os
 import weakref
 from collections.abc import Iterator, Sequence
@@ -60,7 +80,8 @@ import numpy as np
 
 from . import _cell_kernels as K
 from . import _config, _parse
-from .errors import AnnDataError, BedParseError, RegionParseError
+from . import _validate as V
+from .errors import AnnDataError, BedParseError, GenotokError, RegionParseError
 from .ragged import Ragged
 from .regions import RegionSet, parse_region_strings
 
@@ -121,7 +142,7 @@ def _h5_column(group, name: str, sl=slice(None)) -> np.ndarray:
 def _h5_frame(path: str, key: str) -> _Frame:
     import h5py
 
-    with h5py.File(path, "r") as f:
+    with _h5_errors(path), h5py.File(path, "r") as f:
         if key not in f or not isinstance(f[key], h5py.Group):
             raise AnnDataError(f"{path}: no {key!r} data frame group; this does not look like an "
                                "h5ad file written by anndata >= 0.7 (re-save it with a current "
@@ -131,11 +152,11 @@ def _h5_frame(path: str, key: str) -> _Frame:
         cols = [k for k in g.keys() if k != index]
 
     def get(name):
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             return _h5_column(f[key], name)
 
     def idx():
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             return _h5_column(f[key], index)
 
     return _Frame(cols, get, idx, path)
@@ -455,14 +476,14 @@ def _dense_rows(n_vars: int, itemsize: int, budget: int, chunk_rows: int | None)
     return max(1, budget // max(1, 3 * n_vars * itemsize))
 
 
-def _dense_chunk(block: np.ndarray, row0: int) -> _Chunk:
+def _dense_chunk(block: np.ndarray, row0: int, where: str) -> _Chunk:
     if block.dtype.kind not in "biuf":
-        raise AnnDataError(f"matrix values must be numeric, got dtype {block.dtype}")
+        raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {block.dtype}")
     rows, cols = np.nonzero(block)
     indptr = np.zeros(block.shape[0] + 1, np.int64)
     np.cumsum(np.bincount(rows, minlength=block.shape[0]), out=indptr[1:])
     indices, data = _clean_dtypes(cols.astype(np.int32 if block.shape[1] < 2**31 else np.int64),
-                                  block[rows, cols], "X")
+                                  block[rows, cols], where)
     return _Chunk(row0, indptr, indices, data)
 
 
@@ -477,104 +498,309 @@ class _Source:
         raise AnnDataError("internal: abstract source")  # pragma: no cover
 
 
+def _check_columns(indices, indptr: np.ndarray, n_cols: int, where: str, row0: int = 0):
+    """Every column index of a CSR chunk in ``[0, n_cols)`` (one vectorised pass), else an
+    AnnDataError naming the row and the stored entry. ``indptr`` holds absolute positions
+    (``indptr[0]`` is the position of ``indices[0]``)."""
+    try:
+        return V.indices(indices, n_cols, where, what="column index", error=AnnDataError)
+    except AnnDataError:
+        a = np.asarray(indices)
+        if a.dtype.kind not in "iu" or a.ndim != 1:
+            raise
+        bad = int(np.flatnonzero((a < 0) | (a >= n_cols))[0])
+        pos = int(indptr[0]) + bad
+        r = row0 + int(np.searchsorted(indptr, pos, side="right")) - 1
+        raise AnnDataError(f"{where}: {_CSR_MESSAGES[K.CSR_INDEX]} at row {r}, stored entry "
+                           f"{pos} (column {int(a[bad])}); n_vars = {n_cols}") from None
+
+
+def _checked_csr(X, where: str):
+    """A scipy sparse matrix or array of any format as CSR, after checking every integer that
+    scipy's conversion or our kernels will use to index memory (:mod:`genotok._validate`).
+
+    scipy's ``tocsr()`` trusts ``indptr``/``indices`` (CSC, BSR) and ``row``/``col`` (COO):
+    a row index past the end writes outside its buffers. So those are checked first (one
+    vectorised pass); the CSR that scipy makes of checked arrays is valid, and the one it makes
+    of other formats (LIL, DIA, DOK: structure checked first) is checked again.
+    """
+    import scipy.sparse as sp
+
+    err = AnnDataError
+    fmt = X.format
+    n_rows, n_cols = V.shape(X.shape, where, error=err)
+    dtype = np.dtype(X.dtype)  # (LIL keeps lists in an object array: its data is not it)
+    if dtype.kind not in "biuf":  # before scipy converts them
+        raise err(f"{where}: matrix values must be numeric, got dtype {dtype}")
+    if fmt in ("csr", "csc", "bsr"):
+        br, bc = (1, 1) if fmt != "bsr" else V.shape(X.blocksize, where, what="blocksize",
+                                                      error=err)
+        if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+            raise err(f"{where}: BSR blocksize {(br, bc)} does not divide the shape "
+                      f"{(n_rows, n_cols)}")
+        major, minor = (n_rows // br, n_cols // bc) if fmt != "csc" else (n_cols, n_rows)
+        if fmt == "csr":
+            indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows,
+                               what="indptr (CSR, per row)", error=err)
+            indices = _check_columns(X.indices, indptr, n_cols, where)
+        else:
+            indptr, indices = V.compressed(X.indptr, X.indices, major, minor, where,
+                                           fmt=fmt if fmt != "bsr" else "csr", error=err)
+        expected = (indices.size,) + ((br, bc) if fmt == "bsr" else ())
+        if np.shape(X.data) != expected:
+            raise err(f"{where}: data has shape {np.shape(X.data)}, expected {expected} (one "
+                      f"value per stored index)")
+        if fmt == "csr":
+            return indptr, indices, X.data
+    elif fmt == "coo":
+        row, col = V.indices(X.row, n_rows, where, what="row index", error=err), X.col
+        V.indices(col, n_cols, where, what="column index", error=err)
+        V.same_length(col, row.size, where, what="column indices", error=err)
+        V.same_length(X.data, row.size, where, what="data", error=err)
+    elif fmt == "lil":
+        V.same_length(X.rows, n_rows, where, what="lil rows", why="one per row", error=err)
+        V.same_length(X.data, n_rows, where, what="lil data", why="one per row", error=err)
+    elif fmt == "dia" and (np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets)):
+        raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
+                  f"{np.size(X.offsets)} offsets")
+    X = sp.csr_matrix(X.tocsr())
+    if fmt in ("csc", "bsr", "coo"):  # scipy's conversion of checked arrays: a valid CSR
+        return np.asarray(X.indptr, dtype=np.int64), X.indices, X.data
+    indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows, error=err)
+    indices = _check_columns(X.indices, indptr, n_cols, where)
+    V.same_length(X.data, indices.size, where, what="data", error=err)
+    return indptr, indices, X.data
+
+
 class _MemorySource(_Source):
-    def __init__(self, X, where: str):
+    def __init__(self, X, where: str, n_obs: int | None = None):
         import scipy.sparse as sp
 
         self.where = where
         if sp.issparse(X):
-            fmt = X.format
-            if fmt == "csc":
-                X = X.tocsr()  # scipy's O(nnz) conversion (a copy)
-            elif fmt != "csr":
-                X = sp.csr_matrix(X)
+            self.n_rows, self.n_cols = V.shape(X.shape, where, error=AnnDataError)
+            if n_obs is not None and self.n_rows != n_obs:  # before a conversion sized by it
+                raise AnnDataError(f"{where}: {self.n_rows} matrix rows but {n_obs} cells in obs")
             self.kind = "csr"
-            self.indptr = np.asarray(X.indptr, dtype=np.int64)
-            self.indices, self.data = _clean_dtypes(X.indices, X.data, where)
+            self.indptr, indices, data = _checked_csr(X, where)
+            self.indices, self.data = _clean_dtypes(indices, data, where)
         else:
             X = np.asarray(X)
             if X.ndim != 2:
                 raise AnnDataError(f"{where}: expected a 2-D matrix, got shape {X.shape}")
+            if X.dtype.kind not in "biuf":
+                raise AnnDataError(f"{where}: matrix values must be numeric, got dtype "
+                                   f"{X.dtype}")
             self.kind = "dense"
             self.X = X
-        self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
+            self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
 
-    def chunks(self, budget, per_nnz, chunk_rows):
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
         if self.kind == "csr":
-            bounds = _row_bounds(self.indptr, max(1, budget // per_nnz), chunk_rows)
+            bounds = lo0 + _row_bounds(self.indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                       chunk_rows)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
                 yield _Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data)
         else:
             step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
-            for lo in range(0, self.n_rows, step):
-                yield _dense_chunk(self.X[lo:lo + step], lo)
+            for lo in range(lo0, hi0, step):
+                yield _dense_chunk(self.X[lo:min(lo + step, hi0)], lo, self.where)
+
+
+@contextlib.contextmanager
+def _h5_errors(where: str):
+    """Turn what h5py and numpy raise on a damaged or crafted file into an AnnDataError that
+    names it (``pretokenize --on-error skip`` catches GenotokError, not OSError/KeyError)."""
+    try:
+        yield
+    except GenotokError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as exc:
+        raise AnnDataError(f"{where}: cannot read the file as h5ad ({type(exc).__name__}: "
+                           f"{exc}); is it a complete .h5ad written by anndata?") from None
+
+
+def _h5_dataset(group, name: str, where: str, kinds: str, what: str):
+    """``group[name]``, required to be a one-dimensional dataset of a dtype kind in ``kinds``."""
+    import h5py
+
+    node = group.get(name)
+    if not isinstance(node, h5py.Dataset):
+        raise AnnDataError(f"{where}: the sparse matrix has no {name!r} dataset "
+                           f"({'missing' if node is None else 'a group'}); the file is damaged "
+                           f"or not written by anndata")
+    if node.ndim != 1:
+        raise AnnDataError(f"{where}: {name} must be one-dimensional, got shape {node.shape}")
+    if node.dtype.kind not in kinds:
+        raise AnnDataError(f"{where}: {name} must hold {what}, got dtype {node.dtype}")
+    return node
+
+
+def _check_row_lengths(indptr: np.ndarray, n_cols: int, where: str) -> None:
+    """No row of a file's CSR matrix stores more entries than there are columns.
+
+    A chunk holds whole rows, so one row's entries are read at once whatever ``memory_mb``
+    says; a crafted file can declare a row of 10**11 entries in an unallocated (tiny) HDF5
+    dataset. anndata writes canonical CSR (no duplicate entries), where this cannot happen.
+    """
+    if indptr.size > 1 and n_cols >= 0:
+        lengths = np.diff(indptr)
+        r = int(np.argmax(lengths))
+        if lengths[r] > max(n_cols, 1):
+            raise AnnDataError(f"{where}: row {r} stores {int(lengths[r]):,} entries but there "
+                               f"are only {n_cols:,} columns; the file is damaged or crafted "
+                               "(re-write it with anndata)")
 
 
 class _H5Source(_Source):
-    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py."""
+    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py.
+
+    Nothing read is trusted: the shape attribute, the datasets' presence, dtypes and lengths
+    are checked on open; ``indptr`` (whole, 8 bytes per row) and every chunk's indices are
+    checked (:mod:`genotok._validate`) before a kernel or scipy sees them.
+    """
 
     def __init__(self, path: str, key: str):
         import h5py
 
         self.path, self.key, self.where = path, key, f"{path}:{key}"
-        with h5py.File(path, "r") as f:
+        with _h5_errors(path), h5py.File(path, "r") as f:
             if key not in f:
-                have = list(f["layers"].keys()) if "layers" in f else []
+                have = list(f["layers"].keys()) if isinstance(f.get("layers"), h5py.Group) else []
                 raise AnnDataError(f"{path}: no matrix {key!r} (layers: {have})")
             node = f[key]
             if isinstance(node, h5py.Group):
                 enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
-                enc = enc.decode() if isinstance(enc, bytes) else str(enc)
+                enc = enc.decode(errors="replace") if isinstance(enc, bytes) else str(enc)
                 if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
                     raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
                 self.kind = "csr" if enc.startswith("csr") else "csc"
                 shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
-                self.n_rows, self.n_cols = int(shape[0]), int(shape[1])
-                self.nnz = int(node["indices"].shape[0])
-                self.itemsize = node["indices"].dtype.itemsize + node["data"].dtype.itemsize
+                if shape is None:
+                    raise AnnDataError(f"{self.where}: the sparse matrix has no shape attribute")
+                self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
+                                                   error=AnnDataError)
+                ind = _h5_dataset(node, "indices", self.where, "iu", "integers")
+                dat = _h5_dataset(node, "data", self.where, "biuf", "numbers")
+                ptr = _h5_dataset(node, "indptr", self.where, "iu", "integers")
+                self.nnz = int(ind.shape[0])
+                V.same_length(dat, self.nnz, self.where, what="data", error=AnnDataError)
+                n_major = self.n_rows if self.kind == "csr" else self.n_cols
+                if ptr.shape[0] != n_major + 1:  # before reading it: a huge shape is a lie
+                    raise AnnDataError(f"{self.where}: indptr has {ptr.shape[0]} entries, "
+                                       f"expected {n_major + 1} for a "
+                                       f"{self.kind.upper()} matrix of shape "
+                                       f"{(self.n_rows, self.n_cols)}")
+                self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
             else:
                 self.kind = "dense"
                 if node.ndim != 2:
                     raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
+                if node.dtype.kind not in "biuf":
+                    raise AnnDataError(f"{self.where}: matrix values must be numeric, got "
+                                       f"dtype {node.dtype}")
                 self.n_rows, self.n_cols = map(int, node.shape)
                 self.itemsize = node.dtype.itemsize
 
-    def chunks(self, budget, per_nnz, chunk_rows):
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        """Row chunks (only of rows ``lo:hi`` when ``rows=(lo, hi)``)."""
         import h5py
 
-        with h5py.File(self.path, "r") as f:
+        err, where = AnnDataError, self.where
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
+        with _h5_errors(self.path), h5py.File(self.path, "r") as f:
             node = f[self.key]
             if self.kind == "csr":
-                indptr = np.asarray(node["indptr"][:], dtype=np.int64)
-                if indptr.size != self.n_rows + 1 or indptr[0] != 0 or indptr[-1] != self.nnz:
-                    raise AnnDataError(f"{self.where}: indptr has {indptr.size} entries from "
-                                       f"{indptr[:1].tolist()} to {indptr[-1:].tolist()}; "
-                                       f"expected {self.n_rows + 1} from 0 to {self.nnz}")
-                if np.any(np.diff(indptr) < 0):
-                    raise AnnDataError(f"{self.where}: indptr is not non-decreasing")
-                bounds = _row_bounds(indptr, max(1, budget // per_nnz), chunk_rows)
+                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
+                                   what="indptr (CSR, per row)", error=err)
+                _check_row_lengths(indptr, self.n_cols, where)
+                bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                           chunk_rows)
                 ind, dat = node["indices"], node["data"]
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     a, b = int(indptr[lo]), int(indptr[hi])
-                    indices, data = _clean_dtypes(ind[a:b], dat[a:b], self.where)
+                    indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
+                                             int(lo))
+                    indices, data = _clean_dtypes(indices, dat[a:b], where)
                     yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
             elif self.kind == "dense":
                 step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
-                for lo in range(0, self.n_rows, step):
-                    yield _dense_chunk(node[lo:lo + step], lo)
+                for lo in range(lo0, hi0, step):
+                    yield _dense_chunk(node[lo:min(lo + step, hi0)], lo, where)
             else:
                 if self.nnz * (self.itemsize + 16) > budget:
                     raise AnnDataError(
-                        f"{self.where}: X is stored column-major (CSC, {self.nnz:,} entries), "
+                        f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
                         f"which cannot be read by cells without loading it, and it needs more "
                         f"than memory_mb allows. Load it (anndata.read_h5ad(path)) and pass the "
                         f"AnnData, raise memory_mb, or rewrite the file as CSR once: "
                         f"a = anndata.read_h5ad(path); a.X = a.X.tocsr(); a.write_h5ad(new_path)")
                 import scipy.sparse as sp
 
-                m = sp.csc_matrix((node["data"][:], node["indices"][:], node["indptr"][:]),
-                                  shape=(self.n_rows, self.n_cols))
-                yield from _MemorySource(m, self.where).chunks(budget, per_nnz, chunk_rows)
+                # checked by _MemorySource (via _checked_csr) before scipy converts it
+                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
+                m.data, m.indices = node["data"][:], node["indices"][:]
+                m.indptr = node["indptr"][:]
+                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+
+
+class _ViewSource(_Source):
+    """The rows and columns of a backed view (``adata[10:20]`` of ``read_h5ad(p, backed="r")``).
+
+    Only the file's rows from the view's first to its last are read, by the file source (so
+    checked like any read, within ``memory_mb`` for CSC); scipy then selects the view's rows
+    and columns from those checked arrays. anndata's own backed slicing is not used: it hands
+    the file's arrays to scipy unchecked.
+    """
+
+    def __init__(self, src: _H5Source, view):
+        oidx, vidx = getattr(view, "_oidx", None), getattr(view, "_vidx", None)
+        if oidx is None or vidx is None:  # pragma: no cover - a future anndata without them
+            raise AnnDataError(f"{src.where}: cannot tell which rows this backed view selects; "
+                               "pass adata.to_memory() or the parent AnnData")
+        self.src, self.where = src, src.where
+        self.rows = np.arange(src.n_rows)[oidx].reshape(-1)
+        self.cols = np.arange(src.n_cols)[vidx].reshape(-1)
+        self.n_rows, self.n_cols = int(self.rows.size), int(self.cols.size)
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        import scipy.sparse as sp
+
+        sel = self.rows
+        lo, hi = (int(sel.min()), int(sel.max()) + 1) if sel.size else (0, 0)
+        parts = []
+        for ch in self.src.chunks(budget, per_nnz, None, rows=(lo, hi)):
+            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+            parts.append(sp.csr_matrix((ch.data[a:b], ch.indices[a:b], ch.indptr - a),
+                                       shape=(ch.indptr.size - 1, self.src.n_cols)))
+        X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, self.src.n_cols))
+        yield from _MemorySource(X[sel - lo][:, self.cols], self.where).chunks(
+            budget, per_nnz, chunk_rows)
+
+
+def _h5_n_obs(path: str, key: str = "obs") -> int:
+    """The number of cells (``key="var"``: variables) of a ``.h5ad`` file: the length of its
+    obs (var) index, not read."""
+    import h5py
+
+    with _h5_errors(path), h5py.File(path, "r") as f:
+        g = f.get(key)
+        index = g.attrs.get("_index", "_index") if isinstance(g, h5py.Group) else None
+        index = index.decode(errors="replace") if isinstance(index, bytes) else index
+        node = g.get(str(index)) if index is not None else None
+        if not isinstance(node, h5py.Dataset) or node.ndim != 1:
+            raise AnnDataError(f"{path}: no {key} index ({key}/{index}); the file is damaged "
+                               "or not written by anndata")
+        return int(node.shape[0])
+
+
+def _check_rows(source: _Source, adata, path: str | None) -> None:
+    """The matrix has one row per cell of ``obs`` (a file's shape attribute may lie)."""
+    n_obs = _h5_n_obs(path) if path is not None and not hasattr(adata, "obs") else adata.n_obs
+    if int(n_obs) != source.n_rows:
+        raise AnnDataError(f"{source.where}: {source.n_rows} matrix rows but {n_obs} cells in "
+                           "obs")
 
 
 def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
@@ -590,7 +816,15 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
     if getattr(adata, "isbacked", False):
         path = os.fspath(adata.filename)
         if layer is None or layer not in adata.layers:
-            return _H5Source(path, "X" if layer is None else f"layers/{layer}"), path
+            src = _H5Source(path, "X" if layer is None else f"layers/{layer}")
+            if getattr(adata, "is_view", False):  # the file holds more than the view shows
+                n_obs, n_vars = _h5_n_obs(path), _h5_n_obs(path, "var")
+                if (src.n_rows, src.n_cols) != (n_obs, n_vars):  # before sizing anything by it
+                    raise AnnDataError(f"{src.where}: the matrix has shape "
+                                       f"{(src.n_rows, src.n_cols)} but obs and var have "
+                                       f"{n_obs} and {n_vars} entries")
+                return _ViewSource(src, adata), path
+            return src, path
     if layer is not None:
         if layer not in adata.layers:
             raise AnnDataError(f"no layer {layer!r}; the layers are {list(adata.layers.keys())}")
@@ -601,7 +835,8 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
         raise AnnDataError("the AnnData has no X matrix; name a layer with layer=")
     if hasattr(X, "to_memory"):  # a backed sparse dataset
         X = X.to_memory()
-    return _MemorySource(X, "X" if layer is None else f"layers[{layer!r}]"), None
+    return _MemorySource(X, "X" if layer is None else f"layers[{layer!r}]",
+                         n_obs=int(adata.n_obs)), None
 
 
 # ---------------------------------------------------------------------------------- the kernel call
@@ -740,7 +975,7 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
         def read(lo, hi):
             import h5py
 
-            with h5py.File(path, "r") as f:
+            with _h5_errors(path), h5py.File(path, "r") as f:
                 g = f["obs"]
                 index = g.attrs.get("_index", "_index")
                 names = _h5_column(g, index, slice(lo, hi))
@@ -969,6 +1204,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     if vm.n_vars != source.n_cols:
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
+    _check_rows(source, adata, path)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -999,29 +1235,19 @@ _FRAG_MESSAGES = {
     K.FRAG_END: "end is not a non-negative integer",
     K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
     K.FRAG_END_BEFORE_START: "end is before start",
+    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+                    "or drop the line (re-create the file if it is damaged)",
 }
-
-
-def _open_text(path: str):
-    from . import _io
-
-    if _io.is_gzip(path):
-        try:
-            from isal import igzip
-
-            return igzip.open(path, "rb")
-        except ImportError:  # pragma: no cover - isal is an optional speed-up
-            import gzip
-
-            return gzip.open(path, "rb")
-    return open(path, "rb")
 
 
 def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     """Byte blocks ending at a line end (the last one may not). Each block is read into a
-    fresh buffer after the previous block's unfinished line, so no block is copied."""
+    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
+    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    from . import _io
+
     rest = b""
-    with _open_text(path) as fh:
+    with _io.reading(path), _io.open_binary(path) as fh:
         while True:
             raw = bytearray(len(rest) + block_bytes)
             raw[:len(rest)] = rest
@@ -1037,6 +1263,24 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
             yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
     if rest:
         yield np.frombuffer(rest, dtype=np.uint8)
+
+
+def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
+                what: str) -> tuple[list[str], np.ndarray]:
+    """Like :func:`_unique_spans`, but a name that is not UTF-8 is a :class:`BedParseError`
+    at its first line: decoding it with replacement characters would merge two different
+    barcodes (or chromosomes) into one."""
+    index, a, b = _parse.intern_spans(buf, s, e)
+    names = []
+    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        raw = buf[x:y].tobytes()
+        try:
+            names.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            line = first_line + int(np.count_nonzero(buf[:x] == 10))
+            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
+                                "drop the line (re-create the file if it is damaged)") from None
+    return names, index
 
 
 def _unique_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -1116,10 +1360,10 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
         cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
         if status != K.FRAG_OK:
             raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
-        first_line += int(n_newlines)
+        block_line, first_line = first_line, first_line + int(n_newlines)
         if st.size == 0:
             continue
-        bnames, binv = _unique_spans(buf, bs, be)
+        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
         if allow is None:
             table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames], np.int64)
         else:
@@ -1133,7 +1377,7 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
         if nfrag.size < len(cell_index):
             nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
         nfrag += np.bincount(cell, minlength=nfrag.size)
-        cnames, cinv = _unique_spans(buf, cs, ce)
+        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
         rs = RegionSet(cnames, cinv.astype(np.int32), st, en, source=path, validate=False)
         hits = tokenizer.region_hits(rs, n_threads=n_threads)
         lens = hits.lengths
@@ -1198,7 +1442,10 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     Raises
     ------
     BedParseError
-        A malformed line (file and 1-based line number in the message).
+        A malformed line (file and 1-based line number in the message), a barcode holding a
+        control byte, a barcode or chromosome name that is not UTF-8 (refused rather than
+        decoded with replacement characters, which would merge two cells), a truncated or
+        corrupt ``.gz`` (file named; nothing is written).
 
     Examples
     --------

@@ -95,7 +95,7 @@ def _can_check(name: str) -> bool:
     return name != "xxh3_64" or _xxhash() is not None
 
 
-def _new_hasher(name: str = CHECKSUM):
+def _new_hasher(name: str):
     """A streaming hasher for the section checksums (``blake2b_64`` or ``xxh3_64``)."""
     if name == "blake2b_64":
         return hashlib.blake2b(digest_size=8)
@@ -175,6 +175,10 @@ def _clean_stale(parent: Path, prefix: str) -> list[Path]:
     return removed
 
 
+def _is_count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
 def _pad(n: int) -> int:
     return (-n) % ALIGN
 
@@ -209,6 +213,21 @@ def _json_column(col, column: str, first_record: int) -> list:
     return [_json_scalar(x, column, first_record + k) for k, x in enumerate(items)]
 
 
+def _blocks(fh) -> Iterator[bytes]:
+    """The content of a file just written (from 0 to the current position), in blocks.
+
+    Each read asks for no more than what is left: ``read(n)`` allocates ``n`` bytes first.
+    """
+    left = fh.tell()
+    fh.seek(0)
+    while left > 0:
+        block = fh.read(min(_COPY_BLOCK, left))
+        if not block:
+            return
+        left -= len(block)
+        yield block
+
+
 class _JsonListSpool:
     """A JSON list written piece by piece to an anonymous temporary file (bounded memory)."""
 
@@ -224,8 +243,7 @@ class _JsonListSpool:
         self.empty = False
 
     def copy_to(self, out, hasher) -> None:
-        self.fh.seek(0)
-        while block := self.fh.read(_COPY_BLOCK):
+        for block in _blocks(self.fh):
             out.write(block)
             hasher.update(block)
 
@@ -301,6 +319,11 @@ class CorpusWriter:
             "extra": dict(extra or {}),
         }
         json.dumps(self.header, allow_nan=False)  # refuse unserialisable metadata now, not at close
+        bad = {k: v for k, v in self.header["special_tokens"].items()
+               if not (_is_int(v) and 0 <= v < self.vocab_size)}
+        if bad:  # a reader refuses such a header: refuse it before writing anything
+            raise ValueError(f"special_tokens must map names to ids below vocab_size "
+                             f"{self.vocab_size}, got {bad}")
         self._lengths = np.zeros(1024, dtype=np.int64)
         self._n = 0
         self._n_tokens = 0
@@ -315,8 +338,8 @@ class CorpusWriter:
         try:
             self._fh = os.fdopen(fd, "w+b")
             self._fh.write(b"\0" * PREAMBLE.size)  # a zero preamble: not a corpus until close()
-            self._tok_hash = _new_hasher()
-            self._val_hash = _new_hasher()
+            self._tok_hash = _new_hasher(self.header["checksum"])
+            self._val_hash = _new_hasher(self.header["checksum"])
             self._vfh = None
             if self.values_dtype is not None:
                 self._vfh = tempfile.TemporaryFile(dir=self.path.parent)
@@ -562,8 +585,7 @@ class CorpusWriter:
         values_off = 0
         if self._vfh is not None:
             values_off = fh.tell()
-            self._vfh.seek(0)
-            while block := self._vfh.read(_COPY_BLOCK):
+            for block in _blocks(self._vfh):
                 fh.write(block)
             fh.write(b"\0" * _pad(fh.tell()))
         offsets = np.zeros(self._n + 1, dtype="<i8")
@@ -572,11 +594,12 @@ class CorpusWriter:
         ob = memoryview(offsets).cast("B")
         fh.write(ob)
         fh.write(b"\0" * _pad(fh.tell()))
-        off_hash = _new_hasher()
+        algo = self.header["checksum"]
+        off_hash = _new_hasher(algo)
         off_hash.update(ob)
         # records JSON: {"names": [...] | null, "meta": {column: [...]}}
         rec_off = fh.tell()
-        rec_hash = _new_hasher()
+        rec_hash = _new_hasher(algo)
 
         def put(b: bytes) -> None:
             fh.write(b)
@@ -609,7 +632,7 @@ class CorpusWriter:
         fh.write(PREAMBLE.pack(MAGIC, MAJOR, MINOR, self.dtype.itemsize,
                                _VALUE_CODES[self.values_dtype] if self.values_dtype else 0, 0,
                                self._n, self._n_tokens, tokens_off, values_off, offsets_off,
-                               json_off, len(jb), rec_off, rec_len, _digest(jb, CHECKSUM)))
+                               json_off, len(jb), rec_off, rec_len, _digest(jb, algo)))
         fh.flush()
         os.fsync(fh.fileno())
         fh.close()
@@ -671,16 +694,19 @@ def _gather_parallel(tokens, offsets, idx, out_offsets, out):
         out[o:o + offsets[idx[k] + 1] - a] = tokens[a:offsets[idx[k] + 1]]
 
 
-def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus"):
+def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus",
+                 check: bool = True):
     """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets.
 
-    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates). The rows'
-    offsets are checked here (one vectorised pass over the batch) before the kernel copies:
-    a corpus opened with ``trusted=True`` may hold any offsets, and numba checks no bounds.
+    ``idx`` must already be within ``0..len(offsets) - 2`` (the caller validates). With
+    ``check`` the rows' offsets are checked here (one vectorised pass over the batch) before
+    the kernel copies: a corpus opened with ``trusted=True`` may hold any offsets, and numba
+    checks no bounds. Offsets validated on open need no second look (``check=False``).
     """
     starts, ends = offsets[idx], offsets[idx + 1]
     lengths = ends - starts
-    if idx.size and (starts.min() < 0 or lengths.min() < 0 or ends.max() > tokens.shape[0]):
+    if check and idx.size and (starts.min() < 0 or lengths.min() < 0
+                               or ends.max() > tokens.shape[0]):
         bad = int(np.flatnonzero((starts < 0) | (lengths < 0) | (ends > tokens.shape[0]))[0])
         raise GtokFormatError(f"{where}: corrupt record offsets at record {int(idx[bad])} "
                               f"([{int(starts[bad])}, {int(ends[bad])}) for {tokens.shape[0]} "
@@ -738,9 +764,14 @@ def _header_problems(h: dict, n: int, t: int, version: tuple[int, int], values: 
                       ("sources", list), ("extra", dict)):
         if key in h and not isinstance(h[key], kind):
             out.append(f"{key} is not a JSON {'object' if kind is dict else 'list'}")
-    if isinstance(h.get("special_tokens"), dict) and _is_int(vs):
-        if not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
-            out.append("special_tokens holds an id that is not a whole number below vocab_size")
+    if isinstance(h.get("special_tokens"), dict) and _is_int(vs) and \
+            not all(_is_int(v) and 0 <= v < vs for v in h["special_tokens"].values()):
+        out.append("special_tokens holds an id that is not a whole number below vocab_size")
+    for key in ("created", "genotok_version"):
+        if key in h and not isinstance(h[key], str):
+            out.append(f"{key} is not a string")
+    if isinstance(h.get("sources"), list) and not all(isinstance(x, dict) for x in h["sources"]):
+        out.append("sources holds an entry that is not a JSON object")
     if isinstance(h.get("meta_columns"), list) and not all(isinstance(k, str) for k in h["meta_columns"]):
         out.append("meta_columns holds a name that is not a string")
     return out
@@ -931,7 +962,7 @@ class _Shard:
         problems += self._verify_layout()
         if not any("records checksum" in x for x in problems):
             try:
-                self.records
+                self.records  # noqa: B018 - parsed and type-checked on first use
             except GtokFormatError as exc:
                 problems.append(str(exc))
         return problems
@@ -1066,19 +1097,11 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     entries = m.get("shards")
     if not isinstance(entries, list) or not entries:
         raise corrupt("shards is not a non-empty list")
-    for key in ("n_records", "n_tokens", "n_shards"):
-        if key in m and (not _is_int(m[key]) or m[key] < 0):
-            raise corrupt(f"{key} is not a whole number")
-    if not _is_int(m.get("n_records")):
-        raise corrupt("n_records (the total) is missing")
-    if "n_shards" in m and m["n_shards"] != len(entries):
-        raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
-                      "was added or dropped")
     later = []  # what verify() reports: the manifest opens, but its integrity is not proven
     digest = m.get("digest")
     if digest is None:
-        later.append(f"{mpath}: the manifest has no digest (written by genotok before 0.x manifests "
-                     "1.1, or erased): its entries cannot be proven; re-run write_manifest")
+        later.append(f"{mpath}: the manifest has no digest (manifest format 1.0, or the digest "
+                     "was erased): its entries cannot be proven; re-run write_manifest")
     else:
         algo = m.get("checksum")
         if algo not in CHECKSUMS or not _is_hex_digest(digest):
@@ -1089,6 +1112,14 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
             raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
                                   "it was written (entries added, dropped, reordered or changed); "
                                   "re-run write_manifest")
+    for key in ("n_records", "n_tokens", "n_shards"):
+        if key in m and (not _is_int(m[key]) or m[key] < 0):
+            raise corrupt(f"{key} is not a whole number")
+    if not _is_int(m.get("n_records")):
+        raise corrupt("n_records (the total) is missing")
+    if "n_shards" in m and m["n_shards"] != len(entries):
+        raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
+                      "was added or dropped")
     paths, seen = [], {}
     for k, e in enumerate(entries):
         if not isinstance(e, dict):
@@ -1338,8 +1369,16 @@ class Corpus(Sequence):
                  length_mean=float(lens.mean()) if lens.size else 0.0,
                  length_max=int(lens.max()) if lens.size else 0)
         run = (self.manifest or {}).get("genotok_run")
-        if run:
-            h.update(inputs=len(run["inputs"]), failed_inputs=[f["path"] for f in run["failed"]])
+        if isinstance(run, dict):  # a run description written by pretokenize (shape checked)
+            inputs, failed = run.get("inputs"), run.get("failed")
+            if isinstance(inputs, list):
+                h.update(inputs=len(inputs))
+            if isinstance(failed, list):
+                h.update(failed_inputs=[f.get("path") for f in failed if isinstance(f, dict)])
+            unk_t, unk_r = run.get("n_unk_tokens"), run.get("n_unk_records")
+            if _is_count(unk_t) and _is_count(unk_r) and len(self) and self.n_tokens:
+                h.update(unk_share=f"{unk_t / self.n_tokens:.1%} of tokens are <unk>",
+                         hit_rate=f"{1 - unk_r / len(self):.1%} of records hit the universe")
         return h
 
     # -- access
@@ -1435,8 +1474,8 @@ class Corpus(Sequence):
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
             s = self._shards[0]
-            data, offs = _gather_rows(s.tokens, s.offsets, idx, str(s.path))
-            vals = _gather_rows(s.values, s.offsets, idx, str(s.path))[0] if values else None
+            data, offs = _gather_rows(s.tokens, s.offsets, idx, str(s.path), s.trusted)
+            vals = _gather_rows(s.values, s.offsets, idx, str(s.path), s.trusted)[0] if values else None
             return Ragged(data, offs, vals)
         # several shards: gather per shard (in shard order), then put rows back in asked order
         shard_of = np.searchsorted(self._starts, idx, side="right") - 1
@@ -1449,22 +1488,24 @@ class Corpus(Sequence):
                 continue
             s = self._shards[k]
             local = idx[perm[bounds[k]:bounds[k + 1]]] - self._starts[k]
-            d, o = _gather_rows(s.tokens, s.offsets, local, str(s.path))
+            d, o = _gather_rows(s.tokens, s.offsets, local, str(s.path), s.trusted)
             datas.append(d)
             lens.append(np.diff(o))
             if values:
-                valss.append(_gather_rows(s.values, s.offsets, local, str(s.path))[0])
+                valss.append(_gather_rows(s.values, s.offsets, local, str(s.path), s.trusted)[0])
         coffs = np.zeros(idx.size + 1, np.int64)
         if lens:
             np.cumsum(np.concatenate(lens), out=coffs[1:])
         inv = np.empty(idx.size, np.int64)
         inv[perm] = np.arange(idx.size)
         dtype = self._shards[0].dtype
-        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv)
+        data, offs = _gather_rows(np.concatenate(datas) if datas else np.zeros(0, dtype), coffs, inv,
+                                  check=False)
         vals = None
         if values:
             vdt = self._shards[0].values_dtype
-            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv)[0]
+            vals = _gather_rows(np.concatenate(valss) if valss else np.zeros(0, vdt), coffs, inv,
+                                check=False)[0]
         return Ragged(data, offs, vals)
 
     def __iter__(self) -> Iterator[np.ndarray]:

@@ -34,6 +34,18 @@ def open_regular(path: str | os.PathLike, what: str, *, nofollow: bool = False,
     a device (``/dev/zero``), a socket or a directory is refused at once instead of hanging or
     reading forever; ``nofollow`` refuses a symbolic link as the last path component. Messages
     name the path, never bytes of the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
+    >>> write_gtok(p, [1])
+    >>> fd, st = open_regular(p, ".gtok file"); os.close(fd); st.st_size
+    7
+    >>> os.mkfifo(p + ".fifo"); open_regular(p + ".fifo", ".gtok file")
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GtokFormatError: ...x.gtok.fifo: is a FIFO (named pipe); a .gtok file must be a regular file
     """
     p = os.fspath(path)
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)

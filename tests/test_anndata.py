@@ -359,6 +359,27 @@ def test_csc_dense_and_layers_agree(small, tmp_path):
         assert np.array_equal(got.values, ref.values)
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "dense"])
+def test_backed_views_tokenize_only_their_cells(small, tmp_path, fmt):
+    """A view of a backed AnnData (``b[10:20]``) used to tokenize every cell of the file."""
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    a.X = {"csr": a.X, "csc": a.X.tocsc(), "dense": a.X.toarray()}[fmt]
+    p = tmp_path / f"{fmt}.h5ad"
+    a.write_h5ad(p)
+    b = anndata.read_h5ad(p, backed="r")
+    try:
+        mask = np.arange(a.n_obs) % 3 == 1
+        for sel in (np.s_[4:9], np.s_[[7, 0, 3]], mask, np.s_[2:12, ::2], np.s_[5:5]):
+            got = gad.tokenize_anndata(b[sel], tok, values=True)
+            ref = gad.tokenize_anndata(a[sel].copy(), tok, values=True)
+            assert got == ref
+            assert np.array_equal(got.values, ref.values)
+    finally:
+        b.file.close()
+
+
 def test_backed_csc_larger_than_the_budget_is_refused(small, tmp_path):
     universe, variables, rows = small
     a = _adata(rows, variables)
@@ -564,3 +585,59 @@ def test_fast_var_name_parser_matches_parse_region_strings(parts, sep, one_based
         assert fast.chrom_names == ref.chrom_names and np.array_equal(fast.codes, ref.codes)
     if ref is not None and not any(p[-1] for p in parts):
         assert fast is not None
+
+
+# ---------------------------------------------------------------------------------- validation
+def _naive_compressed_ok(indptr, indices, n_major, n_minor) -> bool:
+    """What a valid CSR (CSC: rows and columns swapped) is, one rule at a time."""
+    if len(indptr) != n_major + 1 or indptr[0] != 0 or indptr[-1] != len(indices):
+        return False
+    if any(b < a for a, b in zip(indptr[:-1], indptr[1:])):
+        return False
+    return all(0 <= i < n_minor for i in indices)
+
+
+@st.composite
+def raw_compressed(draw):
+    n_rows, n_cols = draw(st.integers(0, 4)), draw(st.integers(0, 4))
+    fmt = draw(st.sampled_from(["csr", "csc"]))
+    n_major, n_minor = (n_rows, n_cols) if fmt == "csr" else (n_cols, n_rows)
+    nnz = draw(st.integers(0, 6))
+    if draw(st.booleans()):  # mostly plausible pointers: sorted, from 0 to nnz
+        inner = sorted(draw(st.lists(st.integers(0, nnz), min_size=n_major - 1,
+                                     max_size=n_major - 1))) if n_major else []
+        indptr = ([0] + inner + [nnz]) if n_major else [0]
+    else:
+        indptr = draw(st.lists(st.integers(-2, nnz + 2), min_size=max(0, n_major - 1),
+                               max_size=n_major + 2))
+    indices = draw(st.lists(st.integers(-2, n_minor + 1), min_size=nnz, max_size=nnz))
+    return fmt, (n_rows, n_cols), indptr, indices
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw_compressed(), st.sampled_from([np.int32, np.int64, np.uint64]))
+def test_memory_source_accepts_exactly_the_valid_matrices(raw, idx_dtype):
+    """_MemorySource (what every in-memory matrix passes) against the naive rules: a valid
+    CSR/CSC gives the same cells as a per-entry loop; anything else is an AnnDataError, never a
+    scipy conversion of unchecked arrays."""
+    fmt, shape, indptr, indices = raw
+    if idx_dtype == np.uint64 and (min(indptr + indices, default=0) < 0):
+        return  # not representable
+    n_major, n_minor = shape if fmt == "csr" else shape[::-1]
+    X = (sp.csr_matrix if fmt == "csr" else sp.csc_matrix)(shape, dtype=np.float32)
+    X.indptr = np.array(indptr, dtype=idx_dtype)
+    X.indices = np.array(indices, dtype=idx_dtype)
+    X.data = np.arange(1, len(indices) + 1, dtype=np.float32)
+    ok = _naive_compressed_ok(indptr, indices, n_major, n_minor)
+    if not ok:
+        with pytest.raises(AnnDataError):
+            gad._MemorySource(X, "X")
+        return
+    src = gad._MemorySource(X, "X")
+    dense = np.zeros(shape, np.float32)
+    for m in range(n_major):
+        for j in range(indptr[m], indptr[m + 1]):
+            r, c = (m, indices[j]) if fmt == "csr" else (indices[j], m)
+            dense[r, c] += X.data[j]
+    got = sp.csr_matrix((src.data, src.indices, src.indptr), shape=shape).toarray()
+    np.testing.assert_array_equal(got, dense)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from genotok import (
     Corpus,
-    GenotokError,
     CorpusWriter,
+    GenotokError,
     GtokFormatError,
     Ragged,
     Tokenizer,
@@ -41,7 +41,7 @@ def naive_gather(rows: list[list[int]], idx) -> list[list[int]]:
 
 def naive_layout(raw: bytes) -> dict:
     """Oracle: decode a corpus file from the byte table in docs/formats.md with int.from_bytes."""
-    le = lambda a, b: int.from_bytes(raw[a:b], "little")  # noqa: E731
+    le = lambda a, b: int.from_bytes(raw[a:b], "little")
     f = {"magic": raw[0:8], "major": le(8, 10), "minor": le(10, 12), "width": raw[12],
          "vcode": raw[13], "n": le(16, 24), "t": le(24, 32), "tok_off": le(32, 40),
          "val_off": le(40, 48), "off_off": le(48, 56), "json_off": le(56, 64),
@@ -74,6 +74,13 @@ def test_gather_kernels_match_oracle(rows, data):
         if out.size:
             kernel(r.data, r.offsets, idx, offs, out)
         assert Ragged(out, offs).to_list() == want
+
+
+@pytest.mark.parametrize("offsets", [[0, 3, 2], [0, 2, 9], [-1, 1, 2], [0, 2**60, 2]])
+def test_gather_refuses_offsets_outside_the_tokens(offsets):
+    tokens = np.arange(3, dtype=np.uint16)
+    with pytest.raises(GtokFormatError, match="x.gtokc: corrupt record offsets at record"):
+        _gather_rows(tokens, np.array(offsets, np.int64), np.array([1, 0, 1]), "x.gtokc")
 
 
 # ------------------------------------------------------------------ round trips
@@ -272,6 +279,8 @@ def test_writer_lifecycle(tmp_path):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", values_dtype="int8")
     with pytest.raises(ValueError, match="vocab_size"):
         CorpusWriter(tmp_path / "x", vocab_size=0, fingerprint="fp")
+    with pytest.raises(ValueError, match="special_tokens must map names to ids below"):
+        CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", special_tokens={"pad": 10})
     with pytest.raises(TypeError):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", settings={"f": object()})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
@@ -553,6 +562,26 @@ def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     return proc.pid
+
+
+def test_import_holds_one_copy_of_a_file(tmp_path):
+    import tracemalloc
+
+    from genotok import write_gtok
+
+    d = tmp_path / "g"
+    d.mkdir()
+    ids = np.arange(4_000_000, dtype=np.uint32) % 60_000  # 8 MB as uint16
+    write_gtok(d / "big.gtok", ids)
+    size = (d / "big.gtok").stat().st_size
+    tracemalloc.start()
+    try:
+        import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=60_000, fingerprint="fp")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1.5 * size  # the file is mapped, not read: one copy (the writer's block)
+    assert Corpus.open(tmp_path / "c.gtokc")[0][-3:].tolist() == ids[-3:].tolist()
 
 
 def test_import_streams_and_refuses_special_files(tmp_path):

@@ -35,9 +35,10 @@ def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
     assert 0 <= run.unk_share < 0.5
     text = str(run)
     assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
-    run_info = corpus.manifest["genotok_run"] if hasattr(corpus, "manifest") else None
-    if run_info is not None:
-        assert run_info["n_unk_tokens"] == run.n_unk_tokens
+    assert corpus.manifest["genotok_run"]["n_unk_tokens"] == run.n_unk_tokens
+    info = corpus.info()  # what `genotok info` prints
+    assert info["unk_share"] == f"{run.unk_share:.1%} of tokens are <unk>"
+    assert info["hit_rate"] == "100.0% of records hit the universe"
 
 
 def test_wrong_universe_warns_and_names_the_cause(tmp_path):
@@ -60,6 +61,8 @@ def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
     with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):
         run = pretokenize(PBMC, tok, tmp_path / "x", quiet=True)
     assert run.n_unk_records >= 17  # a few cells touch chr1:0-2M of the example
+    info = genotok.Corpus.open(run.out).info()
+    assert info["hit_rate"] == f"{run.hit_rate:.1%} of records hit the universe"
 
 
 # --------------------------------------------------------------------------- progress

@@ -191,3 +191,179 @@ def test_gendata_fragments(tmp_path):
     en, ei, ev = _expected(universe, naive.read_fragments(f), tok)
     assert names == en and rows.to_list() == ei
     assert rows.values.tolist() == [v for r in ev for v in r]
+
+
+# ---------------------------------------------------------------------------------- damaged input
+def _gz_body(n=3000) -> bytes:
+    return b"".join(b"chr1\t%d\t%d\tBC%d-1\t1\n" % (i % 400, i % 400 + 30, i % 11)
+                    for i in range(n))
+
+
+def _damaged(kind: str) -> bytes:
+    gz = gzip.compress(_gz_body())
+    if kind == "truncated":
+        return gz[:len(gz) // 2]
+    if kind == "tail_cut":
+        return gz[:-4]
+    if kind == "deflate_flip":
+        return gz[:60] + bytes([gz[60] ^ 0xFF]) + gz[61:]
+    if kind == "crc_flip":
+        return gz[:-8] + bytes([gz[-8] ^ 1]) + gz[-7:]
+    if kind == "flags_flip":
+        return gz[:3] + b"\xff" + gz[4:]
+    if kind == "magic_only":
+        return gz[:2]
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["truncated", "tail_cut", "deflate_flip", "crc_flip",
+                                  "flags_flip", "magic_only"])
+@pytest.mark.parametrize("output", ["counts", "list", "corpus", "anndata"])
+def test_corrupt_gzip_is_a_bed_parse_error_naming_the_file(tmp_path, kind, output):
+    """A damaged .gz raised a raw EOFError / zlib.error / BadGzipFile (issue 19)."""
+    p = tmp_path / f"{kind}.tsv.gz"
+    p.write_bytes(_damaged(kind))
+    with pytest.raises(BedParseError, match=rf"{kind}.tsv.gz: (truncated|corrupt) gzip") as info:
+        if output == "counts":
+            gad.fragment_counts(p, _tok(), block_bytes=997)
+        else:
+            gad.tokenize_fragments(p, _tok(), output=tmp_path / "c.gtokc" if output == "corpus"
+                                   else output)
+    assert info.value.path == str(p)
+    assert not (tmp_path / "c.gtokc").exists()
+
+
+def test_corrupt_fragments_are_skipped_by_pretokenize(tmp_path):
+    from genotok.pipeline import pretokenize
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "good.tsv.gz").write_bytes(gzip.compress(_gz_body(50)))
+    (d / "bad.tsv.gz").write_bytes(_damaged("truncated"))
+    (d / "ctrl.tsv").write_bytes(b"chr1\t1\t5\tA\x1b[31m\t1\n")
+    with pytest.raises(BedParseError, match="truncated gzip|control byte"):
+        pretokenize(d, _tok(), tmp_path / "fail", quiet=True)
+    summary = pretokenize(d, _tok(), tmp_path / "out", quiet=True, on_error="skip")
+    failed = {Path(f["path"]).name: f["error"] for f in summary.failed}
+    assert set(failed) == {"bad.tsv.gz", "ctrl.tsv"}
+    assert "truncated gzip" in failed["bad.tsv.gz"]
+    assert "ctrl.tsv:1:" in failed["ctrl.tsv"]
+    assert summary.n_records == 11  # the good file's cells
+
+
+@pytest.mark.parametrize("barcode", [b"A\x00B", b"AC\x1b[0m", b"A\x7fB", b"\x01", b"A\rB"])
+def test_control_bytes_in_barcodes_name_file_and_line(tmp_path, barcode):
+    p = tmp_path / "ctrl.tsv"
+    p.write_bytes(b"#h\nchr1\t1\t5\tGOOD\t1\nchr1\t1\t5\t" + barcode + b"\t1\n")
+    with pytest.raises(BedParseError, match=r"ctrl.tsv:3: the barcode .*control byte"):
+        gad.fragment_counts(p, _tok())
+
+
+@pytest.mark.parametrize("block", [3, 1 << 20])
+def test_invalid_utf8_barcodes_are_refused_never_merged(tmp_path, block):
+    """Decoded with replacement characters, b"A\\xff" and b"A\\xfe" both became "A\\ufffd":
+    two cells merged into one. They are refused at their first line instead."""
+    p = tmp_path / "utf.tsv"
+    p.write_bytes(b"chr1\t1\t5\tOK-1\t1\nchr1\t1\t5\tA\xff\t1\nchr1\t9\t15\tA\xfe\t1\n")
+    with pytest.raises(BedParseError, match=r"utf.tsv:2: the barcode b'A\\xff' is not valid "
+                                            r"UTF-8"):
+        gad.fragment_counts(p, _tok(), block_bytes=block)
+    q = tmp_path / "chrom.tsv"
+    q.write_bytes(b"chr1\t1\t5\tOK-1\t1\n\nchr\xc3\t1\t5\tOK-1\t1\n")
+    with pytest.raises(BedParseError, match=r"chrom.tsv:3: the chromosome name"):
+        gad.fragment_counts(q, _tok(), block_bytes=block)
+    good = tmp_path / "good.tsv"  # valid UTF-8 barcodes stay distinct cells
+    good.write_bytes("chr1\t1\t5\tzelle-ä\t1\nchr1\t1\t5\tzelle-ö\t2\n".encode())
+    names, X, _ = gad.fragment_counts(good, _tok())
+    assert names == ["zelle-ä", "zelle-ö"] and X.sum() == 3
+
+
+_SEED = b"#h\nchr1\t5\t20\tAAAC-1\t2\nchr2\t0\t9\tGGTT-1\nchr1\t150\t160\tAAAC-1\t1\r\n"
+
+
+@st.composite
+def _fuzzed_fragment_bytes(draw):
+    if draw(st.booleans()):
+        data = draw(st.binary(max_size=300))
+    else:
+        b = bytearray(_SEED * draw(st.integers(1, 3)))
+        for _ in range(draw(st.integers(0, 6))):
+            pos = draw(st.integers(0, len(b)))
+            b[pos:pos + draw(st.integers(0, 3))] = draw(st.binary(max_size=4))
+        data = bytes(b)
+    if draw(st.booleans()):  # gzip it, then maybe damage the stream
+        data = gzip.compress(data)
+        if draw(st.booleans()):
+            pos = draw(st.integers(0, len(data) - 1))
+            cut = draw(st.sampled_from([None, pos]))
+            data = data[:cut] if cut is not None else (
+                data[:pos] + bytes([data[pos] ^ draw(st.integers(1, 255))]) + data[pos + 1:])
+    return data
+
+
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(_fuzzed_fragment_bytes(), st.sampled_from([1, 7, 64, 1 << 20]))
+def test_fuzzed_fragment_files_give_a_result_or_a_bed_parse_error(tmp_path, data, block):
+    """Crash and hang freedom of the fragment reader: random and mutated (gzipped, damaged)
+    bytes give a count matrix consistent with itself or a BedParseError, nothing else."""
+    p = tmp_path / "fuzz.tsv.gz"
+    p.write_bytes(data)
+    tok = _tok()
+    try:
+        with warnings.catch_warnings():  # e.g. a fuzzed "1" for "chr1": the naming hint
+            warnings.simplefilter("ignore", UserWarning)
+            names, X, nfrag = gad.fragment_counts(p, tok, block_bytes=block)
+            again = gad.fragment_counts(p, tok, block_bytes=1 << 20)
+    except BedParseError as exc:
+        assert exc.path == str(p)
+        return
+    assert len(names) == len(set(names)) == X.shape[0] == nfrag.size
+    assert X.shape[1] == tok.universe.n_regions + 1
+    assert (nfrag >= 1).all() and (X.data >= 0).all()
+    assert again[0] == names and (again[1] != X).nnz == 0  # the block size changes nothing
+
+
+_BOUNDSCHECKED_FUZZ = """
+import gzip, sys, tempfile
+from pathlib import Path
+import numpy as np
+from genotok import BedParseError, Tokenizer
+from genotok import anndata as gad
+seed = {seed!r}
+rng = np.random.default_rng(0)
+tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-50"])
+p = Path(tempfile.mkdtemp()) / "f.tsv.gz"
+n_ok = n_err = 0
+for i in range({n}):
+    b = bytearray(seed * int(rng.integers(1, 4)))
+    for _ in range(int(rng.integers(0, 6))):
+        pos = int(rng.integers(0, len(b) + 1))
+        b[pos:pos + int(rng.integers(0, 3))] = rng.integers(0, 256, int(rng.integers(0, 4)),
+                                                             dtype=np.uint8).tobytes()
+    data = bytes(b)
+    if i % 3 == 0:
+        data = gzip.compress(data)
+        if i % 2:
+            data = data[:int(rng.integers(0, len(data)))]
+    p.write_bytes(data)
+    try:
+        gad.fragment_counts(p, tok, block_bytes=int(rng.choice([7, 64, 1 << 20])))
+        n_ok += 1
+    except BedParseError:
+        n_err += 1
+print(n_ok, n_err)
+"""
+
+
+def test_fuzzed_fragment_files_with_bounds_checked_kernels():
+    """The same fuzz in a fresh interpreter whose kernels check every index (an out-of-bounds
+    access raises instead of reading garbage; a segfault is a negative return code)."""
+    from .test_crafted_h5ad import ROOT, _boundscheck_env
+
+    code = _BOUNDSCHECKED_FUZZ.format(seed=_SEED, n=200)
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_boundscheck_env(),
+                         capture_output=True, text=True, timeout=1200, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    n_ok, n_err = map(int, res.stdout.split())
+    assert n_ok + n_err == 200 and n_ok > 0 and n_err > 0
