@@ -63,7 +63,8 @@ def _dm(path, **kw):
 
 def _trainer(tmp_path, **kw):
     kw.setdefault("enable_checkpointing", False)
-    return L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
+    kw.setdefault("devices", 1)
+    return L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
                      enable_model_summary=False, default_root_dir=tmp_path, **kw)
 
 
@@ -99,3 +100,39 @@ def test_a_token_budget_and_an_end_of_epoch_checkpoint(corpus_path, tmp_path):
                                                                 max_tokens=24),
                                          ckpt_path=tmp_path / "end.ckpt")
     assert sorted(second.seen) == list(range(53)) and second.seen != first.seen
+
+
+class RecordingMLM(TinyMLM):
+    """Writes the records each rank trains on to ``<out>/rank<r>.json`` (ddp_spawn processes)."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out_dir = str(out)
+
+    def on_train_end(self):
+        with open(f"{self.out_dir}/rank{self.global_rank}.json", "w") as fh:
+            json.dump(self.seen, fh)
+
+
+def test_a_two_process_job_resumes_on_one_process(corpus_path, tmp_path):
+    # Lightning DDP (gloo, 2 CPU processes) stopped at step 3, resumed by a single process: the
+    # records consumed by both ranks plus the rest make the epoch exactly once, in global order
+    first, rest = tmp_path / "first", tmp_path / "rest"
+    first.mkdir()
+    rest.mkdir()
+    every3 = L.callbacks.ModelCheckpoint(dirpath=tmp_path, filename="{step}", save_top_k=-1,
+                                         every_n_train_steps=3)
+    _trainer(tmp_path, max_epochs=1, max_steps=3, devices=2, strategy="ddp_spawn",
+             callbacks=[every3], enable_checkpointing=True).fit(RecordingMLM(first),
+                                                                 datamodule=_dm(corpus_path))
+    ckpt = tmp_path / "step=3.ckpt"
+    state = torch.load(ckpt, weights_only=False)["CorpusDataModule"]
+    assert (state["records_seen"], state["world_size"]) == (24, 2)
+    _trainer(tmp_path, max_epochs=1).fit(RecordingMLM(rest), datamodule=_dm(corpus_path),
+                                         ckpt_path=ckpt)
+    r0, r1 = (json.loads((first / f"rank{r}.json").read_text()) for r in (0, 1))
+    done = [i for k in range(3) for r in (r0, r1) for i in r[4 * k:4 * k + 4]]
+    after = json.loads((rest / "rank0.json").read_text())
+    full = TinyMLM()
+    _trainer(tmp_path, max_epochs=1).fit(full, datamodule=_dm(corpus_path))
+    assert done + after == full.seen and sorted(full.seen) == list(range(53))
