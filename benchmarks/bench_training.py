@@ -90,7 +90,7 @@ def remote_section(d: Path, collate, batch: int) -> None:
     from genotok import Corpus
 
     print("\n## MLM batches: local disk vs remote (S3 on 127.0.0.1) through the shard cache\n")
-    kw = dict(batch_size=batch, shuffle="block", window=4)
+    kw = {"batch_size": batch, "shuffle": "block", "window": 4}
     local = Corpus.open(d)
     _epoch(local, collate, **kw)  # compile and warm the page cache: the anchor is warm too
     sec, recs, toks = _epoch(local, collate, **kw)
@@ -117,9 +117,9 @@ def remote_section(d: Path, collate, batch: int) -> None:
         s3.create_bucket(Bucket="bench")
         for p in sorted(d.iterdir()):
             s3.upload_file(str(p), "bench", f"corpus/{p.name}")
-        opts = dict(cache_dir=str(cache), prefetch=4, storage_options={
+        opts = {"cache_dir": str(cache), "prefetch": 4, "storage_options": {
             "key": "x", "secret": "x",
-            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}})
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}}
         t0 = time.perf_counter()
         remote = Corpus.open("s3://bench/corpus", **opts)
         opened = time.perf_counter() - t0

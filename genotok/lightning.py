@@ -16,15 +16,15 @@ except ImportError:  # pragma: no cover - the standalone package
         raise ImportError("genotok.lightning needs Lightning: pip install 'genotok[lightning]'") \
             from None
 
-from .corpus import Corpus  # noqa: E402
-from .torch_data import CorpusIterableDataset, ResumableLoader  # noqa: E402
+from .corpus import Corpus
+from .torch_data import CorpusIterableDataset, ResumableLoader
 
 
 class _CountingLoader:
     """The train loader as Lightning sees it: a plain iterable (no ``state_dict``: Lightning would
     save a position that counts its prefetched batch). Each pass notes where it starts."""
 
-    def __init__(self, loader: ResumableLoader, module: "CorpusDataModule"):
+    def __init__(self, loader: ResumableLoader, module: CorpusDataModule):
         self.loader, self.module = loader, module
 
     def __iter__(self):
@@ -74,8 +74,9 @@ class CorpusDataModule(L.LightningDataModule):
                  open_kwargs: dict | None = None):
         super().__init__()
         self.corpus, self.collate = corpus, collate
-        self.dataset_kwargs = dict(batch_size=batch_size, max_tokens=max_tokens, shuffle=shuffle,
-                                   seed=seed, window=window, split=split, values=values)
+        self.dataset_kwargs = {"batch_size": batch_size, "max_tokens": max_tokens,
+                               "shuffle": shuffle, "seed": seed, "window": window, "split": split,
+                               "values": values}
         self.loader_kwargs = dict(loader_kwargs or {}, num_workers=num_workers)
         self.open_kwargs = dict(open_kwargs or {})
         self._loader: ResumableLoader | None = None

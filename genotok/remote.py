@@ -299,9 +299,8 @@ class ShardCache:
                 if gen != self._generation:
                     i, gen = 0, self._generation
                 while i >= len(self._plan) or i > self._cursor + self.ahead:
-                    if not self._wake.wait(timeout=30):
-                        if i >= len(self._plan):
-                            return  # nothing asked for a while: the thread ends
+                    if not self._wake.wait(timeout=30) and i >= len(self._plan):
+                        return  # nothing asked for a while: the thread ends
                     if gen != self._generation:
                         i, gen = 0, self._generation
                 k = self._plan[i]
@@ -465,8 +464,8 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     """
     fsspec = _fsspec()
     url = url.rstrip("/")
-    options = dict(cache_dir=cache_dir, cache_limit=cache_limit, prefetch=prefetch,
-                   storage_options=storage_options)
+    options = {"cache_dir": cache_dir, "cache_limit": cache_limit, "prefetch": prefetch,
+               "storage_options": storage_options}
     fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
     murl = f"{url}/{_c.MANIFEST}"
     try:

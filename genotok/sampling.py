@@ -22,6 +22,7 @@ This module needs NumPy only (no torch).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -59,7 +60,7 @@ def chunk_bounds(n: int, shard_starts=None, chunk_records: int | None = None) ->
         return starts
     if chunk_records < 1:
         raise ValueError(f"chunk_records must be >= 1, got {chunk_records}")
-    cuts = [np.arange(a, b, chunk_records) for a, b in zip(starts[:-1], starts[1:])]
+    cuts = [np.arange(a, b, chunk_records) for a, b in itertools.pairwise(starts)]
     return np.unique(np.concatenate(cuts + [np.array([n], np.int64)]))
 
 
@@ -109,7 +110,7 @@ def epoch_order(n: int, seed: int, epoch: int, shuffle="full", *, bounds=None,
     order = starts + np.arange(n, dtype=np.int64)
     ends = np.concatenate([[0], np.cumsum(sz)])[::window]
     ends = np.append(ends, n) if ends[-1] != n else ends
-    for a, c in zip(ends[:-1], ends[1:]):
+    for a, c in itertools.pairwise(ends):
         order[a:c] = order[a:c][rng.permutation(c - a)]
     return order
 
@@ -165,7 +166,7 @@ def token_budget_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int
     for a in range(0, order.size, bucket):
         part = np.argsort(lens[a:a + bucket], kind="stable")
         cuts = _budget_cuts(np.ascontiguousarray(lens[a:a + bucket][part]), int(max_tokens))
-        pieces = [part[x:y] for x, y in zip(cuts[:-1], cuts[1:])]
+        pieces = [part[x:y] for x, y in itertools.pairwise(cuts)]
         if rng is not None:
             pieces = [pieces[i] for i in rng.permutation(len(pieces))]
         seqs.append(order[a:a + bucket][np.concatenate(pieces)] if pieces else order[:0])

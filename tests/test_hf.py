@@ -8,8 +8,8 @@ import pytest
 datasets = pytest.importorskip("datasets", reason="pip install datasets")
 pa = pytest.importorskip("pyarrow")
 
-from genotok import Corpus, CorpusWriter  # noqa: E402
-from genotok.corpus import write_manifest  # noqa: E402
+from genotok import Corpus, CorpusWriter
+from genotok.corpus import write_manifest
 
 VOCAB = 40
 

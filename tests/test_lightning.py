@@ -10,9 +10,9 @@ import pytest
 torch = pytest.importorskip("torch")
 L = pytest.importorskip("lightning.pytorch", reason="pip install lightning")
 
-from genotok import CorpusWriter  # noqa: E402
-from genotok.lightning import CorpusDataModule  # noqa: E402
-from genotok.torch_data import MLMCollator  # noqa: E402
+from genotok import CorpusWriter
+from genotok.lightning import CorpusDataModule
+from genotok.torch_data import MLMCollator
 
 pytestmark = [pytest.mark.filterwarnings("ignore::lightning.fabric.utilities.warnings.PossibleUserWarning"),
               pytest.mark.filterwarnings("ignore:.*does not have many workers:UserWarning"),

@@ -16,9 +16,9 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
                                   "pip install 'moto[server]'")
 boto3 = pytest.importorskip("boto3")
 
-from genotok import Corpus, CorpusWriter, GtokFormatError  # noqa: E402
-from genotok.corpus import write_manifest  # noqa: E402
-from genotok.remote import RemoteCorpus, ShardCache  # noqa: E402
+from genotok import Corpus, CorpusWriter, GtokFormatError
+from genotok.corpus import write_manifest
+from genotok.remote import RemoteCorpus, ShardCache
 
 N_SHARDS, PER_SHARD = 5, 40
 CREDS = {"key": "testing", "secret": "testing"}

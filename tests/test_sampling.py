@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -40,7 +41,7 @@ def _stream(plan, epoch, first, world, workers=1, steps=None):
 def test_one_global_order_for_every_world_and_worker_count(shuffle, max_tokens):
     rng = np.random.default_rng(1)
     lengths = rng.integers(1, 20, 103)
-    kw = dict(batch_size=4) if max_tokens is None else dict(max_tokens=max_tokens)
+    kw = {"batch_size": 4} if max_tokens is None else {"max_tokens": max_tokens}
     plan = BatchPlan(lengths, shuffle=shuffle, seed=3, shard_starts=[0, 30, 31, 70, 103], **kw)
     seq, _ = plan.batches(2)
     for world, workers in [(1, 1), (2, 2), (3, 1), (4, 2), (5, 3)]:
@@ -63,7 +64,7 @@ def test_resume_on_another_world_size_loses_and_repeats_nothing(n, b1, b2, w1, w
 
     def plan(b):
         # a token budget resumes with the same budget; a batch size may change
-        kw = dict(max_tokens=3 * b1 + 10, bucket=17) if budget else dict(batch_size=b)
+        kw = {"max_tokens": 3 * b1 + 10, "bucket": 17} if budget else {"batch_size": b}
         return BatchPlan(lengths, shuffle=shuffle, seed=seed, shard_starts=starts, window=2, **kw)
 
     before, after = plan(b1), plan(b2)
@@ -142,7 +143,7 @@ def _naive_budget(lens, max_tokens):
 def test_token_budget_batches_match_a_naive_greedy(lens, max_tokens):
     lens = np.array(lens, dtype=np.int64)
     seq, bounds = token_budget_batches(np.arange(lens.size), lens, max_tokens, bucket=10**6)
-    got = [seq[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
+    got = [seq[a:b].tolist() for a, b in itertools.pairwise(bounds)]
     assert got == _naive_budget(lens.tolist(), max_tokens)
     for b in got:
         assert len(b) == 1 or len(b) * lens[b].max() <= max_tokens
