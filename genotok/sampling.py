@@ -443,3 +443,41 @@ def plan_for(corpus, *, batch_size: int | None = None, max_tokens: int | None = 
     lengths = corpus.lengths if max_tokens is not None else len(corpus)
     return BatchPlan(lengths, batch_size=batch_size, max_tokens=max_tokens,
                      shard_starts=shard_starts(corpus), **kwargs)
+
+
+class BatchSampler:
+    """One rank's batches of record indices from a :class:`BatchPlan`, epoch by epoch.
+
+    A ``batch_sampler`` for a map-style ``torch.utils.data.DataLoader`` (over
+    :class:`~genotok.torch_data.CorpusDataset`, or a Hugging Face dataset from
+    :meth:`Corpus.to_hf_dataset <genotok.Corpus.to_hf_dataset>`), e.g. token-budget batches.
+    Call :meth:`set_epoch` before each epoch, as with torch's ``DistributedSampler``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plan = BatchPlan(np.array([5, 1, 1, 5, 2]), max_tokens=5, shuffle=False)
+    >>> sampler = BatchSampler(plan)
+    >>> sorted(sorted(b) for b in sampler), len(sampler)  # at most 5 padded tokens each
+    ([[0], [1, 2, 4], [3]], 3)
+    """
+
+    def __init__(self, plan: BatchPlan, *, rank: int = 0, world_size: int = 1):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
+        self.plan, self.rank, self.world_size = plan, int(rank), int(world_size)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = int(epoch)
+
+    def _schedule(self) -> Schedule:
+        return self.plan.schedule(self.epoch, rank=self.rank, world_size=self.world_size)
+
+    def __len__(self) -> int:
+        return len(self._schedule())
+
+    def __iter__(self):
+        sched = self._schedule()
+        for k in range(len(sched)):
+            yield sched.batch(k)[1].tolist()

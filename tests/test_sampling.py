@@ -299,3 +299,29 @@ def test_a_state_saved_before_elastic_states_still_resumes(tmp_path):
     assert rest == again.dataset.plan.order(0)[6:].tolist()
     with pytest.raises(ValueError, match="another world size"):
         loader(world=2).load_state_dict(old)
+
+
+def test_batch_sampler_feeds_a_map_style_dataloader(tmp_path):
+    torch_data = pytest.importorskip("genotok.torch_data")
+    import torch
+
+    from genotok import Corpus
+    from genotok.sampling import BatchSampler, plan_for
+
+    path = tmp_path / "c.gtokc"
+    rng = np.random.default_rng(3)
+    with CorpusWriter(path, vocab_size=60, fingerprint="fp") as w:
+        w.append_batch([rng.integers(0, 50, int(rng.integers(1, 30))) for _ in range(80)])
+    corpus = Corpus.open(path)
+    plan = plan_for(corpus, max_tokens=64, seed=2)
+    seen = []
+    for rank in range(2):
+        sampler = BatchSampler(plan, rank=rank, world_size=2)
+        sampler.set_epoch(1)
+        loader = torch.utils.data.DataLoader(torch_data.CorpusDataset(corpus), batch_sampler=sampler,
+                                             collate_fn=torch_data.Collator(pad_token_id=55))
+        for batch in loader:
+            assert batch["input_ids"].numel() <= 64 or batch["input_ids"].shape[0] == 1
+            seen.append(int(batch["attention_mask"].sum()))
+        assert len(loader) == len(sampler)
+    assert sum(seen) == corpus.n_tokens  # every record once over the two ranks
