@@ -459,7 +459,7 @@ class BatchSampler:
     >>> plan = BatchPlan(np.array([5, 1, 1, 5, 2]), max_tokens=5, shuffle=False)
     >>> sampler = BatchSampler(plan)
     >>> sorted(sorted(b) for b in sampler), len(sampler)  # at most 5 padded tokens each
-    ([[0], [1, 2, 4], [3]], 3)
+    ([[0], [1, 2], [3], [4]], 4)
     """
 
     def __init__(self, plan: BatchPlan, *, rank: int = 0, world_size: int = 1):
