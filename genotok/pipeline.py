@@ -15,7 +15,11 @@ import contextlib
 import glob
 import json
 import os
+import re
+import socket
 import time
+import zlib
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +28,7 @@ import numpy as np
 
 from . import _config
 from ._io import atomic_write, default_hash, file_digest
+from ._names import to_file_stem
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
 from .gtok import write_gtok
@@ -36,6 +41,10 @@ H5AD_SUFFIXES = (".h5ad",)
 FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
 JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
+#: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
+#: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
+                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
 class PipelineError(GenotokError):
@@ -161,46 +170,116 @@ def record_name(path: Path) -> str:
 
 
 def _input_id(p: Path) -> dict:
-    st = p.stat()
+    try:
+        st = p.stat()
+    except OSError:  # vanished since it was listed: its batch reports it (or fails)
+        return {"path": str(p), "size": None, "mtime_ns": None}
     return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 @contextlib.contextmanager
 def _lock(directory: Path):
+    """Hold the output directory's lock for the body: an exclusive ``flock`` on
+    ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
+    too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
+    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
+    locks, which other hosts see; a file system without locks is refused with a clear error.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with _lock(d):
+    ...     try:
+    ...         with _lock(d):
+    ...             pass
+    ...     except PipelineError as exc:
+    ...         print("refused:", "locked by" in str(exc))
+    refused: True
+    """
     path = directory / LOCK
-    for _ in range(2):
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            _flock(fd, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        # the holder we waited on may have removed the file before we locked it: a lock on
+        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
             break
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _alive(pid):
-                raise PipelineError(f"{directory}: another genotok process (pid {pid}) is writing "
-                                    "here; wait for it or choose another --out") from None
-            path.unlink(missing_ok=True)  # stale lock of a killed run
-    else:  # pragma: no cover - lost a race twice
-        raise PipelineError(f"{directory}: could not take the lock {path}")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(str(os.getpid()))
+        os.close(fd)
     try:
+        info = {"host": socket.gethostname(), "pid": os.getpid(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
         yield
     finally:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still locked: whoever opens it next makes a new file
+        os.close(fd)  # releases the lock
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def _flock(fd: int, directory: Path) -> None:
+    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
+    naming who holds it (or saying that the file system cannot lock)."""
+    import errno
+    import fcntl
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
+                                "here); wait for it to finish or choose another --out") from None
+        raise PipelineError(f"{directory}: the file system cannot lock files "
+                            f"({exc.strerror or exc}), so two runs writing here could not be "
+                            "kept apart; write to a local directory (and move it), or mount "
+                            "with locking enabled") from None
+
+
+def _holder(fd: int) -> str:
+    """``locked by host:pid since …`` from the lock file's record (written just after the
+    holder took the lock: it may be missing for an instant)."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode())
+        return f"locked by {info['host']}:{info['pid']} since {info['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "locked by another process"
+
+
+def _clean_temp_files(out: Path) -> list[str]:
+    """Remove the temporary files a killed run left in ``out``: only names that our own
+    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
+    ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
+    Called with the directory's lock held, so no live run owns them."""
+    removed = []
+    for p in out.iterdir():
+        if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.append(p.name)
+    return removed
+
+
+#: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
+#: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
+#: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+
+
+def _message(exc: BaseException, path: Path) -> str:
+    """The error of a skipped input as the manifest records it: our errors as they are (they
+    name the file), others with their type and the path."""
+    if isinstance(exc, GenotokError):
+        return str(exc)
+    return f"{path}: {type(exc).__name__}: {exc}"
 
 
 def _progress(total: int, quiet: bool, desc: str):
@@ -221,10 +300,10 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         try:
             rs = RegionSet.from_bed(p)
             return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
-        except GenotokError as exc:
+        except SKIPPABLE as exc:
             if on_error == "fail":
                 raise
-            return None, None, str(exc), None
+            return None, None, _message(exc, p), None
 
     workers = max(1, min(len(paths), n_threads or _config.max_threads()))
     with ThreadPoolExecutor(workers) as pool:
@@ -280,8 +359,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     algo = hash or default_hash()
     paths = expand_inputs(inputs)
     if format == "gtok-dir":
-        names = [record_name(p) for p in paths]
-        clash = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(record_name(p) for p in paths)
+        clash = sorted(n for n, k in counts.items() if k > 1)
         if clash:
             raise PipelineError(f"inputs share the record name(s) {clash[:5]}: their .gtok files "
                                 "would overwrite each other; rename them or use format='corpus'")
@@ -290,6 +369,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         raise PipelineError(f"{out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
+        _clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, files_per_shard)
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
@@ -344,12 +424,15 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
                algo: str) -> dict:
-    """One .h5ad or fragment file: its cells become the records of shard ``b``."""
+    """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
+    ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
+    :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
     from .anndata import tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    failed: list[dict] = []
     try:
         digest = file_digest(path, algo)
         if format == "corpus":
@@ -368,19 +451,51 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
             else:
                 names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
                                                  values=False, output="list")
-            stem = record_name(path)
-            for name, ids in zip(names, rows):
-                write_gtok(out / f"{stem}.{name}.gtok", ids)
-            n_tokens, n = int(sum(len(r) for r in rows)), len(rows)
-    except GenotokError as exc:
+            files = _cell_files(path, names, on_error, failed)
+            n_tokens = n = 0
+            for file, ids in zip(files, rows):
+                if file is not None:
+                    write_gtok(out / file, ids)
+                    n_tokens += len(ids)
+                    n += 1
+    except SKIPPABLE as exc:
         if on_error == "fail":
             raise
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
-                "failed": [{"path": str(path), "error": str(exc)}]}
+                "failed": [{"path": str(path), "error": _message(exc, path)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
-            "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
-                                       "hash": digest, "hash_algorithm": algo, "records": n,
-                                       "kind": kind}]}
+            "failed": failed, "sources": [{"path": str(path), "size": path.stat().st_size,
+                                           "hash": digest, "hash_algorithm": algo, "records": n,
+                                           "kind": kind}]}
+
+
+#: joins a file's stem and a cell's barcode in ``gtok-dir`` file names; never in a safe stem
+CELL_SEP = "@"
+
+
+def _cell_files(path: Path, names: list, on_error: str, failed: list) -> list[str | None]:
+    """The ``.gtok`` file name of each cell of ``path``: ``STEM@BARCODE.gtok``. A barcode that
+    cannot name a file, or one given twice (two cells, one file), is an error; with
+    ``on_error="skip"`` that cell is left out (``None``) and listed in ``failed``."""
+    stem = to_file_stem(record_name(path), f"{path}: file name")
+    files: list[str | None] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        try:
+            file = f"{stem}{CELL_SEP}{to_file_stem(str(name), f'{path}: cell {i} barcode')}.gtok"
+            if file in seen:
+                raise PipelineError(f"{path}: cells {seen[file]} and {i} share the barcode "
+                                    f"{name!r}; their .gtok files would overwrite each other "
+                                    "(make the barcodes unique, or use format='corpus')")
+        except GenotokError as exc:
+            if on_error == "fail":
+                raise
+            failed.append({"path": str(path), "record": str(name), "error": str(exc)})
+            files.append(None)
+            continue
+        seen[file] = i
+        files.append(file)
+    return files
 
 
 def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
@@ -409,6 +524,9 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo)
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
+    if format == "gtok-dir":  # a name that cannot be a file is this input's error
+        parsed = [r if r[2] is not None else _with_file(r, p, on_error)
+                  for r, p in zip(parsed, paths)]
     ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
     names = [record_name(paths[k]) for k in ok]
@@ -429,7 +547,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                meta={"source": [str(paths[ok[i]]) for i in group]})
             else:
                 for i, ids in zip(group, rows):
-                    write_gtok(out / f"{names[i]}.gtok", ids)
+                    write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
         if format == "corpus":
             for k in ok:
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
@@ -439,6 +557,18 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
             "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
                          "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
                         for i, k in enumerate(ok)]}
+
+
+def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
+    """``parsed`` unchanged when the record name of ``path`` can name a ``.gtok`` file, else
+    marked failed (or raising, with ``on_error="fail"``)."""
+    try:
+        to_file_stem(record_name(path), f"{path}: file name")
+    except GenotokError as exc:
+        if on_error == "fail":
+            raise
+        return None, None, str(exc), None
+    return parsed
 
 
 def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
@@ -460,7 +590,7 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
             p.unlink()
         for name in (JOURNAL, MANIFEST):
             (out / name).unlink(missing_ok=True)
-    elif any(p.name != LOCK for p in out.iterdir()):
+    elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
         raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
                             "new directory")
     journal = {"plan": plan, "done": {}}

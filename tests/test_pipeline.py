@@ -113,21 +113,6 @@ def test_expand_inputs(tmp_path):
     assert record_name(Path("x/s1.narrowPeak.gz")) == "s1" and record_name(Path("a.b.bed")) == "a.b"
 
 
-def test_lock_refuses_a_second_writer(tmp_path, tok):
-    out = tmp_path / "out"
-    out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        (out / ".genotok.lock").write_text(str(holder.pid))
-        with pytest.raises(PipelineError, match=f"pid {holder.pid}"):
-            pretokenize(EX / "peaks", tok, out, quiet=True)
-    finally:
-        holder.kill()
-        holder.wait()
-    # the lock of a dead process is stale: the run proceeds
-    assert pretokenize(EX / "peaks", tok, out, quiet=True).n_records == 5
-
-
 def _cli_env():
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -153,6 +138,126 @@ def test_kill_9_then_rerun_equals_uninterrupted(tmp_path, tok, trial):
     ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
     got = _kill_and_resume(tmp_path, d, delay=[0.3, 1.0, 1.6][trial], tag=trial)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+
+
+# a run that SIGKILLs itself at an exact instant: inside the n-th write to a file the
+# pipeline writes atomically (journal, manifest, a .gtok), or right after the n-th batch
+KILL_AT = """
+import os, signal, sys
+from pathlib import Path
+import genotok
+import genotok.pipeline as P
+
+where, n, fmt = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+calls = {"n": 0}
+
+def hit():
+    calls["n"] += 1
+    if calls["n"] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+if where == "batch":
+    run_batch = P._run_batch
+    def _run_batch(*a, **k):
+        entry = run_batch(*a, **k)
+        hit()  # the shard is in place, the journal does not know it yet
+        return entry
+    P._run_batch = _run_batch
+else:
+    real = P.atomic_write
+    class Dying:
+        def __init__(self, fh):
+            self.fh = fh
+        def write(self, data):
+            half = len(data) // 2
+            self.fh.write(data[:half])
+            self.fh.flush()
+            hit()  # half of the data is in the temp file
+            return self.fh.write(data[half:]) + half
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+    import contextlib
+    @contextlib.contextmanager
+    def atomic_write(path, mode="wb"):
+        with real(path, mode) as fh:
+            yield Dying(fh) if Path(path).name.endswith(where) else fh
+    P.atomic_write = atomic_write
+    import genotok.corpus as C
+    import genotok.gtok as G
+    C.atomic_write = G.atomic_write = atomic_write
+tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+P.pretokenize(sys.argv[1], tok, sys.argv[2], files_per_shard=2, quiet=True, format=fmt)
+print("finished without being killed")
+"""
+
+
+def _killed_at(tmp_path, d, where: str, n: int, fmt: str = "corpus") -> Path:
+    out = tmp_path / f"out_{where}_{n}_{fmt}"
+    res = subprocess.run([sys.executable, "-c", KILL_AT, str(d), str(out), where, str(n), fmt],
+                         env=_cli_env(), capture_output=True, text=True)
+    assert res.returncode == -signal.SIGKILL, res.stdout + res.stderr
+    return out
+
+
+@pytest.mark.parametrize("where,n", [("journal.json", 1), ("journal.json", 2), ("batch", 1),
+                                     ("journal.json", 4), ("manifest.json", 1)])
+def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, where, n):
+    """Issue 19: a SIGKILL inside the first journal save left ``.journal.json.*.tmp``, which
+    the next run took for a foreign file and refused to resume."""
+    d = _many_files(tmp_path, n=5)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    out = _killed_at(tmp_path, d, where, n)
+    left = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert left == [] if where == "batch" else len(left) == 1
+    first = not (out / "journal.json").exists()  # killed in the first save: no journal yet
+    assert first == ((where, n) == ("journal.json", 1))
+    if not first:  # (a foreign file in a directory without a journal is refused, rightly)
+        (out / ".notes.tmp").write_text("a user's file: not ours to remove")
+    got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out, verify=True)
+    assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == \
+        ([] if first else [".notes.tmp"])
+
+
+def test_killed_inside_a_gtok_write_resumes(tmp_path, tok):
+    d = _many_files(tmp_path, n=5)
+    pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2, format="gtok-dir")
+    out = _killed_at(tmp_path, d, ".gtok", 3, "gtok-dir")
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    pretokenize(d, tok, out, quiet=True, files_per_shard=2, format="gtok-dir")
+    names = sorted(p.name for p in (tmp_path / "ref").glob("*.gtok"))
+    assert sorted(p.name for p in out.glob("*.gtok")) == names and len(names) == 5
+    for name in names:
+        assert read_gtok(out / name).tolist() == read_gtok(tmp_path / "ref" / name).tolist()
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_foreign_files_are_never_cleaned(tmp_path, tok):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in (".journal.json.tmp", ".journal.json.abc.tmp", "x.tmp", ".x.tmp",
+                 ".journal.json.ABCDEFGH.tmp", ".shard-1.gtokc.abcdefgh.tmp"):
+        (out / name).write_text("mine")
+        with pytest.raises(PipelineError, match="not empty"):
+            pretokenize(EX / "peaks", tok, out, quiet=True)
+        assert (out / name).read_text() == "mine"
+        (out / name).unlink()
+    (out / ".journal.json.abcdefgh.tmp").mkdir()  # ours by name, but a directory: left alone
+    with pytest.raises(PipelineError, match="not empty"):
+        pretokenize(EX / "peaks", tok, out, quiet=True)
+
+
+@pytest.mark.slow
+def test_kill_9_at_every_save(tmp_path, tok):
+    d = _many_files(tmp_path, n=9)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    for where, ns in (("journal.json", range(1, 7)), ("batch", range(1, 6)),
+                      ("manifest.json", [1])):
+        for n in ns:
+            out = _killed_at(tmp_path, d, where, n)
+            got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out,
+                              verify=True)
+            assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
 
 @pytest.mark.slow
