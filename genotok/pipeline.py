@@ -461,6 +461,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     except SKIPPABLE as exc:
         if on_error == "fail":
             raise
+        shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": _message(exc, path)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,

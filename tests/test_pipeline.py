@@ -336,3 +336,111 @@ def test_h5ad_and_fragment_inputs(tmp_path, tok):
     assert c.names == ["a"] + [f"cell{i}" for i in range(12)] + list(bcs)
     assert c.to_ragged().to_list() == [tok.encode(d / "a.bed").tolist()] + cells + [r.tolist() for r in frows]
     assert len(list(run.out.glob("shard-*.gtokc"))) == 3
+
+
+# ------------------------------------------------------------------ hostile names, bad inputs
+def _fragments(u, barcodes) -> str:
+    return "".join(f"{u.chrom_of(i)}\t{u.starts[i]}\t{u.starts[i] + 50}\t{bc}\t1\n"
+                   for i in range(40) for bc in barcodes[i % len(barcodes):][:1])
+
+
+def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
+    """Issue 19: a barcode ``./../X`` wrote outside ``--out``; one with ``/`` aborted the run."""
+    from genotok._names import from_file_stem
+
+    from genotok.pipeline import CELL_SEP
+
+    hostile = ["./../X", "a/b", "..", "/etc/x", "..%2F", "BC1", "ctl\x01"]
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "frags.tsv").write_text(_fragments(tok.universe.regions, hostile))
+    (d / "a b.bed").write_text("chr1\t1000000\t1100000\n")
+    out = tmp_path / "deep" / "out"
+    run = pretokenize(d, tok, out, format="gtok-dir", quiet=True)
+    assert run.failed == []
+    written = sorted(p.name for p in out.glob("*.gtok"))
+    assert all(p.parent == out for p in tmp_path.rglob("*.gtok"))  # nothing escaped
+    assert len(written) == len(hostile) + 1
+    cells = {from_file_stem(n[:-5].split(CELL_SEP)[1]) for n in written if CELL_SEP in n}
+    assert cells == set(hostile)
+    assert "a%20b.gtok" in written  # a file stem is made safe the same way
+    frows = dict(zip(*genotok.anndata.tokenize_fragments(d / "frags.tsv", tok, values=False,
+                                                         output="list")))
+    for n in written:
+        if CELL_SEP in n:
+            bc = from_file_stem(n[:-5].split(CELL_SEP)[1])
+            assert read_gtok(out / n).tolist() == frows[bc].tolist()
+
+
+def test_a_bad_or_duplicate_barcode_is_that_cells_error(tmp_path, tok):
+    from genotok.pipeline import _cell_files
+
+    failed: list = []
+    files = _cell_files(Path("d/x.tsv.gz"), ["A", "", "B", "A", "C" * 300], "skip", failed)
+    assert files == ["x@A.gtok", None, "x@B.gtok", None, None]
+    assert [f["record"] for f in failed] == ["", "A", "C" * 300]
+    assert "share the barcode 'A'" in failed[1]["error"] and "too long" in failed[2]["error"]
+    with pytest.raises(PipelineError, match="cells 0 and 3 share the barcode"):
+        _cell_files(Path("x.tsv"), ["A", "B", "C", "A"], "fail", [])
+    # in a run: the long barcode is skipped and reported, the other cells are written
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "f.tsv").write_text(_fragments(tok.universe.regions, ["BC1", "L" * 250]))
+    run = pretokenize(d, tok, tmp_path / "out", format="gtok-dir", quiet=True, on_error="skip")
+    assert [f["record"] for f in run.failed] == ["L" * 250]
+    assert [p.name for p in (tmp_path / "out").glob("*.gtok")] == ["f@BC1.gtok"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())["genotok_run"]
+    assert manifest["failed"] == run.failed and run.n_records == 1
+    with pytest.raises(genotok.GenotokError, match="too long"):
+        pretokenize(d, tok, tmp_path / "out2", format="gtok-dir", quiet=True)
+
+
+def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
+    """Corrupt gzip (BED and fragments), malformed fragments, a garbage .h5ad, a file that
+    cannot be read: with on_error="skip" each is listed with its error, the rest is done."""
+    u = tok.universe.regions
+    d = tmp_path / "in"
+    d.mkdir()
+    good = _fragments(u, ["BC1", "BC2"]).encode()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    (d / "b.bed.gz").write_bytes(gzip.compress(b"chr1\t1\t2\n" * 1000)[:-30])  # truncated
+    (d / "c.tsv.gz").write_bytes(gzip.compress(good)[:-30])                  # truncated
+    (d / "d.tsv").write_bytes(good + b"chr1\tx\t5\tBC1\t1\n")                 # malformed
+    (d / "e.h5ad").write_bytes(b"not an HDF5 file" * 64)
+    (d / "f.bed.gz").write_bytes(b"\x1f\x8b" + bytes(range(256)))             # not deflate
+    (d / "g.tsv").write_bytes(good)
+    bad = ["b.bed.gz", "c.tsv.gz", "d.tsv", "e.h5ad", "f.bed.gz"]
+    pytest.importorskip("anndata")
+    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip", files_per_shard=1)
+    assert sorted(Path(f["path"]).name for f in run.failed) == bad
+    assert all(f["error"] for f in run.failed)
+    c = Corpus.open(run.out, verify=True)
+    assert c.names == ["a", "BC1", "BC2"]
+    manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
+    assert manifest["failed"] == run.failed
+    assert "5 failed (skipped)" in str(run)
+    # the same inputs with on_error="fail": the first bad one stops the run
+    with pytest.raises(Exception) as info:
+        pretokenize(d, tok, tmp_path / "out2", quiet=True, files_per_shard=1)
+    assert "b.bed.gz" in str(info.value)
+
+
+def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
+    import genotok.pipeline as P
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    real = P.file_digest
+
+    def digest(path, algo="sha256"):
+        if Path(path).name == "b.bed":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, algo)
+
+    monkeypatch.setattr(P, "file_digest", digest)
+    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip")
+    assert [Path(f["path"]).name for f in run.failed] == ["b.bed"]
+    assert "PermissionError" in run.failed[0]["error"] and "b.bed" in run.failed[0]["error"]
+    assert Corpus.open(run.out).names == ["a"]
