@@ -5,8 +5,20 @@ corpus writer), ``journal.json`` (which batches of inputs are done, updated atom
 each shard) and, at the end, ``manifest.json``, which joins the shards into one corpus and
 records everything needed to audit and reproduce it. A re-run after an interruption (Ctrl-C,
 kill -9) reads the journal, skips the batches already done and finishes the rest, so no record
-is lost or duplicated and the record order equals an uninterrupted run. A lock file refuses a
-second process writing the same directory.
+is lost or duplicated and the record order equals an uninterrupted run.
+
+Safe against what it reads and against being killed (issue 19):
+
+- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
+  whole run and released by the kernel however the holder ends, so it is never stale; a second
+  run is told ``locked by host:pid since …``;
+- a kill at any instant leaves a directory that resumes: every file is written to a temporary
+  name and renamed, and the next run first removes the temporary files of ours it finds
+  (``.journal.json.XXXXXXXX.tmp`` …; never another name);
+- record names that become file names (``gtok-dir``) are spelled by
+  :func:`genotok._names.to_file_stem`: no barcode can name a path outside the directory;
+- with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
+  ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import json
 import os
 import re
 import socket
+import stat
 import time
 import zlib
 from collections import Counter
@@ -282,6 +295,14 @@ def _message(exc: BaseException, path: Path) -> str:
     return f"{path}: {type(exc).__name__}: {exc}"
 
 
+def _check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
+    ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
+                            "pretokenize files (copy a stream to a file first)")
+
+
 def _progress(total: int, quiet: bool, desc: str):
     if quiet:
         return None
@@ -298,6 +319,7 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
 
     def work(p: Path):
         try:
+            _check_regular(p)
             rs = RegionSet.from_bed(p)
             return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
         except SKIPPABLE as exc:
@@ -434,6 +456,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     failed: list[dict] = []
     try:
+        _check_regular(path)
         digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":

@@ -444,3 +444,17 @@ def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
     assert [Path(f["path"]).name for f in run.failed] == ["b.bed"]
     assert "PermissionError" in run.failed[0]["error"] and "b.bed" in run.failed[0]["error"]
     assert Corpus.open(run.out).names == ["a"]
+
+
+def test_a_fifo_or_device_input_is_refused_not_read(tmp_path, tok):
+    """A FIFO would block the run forever, /dev/zero fill the memory: neither is read."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    os.mkfifo(d / "pipe.bed")
+    inputs = [d / "a.bed", d / "pipe.bed", "/dev/zero"]
+    run = pretokenize(inputs, tok, tmp_path / "out", quiet=True, on_error="skip")
+    assert [f["path"] for f in run.failed] == [str(d / "pipe.bed"), "/dev/zero"]
+    assert all("not a regular file" in f["error"] for f in run.failed)
+    with pytest.raises(PipelineError, match="pipe.bed: not a regular file"):
+        pretokenize(inputs, tok, tmp_path / "out2", quiet=True)
