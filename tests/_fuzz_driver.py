@@ -24,7 +24,7 @@ from genotok import GenotokError, RegionSet, Tokenizer, _parse
 from genotok.regions import parse_region_strings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests import naive_regions as naive  # noqa: E402
+from tests import naive_regions as naive
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 0

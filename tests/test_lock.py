@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import json
 import multiprocessing
 import os
@@ -75,10 +76,9 @@ def test_a_lock_file_from_an_old_version_or_another_host_is_not_a_lock(tmp_path)
 
 
 def test_threads_of_one_process_exclude_each_other(tmp_path):
-    with P._lock(tmp_path):
-        with pytest.raises(PipelineError, match="locked by .*:%d since" % os.getpid()):
-            with P._lock(tmp_path):
-                pass
+    refused = pytest.raises(PipelineError, match=f"locked by .*:{os.getpid()} since")
+    with P._lock(tmp_path), refused, P._lock(tmp_path):
+        pass
     with P._lock(tmp_path):  # released: taken again
         pass
 
@@ -91,9 +91,9 @@ def test_file_systems_without_locks_get_a_clear_error(tmp_path, monkeypatch, cod
         raise OSError(code, os.strerror(code))
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
-    with pytest.raises(PipelineError, match="the file system cannot lock files .*local directory"):
-        with P._lock(tmp_path):
-            pass
+    with pytest.raises(PipelineError, match="the file system cannot lock files .*local directory"), \
+            P._lock(tmp_path):
+        pass
     assert not any(p.name != LOCK for p in tmp_path.iterdir())
 
 
@@ -133,7 +133,7 @@ def _run_hammer(tmp_path: Path, procs: int, n: int):
         assert w.exitcode == 0
     spans = sorted(s for r, _ in results for s in r)
     assert len(spans) == procs * n
-    overlaps = sum(b[0] < a[1] for a, b in zip(spans, spans[1:]))
+    overlaps = sum(b[0] < a[1] for a, b in itertools.pairwise(spans))
     assert overlaps == 0
     assert int((tmp_path / "counter").read_text()) == procs * n  # no update lost
     assert sum(r for _, r in results) > 0 or procs == 1  # they did contend
