@@ -243,8 +243,13 @@ def _flock(fd: int, directory: Path) -> None:
     """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
     naming who holds it (or saying that the file system cannot lock)."""
     import errno
-    import fcntl
 
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
+                            "(fcntl), which this platform lacks; run it on Linux or macOS "
+                            "(or WSL)") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
