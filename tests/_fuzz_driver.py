@@ -206,8 +206,17 @@ def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order,
 if __name__ == "__main__":
     from hypothesis import seed
 
+    import traceback
+
     checked = os.environ.get("NUMBA_BOUNDSCHECK") == "1"
+    failures = []
     for f in (fuzz_bed, fuzz_gzip, fuzz_fragments, fuzz_strings, fuzz_gtok, fuzz_corpus,
               fuzz_cells):
-        seed(SEED)(f)()  # the same inputs for a given SEED: a failure can be replayed
+        try:  # every campaign runs, whatever an earlier one found
+            seed(SEED)(f)()  # the same inputs for a given SEED: a failure can be replayed
+        except Exception:
+            failures.append(f"{f.__name__}:\n{traceback.format_exc()[-2500:]}")
     print(f"fuzzed {count['n']} inputs ({'bounds-checked' if checked else 'plain'} kernels)")
+    if failures:
+        print(f"{len(failures)} campaign(s) failed:\n" + "\n".join(failures), file=sys.stderr)
+        sys.exit(1)
