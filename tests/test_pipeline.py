@@ -457,3 +457,24 @@ def test_a_fifo_or_device_input_is_refused_not_read(tmp_path, tok):
     assert all("not a regular file" in f["error"] for f in run.failed)
     with pytest.raises(PipelineError, match="pipe.bed: not a regular file"):
         pretokenize(inputs, tok, tmp_path / "out2", quiet=True)
+
+
+def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
+    """The clean-up knows ``_io.make_temp``'s naming: if that changes, this fails (rather than
+    temp files piling up, or a resume being refused)."""
+    from genotok._io import make_temp
+    from genotok._names import to_file_stem
+    from genotok.pipeline import CELL_SEP, _clean_temp_files
+
+    ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
+            f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
+    made = []
+    for name in ours * 3:
+        fd, tmp = make_temp(tmp_path / name)
+        os.close(fd)
+        made.append(Path(tmp).name)
+    keep = ["journal.json", "notes.tmp", ".hidden.tmp", ".journal.json.tmp", "x.gtok"]
+    for name in keep:
+        (tmp_path / name).write_text("keep")
+    assert sorted(_clean_temp_files(tmp_path)) == sorted(made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
