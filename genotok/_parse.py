@@ -387,12 +387,14 @@ def _fill_newlines(buf, pos, lf):
     p = pos
     if LITTLE_ENDIAN:
         while p + 8 <= n:
+            if k + 8 > cap:  # a word may hold eight: stop at a word's edge, all found so far
+                if k:
+                    return k
+                break  # a block of fewer than eight (the tests'): bytes below
             t = eq_bytes(load_word(buf, p), _LFS)
-            while t:
+            while t:  # no room check per newline: the test above made room for a word's
                 lf[k] = p + lowest_byte(t)
                 k += 1
-                if k == cap:
-                    return k
                 t &= t - np.uint64(1)
             p += 8
     while p < n:

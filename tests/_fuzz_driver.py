@@ -51,7 +51,7 @@ def _apply(data: bytes, edits) -> bytes:
 
 
 @settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(st.one_of(st.binary(max_size=200), mutated()), st.sampled_from([1, 2, 3, 4096]),
+@given(st.one_of(st.binary(max_size=200), mutated()), st.sampled_from([1, 2, 3, 9, 4096]),
        st.booleans())
 def fuzz_bed(data, block, gz):
     """The parser against the oracle, with newline blocks of every size (the refill of the

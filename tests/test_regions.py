@@ -610,7 +610,7 @@ def _parse_text_bytes(buf) -> RegionSet:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)
 @given(st.lists(st.one_of(_LINE, _NEAR, st.sampled_from(["", "", "\r"])), max_size=12),
-       st.sampled_from([1, 2, 3, 5]))
+       st.sampled_from([1, 2, 3, 5, 8, 9, 16]))
 def test_newline_blocks_of_any_size_parse_the_same(tmp_path, lines, block):
     """The parser finds newlines ``_parse.BLOCK`` at a time: blocks that end anywhere (inside
     runs of blank lines too) give the oracle's records or error."""
@@ -658,10 +658,14 @@ def test_blank_and_comment_lines_take_no_memory(filler):
     assert peak < 100_000, peak  # the old line index: 16 MB for these 2M blank lines
 
 
-def test_long_lines_and_crlf_cross_newline_blocks(tmp_path, monkeypatch):
+@pytest.mark.parametrize("block", [2, 9, 4096])
+def test_long_lines_and_crlf_cross_newline_blocks(tmp_path, monkeypatch, block):
     from genotok import _parse
 
-    monkeypatch.setattr(_parse, "BLOCK", 2)
+    monkeypatch.setattr(_parse, "BLOCK", block)
     lines = [f"chr{i % 3}\t{i}\t{i + 7}\t" + "n" * (i * 997 % 5000) for i in range(40)]
+    lines[7:7] = [""] * 30 + ["#c"] * 3 + [""] * 11  # runs of empty lines across blocks
     text = ("\r\n".join(lines) + "\r\n\r\n\n#x\r\n").encode()
+    assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
+    text = text.replace(b"\r\n", b"\n")
     assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
