@@ -43,8 +43,8 @@ newline index is a 32 KiB block refilled as the parse moves on, so blank and com
 no memory beyond their text. Before (issue 19) an index of every newline cost 8 bytes each: a
 255 KB ``.bed.gz`` of blank lines (263 MB of text) peaked at 2.5 GB and took 20 s; now the
 parse adds nothing to the text and runs of empty lines are skipped eight bytes at a time (1.6 s,
-most of it gunzip). A 1M-line BED3 parses at the same speed as with the full index (64-66 ms,
-interleaved in one process).
+most of it gunzip). Speed is unchanged (both versions in one process, 100 interleaved runs,
+minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 22.7 -> 22.8 ms.
 """
 
 from __future__ import annotations
