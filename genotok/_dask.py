@@ -4,6 +4,15 @@ Each batch of inputs is tokenized on a worker, which writes its own shard straig
 output directory (a filesystem every worker sees: NFS, Lustre, a cloud mount); the client only
 records finished batches in the journal. The shards are then joined by the manifest, exactly as
 in a single-machine run, so both give the same corpus record for record.
+
+The client holds the output directory's lock (an OS ``flock``, see :func:`genotok.pipeline._lock`)
+for the whole run; workers only write shards whose numbers the client gave them. A worker killed
+mid-shard leaves a temporary file that the next run removes before it resumes.
+
+Security: Dask sends tasks and results as pickles, and unpickling runs code. A scheduler that
+anyone on the network can reach runs anyone's code on your workers: keep it on a private network
+or start it with TLS and authentication (``distributed.security.Security``), and never point
+``client=`` at a scheduler you do not control.
 """
 
 from __future__ import annotations

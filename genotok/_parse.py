@@ -29,13 +29,22 @@ the noise of this shared machine). So the hash table: no Python work per line, w
 The hash xors the name's bytes into a word and multiplies once: FNV-1a's multiply per byte made
 the shuffled file 1.6x slower than with it.
 
-Speed: a first pass finds every newline and any binary byte eight bytes at a time
-(:mod:`genotok._bits`); then the common line, ``name<TAB>start<TAB>end`` followed by a tab or
+Speed: a first pass counts the lines that may hold a record and looks for any binary byte, eight
+bytes at a time (:mod:`genotok._bits`); then the parse finds newlines a block of 4096 at a time
+into a small scratch array, and the common line, ``name<TAB>start<TAB>end`` followed by a tab or
 its newline, is read in one pass with no bounds tests (its newline stops every scan) and its
 tail is never looked at. Every other line (comments, headers, spaces, anything malformed, the
 whole file when it holds a binary byte) takes the full rules below, which report errors. Same
 200k-line narrowPeak, same process: 27-37 ms before, 14-16 ms after (sorted), 32-38 -> 20 ms
 (shuffled); the byte loop that only counts newlines takes 1.7 ms.
+
+Memory: the outputs are sized by the lines that may hold a record (:func:`bound`), and the
+newline index is a 32 KiB block refilled as the parse moves on, so blank and comment lines cost
+no memory beyond their text. Before (issue 19) an index of every newline cost 8 bytes each: a
+255 KB ``.bed.gz`` of blank lines (263 MB of text) peaked at 2.5 GB and took 20 s; now the
+parse adds nothing to the text and runs of empty lines are skipped eight bytes at a time (1.6 s,
+most of it gunzip). Speed is unchanged (both versions in one process, 100 interleaved runs,
+minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 22.7 -> 22.8 ms.
 """
 
 from __future__ import annotations
@@ -43,8 +52,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._bits import (LITTLE_ENDIAN, ONES, below_space, count_high, digits_value, eq_bytes,
-                    load_word, lowest_byte, non_digits, word_view)
+from ._bits import (LITTLE_ENDIAN, ONES, SPACES, below_space, count_high, digits_value,
+                    eq_bytes, load_word, lowest_byte, non_digits, word_view)
 from ._config import NJIT
 
 # error codes returned by the kernel
@@ -58,12 +67,14 @@ END_BEFORE_START = 6
 BINARY = 7
 EMPTY_NAME = 8
 MIXED_SEPARATORS = 9
+NO_ROOM = 10  # the outputs are full: a caller's sizing error, never the file's
 
 MAX_COORD = 1 << 62
 _MAX_DIV10 = MAX_COORD // 10
 
 _TAB, _SPACE, _LF, _CR, _HASH = 9, 32, 10, 13, 35
 _LFS, _TABS, _CRS = ONES * np.uint64(_LF), ONES * np.uint64(_TAB), ONES * np.uint64(_CR)
+_HASHES = ONES * np.uint64(_HASH)
 
 
 @njit(**NJIT)
@@ -366,6 +377,103 @@ def _fill_bytes(buf, lo, hi, ends, m):
     return m
 
 
+@njit(**NJIT)
+def _fill_newlines(buf, pos, lf):
+    """The positions of the next ``lf.size`` newlines from ``pos`` on (fewer at the end of the
+    buffer) into ``lf``; returns how many. Eight bytes at a time (unaligned loads), then bytes."""
+    n = buf.size
+    cap = lf.size
+    k = 0
+    p = pos
+    if LITTLE_ENDIAN:
+        while p + 8 <= n:
+            if k + 8 > cap:  # a word may hold eight: stop at a word's edge, all found so far
+                if k:
+                    return k
+                break  # a block of fewer than eight (the tests'): bytes below
+            t = eq_bytes(load_word(buf, p), _LFS)
+            while t:  # no room check per newline: the test above made room for a word's
+                lf[k] = p + lowest_byte(t)
+                k += 1
+                t &= t - np.uint64(1)
+            p += 8
+    while p < n:
+        if buf[p] == _LF:
+            lf[k] = p
+            k += 1
+            if k == cap:
+                return k
+        p += 1
+    return k
+
+
+@njit(**NJIT)
+def _skip_newlines(buf, p):
+    """The first index at or after ``p`` that is not a newline (or the buffer's size)."""
+    n = buf.size
+    while p + 8 <= n and load_word(buf, p) == _LFS:
+        p += 8
+    while p < n and buf[p] == _LF:
+        p += 1
+    return p
+
+
+@njit(**NJIT)
+def _bound_bytes(buf, lo, hi):
+    """:func:`_bound_words`' rule over the bytes ``lo:hi`` one at a time: (lines that may hold a
+    record, any binary byte)."""
+    n = buf.size
+    count = 0
+    binary = False
+    for k in range(lo, hi):
+        b = buf[k]
+        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
+        if k == 0 or buf[k - 1] == _LF:
+            if b == _CR:
+                count += k + 1 < n and buf[k + 1] != _LF
+            else:
+                count += b != _LF and b != _TAB and b != _SPACE and b != _HASH
+    return count, binary
+
+
+@njit(**NJIT)
+def _bound_words(buf, words, off):
+    """``(most records, binary)``: how many lines may hold a record, and whether any byte is a
+    control byte (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s
+    :func:`~genotok._bits.word_view`.
+
+    A record needs a line whose first byte is not a newline, a separator or ``#`` (those are
+    blank, comments or errors), nor a CR ending the line (``\\r\\n`` is blank). Counting only such
+    lines, not every newline, sizes the outputs by the data: a file of blank or comment lines
+    asks for none. Eight bytes per step: the high bit of each byte that starts a line is the
+    newline mask shifted up one byte, carried across words.
+    """
+    wend = off + 8 * words.size
+    count, binary = _bound_bytes(buf, 0, off)
+    tail, binary_tail = _bound_bytes(buf, wend, buf.size)
+    count += tail
+    binary |= binary_tail
+    controls = np.uint64(0)
+    carry_lf = np.uint64(0x80) if off == 0 or buf[off - 1] == _LF else np.uint64(0)
+    carry_cr = np.uint64(0)
+    for i in range(words.size):
+        x = words[i]
+        lf = eq_bytes(x, _LFS)
+        tab = eq_bytes(x, _TABS)
+        cr = eq_bytes(x, _CRS)
+        controls |= below_space(x) & ~(lf | tab | cr)
+        first = (lf << np.uint64(8)) | carry_lf  # bytes that start a line
+        carry_lf = lf >> np.uint64(56)
+        count += count_high(first & ~(lf | tab | cr | eq_bytes(x, SPACES) | eq_bytes(x, _HASHES)))
+        first_cr = first & cr
+        # a line-starting CR counts unless a newline follows it (in this word or the next)
+        count += count_high(first_cr) - count_high(((first_cr << np.uint64(8)) | carry_cr) & lf)
+        carry_cr = first_cr >> np.uint64(56)
+    if carry_cr and (wend == buf.size or buf[wend] == _LF):
+        count -= 1  # the last word's final byte starts a line with a CR, then the line ends
+    return count, binary or controls != 0
+
+
 @njit(inline="always", **NJIT)
 def _fast_line(buf, ls, le, track, browser):
     """The common line, ``name<TAB>start<TAB>end`` then a tab or the newline at ``le``, in one
@@ -399,18 +507,25 @@ def _fast_line(buf, ls, le, track, browser):
 
 
 @njit(**NJIT)
-def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header=True,
+def parse_bed(buf, binary, codes, starts, ends, track, browser, allow_header=True, block=4096,
               allow_reversed=False):
-    """Parse BED bytes into ``codes``, ``starts``, ``ends`` (room for :func:`n_lines` records;
-    call it through :func:`parse_into`, which checks that). ``lf, binary`` is :func:`scan`'s.
+    """Parse BED bytes into ``codes``, ``starts``, ``ends`` (call it through :func:`parse_into`,
+    which checks their dtypes; :func:`bound` gives the room they need). ``binary`` is
+    :func:`bound`'s: whether any byte is a control byte.
 
     Returns ``(codes, starts, ends, name_start, name_end, status, err_line, err_pos, header_line)``:
     per data line its chromosome code/start/end (views of the first records of the outputs); per
     code the byte span of its name; an error status with the 1-based line and byte offset of the
-    first problem; the line number of a skipped header (0 if none). ``allow_reversed`` keeps a
-    line whose end is before its start as a record (gtars accepts such universe lines).
+    first problem; the line number of a skipped header (0 if none). ``NO_ROOM`` when the outputs
+    are full before the data is (a record is never written past their end). ``allow_reversed``
+    keeps a line whose end is before its start as a record (gtars accepts such universe lines).
+
+    The newlines are found ``block`` at a time into a small scratch array (32 KiB by default,
+    warm in the cache), so memory does not grow with the lines: a file of blank lines needs
+    none beyond its text.
     """
     n = buf.size
+    cap = codes.size
     table, name_start, name_end, name_hash = _name_table()  # chromosome names
     nnames = 0
     prev_code = -1
@@ -419,16 +534,30 @@ def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header
     pos = 0
     header_line = 0
     seen_data = False
+    lf = np.empty(max(block, 1), np.int64)  # the next newlines, from the line at ``pos`` on
+    nlf = 0
+    j = 0
     while pos < n:
         line += 1
         ls = pos
         ok = False
         # binary bytes, and a last line without a newline, take the full rules
-        if not binary and line <= lf.size:
-            le = lf[line - 1]
-            ce, s, e, ok = _fast_line(buf, ls, le, track, browser)
-            pos = le + 1
+        if not binary:
+            if j == nlf:
+                nlf = _fill_newlines(buf, pos, lf)
+                j = 0
+            if j < nlf:
+                le = lf[j]
+                j += 1
+                ce, s, e, ok = _fast_line(buf, ls, le, track, browser)
+                pos = le + 1
         if not ok:  # anything unusual: blank, comment, header, spaces, errors
+            if buf[ls] == _LF:  # a run of empty lines, skipped eight at a time
+                q = _skip_newlines(buf, ls + 1)
+                line += q - ls - 1
+                j = min(j + q - ls - 1, nlf)  # their newlines in the block; all used: refill
+                pos = q
+                continue
             le, bad = _line_end(buf, ls, n)
             pos = le + 1
             if bad >= 0:
@@ -488,6 +617,9 @@ def parse_bed(buf, lf, binary, codes, starts, ends, track, browser, allow_header
                 return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
                     END_BEFORE_START, line, f3s, header_line
         seen_data = True
+        if m == cap:
+            return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                NO_ROOM, line, ls, header_line
         # chromosome code: same as the previous line (sorted files), else the hash table
         if prev_code >= 0 and _same(buf, ls, ce, name_start[prev_code], name_end[prev_code]):
             code = prev_code
@@ -634,41 +766,63 @@ MESSAGES = {
     EMPTY_NAME: "empty chromosome name (the line starts with a separator)",
     MIXED_SEPARATORS: "mixed tab and space separators between the first three columns "
                       "(use one kind per line)",
+    NO_ROOM: "more records than the parse outputs have room for",
 }
 
 
 def scan(buf: np.ndarray) -> tuple[np.ndarray, bool]:
-    """``(newline positions, any binary byte)`` of a contiguous uint8 buffer: the parser's first
-    pass, eight bytes at a time."""
+    """``(newline positions, any binary byte)`` of a contiguous uint8 buffer, eight bytes at a
+    time. The parser no longer needs every newline at once (it finds them a block at a time);
+    this stays as the floor a parse is measured against (``benchmarks/_common.py``)."""
     words, off = word_view(buf)
     return _line_ends(buf, words, off)
 
 
-def n_lines(buf: np.ndarray, lf: np.ndarray) -> int:
-    """Lines of ``buf`` given its newlines ``lf``: the most records a parse can write."""
-    return lf.size + int(buf.size > 0 and buf[-1] != _LF)
+#: newlines the parser finds per step: 32 KiB of scratch, whatever the file
+BLOCK = 4096
 
 
-def parse_into(buf: np.ndarray, lf: np.ndarray, binary: bool, codes: np.ndarray,
-               starts: np.ndarray, ends: np.ndarray, allow_header: bool = True,
-               allow_reversed: bool = False):
+def bound(buf: np.ndarray) -> tuple[int, bool]:
+    """``(most records, any binary byte)`` of a contiguous uint8 buffer: the room a parse needs.
+
+    The most records is the number of lines that may hold one (not blank, not a comment), so
+    the outputs grow with the data, never with blank or comment lines.
+
+    Examples
+    --------
+    >>> bound(np.frombuffer(b"chr1\\t1\\t2\\n\\n\\n# note\\n\\r\\nchr1\\t3\\t4", np.uint8))
+    (2, False)
+    """
+    words, off = word_view(buf)
+    count, binary = _bound_words(buf, words, off)
+    return int(count), bool(binary)
+
+
+def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndarray,
+               ends: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
     """:func:`parse_bed` into caller-owned outputs (e.g. slices of one array shared by the
-    chunks of a parallel parse), after checking what numba would not: dtypes and room."""
-    need = n_lines(buf, lf)
+    chunks of a parallel parse), after checking what numba would not: dtypes and layout. The
+    kernel itself refuses to write past the outputs' end: too little room is a ``ValueError``."""
     for a, dt in ((codes, np.int32), (starts, np.int64), (ends, np.int64)):
-        if a.dtype != dt or a.ndim != 1 or a.size < need or not a.flags.c_contiguous:
-            raise ValueError(f"parse output must be a contiguous {np.dtype(dt).name} array of "
-                             f">= {need} items, got {a.dtype} {a.shape}")
-    return parse_bed(buf, lf, binary, codes, starts, ends, TRACK, BROWSER, allow_header,
-                     allow_reversed)
+        if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError(f"parse output must be a contiguous 1-d {np.dtype(dt).name} array, "
+                             f"got {a.dtype} {a.shape}")
+    if not (starts.size == ends.size == codes.size):
+        raise ValueError(f"parse output arrays differ in size: {codes.size}, {starts.size}, "
+                         f"{ends.size}")
+    r = parse_bed(buf, binary, codes, starts, ends, TRACK, BROWSER, allow_header, BLOCK,
+                  allow_reversed)
+    if r[5] == NO_ROOM:
+        raise ValueError(f"parse output has room for {codes.size} records: too few for the "
+                         "buffer (size it with bound())")
+    return r
 
 
 def run(buf: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
     """Parse a whole uint8 buffer (outputs allocated by NumPy, which gives large arrays huge
     pages; numba's allocations fault in 4 KiB at a time)."""
-    lf, binary = scan(buf)
-    need = n_lines(buf, lf)
-    return parse_into(buf, lf, binary, np.empty(need, np.int32), np.empty(need, np.int64),
+    need, binary = bound(buf)
+    return parse_into(buf, binary, np.empty(need, np.int32), np.empty(need, np.int64),
                       np.empty(need, np.int64), allow_header, allow_reversed)
 
 

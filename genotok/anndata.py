@@ -162,6 +162,23 @@ def _h5_frame(path: str, key: str) -> _Frame:
     return _Frame(cols, get, idx, path)
 
 
+def obs_names(adata) -> list[str]:
+    """The cell names of an AnnData or an ``.h5ad`` path, as strings.
+
+    A path is read with h5py under the same checks as its matrix: a damaged file is an
+    :class:`AnnDataError` naming it, never anndata's own errors, and no file stays open.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> obs_names(genotok.examples_dir() / "pbmc.h5ad")[:2]
+    ['GCATACGTGTACGCCC-1', 'AAGCTATCAACATTTC-1']
+    """
+    if _is_path(adata):
+        return [str(x) for x in _h5_frame(os.fspath(adata), "obs").index()]
+    return [str(x) for x in adata.obs_names]
+
+
 def _adata_frame(df, where: str) -> _Frame:
     return _Frame(list(df.columns), lambda c: df[c].to_numpy(), lambda: np.asarray(df.index),
                   where)

@@ -5,8 +5,20 @@ corpus writer), ``journal.json`` (which batches of inputs are done, updated atom
 each shard) and, at the end, ``manifest.json``, which joins the shards into one corpus and
 records everything needed to audit and reproduce it. A re-run after an interruption (Ctrl-C,
 kill -9) reads the journal, skips the batches already done and finishes the rest, so no record
-is lost or duplicated and the record order equals an uninterrupted run. A lock file refuses a
-second process writing the same directory.
+is lost or duplicated and the record order equals an uninterrupted run.
+
+Safe against what it reads and against being killed (issue 19):
+
+- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
+  whole run and released by the kernel however the holder ends, so it is never stale; a second
+  run is told ``locked by host:pid since …``;
+- a kill at any instant leaves a directory that resumes: every file is written to a temporary
+  name and renamed, and the next run first removes the temporary files of ours it finds
+  (``.journal.json.XXXXXXXX.tmp`` …; never another name);
+- record names that become file names (``gtok-dir``) are spelled by
+  :func:`genotok._names.to_file_stem`: no barcode can name a path outside the directory;
+- with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
+  ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
 """
 
 from __future__ import annotations
@@ -15,8 +27,13 @@ import contextlib
 import glob
 import json
 import os
+import re
+import socket
+import stat
 import time
 import warnings
+import zlib
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +42,7 @@ import numpy as np
 
 from . import _config
 from ._io import atomic_write, default_hash, file_digest
+from ._names import to_file_stem
 from ._progress import progress
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
@@ -38,6 +56,10 @@ H5AD_SUFFIXES = (".h5ad",)
 FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
 JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
+#: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
+#: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
+                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
 class PipelineError(GenotokError):
@@ -197,46 +219,129 @@ def record_name(path: Path) -> str:
 
 
 def _input_id(p: Path) -> dict:
-    st = p.stat()
+    try:
+        st = p.stat()
+    except OSError:  # vanished since it was listed: its batch reports it (or fails)
+        return {"path": str(p), "size": None, "mtime_ns": None}
     return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 @contextlib.contextmanager
 def _lock(directory: Path):
+    """Hold the output directory's lock for the body: an exclusive ``flock`` on
+    ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
+    too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
+    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
+    locks, which other hosts see; a file system without locks is refused with a clear error.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with _lock(d):
+    ...     try:
+    ...         with _lock(d):
+    ...             pass
+    ...     except PipelineError as exc:
+    ...         print("refused:", "locked by" in str(exc))
+    refused: True
+    """
     path = directory / LOCK
-    for _ in range(2):
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            _flock(fd, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        # the holder we waited on may have removed the file before we locked it: a lock on
+        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
             break
-        except FileExistsError:
-            try:
-                pid = int(path.read_text().strip() or 0)
-            except (OSError, ValueError):
-                pid = 0
-            if pid and _alive(pid):
-                raise PipelineError(f"{directory}: another genotok process (pid {pid}) is writing "
-                                    "here; wait for it or choose another --out") from None
-            path.unlink(missing_ok=True)  # stale lock of a killed run
-    else:  # pragma: no cover - lost a race twice
-        raise PipelineError(f"{directory}: could not take the lock {path}")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(str(os.getpid()))
+        os.close(fd)
     try:
+        info = {"host": socket.gethostname(), "pid": os.getpid(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
         yield
     finally:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still locked: whoever opens it next makes a new file
+        os.close(fd)  # releases the lock
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def _flock(fd: int, directory: Path) -> None:
+    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
+    naming who holds it (or saying that the file system cannot lock)."""
+    import errno
+
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
+                            "(fcntl), which this platform lacks; run it on Linux or macOS "
+                            "(or WSL)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
+                                "here); wait for it to finish or choose another --out") from None
+        raise PipelineError(f"{directory}: the file system cannot lock files "
+                            f"({exc.strerror or exc}), so two runs writing here could not be "
+                            "kept apart; write to a local directory (and move it), or mount "
+                            "with locking enabled") from None
+
+
+def _holder(fd: int) -> str:
+    """``locked by host:pid since …`` from the lock file's record (written just after the
+    holder took the lock: it may be missing for an instant)."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode())
+        return f"locked by {info['host']}:{info['pid']} since {info['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "locked by another process"
+
+
+def _clean_temp_files(out: Path) -> list[str]:
+    """Remove the temporary files a killed run left in ``out``: only names that our own
+    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
+    ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
+    Called with the directory's lock held, so no live run owns them."""
+    removed = []
+    for p in out.iterdir():
+        if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.append(p.name)
+    return removed
+
+
+#: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
+#: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
+#: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+
+
+def _message(exc: BaseException, path: Path) -> str:
+    """The error of a skipped input as the manifest records it: our errors as they are (they
+    name the file), others with their type and the path."""
+    if isinstance(exc, GenotokError):
+        return str(exc)
+    return f"{path}: {type(exc).__name__}: {exc}"
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
+    ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
+                            "pretokenize files (copy a stream to a file first)")
 
 
 def _progress(total: int, quiet: bool, desc: str):
@@ -249,12 +354,13 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
 
     def work(p: Path):
         try:
+            _check_regular(p)
             rs = RegionSet.from_bed(p)
             return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
-        except GenotokError as exc:
+        except SKIPPABLE as exc:
             if on_error == "fail":
                 raise
-            return None, None, str(exc), None
+            return None, None, _message(exc, p), None
 
     workers = max(1, min(len(paths), n_threads or _config.max_threads()))
     with ThreadPoolExecutor(workers) as pool:
@@ -310,8 +416,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     algo = hash or default_hash()
     paths = expand_inputs(inputs)
     if format == "gtok-dir":
-        names = [record_name(p) for p in paths]
-        clash = sorted({n for n in names if names.count(n) > 1})
+        counts = Counter(record_name(p) for p in paths)
+        clash = sorted(n for n, k in counts.items() if k > 1)
         if clash:
             raise PipelineError(f"inputs share the record name(s) {clash[:5]}: their .gtok files "
                                 "would overwrite each other; rename them or use format='corpus'")
@@ -320,6 +426,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         raise PipelineError(f"{out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     with _lock(out):
+        _clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, files_per_shard)
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
@@ -375,13 +482,17 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
                algo: str) -> dict:
-    """One .h5ad or fragment file: its cells become the records of shard ``b``."""
-    from .anndata import tokenize_anndata, tokenize_fragments
+    """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
+    ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
+    :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
+    from .anndata import obs_names, tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    failed: list[dict] = []
     try:
+        _check_regular(path)
         digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":
@@ -394,30 +505,60 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
         else:
             if kind == "h5ad":
-                import anndata
-
                 rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list")
-                names = list(anndata.read_h5ad(path, backed="r").obs_names)
+                names = obs_names(path)
             else:
                 names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
                                                  values=False, output="list")
-            stem = record_name(path)
-            for name, ids in zip(names, rows):
-                write_gtok(out / f"{stem}.{name}.gtok", ids)
-            n_tokens, n = int(sum(len(r) for r in rows)), len(rows)
-            lengths = np.array([len(r) for r in rows], np.int64)
-            unk = _unk_counts(np.concatenate([np.asarray(r) for r in rows]) if rows else
-                              np.zeros(0, np.int64), np.concatenate([[0], np.cumsum(lengths)]),
+            files = _cell_files(path, names, on_error, failed)
+            kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
+            for file, ids in zip(files, rows):
+                if file is not None:
+                    write_gtok(out / file, ids)
+            n, n_tokens = len(kept), int(sum(r.size for r in kept))
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum([r.size for r in kept], out=offsets[1:])
+            unk = _unk_counts(np.concatenate(kept) if kept else np.zeros(0, np.int64), offsets,
                               tokenizer.unk_token_id)
-    except GenotokError as exc:
+    except SKIPPABLE as exc:
         if on_error == "fail":
             raise
+        shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
-                "failed": [{"path": str(path), "error": str(exc)}]}
+                "failed": [{"path": str(path), "error": _message(exc, path)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
-            "unk_tokens": unk[0], "unk_records": unk[1], "failed": [], "sources": [{"path": str(path), "size": path.stat().st_size,
-                                       "hash": digest, "hash_algorithm": algo, "records": n,
-                                       "kind": kind}]}
+            "unk_tokens": unk[0], "unk_records": unk[1], "failed": failed,
+            "sources": [{"path": str(path), "size": path.stat().st_size, "hash": digest,
+                         "hash_algorithm": algo, "records": n, "kind": kind}]}
+
+
+#: joins a file's stem and a cell's barcode in ``gtok-dir`` file names; never in a safe stem
+CELL_SEP = "@"
+
+
+def _cell_files(path: Path, names: list, on_error: str, failed: list) -> list[str | None]:
+    """The ``.gtok`` file name of each cell of ``path``: ``STEM@BARCODE.gtok``. A barcode that
+    cannot name a file, or one given twice (two cells, one file), is an error; with
+    ``on_error="skip"`` that cell is left out (``None``) and listed in ``failed``."""
+    stem = to_file_stem(record_name(path), f"{path}: file name")
+    files: list[str | None] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        try:
+            file = f"{stem}{CELL_SEP}{to_file_stem(str(name), f'{path}: cell {i} barcode')}.gtok"
+            if file in seen:
+                raise PipelineError(f"{path}: cells {seen[file]} and {i} share the barcode "
+                                    f"{name!r}; their .gtok files would overwrite each other "
+                                    "(make the barcodes unique, or use format='corpus')")
+        except GenotokError as exc:
+            if on_error == "fail":
+                raise
+            failed.append({"path": str(path), "record": str(name), "error": str(exc)})
+            files.append(None)
+            continue
+        seen[file] = i
+        files.append(file)
+    return files
 
 
 def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
@@ -446,6 +587,9 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo)
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
+    if format == "gtok-dir":  # a name that cannot be a file is this input's error
+        parsed = [r if r[2] is not None else _with_file(r, p, on_error)
+                  for r, p in zip(parsed, paths)]
     ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
     failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
     names = [record_name(paths[k]) for k in ok]
@@ -469,7 +613,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                meta={"source": [str(paths[ok[i]]) for i in group]})
             else:
                 for i, ids in zip(group, rows):
-                    write_gtok(out / f"{names[i]}.gtok", ids)
+                    write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
         if format == "corpus":
             for k in ok:
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
@@ -480,6 +624,18 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
             "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
                          "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
                         for i, k in enumerate(ok)]}
+
+
+def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
+    """``parsed`` unchanged when the record name of ``path`` can name a ``.gtok`` file, else
+    marked failed (or raising, with ``on_error="fail"``)."""
+    try:
+        to_file_stem(record_name(path), f"{path}: file name")
+    except GenotokError as exc:
+        if on_error == "fail":
+            raise
+        return None, None, str(exc), None
+    return parsed
 
 
 def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
@@ -501,7 +657,7 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
             p.unlink()
         for name in (JOURNAL, MANIFEST):
             (out / name).unlink(missing_ok=True)
-    elif any(p.name != LOCK for p in out.iterdir()):
+    elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
         raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
                             "new directory")
     journal = {"plan": plan, "done": {}}

@@ -420,15 +420,15 @@ def _parse_chunks(buf: np.ndarray, chunks: list[tuple[int, int]]):
 
     parts = [buf[a:b] for a, b in chunks]
     with ThreadPoolExecutor(len(chunks)) as pool:
-        scans = list(pool.map(_parse.scan, parts))
-        sizes = [_parse.n_lines(p, lf) for p, (lf, _) in zip(parts, scans)]
+        bounds = list(pool.map(_parse.bound, parts))
+        sizes = [need for need, _ in bounds]
         base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         out = (np.empty(int(base[-1]), np.int32), np.empty(int(base[-1]), np.int64),
                np.empty(int(base[-1]), np.int64))
 
         def parse(k: int):
             lo, hi = int(base[k]), int(base[k + 1])
-            return _parse.parse_into(parts[k], *scans[k], *(a[lo:hi] for a in out),
+            return _parse.parse_into(parts[k], bounds[k][1], *(a[lo:hi] for a in out),
                                      allow_header=chunks[k][0] == 0)
 
         return list(pool.map(parse, range(len(chunks)))), (out, base)

@@ -18,10 +18,14 @@ from .test_pipeline import _many_files  # noqa: E402
 def test_local_cluster_equals_single_machine(tmp_path):
     tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
     d = _many_files(tmp_path, n=9)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    (d / "f99.bed.gz").write_bytes(b"\x1f\x8b" + b"\0" * 20)  # a corrupt input, skipped on workers too
+    refrun = pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2, on_error="skip")
+    ref = Corpus.open(refrun.out)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        run = pretokenize(d, tok, tmp_path / "dask", quiet=True, files_per_shard=2, client=client)
+        run = pretokenize(d, tok, tmp_path / "dask", quiet=True, files_per_shard=2, client=client,
+                          on_error="skip")
     got = Corpus.open(run.out, expect=tok, verify=True)
-    assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+    assert got.names == ref.names and got.to_ragged() == ref.to_ragged() and len(got) == 9
+    assert run.failed == refrun.failed and run.failed[0]["path"].endswith("f99.bed.gz")
     assert len(list(run.out.glob("shard-*.gtokc"))) == 5

@@ -114,21 +114,6 @@ def test_expand_inputs(tmp_path):
     assert record_name(Path("x/s1.narrowPeak.gz")) == "s1" and record_name(Path("a.b.bed")) == "a.b"
 
 
-def test_lock_refuses_a_second_writer(tmp_path, tok):
-    out = tmp_path / "out"
-    out.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        (out / ".genotok.lock").write_text(str(holder.pid))
-        with pytest.raises(PipelineError, match=f"pid {holder.pid}"):
-            pretokenize(EX / "peaks", tok, out, quiet=True)
-    finally:
-        holder.kill()
-        holder.wait()
-    # the lock of a dead process is stale: the run proceeds
-    assert pretokenize(EX / "peaks", tok, out, quiet=True).n_records == 5
-
-
 def _cli_env():
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
@@ -154,6 +139,126 @@ def test_kill_9_then_rerun_equals_uninterrupted(tmp_path, tok, trial):
     ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
     got = _kill_and_resume(tmp_path, d, delay=[0.3, 1.0, 1.6][trial], tag=trial)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+
+
+# a run that SIGKILLs itself at an exact instant: inside the n-th write to a file the
+# pipeline writes atomically (journal, manifest, a .gtok), or right after the n-th batch
+KILL_AT = """
+import os, signal, sys
+from pathlib import Path
+import genotok
+import genotok.pipeline as P
+
+where, n, fmt = sys.argv[3], int(sys.argv[4]), sys.argv[5]
+calls = {"n": 0}
+
+def hit():
+    calls["n"] += 1
+    if calls["n"] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+if where == "batch":
+    run_batch = P._run_batch
+    def _run_batch(*a, **k):
+        entry = run_batch(*a, **k)
+        hit()  # the shard is in place, the journal does not know it yet
+        return entry
+    P._run_batch = _run_batch
+else:
+    real = P.atomic_write
+    class Dying:
+        def __init__(self, fh):
+            self.fh = fh
+        def write(self, data):
+            half = len(data) // 2
+            self.fh.write(data[:half])
+            self.fh.flush()
+            hit()  # half of the data is in the temp file
+            return self.fh.write(data[half:]) + half
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+    import contextlib
+    @contextlib.contextmanager
+    def atomic_write(path, mode="wb"):
+        with real(path, mode) as fh:
+            yield Dying(fh) if Path(path).name.endswith(where) else fh
+    P.atomic_write = atomic_write
+    import genotok.corpus as C
+    import genotok.gtok as G
+    C.atomic_write = G.atomic_write = atomic_write
+tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+P.pretokenize(sys.argv[1], tok, sys.argv[2], files_per_shard=2, quiet=True, format=fmt)
+print("finished without being killed")
+"""
+
+
+def _killed_at(tmp_path, d, where: str, n: int, fmt: str = "corpus") -> Path:
+    out = tmp_path / f"out_{where}_{n}_{fmt}"
+    res = subprocess.run([sys.executable, "-c", KILL_AT, str(d), str(out), where, str(n), fmt],
+                         env=_cli_env(), capture_output=True, text=True, check=False)
+    assert res.returncode == -signal.SIGKILL, res.stdout + res.stderr
+    return out
+
+
+@pytest.mark.parametrize("where,n", [("journal.json", 1), ("journal.json", 2), ("batch", 1),
+                                     ("journal.json", 4), ("manifest.json", 1)])
+def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, where, n):
+    """Issue 19: a SIGKILL inside the first journal save left ``.journal.json.*.tmp``, which
+    the next run took for a foreign file and refused to resume."""
+    d = _many_files(tmp_path, n=5)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    out = _killed_at(tmp_path, d, where, n)
+    left = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert left == [] if where == "batch" else len(left) == 1
+    first = not (out / "journal.json").exists()  # killed in the first save: no journal yet
+    assert first == ((where, n) == ("journal.json", 1))
+    if not first:  # (a foreign file in a directory without a journal is refused, rightly)
+        (out / ".notes.tmp").write_text("a user's file: not ours to remove")
+    got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out, verify=True)
+    assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == \
+        ([] if first else [".notes.tmp"])
+
+
+def test_killed_inside_a_gtok_write_resumes(tmp_path, tok):
+    d = _many_files(tmp_path, n=5)
+    pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2, format="gtok-dir")
+    out = _killed_at(tmp_path, d, ".gtok", 3, "gtok-dir")
+    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    pretokenize(d, tok, out, quiet=True, files_per_shard=2, format="gtok-dir")
+    names = sorted(p.name for p in (tmp_path / "ref").glob("*.gtok"))
+    assert sorted(p.name for p in out.glob("*.gtok")) == names and len(names) == 5
+    for name in names:
+        assert read_gtok(out / name).tolist() == read_gtok(tmp_path / "ref" / name).tolist()
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_foreign_files_are_never_cleaned(tmp_path, tok):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in (".journal.json.tmp", ".journal.json.abc.tmp", "x.tmp", ".x.tmp",
+                 ".journal.json.ABCDEFGH.tmp", ".shard-1.gtokc.abcdefgh.tmp"):
+        (out / name).write_text("mine")
+        with pytest.raises(PipelineError, match="not empty"):
+            pretokenize(EX / "peaks", tok, out, quiet=True)
+        assert (out / name).read_text() == "mine"
+        (out / name).unlink()
+    (out / ".journal.json.abcdefgh.tmp").mkdir()  # ours by name, but a directory: left alone
+    with pytest.raises(PipelineError, match="not empty"):
+        pretokenize(EX / "peaks", tok, out, quiet=True)
+
+
+@pytest.mark.slow
+def test_kill_9_at_every_save(tmp_path, tok):
+    d = _many_files(tmp_path, n=9)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    for where, ns in (("journal.json", range(1, 7)), ("batch", range(1, 6)),
+                      ("manifest.json", [1])):
+        for n in ns:
+            out = _killed_at(tmp_path, d, where, n)
+            got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out,
+                              verify=True)
+            assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
 
 @pytest.mark.slow
@@ -231,3 +336,153 @@ def test_h5ad_and_fragment_inputs(tmp_path, tok):
     assert c.names == ["a"] + [f"cell{i}" for i in range(12)] + list(bcs)
     assert c.to_ragged().to_list() == [tok.encode(d / "a.bed").tolist()] + cells + [r.tolist() for r in frows]
     assert len(list(run.out.glob("shard-*.gtokc"))) == 3
+
+
+# ------------------------------------------------------------------ hostile names, bad inputs
+def _fragments(u, barcodes) -> str:
+    return "".join(f"{u.chrom_of(i)}\t{u.starts[i]}\t{u.starts[i] + 50}\t{bc}\t1\n"
+                   for i in range(40) for bc in barcodes[i % len(barcodes):][:1])
+
+
+def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
+    """Issue 19: a barcode ``./../X`` wrote outside ``--out``; one with ``/`` aborted the run."""
+    from genotok._names import from_file_stem
+    from genotok.pipeline import CELL_SEP
+
+    hostile = ["./../X", "a/b", "..", "/etc/x", "..%2F", "BC1", "\u00e9t\u00e9"]
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "frags.tsv").write_text(_fragments(tok.universe.regions, hostile))
+    (d / "a b.bed").write_text("chr1\t1000000\t1100000\n")
+    out = tmp_path / "deep" / "out"
+    run = pretokenize(d, tok, out, format="gtok-dir", quiet=True)
+    assert run.failed == []
+    written = sorted(p.name for p in out.glob("*.gtok"))
+    assert all(p.parent == out for p in tmp_path.rglob("*.gtok"))  # nothing escaped
+    assert len(written) == len(hostile) + 1
+    cells = {from_file_stem(n[:-5].split(CELL_SEP)[1]) for n in written if CELL_SEP in n}
+    assert cells == set(hostile)
+    assert "a%20b.gtok" in written  # a file stem is made safe the same way
+    frows = dict(zip(*genotok.anndata.tokenize_fragments(d / "frags.tsv", tok, values=False,
+                                                         output="list")))
+    for n in written:
+        if CELL_SEP in n:
+            bc = from_file_stem(n[:-5].split(CELL_SEP)[1])
+            assert read_gtok(out / n).tolist() == frows[bc].tolist()
+    # a control byte in a barcode is the file's error (the fragment reader refuses it at its
+    # line): skipped and reported with --on-error skip, nothing of it written
+    (d / "frags.tsv").write_text(_fragments(tok.universe.regions, ["ok", "ctl\x01"]))
+    run = pretokenize(d / "frags.tsv", tok, tmp_path / "ctl", format="gtok-dir", quiet=True,
+                      on_error="skip")
+    assert [f["path"] for f in run.failed] == [str(d / "frags.tsv")]
+    assert "control byte" in run.failed[0]["error"]
+    assert not list((tmp_path / "ctl").glob("*.gtok"))
+
+
+def test_a_bad_or_duplicate_barcode_is_that_cells_error(tmp_path, tok):
+    from genotok.pipeline import _cell_files
+
+    failed: list = []
+    files = _cell_files(Path("d/x.tsv.gz"), ["A", "", "B", "A", "C" * 300], "skip", failed)
+    assert files == ["x@A.gtok", None, "x@B.gtok", None, None]
+    assert [f["record"] for f in failed] == ["", "A", "C" * 300]
+    assert "share the barcode 'A'" in failed[1]["error"] and "too long" in failed[2]["error"]
+    with pytest.raises(PipelineError, match="cells 0 and 3 share the barcode"):
+        _cell_files(Path("x.tsv"), ["A", "B", "C", "A"], "fail", [])
+    # in a run: the long barcode is skipped and reported, the other cells are written
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "f.tsv").write_text(_fragments(tok.universe.regions, ["BC1", "L" * 250]))
+    run = pretokenize(d, tok, tmp_path / "out", format="gtok-dir", quiet=True, on_error="skip")
+    assert [f["record"] for f in run.failed] == ["L" * 250]
+    assert [p.name for p in (tmp_path / "out").glob("*.gtok")] == ["f@BC1.gtok"]
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())["genotok_run"]
+    assert manifest["failed"] == run.failed and run.n_records == 1
+    with pytest.raises(genotok.GenotokError, match="too long"):
+        pretokenize(d, tok, tmp_path / "out2", format="gtok-dir", quiet=True)
+
+
+def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
+    """Corrupt gzip (BED and fragments), malformed fragments, a garbage .h5ad, a file that
+    cannot be read: with on_error="skip" each is listed with its error, the rest is done."""
+    u = tok.universe.regions
+    d = tmp_path / "in"
+    d.mkdir()
+    good = _fragments(u, ["BC1", "BC2"]).encode()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    (d / "b.bed.gz").write_bytes(gzip.compress(b"chr1\t1\t2\n" * 1000)[:-30])  # truncated
+    (d / "c.tsv.gz").write_bytes(gzip.compress(good)[:-30])                  # truncated
+    (d / "d.tsv").write_bytes(good + b"chr1\tx\t5\tBC1\t1\n")                 # malformed
+    (d / "e.h5ad").write_bytes(b"not an HDF5 file" * 64)
+    (d / "f.bed.gz").write_bytes(b"\x1f\x8b" + bytes(range(256)))             # not deflate
+    (d / "g.tsv").write_bytes(good)
+    bad = ["b.bed.gz", "c.tsv.gz", "d.tsv", "e.h5ad", "f.bed.gz"]
+    pytest.importorskip("anndata")
+    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip", files_per_shard=1)
+    assert sorted(Path(f["path"]).name for f in run.failed) == bad
+    assert all(f["error"] for f in run.failed)
+    c = Corpus.open(run.out, verify=True)
+    assert c.names == ["a", "BC1", "BC2"]
+    manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
+    assert manifest["failed"] == run.failed
+    assert "5 failed (skipped)" in str(run)
+    # the same inputs with on_error="fail": the first bad one stops the run
+    with pytest.raises(Exception) as info:
+        pretokenize(d, tok, tmp_path / "out2", quiet=True, files_per_shard=1)
+    assert "b.bed.gz" in str(info.value)
+
+
+def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
+    import genotok.pipeline as P
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    real = P.file_digest
+
+    def digest(path, algo="sha256"):
+        if Path(path).name == "b.bed":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, algo)
+
+    monkeypatch.setattr(P, "file_digest", digest)
+    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip")
+    assert [Path(f["path"]).name for f in run.failed] == ["b.bed"]
+    assert "PermissionError" in run.failed[0]["error"] and "b.bed" in run.failed[0]["error"]
+    assert Corpus.open(run.out).names == ["a"]
+
+
+def test_a_fifo_or_device_input_is_refused_not_read(tmp_path, tok):
+    """A FIFO would block the run forever, /dev/zero fill the memory: neither is read."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    os.mkfifo(d / "pipe.bed")
+    inputs = [d / "a.bed", d / "pipe.bed", "/dev/zero"]
+    run = pretokenize(inputs, tok, tmp_path / "out", quiet=True, on_error="skip")
+    assert [f["path"] for f in run.failed] == [str(d / "pipe.bed"), "/dev/zero"]
+    assert all("not a regular file" in f["error"] for f in run.failed)
+    with pytest.raises(PipelineError, match="pipe.bed: not a regular file"):
+        pretokenize(inputs, tok, tmp_path / "out2", quiet=True)
+
+
+def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
+    """The clean-up knows ``_io.make_temp``'s naming: if that changes, this fails (rather than
+    temp files piling up, or a resume being refused)."""
+    from genotok._io import make_temp
+    from genotok._names import to_file_stem
+    from genotok.pipeline import CELL_SEP, _clean_temp_files
+
+    ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
+            f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
+    made = []
+    for name in ours * 3:
+        fd, tmp = make_temp(tmp_path / name)
+        os.close(fd)
+        made.append(Path(tmp).name)
+    keep = ["journal.json", "notes.tmp", ".hidden.tmp", ".journal.json.tmp", "x.gtok"]
+    for name in keep:
+        (tmp_path / name).write_text("keep")
+    assert sorted(_clean_temp_files(tmp_path)) == sorted(made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)

@@ -553,12 +553,119 @@ def test_parse_into_checks_what_numba_would_not():
     from genotok import _parse
 
     buf = np.frombuffer(b"chr1\t1\t2\nchr1\t3\t4", np.uint8)  # two lines, the last unterminated
-    lf, binary = _parse.scan(buf)
-    assert _parse.n_lines(buf, lf) == 2
+    need, binary = _parse.bound(buf)
+    assert (need, binary) == (2, False)
     ok = (np.empty(2, np.int32), np.empty(2, np.int64), np.empty(2, np.int64))
-    assert _parse.parse_into(buf, lf, binary, *ok)[1].tolist() == [1, 3]
-    for bad in ((np.empty(1, np.int32), *ok[1:]),                    # no room for line 2
-                (ok[0].astype(np.int64), *ok[1:]),                     # wrong dtype
-                (ok[0], np.empty(4, np.int64)[::2], ok[2])):           # not contiguous
+    assert _parse.parse_into(buf, binary, *ok)[1].tolist() == [1, 3]
+    with pytest.raises(ValueError, match="room for 1 records"):  # the kernel stops at the end
+        _parse.parse_into(buf, binary, np.empty(1, np.int32), np.empty(1, np.int64),
+                          np.empty(1, np.int64))
+    for bad in ((ok[0].astype(np.int64), *ok[1:]),                     # wrong dtype
+                (ok[0], np.empty(4, np.int64)[::2], ok[2]),            # not contiguous
+                (ok[0], ok[1], np.empty(3, np.int64))):                # sizes differ
         with pytest.raises(ValueError, match="parse output"):
-            _parse.parse_into(buf, lf, binary, *bad)
+            _parse.parse_into(buf, binary, *bad)
+
+
+# ------------------------------------------------------------------------------ resource bounds
+def _record_lines(text: bytes) -> int:
+    """Oracle of ``_parse.bound``: lines whose first byte is not a newline, tab, space or ``#``,
+    nor a CR that ends the line (the lines that may hold a record)."""
+    count = 0
+    for k in range(len(text)):
+        if k == 0 or text[k - 1] == 10:
+            b = text[k]
+            if b == 13:
+                count += k + 1 < len(text) and text[k + 1] != 10
+            else:
+                count += b not in (10, 9, 32, 35)
+    return count
+
+
+# short lines of the bytes that matter to the bound: newlines, CRs, separators, '#', controls
+BOUND_SOUP = st.lists(st.one_of(st.text("\n\r\t #c1\x00", max_size=12),
+                                st.sampled_from(["\n" * 17, "\r\n" * 9, "#\n" * 5, "\r"])),
+                      max_size=12).map(lambda parts: "".join(parts).encode())
+
+
+@settings(max_examples=400, deadline=None)
+@given(BOUND_SOUP, st.integers(0, 15))
+def test_bound_counts_the_lines_that_may_hold_a_record(text, shift):
+    from genotok import _parse
+
+    # a shifted view moves where the eight-byte words start (head, words, tail byte loops)
+    buf = np.frombuffer(b"x" * shift + text, np.uint8)[shift:]
+    assert _parse.bound(buf) == (_record_lines(text), any(b < 32 and b not in (9, 10, 13)
+                                                           for b in text))
+    try:
+        rs = _parse_text_bytes(buf)
+    except BedParseError:
+        return
+    assert len(rs) <= _record_lines(text)
+
+
+def _parse_text_bytes(buf) -> RegionSet:
+    return RegionSet._from_buffer(buf, "x.bed")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(st.lists(st.one_of(_LINE, _NEAR, st.sampled_from(["", "", "\r"])), max_size=12),
+       st.sampled_from([1, 2, 3, 5, 8, 9, 16]))
+def test_newline_blocks_of_any_size_parse_the_same(tmp_path, lines, block):
+    """The parser finds newlines ``_parse.BLOCK`` at a time: blocks that end anywhere (inside
+    runs of blank lines too) give the oracle's records or error."""
+    from genotok import _parse
+
+    text = "\n".join(lines).encode()
+    try:
+        expected = naive.parse(text)
+    except naive.NaiveError as exc:
+        expected = exc
+    old = _parse.BLOCK
+    _parse.BLOCK = block
+    try:
+        got = _parse_text(tmp_path, text)
+    except BedParseError as exc:
+        assert isinstance(expected, naive.NaiveError), (text, exc)
+        assert (exc.line, _kind(exc)) == (expected.line, expected.kind), (text, exc)
+    else:
+        assert not isinstance(expected, naive.NaiveError), (text, expected)
+        assert _tuples(got) == expected
+    finally:
+        _parse.BLOCK = old
+
+
+@pytest.mark.parametrize("filler", [b"\n", b"\r\n", b"#\n", b" \n", b"\t\r\n"])
+def test_blank_and_comment_lines_take_no_memory(filler):
+    """Issue 19: a .bed.gz of blank lines took 8 bytes per newline (2.5 GB for 255 KB). Now the
+    parse allocates for the lines that may hold a record, whatever else the file holds."""
+    import tracemalloc
+
+    from genotok import _parse
+
+    RegionSet._from_buffer(np.frombuffer(b"chr1\t1\t2\n", np.uint8), "warm")  # compiled
+    text = filler * (2_000_000 // len(filler)) + b"chr1\t5\t9\n" + filler * 1000
+    buf = np.frombuffer(text, np.uint8)
+    assert _parse.bound(buf) == (1, False)
+    tracemalloc.start()
+    try:
+        rs = RegionSet._from_buffer(buf, "x.bed")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert _tuples(rs) == [("chr1", 5, 9)]
+    assert rs.codes.base is None or rs.codes.base.size <= 1
+    assert peak < 100_000, peak  # the old line index: 16 MB for these 2M blank lines
+
+
+@pytest.mark.parametrize("block", [2, 9, 4096])
+def test_long_lines_and_crlf_cross_newline_blocks(tmp_path, monkeypatch, block):
+    from genotok import _parse
+
+    monkeypatch.setattr(_parse, "BLOCK", block)
+    lines = [f"chr{i % 3}\t{i}\t{i + 7}\t" + "n" * (i * 997 % 5000) for i in range(40)]
+    lines[7:7] = [""] * 30 + ["#c"] * 3 + [""] * 11  # runs of empty lines across blocks
+    text = ("\r\n".join(lines) + "\r\n\r\n\n#x\r\n").encode()
+    assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
+    text = text.replace(b"\r\n", b"\n")
+    assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
