@@ -19,6 +19,11 @@ EXTRAS = {
     "matplotlib": "plot",
     "tqdm": "progress",
     "xxhash": "fast",
+    "huggingface_hub": "hub",
+    "fsspec": "remote",
+    "s3fs": "remote",
+    "lightning": "lightning",
+    "datasets": "hf",
 }
 
 

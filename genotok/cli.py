@@ -25,6 +25,7 @@ import warnings
 
 from . import _cli_commands as C
 from ._cli_commands import UsageError
+from ._optional import EXTRAS
 from .errors import GenotokError
 
 EXAMPLES = {
@@ -67,10 +68,6 @@ EXAMPLES = {
   genotok universe top --candidate tiles1k.bed --max-regions 500000 --min-hits 2 -o vocab.bed @train.txt""",
 }
 
-#: optional packages: import name -> the extra that installs it
-EXTRAS = {"pyarrow": "parquet", "dask": "dask", "distributed": "dask", "tqdm": "progress",
-          "xxhash": "fast", "matplotlib": "plot", "torch": "torch", "anndata": "test",
-          "h5py": "test"}
 #: advice in the library's messages that names Python keywords, and the same said in flags
 ADVICE = {"pass overwrite=True": "add --overwrite",
           "overwrite=True": "--overwrite",

@@ -43,6 +43,7 @@ import numpy as np
 from . import _config
 from ._io import atomic_write, default_hash, file_digest
 from ._names import to_file_stem
+from ._optional import require
 from ._progress import progress
 from .corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from .errors import GenotokError, UniverseMismatchError
@@ -429,6 +430,10 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         _clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, files_per_shard)
+        if hash is None and not overwrite:  # a resumed run keeps the hash it started with
+            algo = _journal_hash(out) or algo
+        if algo == "xxh3_128":  # (a resumed run's, or hash= given)
+            require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
                 "format": format, "files_per_shard": files_per_shard, "inputs": ids,
                 "hash": algo}
@@ -636,6 +641,17 @@ def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
             raise
         return None, None, str(exc), None
     return parsed
+
+
+def _journal_hash(out: Path) -> str | None:
+    """The input hash of the run journaled in ``out`` (None when there is none to resume), so
+    a run started where xxhash is installed resumes with the same hash, or says what is missing,
+    instead of refusing the directory as another run."""
+    try:
+        algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return algo if algo in ("xxh3_128", "sha256") else None
 
 
 def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:

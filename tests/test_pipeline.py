@@ -486,3 +486,23 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
         (tmp_path / name).write_text("keep")
     assert sorted(_clean_temp_files(tmp_path)) == sorted(made)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
+
+
+def test_a_run_resumes_with_the_hash_it_started_with(tmp_path, tok, monkeypatch):
+    """Issue 20 (portable corpora): a run hashed with xxh3_128 where xxhash is installed resumes
+    with that hash; without xxhash it says what to install instead of refusing the directory."""
+    import sys
+
+    from genotok import pipeline
+    from genotok._optional import MissingDependencyError
+
+    inputs = genotok.examples_dir() / "peaks"
+    out = tmp_path / "c"
+    first = pretokenize(inputs, tok, out, hash="xxh3_128", quiet=True)
+    monkeypatch.setattr(pipeline, "default_hash", lambda: "sha256")  # as where xxhash is missing
+    again = pretokenize(inputs, tok, out, quiet=True)  # no hash=: the journal's is kept
+    assert again.n_records == first.n_records
+    assert {s["hash_algorithm"] for s in genotok.Corpus.open(out).sources} == {"xxh3_128"}
+    monkeypatch.setitem(sys.modules, "xxhash", None)
+    with pytest.raises(MissingDependencyError, match="pip install 'genotok\\[fast\\]'"):
+        pretokenize(inputs, tok, out, quiet=True)
