@@ -1,0 +1,95 @@
+"""numba kernels of the single-cell value encodings (:mod:`genotok.cellvalues`).
+
+Arrays in, arrays out; no kernel indexes memory with a column index, so the only integers
+that index are row pointers, checked by the caller (``_validate.offsets``). Oracles:
+``tests/test_cellvalues.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._config import NJIT
+
+
+@njit(**NJIT)
+def normalize_rows(indptr, data, target_sum, log1p):
+    """``data / row total * target_sum`` (float64), then ``log1p`` when asked; a row whose
+    total is 0 stays 0. ``indptr`` is rebased (``indptr[0] == 0``)."""
+    out = np.empty(data.size, np.float64)
+    for r in range(indptr.size - 1):
+        a, b = indptr[r], indptr[r + 1]
+        total = 0.0
+        for k in range(a, b):
+            total += data[k]
+        scale = target_sum / total if total > 0 else 0.0
+        for k in range(a, b):
+            v = data[k] * scale
+            out[k] = np.log1p(v) if log1p else v
+    return out
+
+
+@njit(**NJIT)
+def row_bins(indptr, data, n_bins):
+    """Per-row quantile bin of each entry: ``0`` for values ``<= 0``; a positive value ``v``
+    of a row with ``m`` positive values gets ``1 + r * (n_bins - 1) // m`` where ``r`` is the
+    number of the row's positive values strictly below ``v`` (ties share a bin)."""
+    out = np.zeros(data.size, np.float64)
+    for r in range(indptr.size - 1):
+        a, b = indptr[r], indptr[r + 1]
+        m = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                m += 1
+        if m == 0:
+            continue
+        pos = np.empty(m, np.float64)
+        j = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                pos[j] = data[k]
+                j += 1
+        pos.sort()
+        for k in range(a, b):
+            v = data[k]
+            if v > 0:
+                rank = np.searchsorted(pos, v)  # side="left": values strictly below
+                out[k] = 1 + (rank * (n_bins - 1)) // m
+    return out
+
+
+@njit(**NJIT)
+def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave):
+    """Median of every feature from its histogram: rows ``(feat, code, count)`` sorted by
+    ``(feat, code)``, ``feat`` in ``[0, n_features)`` (checked by the caller). A code stands
+    for the value ``code`` (``exact``) or ``2 ** ((code + 0.5) / bins_per_octave)``. The
+    median of ``n`` values is the mean of the values at sorted positions ``(n-1)//2`` and
+    ``n//2``; features without values get NaN."""
+    med = np.full(n_features, np.nan)
+    i = 0
+    n = feat.size
+    while i < n:
+        f = feat[i]
+        j = i
+        total = 0
+        while j < n and feat[j] == f:
+            total += count[j]
+            j += 1
+        lo_pos = (total - 1) // 2
+        hi_pos = total // 2
+        seen = 0
+        lo_val = 0.0
+        hi_val = 0.0
+        for k in range(i, j):
+            c = code[k]
+            v = float(c) if exact else 2.0 ** ((c + 0.5) / bins_per_octave)
+            if seen <= lo_pos < seen + count[k]:
+                lo_val = v
+            if seen <= hi_pos < seen + count[k]:
+                hi_val = v
+                break
+            seen += count[k]
+        med[f] = 0.5 * (lo_val + hi_val)
+        i = j
+    return med
