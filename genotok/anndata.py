@@ -803,7 +803,8 @@ def _progress(total: int, enabled: bool, desc: str):
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
-            n_threads, progress: bool, desc: str, prepare=None) -> Iterator[tuple[int, Ragged]]:
+            n_threads, progress: bool, desc: str, prepare=None,
+            encode=None) -> Iterator[tuple[int, Ragged]]:
     """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
 
     ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
@@ -814,6 +815,8 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
+                if encode is not None:  # value encodings (genotok.cellvalues)
+                    ch = encode(ch)
                 if prepare is None:
                     ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
                 else:
@@ -876,7 +879,9 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
                      n_threads: int | None = None, output="ragged",
                      obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
-                     overwrite: bool = False):
+                     overwrite: bool = False, normalize: str | None = None,
+                     target_sum: float = 1e4, log1p: bool = False, rank=None,
+                     bins: int | None = None):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -931,6 +936,11 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         writing it (the vocabulary must fit). A corpus always gets the width it stores.
     overwrite
         Replace an existing corpus at the ``output`` path (default: refuse it).
+    normalize, target_sum, log1p, rank, bins
+        Value encodings applied to the entries before tokenizing (``"total"`` normalisation,
+        Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.cellvalues`.
+        A corpus stores the encoding (and the medians) in its header; ``rank=corpus`` reuses
+        a training corpus' medians.
 
     Raises
     ------
@@ -969,6 +979,11 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     if vm.n_vars != source.n_cols:
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
+    from . import cellvalues
+
+    enc = cellvalues.value_encoding(adata, layer=layer, normalize=normalize,
+                                    target_sum=target_sum, log1p=log1p, rank=rank, bins=bins,
+                                    memory_mb=memory_mb)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -981,11 +996,15 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         back_dtype, opt.dtype = opt.dtype, np.int64
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)  # noqa: E731
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells", prepare=prepare)
+                     progress=progress, desc="tokenizing cells", prepare=prepare,
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
+        if enc is not None:
+            extra["anndata"]["values_encoding"] = enc.to_json()
         return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
                           overwrite)
     rows = _concat([r for _, r in stream])
