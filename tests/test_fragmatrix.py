@@ -194,8 +194,8 @@ def test_errors(tmp_path):
 def _snapatac2_matrix(frag_path, peaks, chrom_sizes, mode):
     snap = pytest.importorskip("snapatac2")
     ad = snap.pp.import_fragments(frag_path, chrom_sizes=chrom_sizes, min_num_fragments=0,
-                                  sorted_by_barcode=False, chrM=[])
-    pm = snap.pp.make_peak_matrix(ad, peaks=peaks, counting_strategy=mode)
+                                  sorted_by_barcode=False, chrM=[], n_jobs=1)
+    pm = snap.pp.make_peak_matrix(ad, use_rep=peaks, counting_strategy=mode)
     return list(pm.obs_names), pm.X.toarray(), list(pm.var_names)
 
 
