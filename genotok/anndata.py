@@ -881,7 +881,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
                      overwrite: bool = False, normalize: str | None = None,
                      target_sum: float = 1e4, log1p: bool = False, rank=None,
-                     bins: int | None = None):
+                     bins: int | None = None, prepend: Sequence[str] = (),
+                     condition_unknown: str = "unk"):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -941,6 +942,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.cellvalues`.
         A corpus stores the encoding (and the medians) in its header; ``rank=corpus`` reuses
         a training corpus' medians.
+    prepend, condition_unknown
+        ``obs`` columns whose condition tokens (``<batch=d1>``, the tokenizer's
+        ``extra_tokens``) start each cell, in this order; a value without a token gives
+        ``<unk>`` or an error (``"error"``). See :mod:`genotok.conditions`.
 
     Raises
     ------
@@ -999,12 +1004,20 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      progress=progress, desc="tokenizing cells", prepare=prepare,
                      encode=None if enc is None else enc.chunk_encoder(source.n_cols,
                                                                        source.where))
+    if prepend:  # condition tokens (genotok.conditions)
+        from . import conditions
+
+        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, list(prepend)),
+                                           tokenizer, list(prepend), condition_unknown)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
         if enc is not None:
             extra["anndata"]["values_encoding"] = enc.to_json()
+        if prepend:
+            extra["anndata"]["prepend"] = list(prepend)
+            extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
         return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
                           overwrite)
     rows = _concat([r for _, r in stream])
