@@ -127,8 +127,10 @@ def _queries(mode: str, st, en, left: int, right: int):
 
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
-           block_bytes: int, n_threads):
-    """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``."""
+           block_bytes: int, n_threads, miss_column: bool = False):
+    """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
+    ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
+    region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``)."""
     import scipy.sparse as sp
 
     from .anndata import _FRAG_MESSAGES, _blocks_of_lines, _PairCounts, _unique_spans
@@ -144,7 +146,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     if not os.path.isfile(path):
         raise BedParseError(path, None, "no such fragment file")
     u = tokenizer.universe
-    n_cols = u.n_regions
+    n_cols = u.n_regions + bool(miss_column)
     allow = None if barcodes is None else read_barcodes(barcodes)
     cell_index: dict[str, int] = {} if allow is None else {b: i for i, b in enumerate(allow)}
     nfrag = np.zeros(len(cell_index), np.int64)
@@ -181,6 +183,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         hits = tokenizer.region_hits(rs, n_threads=n_threads)
         ids = hits.data
         owner = np.repeat(frag, hits.lengths)
+        if miss_column:  # fragments without any hit (before repeats are expanded)
+            missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
+            w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
+            pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64))
         if dups is not None:  # a hit on a repeated region also counts in its repeats
             lens = dups.lengths[ids]
             ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
