@@ -1198,7 +1198,9 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                        max_tokens: int | None = None, truncate: str = "top",
                        unknown: str | None = None, block_bytes: int = 32 << 20,
                        n_threads: int | None = None, output="ragged", progress: bool = False,
-                       overwrite: bool = False):
+                       overwrite: bool = False, mode: str = "fragment", shift=(0, 0),
+                       normalize: str | None = None, target_sum: float = 1e4,
+                       log1p: bool = False, rank=None, bins: int | None = None):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
     The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
@@ -1226,6 +1228,12 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         a corpus path → the opened corpus (barcodes as record names).
     overwrite
         Replace an existing corpus at the ``output`` path (default: refuse it).
+    mode, shift
+        ``"fragment"`` (above) or ``"insertion"``: each fragment's two Tn5 cut sites counted
+        once each, whatever the count column (SnapATAC2's way; ``<unk>`` counts fragments
+        none of whose sites hits), see :mod:`genotok.fragmatrix`.
+    normalize, target_sum, log1p, rank, bins
+        Value encodings of the per-cell counts, as in :func:`tokenize_anndata`.
 
     Raises
     ------
@@ -1247,9 +1255,16 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     kind = "anndata" if output == "anndata" else _check_output(output)
     opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown,
                    values)
-    names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
-                                      min_fragments=min_fragments, block_bytes=block_bytes,
-                                      n_threads=n_threads)
+    if mode == "fragment" and tuple(shift) == (0, 0):
+        names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
+                                          min_fragments=min_fragments, block_bytes=block_bytes,
+                                          n_threads=n_threads)
+    else:  # insertion counts (genotok.fragmatrix)
+        from .fragmatrix import _count
+
+        names, X, nfrag = _count(path, tokenizer, mode=mode, shift=shift, use_count=False,
+                                 barcodes=barcodes, min_fragments=min_fragments,
+                                 block_bytes=block_bytes, n_threads=n_threads, miss_column=True)
     u = tokenizer.universe
     if kind == "anndata":
         import anndata
@@ -1271,9 +1286,16 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
     vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
     source = _MemorySource(X, os.fspath(path))
+    from . import cellvalues
+
+    enc = cellvalues.value_encoding(_anndata_of(X) if rank == "median" else None,
+                                    normalize=normalize, target_sum=target_sum, log1p=log1p,
+                                    rank=rank, bins=bins)
     stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
                      n_threads=tokenizer.n_threads if n_threads is None else n_threads,
-                     progress=progress, desc="tokenizing cells")
+                     progress=progress, desc="tokenizing cells",
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
     if kind == "corpus":
         def obs_read(lo, hi):
             return names[lo:hi], {}
@@ -1282,11 +1304,20 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                                "order": order, "seed": seed, "max_tokens": max_tokens,
                                "truncate": truncate,
                                "unknown": tokenizer.settings.unknown if unknown is None
-                               else unknown}}
+                               else unknown, "mode": mode, "shift": list(shift)}}
+        if enc is not None:
+            extra["fragments"]["values_encoding"] = enc.to_json()
         return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path),
                           overwrite)
     rows = _concat([r for _, r in stream])
     return names, _shape_output(rows, tokenizer, kind, values)
+
+
+def _anndata_of(X):
+    """A bare AnnData around a matrix (no copy), for the value encodings' medians pass."""
+    import anndata
+
+    return anndata.AnnData(X)
 
 
 def warmup() -> None:
