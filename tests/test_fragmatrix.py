@@ -223,3 +223,51 @@ def test_equals_snapatac2(mode, tmp_path):
     ours = ours[names]  # SnapATAC2's cell order
     assert var == list(ours.var_names)
     np.testing.assert_array_equal(ours.X.toarray(), X)
+
+
+# ------------------------------------------------------------- tokens the ATAC way (tokenize_fragments)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=10, unique=True),
+       frags=st.lists(fragment, max_size=25), shift=st.sampled_from([(0, 0), (4, -5)]))
+def test_tokenize_fragments_insertion_mode(regions, frags, shift):
+    from genotok import tokenize_fragments
+
+    regions = sorted(regions)
+    lines = [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
+    path = _write(lines)
+    tok = _tok(regions)
+    names, X, _ = oracle(lines, regions, shift=shift)
+    got_names, rows = tokenize_fragments(path, tok, mode="insertion", shift=shift,
+                                         unknown="region")
+    assert got_names == names
+    unk = tok.universe.unk_token_id
+    for i, bc in enumerate(names):
+        cols = np.flatnonzero(X[i])
+        missed = 0  # fragments none of whose cut sites is in a region: one <unk> per cell
+        for line in lines:
+            c, a, b, cell = line.split("\t")[:4]
+            if cell != bc:
+                continue
+            sites = [int(a) + shift[0], int(b) - 1 + shift[1]]
+            if not any(p >= 0 and rc == c and s <= p < e for p in sites for rc, s, e in regions):
+                missed += 1
+        want = cols.tolist() + ([unk] if missed else [])
+        assert rows[i].tolist() == want
+        assert rows.row_values(i).tolist() == X[i, cols].tolist() + ([missed] if missed else [])
+
+
+def test_tokenize_fragments_encodings_equal_matrix_path(tmp_path):
+    from genotok import tokenize_anndata, tokenize_fragments
+
+    rng = np.random.default_rng(5)
+    regions = [("chr1", s, s + 100) for s in range(0, 2000, 100)]  # every site hits a region
+    lines = [f"chr1\t{a}\t{a + int(rng.integers(1, 300))}\tBC{int(rng.integers(0, 6))}\t1\n"
+             for a in rng.integers(0, 1600, 200)]
+    path = _write(lines)
+    tok = _tok(regions)
+    ad = fragment_matrix(path, tok)
+    for kw in (dict(bins=7), dict(normalize="total", rank="median", order="value")):
+        _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, **kw)
+        assert rows == tokenize_anndata(ad, tok, values=True, **kw)
+        np.testing.assert_allclose(rows.values,
+                                   tokenize_anndata(ad, tok, values=True, **kw).values)
