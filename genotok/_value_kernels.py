@@ -8,17 +8,17 @@ that index are row pointers, checked by the caller (``_validate.offsets``). Orac
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-from ._config import NJIT
+from ._config import NJIT, NJIT_PARALLEL
 
 
-@njit(**NJIT)
+@njit(**NJIT_PARALLEL)
 def normalize_rows(indptr, data, target_sum, log1p):
     """``data / row total * target_sum`` (float64), then ``log1p`` when asked; a row whose
     total is 0 stays 0. ``indptr`` is rebased (``indptr[0] == 0``)."""
     out = np.empty(data.size, np.float64)
-    for r in range(indptr.size - 1):
+    for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         total = 0.0
         for k in range(a, b):
@@ -30,13 +30,13 @@ def normalize_rows(indptr, data, target_sum, log1p):
     return out
 
 
-@njit(**NJIT)
+@njit(**NJIT_PARALLEL)
 def row_bins(indptr, data, n_bins):
     """Per-row quantile bin of each entry: ``0`` for values ``<= 0``; a positive value ``v``
     of a row with ``m`` positive values gets ``1 + r * (n_bins - 1) // m`` where ``r`` is the
     number of the row's positive values strictly below ``v`` (ties share a bin)."""
     out = np.zeros(data.size, np.float64)
-    for r in range(indptr.size - 1):
+    for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         m = 0
         for k in range(a, b):
@@ -56,6 +56,17 @@ def row_bins(indptr, data, n_bins):
             if v > 0:
                 rank = np.searchsorted(pos, v)  # side="left": values strictly below
                 out[k] = 1 + (rank * (n_bins - 1)) // m
+    return out
+
+
+@njit(**NJIT)
+def divide_by_median(values, indices, med):
+    """``values / med[indices]``; 0 where the median is not > 0 (NaN: no median). The caller
+    has checked ``0 <= indices < med.size``."""
+    out = np.empty(values.size, np.float64)
+    for k in range(values.size):
+        m = med[indices[k]]
+        out[k] = values[k] / m if m > 0 else 0.0
     return out
 
 

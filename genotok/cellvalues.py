@@ -79,8 +79,8 @@ class ValueEncoding:
                where: str = "X") -> np.ndarray:
         """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``)."""
         indptr = _validate.offsets(indptr, data.size, where, error=AnnDataError)
-        data = np.asarray(data, dtype=np.float64)
-        if data.size and not (np.isfinite(data).all() and data.min() >= 0):
+        data = np.ascontiguousarray(data, dtype=np.float64)
+        if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                f"found {data[~(np.isfinite(data) & (data >= 0))][0]}")
         out = data
@@ -93,10 +93,10 @@ class ValueEncoding:
             if med.size != n_cols:
                 raise AnnDataError(f"{where}: {n_cols} features but {med.size} medians; "
                                    "the medians must come from a matrix with the same columns")
-            m = med[_validate.indices(indices, n_cols, where, what="column index",
-                                      error=AnnDataError)]
-            ok = m > 0  # NaN (no median) fails too: such entries are dropped
-            out = np.where(ok, out / np.where(ok, m, 1.0), 0.0)
+            idx = _validate.indices(indices, n_cols, where, what="column index",
+                                    error=AnnDataError)  # numba indexes med with them
+            out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64),
+                                      np.ascontiguousarray(idx), med)
         if self.bins is not None:
             out = VK.row_bins(indptr, out, int(self.bins))
         return out
