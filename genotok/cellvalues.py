@@ -265,4 +265,21 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
     return ValueEncoding(normalize, float(target_sum), bool(log1p), medians, method, bins)
 
 
-__all__ = ["ValueEncoding", "feature_medians", "value_encoding"]
+def warmup() -> None:
+    """Compile the value-encoding kernels on tiny inputs.
+
+    Examples
+    --------
+    >>> warmup()
+    """
+    p = np.array([0, 2], np.int64)
+    d = np.array([1.0, 2.0])
+    VK.normalize_rows(p, d, 1.0, True)
+    VK.row_bins(p, d, 3)
+    VK.divide_by_median(d, np.array([0, 1], np.int32), d)
+    VK.divide_by_median(d, np.array([0, 1], np.int64), d)
+    VK.medians_from_histogram(np.array([0], np.int64), np.array([1], np.int64),
+                              np.array([1], np.int64), 1, True, 128.0)
+
+
+__all__ = ["ValueEncoding", "feature_medians", "value_encoding", "warmup"]
