@@ -10,6 +10,9 @@ Counting modes
     each fragment contributes its two Tn5 cut sites, ``start`` and ``end - 1``; a cut site at
     ``p`` counts once in every region ``[s, e)`` with ``s <= p < e``. A fragment whose both
     cut sites fall in one region counts 2 there (SnapATAC2's ``counting_strategy="insertion"``).
+``mode="paired-insertion"`` (SnapATAC2's default strategy)
+    as ``"insertion"``, but a fragment counts at most once in a region (1, not 2, when both cut
+    sites fall in it).
 ``mode="fragment"``
     each fragment counts once in every region it overlaps (at least 1 bp, the tokenizer's
     overlap rule: a zero-length fragment at ``p`` hits regions with ``s < p < e``).
@@ -51,7 +54,7 @@ from .errors import BedParseError
 from .ragged import Ragged
 from .regions import RegionSet
 
-MODES = ("insertion", "fragment")
+MODES = ("insertion", "paired-insertion", "fragment")
 
 
 class FragmentMatrix(NamedTuple):
@@ -183,6 +186,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         hits = tokenizer.region_hits(rs, n_threads=n_threads)
         ids = hits.data
         owner = np.repeat(frag, hits.lengths)
+        if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
+            key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
+            owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
         if miss_column:  # fragments without any hit (before repeats are expanded)
             missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
             w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
@@ -247,8 +253,9 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
         A :class:`~genotok.Tokenizer` (its universe and overlap rule), or anything
         ``Tokenizer(...)`` accepts: a BED path, region strings …
     mode
-        ``"insertion"`` (Tn5 cut sites ``start`` and ``end - 1``) or ``"fragment"`` (whole
-        fragment overlap). See the module documentation.
+        ``"insertion"`` (Tn5 cut sites ``start`` and ``end - 1``), ``"paired-insertion"``
+        (the same, at most once per fragment and region) or ``"fragment"`` (whole fragment
+        overlap). See the module documentation.
     shift
         ``(left, right)`` added to the two cut sites in insertion mode; ``(4, -5)`` for
         fragments that are not yet Tn5-adjusted (10x files are).

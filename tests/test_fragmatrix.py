@@ -50,6 +50,8 @@ def oracle(lines, regions, *, mode="insertion", shift=(0, 0), use_count=False, b
             else:
                 sites = [a + shift[0], b - 1 + shift[1]]
                 n = sum(1 for p in sites if p >= 0 and s <= p < e)
+                if mode == "paired-insertion":
+                    n = min(n, 1)
             if n:
                 row[j] = row.get(j, 0) + n * w
     keep = [bc for bc in order if nfrag.get(bc, 0) >= min_fragments]
@@ -101,7 +103,7 @@ fragment = st.tuples(st.sampled_from(["chr1", "chr2", "chrX"]), st.integers(0, 7
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regions=st.lists(region, min_size=1, max_size=12),
        frags=st.lists(fragment, max_size=30),
-       mode=st.sampled_from(["insertion", "fragment"]),
+       mode=st.sampled_from(["insertion", "paired-insertion", "fragment"]),
        shift=st.sampled_from([(0, 0), (4, -5)]),
        use_count=st.booleans(),
        allow=st.one_of(st.none(), st.lists(st.sampled_from(["CCC-1", "AAA-1", "NNN-1"]),
@@ -125,6 +127,8 @@ def test_cut_sites_and_counts_by_hand():
     got = _check(lines, regions)
     # region 3 repeats region 0: same counts; 2 cuts of one fragment in one region count 2
     assert got.X.toarray().tolist() == [[1, 3, 4, 1], [0, 0, 0, 0]]
+    assert _check(lines, regions, mode="paired-insertion").X.toarray().tolist() == [
+        [1, 2, 2, 1], [0, 0, 0, 0]]
     frag = _check(lines, regions, mode="fragment")
     assert frag.X.toarray().tolist() == [[1, 2, 2, 1], [0, 0, 0, 0]]
     assert _check(lines, regions, use_count=True).X.toarray()[0].tolist() == [7, 9, 16, 7]
@@ -160,7 +164,7 @@ def test_bundled_example_matches_oracle():
             c, s, e = ln.split("\t")[:3]
             regions.append((c, int(s), int(e)))
     tok = _tok(regions)
-    for mode in ("insertion", "fragment"):
+    for mode in ("insertion", "paired-insertion", "fragment"):
         got = fragment_matrix(path, tok, mode=mode, output="csr", block_bytes=4096)
         names, X, n = oracle(lines, regions, mode=mode)
         assert got.barcodes == names
@@ -199,7 +203,7 @@ def _snapatac2_matrix(frag_path, peaks, chrom_sizes, mode):
     return list(pm.obs_names), pm.X.toarray(), list(pm.var_names)
 
 
-@pytest.mark.parametrize("mode", ["insertion", "fragment"])
+@pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
 def test_equals_snapatac2(mode, tmp_path):
     pytest.importorskip("snapatac2")
     rng = np.random.default_rng(7)
@@ -271,3 +275,28 @@ def test_tokenize_fragments_encodings_equal_matrix_path(tmp_path):
         assert rows == tokenize_anndata(ad, tok, values=True, **kw)
         np.testing.assert_allclose(rows.values,
                                    tokenize_anndata(ad, tok, values=True, **kw).values)
+
+
+@pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
+def test_bundled_example_equals_snapatac2(mode):
+    pytest.importorskip("snapatac2")
+    path = os.path.join(EXAMPLES, "fragments.tsv.gz")
+    bed = os.path.join(EXAMPLES, "universe.bed")
+    with open(bed) as fh:
+        peaks = [f"{c}:{s}-{e}" for c, s, e in (ln.split()[:3] for ln in fh)]
+    sizes: dict[str, int] = {}
+    with gzip.open(path, "rt") as fh:
+        for ln in fh:
+            if not ln.startswith("#"):
+                c, _, e = ln.split("\t")[:3]
+                sizes[c] = max(sizes.get(c, 0), int(e) + 1)
+    for p in peaks:
+        c, rest = p.rsplit(":", 1)
+        sizes[c] = max(sizes.get(c, 0), int(rest.split("-")[1]) + 1)
+    names, X, var = _snapatac2_matrix(path, peaks, sizes, mode)
+    ours = fragment_matrix(path, _tok([(p.rsplit(":", 1)[0], *map(int, p.rsplit(":", 1)[1]
+                                                                 .split("-"))) for p in peaks]),
+                           mode=mode)[names]
+    assert var == list(ours.var_names)
+    np.testing.assert_array_equal(ours.X.toarray(), X)
+    assert X.sum() > 0
