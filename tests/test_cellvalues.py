@@ -255,3 +255,35 @@ def test_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert value_encoding() is None
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(X=counts, kw=st.sampled_from(ENCODINGS), chunk_rows=st.integers(1, 5))
+def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
+    import tempfile
+    from pathlib import Path
+
+    a, tok = _adata(X)
+    med = None
+    if "rank" in kw:
+        med = oracle_feature_medians(oracle_encode(X, kw.get("normalize"),
+                                                   kw.get("target_sum", 1e4),
+                                                   kw.get("log1p", False)))
+    E = oracle_encode(X, kw.get("normalize"), kw.get("target_sum", 1e4), kw.get("log1p", False),
+                      med, kw.get("bins"))
+    want_ids, want_vals = _expected(E)
+    opts = dict(values=True, order="value", **kw)
+    got = tokenize_anndata(a, tok, **opts)
+    assert got.to_list() == want_ids
+    np.testing.assert_allclose(got.values, np.asarray(sum(want_vals, []), np.float32),
+                               rtol=1e-6)
+    d = Path(tempfile.mkdtemp())
+    csc = a.copy()
+    csc.X = sp.csc_matrix(csc.X)
+    csc.write_h5ad(d / "csc.h5ad")  # a backed CSC file (loaded: it fits memory_mb)
+    a.write_h5ad(d / "csr.h5ad")
+    for other in (tokenize_anndata(csc, tok, **opts),
+                  tokenize_anndata(d / "csc.h5ad", tok, **opts),
+                  tokenize_anndata(d / "csr.h5ad", tok, chunk_rows=chunk_rows, **opts)):
+        assert other == got
+        np.testing.assert_array_equal(other.values, got.values)
