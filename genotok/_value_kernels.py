@@ -30,19 +30,45 @@ def normalize_rows(indptr, data, target_sum, log1p):
     return out
 
 
+_SMALL = 4096  # a row of integers up to this is ranked by counting, not sorting
+
+
 @njit(**NJIT_PARALLEL)
-def row_bins(indptr, data, n_bins):
+def row_bins(indptr, data, n_bins, raw):
     """Per-row quantile bin of each entry: ``0`` for values ``<= 0``; a positive value ``v``
     of a row with ``m`` positive values gets ``1 + r * (n_bins - 1) // m`` where ``r`` is the
-    number of the row's positive values strictly below ``v`` (ties share a bin)."""
+    number of the row's positive values strictly below ``v`` (ties share a bin).
+
+    ``raw`` holds the values before a per-row increasing map (normalisation, log1p) made
+    ``data`` (or ``data`` itself). A row whose raw positive values are integers up to 4096 is
+    ranked by counting them (its ranks are the same: the map keeps order and ties, and distinct
+    integers that small stay distinct in float64); other rows sort ``data``."""
     out = np.zeros(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         m = 0
+        small = True
+        top = 0.0
         for k in range(a, b):
             if data[k] > 0:
                 m += 1
+                x = raw[k]
+                if x != np.floor(x) or x > _SMALL:
+                    small = False
+                elif x > top:
+                    top = x
         if m == 0:
+            continue
+        if small:
+            below = np.zeros(int(top) + 2, np.int64)
+            for k in range(a, b):
+                if data[k] > 0:
+                    below[int(raw[k]) + 1] += 1
+            for j in range(1, below.size):
+                below[j] += below[j - 1]  # below[v] = values < v
+            for k in range(a, b):
+                if data[k] > 0:
+                    out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
             continue
         pos = np.empty(m, np.float64)
         j = 0

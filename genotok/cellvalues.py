@@ -98,7 +98,7 @@ class ValueEncoding:
             out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64),
                                       np.ascontiguousarray(idx), med)
         if self.bins is not None:
-            out = VK.row_bins(indptr, out, int(self.bins))
+            out = VK.row_bins(indptr, out, int(self.bins), data)
         return out
 
     def chunk_encoder(self, n_cols: int, where: str):
@@ -275,7 +275,7 @@ def warmup() -> None:
     p = np.array([0, 2], np.int64)
     d = np.array([1.0, 2.0])
     VK.normalize_rows(p, d, 1.0, True)
-    VK.row_bins(p, d, 3)
+    VK.row_bins(p, d, 3, d)
     VK.divide_by_median(d, np.array([0, 1], np.int32), d)
     VK.divide_by_median(d, np.array([0, 1], np.int64), d)
     VK.medians_from_histogram(np.array([0], np.int64), np.array([1], np.int64),

@@ -108,8 +108,13 @@ def test_kernels_match_oracles(X, target, log1p, n_bins):
     got = VK.normalize_rows(p, d, target, log1p)
     np.testing.assert_allclose(_dense_from(p, i, got, X.shape),
                                oracle_normalize(X, target, log1p), rtol=1e-12)
-    got = VK.row_bins(p, d, n_bins)
+    got = VK.row_bins(p, d, n_bins, d)
     np.testing.assert_array_equal(_dense_from(p, i, got, X.shape), oracle_bins(X, n_bins))
+    # counting on the raw integers = sorting the normalised values
+    norm = VK.normalize_rows(p, d, target, log1p)
+    got = VK.row_bins(p, norm, n_bins, d)
+    np.testing.assert_array_equal(_dense_from(p, i, got, X.shape),
+                                  oracle_bins(_dense_from(p, i, norm, X.shape), n_bins))
 
 
 @settings(max_examples=80, **SETTINGS)
