@@ -85,6 +85,31 @@ def row_bins(indptr, data, n_bins, raw):
     return out
 
 
+_OFF = 1 << 31
+
+
+@njit(**NJIT)
+def histogram_keys(indices, values, exact, bins_per_octave):
+    """``feature << 32 | (code + 2**31)`` of every positive value, and whether ``exact``
+    held: with ``exact`` the code is the value itself, and a value that is not an integer below
+    2**31 - 1 stops the pass (``(empty, False)``: the caller switches to log codes); else the
+    code is ``floor(log2(v) * bins_per_octave)``."""
+    keys = np.empty(values.size, np.int64)
+    n = 0
+    for k in range(values.size):
+        v = values[k]
+        if v > 0:
+            if exact:
+                if v != np.floor(v) or v >= 2147483647.0:
+                    return keys[:0], False
+                c = np.int64(v)
+            else:
+                c = np.int64(np.floor(np.log2(v) * bins_per_octave))
+            keys[n] = (np.int64(indices[k]) << 32) | (c + _OFF)
+            n += 1
+    return keys[:n], True
+
+
 @njit(**NJIT)
 def divide_by_median(values, indices, med):
     """``values / med[indices]``; 0 where the median is not > 0 (NaN: no median). The caller

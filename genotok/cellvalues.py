@@ -145,17 +145,19 @@ class _Histogram:
         return np.floor(np.log2(values) * self.B).astype(np.int64)
 
     def add(self, feat: np.ndarray, values: np.ndarray) -> None:
+        """Count the positive ``values`` of columns ``feat`` (checked: ``0 <= feat < 2**31``)."""
         if values.size == 0:
             return
-        if self.exact and not (np.all(values == np.floor(values)) and values.max() < 2**31 - 1):
+        keys, ok = VK.histogram_keys(feat, values, self.exact, float(self.B))
+        if not ok:  # a real value: the exact histogram becomes a log-spaced one
             self.reduce()
             f, c = self.split()
             self.keys = f << 32 | (self._log_codes(c.astype(np.float64)) + _OFF)
             self.exact = False
             self.reduce(force=True)
-        code = values.astype(np.int64) if self.exact else self._log_codes(values)
-        self.pending.append(feat.astype(np.int64) << 32 | (code + _OFF))
-        self.n_pending += values.size
+            keys, _ = VK.histogram_keys(feat, values, False, float(self.B))
+        self.pending.append(keys)
+        self.n_pending += keys.size
         if self.n_pending > max(1 << 22, 2 * self.keys.size):
             self.reduce()
 
@@ -165,6 +167,9 @@ class _Histogram:
         new = np.concatenate(self.pending) if self.pending else np.zeros(0, np.int64)
         self.pending, self.n_pending = [], 0
         k, c = np.unique(new, return_counts=True)
+        if self.keys.size == 0:  # nothing to merge with: spare the second sort
+            self.keys, self.counts = k, c.astype(np.int64)
+            return
         keys = np.concatenate([self.keys, k])
         counts = np.concatenate([self.counts, c.astype(np.int64)])
         self.keys, inv = np.unique(keys, return_inverse=True)
@@ -198,21 +203,23 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     """
     from .anndata import _source
 
-    if isinstance(bins_per_octave, bool) or int(bins_per_octave) < 1:
-        raise ValueError(f"bins_per_octave must be a positive integer, got {bins_per_octave!r}")
+    if isinstance(bins_per_octave, bool) or not 1 <= int(bins_per_octave) <= 2**20:
+        raise ValueError(f"bins_per_octave must be an integer in 1..2**20, got "
+                         f"{bins_per_octave!r}")
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
     source, _ = _source(adata, layer)
     n_cols = source.n_cols
+    if n_cols >= 2**31:
+        raise AnnDataError(f"{source.where}: {n_cols} features; the medians pass handles fewer "
+                           "than 2**31")
     hist = _Histogram(int(bins_per_octave))
     for ch in source.chunks(int(memory_mb * (1 << 20)), 48, None):
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
         idx = _validate.indices(ch.indices[a:b], n_cols, source.where, what="column index",
                                 error=AnnDataError)
-        v = enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where)
-        pos = v > 0
-        hist.add(idx[pos], v[pos])
+        hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
     med = hist.medians(n_cols)
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
 
@@ -274,6 +281,8 @@ def warmup() -> None:
     """
     p = np.array([0, 2], np.int64)
     d = np.array([1.0, 2.0])
+    for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
+        VK.histogram_keys(idx, d, True, 128.0)
     VK.normalize_rows(p, d, 1.0, True)
     VK.row_bins(p, d, 3, d)
     VK.divide_by_median(d, np.array([0, 1], np.int32), d)
