@@ -130,3 +130,32 @@ def test_prepend_ids_by_hand():
     assert out.data.dtype == np.uint32
     with pytest.raises(ValueError, match="rows"):
         prepend_ids(rows, np.zeros((2, 1), np.int64))
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+category = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "zz"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.lists(category, min_size=1, max_size=8), seen=st.sets(st.sampled_from("abc")),
+       assay=st.sampled_from(["ATAC", "multiome"]), order=st.booleans())
+def test_prepend_random_obs_matches_oracle(batch, seen, assay, order):
+    n = len(batch)
+    rng = np.random.default_rng(n)
+    X = sp.csr_matrix((rng.random((n, 3)) < 0.5).astype(np.float32))
+    obs = pd.DataFrame({"batch": np.array(batch, dtype=object), "assay": [assay] * n},
+                       index=[f"c{i}" for i in range(n)])
+    a = anndata.AnnData(X, obs=obs, var=pd.DataFrame(index=PEAKS))
+    extra = [f"<batch={v}>" for v in sorted(seen)] + ["<assay=ATAC>"]
+    tok = Tokenizer(PEAKS, extra_tokens=extra)
+    prepend = ["assay", "batch"] if order else ["batch", "assay"]
+    want_ids, want_vals = oracle(a, tok, prepend, tok.universe.unk_token_id)
+    got = tokenize_anndata(a, tok, values=True, prepend=prepend)
+    assert got.to_list() == want_ids
+    np.testing.assert_array_equal(got.values, want_vals)
+    decoded = tok.batch_decode(got)
+    for i, v in enumerate(batch):
+        want = f"<batch={v}>" if v in seen else "<unk>"
+        assert decoded[i][prepend.index("batch")] == want
