@@ -1288,7 +1288,7 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     source = _MemorySource(X, os.fspath(path))
     from . import cellvalues
 
-    enc = cellvalues.value_encoding(_anndata_of(X) if rank == "median" else None,
+    enc = cellvalues.value_encoding(_anndata_of(X) if isinstance(rank, str) else None,
                                     normalize=normalize, target_sum=target_sum, log1p=log1p,
                                     rank=rank, bins=bins)
     stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
