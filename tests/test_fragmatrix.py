@@ -300,3 +300,16 @@ def test_bundled_example_equals_snapatac2(mode):
     assert var == list(ours.var_names)
     np.testing.assert_array_equal(ours.X.toarray(), X)
     assert X.sum() > 0
+
+
+def test_tokenize_fragments_with_given_medians():
+    from genotok import tokenize_fragments
+
+    lines = ["chr1\t5\t20\tA\t1\n", "chr1\t50\t60\tA\t1\n", "chr1\t5\t60\tB\t1\n"]
+    path = _write(lines)
+    tok = _tok([("chr1", 0, 10), ("chr1", 10, 100)])
+    _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, unknown="drop",
+                                 rank=np.array([2.0, 4.0, 1.0]), order="value")
+    # A: region 0 has 1 cut (1/2), region 1 has 3 cuts (3/4); B: 1/2 and 1/4
+    assert rows.to_list() == [[1, 0], [0, 1]]
+    np.testing.assert_allclose(rows.values, [0.75, 0.5, 0.5, 0.25])
