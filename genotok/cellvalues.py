@@ -37,6 +37,12 @@ integer histograms once a real value appears) use log-spaced codes, ``floor(log2
 with ``B = bins_per_octave`` (default 128): the median is the geometric midpoint of its code's
 bin, within a relative error of ``2 ** (0.5 / B) - 1`` (0.27 %) of the median of the values
 rounded to their bins (method ``"log-histogram"``).
+
+Memory: one row chunk (about ``memory_mb``) plus the histogram, 16 bytes per distinct
+(feature, code) pair and about three times that while a chunk is merged. Integer counts have
+few distinct values per feature; normalised values have at most ``B`` codes per octave their
+feature spans (measured: 10,000 cells × 50,000 peaks, 10M entries, normalised: 576 MiB above
+the imports with ``B = 128``; a smaller ``bins_per_octave`` shrinks it in proportion).
 """
 
 from __future__ import annotations
@@ -215,7 +221,9 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         raise AnnDataError(f"{source.where}: {n_cols} features; the medians pass handles fewer "
                            "than 2**31")
     hist = _Histogram(int(bins_per_octave))
-    for ch in source.chunks(int(memory_mb * (1 << 20)), 48, None):
+    # per entry: the chunk's indices and data, float64 values, normalised values, keys and
+    # np.unique's sorted copy, counts and merge: ~96 bytes keep a chunk within memory_mb
+    for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
         idx = _validate.indices(ch.indices[a:b], n_cols, source.where, what="column index",
                                 error=AnnDataError)
