@@ -111,6 +111,31 @@ def histogram_keys(indices, values, exact, bins_per_octave):
 
 
 @njit(**NJIT)
+def merge_counts(k1, n1, k2, n2):
+    """Two sorted, distinct key arrays with counts merged into one (equal keys summed):
+    a linear pass, no sort and no inverse index."""
+    keys = np.empty(k1.size + k2.size, np.int64)
+    counts = np.empty(k1.size + k2.size, np.int64)
+    i = j = o = 0
+    while i < k1.size or j < k2.size:
+        if j >= k2.size or (i < k1.size and k1[i] < k2[j]):
+            keys[o] = k1[i]
+            counts[o] = n1[i]
+            i += 1
+        elif i >= k1.size or k2[j] < k1[i]:
+            keys[o] = k2[j]
+            counts[o] = n2[j]
+            j += 1
+        else:
+            keys[o] = k1[i]
+            counts[o] = n1[i] + n2[j]
+            i += 1
+            j += 1
+        o += 1
+    return keys[:o].copy(), counts[:o].copy()
+
+
+@njit(**NJIT)
 def divide_by_median(values, indices, med):
     """``values / med[indices]``; 0 where the median is not > 0 (NaN: no median). The caller
     has checked ``0 <= indices < med.size``."""

@@ -292,3 +292,17 @@ def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
                   tokenize_anndata(d / "csr.h5ad", tok, chunk_rows=chunk_rows, **opts)):
         assert other == got
         np.testing.assert_array_equal(other.values, got.values)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(a=st.dictionaries(st.integers(-50, 50), st.integers(1, 9)),
+       b=st.dictionaries(st.integers(-50, 50), st.integers(1, 9)))
+def test_merge_counts_matches_dict_oracle(a, b):
+    def arrays(d):
+        k = np.array(sorted(d), np.int64)
+        return k, np.array([d[x] for x in k.tolist()], np.int64)
+
+    keys, counts = VK.merge_counts(*arrays(a), *arrays(b))
+    want = {k: a.get(k, 0) + b.get(k, 0) for k in set(a) | set(b)}
+    assert keys.tolist() == sorted(want)
+    assert counts.tolist() == [want[k] for k in sorted(want)]
