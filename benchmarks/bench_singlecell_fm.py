@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import HERE, gendata, goal, in_subprocess, machine, ratio, table, universe_file  # noqa: E402
+from _common import HERE, gendata, goal, in_subprocess, machine, ratio, table, universe_file
 
 GENOTOK_FRAG = """
 import json, sys, time

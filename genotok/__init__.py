@@ -4,10 +4,9 @@ import numpy as np
 
 from ._examples import examples_dir
 from .anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
+from .build import coverage_cutoff, merge, tile, top_k, write_universe
 from .cellvalues import feature_medians
 from .conditions import condition_tokens
-from .fragmatrix import fragment_matrix
-from .build import coverage_cutoff, merge, tile, top_k, write_universe
 from .corpus import (
     Corpus,
     CorpusWriter,
@@ -26,6 +25,7 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
+from .fragmatrix import fragment_matrix
 from .gtok import read_gtok, write_gtok
 from .ragged import Ragged
 from .regions import RegionSet, as_regions

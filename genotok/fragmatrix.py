@@ -44,7 +44,6 @@ file.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np

@@ -178,7 +178,7 @@ class Universe:
         #: tokens after the seven special ones (condition tokens, see :mod:`genotok.conditions`)
         self.extra_tokens: tuple[str, ...] = ()
 
-    def with_extra_tokens(self, tokens) -> "Universe":
+    def with_extra_tokens(self, tokens) -> Universe:
         """This universe with ``tokens`` appended after the special tokens (ids
         ``n_regions + 7 ...``; region and special ids never move). Replaces earlier extras.
 

@@ -87,7 +87,7 @@ counts = hnp.arrays(np.int64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=
                     elements=st.integers(0, 6).map(lambda v: 0 if v < 3 else v - 2))
 reals = hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, max_side=12),
                    elements=st.one_of(st.just(0.0), st.floats(0.001, 1000.0)))
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
 
 def _csr_parts(X):
@@ -172,9 +172,9 @@ def _expected(E):
     return ids, vals
 
 
-ENCODINGS = [dict(normalize="total"), dict(normalize="total", log1p=True, target_sum=100.0),
-             dict(rank="median"), dict(normalize="total", rank="median"),
-             dict(bins=5), dict(normalize="total", log1p=True, bins=51)]
+ENCODINGS = [{"normalize": "total"}, {"normalize": "total", "log1p": True, "target_sum": 100.0},
+             {"rank": "median"}, {"normalize": "total", "rank": "median"},
+             {"bins": 5}, {"normalize": "total", "log1p": True, "bins": 51}]
 
 
 @pytest.mark.parametrize("kw", ENCODINGS)
@@ -280,7 +280,7 @@ def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
     opts = dict(values=True, order="value", **kw)
     got = tokenize_anndata(a, tok, **opts)
     assert got.to_list() == want_ids
-    np.testing.assert_allclose(got.values, np.asarray(sum(want_vals, []), np.float32),
+    np.testing.assert_allclose(got.values, np.asarray([v for row in want_vals for v in row], np.float32),
                                rtol=1e-6)
     d = Path(tempfile.mkdtemp())
     csc = a.copy()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from genotok import Tokenizer
 from genotok.anndata import tokenize_anndata
@@ -132,8 +134,6 @@ def test_prepend_ids_by_hand():
         prepend_ids(rows, np.zeros((2, 1), np.int64))
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 category = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "zz"]))
 

@@ -270,7 +270,7 @@ def test_tokenize_fragments_encodings_equal_matrix_path(tmp_path):
     path = _write(lines)
     tok = _tok(regions)
     ad = fragment_matrix(path, tok)
-    for kw in (dict(bins=7), dict(normalize="total", rank="median", order="value")):
+    for kw in ({"bins": 7}, {"normalize": "total", "rank": "median", "order": "value"}):
         _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, **kw)
         assert rows == tokenize_anndata(ad, tok, values=True, **kw)
         np.testing.assert_allclose(rows.values,
