@@ -197,6 +197,10 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
                     memory_mb: float = 256) -> tuple[np.ndarray, str]:
     """Per-feature median of the positive (normalised) values, in one pass over row chunks.
 
+    ``adata`` is an AnnData or ``.h5ad`` path, or a list of them with the same features in the
+    same order (medians over all their cells: a corpus made of many files; then pass the
+    medians to each file's ``tokenize_anndata(..., rank=medians)``).
+
     Returns ``(medians, method)``: float64 medians (NaN for a feature never positive) and
     ``"exact"`` or ``"log-histogram(B/octave)"`` (see :mod:`genotok.cellvalues`).
 
@@ -207,6 +211,8 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> med, method = feature_medians(a)
     >>> med.tolist(), method
     ([2.0, nan, 4.5], 'exact')
+    >>> feature_medians([a, a[:1]])[0].tolist()  # the cells of both
+    [1.5, nan, 4.0]
     """
     from .anndata import _source
 
@@ -216,19 +222,27 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
-    source, _ = _source(adata, layer)
-    n_cols = source.n_cols
+    many = isinstance(adata, (list, tuple))
+    sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
+    if not sources:
+        raise ValueError("feature_medians needs at least one matrix")
+    n_cols = sources[0].n_cols
+    for src in sources:
+        if src.n_cols != n_cols:
+            raise AnnDataError(f"{src.where}: {src.n_cols} features, but {sources[0].where} "
+                               f"has {n_cols}; the medians need the same features in each")
     if n_cols >= 2**31:
-        raise AnnDataError(f"{source.where}: {n_cols} features; the medians pass handles fewer "
-                           "than 2**31")
+        raise AnnDataError(f"{sources[0].where}: {n_cols} features; the medians pass handles "
+                           "fewer than 2**31")
     hist = _Histogram(int(bins_per_octave))
     # per entry: the chunk's indices and data, float64 values, normalised values, keys and
     # np.unique's sorted copy, counts and merge: ~96 bytes keep a chunk within memory_mb
-    for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
-        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-        idx = _validate.indices(ch.indices[a:b], n_cols, source.where, what="column index",
-                                error=AnnDataError)
-        hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
+    for source in sources:
+        for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
+            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+            idx = _validate.indices(ch.indices[a:b], n_cols, source.where,
+                                    what="column index", error=AnnDataError)
+            hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
     med = hist.medians(n_cols)
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
 

@@ -306,3 +306,20 @@ def test_merge_counts_matches_dict_oracle(a, b):
     want = {k: a.get(k, 0) + b.get(k, 0) for k in set(a) | set(b)}
     assert keys.tolist() == sorted(want)
     assert counts.tolist() == [want[k] for k in sorted(want)]
+
+
+def test_medians_over_several_files(tmp_path):
+    rng = np.random.default_rng(11)
+    X1 = rng.integers(0, 5, (12, 6)) * (rng.random((12, 6)) < 0.6)
+    X2 = rng.integers(0, 9, (7, 6)) * (rng.random((7, 6)) < 0.6)
+    a1, _ = _adata(X1)
+    a2, _ = _adata(X2)
+    a1.write_h5ad(tmp_path / "one.h5ad")
+    med, method = feature_medians([tmp_path / "one.h5ad", a2], memory_mb=1e-4)
+    assert method == "exact"
+    np.testing.assert_array_equal(med, oracle_medians(np.vstack([X1, X2])))
+    bad, _ = _adata(X1[:, :4])
+    with pytest.raises(AnnDataError, match="same features"):
+        feature_medians([a1, bad])
+    with pytest.raises(ValueError, match="at least one"):
+        feature_medians([])
