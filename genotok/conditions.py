@@ -20,7 +20,8 @@ Order and semantics
   :func:`condition_tokens` lists, column by column in the order given, the column's categories
   (a categorical's category order, else sorted as strings); a missing value (NaN) has none;
 * ``tokenize_anndata(..., prepend=["assay", "batch"])`` puts, before each cell's tokens, one
-  token per column in the order of ``prepend``; their values (with ``values=True``) are 0;
+  token per column in the order of ``prepend`` (after ``<cls>`` with ``add_cls=True``); their
+  values (with ``values=True``) are 0;
 * a value with no token in the tokenizer (a category unseen in training, or NaN) becomes
   ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``);
 * the tokens are saved with the tokenizer configuration (``extra_tokens`` in its ``[genotok]``
@@ -158,11 +159,19 @@ def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
     return Ragged(data, offsets, values)
 
 
-def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown: str):
-    """Wrap the single-cell stream ``(row0, Ragged)``: condition tokens before each cell."""
+def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown: str,
+                   cls: bool = False):
+    """Wrap the single-cell stream ``(row0, Ragged)``: ``<cls>`` (when ``cls``), then the
+    condition tokens, before each cell's tokens."""
     for row0, rows in stream:
-        _, meta = obs_read(row0, row0 + len(rows))
-        yield row0, prepend_ids(rows, condition_ids(meta, tokenizer, prepend, unknown=unknown))
+        if prepend:
+            _, meta = obs_read(row0, row0 + len(rows))
+            ids = condition_ids(meta, tokenizer, prepend, unknown=unknown)
+        else:
+            ids = np.zeros((len(rows), 0), np.int64)
+        if cls:
+            ids = np.hstack([np.full((len(rows), 1), tokenizer.universe.cls_token_id), ids])
+        yield row0, prepend_ids(rows, ids)
 
 
 __all__ = ["condition_ids", "condition_tokens", "prepend_ids"]
