@@ -882,7 +882,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      overwrite: bool = False, normalize: str | None = None,
                      target_sum: float = 1e4, log1p: bool = False, rank=None,
                      bins: int | None = None, prepend: Sequence[str] = (),
-                     condition_unknown: str = "unk"):
+                     condition_unknown: str = "unk", add_cls: bool = False):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -946,6 +946,8 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         ``obs`` columns whose condition tokens (``<batch=d1>``, the tokenizer's
         ``extra_tokens``) start each cell, in this order; a value without a token gives
         ``<unk>`` or an error (``"error"``). See :mod:`genotok.conditions`.
+    add_cls
+        Start each cell with ``<cls>`` (before its condition tokens).
 
     Raises
     ------
@@ -1004,18 +1006,20 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      progress=progress, desc="tokenizing cells", prepare=prepare,
                      encode=None if enc is None else enc.chunk_encoder(source.n_cols,
                                                                        source.where))
-    if prepend:  # condition tokens (genotok.conditions)
+    if prepend or add_cls:  # <cls> and condition tokens (genotok.conditions)
         from . import conditions
 
         stream = conditions.prepend_stream(stream, _obs_reader(adata, path, list(prepend)),
-                                           tokenizer, list(prepend), condition_unknown)
+                                           tokenizer, list(prepend), condition_unknown,
+                                           cls=add_cls)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
         if enc is not None:
             extra["anndata"]["values_encoding"] = enc.to_json()
-        if prepend:
+        if prepend or add_cls:
+            extra["anndata"]["add_cls"] = bool(add_cls)
             extra["anndata"]["prepend"] = list(prepend)
             extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
         return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
