@@ -159,3 +159,16 @@ def test_prepend_random_obs_matches_oracle(batch, seen, assay, order):
     for i, v in enumerate(batch):
         want = f"<batch={v}>" if v in seen else "<unk>"
         assert decoded[i][prepend.index("batch")] == want
+
+
+def test_cls_before_conditions(tmp_path):
+    a = _adata()
+    tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(a, ["batch"]))
+    plain = tokenize_anndata(a, tok)
+    got = tokenize_anndata(a, tok, prepend=["batch"], add_cls=True)
+    cls = tok.universe.cls_token_id
+    batch_ids = condition_ids(a.obs, tok, ["batch"])[:, 0]
+    assert got.to_list() == [[cls, int(b)] + row.tolist() for b, row in zip(batch_ids, plain)]
+    only = tokenize_anndata(a, tok, add_cls=True, output=tmp_path / "c.gtokc")
+    assert only.to_ragged().to_list() == [[cls] + row.tolist() for row in plain]
+    assert only.header["extra"]["anndata"]["add_cls"] is True
