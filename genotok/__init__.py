@@ -5,6 +5,8 @@ import numpy as np
 from ._examples import examples_dir
 from .anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .build import coverage_cutoff, merge, tile, top_k, write_universe
+from .cellvalues import feature_medians
+from .conditions import condition_tokens
 from .corpus import (
     Corpus,
     CorpusWriter,
@@ -23,6 +25,7 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
+from .fragmatrix import fragment_matrix
 from .gtok import read_gtok, write_gtok
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
@@ -42,13 +45,14 @@ def warmup() -> None:
     --------
     >>> warmup()  # later first calls skip compilation
     """
-    from . import _build_kernels, _kernels, _parse, _sort, anndata, corpus
+    from . import _build_kernels, _kernels, _parse, _sort, anndata, cellvalues, corpus
 
     _parse.warmup()
     _kernels.warmup()
     _sort.warmup()
     _build_kernels.warmup()
     anndata.warmup()
+    cellvalues.warmup()
     corpus._gather_rows(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
 
 
@@ -60,4 +64,5 @@ __all__ = [
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
     "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
+    "condition_tokens", "feature_medians", "fragment_matrix",
 ]

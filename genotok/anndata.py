@@ -1055,7 +1055,8 @@ def _progress(total: int, enabled: bool, desc: str):
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
-            n_threads, progress: bool, desc: str, prepare=None) -> Iterator[tuple[int, Ragged]]:
+            n_threads, progress: bool, desc: str, prepare=None,
+            encode=None) -> Iterator[tuple[int, Ragged]]:
     """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
 
     ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
@@ -1066,6 +1067,8 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
+                if encode is not None:  # value encodings (genotok.cellvalues)
+                    ch = encode(ch)
                 if prepare is None:
                     ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
                 else:
@@ -1128,7 +1131,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
                      n_threads: int | None = None, output="ragged",
                      obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
-                     overwrite: bool = False):
+                     overwrite: bool = False, normalize: str | None = None,
+                     target_sum: float = 1e4, log1p: bool = False, rank=None,
+                     bins: int | None = None, prepend: Sequence[str] = (),
+                     condition_unknown: str = "unk", add_cls: bool = False):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
@@ -1183,6 +1189,17 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         writing it (the vocabulary must fit). A corpus always gets the width it stores.
     overwrite
         Replace an existing corpus at the ``output`` path (default: refuse it).
+    normalize, target_sum, log1p, rank, bins
+        Value encodings applied to the entries before tokenizing (``"total"`` normalisation,
+        Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.cellvalues`.
+        A corpus stores the encoding (and the medians) in its header; ``rank=corpus`` reuses
+        a training corpus' medians.
+    prepend, condition_unknown
+        ``obs`` columns whose condition tokens (``<batch=d1>``, the tokenizer's
+        ``extra_tokens``) start each cell, in this order; a value without a token gives
+        ``<unk>`` or an error (``"error"``). See :mod:`genotok.conditions`.
+    add_cls
+        Start each cell with ``<cls>`` (before its condition tokens).
 
     Raises
     ------
@@ -1222,6 +1239,11 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
     _check_rows(source, adata, path)
+    from . import cellvalues
+
+    enc = cellvalues.value_encoding(adata, layer=layer, normalize=normalize,
+                                    target_sum=target_sum, log1p=log1p, rank=rank, bins=bins,
+                                    memory_mb=memory_mb)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -1234,11 +1256,25 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         back_dtype, opt.dtype = opt.dtype, np.int64
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)  # noqa: E731
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells", prepare=prepare)
+                     progress=progress, desc="tokenizing cells", prepare=prepare,
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
+    if prepend or add_cls:  # <cls> and condition tokens (genotok.conditions)
+        from . import conditions
+
+        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, list(prepend)),
+                                           tokenizer, list(prepend), condition_unknown,
+                                           cls=add_cls)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
                              "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
+        if enc is not None:
+            extra["anndata"]["values_encoding"] = enc.to_json()
+        if prepend or add_cls:
+            extra["anndata"]["add_cls"] = bool(add_cls)
+            extra["anndata"]["prepend"] = list(prepend)
+            extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
         return _to_corpus(output, tokenizer, stream, obs_read, obs_columns, values, extra, path,
                           overwrite)
     rows = _concat([r for _, r in stream])
@@ -1427,7 +1463,9 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                        max_tokens: int | None = None, truncate: str = "top",
                        unknown: str | None = None, block_bytes: int = 32 << 20,
                        n_threads: int | None = None, output="ragged", progress: bool = False,
-                       overwrite: bool = False):
+                       overwrite: bool = False, mode: str = "fragment", shift=(0, 0),
+                       normalize: str | None = None, target_sum: float = 1e4,
+                       log1p: bool = False, rank=None, bins: int | None = None):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
     The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
@@ -1455,6 +1493,12 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         a corpus path → the opened corpus (barcodes as record names).
     overwrite
         Replace an existing corpus at the ``output`` path (default: refuse it).
+    mode, shift
+        ``"fragment"`` (above) or ``"insertion"``: each fragment's two Tn5 cut sites counted
+        once each, whatever the count column (SnapATAC2's way; ``<unk>`` counts fragments
+        none of whose sites hits), see :mod:`genotok.fragmatrix`.
+    normalize, target_sum, log1p, rank, bins
+        Value encodings of the per-cell counts, as in :func:`tokenize_anndata`.
 
     Raises
     ------
@@ -1479,9 +1523,16 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     kind = "anndata" if output == "anndata" else _check_output(output)
     opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown,
                    values)
-    names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
-                                      min_fragments=min_fragments, block_bytes=block_bytes,
-                                      n_threads=n_threads)
+    if mode == "fragment" and tuple(shift) == (0, 0):
+        names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
+                                          min_fragments=min_fragments, block_bytes=block_bytes,
+                                          n_threads=n_threads)
+    else:  # insertion counts (genotok.fragmatrix)
+        from .fragmatrix import _count
+
+        names, X, nfrag = _count(path, tokenizer, mode=mode, shift=shift, use_count=False,
+                                 barcodes=barcodes, min_fragments=min_fragments,
+                                 block_bytes=block_bytes, n_threads=n_threads, miss_column=True)
     u = tokenizer.universe
     if kind == "anndata":
         import anndata
@@ -1503,9 +1554,16 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
     vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
     source = _MemorySource(X, os.fspath(path))
+    from . import cellvalues
+
+    enc = cellvalues.value_encoding(_anndata_of(X) if isinstance(rank, str) else None,
+                                    normalize=normalize, target_sum=target_sum, log1p=log1p,
+                                    rank=rank, bins=bins)
     stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
                      n_threads=tokenizer.n_threads if n_threads is None else n_threads,
-                     progress=progress, desc="tokenizing cells")
+                     progress=progress, desc="tokenizing cells",
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
     if kind == "corpus":
         def obs_read(lo, hi):
             return names[lo:hi], {}
@@ -1514,11 +1572,20 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                                "order": order, "seed": seed, "max_tokens": max_tokens,
                                "truncate": truncate,
                                "unknown": tokenizer.settings.unknown if unknown is None
-                               else unknown}}
+                               else unknown, "mode": mode, "shift": list(shift)}}
+        if enc is not None:
+            extra["fragments"]["values_encoding"] = enc.to_json()
         return _to_corpus(output, tokenizer, stream, obs_read, (), values, extra, os.fspath(path),
                           overwrite)
     rows = _concat([r for _, r in stream])
     return names, _shape_output(rows, tokenizer, kind, values)
+
+
+def _anndata_of(X):
+    """A bare AnnData around a matrix (no copy), for the value encodings' medians pass."""
+    import anndata
+
+    return anndata.AnnData(X)
 
 
 def warmup() -> None:

@@ -336,11 +336,14 @@ def read_config(path, special_tokens=None, strict: bool = False):
                             f"(as in gtars), got {ttype!r}")
     ours = dict(cfg.get("genotok", {}))
     fingerprint = ours.pop("fingerprint", None)
+    extra_tokens = ours.pop("extra_tokens", None)  # condition tokens (genotok.conditions)
     unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
                             f"are {list(TokenizerSettings.__dataclass_fields__)}")
     universe = Universe.from_bed(upath, special, strict=strict)
+    if extra_tokens:
+        universe = universe.with_extra_tokens(extra_tokens)
     if fingerprint is not None and fingerprint != universe.fingerprint:
         raise UniverseMismatchError(
             f"{path}: universe {upath} has changed since this configuration was saved "

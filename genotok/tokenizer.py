@@ -174,6 +174,10 @@ class Tokenizer:
     strict
         Refuse universe lines whose end is before their start (gtars accepts them; by default
         they keep their ids as inert tokens, see :class:`Universe`).
+    extra_tokens
+        Strings appended to the vocabulary after the seven special tokens (condition tokens
+        such as ``"<batch=donor1>"``, see :mod:`genotok.conditions`): ids ``n_regions + 7``
+        on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
 
     Settings not given keep the values saved in a configuration, else the defaults above.
     ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
@@ -226,10 +230,12 @@ class Tokenizer:
                min_fraction: float | None = None, fraction_of: str | None = None,
                unknown: str | None = None, order: str | None = None,
                n_threads: int | None = None, special_tokens: dict | None = None,
-               tokenizer_type: str | None = None, strict: bool = False):
+               tokenizer_type: str | None = None, strict: bool = False, extra_tokens=None):
         from . import pretrained as _pretrained
 
         universe, saved, check = _pretrained.load(source, special_tokens, strict)
+        if extra_tokens is not None:  # condition tokens after the specials (genotok.conditions)
+            universe = universe.with_extra_tokens(extra_tokens)
         given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
                  "fraction_of": fraction_of, "unknown": unknown, "order": order,
                  "tokenizer_type": tokenizer_type}
@@ -350,6 +356,9 @@ class Tokenizer:
             if k == "tokenizer_type":
                 continue  # gtars' key, at the top
             lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
+        if self.universe.extra_tokens:
+            lines.append("extra_tokens = [" + ", ".join(q(t) for t in self.universe.extra_tokens)
+                         + "]")
         lines.append(f"fingerprint = {q(self.universe.fingerprint)}")
         with atomic_write(path, "w") as fh:
             fh.write("\n".join(lines) + "\n")

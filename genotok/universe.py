@@ -138,6 +138,8 @@ class Universe:
     ['chr1:100-200', '<unk>']
     """
 
+    extra_tokens: tuple = ()  # see with_extra_tokens
+
     def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "first",
                  strict: bool = False):
         if duplicates not in ("first", "error"):
@@ -173,6 +175,38 @@ class Universe:
         self._ailist_key: np.ndarray | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
+        #: tokens after the seven special ones (condition tokens, see :mod:`genotok.conditions`)
+        self.extra_tokens: tuple[str, ...] = ()
+
+    def with_extra_tokens(self, tokens) -> Universe:
+        """This universe with ``tokens`` appended after the special tokens (ids
+        ``n_regions + 7 ...``; region and special ids never move). Replaces earlier extras.
+
+        Examples
+        --------
+        >>> u = Universe(["chr1:0-10"]).with_extra_tokens(["<batch=a>"])
+        >>> u.vocab_size, u.convert_ids_to_tokens([8]), u.convert_tokens_to_ids("<batch=a>")
+        (9, ['<batch=a>'], 8)
+        """
+        import copy
+
+        tokens = tuple(tokens)
+        bad = [t for t in tokens if not isinstance(t, str) or not t]
+        if bad:
+            raise UniverseError(f"extra tokens must be non-empty strings, got {bad[0]!r}")
+        taken = set(self.special_tokens.values())
+        clash = [t for t in tokens if t in taken]
+        if clash or len(set(tokens)) != len(tokens):
+            what = f"{clash[0]!r} is a special token" if clash else "they repeat a token"
+            raise UniverseError(f"extra tokens must be distinct from each other and from the "
+                                f"special tokens: {what}")
+        if self.n_regions + len(SPECIAL_NAMES) + len(tokens) >= 2**31:
+            raise UniverseError(f"{len(tokens)} extra tokens is more than token ids can hold")
+        out = copy.copy(self)
+        out.extra_tokens = tokens
+        out._fingerprint = None
+        out._vocab = None
+        return out
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -198,8 +232,8 @@ class Universe:
 
     @property
     def vocab_size(self) -> int:
-        """Regions plus the seven special tokens (as gtars)."""
-        return self.n_regions + len(SPECIAL_NAMES)
+        """Regions plus the seven special tokens (as gtars), plus any extra tokens."""
+        return self.n_regions + len(SPECIAL_NAMES) + len(self.extra_tokens)
 
     @property
     def special_token_ids(self) -> dict[str, int]:
@@ -250,6 +284,8 @@ class Universe:
             h.update(np.ascontiguousarray(rs.starts, dtype="<i8").tobytes())
             h.update(np.ascontiguousarray(rs.ends, dtype="<i8").tobytes())
             h.update("\0".join(self.special_tokens[k] for k in SPECIAL_NAMES).encode())
+            if self.extra_tokens:  # absent: the fingerprint of a plain universe is unchanged
+                h.update(b"\0extra\0" + "\0".join(self.extra_tokens).encode())
             self._fingerprint = h.hexdigest()
         return self._fingerprint
 
@@ -350,7 +386,7 @@ class Universe:
             return self.convert_ids_to_tokens([ids])[0]
         ids = self._check_ids(ids)
         n = self.n_regions
-        specials = [self.special_tokens[k] for k in SPECIAL_NAMES]
+        specials = [self.special_tokens[k] for k in SPECIAL_NAMES] + list(self.extra_tokens)
         regs = ids < n
         out = np.empty(ids.size, dtype=object)
         if regs.any():
@@ -374,6 +410,8 @@ class Universe:
                 vocab.setdefault(tok, i)
             for name, i in self.special_token_ids.items():
                 vocab[self.special_tokens[name]] = i
+            for k, tok in enumerate(self.extra_tokens):
+                vocab[tok] = self.n_regions + len(SPECIAL_NAMES) + k
             self._vocab = vocab
         return self._vocab
 
