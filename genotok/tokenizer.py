@@ -137,44 +137,44 @@ class Tokenizer:
 
     Parameters
     ----------
-    source
+    source : str, PathLike, Universe or regions
         What the vocabulary comes from, recognised by itself (as gtars' ``Tokenizer(path)``):
         a BED / BED.gz file (token id = line position); a ``.toml`` configuration (gtars' or
         genotok's, see :meth:`from_config`); a model directory or a Hugging Face Hub id
         ``org/name`` (see :meth:`from_pretrained`); a :class:`Universe`; or regions in memory
         (strings ``chr:start-end``, tuples, arrays, a data frame, gtars ``Region`` objects).
         A string that could be read two ways is refused with the explicit call to use.
-    overlap
+    overlap : str, default "all"
         ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
         the largest overlap per query; ties go to the lowest id).
-    min_overlap
+    min_overlap : int, default 0
         Minimum overlap in bp for a hit (0: any half-open overlap counts).
-    min_fraction
+    min_fraction : float, default 0.0
         Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
         ``fraction_of`` says.
-    fraction_of
+    fraction_of : str, default "query"
         ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
-    unknown
+    unknown : str, default "set"
         ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
         ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
-    order
+    order : str, default "gtars"
         ``"gtars"`` (a BED file is stable-sorted by (chromosome name as bytes, start) first,
         in-memory regions keep their order; hits of a query by ascending universe position),
         ``"input"`` (input order, files too), ``"genomic"`` (by universe position) or
         ``"unique"`` (de-duplicated, genomic).
-    n_threads
+    n_threads : int or None, default None
         Default numba thread count for this tokenizer's calls (``None``: numba's setting).
-    special_tokens
+    special_tokens : dict or None, default None
         ``{"unk": "<UNKNOWN>", ...}``: rename special tokens (partial overrides allowed).
-    tokenizer_type
+    tokenizer_type : str, default "bits"
         gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
         refused. The hits are the same; the order of one query's several hits follows the
         backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
         see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
-    strict
+    strict : bool, default False
         Refuse universe lines whose end is before their start (gtars accepts them; by default
         they keep their ids as inert tokens, see :class:`Universe`).
-    extra_tokens
+    extra_tokens : sequence of str or None, default None
         Strings appended to the vocabulary after the seven special tokens (condition tokens
         such as ``"<batch=donor1>"``, see :mod:`genotok.conditions`): ids ``n_regions + 7``
         on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
