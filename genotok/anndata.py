@@ -81,7 +81,7 @@ import numpy as np
 from . import _cell_kernels as K
 from . import _config, _parse
 from . import _validate as V
-from .errors import AnnDataError, BedParseError, GenotokError, RegionParseError
+from .errors import AnnDataError, GenotokError, RegionParseError
 from .ragged import Ragged
 from .regions import RegionSet, parse_region_strings
 
@@ -1282,91 +1282,12 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
 
 
 # ---------------------------------------------------------------------------------- fragments
-_FRAG_MESSAGES = {
-    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
-    K.FRAG_START: "start is not a non-negative integer",
-    K.FRAG_END: "end is not a non-negative integer",
-    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
-    K.FRAG_END_BEFORE_START: "end is before start",
-    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
-                    "or drop the line (re-create the file if it is damaged)",
-}
-
-
-def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
-    """Byte blocks ending at a line end (the last one may not). Each block is read into a
-    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
-    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
-    from . import _io
-
-    rest = b""
-    with _io.reading(path), _io.open_binary(path) as fh:
-        while True:
-            raw = bytearray(len(rest) + block_bytes)
-            raw[:len(rest)] = rest
-            got = fh.readinto(memoryview(raw)[len(rest):])
-            if not got:
-                break
-            end = len(rest) + got
-            cut = raw.rfind(b"\n", 0, end)
-            if cut < 0:
-                rest = bytes(raw[:end])
-                continue
-            rest = bytes(raw[cut + 1:end])
-            yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
-    if rest:
-        yield np.frombuffer(rest, dtype=np.uint8)
-
-
-def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
-                what: str) -> tuple[list[str], np.ndarray]:
-    """Like :func:`_unique_spans`, but a name that is not UTF-8 is a :class:`BedParseError`
-    at its first line: decoding it with replacement characters would merge two different
-    barcodes (or chromosomes) into one."""
-    index, a, b = _parse.intern_spans(buf, s, e)
-    names = []
-    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-        raw = buf[x:y].tobytes()
-        try:
-            names.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            line = first_line + int(np.count_nonzero(buf[:x] == 10))
-            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
-                                "drop the line (re-create the file if it is damaged)") from None
-    return names, index
-
-
 def _unique_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray) -> tuple[list[str], np.ndarray]:
     """Distinct byte strings of the spans (decoded, in order of first appearance) and each
     span's index among them."""
     index, a, b = _parse.intern_spans(buf, s, e)
     names = [buf[x:y].tobytes().decode("utf-8", "replace") for x, y in zip(a.tolist(), b.tolist())]
     return names, index
-
-
-class _PairCounts:
-    """Sum of counts per (cell, column) key, reduced as it grows (bounded by distinct pairs)."""
-
-    def __init__(self):
-        self.keys = np.zeros(0, np.int64)
-        self.counts = np.zeros(0, np.float64)
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
-        self.n_pending = 0
-
-    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
-        self.pending.append((keys, counts))
-        self.n_pending += keys.size
-        if self.n_pending > max(1 << 22, 2 * self.keys.size):
-            self.reduce()
-
-    def reduce(self) -> None:
-        if not self.pending:
-            return
-        keys = np.concatenate([self.keys] + [k for k, _ in self.pending])
-        counts = np.concatenate([self.counts] + [c for _, c in self.pending])
-        self.pending, self.n_pending = [], 0
-        self.keys, inv = np.unique(keys, return_inverse=True)
-        self.counts = np.bincount(inv.ravel(), weights=counts, minlength=self.keys.size)
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -1390,71 +1311,11 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     >>> bcs, X.toarray().tolist(), n.tolist()
     (['AAA-1'], [[2.0, 1.0]], [2])
     """
-    import scipy.sparse as sp
+    from .fragmatrix import _count  # the one streaming fragment counter
 
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise BedParseError(path, None, "no such fragment file")
-    if block_bytes < 1:
-        raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
-    u = tokenizer.universe
-    n_cols = u.n_regions + 1
-    allow = None
-    if barcodes is not None:
-        allow = {str(b): i for i, b in enumerate(barcodes)}
-        if len(allow) != len(barcodes):
-            raise ValueError("the barcode allow-list has duplicates")
-    cell_index: dict[str, int] = {} if allow is None else allow
-    nfrag = np.zeros(0 if allow is None else len(allow), np.int64)
-    pairs = _PairCounts()
-    n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    first_line = 1
-    for buf in _blocks_of_lines(path, block_bytes):
-        cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
-        if status != K.FRAG_OK:
-            raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
-        block_line, first_line = first_line, first_line + int(n_newlines)
-        if st.size == 0:
-            continue
-        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
-        if allow is None:
-            table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames], np.int64)
-        else:
-            table = np.array([allow.get(b, -1) for b in bnames], np.int64)
-        cell = table[binv]
-        keep = cell >= 0
-        if not keep.all():
-            cell, cs, ce, st, en, cnt = (x[keep] for x in (cell, cs, ce, st, en, cnt))
-        if cell.size == 0:
-            continue
-        if nfrag.size < len(cell_index):
-            nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
-        nfrag += np.bincount(cell, minlength=nfrag.size)
-        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
-        rs = RegionSet(cnames, cinv.astype(np.int32), st, en, source=path, validate=False)
-        hits = tokenizer.region_hits(rs, n_threads=n_threads)
-        lens = hits.lengths
-        keys = np.repeat(cell, lens) * n_cols + hits.data
-        counts = np.repeat(cnt, lens).astype(np.float64)
-        miss = lens == 0
-        pairs.add(np.concatenate([keys, cell[miss] * n_cols + u.n_regions]),
-                  np.concatenate([counts, cnt[miss].astype(np.float64)]))
-    pairs.reduce()
-    n_cells = len(cell_index)
-    if nfrag.size < n_cells:
-        nfrag = np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
-    rows = pairs.keys // n_cols
-    cols = pairs.keys % n_cols
-    indptr = np.zeros(n_cells + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=n_cells), out=indptr[1:])
-    X = sp.csr_matrix((pairs.counts.astype(np.float32), cols, indptr), shape=(n_cells, n_cols))
-    names = list(cell_index)
-    keep = np.flatnonzero(nfrag >= min_fragments)
-    if keep.size != n_cells:
-        X = X[keep]
-        names = [names[i] for i in keep]
-        nfrag = nfrag[keep]
-    return names, X, nfrag
+    return _count(path, tokenizer, mode="fragment", shift=(0, 0), use_count=True,
+                  barcodes=barcodes, min_fragments=min_fragments, block_bytes=block_bytes,
+                  n_threads=n_threads, miss_column=True, repeats=False)
 
 
 def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,

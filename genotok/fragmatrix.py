@@ -44,11 +44,13 @@ file.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _cell_kernels as K
+from . import _io, _parse
 from .errors import BedParseError
 from .ragged import Ragged
 from .regions import RegionSet
@@ -74,12 +76,10 @@ def read_barcodes(source) -> list[str]:
     ['AAA-1', 'CCC-1']
     """
     if isinstance(source, (str, os.PathLike)):
-        from ._io import open_binary, reading
-
         path = os.fspath(source)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"barcode list {path!r}: no such file")
-        with reading(path), open_binary(path) as fh:
+        with _io.reading(path), _io.open_binary(path) as fh:
             lines = fh.read().decode("utf-8").splitlines()
         out = [ln.split("\t")[0].strip() for ln in lines]
         out = [b for b in out if b and not b.startswith("#")]
@@ -128,14 +128,92 @@ def _queries(mode: str, st, en, left: int, right: int):
     return pos, pos + 1, frag
 
 
+_FRAG_MESSAGES = {
+    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    K.FRAG_START: "start is not a non-negative integer",
+    K.FRAG_END: "end is not a non-negative integer",
+    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    K.FRAG_END_BEFORE_START: "end is before start",
+    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+                    "or drop the line (re-create the file if it is damaged)",
+}
+
+
+def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
+    """Byte blocks ending at a line end (the last one may not). Each block is read into a
+    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
+    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    rest = b""
+    with _io.reading(path), _io.open_binary(path) as fh:
+        while True:
+            raw = bytearray(len(rest) + block_bytes)
+            raw[:len(rest)] = rest
+            got = fh.readinto(memoryview(raw)[len(rest):])
+            if not got:
+                break
+            end = len(rest) + got
+            cut = raw.rfind(b"\n", 0, end)
+            if cut < 0:
+                rest = bytes(raw[:end])
+                continue
+            rest = bytes(raw[cut + 1:end])
+            yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
+    if rest:
+        yield np.frombuffer(rest, dtype=np.uint8)
+
+
+def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
+                what: str) -> tuple[list[str], np.ndarray]:
+    """Distinct names of the spans (in order of first appearance) and each span's index;
+    a name that is not UTF-8 is a :class:`BedParseError`
+    at its first line: decoding it with replacement characters would merge two different
+    barcodes (or chromosomes) into one."""
+    index, a, b = _parse.intern_spans(buf, s, e)
+    names = []
+    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        raw = buf[x:y].tobytes()
+        try:
+            names.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            line = first_line + int(np.count_nonzero(buf[:x] == 10))
+            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
+                                "drop the line (re-create the file if it is damaged)") from None
+    return names, index
+
+
+class _PairCounts:
+    """Sum of counts per (cell, column) key, reduced as it grows (bounded by distinct pairs)."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.float64)
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_pending = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        self.pending.append((keys, counts))
+        self.n_pending += keys.size
+        if self.n_pending > max(1 << 22, 2 * self.keys.size):
+            self.reduce()
+
+    def reduce(self) -> None:
+        if not self.pending:
+            return
+        keys = np.concatenate([self.keys] + [k for k, _ in self.pending])
+        counts = np.concatenate([self.counts] + [c for _, c in self.pending])
+        self.pending, self.n_pending = [], 0
+        self.keys, inv = np.unique(keys, return_inverse=True)
+        self.counts = np.bincount(inv.ravel(), weights=counts, minlength=self.keys.size)
+
+
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
-           block_bytes: int, n_threads, miss_column: bool = False):
+           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
-    region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``)."""
+    region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
+    on a repeated universe line also counts in its repeats (a matrix over universe lines);
+    without it only the first occurrence counts (token semantics, as the tokenizer's ids)."""
     import scipy.sparse as sp
-
-    from .anndata import _FRAG_MESSAGES, _blocks_of_lines, _PairCounts, _text_spans
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
@@ -153,7 +231,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     cell_index: dict[str, int] = {} if allow is None else {b: i for i, b in enumerate(allow)}
     nfrag = np.zeros(len(cell_index), np.int64)
     pairs = _PairCounts()
-    dups = _dup_map(u.sweep.first)
+    dups = _dup_map(u.sweep.first) if repeats else None
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     first_line = 1
     for buf in _blocks_of_lines(path, block_bytes):
