@@ -167,7 +167,8 @@ def _vocab_size(path: Path) -> int | None:
     return value
 
 
-def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None) -> None:
+def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None,
+                     n_extra: int = 0) -> None:
     """Refuse a tokenizer whose vocabulary is not the size the model was trained with.
 
     Examples
@@ -177,12 +178,17 @@ def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None)
     Traceback (most recent call last):
     ...
     genotok.errors.UniverseError: config.json: the model's vocab_size is 40 but the ...
+    >>> check_vocab_size(34, 40, Path("config.json"), n_extra=2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.UniverseError: ... 34 (25 regions + 7 special tokens + 2 extra tokens): ...
     """
     if expected is not None and expected != vocab_size:
+        extra = f" + {n_extra:,} extra tokens" if n_extra else ""
         raise UniverseError(
             f"{config}: the model's vocab_size is {expected:,} but the tokenizer's is "
-            f"{vocab_size:,} ({vocab_size - 7:,} regions + 7 special tokens): the universe "
-            "does not belong to this model")
+            f"{vocab_size:,} ({vocab_size - 7 - n_extra:,} regions + 7 special tokens{extra}): "
+            "the universe does not belong to this model")
 
 
 def save(tokenizer, directory) -> Path:

@@ -248,7 +248,8 @@ class Tokenizer:
         self.settings = TokenizerSettings(**settings)
         self.n_threads = n_threads
         if check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *check)
+            _pretrained.check_vocab_size(self.vocab_size, *check,
+                                         len(self.universe.extra_tokens))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -309,7 +310,7 @@ class Tokenizer:
         universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
                                                             special, strict)
         tok = cls(universe, **{**saved, **overrides})
-        _pretrained.check_vocab_size(tok.vocab_size, *check)
+        _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 
     def save_pretrained(self, directory: str | os.PathLike) -> Path:
