@@ -48,6 +48,7 @@ normalised, ``B = 128``: 321 MiB above the imports, 0.29 s).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -199,7 +200,8 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
 
     ``adata`` is an AnnData or ``.h5ad`` path, or a list of them with the same features in the
     same order (medians over all their cells: a corpus made of many files; then pass the
-    medians to each file's ``tokenize_anndata(..., rank=medians)``).
+    medians to each file's ``tokenize_anndata(..., rank=medians)``), or an iterator of them
+    (a generator: each is opened when reached, so one matrix at a time is in memory).
 
     Returns ``(medians, method)``: float64 medians (NaN for a feature never positive) and
     ``"exact"`` or ``"log-histogram(B/octave)"`` (see :mod:`genotok.cellvalues`).
@@ -213,6 +215,8 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     ([2.0, nan, 4.5], 'exact')
     >>> feature_medians([a, a[:1]])[0].tolist()  # the cells of both
     [1.5, nan, 4.0]
+    >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
+    [1.5, nan, 4.0]
     """
     from .anndata import _source
 
@@ -222,8 +226,33 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     if memory_mb <= 0:
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
-    many = isinstance(adata, (list, tuple))
-    sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
+    if isinstance(adata, Iterator):  # opened one at a time, when reached
+        sources = (_source(x, layer)[0] for x in adata)
+    else:
+        many = isinstance(adata, (list, tuple))
+        sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
+        _same_columns(sources)  # all of them checked before the pass
+    hist = _Histogram(int(bins_per_octave))
+    first = None
+    # per entry: the chunk's indices and data, float64 values, normalised values, keys and
+    # np.unique's sorted copy, counts and merge: ~96 bytes keep a chunk within memory_mb
+    for source in sources:
+        first = source if first is None else first
+        _same_columns([first, source])
+        n_cols = first.n_cols
+        for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
+            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+            idx = _validate.indices(ch.indices[a:b], n_cols, source.where,
+                                    what="column index", error=AnnDataError)
+            hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
+    if first is None:
+        raise ValueError("feature_medians needs at least one matrix")
+    med = hist.medians(first.n_cols)
+    return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
+
+
+def _same_columns(sources: list) -> None:
+    """The medians need one feature space: every source with the first one's columns."""
     if not sources:
         raise ValueError("feature_medians needs at least one matrix")
     n_cols = sources[0].n_cols
@@ -234,17 +263,6 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     if n_cols >= 2**31:
         raise AnnDataError(f"{sources[0].where}: {n_cols} features; the medians pass handles "
                            "fewer than 2**31")
-    hist = _Histogram(int(bins_per_octave))
-    # per entry: the chunk's indices and data, float64 values, normalised values, keys and
-    # np.unique's sorted copy, counts and merge: ~96 bytes keep a chunk within memory_mb
-    for source in sources:
-        for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
-            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-            idx = _validate.indices(ch.indices[a:b], n_cols, source.where,
-                                    what="column index", error=AnnDataError)
-            hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
-    med = hist.medians(n_cols)
-    return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
 
 
 def value_encoding(adata=None, *, layer: str | None = None, normalize: str | None = None,
@@ -252,7 +270,9 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
                    bins: int | None = None, memory_mb: float = 256) -> ValueEncoding | None:
     """The encoding that ``tokenize_anndata(normalize=, rank=, bins=)`` applies (``None`` when
     nothing is asked). ``rank`` is ``None``, ``"median"`` (medians from ``adata``), an array
-    of medians, or a corpus written with ``rank="median"`` (its training medians).
+    of medians, the ``(medians, method)`` pair that :func:`feature_medians` returns (the
+    corpus then records its method, not ``"given"``), or a corpus written with
+    ``rank="median"`` (its training medians).
 
     Examples
     --------
@@ -287,6 +307,10 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
                 f"target_sum={trained.target_sum}, log1p={trained.log1p}; pass the same "
                 f"(got normalize={normalize!r}, target_sum={target_sum}, log1p={log1p})")
         medians, method = trained.medians, trained.median_method
+    elif isinstance(rank, tuple) and len(rank) == 2 and isinstance(rank[1], str):
+        medians, method = np.asarray(rank[0], dtype=np.float64), rank[1]  # feature_medians'
+        if medians.ndim != 1:
+            raise ValueError(f"medians must be one-dimensional, got shape {medians.shape}")
     elif rank is not None:
         medians = np.asarray(rank, dtype=np.float64)
         if medians.ndim != 1:
