@@ -142,7 +142,9 @@ def cmd_pretokenize(args) -> int:
     try:
         pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
                     on_error=args.on_error, quiet=args.quiet, files_per_shard=args.files_per_shard,
-                    overwrite=args.overwrite, client=client, hash=args.hash)
+                    overwrite=args.overwrite, client=client, hash=args.hash,
+                    normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
+                    rank=args.rank, bins=args.bins)
     finally:
         if client is not None:
             client.close()

@@ -21,7 +21,8 @@ from pathlib import Path
 
 
 def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
-                journal: dict, format: str, on_error: str, algo: str) -> None:
+                journal: dict, format: str, on_error: str, algo: str,
+                enc: dict | None = None) -> None:
     """Submit the batches not yet in the journal; record each as it finishes."""
     try:
         from dask.distributed import as_completed
@@ -35,7 +36,7 @@ def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], 
         return
     tok = client.scatter(tokenizer, broadcast=True)
     futures = {client.submit(_run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
-                             on_error, algo, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
+                             on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:
         for fut in as_completed(futures):

@@ -33,7 +33,8 @@ EXAMPLES = {
   genotok pretokenize --universe universe.bed --out corpus/ peaks/
   genotok pretokenize --config tokenizer.toml --out corpus/ 'peaks/*.bed.gz' --threads 2
   genotok pretokenize --universe u.bed --overlap best --unknown region --out corpus/ peaks/
-  genotok pretokenize --universe u.bed --out gtoks/ --format gtok-dir @files.txt --on-error skip""",
+  genotok pretokenize --universe u.bed --out gtoks/ --format gtok-dir @files.txt --on-error skip
+  genotok pretokenize --universe u.bed --out cells/ --normalize total --rank median a.h5ad b.h5ad""",
     "tokenize": """examples:
   genotok tokenize --universe universe.bed peaks.bed            # ids, one line per file
   genotok tokenize --universe universe.bed --tokens peaks.bed   # region strings, one per line
@@ -98,6 +99,7 @@ def _int_at_least(minimum: int):
 
 
 _positive = _int_at_least(1)
+_n_bins = _int_at_least(2)  # bin 0 is the zero bin
 _non_negative = _int_at_least(0)
 
 
@@ -117,6 +119,7 @@ def _float_in(low: float, high: float, low_open: bool = False):
 
 
 _seconds = _float_in(0.0, float("inf"), low_open=True)
+_target_sum = _float_in(0.0, float("inf"), low_open=True)
 
 
 def _hash_name(text: str) -> str:
@@ -220,6 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give up connecting to --scheduler after this long (default 30)")
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
                    help="input fingerprint in the manifest: xxh3_128 (default, fast) or sha256")
+    v = t.add_argument_group("value encodings of .h5ad and fragment inputs (a value channel)")
+    v.add_argument("--normalize", choices=("total",), default=None,
+                   help="scale each cell's counts to --target-sum")
+    v.add_argument("--target-sum", type=_target_sum, default=1e4, metavar="X",
+                   help="the total of a normalised cell (default 10000)")
+    v.add_argument("--log1p", action="store_true", help="then log(1 + x)")
+    enc = v.add_mutually_exclusive_group()
+    enc.add_argument("--rank", choices=("median",), default=None,
+                     help="Geneformer: divide by the feature's median over all inputs")
+    enc.add_argument("--bins", type=_n_bins, default=None, metavar="N",
+                     help="scGPT: per-cell quantile bins 1..N-1, 0 for zero (N >= 2)")
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)

@@ -371,7 +371,9 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
                 n_threads: int | None = None, on_error: str = "fail", quiet: bool = False,
                 files_per_shard: int = 64, overwrite: bool = False, client=None,
-                hash: str | None = None) -> RunSummary:
+                hash: str | None = None, normalize: str | None = None,
+                target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
+                bins: int | None = None) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
 
     Parameters
@@ -398,6 +400,17 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     client
         A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its own
         shard; the shards are joined by the manifest (see :mod:`genotok._dask`).
+    normalize, target_sum, log1p, rank, bins
+        Value encodings of the single-cell inputs (``.h5ad`` and fragment files), as in
+        :func:`~genotok.tokenize_anndata`; the encoded values are stored as the corpus' value
+        channel and the encoding (with the medians) in each shard's header. ``rank="median"``
+        takes the medians over *all* inputs first (one streaming pass each; a fragment file is
+        counted twice) and encodes every input with them, so the corpus has one encoding: the
+        inputs must share their features (``.h5ad`` files the same ``var_names``; fragment
+        files, whose features are the universe's tokens, not mixed with ``.h5ad`` files).
+        BED inputs have no values: an encoding with BED inputs, or with ``format="gtok-dir"``
+        (ids only), is refused. The settings are part of the run's plan: a resumed run with
+        other settings is refused.
 
     Examples
     --------
@@ -416,6 +429,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     t0 = time.perf_counter()
     algo = hash or default_hash()
     paths = expand_inputs(inputs)
+    encoding = _encoding_settings(paths, format, normalize, target_sum, log1p, rank, bins)
     if format == "gtok-dir":
         counts = Counter(record_name(p) for p in paths)
         clash = sorted(n for n, k in counts.items() if k > 1)
@@ -437,12 +451,17 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
                 "format": format, "files_per_shard": files_per_shard, "inputs": ids,
                 "hash": algo}
+        if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
+            plan["values_encoding"] = encoding
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
+        enc = None if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
+                                                            tokenizer, n_threads)
         if client is not None:
             from ._dask import run_batches
 
-            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error, algo)
+            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error, algo,
+                        enc)
         else:
             bar = _progress(len(paths), quiet, "pretokenize")
             for b, batch in enumerate(batches):
@@ -451,7 +470,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                         bar.update(len(batch))
                     continue
                 journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                                     format, n_threads, on_error, algo)
+                                                     format, n_threads, on_error, algo, enc)
                 _save_journal(out, journal)
                 if bar is not None:
                     bar.update(len(batch))
@@ -463,6 +482,92 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
+
+
+def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, log1p, rank,
+                       bins) -> dict | None:
+    """The value-encoding settings of a run (``None``: none asked), checked against its
+    inputs before anything is read or written."""
+    if normalize is None and not log1p and rank is None and bins is None:
+        return None
+    from .cellvalues import ValueEncoding
+
+    if rank not in (None, "median"):
+        raise ValueError(f"rank must be None or 'median' (the medians of all inputs), got "
+                         f"{rank!r}")
+    ValueEncoding(normalize, target_sum, log1p, np.zeros(0) if rank else None, None, bins)
+    asked = [f"{k}={v!r}" for k, v in (("normalize", normalize), ("log1p", log1p),
+                                       ("rank", rank), ("bins", bins)) if v not in (None, False)]
+    bed = [p for p in paths if input_kind(p) == "bed"]
+    if bed:
+        raise PipelineError(f"{bed[0]}: a BED input has no values to encode ({', '.join(asked)} "
+                            "apply to .h5ad and fragment files only); pre-tokenize the BED "
+                            "files in a run without value encodings")
+    if format != "corpus":
+        raise PipelineError(f"format={format!r} stores token ids only, not the encoded values "
+                            f"({', '.join(asked)}); use format='corpus'")
+    kinds = {input_kind(p) for p in paths}
+    if rank == "median" and len(kinds) > 1:
+        raise PipelineError("rank='median' needs one feature space for all inputs, but the "
+                            ".h5ad files' features are their var (peaks) and the fragment "
+                            "files' the universe's tokens; pre-tokenize them in two runs")
+    return {"normalize": normalize, "target_sum": float(target_sum), "log1p": bool(log1p),
+            "rank": rank, "bins": None if bins is None else int(bins)}
+
+
+def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
+                     n_threads) -> dict:
+    """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
+    with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
+    encodes its remaining inputs with the medians its first inputs got)."""
+    kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
+    if encoding["rank"] != "median":
+        return kw
+    if "medians" not in journal:
+        from .cellvalues import feature_medians
+
+        _check_same_var(paths)
+        medians, method = feature_medians(
+            _medians_inputs(paths, tokenizer, n_threads), normalize=encoding["normalize"],
+            target_sum=encoding["target_sum"], log1p=encoding["log1p"])
+        journal["medians"] = {"medians": [None if not np.isfinite(x) else x
+                                          for x in medians.tolist()], "method": method}
+        _save_journal(out, journal)
+    stored = journal["medians"]
+    kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
+                  stored["method"])
+    return kw
+
+
+def _medians_inputs(paths: list[Path], tokenizer, n_threads):
+    """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
+    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes)."""
+    from .anndata import _anndata_of, fragment_counts
+
+    for p in paths:
+        _check_regular(p)
+        if input_kind(p) == "h5ad":
+            yield os.fspath(p)
+        else:
+            yield _anndata_of(fragment_counts(p, tokenizer, n_threads=n_threads)[1])
+
+
+def _check_same_var(paths: list[Path]) -> None:
+    """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
+    medians would mix different peaks."""
+    from .anndata import _h5_frame
+
+    first = None
+    for p in paths:
+        if input_kind(p) != "h5ad":
+            continue
+        names = [str(x) for x in _h5_frame(os.fspath(p), "var").index()]
+        if first is None:
+            first = (p, names)
+        elif names != first[1]:
+            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; rank='median' "
+                                "takes one median per feature over all inputs, so the .h5ad "
+                                "inputs must have the same features in the same order")
 
 
 def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
@@ -486,13 +591,14 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
-               algo: str) -> dict:
+               algo: str, enc: dict | None = None) -> dict:
     """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
     ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
     :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
     from .anndata import obs_names, tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
+    enc = dict(enc or {}, values=True) if enc else {}  # the encoded values: the value channel
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     failed: list[dict] = []
@@ -501,10 +607,11 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
         digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":
-                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard)
+                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard,
+                                          **enc)
             else:
-                corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads, values=False,
-                                            output=shard)
+                corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads,
+                                            **{"values": False, **enc}, output=shard)
             names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
             flat = corpus.to_ragged()
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
@@ -587,10 +694,12 @@ def _shard_name(b: int) -> str:
 
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
-               n_threads: int | None, on_error: str, algo: str = "sha256") -> dict:
-    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry."""
+               n_threads: int | None, on_error: str, algo: str = "sha256",
+               enc: dict | None = None) -> dict:
+    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry.
+    ``enc``: the value-encoding keyword arguments of the single-cell inputs."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
-        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo)
+        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, enc)
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
     if format == "gtok-dir":  # a name that cannot be a file is this input's error
         parsed = [r if r[2] is not None else _with_file(r, p, on_error)
