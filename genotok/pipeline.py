@@ -373,7 +373,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                 files_per_shard: int = 64, overwrite: bool = False, client=None,
                 hash: str | None = None, normalize: str | None = None,
                 target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
-                bins: int | None = None) -> RunSummary:
+                bins: int | None = None, prepend=(), condition_unknown: str = "unk",
+                add_cls: bool = False) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
 
     Parameters
@@ -410,7 +411,12 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         files, whose features are the universe's tokens, not mixed with ``.h5ad`` files).
         BED inputs have no values: an encoding with BED inputs, or with ``format="gtok-dir"``
         (ids only), is refused. The settings are part of the run's plan: a resumed run with
-        other settings is refused.
+        other settings is refused. The medians are kept in the journal (a resumed run reuses
+        them); an input that cannot be read stops their pass even with ``on_error="skip"``.
+    prepend, condition_unknown, add_cls
+        ``<cls>`` and condition tokens from ``obs`` columns before each cell of the ``.h5ad``
+        inputs, as in :func:`~genotok.tokenize_anndata` (the tokenizer's ``extra_tokens``);
+        BED and fragment inputs have no ``obs``: refused with them. Part of the plan, too.
 
     Examples
     --------
@@ -430,6 +436,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     algo = hash or default_hash()
     paths = expand_inputs(inputs)
     encoding = _encoding_settings(paths, format, normalize, target_sum, log1p, rank, bins)
+    conditions = _condition_settings(paths, prepend, condition_unknown, add_cls)
     if format == "gtok-dir":
         counts = Counter(record_name(p) for p in paths)
         clash = sorted(n for n, k in counts.items() if k > 1)
@@ -453,10 +460,13 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                 "hash": algo}
         if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
             plan["values_encoding"] = encoding
+        if conditions is not None:
+            plan["conditions"] = conditions
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
-        enc = None if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
-                                                            tokenizer, n_threads)
+        enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
+                                                          tokenizer, n_threads)
+        enc.update(conditions or {})  # the keyword arguments of the single-cell tokenizers
         if client is not None:
             from ._dask import run_batches
 
@@ -515,12 +525,32 @@ def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, lo
             "rank": rank, "bins": None if bins is None else int(bins)}
 
 
+def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
+    """The condition-token settings of a run (``None``: none asked), checked against its
+    inputs: only ``.h5ad`` files have ``obs`` columns."""
+    if isinstance(prepend, str):
+        raise TypeError(f"prepend takes a list of obs columns, got the string {prepend!r} "
+                        f"(write prepend=[{prepend!r}])")
+    prepend = [str(c) for c in prepend]
+    if unknown not in ("unk", "error"):
+        raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
+    if not prepend and not add_cls:
+        return None
+    other = [p for p in paths if input_kind(p) != "h5ad"]
+    if other:
+        raise PipelineError(f"{other[0]}: prepend= and add_cls= take cells from .h5ad inputs "
+                            "(their obs columns); BED and fragment inputs have none: "
+                            "pre-tokenize them in a run without condition tokens")
+    return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
+
+
 def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
                      n_threads) -> dict:
     """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
     with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
     encodes its remaining inputs with the medians its first inputs got)."""
     kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
+    kw["values"] = True  # the encoded values: the corpus' value channel
     if encoding["rank"] != "median":
         return kw
     if "medians" not in journal:
@@ -598,7 +628,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     from .anndata import obs_names, tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
-    enc = dict(enc or {}, values=True) if enc else {}  # the encoded values: the value channel
+    enc = enc or {}
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     failed: list[dict] = []
@@ -617,7 +647,8 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
         else:
             if kind == "h5ad":
-                rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list")
+                rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list",
+                                        **enc)
                 names = obs_names(path)
             else:
                 names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,

@@ -174,3 +174,38 @@ def test_cli_rejects_bad_values_with_exit_2(tmp_path, h5ads, flags, fragment, ca
     err = capsys.readouterr().err
     assert code == 2, err
     assert fragment in err and not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def tok_c(h5ads):
+    from genotok.conditions import condition_tokens
+
+    return Tokenizer.from_bed(U, extra_tokens=condition_tokens(anndata.read_h5ad(h5ads[0]),
+                                                               ["cell_type"]))
+
+
+@pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
+def test_condition_tokens(tmp_path, tok_c, h5ads, format):
+    kw = {"prepend": ["cell_type"], "add_cls": True}
+    run = pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, **kw)
+    want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, **kw).to_list()]
+    if format == "corpus":
+        corpus = Corpus.open(run.out)
+        assert corpus.to_ragged().to_list() == want
+        assert corpus.header["extra"]["anndata"]["prepend"] == ["cell_type"]
+    else:
+        from genotok.gtok import read_gtok
+        from genotok.pipeline import record_name
+
+        names = [f"{record_name(f)}@{n}" for f in h5ads for n in genotok.anndata.obs_names(f)]
+        got = [read_gtok(run.out / f"{n}.gtok").tolist() for n in names]
+        assert got == want
+    assert want[0][0] == tok_c.universe.cls_token_id
+    assert tok_c.decode(want[0][1:2])[0].startswith("<cell_type=")
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, add_cls=True)
+    with pytest.raises(PipelineError, match="BED and fragment inputs have none"):
+        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", quiet=True,
+                    **kw)
+    with pytest.raises(TypeError, match="list of obs columns"):
+        pretokenize(h5ads, tok_c, tmp_path / "e", quiet=True, prepend="cell_type")
