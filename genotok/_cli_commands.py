@@ -144,7 +144,8 @@ def cmd_pretokenize(args) -> int:
                     on_error=args.on_error, quiet=args.quiet, files_per_shard=args.files_per_shard,
                     overwrite=args.overwrite, client=client, hash=args.hash,
                     normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
-                    rank=args.rank, bins=args.bins)
+                    rank=args.rank, bins=args.bins, prepend=args.prepend,
+                    condition_unknown=args.condition_unknown, add_cls=args.add_cls)
     finally:
         if client is not None:
             client.close()

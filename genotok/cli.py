@@ -234,6 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Geneformer: divide by the feature's median over all inputs")
     enc.add_argument("--bins", type=_n_bins, default=None, metavar="N",
                      help="scGPT: per-cell quantile bins 1..N-1, 0 for zero (N >= 2)")
+    c = t.add_argument_group("condition tokens of .h5ad inputs (the --config's extra_tokens)")
+    c.add_argument("--prepend", action="append", default=[], metavar="COLUMN",
+                   help="start each cell with the token of this obs column (repeat: in order)")
+    c.add_argument("--add-cls", action="store_true", help="start each cell with <cls>")
+    c.add_argument("--condition-unknown", choices=("unk", "error"), default="unk",
+                   help="an obs value without a token: <unk> (default) or an error")
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)

@@ -209,3 +209,14 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
                     **kw)
     with pytest.raises(TypeError, match="list of obs columns"):
         pretokenize(h5ads, tok_c, tmp_path / "e", quiet=True, prepend="cell_type")
+
+
+def test_cli_condition_flags(tmp_path, tok_c, h5ads):
+    cfg = tok_c.save_config(tmp_path / "tok.toml", universe_path=U)
+    out = tmp_path / "c"
+    assert main(["pretokenize", "-q", "--config", str(cfg), "--out", str(out), "--prepend",
+                 "cell_type", "--add-cls", "--condition-unknown", "error", "--bins", "4",
+                 *map(str, h5ads)]) == 0
+    kw = {"prepend": ["cell_type"], "add_cls": True, "condition_unknown": "error", "bins": 4}
+    assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, values=True, **kw)
+                                            for f in h5ads])
