@@ -29,3 +29,24 @@ def test_local_cluster_equals_single_machine(tmp_path):
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged() and len(got) == 9
     assert run.failed == refrun.failed and run.failed[0]["path"].endswith("f99.bed.gz")
     assert len(list(run.out.glob("shard-*.gtokc"))) == 5
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning",
+                            "ignore::UserWarning")
+def test_local_cluster_value_encodings(tmp_path):
+    """The encoding (and the medians of all inputs, computed once by the client) reach the
+    workers: the corpus equals the single-machine run's, values too."""
+    import shutil
+
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    files = [tmp_path / "a.h5ad", tmp_path / "b.h5ad"]
+    for f in files:
+        shutil.copy(genotok.examples_dir() / "pbmc.h5ad", f)
+    kw = {"normalize": "total", "rank": "median"}
+    ref = Corpus.open(pretokenize(files, tok, tmp_path / "ref", quiet=True, **kw).out)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        run = pretokenize(files, tok, tmp_path / "dask", quiet=True, client=client, **kw)
+    got = Corpus.open(run.out, expect=tok, verify=True)
+    assert got.to_ragged(values=True) == ref.to_ragged(values=True)
+    assert got.header["extra"] == ref.header["extra"]
