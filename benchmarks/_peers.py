@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 
 import numpy as np
 
@@ -81,6 +82,9 @@ def bioframe(q, u):
 def polars_bio(q, u):
     import polars as pl
     import polars_bio as pb  # 1-based closed by default: [s + 1, e] on both sides
+
+    # frames without its metadata are taken as 1-based, and it says so on every call
+    warnings.filterwarnings("ignore", message="Coordinate system metadata is missing")
 
     dq, du = (pl.DataFrame({"chrom": x["c"].astype(str), "start": x["s"] + 1, "end": x["e"],
                             "i": np.arange(x["s"].size)}) for x in (q, u))
