@@ -9,20 +9,29 @@ showing that cost grows linearly. The parse limit (a numba loop that only counts
 the same bytes) shows how close the whole path gets to reading the file at all.
 
     python benchmarks/bench_tokenize.py [--n-universe 1000000] [--n-query 200000] [--files 50]
+
+With ``--peers`` it times instead, compute-only on the same in-memory arrays, genotok's
+``encode`` of a parsed set against other overlap engines (ncls, bioframe, superintervals,
+polars-bio, and ruranges and pyranges1 from a Python >= 3.12 venv: ``--peers-python``), at 200k
+and 1M queries (``--large``: also 10M), coordinate-sorted and shuffled, after checking that
+each finds genotok's (query, region) pairs (benchmarks/_peers.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
+import _peers
 import numpy as np
-from _common import (DATA, best_of, best_of_each, cold_warm_section, goal, in_subprocess, machine,
-                     parse_floor, query_file, ratio, scan_limit, table, universe_file)
+from _common import (DATA, best_of, best_of_each, cold_warm_section, gendata, goal, in_subprocess,
+                     machine, parse_floor, query_file, ratio, scan_limit, table, universe_file)
 
 import genotok
 from genotok import _io, _parse
@@ -87,13 +96,83 @@ def _floor_section(tok, qpath, buf, t_limit, t_parse, warm, warm1, repeat) -> fl
     return one / 2
 
 
+PEERS_PYTHON = os.environ.get("GENOTOK_PEERS_PYTHON", "/work/venv-peers/bin/python")
+
+
+def _worker_peers(q, u, ref, repeat, python) -> dict:
+    """``{name: (seconds or None, note)}`` of the peers that need their own Python."""
+    if not os.path.exists(python):
+        return {n: (None, f"no Python >= 3.12 at {python} (--peers-python)") for n in _peers.WORKER}
+    with tempfile.TemporaryDirectory() as d:
+        _peers.save(d, q, u, ref)
+        out = subprocess.run([python, _peers.__file__, d, *_peers.WORKER, "--repeat", str(repeat)],
+                             capture_output=True, text=True, check=False)
+    if out.returncode:
+        return {n: (None, f"worker failed: {out.stderr[-300:]}") for n in _peers.WORKER}
+    return {r["name"]: (r["seconds"], r["note"]) for r in map(json.loads, out.stdout.splitlines())}
+
+
+def peers_section(n_universe, sizes, repeat, python) -> None:
+    """genotok's compute-only call against the peers of benchmarks/_peers.py, on the same arrays."""
+    upath = universe_file(n_universe)
+    tok = genotok.Tokenizer.from_bed(upath)
+    ur = tok.universe.regions
+    u = {"c": ur.codes.astype(np.int64), "s": ur.starts, "e": ur.ends}
+    print(f"# Peers, compute only ({n_universe:,}-region universe, best of {repeat})\n")
+    print(f"machine: {machine()}\n")
+    print("genotok: `tok.encode(regions)` of a parsed RegionSet (query order sort included when "
+          "shuffled). Peers: the query call on int64 arrays in memory, their index or frames "
+          "built beforehand; each peer first must find exactly genotok's (query, region) pairs "
+          "(half-open: `s < qe and e > qs`; superintervals is given [s, e - 1], polars-bio "
+          "1-based [s + 1, e], both closed, which is the same set). In-process peers are timed "
+          "interleaved with genotok; ruranges and pyranges1 in a Python 3.12 worker right after.\n")
+    rows = []
+    for n in sizes:
+        for order in ("sorted", "shuffled"):
+            extra = ["--shuffle"] if order == "shuffled" else []
+            qpath = gendata("query", f"query_{upath.stem}_{n}_s2_{order}.bed", "--n", str(n),
+                            "--seed", "2", *extra, inputs=(upath,))
+            rs = genotok.RegionSet.from_bed(qpath)
+            q = {"c": tok.universe.map_codes(rs).astype(np.int64), "s": rs.starts, "e": rs.ends}
+            ov = tok.overlaps([rs])
+            hit = ov.ids < tok.universe.n_regions
+            ref = _peers.pair_key(ov.query[hit], ov.ids[hit], len(ur))
+            fns, notes = {"genotok": lambda rs=rs: tok.encode(rs)}, {}
+            for name in _peers.IN_PROCESS:
+                run, notes[name] = _peers.prepare(name, q, u, ref)
+                if run:
+                    fns[name] = run
+            t = {k: (v, "") for k, v in best_of_each(fns, repeat, inner=1).items()}
+            t.update({k: (None, v) for k, v in notes.items() if v})
+            t.update(_worker_peers(q, u, ref, repeat, python))
+            g = t["genotok"][0]
+            for name, (sec, note) in t.items():
+                if "MISMATCH" in note:
+                    print(f"**{name}, {n:,} {order}: {note}; its time is not reported**\n")
+                rows.append([f"{n:,}", order, name, f"{ref.size:,}" if sec else note,
+                             f"{sec * 1e3:.1f}" if sec else "", f"{sec / n * 1e9:.0f}" if sec else "",
+                             f"{sec / g:.2f}" if sec and name != "genotok" else ""])
+    print(table(rows, ["queries", "order", "tool", "same pairs", "best ms", "ns / query",
+                       "peer / genotok"]))
+    print("\npeer / genotok above 1: genotok is faster.\n")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-universe", type=int, default=1_000_000)
     ap.add_argument("--n-query", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=50, help="files for the batch scaling test")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--peers", action="store_true", help="time the peers instead (compute only)")
+    ap.add_argument("--large", action="store_true", help="with --peers: also 10M queries")
+    ap.add_argument("--peers-python", default=PEERS_PYTHON,
+                    help="a Python >= 3.12 with ruranges and pyranges1 (env GENOTOK_PEERS_PYTHON)")
     args = ap.parse_args(argv)
+    if args.peers:
+        genotok.warmup()
+        sizes = (200_000, 1_000_000, 10_000_000) if args.large else (200_000, 1_000_000)
+        peers_section(args.n_universe, sizes, args.repeat, args.peers_python)
+        return 0
     upath = universe_file(args.n_universe)
     qpath = query_file(upath, args.n_query)
     print(f"# Tokenize one BED file ({args.n_universe:,}-region universe, {args.n_query:,} queries)\n")

@@ -24,6 +24,7 @@ SCALES = {
         "universe": ["--n", "1000000"],
         "parse": ["--n-query", "200000", "--n-universe", "1000000"],
         "tokenize": ["--n-universe", "1000000", "--n-query", "200000", "--files", "50"],
+        "peers": ["--peers", "--n-universe", "1000000"],
         "kernels": [],
         "format": ["--records", "1000000"],
         "pipeline": ["--files", "200", "--lines", "50000"],
@@ -35,6 +36,7 @@ SCALES = {
         "universe": ["--n", "200000"],
         "parse": ["--n-query", "50000", "--n-universe", "200000"],
         "tokenize": ["--n-universe", "200000", "--n-query", "50000", "--files", "10"],
+        "peers": ["--peers", "--n-universe", "200000", "--repeat", "3"],
         "kernels": [],
         "format": ["--records", "100000"],
         "pipeline": ["--files", "20", "--lines", "20000", "--n-universe", "200000"],
@@ -43,6 +45,8 @@ SCALES = {
         "data": [],
     },
 }
+
+SCRIPTS = {"peers": "tokenize"}  # a section run by another script's flag
 
 FIRST_CALL = """
 import time, json
@@ -89,9 +93,9 @@ def main(argv=None) -> int:
               "met" if first <= 2 else "NOT met"]]
     probes = [speed_probe()]
     for name in names:
-        script = HERE / f"bench_{name}.py"
+        script = HERE / f"bench_{SCRIPTS.get(name, name)}.py"
         if not script.exists():
-            parts.append(f"## {name}\n\n(no benchmarks/bench_{name}.py)\n")
+            parts.append(f"## {name}\n\n(no benchmarks/{script.name})\n")
             continue
         t0 = time.perf_counter()
         res = subprocess.run([sys.executable, str(script), *SCALES[args.scale][name]],
@@ -105,7 +109,7 @@ def main(argv=None) -> int:
             body += f"\n\nFAILED (exit {res.returncode}):\n```\n{res.stderr[-2000:]}\n```"
         # demote the script's own headings one level under this file's
         body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
-        parts.append(f"{body}\n\n_(bench_{name}.py, {took:.0f} s; speed probe after it: "
+        parts.append(f"{body}\n\n_({script.name}, {took:.0f} s; speed probe after it: "
                      f"{probes[-1] * 1e3:.0f} ms)_\n")
         print(f"{name}: {took:.0f} s", file=sys.stderr)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
