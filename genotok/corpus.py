@@ -1161,6 +1161,21 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     return shards, m, later
 
 
+def check_expected(fingerprint: str, expect, where) -> None:
+    """Refuse a corpus whose universe ``fingerprint`` is not ``expect``'s (a fingerprint string,
+    or a Tokenizer / Universe); ``None`` checks nothing. Shared by local and remote corpora."""
+    if expect is None:
+        return
+    want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
+    if not isinstance(want, str):
+        raise TypeError("expect must be a fingerprint string or an object with a "
+                        f".fingerprint (a Tokenizer or Universe), got {type(expect).__name__}")
+    if fingerprint != want:
+        raise UniverseMismatchError(
+            f"{where}: tokenized with universe {fingerprint[:12]}…, but the given "
+            f"tokenizer/universe is {want[:12]}…; token ids are specific to their universe")
+
+
 class Corpus(Sequence):
     """A read-only, memory-mapped corpus of token lists (one file or a sharded directory).
 
@@ -1262,15 +1277,7 @@ class Corpus(Sequence):
             shards, manifest, later = [_Shard(path, trusted=bool(trusted))], None, []
         corpus = cls(shards, path, manifest, later)
         corpus._trusted = bool(trusted)
-        if expect is not None:
-            want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
-            if not isinstance(want, str):
-                raise TypeError("expect must be a fingerprint string or an object with a "
-                                f".fingerprint (a Tokenizer or Universe), got {type(expect).__name__}")
-            if corpus.fingerprint != want:
-                raise UniverseMismatchError(
-                    f"{path}: tokenized with universe {corpus.fingerprint[:12]}…, but the given "
-                    f"tokenizer/universe is {want[:12]}…; token ids are specific to their universe")
+        check_expected(corpus.fingerprint, expect, path)
         if verify:
             corpus.verify(raise_on_error=True)
         return corpus

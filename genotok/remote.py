@@ -482,12 +482,7 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     if manifest["fingerprint"] != shards[0].header.get("fingerprint"):
         raise UniverseMismatchError(f"{murl}: the manifest's universe differs from its shards'")
     corpus = RemoteCorpus(url, cache, shards, options)
-    if expect is not None:
-        want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
-        if corpus.fingerprint != want:
-            raise UniverseMismatchError(
-                f"{url}: tokenized with universe {corpus.fingerprint[:12]}…, but the given "
-                f"tokenizer/universe is {str(want)[:12]}…; token ids are specific to their universe")
+    _c.check_expected(corpus.fingerprint, expect, url)
     if verify:
         corpus.verify(raise_on_error=True)
     return corpus
