@@ -1163,7 +1163,16 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
 
 def check_expected(fingerprint: str, expect, where) -> None:
     """Refuse a corpus whose universe ``fingerprint`` is not ``expect``'s (a fingerprint string,
-    or a Tokenizer / Universe); ``None`` checks nothing. Shared by local and remote corpora."""
+    or a Tokenizer / Universe); ``None`` checks nothing. Shared by local and remote corpora.
+
+    Examples
+    --------
+    >>> check_expected("ab12", "ab12", "corpus/")  # the same universe: nothing to say
+    >>> check_expected("ab12", "cd34", "corpus/")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.UniverseMismatchError: corpus/: tokenized with universe ab12…, but ...
+    """
     if expect is None:
         return
     want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
