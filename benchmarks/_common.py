@@ -278,7 +278,7 @@ def parse_floor(buf, repeat: int = 5) -> dict:
     genotok's eight-bytes-at-a-time scan: the faster), ``fields`` (:func:`bare_fields` given
     them) and ``skip`` (:func:`bare_fields_skip`). A parse costs at least
     ``min(newlines + fields, skip)``."""
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     lf = np.flatnonzero(buf == 10)
     starts, ends = np.empty(lf.size, np.int64), np.empty(lf.size, np.int64)

@@ -41,8 +41,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import (  # noqa: E402
-    HERE, best_of, best_of_each, cold_warm_section, gendata, goal, in_subprocess, machine, once,
-    parallel_take, ratio, sweep_section, table, universe_file)
+    HERE,
+    best_of,
+    best_of_each,
+    cold_warm_section,
+    gendata,
+    goal,
+    in_subprocess,
+    machine,
+    once,
+    parallel_take,
+    ratio,
+    sweep_section,
+    table,
+    universe_file,
+)
 
 # Peak RSS in a fresh process: _common.peak_rss_mib (VmHWM; getrusage would report at least the
 # parent's RSS at fork time, hiding the figure we want).
@@ -51,7 +64,7 @@ import sys, tempfile, os
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib
 import genotok
-from genotok import anndata as gad
+from genotok.singlecell import anndata as gad
 from genotok import Tokenizer
 tok = Tokenizer.from_bed({universe!r})
 gad.warmup()
@@ -76,7 +89,7 @@ def validation_section(a, path: Path, tok, repeat: int, n_threads) -> None:
     not counted); by path, the same checks over the arrays the reader reads (the h5py reading
     itself is not counted)."""
     from genotok import _validate as V
-    from genotok import anndata as gad
+    from genotok.singlecell import anndata as gad
 
     X = a.X.tocsr()
     csc = a.copy()
@@ -132,7 +145,7 @@ def main() -> None:
     import anndata
 
     from genotok import RegionSet, Tokenizer, Universe
-    from genotok import anndata as gad
+    from genotok.singlecell import anndata as gad
 
     print(f"# bench_anndata on {machine()}")
     path = h5ad_file(args.cells, args.peaks, args.nnz)

@@ -30,8 +30,18 @@ import subprocess
 import sys
 import time
 
-from _common import (DATA, GENDATA, HERE, best_of, cold_warm_section, gendata, in_subprocess,
-                     machine, sweep_section, table)
+from _common import (
+    DATA,
+    GENDATA,
+    HERE,
+    best_of,
+    cold_warm_section,
+    gendata,
+    in_subprocess,
+    machine,
+    sweep_section,
+    table,
+)
 
 if importlib.util.find_spec("genotok") is None:  # run from a checkout without installing
     sys.path.insert(0, str(HERE.parent))
@@ -39,7 +49,7 @@ if importlib.util.find_spec("genotok") is None:  # run from a checkout without i
 COLD = """
 import time, json
 t0 = time.perf_counter()
-from genotok import build
+from genotok.build import builders as build
 files = {files!r}
 t1 = time.perf_counter()
 r = build.{call}
@@ -127,7 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-interpreter runs")
     args = ap.parse_args(argv)
 
-    from genotok import build
+    from genotok.build import builders as build
 
     files = peak_files(args.files, args.peaks, args.universe_n)
     lines = [sum(1 for _ in open(f, "rb")) for f in files]
@@ -148,7 +158,8 @@ def main(argv=None) -> int:
             lambda: build.coverage_cutoff(files, k, n_threads=th, quiet=True),
             f"coverage_cutoff(files, {k}, n_threads={th}, quiet=True)"),
     }
-    from genotok import _build_kernels, _kernels
+    from genotok.kernels import build as _build_kernels
+    from genotok.kernels import overlap as _kernels
 
     _build_kernels.warmup()
     _kernels.warmup()

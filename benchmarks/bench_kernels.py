@@ -24,12 +24,21 @@ import time
 
 import numpy as np
 import pandas as pd
-from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file, ratio,
-                     table, universe_file)
+from _common import (
+    DATA,
+    best_of,
+    cold_warm_section,
+    in_subprocess,
+    machine,
+    query_file,
+    ratio,
+    table,
+    universe_file,
+)
 from numba import njit, prange
 
 from genotok import _config
-from genotok import _kernels as K
+from genotok.kernels import overlap as K
 
 LOAD = """from genotok import _kernels as K
 a = dict(np.load({path!r}))"""

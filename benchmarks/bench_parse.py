@@ -23,11 +23,22 @@ import sys
 import zlib
 
 import numpy as np
-from _common import (DATA, best_of, cold_warm_section, in_subprocess, machine, query_file,
-                     scan_limit, sweep_section, table, universe_file)
+from _common import (
+    DATA,
+    best_of,
+    cold_warm_section,
+    in_subprocess,
+    machine,
+    query_file,
+    scan_limit,
+    sweep_section,
+    table,
+    universe_file,
+)
 
 import genotok
-from genotok import _io, _parse
+from genotok import _io
+from genotok.kernels import parse as _parse
 from genotok.regions import parse_region_strings
 
 COLD = """

@@ -17,11 +17,20 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (DATA, cold_warm_section, gendata, goal, machine, ratio, sweep_section, table,
-                     universe_file)
+from _common import (
+    DATA,
+    cold_warm_section,
+    gendata,
+    goal,
+    machine,
+    ratio,
+    sweep_section,
+    table,
+    universe_file,
+)
 
 import genotok
-from genotok.pipeline import pretokenize
+from genotok.pipeline.run import pretokenize
 
 
 def input_dir(n_files: int, lines: int, base: list[Path]) -> Path:

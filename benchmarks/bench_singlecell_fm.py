@@ -36,7 +36,7 @@ import json, sys, time
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib
 from genotok import Tokenizer
-from genotok.fragmatrix import fragment_matrix
+from genotok.singlecell.fragmatrix import fragment_matrix
 tok = Tokenizer.from_bed({universe!r})
 tiny = {tiny!r}
 t0 = time.perf_counter(); fragment_matrix(tiny, tok, output="csr"); cold_tiny = time.perf_counter() - t0

@@ -30,11 +30,26 @@ import time
 
 import _peers
 import numpy as np
-from _common import (DATA, best_of, best_of_each, cold_warm_section, gendata, goal, in_subprocess,
-                     machine, parse_floor, query_file, ratio, scan_limit, table, universe_file)
+from _common import (
+    DATA,
+    best_of,
+    best_of_each,
+    cold_warm_section,
+    gendata,
+    goal,
+    in_subprocess,
+    machine,
+    parse_floor,
+    query_file,
+    ratio,
+    scan_limit,
+    table,
+    universe_file,
+)
 
 import genotok
-from genotok import _io, _parse
+from genotok import _io
+from genotok.kernels import parse as _parse
 
 COLD = """
 import json, time

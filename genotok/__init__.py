@@ -1,21 +1,9 @@
 """genotok: fast, gtars-compatible tokenization of genomic regions for machine learning."""
 
-import numpy as np
-
 from ._examples import examples_dir
-from .anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
-from .build import coverage_cutoff, merge, tile, top_k, write_universe
-from .cellvalues import feature_medians
-from .conditions import condition_tokens
-from .corpus import (
-    Corpus,
-    CorpusWriter,
-    export_gtok_dir,
-    export_parquet,
-    import_gtok_dir,
-    import_parquet,
-    write_manifest,
-)
+from ._version import __version__
+from ._warmup import warmup
+from .build.builders import coverage_cutoff, merge, tile, top_k, write_universe
 from .errors import (
     AnnDataError,
     BedParseError,
@@ -25,36 +13,25 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
-from .fragmatrix import fragment_matrix
-from .gtok import read_gtok, write_gtok
+from .formats.corpus.reader import (
+    Corpus,
+    CorpusWriter,
+    export_gtok_dir,
+    export_parquet,
+    import_gtok_dir,
+    import_parquet,
+    write_manifest,
+)
+from .formats.gtok import read_gtok, write_gtok
+from .pipeline import pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
+from .singlecell.anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
+from .singlecell.conditions import condition_tokens
+from .singlecell.fragmatrix import fragment_matrix
+from .singlecell.values import feature_medians
 from .tokenizer import Tokenizer, TokenizerSettings
 from .universe import Universe
-
-__version__ = "0.1.0"
-
-
-def warmup() -> None:
-    """Compile every numba kernel now (on tiny inputs) instead of on first use.
-
-    With numba's on-disk cache (on by default) this takes well under a second after the
-    first run on a machine.
-
-    Examples
-    --------
-    >>> warmup()  # later first calls skip compilation
-    """
-    from . import _build_kernels, _kernels, _parse, _sort, anndata, cellvalues, corpus
-
-    _parse.warmup()
-    _kernels.warmup()
-    _sort.warmup()
-    _build_kernels.warmup()
-    anndata.warmup()
-    cellvalues.warmup()
-    corpus._gather_rows(np.zeros(1, np.uint16), np.array([0, 1], np.int64), np.zeros(1, np.int64))
-
 
 __all__ = [
     "AnnDataError", "BedParseError", "Corpus", "CorpusWriter", "export_gtok_dir",
@@ -64,5 +41,5 @@ __all__ = [
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
     "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
-    "condition_tokens", "feature_medians", "fragment_matrix",
+    "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
 ]

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Corpus
 from .errors import GtokFormatError, UniverseMismatchError
-from .gtok import read_gtok
+from .formats.corpus.reader import Corpus
+from .formats.gtok import read_gtok
 
 TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
 

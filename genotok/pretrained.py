@@ -342,7 +342,7 @@ def read_config(path, special_tokens=None, strict: bool = False):
                             f"(as in gtars), got {ttype!r}")
     ours = dict(cfg.get("genotok", {}))
     fingerprint = ours.pop("fingerprint", None)
-    extra_tokens = ours.pop("extra_tokens", None)  # condition tokens (genotok.conditions)
+    extra_tokens = ours.pop("extra_tokens", None)  # condition tokens (genotok.singlecell.conditions)
     unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _io, _parse
+from . import _io
 from .errors import BedParseError, RegionParseError
+from .kernels import parse as _parse
 
 _NUM = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"  # 1234 or 1,234 (thousands separators)
 # auto: chrom<:-_>start<-_>end, from the right (the contig name may contain any of these)
@@ -187,7 +188,7 @@ class RegionSet:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def from_bed(cls, path: str | os.PathLike, *, allow_reversed: bool = False) -> "RegionSet":
-        """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok._parse``).
+        """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok.kernels.parse``).
 
         Large files (>= 8 MB of text) are parsed in chunks on all numba threads.
         ``allow_reversed=True`` keeps lines whose end is before their start as they are (a

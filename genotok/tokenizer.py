@@ -1,7 +1,7 @@
 """Tokenizer: region sets in, token ids out (gtars-compatible by default).
 
 The Tokenizer validates and shapes; the overlap work is done by the numba kernels in
-:mod:`genotok._kernels` over the universe's sorted :class:`~genotok.universe._SweepIndex`.
+:mod:`genotok.kernels.overlap` over the universe's sorted :class:`~genotok.universe._SweepIndex`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _config, _kernels
-from ._sort import stable_argsort
+from . import _config
 from .errors import UniverseError
+from .kernels import overlap as _kernels
+from .kernels.sort import stable_argsort
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .universe import SPECIAL_NAMES, Universe
@@ -176,7 +177,7 @@ class Tokenizer:
         they keep their ids as inert tokens, see :class:`Universe`).
     extra_tokens : sequence of str or None, default None
         Strings appended to the vocabulary after the seven special tokens (condition tokens
-        such as ``"<batch=donor1>"``, see :mod:`genotok.conditions`): ids ``n_regions + 7``
+        such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
         on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
 
     Settings not given keep the values saved in a configuration, else the defaults above.
@@ -234,7 +235,7 @@ class Tokenizer:
         from . import pretrained as _pretrained
 
         universe, saved, check = _pretrained.load(source, special_tokens, strict)
-        if extra_tokens is not None:  # condition tokens after the specials (genotok.conditions)
+        if extra_tokens is not None:  # condition tokens after the specials (genotok.singlecell.conditions)
             universe = universe.with_extra_tokens(extra_tokens)
         given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
                  "fraction_of": fraction_of, "unknown": unknown, "order": order,

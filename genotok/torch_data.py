@@ -27,11 +27,11 @@ torch = require("torch", "genotok.torch_data")
 
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info  # noqa: E402
 
-from . import corpus as _corpus  # noqa: E402
 from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
-from .corpus import Corpus  # noqa: E402
 from .errors import GenotokError  # noqa: E402
+from .formats.corpus import reader as _corpus  # noqa: E402
+from .formats.corpus.reader import Corpus  # noqa: E402
 
 
 def _tensors(batch: dict) -> dict:
@@ -404,7 +404,7 @@ def worker_init(worker_id: int) -> None:
 
     Examples
     --------
-    >>> import genotok.corpus as c
+    >>> import genotok.formats.corpus.reader as c
     >>> saved = c.PARALLEL_GATHER_MIN
     >>> worker_init(0); c.PARALLEL_GATHER_MIN > 2 ** 62
     True

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _kernels, _parse
 from .errors import BedParseError, UniverseError
+from .kernels import overlap as _kernels
+from .kernels import parse as _parse
 from .regions import RegionSet, as_regions
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
@@ -175,7 +176,7 @@ class Universe:
         self._ailist_key: np.ndarray | None = None
         self._fingerprint: str | None = None
         self._vocab: dict[str, int] | None = None
-        #: tokens after the seven special ones (condition tokens, see :mod:`genotok.conditions`)
+        #: tokens after the seven special ones (condition tokens, see :mod:`genotok.singlecell.conditions`)
         self.extra_tokens: tuple[str, ...] = ()
 
     def with_extra_tokens(self, tokens) -> Universe:

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok
-from genotok import GenotokError, RegionSet, Tokenizer, _parse
+from genotok import GenotokError, RegionSet, Tokenizer
+from genotok.kernels import parse as _parse
 from genotok.regions import parse_region_strings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -114,7 +115,7 @@ FRAG_SEEDS = [b"chr1\t10\t60\tAAAC-1\t2\n", b"chr1\t5\t9\tBC\n", b"# comment\nch
        st.booleans())
 def fuzz_fragments(data, gz):
     """10x fragment files, plain and gzipped: only genotok errors come out."""
-    from genotok.anndata import tokenize_fragments
+    from genotok.singlecell.anndata import tokenize_fragments
 
     count["n"] += 1
     p = TMP / ("f.tsv.gz" if gz else "f.tsv")
@@ -188,7 +189,7 @@ CELL_VARS = RegionSet.from_strings(["chr1:10-50", "chr1:95-150", "chr1:195-199",
        st.sampled_from([None, 2.0]), st.sampled_from(["genomic", "value"]), st.booleans())
 def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order, generic):
     """The single-cell kernels on arbitrary (often invalid) CSR chunks, fast and general path."""
-    from genotok import anndata as gad
+    from genotok.singlecell import anndata as gad
 
     count["n"] += 1
     n = min(len(indices), len(data))
@@ -204,9 +205,9 @@ def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order,
 
 
 if __name__ == "__main__":
-    from hypothesis import seed
-
     import traceback
+
+    from hypothesis import seed
 
     checked = os.environ.get("NUMBA_BOUNDSCHECK") == "1"
     failures = []

@@ -1,7 +1,7 @@
 """Slow, obviously-correct model of the single-cell adapter (the geniml-style per-cell loop).
 
 For every cell: its non-zero columns → their regions → brute-force overlap against the
-universe (``naive_tokenizer``) → the documented rules of :mod:`genotok.anndata` applied with
+universe (``naive_tokenizer``) → the documented rules of :mod:`genotok.singlecell.anndata` applied with
 plain Python lists. Also a plain fragment-file reader.
 """
 
@@ -22,7 +22,7 @@ def _mix(z: int) -> int:
 
 
 class Rng:
-    """SplitMix64 stream of one cell, as documented in ``genotok._cell_kernels``."""
+    """SplitMix64 stream of one cell, as documented in ``genotok.kernels.cells``."""
 
     def __init__(self, seed: int, row: int):
         self.state = _mix((seed * GOLDEN + row) & M64)

@@ -1,4 +1,4 @@
-"""Brute-force oracles of the overlap kernels (``genotok._kernels``): all pairs, plain Python.
+"""Brute-force oracles of the overlap kernels (``genotok.kernels.overlap``): all pairs, plain Python.
 
 Slow and obviously correct: every query is compared with every universe region. Outputs have the
 same shapes, dtypes and order as the kernels', for every option.

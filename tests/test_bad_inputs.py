@@ -25,8 +25,8 @@ from genotok import (
     read_gtok,
     write_gtok,
 )
-from genotok.corpus import PREAMBLE
-from genotok.pipeline import pretokenize
+from genotok.formats.corpus.reader import PREAMBLE
+from genotok.pipeline.run import pretokenize
 
 GOOD = "chr1\t100\t200\nchr1\t300\t400\n"
 
@@ -384,7 +384,7 @@ def test_bad_matrices_in_memory(name, fmt, array, change, pattern):
     import scipy.sparse as sp
 
     from genotok import AnnDataError
-    from genotok.anndata import _MemorySource
+    from genotok.singlecell.anndata import _MemorySource
 
     X = _poke(sp.csr_matrix(_M).asformat(fmt), array, change)
     with pytest.raises(AnnDataError, match=pattern):
@@ -435,7 +435,7 @@ def test_a_lying_shape_is_refused_before_scipy_sizes_a_conversion_by_it():
 def test_every_sparse_format_gives_the_same_cells():
     import scipy.sparse as sp
 
-    from genotok.anndata import _MemorySource
+    from genotok.singlecell.anndata import _MemorySource
 
     ref = _MemorySource(sp.csr_matrix(_M), "X")
     for fmt in ("csc", "coo", "bsr", "lil", "dia", "dok"):
@@ -451,7 +451,7 @@ def test_every_sparse_format_gives_the_same_cells():
 ])
 def test_dense_matrices_of_the_wrong_shape(shape, pattern):
     from genotok import AnnDataError
-    from genotok.anndata import _MemorySource
+    from genotok.singlecell.anndata import _MemorySource
 
     with pytest.raises(AnnDataError, match=pattern):
         _MemorySource(_M.reshape(shape), "X")

@@ -37,17 +37,38 @@ SKIP_MARK = "<!-- docs-test: skip -->"
 RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
 OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash"}
 
-MODULES = ["genotok", "genotok.regions", "genotok.universe", "genotok.tokenizer",
-           "genotok.pretrained", "genotok.gtok",
-           "genotok.corpus", "genotok.data", "genotok.pipeline", "genotok.anndata",
-           "genotok.plot", "genotok.ragged", "genotok.build", "genotok.torch_data",
-           "genotok.sampling", "genotok.remote", "genotok.hf"]
+#: rooms whose names are internal or self-describing: the numba kernels (arrays in, arrays out),
+#: the CLI's handlers (documented by ``genotok --help`` and docs/cli.md) and the exception classes
+NO_EXAMPLES = ("genotok.kernels", "genotok.cli", "genotok.errors")
+#: modules the redesign made visible to this test, whose examples are being written (emptied
+#: before the redesign lands)
+PENDING_EXAMPLES = {"genotok.pipeline.dask", "genotok.singlecell.conditions",
+                    "genotok.singlecell.fragmatrix", "genotok.singlecell.values"}
+
+
+def _public_modules() -> list[str]:
+    """Every module of the package whose dotted name has no private part, but NO_EXAMPLES."""
+    import pkgutil
+
+    import genotok
+
+    names = ["genotok"]
+    for info in pkgutil.walk_packages(genotok.__path__, "genotok."):
+        if (not any(part.startswith("_") for part in info.name.split(".")[1:])
+                and not info.name.startswith(NO_EXAMPLES) and info.name not in PENDING_EXAMPLES):
+            names.append(info.name)
+    return sorted(names)
+
+
+MODULES = _public_modules()
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_public_api_has_examples(module):
-    if module == "genotok.torch_data":
+    if module in ("genotok.torch_data", "genotok.lightning"):
         pytest.importorskip("torch")
+    if module == "genotok.lightning":
+        pytest.importorskip("lightning")
     try:
         mod = importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -112,7 +133,7 @@ def pages() -> list[Path]:
 def prepare(directory: Path) -> Path:
     """The example files under the names the docs use, and ``corpus/`` made from ``peaks/``."""
     import genotok
-    from genotok.pipeline import pretokenize
+    from genotok.pipeline.run import pretokenize
 
     ex = genotok.examples_dir()
     directory.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ import pytest
 import genotok
 from genotok import _progress
 from genotok._optional import MissingDependencyError, require
-from genotok.pipeline import pretokenize
+from genotok.pipeline.run import pretokenize
 
 ROOT = Path(__file__).resolve().parents[1]
 PBMC = ROOT.parent / "shared" / "data" / "pbmc_hg38.h5ad"

@@ -515,7 +515,7 @@ def test_a_gtars_region_set_is_accepted():
 def test_a_corpus_fingerprint_covers_inert_lines(tmp_path):
     from genotok import Corpus
     from genotok.errors import UniverseMismatchError
-    from genotok.pipeline import pretokenize
+    from genotok.pipeline.run import pretokenize
 
     tok = scored()
     peaks = tmp_path / "peaks"

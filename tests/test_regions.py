@@ -13,8 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok.regions as R
-from genotok import BedParseError, RegionParseError, RegionSet, as_regions
-from genotok import _io
+from genotok import BedParseError, RegionParseError, RegionSet, _io, as_regions
 from genotok._io import atomic_write, file_digest, read_bytes
 from genotok.regions import parse_region_strings
 
@@ -557,7 +556,7 @@ def test_access_and_repr():
 
 
 def test_parse_into_checks_what_numba_would_not():
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     buf = np.frombuffer(b"chr1\t1\t2\nchr1\t3\t4", np.uint8)  # two lines, the last unterminated
     need, binary = _parse.bound(buf)
@@ -598,7 +597,7 @@ BOUND_SOUP = st.lists(st.one_of(st.text("\n\r\t #c1\x00", max_size=12),
 @settings(max_examples=400, deadline=None)
 @given(BOUND_SOUP, st.integers(0, 15))
 def test_bound_counts_the_lines_that_may_hold_a_record(text, shift):
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     # a shifted view moves where the eight-byte words start (head, words, tail byte loops)
     buf = np.frombuffer(b"x" * shift + text, np.uint8)[shift:]
@@ -621,7 +620,7 @@ def _parse_text_bytes(buf) -> RegionSet:
 def test_newline_blocks_of_any_size_parse_the_same(tmp_path, lines, block):
     """The parser finds newlines ``_parse.BLOCK`` at a time: blocks that end anywhere (inside
     runs of blank lines too) give the oracle's records or error."""
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     text = "\n".join(lines).encode()
     try:
@@ -642,7 +641,7 @@ def test_blank_and_comment_lines_take_no_memory(filler):
     parse allocates for the lines that may hold a record, whatever else the file holds."""
     import tracemalloc
 
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     RegionSet._from_buffer(np.frombuffer(b"chr1\t1\t2\n", np.uint8), "warm")  # compiled
     text = filler * (2_000_000 // len(filler)) + b"chr1\t5\t9\n" + filler * 1000
@@ -661,7 +660,7 @@ def test_blank_and_comment_lines_take_no_memory(filler):
 
 @pytest.mark.parametrize("block", [2, 9, 4096])
 def test_long_lines_and_crlf_cross_newline_blocks(tmp_path, monkeypatch, block):
-    from genotok import _parse
+    from genotok.kernels import parse as _parse
 
     monkeypatch.setattr(_parse, "BLOCK", block)
     lines = [f"chr{i % 3}\t{i}\t{i + 7}\t" + "n" * (i * 997 % 5000) for i in range(40)]

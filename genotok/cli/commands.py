@@ -1,0 +1,333 @@
+"""The ``genotok`` subcommands: each takes the parsed arguments and returns an exit code.
+
+:mod:`genotok.cli` parses the command line and handles every error these raise; a
+:class:`UsageError` is a command line that cannot be run as given (exit code 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import UniverseError
+
+#: the tokenizer options every tokenizing subcommand takes (flag -> TokenizerSettings field)
+TOKENIZER_FLAGS = ("overlap", "min_overlap", "min_fraction", "fraction_of", "unknown", "order")
+EXPORT_SUFFIXES = {".parquet": "parquet", ".pq": "parquet"}
+
+
+class UsageError(Exception):
+    """A command line that cannot be run as given (exit code 2)."""
+
+
+# ------------------------------------------------------------------------- helpers
+def _say(args, message: str) -> None:
+    """A summary line on stderr, unless --quiet."""
+    if not args.quiet:
+        print(f"genotok: {message}", file=sys.stderr)
+
+
+def _tokenizer(args, required: bool = True):
+    """The Tokenizer of --universe/--config with the tokenizer flags given (None if optional)."""
+    from ..tokenizer import Tokenizer
+
+    opts = {k: getattr(args, k) for k in TOKENIZER_FLAGS if getattr(args, k, None) is not None}
+    if args.config:
+        return Tokenizer.from_config(args.config, **opts)
+    if args.universe:
+        return Tokenizer.from_bed(args.universe, **opts)
+    if required:
+        raise UsageError(f"give --universe U.bed or --config TOK.toml (see '{args.prog} --help')")
+    return None
+
+
+def _out(args, positional: str | None = None) -> str:
+    """The output path from -o/--out or the positional OUT (one of them, not both)."""
+    if positional is not None and args.out is not None:
+        raise UsageError(f"give the output once: as OUT or as -o/--out, not both "
+                         f"(see '{args.prog} --help')")
+    out = args.out if args.out is not None else positional
+    if out is None:
+        raise UsageError(f"the following arguments are required: -o/--out "
+                         f"(see '{args.prog} --help')")
+    return out
+
+
+def _refuse_existing(path: str, overwrite: bool) -> None:
+    if os.path.lexists(path) and not overwrite:
+        raise FileExistsError(f"{path} exists; add --overwrite to replace it")
+
+
+class _Sink:
+    """Text output: stdout, or a file written atomically (-o/--out, --overwrite)."""
+
+    def __init__(self, args):
+        self.path = args.out
+        if self.path is not None:
+            _refuse_existing(self.path, args.overwrite)
+
+    def __enter__(self):
+        if self.path is None:
+            return sys.stdout
+        from .._io import atomic_write
+
+        self._cm = atomic_write(self.path, "w")
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        if self.path is not None:
+            return self._cm.__exit__(*exc)
+        return False
+
+
+def _open_any(path: str):
+    """A corpus (file or directory) or a single .gtok list."""
+    from ..formats.corpus.reader import Corpus
+    from ..formats.gtok import read_gtok
+
+    p = Path(path)
+    if p.is_file():
+        with open(p, "rb") as fh:
+            head = fh.read(8)
+        if head[:4] == b"GTOK" and head != b"GTOKCORP":
+            return None, read_gtok(p)
+    return Corpus.open(p), None
+
+
+# ------------------------------------------------------------------------- subcommands
+def cmd_tokenize(args) -> int:
+    from ..pipeline.run import expand_inputs
+
+    inputs = list(args.inputs)
+    if not (args.universe or args.config):
+        if len(inputs) < 2:
+            raise UsageError(f"give --universe U.bed (or --config TOK.toml) and the files to "
+                             f"tokenize (see '{args.prog} --help')")
+        args.universe = inputs.pop(0)
+        warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
+                      f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
+    # as pretokenize reads them, but a file may be given twice: one output line each
+    inputs = [str(p) for item in inputs for p in expand_inputs([item])]
+    sink = _Sink(args)  # an existing -o FILE is refused before any work
+    tok = _tokenizer(args)
+    rows = tok.encode_batch(inputs, n_threads=args.threads)
+    n = tok.universe.n_regions
+    with sink as out:
+        for path, ids in zip(inputs, rows):
+            if args.summary:
+                regions = ids[ids < n]
+                out.write(f"{Path(path).name}\t{ids.size} tokens\t{np.unique(regions).size} "
+                          f"distinct regions\t{ids.size - regions.size} special\n")
+            elif args.tokens:
+                out.write("".join(t + "\n" for t in tok.convert_ids_to_tokens(ids)))
+            else:
+                out.write(" ".join(map(str, ids.tolist())) + "\n")
+    return 0
+
+
+def cmd_pretokenize(args) -> int:
+    from ..pipeline.run import pretokenize
+
+    tok = _tokenizer(args)
+    client = None
+    if args.scheduler:
+        from dask.distributed import Client
+
+        client = Client(args.scheduler, timeout=args.scheduler_timeout)
+    try:
+        pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
+                    on_error=args.on_error, quiet=args.quiet, files_per_shard=args.files_per_shard,
+                    overwrite=args.overwrite, client=client, hash=args.hash,
+                    normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
+                    rank=args.rank, bins=args.bins, prepend=args.prepend,
+                    condition_unknown=args.condition_unknown, add_cls=args.add_cls)
+    finally:
+        if client is not None:
+            client.close()
+    return 0
+
+
+def cmd_info(args) -> int:
+    corpus, single = _open_any(args.path)
+    if single is not None:
+        info = {"path": args.path, "format": "gtok (gtars single list)", "dtype": str(single.dtype),
+                "n_tokens": int(single.size)}
+    else:
+        info = corpus.info()
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+    else:
+        width = max(map(len, info))
+        for k, v in info.items():
+            if isinstance(v, (dict, list)) and k not in ("special_tokens", "settings", "version"):
+                v = f"{len(v)} entries" if v else "none"
+            print(f"{k:<{width}}  {v}")
+    return 0
+
+
+def cmd_decode(args) -> int:
+    tok = _tokenizer(args)
+    corpus, single = _open_any(args.path)
+    if corpus is None:
+        if args.record is not None:
+            raise UsageError(f"argument --record: {args.path} is a single .gtok list, not a "
+                             f"corpus of records (see '{args.prog} --help')")
+        rows = [(None, single)]
+    else:
+        tok.universe.check_fingerprint(corpus.fingerprint, what=args.path)
+        n = len(corpus)
+        if args.record is not None and args.record >= n:
+            have = f"{n} records (0..{n - 1})" if n else "no records"
+            raise UsageError(f"argument --record: {args.path} has {have}, not record "
+                             f"{args.record}")
+        records = [args.record] if args.record is not None else range(len(corpus))
+        rows = ((i, corpus[i]) for i in records)
+    u = tok.universe
+    n_special = 0
+    with _Sink(args) as out:
+        for i, ids in rows:
+            ids = np.asarray(ids, dtype=np.int64)
+            bad = (ids < 0) | (ids >= u.vocab_size)
+            if bad.any():  # a wrong universe or a damaged file: never drop ids silently
+                where = args.path if i is None else f"{args.path} record {i}"
+                raise UniverseError(
+                    f"{where}: token id {int(ids[bad][0])} is outside the vocabulary of the "
+                    f"universe given (ids 0..{u.vocab_size - 1}); was it tokenized with another "
+                    "universe?")
+            region = ids < u.n_regions
+            n_special += int(ids.size - region.sum())
+            regions = u.decode_regions(ids[region])
+            label = "" if i is None else f"\t{corpus.names[i] if corpus.names[i] is not None else i}"
+            for c, s, e in zip(regions.codes, regions.starts, regions.ends):
+                out.write(f"{regions.chrom_names[c]}\t{s}\t{e}{label}\n")
+    if n_special:
+        _say(args, f"{n_special:,} special token(s) (<unk>, <pad>, …) have no region and were "
+                   "not written")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from ..formats.corpus.reader import Corpus
+
+    corpus = Corpus.open(args.path)
+    problems = corpus.verify()
+    if problems:
+        for p in problems:
+            print(f"genotok: {p}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        print(f"{args.path}: OK ({len(corpus):,} records, {corpus.n_tokens:,} tokens, "
+              "checksums match)")
+    return 0
+
+
+def _export_format(out: str, given: str | None) -> str:
+    """--format, else the output's name: a directory (no suffix, a trailing '/') or *.parquet."""
+    if given:
+        return given
+    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+        return "gtok-dir"
+    suffix = Path(out).suffix.lower()
+    if suffix in EXPORT_SUFFIXES:
+        return EXPORT_SUFFIXES[suffix]
+    if not suffix:
+        return "gtok-dir"
+    raise UsageError(f"cannot tell the output format of {out!r} from its name: known are a "
+                     "directory of gtars .gtok files (a name without a suffix, or ending in '/') "
+                     f"and Parquet ({', '.join(EXPORT_SUFFIXES)}); or give --format "
+                     "gtok-dir|parquet")
+
+
+def cmd_export(args) -> int:
+    from ..formats.corpus.reader import Corpus, export_gtok_dir, export_parquet
+
+    out = _out(args, args.out_positional)
+    fmt = _export_format(out, args.format)
+    corpus = Corpus.open(args.corpus)
+    if fmt == "parquet":
+        _refuse_existing(out, args.overwrite)
+        export_parquet(corpus, out)
+        _say(args, f"wrote {out} ({len(corpus):,} rows)")
+        return 0
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise FileExistsError(f"{out} exists and is not a directory")
+    if p.is_dir() and any(p.iterdir()):
+        if not args.overwrite:
+            raise FileExistsError(f"{out} exists and is not empty; add --overwrite to replace "
+                                  "its .gtok files")
+        for f in p.glob("*.gtok"):  # records of an earlier export; other files are left alone
+            f.unlink()
+    files = export_gtok_dir(corpus, out)
+    _say(args, f"wrote {len(files):,} .gtok files into {out}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from ..formats.corpus.reader import import_gtok_dir, import_parquet
+
+    out = _out(args, args.out_positional)
+    fmt = args.format
+    if fmt is None:
+        if os.path.isdir(args.source):
+            fmt = "gtok-dir"
+        elif Path(args.source).suffix.lower() in EXPORT_SUFFIXES:
+            fmt = "parquet"
+        elif not os.path.exists(args.source):
+            raise FileNotFoundError(f"{args.source}: no such file or directory")
+        else:
+            raise UsageError(f"cannot tell the format of {args.source!r}: known are a directory "
+                             f"of .gtok files and Parquet ({', '.join(EXPORT_SUFFIXES)}); or give "
+                             "--format gtok-dir|parquet")
+    _refuse_existing(out, args.overwrite)
+    if fmt == "parquet":
+        kw = {}
+        tok = _tokenizer(args, required=False)
+        if tok is not None:
+            kw = dict(vocab_size=tok.vocab_size, fingerprint=tok.fingerprint)
+        import_parquet(args.source, out, overwrite=args.overwrite, **kw)
+    else:
+        tok = _tokenizer(args, required=False)
+        if tok is None:
+            raise UsageError("importing .gtok files needs the universe their ids belong to: "
+                             f"give --universe U.bed or --config TOK.toml (see '{args.prog} --help')")
+        import_gtok_dir(args.source, out, vocab_size=tok.vocab_size,
+                        fingerprint=tok.fingerprint, overwrite=args.overwrite,
+                        special_tokens=tok.universe.special_token_ids,
+                        settings=tok.settings.as_dict())
+    _say(args, f"wrote {out}")
+    return 0
+
+
+def cmd_universe(args) -> int:
+    from ..build import builders as build
+    from ..pipeline.run import expand_inputs
+
+    progress = not args.quiet and sys.stderr.isatty()
+    hashing = not args.no_hash
+    if args.method == "tile":
+        result = build.tile(args.chrom_sizes, args.size, hash_inputs=hashing)
+    else:
+        inputs = [str(p) for p in expand_inputs(args.inputs)]  # as pretokenize reads them
+        opts = dict(progress=progress, quiet=args.quiet, hash_inputs=hashing,
+                    n_threads=args.threads)
+        if args.method == "merge":
+            result = build.merge(inputs, args.min_gap, **opts)
+        elif args.method == "consensus":
+            result = build.coverage_cutoff(inputs, args.min_count,
+                                           min_fraction=args.min_fraction,
+                                           min_width=args.min_width, **opts)
+        else:
+            result = build.top_k(args.candidate, inputs, args.max_regions,
+                                 min_hits=args.min_hits, **opts)
+    out = result.write(args.out, overwrite=args.overwrite)
+    r = result.report
+    _say(args, f"{r.method}: {len(r.inputs)} input(s), {r.n_input_regions:,} regions -> "
+               f"{r.n_regions:,} regions in {out} (report: {build.sidecar_path(out).name}, "
+               f"{r.elapsed_s:.2f} s)")
+    return 0

@@ -1,0 +1,505 @@
+"""Corpora in object stores (``s3://``, ``gs://``, ``https://``: anything fsspec speaks).
+
+``Corpus.open("s3://bucket/corpus/")`` reads the manifest and every shard's small JSON header
+(ranged reads, checked against the manifest's header digests) and returns a
+:class:`RemoteCorpus`: a :class:`~genotok.Corpus` whose shards are fetched into a local
+:class:`ShardCache` when first read.
+
+The cache, one directory per corpus under ``cache_dir``:
+
+- whole shards are downloaded into a temporary file and renamed into place (atomic);
+- a download is checked before it is used: its header against the manifest's digest, every
+  section against its checksum, every id against the vocabulary; a corrupt download is fetched
+  once more, then refused with :class:`~genotok.GtokFormatError`;
+- ``cache_limit`` bytes at most: the least recently used shards are removed first;
+- the next shards of the epoch order are fetched ahead by a thread (:meth:`RemoteCorpus.prefetch`,
+  called by :class:`~genotok.torch_data.CorpusIterableDataset`);
+- worker processes of one node share it: one lock file per shard, so a shard is downloaded once.
+
+Needs ``fsspec`` and the filesystem's package (``pip install 'genotok[remote]'``: fsspec, s3fs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..._io import atomic_write
+from ...errors import GtokFormatError, UniverseMismatchError
+from . import reader as _c
+
+#: bytes copied per read of a download
+_BLOCK = 8 << 20
+#: default cache directory (``GENOTOK_CACHE`` overrides it)
+DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "genotok", "shards")
+
+
+def is_url(path) -> bool:
+    """Whether ``path`` names a remote corpus (``scheme://…``, but not ``file://``).
+
+    Examples
+    --------
+    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
+    (True, False, False)
+    """
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
+def _fsspec():
+    try:
+        import fsspec
+    except ImportError:
+        raise ImportError("a remote corpus needs fsspec (and s3fs for s3://, gcsfs for gs://): "
+                          "pip install 'genotok[remote]'") from None
+    return fsspec
+
+
+@contextlib.contextmanager
+def _flock(path: Path):
+    """An exclusive lock on ``path`` (a lock file, created if needed) shared by processes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _rel_ok(rel) -> bool:
+    return isinstance(rel, str) and rel and "\0" not in rel and "\\" not in rel \
+        and not rel.startswith("/") and ".." not in rel.split("/")
+
+
+def _check_manifest(m, where: str) -> dict:
+    """The manifest checks of a local open, and a digest on every shard (required remotely)."""
+    def corrupt(why):
+        return GtokFormatError(f"{where}: corrupt manifest ({why})")
+
+    if not isinstance(m, dict) or m.get("format") != _c.MANIFEST_FORMAT:
+        raise corrupt(f"not a {_c.MANIFEST_FORMAT!r} JSON object")
+    v = m.get("version")
+    if not (isinstance(v, list) and len(v) == 2 and all(_c._is_int(x) for x in v)) or v[0] < 1:
+        raise corrupt(f"version {str(v)[:40]}")
+    if v[0] > _c.MANIFEST_VERSION[0]:
+        raise GtokFormatError(f"{where}: manifest format {v[0]}.{v[1]} is newer than this genotok "
+                              "reads; upgrade genotok")
+    algo, digest = m.get("checksum"), m.get("digest")
+    if algo not in _c.CHECKSUMS or not _c._is_hex_digest(digest) or not _c._can_check(algo):
+        raise GtokFormatError(f"{where}: a remote corpus needs a manifest with a digest this install "
+                              "can check (manifest 1.1, blake2b_64): re-run write_manifest")
+    if _c._manifest_digest(m, algo) != digest:
+        raise GtokFormatError(f"{where}: manifest digest mismatch: the manifest was edited after it "
+                              "was written; re-run write_manifest")
+    entries = m.get("shards")
+    if not isinstance(entries, list) or not entries:
+        raise corrupt("shards is not a non-empty list")
+    for k, e in enumerate(entries):
+        if not isinstance(e, dict) or not _rel_ok(e.get("path")) or e.get("index", k) != k \
+                or not _c._is_hex_digest(e.get("header_digest")) \
+                or not all(_c._is_int(e.get(x)) and e[x] >= 0 for x in ("n_records", "n_tokens")):
+            raise corrupt(f"shard {k}: a remote corpus needs a path inside the corpus, counts and a "
+                          "header digest for every shard (manifest 1.1)")
+    return m
+
+
+class ShardCache:
+    """Verified copies of one remote corpus's shards on local disk (see the module docstring).
+
+    Files are ``<cache_dir>/<corpus key>/<index>-<header digest>.gtokc``: a shard replaced on
+    the server has a new digest, hence a new name.
+
+    Examples
+    --------
+    >>> c = _example()  # a two-shard corpus at memory://genotok-example/corpus
+    >>> c.cache.cached(), c[3].tolist(), [p.name[:6] for p in c.cache.cached()]
+    ([], [4], ['000001'])
+    """
+
+    def __init__(self, url: str, storage_options: dict | None, manifest: dict, cache_dir,
+                 cache_limit: int | None, prefetch: int = 2):
+        self.url, self.manifest = url.rstrip("/"), manifest
+        self._storage_options = dict(storage_options or {})
+        key = hashlib.blake2b(self.url.encode(), digest_size=8).hexdigest()
+        root = cache_dir or os.environ.get("GENOTOK_CACHE") or DEFAULT_CACHE
+        self.root = Path(root) / key
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.limit = cache_limit
+        self.ahead = int(prefetch)
+        self.entries = manifest["shards"]
+        self.downloads = 0  # shards this process downloaded (tests, benchmarks)
+        self._open: dict[int, object] = {}
+        self._last = -1
+        self._init_threads()
+        for name in os.listdir(self.root):  # downloads of processes that died (SIGKILL)
+            if ".fetching-" in name and name.endswith(".tmp"):
+                _c._clean_stale(self.root, name[:name.index(".fetching-") + 10])
+
+    def _init_threads(self) -> None:
+        """Filesystem, locks and prefetch state of this process (again after a fork: an async
+        filesystem such as s3fs and a thread do not survive one)."""
+        self.fs = _fsspec().core.url_to_fs(self.url, skip_instance_cache=True,
+                                           **self._storage_options)[0]
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._plan: list[int] = []
+        self._where: dict[int, int] = {}
+        self._cursor = -1
+        self._generation = 0
+        self._thread: threading.Thread | None = None
+
+    def __getstate__(self):
+        raise TypeError("a ShardCache is not pickled; a RemoteCorpus pickles as its URL")
+
+    # -- paths
+    def file(self, k: int) -> Path:
+        return self.root / f"{k:06d}-{self.entries[k]['header_digest']}.gtokc"
+
+    def shard_url(self, k: int) -> str:
+        return f"{self.url}/{self.entries[k]['path']}"
+
+    def cached(self) -> list[Path]:
+        """The verified shard files present now."""
+        return sorted(p for p in self.root.glob("*.gtokc"))
+
+    def size(self) -> int:
+        """Bytes held by verified shards."""
+        total = 0
+        for p in self.cached():
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size
+        return total
+
+    # -- fetching
+    def fetch(self, k: int) -> Path:
+        """The local, verified file of shard ``k`` (downloaded if it is not cached)."""
+        final = self.file(k)
+        if final.exists():
+            with contextlib.suppress(OSError):
+                os.utime(final)  # recency for the LRU eviction
+            return final
+        with _flock(self.root / f"{k:06d}.lock"):
+            if final.exists():  # another process fetched it while we waited
+                return final
+            problem = None
+            for _ in range(2):  # a corrupt copy is fetched once more, then refused
+                tmp = self._download(k)
+                problem = self._check(tmp, k)
+                if problem is None:
+                    break
+                os.unlink(tmp)
+                problem = problem.replace(tmp, "the download")  # the temporary file is gone
+            else:
+                raise GtokFormatError(
+                    f"{self.shard_url(k)}: downloaded twice, refused twice ({problem}): the copy on "
+                    "the server is corrupt or was replaced without a new manifest; re-upload the "
+                    "shard and its manifest")
+            size = os.path.getsize(tmp)
+            with _flock(self.root / ".evict.lock"):
+                self._evict(size)
+                os.replace(tmp, final)
+            self.downloads += 1
+        return final
+
+    def _download(self, k: int) -> str:
+        fd, tmp = _c._make_temp(self.root, f".{k:06d}.fetching-")
+        try:
+            with os.fdopen(fd, "wb") as out, self.fs.open(self.shard_url(k), "rb") as src:
+                while block := src.read(_BLOCK):
+                    out.write(block)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return tmp
+
+    def _check(self, tmp: str, k: int) -> str | None:
+        """Why the download ``tmp`` of shard ``k`` may not be used, or None."""
+        e = self.entries[k]
+        try:
+            s = _c._Shard(Path(tmp), nofollow=True)
+        except GtokFormatError as exc:
+            return str(exc)
+        if (s.n, s.t, s.head_sum.hex()) != (e["n_records"], e["n_tokens"], e["header_digest"]):
+            return (f"{s.n} records, {s.t} tokens, header digest {s.head_sum.hex()}; the manifest "
+                    f"says {e['n_records']}, {e['n_tokens']}, {e['header_digest']}")
+        problems = s.verify()
+        return "; ".join(problems) if problems else None
+
+    def _evict(self, incoming: int) -> None:
+        """Remove least recently used shards until ``incoming`` more bytes fit the limit."""
+        if self.limit is None:
+            return
+        files = []
+        for p in self.cached():
+            with contextlib.suppress(OSError):
+                st = p.stat()
+                files.append((st.st_mtime_ns, st.st_size, p))
+        total = sum(f[1] for f in files) + incoming
+        for _, size, p in sorted(files):
+            if total <= self.limit:
+                break
+            with contextlib.suppress(OSError):
+                p.unlink()  # a process that maps it keeps reading it (POSIX)
+                total -= size
+
+    def shard(self, k: int):
+        """Shard ``k`` opened (memory-mapped) from the cache; fetched first if needed."""
+        s = self._open.get(k)
+        if k == self._last and s is not None:  # the common case: no system call at all
+            return s
+        if os.getpid() != self._pid:  # a forked worker: fresh locks, no prefetch thread yet
+            self._init_threads()
+        if s is not None:
+            try:
+                os.utime(s.path)  # recency for the LRU, once per change of shard
+            except FileNotFoundError:  # evicted by another process: fetch it again
+                s = None
+        if s is None:
+            s = _c._Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
+            self._open = {j: o for j, o in self._open.items() if os.path.exists(o.path)}
+            self._open[k] = s
+        self._last = k
+        with self._lock:
+            pos = self._where.get(k)
+            if pos is not None and pos > self._cursor:
+                self._cursor = pos
+                self._wake.notify_all()
+        return s
+
+    # -- prefetch
+    def prefetch(self, shards) -> None:
+        """Fetch ``shards`` (in this order) in a thread, up to ``prefetch`` ahead of the reader."""
+        if os.getpid() != self._pid:
+            self._init_threads()
+        if self.ahead <= 0:
+            return
+        with self._lock:
+            self._generation += 1
+            self._plan = [int(k) for k in shards]
+            self._where = {k: i for i, k in reversed(list(enumerate(self._plan)))}
+            self._cursor = -1
+            self._wake.notify_all()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="genotok-prefetch",
+                                                daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        i, gen = 0, None
+        while True:
+            with self._lock:
+                if gen != self._generation:
+                    i, gen = 0, self._generation
+                while i >= len(self._plan) or i > self._cursor + self.ahead:
+                    if not self._wake.wait(timeout=30) and i >= len(self._plan):
+                        return  # nothing asked for a while: the thread ends
+                    if gen != self._generation:
+                        i, gen = 0, self._generation
+                k = self._plan[i]
+            with contextlib.suppress(Exception):  # the reader's own fetch reports errors
+                self.fetch(k)
+            i += 1
+
+
+# ---------------------------------------------------------------------------------- corpus
+class _RemoteShard:
+    """A shard known from its header (fetched at open) whose data comes from the cache."""
+
+    def __init__(self, cache: ShardCache, k: int, header: dict, pre: tuple):
+        width, vcode, version = pre
+        self._cache, self._k = cache, k
+        self.header = header
+        self.n, self.t = cache.entries[k]["n_records"], cache.entries[k]["n_tokens"]
+        self.dtype = np.dtype("<u2") if width == 2 else np.dtype("<u4")
+        self.values_dtype = _c.VALUE_DTYPES[vcode]
+        self.version = version
+        self.path = cache.shard_url(k)
+
+    def __getattr__(self, name):  # tokens, offsets, values, bounds, records, verify, ...
+        if name.startswith("__") or name in ("_cache", "_k"):
+            raise AttributeError(name)
+        return getattr(self._cache.shard(self._k), name)
+
+
+def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]:
+    """Preamble + JSON header of shards ``ks``: two rounds of ranged reads, run concurrently
+    by async filesystems (``cat_ranges``: s3fs, gcsfs, http)."""
+    if not ks:
+        return {}
+    urls = [cache.shard_url(k) for k in ks]
+    size = _c.PREAMBLE.size
+    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks))
+    spans = []
+    for url, pre in zip(urls, pres):
+        if isinstance(pre, BaseException):
+            raise pre
+        if len(pre) < size or pre[:8] != _c.MAGIC:
+            raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
+        f = _c.PREAMBLE.unpack(pre)
+        if f[12] > _c.MANIFEST_MAX_BYTES:
+            raise GtokFormatError(f"{url}: corrupt preamble (a {f[12]}-byte header)")
+        spans.append((f[11], f[11] + f[12]))
+    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans])
+    for body in bodies:
+        if isinstance(body, BaseException):
+            raise body
+    return {k: pre + body for k, pre, body in zip(ks, pres, bodies)}
+
+
+def _parse_header(cache: ShardCache, k: int, raw: bytes) -> tuple[dict, tuple]:
+    """Shard ``k``'s header and layout from its raw bytes, checked against the manifest."""
+    e, url = cache.entries[k], cache.shard_url(k)
+    pre, body = raw[:_c.PREAMBLE.size], raw[_c.PREAMBLE.size:]
+    if len(pre) < _c.PREAMBLE.size:
+        raise GtokFormatError(f"{url}: truncated preamble")
+    (_, major, minor, width, vcode, _, n, t, *_rest, head_sum) = _c.PREAMBLE.unpack(pre)
+    if head_sum.hex() != e["header_digest"] or width not in (2, 4) or vcode not in _c.VALUE_DTYPES \
+            or (n, t) != (e["n_records"], e["n_tokens"]):
+        raise GtokFormatError(f"{url}: its preamble disagrees with the manifest (replaced after "
+                              "the manifest was written); re-run write_manifest")
+    header = _c._json_load(body, "metadata header", url)
+    algo = header.get("checksum") if isinstance(header, dict) else None
+    if algo not in _c.CHECKSUMS or _c._digest(body, algo).hex() != e["header_digest"]:
+        raise GtokFormatError(f"{url}: metadata header checksum mismatch")
+    return header, (width, vcode, (major, minor))
+
+
+def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
+    """Every shard's header: from the cache directory (checked again), else fetched and kept."""
+    raw: dict[int, bytes] = {}
+    for k, e in enumerate(cache.entries):
+        with contextlib.suppress(OSError):
+            raw[k] = (cache.root / f"{k:06d}-{e['header_digest']}.header").read_bytes()
+    out = {}
+    for k in list(raw):
+        try:
+            out[k] = _parse_header(cache, k, raw[k])
+        except GtokFormatError:  # a damaged local copy: fetched again below
+            del raw[k]
+    fetched = _fetch_raw_headers(fs, cache, [k for k in range(len(cache.entries)) if k not in raw])
+    for k, r in fetched.items():
+        out[k] = _parse_header(cache, k, r)
+        saved = cache.root / f"{k:06d}-{cache.entries[k]['header_digest']}.header"
+        with contextlib.suppress(OSError), atomic_write(saved, "wb") as fh:
+            fh.write(r)
+    return [out[k] for k in range(len(cache.entries))]
+
+
+class RemoteCorpus(_c.Corpus):
+    """A :class:`~genotok.Corpus` in an object store, read through a local :class:`ShardCache`.
+
+    Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL and
+    options (DataLoader workers reopen it and share the cache).
+
+    Examples
+    --------
+    >>> c = _example()
+    >>> c.prefetch([3, 2, 0]); c.get_batch([3, 0]).to_list()
+    [[4], [1, 2]]
+    """
+
+    def __init__(self, url: str, cache: ShardCache, shards: list, options: dict):
+        super().__init__(shards, url, cache.manifest)
+        self.cache, self._options = cache, options
+        self._trusted = True
+
+    def __reduce__(self):
+        return (_reopen, (str(self.path), self._options))
+
+    def prefetch(self, records) -> None:
+        """Fetch, in a thread, the shards that ``records`` (in reading order) will need."""
+        rec = np.asarray(records, dtype=np.int64)
+        shards = np.searchsorted(self._starts, rec, side="right") - 1
+        if shards.size:
+            keep = np.concatenate([[True], shards[1:] != shards[:-1]])
+            shards = shards[keep]
+            _, first = np.unique(shards, return_index=True)
+            self.cache.prefetch(shards[np.sort(first)].tolist())
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + f", cache={str(self.cache.root)!r})"
+
+
+def _reopen(url, options):
+    return open_corpus(url, **options)
+
+
+def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
+                cache_limit: int | None = None, prefetch: int = 2,
+                storage_options: dict | None = None) -> RemoteCorpus:
+    """Open the sharded corpus at ``url`` (a directory with ``manifest.json``) through a cache.
+
+    Parameters
+    ----------
+    url
+        ``s3://bucket/corpus``, ``gs://…``, ``https://host/corpus``: any fsspec URL.
+    expect, verify
+        As for :meth:`Corpus.open <genotok.Corpus.open>` (``verify`` downloads every shard).
+    cache_dir
+        Where shards are kept (default ``$GENOTOK_CACHE`` or ``~/.cache/genotok/shards``); put
+        it on the node's local disk and share it between the processes of a node.
+    cache_limit
+        Bytes the cache may hold (least recently used shards go first); ``None``: no limit.
+        It must hold the shards read at once: a block shuffle's window, plus ``prefetch``.
+    prefetch
+        Shards fetched ahead of the reader, in epoch order.
+    storage_options
+        Passed to fsspec (e.g. ``{"endpoint_url": …, "key": …, "secret": …}`` for s3fs).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> _ = _example()  # uploads a corpus to fsspec's in-memory filesystem
+    >>> c = open_corpus("memory://genotok-example/corpus", cache_dir=tempfile.mkdtemp())
+    >>> len(c), c[0].tolist(), c.cache.downloads
+    (4, [1, 2], 1)
+    """
+    fsspec = _fsspec()
+    url = url.rstrip("/")
+    options = {"cache_dir": cache_dir, "cache_limit": cache_limit, "prefetch": prefetch,
+               "storage_options": storage_options}
+    fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    murl = f"{url}/{_c.MANIFEST}"
+    try:
+        raw = fs.cat_file(murl)
+    except FileNotFoundError:
+        raise GtokFormatError(f"{murl}: not found; a remote corpus is a directory with "
+                              f"{_c.MANIFEST} (write one with write_manifest, then upload)") from None
+    if len(raw) > _c.MANIFEST_MAX_BYTES:
+        raise GtokFormatError(f"{murl}: larger than a manifest may be")
+    manifest = _check_manifest(_c._json_load(raw, "manifest", murl), murl)
+    cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
+    shards = [_RemoteShard(cache, k, header, pre)
+              for k, (header, pre) in enumerate(_headers(fs, cache))]
+    if manifest["fingerprint"] != shards[0].header.get("fingerprint"):
+        raise UniverseMismatchError(f"{murl}: the manifest's universe differs from its shards'")
+    corpus = RemoteCorpus(url, cache, shards, options)
+    _c.check_expected(corpus.fingerprint, expect, url)
+    if verify:
+        corpus.verify(raise_on_error=True)
+    return corpus
+
+
+def _example() -> RemoteCorpus:
+    """A two-shard corpus uploaded to ``memory://genotok-example/corpus``, opened (docstrings)."""
+    import tempfile
+
+    from .reader import CorpusWriter, write_manifest
+
+    d = Path(tempfile.mkdtemp())
+    for k, rows in enumerate(([[1, 2], [3]], [[5], [4]])):
+        with CorpusWriter(d / f"s{k}.gtokc", vocab_size=9, fingerprint="fp") as w:
+            w.append_batch(rows)
+    write_manifest(d, [d / "s0.gtokc", d / "s1.gtokc"])
+    fs = _fsspec().filesystem("memory")
+    for p in d.iterdir():
+        fs.pipe(f"memory://genotok-example/corpus/{p.name}", p.read_bytes())
+    return open_corpus("memory://genotok-example/corpus", cache_dir=tempfile.mkdtemp())

@@ -1,0 +1,845 @@
+"""Numba byte parser for BED text (BED3, BED6, narrowPeak, anything with >= 3 columns).
+
+One pass over the bytes. Per data line it reads the chromosome name and the two coordinates and
+skips the rest of the line (checking it for binary bytes); columns after the third are never
+parsed, so a BED5 score of ``.`` is fine.
+
+Dialect rules:
+- lines end with ``\\n`` or ``\\r\\n``; the last line may lack its newline;
+- blank lines, ``#`` comments and ``track`` / ``browser`` lines are skipped;
+- a line whose first separator is a tab is tab-separated; one whose first separator is a space
+  is space-separated (runs of spaces count as one). A tab and a space between the first three
+  fields of one line is an error (mixed separators);
+- the first line that is not blank, a comment or a track/browser line may be a header: it is
+  skipped when its 2nd and 3rd fields are both not integers (``chrom start end``); any later
+  such line, or a first line with only one bad coordinate, is an error;
+- coordinates are decimal integers (an optional ``+``), 0 <= x <= 2^62, and end >= start;
+- any byte below 0x20 other than tab, CR and LF makes the line binary (an error).
+
+Separators are decided by a line's first separator rather than by "any tab in the line", so a
+space-separated line with a tab in a later column still parses, and a line that mixes them in
+its first three fields gets a "mixed separators" message instead of a misleading "not an integer".
+
+Chromosome names are coded in order of first appearance. Two designs were measured on the
+200k-line narrowPeak (sorted: 28 runs of one chromosome) and the same lines shuffled (172k runs):
+marking runs in the kernel and mapping run heads through a Python dict costs 1.5 ms sorted but
+62 ms shuffled (1.5x the whole kernel's 41 ms); an open-addressing table of hashes inside
+the kernel, with a same-as-the-previous-line check first, parses both at the same speed (within
+the noise of this shared machine). So the hash table: no Python work per line, whatever the order.
+The hash xors the name's bytes into a word and multiplies once: FNV-1a's multiply per byte made
+the shuffled file 1.6x slower than with it.
+
+Speed: a first pass counts the lines that may hold a record and looks for any binary byte, eight
+bytes at a time (:mod:`genotok.kernels.bits`); then the parse finds newlines a block of 4096 at a time
+into a small scratch array, and the common line, ``name<TAB>start<TAB>end`` followed by a tab or
+its newline, is read in one pass with no bounds tests (its newline stops every scan) and its
+tail is never looked at. Every other line (comments, headers, spaces, anything malformed, the
+whole file when it holds a binary byte) takes the full rules below, which report errors. Same
+200k-line narrowPeak, same process: 27-37 ms before, 14-16 ms after (sorted), 32-38 -> 20 ms
+(shuffled); the byte loop that only counts newlines takes 1.7 ms.
+
+Memory: the outputs are sized by the lines that may hold a record (:func:`bound`), and the
+newline index is a 32 KiB block refilled as the parse moves on, so blank and comment lines cost
+no memory beyond their text. Before (issue 19) an index of every newline cost 8 bytes each: a
+255 KB ``.bed.gz`` of blank lines (263 MB of text) peaked at 2.5 GB and took 20 s; now the
+parse adds nothing to the text and runs of empty lines are skipped eight bytes at a time (1.6 s,
+most of it gunzip). Speed is unchanged (both versions in one process, 100 interleaved runs,
+minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 22.7 -> 22.8 ms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._config import NJIT
+from .bits import (
+    LITTLE_ENDIAN,
+    ONES,
+    SPACES,
+    below_space,
+    count_high,
+    digits_value,
+    eq_bytes,
+    load_word,
+    lowest_byte,
+    non_digits,
+    word_view,
+)
+
+# error codes returned by the kernel
+OK = 0
+TOO_FEW_COLUMNS = 1
+BAD_START = 2
+BAD_END = 3
+NEGATIVE = 4
+OVERFLOW = 5
+END_BEFORE_START = 6
+BINARY = 7
+EMPTY_NAME = 8
+MIXED_SEPARATORS = 9
+NO_ROOM = 10  # the outputs are full: a caller's sizing error, never the file's
+
+MAX_COORD = 1 << 62
+_MAX_DIV10 = MAX_COORD // 10
+
+_TAB, _SPACE, _LF, _CR, _HASH = 9, 32, 10, 13, 35
+_LFS, _TABS, _CRS = ONES * np.uint64(_LF), ONES * np.uint64(_TAB), ONES * np.uint64(_CR)
+_HASHES = ONES * np.uint64(_HASH)
+
+
+@njit(**NJIT)
+def _is_sep(b):
+    return b == _TAB or b == _SPACE
+
+
+@njit(**NJIT)
+def _starts_with(buf, pos, end, word):
+    n = word.size
+    if end - pos < n:
+        return False
+    for k in range(n):
+        if buf[pos + k] != word[k]:
+            return False
+    return end - pos == n or _is_sep(buf[pos + n])
+
+
+@njit(**NJIT)
+def _next_field(buf, p, le, sep):
+    """(start, end) of the field after the separator at ``p`` (a run of spaces is one)."""
+    if sep == _SPACE:
+        while p < le and buf[p] == _SPACE:
+            p += 1
+    else:
+        p += 1
+    fs = p
+    while p < le and not _is_sep(buf[p]):
+        p += 1
+    return fs, p
+
+
+@njit(**NJIT)
+def _line_end(buf, pos, n):
+    """Index of the newline ending the line at ``pos`` (or n), and the first binary byte (or -1)."""
+    bad = -1
+    while pos < n:
+        b = buf[pos]
+        if b < _SPACE:  # rare: one comparison per byte on the common path
+            if b == _LF:
+                return pos, bad
+            if b != _TAB and b != _CR and bad < 0:
+                bad = pos
+        pos += 1
+    return n, bad
+
+
+@njit(**NJIT)
+def _parse_int(buf, pos, end):
+    """Parse a non-negative decimal in buf[pos:end]. Returns (value, status)."""
+    if pos >= end:
+        return 0, BAD_START
+    if buf[pos] == 45:  # '-'
+        if pos + 1 < end and 48 <= buf[pos + 1] <= 57:
+            return 0, NEGATIVE
+        return 0, BAD_START
+    if buf[pos] == 43:  # '+'
+        pos += 1
+        if pos >= end:
+            return 0, BAD_START
+    if end - pos > 18:  # 18 digits cannot wrap int64; longer fields take the careful path
+        return _parse_long_int(buf, pos, end)
+    v = 0
+    while pos < end:
+        d = buf[pos] - 48
+        if d < 0 or d > 9:
+            return 0, BAD_START
+        v = v * 10 + d
+        pos += 1
+    if v > MAX_COORD:
+        return 0, OVERFLOW
+    return v, OK
+
+
+@njit(**NJIT)
+def _parse_long_int(buf, pos, end):
+    """``_parse_int`` for fields of more than 18 bytes: checks for overflow before each step."""
+    v = 0
+    too_large = False
+    while pos < end:
+        d = buf[pos] - 48
+        if d < 0 or d > 9:
+            return 0, BAD_START
+        if v > _MAX_DIV10:
+            too_large = True  # keep scanning: a later non-digit makes it BAD_START instead
+        else:
+            v = v * 10 + d
+            if v > MAX_COORD:
+                too_large = True
+        pos += 1
+    if too_large:
+        return 0, OVERFLOW
+    return v, OK
+
+
+@njit(**NJIT)
+def _hash(buf, s, e):
+    """Hash of the name buf[s:e]: its bytes xor-ed into a word, eight to a turn (no multiply
+    per byte, which would chain), then one multiply-xorshift to spread the bits."""
+    h = np.uint64(e - s)
+    for k in range(s, e):
+        h ^= np.uint64(buf[k]) << np.uint64(8 * ((k - s) & 7))
+        if (k - s) & 7 == 7:
+            h = (h << np.uint64(29)) | (h >> np.uint64(35))
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(**NJIT)
+def _same(buf, s1, e1, s2, e2):
+    if e1 - s1 != e2 - s2:
+        return False
+    for k in range(e1 - s1):
+        if buf[s1 + k] != buf[s2 + k]:
+            return False
+    return True
+
+
+@njit(**NJIT)
+def _find(buf, s, e, h, table, name_start, name_end, name_hash):
+    """(code, slot) of the name buf[s:e] in the open-addressing table; code -1 (and the empty
+    slot to fill) when absent. ``table.size`` is a power of two."""
+    mask = table.size - 1
+    slot = np.int64(h & np.uint64(mask))
+    while table[slot] >= 0:
+        c = table[slot]
+        if name_hash[c] == h and _same(buf, s, e, name_start[c], name_end[c]):
+            return c, slot
+        slot = (slot + 1) & mask
+    return -1, slot
+
+
+@njit(**NJIT)
+def _grow(name_start, name_end, name_hash, n):
+    """The three per-name arrays with twice the room (the first ``n`` entries kept)."""
+    cap = 2 * name_start.size
+    a = np.empty(cap, np.int64)
+    a[:n] = name_start[:n]
+    b = np.empty(cap, np.int64)
+    b[:n] = name_end[:n]
+    c = np.empty(cap, np.uint64)
+    c[:n] = name_hash[:n]
+    return a, b, c
+
+
+@njit(**NJIT)
+def _name_table():
+    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_add`."""
+    return (np.full(1024, -1, np.int32), np.empty(64, np.int64), np.empty(64, np.int64),
+            np.empty(64, np.uint64))
+
+
+@njit(**NJIT)
+def _add(s, e, h, slot, table, name_start, name_end, name_hash, nnames):
+    """Add the name at ``s:e`` (hash ``h``) that :func:`_find` did not find, in its ``slot``.
+
+    Returns ``(code, table, name_start, name_end, name_hash, nnames)``: the arrays are new
+    ones when they had to grow. Called once per distinct name, so out of line: the per-line
+    path stays :func:`_hash` + :func:`_find`."""
+    if nnames == name_start.size:
+        name_start, name_end, name_hash = _grow(name_start, name_end, name_hash, nnames)
+    code = nnames
+    name_start[code] = s
+    name_end[code] = e
+    name_hash[code] = h
+    nnames += 1
+    table[slot] = code
+    if 2 * nnames > table.size:  # keep the load factor below 1/2
+        table = _rehash(name_hash, nnames, table.size * 4)
+    return code, table, name_start, name_end, name_hash, nnames
+
+
+@njit(**NJIT)
+def intern_spans(buf, s, e, hash_mask=np.uint64(0xFFFFFFFFFFFFFFFF)):
+    """Number the distinct byte strings ``buf[s[i]:e[i]]`` in order of first appearance.
+
+    Returns ``(index, start, end)``: ``index[i]`` is span ``i``'s number and
+    ``buf[start[j]:end[j]]`` the string numbered ``j`` (its first span). One pass over the bytes
+    with the parser's name table, where sorting the strings cost O(n log n) comparisons; a span
+    equal to the one before it (a chromosome's run of lines) skips the table. ``hash_mask``
+    only serves the tests: 0 makes every hash collide, so every probe compares bytes.
+    """
+    index = np.empty(s.size, np.int64)
+    table, name_start, name_end, name_hash = _name_table()
+    nnames = 0
+    prev = -1
+    for i in range(s.size):
+        a, b = s[i], e[i]
+        if not (prev >= 0 and _same(buf, a, b, name_start[prev], name_end[prev])):
+            h = _hash(buf, a, b) & hash_mask
+            prev, slot = _find(buf, a, b, h, table, name_start, name_end, name_hash)
+            if prev < 0:
+                prev, table, name_start, name_end, name_hash, nnames = _add(
+                    a, b, h, slot, table, name_start, name_end, name_hash, nnames)
+        index[i] = prev
+    return index, name_start[:nnames].copy(), name_end[:nnames].copy()
+
+
+@njit(**NJIT)
+def _rehash(name_hash, n, tsize):
+    """A new table of ``tsize`` slots (a power of two) holding names 0..n-1."""
+    table = np.full(tsize, -1, np.int32)
+    mask = tsize - 1
+    for c in range(n):
+        slot = np.int64(name_hash[c] & np.uint64(mask))
+        while table[slot] >= 0:
+            slot = (slot + 1) & mask
+        table[slot] = c
+    return table
+
+
+@njit(inline="always", **NJIT)
+def _digits(buf, p):
+    """The decimal number starting at ``p``: (value, index of the first non-digit). The buffer
+    must hold a non-digit after ``p`` (the caller's newline)."""
+    v = 0
+    while True:
+        d = np.int64(buf[p]) - 48
+        if d < 0 or d > 9:
+            return v, p
+        v = v * 10 + d
+        p += 1
+
+
+_POW10 = np.array([10 ** k for k in range(9)], np.int64)
+
+
+@njit(inline="always", **NJIT)
+def _number(buf, p):
+    """:func:`_digits` eight bytes at a time: up to 15 digits in two word loads, with no branch
+    per digit (a byte loop mispredicts its exit at every number of a new length). Longer
+    numbers, and numbers within 16 bytes of the buffer's end, take the byte loop. Parsing the
+    200k-line narrowPeak took 5.9 ms instead of 7.3 (same process, interleaved)."""
+    if LITTLE_ENDIAN and p + 16 <= buf.size:
+        x = load_word(buf, p)
+        t = non_digits(x)
+        if t:
+            k = lowest_byte(t)
+            if k == 0:
+                return 0, p
+            return digits_value(x, k), p + k
+        y = load_word(buf, p + 8)
+        t = non_digits(y)
+        if t:
+            k = lowest_byte(t)
+            v = digits_value(x, 8)
+            if k:
+                v = v * _POW10[k] + digits_value(y, k)
+            return v, p + 8 + k
+    return _digits(buf, p)
+
+
+@njit(**NJIT)
+def _line_ends(buf, words, off):
+    """``(ends, binary)``: the index of every newline in ``buf`` and whether any byte is binary
+    (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s :func:`~genotok.kernels.bits.word_view`:
+    eight bytes per step, a count pass then a fill pass."""
+    wend = off + 8 * words.size
+    count_head, binary_head = _count_bytes(buf, 0, off)
+    count_tail, binary_tail = _count_bytes(buf, wend, buf.size)
+    count = count_head + count_tail
+    controls = np.uint64(0)
+    for i in range(words.size):
+        x = words[i]
+        lf = eq_bytes(x, _LFS)
+        controls |= below_space(x) & ~(lf | eq_bytes(x, _TABS) | eq_bytes(x, _CRS))
+        count += count_high(lf)
+    ends = np.empty(count, np.int64)
+    m = _fill_bytes(buf, 0, off, ends, 0)
+    for i in range(words.size):
+        t = eq_bytes(words[i], _LFS)
+        while t:
+            ends[m] = off + 8 * i + lowest_byte(t)
+            m += 1
+            t &= t - np.uint64(1)
+    _fill_bytes(buf, wend, buf.size, ends, m)
+    return ends, binary_head or binary_tail or controls != 0
+
+
+@njit(**NJIT)
+def _count_bytes(buf, lo, hi):
+    """``_line_ends``' count pass over the bytes ``lo:hi`` one at a time: (newlines, binary)."""
+    count = 0
+    binary = False
+    for k in range(lo, hi):
+        b = buf[k]
+        count += b == _LF
+        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
+    return count, binary
+
+
+@njit(**NJIT)
+def _fill_bytes(buf, lo, hi, ends, m):
+    """``_line_ends``' fill pass over the bytes ``lo:hi``: newline positions from ``ends[m]``;
+    returns the next free slot."""
+    for k in range(lo, hi):
+        if buf[k] == _LF:
+            ends[m] = k
+            m += 1
+    return m
+
+
+@njit(**NJIT)
+def _fill_newlines(buf, pos, lf):
+    """The positions of the next ``lf.size`` newlines from ``pos`` on (fewer at the end of the
+    buffer) into ``lf``; returns how many. Eight bytes at a time (unaligned loads), then bytes."""
+    n = buf.size
+    cap = lf.size
+    k = 0
+    p = pos
+    if LITTLE_ENDIAN:
+        while p + 8 <= n:
+            if k + 8 > cap:  # a word may hold eight: stop at a word's edge, all found so far
+                if k:
+                    return k
+                break  # a block of fewer than eight (the tests'): bytes below
+            t = eq_bytes(load_word(buf, p), _LFS)
+            while t:  # no room check per newline: the test above made room for a word's
+                lf[k] = p + lowest_byte(t)
+                k += 1
+                t &= t - np.uint64(1)
+            p += 8
+    while p < n:
+        if buf[p] == _LF:
+            lf[k] = p
+            k += 1
+            if k == cap:
+                return k
+        p += 1
+    return k
+
+
+@njit(**NJIT)
+def _skip_newlines(buf, p):
+    """The first index at or after ``p`` that is not a newline (or the buffer's size)."""
+    n = buf.size
+    while p + 8 <= n and load_word(buf, p) == _LFS:
+        p += 8
+    while p < n and buf[p] == _LF:
+        p += 1
+    return p
+
+
+@njit(**NJIT)
+def _bound_bytes(buf, lo, hi):
+    """:func:`_bound_words`' rule over the bytes ``lo:hi`` one at a time: (lines that may hold a
+    record, any binary byte)."""
+    n = buf.size
+    count = 0
+    binary = False
+    for k in range(lo, hi):
+        b = buf[k]
+        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
+        if k == 0 or buf[k - 1] == _LF:
+            if b == _CR:
+                count += k + 1 < n and buf[k + 1] != _LF
+            else:
+                count += b != _LF and b != _TAB and b != _SPACE and b != _HASH
+    return count, binary
+
+
+@njit(**NJIT)
+def _bound_words(buf, words, off):
+    """``(most records, binary)``: how many lines may hold a record, and whether any byte is a
+    control byte (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s
+    :func:`~genotok.kernels.bits.word_view`.
+
+    A record needs a line whose first byte is not a newline, a separator or ``#`` (those are
+    blank, comments or errors), nor a CR ending the line (``\\r\\n`` is blank). Counting only such
+    lines, not every newline, sizes the outputs by the data: a file of blank or comment lines
+    asks for none. Eight bytes per step: the high bit of each byte that starts a line is the
+    newline mask shifted up one byte, carried across words.
+    """
+    wend = off + 8 * words.size
+    count, binary = _bound_bytes(buf, 0, off)
+    tail, binary_tail = _bound_bytes(buf, wend, buf.size)
+    count += tail
+    binary |= binary_tail
+    controls = np.uint64(0)
+    carry_lf = np.uint64(0x80) if off == 0 or buf[off - 1] == _LF else np.uint64(0)
+    carry_cr = np.uint64(0)
+    for i in range(words.size):
+        x = words[i]
+        lf = eq_bytes(x, _LFS)
+        tab = eq_bytes(x, _TABS)
+        cr = eq_bytes(x, _CRS)
+        controls |= below_space(x) & ~(lf | tab | cr)
+        first = (lf << np.uint64(8)) | carry_lf  # bytes that start a line
+        carry_lf = lf >> np.uint64(56)
+        count += count_high(first & ~(lf | tab | cr | eq_bytes(x, SPACES) | eq_bytes(x, _HASHES)))
+        first_cr = first & cr
+        # a line-starting CR counts unless a newline follows it (in this word or the next)
+        count += count_high(first_cr) - count_high(((first_cr << np.uint64(8)) | carry_cr) & lf)
+        carry_cr = first_cr >> np.uint64(56)
+    if carry_cr and (wend == buf.size or buf[wend] == _LF):
+        count -= 1  # the last word's final byte starts a line with a CR, then the line ends
+    return count, binary or controls != 0
+
+
+@njit(inline="always", **NJIT)
+def _fast_line(buf, ls, le, track, browser):
+    """The common line, ``name<TAB>start<TAB>end`` then a tab or the newline at ``le``, in one
+    pass: ``(end of the name, start, end, ok)``. Not ok for any other line; ``parse_bed``'s full
+    rules then decide what it is.
+
+    It accepts only lines the full rules read the same way: a name of bytes above the space
+    that does not start a comment, track or browser line, 1-18 plain digits per coordinate (no
+    sign, so no overflow), end >= start. The caller has checked the buffer for binary bytes and
+    guarantees ``buf[le]`` is a newline: every scan stops there without a bounds test.
+    """
+    b = buf[ls]
+    if b <= _SPACE or b == _HASH or ((b == 116 or b == 98) and (
+            _starts_with(buf, ls, le, track) or _starts_with(buf, ls, le, browser))):
+        return 0, 0, 0, False
+    p = ls + 1
+    while buf[p] > _SPACE:
+        p += 1
+    if buf[p] != _TAB:
+        return 0, 0, 0, False
+    s, q = _number(buf, p + 1)
+    if q - p - 1 < 1 or q - p - 1 > 18 or buf[q] != _TAB:
+        return 0, 0, 0, False
+    e, r = _number(buf, q + 1)
+    if r - q - 1 < 1 or r - q - 1 > 18 or e < s:
+        return 0, 0, 0, False
+    b = buf[r]
+    if b == _TAB or r == le or (b == _CR and r + 1 == le):
+        return p, s, e, True
+    return 0, 0, 0, False
+
+
+@njit(**NJIT)
+def parse_bed(buf, binary, codes, starts, ends, track, browser, allow_header=True, block=4096,
+              allow_reversed=False):
+    """Parse BED bytes into ``codes``, ``starts``, ``ends`` (call it through :func:`parse_into`,
+    which checks their dtypes; :func:`bound` gives the room they need). ``binary`` is
+    :func:`bound`'s: whether any byte is a control byte.
+
+    Returns ``(codes, starts, ends, name_start, name_end, status, err_line, err_pos, header_line)``:
+    per data line its chromosome code/start/end (views of the first records of the outputs); per
+    code the byte span of its name; an error status with the 1-based line and byte offset of the
+    first problem; the line number of a skipped header (0 if none). ``NO_ROOM`` when the outputs
+    are full before the data is (a record is never written past their end). ``allow_reversed``
+    keeps a line whose end is before its start as a record (gtars accepts such universe lines).
+
+    The newlines are found ``block`` at a time into a small scratch array (32 KiB by default,
+    warm in the cache), so memory does not grow with the lines: a file of blank lines needs
+    none beyond its text.
+    """
+    n = buf.size
+    cap = codes.size
+    table, name_start, name_end, name_hash = _name_table()  # chromosome names
+    nnames = 0
+    prev_code = -1
+    m = 0
+    line = 0
+    pos = 0
+    header_line = 0
+    seen_data = False
+    lf = np.empty(max(block, 1), np.int64)  # the next newlines, from the line at ``pos`` on
+    nlf = 0
+    j = 0
+    while pos < n:
+        line += 1
+        ls = pos
+        ok = False
+        # binary bytes, and a last line without a newline, take the full rules
+        if not binary:
+            if j == nlf:
+                nlf = _fill_newlines(buf, pos, lf)
+                j = 0
+            if j < nlf:
+                le = lf[j]
+                j += 1
+                ce, s, e, ok = _fast_line(buf, ls, le, track, browser)
+                pos = le + 1
+        if not ok:  # anything unusual: blank, comment, header, spaces, errors
+            if buf[ls] == _LF:  # a run of empty lines, skipped eight at a time
+                q = _skip_newlines(buf, ls + 1)
+                line += q - ls - 1
+                j = min(j + q - ls - 1, nlf)  # their newlines in the block; all used: refill
+                pos = q
+                continue
+            le, bad = _line_end(buf, ls, n)
+            pos = le + 1
+            if bad >= 0:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    BINARY, line, bad, header_line
+            if le > ls and buf[le - 1] == _CR:
+                le -= 1
+            # blank (only separators) lines
+            p = ls
+            while p < le and _is_sep(buf[p]):
+                p += 1
+            if p == le:
+                continue
+            if buf[ls] == _HASH or _starts_with(buf, ls, le, track) or _starts_with(buf, ls, le, browser):
+                continue
+            # field 1: chromosome
+            p = ls
+            while p < le and not _is_sep(buf[p]):
+                p += 1
+            ce = p
+            if p >= le:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    TOO_FEW_COLUMNS, line, ls, header_line
+            if ce == ls:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    EMPTY_NAME, line, ls, header_line
+            sep = buf[p]
+            f2s, f2e = _next_field(buf, p, le, sep)
+            p = f2e
+            if p >= le:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    TOO_FEW_COLUMNS, line, ls, header_line
+            if buf[p] != sep:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    MIXED_SEPARATORS, line, p, header_line
+            f3s, f3e = _next_field(buf, p, le, sep)
+            p = f3e
+            if p < le and buf[p] != sep:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    MIXED_SEPARATORS, line, p, header_line
+            if f3s == f3e:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    TOO_FEW_COLUMNS, line, ls, header_line
+            s, st = _parse_int(buf, f2s, f2e)
+            e, st3 = _parse_int(buf, f3s, f3e)
+            if st != OK or st3 != OK:
+                if allow_header and not seen_data and st == BAD_START and st3 == BAD_START:
+                    header_line = line  # a header line before the data
+                    seen_data = True
+                    continue
+                if st != OK:
+                    return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                        st, line, f2s, header_line
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    (BAD_END if st3 == BAD_START else st3), line, f3s, header_line
+            if e < s and not allow_reversed:
+                return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                    END_BEFORE_START, line, f3s, header_line
+        seen_data = True
+        if m == cap:
+            return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+                NO_ROOM, line, ls, header_line
+        # chromosome code: same as the previous line (sorted files), else the hash table
+        if prev_code >= 0 and _same(buf, ls, ce, name_start[prev_code], name_end[prev_code]):
+            code = prev_code
+        else:
+            h = _hash(buf, ls, ce)
+            code, slot = _find(buf, ls, ce, h, table, name_start, name_end, name_hash)
+            if code < 0:
+                code, table, name_start, name_end, name_hash, nnames = _add(
+                    ls, ce, h, slot, table, name_start, name_end, name_hash, nnames)
+            prev_code = code
+        codes[m] = code
+        starts[m] = s
+        ends[m] = e
+        m += 1
+    return codes[:m], starts[:m], ends[:m], name_start[:nnames], name_end[:nnames], \
+        OK, line, -1, header_line
+
+
+@njit(**NJIT)
+def count_lines(buf):
+    """The parse limit: a loop that only counts newlines (for benchmarks)."""
+    k = 0
+    for i in range(buf.size):
+        if buf[i] == _LF:
+            k += 1
+    return k
+
+
+# region strings (``chr1:100-200``): why a kernel's outcome is "bad"
+NAME_OK = 0
+NAME_SYNTAX = 1
+NAME_TOO_LARGE = 2
+
+
+@njit(**NJIT)
+def _number_left(buf, lo, e):
+    """The number ending just before ``e``: (first byte, value, status).
+
+    The number is the longest run of digits and commas ending at ``e`` (at least one byte after
+    ``lo``, which is kept for the name); with commas it must be ``1,000`` style: 1-3 digits
+    then groups of exactly three.
+    """
+    k = e
+    while k > lo + 1 and (48 <= buf[k - 1] <= 57 or buf[k - 1] == 44):
+        k -= 1
+    if k == e or buf[k] == 44 or buf[e - 1] == 44:
+        return k, 0, NAME_SYNTAX
+    v = 0
+    group = 0  # digits since the last comma
+    commas = 0
+    too_large = False
+    for i in range(k, e):
+        b = buf[i]
+        if b == 44:
+            if (commas == 0 and group > 3) or (commas > 0 and group != 3):
+                return k, 0, NAME_SYNTAX
+            commas += 1
+            group = 0
+            continue
+        group += 1
+        if v > _MAX_DIV10:
+            too_large = True
+        else:
+            v = v * 10 + (np.int64(b) - 48)
+            if v > MAX_COORD:
+                too_large = True
+    if commas > 0 and group != 3:
+        return k, 0, NAME_SYNTAX
+    if too_large:
+        return k, 0, NAME_TOO_LARGE
+    return k, v, NAME_OK
+
+
+@njit(**NJIT)
+def parse_region_names(buf, sep1, sep2):
+    """Region strings ``chrom<sep1>start<sep2>end``, each ended by ``\\n``, parsed from the right.
+
+    ``sep1``/``sep2`` are byte values, or -1 for any of ``:-_`` / ``-_``. The chromosome (at least
+    one byte) is everything before ``sep1``. Returns ``(codes, starts, ends, name_start,
+    name_end, bad, why)``: codes in order of first appearance, the byte span of each code's name,
+    and the index of the first string that does not parse (-1 when all do) with its reason.
+    """
+    n = 0
+    for i in range(buf.size):
+        if buf[i] == _LF:
+            n += 1
+    codes = np.empty(n, np.int32)
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    table, name_start, name_end, name_hash = _name_table()
+    nnames = 0
+    prev_code = -1
+    pos = 0
+    for i in range(n):
+        e = pos
+        while buf[e] != _LF:
+            e += 1
+        nxt = e + 1
+        k2, z, why = _number_left(buf, pos, e)
+        if why != NAME_OK and why != NAME_TOO_LARGE:
+            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, why
+        s2 = buf[k2 - 1] if k2 - 1 > pos else 0
+        if not ((sep2 < 0 and (s2 == 45 or s2 == 95)) or (sep2 >= 0 and s2 == sep2)):
+            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
+                NAME_SYNTAX
+        k1, a, why1 = _number_left(buf, pos, k2 - 1)
+        if why1 != NAME_OK and why1 != NAME_TOO_LARGE:
+            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, why1
+        s1 = buf[k1 - 1] if k1 - 1 > pos else 0
+        if not ((sep1 < 0 and (s1 == 58 or s1 == 45 or s1 == 95)) or (sep1 >= 0 and s1 == sep1)):
+            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
+                NAME_SYNTAX
+        if why != NAME_OK or why1 != NAME_OK:
+            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
+                NAME_TOO_LARGE
+        cs, ce = pos, k1 - 1
+        if prev_code >= 0 and _same(buf, cs, ce, name_start[prev_code], name_end[prev_code]):
+            code = prev_code
+        else:
+            h = _hash(buf, cs, ce)
+            code, slot = _find(buf, cs, ce, h, table, name_start, name_end, name_hash)
+            if code < 0:
+                code, table, name_start, name_end, name_hash, nnames = _add(
+                    cs, ce, h, slot, table, name_start, name_end, name_hash, nnames)
+            prev_code = code
+        codes[i] = code
+        starts[i] = a
+        ends[i] = z
+        pos = nxt
+    return codes, starts, ends, name_start[:nnames], name_end[:nnames], -1, NAME_OK
+
+
+TRACK = np.frombuffer(b"track", dtype=np.uint8)
+BROWSER = np.frombuffer(b"browser", dtype=np.uint8)
+
+MESSAGES = {
+    TOO_FEW_COLUMNS: "too few columns (BED needs at least chrom, start and end, tab-separated)",
+    BAD_START: "start is not a non-negative integer (a header line may only come first)",
+    BAD_END: "end is not a non-negative integer",
+    NEGATIVE: "negative coordinate (BED coordinates are 0-based, >= 0)",
+    OVERFLOW: f"coordinate larger than 2^62 ({MAX_COORD})",
+    END_BEFORE_START: "end is before start (are the columns swapped?)",
+    BINARY: "binary data (a control or NUL byte): is this really a text BED file?",
+    EMPTY_NAME: "empty chromosome name (the line starts with a separator)",
+    MIXED_SEPARATORS: "mixed tab and space separators between the first three columns "
+                      "(use one kind per line)",
+    NO_ROOM: "more records than the parse outputs have room for",
+}
+
+
+def scan(buf: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(newline positions, any binary byte)`` of a contiguous uint8 buffer, eight bytes at a
+    time. The parser no longer needs every newline at once (it finds them a block at a time);
+    this stays as the floor a parse is measured against (``benchmarks/_common.py``)."""
+    words, off = word_view(buf)
+    return _line_ends(buf, words, off)
+
+
+#: newlines the parser finds per step: 32 KiB of scratch, whatever the file
+BLOCK = 4096
+
+
+def bound(buf: np.ndarray) -> tuple[int, bool]:
+    """``(most records, any binary byte)`` of a contiguous uint8 buffer: the room a parse needs.
+
+    The most records is the number of lines that may hold one (not blank, not a comment), so
+    the outputs grow with the data, never with blank or comment lines.
+
+    Examples
+    --------
+    >>> bound(np.frombuffer(b"chr1\\t1\\t2\\n\\n\\n# note\\n\\r\\nchr1\\t3\\t4", np.uint8))
+    (2, False)
+    """
+    words, off = word_view(buf)
+    count, binary = _bound_words(buf, words, off)
+    return int(count), bool(binary)
+
+
+def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndarray,
+               ends: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
+    """:func:`parse_bed` into caller-owned outputs (e.g. slices of one array shared by the
+    chunks of a parallel parse), after checking what numba would not: dtypes and layout. The
+    kernel itself refuses to write past the outputs' end: too little room is a ``ValueError``."""
+    for a, dt in ((codes, np.int32), (starts, np.int64), (ends, np.int64)):
+        if a.dtype != dt or a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError(f"parse output must be a contiguous 1-d {np.dtype(dt).name} array, "
+                             f"got {a.dtype} {a.shape}")
+    if not (starts.size == ends.size == codes.size):
+        raise ValueError(f"parse output arrays differ in size: {codes.size}, {starts.size}, "
+                         f"{ends.size}")
+    r = parse_bed(buf, binary, codes, starts, ends, TRACK, BROWSER, allow_header, BLOCK,
+                  allow_reversed)
+    if r[5] == NO_ROOM:
+        raise ValueError(f"parse output has room for {codes.size} records: too few for the "
+                         "buffer (size it with bound())")
+    return r
+
+
+def run(buf: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
+    """Parse a whole uint8 buffer (outputs allocated by NumPy, which gives large arrays huge
+    pages; numba's allocations fault in 4 KiB at a time)."""
+    need, binary = bound(buf)
+    return parse_into(buf, binary, np.empty(need, np.int32), np.empty(need, np.int64),
+                      np.empty(need, np.int64), allow_header, allow_reversed)
+
+
+def warmup() -> None:
+    """Compile the parser kernels on a tiny input."""
+    buf = np.frombuffer(b"chr1\t1\t2\n", dtype=np.uint8)
+    run(buf)
+    count_lines(buf)
+    parse_region_names(np.frombuffer(b"chr1:1-2\n", dtype=np.uint8), -1, -1)

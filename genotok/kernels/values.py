@@ -1,0 +1,182 @@
+"""numba kernels of the single-cell value encodings (:mod:`genotok.singlecell.values`).
+
+Arrays in, arrays out; no kernel indexes memory with a column index, so the only integers
+that index are row pointers, checked by the caller (``_validate.offsets``). Oracles:
+``tests/singlecell/test_cellvalues.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .._config import NJIT, NJIT_PARALLEL
+
+
+@njit(**NJIT_PARALLEL)
+def normalize_rows(indptr, data, target_sum, log1p):
+    """``data / row total * target_sum`` (float64), then ``log1p`` when asked; a row whose
+    total is 0 stays 0. ``indptr`` is rebased (``indptr[0] == 0``)."""
+    out = np.empty(data.size, np.float64)
+    for r in prange(indptr.size - 1):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        total = 0.0
+        for k in range(a, b):
+            total += data[k]
+        scale = target_sum / total if total > 0 else 0.0
+        for k in range(a, b):
+            v = data[k] * scale
+            out[k] = np.log1p(v) if log1p else v
+    return out
+
+
+_SMALL = 4096  # a row of integers up to this is ranked by counting, not sorting
+
+
+@njit(**NJIT_PARALLEL)
+def row_bins(indptr, data, n_bins, raw):
+    """Per-row quantile bin of each entry: ``0`` for values ``<= 0``; a positive value ``v``
+    of a row with ``m`` positive values gets ``1 + r * (n_bins - 1) // m`` where ``r`` is the
+    number of the row's positive values strictly below ``v`` (ties share a bin).
+
+    ``raw`` holds the values before a per-row increasing map (normalisation, log1p) made
+    ``data`` (or ``data`` itself). A row whose raw positive values are integers up to 4096 is
+    ranked by counting them (its ranks are the same: the map keeps order and ties, and distinct
+    integers that small stay distinct in float64); other rows sort ``data``."""
+    out = np.zeros(data.size, np.float64)
+    for r in prange(indptr.size - 1):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        m = 0
+        small = True
+        top = 0.0
+        for k in range(a, b):
+            if data[k] > 0:
+                m += 1
+                x = raw[k]
+                if x != np.floor(x) or x > _SMALL:
+                    small = False
+                elif x > top:
+                    top = x
+        if m == 0:
+            continue
+        if small:
+            below = np.zeros(int(top) + 2, np.int64)
+            for k in range(a, b):
+                if data[k] > 0:
+                    below[int(raw[k]) + 1] += 1
+            for j in range(1, below.size):
+                below[j] += below[j - 1]  # below[v] = values < v
+            for k in range(a, b):
+                if data[k] > 0:
+                    out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
+            continue
+        pos = np.empty(m, np.float64)
+        j = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                pos[j] = data[k]
+                j += 1
+        pos.sort()
+        for k in range(a, b):
+            v = data[k]
+            if v > 0:
+                rank = np.searchsorted(pos, v)  # side="left": values strictly below
+                out[k] = 1 + (rank * (n_bins - 1)) // m
+    return out
+
+
+_OFF = 1 << 31
+
+
+@njit(**NJIT)
+def histogram_keys(indices, values, exact, bins_per_octave):
+    """``feature << 32 | (code + 2**31)`` of every positive value, and whether ``exact``
+    held: with ``exact`` the code is the value itself, and a value that is not an integer below
+    2**31 - 1 stops the pass (``(empty, False)``: the caller switches to log codes); else the
+    code is ``floor(log2(v) * bins_per_octave)``."""
+    keys = np.empty(values.size, np.int64)
+    n = 0
+    for k in range(values.size):
+        v = values[k]
+        if v > 0:
+            if exact:
+                if v != np.floor(v) or v >= 2147483647.0:
+                    return keys[:0], False
+                c = np.int64(v)
+            else:
+                c = np.int64(np.floor(np.log2(v) * bins_per_octave))
+            keys[n] = (np.int64(indices[k]) << 32) | (c + _OFF)
+            n += 1
+    return keys[:n], True
+
+
+@njit(**NJIT)
+def merge_counts(k1, n1, k2, n2):
+    """Two sorted, distinct key arrays with counts merged into one (equal keys summed):
+    a linear pass, no sort and no inverse index."""
+    keys = np.empty(k1.size + k2.size, np.int64)
+    counts = np.empty(k1.size + k2.size, np.int64)
+    i = j = o = 0
+    while i < k1.size or j < k2.size:
+        if j >= k2.size or (i < k1.size and k1[i] < k2[j]):
+            keys[o] = k1[i]
+            counts[o] = n1[i]
+            i += 1
+        elif i >= k1.size or k2[j] < k1[i]:
+            keys[o] = k2[j]
+            counts[o] = n2[j]
+            j += 1
+        else:
+            keys[o] = k1[i]
+            counts[o] = n1[i] + n2[j]
+            i += 1
+            j += 1
+        o += 1
+    return keys[:o].copy(), counts[:o].copy()
+
+
+@njit(**NJIT)
+def divide_by_median(values, indices, med):
+    """``values / med[indices]``; 0 where the median is not > 0 (NaN: no median). The caller
+    has checked ``0 <= indices < med.size``."""
+    out = np.empty(values.size, np.float64)
+    for k in range(values.size):
+        m = med[indices[k]]
+        out[k] = values[k] / m if m > 0 else 0.0
+    return out
+
+
+@njit(**NJIT)
+def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave):
+    """Median of every feature from its histogram: rows ``(feat, code, count)`` sorted by
+    ``(feat, code)``, ``feat`` in ``[0, n_features)`` (checked by the caller). A code stands
+    for the value ``code`` (``exact``) or ``2 ** ((code + 0.5) / bins_per_octave)``. The
+    median of ``n`` values is the mean of the values at sorted positions ``(n-1)//2`` and
+    ``n//2``; features without values get NaN."""
+    med = np.full(n_features, np.nan)
+    i = 0
+    n = feat.size
+    while i < n:
+        f = feat[i]
+        j = i
+        total = 0
+        while j < n and feat[j] == f:
+            total += count[j]
+            j += 1
+        lo_pos = (total - 1) // 2
+        hi_pos = total // 2
+        seen = 0
+        lo_val = 0.0
+        hi_val = 0.0
+        for k in range(i, j):
+            c = code[k]
+            v = float(c) if exact else 2.0 ** ((c + 0.5) / bins_per_octave)
+            if seen <= lo_pos < seen + count[k]:
+                lo_val = v
+            if seen <= hi_pos < seen + count[k]:
+                hi_val = v
+                break
+            seen += count[k]
+        med[f] = 0.5 * (lo_val + hi_val)
+        i = j
+    return med

@@ -1,0 +1,858 @@
+"""Pre-tokenize many inputs once, into a corpus (or a directory of gtars ``.gtok`` files).
+
+The output directory of a corpus run holds numbered shards (each written atomically by the
+corpus writer), ``journal.json`` (which batches of inputs are done, updated atomically after
+each shard) and, at the end, ``manifest.json``, which joins the shards into one corpus and
+records everything needed to audit and reproduce it. A re-run after an interruption (Ctrl-C,
+kill -9) reads the journal, skips the batches already done and finishes the rest, so no record
+is lost or duplicated and the record order equals an uninterrupted run.
+
+Safe against what it reads and against being killed (issue 19):
+
+- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
+  whole run and released by the kernel however the holder ends, so it is never stale; a second
+  run is told ``locked by host:pid since …``;
+- a kill at any instant leaves a directory that resumes: every file is written to a temporary
+  name and renamed, and the next run first removes the temporary files of ours it finds
+  (``.journal.json.XXXXXXXX.tmp`` …; never another name);
+- record names that become file names (``gtok-dir``) are spelled by
+  :func:`genotok._names.to_file_stem`: no barcode can name a path outside the directory;
+- with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
+  ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import os
+import re
+import socket
+import stat
+import time
+import warnings
+import zlib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import _config
+from .._io import atomic_write, default_hash, file_digest
+from .._names import to_file_stem
+from .._optional import require
+from .._progress import progress
+from ..errors import GenotokError, UniverseMismatchError
+from ..formats.corpus.reader import MANIFEST, Corpus, CorpusWriter, write_manifest
+from ..formats.gtok import write_gtok
+from ..ragged import Ragged
+from ..regions import RegionSet
+
+BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
+                ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
+H5AD_SUFFIXES = (".h5ad",)
+FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
+JOURNAL = "journal.json"
+LOCK = ".genotok.lock"
+#: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
+#: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
+                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
+
+
+class PipelineError(GenotokError):
+    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output).
+
+    Examples
+    --------
+    >>> issubclass(PipelineError, GenotokError)
+    True
+    """
+
+
+@dataclass
+class RunSummary:
+    """What a :func:`pretokenize` run did.
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> s = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
+    >>> s.n_inputs, s.n_records, s.failed
+    (5, 5, [])
+    """
+
+    out: Path
+    n_inputs: int
+    n_records: int
+    n_tokens: int
+    seconds: float
+    skipped_done: int = 0
+    failed: list[dict] = field(default_factory=list)
+    #: ``<unk>`` tokens, and records with no universe region at all (only ``<unk>``, or empty)
+    n_unk_tokens: int = 0
+    n_unk_records: int = 0
+
+    @property
+    def unk_share(self) -> float:
+        """Share of all tokens that are ``<unk>``."""
+        return self.n_unk_tokens / self.n_tokens if self.n_tokens else 0.0
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of records with at least one universe region (not only ``<unk>``)."""
+        return 1.0 - self.n_unk_records / self.n_records if self.n_records else 0.0
+
+    def __str__(self) -> str:
+        failed = f", {len(self.failed)} failed (skipped)" if self.failed else ""
+        resumed = f", {self.skipped_done} already done" if self.skipped_done else ""
+        return (f"pre-tokenized {self.n_inputs} inputs into {self.n_records:,} records "
+                f"({self.n_tokens:,} tokens, {self.unk_share:.1%} <unk>; {self.hit_rate:.1%} of "
+                f"records hit the universe) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
+
+
+def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int) -> tuple[int, int]:
+    """``<unk>`` tokens, and rows holding no other token, of a flat ids + offsets pair."""
+    known = np.zeros(data.size + 1, np.int64)
+    np.cumsum(data != unk, out=known[1:])
+    offsets = np.asarray(offsets, np.int64)
+    per_row = known[offsets[1:]] - known[offsets[:-1]]
+    return int(data.size - known[-1]), int(np.count_nonzero(per_row == 0))
+
+
+def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
+    """Most records without a single universe region: almost always the wrong universe."""
+    n, bad = summary.n_records, summary.n_unk_records
+    if n and bad * 2 > n:
+        warnings.warn(
+            f"{bad:,} of {n:,} records hit no region of the universe (only <unk>): is "
+            f"{tokenizer.universe.source or 'the universe'} the right universe for these inputs "
+            "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
+            UserWarning, stacklevel=3)
+
+
+def input_kind(path: str | os.PathLike) -> str:
+    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
+
+    Examples
+    --------
+    >>> input_kind("a.narrowPeak.gz"), input_kind("pbmc.h5ad"), input_kind("fragments.tsv.gz")
+    ('bed', 'h5ad', 'fragments')
+    """
+    low = os.fspath(path).lower()
+    if low.endswith(H5AD_SUFFIXES):
+        return "h5ad"
+    if low.endswith(FRAGMENT_SUFFIXES):
+        return "fragments"
+    return "bed"
+
+
+def _is_input(path: str) -> bool:
+    return path.lower().endswith(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES)
+
+
+def expand_inputs(inputs) -> list[Path]:
+    """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
+
+    A list file holds one path per line (relative to the list file; ``#`` comments allowed).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> [p.name for p in expand_inputs(genotok.examples_dir() / "peaks")][:2]
+    ['sample0.narrowPeak', 'sample1.narrowPeak']
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    out: list[Path] = []
+    for item in inputs:
+        s = os.fspath(item)
+        if s.startswith("@"):
+            lst = Path(s[1:])
+            if not lst.is_file():
+                raise PipelineError(f"{lst}: no such list file")
+            for line in lst.read_text().splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    p = Path(line)
+                    out.extend(expand_inputs([p if p.is_absolute() else lst.parent / p]))
+        elif os.path.isdir(s):
+            found = sorted(p for p in Path(s).iterdir() if p.is_file() and _is_input(p.name))
+            if not found:
+                raise PipelineError(f"{s}: directory holds no BED-like files ({', '.join(BED_SUFFIXES[:4])}, …)")
+            out.extend(found)
+        elif os.path.exists(s):
+            out.append(Path(s))
+        else:
+            matches = sorted(glob.glob(s))
+            if not matches:
+                raise PipelineError(f"{s}: no such file, directory or matching glob")
+            out.extend(Path(m) for m in matches if os.path.isfile(m))
+    seen, unique = set(), []
+    for p in out:
+        key = os.path.abspath(p)  # two names (links) for one file are two inputs
+        if key in seen:
+            raise PipelineError(f"{p}: given twice; each input must appear once")
+        seen.add(key)
+        unique.append(p)
+    return unique
+
+
+def record_name(path: Path) -> str:
+    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> record_name(Path("data/GSM123.narrowPeak.gz"))
+    'GSM123'
+    """
+    name = path.name
+    low = name.lower()
+    for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def _input_id(p: Path) -> dict:
+    try:
+        st = p.stat()
+    except OSError:  # vanished since it was listed: its batch reports it (or fails)
+        return {"path": str(p), "size": None, "mtime_ns": None}
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+@contextlib.contextmanager
+def _lock(directory: Path):
+    """Hold the output directory's lock for the body: an exclusive ``flock`` on
+    ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
+    too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
+    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
+    locks, which other hosts see; a file system without locks is refused with a clear error.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with _lock(d):
+    ...     try:
+    ...         with _lock(d):
+    ...             pass
+    ...     except PipelineError as exc:
+    ...         print("refused:", "locked by" in str(exc))
+    refused: True
+    """
+    path = directory / LOCK
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            _flock(fd, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        # the holder we waited on may have removed the file before we locked it: a lock on
+        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        info = {"host": socket.gethostname(), "pid": os.getpid(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still locked: whoever opens it next makes a new file
+        os.close(fd)  # releases the lock
+
+
+def _flock(fd: int, directory: Path) -> None:
+    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
+    naming who holds it (or saying that the file system cannot lock)."""
+    import errno
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
+                            "(fcntl), which this platform lacks; run it on Linux or macOS "
+                            "(or WSL)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
+                                "here); wait for it to finish or choose another --out") from None
+        raise PipelineError(f"{directory}: the file system cannot lock files "
+                            f"({exc.strerror or exc}), so two runs writing here could not be "
+                            "kept apart; write to a local directory (and move it), or mount "
+                            "with locking enabled") from None
+
+
+def _holder(fd: int) -> str:
+    """``locked by host:pid since …`` from the lock file's record (written just after the
+    holder took the lock: it may be missing for an instant)."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode())
+        return f"locked by {info['host']}:{info['pid']} since {info['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "locked by another process"
+
+
+def _clean_temp_files(out: Path) -> list[str]:
+    """Remove the temporary files a killed run left in ``out``: only names that our own
+    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
+    ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
+    Called with the directory's lock held, so no live run owns them."""
+    removed = []
+    for p in out.iterdir():
+        if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.append(p.name)
+    return removed
+
+
+#: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
+#: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
+#: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+
+
+def _message(exc: BaseException, path: Path) -> str:
+    """The error of a skipped input as the manifest records it: our errors as they are (they
+    name the file), others with their type and the path."""
+    if isinstance(exc, GenotokError):
+        return str(exc)
+    return f"{path}: {type(exc).__name__}: {exc}"
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
+    ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
+                            "pretokenize files (copy a stream to a file first)")
+
+
+def _progress(total: int, quiet: bool, desc: str):
+    return progress(total, desc, "file", enabled=not quiet, tty_only=True)  # off on non-TTYs
+
+
+def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: str, algo: str):
+    """Parse files in threads (the numba parser releases the GIL); hash them and prepare them
+    for the kernels (codes, order) alongside, so that work is not serial in the main thread."""
+
+    def work(p: Path):
+        try:
+            _check_regular(p)
+            rs = RegionSet.from_bed(p)
+            return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
+        except SKIPPABLE as exc:
+            if on_error == "fail":
+                raise
+            return None, None, _message(exc, p), None
+
+    workers = max(1, min(len(paths), n_threads or _config.max_threads()))
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(work, paths))
+
+
+def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
+                n_threads: int | None = None, on_error: str = "fail", quiet: bool = False,
+                files_per_shard: int = 64, overwrite: bool = False, client=None,
+                hash: str | None = None, normalize: str | None = None,
+                target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
+                bins: int | None = None, prepend=(), condition_unknown: str = "unk",
+                add_cls: bool = False) -> RunSummary:
+    """Tokenize many region files once, for training to stream many times.
+
+    Parameters
+    ----------
+    inputs
+        Files, globs, directories, or ``@list.txt`` files of paths: BED, BED.gz, narrowPeak…
+        (one record per file), ``.h5ad`` cells × peaks matrices and 10x fragment files
+        (``.tsv[.gz]``; one record per cell, named by barcode, each file its own shard).
+    tokenizer
+        A :class:`~genotok.Tokenizer`.
+    out
+        Output directory. ``format="corpus"`` (default) writes shards + ``manifest.json`` that
+        :meth:`Corpus.open` opens as one corpus; ``"gtok-dir"`` writes one gtars ``.gtok`` per input.
+    n_threads
+        Threads for parsing and for the overlap kernels (default: all).
+    on_error
+        ``"fail"`` (default): stop at the first bad input, with its error, keeping what is done
+        (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
+    files_per_shard
+        Inputs per shard (the unit of resumption).
+    hash
+        How inputs are fingerprinted in the manifest: ``"xxh3_128"`` (default when xxhash is
+        installed; fast) or ``"sha256"`` (for comparing with ``sha256sum``), any hashlib name.
+    client
+        A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its own
+        shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
+    normalize, target_sum, log1p, rank, bins
+        Value encodings of the single-cell inputs (``.h5ad`` and fragment files), as in
+        :func:`~genotok.tokenize_anndata`; the encoded values are stored as the corpus' value
+        channel and the encoding (with the medians) in each shard's header. ``rank="median"``
+        takes the medians over *all* inputs first (one streaming pass each; a fragment file is
+        counted twice) and encodes every input with them, so the corpus has one encoding: the
+        inputs must share their features (``.h5ad`` files the same ``var_names``; fragment
+        files, whose features are the universe's tokens, not mixed with ``.h5ad`` files).
+        BED inputs have no values: an encoding with BED inputs, or with ``format="gtok-dir"``
+        (ids only), is refused. The settings are part of the run's plan: a resumed run with
+        other settings is refused. The medians are kept in the journal (a resumed run reuses
+        them); an input that cannot be read stops their pass even with ``on_error="skip"``.
+    prepend, condition_unknown, add_cls
+        ``<cls>`` and condition tokens from ``obs`` columns before each cell of the ``.h5ad``
+        inputs, as in :func:`~genotok.tokenize_anndata` (the tokenizer's ``extra_tokens``);
+        BED and fragment inputs have no ``obs``: refused with them. Part of the plan, too.
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> run = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
+    >>> len(genotok.Corpus.open(run.out))
+    5
+    """
+    if format not in ("corpus", "gtok-dir"):
+        raise ValueError(f"format must be 'corpus' or 'gtok-dir', got {format!r}")
+    if on_error not in ("fail", "skip"):
+        raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
+    if files_per_shard < 1:
+        raise ValueError("files_per_shard must be >= 1")
+    t0 = time.perf_counter()
+    algo = hash or default_hash()
+    paths = expand_inputs(inputs)
+    encoding = _encoding_settings(paths, format, normalize, target_sum, log1p, rank, bins)
+    conditions = _condition_settings(paths, prepend, condition_unknown, add_cls)
+    if format == "gtok-dir":
+        counts = Counter(record_name(p) for p in paths)
+        clash = sorted(n for n, k in counts.items() if k > 1)
+        if clash:
+            raise PipelineError(f"inputs share the record name(s) {clash[:5]}: their .gtok files "
+                                "would overwrite each other; rename them or use format='corpus'")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise PipelineError(f"{out}: exists and is not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    with _lock(out):
+        _clean_temp_files(out)
+        ids = [_input_id(p) for p in paths]
+        batches = _batches(paths, files_per_shard)
+        if hash is None and not overwrite:  # a resumed run keeps the hash it started with
+            algo = _journal_hash(out) or algo
+        if algo == "xxh3_128":  # (a resumed run's, or hash= given)
+            require("xxhash", f"{out}: hashing the inputs with xxh3_128")
+        plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
+                "format": format, "files_per_shard": files_per_shard, "inputs": ids,
+                "hash": algo}
+        if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
+            plan["values_encoding"] = encoding
+        if conditions is not None:
+            plan["conditions"] = conditions
+        journal = _load_journal(out, plan, overwrite)
+        resumed = sum(len(batches[int(b)]) for b in journal["done"])
+        enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
+                                                          tokenizer, n_threads)
+        enc.update(conditions or {})  # the keyword arguments of the single-cell tokenizers
+        if client is not None:
+            from .dask import run_batches
+
+            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error, algo,
+                        enc)
+        else:
+            bar = _progress(len(paths), quiet, "pretokenize")
+            for b, batch in enumerate(batches):
+                if str(b) in journal["done"]:
+                    if bar is not None:
+                        bar.update(len(batch))
+                    continue
+                journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
+                                                     format, n_threads, on_error, algo, enc)
+                _save_journal(out, journal)
+                if bar is not None:
+                    bar.update(len(batch))
+            if bar is not None:
+                bar.close()
+        summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
+        summary.skipped_done = resumed
+    if not quiet:
+        print(summary)
+    _warn_if_mostly_unknown(summary, tokenizer)
+    return summary
+
+
+def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, log1p, rank,
+                       bins) -> dict | None:
+    """The value-encoding settings of a run (``None``: none asked), checked against its
+    inputs before anything is read or written."""
+    if normalize is None and not log1p and rank is None and bins is None:
+        return None
+    from ..singlecell.values import ValueEncoding
+
+    if rank not in (None, "median"):
+        raise ValueError(f"rank must be None or 'median' (the medians of all inputs), got "
+                         f"{rank!r}")
+    ValueEncoding(normalize, target_sum, log1p, np.zeros(0) if rank else None, None, bins)
+    asked = [f"{k}={v!r}" for k, v in (("normalize", normalize), ("log1p", log1p),
+                                       ("rank", rank), ("bins", bins)) if v not in (None, False)]
+    bed = [p for p in paths if input_kind(p) == "bed"]
+    if bed:
+        raise PipelineError(f"{bed[0]}: a BED input has no values to encode ({', '.join(asked)} "
+                            "apply to .h5ad and fragment files only); pre-tokenize the BED "
+                            "files in a run without value encodings")
+    if format != "corpus":
+        raise PipelineError(f"format={format!r} stores token ids only, not the encoded values "
+                            f"({', '.join(asked)}); use format='corpus'")
+    kinds = {input_kind(p) for p in paths}
+    if rank == "median" and len(kinds) > 1:
+        raise PipelineError("rank='median' needs one feature space for all inputs, but the "
+                            ".h5ad files' features are their var (peaks) and the fragment "
+                            "files' the universe's tokens; pre-tokenize them in two runs")
+    return {"normalize": normalize, "target_sum": float(target_sum), "log1p": bool(log1p),
+            "rank": rank, "bins": None if bins is None else int(bins)}
+
+
+def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
+    """The condition-token settings of a run (``None``: none asked), checked against its
+    inputs: only ``.h5ad`` files have ``obs`` columns."""
+    if isinstance(prepend, str):
+        raise TypeError(f"prepend takes a list of obs columns, got the string {prepend!r} "
+                        f"(write prepend=[{prepend!r}])")
+    prepend = [str(c) for c in prepend]
+    if unknown not in ("unk", "error"):
+        raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
+    if not prepend and not add_cls:
+        return None
+    other = [p for p in paths if input_kind(p) != "h5ad"]
+    if other:
+        raise PipelineError(f"{other[0]}: prepend= and add_cls= take cells from .h5ad inputs "
+                            "(their obs columns); BED and fragment inputs have none: "
+                            "pre-tokenize them in a run without condition tokens")
+    return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
+
+
+def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
+                     n_threads) -> dict:
+    """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
+    with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
+    encodes its remaining inputs with the medians its first inputs got)."""
+    kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
+    kw["values"] = True  # the encoded values: the corpus' value channel
+    if encoding["rank"] != "median":
+        return kw
+    if "medians" not in journal:
+        from ..singlecell.values import feature_medians
+
+        _check_same_var(paths)
+        medians, method = feature_medians(
+            _medians_inputs(paths, tokenizer, n_threads), normalize=encoding["normalize"],
+            target_sum=encoding["target_sum"], log1p=encoding["log1p"])
+        journal["medians"] = {"medians": [None if not np.isfinite(x) else x
+                                          for x in medians.tolist()], "method": method}
+        _save_journal(out, journal)
+    stored = journal["medians"]
+    kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
+                  stored["method"])
+    return kw
+
+
+def _medians_inputs(paths: list[Path], tokenizer, n_threads):
+    """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
+    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes)."""
+    import anndata
+
+    from ..singlecell import fragment_counts
+
+    for p in paths:
+        _check_regular(p)
+        if input_kind(p) == "h5ad":
+            yield os.fspath(p)
+        else:  # a bare AnnData around the counts (no copy)
+            yield anndata.AnnData(fragment_counts(p, tokenizer, n_threads=n_threads)[1])
+
+
+def _check_same_var(paths: list[Path]) -> None:
+    """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
+    medians would mix different peaks."""
+    from ..singlecell import var_names
+
+    first = None
+    for p in paths:
+        if input_kind(p) != "h5ad":
+            continue
+        names = var_names(p)
+        if first is None:
+            first = (p, names)
+        elif names != first[1]:
+            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; rank='median' "
+                                "takes one median per feature over all inputs, so the .h5ad "
+                                "inputs must have the same features in the same order")
+
+
+def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
+    """BED files in groups of ``files_per_shard``; every single-cell file a batch of its own."""
+    out: list[list[int]] = []
+    run: list[int] = []
+    for i, p in enumerate(paths):
+        if input_kind(p) != "bed":
+            if run:
+                out.append(run)
+                run = []
+            out.append([i])
+            continue
+        run.append(i)
+        if len(run) == files_per_shard:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return out
+
+
+def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
+               algo: str, enc: dict | None = None) -> dict:
+    """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
+    ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
+    :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
+    from ..singlecell.anndata import obs_names, tokenize_anndata, tokenize_fragments
+
+    kind = input_kind(path)
+    enc = enc or {}
+    shard = out / _shard_name(b)
+    shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    failed: list[dict] = []
+    try:
+        _check_regular(path)
+        digest = file_digest(path, algo)
+        if format == "corpus":
+            if kind == "h5ad":
+                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard,
+                                          **enc)
+            else:
+                corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads,
+                                            **{"values": False, **enc}, output=shard)
+            names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
+            flat = corpus.to_ragged()
+            unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
+        else:
+            if kind == "h5ad":
+                rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list",
+                                        **enc)
+                names = obs_names(path)
+            else:
+                names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
+                                                 values=False, output="list")
+            files = _cell_files(path, names, on_error, failed)
+            kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
+            for file, ids in zip(files, rows):
+                if file is not None:
+                    write_gtok(out / file, ids)
+            n, n_tokens = len(kept), int(sum(r.size for r in kept))
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum([r.size for r in kept], out=offsets[1:])
+            unk = _unk_counts(np.concatenate(kept) if kept else np.zeros(0, np.int64), offsets,
+                              tokenizer.unk_token_id)
+    except SKIPPABLE as exc:
+        if on_error == "fail":
+            raise
+        shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
+        return {"shard": None, "records": 0, "tokens": 0, "sources": [],
+                "failed": [{"path": str(path), "error": _message(exc, path)}]}
+    return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
+            "unk_tokens": unk[0], "unk_records": unk[1], "failed": failed,
+            "sources": [{"path": str(path), "size": path.stat().st_size, "hash": digest,
+                         "hash_algorithm": algo, "records": n, "kind": kind}]}
+
+
+#: joins a file's stem and a cell's barcode in ``gtok-dir`` file names; never in a safe stem
+CELL_SEP = "@"
+
+
+def _cell_files(path: Path, names: list, on_error: str, failed: list) -> list[str | None]:
+    """The ``.gtok`` file name of each cell of ``path``: ``STEM@BARCODE.gtok``. A barcode that
+    cannot name a file, or one given twice (two cells, one file), is an error; with
+    ``on_error="skip"`` that cell is left out (``None``) and listed in ``failed``."""
+    stem = to_file_stem(record_name(path), f"{path}: file name")
+    files: list[str | None] = []
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        try:
+            file = f"{stem}{CELL_SEP}{to_file_stem(str(name), f'{path}: cell {i} barcode')}.gtok"
+            if file in seen:
+                raise PipelineError(f"{path}: cells {seen[file]} and {i} share the barcode "
+                                    f"{name!r}; their .gtok files would overwrite each other "
+                                    "(make the barcodes unique, or use format='corpus')")
+        except GenotokError as exc:
+            if on_error == "fail":
+                raise
+            failed.append({"path": str(path), "record": str(name), "error": str(exc)})
+            files.append(None)
+            continue
+        seen[file] = i
+        files.append(file)
+    return files
+
+
+def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
+    """Consecutive indices grouped so that each group's total size stays near ``budget``."""
+    groups: list[list[int]] = []
+    cur: list[int] = []
+    total = 0
+    for i, n in enumerate(sizes):
+        if cur and total + n > budget:
+            groups.append(cur)
+            cur, total = [], 0
+        cur.append(i)
+        total += n
+    if cur or not groups:
+        groups.append(cur)
+    return groups
+
+
+def _shard_name(b: int) -> str:
+    return f"shard-{b:05d}.gtokc"
+
+
+def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+               n_threads: int | None, on_error: str, algo: str = "sha256",
+               enc: dict | None = None) -> dict:
+    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry.
+    ``enc``: the value-encoding keyword arguments of the single-cell inputs."""
+    if len(paths) == 1 and input_kind(paths[0]) != "bed":
+        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, enc)
+    parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
+    if format == "gtok-dir":  # a name that cannot be a file is this input's error
+        parsed = [r if r[2] is not None else _with_file(r, p, on_error)
+                  for r, p in zip(parsed, paths)]
+    ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
+    failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
+    names = [record_name(paths[k]) for k in ok]
+    n_tokens = 0
+    unk_tokens = unk_records = 0
+    with contextlib.ExitStack() as stack:
+        if format == "corpus":
+            w = stack.enter_context(CorpusWriter.for_tokenizer(
+                out / _shard_name(b), tokenizer, overwrite=True, metadata_columns=["source"]))
+        for group in _groups([len(parsed[k][0]) for k in ok]):
+            # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
+            # so it is reused from the heap instead of page-faulted in afresh for each shard
+            res = tokenizer._overlaps([parsed[ok[i]][0] for i in group], n_threads,
+                                      dtype=np.uint32, prepared=[parsed[ok[i]][3] for i in group])
+            rows = Ragged(res.ids, res.offsets)
+            n_tokens += int(rows.data.size)
+            u_t, u_r = _unk_counts(rows.data, rows.offsets, tokenizer.unk_token_id)
+            unk_tokens, unk_records = unk_tokens + u_t, unk_records + u_r
+            if format == "corpus":
+                w.append_batch(rows, names=[names[i] for i in group],
+                               meta={"source": [str(paths[ok[i]]) for i in group]})
+            else:
+                for i, ids in zip(group, rows):
+                    write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
+        if format == "corpus":
+            for k in ok:
+                w.add_source(str(paths[k]), size=paths[k].stat().st_size,
+                             **{"hash": parsed[k][1], "hash_algorithm": algo})
+    return {"shard": _shard_name(b) if format == "corpus" else None,
+            "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
+            "unk_records": unk_records, "failed": failed,
+            "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
+                         "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
+                        for i, k in enumerate(ok)]}
+
+
+def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
+    """``parsed`` unchanged when the record name of ``path`` can name a ``.gtok`` file, else
+    marked failed (or raising, with ``on_error="fail"``)."""
+    try:
+        to_file_stem(record_name(path), f"{path}: file name")
+    except GenotokError as exc:
+        if on_error == "fail":
+            raise
+        return None, None, str(exc), None
+    return parsed
+
+
+def _journal_hash(out: Path) -> str | None:
+    """The input hash of the run journaled in ``out`` (None when there is none to resume), so
+    a run started where xxhash is installed resumes with the same hash, or says what is missing,
+    instead of refusing the directory as another run."""
+    try:
+        algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return algo if algo in ("xxh3_128", "sha256") else None
+
+
+def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+    jpath = out / JOURNAL
+    if jpath.exists() and not overwrite:
+        try:
+            journal = json.loads(jpath.read_text())
+        except json.JSONDecodeError:
+            raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
+        if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
+            raise UniverseMismatchError(f"{out}: was written with another universe; use another "
+                                        "--out or --overwrite")
+        if journal.get("plan") != plan:
+            raise PipelineError(f"{out}: holds a run with other inputs or settings; use another "
+                                "--out, or --overwrite to start again")
+        return journal
+    if overwrite:
+        for p in out.glob("shard-*.gtokc"):
+            p.unlink()
+        for name in (JOURNAL, MANIFEST):
+            (out / name).unlink(missing_ok=True)
+    elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
+        raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
+                            "new directory")
+    journal = {"plan": plan, "done": {}}
+    _save_journal(out, journal)
+    return journal
+
+
+def _save_journal(out: Path, journal: dict) -> None:
+    with atomic_write(out / JOURNAL, "w") as fh:
+        fh.write(json.dumps(journal))  # one shot: C encoder (json.dump streams it in Python)
+
+
+def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0: float) -> RunSummary:
+    done = [journal["done"][str(b)] for b in range(len(batches))]
+    failed = [f for d in done for f in d["failed"]]
+    extra = {"genotok_run": {
+        "fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
+        "settings": tokenizer.settings.as_dict(),
+        "universe": tokenizer.universe.source,
+        "inputs": [s for d in done for s in d["sources"]], "failed": failed,
+        "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done),
+        # absent from journals of older versions: counted as 0
+        "n_unk_tokens": sum(d.get("unk_tokens", 0) for d in done),
+        "n_unk_records": sum(d.get("unk_records", 0) for d in done)}}
+    if format == "corpus":
+        shards = [out / d["shard"] for d in done if d["shard"]]
+        if not shards:  # every input failed and was skipped: an empty, valid corpus
+            with CorpusWriter.for_tokenizer(out / _shard_name(len(batches)), tokenizer,
+                                            overwrite=True):
+                pass
+            shards = [out / _shard_name(len(batches))]
+        write_manifest(out, shards, extra=extra)
+        Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
+    else:
+        with atomic_write(out / MANIFEST, "w") as fh:
+            json.dump({"format": "genotok-gtok-dir", **extra}, fh, indent=1)
+    run = extra["genotok_run"]
+    return RunSummary(out, len(paths), run["n_records"], run["n_tokens"],
+                      time.perf_counter() - t0, 0, failed, run["n_unk_tokens"],
+                      run["n_unk_records"])

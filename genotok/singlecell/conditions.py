@@ -1,0 +1,177 @@
+"""Condition tokens: ``<batch=donor1>``, ``<assay=ATAC>`` … prepended to each cell's tokens.
+
+One model can serve many data sets when each cell's sequence starts with tokens that name its
+conditions (batch, donor, assay, species, cell type). They are extra tokens of the vocabulary,
+appended after the seven special tokens, so the ids of regions and specials never move:
+
+>>> import anndata, numpy as np, pandas as pd
+>>> from genotok import Tokenizer
+>>> obs = pd.DataFrame({"batch": ["d1", "d2"], "assay": ["ATAC", "ATAC"]}, index=["c0", "c1"])
+>>> a = anndata.AnnData(np.zeros((2, 1)), obs=obs)
+>>> condition_tokens(a, ["assay", "batch"])
+['<assay=ATAC>', '<batch=d1>', '<batch=d2>']
+>>> tok = Tokenizer(["chr1:0-100"], extra_tokens=condition_tokens(a, ["assay", "batch"]))
+>>> condition_ids(obs, tok, ["assay", "batch"]).tolist()
+[[8, 9], [8, 10]]
+
+Order and semantics
+-------------------
+* a token is ``template.format(column=..., value=...)`` (default ``"<{column}={value}>"``);
+  :func:`condition_tokens` lists, column by column in the order given, the column's categories
+  (a categorical's category order, else sorted as strings); a missing value (NaN) has none;
+* ``tokenize_anndata(..., prepend=["assay", "batch"])`` puts, before each cell's tokens, one
+  token per column in the order of ``prepend`` (after ``<cls>`` with ``add_cls=True``); their
+  values (with ``values=True``) are 0;
+* a value with no token in the tokenizer (a category unseen in training, or NaN) becomes
+  ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``);
+* the tokens are saved with the tokenizer configuration (``extra_tokens`` in its ``[genotok]``
+  table) and are covered by its fingerprint, so a corpus written with one condition
+  vocabulary refuses a tokenizer with another; ``decode`` gives them back as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import AnnDataError
+from ..ragged import Ragged
+
+TEMPLATE = "<{column}={value}>"
+UNKNOWN = ("unk", "error")
+
+
+def _column_values(values) -> list:
+    """The categories of an obs column (categorical order, else sorted), missing excluded."""
+    import pandas as pd
+
+    s = pd.Series(values)
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return [str(c) for c in s.cat.categories]
+    s = s[s.notna()]
+    return sorted({str(x) for x in s.tolist()})
+
+
+def _obs_columns(adata, columns: Sequence[str]) -> dict:
+    from .anndata import _is_path, _obs_reader
+
+    path = str(adata) if _is_path(adata) else None
+    if path is not None:
+        import anndata
+
+        with_obs = anndata.read_h5ad(path, backed="r")
+        try:
+            return {c: _get(with_obs.obs, c) for c in columns}
+        finally:
+            with_obs.file.close()
+    if not hasattr(adata, "obs"):
+        read = _obs_reader(adata, None, columns)  # raises the usual error
+        return read(0, 0)[1]
+    return {c: _get(adata.obs, c) for c in columns}
+
+
+def _get(obs, column: str):
+    if column not in obs.columns:
+        raise AnnDataError(f"obs has no column {column!r}; it has {list(obs.columns)}")
+    return obs[column]
+
+
+def condition_tokens(adata, columns: Sequence[str], *, template: str = TEMPLATE) -> list[str]:
+    """The condition tokens of ``obs`` columns of an AnnData (or ``.h5ad`` path, or a frame).
+
+    Give them to ``Tokenizer(..., extra_tokens=...)``; see :mod:`genotok.singlecell.conditions`.
+    """
+    columns = _check_columns(columns)
+    obs = adata if hasattr(adata, "columns") else None
+    cols = {c: _get(obs, c) for c in columns} if obs is not None else _obs_columns(adata, columns)
+    return [template.format(column=c, value=v) for c in columns for v in _column_values(cols[c])]
+
+
+def _check_columns(columns) -> list[str]:
+    if isinstance(columns, str):
+        columns = [columns]
+    columns = [str(c) for c in columns]
+    if len(set(columns)) != len(columns):
+        raise ValueError(f"condition columns repeat: {columns}")
+    return columns
+
+
+def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk",
+                  template: str = TEMPLATE) -> np.ndarray:
+    """``(cells, len(prepend))`` int64 ids of each cell's condition tokens.
+
+    ``obs`` is a data frame or a ``{column: values}`` dict. A value without a token gives
+    ``<unk>`` (``unknown="unk"``) or an :class:`AnnDataError` (``"error"``).
+    """
+    if unknown not in UNKNOWN:
+        raise ValueError(f"condition_unknown must be one of {UNKNOWN}, got {unknown!r}")
+    prepend = _check_columns(prepend)
+    vocab = tokenizer.universe.get_vocab()
+    first_extra = tokenizer.universe.n_regions + 7
+    unk = tokenizer.universe.unk_token_id
+    cols = []
+    for c in prepend:
+        if hasattr(obs, "columns"):
+            values = _get(obs, c)
+        elif c in obs:
+            values = obs[c]
+        else:
+            raise AnnDataError(f"obs has no column {c!r}; it has {list(obs)}")
+        import pandas as pd
+
+        s = pd.Series(np.asarray(values, dtype=object))
+        ids = np.empty(len(s), np.int64)
+        for i, (v, missing) in enumerate(zip(s.tolist(), s.isna().tolist())):
+            t = None if missing else vocab.get(template.format(column=c, value=str(v)))
+            if t is None or t < first_extra:  # only condition tokens count
+                if unknown == "error":
+                    raise AnnDataError(
+                        f"obs column {c!r}: value {v!r} has no condition token in this "
+                        f"tokenizer (its extra tokens: {list(tokenizer.universe.extra_tokens)[:8]}"
+                        f"…); add it with extra_tokens=, or pass condition_unknown='unk'")
+                t = unk
+            ids[i] = t
+        cols.append(ids)
+    n = len(cols[0]) if cols else 0
+    return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+
+
+def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
+    """``ids[i]`` (a ``(cells, k)`` array) before row ``i``'s tokens; value 0 for them."""
+    ids = np.asarray(ids)
+    n, k = ids.shape
+    if n != len(rows):
+        raise ValueError(f"{n} rows of condition ids for {len(rows)} cells")
+    lens = rows.lengths + k
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), dtype=rows.data.dtype)  # ids < vocab_size fit it
+    head = (offsets[:-1, None] + np.arange(k)[None, :]).ravel()
+    body = np.ones(data.size, bool)
+    body[head] = False
+    data[head] = ids.ravel()
+    data[body] = rows.data
+    values = None
+    if rows.values is not None:
+        values = np.zeros(data.size, rows.values.dtype)
+        values[body] = rows.values
+    return Ragged(data, offsets, values)
+
+
+def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown: str,
+                   cls: bool = False):
+    """Wrap the single-cell stream ``(row0, Ragged)``: ``<cls>`` (when ``cls``), then the
+    condition tokens, before each cell's tokens."""
+    for row0, rows in stream:
+        if prepend:
+            _, meta = obs_read(row0, row0 + len(rows))
+            ids = condition_ids(meta, tokenizer, prepend, unknown=unknown)
+        else:
+            ids = np.zeros((len(rows), 0), np.int64)
+        if cls:
+            ids = np.hstack([np.full((len(rows), 1), tokenizer.universe.cls_token_id), ids])
+        yield row0, prepend_ids(rows, ids)
+
+
+__all__ = ["condition_ids", "condition_tokens", "prepend_ids"]

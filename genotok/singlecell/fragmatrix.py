@@ -1,0 +1,388 @@
+"""Fragment files → cells × universe-regions count matrices, the ATAC way.
+
+A 10x ``fragments.tsv(.gz)`` (tab-separated ``chrom start end barcode [count]``, 0-based
+half-open, ``#`` header lines skipped) is streamed in byte blocks, parsed by the single-cell
+fragment parser and counted into a CSR matrix (or an AnnData) of cells × universe regions.
+
+Counting modes
+--------------
+``mode="insertion"`` (the default, as SnapATAC2 and ArchR count peaks)
+    each fragment contributes its two Tn5 cut sites, ``start`` and ``end - 1``; a cut site at
+    ``p`` counts once in every region ``[s, e)`` with ``s <= p < e``. A fragment whose both
+    cut sites fall in one region counts 2 there (SnapATAC2's ``counting_strategy="insertion"``).
+``mode="paired-insertion"`` (SnapATAC2's default strategy)
+    as ``"insertion"``, but a fragment counts at most once in a region (1, not 2, when both cut
+    sites fall in it).
+``mode="fragment"``
+    each fragment counts once in every region it overlaps (at least 1 bp, the tokenizer's
+    overlap rule: a zero-length fragment at ``p`` hits regions with ``s < p < e``).
+
+The duplicate count of column 5 does **not** multiply a fragment (SnapATAC2's default:
+a line is one fragment); ``use_count=True`` weighs each fragment by it instead.
+
+Coordinates of 10x fragment files are already Tn5-adjusted (the +4/−5 shift of reads on the
+plus / minus strand is applied by ``cellranger-atac``). For fragments made from raw read pairs,
+``shift=(4, -5)`` moves the left cut site by +4 and the right one by −5 (``start + 4`` and
+``end - 1 - 5``); a shifted site below 0 is not counted. The shift applies in insertion mode only.
+
+Regions and columns
+-------------------
+The columns are the universe's regions in its order (token id ``i`` is column ``i``); there is no
+``<unk>`` column and a fragment that hits nothing adds nothing (unlike gtars, which emits one
+``<unk>`` per missed fragment). A region that repeats an earlier identical region gets the same
+counts as the first.
+
+Memory
+------
+One pass over the file; held at once: one block of ``block_bytes`` bytes (default 32 MiB)
+plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines) and hits,
+the barcode table, and the distinct (cell, region) pairs counted so far (16 bytes each,
+at most twice that while pending pairs are merged) — i.e. the size of the result, not of the
+file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import _io
+from ..errors import BedParseError
+from ..kernels import cells as K
+from ..kernels import parse as _parse
+from ..ragged import Ragged
+from ..regions import RegionSet
+
+MODES = ("insertion", "paired-insertion", "fragment")
+
+
+class FragmentMatrix(NamedTuple):
+    """Result of :func:`fragment_matrix` with ``output="csr"``."""
+
+    barcodes: list
+    X: object  # scipy.sparse.csr_matrix (cells × universe regions), float32 counts
+    n_fragments: np.ndarray  # int64 (cells,) fragment lines of each kept cell
+
+
+def read_barcodes(source) -> list[str]:
+    """A barcode allow-list: a sequence of strings, or a file (``.gz`` too) with one barcode a
+    line (first tab-separated column; blank and ``#`` lines skipped).
+
+    Examples
+    --------
+    >>> read_barcodes(["AAA-1", "CCC-1"])
+    ['AAA-1', 'CCC-1']
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"barcode list {path!r}: no such file")
+        with _io.reading(path), _io.open_binary(path) as fh:
+            lines = fh.read().decode("utf-8").splitlines()
+        out = [ln.split("\t")[0].strip() for ln in lines]
+        out = [b for b in out if b and not b.startswith("#")]
+    else:
+        out = [str(b) for b in source]
+    seen: set[str] = set()
+    dup = [b for b in out if b in seen or seen.add(b)]
+    if dup:
+        raise ValueError(f"the barcode allow-list repeats {dup[0]!r} "
+                         f"({len(dup)} duplicate(s)); list each barcode once")
+    return out
+
+
+def _check_shift(shift) -> tuple[int, int]:
+    try:
+        left, right = (int(x) for x in shift)
+    except (TypeError, ValueError):
+        raise ValueError(f"shift must be a pair of integers (left, right) such as (4, -5), "
+                         f"got {shift!r}") from None
+    return left, right
+
+
+def _dup_map(first: np.ndarray) -> Ragged | None:
+    """For each region id, the ids of the identical regions it stands for (itself and its
+    repeats); ``None`` when the universe has no repeated region."""
+    n = first.size
+    if n == 0 or (first == np.arange(n)).all():
+        return None
+    order = np.argsort(first, kind="stable")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(first, minlength=n), out=offsets[1:])
+    return Ragged(order.astype(np.int64), offsets)
+
+
+def _queries(mode: str, st, en, left: int, right: int):
+    """Query intervals of a block's fragments and, for each, its fragment's index."""
+    n = st.size
+    frag = np.arange(n, dtype=np.int64)
+    if mode == "fragment":
+        return st, en, frag
+    pos = np.concatenate([st + left, en - 1 + right])
+    frag = np.concatenate([frag, frag])
+    ok = pos >= 0
+    if not ok.all():
+        pos, frag = pos[ok], frag[ok]
+    return pos, pos + 1, frag
+
+
+_FRAG_MESSAGES = {
+    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    K.FRAG_START: "start is not a non-negative integer",
+    K.FRAG_END: "end is not a non-negative integer",
+    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    K.FRAG_END_BEFORE_START: "end is before start",
+    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+                    "or drop the line (re-create the file if it is damaged)",
+}
+
+
+def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
+    """Byte blocks ending at a line end (the last one may not). Each block is read into a
+    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
+    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    rest = b""
+    with _io.reading(path), _io.open_binary(path) as fh:
+        while True:
+            raw = bytearray(len(rest) + block_bytes)
+            raw[:len(rest)] = rest
+            got = fh.readinto(memoryview(raw)[len(rest):])
+            if not got:
+                break
+            end = len(rest) + got
+            cut = raw.rfind(b"\n", 0, end)
+            if cut < 0:
+                rest = bytes(raw[:end])
+                continue
+            rest = bytes(raw[cut + 1:end])
+            yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
+    if rest:
+        yield np.frombuffer(rest, dtype=np.uint8)
+
+
+def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
+                what: str) -> tuple[list[str], np.ndarray]:
+    """Distinct names of the spans (in order of first appearance) and each span's index;
+    a name that is not UTF-8 is a :class:`BedParseError`
+    at its first line: decoding it with replacement characters would merge two different
+    barcodes (or chromosomes) into one."""
+    index, a, b = _parse.intern_spans(buf, s, e)
+    names = []
+    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        raw = buf[x:y].tobytes()
+        try:
+            names.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            line = first_line + int(np.count_nonzero(buf[:x] == 10))
+            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
+                                "drop the line (re-create the file if it is damaged)") from None
+    return names, index
+
+
+class _PairCounts:
+    """Sum of counts per (cell, column) key, reduced as it grows (bounded by distinct pairs)."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.float64)
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_pending = 0
+
+    def add(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        self.pending.append((keys, counts))
+        self.n_pending += keys.size
+        if self.n_pending > max(1 << 22, 2 * self.keys.size):
+            self.reduce()
+
+    def reduce(self) -> None:
+        if not self.pending:
+            return
+        keys = np.concatenate([self.keys] + [k for k, _ in self.pending])
+        counts = np.concatenate([self.counts] + [c for _, c in self.pending])
+        self.pending, self.n_pending = [], 0
+        self.keys, inv = np.unique(keys, return_inverse=True)
+        self.counts = np.bincount(inv.ravel(), weights=counts, minlength=self.keys.size)
+
+
+def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
+           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
+    """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
+    ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
+    region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
+    on a repeated universe line also counts in its repeats (a matrix over universe lines);
+    without it only the first occurrence counts (token semantics, as the tokenizer's ids)."""
+    import scipy.sparse as sp
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    left, right = _check_shift(shift)
+    if min_fragments < 0:
+        raise ValueError(f"min_fragments must be >= 0, got {min_fragments}")
+    if block_bytes < 1:
+        raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise BedParseError(path, None, "no such fragment file")
+    u = tokenizer.universe
+    n_cols = u.n_regions + bool(miss_column)
+    allow = None if barcodes is None else read_barcodes(barcodes)
+    cell_index: dict[str, int] = {} if allow is None else {b: i for i, b in enumerate(allow)}
+    nfrag = np.zeros(len(cell_index), np.int64)
+    pairs = _PairCounts()
+    dups = _dup_map(u.sweep.first) if repeats else None
+    n_threads = tokenizer.n_threads if n_threads is None else n_threads
+    first_line = 1
+    for buf in _blocks_of_lines(path, block_bytes):
+        cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
+        if status != K.FRAG_OK:
+            raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
+        block_line, first_line = first_line, first_line + int(n_newlines)
+        if st.size == 0:
+            continue
+        # names that are not UTF-8 are refused at their line, never merged by replacement
+        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
+        if allow is None:
+            table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames],
+                             np.int64)
+        else:
+            table = np.array([cell_index.get(b, -1) for b in bnames], np.int64)
+        cell = table[binv]
+        keep = cell >= 0
+        if not keep.all():
+            cell, cs, ce, st, en, cnt = (x[keep] for x in (cell, cs, ce, st, en, cnt))
+        if cell.size == 0:
+            continue
+        if nfrag.size < len(cell_index):
+            nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
+        nfrag += np.bincount(cell, minlength=nfrag.size)
+        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
+        qs, qe, frag = _queries(mode, st, en, left, right)
+        rs = RegionSet(cnames, cinv[frag].astype(np.int32), qs, qe, source=path,
+                       validate=False)
+        hits = tokenizer.region_hits(rs, n_threads=n_threads)
+        ids = hits.data
+        owner = np.repeat(frag, hits.lengths)
+        if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
+            key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
+            owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
+        if miss_column:  # fragments without any hit (before repeats are expanded)
+            missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
+            w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
+            pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64))
+        if dups is not None:  # a hit on a repeated region also counts in its repeats
+            lens = dups.lengths[ids]
+            ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
+            owner = np.repeat(owner, lens)
+        weight = (cnt[owner] if use_count else np.ones(owner.size, np.int64)).astype(np.float64)
+        pairs.add(cell[owner] * n_cols + ids, weight)
+    pairs.reduce()
+    n_cells = len(cell_index)
+    if nfrag.size < n_cells:
+        nfrag = np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
+    rows = pairs.keys // max(n_cols, 1)
+    cols = pairs.keys % max(n_cols, 1)
+    indptr = np.zeros(n_cells + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=n_cells), out=indptr[1:])
+    X = sp.csr_matrix((pairs.counts.astype(np.float32), cols, indptr), shape=(n_cells, n_cols))
+    names = list(cell_index)
+    keep = np.flatnonzero(nfrag >= min_fragments)
+    if keep.size != n_cells:
+        X = X[keep]
+        names = [names[i] for i in keep]
+        nfrag = nfrag[keep]
+    return names, X, nfrag
+
+
+def _ramp(lens: np.ndarray) -> np.ndarray:
+    """``0, 1, .., lens[0]-1, 0, 1, .., lens[1]-1, ...``"""
+    total = int(lens.sum())
+    starts = np.repeat(np.cumsum(lens) - lens, lens)
+    return np.arange(total, dtype=np.int64) - starts
+
+
+def _var_frame(u):
+    import pandas as pd
+
+    rs = u.regions
+    names = rs.to_strings()
+    seen: set[str] = set()
+    index = []
+    for i, t in enumerate(names):  # a repeated universe line gets "#id"
+        index.append(t if t not in seen else f"{t}#{i}")
+        seen.add(t)
+    chrom = np.asarray(rs.chrom_names, dtype=object)[rs.codes]
+    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends},
+                        index=pd.Index(index, name="region"))
+
+
+def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
+                    use_count: bool = False, barcodes=None, min_fragments: int = 1,
+                    output: str = "anndata", block_bytes: int = 32 << 20,
+                    n_threads: int | None = None):
+    """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
+
+    Parameters
+    ----------
+    path
+        ``fragments.tsv`` or ``fragments.tsv.gz`` (``chrom start end barcode [count]``).
+    regions
+        A :class:`~genotok.Tokenizer` (its universe and overlap rule), or anything
+        ``Tokenizer(...)`` accepts: a BED path, region strings …
+    mode
+        ``"insertion"`` (Tn5 cut sites ``start`` and ``end - 1``), ``"paired-insertion"``
+        (the same, at most once per fragment and region) or ``"fragment"`` (whole fragment
+        overlap). See the module documentation.
+    shift
+        ``(left, right)`` added to the two cut sites in insertion mode; ``(4, -5)`` for
+        fragments that are not yet Tn5-adjusted (10x files are).
+    use_count
+        Weigh each fragment by its column-5 duplicate count (default: each line counts once).
+    barcodes
+        Allow-list: a sequence of barcodes or a file with one a line; cells come in its order.
+        Without it, every barcode in order of first appearance.
+    min_fragments
+        Keep cells with at least this many fragment lines (``0`` keeps allow-listed cells
+        without fragments).
+    output
+        ``"anndata"``: an AnnData (``obs`` = barcodes with ``n_fragments``, ``var`` = the
+        universe's regions with ``chrom``, ``start``, ``end``); ``"csr"``: a
+        :class:`FragmentMatrix` ``(barcodes, X, n_fragments)``.
+
+    Raises
+    ------
+    BedParseError
+        A malformed line (file and 1-based line number in the message).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+    >>> _ = p.write_text("# 10x header\\nchr1\\t5\\t20\\tAAA-1\\t3\\nchr1\\t99\\t150\\tAAA-1\\t1\\n")
+    >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], output="csr")
+    >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
+    (['AAA-1'], [[1.0, 2.0]], [2])
+    >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], mode="fragment").X.toarray().tolist()
+    [[1.0, 2.0]]
+    """
+    from ..tokenizer import Tokenizer
+
+    if output not in ("anndata", "csr"):
+        raise ValueError(f"output must be 'anndata' or 'csr', got {output!r}")
+    tok = regions if isinstance(regions, Tokenizer) else Tokenizer(regions)
+    names, X, nfrag = _count(path, tok, mode=mode, shift=shift, use_count=use_count,
+                             barcodes=barcodes, min_fragments=min_fragments,
+                             block_bytes=block_bytes, n_threads=n_threads)
+    if output == "csr":
+        return FragmentMatrix(names, X, nfrag)
+    import anndata
+    import pandas as pd
+
+    obs = pd.DataFrame({"n_fragments": nfrag}, index=pd.Index(names, name="barcode"))
+    return anndata.AnnData(X, obs=obs, var=_var_frame(tok.universe))
+
+
+__all__ = ["FragmentMatrix", "fragment_matrix", "read_barcodes"]

@@ -1,0 +1,504 @@
+"""The command line: every subcommand's success path and its error paths.
+
+Errors are checked the same way everywhere: the exit code (2 usage, 1 failure, 130 interrupted),
+exactly one line on stderr starting ``genotok: error:``, and no traceback. Most runs are
+in-process through ``genotok.cli.main`` (fast); a few go through ``python -m genotok``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import genotok
+from genotok import Corpus, Tokenizer
+from genotok.cli.main import main
+from genotok.formats.gtok import read_gtok, write_gtok
+
+EX = genotok.examples_dir()
+U = str(EX / "universe.bed")
+PEAKS = str(EX / "peaks")
+Q = str(EX / "peaks" / "sample0.narrowPeak")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_bed(U)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("cli") / "corpus")
+    assert main(["pretokenize", "-q", "--universe", U, "--out", out, PEAKS]) == 0
+    return out
+
+
+def run(argv, capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
+
+
+def assert_error(result, code: int, *fragments: str) -> None:
+    got, _, err = result
+    assert got == code, err
+    assert err.startswith("genotok: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for f in fragments:
+        assert f in err, err
+
+
+def subprocess_genotok(*argv, timeout=120) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("GENOTOK_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "genotok", *argv], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------------ tokenize
+def test_tokenize_ids_tokens_summary(tok, tmp_path, capsys):
+    code, out, err = run(["tokenize", "--universe", U, Q], capsys)
+    assert code == 0 and err == ""
+    assert list(map(int, out.split())) == tok.encode(Q).tolist()
+    code, out, _ = run(["tokenize", "--universe", U, "--tokens", Q], capsys)
+    assert out.splitlines() == tok.tokenize(Q)
+    code, out, _ = run(["tokenize", "--universe", U, "--summary", Q, Q], capsys)
+    ids = tok.encode(Q)
+    line = f"sample0.narrowPeak\t{ids.size} tokens\t{np.unique(ids).size} distinct regions\t0 special"
+    assert out.splitlines() == [line, line]
+    # inputs as pretokenize reads them: a directory gives its BED-like files, sorted
+    code, out, _ = run(["tokenize", "--universe", U, "--summary", PEAKS], capsys)
+    assert [r.split("\t")[0] for r in out.splitlines()] == sorted(os.listdir(PEAKS))
+
+
+def test_tokenize_flags_match_the_tokenizer_options(tmp_path, capsys):
+    flags = ["--overlap", "best", "--min-overlap", "10", "--min-fraction", "0.25",
+             "--fraction-of", "region", "--unknown", "region", "--order", "input"]
+    code, out, _ = run(["tokenize", "--universe", U, *flags, Q], capsys)
+    want = Tokenizer.from_bed(U, overlap="best", min_overlap=10, min_fraction=0.25,
+                              fraction_of="region", unknown="region", order="input").encode(Q)
+    assert code == 0 and list(map(int, out.split())) == want.tolist()
+    assert want.tolist() != Tokenizer.from_bed(U).encode(Q).tolist()  # the flags changed something
+
+
+def test_tokenize_config_and_flags_override_it(tmp_path, capsys):
+    cfg = Tokenizer.from_bed(U, overlap="best").save_config(tmp_path / "tok.toml")
+    code, out, _ = run(["tokenize", "--config", str(cfg), Q], capsys)
+    assert list(map(int, out.split())) == Tokenizer.from_bed(U, overlap="best").encode(Q).tolist()
+    code, out, _ = run(["tokenize", "--config", str(cfg), "--order", "unique", Q], capsys)
+    want = Tokenizer.from_bed(U, overlap="best", order="unique").encode(Q)
+    assert list(map(int, out.split())) == want.tolist()
+
+
+def test_tokenize_positional_universe_still_works_with_a_warning(tok, capsys):
+    code, out, err = run(["tokenize", U, Q], capsys)
+    assert code == 0 and list(map(int, out.split())) == tok.encode(Q).tolist()
+    assert err.startswith("genotok: warning: 'genotok tokenize U.bed FILES' is deprecated")
+    assert err.count("\n") == 1
+    assert run(["tokenize", "-q", U, Q], capsys)[2] == ""
+    assert_error(run(["tokenize", Q], capsys), 2, "--universe")
+
+
+def test_tokenize_out_file_and_overwrite(tok, tmp_path, capsys):
+    out = tmp_path / "ids.txt"
+    assert run(["tokenize", "--universe", U, "-o", str(out), Q], capsys)[:2] == (0, "")
+    assert list(map(int, out.read_text().split())) == tok.encode(Q).tolist()
+    assert_error(run(["tokenize", "--universe", U, "--out", str(out), "--tokens", Q], capsys), 1,
+                 f"{out} exists; add --overwrite")
+    assert run(["tokenize", "--universe", U, "--out", str(out), "--tokens", "--overwrite", Q],
+               capsys)[0] == 0
+    assert out.read_text().splitlines() == tok.tokenize(Q)
+
+
+# ------------------------------------------------------------------ pretokenize
+def test_pretokenize_with_tokenizer_flags(tmp_path, capsys):
+    out = tmp_path / "c"
+    code, stdout, err = run(["pretokenize", "--universe", U, "-o", str(out), "--overlap", "best",
+                             "--unknown", "drop", "--threads", "1", "--files-per-shard", "2",
+                             PEAKS], capsys)
+    assert code == 0 and "5 records" in stdout + err
+    c = Corpus.open(out)
+    assert c.info()["settings"]["overlap"] == "best" and c.info()["shards"] == 3
+    assert c[0].tolist() == Tokenizer.from_bed(U, overlap="best", unknown="drop").encode(Q).tolist()
+    # a re-run with other settings is refused (the journal is another plan) unless --overwrite
+    assert run(["pretokenize", "-q", "--universe", U, "-o", str(out), PEAKS], capsys)[0] == 1
+    assert run(["pretokenize", "-q", "--overwrite", "--universe", U, "-o", str(out), PEAKS],
+               capsys)[:3] == (0, "", "")
+    assert Corpus.open(out).info()["settings"]["overlap"] == "all"
+
+
+def test_pretokenize_config(tmp_path, capsys):
+    cfg = Tokenizer.from_bed(U, min_fraction=0.5).save_config(tmp_path / "tok.toml")
+    assert run(["pretokenize", "-q", "--config", str(cfg), "--out", str(tmp_path / "c"), PEAKS],
+               capsys)[0] == 0
+    assert Corpus.open(tmp_path / "c").info()["settings"]["min_fraction"] == 0.5
+
+
+def test_pretokenize_interrupted_exits_130(tmp_path, capsys, monkeypatch):
+    import genotok.pipeline.run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(genotok.pipeline.run, "pretokenize", interrupted)
+    code, _, err = run(["pretokenize", "--universe", U, "--out", str(tmp_path / "c"), PEAKS],
+                       capsys)
+    assert code == 130 and err == "genotok: interrupted; re-run the same command to resume\n"
+
+
+# ------------------------------------------------------------------ info, verify
+def test_info_corpus_and_gtok(corpus, tmp_path, capsys):
+    code, out, _ = run(["info", corpus], capsys)
+    assert code == 0 and any(line.split() == ["n_records", "5"] for line in out.splitlines())
+    code, out, _ = run(["info", "--json", corpus], capsys)
+    assert json.loads(out)["n_tokens"] == Corpus.open(corpus).n_tokens
+    g = tmp_path / "x.gtok"
+    write_gtok(g, [1, 2, 3])
+    code, out, _ = run(["info", "--json", str(g)], capsys)
+    assert code == 0 and json.loads(out)["n_tokens"] == 3
+
+
+def test_verify(corpus, capsys):
+    code, out, _ = run(["verify", corpus], capsys)
+    assert code == 0 and out.startswith(f"{corpus}: OK (5 records")
+    assert run(["verify", "-q", corpus], capsys) == (0, "", "")
+
+
+def test_info_and_verify_errors(tmp_path, capsys):
+    assert_error(run(["info", str(tmp_path / "nothing")], capsys), 1, "nothing")
+    g = tmp_path / "x.gtok"
+    write_gtok(g, [1, 2, 3])
+    assert_error(run(["verify", str(g)], capsys), 1, "bad magic")
+
+
+# ------------------------------------------------------------------ decode
+def test_decode_records_and_out_file(corpus, tok, tmp_path, capsys):
+    code, out, _ = run(["decode", "--universe", U, corpus, "--record", "0"], capsys)
+    rows = [line.split("\t") for line in out.splitlines()]
+    ids = Corpus.open(corpus)[0]
+    want = tok.universe.decode_regions(ids[ids < tok.universe.n_regions])
+    assert code == 0 and [f"{c}:{s}-{e}" for c, s, e, _ in rows] == want.to_strings()
+    assert {r[3] for r in rows} == {"sample0"}
+    bed = tmp_path / "all.bed"
+    assert run(["decode", "--universe", U, "-o", str(bed), corpus], capsys)[0] == 0
+    assert len(bed.read_text().splitlines()) == Corpus.open(corpus).n_tokens  # no <unk> here
+    assert_error(run(["decode", "--universe", U, "-o", str(bed), corpus], capsys), 1, "--overwrite")
+
+
+def test_decode_a_gtok_with_special_tokens(tok, tmp_path, capsys):
+    g = tmp_path / "x.gtok"
+    write_gtok(g, [0, 3, tok.unk_token_id])
+    code, out, err = run(["decode", "--universe", U, str(g)], capsys)
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert code == 0 and [f"{c}:{s}-{e}" for c, s, e in rows] == \
+        tok.universe.decode_regions([0, 3]).to_strings()
+    assert err == "genotok: 1 special token(s) (<unk>, <pad>, …) have no region and were not written\n"
+    assert run(["decode", "-q", "--universe", U, str(g)], capsys)[2] == ""
+
+
+def test_decode_refuses_ids_outside_the_vocabulary(tok, tmp_path, capsys):
+    g = tmp_path / "big.gtok"
+    write_gtok(g, [1, tok.vocab_size + 5])
+    assert_error(run(["decode", "--universe", U, str(g)], capsys), 1,
+                 f"token id {tok.vocab_size + 5} is outside the vocabulary")
+
+
+def test_decode_errors(corpus, tmp_path, capsys):
+    assert_error(run(["decode", "--universe", U, corpus, "--record", "99"], capsys), 2,
+                 "argument --record:", "has 5 records (0..4)")
+    assert_error(run(["decode", "--universe", U, corpus, "--record", "-1"], capsys), 2,
+                 "argument --record: must be at least 0")
+    g = tmp_path / "x.gtok"
+    write_gtok(g, [1])
+    assert_error(run(["decode", "--universe", U, str(g), "--record", "0"], capsys), 2,
+                 "single .gtok list")
+    other = tmp_path / "other.bed"
+    other.write_text("chr1\t0\t100\n")
+    assert_error(run(["decode", "--universe", str(other), corpus], capsys), 1,
+                 "was tokenized with universe")
+    assert_error(run(["decode", corpus], capsys), 2, "--universe", "--config")
+
+
+# ------------------------------------------------------------------ export, import
+@pytest.mark.parametrize("name", ["gtoks", "gtoks.d/"])
+def test_export_gtok_dir_and_import_back(corpus, tmp_path, name, capsys):
+    out = f"{tmp_path}{os.sep}{name}"
+    code, _, err = run(["export", corpus, out], capsys)
+    assert code == 0 and err.startswith("genotok: wrote 5 .gtok files")
+    files = sorted(Path(out).glob("*.gtok"))
+    assert [f.stem for f in files] == Corpus.open(corpus).names
+    assert read_gtok(files[0]).tolist() == Corpus.open(corpus)[0].tolist()
+    back = tmp_path / "back.gtokc"
+    assert run(["import", "-q", "--universe", U, out, str(back)], capsys) == (0, "", "")
+    assert Corpus.open(back).to_ragged() == Corpus.open(corpus).to_ragged()
+    # a second export into the same non-empty directory needs --overwrite
+    assert_error(run(["export", corpus, out], capsys), 1, "not empty", "--overwrite")
+    assert run(["export", "-q", "--overwrite", corpus, "-o", out], capsys)[0] == 0
+    assert len(list(Path(out).glob("*.gtok"))) == 5
+
+
+def test_export_parquet_and_import_back(corpus, tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    pq = tmp_path / "tokens.parquet"
+    code, _, err = run(["export", corpus, str(pq)], capsys)
+    assert code == 0 and err == f"genotok: wrote {pq} (5 rows)\n"
+    assert_error(run(["export", corpus, str(pq)], capsys), 1, f"{pq} exists; add --overwrite")
+    weird = tmp_path / "tokens.bin"
+    assert run(["export", "-q", "--format", "parquet", corpus, "-o", str(weird)], capsys)[0] == 0
+    back = tmp_path / "back.gtokc"
+    assert run(["import", "-q", str(pq), str(back)], capsys)[0] == 0
+    assert Corpus.open(back).to_ragged() == Corpus.open(corpus).to_ragged()
+    assert_error(run(["import", str(pq), str(back)], capsys), 1, "exists; add --overwrite")
+    assert run(["import", "-q", "--overwrite", "--format", "parquet", "-o", str(back), str(weird)],
+               capsys)[0] == 0
+    assert Corpus.open(back).to_ragged() == Corpus.open(corpus).to_ragged()
+
+
+def test_export_format_comes_from_a_flag_or_a_known_suffix(corpus, tmp_path, capsys):
+    out = tmp_path / "tokens.csv"
+    assert_error(run(["export", corpus, str(out)], capsys), 2,
+                 "cannot tell the output format of", ".parquet", "--format gtok-dir|parquet")
+    assert not out.exists()
+    assert_error(run(["export", corpus], capsys), 2, "required: -o/--out")
+    assert_error(run(["export", corpus, str(tmp_path / "a"), "-o", str(tmp_path / "b")], capsys),
+                 2, "not both")
+    assert_error(run(["export", "--format", "csv", corpus, str(tmp_path / "a")], capsys), 2,
+                 "argument --format: invalid choice: 'csv'")
+
+
+def test_export_parquet_without_pyarrow(corpus, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    assert_error(run(["export", corpus, str(tmp_path / "t.parquet")], capsys), 1,
+                 "pyarrow", "pip install 'genotok[parquet]'")
+    assert not (tmp_path / "t.parquet").exists()
+
+
+def test_import_errors(tmp_path, capsys):
+    d = tmp_path / "gtoks"
+    d.mkdir()
+    write_gtok(d / "a.gtok", [1, 2])
+    assert_error(run(["import", str(d), str(tmp_path / "c.gtokc")], capsys), 2,
+                 "needs the universe", "--universe")
+    f = tmp_path / "tokens.txt"
+    f.write_text("1 2 3\n")
+    assert_error(run(["import", str(f), str(tmp_path / "c.gtokc")], capsys), 2,
+                 "cannot tell the format of")
+    assert_error(run(["import", str(tmp_path / "missing"), str(tmp_path / "c.gtokc")], capsys), 1,
+                 "missing: no such file")
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    plain = tmp_path / "plain.parquet"  # not exported by genotok: no universe recorded
+    pq.write_table(pa.table({"tokens": [[1, 2], [3]]}), plain)
+    assert_error(run(["import", str(plain), str(tmp_path / "p.gtokc")], capsys), 1,
+                 "no genotok metadata", "give --universe U.bed or --config TOK.toml")
+    assert run(["import", "-q", "--universe", U, str(plain), str(tmp_path / "p.gtokc")],
+               capsys) == (0, "", "")
+    assert Corpus.open(tmp_path / "p.gtokc").to_ragged().to_list() == [[1, 2], [3]]
+    write_gtok(d / "b.gtok", [10**6])
+    assert_error(run(["import", "--universe", U, str(d), str(tmp_path / "c.gtokc")], capsys), 1,
+                 "b.gtok: id 1000000 is outside the vocabulary")
+
+
+# ------------------------------------------------------------------ universe
+def test_universe_through_main(tmp_path, capsys):
+    out = tmp_path / "u.bed"
+    code, _, err = run(["universe", "merge", "--threads", "1", "-o", str(out), Q], capsys)
+    assert code == 0 and "merge: 1 input(s)" in err and (tmp_path / "u.bed.json").exists()
+    assert_error(run(["universe", "merge", "-o", str(out), Q], capsys), 1,
+                 f"{out} exists; add --overwrite to replace it")
+    assert run(["universe", "merge", "-q", "--overwrite", "--min-gap", "1000", "-o", str(out), Q],
+               capsys) == (0, "", "")
+    assert_error(run(["universe", "merge", "--threads", "0", "-o", str(out), Q], capsys), 2,
+                 "argument --threads: must be at least 1, got 0", "genotok universe merge --help")
+    assert_error(run(["universe"], capsys), 2, "METHOD")
+
+
+def test_universe_inputs_are_read_as_pretokenize_reads_them(tmp_path, capsys):
+    """Directories, globs and @list files (paths relative to the list) as in pretokenize."""
+    out = tmp_path / "u.bed"
+    assert run(["universe", "merge", "-q", "-o", str(out), PEAKS], capsys) == (0, "", "")
+    report = json.loads((tmp_path / "u.bed.json").read_text())
+    assert [Path(d["path"]).name for d in report["inputs"]] == sorted(os.listdir(PEAKS))
+    lst = tmp_path / "inputs.txt"
+    lst.write_text(f"# two of them\n{os.path.relpath(Q, tmp_path)}\n"
+                   f"{os.path.relpath(EX / 'peaks' / 'sample1.narrowPeak', tmp_path)}\n")
+    assert run(["universe", "consensus", "-q", "--overwrite", "--min-count", "2", "-o", str(out),
+                f"@{lst}"], capsys)[0] == 0
+    report = json.loads((tmp_path / "u.bed.json").read_text())
+    assert [Path(d["path"]).name for d in report["inputs"]] == ["sample0.narrowPeak",
+                                                                "sample1.narrowPeak"]
+    assert_error(run(["universe", "merge", "-o", str(tmp_path / "v.bed"), Q, Q], capsys), 1,
+                 "given twice")
+
+
+# ------------------------------------------------------------------ usage errors and the handler
+@pytest.mark.parametrize("argv, fragment", [
+    (["pretokenize", "--universe", U, "--out", "o", "--threads", "0", PEAKS],
+     "argument --threads: must be at least 1, got 0"),
+    (["pretokenize", "--universe", U, "--out", "o", "--threads", "-3", PEAKS],
+     "argument --threads: must be at least 1, got -3"),
+    (["pretokenize", "--universe", U, "--out", "o", "--threads", "two", PEAKS],
+     "argument --threads: 'two' is not an integer"),
+    (["pretokenize", "--universe", U, "--out", "o", "--files-per-shard", "0", PEAKS],
+     "argument --files-per-shard: must be at least 1, got 0"),
+    (["pretokenize", "--universe", U, "--config", "t.toml", "--out", "o", PEAKS], "not allowed with"),
+    (["pretokenize", "--universe", U, PEAKS], "required: -o/--out"),
+    (["pretokenize", "--universe", U, "--out", "o", "--scheduler-timeout", "0", PEAKS],
+     "argument --scheduler-timeout"),
+    (["pretokenize", "--universe", U, "--out", "o", "--hash", "md6", PEAKS],
+     "argument --hash: unknown hash 'md6'"),
+    (["tokenize", "--universe", U, "--threads", "0", Q], "argument --threads"),
+    (["tokenize", "--universe", U, "--min-fraction", "1.5", Q],
+     "argument --min-fraction: must be within [0, 1], got 1.5"),
+    (["tokenize", "--universe", U, "--min-overlap", "-1", Q], "argument --min-overlap"),
+    (["tokenize", "--universe", U, "--overlap", "most", Q], "argument --overlap: invalid choice"),
+    (["tokenize", "--universe", U, "--unknown", "keep", Q], "argument --unknown: invalid choice"),
+    (["tokenize", "--universe", U, "--order", "random", Q], "argument --order: invalid choice"),
+    (["tokenize", "--universe", U, "--tokens", "--summary", Q], "not allowed with"),
+    (["tokenize", "--universe", U, "--no-such-flag", Q], "unrecognized arguments: --no-such-flag"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ([], "required: COMMAND"),
+])
+def test_usage_errors_exit_2_with_one_line(argv, fragment, capsys):
+    assert_error(run(argv, capsys), 2, fragment, "--help")
+
+
+@pytest.mark.parametrize("cmd", ["pretokenize", "tokenize", "info", "decode", "verify", "export",
+                                 "import", "universe", "universe merge"])
+def test_help_exits_0_with_examples(cmd, capsys):
+    code, out, _ = run([*cmd.split(), "--help"], capsys)
+    assert code == 0 and "examples:" in out
+
+
+def test_version(capsys):
+    assert run(["--version"], capsys) == (0, f"genotok {genotok.__version__}\n", "")
+
+
+def test_failures_exit_1(tmp_path, capsys):
+    assert_error(run(["tokenize", "--universe", U, str(tmp_path / "missing.bed")], capsys), 1,
+                 "missing.bed: no such file")
+    assert_error(run(["tokenize", "--universe", str(tmp_path / "nou.bed"), Q], capsys), 1,
+                 "nou.bed")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('universe = "u.bed"\n[genotok]\noverlap = "most"\n')
+    (tmp_path / "u.bed").write_text("chr1\t0\t10\n")
+    result = run(["tokenize", "--config", str(bad), Q], capsys)
+    assert_error(result, 1, "overlap must be one of")
+    assert "report it" not in result[2]  # a value the library checked, not a bug
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_them(tmp_path, capsys, monkeypatch):
+    import genotok.formats.corpus.reader
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug\nover two lines")
+
+    monkeypatch.setattr(genotok.formats.corpus.reader.Corpus, "open", broken)
+    assert_error(run(["verify", str(tmp_path)], capsys), 1, "RuntimeError: a bug over two lines",
+                 "--debug")
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["verify", "--debug", str(tmp_path)])
+    monkeypatch.setenv("GENOTOK_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["verify", str(tmp_path)])
+
+
+def test_missing_optional_package_names_the_extra(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
+    assert_error(run(["pretokenize", "--universe", U, "--out", str(tmp_path / "c"),
+                      "--scheduler", "tcp://127.0.0.1:9", PEAKS], capsys), 1,
+                 "pip install 'genotok[dask]'")
+
+
+# ------------------------------------------------------------------ through python -m genotok
+def test_subprocess_usage_error_and_failure_have_no_traceback(tmp_path):
+    res = subprocess_genotok("pretokenize", "--universe", U, "--out", str(tmp_path / "c"),
+                             "--threads", "0", PEAKS)
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr == ("genotok: error: argument --threads: must be at least 1, got 0 "
+                          "(see 'genotok pretokenize --help')\n")
+    res = subprocess_genotok("decode", "--universe", U, str(tmp_path / "nothing"))
+    assert res.returncode == 1 and res.stderr.startswith("genotok: error:")
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+def test_subprocess_closed_stdout_stops_quietly():
+    """`genotok tokenize … | head -1`: exit 0, nothing on stderr."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                             "--tokens", *[PEAKS] * 8], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("chr")
+    proc.stdout.close()  # more than a pipe buffer is still to come
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=120) == 0 and err == ""
+
+
+def test_subprocess_unreachable_scheduler(tmp_path):
+    pytest.importorskip("dask.distributed")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = subprocess_genotok("pretokenize", "-q", "--universe", U, "--out", str(tmp_path / "c"),
+                             "--scheduler", f"tcp://127.0.0.1:{port}", "--scheduler-timeout", "1",
+                             PEAKS)
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.startswith("genotok: error:") and f"127.0.0.1:{port}" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_subprocess_readme_first_command(tmp_path):
+    out = str(tmp_path / "example")
+    res = subprocess_genotok("pretokenize", "--overwrite", "--universe", U, "--out", out, PEAKS)
+    assert res.returncode == 0, res.stderr
+    res = subprocess_genotok("info", out)
+    assert res.returncode == 0 and "n_records" in res.stdout
+
+
+# ------------------------------------------------------------------ the same rule in the Python API
+def test_python_writers_refuse_to_overwrite(tmp_path):
+    from genotok.build.builders import merge
+
+    result = merge([Q])
+    out = result.write(tmp_path / "u.bed")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        result.write(out)
+    assert result.write(out, overwrite=True) == out
+
+
+def test_single_cell_outputs_take_overwrite(tmp_path):
+    anndata = pytest.importorskip("anndata")
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from genotok.singlecell.anndata import tokenize_anndata, tokenize_fragments
+
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    a = anndata.AnnData(sp.csr_matrix(np.array([[1, 0], [1, 1]], dtype=np.float32)),
+                        var=pd.DataFrame(index=["chr1:10-20", "chr1:150-160"]))
+    out = tmp_path / "cells.gtokc"
+    assert tokenize_anndata(a, tok, output=str(out)).to_ragged().to_list() == [[0], [0, 1]]
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        tokenize_anndata(a, tok, output=str(out))
+    assert len(tokenize_anndata(a[:1], tok, output=str(out), overwrite=True)) == 1
+    frag = tmp_path / "f.tsv"
+    frag.write_text("chr1\t5\t20\tAAA-1\t2\n")
+    fout = tmp_path / "frag.gtokc"
+    assert len(tokenize_fragments(frag, tok, output=str(fout))) == 1
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        tokenize_fragments(frag, tok, output=str(fout))
+    assert tokenize_fragments(frag, tok, output=str(fout), overwrite=True).names == ["AAA-1"]

@@ -1,0 +1,145 @@
+"""gtars-compatible ``.gtok`` single lists: byte compatibility, round trips, refusals."""
+
+from __future__ import annotations
+
+import json
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import GtokFormatError, read_gtok, write_gtok
+from genotok.formats.gtok import decode_gtok
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gtars_compat"
+needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
+KNOWN = {"small_u16.gtok": [0, 1, 4, 0, 1, 3], "big_u32.gtok": [1, 65535, 65536, 4294967295],
+         "empty.gtok": []}
+
+
+def naive_decode(raw: bytes) -> list[int]:
+    """Oracle: the gtars layout decoded with struct, one id at a time (no numpy)."""
+    assert raw[:4] == b"GTOK"
+    fmt, width = {1: ("<H", 2), 2: ("<I", 4)}[raw[4]]
+    return [struct.unpack(fmt, raw[i:i + width])[0] for i in range(5, len(raw), width)]
+
+
+def naive_encode(ids: list[int], width: int | None = None) -> bytes:
+    """Oracle: the bytes gtars writes for ``ids`` (uint16 when every id fits)."""
+    if width is None:
+        width = 2 if all(x <= 0xFFFF for x in ids) else 4
+    fmt, flag = ("<H", 1) if width == 2 else ("<I", 2)
+    return b"GTOK" + bytes([flag]) + b"".join(struct.pack(fmt, x) for x in ids)
+
+
+# ------------------------------------------------------------------ files gtars wrote
+@needs_shared
+def test_reads_every_gtars_file():
+    files = sorted(SHARED.glob("*.gtok"))
+    assert {f.name for f in files} >= set(KNOWN)
+    expected = json.loads((SHARED / "expected.json").read_text())["expected_input_ids"]
+    for f in files:
+        want = KNOWN[f.name] if f.name in KNOWN else expected[f.stem + ".bed"]
+        assert naive_decode(f.read_bytes()) == want  # the fixture is what the spec says
+        for mmap in (True, False):
+            assert read_gtok(f, mmap=mmap).tolist() == want
+        assert decode_gtok(f.read_bytes(), str(f)).tolist() == want
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(KNOWN))
+def test_writes_the_bytes_gtars_wrote(tmp_path, name):
+    write_gtok(tmp_path / name, KNOWN[name])
+    assert (tmp_path / name).read_bytes() == (SHARED / name).read_bytes()
+
+
+# ------------------------------------------------------------------ round trips
+ids_st = st.lists(st.one_of(st.integers(0, 70_000), st.sampled_from([65_535, 65_536]),
+                            st.integers(0, 2**32 - 1)), max_size=40)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ids_st, st.sampled_from([None, 2, 4]), st.sampled_from([np.int64, np.uint32, np.uint64]))
+def test_round_trip_matches_oracle(ids, width, dtype):
+    if width == 2 and any(x > 0xFFFF for x in ids):
+        width = None
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "x.gtok"
+        write_gtok(p, np.array(ids, dtype=dtype), width=width)
+        raw = p.read_bytes()
+        assert raw == naive_encode(ids, width)
+        arr = read_gtok(p)
+        assert arr.tolist() == ids and not arr.flags.writeable
+        if ids:
+            assert isinstance(arr, np.memmap)
+        copy = read_gtok(p, mmap=False)
+        assert copy.tolist() == ids and not isinstance(copy, np.memmap)
+        assert decode_gtok(raw).tolist() == ids
+        del arr
+
+
+def test_width_boundary_and_forced_width(tmp_path):
+    write_gtok(tmp_path / "a.gtok", [65535])
+    write_gtok(tmp_path / "b.gtok", [65536])
+    write_gtok(tmp_path / "c.gtok", [1], width=4)
+    assert [(tmp_path / n).read_bytes()[4] for n in ("a.gtok", "b.gtok", "c.gtok")] == [1, 2, 2]
+    assert read_gtok(tmp_path / "c.gtok").dtype == np.dtype("<u4")
+    with pytest.raises(GtokFormatError, match="uint16"):
+        write_gtok(tmp_path / "d.gtok", [65536], width=2)
+    with pytest.raises(ValueError, match="width must be 2"):
+        write_gtok(tmp_path / "d.gtok", [1], width=3)
+
+
+@pytest.mark.parametrize("ids, pattern", [
+    ([-1], "within"), ([2**32], "within"), ([1.5], "integers"), (np.array([True]), "integers"),
+])
+def test_write_refuses_bad_ids_and_leaves_nothing(tmp_path, ids, pattern):
+    with pytest.raises(GtokFormatError, match=rf"x.gtok: .*{pattern}"):
+        write_gtok(tmp_path / "x.gtok", ids)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gtars_reads_what_we_write(tmp_path):
+    gutils = pytest.importorskip("gtars.utils")
+    for ids in ([0, 1, 2, 65535], [3, 70000, 4294967295], [], [65536]):
+        write_gtok(tmp_path / "x.gtok", ids)
+        assert [int(x) for x in gutils.read_tokens_from_gtok(str(tmp_path / "x.gtok"))] == ids
+
+
+@settings(max_examples=25, deadline=None)
+@given(ids_st)
+def test_we_read_what_gtars_writes(ids):
+    gutils = pytest.importorskip("gtars.utils")
+    with tempfile.TemporaryDirectory() as d:
+        p = str(Path(d) / "g.gtok")
+        gutils.write_tokens_to_gtok(p, ids)
+        assert read_gtok(p).tolist() == ids
+        assert Path(p).read_bytes() == naive_encode(ids)
+
+
+# ------------------------------------------------------------------ refusals
+def test_refuses_what_gtars_accepts(tmp_path):
+    write_gtok(tmp_path / "x.gtok", [1, 2, 3])
+    good = (tmp_path / "x.gtok").read_bytes()
+    cases = {"trunc.gtok": (good[:-1], "trunc.gtok: truncated"),
+             "flag.gtok": (b"GTOK\x03" + good[5:], "flag.gtok: unknown width flag 0x03"),
+             "zero.gtok": (b"GTOK\x00", "zero.gtok: unknown width flag 0x00"),
+             "magic.gtok": (b"GTOX\x01" + good[5:], "magic.gtok: not a .gtok file .*bad magic"),
+             "short.gtok": (b"GT", "short.gtok: not a .gtok file"),
+             "nothing.gtok": (b"", "nothing.gtok: not a .gtok file"),
+             "u32.gtok": (b"GTOK\x02\x01\x00\x00\x00\x02", "u32.gtok: truncated")}
+    for name, (data, pattern) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        for mmap in (True, False):
+            with pytest.raises(GtokFormatError, match=pattern):
+                read_gtok(tmp_path / name, mmap=mmap)
+        with pytest.raises(GtokFormatError, match=pattern):
+            decode_gtok(data, str(tmp_path / name))
+    with pytest.raises(GtokFormatError, match="missing.gtok: no such file"):
+        read_gtok(tmp_path / "missing.gtok")
+    with pytest.raises(GtokFormatError, match="is a directory"):
+        read_gtok(tmp_path)

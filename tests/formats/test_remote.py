@@ -1,0 +1,227 @@
+"""Remote corpora against a live S3 server (moto) on 127.0.0.1: cache, checksums, LRU, locks."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import pickle
+import socket
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("s3fs", reason="remote corpora are tested through s3fs: pip install s3fs")
+moto_server = pytest.importorskip("moto.server", reason="the S3 server of these tests is moto's: "
+                                  "pip install 'moto[server]'")
+boto3 = pytest.importorskip("boto3")
+
+from genotok import Corpus, CorpusWriter, GtokFormatError
+from genotok.formats.corpus.reader import write_manifest
+from genotok.formats.corpus.remote import RemoteCorpus, ShardCache
+
+N_SHARDS, PER_SHARD = 5, 40
+CREDS = {"key": "testing", "secret": "testing"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    srv.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client.create_bucket(Bucket="bucket")
+    try:
+        yield endpoint, client
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(N_SHARDS):
+        p = d / f"part-{k}.gtokc"
+        with CorpusWriter(p, vocab_size=3000, fingerprint="fp") as w:
+            for i in range(PER_SHARD):
+                w.append(rng.integers(0, 2990, int(rng.integers(1, 300))), name=f"s{k}r{i}")
+        paths.append(p)
+    write_manifest(d, paths)
+    return d
+
+
+def _upload(client, local, prefix):
+    for p in sorted(local.iterdir()):
+        client.put_object(Bucket="bucket", Key=f"{prefix}/{p.name}", Body=p.read_bytes())
+    return f"s3://bucket/{prefix}"
+
+
+@pytest.fixture(scope="module")
+def url(server, local):
+    return _upload(server[1], local, "corpus")
+
+
+def _opts(server, tmp_path, **kw):
+    return dict(cache_dir=str(tmp_path / "cache"),
+                storage_options={**CREDS, "client_kwargs": {"endpoint_url": server[0],
+                                                            "region_name": "us-east-1"}}, **kw)
+
+
+def _records(c):
+    return [c[i].tolist() for i in range(len(c))]
+
+
+def test_remote_corpus_reads_like_the_local_one(server, local, url, tmp_path):
+    c = Corpus.open(url, expect="fp", **_opts(server, tmp_path))
+    ref = Corpus.open(local)
+    assert isinstance(c, RemoteCorpus) and len(c) == len(ref) == N_SHARDS * PER_SHARD
+    assert c.cache.cached() == []  # only headers were read: shards come when records are read
+    idx = np.random.default_rng(1).integers(0, len(c), 300)
+    assert c.get_batch(idx).to_list() == ref.get_batch(idx).to_list()
+    assert _records(c) == _records(ref) and c.names == ref.names
+    assert c.lengths.tolist() == ref.lengths.tolist() and c.verify() == []
+    assert c.cache.downloads == N_SHARDS and len(c.cache.cached()) == N_SHARDS
+    again = pickle.loads(pickle.dumps(c))  # a DataLoader worker: reopened by URL, same cache
+    assert _records(again) == _records(ref) and again.cache.downloads == 0
+    assert "s3://bucket/corpus" in repr(c)
+    with pytest.raises(TypeError, match="remote corpora"):
+        Corpus.open(local, cache_limit=10)
+
+
+def test_cache_limit_evicts_the_least_recently_used(server, url, tmp_path):
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    c[0]
+    one = c.cache.size()
+    c2 = Corpus.open(url, **_opts(server, tmp_path, prefetch=0, cache_limit=int(2.5 * one)))
+    for k in (0, 1, 0, 2):  # shard 1 is now the least recently used
+        c2[k * PER_SHARD]
+        time.sleep(0.01)  # distinct modification times
+    names = [p.name[:6] for p in c2.cache.cached()]
+    assert names == ["000000", "000002"] and c2.cache.size() <= 2.5 * one
+    assert c2[PER_SHARD + 1].tolist() == Corpus.open(url, **_opts(server, tmp_path))[PER_SHARD + 1]\
+        .tolist()  # fetched again
+
+
+def _flip_one_token_byte(data: bytes) -> bytes:
+    raw = bytearray(data)
+    raw[128 + 64] ^= 0x01  # the tokens section starts after the 128-byte preamble (aligned)
+    return bytes(raw)
+
+
+def test_a_shard_corrupt_on_the_server_is_refused_after_one_more_try(server, local, tmp_path,
+                                                                     monkeypatch):
+    client = server[1]
+    u = _upload(client, local, "corrupt")
+    good = (local / "part-2.gtokc").read_bytes()
+    client.put_object(Bucket="bucket", Key="corrupt/part-2.gtokc", Body=_flip_one_token_byte(good))
+    calls = []
+    real = ShardCache._download
+    monkeypatch.setattr(ShardCache, "_download", lambda self, k: calls.append(k) or real(self, k))
+    c = Corpus.open(u, **_opts(server, tmp_path, prefetch=0))
+    assert c[0].tolist() == Corpus.open(local)[0].tolist()  # the other shards are fine
+    with pytest.raises(GtokFormatError, match="downloaded twice, refused twice .*tokens checksum"):
+        c[2 * PER_SHARD]
+    assert calls == [0, 2, 2] and not any(p.name.startswith("000002") for p in c.cache.cached())
+    assert not list(c.cache.root.glob("*.tmp"))  # no refused bytes left behind
+
+
+def test_a_download_corrupted_in_transit_is_fetched_again(server, local, url, tmp_path,
+                                                          monkeypatch):
+    real = ShardCache._download
+    calls = []
+
+    def flaky(self, k):
+        tmp = real(self, k)
+        calls.append(k)
+        if len(calls) == 1:
+            with open(tmp, "r+b") as fh:
+                fh.write(_flip_one_token_byte(fh.read()))
+        return tmp
+
+    monkeypatch.setattr(ShardCache, "_download", flaky)
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    assert c[3].tolist() == Corpus.open(local)[3].tolist()
+    assert calls == [0, 0]
+
+
+def test_a_tampered_manifest_is_refused(server, local, tmp_path):
+    client = server[1]
+    m = json.loads((local / "manifest.json").read_text())
+    m["shards"][0]["n_records"] += 1
+    client.put_object(Bucket="bucket", Key="tampered/manifest.json", Body=json.dumps(m).encode())
+    with pytest.raises(GtokFormatError, match="manifest digest mismatch"):
+        Corpus.open("s3://bucket/tampered", **_opts(server, tmp_path))
+    with pytest.raises(GtokFormatError, match="not found"):
+        Corpus.open("s3://bucket/nothing-here", **_opts(server, tmp_path))
+
+
+def test_prefetch_fetches_the_next_shards_in_epoch_order(server, url, tmp_path):
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=2))
+    order = np.concatenate([np.arange(k * PER_SHARD, (k + 1) * PER_SHARD) for k in (3, 1, 4, 0, 2)])
+    c.prefetch(order)
+
+    def wait_for(n):  # a wait for the thread, not a speed assertion
+        deadline = time.monotonic() + 60
+        while len(c.cache.cached()) < n and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # would it fetch more than it may?
+        return sorted(p.name[:6] for p in c.cache.cached())
+
+    # two shards ahead of a reader that has not started, in the epoch's order of shards
+    assert wait_for(2) == ["000001", "000003"]
+    c[order[0]]  # the reader enters shard 3: one more
+    assert wait_for(3) == ["000001", "000003", "000004"]
+    c[order[2 * PER_SHARD]]  # the reader enters shard 4: the rest
+    assert wait_for(5) == ["000000", "000001", "000002", "000003", "000004"]
+
+
+def _read_all(args):
+    url, opts = args
+    c = Corpus.open(url, **opts)
+    out = [c[i].tolist() for i in range(len(c))]
+    return c.cache.downloads, out
+
+
+def test_processes_sharing_a_cache_download_each_shard_once(server, local, url, tmp_path):
+    opts = _opts(server, tmp_path, prefetch=1)
+    with multiprocessing.get_context("spawn").Pool(3) as pool:
+        results = pool.map(_read_all, [(url, opts)] * 3)
+    assert sum(r[0] for r in results) == N_SHARDS
+    ref = _records(Corpus.open(local))
+    assert all(r[1] == ref for r in results)
+
+
+def test_training_batches_from_a_remote_corpus(server, local, url, tmp_path):
+    torch_data = pytest.importorskip("genotok.torch_data")
+    opts = _opts(server, tmp_path, cache_limit=None)
+
+    def seen(corpus, workers):
+        ds = torch_data.CorpusIterableDataset(corpus, torch_data.Collator(pad_token_id=2999),
+                                              batch_size=16, seed=3, shuffle="block", window=2)
+        return [i for b in torch_data.ResumableLoader(ds, num_workers=workers)
+                for i in b["index"].tolist()]
+
+    remote = seen(Corpus.open(url, **opts), 2)
+    assert remote == seen(Corpus.open(local), 0)
+    assert sorted(remote) == list(range(N_SHARDS * PER_SHARD))
+
+
+def test_headers_are_kept_in_the_cache_and_a_damaged_copy_is_fetched_again(server, local, url,
+                                                                             tmp_path):
+    c = Corpus.open(url, **_opts(server, tmp_path))
+    kept = sorted(c.cache.root.glob("*.header"))
+    assert len(kept) == N_SHARDS and c.cache.cached() == []
+    kept[1].write_bytes(b"GTOKCORP" + bytes(200))  # damaged on the local disk
+    again = Corpus.open(url, **_opts(server, tmp_path))
+    assert again.sources == Corpus.open(local).sources and kept[1].read_bytes()[:8] == b"GTOKCORP"
+    assert Corpus.open(local)._shards[1].header == again._shards[1].header

@@ -1,0 +1,118 @@
+"""The bit tricks of ``genotok.kernels.bits`` and the parser's newline scan, against NumPy byte by byte."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from genotok.kernels import bits as _bits
+from genotok.kernels import parse as _parse
+
+
+def test_bit_index_of_every_power_of_two():
+    for k in range(64):
+        assert _bits.bit_index(np.uint64(1) << np.uint64(k)) == k
+
+
+def _bytes_of(words: np.ndarray) -> np.ndarray:
+    return words.view(np.uint8).reshape(-1, 8)
+
+
+# bytes around every boundary the tricks care about (0x00, 0x1f/0x20, 0x7f/0x80, 0x9f/0xa0, 0xff)
+BYTE = st.one_of(st.integers(0, 255), st.sampled_from([0, 1, 9, 10, 11, 13, 31, 32, 33, 127, 128,
+                                                       129, 159, 160, 255]))
+WORDS = st.lists(BYTE, min_size=8, max_size=8 * 40).map(
+    lambda b: np.array(b[:len(b) // 8 * 8], np.uint8).view(np.uint64))
+
+
+@settings(max_examples=300, deadline=None)
+@given(WORDS, BYTE)
+def test_swar_tests_are_exact_per_byte(words, value):
+    pattern = _bits.ONES * np.uint64(value)
+    for x, row in zip(words, _bytes_of(words)):
+        eq = np.uint64(_bits.eq_bytes(x, pattern))  # numba hands uint64 back as a Python int
+        lt = np.uint64(_bits.below_space(x))
+        for t, want in ((eq, row == value), (lt, row < 32)):
+            got = np.array([(int(t) >> (8 * k + 7)) & 1 for k in range(8)], bool)
+            assert int(t) & ~0x8080808080808080 == 0
+            np.testing.assert_array_equal(got, want)
+            assert _bits.count_high(t) == want.sum()
+            if want.any():
+                assert _bits.lowest_byte(t) == int(np.argmax(want))
+
+
+TEXT = st.lists(st.sampled_from([b"\n", b"\t", b"\r", b"chr1", b"\x00", b"\x1f", b"\xc3\xa9", b"12"]),
+                max_size=60).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, st.integers(0, 15), st.integers(0, 15))
+def test_line_ends_at_every_alignment(text, head, tail):
+    backing = np.zeros(len(text) + 32, np.uint8)
+    buf = backing[head:head + len(text)]
+    buf[:] = np.frombuffer(text, np.uint8)
+    words, off = _bits.word_view(buf)
+    assert 0 <= off <= buf.size and off + 8 * words.size <= buf.size
+    ends, binary = _parse._line_ends(buf, words, off)
+    np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
+    controls = (buf < 32) & ~np.isin(buf, [9, 10, 13])
+    assert binary == bool(controls.any())
+
+
+def test_no_words_on_a_big_endian_machine(monkeypatch):
+    buf = np.frombuffer(b"chr1\t1\t2\n" * 5, np.uint8)
+    monkeypatch.setattr(_bits.sys, "byteorder", "big")
+    words, off = _bits.word_view(buf)
+    assert words.size == 0 and off == buf.size
+    ends, binary = _parse._line_ends(buf, words, off)  # byte loops alone find every newline
+    np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
+    assert not binary
+
+
+DIGITS_TEXT = st.lists(st.sampled_from([b"0", b"7", b"9", b"12345678", b"\t", b"\n", b"/", b":",
+                                        b"+", b"-", b"a", b" ", b"\xff", b"\x00"]),
+                       max_size=40).map(b"".join)
+
+
+@njit
+def _numbers(buf):
+    """``_parse._number`` and the byte loop ``_parse._digits`` at every position of ``buf``."""
+    out = np.empty((buf.size, 4), np.int64)
+    for p in range(buf.size):
+        out[p, 0], out[p, 1] = _parse._number(buf, p)
+        out[p, 2], out[p, 3] = _parse._digits(buf, p)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(DIGITS_TEXT, st.integers(0, 15))
+def test_word_number_reader_equals_the_byte_loop_everywhere(text, head):
+    # a trailing newline, as the parser guarantees; numbers of 1-24 digits at every alignment,
+    # within and beyond 16 bytes of the buffer's end (where the byte loop takes over)
+    backing = np.zeros(len(text) + 32, np.uint8)
+    buf = backing[head:head + len(text) + 1]
+    buf[:-1] = np.frombuffer(text, np.uint8)
+    buf[-1] = 10
+    out = _numbers(buf)
+    long_run = np.zeros(buf.size, bool)  # 19+ digits: the byte loop's int64 wraps; so does ours
+    for p in range(buf.size):
+        q = p
+        while 48 <= buf[q] <= 57:
+            q += 1
+        long_run[p] = q - p > 18
+        want = int(buf[p:q].tobytes()) if q > p else 0
+        assert out[p, 1] == out[p, 3] == q
+        if not long_run[p]:
+            assert out[p, 0] == out[p, 2] == want
+    np.testing.assert_array_equal(out[:, 0], out[:, 2])
+
+
+@given(st.integers(0, 10 ** 8 - 1), st.integers(1, 8))
+def test_digits_value_of_every_length(value, n):
+    text = str(value).zfill(n)[-n:].encode() + b"\t" * (8 - n)
+    x = np.uint64(int.from_bytes(text, "little"))
+    assert _bits.digits_value(x, n) == int(text[:n])
+    t = np.uint64(_bits.non_digits(x))
+    assert (t == 0) if n == 8 else (_bits.lowest_byte(t) == n)

@@ -1,0 +1,222 @@
+"""pretokenize with value encodings (normalize, log1p, rank="median", bins) of single-cell inputs:
+the corpus equals tokenize_anndata / tokenize_fragments with the same settings and the medians
+of all the inputs; a resumed run with other settings is refused; the CLI flags round trip."""
+
+from __future__ import annotations
+
+import shutil
+
+import anndata
+import numpy as np
+import pytest
+
+import genotok
+from genotok import Corpus, Tokenizer, feature_medians, tokenize_anndata, tokenize_fragments
+from genotok.cli.main import main
+from genotok.pipeline.run import PipelineError, pretokenize
+
+EX = genotok.examples_dir()
+U = str(EX / "universe.bed")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_bed(U)
+
+
+@pytest.fixture(scope="module")
+def h5ads(tmp_path_factory):
+    """pbmc.h5ad and a second file with the same features but other cells (every third, in
+    reverse), so the medians of both differ from either file's own."""
+    d = tmp_path_factory.mktemp("h5ad")
+    shutil.copy(EX / "pbmc.h5ad", d / "a.h5ad")
+    a = anndata.read_h5ad(d / "a.h5ad")
+    a[::-3].copy().write_h5ad(d / "b.h5ad")
+    return [d / "a.h5ad", d / "b.h5ad"]
+
+
+def expected(files, tok, **kw):
+    """The corpus pretokenize should write: each file by tokenize_anndata, in order, with
+    the medians of all files when rank="median"."""
+    if kw.get("rank") == "median":
+        kw["rank"] = feature_medians(files, normalize=kw.get("normalize"),
+                                     target_sum=kw.get("target_sum", 1e4),
+                                     log1p=kw.get("log1p", False))
+    return [tokenize_anndata(f, tok, values=True, **kw) for f in files]
+
+
+def assert_corpus_equals(corpus, parts):
+    got = corpus.to_ragged(values=True)
+    ids = [r for p in parts for r in p.to_list()]
+    assert got.to_list() == ids
+    want = np.concatenate([p.values for p in parts])
+    np.testing.assert_allclose(got.values, want.astype(np.float32), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [
+    {"normalize": "total"},
+    {"normalize": "total", "target_sum": 100.0, "log1p": True},
+    {"rank": "median"},
+    {"normalize": "total", "rank": "median"},
+    {"normalize": "total", "log1p": True, "bins": 5},
+], ids=["total", "log1p", "rank", "total-rank", "bins"])
+def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
+    run = pretokenize(h5ads, tok, tmp_path / "c", quiet=True, **kw)
+    corpus = Corpus.open(run.out)
+    assert corpus.has_values
+    assert_corpus_equals(corpus, expected(h5ads, tok, **kw))
+    stored = corpus.header["extra"]["anndata"]["values_encoding"]
+    assert stored["normalize"] == kw.get("normalize") and stored["bins"] == kw.get("bins")
+    if kw.get("rank"):
+        med, method = feature_medians(h5ads, normalize=kw.get("normalize"))
+        own, _ = feature_medians(h5ads[0], normalize=kw.get("normalize"))
+        assert not np.allclose(med, own, equal_nan=True)  # the test checks the corpus' medians
+        assert stored["median_method"] == method  # the real method, not "given"
+        assert stored["rank"] == "median"
+        np.testing.assert_array_equal(np.array(stored["medians"], dtype=float), med)
+        # every shard holds the same medians; a later tokenization reuses them (rank=corpus)
+        again = tokenize_anndata(h5ads[1], tok, normalize=kw.get("normalize"), rank=corpus,
+                                 values=True)
+        assert again.to_list() == expected(h5ads, tok, **kw)[1].to_list()
+
+
+def test_fragments_encoded(tmp_path, tok):
+    frag = EX / "fragments.tsv.gz"
+    for kw in ({"bins": 4}, {"normalize": "total", "rank": "median"}):
+        run = pretokenize(frag, tok, tmp_path / str(len(kw)), quiet=True, **kw)
+        corpus = Corpus.open(run.out)
+        _, ref = tokenize_fragments(frag, tok, values=True, **kw)
+        assert_corpus_equals(corpus, [ref])
+        assert corpus.header["extra"]["fragments"]["values_encoding"]["bins"] == kw.get("bins")
+
+
+def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
+    out = tmp_path / "c"
+    pretokenize(h5ads, tok, out, quiet=True, bins=5)
+    pretokenize(h5ads, tok, out, quiet=True, bins=5)  # the same settings: resumes (all done)
+    for kw in ({"bins": 7}, {}, {"normalize": "total", "bins": 5}, {"rank": "median"}):
+        with pytest.raises(PipelineError, match="other inputs or settings"):
+            pretokenize(h5ads, tok, out, quiet=True, **kw)
+
+
+def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
+    """Killed after the first input: the resumed run encodes the rest with the journaled
+    medians of all inputs, and the corpus equals an uninterrupted run's."""
+    import genotok.pipeline.run as P
+
+    out = tmp_path / "c"
+    real = P._run_batch
+    calls = []
+
+    def flaky(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(P, "_run_batch", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        pretokenize(h5ads, tok, out, quiet=True, rank="median")
+    monkeypatch.setattr(P, "_run_batch", real)
+    run = pretokenize(h5ads, tok, out, quiet=True, rank="median")
+    assert run.skipped_done == 1
+    assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, rank="median"))
+
+
+def test_refused_inputs(tmp_path, tok, h5ads):
+    bed = EX / "peaks" / "sample0.narrowPeak"
+    with pytest.raises(PipelineError, match="BED input has no values"):
+        pretokenize([h5ads[0], bed], tok, tmp_path / "a", quiet=True, normalize="total")
+    with pytest.raises(PipelineError, match="stores token ids only"):
+        pretokenize(h5ads, tok, tmp_path / "b", quiet=True, bins=3, format="gtok-dir")
+    with pytest.raises(PipelineError, match="one feature space"):
+        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok, tmp_path / "c", quiet=True,
+                    rank="median")
+    a = anndata.read_h5ad(h5ads[0])
+    a[:, ::-1].copy().write_h5ad(tmp_path / "rev.h5ad")
+    with pytest.raises(PipelineError, match="var_names differ"):
+        pretokenize([h5ads[0], tmp_path / "rev.h5ad"], tok, tmp_path / "d", quiet=True,
+                    rank="median")
+    for kw, msg in (({"rank": "mean"}, "rank must be"), ({"bins": 1}, "bins must be"),
+                    ({"rank": "median", "bins": 5}, "exclude each other"),
+                    ({"normalize": "sum"}, "normalize must be")):
+        with pytest.raises(ValueError, match=msg):
+            pretokenize(h5ads, tok, tmp_path / "e", quiet=True, **kw)
+
+
+def test_cli_flags_round_trip(tmp_path, tok, h5ads, capsys):
+    out = tmp_path / "cli"
+    argv = ["pretokenize", "-q", "--universe", U, "--out", str(out), "--normalize", "total",
+            "--target-sum", "100", "--log1p", "--bins", "6", *map(str, h5ads)]
+    assert main(argv) == 0
+    assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, normalize="total",
+                                                    target_sum=100.0, log1p=True, bins=6))
+    out2 = tmp_path / "cli2"
+    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out2), "--rank", "median",
+                 *map(str, h5ads)]) == 0
+    assert_corpus_equals(Corpus.open(out2), expected(h5ads, tok, rank="median"))
+    # a resumed run with other flags: a failure (exit 1), one line
+    assert main(argv[:-2] + ["--bins", "7", *map(str, h5ads)]) == 1
+    assert "other inputs or settings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["--bins", "0"], "argument --bins: must be at least 2, got 0"),
+    (["--bins", "1"], "argument --bins"),
+    (["--target-sum", "0"], "argument --target-sum"),
+    (["--normalize", "median"], "argument --normalize: invalid choice"),
+    (["--rank", "mean"], "argument --rank: invalid choice"),
+    (["--rank", "median", "--bins", "5"], "not allowed with"),
+])
+def test_cli_rejects_bad_values_with_exit_2(tmp_path, h5ads, flags, fragment, capsys):
+    code = main(["pretokenize", "--universe", U, "--out", str(tmp_path / "o"), *flags,
+                 str(h5ads[0])])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert fragment in err and not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def tok_c(h5ads):
+    from genotok.singlecell.conditions import condition_tokens
+
+    return Tokenizer.from_bed(U, extra_tokens=condition_tokens(anndata.read_h5ad(h5ads[0]),
+                                                               ["cell_type"]))
+
+
+@pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
+def test_condition_tokens(tmp_path, tok_c, h5ads, format):
+    kw = {"prepend": ["cell_type"], "add_cls": True}
+    run = pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, **kw)
+    want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, **kw).to_list()]
+    if format == "corpus":
+        corpus = Corpus.open(run.out)
+        assert corpus.to_ragged().to_list() == want
+        assert corpus.header["extra"]["anndata"]["prepend"] == ["cell_type"]
+    else:
+        from genotok.formats.gtok import read_gtok
+        from genotok.pipeline.run import record_name
+
+        names = [f"{record_name(f)}@{n}" for f in h5ads for n in genotok.singlecell.anndata.obs_names(f)]
+        got = [read_gtok(run.out / f"{n}.gtok").tolist() for n in names]
+        assert got == want
+    assert want[0][0] == tok_c.universe.cls_token_id
+    assert tok_c.decode(want[0][1:2])[0].startswith("<cell_type=")
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, add_cls=True)
+    with pytest.raises(PipelineError, match="BED and fragment inputs have none"):
+        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", quiet=True,
+                    **kw)
+    with pytest.raises(TypeError, match="list of obs columns"):
+        pretokenize(h5ads, tok_c, tmp_path / "e", quiet=True, prepend="cell_type")
+
+
+def test_cli_condition_flags(tmp_path, tok_c, h5ads):
+    cfg = tok_c.save_config(tmp_path / "tok.toml", universe_path=U)
+    out = tmp_path / "c"
+    assert main(["pretokenize", "-q", "--config", str(cfg), "--out", str(out), "--prepend",
+                 "cell_type", "--add-cls", "--condition-unknown", "error", "--bins", "4",
+                 *map(str, h5ads)]) == 0
+    kw = {"prepend": ["cell_type"], "add_cls": True, "condition_unknown": "error", "bins": 4}
+    assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, values=True, **kw)
+                                            for f in h5ads])

@@ -1,0 +1,174 @@
+"""Condition tokens: vocabulary after the specials, save/load/corpus round trips, prepending."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import Tokenizer
+from genotok.errors import AnnDataError, UniverseError, UniverseMismatchError
+from genotok.formats.corpus.reader import Corpus
+from genotok.ragged import Ragged
+from genotok.singlecell.anndata import tokenize_anndata
+from genotok.singlecell.conditions import condition_ids, condition_tokens, prepend_ids
+
+anndata = pytest.importorskip("anndata")
+sp = pytest.importorskip("scipy.sparse")
+
+PEAKS = ["chr1:0-100", "chr1:200-300", "chr2:0-50"]
+
+
+def _adata():
+    X = sp.csr_matrix(np.array([[1, 0, 2], [0, 3, 0], [0, 0, 0], [4, 4, 0]], np.float32))
+    obs = pd.DataFrame({"batch": pd.Categorical(["d2", "d1", "d2", "d3"],
+                                                categories=["d2", "d1", "d3"]),
+                        "assay": ["ATAC", "ATAC", "multiome", np.nan]},
+                       index=[f"c{i}" for i in range(4)])
+    return anndata.AnnData(X, obs=obs, var=pd.DataFrame(index=PEAKS))
+
+
+def test_builder_orders_and_skips_missing(tmp_path):
+    a = _adata()
+    want = ["<assay=ATAC>", "<assay=multiome>", "<batch=d2>", "<batch=d1>", "<batch=d3>"]
+    assert condition_tokens(a, ["assay", "batch"]) == want
+    assert condition_tokens(a.obs, ["assay", "batch"]) == want
+    a.write_h5ad(tmp_path / "a.h5ad")
+    assert condition_tokens(tmp_path / "a.h5ad", ["assay", "batch"]) == want
+    assert condition_tokens(a, "batch", template="[{column}:{value}]")[0] == "[batch:d2]"
+    with pytest.raises(AnnDataError, match="no column 'donor'"):
+        condition_tokens(a, ["donor"])
+    with pytest.raises(ValueError, match="repeat"):
+        condition_tokens(a, ["batch", "batch"])
+
+
+def test_vocabulary_after_specials():
+    plain = Tokenizer(PEAKS)
+    tok = Tokenizer(PEAKS, extra_tokens=["<batch=d1>", "<batch=d2>"])
+    assert tok.vocab_size == plain.vocab_size + 2
+    assert tok.universe.special_token_ids == plain.universe.special_token_ids
+    assert tok.encode(["chr1:50-60", "chr2:10-20"]).tolist() == [0, 2]
+    assert tok.decode([0, 3, 10, 11]) == ["chr1:0-100", "<unk>", "<batch=d1>", "<batch=d2>"]
+    assert tok.universe.convert_tokens_to_ids(["<batch=d2>", "<batch=zz>"]) == [11, 3]
+    assert tok.universe.fingerprint != plain.universe.fingerprint
+    assert Tokenizer(PEAKS, extra_tokens=[]).universe.fingerprint == plain.universe.fingerprint
+    for bad in (["<unk>"], ["a", "a"], [""]):
+        with pytest.raises(UniverseError):
+            Tokenizer(PEAKS, extra_tokens=bad)
+
+
+def test_save_load_round_trip_and_fingerprint(tmp_path):
+    tok = Tokenizer(PEAKS, extra_tokens=["<batch=d1>", "<assay=ATAC>"])
+    d = tok.save_pretrained(tmp_path / "model")
+    back = Tokenizer.from_pretrained(d)
+    assert back.universe.extra_tokens == ("<batch=d1>", "<assay=ATAC>")
+    assert back.universe.fingerprint == tok.universe.fingerprint
+    assert back.decode([11]) == ["<assay=ATAC>"]
+    cfg = tmp_path / "model" / "tokenizer.toml"
+    cfg.write_text(cfg.read_text().replace("<assay=ATAC>", "<assay=RNA>"))
+    with pytest.raises(UniverseMismatchError):  # an edited condition vocabulary is refused
+        Tokenizer.from_pretrained(d)
+
+
+def oracle(a, tok, prepend, unknown_id):
+    """Plain tokens of each cell with its condition ids in front (value 0)."""
+    rows = tokenize_anndata(a, tok, values=True)
+    vocab = tok.universe.get_vocab()
+    out_ids, out_vals = [], []
+    for i in range(len(rows)):
+        head = []
+        for c in prepend:
+            v = a.obs[c].iloc[i]
+            head.append(unknown_id if pd.isna(v) else vocab.get(f"<{c}={v}>", unknown_id))
+        out_ids.append(head + rows[i].tolist())
+        out_vals += [0.0] * len(head) + rows.row_values(i).tolist()
+    return out_ids, np.asarray(out_vals, np.float32)
+
+
+def test_prepend_memory_backed_corpus(tmp_path):
+    a = _adata()
+    train = a[:3]
+    tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(train, ["assay", "batch"]))
+    prepend = ["assay", "batch"]
+    want_ids, want_vals = oracle(a, tok, prepend, tok.universe.unk_token_id)
+    got = tokenize_anndata(a, tok, values=True, prepend=prepend)
+    assert got.to_list() == want_ids
+    np.testing.assert_array_equal(got.values, want_vals)
+    # the unseen batch d3 and the missing assay of c3 became <unk>
+    assert tok.decode(got[3][:2]) == ["<unk>", "<unk>"]
+    path = tmp_path / "a.h5ad"
+    a.write_h5ad(path)
+    assert tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=1) == got
+    c = tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=3,
+                         output=tmp_path / "c.gtokc")
+    assert c.to_ragged(values=True) == got
+    assert c.header["extra"]["anndata"]["condition_tokens"] == list(tok.universe.extra_tokens)
+    assert c.header["extra"]["anndata"]["prepend"] == prepend
+    Corpus.open(tmp_path / "c.gtokc", expect=tok.universe)
+    other = Tokenizer(PEAKS, extra_tokens=["<batch=d1>"])
+    with pytest.raises(UniverseMismatchError):
+        Corpus.open(tmp_path / "c.gtokc", expect=other.universe)
+
+
+def test_unknown_condition_error_and_options():
+    a = _adata()
+    tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(a[:3], ["batch"]))
+    with pytest.raises(AnnDataError, match="'d3' has no condition token"):
+        tokenize_anndata(a, tok, prepend=["batch"], condition_unknown="error")
+    with pytest.raises(ValueError, match="condition_unknown"):
+        tokenize_anndata(a, tok, prepend=["batch"], condition_unknown="skip")
+    # a region token string is not a condition token
+    assert condition_ids({"x": ["chr1"]}, tok, ["x"], template="{value}:0-100").tolist() == [[3]]
+
+
+def test_prepend_ids_by_hand():
+    rows = Ragged(np.array([5, 6, 7], np.uint32), np.array([0, 2, 2, 3]),
+                  np.array([1.0, 2.0, 3.0], np.float32))
+    out = prepend_ids(rows, np.array([[9, 8], [9, 9], [1, 2]]))
+    assert out.to_list() == [[9, 8, 5, 6], [9, 9], [1, 2, 7]]
+    assert out.values.tolist() == [0, 0, 1, 2, 0, 0, 0, 0, 3]
+    assert out.data.dtype == np.uint32
+    with pytest.raises(ValueError, match="rows"):
+        prepend_ids(rows, np.zeros((2, 1), np.int64))
+
+
+
+category = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "zz"]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch=st.lists(category, min_size=1, max_size=8), seen=st.sets(st.sampled_from("abc")),
+       assay=st.sampled_from(["ATAC", "multiome"]), order=st.booleans())
+def test_prepend_random_obs_matches_oracle(batch, seen, assay, order):
+    n = len(batch)
+    rng = np.random.default_rng(n)
+    X = sp.csr_matrix((rng.random((n, 3)) < 0.5).astype(np.float32))
+    obs = pd.DataFrame({"batch": np.array(batch, dtype=object), "assay": [assay] * n},
+                       index=[f"c{i}" for i in range(n)])
+    a = anndata.AnnData(X, obs=obs, var=pd.DataFrame(index=PEAKS))
+    extra = [f"<batch={v}>" for v in sorted(seen)] + ["<assay=ATAC>"]
+    tok = Tokenizer(PEAKS, extra_tokens=extra)
+    prepend = ["assay", "batch"] if order else ["batch", "assay"]
+    want_ids, want_vals = oracle(a, tok, prepend, tok.universe.unk_token_id)
+    got = tokenize_anndata(a, tok, values=True, prepend=prepend)
+    assert got.to_list() == want_ids
+    np.testing.assert_array_equal(got.values, want_vals)
+    decoded = tok.batch_decode(got)
+    for i, v in enumerate(batch):
+        want = f"<batch={v}>" if v in seen else "<unk>"
+        assert decoded[i][prepend.index("batch")] == want
+
+
+def test_cls_before_conditions(tmp_path):
+    a = _adata()
+    tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(a, ["batch"]))
+    plain = tokenize_anndata(a, tok)
+    got = tokenize_anndata(a, tok, prepend=["batch"], add_cls=True)
+    cls = tok.universe.cls_token_id
+    batch_ids = condition_ids(a.obs, tok, ["batch"])[:, 0]
+    assert got.to_list() == [[cls, int(b)] + row.tolist() for b, row in zip(batch_ids, plain)]
+    only = tokenize_anndata(a, tok, add_cls=True, output=tmp_path / "c.gtokc")
+    assert only.to_ragged().to_list() == [[cls] + row.tolist() for row in plain]
+    assert only.header["extra"]["anndata"]["add_cls"] is True

@@ -1,0 +1,332 @@
+"""fragments → cells × regions matrices: a plain-Python oracle always, SnapATAC2 where installed."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import Tokenizer
+from genotok.errors import BedParseError
+from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "genotok", "examples")
+
+
+# ------------------------------------------------------------------------------------ oracle
+def oracle(lines, regions, *, mode="insertion", shift=(0, 0), use_count=False, barcodes=None,
+           min_fragments=1):
+    """Count fragments line by line against every region: obviously correct, slow."""
+    cells: dict[str, dict[int, float]] = {}
+    nfrag: dict[str, int] = {}
+    order = list(barcodes) if barcodes is not None else []
+    for line in lines:
+        if not line.strip() or line.startswith("#"):
+            continue
+        f = line.rstrip("\n").split("\t")
+        chrom, a, b, bc = f[0], int(f[1]), int(f[2]), f[3]
+        w = int(f[4]) if use_count and len(f) > 4 else 1
+        if barcodes is not None and bc not in barcodes:
+            continue
+        if bc not in nfrag:
+            nfrag[bc] = 0
+            cells[bc] = {}
+            if barcodes is None:
+                order.append(bc)
+        nfrag[bc] += 1
+        row = cells[bc]
+        for j, (c, s, e) in enumerate(regions):
+            if c != chrom:
+                continue
+            if mode == "fragment":
+                hit = (s < b and a < e) if b > a else (s < a < e)
+                n = 1 if hit else 0
+            else:
+                sites = [a + shift[0], b - 1 + shift[1]]
+                n = sum(1 for p in sites if p >= 0 and s <= p < e)
+                if mode == "paired-insertion":
+                    n = min(n, 1)
+            if n:
+                row[j] = row.get(j, 0) + n * w
+    keep = [bc for bc in order if nfrag.get(bc, 0) >= min_fragments]
+    X = np.zeros((len(keep), len(regions)))
+    for i, bc in enumerate(keep):
+        for j, v in cells.get(bc, {}).items():
+            X[i, j] = v
+    return keep, X, np.array([nfrag.get(bc, 0) for bc in keep], np.int64)
+
+
+def _write(lines, gz=False):
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, "frags.tsv.gz" if gz else "frags.tsv")
+    data = "".join(lines).encode()
+    if gz:
+        with gzip.open(path, "wb") as fh:
+            fh.write(data)
+    else:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    return path
+
+
+def _tok(regions):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # repeated universe regions warn
+        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in regions])
+
+
+def _check(lines, regions, gz=False, block_bytes=32 << 20, **kw):
+    path = _write(lines, gz)
+    got = fragment_matrix(path, _tok(regions), output="csr", block_bytes=block_bytes, **kw)
+    names, X, n = oracle(lines, regions, **kw)
+    assert got.barcodes == names
+    assert got.X.shape == (len(names), len(regions))
+    np.testing.assert_array_equal(got.X.toarray(), X)
+    np.testing.assert_array_equal(got.n_fragments, n)
+    return got
+
+
+# ------------------------------------------------------------------------------------ tests
+region = st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 60), st.integers(1, 30)).map(
+    lambda t: (t[0], t[1], t[1] + t[2]))
+fragment = st.tuples(st.sampled_from(["chr1", "chr2", "chrX"]), st.integers(0, 70),
+                     st.integers(0, 30), st.sampled_from(["AAA-1", "CCC-1", "GGG-1", "TTT-1"]),
+                     st.integers(1, 4))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=12),
+       frags=st.lists(fragment, max_size=30),
+       mode=st.sampled_from(["insertion", "paired-insertion", "fragment"]),
+       shift=st.sampled_from([(0, 0), (4, -5)]),
+       use_count=st.booleans(),
+       allow=st.one_of(st.none(), st.lists(st.sampled_from(["CCC-1", "AAA-1", "NNN-1"]),
+                                            unique=True)),
+       min_fragments=st.integers(0, 3),
+       block_bytes=st.sampled_from([7, 64, 1 << 20]),
+       header=st.booleans(), gz=st.booleans())
+def test_matches_oracle(regions, frags, mode, shift, use_count, allow, min_fragments,
+                        block_bytes, header, gz):
+    lines = (["# id=test\n", "#\n"] if header else [])
+    lines += [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
+    _check(lines, regions, gz=gz, block_bytes=block_bytes, mode=mode, shift=shift,
+           use_count=use_count, barcodes=allow, min_fragments=min_fragments)
+
+
+def test_cut_sites_and_counts_by_hand():
+    regions = [("chr1", 0, 10), ("chr1", 10, 100), ("chr1", 5, 20), ("chr1", 0, 10)]
+    lines = ["chr1\t5\t20\tA\t7\n",     # cuts 5 and 19
+             "chr1\t19\t20\tA\t1\n",    # a 1 bp fragment: both cuts at 19
+             "chr1\t100\t101\tB\t1\n"]  # cut at 100 is past region 1 (half-open)
+    got = _check(lines, regions)
+    # region 3 repeats region 0: same counts; 2 cuts of one fragment in one region count 2
+    assert got.X.toarray().tolist() == [[1, 3, 4, 1], [0, 0, 0, 0]]
+    assert _check(lines, regions, mode="paired-insertion").X.toarray().tolist() == [
+        [1, 2, 2, 1], [0, 0, 0, 0]]
+    frag = _check(lines, regions, mode="fragment")
+    assert frag.X.toarray().tolist() == [[1, 2, 2, 1], [0, 0, 0, 0]]
+    assert _check(lines, regions, use_count=True).X.toarray()[0].tolist() == [7, 9, 16, 7]
+
+
+def test_shift_drops_negative_sites():
+    got = _check(["chr1\t2\t3\tA\t1\n"], [("chr1", 0, 10)], shift=(4, -5))
+    # left cut 2 + 4 = 6 counts; right cut 2 - 5 < 0 is not counted
+    assert got.X.toarray().tolist() == [[1]]
+
+
+def test_anndata_output_and_whitelist_file(tmp_path):
+    anndata = pytest.importorskip("anndata")
+    allow = tmp_path / "bc.txt"
+    allow.write_text("# kept cells\nCCC-1\nAAA-1\tother column\n\n")
+    lines = ["chr1\t5\t20\tAAA-1\t1\n", "chr1\t30\t40\tCCC-1\t1\n", "chr1\t1\t2\tZZZ-1\t1\n"]
+    ad = fragment_matrix(_write(lines), ["chr1:0-10", "chr1:10-100"], barcodes=allow)
+    assert isinstance(ad, anndata.AnnData)
+    assert list(ad.obs_names) == ["CCC-1", "AAA-1"]
+    assert ad.obs["n_fragments"].tolist() == [1, 1]
+    assert list(ad.var_names) == ["chr1:0-10", "chr1:10-100"]
+    assert ad.var["start"].tolist() == [0, 10] and ad.var["end"].tolist() == [10, 100]
+    assert ad.X.toarray().tolist() == [[0, 2], [1, 1]]
+
+
+def test_bundled_example_matches_oracle():
+    path = os.path.join(EXAMPLES, "fragments.tsv.gz")
+    with gzip.open(path, "rt") as fh:
+        lines = fh.readlines()
+    regions = []
+    with open(os.path.join(EXAMPLES, "universe.bed")) as fh:
+        for ln in fh:
+            c, s, e = ln.split("\t")[:3]
+            regions.append((c, int(s), int(e)))
+    tok = _tok(regions)
+    for mode in ("insertion", "paired-insertion", "fragment"):
+        got = fragment_matrix(path, tok, mode=mode, output="csr", block_bytes=4096)
+        names, X, n = oracle(lines, regions, mode=mode)
+        assert got.barcodes == names
+        np.testing.assert_array_equal(got.X.toarray(), X)
+        np.testing.assert_array_equal(got.n_fragments, n)
+        assert X.sum() > 0
+
+
+def test_errors(tmp_path):
+    path = _write(["chr1\t5\t20\tA\t1\n", "chr1\tx\t20\tA\t1\n"])
+    with pytest.raises(BedParseError, match=":2:"):
+        fragment_matrix(path, ["chr1:0-10"])
+    good = _write(["chr1\t5\t20\tA\t1\n"])
+    with pytest.raises(ValueError, match="mode"):
+        fragment_matrix(good, ["chr1:0-10"], mode="cuts")
+    with pytest.raises(ValueError, match="shift"):
+        fragment_matrix(good, ["chr1:0-10"], shift=4)
+    with pytest.raises(ValueError, match="output"):
+        fragment_matrix(good, ["chr1:0-10"], output="dense")
+    with pytest.raises(ValueError, match="repeats 'A'"):
+        fragment_matrix(good, ["chr1:0-10"], barcodes=["A", "B", "A"])
+    with pytest.raises(ValueError, match="min_fragments"):
+        fragment_matrix(good, ["chr1:0-10"], min_fragments=-1)
+    with pytest.raises(BedParseError, match="no such"):
+        fragment_matrix(str(tmp_path / "missing.tsv"), ["chr1:0-10"])
+    with pytest.raises(FileNotFoundError):
+        read_barcodes(tmp_path / "missing.txt")
+
+
+def test_damaged_names_and_files_are_refused(tmp_path):
+    """Issue 19 holds here too: two different invalid-UTF-8 barcodes are never merged into one
+    cell, a control byte in a barcode is refused at its line, a damaged .gz names the file."""
+    bad = tmp_path / "bad.tsv"
+    bad.write_bytes(b"chr1\t5\t20\tA\t1\nchr1\t5\t20\tB\xff\t1\nchr1\t5\t20\tB\xfe\t1\n")
+    with pytest.raises(BedParseError, match=r"bad.tsv:2: the barcode .* not valid UTF-8"):
+        fragment_matrix(bad, ["chr1:0-10"])
+    ctl = tmp_path / "ctl.tsv"
+    ctl.write_bytes(b"chr1\t5\t20\tA\x01\t1\n")
+    with pytest.raises(BedParseError, match=r"ctl.tsv:1: .*control byte"):
+        fragment_matrix(ctl, ["chr1:0-10"])
+    gz = tmp_path / "cut.tsv.gz"
+    gz.write_bytes(gzip.compress(b"chr1\t5\t20\tA\t1\n" * 1000)[:-20])
+    with pytest.raises(BedParseError, match="cut.tsv.gz"):
+        fragment_matrix(gz, ["chr1:0-10"])
+
+
+# --------------------------------------------------------------------------- SnapATAC2 parity
+def _snapatac2_matrix(frag_path, peaks, chrom_sizes, mode):
+    snap = pytest.importorskip("snapatac2")
+    ad = snap.pp.import_fragments(frag_path, chrom_sizes=chrom_sizes, min_num_fragments=0,
+                                  sorted_by_barcode=False, chrM=[], n_jobs=1)
+    pm = snap.pp.make_peak_matrix(ad, use_rep=peaks, counting_strategy=mode)
+    return list(pm.obs_names), pm.X.toarray(), list(pm.var_names)
+
+
+@pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
+def test_equals_snapatac2(mode, tmp_path):
+    pytest.importorskip("snapatac2")
+    rng = np.random.default_rng(7)
+    sizes = {"chr1": 5000, "chr2": 3000}
+    lines = []
+    for _ in range(3000):
+        c = "chr1" if rng.random() < 0.6 else "chr2"
+        a = int(rng.integers(0, sizes[c] - 400))
+        b = a + int(rng.integers(20, 400))
+        lines.append((c, a, b, f"BC{int(rng.integers(0, 40)):02d}-1", int(rng.integers(1, 4))))
+    lines.sort(key=lambda t: (t[0], t[1], t[2], t[3]))
+    path = tmp_path / "frags.tsv.gz"
+    with gzip.open(path, "wt") as fh:
+        fh.writelines(f"{c}\t{a}\t{b}\t{bc}\t{k}\n" for c, a, b, bc, k in lines)
+    peaks = []
+    for c, n in (("chr1", 25), ("chr2", 15)):
+        starts = np.sort(rng.choice(np.arange(0, sizes[c] - 200, 150), n, replace=False))
+        peaks += [f"{c}:{int(s)}-{int(s) + int(rng.integers(50, 149))}" for s in starts]
+    names, X, var = _snapatac2_matrix(str(path), peaks, sizes, mode)
+    ours = fragment_matrix(path, peaks, mode=mode)
+    ours = ours[names]  # SnapATAC2's cell order
+    assert var == list(ours.var_names)
+    np.testing.assert_array_equal(ours.X.toarray(), X)
+
+
+# ------------------------------------------------------------- tokens the ATAC way (tokenize_fragments)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=10, unique=True),
+       frags=st.lists(fragment, max_size=25), shift=st.sampled_from([(0, 0), (4, -5)]))
+def test_tokenize_fragments_insertion_mode(regions, frags, shift):
+    from genotok import tokenize_fragments
+
+    regions = sorted(regions)
+    lines = [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
+    path = _write(lines)
+    tok = _tok(regions)
+    names, X, _ = oracle(lines, regions, shift=shift)
+    got_names, rows = tokenize_fragments(path, tok, mode="insertion", shift=shift,
+                                         unknown="region")
+    assert got_names == names
+    unk = tok.universe.unk_token_id
+    for i, bc in enumerate(names):
+        cols = np.flatnonzero(X[i])
+        missed = 0  # fragments none of whose cut sites is in a region: one <unk> per cell
+        for line in lines:
+            c, a, b, cell = line.split("\t")[:4]
+            if cell != bc:
+                continue
+            sites = [int(a) + shift[0], int(b) - 1 + shift[1]]
+            if not any(p >= 0 and rc == c and s <= p < e for p in sites for rc, s, e in regions):
+                missed += 1
+        want = cols.tolist() + ([unk] if missed else [])
+        assert rows[i].tolist() == want
+        assert rows.row_values(i).tolist() == X[i, cols].tolist() + ([missed] if missed else [])
+
+
+def test_tokenize_fragments_encodings_equal_matrix_path(tmp_path):
+    from genotok import tokenize_anndata, tokenize_fragments
+
+    rng = np.random.default_rng(5)
+    regions = [("chr1", s, s + 100) for s in range(0, 2000, 100)]  # every site hits a region
+    lines = [f"chr1\t{a}\t{a + int(rng.integers(1, 300))}\tBC{int(rng.integers(0, 6))}\t1\n"
+             for a in rng.integers(0, 1600, 200)]
+    path = _write(lines)
+    tok = _tok(regions)
+    ad = fragment_matrix(path, tok)
+    for kw in ({"bins": 7}, {"normalize": "total", "rank": "median", "order": "value"}):
+        _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, **kw)
+        assert rows == tokenize_anndata(ad, tok, values=True, **kw)
+        np.testing.assert_allclose(rows.values,
+                                   tokenize_anndata(ad, tok, values=True, **kw).values)
+
+
+@pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
+def test_bundled_example_equals_snapatac2(mode):
+    pytest.importorskip("snapatac2")
+    path = os.path.join(EXAMPLES, "fragments.tsv.gz")
+    bed = os.path.join(EXAMPLES, "universe.bed")
+    with open(bed) as fh:
+        peaks = [f"{c}:{s}-{e}" for c, s, e in (ln.split()[:3] for ln in fh)]
+    sizes: dict[str, int] = {}
+    with gzip.open(path, "rt") as fh:
+        for ln in fh:
+            if not ln.startswith("#"):
+                c, _, e = ln.split("\t")[:3]
+                sizes[c] = max(sizes.get(c, 0), int(e) + 1)
+    for p in peaks:
+        c, rest = p.rsplit(":", 1)
+        sizes[c] = max(sizes.get(c, 0), int(rest.split("-")[1]) + 1)
+    names, X, var = _snapatac2_matrix(path, peaks, sizes, mode)
+    ours = fragment_matrix(path, _tok([(p.rsplit(":", 1)[0], *map(int, p.rsplit(":", 1)[1]
+                                                                 .split("-"))) for p in peaks]),
+                           mode=mode)[names]
+    assert var == list(ours.var_names)
+    np.testing.assert_array_equal(ours.X.toarray(), X)
+    assert X.sum() > 0
+
+
+def test_tokenize_fragments_with_given_medians():
+    from genotok import tokenize_fragments
+
+    lines = ["chr1\t5\t20\tA\t1\n", "chr1\t50\t60\tA\t1\n", "chr1\t5\t60\tB\t1\n"]
+    path = _write(lines)
+    tok = _tok([("chr1", 0, 10), ("chr1", 10, 100)])
+    _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, unknown="drop",
+                                 rank=np.array([2.0, 4.0, 1.0]), order="value")
+    # A: region 0 has 1 cut (1/2), region 1 has 3 cuts (3/4); B: 1/2 and 1/4
+    assert rows.to_list() == [[1, 0], [0, 1]]
+    np.testing.assert_allclose(rows.values, [0.75, 0.5, 0.5, 0.25])
