@@ -38,7 +38,7 @@ ROOMS = [
     ("training", 7, ["genotok.data", "genotok.sampling", "genotok.torch_data",
                      "genotok.lightning", "genotok.plot"]),
     ("cli", 8, ["genotok.cli"]),
-    ("root", 9, ["genotok", "genotok.__main__", "genotok._warmup"]),
+    ("root", 9, ["genotok", "genotok.__main__", "genotok._warmup", "genotok._moved"]),
 ]
 
 
