@@ -149,7 +149,7 @@ def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
 def test_compile_notice_once_when_the_cache_is_cold(tmp_path):
     # two compilations (one kernel, two signatures) in a process with an empty cache: one line
     code = ("import numpy as np\n"
-            "from genotok import corpus\n"
+            "from genotok.formats.corpus import reader as corpus\n"
             "for dt in (np.int64, np.uint16):\n"
             "    out = np.zeros(2, dt)\n"
             "    corpus._gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
