@@ -305,7 +305,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_universe(args) -> int:
-    from ..build import builders as build
+    from .. import build
     from ..pipeline.run import expand_inputs
 
     progress = not args.quiet and sys.stderr.isatty()

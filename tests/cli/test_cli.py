@@ -471,7 +471,7 @@ def test_subprocess_readme_first_command(tmp_path):
 
 # ------------------------------------------------------------------ the same rule in the Python API
 def test_python_writers_refuse_to_overwrite(tmp_path):
-    from genotok.build.builders import merge
+    from genotok.build import merge
 
     result = merge([Q])
     out = result.write(tmp_path / "u.bed")
