@@ -215,14 +215,12 @@ KNOWN = {
     ("size", "genotok/kernels/cells.py"),
     ("size", "genotok/kernels/overlap.py"),
     ("size", "genotok/kernels/parse.py"),
-    ("size", "genotok/pipeline/run.py"),
     ("size", "genotok/regions.py"),
     ("size", "genotok/singlecell/anndata.py"),
     ("size", "genotok/tokenizer.py"),
     ("circle", "genotok/formats/corpus/reader.py"),
     ("circle", "genotok/pretrained.py"),
     ("circle", "genotok/singlecell/anndata.py"),
-    ("circle", "genotok/pipeline/dask.py"),
 }
 
 

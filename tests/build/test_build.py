@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import BedParseError, GenotokError, RegionSet, UniverseError
-from genotok import build
+from genotok import BedParseError, GenotokError, RegionSet, UniverseError, build
 from genotok.build import streaming
 from genotok.kernels import build as bk
 from tests import naive_build as naive

@@ -143,12 +143,12 @@ def test_pretokenize_config(tmp_path, capsys):
 
 
 def test_pretokenize_interrupted_exits_130(tmp_path, capsys, monkeypatch):
-    import genotok.pipeline.run
+    import genotok.pipeline
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(genotok.pipeline.run, "pretokenize", interrupted)
+    monkeypatch.setattr(genotok.pipeline, "pretokenize", interrupted)
     code, _, err = run(["pretokenize", "--universe", U, "--out", str(tmp_path / "c"), PEAKS],
                        capsys)
     assert code == 130 and err == "genotok: interrupted; re-run the same command to resume\n"
@@ -502,3 +502,4 @@ def test_single_cell_outputs_take_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match="overwrite=True"):
         tokenize_fragments(frag, tok, output=str(fout))
     assert tokenize_fragments(frag, tok, output=str(fout), overwrite=True).names == ["AAA-1"]
+
