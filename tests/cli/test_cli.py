@@ -583,3 +583,30 @@ def test_every_subcommand_succeeds_and_fails_cleanly(command, corpus, tmp_path, 
     got, _, err = run(ok(tmp_path / "ok", corpus), capsys)
     assert got == 0, err
     assert_error(run(bad(tmp_path / "bad", corpus), capsys), code, fragment)
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return [leaf for sub in action.choices.values() for leaf in _leaf_parsers(sub)]
+    return [parser]
+
+
+def test_one_flag_vocabulary():
+    """Every command spells a concept one way: -o/--out, -q/--quiet, --threads, --overwrite,
+    --config (old spellings stay hidden from --help, and warn)."""
+    from genotok.cli import build_parser
+
+    pairs = {"--out": ["-o", "--out"], "--quiet": ["-q", "--quiet"], "--threads": ["--threads"],
+             "--overwrite": ["--overwrite"], "--config": ["--config"]}
+    other = {"--output", "--force", "--n-threads", "--nthreads", "--jobs", "--progress",
+             "--verbose", "--silent", "--toml"}
+    for leaf in _leaf_parsers(build_parser()):
+        for action in leaf._actions:
+            if action.help == argparse.SUPPRESS or not action.option_strings:
+                continue
+            long = action.option_strings[-1]
+            assert long not in other, f"{leaf.prog}: {long}"
+            if long in pairs:
+                assert action.option_strings == pairs[long], f"{leaf.prog}: {action.option_strings}"
+        assert "--quiet" in {s for a in leaf._actions for s in a.option_strings}, leaf.prog
