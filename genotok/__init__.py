@@ -4,7 +4,7 @@ from . import _moved
 from ._examples import examples_dir
 from ._version import __version__
 from ._warmup import warmup
-from .build.builders import coverage_cutoff, merge, tile, top_k, write_universe
+from .build import coverage_cutoff, merge, tile, top_k, write_universe
 from .errors import (
     AnnDataError,
     BedParseError,

@@ -87,7 +87,7 @@ class _Sink:
 
 def _open_any(path: str):
     """A corpus (file or directory) or a single .gtok list."""
-    from ..formats.corpus.reader import Corpus
+    from ..formats.corpus import Corpus
     from ..formats.gtok import read_gtok
 
     p = Path(path)
@@ -101,7 +101,7 @@ def _open_any(path: str):
 
 # ------------------------------------------------------------------------- subcommands
 def cmd_tokenize(args) -> int:
-    from ..pipeline.run import expand_inputs
+    from ..pipeline import expand_inputs
 
     inputs = list(args.inputs)
     if not (args.universe or args.config):
@@ -131,7 +131,7 @@ def cmd_tokenize(args) -> int:
 
 
 def cmd_pretokenize(args) -> int:
-    from ..pipeline.run import pretokenize
+    from ..pipeline import pretokenize
 
     tok = _tokenizer(args)
     client = None
@@ -212,7 +212,7 @@ def cmd_decode(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from ..formats.corpus.reader import Corpus
+    from ..formats.corpus import Corpus
 
     corpus = Corpus.open(args.path)
     problems = corpus.verify()
@@ -244,7 +244,7 @@ def _export_format(out: str, given: str | None) -> str:
 
 
 def cmd_export(args) -> int:
-    from ..formats.corpus.reader import Corpus, export_gtok_dir, export_parquet
+    from ..formats.corpus import Corpus, export_gtok_dir, export_parquet
 
     out = _out(args, args.out_positional)
     fmt = _export_format(out, args.format)
@@ -269,7 +269,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..formats.corpus.reader import import_gtok_dir, import_parquet
+    from ..formats.corpus import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
     fmt = args.format
@@ -305,8 +305,8 @@ def cmd_import(args) -> int:
 
 
 def cmd_universe(args) -> int:
-    from ..build import builders as build
-    from ..pipeline.run import expand_inputs
+    from .. import build
+    from ..pipeline import expand_inputs
 
     progress = not args.quiet and sys.stderr.isatty()
     hashing = not args.no_hash

@@ -433,3 +433,30 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"genotok: error: {_one_line(text)}", file=sys.stderr)
         return code
+
+
+def build_cli(argv: list[str] | None = None) -> int:
+    """Deprecated: ``genotok.build.build_cli(argv)`` is ``main(["universe", *argv])``.
+
+    Warns (``DeprecationWarning``) and runs the ``genotok universe {tile,merge,consensus,top}``
+    commands: the exit code is 0 on success, 2 on a usage error and 1 on a failure, with one
+    ``genotok: error: …`` line on stderr.
+
+    Examples
+    --------
+    >>> import os, tempfile, warnings
+    >>> from pathlib import Path
+    >>> d = tempfile.mkdtemp()
+    >>> sizes = os.path.join(d, "g.sizes")
+    >>> _ = Path(sizes).write_text("chr1\\t25\\n")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     build_cli(["tile", "-q", "--chrom-sizes", sizes, "--size", "10", "-o",
+    ...                os.path.join(d, "t.bed")])
+    0
+    >>> Path(d, "t.bed").read_text().splitlines()[-1]
+    'chr1\\t20\\t25'
+    """
+    warnings.warn("genotok.build.build_cli is deprecated; use genotok.cli.main(['universe', …]) "
+                  "(the 'genotok universe' command)", DeprecationWarning, stacklevel=2)
+    return main(["universe", *(sys.argv[1:] if argv is None else argv)])

@@ -9,26 +9,22 @@ is lost or duplicated and the record order equals an uninterrupted run.
 
 Safe against what it reads and against being killed (issue 19):
 
-- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
-  whole run and released by the kernel however the holder ends, so it is never stale; a second
-  run is told ``locked by host:pid since …``;
-- a kill at any instant leaves a directory that resumes: every file is written to a temporary
-  name and renamed, and the next run first removes the temporary files of ours it finds
-  (``.journal.json.XXXXXXXX.tmp`` …; never another name);
+- one run at a time per directory, and a directory that resumes after a kill at any instant:
+  see :mod:`genotok.pipeline.journal` (the lock, the journal, the clean-up of temporary files);
 - record names that become file names (``gtok-dir``) are spelled by
   :func:`genotok._names.to_file_stem`: no barcode can name a path outside the directory;
 - with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
   ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
+
+The plan (inputs, kinds, batches, settings) is :mod:`genotok.pipeline.plan`; on a Dask
+cluster the batches run through :mod:`genotok.pipeline.dask`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import json
 import os
-import re
-import socket
 import stat
 import time
 import warnings
@@ -45,33 +41,26 @@ from .._io import atomic_write, default_hash, file_digest
 from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
-from ..errors import GenotokError, UniverseMismatchError
-from ..formats.corpus.reader import MANIFEST, Corpus, CorpusWriter, write_manifest
+from ..errors import GenotokError
+from ..formats.corpus import Corpus, CorpusWriter, write_manifest
+from ..formats.corpus.reader import MANIFEST
 from ..formats.gtok import write_gtok
 from ..ragged import Ragged
 from ..regions import RegionSet
+from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
+from .plan import (
+    PipelineError,
+    _batches,
+    _condition_settings,
+    _encoding_settings,
+    _input_id,
+    _plan,
+    expand_inputs,
+    input_kind,
+    record_name,
+)
 
-BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
-                ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
-H5AD_SUFFIXES = (".h5ad",)
-FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
-JOURNAL = "journal.json"
-LOCK = ".genotok.lock"
-#: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
-#: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
-_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
-                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
-
-
-class PipelineError(GenotokError):
-    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output).
-
-    Examples
-    --------
-    >>> issubclass(PipelineError, GenotokError)
-    True
-    """
-
+__all__ = ["RunSummary", "pretokenize"]
 
 @dataclass
 class RunSummary:
@@ -133,194 +122,6 @@ def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
             f"{tokenizer.universe.source or 'the universe'} the right universe for these inputs "
             "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
             UserWarning, stacklevel=3)
-
-
-def input_kind(path: str | os.PathLike) -> str:
-    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
-
-    Examples
-    --------
-    >>> input_kind("a.narrowPeak.gz"), input_kind("pbmc.h5ad"), input_kind("fragments.tsv.gz")
-    ('bed', 'h5ad', 'fragments')
-    """
-    low = os.fspath(path).lower()
-    if low.endswith(H5AD_SUFFIXES):
-        return "h5ad"
-    if low.endswith(FRAGMENT_SUFFIXES):
-        return "fragments"
-    return "bed"
-
-
-def _is_input(path: str) -> bool:
-    return path.lower().endswith(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES)
-
-
-def expand_inputs(inputs) -> list[Path]:
-    """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
-
-    A list file holds one path per line (relative to the list file; ``#`` comments allowed).
-
-    Examples
-    --------
-    >>> import genotok
-    >>> [p.name for p in expand_inputs(genotok.examples_dir() / "peaks")][:2]
-    ['sample0.narrowPeak', 'sample1.narrowPeak']
-    """
-    if isinstance(inputs, (str, os.PathLike)):
-        inputs = [inputs]
-    out: list[Path] = []
-    for item in inputs:
-        s = os.fspath(item)
-        if s.startswith("@"):
-            lst = Path(s[1:])
-            if not lst.is_file():
-                raise PipelineError(f"{lst}: no such list file")
-            for line in lst.read_text().splitlines():
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    p = Path(line)
-                    out.extend(expand_inputs([p if p.is_absolute() else lst.parent / p]))
-        elif os.path.isdir(s):
-            found = sorted(p for p in Path(s).iterdir() if p.is_file() and _is_input(p.name))
-            if not found:
-                raise PipelineError(f"{s}: directory holds no BED-like files ({', '.join(BED_SUFFIXES[:4])}, …)")
-            out.extend(found)
-        elif os.path.exists(s):
-            out.append(Path(s))
-        else:
-            matches = sorted(glob.glob(s))
-            if not matches:
-                raise PipelineError(f"{s}: no such file, directory or matching glob")
-            out.extend(Path(m) for m in matches if os.path.isfile(m))
-    seen, unique = set(), []
-    for p in out:
-        key = os.path.abspath(p)  # two names (links) for one file are two inputs
-        if key in seen:
-            raise PipelineError(f"{p}: given twice; each input must appear once")
-        seen.add(key)
-        unique.append(p)
-    return unique
-
-
-def record_name(path: Path) -> str:
-    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``).
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> record_name(Path("data/GSM123.narrowPeak.gz"))
-    'GSM123'
-    """
-    name = path.name
-    low = name.lower()
-    for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
-        if low.endswith(suf):
-            return name[: -len(suf)]
-    return name
-
-
-def _input_id(p: Path) -> dict:
-    try:
-        st = p.stat()
-    except OSError:  # vanished since it was listed: its batch reports it (or fails)
-        return {"path": str(p), "size": None, "mtime_ns": None}
-    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-@contextlib.contextmanager
-def _lock(directory: Path):
-    """Hold the output directory's lock for the body: an exclusive ``flock`` on
-    ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
-    too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
-    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
-    locks, which other hosts see; a file system without locks is refused with a clear error.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> d = Path(tempfile.mkdtemp())
-    >>> with _lock(d):
-    ...     try:
-    ...         with _lock(d):
-    ...             pass
-    ...     except PipelineError as exc:
-    ...         print("refused:", "locked by" in str(exc))
-    refused: True
-    """
-    path = directory / LOCK
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            _flock(fd, directory)
-        except BaseException:
-            os.close(fd)
-            raise
-        # the holder we waited on may have removed the file before we locked it: a lock on
-        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
-    try:
-        info = {"host": socket.gethostname(), "pid": os.getpid(),
-                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # while still locked: whoever opens it next makes a new file
-        os.close(fd)  # releases the lock
-
-
-def _flock(fd: int, directory: Path) -> None:
-    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
-    naming who holds it (or saying that the file system cannot lock)."""
-    import errno
-
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
-                            "(fcntl), which this platform lacks; run it on Linux or macOS "
-                            "(or WSL)") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
-                                "here); wait for it to finish or choose another --out") from None
-        raise PipelineError(f"{directory}: the file system cannot lock files "
-                            f"({exc.strerror or exc}), so two runs writing here could not be "
-                            "kept apart; write to a local directory (and move it), or mount "
-                            "with locking enabled") from None
-
-
-def _holder(fd: int) -> str:
-    """``locked by host:pid since …`` from the lock file's record (written just after the
-    holder took the lock: it may be missing for an instant)."""
-    try:
-        info = json.loads(os.pread(fd, 4096, 0).decode())
-        return f"locked by {info['host']}:{info['pid']} since {info['since']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        return "locked by another process"
-
-
-def _clean_temp_files(out: Path) -> list[str]:
-    """Remove the temporary files a killed run left in ``out``: only names that our own
-    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
-    ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
-    Called with the directory's lock held, so no live run owns them."""
-    removed = []
-    for p in out.iterdir():
-        if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
-            with contextlib.suppress(FileNotFoundError):
-                p.unlink()
-            removed.append(p.name)
-    return removed
 
 
 #: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
@@ -455,13 +256,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
             algo = _journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
-                "format": format, "files_per_shard": files_per_shard, "inputs": ids,
-                "hash": algo}
-        if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
-            plan["values_encoding"] = encoding
-        if conditions is not None:
-            plan["conditions"] = conditions
+        plan = _plan(tokenizer, format, files_per_shard, ids, algo, encoding, conditions)
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
@@ -470,8 +265,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         if client is not None:
             from .dask import run_batches
 
-            run_batches(client, tokenizer, paths, batches, out, journal, format, on_error, algo,
-                        enc)
+            run_batches(client, _run_batch, _save_journal, tokenizer, paths, batches, out,
+                        journal, format, on_error, algo, enc)
         else:
             bar = _progress(len(paths), quiet, "pretokenize")
             for b, batch in enumerate(batches):
@@ -494,56 +289,6 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     return summary
 
 
-def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, log1p, rank,
-                       bins) -> dict | None:
-    """The value-encoding settings of a run (``None``: none asked), checked against its
-    inputs before anything is read or written."""
-    if normalize is None and not log1p and rank is None and bins is None:
-        return None
-    from ..singlecell.values import ValueEncoding
-
-    if rank not in (None, "median"):
-        raise ValueError(f"rank must be None or 'median' (the medians of all inputs), got "
-                         f"{rank!r}")
-    ValueEncoding(normalize, target_sum, log1p, np.zeros(0) if rank else None, None, bins)
-    asked = [f"{k}={v!r}" for k, v in (("normalize", normalize), ("log1p", log1p),
-                                       ("rank", rank), ("bins", bins)) if v not in (None, False)]
-    bed = [p for p in paths if input_kind(p) == "bed"]
-    if bed:
-        raise PipelineError(f"{bed[0]}: a BED input has no values to encode ({', '.join(asked)} "
-                            "apply to .h5ad and fragment files only); pre-tokenize the BED "
-                            "files in a run without value encodings")
-    if format != "corpus":
-        raise PipelineError(f"format={format!r} stores token ids only, not the encoded values "
-                            f"({', '.join(asked)}); use format='corpus'")
-    kinds = {input_kind(p) for p in paths}
-    if rank == "median" and len(kinds) > 1:
-        raise PipelineError("rank='median' needs one feature space for all inputs, but the "
-                            ".h5ad files' features are their var (peaks) and the fragment "
-                            "files' the universe's tokens; pre-tokenize them in two runs")
-    return {"normalize": normalize, "target_sum": float(target_sum), "log1p": bool(log1p),
-            "rank": rank, "bins": None if bins is None else int(bins)}
-
-
-def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
-    """The condition-token settings of a run (``None``: none asked), checked against its
-    inputs: only ``.h5ad`` files have ``obs`` columns."""
-    if isinstance(prepend, str):
-        raise TypeError(f"prepend takes a list of obs columns, got the string {prepend!r} "
-                        f"(write prepend=[{prepend!r}])")
-    prepend = [str(c) for c in prepend]
-    if unknown not in ("unk", "error"):
-        raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
-    if not prepend and not add_cls:
-        return None
-    other = [p for p in paths if input_kind(p) != "h5ad"]
-    if other:
-        raise PipelineError(f"{other[0]}: prepend= and add_cls= take cells from .h5ad inputs "
-                            "(their obs columns); BED and fragment inputs have none: "
-                            "pre-tokenize them in a run without condition tokens")
-    return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
-
-
 def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
                      n_threads) -> dict:
     """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
@@ -554,7 +299,7 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
     if encoding["rank"] != "median":
         return kw
     if "medians" not in journal:
-        from ..singlecell.values import feature_medians
+        from ..singlecell import feature_medians
 
         _check_same_var(paths)
         medians, method = feature_medians(
@@ -602,32 +347,12 @@ def _check_same_var(paths: list[Path]) -> None:
                                 "inputs must have the same features in the same order")
 
 
-def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
-    """BED files in groups of ``files_per_shard``; every single-cell file a batch of its own."""
-    out: list[list[int]] = []
-    run: list[int] = []
-    for i, p in enumerate(paths):
-        if input_kind(p) != "bed":
-            if run:
-                out.append(run)
-                run = []
-            out.append([i])
-            continue
-        run.append(i)
-        if len(run) == files_per_shard:
-            out.append(run)
-            run = []
-    if run:
-        out.append(run)
-    return out
-
-
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
                algo: str, enc: dict | None = None) -> dict:
     """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
     ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
     :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
-    from ..singlecell.anndata import obs_names, tokenize_anndata, tokenize_fragments
+    from ..singlecell import obs_names, tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
     enc = enc or {}
@@ -783,49 +508,6 @@ def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
             raise
         return None, None, str(exc), None
     return parsed
-
-
-def _journal_hash(out: Path) -> str | None:
-    """The input hash of the run journaled in ``out`` (None when there is none to resume), so
-    a run started where xxhash is installed resumes with the same hash, or says what is missing,
-    instead of refusing the directory as another run."""
-    try:
-        algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return algo if algo in ("xxh3_128", "sha256") else None
-
-
-def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
-    jpath = out / JOURNAL
-    if jpath.exists() and not overwrite:
-        try:
-            journal = json.loads(jpath.read_text())
-        except json.JSONDecodeError:
-            raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
-        if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
-            raise UniverseMismatchError(f"{out}: was written with another universe; use another "
-                                        "--out or --overwrite")
-        if journal.get("plan") != plan:
-            raise PipelineError(f"{out}: holds a run with other inputs or settings; use another "
-                                "--out, or --overwrite to start again")
-        return journal
-    if overwrite:
-        for p in out.glob("shard-*.gtokc"):
-            p.unlink()
-        for name in (JOURNAL, MANIFEST):
-            (out / name).unlink(missing_ok=True)
-    elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
-        raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
-                            "new directory")
-    journal = {"plan": plan, "done": {}}
-    _save_journal(out, journal)
-    return journal
-
-
-def _save_journal(out: Path, journal: dict) -> None:
-    with atomic_write(out / JOURNAL, "w") as fh:
-        fh.write(json.dumps(journal))  # one shot: C encoder (json.dump streams it in Python)
 
 
 def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0: float) -> RunSummary:

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import BedParseError, GenotokError, RegionSet, UniverseError
-from genotok.build import builders as build
+from genotok import BedParseError, GenotokError, RegionSet, UniverseError, build
+from genotok.build import streaming
 from genotok.kernels import build as bk
 from tests import naive_build as naive
 
@@ -48,13 +48,13 @@ def as_sets(sets, kind: str, tmp_path=None):
 
 @contextlib.contextmanager
 def folding_at(rows: int):
-    """Run with build._MIN_FOLD = rows (small values fold after every input), then restore it."""
-    old = build._MIN_FOLD
-    build._MIN_FOLD = rows
+    """Run with streaming._MIN_FOLD = rows (small values fold after every input), then restore it."""
+    old = streaming._MIN_FOLD
+    streaming._MIN_FOLD = rows
     try:
         yield
     finally:
-        build._MIN_FOLD = old
+        streaming._MIN_FOLD = old
 
 
 # ---------------------------------------------------------------------------- order and tiles

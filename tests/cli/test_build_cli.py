@@ -1,4 +1,5 @@
-"""`genotok universe …`: exit codes, outputs, sidecars and messages of build_cli."""
+"""`genotok universe …`: exit codes, outputs, sidecars and messages (and the deprecated
+`genotok.build.build_cli` alias)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 
 from genotok import RegionSet
-from genotok.build.builders import build_cli
+from genotok.cli import main
 from tests import naive_build as naive
 
 SETS = [[("chr2", 5, 9), ("chr1", 0, 4), ("chr1", 20, 30)],
@@ -23,6 +24,22 @@ def inputs(tmp_path):
         p.write_bytes(naive.bed_text(s))
         paths.append(str(p))
     return paths
+
+
+def build_cli(argv: list[str]) -> int:
+    """``genotok universe ARGV`` (what the deprecated ``genotok.build.build_cli`` runs)."""
+    return main(["universe", *argv])
+
+
+def test_build_cli_is_a_deprecated_alias(tmp_path, inputs):
+    from genotok.build import build_cli as old
+
+    out = tmp_path / "u.bed"
+    with pytest.warns(DeprecationWarning, match="build_cli is deprecated"):
+        assert old(["merge", "-q", "-o", str(out), *inputs]) == 0
+    assert _read(out) == ["chr1:0-8", "chr1:20-40", "chr2:5-9", "chrX:1-2"]
+    with pytest.warns(DeprecationWarning):
+        assert old(["merge", "-q", "-o", str(out), *inputs]) == 1  # exists: the cli's error
 
 
 def _read(path) -> list[str]:

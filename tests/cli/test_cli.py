@@ -7,6 +7,7 @@ in-process through ``genotok.cli.main`` (fast); a few go through ``python -m gen
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -143,12 +144,12 @@ def test_pretokenize_config(tmp_path, capsys):
 
 
 def test_pretokenize_interrupted_exits_130(tmp_path, capsys, monkeypatch):
-    import genotok.pipeline.run
+    import genotok.pipeline
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(genotok.pipeline.run, "pretokenize", interrupted)
+    monkeypatch.setattr(genotok.pipeline, "pretokenize", interrupted)
     code, _, err = run(["pretokenize", "--universe", U, "--out", str(tmp_path / "c"), PEAKS],
                        capsys)
     assert code == 130 and err == "genotok: interrupted; re-run the same command to resume\n"
@@ -471,7 +472,7 @@ def test_subprocess_readme_first_command(tmp_path):
 
 # ------------------------------------------------------------------ the same rule in the Python API
 def test_python_writers_refuse_to_overwrite(tmp_path):
-    from genotok.build.builders import merge
+    from genotok.build import merge
 
     result = merge([Q])
     out = result.write(tmp_path / "u.bed")
@@ -502,3 +503,110 @@ def test_single_cell_outputs_take_overwrite(tmp_path):
     with pytest.raises(FileExistsError, match="overwrite=True"):
         tokenize_fragments(frag, tok, output=str(fout))
     assert tokenize_fragments(frag, tok, output=str(fout), overwrite=True).names == ["AAA-1"]
+
+
+# ------------------------------------------------------------------ every subcommand, from the parser
+def _leaf_commands(parser: argparse.ArgumentParser, prefix: tuple = ()) -> list[str]:
+    """Every runnable command of the parser ("universe merge", …), read from argparse itself."""
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out.extend(_leaf_commands(sub, (*prefix, name)))
+            return out
+    return [" ".join(prefix)]
+
+
+def _sizes(t: Path) -> str:
+    (t / "g.sizes").write_text("chr1\t25\n")
+    return str(t / "g.sizes")
+
+
+def _gtok_dir(t: Path) -> str:
+    (t / "gtoks").mkdir()
+    write_gtok(t / "gtoks" / "a.gtok", [1, 2])
+    return str(t / "gtoks")
+
+
+#: command -> (argv of a success, argv of a failure, its exit code, a fragment of its message);
+#: each argv is a function of (a fresh directory, the module's corpus)
+CASES = {
+    "pretokenize": (lambda t, c: ["pretokenize", "-q", "--universe", U, "--out", str(t / "p"), Q],
+                    lambda t, c: ["pretokenize", "--universe", U, "--out", str(t / "p"),
+                                  str(t / "missing.bed")], 1, "missing.bed: no such file"),
+    "tokenize": (lambda t, c: ["tokenize", "--universe", U, "--summary", Q],
+                 lambda t, c: ["tokenize", "--universe", U, "--order", "random", Q], 2,
+                 "argument --order: invalid choice"),
+    "info": (lambda t, c: ["info", c], lambda t, c: ["info", str(t / "nothing")], 1, "nothing"),
+    "decode": (lambda t, c: ["decode", "--universe", U, c, "--record", "1"],
+               lambda t, c: ["decode", "--universe", U, c, "--record", "99"], 2,
+               "has 5 records (0..4)"),
+    "verify": (lambda t, c: ["verify", "-q", c], lambda t, c: ["verify", str(t / "nothing")], 1,
+               "nothing"),
+    "export": (lambda t, c: ["export", "-q", c, str(t / "gtoks")],
+               lambda t, c: ["export", c, str(t / "tokens.csv")], 2,
+               "cannot tell the output format of"),
+    "import": (lambda t, c: ["import", "-q", "--universe", U, _gtok_dir(t), str(t / "c.gtokc")],
+               lambda t, c: ["import", _gtok_dir(t), str(t / "c.gtokc")], 2,
+               "needs the universe"),
+    "universe tile": (lambda t, c: ["universe", "tile", "-q", "--chrom-sizes", _sizes(t),
+                                    "--size", "10", "-o", str(t / "u.bed")],
+                      lambda t, c: ["universe", "tile", "--chrom-sizes", _sizes(t), "--size", "0",
+                                    "-o", str(t / "u.bed")], 2, "argument --size"),
+    "universe merge": (lambda t, c: ["universe", "merge", "-q", "-o", str(t / "u.bed"), Q],
+                       lambda t, c: ["universe", "merge", "-o", str(t / "u.bed"),
+                                     str(t / "missing.bed")], 1, "missing.bed"),
+    "universe consensus": (lambda t, c: ["universe", "consensus", "-q", "--min-count", "1", "-o",
+                                         str(t / "u.bed"), Q],
+                           lambda t, c: ["universe", "consensus", "-o", str(t / "u.bed"), Q], 2,
+                           "one of the arguments --min-count --min-fraction is required"),
+    "universe top": (lambda t, c: ["universe", "top", "-q", "--candidate", U, "--max-regions",
+                                   "10", "-o", str(t / "u.bed"), Q],
+                     lambda t, c: ["universe", "top", "--candidate", str(t / "nothing.bed"),
+                                   "--max-regions", "10", "-o", str(t / "u.bed"), Q], 1,
+                     "nothing.bed"),
+}
+
+
+def test_every_subcommand_has_a_success_and_an_error_case():
+    """A new subcommand fails here until it has its line in CASES."""
+    from genotok.cli import build_parser
+
+    assert sorted(_leaf_commands(build_parser())) == sorted(CASES)
+
+
+@pytest.mark.parametrize("command", sorted(CASES))
+def test_every_subcommand_succeeds_and_fails_cleanly(command, corpus, tmp_path, capsys):
+    ok, bad, code, fragment = CASES[command]
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "bad").mkdir()
+    got, _, err = run(ok(tmp_path / "ok", corpus), capsys)
+    assert got == 0, err
+    assert_error(run(bad(tmp_path / "bad", corpus), capsys), code, fragment)
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return [leaf for sub in action.choices.values() for leaf in _leaf_parsers(sub)]
+    return [parser]
+
+
+def test_one_flag_vocabulary():
+    """Every command spells a concept one way: -o/--out, -q/--quiet, --threads, --overwrite,
+    --config (old spellings stay hidden from --help, and warn)."""
+    from genotok.cli import build_parser
+
+    pairs = {"--out": ["-o", "--out"], "--quiet": ["-q", "--quiet"], "--threads": ["--threads"],
+             "--overwrite": ["--overwrite"], "--config": ["--config"]}
+    other = {"--output", "--force", "--n-threads", "--nthreads", "--jobs", "--progress",
+             "--verbose", "--silent", "--toml"}
+    for leaf in _leaf_parsers(build_parser()):
+        for action in leaf._actions:
+            if action.help == argparse.SUPPRESS or not action.option_strings:
+                continue
+            long = action.option_strings[-1]
+            assert long not in other, f"{leaf.prog}: {long}"
+            if long in pairs:
+                assert action.option_strings == pairs[long], f"{leaf.prog}: {action.option_strings}"
+        assert "--quiet" in {s for a in leaf._actions for s in a.option_strings}, leaf.prog

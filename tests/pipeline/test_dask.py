@@ -8,7 +8,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 import genotok  # noqa: E402
 from genotok import Corpus, Tokenizer  # noqa: E402
-from genotok.pipeline.run import pretokenize  # noqa: E402
+from genotok.pipeline import pretokenize  # noqa: E402
 
 from .test_pipeline import _many_files  # noqa: E402
 

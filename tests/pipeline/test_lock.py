@@ -18,8 +18,9 @@ import pytest
 
 import genotok
 from genotok import Corpus, Tokenizer
-from genotok.pipeline import run as P
-from genotok.pipeline.run import LOCK, PipelineError, pretokenize
+from genotok.pipeline import PipelineError, pretokenize
+from genotok.pipeline import journal as P
+from genotok.pipeline.journal import LOCK
 
 EX = genotok.examples_dir()
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
 from pathlib import Path
-from genotok.pipeline.run import _lock
+from genotok.pipeline.journal import _lock
 with _lock(Path(sys.argv[1])):
     print("locked", flush=True)
     time.sleep(60)

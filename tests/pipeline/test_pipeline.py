@@ -17,7 +17,7 @@ import pytest
 import genotok
 from genotok import Corpus, Tokenizer, read_gtok
 from genotok.cli.main import main as cli
-from genotok.pipeline.run import PipelineError, expand_inputs, pretokenize, record_name
+from genotok.pipeline import PipelineError, expand_inputs, pretokenize, record_name
 
 EX = genotok.examples_dir()
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,6 +183,8 @@ else:
         with real(path, mode) as fh:
             yield Dying(fh) if Path(path).name.endswith(where) else fh
     P.atomic_write = atomic_write
+    import genotok.pipeline.journal as J
+    J.atomic_write = atomic_write
     import genotok.formats.corpus.reader as C
     import genotok.formats.gtok as G
     C.atomic_write = G.atomic_write = atomic_write
@@ -472,7 +474,8 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     temp files piling up, or a resume being refused)."""
     from genotok._io import make_temp
     from genotok._names import to_file_stem
-    from genotok.pipeline.run import CELL_SEP, _clean_temp_files
+    from genotok.pipeline.journal import _clean_temp_files
+    from genotok.pipeline.run import CELL_SEP
 
     ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
             f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]

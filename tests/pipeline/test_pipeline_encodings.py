@@ -13,7 +13,7 @@ import pytest
 import genotok
 from genotok import Corpus, Tokenizer, feature_medians, tokenize_anndata, tokenize_fragments
 from genotok.cli.main import main
-from genotok.pipeline.run import PipelineError, pretokenize
+from genotok.pipeline import PipelineError, pretokenize
 
 EX = genotok.examples_dir()
 U = str(EX / "universe.bed")
@@ -195,7 +195,7 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
         assert corpus.header["extra"]["anndata"]["prepend"] == ["cell_type"]
     else:
         from genotok.formats.gtok import read_gtok
-        from genotok.pipeline.run import record_name
+        from genotok.pipeline import record_name
 
         names = [f"{record_name(f)}@{n}" for f in h5ads for n in genotok.singlecell.anndata.obs_names(f)]
         got = [read_gtok(run.out / f"{n}.gtok").tolist() for n in names]

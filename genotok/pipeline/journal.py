@@ -1,0 +1,171 @@
+"""The journal and the lock of a :func:`~genotok.pipeline.pretokenize` output directory.
+
+- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
+  whole run and released by the kernel however the holder ends, so it is never stale; a second
+  run is told ``locked by host:pid since …``;
+- ``journal.json``: the plan and which batches are done, rewritten atomically after each shard;
+- a kill at any instant leaves a directory that resumes: every file is written to a temporary
+  name and renamed, and the next run first removes the temporary files of ours it finds
+  (``.journal.json.XXXXXXXX.tmp`` …; never another name).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import time
+from pathlib import Path
+
+from .._io import atomic_write
+from ..errors import UniverseMismatchError
+from ..formats.corpus.reader import MANIFEST
+from .plan import PipelineError
+
+JOURNAL = "journal.json"
+LOCK = ".genotok.lock"
+#: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
+#: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
+                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
+
+
+@contextlib.contextmanager
+def _lock(directory: Path):
+    """Hold the output directory's lock for the body: an exclusive ``flock`` on
+    ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
+    too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
+    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
+    locks, which other hosts see; a file system without locks is refused with a clear error.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with _lock(d):
+    ...     try:
+    ...         with _lock(d):
+    ...             pass
+    ...     except PipelineError as exc:
+    ...         print("refused:", "locked by" in str(exc))
+    refused: True
+    """
+    path = directory / LOCK
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            _flock(fd, directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        # the holder we waited on may have removed the file before we locked it: a lock on
+        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        info = {"host": socket.gethostname(), "pid": os.getpid(),
+                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still locked: whoever opens it next makes a new file
+        os.close(fd)  # releases the lock
+
+
+def _flock(fd: int, directory: Path) -> None:
+    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
+    naming who holds it (or saying that the file system cannot lock)."""
+    import errno
+
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
+                            "(fcntl), which this platform lacks; run it on Linux or macOS "
+                            "(or WSL)") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
+                                "here); wait for it to finish or choose another --out") from None
+        raise PipelineError(f"{directory}: the file system cannot lock files "
+                            f"({exc.strerror or exc}), so two runs writing here could not be "
+                            "kept apart; write to a local directory (and move it), or mount "
+                            "with locking enabled") from None
+
+
+def _holder(fd: int) -> str:
+    """``locked by host:pid since …`` from the lock file's record (written just after the
+    holder took the lock: it may be missing for an instant)."""
+    try:
+        info = json.loads(os.pread(fd, 4096, 0).decode())
+        return f"locked by {info['host']}:{info['pid']} since {info['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "locked by another process"
+
+
+def _clean_temp_files(out: Path) -> list[str]:
+    """Remove the temporary files a killed run left in ``out``: only names that our own
+    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
+    ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
+    Called with the directory's lock held, so no live run owns them."""
+    removed = []
+    for p in out.iterdir():
+        if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.append(p.name)
+    return removed
+
+
+def _journal_hash(out: Path) -> str | None:
+    """The input hash of the run journaled in ``out`` (None when there is none to resume), so
+    a run started where xxhash is installed resumes with the same hash, or says what is missing,
+    instead of refusing the directory as another run."""
+    try:
+        algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return algo if algo in ("xxh3_128", "sha256") else None
+
+
+def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+    jpath = out / JOURNAL
+    if jpath.exists() and not overwrite:
+        try:
+            journal = json.loads(jpath.read_text())
+        except json.JSONDecodeError:
+            raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
+        if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
+            raise UniverseMismatchError(f"{out}: was written with another universe; use another "
+                                        "--out or --overwrite")
+        if journal.get("plan") != plan:
+            raise PipelineError(f"{out}: holds a run with other inputs or settings; use another "
+                                "--out, or --overwrite to start again")
+        return journal
+    if overwrite:
+        for p in out.glob("shard-*.gtokc"):
+            p.unlink()
+        for name in (JOURNAL, MANIFEST):
+            (out / name).unlink(missing_ok=True)
+    elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
+        raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
+                            "new directory")
+    journal = {"plan": plan, "done": {}}
+    _save_journal(out, journal)
+    return journal
+
+
+def _save_journal(out: Path, journal: dict) -> None:
+    with atomic_write(out / JOURNAL, "w") as fh:
+        fh.write(json.dumps(journal))  # one shot: C encoder (json.dump streams it in Python)

@@ -1,0 +1,209 @@
+"""The plan of a :func:`~genotok.pipeline.pretokenize` run: its inputs (files, globs,
+directories, ``@list.txt``), their kinds (BED, ``.h5ad``, fragment files), record names, the
+batches (the unit of resumption) and the settings a resumed run must share (the plan is stored
+in the journal, with the hash algorithm that fingerprints the inputs).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import GenotokError
+
+__all__ = ["PipelineError", "expand_inputs", "input_kind", "record_name"]
+
+BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
+                ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
+H5AD_SUFFIXES = (".h5ad",)
+FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
+
+
+class PipelineError(GenotokError):
+    """A pre-tokenization run cannot start or continue (bad inputs, a locked or foreign output).
+
+    Examples
+    --------
+    >>> issubclass(PipelineError, GenotokError)
+    True
+    """
+
+
+
+def input_kind(path: str | os.PathLike) -> str:
+    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
+
+    Examples
+    --------
+    >>> input_kind("a.narrowPeak.gz"), input_kind("pbmc.h5ad"), input_kind("fragments.tsv.gz")
+    ('bed', 'h5ad', 'fragments')
+    """
+    low = os.fspath(path).lower()
+    if low.endswith(H5AD_SUFFIXES):
+        return "h5ad"
+    if low.endswith(FRAGMENT_SUFFIXES):
+        return "fragments"
+    return "bed"
+
+
+def _is_input(path: str) -> bool:
+    return path.lower().endswith(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES)
+
+
+def expand_inputs(inputs) -> list[Path]:
+    """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
+
+    A list file holds one path per line (relative to the list file; ``#`` comments allowed).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> [p.name for p in expand_inputs(genotok.examples_dir() / "peaks")][:2]
+    ['sample0.narrowPeak', 'sample1.narrowPeak']
+    """
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    out: list[Path] = []
+    for item in inputs:
+        s = os.fspath(item)
+        if s.startswith("@"):
+            lst = Path(s[1:])
+            if not lst.is_file():
+                raise PipelineError(f"{lst}: no such list file")
+            for line in lst.read_text().splitlines():
+                line = line.strip()
+                if line and not line.startswith("#"):
+                    p = Path(line)
+                    out.extend(expand_inputs([p if p.is_absolute() else lst.parent / p]))
+        elif os.path.isdir(s):
+            found = sorted(p for p in Path(s).iterdir() if p.is_file() and _is_input(p.name))
+            if not found:
+                raise PipelineError(f"{s}: directory holds no BED-like files ({', '.join(BED_SUFFIXES[:4])}, …)")
+            out.extend(found)
+        elif os.path.exists(s):
+            out.append(Path(s))
+        else:
+            matches = sorted(glob.glob(s))
+            if not matches:
+                raise PipelineError(f"{s}: no such file, directory or matching glob")
+            out.extend(Path(m) for m in matches if os.path.isfile(m))
+    seen, unique = set(), []
+    for p in out:
+        key = os.path.abspath(p)  # two names (links) for one file are two inputs
+        if key in seen:
+            raise PipelineError(f"{p}: given twice; each input must appear once")
+        seen.add(key)
+        unique.append(p)
+    return unique
+
+
+def record_name(path: Path) -> str:
+    """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> record_name(Path("data/GSM123.narrowPeak.gz"))
+    'GSM123'
+    """
+    name = path.name
+    low = name.lower()
+    for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
+        if low.endswith(suf):
+            return name[: -len(suf)]
+    return name
+
+
+def _input_id(p: Path) -> dict:
+    try:
+        st = p.stat()
+    except OSError:  # vanished since it was listed: its batch reports it (or fails)
+        return {"path": str(p), "size": None, "mtime_ns": None}
+    return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+
+def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, log1p, rank,
+                       bins) -> dict | None:
+    """The value-encoding settings of a run (``None``: none asked), checked against its
+    inputs before anything is read or written."""
+    if normalize is None and not log1p and rank is None and bins is None:
+        return None
+    from ..singlecell.values import ValueEncoding
+
+    if rank not in (None, "median"):
+        raise ValueError(f"rank must be None or 'median' (the medians of all inputs), got "
+                         f"{rank!r}")
+    ValueEncoding(normalize, target_sum, log1p, np.zeros(0) if rank else None, None, bins)
+    asked = [f"{k}={v!r}" for k, v in (("normalize", normalize), ("log1p", log1p),
+                                       ("rank", rank), ("bins", bins)) if v not in (None, False)]
+    bed = [p for p in paths if input_kind(p) == "bed"]
+    if bed:
+        raise PipelineError(f"{bed[0]}: a BED input has no values to encode ({', '.join(asked)} "
+                            "apply to .h5ad and fragment files only); pre-tokenize the BED "
+                            "files in a run without value encodings")
+    if format != "corpus":
+        raise PipelineError(f"format={format!r} stores token ids only, not the encoded values "
+                            f"({', '.join(asked)}); use format='corpus'")
+    kinds = {input_kind(p) for p in paths}
+    if rank == "median" and len(kinds) > 1:
+        raise PipelineError("rank='median' needs one feature space for all inputs, but the "
+                            ".h5ad files' features are their var (peaks) and the fragment "
+                            "files' the universe's tokens; pre-tokenize them in two runs")
+    return {"normalize": normalize, "target_sum": float(target_sum), "log1p": bool(log1p),
+            "rank": rank, "bins": None if bins is None else int(bins)}
+
+
+def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
+    """The condition-token settings of a run (``None``: none asked), checked against its
+    inputs: only ``.h5ad`` files have ``obs`` columns."""
+    if isinstance(prepend, str):
+        raise TypeError(f"prepend takes a list of obs columns, got the string {prepend!r} "
+                        f"(write prepend=[{prepend!r}])")
+    prepend = [str(c) for c in prepend]
+    if unknown not in ("unk", "error"):
+        raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
+    if not prepend and not add_cls:
+        return None
+    other = [p for p in paths if input_kind(p) != "h5ad"]
+    if other:
+        raise PipelineError(f"{other[0]}: prepend= and add_cls= take cells from .h5ad inputs "
+                            "(their obs columns); BED and fragment inputs have none: "
+                            "pre-tokenize them in a run without condition tokens")
+    return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
+
+
+
+def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
+    """BED files in groups of ``files_per_shard``; every single-cell file a batch of its own."""
+    out: list[list[int]] = []
+    run: list[int] = []
+    for i, p in enumerate(paths):
+        if input_kind(p) != "bed":
+            if run:
+                out.append(run)
+                run = []
+            out.append([i])
+            continue
+        run.append(i)
+        if len(run) == files_per_shard:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return out
+
+
+def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: str,
+          encoding: dict | None, conditions: dict | None) -> dict:
+    """What a run is: a resumed run must have the same plan (it is kept in the journal)."""
+    plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
+            "format": format, "files_per_shard": files_per_shard, "inputs": ids, "hash": algo}
+    if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
+        plan["values_encoding"] = encoding
+    if conditions is not None:
+        plan["conditions"] = conditions
+    return plan
