@@ -1,6 +1,6 @@
 """Deprecation plumbing: old spellings of the public API kept one release, with a warning.
 
-Three helpers, for the three ways a public name changes (``docs/api/names.md`` lists every
+Helpers for the ways a public name changes (``docs/api/names.md`` lists every
 rename, the release it came in and the release it goes):
 
 - :func:`renamed_kwargs` -- a keyword argument renamed (``quiet=`` -> ``progress=``), optionally
@@ -8,7 +8,9 @@ rename, the release it came in and the release it goes):
 - :func:`reordered_args` -- two positional arguments swapped (``write_gtok(path, ids)`` ->
   ``write_gtok(ids, out)``), the old order recognised by the arguments' types, and only where
   the types tell the two orders apart;
-- :func:`renamed_function` -- a function renamed: the old name stays, as an alias that warns.
+- :func:`renamed_function` -- a function renamed: the old name stays, as an alias that warns;
+- :func:`renamed_property` -- the same for a property;
+- :func:`deprecated_value` -- a value of an option retired (``output="list"``), its job moved.
 
 Every warning is a :class:`DeprecationWarning` raised at the caller's line, naming the old
 spelling, the new one and the release that removes the old one. Passing an old and a new
@@ -239,6 +241,36 @@ def renamed_function(func: F, old_name: str, *, since: str = SINCE,
     return alias  # type: ignore[return-value]
 
 
+def renamed_property(new: str, old: str, *, since: str = SINCE,
+                     removed_in: str = REMOVED_IN) -> property:
+    """The old name of a renamed property: reads the new one, and warns.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Corpus:
+    ...     special_token_ids = property(lambda self: {"unk": 4})
+    ...     special_tokens = renamed_property("special_token_ids", "special_tokens")
+    >>> with warnings.catch_warnings(record=True) as w:
+    ...     warnings.simplefilter("always")
+    ...     Corpus().special_tokens
+    {'unk': 4}
+    >>> print(w[0].message)
+    special_tokens is deprecated since genotok 0.2 and will be removed in 0.3; use special_token_ids
+    """
+    message = (f"{old} is deprecated since genotok {since} and will be removed in {removed_in}; "
+               f"use {new}")
+
+    def fget(self):
+        warn_deprecated(message)
+        return getattr(self, new)
+
+    fget.__name__ = old
+    fget.__deprecated__ = message  # type: ignore[attr-defined]
+    return property(fget, doc=f"Deprecated alias of ``{new}`` (since {since}, removed in "
+                              f"{removed_in}).")
+
+
 def deprecated_value(func_name: str, param: str, old: Any, instead: str, *,
                      since: str = SINCE, removed_in: str = REMOVED_IN,
                      stacklevel: int = 3) -> None:
@@ -262,4 +294,4 @@ def deprecated_value(func_name: str, param: str, old: Any, instead: str, *,
 
 
 __all__ = ["REMOVED_IN", "SINCE", "deprecated_value", "is_path", "renamed_function",
-           "renamed_kwargs", "reordered_args", "warn_deprecated"]
+           "renamed_kwargs", "renamed_property", "reordered_args", "warn_deprecated"]

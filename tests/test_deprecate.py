@@ -15,6 +15,7 @@ from genotok._deprecate import (
     is_path,
     renamed_function,
     renamed_kwargs,
+    renamed_property,
     reordered_args,
 )
 
@@ -194,6 +195,22 @@ def test_renamed_method_qualname():
     assert K.old.__qualname__.endswith("K.old")
     with pytest.deprecated_call():
         assert K().old() == 1
+
+
+# --------------------------------------------------------------------------- renamed_property
+def test_renamed_property():
+    class Corpus:
+        special_token_ids = property(lambda self: {"unk": 4})
+        special_tokens = renamed_property("special_token_ids", "special_tokens")
+
+    with pytest.deprecated_call(match="special_tokens is deprecated .* use special_token_ids") \
+            as record:
+        assert Corpus().special_tokens == {"unk": 4}
+    assert record[0].filename == __file__
+    assert Corpus.special_tokens.fget.__deprecated__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert Corpus().special_token_ids == {"unk": 4}
 
 
 # --------------------------------------------------------------------------- deprecated_value
