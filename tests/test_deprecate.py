@@ -224,3 +224,23 @@ def test_deprecated_value():
                                       r"use tokenize\(\.\.\.\)\.to_list\(\)") as record:
         tokenize("list")
     assert record[0].filename == __file__
+
+
+# --------------------------------------------------------------------------- stacked, as phase B uses them
+@reordered_args(("path", "ids"))
+@renamed_kwargs(path="out")
+def write_gtok(ids, out, width=None, *, atomic=True):
+    return list(ids), out, width, atomic
+
+
+def test_reorder_and_rename_stacked():
+    assert list(inspect.signature(write_gtok).parameters) == ["ids", "out", "width", "atomic"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert write_gtok([1], "a.gtok", 2) == ([1], "a.gtok", 2, True)
+    with pytest.deprecated_call(match=r"write_gtok\(path, ids\)"):
+        assert write_gtok("a.gtok", [1], atomic=False) == ([1], "a.gtok", None, False)
+    with pytest.deprecated_call(match="path= is deprecated"):
+        assert write_gtok(path="a.gtok", ids=[1]) == ([1], "a.gtok", None, True)
+    with pytest.raises(TypeError, match="both path="):
+        write_gtok([1], path="a.gtok", out="b.gtok")
