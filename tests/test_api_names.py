@@ -154,6 +154,10 @@ def _members(cls, prefix: str, room: str) -> list[Row]:
     return rows
 
 
+#: rooms whose optional dependency is not installed here (their rows are skipped)
+UNAVAILABLE: set[str] = set()
+
+
 def inventory() -> list[Row]:
     """Every public name of the package, one row each, in a stable order."""
     seen: dict[int, str] = {}
@@ -178,7 +182,13 @@ def inventory() -> list[Row]:
             module = getattr(obj, "__module__", None) or pkg
             add(f"{pkg}.{name}", obj, _room(module) if pkg == "genotok" else _room(pkg))
     for modname in _module_rooms():
-        mod = _import(modname)
+        try:
+            mod = _import(modname)
+        except ImportError as exc:  # an optional dependency (torch, lightning) missing
+            if (exc.name or "").split(".")[0] == "genotok":
+                raise
+            UNAVAILABLE.add(_room(modname))
+            continue
         names = getattr(mod, "__all__", None)
         if names is None:
             names = [n for n, o in vars(mod).items()
@@ -236,6 +246,8 @@ def _cases():
 @pytest.mark.parametrize("name", _cases())
 def test_table_row_matches_the_code(name):
     row = TABLE[name]
+    if row.room in UNAVAILABLE:
+        pytest.skip(f"{row.room} needs an optional dependency that is not installed")
     assert name in CODE, f"docs/api/names.md lists {name}, which the package does not have"
     code = CODE[name]
     assert (row.kind, row.signature, row.room) == (code.kind, code.signature, code.room), (
