@@ -26,7 +26,7 @@ MAX_LINES = 600
 ROOMS = [
     ("plumbing", 0, ["genotok._version", "genotok._config", "genotok.errors", "genotok._validate",
                      "genotok._progress", "genotok._io", "genotok._optional", "genotok._names",
-                     "genotok._html", "genotok._examples"]),
+                     "genotok._html", "genotok._examples", "genotok._deprecate"]),
     ("kernels", 1, ["genotok.kernels"]),
     ("domain", 2, ["genotok.ragged", "genotok.regions", "genotok.universe", "genotok.settings",
                    "genotok.tokenizer", "genotok.pretrained", "genotok.batching"]),
