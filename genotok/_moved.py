@@ -40,10 +40,15 @@ class _OldPaths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         _warn(spec.name, stacklevel=2)
-        return importlib.import_module(MOVED[spec.name])
+        module = importlib.import_module(MOVED[spec.name])
+        spec.loader_state = module.__spec__  # its own spec, put back by exec_module
+        return module
 
     def exec_module(self, module):
-        """The module is already executed at its new path."""
+        """Nothing to run (the module ran at its new path); only undo the import system's
+        ``module.__spec__ = <the old path's spec>``, which would break the module's own
+        relative imports."""
+        module.__spec__ = module.__spec__.loader_state
 
 
 def install() -> None:

@@ -18,6 +18,7 @@ def test_old_path_imports_the_new_module_and_warns(old):
     with pytest.deprecated_call(match=MOVED[old].replace(".", r"\.")):
         mod = importlib.import_module(old)
     assert mod is importlib.import_module(MOVED[old])
+    assert mod.__spec__.name == mod.__name__ == MOVED[old]  # its own relative imports still work
 
 
 def test_old_attribute_warns_and_unknown_attribute_raises(monkeypatch):
