@@ -212,7 +212,6 @@ FOUND = problems()
 #: listed fails; a listed one that is gone fails too (delete its line). Empty when it lands.
 KNOWN = {
     ("size", "genotok/build/builders.py"),
-    ("size", "genotok/formats/corpus/reader.py"),
     ("size", "genotok/kernels/cells.py"),
     ("size", "genotok/kernels/overlap.py"),
     ("size", "genotok/kernels/parse.py"),
@@ -221,7 +220,6 @@ KNOWN = {
     ("size", "genotok/singlecell/anndata.py"),
     ("size", "genotok/tokenizer.py"),
     ("upward", "genotok/build/builders.py"),
-    ("circle", "genotok/formats/corpus/reader.py"),
     ("circle", "genotok/pretrained.py"),
     ("circle", "genotok/singlecell/anndata.py"),
     ("circle", "genotok/pipeline/dask.py"),

@@ -87,7 +87,7 @@ class _Sink:
 
 def _open_any(path: str):
     """A corpus (file or directory) or a single .gtok list."""
-    from ..formats.corpus.reader import Corpus
+    from ..formats.corpus import Corpus
     from ..formats.gtok import read_gtok
 
     p = Path(path)
@@ -212,7 +212,7 @@ def cmd_decode(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from ..formats.corpus.reader import Corpus
+    from ..formats.corpus import Corpus
 
     corpus = Corpus.open(args.path)
     problems = corpus.verify()
@@ -244,7 +244,7 @@ def _export_format(out: str, given: str | None) -> str:
 
 
 def cmd_export(args) -> int:
-    from ..formats.corpus.reader import Corpus, export_gtok_dir, export_parquet
+    from ..formats.corpus import Corpus, export_gtok_dir, export_parquet
 
     out = _out(args, args.out_positional)
     fmt = _export_format(out, args.format)
@@ -269,7 +269,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..formats.corpus.reader import import_gtok_dir, import_parquet
+    from ..formats.corpus import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
     fmt = args.format

@@ -183,7 +183,7 @@ else:
         with real(path, mode) as fh:
             yield Dying(fh) if Path(path).name.endswith(where) else fh
     P.atomic_write = atomic_write
-    import genotok.formats.corpus.reader as C
+    import genotok.formats.corpus.manifest as C
     import genotok.formats.gtok as G
     C.atomic_write = G.atomic_write = atomic_write
 tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
