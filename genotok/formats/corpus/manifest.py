@@ -60,22 +60,30 @@ def _read_manifest(mpath: Path) -> dict:
     return _json_load(b"".join(chunks), "manifest", mpath)
 
 
+def _rel_problem(rel) -> str | None:
+    """Why ``rel`` is not a path inside its manifest's directory (local or remote), or None."""
+    if not isinstance(rel, str) or not rel:
+        return "is not a non-empty string"
+    if "\0" in rel or "\\" in rel:
+        return "holds a NUL byte or a backslash"
+    if rel.startswith("/") or os.path.isabs(rel):
+        return "is absolute"
+    parts = [x for x in rel.split("/") if x not in ("", ".")]
+    if not parts or ".." in parts:
+        return "leaves the directory (..)"
+    return None
+
+
 def _shard_path(directory: Path, rel, mpath: Path, k: int) -> Path:
     """The file of manifest entry ``k``: relative, inside ``directory``, no ``..``, no symlink."""
     def bad(why: str) -> GtokFormatError:
         return GtokFormatError(f"{mpath}: shard {k}: path {str(rel)[:200]!r} {why}; a manifest "
                                "names files inside its directory (re-run write_manifest)")
 
-    if not isinstance(rel, str) or not rel:
-        raise bad("is not a non-empty string")
-    if "\0" in rel or "\\" in rel:
-        raise bad("holds a NUL byte or a backslash")
-    if rel.startswith("/") or os.path.isabs(rel):
-        raise bad("is absolute")
-    parts = [x for x in rel.split("/") if x not in ("", ".")]
-    if not parts or ".." in parts:
-        raise bad("leaves the directory (..)")
-    full = directory.joinpath(*parts)
+    why = _rel_problem(rel)
+    if why:
+        raise bad(why)
+    full = directory.joinpath(*[x for x in rel.split("/") if x not in ("", ".")])
     if full.is_symlink():
         raise bad("is a symbolic link")
     root = os.path.realpath(directory)
@@ -85,14 +93,10 @@ def _shard_path(directory: Path, rel, mpath: Path, k: int) -> Path:
     return full
 
 
-def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str]]:
-    """Shards of a directory corpus, its manifest, and what :meth:`Corpus.verify` must report."""
-    mpath = directory / MANIFEST
-    if not os.path.lexists(mpath):
-        raise GtokFormatError(f"{directory}: a directory corpus needs {MANIFEST} "
-                              "(write one with write_manifest)")
-    m = _read_manifest(mpath)
-
+def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
+    """The checks of a parsed manifest that need no shard: its shape, version, digest and
+    entries (for a local and a remote corpus alike); its entries, and what :meth:`Corpus.verify`
+    must report. A remote corpus needs every digest (it cannot be trusted otherwise)."""
     def corrupt(why: str) -> GtokFormatError:
         return GtokFormatError(f"{mpath}: corrupt manifest ({why})")
 
@@ -113,6 +117,10 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     entries = m.get("shards")
     if not isinstance(entries, list) or not entries:
         raise corrupt("shards is not a non-empty list")
+    if remote and (m.get("checksum") not in CHECKSUMS or not _is_hex_digest(m.get("digest"))
+                   or not _can_check(m.get("checksum"))):
+        raise GtokFormatError(f"{mpath}: a remote corpus needs a manifest with a digest this install "
+                              "can check (manifest 1.1, blake2b_64): re-run write_manifest")
     later = []  # what verify() reports: the manifest opens, but its integrity is not proven
     digest = m.get("digest")
     if digest is None:
@@ -136,7 +144,6 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     if "n_shards" in m and m["n_shards"] != len(entries):
         raise corrupt(f"n_shards is {m['n_shards']} but {len(entries)} shards are listed: an entry "
                       "was added or dropped")
-    paths, seen = [], {}
     for k, e in enumerate(entries):
         if not isinstance(e, dict):
             raise corrupt(f"shard {k} is not a JSON object")
@@ -145,8 +152,28 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
                 raise corrupt(f"shard {k}: {key} is missing or not a whole number")
         if "index" in e and e["index"] != k:
             raise corrupt(f"shard {k} carries index {str(e['index'])[:20]}: entries were reordered")
-        if "header_digest" in e and not _is_hex_digest(e["header_digest"]):
+        if ("header_digest" in e or remote) and not _is_hex_digest(e.get("header_digest")):
             raise corrupt(f"shard {k}: header_digest is not a 16-digit hex digest")
+        why = _rel_problem(e.get("path")) if remote else None
+        if why:
+            raise corrupt(f"shard {k}: path {str(e.get('path'))[:200]!r} {why}")
+    return entries, later
+
+
+def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str]]:
+    """Shards of a directory corpus, its manifest, and what :meth:`Corpus.verify` must report."""
+    mpath = directory / MANIFEST
+    if not os.path.lexists(mpath):
+        raise GtokFormatError(f"{directory}: a directory corpus needs {MANIFEST} "
+                              "(write one with write_manifest)")
+    m = _read_manifest(mpath)
+    entries, later = _check_manifest(m, mpath, remote=False)
+
+    def corrupt(why: str) -> GtokFormatError:
+        return GtokFormatError(f"{mpath}: corrupt manifest ({why})")
+
+    paths, seen = [], {}
+    for k, e in enumerate(entries):
         full = _shard_path(directory, e.get("path"), mpath, k)
         key = os.path.normcase(str(full))
         if key in seen:

@@ -38,16 +38,13 @@ from .layout import (
     MANIFEST,
     PREAMBLE,
     VALUE_DTYPES,
-    _can_check,
     _clean_stale,
     _digest,
-    _is_hex_digest,
-    _is_int,
     _json_load,
     _make_temp,
     _width_dtype,
 )
-from .manifest import MANIFEST_FORMAT, MANIFEST_MAX_BYTES, MANIFEST_VERSION, _manifest_digest
+from .manifest import MANIFEST_MAX_BYTES, _check_manifest
 from .reader import Corpus, _set_url_opener, check_expected
 from .shard import _Shard
 
@@ -87,43 +84,6 @@ def _flock(path: Path):
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def _rel_ok(rel) -> bool:
-    return isinstance(rel, str) and rel and "\0" not in rel and "\\" not in rel \
-        and not rel.startswith("/") and ".." not in rel.split("/")
-
-
-def _check_manifest(m, where: str) -> dict:
-    """The manifest checks of a local open, and a digest on every shard (required remotely)."""
-    def corrupt(why):
-        return GtokFormatError(f"{where}: corrupt manifest ({why})")
-
-    if not isinstance(m, dict) or m.get("format") != MANIFEST_FORMAT:
-        raise corrupt(f"not a {MANIFEST_FORMAT!r} JSON object")
-    v = m.get("version")
-    if not (isinstance(v, list) and len(v) == 2 and all(_is_int(x) for x in v)) or v[0] < 1:
-        raise corrupt(f"version {str(v)[:40]}")
-    if v[0] > MANIFEST_VERSION[0]:
-        raise GtokFormatError(f"{where}: manifest format {v[0]}.{v[1]} is newer than this genotok "
-                              "reads; upgrade genotok")
-    algo, digest = m.get("checksum"), m.get("digest")
-    if algo not in CHECKSUMS or not _is_hex_digest(digest) or not _can_check(algo):
-        raise GtokFormatError(f"{where}: a remote corpus needs a manifest with a digest this install "
-                              "can check (manifest 1.1, blake2b_64): re-run write_manifest")
-    if _manifest_digest(m, algo) != digest:
-        raise GtokFormatError(f"{where}: manifest digest mismatch: the manifest was edited after it "
-                              "was written; re-run write_manifest")
-    entries = m.get("shards")
-    if not isinstance(entries, list) or not entries:
-        raise corrupt("shards is not a non-empty list")
-    for k, e in enumerate(entries):
-        if not isinstance(e, dict) or not _rel_ok(e.get("path")) or e.get("index", k) != k \
-                or not _is_hex_digest(e.get("header_digest")) \
-                or not all(_is_int(e.get(x)) and e[x] >= 0 for x in ("n_records", "n_tokens")):
-            raise corrupt(f"shard {k}: a remote corpus needs a path inside the corpus, counts and a "
-                          "header digest for every shard (manifest 1.1)")
-    return m
 
 
 class ShardCache:
@@ -492,7 +452,8 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
                               f"{MANIFEST} (write one with write_manifest, then upload)") from None
     if len(raw) > MANIFEST_MAX_BYTES:
         raise GtokFormatError(f"{murl}: larger than a manifest may be")
-    manifest = _check_manifest(_json_load(raw, "manifest", murl), murl)
+    manifest = _json_load(raw, "manifest", murl)
+    _check_manifest(manifest, murl, remote=True)  # the local checks, every digest required
     cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
     shards = [_RemoteShard(cache, k, header, pre)
               for k, (header, pre) in enumerate(_headers(fs, cache))]
