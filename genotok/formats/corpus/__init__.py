@@ -11,8 +11,8 @@ from .layout import MANIFEST
 from .manifest import write_manifest
 from .reader import Corpus, check_expected
 from .remote import RemoteCorpus, ShardCache, open_corpus
-from .writer import CorpusWriter
+from .writer import CorpusWriter, json_scalars
 
 __all__ = ["MANIFEST", "Corpus", "CorpusWriter", "RemoteCorpus", "ShardCache", "check_expected",
-           "export_gtok_dir", "export_parquet", "import_gtok_dir", "import_parquet", "open_corpus",
-           "write_manifest"]
+           "export_gtok_dir", "export_parquet", "import_gtok_dir", "import_parquet", "json_scalars",
+           "open_corpus", "write_manifest"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import _validate
+from ..._validate import offsets as _valid_offsets
 from ...errors import GtokFormatError, UniverseMismatchError
 from ..gtok import open_regular
 from .layout import (
@@ -110,8 +110,8 @@ class _Shard:
             return
         # the safe open: every offset in bounds and non-decreasing, and the section's checksum
         try:
-            _validate.offsets(self.offsets, t, f"{p}: corrupt record offsets", n_rows=n,
-                              what="the offsets section", error=GtokFormatError)
+            _valid_offsets(self.offsets, t, f"{p}: corrupt record offsets", n_rows=n,
+                           what="the offsets section", error=GtokFormatError)
         except GtokFormatError as exc:
             raise GtokFormatError(f"{exc}; the file is corrupt: re-create it (verify() lists every "
                                   "problem of a file opened with trusted=True)") from None

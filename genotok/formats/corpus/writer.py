@@ -37,23 +37,42 @@ from .layout import (
 #: the writer stages appended records and writes them once this many are pending
 _FLUSH_TOKENS, _FLUSH_RECORDS = 1 << 20, 4096
 
-def _json_scalar(x, column: str, record: int):
-    """``x`` as a JSON scalar (numpy scalars unwrapped, NaN -> None), else a clear error."""
-    if isinstance(x, np.generic):
-        x = x.item()
-    if x is None or isinstance(x, (str, bool, int)):
-        return x
-    if isinstance(x, float):
-        return None if math.isnan(x) else x
-    raise GtokFormatError(f"metadata column {column!r}, record {record}: {type(x).__name__} "
-                          f"{x!r} is not a JSON scalar (str, int, float, bool or None); convert it")
 
+def json_scalars(values, column: str = "", first_record: int = 0, *, other: str = "raise") -> list:
+    """Per-record metadata values as JSON scalars (the one conversion of the package).
 
-def _json_column(col, column: str, first_record: int) -> list:
-    if isinstance(col, np.ndarray) and col.dtype.kind in "biuU":  # tolist gives plain scalars
-        return col.tolist()
-    items = col.tolist() if isinstance(col, np.ndarray) else list(col)
-    return [_json_scalar(x, column, first_record + k) for k, x in enumerate(items)]
+    NumPy scalars are unwrapped and NaN becomes ``None``; str, int, float, bool and None are
+    kept. Any other value raises :class:`~genotok.GtokFormatError` naming ``column`` and its
+    record (``first_record`` + position), or with ``other="str"`` becomes its ``str``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> json_scalars(np.array([1.5, np.nan])), json_scalars([np.int64(3), "a", None])
+    ([1.5, None], [3, 'a', None])
+    >>> json_scalars([(1, 2)], other="str")
+    ['(1, 2)']
+    """
+    if other not in ("raise", "str"):
+        raise ValueError(f"other must be 'raise' or 'str', got {other!r}")
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuU":  # plain scalars already
+        return values.tolist()
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    out = []
+    for k, x in enumerate(items):
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, float) and math.isnan(x):
+            x = None
+        elif not (x is None or isinstance(x, (str, bool, int, float))):
+            if other == "str":
+                x = str(x)
+            else:
+                raise GtokFormatError(f"metadata column {column!r}, record {first_record + k}: "
+                                      f"{type(x).__name__} {x!r} is not a JSON scalar (str, int, "
+                                      "float, bool or None); convert it")
+        out.append(x)
+    return out
 
 
 def _blocks(fh) -> Iterator[bytes]:
@@ -346,7 +365,7 @@ class CorpusWriter:
         cols = {}
         for k in self.meta_columns:
             col = meta.get(k)
-            cols[k] = [None] * n if col is None else _json_column(col, k, self._n)
+            cols[k] = [None] * n if col is None else json_scalars(col, k, self._n)
             if len(cols[k]) != n:
                 raise ValueError(f"metadata column {k!r}: {len(cols[k])} values for {n} records")
         # everything is valid: stage, and write in blocks (cheap one-record appends)
