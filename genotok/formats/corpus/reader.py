@@ -36,6 +36,17 @@ def _set_url_opener(opener: Callable) -> None:
     _url_opener = opener
 
 
+def is_url(path) -> bool:
+    """Whether ``path`` names a remote corpus (``scheme://…``, but not ``file://``).
+
+    Examples
+    --------
+    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
+    (True, False, False)
+    """
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
 def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus",
                  check: bool = True):
     """Rows ``idx`` of a (tokens, offsets) ragged pair as a new flat array + offsets.
@@ -163,7 +174,7 @@ class Corpus(Sequence):
         >>> Corpus.open(p, expect="fp", verify=True)[0].tolist()
         [4, 5]
         """
-        if isinstance(path, str) and "://" in path and not path.startswith("file://"):
+        if is_url(path):
             if _url_opener is None:  # pragma: no cover - the package registers it on import
                 raise ImportError("genotok.formats.corpus.remote is not imported")
             return _url_opener(path, expect=expect, verify=verify, **remote)  # through a cache

@@ -45,24 +45,13 @@ from .layout import (
     _width_dtype,
 )
 from .manifest import MANIFEST_MAX_BYTES, _check_manifest
-from .reader import Corpus, _set_url_opener, check_expected
+from .reader import Corpus, _set_url_opener, check_expected, is_url  # noqa: F401 - is_url: here too
 from .shard import _Shard
 
 #: bytes copied per read of a download
 _BLOCK = 8 << 20
 #: default cache directory (``GENOTOK_CACHE`` overrides it)
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "genotok", "shards")
-
-
-def is_url(path) -> bool:
-    """Whether ``path`` names a remote corpus (``scheme://…``, but not ``file://``).
-
-    Examples
-    --------
-    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
-    (True, False, False)
-    """
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
 
 
 def _fsspec():
