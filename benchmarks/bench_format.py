@@ -26,7 +26,7 @@ from _common import best_of, cold_warm_section, goal, machine, ratio, sweep_sect
 
 import genotok
 from genotok import Corpus, CorpusWriter, Ragged, read_gtok, write_gtok
-from genotok.formats.corpus.reader import PREAMBLE
+from genotok.formats.corpus.layout import PREAMBLE
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
-from .formats.corpus.reader import (
+from .formats.corpus import (
     Corpus,
     CorpusWriter,
     export_gtok_dir,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import GtokFormatError, UniverseMismatchError
-from .formats.corpus.reader import Corpus
+from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
 
 TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")

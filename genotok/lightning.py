@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - the standalone package
         raise ImportError("genotok.lightning needs Lightning: pip install 'genotok[lightning]'") \
             from None
 
-from .formats.corpus.reader import Corpus
+from .formats.corpus import Corpus
 from .torch_data import CorpusIterableDataset, ResumableLoader
 
 

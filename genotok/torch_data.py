@@ -31,7 +31,7 @@ from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
 from .errors import GenotokError  # noqa: E402
 from .formats.corpus import reader as _corpus  # noqa: E402
-from .formats.corpus.reader import Corpus  # noqa: E402
+from .formats.corpus import Corpus  # noqa: E402
 
 
 def _tensors(batch: dict) -> dict:

@@ -25,7 +25,7 @@ from genotok import (
     read_gtok,
     write_gtok,
 )
-from genotok.formats.corpus.reader import PREAMBLE
+from genotok.formats.corpus.layout import PREAMBLE
 from genotok.pipeline.run import pretokenize
 
 GOOD = "chr1\t100\t200\nchr1\t300\t400\n"

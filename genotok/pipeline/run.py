@@ -42,8 +42,7 @@ from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
 from ..errors import GenotokError
-from ..formats.corpus import Corpus, CorpusWriter, write_manifest
-from ..formats.corpus.reader import MANIFEST
+from ..formats.corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from ..formats.gtok import write_gtok
 from ..ragged import Ragged
 from ..regions import RegionSet

@@ -1118,7 +1118,7 @@ def _concat(parts: list[Ragged]) -> Ragged:
 
 def _to_corpus(path, tokenizer, stream, obs_read, obs_columns, values: bool, extra: dict,
                source_path: str | None, overwrite: bool = False):
-    from ..formats.corpus.reader import Corpus, CorpusWriter
+    from ..formats.corpus import Corpus, CorpusWriter
 
     with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
                                     metadata_columns=list(obs_columns), extra=extra,

@@ -25,7 +25,7 @@ if __name__ == "__main__":  # run as a script: the worktree's genotok, like the 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from genotok import Corpus, CorpusWriter, GenotokError, GtokFormatError, write_manifest
-from genotok.formats.corpus.reader import PREAMBLE, _digest
+from genotok.formats.corpus.layout import PREAMBLE, _digest
 from genotok.formats.gtok import decode_gtok, read_gtok
 
 # ------------------------------------------------------------------ building and re-signing

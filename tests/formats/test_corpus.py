@@ -28,17 +28,14 @@ from genotok import (
     read_gtok,
     write_manifest,
 )
-from genotok.formats.corpus.reader import ALIGN, PREAMBLE, _gather, _gather_parallel, _gather_rows
+from genotok.formats.corpus.layout import ALIGN, PREAMBLE, _host
+from genotok.formats.corpus.reader import _gather_rows
+from tests.kernels.test_gather import naive_gather
 
 FEW = settings(max_examples=40, deadline=None)
 
 
 # ------------------------------------------------------------------ oracles
-def naive_gather(rows: list[list[int]], idx) -> list[list[int]]:
-    """Oracle for the gather kernels: pick rows one by one."""
-    return [list(rows[i]) for i in idx]
-
-
 def naive_layout(raw: bytes) -> dict:
     """Oracle: decode a corpus file from the byte table in docs/formats.md with int.from_bytes."""
     le = lambda a, b: int.from_bytes(raw[a:b], "little")
@@ -62,18 +59,14 @@ def _ragged(rows, dtype=np.int64) -> Ragged:
 # ------------------------------------------------------------------ kernels vs oracle
 @FEW
 @given(st.lists(st.lists(st.integers(0, 65535), max_size=6), max_size=10), st.data())
-def test_gather_kernels_match_oracle(rows, data):
+def test_gather_rows_matches_oracle(rows, data):
+    # the kernels themselves: tests/kernels/test_gather.py
     r = _ragged(rows, np.uint16)
     idx = np.array(data.draw(st.lists(st.integers(0, max(len(rows) - 1, 0)),
                                       max_size=12 if rows else 0)), dtype=np.int64)
     want = naive_gather(rows, idx)
     got, offs = _gather_rows(r.data, r.offsets, idx)
     assert Ragged(got, offs).to_list() == want
-    for kernel in (_gather, _gather_parallel):  # the serial and the prange kernel
-        out = np.full(int(offs[-1]), 7, np.uint16)
-        if out.size:
-            kernel(r.data, r.offsets, idx, offs, out)
-        assert Ragged(out, offs).to_list() == want
 
 
 @pytest.mark.parametrize("offsets", [[0, 3, 2], [0, 2, 9], [-1, 1, 2], [0, 2**60, 2]])
@@ -329,7 +322,6 @@ def test_writer_on_a_full_disk_removes_its_temp_file(tmp_path, monkeypatch):
 
 
 def test_stale_temp_files_of_killed_writers_are_cleaned(tmp_path):
-    from genotok.formats.corpus.reader import _host
 
     dead = _dead_pid()
     stale = tmp_path / f".c.gtokc.writing-{_host()}-{dead}-x1.tmp"
@@ -543,7 +535,6 @@ def test_interrupted_export_is_not_importable(tmp_path, monkeypatch):
     # a SIGKILL leaves the temporary directory: import refuses it, the next export removes it
     monkeypatch.setattr(gtok_mod, "write_gtok", real)
     dead = _dead_pid()
-    from genotok.formats.corpus.reader import _host
 
     stale = tmp_path / f".out.exporting-{_host()}-{dead}-abc.tmp"
     stale.mkdir()

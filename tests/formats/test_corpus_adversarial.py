@@ -28,8 +28,10 @@ from genotok import (
     read_gtok,
     write_manifest,
 )
-from genotok.formats.corpus import reader as corpus_mod
-from genotok.formats.corpus.reader import MANIFEST, _manifest_digest
+from genotok.formats.corpus import layout as layout_mod
+from genotok.formats.corpus import manifest as manifest_mod
+from genotok.formats.corpus.layout import MANIFEST
+from genotok.formats.corpus.manifest import _manifest_digest
 
 from ._corpus_campaign import Counts, _one, fields, make_corpus, resign, run
 
@@ -312,12 +314,12 @@ def test_new_corpora_use_a_stdlib_checksum(tmp_path, monkeypatch):
 def _xxh3_corpus(tmp_path, monkeypatch) -> Path:
     """A corpus (and manifest) as genotok wrote them before: checksummed with xxh3_64."""
     pytest.importorskip("xxhash")
-    monkeypatch.setattr(corpus_mod, "CHECKSUM", "xxh3_64")
+    monkeypatch.setattr(layout_mod, "CHECKSUM", "xxh3_64")
     d = tmp_path / "d"
     d.mkdir()
     make_corpus(d / "a.gtokc")
     write_manifest(d, [d / "a.gtokc"])
-    monkeypatch.setattr(corpus_mod, "CHECKSUM", "blake2b_64")
+    monkeypatch.setattr(layout_mod, "CHECKSUM", "blake2b_64")
     return d
 
 
@@ -494,7 +496,7 @@ def test_manifest_file_itself(tmp_path, monkeypatch, kind):
         (d / MANIFEST).mkdir()
         pattern = "is a directory"
     elif kind == "too large":
-        monkeypatch.setattr(corpus_mod, "MANIFEST_MAX_BYTES", 100)
+        monkeypatch.setattr(manifest_mod, "MANIFEST_MAX_BYTES", 100)
         (d / MANIFEST).write_text(json.dumps(m))
         pattern = "larger than a manifest may be"
     else:

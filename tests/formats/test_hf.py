@@ -9,7 +9,7 @@ datasets = pytest.importorskip("datasets", reason="pip install datasets")
 pa = pytest.importorskip("pyarrow")
 
 from genotok import Corpus, CorpusWriter
-from genotok.formats.corpus.reader import write_manifest
+from genotok.formats.corpus import write_manifest
 
 VOCAB = 40
 

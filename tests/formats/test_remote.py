@@ -17,7 +17,7 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
 boto3 = pytest.importorskip("boto3")
 
 from genotok import Corpus, CorpusWriter, GtokFormatError
-from genotok.formats.corpus.reader import write_manifest
+from genotok.formats.corpus import write_manifest
 from genotok.formats.corpus.remote import RemoteCorpus, ShardCache
 
 N_SHARDS, PER_SHARD = 5, 40

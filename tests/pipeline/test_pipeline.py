@@ -185,7 +185,7 @@ else:
     P.atomic_write = atomic_write
     import genotok.pipeline.journal as J
     J.atomic_write = atomic_write
-    import genotok.formats.corpus.reader as C
+    import genotok.formats.corpus.manifest as C
     import genotok.formats.gtok as G
     C.atomic_write = G.atomic_write = atomic_write
 tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")

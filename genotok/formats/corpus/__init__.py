@@ -1,16 +1,18 @@
-"""The indexed corpus: many token records in shards, memory-mapped for training (``docs/formats.md``)."""
+"""The indexed corpus: many token records in shards, memory-mapped for training (``docs/formats.md``).
 
-from .reader import (
-    Corpus,
-    CorpusWriter,
-    check_expected,
-    export_gtok_dir,
-    export_parquet,
-    import_gtok_dir,
-    import_parquet,
-    write_manifest,
-)
-from .remote import open_corpus
+Modules: :mod:`.writer` (``CorpusWriter``), :mod:`.reader` (``Corpus``), :mod:`.shard` (one
+file opened and checked), :mod:`.verify`, :mod:`.manifest` (sharded directories),
+:mod:`.remote` (object stores, through a local cache) and :mod:`.layout` (the byte layout);
+Parquet and gtok-directory interop live in :mod:`genotok.formats.interop`.
+"""
 
-__all__ = ["Corpus", "CorpusWriter", "check_expected", "export_gtok_dir", "export_parquet",
-           "import_gtok_dir", "import_parquet", "open_corpus", "write_manifest"]
+from ..interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
+from .layout import MANIFEST
+from .manifest import write_manifest
+from .reader import Corpus, check_expected
+from .remote import RemoteCorpus, ShardCache, open_corpus
+from .writer import CorpusWriter, json_scalars
+
+__all__ = ["MANIFEST", "Corpus", "CorpusWriter", "RemoteCorpus", "ShardCache", "check_expected",
+           "export_gtok_dir", "export_parquet", "import_gtok_dir", "import_parquet", "json_scalars",
+           "open_corpus", "write_manifest"]

@@ -32,23 +32,26 @@ import numpy as np
 
 from ..._io import atomic_write
 from ...errors import GtokFormatError, UniverseMismatchError
-from . import reader as _c
+from .layout import (
+    CHECKSUMS,
+    MAGIC,
+    MANIFEST,
+    PREAMBLE,
+    VALUE_DTYPES,
+    _clean_stale,
+    _digest,
+    _json_load,
+    _make_temp,
+    _width_dtype,
+)
+from .manifest import MANIFEST_MAX_BYTES, _check_manifest
+from .reader import Corpus, _set_url_opener, check_expected, is_url  # noqa: F401 - is_url: here too
+from .shard import _Shard
 
 #: bytes copied per read of a download
 _BLOCK = 8 << 20
 #: default cache directory (``GENOTOK_CACHE`` overrides it)
 DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "genotok", "shards")
-
-
-def is_url(path) -> bool:
-    """Whether ``path`` names a remote corpus (``scheme://…``, but not ``file://``).
-
-    Examples
-    --------
-    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
-    (True, False, False)
-    """
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
 
 
 def _fsspec():
@@ -70,43 +73,6 @@ def _flock(path: Path):
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
-
-
-def _rel_ok(rel) -> bool:
-    return isinstance(rel, str) and rel and "\0" not in rel and "\\" not in rel \
-        and not rel.startswith("/") and ".." not in rel.split("/")
-
-
-def _check_manifest(m, where: str) -> dict:
-    """The manifest checks of a local open, and a digest on every shard (required remotely)."""
-    def corrupt(why):
-        return GtokFormatError(f"{where}: corrupt manifest ({why})")
-
-    if not isinstance(m, dict) or m.get("format") != _c.MANIFEST_FORMAT:
-        raise corrupt(f"not a {_c.MANIFEST_FORMAT!r} JSON object")
-    v = m.get("version")
-    if not (isinstance(v, list) and len(v) == 2 and all(_c._is_int(x) for x in v)) or v[0] < 1:
-        raise corrupt(f"version {str(v)[:40]}")
-    if v[0] > _c.MANIFEST_VERSION[0]:
-        raise GtokFormatError(f"{where}: manifest format {v[0]}.{v[1]} is newer than this genotok "
-                              "reads; upgrade genotok")
-    algo, digest = m.get("checksum"), m.get("digest")
-    if algo not in _c.CHECKSUMS or not _c._is_hex_digest(digest) or not _c._can_check(algo):
-        raise GtokFormatError(f"{where}: a remote corpus needs a manifest with a digest this install "
-                              "can check (manifest 1.1, blake2b_64): re-run write_manifest")
-    if _c._manifest_digest(m, algo) != digest:
-        raise GtokFormatError(f"{where}: manifest digest mismatch: the manifest was edited after it "
-                              "was written; re-run write_manifest")
-    entries = m.get("shards")
-    if not isinstance(entries, list) or not entries:
-        raise corrupt("shards is not a non-empty list")
-    for k, e in enumerate(entries):
-        if not isinstance(e, dict) or not _rel_ok(e.get("path")) or e.get("index", k) != k \
-                or not _c._is_hex_digest(e.get("header_digest")) \
-                or not all(_c._is_int(e.get(x)) and e[x] >= 0 for x in ("n_records", "n_tokens")):
-            raise corrupt(f"shard {k}: a remote corpus needs a path inside the corpus, counts and a "
-                          "header digest for every shard (manifest 1.1)")
-    return m
 
 
 class ShardCache:
@@ -139,7 +105,7 @@ class ShardCache:
         self._init_threads()
         for name in os.listdir(self.root):  # downloads of processes that died (SIGKILL)
             if ".fetching-" in name and name.endswith(".tmp"):
-                _c._clean_stale(self.root, name[:name.index(".fetching-") + 10])
+                _clean_stale(self.root, name[:name.index(".fetching-") + 10])
 
     def _init_threads(self) -> None:
         """Filesystem, locks and prefetch state of this process (again after a fork: an async
@@ -209,7 +175,7 @@ class ShardCache:
         return final
 
     def _download(self, k: int) -> str:
-        fd, tmp = _c._make_temp(self.root, f".{k:06d}.fetching-")
+        fd, tmp = _make_temp(self.root, f".{k:06d}.fetching-")
         try:
             with os.fdopen(fd, "wb") as out, self.fs.open(self.shard_url(k), "rb") as src:
                 while block := src.read(_BLOCK):
@@ -224,7 +190,7 @@ class ShardCache:
         """Why the download ``tmp`` of shard ``k`` may not be used, or None."""
         e = self.entries[k]
         try:
-            s = _c._Shard(Path(tmp), nofollow=True)
+            s = _Shard(Path(tmp), nofollow=True)
         except GtokFormatError as exc:
             return str(exc)
         if (s.n, s.t, s.head_sum.hex()) != (e["n_records"], e["n_tokens"], e["header_digest"]):
@@ -263,7 +229,7 @@ class ShardCache:
             except FileNotFoundError:  # evicted by another process: fetch it again
                 s = None
         if s is None:
-            s = _c._Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
+            s = _Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
             self._open = {j: o for j, o in self._open.items() if os.path.exists(o.path)}
             self._open[k] = s
         self._last = k
@@ -318,8 +284,8 @@ class _RemoteShard:
         self._cache, self._k = cache, k
         self.header = header
         self.n, self.t = cache.entries[k]["n_records"], cache.entries[k]["n_tokens"]
-        self.dtype = np.dtype("<u2") if width == 2 else np.dtype("<u4")
-        self.values_dtype = _c.VALUE_DTYPES[vcode]
+        self.dtype = _width_dtype(width)
+        self.values_dtype = VALUE_DTYPES[vcode]
         self.version = version
         self.path = cache.shard_url(k)
 
@@ -335,16 +301,16 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
     if not ks:
         return {}
     urls = [cache.shard_url(k) for k in ks]
-    size = _c.PREAMBLE.size
+    size = PREAMBLE.size
     pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks))
     spans = []
     for url, pre in zip(urls, pres):
         if isinstance(pre, BaseException):
             raise pre
-        if len(pre) < size or pre[:8] != _c.MAGIC:
+        if len(pre) < size or pre[:8] != MAGIC:
             raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
-        f = _c.PREAMBLE.unpack(pre)
-        if f[12] > _c.MANIFEST_MAX_BYTES:
+        f = PREAMBLE.unpack(pre)
+        if f[12] > MANIFEST_MAX_BYTES:
             raise GtokFormatError(f"{url}: corrupt preamble (a {f[12]}-byte header)")
         spans.append((f[11], f[11] + f[12]))
     bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans])
@@ -357,17 +323,17 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
 def _parse_header(cache: ShardCache, k: int, raw: bytes) -> tuple[dict, tuple]:
     """Shard ``k``'s header and layout from its raw bytes, checked against the manifest."""
     e, url = cache.entries[k], cache.shard_url(k)
-    pre, body = raw[:_c.PREAMBLE.size], raw[_c.PREAMBLE.size:]
-    if len(pre) < _c.PREAMBLE.size:
+    pre, body = raw[:PREAMBLE.size], raw[PREAMBLE.size:]
+    if len(pre) < PREAMBLE.size:
         raise GtokFormatError(f"{url}: truncated preamble")
-    (_, major, minor, width, vcode, _, n, t, *_rest, head_sum) = _c.PREAMBLE.unpack(pre)
-    if head_sum.hex() != e["header_digest"] or width not in (2, 4) or vcode not in _c.VALUE_DTYPES \
+    (_, major, minor, width, vcode, _, n, t, *_rest, head_sum) = PREAMBLE.unpack(pre)
+    if head_sum.hex() != e["header_digest"] or width not in (2, 4) or vcode not in VALUE_DTYPES \
             or (n, t) != (e["n_records"], e["n_tokens"]):
         raise GtokFormatError(f"{url}: its preamble disagrees with the manifest (replaced after "
                               "the manifest was written); re-run write_manifest")
-    header = _c._json_load(body, "metadata header", url)
+    header = _json_load(body, "metadata header", url)
     algo = header.get("checksum") if isinstance(header, dict) else None
-    if algo not in _c.CHECKSUMS or _c._digest(body, algo).hex() != e["header_digest"]:
+    if algo not in CHECKSUMS or _digest(body, algo).hex() != e["header_digest"]:
         raise GtokFormatError(f"{url}: metadata header checksum mismatch")
     return header, (width, vcode, (major, minor))
 
@@ -393,7 +359,7 @@ def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
     return [out[k] for k in range(len(cache.entries))]
 
 
-class RemoteCorpus(_c.Corpus):
+class RemoteCorpus(Corpus):
     """A :class:`~genotok.Corpus` in an object store, read through a local :class:`ShardCache`.
 
     Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL and
@@ -467,32 +433,37 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     options = {"cache_dir": cache_dir, "cache_limit": cache_limit, "prefetch": prefetch,
                "storage_options": storage_options}
     fs, _ = fsspec.core.url_to_fs(url, **(storage_options or {}))
-    murl = f"{url}/{_c.MANIFEST}"
+    murl = f"{url}/{MANIFEST}"
     try:
         raw = fs.cat_file(murl)
     except FileNotFoundError:
         raise GtokFormatError(f"{murl}: not found; a remote corpus is a directory with "
-                              f"{_c.MANIFEST} (write one with write_manifest, then upload)") from None
-    if len(raw) > _c.MANIFEST_MAX_BYTES:
+                              f"{MANIFEST} (write one with write_manifest, then upload)") from None
+    if len(raw) > MANIFEST_MAX_BYTES:
         raise GtokFormatError(f"{murl}: larger than a manifest may be")
-    manifest = _check_manifest(_c._json_load(raw, "manifest", murl), murl)
+    manifest = _json_load(raw, "manifest", murl)
+    _check_manifest(manifest, murl, remote=True)  # the local checks, every digest required
     cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
     shards = [_RemoteShard(cache, k, header, pre)
               for k, (header, pre) in enumerate(_headers(fs, cache))]
     if manifest["fingerprint"] != shards[0].header.get("fingerprint"):
         raise UniverseMismatchError(f"{murl}: the manifest's universe differs from its shards'")
     corpus = RemoteCorpus(url, cache, shards, options)
-    _c.check_expected(corpus.fingerprint, expect, url)
+    check_expected(corpus.fingerprint, expect, url)
     if verify:
         corpus.verify(raise_on_error=True)
     return corpus
 
 
+
+_set_url_opener(open_corpus)  # Corpus.open("s3://…") comes here (the reader never imports remote)
+
 def _example() -> RemoteCorpus:
     """A two-shard corpus uploaded to ``memory://genotok-example/corpus``, opened (docstrings)."""
     import tempfile
 
-    from .reader import CorpusWriter, write_manifest
+    from .manifest import write_manifest
+    from .writer import CorpusWriter
 
     d = Path(tempfile.mkdtemp())
     for k, rows in enumerate(([[1, 2], [3]], [[5], [4]])):
