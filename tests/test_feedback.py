@@ -149,11 +149,11 @@ def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
 def test_compile_notice_once_when_the_cache_is_cold(tmp_path):
     # two compilations (one kernel, two signatures) in a process with an empty cache: one line
     code = ("import numpy as np\n"
-            "from genotok.formats.corpus import reader as corpus\n"
+            "from genotok.kernels import gather\n"
             "for dt in (np.int64, np.uint16):\n"
             "    out = np.zeros(2, dt)\n"
-            "    corpus._gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
-            "                   np.array([0, 1, 2]), out)\n"
+            "    gather.gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
+            "                  np.array([0, 1, 2]), out)\n"
             "print(out.tolist())")
     cold = _run(code, tmp_path / "cache")
     assert cold.returncode == 0 and cold.stdout.strip() == "[1, 0]", cold.stderr[-2000:]

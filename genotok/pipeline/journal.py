@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .._io import atomic_write
 from ..errors import UniverseMismatchError
-from ..formats.corpus.reader import MANIFEST
+from ..formats.corpus import MANIFEST
 from .plan import PipelineError
 
 JOURNAL = "journal.json"
