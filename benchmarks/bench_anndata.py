@@ -90,13 +90,14 @@ def validation_section(a, path: Path, tok, repeat: int, n_threads) -> None:
     itself is not counted)."""
     from genotok import _validate as V
     from genotok.singlecell import anndata as gad
+    from genotok.singlecell import sources as gsrc
 
     X = a.X.tocsr()
     csc = a.copy()
     csc.X = X.tocsc()
     n_rows, n_cols = X.shape
     fns = {
-        "check_csr": lambda: gad._checked_csr(X, "X"),
+        "check_csr": lambda: gsrc._checked_csr(X, "X"),
         "check_csc": lambda: V.compressed(csc.X.indptr, csc.X.indices, n_cols, n_rows, "X",
                                           fmt="csc"),
         "check_path": lambda: (V.offsets(X.indptr, X.indices.size, "p", n_rows=n_rows),
@@ -146,6 +147,7 @@ def main() -> None:
 
     from genotok import RegionSet, Tokenizer, Universe
     from genotok.singlecell import anndata as gad
+    from genotok.singlecell import varnames as gvar
 
     print(f"# bench_anndata on {machine()}")
     path = h5ad_file(args.cells, args.peaks, args.nnz)
@@ -216,7 +218,7 @@ def main() -> None:
     parallel_take(lut, out_idx[:16])  # compile
     fns["gather_out"] = lambda: parallel_take(lut, out_idx)
     fns["warm"] = lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads)
-    fns["rebuilt"] = lambda: (gad._VAR_MAPS.clear(),
+    fns["rebuilt"] = lambda: (gvar._VAR_MAPS.clear(),
                               gad.tokenize_anndata(a, tok, n_threads=args.threads))
     mini = min(X.shape[0], 64 * 50)  # the first 3,200 cells, 64 at a time
     fns["mini"] = lambda: [gad.tokenize_anndata(a[i:i + 64], tok, n_threads=args.threads)

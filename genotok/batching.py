@@ -86,12 +86,12 @@ def pad_batch(rows: Sequence[np.ndarray] | Ragged, pad_token_id: int, *, pad_to:
     """
     if isinstance(rows, Ragged):
         lengths = rows.lengths.astype(np.int64, copy=False)
-        flat = lambda: np.asarray(rows.data, dtype=np.int64)  # noqa: E731
-        flat_values = (lambda: np.asarray(values, dtype=np.float32)) if values is not None else None  # noqa: E731
+        flat = lambda: np.asarray(rows.data, dtype=np.int64)
+        flat_values = (lambda: np.asarray(values, dtype=np.float32)) if values is not None else None
     else:
         lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        flat = lambda: np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])  # noqa: E731
-        flat_values = None if values is None else (  # noqa: E731
+        flat = lambda: np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])
+        flat_values = None if values is None else (
             lambda: np.concatenate([np.asarray(v, dtype=np.float32) for v in values]))
     width = int(lengths.max()) if lengths.size else 0
     if pad_to is not None:

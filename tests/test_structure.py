@@ -218,12 +218,10 @@ KNOWN = {
     ("size", "genotok/kernels/parse.py"),
     ("size", "genotok/pipeline/run.py"),
     ("size", "genotok/regions.py"),
-    ("size", "genotok/singlecell/anndata.py"),
     ("size", "genotok/tokenizer.py"),
     ("upward", "genotok/build/builders.py"),
     ("circle", "genotok/formats/corpus/reader.py"),
     ("circle", "genotok/pretrained.py"),
-    ("circle", "genotok/singlecell/anndata.py"),
     ("circle", "genotok/pipeline/dask.py"),
     ("circle", "genotok/__init__.py"),
 }
