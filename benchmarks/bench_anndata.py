@@ -64,10 +64,10 @@ import sys, tempfile, os
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib
 import genotok
-from genotok.singlecell import anndata as gad
+import genotok.singlecell as gad
 from genotok import Tokenizer
 tok = Tokenizer.from_bed({universe!r})
-gad.warmup()
+genotok.warmup()
 base = peak_rss_mib()
 out = os.path.join(tempfile.mkdtemp(), "c.gtokc")
 c = gad.tokenize_anndata({path!r}, tok, output=out, memory_mb={mb})
@@ -89,14 +89,15 @@ def validation_section(a, path: Path, tok, repeat: int, n_threads) -> None:
     not counted); by path, the same checks over the arrays the reader reads (the h5py reading
     itself is not counted)."""
     from genotok import _validate as V
-    from genotok.singlecell import anndata as gad
+    import genotok.singlecell as gad
+    from genotok.singlecell import sources as gsrc
 
     X = a.X.tocsr()
     csc = a.copy()
     csc.X = X.tocsc()
     n_rows, n_cols = X.shape
     fns = {
-        "check_csr": lambda: gad._checked_csr(X, "X"),
+        "check_csr": lambda: gsrc._checked_csr(X, "X"),
         "check_csc": lambda: V.compressed(csc.X.indptr, csc.X.indices, n_cols, n_rows, "X",
                                           fmt="csc"),
         "check_path": lambda: (V.offsets(X.indptr, X.indices.size, "p", n_rows=n_rows),
@@ -145,7 +146,8 @@ def main() -> None:
     import anndata
 
     from genotok import RegionSet, Tokenizer, Universe
-    from genotok.singlecell import anndata as gad
+    import genotok.singlecell as gad
+    from genotok.singlecell import varnames as gvar
 
     print(f"# bench_anndata on {machine()}")
     path = h5ad_file(args.cells, args.peaks, args.nnz)
@@ -216,7 +218,7 @@ def main() -> None:
     parallel_take(lut, out_idx[:16])  # compile
     fns["gather_out"] = lambda: parallel_take(lut, out_idx)
     fns["warm"] = lambda: gad.tokenize_anndata(a, tok, n_threads=args.threads)
-    fns["rebuilt"] = lambda: (gad._VAR_MAPS.clear(),
+    fns["rebuilt"] = lambda: (gvar._VAR_MAPS.clear(),
                               gad.tokenize_anndata(a, tok, n_threads=args.threads))
     mini = min(X.shape[0], 64 * 50)  # the first 3,200 cells, 64 at a time
     fns["mini"] = lambda: [gad.tokenize_anndata(a[i:i + 64], tok, n_threads=args.threads)
@@ -267,7 +269,7 @@ def main() -> None:
           f"tokenizer returning int64 could reach in this run; genotok takes "
           f"{t_warm / t_gout:.2f}x that")
 
-    setup = ("import anndata\nfrom genotok import Tokenizer\nfrom genotok import anndata as gad\n"
+    setup = ("import anndata\nfrom genotok import Tokenizer\nimport genotok.singlecell as gad\n"
              f"tok = Tokenizer.from_bed({str(upath)!r})\n"
              f"a = anndata.read_h5ad({str(path)!r})\n")
     call = "gad.tokenize_anndata(a, tok)"

@@ -27,7 +27,7 @@ from .formats.gtok import read_gtok, write_gtok
 from .pipeline import pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
-from .singlecell.anndata import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
+from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.fragmatrix import fragment_matrix
 from .singlecell.values import feature_medians

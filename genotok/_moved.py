@@ -15,7 +15,7 @@ import sys
 import warnings
 
 MOVED = {
-    "genotok.anndata": "genotok.singlecell.anndata",
+    "genotok.anndata": "genotok.singlecell",
     "genotok.cellvalues": "genotok.singlecell.values",
     "genotok.conditions": "genotok.singlecell.conditions",
     "genotok.fragmatrix": "genotok.singlecell.fragmatrix",

@@ -14,7 +14,7 @@ def warmup() -> None:
     """
     from .formats.corpus import reader
     from .kernels import build, overlap, parse, sort
-    from .singlecell import anndata, values
+    from .singlecell import cells, values
 
-    for room in (parse, overlap, sort, build, anndata, values, reader):
+    for room in (parse, overlap, sort, build, cells, values, reader):
         room.warmup()

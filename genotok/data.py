@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from .batching import TRUNCATIONS, make_batch, pad_batch, truncate  # noqa: F401 (the one implementation)
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
 
-TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
 
 
 class PretokenizedDataset(Sequence):
@@ -123,40 +123,6 @@ def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------- per record
-def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
-             rng: np.random.Generator | None = None) -> np.ndarray:
-    """Cut a record to ``max_length`` tokens.
-
-    ``head``: the first tokens; ``window``: a random contiguous window; ``subsample``: a random
-    subset in random order (cell tokens are an unordered set); ``subsample_ordered``: a random
-    subset keeping the original order (for models with position embeddings).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> truncate(np.arange(10), 3).tolist()
-    [0, 1, 2]
-    >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
-    [5, 6, 9]
-    """
-    if strategy not in TRUNCATIONS:
-        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
-    if ids.size <= max_length:
-        return ids
-    if strategy == "head":
-        return ids[:max_length]
-    rng = rng if rng is not None else np.random.default_rng()
-    if strategy == "window":
-        a = int(rng.integers(0, ids.size - max_length + 1))
-        return ids[a:a + max_length]
-    pick = rng.choice(ids.size, size=max_length, replace=False)
-    if strategy == "subsample_ordered":
-        pick.sort()
-    return ids[pick]
-
-
 def shuffle_tokens(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A shuffled copy of one record (Region2Vec/word2vec-style training shuffles documents).
 
@@ -187,79 +153,6 @@ def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | N
 
 
 # ---------------------------------------------------------------------------------- batches
-def pad_batch(rows: Sequence[np.ndarray], pad_token_id: int, *, pad_to: int | None = None,
-              values: Sequence[np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """Right-pad rows into ``input_ids`` (int64) and ``attention_mask``; ``values`` alongside.
-
-    ``pad_to`` (``None``: the longest row) must not be shorter than any row.
-
-    Examples
-    --------
-    >>> pad_batch([[1, 2], [3]], 0)["input_ids"].tolist()
-    [[1, 2], [3, 0]]
-    """
-    lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-    width = int(lengths.max()) if lengths.size else 0
-    if pad_to is not None:
-        if pad_to < width:
-            raise ValueError(f"a row has {width} tokens, more than pad_to={pad_to}: truncate first")
-        width = pad_to
-    ids = np.full((len(rows), width), pad_token_id, dtype=np.int64)
-    mask = np.arange(width)[None, :] < lengths[:, None]
-    if lengths.sum():
-        ids[mask] = np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])
-    out = {"input_ids": ids, "attention_mask": mask.astype(np.int64)}
-    if values is not None:
-        vals = np.zeros((len(rows), width), dtype=np.float32)
-        if lengths.sum():
-            vals[mask] = np.concatenate([np.asarray(v, dtype=np.float32) for v in values])
-        out["values"] = vals
-    return out
-
-
-def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
-               truncation: str | None = None, padding: str = "longest",
-               shuffle: bool = False, cls_token_id: int | None = None,
-               eos_token_id: int | None = None, values: Sequence[np.ndarray] | None = None,
-               rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-    """Records → model inputs: optional token shuffle, truncation, ``<cls>``/``<eos>``, padding.
-
-    ``max_length`` counts the wrapping tokens. ``padding="longest"`` pads to the longest row,
-    ``"max_length"`` to ``max_length``. With ``values`` (one per token), the value channel
-    follows the same shuffles and cuts (wrapping tokens get value 0).
-
-    Examples
-    --------
-    >>> make_batch([[1, 2, 3]], pad_token_id=0, max_length=4, padding="max_length")["input_ids"].tolist()
-    [[1, 2, 3, 0]]
-    """
-    rng = rng if rng is not None else np.random.default_rng()
-    extra = (cls_token_id is not None) + (eos_token_id is not None)
-    if padding not in ("longest", "max_length"):
-        raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}")
-    if (truncation or padding == "max_length") and max_length is None:
-        raise ValueError("truncation and padding='max_length' need max_length")
-    if max_length is not None and max_length <= extra:
-        raise ValueError(f"max_length={max_length} leaves no room beside <cls>/<eos>")
-    out_rows, out_vals = [], []
-    for k, r in enumerate(rows):
-        idx = np.arange(len(r))
-        if shuffle:
-            idx = rng.permutation(idx)
-        if truncation:
-            idx = truncate(idx, max_length - extra, truncation, rng)
-        elif max_length is not None and idx.size + extra > max_length:
-            raise ValueError(f"row {k} has {idx.size} tokens, more than max_length={max_length}: "
-                             "set truncation")
-        out_rows.append(wrap(np.asarray(r)[idx], cls_token_id, eos_token_id))
-        if values is not None:
-            v = np.asarray(values[k], dtype=np.float32)[idx]
-            out_vals.append(np.concatenate([np.zeros(int(cls_token_id is not None), np.float32), v,
-                                            np.zeros(int(eos_token_id is not None), np.float32)]))
-    return pad_batch(out_rows, pad_token_id, pad_to=max_length if padding == "max_length" else None,
-                     values=out_vals if values is not None else None)
-
-
 def pack(rows: Sequence[np.ndarray], seq_len: int, pad_token_id: int,
          sep_token_id: int | None = None) -> dict[str, np.ndarray]:
     """Pack consecutive records into fixed-length sequences with segment ids.

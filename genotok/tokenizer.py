@@ -645,51 +645,14 @@ class Tokenizer:
     def pad(self, rows, *, single: bool = False, padding=False, truncation=False,
             max_length: int | None = None, return_tensors: str | None = None,
             return_attention_mask: bool = True) -> dict:
-        """Pad/truncate token rows into model inputs (see :meth:`__call__`)."""
-        if padding not in (False, True, "longest", "max_length", "do_not_pad"):
-            raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
-        if return_tensors not in (None, "np", "pt"):
-            raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
-        if (truncation or padding == "max_length") and max_length is None:
-            raise ValueError("truncation and padding='max_length' need max_length")
-        if max_length is not None and max_length < 1:
-            raise ValueError(f"max_length must be >= 1, got {max_length}")
-        rows = [np.asarray(r, dtype=np.int64) for r in rows]
-        if truncation:
-            rows = [r[:max_length] for r in rows]
-        pad_to = None
-        if padding in (True, "longest"):
-            pad_to = max((r.size for r in rows), default=0)
-        elif padding == "max_length":
-            pad_to = max(max_length, max((r.size for r in rows), default=0)) if not truncation else max_length
-        if pad_to is None and return_tensors is not None and len({r.size for r in rows}) > 1:
-            raise ValueError("sets have different lengths: use padding=True to return tensors")
-        if pad_to is None:
-            pad_to = rows[0].size if rows else 0
-        if return_tensors is None and not padding:
-            out = {"input_ids": [r.tolist() for r in rows]}
-            if return_attention_mask:
-                out["attention_mask"] = [[1] * r.size for r in rows]
-        else:
-            ids = np.full((len(rows), pad_to), self.universe.pad_token_id, dtype=np.int64)
-            mask = np.zeros((len(rows), pad_to), dtype=np.int64)
-            for i, r in enumerate(rows):
-                ids[i, :r.size] = r
-                mask[i, :r.size] = 1
-            out = {"input_ids": ids}
-            if return_attention_mask:
-                out["attention_mask"] = mask
-            if return_tensors is None:
-                out = {k: v.tolist() for k, v in out.items()}
-            elif return_tensors == "pt":
-                from ._optional import require
+        """Pad/truncate token rows into model inputs (see :meth:`__call__` and
+        :func:`genotok.batching.pad_inputs`, which this is with the tokenizer's pad id)."""
+        from .batching import pad_inputs
 
-                torch = require("torch", "return_tensors='pt'")
-
-                out = {k: torch.from_numpy(v) for k, v in out.items()}
-        if single:
-            out = {k: v[0] for k, v in out.items()}
-        return out
+        return pad_inputs(rows, self.universe.pad_token_id, single=single, padding=padding,
+                          truncation=truncation, max_length=max_length,
+                          return_tensors=return_tensors,
+                          return_attention_mask=return_attention_mask)
 
     # ------------------------------------------------------------------ display
     def _repr_html_(self) -> str:

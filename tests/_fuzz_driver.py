@@ -115,7 +115,7 @@ FRAG_SEEDS = [b"chr1\t10\t60\tAAAC-1\t2\n", b"chr1\t5\t9\tBC\n", b"# comment\nch
        st.booleans())
 def fuzz_fragments(data, gz):
     """10x fragment files, plain and gzipped: only genotok errors come out."""
-    from genotok.singlecell.anndata import tokenize_fragments
+    from genotok.singlecell import tokenize_fragments
 
     count["n"] += 1
     p = TMP / ("f.tsv.gz" if gz else "f.tsv")
@@ -189,17 +189,19 @@ CELL_VARS = RegionSet.from_strings(["chr1:10-50", "chr1:95-150", "chr1:195-199",
        st.sampled_from([None, 2.0]), st.sampled_from(["genomic", "value"]), st.booleans())
 def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order, generic):
     """The single-cell kernels on arbitrary (often invalid) CSR chunks, fast and general path."""
-    from genotok.singlecell import anndata as gad
+    from genotok.singlecell import cells as gcells
+    from genotok.singlecell import sources as gsrc
+    from genotok.singlecell import varnames as gvar
 
     count["n"] += 1
     n = min(len(indices), len(data))
-    vm = gad._var_map(CELL_TOK, CELL_VARS, None)
+    vm = gvar._var_map(CELL_TOK, CELL_VARS, None)
     vm.monotone = vm.monotone and not generic
-    ch = gad._Chunk(0, np.array([0, *indptr], np.int64), np.array(indices[:n], np.int32),
-                    np.array(data[:n], np.float32))
-    opt = gad._options(CELL_TOK, min_count, order, 0, None, "top", unique, unknown, values)
+    ch = gsrc._Chunk(0, np.array([0, *indptr], np.int64), np.array(indices[:n], np.int32),
+                     np.array(data[:n], np.float32))
+    opt = gcells._options(CELL_TOK, min_count, order, 0, None, "top", unique, unknown, values)
     try:
-        gad._run_chunk(ch, vm, opt, "X")
+        gcells._run_chunk(ch, vm, opt, "X")
     except GenotokError:
         pass
 

@@ -1,7 +1,7 @@
 """Slow, obviously-correct model of the single-cell adapter (the geniml-style per-cell loop).
 
 For every cell: its non-zero columns → their regions → brute-force overlap against the
-universe (``naive_tokenizer``) → the documented rules of :mod:`genotok.singlecell.anndata` applied with
+universe (``naive_tokenizer``) → the documented rules of :mod:`genotok.singlecell.cells` applied with
 plain Python lists. Also a plain fragment-file reader.
 """
 

@@ -384,7 +384,7 @@ def test_bad_matrices_in_memory(name, fmt, array, change, pattern):
     import scipy.sparse as sp
 
     from genotok import AnnDataError
-    from genotok.singlecell.anndata import _MemorySource
+    from genotok.singlecell.sources import _MemorySource
 
     X = _poke(sp.csr_matrix(_M).asformat(fmt), array, change)
     with pytest.raises(AnnDataError, match=pattern):
@@ -435,7 +435,7 @@ def test_a_lying_shape_is_refused_before_scipy_sizes_a_conversion_by_it():
 def test_every_sparse_format_gives_the_same_cells():
     import scipy.sparse as sp
 
-    from genotok.singlecell.anndata import _MemorySource
+    from genotok.singlecell.sources import _MemorySource
 
     ref = _MemorySource(sp.csr_matrix(_M), "X")
     for fmt in ("csc", "coo", "bsr", "lil", "dia", "dok"):
@@ -451,7 +451,7 @@ def test_every_sparse_format_gives_the_same_cells():
 ])
 def test_dense_matrices_of_the_wrong_shape(shape, pattern):
     from genotok import AnnDataError
-    from genotok.singlecell.anndata import _MemorySource
+    from genotok.singlecell.sources import _MemorySource
 
     with pytest.raises(AnnDataError, match=pattern):
         _MemorySource(_M.reshape(shape), "X")

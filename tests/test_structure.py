@@ -215,10 +215,8 @@ KNOWN = {
     ("size", "genotok/kernels/overlap.py"),
     ("size", "genotok/kernels/parse.py"),
     ("size", "genotok/regions.py"),
-    ("size", "genotok/singlecell/anndata.py"),
     ("size", "genotok/tokenizer.py"),
     ("circle", "genotok/pretrained.py"),
-    ("circle", "genotok/singlecell/anndata.py"),
 }
 
 

@@ -1,6 +1,6 @@
 """Numba kernels of the single-cell adapter: sparse rows (cells) in, token lists out.
 
-Arrays in, arrays out; no I/O and no validation here (the callers in :mod:`genotok.singlecell.anndata`
+Arrays in, arrays out; no I/O and no validation here (the callers in :mod:`genotok.singlecell.cells`
 validate with :func:`check_csr` first, numba does not check bounds).
 
 The variable (peak) -> token map is a small CSR: the tokens of variable ``v`` are

@@ -1,17 +1,20 @@
 """Single cell: AnnData / ``.h5ad`` cells x peaks and 10x fragment files to per-cell tokens, value
-encodings, condition tokens and fragment matrices."""
+encodings, condition tokens and fragment matrices.
 
-from .anndata import (
-    fragment_counts,
-    obs_names,
-    tokenize_anndata,
-    tokenize_fragments,
-    var_names,
-    var_regions,
-)
+Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.sources` (matrix
+sources: memory, h5py, backed; obs and var names), :mod:`.cells` (:func:`tokenize_anndata`),
+:mod:`.fragments` (fragment files), :mod:`.values` (value encodings), :mod:`.conditions`
+(condition tokens), :mod:`.fragmatrix` (cells x regions matrices). The token batches go to the
+one sink, :mod:`genotok.sink`.
+"""
+
+from .cells import tokenize_anndata
 from .conditions import condition_tokens
 from .fragmatrix import fragment_matrix
+from .fragments import fragment_counts, tokenize_fragments
+from .sources import obs_names, var_names
 from .values import feature_medians
+from .varnames import var_regions
 
 __all__ = ["condition_tokens", "feature_medians", "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]

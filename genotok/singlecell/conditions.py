@@ -37,6 +37,7 @@ import numpy as np
 
 from ..errors import AnnDataError
 from ..ragged import Ragged
+from .sources import _is_path, _obs_reader
 
 TEMPLATE = "<{column}={value}>"
 UNKNOWN = ("unk", "error")
@@ -54,8 +55,6 @@ def _column_values(values) -> list:
 
 
 def _obs_columns(adata, columns: Sequence[str]) -> dict:
-    from .anndata import _is_path, _obs_reader
-
     path = str(adata) if _is_path(adata) else None
     if path is not None:
         import anndata
@@ -81,6 +80,12 @@ def condition_tokens(adata, columns: Sequence[str], *, template: str = TEMPLATE)
     """The condition tokens of ``obs`` columns of an AnnData (or ``.h5ad`` path, or a frame).
 
     Give them to ``Tokenizer(..., extra_tokens=...)``; see :mod:`genotok.singlecell.conditions`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> condition_tokens(pd.DataFrame({"batch": ["d2", "d1", "d2"]}), ["batch"])
+    ['<batch=d1>', '<batch=d2>']
     """
     columns = _check_columns(columns)
     obs = adata if hasattr(adata, "columns") else None
@@ -103,6 +108,13 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
 
     ``obs`` is a data frame or a ``{column: values}`` dict. A value without a token gives
     ``<unk>`` (``unknown="unk"``) or an :class:`AnnDataError` (``"error"``).
+
+    Examples
+    --------
+    >>> from genotok import Tokenizer
+    >>> tok = Tokenizer(["chr1:0-100"], extra_tokens=["<batch=d1>"])
+    >>> condition_ids({"batch": ["d1", "d9"]}, tok, ["batch"]).tolist()  # d9: <unk>
+    [[8], [1]]
     """
     if unknown not in UNKNOWN:
         raise ValueError(f"condition_unknown must be one of {UNKNOWN}, got {unknown!r}")
@@ -138,7 +150,15 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
 
 
 def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
-    """``ids[i]`` (a ``(cells, k)`` array) before row ``i``'s tokens; value 0 for them."""
+    """``ids[i]`` (a ``(cells, k)`` array) before row ``i``'s tokens; value 0 for them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from genotok.ragged import Ragged
+    >>> prepend_ids(Ragged.from_list([[0], []]), np.array([[8], [9]])).to_list()
+    [[8, 0], [9]]
+    """
     ids = np.asarray(ids)
     n, k = ids.shape
     if n != len(rows):
@@ -162,7 +182,20 @@ def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
 def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown: str,
                    cls: bool = False):
     """Wrap the single-cell stream ``(row0, Ragged)``: ``<cls>`` (when ``cls``), then the
-    condition tokens, before each cell's tokens."""
+    condition tokens, before each cell's tokens.
+
+    ``obs_read(lo, hi) -> (names, {column: values})`` reads the ``obs`` of cells ``lo:hi``.
+
+    Examples
+    --------
+    >>> from genotok import Tokenizer
+    >>> from genotok.ragged import Ragged
+    >>> tok = Tokenizer(["chr1:0-100"], extra_tokens=["<batch=d1>"])
+    >>> read = lambda lo, hi: (None, {"batch": ["d1", "d1"][lo:hi]})
+    >>> stream = [(0, Ragged.from_list([[0], []]))]
+    >>> [r.to_list() for _, r in prepend_stream(stream, read, tok, ["batch"], "unk", cls=True)]
+    [[[4, 8, 0], [4, 8]]]
+    """
     for row0, rows in stream:
         if prepend:
             _, meta = obs_read(row0, row0 + len(rows))
@@ -174,4 +207,4 @@ def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown:
         yield row0, prepend_ids(rows, ids)
 
 
-__all__ = ["condition_ids", "condition_tokens", "prepend_ids"]
+__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream"]

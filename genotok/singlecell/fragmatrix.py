@@ -60,7 +60,15 @@ MODES = ("insertion", "paired-insertion", "fragment")
 
 
 class FragmentMatrix(NamedTuple):
-    """Result of :func:`fragment_matrix` with ``output="csr"``."""
+    """Result of :func:`fragment_matrix` with ``output="csr"``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> m = FragmentMatrix(["AAA-1"], sp.csr_matrix(np.ones((1, 2), np.float32)), np.array([3]))
+    >>> m.barcodes, m.X.shape, m.n_fragments.tolist()
+    (['AAA-1'], (1, 2), [3])
+    """
 
     barcodes: list
     X: object  # scipy.sparse.csr_matrix (cells × universe regions), float32 counts

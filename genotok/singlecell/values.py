@@ -56,13 +56,22 @@ import numpy as np
 from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import values as VK
+from .sources import _Chunk, _source
 
 _OFF = np.int64(1) << np.int64(31)
 
 
 @dataclass(frozen=True)
 class ValueEncoding:
-    """Normalise → rank by median or bin, as described in :mod:`genotok.singlecell.values`."""
+    """Normalise → rank by median or bin, as described in :mod:`genotok.singlecell.values`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> enc = ValueEncoding(normalize="total", target_sum=10)
+    >>> enc.encode(np.array([0, 2, 3]), np.array([0, 1, 0]), np.array([1.0, 3.0, 5.0]), 2).tolist()
+    [2.5, 7.5, 10.0]
+    """
 
     normalize: str | None = None
     target_sum: float = 1e4
@@ -110,8 +119,6 @@ class ValueEncoding:
 
     def chunk_encoder(self, n_cols: int, where: str):
         """``chunk -> chunk`` for the single-cell stream (rebases the chunk's rows)."""
-        from .anndata import _Chunk
-
         def encode(ch):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = ch.indptr - a
@@ -218,8 +225,6 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
     [1.5, nan, 4.0]
     """
-    from .anndata import _source
-
     if isinstance(bins_per_octave, bool) or not 1 <= int(bins_per_octave) <= 2**20:
         raise ValueError(f"bins_per_octave must be an integer in 1..2**20, got "
                          f"{bins_per_octave!r}")

@@ -486,7 +486,7 @@ def test_single_cell_outputs_take_overwrite(tmp_path):
     import pandas as pd
     import scipy.sparse as sp
 
-    from genotok.singlecell.anndata import tokenize_anndata, tokenize_fragments
+    from genotok.singlecell import tokenize_anndata, tokenize_fragments
 
     tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
     a = anndata.AnnData(sp.csr_matrix(np.array([[1, 0], [1, 1]], dtype=np.float32)),

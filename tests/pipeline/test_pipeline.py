@@ -311,10 +311,10 @@ def test_python_m_genotok_help():
 
 def test_h5ad_and_fragment_inputs(tmp_path, tok):
     ad = pytest.importorskip("anndata")
-    pytest.importorskip("genotok.singlecell.anndata")
+    pytest.importorskip("genotok.singlecell")
     import scipy.sparse as sp
 
-    from genotok.singlecell.anndata import tokenize_anndata, tokenize_fragments
+    from genotok.singlecell import tokenize_anndata, tokenize_fragments
 
     u = tok.universe.regions
     pick = np.arange(0, 200, 2)
@@ -365,7 +365,7 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     cells = {from_file_stem(n[:-5].split(CELL_SEP)[1]) for n in written if CELL_SEP in n}
     assert cells == set(hostile)
     assert "a%20b.gtok" in written  # a file stem is made safe the same way
-    frows = dict(zip(*genotok.singlecell.anndata.tokenize_fragments(d / "frags.tsv", tok, values=False,
+    frows = dict(zip(*genotok.singlecell.tokenize_fragments(d / "frags.tsv", tok, values=False,
                                                          output="list")))
     for n in written:
         if CELL_SEP in n:

@@ -197,7 +197,7 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
         from genotok.formats.gtok import read_gtok
         from genotok.pipeline import record_name
 
-        names = [f"{record_name(f)}@{n}" for f in h5ads for n in genotok.singlecell.anndata.obs_names(f)]
+        names = [f"{record_name(f)}@{n}" for f in h5ads for n in genotok.singlecell.obs_names(f)]
         got = [read_gtok(run.out / f"{n}.gtok").tolist() for n in names]
         assert got == want
     assert want[0][0] == tok_c.universe.cls_token_id

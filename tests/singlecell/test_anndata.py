@@ -18,8 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genotok import AnnDataError, Corpus, RegionSet, Tokenizer, Universe
+from genotok import sink as gsink
 from genotok.kernels import cells as K
-from genotok.singlecell import anndata as gad
+from genotok.ragged import Ragged
+import genotok.singlecell as gad
+from genotok.singlecell import cells as gcells
+from genotok.singlecell import sources as gsrc
+from genotok.singlecell import varnames as gvar
 from tests import naive_cells as naive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +46,7 @@ def _rows_of(r):
     return [list(map(int, x)) for x in r]
 
 
-def _check(result: "gad.Ragged", ref_ids, ref_vals):
+def _check(result: "Ragged", ref_ids, ref_vals):
     assert result.to_list() == ref_ids
     got = [result.values[a:b].tolist() for a, b in zip(result.offsets[:-1], result.offsets[1:])]
     for g, e in zip(got, ref_vals):
@@ -111,19 +116,19 @@ def _csr(rows, n_vars):
 def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
     universe, variables, rows, opts, tok_kw = problem
     tok = _tokenizer(universe, **tok_kw)
-    vm = gad._var_map(tok, RegionSet.from_tuples(variables), None)
+    vm = gvar._var_map(tok, RegionSet.from_tuples(variables), None)
     if generic:
         vm.monotone = False  # the general paths must agree on monotone maps too
-    opt = gad._options(tok, **opts, values=values)
+    opt = gcells._options(tok, **opts, values=values)
     opt.path = path
     indptr, indices, data = _csr(rows, len(variables))
-    src = gad._MemorySource(sp.csr_matrix((data, indices, indptr),
-                                          shape=(len(rows), len(variables))), "X")
+    src = gsrc._MemorySource(sp.csr_matrix((data, indices, indptr),
+                                           shape=(len(rows), len(variables))), "X")
     # the scipy matrix keeps our (unsorted, duplicate) storage order as given
     assert np.array_equal(src.indices, indices)
-    parts = [r for _, r in gad._stream(src, vm, opt, budget=1 << 20, chunk_rows=chunk,
-                                       n_threads=None, progress=False, desc="")]
-    got = gad._concat(parts)
+    parts = [r for _, r in gcells._stream(src, vm, opt, budget=1 << 20, chunk_rows=chunk,
+                                          n_threads=None, progress=False, desc="")]
+    got = gsink.concat(parts)
     ids, vals = naive.cells(universe, variables, rows, unk_id=tok.unk_token_id, **tok_kw, **opts)
     if values or got.values is not None:  # the fast path drops values nobody asked for
         _check(got, ids, vals)
@@ -151,7 +156,7 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
     tok = _tokenizer(FAST_UNIVERSE)
     if not packable:  # ids too large for the fill's packed word: every variable takes the
         monkeypatch.setattr(K, "LUT_WORD_IDS", 3)  # general loop of the same kernels
-    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    vm = gvar._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
     assert vm.monotone
     assert set(vm.lut_n.tolist()) == ({-1, 0, 1, 2} if packable else {-1, 0})
     assert np.array_equal(((vm.lut_word >> 62) & 3) - 1, vm.lut_n)
@@ -165,15 +170,15 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
     monkeypatch.setattr(K, "mono_fill", lambda *a: calls.append(1) or fill(*a))
     opts = dict(min_count=min_count, unique=unique, unknown=unknown, order="genomic",
                 max_tokens=None, truncate="top", seed=0)
-    opt = gad._options(tok, **opts, values=values)
+    opt = gcells._options(tok, **opts, values=values)
     indptr, indices, data = _csr(rows, len(FAST_VARS))
-    src = gad._MemorySource(sp.csr_matrix((data, indices, indptr),
-                                          shape=(len(rows), len(FAST_VARS))), "X")
+    src = gsrc._MemorySource(sp.csr_matrix((data, indices, indptr),
+                                           shape=(len(rows), len(FAST_VARS))), "X")
     for chunk in (1, 7, 1000):  # blocks of one row exercise the plain loop at block ends
         calls.clear()
-        got = gad._concat([r for _, r in gad._stream(src, vm, opt, budget=1 << 20,
-                                                     chunk_rows=chunk, n_threads=None,
-                                                     progress=False, desc="")])
+        got = gsink.concat([r for _, r in gcells._stream(src, vm, opt, budget=1 << 20,
+                                                         chunk_rows=chunk, n_threads=None,
+                                                         progress=False, desc="")])
         assert calls, "the fast path was not taken"
         ids, vals = naive.cells(FAST_UNIVERSE, FAST_VARS, rows, unk_id=tok.unk_token_id,
                                 overlap="all", min_overlap=0, **opts)
@@ -200,12 +205,12 @@ def test_bad_id_dtypes_are_refused():
     with pytest.raises(ValueError, match="int64, int32 or uint32"):
         gad.tokenize_anndata(a, tok, dtype=np.float32)
     with pytest.raises(ValueError, match="cannot hold"):
-        gad._ids_dtype(np.int32, type("T", (), {"vocab_size": 2**31 + 1})())
+        gcells._ids_dtype(np.int32, type("T", (), {"vocab_size": 2**31 + 1})())
 
 
 def test_fast_path_falls_back_on_unsorted_columns():
     tok = _tokenizer(FAST_UNIVERSE)
-    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    vm = gvar._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
     rows = [[(5, 1.0), (1, 1.0), (1, 2.0)], [(0, 1.0), (2, 1.0)]]  # unsorted, repeated column
     indptr, indices, data = _csr(rows, len(FAST_VARS))
     for use_data in (False, True):
@@ -213,9 +218,9 @@ def test_fast_path_falls_back_on_unsorted_columns():
                                       vm.var_ids, K.keep_threshold(-np.inf), use_data, K.UNK_SET,
                                       True, np.array([0, 1, 2], np.int64))
         assert status == K.MONO_UNSORTED
-    got = gad._concat([r for _, r in gad._stream(
-        gad._MemorySource(sp.csr_matrix((data, indices, indptr), shape=(2, len(FAST_VARS))), "X"),
-        vm, gad._options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
+    got = gsink.concat([r for _, r in gcells._stream(
+        gsrc._MemorySource(sp.csr_matrix((data, indices, indptr), shape=(2, len(FAST_VARS))), "X"),
+        vm, gcells._options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
         chunk_rows=None, n_threads=None, progress=False, desc="")])
     ids, vals = naive.cells(FAST_UNIVERSE, FAST_VARS, rows, unk_id=tok.unk_token_id, overlap="all",
                             min_overlap=0, min_count=None, unique=True, unknown="set",
@@ -235,12 +240,12 @@ def test_fast_path_falls_back_on_unsorted_columns():
 ])
 def test_fast_path_validates_like_the_general_path(indptr, indices, data, message):
     tok = _tokenizer(FAST_UNIVERSE)
-    vm = gad._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
-    ch = gad._Chunk(0, np.array(indptr, np.int64), np.array(indices, np.int32),
-                    np.array(data, np.float32))
-    opt = gad._options(tok, None, "genomic", 0, None, "top", True, None)
+    vm = gvar._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
+    ch = gsrc._Chunk(0, np.array(indptr, np.int64), np.array(indices, np.int32),
+                     np.array(data, np.float32))
+    opt = gcells._options(tok, None, "genomic", 0, None, "top", True, None)
     with pytest.raises(AnnDataError, match=re.escape(message)):
-        gad._run_chunk(ch, vm, opt, "X")
+        gcells._run_chunk(ch, vm, opt, "X")
 
 
 @settings(max_examples=60, deadline=None)
@@ -411,16 +416,16 @@ def test_var_map_is_reused_only_while_names_universe_and_settings_hold(small):
     a = _adata(rows, variables)
     ref = lambda t, obj, **kw: naive.cells(  # noqa: E731
         t, [v for v in variables], rows[:len(obj)], unk_id=tok.unk_token_id, **kw)[0]
-    vm = gad._adata_var_map(a, tok, None, None, False, None)
+    vm = gvar._adata_var_map(a, tok, None, None, False, None)
     # mini-batch views share the parent's var_names: one map for all of them
-    assert gad._adata_var_map(a[3:9], tok, None, None, False, None) is vm
+    assert gvar._adata_var_map(a[3:9], tok, None, None, False, None) is vm
     assert gad.tokenize_anndata(a[:5], tok).to_list() == ref(universe, a[:5])
     # another tokenizer object over the same universe and settings may share it too; another
     # universe, other settings or other parsing options may not
-    assert gad._adata_var_map(a, Tokenizer(tok.universe), None, None, False, None) is vm
+    assert gvar._adata_var_map(a, Tokenizer(tok.universe), None, None, False, None) is vm
     other = [(c, s + 30, e + 30) for c, s, e in universe]
     assert gad.tokenize_anndata(a, _tokenizer(other)).to_list() == ref(other, a)
-    assert gad._adata_var_map(a, tok, None, None, False, None) is not vm
+    assert gvar._adata_var_map(a, tok, None, None, False, None) is not vm
     strict = Tokenizer(tok.universe, min_overlap=150)
     want = ref(universe, a, min_overlap=150)
     assert want != ref(universe, a)  # the setting matters here
@@ -439,10 +444,10 @@ def test_var_map_is_reused_only_while_names_universe_and_settings_hold(small):
     assert gad.tokenize_anndata(c, tok).to_list() == got
     # an entry leaves with its Index
     key = id(b.var_names)
-    assert key in gad._VAR_MAPS
+    assert key in gvar._VAR_MAPS
     del b
     gc.collect()
-    assert key not in gad._VAR_MAPS
+    assert key not in gvar._VAR_MAPS
 
 
 def test_outputs_list_tensors_and_corpus(small, tmp_path):
@@ -574,7 +579,7 @@ def test_fast_var_name_parser_matches_parse_region_strings(parts, sep, one_based
     from genotok.regions import parse_region_strings
 
     names = [f"{c}{s1}{a}{s2}{b}{junk}" for c, s1, a, s2, b, junk in parts]
-    fast = gad._parse_names_fast(names, sep, one_based)
+    fast = gvar._parse_names_fast(names, sep, one_based)
     try:
         ref = parse_region_strings(names, sep=sep, one_based=one_based)
     except RegionParseError:
@@ -630,9 +635,9 @@ def test_memory_source_accepts_exactly_the_valid_matrices(raw, idx_dtype):
     ok = _naive_compressed_ok(indptr, indices, n_major, n_minor)
     if not ok:
         with pytest.raises(AnnDataError):
-            gad._MemorySource(X, "X")
+            gsrc._MemorySource(X, "X")
         return
-    src = gad._MemorySource(X, "X")
+    src = gsrc._MemorySource(X, "X")
     dense = np.zeros(shape, np.float32)
     for m in range(n_major):
         for j in range(indptr[m], indptr[m + 1]):

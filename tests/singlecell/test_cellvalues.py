@@ -14,7 +14,7 @@ from hypothesis.extra import numpy as hnp
 from genotok import Tokenizer
 from genotok.errors import AnnDataError
 from genotok.kernels import values as VK
-from genotok.singlecell.anndata import tokenize_anndata
+from genotok.singlecell import tokenize_anndata
 from genotok.singlecell.values import ValueEncoding, feature_medians, value_encoding
 
 anndata = pytest.importorskip("anndata")

@@ -12,7 +12,7 @@ from genotok import Tokenizer
 from genotok.errors import AnnDataError, UniverseError, UniverseMismatchError
 from genotok.formats.corpus.reader import Corpus
 from genotok.ragged import Ragged
-from genotok.singlecell.anndata import tokenize_anndata
+from genotok.singlecell import tokenize_anndata
 from genotok.singlecell.conditions import condition_ids, condition_tokens, prepend_ids
 
 anndata = pytest.importorskip("anndata")

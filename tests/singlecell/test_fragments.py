@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from genotok import BedParseError, Corpus, RegionSet, Tokenizer, Universe
 from genotok.kernels import cells as K
 from genotok.kernels import parse as _parse
-from genotok.singlecell import anndata as gad
+import genotok.singlecell as gad
 from tests import naive_cells as naive
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -328,7 +328,7 @@ import gzip, sys, tempfile
 from pathlib import Path
 import numpy as np
 from genotok import BedParseError, Tokenizer
-from genotok.singlecell import anndata as gad
+import genotok.singlecell as gad
 seed = {seed!r}
 rng = np.random.default_rng(0)
 tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-50"])

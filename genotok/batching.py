@@ -1,0 +1,237 @@
+"""The one pad / truncate / mask implementation: token rows → fixed-width model inputs.
+
+Every place that turns variable-length token rows into a rectangle calls this module: the
+:class:`~genotok.tokenizer.Tokenizer` (``__call__``/``pad``, Hugging Face's ``padding=``,
+``truncation=``, ``max_length=``, ``return_tensors=``), the training batches of
+:mod:`genotok.data` (``make_batch``, ``pad_batch``, ``truncate``) and the sink's padded tensors
+(:mod:`genotok.sink`, used by the single-cell adapters).
+
+The rectangle is always the same: ``input_ids`` (int64, right-padded with the pad id),
+``attention_mask`` (int64, 1 on tokens, 0 on padding) and, when asked, ``values`` (float32, 0 on
+padding) aligned with the ids.
+
+Examples
+--------
+>>> b = pad_batch([[5, 6, 7], [8]], pad_token_id=0)
+>>> b["input_ids"].tolist(), b["attention_mask"].tolist()
+([[5, 6, 7], [8, 0, 0]], [[1, 1, 1], [1, 0, 0]])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .ragged import Ragged
+
+#: ``truncate`` strategies (``make_batch(truncation=...)``)
+TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
+#: ``pad_inputs(padding=...)`` values, as Hugging Face tokenizers take them
+PADDINGS = (False, True, "longest", "max_length", "do_not_pad")
+#: ``return_tensors`` values (``None``: Python lists)
+TENSORS = (None, "np", "pt")
+
+
+def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
+             rng: np.random.Generator | None = None) -> np.ndarray:
+    """Cut a record to ``max_length`` tokens.
+
+    ``head``: the first tokens; ``window``: a random contiguous window; ``subsample``: a random
+    subset in random order (cell tokens are an unordered set); ``subsample_ordered``: a random
+    subset keeping the original order (for models with position embeddings).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> truncate(np.arange(10), 3).tolist()
+    [0, 1, 2]
+    >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
+    [5, 6, 9]
+    """
+    if strategy not in TRUNCATIONS:
+        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    if ids.size <= max_length:
+        return ids
+    if strategy == "head":
+        return ids[:max_length]
+    rng = rng if rng is not None else np.random.default_rng()
+    if strategy == "window":
+        a = int(rng.integers(0, ids.size - max_length + 1))
+        return ids[a:a + max_length]
+    pick = rng.choice(ids.size, size=max_length, replace=False)
+    if strategy == "subsample_ordered":
+        pick.sort()
+    return ids[pick]
+
+
+def pad_batch(rows: Sequence[np.ndarray] | Ragged, pad_token_id: int, *, pad_to: int | None = None,
+              values: Sequence[np.ndarray] | np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Right-pad rows into ``input_ids`` (int64) and ``attention_mask``; ``values`` alongside.
+
+    ``rows`` is a sequence of token arrays or a :class:`~genotok.ragged.Ragged` (then ``values``
+    may be its flat value channel). ``pad_to`` (``None``: the longest row) must not be shorter
+    than any row.
+
+    Examples
+    --------
+    >>> pad_batch([[1, 2], [3]], 0)["input_ids"].tolist()
+    [[1, 2], [3, 0]]
+    >>> from genotok.ragged import Ragged
+    >>> r = Ragged([1, 2, 3], [0, 2, 3], values=[0.5, 1.0, 2.0])
+    >>> pad_batch(r, 0, values=r.values)["values"].tolist()
+    [[0.5, 1.0], [2.0, 0.0]]
+    """
+    if isinstance(rows, Ragged):
+        lengths = rows.lengths.astype(np.int64, copy=False)
+        flat = lambda: np.asarray(rows.data, dtype=np.int64)
+        flat_values = (lambda: np.asarray(values, dtype=np.float32)) if values is not None else None
+    else:
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        flat = lambda: np.concatenate([np.asarray(r, dtype=np.int64) for r in rows])
+        flat_values = None if values is None else (
+            lambda: np.concatenate([np.asarray(v, dtype=np.float32) for v in values]))
+    width = int(lengths.max()) if lengths.size else 0
+    if pad_to is not None:
+        if pad_to < width:
+            raise ValueError(f"a row has {width} tokens, more than pad_to={pad_to}: truncate first")
+        width = pad_to
+    ids = np.full((lengths.size, width), pad_token_id, dtype=np.int64)
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    if lengths.sum():
+        ids[mask] = flat()
+    out = {"input_ids": ids, "attention_mask": mask.astype(np.int64)}
+    if flat_values is not None:
+        vals = np.zeros((lengths.size, width), dtype=np.float32)
+        if lengths.sum():
+            vals[mask] = flat_values()
+        out["values"] = vals
+    return out
+
+
+def as_tensors(batch: dict, return_tensors: str | None) -> dict:
+    """A padded batch as ``"np"`` arrays (unchanged), ``"pt"`` torch tensors or (``None``) lists.
+
+    torch is imported only for ``"pt"``.
+
+    Examples
+    --------
+    >>> as_tensors(pad_batch([[1, 2], [3]], 0), None)["attention_mask"]
+    [[1, 1], [1, 0]]
+    """
+    if return_tensors not in TENSORS:
+        raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
+    if return_tensors is None:
+        return {k: v.tolist() for k, v in batch.items()}
+    if return_tensors == "pt":
+        from ._optional import require
+
+        torch = require("torch", "return_tensors='pt'")
+        return {k: torch.from_numpy(v) for k, v in batch.items()}
+    return batch
+
+
+def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
+               truncation: str | None = None, padding: str = "longest",
+               shuffle: bool = False, cls_token_id: int | None = None,
+               eos_token_id: int | None = None, values: Sequence[np.ndarray] | None = None,
+               rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+    """Records → model inputs: optional token shuffle, truncation, ``<cls>``/``<eos>``, padding.
+
+    ``max_length`` counts the wrapping tokens. ``padding="longest"`` pads to the longest row,
+    ``"max_length"`` to ``max_length``. With ``values`` (one per token), the value channel
+    follows the same shuffles and cuts (wrapping tokens get value 0).
+
+    Examples
+    --------
+    >>> make_batch([[1, 2, 3]], pad_token_id=0, max_length=4, padding="max_length")["input_ids"].tolist()
+    [[1, 2, 3, 0]]
+    """
+    rng = rng if rng is not None else np.random.default_rng()
+    head = [] if cls_token_id is None else [cls_token_id]
+    tail = [] if eos_token_id is None else [eos_token_id]
+    extra = len(head) + len(tail)
+    if padding not in ("longest", "max_length"):
+        raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}")
+    if (truncation or padding == "max_length") and max_length is None:
+        raise ValueError("truncation and padding='max_length' need max_length")
+    if max_length is not None and max_length <= extra:
+        raise ValueError(f"max_length={max_length} leaves no room beside <cls>/<eos>")
+    out_rows, out_vals = [], []
+    for k, r in enumerate(rows):
+        idx = np.arange(len(r))
+        if shuffle:
+            idx = rng.permutation(idx)
+        if truncation:
+            idx = truncate(idx, max_length - extra, truncation, rng)
+        elif max_length is not None and idx.size + extra > max_length:
+            raise ValueError(f"row {k} has {idx.size} tokens, more than max_length={max_length}: "
+                             "set truncation")
+        out_rows.append(np.concatenate([np.array(head, np.int64),
+                                        np.asarray(np.asarray(r)[idx], dtype=np.int64),
+                                        np.array(tail, np.int64)]))
+        if values is not None:
+            v = np.asarray(values[k], dtype=np.float32)[idx]
+            out_vals.append(np.concatenate([np.zeros(len(head), np.float32), v,
+                                            np.zeros(len(tail), np.float32)]))
+    return pad_batch(out_rows, pad_token_id, pad_to=max_length if padding == "max_length" else None,
+                     values=out_vals if values is not None else None)
+
+
+def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, truncation=False,
+               max_length: int | None = None, return_tensors: str | None = None,
+               return_attention_mask: bool = True) -> dict:
+    """Token rows → model inputs the way Hugging Face tokenizers pad them.
+
+    ``padding=True``/``"longest"`` pads to the longest row, ``"max_length"`` to ``max_length``
+    (or the longest row, if longer and not truncated); ``truncation=True`` keeps the first
+    ``max_length`` tokens. Without padding, ``return_tensors`` needs rows of one length. Lists by
+    default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
+    only (one region set in, one out). :meth:`genotok.Tokenizer.pad` is this with the
+    tokenizer's pad id.
+
+    Examples
+    --------
+    >>> pad_inputs([[4, 5], [6]], 1, padding=True)
+    {'input_ids': [[4, 5], [6, 1]], 'attention_mask': [[1, 1], [1, 0]]}
+    >>> pad_inputs([[4, 5, 6]], 1, single=True, truncation=True, max_length=2)["input_ids"]
+    [4, 5]
+    """
+    if padding not in PADDINGS:
+        raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
+    if return_tensors not in TENSORS:
+        raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
+    if (truncation or padding == "max_length") and max_length is None:
+        raise ValueError("truncation and padding='max_length' need max_length")
+    if max_length is not None and max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    padding = False if padding == "do_not_pad" else padding
+    rows = [np.asarray(r, dtype=np.int64) for r in rows]
+    if truncation:
+        rows = [truncate(r, max_length) for r in rows]
+    longest = max((r.size for r in rows), default=0)
+    pad_to = None
+    if padding in (True, "longest"):
+        pad_to = longest
+    elif padding == "max_length":
+        pad_to = max(max_length, longest) if not truncation else max_length
+    if pad_to is None and return_tensors is not None and len({r.size for r in rows}) > 1:
+        raise ValueError("sets have different lengths: use padding=True to return tensors")
+    if return_tensors is None and not padding:
+        out = {"input_ids": [r.tolist() for r in rows]}
+        if return_attention_mask:
+            out["attention_mask"] = [[1] * r.size for r in rows]
+    else:
+        out = pad_batch(rows, pad_token_id, pad_to=pad_to)
+        if not return_attention_mask:
+            del out["attention_mask"]
+        out = as_tensors(out, return_tensors)
+    if single:
+        out = {k: v[0] for k, v in out.items()}
+    return out
+
+
+__all__ = ["PADDINGS", "TENSORS", "TRUNCATIONS", "as_tensors", "make_batch", "pad_batch",
+           "pad_inputs", "truncate"]

@@ -1,0 +1,426 @@
+"""Cells → tokens: :func:`tokenize_anndata`, its options, and the driving of the cell kernels.
+
+How a cell becomes tokens
+-------------------------
+The variables (peaks) are mapped to tokens **once** with the tokenizer's overlap mode and
+thresholds (a peak may hit zero, one or several universe regions). Then, per cell (row), a
+parallel numba kernel gathers the tokens of the cell's non-zero peaks:
+
+* **kept entries**: stored entries with ``value > 0`` and ``value >= min_count``;
+* each kept entry contributes every token of its peak, valued with the entry's value;
+* ``unique=True`` merges a token contributed by several peaks into one (values summed);
+  ``unique=False`` keeps one token per (peak, token) pair;
+* ``<unk>`` (``unknown`` policy, default the tokenizer's): ``"set"`` — a cell without any
+  region token (also a cell without kept entries) gets one ``<unk>`` valued with the cell's
+  total; ``"region"`` — one ``<unk>`` per kept entry whose peak hits nothing (valued with the
+  entry, never merged, after the region tokens in storage order); ``"drop"`` — none;
+* ``max_tokens``: ``truncate="top"`` keeps the largest values (ties: genomic order),
+  ``"sample"`` a seeded uniform sample without replacement;
+* ``order``: ``"genomic"`` — ascending universe position (ties, with ``unique=False``: column
+  order); ``"value"`` — value descending, ties genomic; ``"shuffle"`` — a seeded permutation.
+  ``<unk>`` comes after every region token in genomic order.
+
+Random draws depend only on ``seed`` and the cell's row index, never on chunking or threads.
+
+Var names and region columns become regions in :mod:`.varnames`; matrices are read in row
+chunks by the sources of :mod:`.sources` (memory bounds, checks of untrusted input); the token
+batches go to the one sink (:mod:`genotok.sink`), which makes the list, ``Ragged``, tensors or
+corpus.
+
+Fast path
+---------
+When the peaks are sorted like the universe (each peak's tokens, and the tokens of later
+peaks, come later in genomic order: the usual case of a consensus peak set), with
+``order="genomic"`` and no ``max_tokens``, a first pass counts (and validates) every cell's
+tokens exactly and a second writes them in place: no scratch slots, no compaction, and no value
+channel unless ``values=True``. An in-memory matrix tokenized to an in-memory result then runs
+as a single chunk (there is no scratch to bound, and it spares concatenating the chunks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .. import _config, sink
+from ..errors import AnnDataError
+from ..kernels import cells as K
+from ..ragged import Ragged
+from . import conditions
+from . import values as cellvalues
+from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _obs_reader, _Source, _source
+from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
+
+ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
+TRUNCATE = {"top": K.TRUNC_TOP, "sample": K.TRUNC_SAMPLE}
+UNKNOWN = {"drop": K.UNK_DROP, "set": K.UNK_SET, "region": K.UNK_REGION}
+
+
+def _entries_as_vars(ch: _Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
+    """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
+    are pseudo tokens ranked by entry, then by the tokenizer's hit order. The kernels' genomic
+    order is then storage order (geniml's ``X[row].nonzero()``). Returns the rewritten chunk,
+    its map and ``pseudo id -> token id`` (the last entry is ``<unk>``)."""
+    lo, hi = int(ch.indptr[0]), int(ch.indptr[-1])
+    cols = np.asarray(ch.indices[lo:hi], dtype=np.int64)
+    if cols.size and (cols.min() < 0 or cols.max() >= vm.n_vars):
+        bad = int(np.flatnonzero((cols < 0) | (cols >= vm.n_vars))[0])
+        raise AnnDataError(f"stored entry {lo + bad}: column index {int(cols[bad])} is outside "
+                           f"[0, {vm.n_vars})")
+    ids = vm.var_ids
+    if getattr(tokenizer, "tokenizer_type", "bits") == "ailist" and ids.size:
+        run = np.repeat(np.arange(vm.n_vars), np.diff(vm.var_ptr))
+        ids = ids[np.lexsort((tokenizer.universe.ailist_key[ids], run))]
+    n_tok = np.diff(vm.var_ptr)[cols]
+    ptr = np.zeros(cols.size + 1, np.int64)
+    np.cumsum(n_tok, out=ptr[1:])
+    # position of each pseudo token in the var map: its column's first token + its rank
+    within = np.arange(ptr[-1], dtype=np.int64) - np.repeat(ptr[:-1], n_tok)
+    table = np.append(ids[np.repeat(vm.var_ptr[cols], n_tok) + within], vm.unk_id).astype(dtype)
+    pseudo = np.arange(ptr[-1], dtype=np.int64)
+    pm = _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, int(ptr[-1]))
+    entries = _Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
+                     np.arange(cols.size, dtype=np.int64), ch.data[lo:hi])
+    return entries, pm, table
+
+
+# ---------------------------------------------------------------------------------- the kernel call
+@dataclass
+class _Options:
+    keep_from: float  # keep entries with value >= keep_from (K.keep_threshold)
+    unk_mode: int
+    unique: bool
+    order: int
+    max_tokens: int
+    truncate: int
+    seed: int
+    path: int = K.PATH_AUTO
+    values: bool = True  # False: the caller drops the value channel (the fast path skips it)
+    dtype: type = np.int64  # of the token ids
+
+
+def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Row boundaries splitting the entries of a chunk into ``n_blocks`` load-balanced blocks."""
+    n = indptr.size - 1
+    if n == 0:
+        return np.zeros(1, np.int64)
+    nb = max(1, min(n, n_blocks))
+    targets = np.linspace(indptr[0], indptr[-1], nb + 1)
+    b = np.searchsorted(indptr, targets, side="left").astype(np.int64)
+    b[0], b[-1] = 0, n
+    return np.maximum.accumulate(np.clip(b, 0, n))
+
+
+def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths)."""
+    indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
+    n_rows = indptr.size - 1
+    blocks = _blocks(indptr, 4 * numba.get_num_threads())
+    if n_rows and (indptr[0] < 0 or indptr[-1] > ch.indices.size
+                   or ch.indices.size != ch.data.size):
+        raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
+                           f"(indptr ends at {indptr[-1]}, {ch.indices.size} indices, "
+                           f"{ch.data.size} values)")
+    validated = False  # by a count that read the values and found only unsorted columns
+    if _fast_path(vm, opt):
+        # "drop zeros" is the only filter: count without reading the values (half the traffic)
+        # and let the fill check them; otherwise, or when the fill finds a zero or a bad value,
+        # count with them
+        for use_data in ((False, True) if opt.keep_from == K.KEEP_POSITIVE else (True,)):
+            counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
+                                          vm.var_ptr, vm.var_ids, opt.keep_from, use_data,
+                                          opt.unk_mode, opt.unique, blocks)
+            if status != K.MONO_OK:
+                validated = use_data and status == K.MONO_UNSORTED
+                break
+            offsets = np.zeros(n_rows + 1, np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            ids = np.empty(offsets[-1], opt.dtype)
+            vals = np.empty(offsets[-1], np.float32) if opt.values else None
+            if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
+                           vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
+                           blocks, offsets, ids, vals):
+                return ids, vals, counts
+    if n_rows and not validated:
+        code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
+        if code != K.CSR_OK:
+            what = _CSR_MESSAGES[int(code)]
+            if code == K.CSR_INDPTR:
+                at = f"row {ch.row0 + int(pos)}"
+            else:
+                r = ch.row0 + int(np.searchsorted(indptr, pos, side="right")) - 1
+                at = (f"row {r}, stored entry {int(pos)} (column {int(ch.indices[pos])}, "
+                      f"value {float(ch.data[pos])})")
+            raise AnnDataError(f"{where}: {what} at {at}; n_vars = {vm.n_vars}")
+    cap = K.row_capacity(indptr, ch.indices, ch.data, vm.var_ptr, opt.keep_from, opt.unk_mode,
+                         blocks)
+    cap_off = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(cap, out=cap_off[1:])
+    ids = np.empty(cap_off[-1], np.int64)
+    vals = np.empty(cap_off[-1], np.float32)
+    lengths = K.cell_tokens(
+        indptr, ch.indices, ch.data, vm.var_ptr, vm.var_ids, vm.vpos, vm.rank, vm.rank_ids,
+        vm.monotone, vm.unk_id, opt.keep_from, opt.unk_mode, opt.unique, opt.order,
+        opt.max_tokens, opt.truncate, opt.seed, ch.row0, opt.path, blocks, cap_off, ids, vals)
+    if int(lengths.sum()) != ids.size:
+        n = K.compact(ids, vals, cap_off, lengths)
+        if n < ids.size // 2:  # do not keep a mostly empty buffer alive
+            ids, vals = ids[:n].copy(), vals[:n].copy()
+        else:
+            ids, vals = ids[:n], vals[:n]
+    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths
+
+
+def _ids_dtype(dtype, tokenizer) -> type:
+    """The NumPy scalar type for token ids, checked against the vocabulary size."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint32)):
+        raise ValueError(f"dtype must be int64, int32 or uint32, got {dt}")
+    if tokenizer.vocab_size > np.iinfo(dt).max + 1:
+        raise ValueError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
+    return dt.type
+
+
+def _fast_path(vm: _VarMap, opt: _Options) -> bool:
+    """Whether chunks go through the exact-count kernels (no scratch, no compaction)."""
+    return vm.monotone and opt.order == K.ORDER_GENOMIC and opt.max_tokens == 0
+
+
+def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
+             values: bool = True) -> _Options:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
+    if truncate not in TRUNCATE:
+        raise ValueError(f"truncate must be one of {list(TRUNCATE)}, got {truncate!r}")
+    unknown = tokenizer.settings.unknown if unknown is None else unknown
+    if unknown not in UNKNOWN:
+        raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
+    if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
+        raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+    if min_count is not None and not np.isfinite(min_count):
+        raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
+    if int(seed) < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return _Options(K.keep_threshold(-np.inf if min_count is None else min_count),
+                    UNKNOWN[unknown],
+                    bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
+                    TRUNCATE[truncate], int(seed), values=bool(values))
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    from .._progress import progress  # tqdm when installed, else a plain stderr line
+
+    return progress(total, desc, "cell", enabled=enabled)
+
+
+def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
+            n_threads, progress: bool, desc: str, prepare=None,
+            encode=None) -> Iterator[tuple[int, Ragged]]:
+    """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
+
+    ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
+    kernels; their ids are then looked up in the table (``order="var"``)."""
+    mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
+    per_nnz = int(16 + 40 * mean_hits)
+    bar = _progress(source.n_rows, progress, desc)
+    try:
+        with _config.threads(n_threads):
+            for ch in source.chunks(budget, per_nnz, chunk_rows):
+                if encode is not None:  # value encodings (genotok.singlecell.values)
+                    ch = encode(ch)
+                if prepare is None:
+                    ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                else:
+                    ch, cvm, table = prepare(ch)
+                    ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
+                    ids = table[ids]
+                offsets = np.zeros(lengths.size + 1, np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                yield ch.row0, Ragged(ids, offsets, vals)
+                if bar is not None:
+                    bar.update(lengths.size)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+# ---------------------------------------------------------------------------------- public API
+def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
+                     min_count: float | None = None, values: bool = False,
+                     order: str = "genomic", seed: int = 0, max_tokens: int | None = None,
+                     truncate: str = "top", unique: bool = True, unknown: str | None = None,
+                     chunk_rows: int | None = None, memory_mb: float = 256,
+                     region_columns: Sequence[str] | None = None,
+                     var_names_sep: str | None = None, one_based: bool = False,
+                     n_threads: int | None = None, output="ragged",
+                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
+                     overwrite: bool = False, normalize: str | None = None,
+                     target_sum: float = 1e4, log1p: bool = False, rank=None,
+                     bins: int | None = None, prepend: Sequence[str] = (),
+                     condition_unknown: str = "unk", add_cls: bool = False):
+    """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
+
+    Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
+    list is gathered from its non-zero peaks by a parallel numba kernel. The exact semantics of
+    ``min_count``, ``unique``, ``unknown``, ``max_tokens``/``truncate`` and ``order`` are in the
+    module documentation (:mod:`genotok.singlecell.cells`).
+
+    Parameters
+    ----------
+    adata
+        ``anndata.AnnData`` (in memory or ``backed="r"``) or the path of a ``.h5ad`` file, read
+        in row chunks with h5py (the matrix is never loaded whole).
+    tokenizer
+        A :class:`~genotok.tokenizer.Tokenizer`.
+    layer
+        Use ``adata.layers[layer]`` instead of ``X``.
+    min_count
+        Keep entries with ``value >= min_count`` (``None``: every stored entry ``> 0``);
+        ``min_count=2`` with counts binarizes at 2.
+    values
+        Keep each token's value (sum of its peaks' entries) as a float32 value channel.
+    order, seed
+        ``"genomic"``, ``"value"`` (descending), ``"shuffle"`` (seeded per cell) or ``"var"``:
+        geniml's sequences, each cell's kept entries in storage order (``X[row].nonzero()``;
+        column order in a canonical matrix), each entry's tokens in the tokenizer's hit order,
+        every (peak, token) pair kept (needs ``unique=False``; about twice the working memory).
+    max_tokens, truncate
+        At most ``max_tokens`` per cell: the ``"top"`` values or a seeded ``"sample"``.
+    unique
+        Merge a token reached from several peaks (values summed).
+    unknown
+        ``"set"``, ``"region"`` or ``"drop"``, per cell (default: the tokenizer's policy).
+    chunk_rows, memory_mb
+        Rows per chunk, or (default) chunks sized to ``memory_mb`` MiB of working memory.
+    region_columns, var_names_sep, one_based
+        Where the peaks' regions come from (see :func:`var_regions`).
+    n_threads
+        numba threads (default: the tokenizer's setting, else numba's).
+    output
+        ``"ragged"`` (a :class:`~genotok.ragged.Ragged`, with ``values`` when asked), ``"list"``
+        (arrays; with ``values=True`` a pair of lists), ``"np"``/``"pt"`` (padded
+        ``input_ids``/``attention_mask``, plus ``values``), or a corpus path: written chunk by
+        chunk with ``obs_names`` as record names and ``obs_columns`` as metadata; the opened
+        :class:`~genotok.formats.corpus.reader.Corpus` is returned.
+    obs_columns
+        ``obs`` columns kept as per-record metadata (corpus output).
+    progress
+        Show a progress bar over cells (tqdm when installed, else a line on stderr).
+    dtype
+        Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
+        (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
+        writing it (the vocabulary must fit). A corpus always gets the width it stores.
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
+    normalize, target_sum, log1p, rank, bins
+        Value encodings applied to the entries before tokenizing (``"total"`` normalisation,
+        Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.singlecell.values`.
+        A corpus stores the encoding (and the medians) in its header; ``rank=corpus`` reuses
+        a training corpus' medians.
+    prepend, condition_unknown
+        ``obs`` columns whose condition tokens (``<batch=d1>``, the tokenizer's
+        ``extra_tokens``) start each cell, in this order; a value without a token gives
+        ``<unk>`` or an error (``"error"``). See :mod:`genotok.singlecell.conditions`.
+    add_cls
+        Start each cell with ``<cls>`` (before its condition tokens).
+
+    Raises
+    ------
+    AnnDataError
+        No region information, a malformed matrix (index out of range, negative or non-finite
+        values, bad indptr), an unknown layer, a backed CSC matrix too large for ``memory_mb``.
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd, scipy.sparse as sp
+    >>> from genotok import Tokenizer
+    >>> tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-100"])
+    >>> X = sp.csr_matrix(np.array([[1, 0, 2], [0, 0, 0]]))
+    >>> a = anndata.AnnData(X, var=pd.DataFrame(index=["chr1:50-150", "chr9:0-1", "chr2:5-6"]))
+    >>> tokenize_anndata(a, tok).to_list()
+    [[0, 1, 2], [3]]
+    """
+    kind = sink.output_kind(output)
+    by_var = order == "var"
+    if by_var and unique:
+        raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
+                         "geniml's per-cell loop does: pass unique=False with it")
+    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_tokens,
+                   truncate, unique, unknown, values)
+    opt.dtype = _ids_dtype(dtype, tokenizer)
+    if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
+        opt.dtype = _ids_dtype(np.uint32, tokenizer)
+    if memory_mb <= 0:
+        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    if chunk_rows is not None and int(chunk_rows) < 1:
+        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    n_threads = tokenizer.n_threads if n_threads is None else n_threads
+    source, path = _source(adata, layer)
+    vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
+                        tokenizer, region_columns, var_names_sep, one_based, n_threads)
+    if vm.n_vars != source.n_cols:
+        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
+                           "variables")
+    _check_rows(source, adata, path)
+    enc = cellvalues.value_encoding(adata, layer=layer, normalize=normalize,
+                                    target_sum=target_sum, log1p=log1p, rank=rank, bins=bins,
+                                    memory_mb=memory_mb)
+    budget = int(memory_mb * (1 << 20))
+    if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
+        budget //= 2
+    elif kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+        # in memory to in memory without scratch: one pass spares the concatenation's copy
+        budget = 1 << 62
+    obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
+    prepare = None
+    if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
+        back_dtype, opt.dtype = opt.dtype, np.int64
+        prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
+    stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
+                     progress=progress, desc="tokenizing cells", prepare=prepare,
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
+    if prepend or add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
+        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, list(prepend)),
+                                           tokenizer, list(prepend), condition_unknown,
+                                           cls=add_cls)
+    if kind == "corpus":
+        extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
+                             "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
+                             "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
+        if enc is not None:
+            extra["anndata"]["values_encoding"] = enc.to_json()
+        if prepend or add_cls:
+            extra["anndata"]["add_cls"] = bool(add_cls)
+            extra["anndata"]["prepend"] = list(prepend)
+            extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
+        return sink.write_corpus(output, tokenizer, (r for _, r in stream), records=obs_read,
+                                 metadata_columns=obs_columns, values=values, extra=extra,
+                                 source=path, overwrite=overwrite)
+    return sink.collect((r for _, r in stream), kind, values=values,
+                        pad_token_id=tokenizer.universe.pad_token_id)
+
+
+def warmup() -> None:
+    """Compile the single-cell kernels on tiny inputs (float32/float64 data, int32 indices).
+
+    Examples
+    --------
+    >>> warmup()
+    """
+    vm = _var_map_from_hits(Ragged(np.array([0], np.int64), np.array([0, 1, 1], np.int64)),
+                            np.array([0], np.int64), np.array([0], np.int64), 1)
+    for data in (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0], np.float64)):
+        ch = _Chunk(0, np.array([0, 2], np.int64), np.array([0, 1], np.int32), data)
+        _run_chunk(ch, vm, _options_default(), "warmup")
+    K.parse_fragments(np.frombuffer(b"chr1\t1\t2\tA\t1\n", np.uint8))
+
+
+def _options_default() -> _Options:
+    return _Options(K.KEEP_POSITIVE, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
+
+
+__all__ = ["tokenize_anndata", "warmup"]

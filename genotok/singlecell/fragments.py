@@ -1,0 +1,179 @@
+"""Fragment files (10x ``fragments.tsv[.gz]``) → per-cell tokens: :func:`fragment_counts`,
+:func:`tokenize_fragments`.
+
+A fragment file is counted into a cells x tokens matrix by the one streaming counter of
+:mod:`.fragmatrix`; that matrix then goes through the same cell kernels as an AnnData
+(:mod:`.cells`), its columns being the universe's regions, and the batches to the one sink.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from .. import sink
+from ..ragged import Ragged
+from . import values as cellvalues
+from .cells import _options, _stream
+from .fragmatrix import _count
+from .sources import _MemorySource
+from .varnames import _var_map_from_hits
+
+
+def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
+                    min_fragments: int = 1, block_bytes: int = 32 << 20,
+                    n_threads: int | None = None):
+    """Stream a fragment file into a cell × token count matrix.
+
+    Returns ``(barcodes, X, n_fragments)``: the kept cells, a ``scipy.sparse.csr_matrix`` of
+    shape ``(cells, n_regions + 1)`` (column ``n_regions`` counts the fragments that hit no
+    region) and the number of fragment lines of each kept cell. Each fragment adds its count to
+    every token it hits. See :func:`tokenize_fragments`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from genotok import Tokenizer
+    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+    >>> _ = p.write_text("chr1\\t5\\t20\\tAAA-1\\t2\\nchr9\\t1\\t2\\tAAA-1\\t1\\n")
+    >>> bcs, X, n = fragment_counts(p, Tokenizer(["chr1:0-100"]))
+    >>> bcs, X.toarray().tolist(), n.tolist()
+    (['AAA-1'], [[2.0, 1.0]], [2])
+    """
+    return _count(path, tokenizer, mode="fragment", shift=(0, 0), use_count=True,
+                  barcodes=barcodes, min_fragments=min_fragments, block_bytes=block_bytes,
+                  n_threads=n_threads, miss_column=True, repeats=False)
+
+
+def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,
+                       min_fragments: int = 1, min_count: float | None = None,
+                       values: bool = True, order: str = "genomic", seed: int = 0,
+                       max_tokens: int | None = None, truncate: str = "top",
+                       unknown: str | None = None, block_bytes: int = 32 << 20,
+                       n_threads: int | None = None, output="ragged", progress: bool = False,
+                       overwrite: bool = False, mode: str = "fragment", shift=(0, 0),
+                       normalize: str | None = None, target_sum: float = 1e4,
+                       log1p: bool = False, rank=None, bins: int | None = None):
+    """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
+
+    The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
+    count counts 1) is streamed in blocks of ``block_bytes``; each fragment adds its count to
+    every token it hits in its cell. Memory is bounded by one block plus the distinct
+    (cell, token) pairs, i.e. the size of the result. Cells are in order of first appearance
+    (or of ``barcodes``). Unknown handling is per cell, not per fragment: ``"set"`` gives a
+    cell without any hit one ``<unk>`` (valued with its total count), ``"region"`` one ``<unk>``
+    valued with the count of its fragments that hit nothing, ``"drop"`` nothing. ``min_count``,
+    ``order``, ``max_tokens``/``truncate`` act on the per-cell token counts as in
+    :func:`tokenize_anndata`. The byte parser is this module's own (``genotok.kernels.parse`` reads
+    three BED columns only).
+
+    Parameters
+    ----------
+    barcodes
+        Allow-list: only these cells, in this order (cells of the list without fragments are
+        kept when ``min_fragments=0``).
+    min_fragments
+        Keep cells with at least this many fragment lines.
+    output
+        ``"ragged"``/``"list"``/``"np"``/``"pt"`` → ``(barcodes, result)``; ``"anndata"`` → an
+        AnnData of counts (cells × universe regions, var_names the token strings, ``obs``
+        columns ``n_fragments`` and ``unknown_count``; the per-cell options do not apply);
+        a corpus path → the opened corpus (barcodes as record names).
+    overwrite
+        Replace an existing corpus at the ``output`` path (default: refuse it).
+    mode, shift
+        ``"fragment"`` (above) or ``"insertion"``: each fragment's two Tn5 cut sites counted
+        once each, whatever the count column (SnapATAC2's way; ``<unk>`` counts fragments
+        none of whose sites hits), see :mod:`genotok.singlecell.fragmatrix`.
+    normalize, target_sum, log1p, rank, bins
+        Value encodings of the per-cell counts, as in :func:`tokenize_anndata`.
+
+    Raises
+    ------
+    BedParseError
+        A malformed line (file and 1-based line number in the message), a barcode holding a
+        control byte, a barcode or chromosome name that is not UTF-8 (refused rather than
+        decoded with replacement characters, which would merge two cells), a truncated or
+        corrupt ``.gz`` (file named; nothing is written).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from genotok import Tokenizer
+    >>> p = os.path.join(tempfile.mkdtemp(), "f.tsv")
+    >>> from pathlib import Path
+    >>> _ = Path(p).write_text("# h\\nchr1\\t5\\t20\\tAAA-1\\t2\\nchr1\\t150\\t160\\tAAA-1\\t1\\n"
+    ...                       "chr9\\t1\\t2\\tCCC-1\\t1\\n")
+    >>> names, rows = tokenize_fragments(p, Tokenizer(["chr1:0-100", "chr1:100-200"]))
+    >>> names, rows.to_list(), rows.values.tolist()
+    (['AAA-1', 'CCC-1'], [[0, 1], [2]], [2.0, 1.0, 1.0])
+    """
+    kind = "anndata" if output == "anndata" else sink.output_kind(output)
+    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown,
+                   values)
+    if mode == "fragment" and tuple(shift) == (0, 0):
+        names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
+                                          min_fragments=min_fragments, block_bytes=block_bytes,
+                                          n_threads=n_threads)
+    else:  # insertion counts (genotok.singlecell.fragmatrix)
+        names, X, nfrag = _count(path, tokenizer, mode=mode, shift=shift, use_count=False,
+                                 barcodes=barcodes, min_fragments=min_fragments,
+                                 block_bytes=block_bytes, n_threads=n_threads, miss_column=True)
+    u = tokenizer.universe
+    if kind == "anndata":
+        import anndata
+        import pandas as pd
+
+        obs = pd.DataFrame({"n_fragments": nfrag,
+                            "unknown_count": np.asarray(X[:, u.n_regions].todense()).ravel()},
+                           index=pd.Index(names, name="barcode"))
+        tokens = u.convert_ids_to_tokens(np.arange(u.n_regions))
+        seen: set[str] = set()
+        index = []
+        for i, t in enumerate(tokens):  # a duplicate universe line gets "#id" (never counted)
+            index.append(t if t not in seen else f"{t}#{i}")
+            seen.add(t)
+        var = pd.DataFrame({"token_id": np.arange(u.n_regions)},
+                           index=pd.Index(index, name="token"))
+        return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
+    ids = np.arange(u.n_regions, dtype=np.int64)
+    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+    vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+    source = _MemorySource(X, os.fspath(path))
+    enc = cellvalues.value_encoding(_anndata_of(X) if isinstance(rank, str) else None,
+                                    normalize=normalize, target_sum=target_sum, log1p=log1p,
+                                    rank=rank, bins=bins)
+    stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
+                     n_threads=tokenizer.n_threads if n_threads is None else n_threads,
+                     progress=progress, desc="tokenizing cells",
+                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
+                                                                       source.where))
+    if kind == "corpus":
+        def obs_read(lo, hi):
+            return names[lo:hi], {}
+
+        extra = {"fragments": {"min_fragments": min_fragments, "min_count": min_count,
+                               "order": order, "seed": seed, "max_tokens": max_tokens,
+                               "truncate": truncate,
+                               "unknown": tokenizer.settings.unknown if unknown is None
+                               else unknown, "mode": mode, "shift": list(shift)}}
+        if enc is not None:
+            extra["fragments"]["values_encoding"] = enc.to_json()
+        return sink.write_corpus(output, tokenizer, (r for _, r in stream), records=obs_read,
+                                 values=values, extra=extra, source=os.fspath(path),
+                                 overwrite=overwrite)
+    return names, sink.collect((r for _, r in stream), kind, values=values,
+                               pad_token_id=u.pad_token_id)
+
+
+def _anndata_of(X):
+    """A bare AnnData around a matrix (no copy), for the value encodings' medians pass."""
+    import anndata
+
+    return anndata.AnnData(X)
+
+
+__all__ = ["fragment_counts", "tokenize_fragments"]

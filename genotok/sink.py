@@ -1,0 +1,170 @@
+"""The one sink: a stream of token batches → a list, a ``Ragged``, padded tensors or a corpus.
+
+Adapters (the single-cell matrices and fragment files, the pipeline) do not shape their own
+results: they yield token batches, each a :class:`~genotok.ragged.Ragged` of consecutive
+records with its value channel (``values``, float32, one per token, or ``None``), and hand
+the stream to :func:`collect` (in memory) or :func:`write_corpus` (on disk, batch by batch, so
+memory stays flat in the number of records).
+
+Outputs (``output=``):
+
+* ``"ragged"``: one :class:`~genotok.ragged.Ragged` (with ``values`` when asked);
+* ``"list"``: one id array per record (with values: a pair of lists);
+* ``"np"`` / ``"pt"``: right-padded ``input_ids`` / ``attention_mask`` (plus ``values``) as
+  NumPy arrays or torch tensors, padded by :mod:`genotok.batching`;
+* a path: an indexed corpus (:class:`~genotok.formats.corpus.CorpusWriter`).
+
+Examples
+--------
+>>> import numpy as np
+>>> from genotok.ragged import Ragged
+>>> batches = [Ragged.from_list([[1, 2], [3]]), Ragged.from_list([[4]])]
+>>> collect(batches, "np", pad_token_id=0)["input_ids"].tolist()
+[[1, 2], [3, 0], [4, 0]]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+
+import numpy as np
+
+from .batching import as_tensors, pad_batch
+from .formats.corpus import Corpus, CorpusWriter
+from .ragged import Ragged
+
+#: in-memory outputs; any other string (or a path) names a corpus
+OUTPUTS = ("ragged", "list", "np", "pt")
+
+
+def output_kind(output) -> str:
+    """``"corpus"`` for a path (a string that is not one of :data:`OUTPUTS`), else ``output``.
+
+    Examples
+    --------
+    >>> output_kind("np"), output_kind("cells.gtokc")
+    ('np', 'corpus')
+    """
+    if isinstance(output, os.PathLike) or (isinstance(output, str) and output not in OUTPUTS):
+        return "corpus"
+    if output not in OUTPUTS:
+        raise ValueError(f"output must be one of {list(OUTPUTS)} or a corpus path, got {output!r}")
+    return output
+
+
+def concat(batches: Iterable[Ragged]) -> Ragged:
+    """The records of all batches in one :class:`~genotok.ragged.Ragged` (values kept when the
+    batches have them; no copy for a single batch).
+
+    Examples
+    --------
+    >>> concat([Ragged.from_list([[1], []]), Ragged.from_list([[2, 3]])]).to_list()
+    [[1], [], [2, 3]]
+    """
+    parts = list(batches)
+    if not parts:
+        return Ragged(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float32))
+    if len(parts) == 1:
+        return parts[0]
+    lengths = np.concatenate([p.lengths for p in parts])
+    offsets = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    values = None if parts[0].values is None else np.concatenate([p.values for p in parts])
+    return Ragged(np.concatenate([p.data for p in parts]), offsets, values)
+
+
+def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
+          values: bool = False):
+    """One ``Ragged`` as an in-memory output (see the module documentation).
+
+    Examples
+    --------
+    >>> r = Ragged.from_list([[5, 6], [7]])
+    >>> [a.tolist() for a in shape(r, "list")]
+    [[5, 6], [7]]
+    """
+    if output == "ragged":
+        return rows if values else Ragged(rows.data, rows.offsets)
+    if output == "list":
+        ids = list(Ragged(rows.data, rows.offsets))
+        if values:
+            return ids, [rows.values[a:b] for a, b in zip(rows.offsets[:-1], rows.offsets[1:])]
+        return ids
+    if output not in ("np", "pt"):
+        raise ValueError(f"output must be one of {list(OUTPUTS)}, got {output!r}")
+    out = pad_batch(rows, pad_token_id, values=rows.values if values else None)
+    return as_tensors(out, output)
+
+
+def collect(batches: Iterable[Ragged], output: str = "ragged", *, pad_token_id: int = 0,
+            values: bool = False):
+    """A stream of token batches as one in-memory output: ``"ragged"``, ``"list"``, ``"np"``
+    or ``"pt"`` (``values``: keep the value channel).
+
+    Examples
+    --------
+    >>> collect([Ragged.from_list([[1, 2]]), Ragged.from_list([[3]])]).to_list()
+    [[1, 2], [3]]
+    """
+    return shape(concat(batches), output, pad_token_id=pad_token_id, values=values)
+
+
+def json_scalars(values) -> list:
+    """Per-record metadata as JSON scalars: NumPy scalars unwrapped, NaN as ``None``, anything
+    else that is not a str/int/float/bool as its ``str``.
+
+    Examples
+    --------
+    >>> json_scalars(np.array([1.5, np.nan]))
+    [1.5, None]
+    """
+    out = []
+    for x in np.asarray(values, dtype=object).tolist():
+        if isinstance(x, np.generic):
+            x = x.item()
+        if isinstance(x, float) and x != x:
+            x = None
+        elif not isinstance(x, (str, int, float, bool, type(None))):
+            x = str(x)
+        out.append(x)
+    return out
+
+
+def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,
+                 records: Callable[[int, int], tuple[list, dict]] | None = None,
+                 metadata_columns: Sequence[str] = (), values: bool = False,
+                 extra: dict | None = None, source: str | None = None,
+                 overwrite: bool = False) -> Corpus:
+    """Write a stream of token batches to a corpus, batch by batch, and open it.
+
+    ``records(lo, hi) -> (names, {column: values})`` names the records ``lo:hi`` (counted over
+    the whole stream) and gives their ``metadata_columns``; ``source`` (a file) is recorded as
+    the corpus' input; ``extra`` goes to the header.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from genotok import Tokenizer
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> c = write_corpus(p, Tokenizer(["chr1:0-10"]), [Ragged.from_list([[0], [1]])],
+    ...                  records=lambda lo, hi: ([f"r{i}" for i in range(lo, hi)], {}))
+    >>> len(c), c.names[:2]
+    (2, ['r0', 'r1'])
+    """
+    with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
+                                    metadata_columns=list(metadata_columns), extra=extra or {},
+                                    overwrite=overwrite) as w:
+        if source is not None:
+            w.add_source(os.path.basename(source), size=os.path.getsize(source))
+        row0 = 0
+        for rows in batches:
+            names, meta = records(row0, row0 + len(rows)) if records is not None else (None, {})
+            w.append_batch(rows if values else Ragged(rows.data, rows.offsets), names=names,
+                           meta={k: json_scalars(v) for k, v in meta.items()})
+            row0 += len(rows)
+    return Corpus.open(path)
+
+
+__all__ = ["OUTPUTS", "collect", "concat", "json_scalars", "output_kind", "shape",
+           "write_corpus"]

@@ -1,0 +1,80 @@
+"""The one sink (genotok.sink): a stream of token batches → list, Ragged, tensors or a corpus,
+against a plain-Python oracle, whatever the batching of the stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import Corpus, Tokenizer, sink
+from genotok.ragged import Ragged
+
+rows_st = st.lists(st.lists(st.integers(0, 9), max_size=6), max_size=9)
+TOK = Tokenizer([f"chr1:{i * 10}-{i * 10 + 10}" for i in range(3)])
+
+
+def _batches(rows, cuts, with_values=True):
+    """The rows as a stream of Ragged batches split at ``cuts``, values 0.5 * id + row."""
+    bounds = sorted({0, len(rows), *[c % (len(rows) + 1) for c in cuts]})
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        part = rows[lo:hi]
+        r = Ragged.from_list(part)
+        vals = [0.5 * x + lo + k for k, row in enumerate(part) for x in row]
+        out.append(Ragged(r.data, r.offsets, np.array(vals, np.float32)) if with_values else r)
+    return out
+
+
+def _values(rows):
+    return [[0.5 * x + i for x in row] for i, row in enumerate(rows)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows_st, st.lists(st.integers(0, 20), max_size=4), st.booleans())
+def test_collect_matches_oracle(rows, cuts, values):
+    batches = _batches(rows, cuts)
+    r = sink.collect(batches, "ragged", values=values)
+    assert r.to_list() == rows and (r.values is not None) == values
+    got = sink.collect(batches, "list", values=values)
+    ids, vals = got if values else (got, None)
+    assert [a.tolist() for a in ids] == rows
+    if values:
+        assert [v.tolist() for v in vals] == _values(rows)
+    t = sink.collect(batches, "np", values=values, pad_token_id=99)
+    width = max([len(x) for x in rows], default=0)
+    assert t["input_ids"].tolist() == [x + [99] * (width - len(x)) for x in rows]
+    assert t["attention_mask"].tolist() == [[1] * len(x) + [0] * (width - len(x)) for x in rows]
+    if values:
+        assert t["values"].tolist() == [v + [0.0] * (width - len(v)) for v in _values(rows)]
+    else:
+        assert "values" not in t
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows_st, st.lists(st.integers(0, 20), max_size=4), st.booleans())
+def test_write_corpus_matches_collect(tmp_path_factory, rows, cuts, values):
+    rows = [[x % 3 for x in row] for row in rows]
+    path = tmp_path_factory.mktemp("c") / "c.gtokc"
+    meta = {"n": list(range(len(rows)))}
+    c = sink.write_corpus(path, TOK, _batches(rows, cuts), values=values, metadata_columns=["n"],
+                          records=lambda lo, hi: ([f"c{i}" for i in range(lo, hi)],
+                                                  {"n": np.array(meta["n"][lo:hi])}),
+                          extra={"test": True}, overwrite=True)
+    assert isinstance(c, Corpus) and len(c) == len(rows)
+    assert [c[i].tolist() for i in range(len(c))] == rows
+    assert c.names == [f"c{i}" for i in range(len(rows))]
+
+
+def test_outputs_and_scalars():
+    assert sink.output_kind("ragged") == "ragged" and sink.output_kind("x.gtokc") == "corpus"
+    with pytest.raises(ValueError, match="output must be"):
+        sink.output_kind(3)
+    assert sink.concat([]).to_list() == []
+    assert sink.json_scalars(np.array([1, 2], np.int64)) == [1, 2]
+    assert sink.json_scalars(np.array([np.nan, "a"], object)) == [None, "a"]
+    assert sink.json_scalars([np.datetime64("2020-01-01")]) == ["2020-01-01"]
+    pytest.importorskip("torch")
+    t = sink.collect([Ragged.from_list([[1, 2], [3]])], "pt", pad_token_id=0)
+    assert t["input_ids"].tolist() == [[1, 2], [3, 0]]
