@@ -83,44 +83,118 @@ def _where(dataset) -> str:
         return "<closed HDF5 file>"
 
 
-def _chunk_bytes(dataset, coord: int, clen: int, itemsize: int, compressed: bool):
-    """The bytes of the chunk at element offset ``coord`` (``None``: never written)."""
-    try:
-        mask, raw = dataset.id.read_direct_chunk((coord,))
-    except (OSError, RuntimeError, ValueError, KeyError) as exc:
+class _Plan:
+    """Where one dataset's chunks are: per chunk (by element offset / chunk length) its file
+    address (-1: never written), stored size and filter mask, and a descriptor to ``pread``
+    them with (``None``: read each chunk with ``read_direct_chunk`` instead).
+
+    The table comes from one ``chunk_iter`` pass (HDF5 >= 1.10.10/1.12.3, h5py >= 3.8) over
+    the whole dataset (about 1 µs per chunk), so a caller slicing many ranges keeps the plan
+    (:class:`Ranged` does). ``pread`` needs the file's own descriptor (the default ``sec2``
+    driver); it releases the GIL, where ``read_direct_chunk`` holds it (and h5py's lock) for
+    the copy of the chunk, which would serialise the threads.
+    """
+
+    def __init__(self, dataset):
+        self.dataset, self.where = dataset, _where(dataset)
+        self.clen, self.dtype = int(dataset.chunks[0]), dataset.dtype
+        self.compressed = dataset.id.get_create_plist().get_nfilters() > 0
+        self.fd, self.addr = None, None
+        # read-only files only: in a file open for writing, chunks may still sit in HDF5's
+        # cache, not on disk (read_direct_chunk flushes them first)
+        f = dataset.file
+        if f.mode != "r" or f.driver != "sec2" or not hasattr(dataset.id, "chunk_iter"):
+            return
+        n = -(-int(dataset.shape[0]) // self.clen)
+        addr, size = np.full(n, -1, np.int64), np.zeros(n, np.int64)
+        mask = np.zeros(n, np.int64)
+
+        def record(info):
+            k = info.chunk_offset[0] // self.clen
+            if 0 <= k < n and info.byte_offset is not None:
+                addr[k], size[k], mask[k] = info.byte_offset, info.size, info.filter_mask
+
         try:
-            info = dataset.id.get_chunk_info_by_coord((coord,))
-        except Exception:  # noqa: BLE001 - report the first failure below
-            info = None
-        if info is not None and info.byte_offset is None:
+            dataset.id.chunk_iter(record)
+            fd = dataset.file.id.get_vfd_handle()
+        except Exception:  # noqa: BLE001 - any doubt: read through h5py's direct-chunk API
+            return
+        self.fd, self.addr, self.size, self.mask = int(fd), addr, size, mask
+
+    def check(self, coord: int) -> None:
+        """Use ``pread`` only if it gives the bytes HDF5 gives for the chunk at ``coord``."""
+        k = coord // self.clen
+        if self.fd is None or self.addr[k] < 0:
+            return
+        try:
+            mask, raw = self.dataset.id.read_direct_chunk((coord,))
+            same = (mask == self.mask[k]
+                    and os.pread(self.fd, int(self.size[k]), int(self.addr[k])) == raw)
+        except Exception:  # noqa: BLE001 - the direct-chunk path reports what is wrong
+            same = False
+        if not same:
+            self.fd = None
+
+    def raw(self, coord: int):
+        """``(filter mask, stored bytes)`` of the chunk at element ``coord``; ``None``: never
+        written."""
+        if self.fd is not None:
+            k = coord // self.clen
+            if self.addr[k] < 0:
+                return None
+            try:
+                raw = os.pread(self.fd, int(self.size[k]), int(self.addr[k]))
+            except OSError as exc:
+                raise HDF5ChunkError(f"{self.where}: cannot read the chunk at element {coord} "
+                                     f"({exc}); the file is damaged or was changed") from None
+            if len(raw) != self.size[k]:
+                raise HDF5ChunkError(f"{self.where}: the chunk at element {coord} is cut short "
+                                     f"({len(raw):,} of {int(self.size[k]):,} bytes); the file "
+                                     "is truncated")
+            return int(self.mask[k]), raw
+        try:
+            return self.dataset.id.read_direct_chunk((coord,))
+        except (OSError, RuntimeError, ValueError, KeyError) as exc:
+            try:
+                info = self.dataset.id.get_chunk_info_by_coord((coord,))
+            except Exception:  # noqa: BLE001 - report the first failure below
+                info = None
+            if info is not None and info.byte_offset is None:
+                return None
+            raise HDF5ChunkError(f"{self.where}: cannot read the chunk at element {coord} "
+                                 f"({type(exc).__name__}: {exc}); the file is damaged") from None
+
+    def chunk(self, coord: int):
+        """The chunk's bytes, inflated and checked (``None``: never written)."""
+        got = self.raw(coord)
+        if got is None:
             return None
-        raise HDF5ChunkError(f"{_where(dataset)}: cannot read the chunk at element {coord} "
-                             f"({type(exc).__name__}: {exc}); the file is damaged") from None
-    nbytes = clen * itemsize
-    if compressed and not mask & 1:  # bit 0 set: deflate was skipped for this chunk
-        try:
-            raw = _zlib.decompress(raw, 15, nbytes)
-        except _ZLIB_ERRORS as exc:
-            raise HDF5ChunkError(f"{_where(dataset)}: the gzip chunk at element {coord} does "
-                                 f"not inflate ({exc}); the file is damaged (re-download or "
-                                 "re-write it)") from None
-    if len(raw) != nbytes:
-        raise HDF5ChunkError(f"{_where(dataset)}: the chunk at element {coord} holds "
-                             f"{len(raw):,} bytes, expected {nbytes:,}; the file is damaged "
-                             "(re-download or re-write it)")
-    return raw
+        mask, raw = got
+        nbytes = self.clen * self.dtype.itemsize
+        if self.compressed and not mask & 1:  # bit 0 set: deflate was skipped for this chunk
+            try:
+                raw = _zlib.decompress(raw, 15, nbytes)
+            except _ZLIB_ERRORS as exc:
+                raise HDF5ChunkError(f"{self.where}: the gzip chunk at element {coord} does "
+                                     f"not inflate ({exc}); the file is damaged (re-download "
+                                     "or re-write it)") from None
+        if len(raw) != nbytes:
+            raise HDF5ChunkError(f"{self.where}: the chunk at element {coord} holds "
+                                 f"{len(raw):,} bytes, expected {nbytes:,}; the file is "
+                                 "damaged (re-download or re-write it)")
+        return raw
 
 
-def _fill(dataset, coords, start: int, stop: int, out: np.ndarray, compressed: bool) -> None:
+def _fill(plan: _Plan, coords, start: int, stop: int, out: np.ndarray) -> None:
     """Read the chunks at ``coords`` and copy their part of ``[start, stop)`` into ``out``."""
-    clen, dt = dataset.chunks[0], dataset.dtype
+    clen = plan.clen
     for c in coords:
-        raw = _chunk_bytes(dataset, c, clen, dt.itemsize, compressed)
+        raw = plan.chunk(c)
         lo, hi = max(c, start), min(c + clen, stop)
         if raw is None:
-            out[lo - start:hi - start] = dataset.fillvalue
+            out[lo - start:hi - start] = plan.dataset.fillvalue
         else:
-            out[lo - start:hi - start] = np.frombuffer(raw, dt)[lo - c:hi - c]
+            out[lo - start:hi - start] = np.frombuffer(raw, plan.dtype)[lo - c:hi - c]
 
 
 def _default_threads() -> int:
@@ -130,7 +204,7 @@ def _default_threads() -> int:
 
 
 def read_range(dataset, start: int, stop: int, out: np.ndarray | None = None,
-               n_threads: int | None = None) -> np.ndarray:
+               n_threads: int | None = None, *, _plan: _Plan | None = None) -> np.ndarray:
     """``dataset[start:stop]`` of a one-dimensional HDF5 dataset, gzip chunks inflated in parallel.
 
     Parameters
@@ -183,21 +257,22 @@ def read_range(dataset, start: int, stop: int, out: np.ndarray | None = None,
         out = np.empty(n, dataset.dtype)
     if n == 0:
         return out
-    clen = dataset.chunks[0]
-    compressed = dataset.id.get_create_plist().get_nfilters() > 0
+    plan = _Plan(dataset) if _plan is None else _plan
+    clen = plan.clen
     coords = list(range(start - start % clen, stop, clen))
+    plan.check(coords[0])
     n_threads = _default_threads() if n_threads is None else int(n_threads)
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if n_threads == 1 or len(coords) < _MIN_PARALLEL_CHUNKS:
-        _fill(dataset, coords, start, stop, out, compressed)
+        _fill(plan, coords, start, stop, out)
         return out
     # equal-size chunks: contiguous runs of equal count, a few per thread to even out the
     # compressed sizes; each thread writes a disjoint part of ``out``
     n_parts = min(len(coords), 4 * n_threads)
     bounds = np.linspace(0, len(coords), n_parts + 1).astype(np.int64)
     with ThreadPoolExecutor(n_threads, thread_name_prefix="genotok-inflate") as pool:
-        futures = [pool.submit(_fill, dataset, coords[a:b], start, stop, out, compressed)
+        futures = [pool.submit(_fill, plan, coords[a:b], start, stop, out)
                    for a, b in zip(bounds[:-1], bounds[1:])]
         for fut in futures:
             fut.result()
@@ -222,13 +297,17 @@ class Ranged:
 
     def __init__(self, dataset, n_threads: int | None = None):
         self.dataset, self.n_threads = dataset, n_threads
+        self._plan: _Plan | None = None  # made at the first direct read, kept for the next
 
     def __getitem__(self, sl: slice) -> np.ndarray:
         if not isinstance(sl, slice) or sl.step not in (None, 1):
             raise TypeError(f"Ranged supports [a:b] slices only, got {sl!r}")
-        n = self.dataset.shape[0]
-        return read_range(self.dataset, 0 if sl.start is None else sl.start,
-                          n if sl.stop is None else sl.stop, n_threads=self.n_threads)
+        d, n = self.dataset, self.dataset.shape[0]
+        if self._plan is None and not _forced_fallback() and direct_readable(d):
+            self._plan = _Plan(d)
+        return read_range(d, 0 if sl.start is None else sl.start,
+                          n if sl.stop is None else sl.stop, n_threads=self.n_threads,
+                          _plan=self._plan)
 
     def __len__(self) -> int:
         return int(self.dataset.shape[0])

@@ -3,7 +3,10 @@ filters it does not handle, and turns a damaged chunk into an HDF5ChunkError nam
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import tempfile
 import zlib
 
 import anndata
@@ -19,11 +22,37 @@ from genotok import _inflate as I
 from genotok import anndata as gad
 
 _names = (f"mem{i}.h5" for i in itertools.count())
+_DISK = tempfile.mkdtemp(prefix="genotok_test_inflate_")
 
 
 def _memfile() -> h5py.File:
     """An HDF5 file in memory (core driver, no backing store): fast for hypothesis."""
     return h5py.File(next(_names), "w", driver="core", backing_store=False)
+
+
+@contextlib.contextmanager
+def _h5(on_disk: bool, write):
+    """A file made by ``write(f)``, then open for reading: in memory (core driver: chunks
+    read with h5py's ``read_direct_chunk``) or on disk, re-opened read-only (chunks read with
+    ``pread``, as genotok reads a ``.h5ad`` path)."""
+    if not on_disk:
+        with _memfile() as f:
+            write(f)
+            yield f
+        return
+    path = os.path.join(_DISK, next(_names))
+    with h5py.File(path, "w") as f:
+        write(f)
+    try:
+        with h5py.File(path, "r") as f:
+            direct = [f[k] for k in f if I.direct_readable(f[k])]
+            assert all(I._Plan(d).fd is not None for d in direct)  # the pread path
+            yield f
+    finally:
+        os.remove(path)
+
+
+both = pytest.mark.parametrize("on_disk", [False, True], ids=["core", "disk"])
 
 
 def _values(rng, n: int, dtype) -> np.ndarray:
@@ -38,12 +67,12 @@ def _values(rng, n: int, dtype) -> np.ndarray:
 @given(n=st.integers(0, 3000), clen=st.integers(1, 400),
        dtype=st.sampled_from([np.int32, np.int64, np.float32]), level=st.integers(0, 9),
        lo=st.integers(-3200, 3200), hi=st.integers(-3200, 3200), n_threads=st.integers(1, 3),
-       use_out=st.booleans(), seed=st.integers(0, 2**32 - 1))
-def test_equals_h5py_slicing(n, clen, dtype, level, lo, hi, n_threads, use_out, seed):
+       use_out=st.booleans(), on_disk=st.booleans(), seed=st.integers(0, 2**32 - 1))
+def test_equals_h5py_slicing(n, clen, dtype, level, lo, hi, n_threads, use_out, on_disk, seed):
     a = _values(np.random.default_rng(seed), n, dtype)
-    with _memfile() as f:
-        d = f.create_dataset("x", data=a, chunks=(clen,), maxshape=(None,),
-                             compression="gzip", compression_opts=level)
+    with _h5(on_disk, lambda f: f.create_dataset("x", data=a, chunks=(clen,), maxshape=(None,),
+                                                 compression="gzip", compression_opts=level)) as f:
+        d = f["x"]
         assert I.direct_readable(d)
         ref = d[lo:hi]
         out = np.empty(ref.size, d.dtype) if use_out else None
@@ -61,12 +90,13 @@ def test_equals_h5py_slicing(n, clen, dtype, level, lo, hi, n_threads, use_out, 
 @pytest.mark.parametrize("kw", [dict(compression="gzip", shuffle=True),
                                 dict(compression="lzf"), dict(compression="gzip", fletcher32=True),
                                 dict(scaleoffset=0), dict(chunks=None), dict()])
-def test_other_layouts_and_filters_fall_back_and_agree(kw):
+@both
+def test_other_layouts_and_filters_fall_back_and_agree(kw, on_disk):
     a = _values(np.random.default_rng(1), 5000, np.int32)
     chunked = kw.get("chunks", True) is not None
     kw = {"chunks": (300,), **kw} if chunked else kw
-    with _memfile() as f:
-        d = f.create_dataset("x", data=a, **kw)
+    with _h5(on_disk, lambda f: f.create_dataset("x", data=a, **kw)) as f:
+        d = f["x"]
         # only deflate (gzip) alone, or no filter at all, is read directly
         assert I.direct_readable(d) == (chunked and (kw == {"chunks": (300,)}))
         for lo, hi in [(0, 5000), (299, 301), (4990, 6000), (7, 7), (-50, -1)]:
@@ -100,24 +130,56 @@ def test_forced_fallback(monkeypatch):
         np.testing.assert_array_equal(I.read_range(d, 10, 900), a[10:900])
 
 
-def test_unwritten_chunks_read_as_the_fill_value():
-    with _memfile() as f:
+@both
+def test_unwritten_chunks_read_as_the_fill_value(on_disk):
+    def write(f):
         d = f.create_dataset("x", shape=(1000,), dtype=np.int32, chunks=(50,),
                              compression="gzip", fillvalue=7)
         d[120:260] = np.arange(140)
+
+    with _h5(on_disk, write) as f:
+        d = f["x"]
         for lo, hi in [(0, 1000), (100, 300), (0, 50), (255, 1000)]:
             np.testing.assert_array_equal(I.read_range(d, lo, hi, n_threads=2), d[lo:hi])
 
 
-def test_chunk_stored_without_deflate_is_read_raw():
+@both
+def test_chunk_stored_without_deflate_is_read_raw(on_disk):
     """HDF5 skips an optional filter that fails (filter mask bit 0): the chunk is raw."""
-    with _memfile() as f:
+    def write(f):
         d = f.create_dataset("x", data=np.zeros(100, np.int32), chunks=(10,),
                              compression="gzip")
-        raw = np.arange(10, 20, dtype=np.int32).tobytes()
-        d.id.write_direct_chunk((10,), raw, filter_mask=1)
+        d.id.write_direct_chunk((10,), np.arange(10, 20, dtype=np.int32).tobytes(),
+                                filter_mask=1)
+
+    with _h5(on_disk, write) as f:
+        d = f["x"]
         np.testing.assert_array_equal(I.read_range(d, 5, 25), d[5:25])
         assert I.read_range(d, 10, 12).tolist() == [10, 11]
+
+
+def test_file_open_for_writing_is_read_through_hdf5(tmp_path):
+    """Chunks written but still in HDF5's cache are not on disk: no pread then."""
+    with h5py.File(tmp_path / "w.h5", "w") as f:
+        d = f.create_dataset("x", data=np.arange(5000), chunks=(100,), compression="gzip")
+        d[1000:1200] = -1
+        assert I._Plan(d).fd is None
+        np.testing.assert_array_equal(I.read_range(d, 0, 5000, n_threads=2), d[:])
+        r = I.Ranged(d)
+        np.testing.assert_array_equal(r[950:1300], d[950:1300])
+        d[1250:1260] = -2  # a Ranged made before a write still reads what HDF5 holds
+        np.testing.assert_array_equal(r[950:1300], d[950:1300])
+
+
+def test_pread_is_checked_against_hdf5(tmp_path):
+    """If the file addresses HDF5 reports did not give its bytes, h5py reads the chunks."""
+    _gzip_file(tmp_path / "x.h5")
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        d = f["x"]
+        plan = I._Plan(d)
+        plan.addr[plan.addr >= 0] += 1
+        np.testing.assert_array_equal(I.read_range(d, 0, 20_000, n_threads=2, _plan=plan), d[:])
+        assert plan.fd is None
 
 
 def _gzip_file(path, n=20_000, clen=500):
@@ -153,11 +215,15 @@ def test_corrupt_chunk_is_a_clear_error(tmp_path, at):
             d[:]
 
 
-def test_chunk_of_the_wrong_size_is_a_clear_error():
-    with _memfile() as f:
+@both
+def test_chunk_of_the_wrong_size_is_a_clear_error(on_disk):
+    def write(f):
         d = f.create_dataset("x", data=np.zeros(100, np.int64), chunks=(10,),
                              compression="gzip")
         d.id.write_direct_chunk((20,), zlib.compress(b"\0" * 40))  # 5 of 10 values
+
+    with _h5(on_disk, write) as f:
+        d = f["x"]
         with pytest.raises(HDF5ChunkError, match="holds 40 bytes, expected 80"):
             I.read_range(d, 0, 100)
         assert I.read_range(d, 0, 20).tolist() == [0] * 20  # the good chunks still read
