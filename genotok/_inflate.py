@@ -22,8 +22,9 @@ lazily) read as the dataset's fill value, as h5py gives them.
 from __future__ import annotations
 
 import os
+import threading
 import zlib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -197,6 +198,29 @@ def _fill(plan: _Plan, coords, start: int, stop: int, out: np.ndarray) -> None:
             out[lo - start:hi - start] = np.frombuffer(raw, plan.dtype)[lo - c:hi - c]
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _forget_pools() -> None:  # a forked child has none of the parent's threads
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
+def _pool(n_threads: int) -> ThreadPoolExecutor:
+    """One pool per thread count, kept for the process (a row-chunked read calls us often)."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(n_threads)
+        if pool is None:
+            pool = _POOLS[n_threads] = ThreadPoolExecutor(
+                n_threads, thread_name_prefix=f"genotok-inflate-{n_threads}")
+        return pool
+
+
 def _default_threads() -> int:
     import numba
 
@@ -271,11 +295,16 @@ def read_range(dataset, start: int, stop: int, out: np.ndarray | None = None,
     # compressed sizes; each thread writes a disjoint part of ``out``
     n_parts = min(len(coords), 4 * n_threads)
     bounds = np.linspace(0, len(coords), n_parts + 1).astype(np.int64)
-    with ThreadPoolExecutor(n_threads, thread_name_prefix="genotok-inflate") as pool:
-        futures = [pool.submit(_fill, plan, coords[a:b], start, stop, out)
-                   for a, b in zip(bounds[:-1], bounds[1:])]
+    pool = _pool(n_threads)
+    futures = [pool.submit(_fill, plan, coords[a:b], start, stop, out)
+               for a, b in zip(bounds[:-1], bounds[1:])]
+    try:
         for fut in futures:
             fut.result()
+    finally:  # on an error, the other parts still write into ``out``: let them end first
+        for fut in futures:
+            fut.cancel()
+        wait(futures)
     return out
 
 

@@ -182,6 +182,26 @@ def test_pread_is_checked_against_hdf5(tmp_path):
         assert plan.fd is None
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_reads_in_a_forked_child(tmp_path):
+    """The worker pool is per process: a child forked after a read makes its own."""
+    import multiprocessing as mp
+
+    _gzip_file(tmp_path / "x.h5")
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        ref = I.read_range(f["x"], 0, 20_000, n_threads=2)
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_read_whole, (str(tmp_path / "x.h5"),)).get(timeout=60)
+    np.testing.assert_array_equal(got, ref)
+
+
+def _read_whole(path):
+    with h5py.File(path, "r") as f:
+        return I.read_range(f["x"], 0, 20_000, n_threads=2)
+
+
 def _gzip_file(path, n=20_000, clen=500):
     with h5py.File(path, "w") as f:
         f.create_dataset("x", data=np.arange(n, dtype=np.int32) % 977, chunks=(clen,),
