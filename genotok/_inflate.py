@@ -100,7 +100,7 @@ class _Plan:
         self.dataset, self.where = dataset, _where(dataset)
         self.clen, self.dtype = int(dataset.chunks[0]), dataset.dtype
         self.compressed = dataset.id.get_create_plist().get_nfilters() > 0
-        self.fd, self.addr = None, None
+        self.fd, self.addr, self.checked = None, None, False
         # read-only files only: in a file open for writing, chunks may still sit in HDF5's
         # cache, not on disk (read_direct_chunk flushes them first)
         f = dataset.file
@@ -123,10 +123,17 @@ class _Plan:
         self.fd, self.addr, self.size, self.mask = int(fd), addr, size, mask
 
     def check(self, coord: int) -> None:
-        """Use ``pread`` only if it gives the bytes HDF5 gives for the chunk at ``coord``."""
-        k = coord // self.clen
-        if self.fd is None or self.addr[k] < 0:
+        """Use ``pread`` only if it gives the bytes HDF5 gives for a written chunk (the first
+        from ``coord`` on, else the first of the dataset); once per plan."""
+        if self.fd is None or self.checked:
             return
+        written = np.flatnonzero(self.addr >= 0)
+        if written.size == 0:
+            return
+        self.checked = True
+        later = written[written >= coord // self.clen]
+        k = int(later[0] if later.size else written[0])
+        coord = k * self.clen
         try:
             mask, raw = self.dataset.id.read_direct_chunk((coord,))
             same = (mask == self.mask[k]
