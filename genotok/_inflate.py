@@ -150,6 +150,12 @@ class _Plan:
             k = coord // self.clen
             if self.addr[k] < 0:
                 return None
+            # deflate grows incompressible data by ~0.03%; a crafted index can declare any size
+            nbytes = self.clen * self.dtype.itemsize
+            if not 0 <= self.size[k] <= nbytes + nbytes // 64 + 4096:
+                raise HDF5ChunkError(f"{self.where}: the chunk at element {coord} is stored in "
+                                     f"{int(self.size[k]):,} bytes, more than {nbytes:,} values' "
+                                     "bytes can take compressed; the file is damaged or crafted")
             try:
                 raw = os.pread(self.fd, int(self.size[k]), int(self.addr[k]))
             except OSError as exc:

@@ -205,6 +205,16 @@ def _read_whole(path):
         return I.read_range(f["x"], 0, 20_000, n_threads=2)
 
 
+def test_a_declared_huge_chunk_is_refused_before_reading(tmp_path):
+    _gzip_file(tmp_path / "x.h5")
+    with h5py.File(tmp_path / "x.h5", "r") as f:
+        plan = I._Plan(f["x"])
+        I.read_range(f["x"], 0, 10, _plan=plan)  # checked: the pread path stays on
+        plan.size[2] = 1 << 50
+        with pytest.raises(HDF5ChunkError, match=r"x\.h5:/x: the chunk at element 1000 is stored"):
+            I.read_range(f["x"], 0, 20_000, _plan=plan)
+
+
 def _gzip_file(path, n=20_000, clen=500):
     with h5py.File(path, "w") as f:
         f.create_dataset("x", data=np.arange(n, dtype=np.int32) % 977, chunks=(clen,),
