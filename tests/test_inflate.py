@@ -3,9 +3,11 @@ filters it does not handle, and turns a damaged chunk into an HDF5ChunkError nam
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
+import shutil
 import tempfile
 import zlib
 
@@ -23,6 +25,7 @@ from genotok import anndata as gad
 
 _names = (f"mem{i}.h5" for i in itertools.count())
 _DISK = tempfile.mkdtemp(prefix="genotok_test_inflate_")
+atexit.register(shutil.rmtree, _DISK, True)
 
 
 def _memfile() -> h5py.File:
