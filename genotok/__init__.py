@@ -10,6 +10,7 @@ from .errors import (
     BedParseError,
     GenotokError,
     GtokFormatError,
+    HDF5ChunkError,
     RegionParseError,
     UniverseError,
     UniverseMismatchError,
@@ -37,7 +38,7 @@ from .universe import Universe
 __all__ = [
     "AnnDataError", "BedParseError", "Corpus", "CorpusWriter", "export_gtok_dir",
     "export_parquet", "import_gtok_dir", "import_parquet", "read_gtok", "write_gtok",
-    "write_manifest", "GenotokError", "GtokFormatError", "Ragged",
+    "write_manifest", "GenotokError", "GtokFormatError", "HDF5ChunkError", "Ragged",
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
     "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",

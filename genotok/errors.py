@@ -39,3 +39,8 @@ class UniverseMismatchError(GenotokError):
 
 class AnnDataError(GenotokError, ValueError):
     """An AnnData object or ``.h5ad`` file cannot be tokenized (no region info, bad matrix)."""
+
+
+class HDF5ChunkError(GenotokError, OSError):
+    """A chunk of an HDF5 dataset (e.g. in a ``.h5ad`` file) is damaged: it cannot be read, or
+    does not inflate to its size. The message names the file, the dataset and the chunk."""

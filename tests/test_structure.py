@@ -25,7 +25,8 @@ MAX_LINES = 600
 #: (room, floor, module prefixes): a module belongs to the room of its longest matching prefix
 ROOMS = [
     ("plumbing", 0, ["genotok._version", "genotok._config", "genotok.errors", "genotok._validate",
-                     "genotok._progress", "genotok._io", "genotok._optional", "genotok._names",
+                     "genotok._progress", "genotok._io", "genotok._inflate", "genotok._optional",
+                     "genotok._names",
                      "genotok._html", "genotok._examples", "genotok._deprecate"]),
     ("kernels", 1, ["genotok.kernels"]),
     ("domain", 2, ["genotok.ragged", "genotok.regions", "genotok.universe", "genotok.settings",

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _inflate
 from .. import _validate as V
 from ..errors import AnnDataError, GenotokError
 from ..kernels import cells as K
@@ -443,7 +444,7 @@ class _H5Source(_Source):
                 _check_row_lengths(indptr, self.n_cols, where)
                 bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
                                            chunk_rows)
-                ind, dat = node["indices"], node["data"]
+                ind, dat = _inflate.Ranged(node["indices"]), _inflate.Ranged(node["data"])
                 for lo, hi in zip(bounds[:-1], bounds[1:]):
                     a, b = int(indptr[lo]), int(indptr[hi])
                     indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
