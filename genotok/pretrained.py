@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .errors import RegionParseError, UniverseError, UniverseMismatchError
 from .regions import parse_region_strings
-from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
+from .settings import TOKENIZER_TYPES, TokenizerSettings
 from .universe import Universe
 
 if sys.version_info >= (3, 11):

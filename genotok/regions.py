@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _io
 from .errors import BedParseError, RegionParseError
+from .kernels import names as _names
 from .kernels import parse as _parse
 
 _NUM = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"  # 1234 or 1,234 (thousands separators)
@@ -24,8 +25,6 @@ _AUTO = re.compile(rf"(.+)[:_-]{_NUM}[_-]{_NUM}")
 _FORCED = {":": re.compile(rf"(.+):{_NUM}-{_NUM}"),
            "-": re.compile(rf"(.+)-{_NUM}-{_NUM}"),
            "_": re.compile(rf"(.+)_{_NUM}_{_NUM}")}
-# byte values of (sep1, sep2) for the kernel; -1 = any of ":-_" / "-_"
-_KERNEL_SEPS = {None: (-1, -1), ":": (58, 45), "-": (45, 45), "_": (95, 95)}
 
 
 def _pattern(sep: str | None) -> re.Pattern:
@@ -573,7 +572,7 @@ def _region_strings_kernel(strings: list, sep: str | None):
     except (TypeError, UnicodeEncodeError):  # not all str, or lone surrogates
         return None
     buf = np.frombuffer(raw, dtype=np.uint8)
-    codes, starts, ends, ns, ne, bad, _ = _parse.parse_region_names(buf, *_KERNEL_SEPS[sep])
+    codes, starts, ends, ns, ne, bad, _ = _names.parse_region_names(buf, *_names.SEPARATORS[sep])
     if bad >= 0 or codes.size != len(strings):  # a bad string, or a newline inside one
         return None
     names = tuple(raw[x:y].decode("utf-8") for x, y in zip(ns.tolist(), ne.tolist()))

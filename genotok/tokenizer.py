@@ -20,59 +20,15 @@ from .kernels import overlap as _kernels
 from .kernels.sort import stable_argsort
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
+from .settings import (  # noqa: F401  (re-exported: importable from here as before)
+    FRACTION_OF,
+    ORDERS,
+    OVERLAP_MODES,
+    TOKENIZER_TYPES,
+    UNKNOWN_POLICIES,
+    TokenizerSettings,
+)
 from .universe import SPECIAL_NAMES, Universe
-
-OVERLAP_MODES = ("all", "best")
-UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
-ORDERS = ("gtars", "input", "genomic", "unique")
-FRACTION_OF = ("query", "region")
-#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
-TOKENIZER_TYPES = ("bits", "ailist")
-
-
-@dataclass(frozen=True)
-class TokenizerSettings:
-    """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
-
-    Examples
-    --------
-    >>> TokenizerSettings(overlap="best").as_dict()["overlap"]
-    'best'
-    """
-
-    overlap: str = "all"
-    min_overlap: int = 0
-    min_fraction: float = 0.0
-    fraction_of: str = "query"
-    unknown: str = "set"
-    order: str = "gtars"
-    tokenizer_type: str = "bits"
-
-    def __post_init__(self):
-        def check(name, value, allowed):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-
-        check("overlap", self.overlap, OVERLAP_MODES)
-        check("unknown", self.unknown, UNKNOWN_POLICIES)
-        check("order", self.order, ORDERS)
-        check("fraction_of", self.fraction_of, FRACTION_OF)
-        check("tokenizer_type", self.tokenizer_type, TOKENIZER_TYPES)
-        if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
-            raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
-        if not 0.0 <= float(self.min_fraction) <= 1.0:
-            raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
-
-    def as_dict(self) -> dict:
-        """The settings as plain values (``tokenizer_type`` only when not the default, so
-        records made before it existed still match)."""
-        out = {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
-               "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
-               "unknown": self.unknown, "order": self.order}
-        if self.tokenizer_type != "bits":
-            out["tokenizer_type"] = self.tokenizer_type
-        return out
-
 
 @dataclass
 class _Overlaps:
