@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .kernels.modes import Unknown
+
 OVERLAP_MODES = ("all", "best")
-UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
+#: ``unknown=`` -> the kernels' mode (:class:`~genotok.kernels.modes.Unknown`, as a plain int)
+UNKNOWN_POLICIES = {m.name.lower(): int(m) for m in Unknown}
 ORDERS = ("gtars", "input", "genomic", "unique")
 FRACTION_OF = ("query", "region")
 #: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import BedParseError, UniverseError
-from .kernels import sweep as _sweep_kernels
 from .kernels import parse as _parse
+from .kernels import sweep as _sweep_kernels
 from .regions import RegionSet, as_regions
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)

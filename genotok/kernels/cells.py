@@ -2,8 +2,9 @@
 
 The monotone fast path is in :mod:`genotok.kernels.monotone`, the fragment-file parser in
 :mod:`genotok.kernels.fragments` and the var-name parser in :mod:`genotok.kernels.names`; their
-names are importable from here too. Arrays in, arrays out; no I/O and no validation here (the callers in :mod:`genotok.singlecell.anndata`
-validate with :func:`check_csr` first, numba does not check bounds).
+names are importable from here too. Arrays in, arrays out; no I/O and no validation here
+(the callers in :mod:`genotok.singlecell.anndata` validate with :func:`check_csr` first, numba
+does not check bounds).
 
 The variable (peak) -> token map is a small CSR: the tokens of variable ``v`` are
 ``var_ids[var_ptr[v]:var_ptr[v + 1]]`` by ascending genomic rank (``rank[id]``; ``rank_ids`` is

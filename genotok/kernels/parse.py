@@ -49,6 +49,8 @@ minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 2
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -414,6 +416,20 @@ MESSAGES = {
 }
 
 
+class BedParse(NamedTuple):
+    """What :func:`parse_into` and :func:`run` return (the fields of :func:`parse_bed`'s tuple)."""
+
+    codes: np.ndarray  #: int32: chromosome code of each record
+    starts: np.ndarray  #: int64
+    ends: np.ndarray  #: int64
+    name_start: np.ndarray  #: int64: per code, the byte span of its name in the buffer
+    name_end: np.ndarray
+    status: int  #: OK or an error code (MESSAGES)
+    err_line: int  #: 1-based line of the first problem
+    err_pos: int  #: its byte offset
+    header_line: int  #: line of a skipped header, 0 if none
+
+
 def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndarray,
                ends: np.ndarray, allow_header: bool = True, allow_reversed: bool = False):
     """:func:`parse_bed` into caller-owned outputs (e.g. slices of one array shared by the
@@ -428,7 +444,8 @@ def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndar
                          f"{ends.size}")
     r = parse_bed(buf, binary, codes, starts, ends, TRACK, BROWSER, allow_header, BLOCK,
                   allow_reversed)
-    if r[5] == NO_ROOM:
+    r = BedParse(*r)
+    if r.status == NO_ROOM:
         raise ValueError(f"parse output has room for {codes.size} records: too few for the "
                          "buffer (size it with bound())")
     return r

@@ -6,7 +6,8 @@ lays out the arrays.
 
 Examples
 --------
->>> codes, starts, ends = np.zeros(3, np.int32), np.array([500, 100, 150]), np.array([600, 300, 200])
+>>> codes = np.zeros(3, np.int32)
+>>> starts, ends = np.array([500, 100, 150]), np.array([600, 300, 200])
 >>> order = sort_order(codes, starts, ends)
 >>> build_sweep_sorted(codes, starts, ends, order, 1).ids.tolist()
 [1, 2, 0]
@@ -31,7 +32,7 @@ class Sweep(NamedTuple):
     ('chrom_ptr', 'starts', 'ends', 'maxend', 'ids')
     """
 
-    chrom_ptr: np.ndarray  #: int64 (n_chroms + 1,): sorted rows of code c are chrom_ptr[c]:chrom_ptr[c+1]
+    chrom_ptr: np.ndarray  #: int64 (n_chroms + 1,): rows of code c are chrom_ptr[c]:chrom_ptr[c+1]
     starts: np.ndarray  #: int32 or int64 (m,)
     ends: np.ndarray  #: same dtype (m,)
     maxend: np.ndarray  #: same dtype (m,): running max of ends within a chromosome (may be ends)
