@@ -30,8 +30,8 @@ from pathlib import Path
 
 from .errors import RegionParseError, UniverseError, UniverseMismatchError
 from .regions import parse_region_strings
-from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
-from .universe import Universe
+from .settings import TOKENIZER_TYPES, TokenizerSettings
+from .universe import SPECIAL_NAMES, Universe
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -218,6 +218,57 @@ def save(tokenizer, directory) -> Path:
                 gz.write("".join(chunk).encode("utf-8"))
     tokenizer.save_config(directory / "tokenizer.toml", universe_path=bed)
     return directory
+
+
+def write_config(tokenizer, path, universe_path=None) -> Path:
+    """Write a TOML configuration of ``tokenizer`` gtars can read too (genotok settings in
+    ``[genotok]``; see :meth:`genotok.Tokenizer.save_config`). Returns ``path``.
+
+    ``universe_path`` defaults to the file the universe was loaded from; a universe built in
+    memory is written next to the configuration as ``<name>.universe.bed``.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import Tokenizer
+    >>> p = write_config(Tokenizer(["chr1:0-10"]), os.path.join(tempfile.mkdtemp(), "t.toml"))
+    >>> p.read_text().splitlines()[0]
+    'universe = "t.universe.bed"'
+    """
+    from ._io import atomic_write
+
+    path = Path(path)
+    if universe_path is None:
+        if tokenizer.universe.source and os.path.isfile(tokenizer.universe.source):
+            universe_path = Path(tokenizer.universe.source)
+        else:
+            universe_path = path.with_suffix(".universe.bed")
+            tokenizer.universe.write_bed(universe_path)
+    universe_path = Path(universe_path)
+    try:
+        ref = os.path.relpath(universe_path.resolve(), path.parent.resolve())
+    except ValueError:  # another drive on Windows
+        ref = str(universe_path.resolve())
+
+    def q(s) -> str:
+        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(tokenizer.tokenizer_type)}",
+             "special_tokens = ["]
+    lines += [f"  {{ name = {q(k)}, token = {q(tokenizer.universe.special_tokens[k])} }},"
+              for k in SPECIAL_NAMES]
+    lines += ["]", "", "[genotok]"]
+    for k, v in tokenizer.settings.as_dict().items():
+        if k == "tokenizer_type":
+            continue  # gtars' key, at the top
+        lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
+    if tokenizer.universe.extra_tokens:
+        lines.append("extra_tokens = [" + ", ".join(q(t) for t in tokenizer.universe.extra_tokens)
+                     + "]")
+    lines.append(f"fingerprint = {q(tokenizer.universe.fingerprint)}")
+    with atomic_write(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
 
 
 def _batched(it, n):

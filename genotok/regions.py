@@ -15,7 +15,9 @@ from collections.abc import Mapping
 import numpy as np
 
 from . import _io
+from . import bed as _bed
 from .errors import BedParseError, RegionParseError
+from .kernels import names as _names
 from .kernels import parse as _parse
 
 _NUM = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"  # 1234 or 1,234 (thousands separators)
@@ -24,8 +26,6 @@ _AUTO = re.compile(rf"(.+)[:_-]{_NUM}[_-]{_NUM}")
 _FORCED = {":": re.compile(rf"(.+):{_NUM}-{_NUM}"),
            "-": re.compile(rf"(.+)-{_NUM}-{_NUM}"),
            "_": re.compile(rf"(.+)_{_NUM}_{_NUM}")}
-# byte values of (sep1, sep2) for the kernel; -1 = any of ":-_" / "-_"
-_KERNEL_SEPS = {None: (-1, -1), ":": (58, 45), "-": (45, 45), "_": (95, 95)}
 
 
 def _pattern(sep: str | None) -> re.Pattern:
@@ -130,6 +130,13 @@ def _one_int(x) -> int | None:
     return v if abs(v) <= _parse.MAX_COORD else None
 
 
+#: the column names a region table may use (matched case-insensitively, first match wins), for
+#: every reader of tables: data frames, mappings of columns, AnnData ``var``
+REGION_COLUMNS = {"chromosome": ("chrom", "chr", "seqnames", "chromosome", "seqname"),
+                  "start": ("start", "chromStart"),
+                  "end": ("end", "chromEnd", "stop")}
+
+
 class RegionSet:
     """Genomic regions as arrays: ``chrom_names[codes[i]]``, ``[starts[i], ends[i])``.
 
@@ -212,53 +219,9 @@ class RegionSet:
         return cls._from_buffer(buf, p, allow_reversed)
 
     @classmethod
-    def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> "RegionSet":
-        chunks = _split_lines(buf, 1 if allow_reversed else _parse_threads(buf.size))
-        if len(chunks) == 1:
-            results = [_parse.run(buf, allow_reversed=allow_reversed)]
-        else:  # the parser releases the GIL: chunks parse side by side
-            results, shared = _parse_chunks(buf, chunks)
-        error = None  # (line, status, byte position) of the first problem the kernel found
-        seen_data = False
-        for k, ((a, _), r) in enumerate(zip(chunks, results)):
-            status = int(r[5])
-            if status != _parse.OK:
-                if a and not seen_data:  # maybe the file's header: only a serial parse can tell
-                    results, chunks = [_parse.run(buf)], [(0, buf.size)]
-                    r, a = results[0], 0
-                    status = int(r[5])
-                if status != _parse.OK:
-                    line = int(r[6]) + (int(np.count_nonzero(buf[:a] == 10)) if a else 0)
-                    error = (line, status, int(r[7]) + a)
-                break
-            seen_data = seen_data or r[0].size > 0 or r[8] > 0
-        # chromosome names: UTF-8 decoded once per name and chunk, merged in order of appearance
-        names: list[str] = []
-        index: dict[str, int] = {}
-        bad_name = None  # (line, raw name) of the first name that is not UTF-8
-        for (a, _), (codes, _, _, ns, ne, *_rest) in zip(chunks, results):
-            remap = np.empty(ns.size, dtype=np.int32)
-            for c, (x, y) in enumerate(zip(ns.tolist(), ne.tolist())):
-                raw = buf[a + x:a + y].tobytes()
-                try:
-                    name = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    line_no = int(np.count_nonzero(buf[:a + x] == 10)) + 1
-                    if bad_name is None or line_no < bad_name[0]:
-                        bad_name = (line_no, raw)
-                    continue
-                remap[c] = index.setdefault(name, len(index))
-                if remap[c] == len(names):
-                    names.append(name)
-            if error is None and bad_name is None and codes.size and not bool(
-                    (remap == np.arange(remap.size)).all()):  # identity for the first chunk
-                codes[:] = remap[codes]  # in place: a view of the chunk's records
-        if error is not None or bad_name is not None:
-            _raise_parse_error(buf, path, error, bad_name)
-        if len(results) == 1:
-            r = results[0]
-            return cls(names, r[0], r[1], r[2], source=path, from_file=True, validate=False)
-        return cls(names, *_joined(results, *shared), source=path, from_file=True, validate=False)
+    def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> RegionSet:
+        names, codes, starts, ends = _bed.read_buffer(buf, path, allow_reversed)
+        return cls(names, codes, starts, ends, source=path, from_file=True, validate=False)
 
     @classmethod
     def from_strings(cls, strings, *, sep: str | None = None, one_based: bool = False) -> "RegionSet":
@@ -322,8 +285,9 @@ class RegionSet:
     def from_frame(cls, frame) -> "RegionSet":
         """Regions from a data frame or a mapping of columns.
 
-        Column names are matched case-insensitively: ``chrom``/``chr``/``seqnames``/
-        ``chromosome``/``seqname``, ``start``/``chromStart``, ``end``/``chromEnd``/``stop``.
+        Column names are matched case-insensitively (:data:`REGION_COLUMNS`): ``chrom``/
+        ``chr``/``seqnames``/``chromosome``/``seqname``, ``start``/``chromStart``,
+        ``end``/``chromEnd``/``stop``.
         pandas is not needed: any mapping of column name to array works.
 
         Examples
@@ -340,9 +304,7 @@ class RegionSet:
             raise RegionParseError(f"no {what} column: expected one of {list(options)}, "
                                    f"found {list(cols.values())}")
 
-        return cls.from_arrays(pick(("chrom", "chr", "seqnames", "chromosome", "seqname"), "chromosome"),
-                               pick(("start", "chromStart"), "start"),
-                               pick(("end", "chromEnd", "stop"), "end"))
+        return cls.from_arrays(*(pick(names, what) for what, names in REGION_COLUMNS.items()))
 
     @classmethod
     def empty(cls) -> "RegionSet":
@@ -399,112 +361,6 @@ class RegionSet:
         head = ", ".join(self._str(i) for i in range(min(3, len(self))))
         more = ", …" if len(self) > 3 else ""
         return f"RegionSet({len(self):,} regions on {len(self.chrom_names)} chromosomes{src}: [{head}{more}])"
-
-
-PARALLEL_PARSE_BYTES = 8 << 20  # below this, one thread parses faster than two start
-
-
-def _parse_threads(n_bytes: int) -> int:
-    import numba
-
-    if n_bytes < PARALLEL_PARSE_BYTES:
-        return 1
-    return max(1, min(numba.get_num_threads(), n_bytes // (PARALLEL_PARSE_BYTES // 2)))
-
-
-def _parse_chunks(buf: np.ndarray, chunks: list[tuple[int, int]]):
-    """Parse the ``chunks`` of ``buf`` in threads into one set of output arrays, each chunk
-    into its own slice: ``(kernel results, (outputs, slice bounds))``. The usual file (one
-    record per line) then needs no concatenation, which cost a copy of every record and 20 MB
-    of peak memory on a 1M-line universe."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    parts = [buf[a:b] for a, b in chunks]
-    with ThreadPoolExecutor(len(chunks)) as pool:
-        bounds = list(pool.map(_parse.bound, parts))
-        sizes = [need for need, _ in bounds]
-        base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        out = (np.empty(int(base[-1]), np.int32), np.empty(int(base[-1]), np.int64),
-               np.empty(int(base[-1]), np.int64))
-
-        def parse(k: int):
-            lo, hi = int(base[k]), int(base[k + 1])
-            return _parse.parse_into(parts[k], bounds[k][1], *(a[lo:hi] for a in out),
-                                     allow_header=chunks[k][0] == 0)
-
-        return list(pool.map(parse, range(len(chunks)))), (out, base)
-
-
-def _joined(results: list[tuple], out: tuple, base: np.ndarray) -> tuple:
-    """The chunks' records as three arrays: ``out`` itself when every chunk filled its slice
-    (no copy), else the records moved together (comment or blank lines leave gaps)."""
-    dst = 0
-    for k, r in enumerate(results):
-        src, m = int(base[k]), r[0].size
-        if src != dst:
-            for a in out:
-                a[dst:dst + m] = a[src:src + m]  # overlapping, dst < src: NumPy buffers it
-        dst += m
-    return out if dst == out[0].size else tuple(a[:dst] for a in out)
-
-
-def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
-    """``k`` byte ranges covering ``buf``, each ending just after a newline (or at the end)."""
-    n = buf.size
-    cuts = [0]
-    for i in range(1, k):
-        target = max(cuts[-1], i * n // k)
-        nl = _next_newline(buf, target, min(n, target + (1 << 20)))
-        if nl < 0:
-            break
-        cuts.append(nl + 1)
-    cuts.append(n)
-    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, n)]
-
-
-def _next_newline(buf: np.ndarray, lo: int, hi: int) -> int:
-    """Index of the first newline in ``buf[lo:hi]``, or -1: windows of 4 KiB, then doubling (a
-    line is short; comparing the whole megabyte at once cost 0.3 ms of a 6 ms parse)."""
-    size = 4096
-    while lo < hi:
-        window = buf[lo:min(hi, lo + size)]
-        at = int(np.argmax(window == 10))
-        if window[at] == 10:
-            return lo + at
-        lo += window.size
-        size *= 2
-    return -1
-
-
-def _raise_parse_error(buf: np.ndarray, path: str, error: tuple | None, bad_name: tuple | None):
-    """Raise the BedParseError for the earliest problem: a kernel ``error`` (line, status,
-    byte) or a ``bad_name`` (line, raw bytes) that is not UTF-8.
-
-    A NUL byte in the first 8 KiB trumps both: the file is not text at all (a BAM, a PNG...),
-    and saying so helps more than whatever the parser tripped over first.
-    """
-    nul = np.flatnonzero(buf[:8192] == 0)
-    if nul.size:
-        pos = int(nul[0])
-        error = (int(np.count_nonzero(buf[:pos] == 10)) + 1, _parse.BINARY, pos)
-    elif bad_name is not None and (error is None or bad_name[0] < error[0]):
-        raise BedParseError(path, bad_name[0], f"chromosome name {bad_name[1]!r} is not valid "
-                            "UTF-8 (is the file in another encoding? convert it to UTF-8)")
-    line, status, pos = error
-    raise BedParseError(path, line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}")
-
-
-def _line_text(buf: np.ndarray, pos: int) -> str:
-    if pos < 0:
-        return ""
-    lo = pos
-    while lo > 0 and buf[lo - 1] != 10:
-        lo -= 1
-    hi = pos
-    while hi < buf.size and buf[hi] != 10 and hi - lo < 200:
-        hi += 1
-    text = buf[lo:hi].tobytes()
-    return repr(text[:80] + (b"..." if len(text) > 80 else b""))[1:]
 
 
 def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = False) -> RegionSet:
@@ -573,7 +429,7 @@ def _region_strings_kernel(strings: list, sep: str | None):
     except (TypeError, UnicodeEncodeError):  # not all str, or lone surrogates
         return None
     buf = np.frombuffer(raw, dtype=np.uint8)
-    codes, starts, ends, ns, ne, bad, _ = _parse.parse_region_names(buf, *_KERNEL_SEPS[sep])
+    codes, starts, ends, ns, ne, bad, _ = _names.parse_region_names(buf, *_names.SEPARATORS[sep])
     if bad >= 0 or codes.size != len(strings):  # a bad string, or a newline inside one
         return None
     names = tuple(raw[x:y].decode("utf-8") for x, y in zip(ns.tolist(), ne.tolist()))

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,58 +21,16 @@ from .kernels import overlap as _kernels
 from .kernels.sort import stable_argsort
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
-from .universe import SPECIAL_NAMES, Universe
-
-OVERLAP_MODES = ("all", "best")
-UNKNOWN_POLICIES = {"drop": 0, "set": 1, "region": 2}
-ORDERS = ("gtars", "input", "genomic", "unique")
-FRACTION_OF = ("query", "region")
-#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
-TOKENIZER_TYPES = ("bits", "ailist")
-
-
-@dataclass(frozen=True)
-class TokenizerSettings:
-    """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
-
-    Examples
-    --------
-    >>> TokenizerSettings(overlap="best").as_dict()["overlap"]
-    'best'
-    """
-
-    overlap: str = "all"
-    min_overlap: int = 0
-    min_fraction: float = 0.0
-    fraction_of: str = "query"
-    unknown: str = "set"
-    order: str = "gtars"
-    tokenizer_type: str = "bits"
-
-    def __post_init__(self):
-        def check(name, value, allowed):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-
-        check("overlap", self.overlap, OVERLAP_MODES)
-        check("unknown", self.unknown, UNKNOWN_POLICIES)
-        check("order", self.order, ORDERS)
-        check("fraction_of", self.fraction_of, FRACTION_OF)
-        check("tokenizer_type", self.tokenizer_type, TOKENIZER_TYPES)
-        if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
-            raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
-        if not 0.0 <= float(self.min_fraction) <= 1.0:
-            raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
-
-    def as_dict(self) -> dict:
-        """The settings as plain values (``tokenizer_type`` only when not the default, so
-        records made before it existed still match)."""
-        out = {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
-               "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
-               "unknown": self.unknown, "order": self.order}
-        if self.tokenizer_type != "bits":
-            out["tokenizer_type"] = self.tokenizer_type
-        return out
+from .settings import (  # noqa: F401  (re-exported: importable from here as before)
+    FRACTION_OF,
+    ORDERS,
+    OVERLAP_MODES,
+    TOKENIZER_TYPES,
+    UNKNOWN_POLICIES,
+    TokenizerSettings,
+)
+from .universe import Universe
+from .vocab import _Vocabulary
 
 
 @dataclass
@@ -87,6 +46,19 @@ class _Overlaps:
     query: np.ndarray
     overlap: np.ndarray
     offsets: np.ndarray
+
+
+class PreparedSet(NamedTuple):
+    """One region set ready for the kernels (:meth:`Tokenizer.prepare`).
+
+    Examples
+    --------
+    >>> PreparedSet._fields
+    ('codes', 'order')
+    """
+
+    codes: np.ndarray  #: int32 (n,): chromosome codes in the universe's code space, -1 unknown
+    order: np.ndarray  #: int64 (n,): the emission order of the set's queries
 
 
 def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
@@ -128,12 +100,7 @@ def _is_single_set(obj) -> bool:
     return False
 
 
-def _delegate(name: str) -> property:
-    return property(lambda self: getattr(self.universe, name),
-                    doc=f"Same as ``universe.{name}`` (gtars names).")
-
-
-class Tokenizer:
+class Tokenizer(_Vocabulary):
     """Turn genomic regions into universe token ids.
 
     Parameters
@@ -331,158 +298,14 @@ class Tokenizer:
         ``universe_path`` defaults to the file the universe was loaded from; a universe built
         in memory is written next to the configuration as ``<name>.universe.bed``.
         """
-        from ._io import atomic_write
+        from .pretrained import write_config
 
-        path = Path(path)
-        if universe_path is None:
-            if self.universe.source and os.path.isfile(self.universe.source):
-                universe_path = Path(self.universe.source)
-            else:
-                universe_path = path.with_suffix(".universe.bed")
-                self.universe.write_bed(universe_path)
-        universe_path = Path(universe_path)
-        try:
-            ref = os.path.relpath(universe_path.resolve(), path.parent.resolve())
-        except ValueError:  # another drive on Windows
-            ref = str(universe_path.resolve())
-
-        def q(s) -> str:
-            return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(self.tokenizer_type)}",
-                 "special_tokens = ["]
-        lines += [f"  {{ name = {q(k)}, token = {q(self.universe.special_tokens[k])} }},"
-                  for k in SPECIAL_NAMES]
-        lines += ["]", "", "[genotok]"]
-        for k, v in self.settings.as_dict().items():
-            if k == "tokenizer_type":
-                continue  # gtars' key, at the top
-            lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
-        if self.universe.extra_tokens:
-            lines.append("extra_tokens = [" + ", ".join(q(t) for t in self.universe.extra_tokens)
-                         + "]")
-        lines.append(f"fingerprint = {q(self.universe.fingerprint)}")
-        with atomic_write(path, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-        return path
+        return write_config(self, path, universe_path)
 
     @property
     def tokenizer_type(self) -> str:
         """gtars' backend name, ``"bits"`` or ``"ailist"`` (the order of a query's hits)."""
         return self.settings.tokenizer_type
-
-    # ------------------------------------------------------------------ vocabulary (as gtars)
-    @property
-    def vocab_size(self) -> int:
-        """Regions plus the seven special tokens."""
-        return self.universe.vocab_size
-
-    def __len__(self) -> int:
-        return self.universe.vocab_size
-
-    for _name in SPECIAL_NAMES:
-        locals()[f"{_name}_token"] = _delegate(f"{_name}_token")
-        locals()[f"{_name}_token_id"] = _delegate(f"{_name}_token_id")
-    del _name
-
-    @property
-    def fingerprint(self) -> str:
-        """The universe fingerprint (written with every corpus)."""
-        return self.universe.fingerprint
-
-    @property
-    def special_tokens_map(self) -> dict[str, str]:
-        return self.universe.special_tokens_map
-
-    def get_vocab(self) -> dict[str, int]:
-        """``{token string: id}``."""
-        return self.universe.get_vocab()
-
-    def convert_ids_to_tokens(self, ids):
-        return self.universe.convert_ids_to_tokens(ids)
-
-    def convert_tokens_to_ids(self, tokens):
-        return self.universe.convert_tokens_to_ids(tokens)
-
-    def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
-        """Token strings of ids, always a list (gtars ``decode``; one id gives a list of one).
-
-        Examples
-        --------
-        >>> tok = Tokenizer(["chr1:0-100"])
-        >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
-        (['chr1:0-100'], ['chr1:0-100'])
-        """
-        ids = np.atleast_1d(np.asarray(ids))
-        if skip_special_tokens:
-            ids = ids[np.asarray(ids) < self.universe.n_regions]
-        return self.universe.convert_ids_to_tokens(ids)
-
-    def batch_decode(self, sequences, *, skip_special_tokens: bool = False) -> list[list[str]]:
-        """:meth:`decode` of each sequence: lists of ids, a 2-D array or tensor, a ``Ragged``.
-
-        Examples
-        --------
-        >>> tok = Tokenizer(["chr1:0-100", "chr2:0-5"])
-        >>> tok.batch_decode([[0, 1], [1, 3]], skip_special_tokens=True)
-        [['chr1:0-100', 'chr2:0-5'], ['chr2:0-5']]
-        """
-        if hasattr(sequences, "detach"):  # a torch tensor
-            sequences = sequences.detach().cpu().numpy()
-        return [self.decode(np.asarray(seq), skip_special_tokens=skip_special_tokens)
-                for seq in sequences]
-
-    @property
-    def all_special_tokens(self) -> list[str]:
-        """The seven special token strings, in id order (``<unk> <pad> <mask> ...``)."""
-        return [self.universe.special_tokens[k] for k in SPECIAL_NAMES]
-
-    @property
-    def all_special_ids(self) -> list[int]:
-        """The seven special token ids (``n_regions ... n_regions + 6``)."""
-        return [self.universe.n_regions + k for k in range(len(SPECIAL_NAMES))]
-
-    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, *,
-                                already_has_special_tokens: bool = True) -> list[int]:
-        """1 for each special token of a sequence, 0 for each region (tokens or ids).
-
-        As gtars' ``get_special_tokens_mask(tokens)``, which marks the special tokens a
-        sequence contains: that is Hugging Face's ``already_has_special_tokens=True``, the
-        default here. With ``already_has_special_tokens=False`` (Hugging Face's default) the
-        mask describes the special tokens *this tokenizer would add*: it adds none, so it is
-        all zeros (over ``token_ids_0`` and ``token_ids_1``).
-
-        Examples
-        --------
-        >>> tok = Tokenizer(["chr9:3526071-3526165"])
-        >>> tok.get_special_tokens_mask(["<pad>", "chr9:3526071-3526165", "<unk>"])
-        [1, 0, 1]
-        >>> tok.get_special_tokens_mask([2, 0, 1])
-        [1, 0, 1]
-        """
-        if not already_has_special_tokens:
-            n1 = 0 if token_ids_1 is None else len(token_ids_1)
-            return [0] * (len(token_ids_0) + n1)
-        if token_ids_1 is not None:
-            raise ValueError("token_ids_1 cannot be given with already_has_special_tokens=True: "
-                             "a sequence that already has its special tokens is one sequence")
-        if hasattr(token_ids_0, "detach"):
-            token_ids_0 = token_ids_0.detach().cpu().numpy()
-        if isinstance(token_ids_0, str):
-            token_ids_0 = [token_ids_0]
-        items = token_ids_0.tolist() if isinstance(token_ids_0, np.ndarray) else list(token_ids_0)
-        specials = set(self.all_special_tokens)
-        n = self.universe.n_regions
-        out = []
-        for x in items:
-            if isinstance(x, str):
-                out.append(int(x in specials))
-            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
-                out.append(int(n <= x < self.vocab_size))
-            else:
-                raise TypeError(f"get_special_tokens_mask takes token strings or integer ids, "
-                                f"got {x!r} ({type(x).__name__})")
-        return out
 
     # ------------------------------------------------------------------ tokenization
     def _query_order(self, rs: RegionSet) -> np.ndarray:
@@ -526,10 +349,73 @@ class Tokenizer:
         rsets = [as_regions(s) for s in sets]
         return self._overlaps(rsets, n_threads, details=True)
 
-    def _prepare(self, rs: RegionSet) -> tuple[np.ndarray, np.ndarray]:
-        """(codes in the universe's space, emission order) of one set: the per-set work before
-        the kernels. Thread-safe: the pipeline runs it in its parse workers, beside other sets."""
-        return self.universe.map_codes(rs), self._query_order(rs)
+    def prepare(self, regions) -> PreparedSet:
+        """The per-set work before the kernels: the chromosome codes in the universe's code
+        space (``-1``: a chromosome the universe lacks) and the emission order of the queries.
+
+        Thread-safe: the pipeline runs it in its parse workers, beside other sets, then hands
+        the results to :meth:`encode_prepared`.
+
+        Parameters
+        ----------
+        regions
+            One region set (anything :meth:`encode` takes).
+
+        Returns
+        -------
+        PreparedSet
+            ``(codes, order)``: int32 codes and the int64 emission order, one per query.
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100", "chr2:5-50"])
+        >>> p = tok.prepare(["chr2:10-20", "chr9:0-5"])
+        >>> p.codes.tolist(), p.order.tolist()
+        ([1, -1], [0, 1])
+        """
+        return self._prepare(as_regions(regions))
+
+    def _prepare(self, rs: RegionSet) -> PreparedSet:
+        return PreparedSet(self.universe.map_codes(rs), self._query_order(rs))
+
+    def encode_prepared(self, sets, prepared=None, *, n_threads: int | None = None,
+                        dtype=np.int64) -> Ragged:
+        """Token ids of many region sets from their :meth:`prepare` results: the kernel step
+        of :meth:`encode_batch` (the pipeline prepares in its parse workers, then calls this).
+
+        Parameters
+        ----------
+        sets
+            Region sets (anything :meth:`encode` takes; :class:`RegionSet` s are used as is).
+        prepared
+            ``prepare(set)`` of each set, in the same order, or ``None`` to prepare them here.
+            The codes may also come from the caller's own name mapping (``-1``: unknown), and
+            the order may be any permutation of a set's queries.
+        n_threads
+            Threads for the kernels (default: the tokenizer's).
+        dtype
+            Of the ids (``np.uint32`` halves the memory of large batches).
+
+        Returns
+        -------
+        Ragged
+            Row ``i``: the token ids of set ``i``.
+
+        Examples
+        --------
+        >>> tok = Tokenizer(["chr1:0-100", "chr2:5-50"])
+        >>> sets = [["chr2:10-20"], ["chr1:50-60", "chr9:0-5"]]
+        >>> tok.encode_prepared(sets, [tok.prepare(s) for s in sets]).to_list()
+        [[1], [0]]
+        """
+        rsets = [as_regions(s) for s in sets]
+        if prepared is not None:
+            prepared = [PreparedSet(*p) for p in prepared]
+            if len(prepared) != len(rsets):
+                raise ValueError(f"prepared has {len(prepared)} entries for {len(rsets)} sets: "
+                                 "give one prepare() result per set, in order")
+        res = self._overlaps(rsets, n_threads, dtype=dtype, prepared=prepared)
+        return Ragged(res.ids, res.offsets)
 
     def _overlaps(self, rsets: list[RegionSet], n_threads: int | None,
                   details: bool = False, dtype=np.int64, prepared=None) -> _Overlaps:
@@ -593,7 +479,8 @@ class Tokenizer:
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, _, _ = self._kernel(
                 self.universe.map_codes(rs), rs.starts, rs.ends,
-                np.array([0, len(rs)], dtype=np.int64), np.arange(len(rs), dtype=np.int64), 0)
+                np.array([0, len(rs)], dtype=np.int64), np.arange(len(rs), dtype=np.int64),
+                UNKNOWN_POLICIES["drop"])
         offsets = np.zeros(len(rs) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qidx, minlength=len(rs)), out=offsets[1:])
         return Ragged(ids.astype(np.int64, copy=False), offsets)

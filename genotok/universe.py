@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import BedParseError, UniverseError
-from .kernels import overlap as _kernels
 from .kernels import parse as _parse
+from .kernels import sweep as _sweep_kernels
 from .regions import RegionSet, as_regions
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
@@ -69,20 +69,6 @@ def _check_special_tokens(special_tokens) -> dict[str, str]:
     return out
 
 
-def _is_sorted(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bool:
-    """True when regions are already in (code, start, end) order."""
-    if codes.size < 2:
-        return True
-    dc = np.diff(codes)
-    if (dc < 0).any():
-        return False
-    same = dc == 0
-    ds = np.diff(starts)
-    if (same & (ds < 0)).any():
-        return False
-    return not (same & (ds == 0) & (np.diff(ends) < 0)).any()
-
-
 def _same_as_previous(codes, starts, ends) -> np.ndarray:
     same = np.zeros(codes.size, dtype=bool)
     if codes.size > 1:
@@ -95,15 +81,14 @@ def _first_occurrence(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     of its first identical region, and which sorted rows repeat their predecessor."""
     n = codes.size
     ids = np.arange(n, dtype=np.int64)
-    if _is_sorted(codes, starts, ends):  # most universe files are: skip the sort
+    order = _sweep_kernels.sort_order(codes, starts, ends)  # by (code, start, end, id)
+    if order is None:  # already sorted, as most universe files are: skip the sort
         same = _same_as_previous(codes, starts, ends)
         if not same.any():
             return None, ids, same  # sorted, no duplicates: identity order, nothing to store
         order = ids
-    else:
-        order = np.lexsort((ids, ends, starts, codes))
     same = _same_as_previous(codes[order], starts[order], ends[order])
-    # head of each run of identical regions: the smallest id (lexsort is stable on ids)
+    # head of each run of identical regions: the smallest id (ties are in id order)
     head_pos = np.maximum.accumulate(np.where(same, 0, np.arange(n)))
     first = np.empty(n, dtype=np.int64)
     first[order] = order[head_pos]
@@ -312,7 +297,7 @@ class Universe:
                 inert[self.inert_ids] = True
                 order = np.arange(len(rs)) if order is None else order
                 order = order[~inert[order]]
-            self._sweep = _SweepIndex(*_kernels.build_sweep_sorted(
+            self._sweep = _SweepIndex(*_sweep_kernels.build_sweep_sorted(
                 rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
         return self._sweep
 

@@ -179,3 +179,14 @@ def fragment_matrix(universe, fragments, *, barcodes=None, min_fragments=1, **hi
             rows[b][t] = rows[b].get(t, 0) + n
     kept = [b for b in names if nfrag[b] >= min_fragments]
     return kept, [sorted(rows[b].items()) for b in kept], [nfrag[b] for b in kept]
+
+
+def compact(ids, vals, cap_offsets, lengths):
+    """``cells.compact``: each row's first ``lengths[r]`` items of its slot, rows packed in
+    order, as new lists (the kernel moves them in place)."""
+    out_ids, out_vals = [], []
+    for r, n in enumerate(lengths):
+        a = cap_offsets[r]
+        out_ids += list(ids[a:a + n])
+        out_vals += list(vals[a:a + n])
+    return out_ids, out_vals

@@ -10,7 +10,8 @@ import numpy as np
 
 
 def build_sweep(codes, starts, ends, n_chroms, keep_mask=None):
-    """The sweep index by sorting Python tuples (code, start, end, id)."""
+    """The sweep index by sorting Python tuples (code, start, end, id): ``(chrom_ptr, starts,
+    ends, maxend, ids)`` over the rows ``keep_mask`` keeps."""
     n = len(codes)
     keep = [True] * n if keep_mask is None else [bool(k) for k in keep_mask]
     rows = sorted(range(n), key=lambda i: (int(codes[i]), int(starts[i]), int(ends[i]), i))
@@ -22,16 +23,19 @@ def build_sweep(codes, starts, ends, n_chroms, keep_mask=None):
     for k, i in enumerate(kept):
         same = [e[j] for j in range(k + 1) if codes[kept[j]] == codes[i]]
         maxend.append(max(same))
-    rank = [0] * n
-    pos = -1
-    for i in rows:  # a dropped row: the last kept row at or before it, 0 when none
-        if keep[i]:
-            pos += 1
-        rank[i] = max(pos, 0)
     # coordinates as int32 when they all fit, as the kernels store them
     dt = np.int32 if s and min(s) >= 0 and max(e) < 2**31 else np.int64
     return (np.array(chrom_ptr, np.int64), np.array(s, dt), np.array(e, dt),
-            np.array(maxend, dt), np.array(kept, np.int32), np.array(rank, np.int64))
+            np.array(maxend, dt), np.array(kept, np.int32))
+
+
+def running_max(ends, chrom_ptr):
+    """``_running_max``: the largest end so far within each chromosome, as a list."""
+    out = []
+    for c in range(len(chrom_ptr) - 1):
+        run = ends[chrom_ptr[c]:chrom_ptr[c + 1]]
+        out += [max(run[:k + 1]) for k in range(len(run))]
+    return out
 
 
 def hits(qc, qs, qe, chrom_ptr, starts, ends, ids, min_overlap=0, frac_q=0.0, frac_r=0.0,

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import genotok.bed as B
 import genotok.regions as R
 from genotok import BedParseError, RegionParseError, RegionSet, _io, as_regions
 from genotok._io import atomic_write, file_digest, read_bytes
@@ -182,12 +183,12 @@ def test_byte_soup_agrees_with_oracle(tmp_path, text, parallel):
         expected = naive.parse(text)
     except naive.NaiveError as exc:
         expected = exc
-    old = R._parse_threads
-    R._parse_threads = (lambda n: 3) if parallel else old
+    old = B._parse_threads
+    B._parse_threads = (lambda n: 3) if parallel else old
     try:
         _assert_parse_equals(tmp_path, text, expected)
     finally:
-        R._parse_threads = old
+        B._parse_threads = old
 
 
 def test_header_rules(tmp_path):
@@ -337,12 +338,12 @@ def test_many_contigs(tmp_path):
 @given(bed_texts(), st.integers(1, 4))
 def test_parallel_parse_equals_serial(tmp_path, case, k):
     text, regions = case
-    old = R._parse_threads
+    old = B._parse_threads
     try:
-        R._parse_threads = lambda n: k  # force k chunks even for tiny inputs
+        B._parse_threads = lambda n: k  # force k chunks even for tiny inputs
         rs = _parse_text(tmp_path, text)
     finally:
-        R._parse_threads = old
+        B._parse_threads = old
     assert _tuples(rs) == regions
     assert list(rs.chrom_names) == _first_seen(regions)
 
@@ -353,7 +354,7 @@ def test_split_lines_cuts_after_the_first_newline_at_or_past_each_target(lines, 
     # lines longer than the first 4 KiB search window, and a last line without a newline
     text = b"".join(b"x" * n + (b"\n" if nl else b"") for n, nl in lines)
     buf = np.frombuffer(text, np.uint8)
-    ranges = R._split_lines(buf, k)
+    ranges = B._split_lines(buf, k)
     assert ranges[0][0] == 0 and ranges[-1][1] == buf.size
     assert all(b == c and a < b for (a, b), (c, _) in zip(ranges, ranges[1:]))
     newlines = np.flatnonzero(buf == 10)
@@ -376,16 +377,16 @@ def test_parallel_parse_reports_the_first_error_line(tmp_path, bad_at):
     lines[bad_at - 1] = "chr1\t9\t1"
     lines[-1] = "chr1\t9\t2"  # a second error later: the first must be reported
     (tmp_path / "x.bed").write_text("\n".join(lines) + "\n")
-    old = R._parse_threads
+    old = B._parse_threads
     try:
-        R._parse_threads = lambda n: 3
+        B._parse_threads = lambda n: 3
         with pytest.raises(BedParseError, match=rf"x.bed:{bad_at}: end is before start"):
             RegionSet.from_bed(tmp_path / "x.bed")
         # a header can only be the file's first data line, even when it lands in a later chunk
         (tmp_path / "h.bed").write_text("#c\n" * 2000 + "chrom\tstart\tend\n" + "chr1\t1\t2\n" * 5)
         assert len(RegionSet.from_bed(tmp_path / "h.bed")) == 5
     finally:
-        R._parse_threads = old
+        B._parse_threads = old
 
 
 # ------------------------------------------------------------------------------ region strings

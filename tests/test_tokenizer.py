@@ -314,3 +314,20 @@ def test_grouped_files_take_the_run_path(tmp_path, ureg, qreg, chrom_order):
     tok = Tokenizer(_universe(ureg))
     path = _write_bed(tmp_path / "q.bed", qreg)
     assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True)
+
+
+# ------------------------------------------------------------------ public steps (prepare / encode_prepared)
+@pytest.mark.parametrize("opts", [{}, {"order": "unique"}, {"unknown": "region"},
+                                  {"overlap": "best"}, {"tokenizer_type": "ailist"}])
+def test_prepare_then_encode_prepared_is_encode_batch(tmp_path, opts):
+    tok = Tokenizer(["chr1:0-100", "chr1:50-150", "chr2:5-50"], **opts)
+    bed = tmp_path / "q.bed"
+    bed.write_text("chr2\t1\t9\nchr1\t60\t70\nchr1\t10\t20\n")  # a file: the gtars order sorts
+    sets = [RegionSet.from_bed(bed), RegionSet.from_strings(["chr9:0-5", "chr1:90-95"]),
+            RegionSet.empty()]
+    want = tok.encode_batch(sets, ragged=True)
+    got = tok.encode_prepared(sets, [tok.prepare(s) for s in sets])
+    assert got == want
+    assert tok.encode_prepared(sets, dtype=np.uint32).data.dtype == np.uint32
+    with pytest.raises(ValueError, match="one prepare"):
+        tok.encode_prepared(sets, [tok.prepare(sets[0])])

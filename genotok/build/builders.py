@@ -32,8 +32,8 @@ import numpy as np
 from .. import _config, _io
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
-from ..kernels import overlap as _kernels
 from ..regions import RegionSet, as_regions
+from ..tokenizer import Tokenizer
 from ..universe import Universe
 from .report import BuildResult, _report
 from .streaming import (
@@ -395,7 +395,8 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
     c, s, e = (np.ascontiguousarray(x[~dup]) for x in (c, s, e))
     m = c.size
     # sorted and unique: id i of this universe is row i of (c, s, e), so hits index counts
-    sweep = Universe(RegionSet(nat_names, c, s, e, validate=False)).sweep
+    tok = Tokenizer(Universe(RegionSet(nat_names, c, s, e, validate=False)), unknown="drop",
+                    order="input")
     index = {n: i for i, n in enumerate(nat_names)}
     counts = np.zeros(m, np.int64)
     described = []
@@ -408,10 +409,8 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
                 continue
             qlut = np.fromiter((index.get(x, -1) for x in rs.chrom_names), np.int32,
                                len(rs.chrom_names))
-            out_ids, _, _, _ = _kernels.overlap(
-                qlut[rs.codes], rs.starts, rs.ends, np.array([0, n], np.int64),
-                np.arange(n, dtype=np.int64), sweep.chrom_ptr, sweep.starts, sweep.ends,
-                sweep.maxend, sweep.ids, 0, 0.0, 0.0, False, 0, 0)
+            out_ids = tok.encode_prepared([rs], [(qlut[rs.codes], np.arange(n, dtype=np.int64))],
+                                          n_threads=n_threads).data
             counts[np.unique(out_ids)] += 1  # a set counts once per region
     eligible = np.flatnonzero(counts >= min_hits)
     best = np.lexsort((eligible, -counts[eligible]))[:max_regions]

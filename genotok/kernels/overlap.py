@@ -29,10 +29,25 @@ every thread and a batch is balanced by total size, not by number of sets); pass
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit, prange
 
 from .._config import NJIT, NJIT_PARALLEL
+from .modes import Unknown
+from .sweep import build_sweep_sorted, sort_order
+
+UNK_SET, UNK_REGION = int(Unknown.SET), int(Unknown.REGION)
+
+
+class Overlap(NamedTuple):
+    """What :func:`overlap` returns (see its Returns section)."""
+
+    ids: np.ndarray
+    qidx: np.ndarray | None
+    overlap_bp: np.ndarray | None
+    offsets: np.ndarray
 
 
 @njit(**NJIT)
@@ -223,7 +238,7 @@ def _slots(order, set_of, per_query, unk_mode, slot_counts):
     """slot_counts[p + set_of[p] + 1] = outputs of the query at emission position p."""
     for p in prange(order.size):
         k = per_query[order[p]]
-        if k == 0 and unk_mode == 2:
+        if k == 0 and unk_mode == UNK_REGION:
             k = 1
         slot_counts[p + set_of[p] + 1] = k
 
@@ -250,7 +265,7 @@ def _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
         else:
             k = _fill_one(win_lo[q], win_hi[q], q_starts[q], q_ends[q], starts, ends, ids,
                           min_overlap, frac_q, frac_r, best, out_ids, out_bp, at, details)
-        if k == 0 and unk_mode == 2:
+        if k == 0 and unk_mode == UNK_REGION:
             out_ids[at] = unk_id
             if details:
                 out_bp[at] = 0
@@ -319,7 +334,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
         Within each set's slice, a permutation of that set's global query indices: the
         emission order.
     chrom_ptr, starts, ends, maxend, ids
-        The sweep index (:func:`build_sweep`).
+        The sweep index (:func:`genotok.kernels.sweep.build_sweep_sorted`).
     min_overlap : int
         A hit needs at least this many bp of overlap (0 = off).
     frac_q, frac_r : float
@@ -327,8 +342,9 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     best : bool
         Keep only the hit with the most bp per query (ties: lowest id), after the thresholds.
     unk_mode : int
-        0 drops queries without hits; 1 emits one ``unk_id`` for a set without any hit;
-        2 emits one ``unk_id`` in place of every query without a hit.
+        A :class:`~genotok.kernels.modes.Unknown` (pass ``int(mode)``): ``DROP`` (0) drops
+        queries without hits; ``SET`` (1) emits one ``unk_id`` for a set without any hit;
+        ``REGION`` (2) emits one ``unk_id`` in place of every query without a hit.
     unk_id : int
         The id emitted for unknowns.
     details : bool
@@ -337,6 +353,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
 
     Returns
     -------
+    Overlap, a named tuple of:
     ids : uint32 (n_out,)
     qidx : int64 (n_out,)
         Global query index of each output, ``-1`` for a set-level unk (``unk_mode=1``).
@@ -348,9 +365,10 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     Examples
     --------
     >>> import numpy as np
-    >>> sw = build_sweep(np.zeros(2, np.int32), np.array([100, 400]), np.array([200, 500]), 1)
+    >>> sw = build_sweep_sorted(np.zeros(2, np.int32), np.array([100, 400]), np.array([200, 500]),
+    ...                         None, 1)
     >>> ids, qidx, bp, offs = overlap(np.zeros(1, np.int32), np.array([150]), np.array([450]),
-    ...                               np.array([0, 1]), np.array([0]), *sw[:5],
+    ...                               np.array([0, 1]), np.array([0]), *sw,
     ...                               0, 0.0, 0.0, False, 0, 2)
     >>> ids.tolist(), bp.tolist(), offs.tolist()
     ([0, 1], [50, 50], [0, 2])
@@ -376,7 +394,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     counts = np.zeros(n_q + n_sets + 1, dtype=np.int64)
     _slots(order, set_of, per_query, unk_mode, counts)
     headers = set_offsets[:-1] + np.arange(n_sets)
-    if unk_mode == 1 and n_sets:
+    if unk_mode == UNK_SET and n_sets:
         totals = np.add.reduceat(counts, headers)
         # reduceat over [header_s, header_{s+1}): the set's query counts (its header is still 0)
         counts[headers] = (totals == 0).astype(np.int64)
@@ -393,15 +411,15 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     out_offsets = np.empty(n_sets + 1, dtype=np.int64)
     out_offsets[:-1] = pos[headers]
     out_offsets[-1] = total
-    if unk_mode == 1:
+    if unk_mode == UNK_SET:
         h = headers[counts[headers] == 1]
         out_ids[pos[h]] = unk_id
         if details:
             out_q[pos[h]] = -1
             out_bp[pos[h]] = 0
     if not details:
-        return out_ids, None, None, out_offsets
-    return out_ids, out_q, out_bp, out_offsets
+        return Overlap(out_ids, None, None, out_offsets)
+    return Overlap(out_ids, out_q, out_bp, out_offsets)
 
 
 def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
@@ -560,166 +578,6 @@ def sort_within_sets(ids: np.ndarray, out_offsets: np.ndarray, rank: np.ndarray,
     return ids[keep], csum[out_offsets]
 
 
-@njit(**NJIT)
-def _running_max(ends, chrom_ptr, out):
-    """``out``: the running maximum of ``ends`` within each chromosome. True when it equals
-    ``ends`` (no region ends before an earlier one of its chromosome)."""
-    same = True
-    for c in range(chrom_ptr.size - 1):
-        m = np.int64(-1)
-        for j in range(chrom_ptr[c], chrom_ptr[c + 1]):
-            if ends[j] > m:
-                m = ends[j]
-            else:
-                same = same and ends[j] == m
-            out[j] = m
-    return same
-
-
-def build_sweep_sorted(codes, starts, ends, order, n_chroms):
-    """Sweep arrays from ``order``: the kept region ids sorted by (code, start, end, id).
-
-    ``order=None`` means the regions are already sorted with no duplicates. Returns
-    ``(chrom_ptr, starts, ends, maxend, ids)`` as documented on SweepIndex.
-
-    Coordinates are stored as int32 when every one fits (any real genome: chromosomes are
-    shorter than 2^31 bp), else int64. Measured on eight 50k-line narrowPeak files against a
-    1M-region universe (one thread): pass 1 of the overlap takes 90 ns per query with int32
-    arrays against 150 with int64; the sparse queries read fresh cache lines of the universe,
-    and narrower rows halve them. When no region ends before an earlier one of its chromosome
-    (tiles, non-overlapping peaks) ``maxend`` is ``ends`` itself: one array fewer.
-    """
-    if order is None:
-        s_codes, s_starts, s_ends = codes, starts, ends
-        ids = np.arange(codes.size, dtype=np.int32)
-    else:
-        order = np.asarray(order, dtype=np.int64)
-        s_codes = codes[order]
-        s_starts = starts[order]
-        s_ends = ends[order]
-        ids = order.astype(np.int32)
-    if s_starts.size and s_starts.min() >= 0 and s_ends.max() < (1 << 31):
-        s_starts = s_starts.astype(np.int32)
-        s_ends = s_ends.astype(np.int32)
-    else:
-        s_starts = np.ascontiguousarray(s_starts, dtype=np.int64)
-        s_ends = np.ascontiguousarray(s_ends, dtype=np.int64)
-    chrom_ptr = np.searchsorted(s_codes, np.arange(n_chroms + 1), side="left").astype(np.int64)
-    maxend = np.empty_like(s_ends)
-    if _running_max(s_ends, chrom_ptr, maxend):
-        maxend = s_ends
-    return chrom_ptr, s_starts, s_ends, maxend, ids
-
-
-@njit(**NJIT)
-def _is_sorted(codes, starts, ends):
-    """True when rows are ascending by (code, start, end) (ids break ties: always ascending)."""
-    for i in range(1, codes.size):
-        if codes[i] != codes[i - 1]:
-            if codes[i] < codes[i - 1]:
-                return False
-        elif starts[i] < starts[i - 1] or (starts[i] == starts[i - 1] and ends[i] < ends[i - 1]):
-            return False
-    return True
-
-
-@njit(**NJIT)
-def _sort_ties(key, ends, o):
-    """Within runs of equal ``key[o]`` (stably sorted), order ``o`` by end, stably (then id)."""
-    n = o.size
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and key[o[j]] == key[o[i]]:
-            j += 1
-        if j - i > 1:
-            sub = o[i:j].copy()
-            e = np.empty(j - i, np.int64)
-            for k in range(j - i):
-                e[k] = ends[sub[k]]
-            p = np.argsort(e, kind="mergesort")
-            for k in range(j - i):
-                o[i + k] = sub[p[k]]
-        i = j
-
-
-def _sort_order(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
-    """Row order by (code, start, end, id); ``None`` when the rows are in that order already.
-
-    Measured on 1M regions (``benchmarks/bench_kernels.py``): a sorted file costs one O(n)
-    check (the whole ``build_sweep`` 3 ms against 83 ms for ``np.lexsort`` over the four keys);
-    otherwise a stable argsort of one packed (code, start) key, then a pass ordering its rare
-    ties by end, is 1.2-1.5x faster than ``np.lexsort`` (kept as the fallback when coordinates
-    do not fit the packed key).
-    """
-    if _is_sorted(codes, starts, ends):
-        return None
-    if (codes.size and starts.min() >= 0 and starts.max() < (1 << 40)
-            and codes.max() < (1 << 22)):
-        key = (codes.astype(np.int64) << 40) | starts
-        o = np.argsort(key, kind="stable")
-        _sort_ties(key, ends, o)
-        return o
-    return np.lexsort((np.arange(codes.size), ends, starts, codes))
-
-
-def build_sweep(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, n_chroms: int,
-                keep_mask: np.ndarray | None = None):
-    """Build the sweep index of a universe: its regions sorted by (code, start, end, id).
-
-    Parameters
-    ----------
-    codes : int32 (n,)
-        Chromosome code of each region, ``0 .. n_chroms-1``; id ``i`` is row ``i``.
-    starts, ends : int64 (n,)
-    n_chroms : int
-    keep_mask : bool (n,), optional
-        Rows to index (e.g. ``False`` for repeats of an identical earlier region); all by default.
-
-    Returns
-    -------
-    chrom_ptr : int64 (n_chroms+1,)
-        Sorted rows of code ``c`` are ``chrom_ptr[c]:chrom_ptr[c+1]``.
-    starts, ends, maxend : int32 or int64 (m,)
-        Sorted kept rows and the running maximum of ends within each chromosome; int32 when
-        every coordinate fits (see :func:`build_sweep_sorted`). ``maxend`` may be ``ends``.
-    ids : int32 (m,)
-        Token id of each sorted row.
-    rank : int64 (n,)
-        Id -> sorted position. A dropped row gets the position of the last kept row at or
-        before it in sorted order (so an exact repeat whose first occurrence is kept gets that
-        occurrence's rank), 0 when there is none.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ptr, s, e, mx, ids, rank = build_sweep(np.array([0, 0, 0], np.int32),
-    ...     np.array([500, 100, 100]), np.array([600, 300, 300]), 1,
-    ...     np.array([True, True, False]))
-    >>> s.tolist(), mx.tolist(), ids.tolist(), rank.tolist()
-    ([100, 500], [300, 600], [1, 0], [1, 0, 0])
-    """
-    codes = np.ascontiguousarray(codes, dtype=np.int32)
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
-    n = codes.size
-    o = _sort_order(codes, starts, ends)
-    if keep_mask is None or bool(np.all(keep_mask)):
-        if o is None:
-            rank = np.arange(n, dtype=np.int64)
-            return (*build_sweep_sorted(codes, starts, ends, None, n_chroms), rank)
-        rank = np.empty(n, dtype=np.int64)
-        rank[o] = np.arange(n, dtype=np.int64)
-        return (*build_sweep_sorted(codes, starts, ends, o, n_chroms), rank)
-    keep = np.ascontiguousarray(keep_mask, dtype=np.bool_)
-    if o is None:
-        o = np.arange(n, dtype=np.int64)
-    kept_sorted = keep[o]
-    rank = np.empty(n, dtype=np.int64)
-    rank[o] = np.maximum(np.cumsum(kept_sorted) - 1, 0)
-    return (*build_sweep_sorted(codes, starts, ends, o[kept_sorted], n_chroms), rank)
-
-
 def warmup() -> None:
     """Compile every kernel on tiny inputs (``genotok.warmup()`` calls this).
 
@@ -731,12 +589,12 @@ def warmup() -> None:
     starts = np.array([5, 0], np.int64)
     ends = np.array([8, 10], np.int64)
     order = np.array([0, 1], np.int64)
-    sw = build_sweep(codes, starts, ends, 1, np.array([True, True]))
-    build_sweep(codes[:1], starts[:1], ends[:1], 1)  # the sorted path
+    sw = build_sweep_sorted(codes, starts, ends, sort_order(codes, starts, ends), 1)
+    rank = np.array([1, 0], np.int64)
     for best in (False, True):
         for details in (False, True):
             ids, _, _, offs = overlap(codes, starts, ends, np.array([0, 2], np.int64), order,
-                                      *sw[:5], 0, 0.0, 0.0, best, 1, 2, details)
+                                      *sw, 0, 0.0, 0.0, best, UNK_SET, 2, details)
     for unique in (False, True):
-        sort_within_sets(ids, offs, sw[5], unique)
-        sort_within_sets(ids.astype(np.int64), offs, sw[5], unique)
+        sort_within_sets(ids, offs, rank, unique)
+        sort_within_sets(ids.astype(np.int64), offs, rank, unique)

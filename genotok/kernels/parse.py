@@ -49,22 +49,39 @@ minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 2
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from .._config import NJIT
-from .bits import (
-    LITTLE_ENDIAN,
-    ONES,
-    SPACES,
-    below_space,
-    count_high,
-    digits_value,
-    eq_bytes,
-    load_word,
-    lowest_byte,
-    non_digits,
-    word_view,
+from .bits import LITTLE_ENDIAN, digits_value, load_word, lowest_byte, non_digits
+from .lines import (  # noqa: F401  (bound, scan, count_lines: importable from here as before)
+    _CR,
+    _HASH,
+    _LF,
+    _SPACE,
+    _TAB,
+    BLOCK,
+    _fill_newlines,
+    _skip_newlines,
+    bound,
+    count_lines,
+    scan,
+)
+from .names import (  # noqa: F401  (the name table, and the region-name parser as before)
+    _MAX_DIV10,
+    MAX_COORD,
+    NAME_OK,
+    NAME_SYNTAX,
+    NAME_TOO_LARGE,
+    _add,
+    _find,
+    _hash,
+    _name_table,
+    _same,
+    intern_spans,
+    parse_region_names,
 )
 
 # error codes returned by the kernel
@@ -80,12 +97,7 @@ EMPTY_NAME = 8
 MIXED_SEPARATORS = 9
 NO_ROOM = 10  # the outputs are full: a caller's sizing error, never the file's
 
-MAX_COORD = 1 << 62
-_MAX_DIV10 = MAX_COORD // 10
 
-_TAB, _SPACE, _LF, _CR, _HASH = 9, 32, 10, 13, 35
-_LFS, _TABS, _CRS = ONES * np.uint64(_LF), ONES * np.uint64(_TAB), ONES * np.uint64(_CR)
-_HASHES = ONES * np.uint64(_HASH)
 
 
 @njit(**NJIT)
@@ -181,122 +193,6 @@ def _parse_long_int(buf, pos, end):
     return v, OK
 
 
-@njit(**NJIT)
-def _hash(buf, s, e):
-    """Hash of the name buf[s:e]: its bytes xor-ed into a word, eight to a turn (no multiply
-    per byte, which would chain), then one multiply-xorshift to spread the bits."""
-    h = np.uint64(e - s)
-    for k in range(s, e):
-        h ^= np.uint64(buf[k]) << np.uint64(8 * ((k - s) & 7))
-        if (k - s) & 7 == 7:
-            h = (h << np.uint64(29)) | (h >> np.uint64(35))
-    h *= np.uint64(0x9E3779B97F4A7C15)
-    return h ^ (h >> np.uint64(32))
-
-
-@njit(**NJIT)
-def _same(buf, s1, e1, s2, e2):
-    if e1 - s1 != e2 - s2:
-        return False
-    for k in range(e1 - s1):
-        if buf[s1 + k] != buf[s2 + k]:
-            return False
-    return True
-
-
-@njit(**NJIT)
-def _find(buf, s, e, h, table, name_start, name_end, name_hash):
-    """(code, slot) of the name buf[s:e] in the open-addressing table; code -1 (and the empty
-    slot to fill) when absent. ``table.size`` is a power of two."""
-    mask = table.size - 1
-    slot = np.int64(h & np.uint64(mask))
-    while table[slot] >= 0:
-        c = table[slot]
-        if name_hash[c] == h and _same(buf, s, e, name_start[c], name_end[c]):
-            return c, slot
-        slot = (slot + 1) & mask
-    return -1, slot
-
-
-@njit(**NJIT)
-def _grow(name_start, name_end, name_hash, n):
-    """The three per-name arrays with twice the room (the first ``n`` entries kept)."""
-    cap = 2 * name_start.size
-    a = np.empty(cap, np.int64)
-    a[:n] = name_start[:n]
-    b = np.empty(cap, np.int64)
-    b[:n] = name_end[:n]
-    c = np.empty(cap, np.uint64)
-    c[:n] = name_hash[:n]
-    return a, b, c
-
-
-@njit(**NJIT)
-def _name_table():
-    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_add`."""
-    return (np.full(1024, -1, np.int32), np.empty(64, np.int64), np.empty(64, np.int64),
-            np.empty(64, np.uint64))
-
-
-@njit(**NJIT)
-def _add(s, e, h, slot, table, name_start, name_end, name_hash, nnames):
-    """Add the name at ``s:e`` (hash ``h``) that :func:`_find` did not find, in its ``slot``.
-
-    Returns ``(code, table, name_start, name_end, name_hash, nnames)``: the arrays are new
-    ones when they had to grow. Called once per distinct name, so out of line: the per-line
-    path stays :func:`_hash` + :func:`_find`."""
-    if nnames == name_start.size:
-        name_start, name_end, name_hash = _grow(name_start, name_end, name_hash, nnames)
-    code = nnames
-    name_start[code] = s
-    name_end[code] = e
-    name_hash[code] = h
-    nnames += 1
-    table[slot] = code
-    if 2 * nnames > table.size:  # keep the load factor below 1/2
-        table = _rehash(name_hash, nnames, table.size * 4)
-    return code, table, name_start, name_end, name_hash, nnames
-
-
-@njit(**NJIT)
-def intern_spans(buf, s, e, hash_mask=np.uint64(0xFFFFFFFFFFFFFFFF)):
-    """Number the distinct byte strings ``buf[s[i]:e[i]]`` in order of first appearance.
-
-    Returns ``(index, start, end)``: ``index[i]`` is span ``i``'s number and
-    ``buf[start[j]:end[j]]`` the string numbered ``j`` (its first span). One pass over the bytes
-    with the parser's name table, where sorting the strings cost O(n log n) comparisons; a span
-    equal to the one before it (a chromosome's run of lines) skips the table. ``hash_mask``
-    only serves the tests: 0 makes every hash collide, so every probe compares bytes.
-    """
-    index = np.empty(s.size, np.int64)
-    table, name_start, name_end, name_hash = _name_table()
-    nnames = 0
-    prev = -1
-    for i in range(s.size):
-        a, b = s[i], e[i]
-        if not (prev >= 0 and _same(buf, a, b, name_start[prev], name_end[prev])):
-            h = _hash(buf, a, b) & hash_mask
-            prev, slot = _find(buf, a, b, h, table, name_start, name_end, name_hash)
-            if prev < 0:
-                prev, table, name_start, name_end, name_hash, nnames = _add(
-                    a, b, h, slot, table, name_start, name_end, name_hash, nnames)
-        index[i] = prev
-    return index, name_start[:nnames].copy(), name_end[:nnames].copy()
-
-
-@njit(**NJIT)
-def _rehash(name_hash, n, tsize):
-    """A new table of ``tsize`` slots (a power of two) holding names 0..n-1."""
-    table = np.full(tsize, -1, np.int32)
-    mask = tsize - 1
-    for c in range(n):
-        slot = np.int64(name_hash[c] & np.uint64(mask))
-        while table[slot] >= 0:
-            slot = (slot + 1) & mask
-        table[slot] = c
-    return table
-
-
 @njit(inline="always", **NJIT)
 def _digits(buf, p):
     """The decimal number starting at ``p``: (value, index of the first non-digit). The buffer
@@ -336,153 +232,6 @@ def _number(buf, p):
                 v = v * _POW10[k] + digits_value(y, k)
             return v, p + 8 + k
     return _digits(buf, p)
-
-
-@njit(**NJIT)
-def _line_ends(buf, words, off):
-    """``(ends, binary)``: the index of every newline in ``buf`` and whether any byte is binary
-    (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s :func:`~genotok.kernels.bits.word_view`:
-    eight bytes per step, a count pass then a fill pass."""
-    wend = off + 8 * words.size
-    count_head, binary_head = _count_bytes(buf, 0, off)
-    count_tail, binary_tail = _count_bytes(buf, wend, buf.size)
-    count = count_head + count_tail
-    controls = np.uint64(0)
-    for i in range(words.size):
-        x = words[i]
-        lf = eq_bytes(x, _LFS)
-        controls |= below_space(x) & ~(lf | eq_bytes(x, _TABS) | eq_bytes(x, _CRS))
-        count += count_high(lf)
-    ends = np.empty(count, np.int64)
-    m = _fill_bytes(buf, 0, off, ends, 0)
-    for i in range(words.size):
-        t = eq_bytes(words[i], _LFS)
-        while t:
-            ends[m] = off + 8 * i + lowest_byte(t)
-            m += 1
-            t &= t - np.uint64(1)
-    _fill_bytes(buf, wend, buf.size, ends, m)
-    return ends, binary_head or binary_tail or controls != 0
-
-
-@njit(**NJIT)
-def _count_bytes(buf, lo, hi):
-    """``_line_ends``' count pass over the bytes ``lo:hi`` one at a time: (newlines, binary)."""
-    count = 0
-    binary = False
-    for k in range(lo, hi):
-        b = buf[k]
-        count += b == _LF
-        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
-    return count, binary
-
-
-@njit(**NJIT)
-def _fill_bytes(buf, lo, hi, ends, m):
-    """``_line_ends``' fill pass over the bytes ``lo:hi``: newline positions from ``ends[m]``;
-    returns the next free slot."""
-    for k in range(lo, hi):
-        if buf[k] == _LF:
-            ends[m] = k
-            m += 1
-    return m
-
-
-@njit(**NJIT)
-def _fill_newlines(buf, pos, lf):
-    """The positions of the next ``lf.size`` newlines from ``pos`` on (fewer at the end of the
-    buffer) into ``lf``; returns how many. Eight bytes at a time (unaligned loads), then bytes."""
-    n = buf.size
-    cap = lf.size
-    k = 0
-    p = pos
-    if LITTLE_ENDIAN:
-        while p + 8 <= n:
-            if k + 8 > cap:  # a word may hold eight: stop at a word's edge, all found so far
-                if k:
-                    return k
-                break  # a block of fewer than eight (the tests'): bytes below
-            t = eq_bytes(load_word(buf, p), _LFS)
-            while t:  # no room check per newline: the test above made room for a word's
-                lf[k] = p + lowest_byte(t)
-                k += 1
-                t &= t - np.uint64(1)
-            p += 8
-    while p < n:
-        if buf[p] == _LF:
-            lf[k] = p
-            k += 1
-            if k == cap:
-                return k
-        p += 1
-    return k
-
-
-@njit(**NJIT)
-def _skip_newlines(buf, p):
-    """The first index at or after ``p`` that is not a newline (or the buffer's size)."""
-    n = buf.size
-    while p + 8 <= n and load_word(buf, p) == _LFS:
-        p += 8
-    while p < n and buf[p] == _LF:
-        p += 1
-    return p
-
-
-@njit(**NJIT)
-def _bound_bytes(buf, lo, hi):
-    """:func:`_bound_words`' rule over the bytes ``lo:hi`` one at a time: (lines that may hold a
-    record, any binary byte)."""
-    n = buf.size
-    count = 0
-    binary = False
-    for k in range(lo, hi):
-        b = buf[k]
-        binary |= b < _SPACE and b != _TAB and b != _LF and b != _CR
-        if k == 0 or buf[k - 1] == _LF:
-            if b == _CR:
-                count += k + 1 < n and buf[k + 1] != _LF
-            else:
-                count += b != _LF and b != _TAB and b != _SPACE and b != _HASH
-    return count, binary
-
-
-@njit(**NJIT)
-def _bound_words(buf, words, off):
-    """``(most records, binary)``: how many lines may hold a record, and whether any byte is a
-    control byte (below 0x20, not tab, LF or CR). ``words, off`` is ``buf``'s
-    :func:`~genotok.kernels.bits.word_view`.
-
-    A record needs a line whose first byte is not a newline, a separator or ``#`` (those are
-    blank, comments or errors), nor a CR ending the line (``\\r\\n`` is blank). Counting only such
-    lines, not every newline, sizes the outputs by the data: a file of blank or comment lines
-    asks for none. Eight bytes per step: the high bit of each byte that starts a line is the
-    newline mask shifted up one byte, carried across words.
-    """
-    wend = off + 8 * words.size
-    count, binary = _bound_bytes(buf, 0, off)
-    tail, binary_tail = _bound_bytes(buf, wend, buf.size)
-    count += tail
-    binary |= binary_tail
-    controls = np.uint64(0)
-    carry_lf = np.uint64(0x80) if off == 0 or buf[off - 1] == _LF else np.uint64(0)
-    carry_cr = np.uint64(0)
-    for i in range(words.size):
-        x = words[i]
-        lf = eq_bytes(x, _LFS)
-        tab = eq_bytes(x, _TABS)
-        cr = eq_bytes(x, _CRS)
-        controls |= below_space(x) & ~(lf | tab | cr)
-        first = (lf << np.uint64(8)) | carry_lf  # bytes that start a line
-        carry_lf = lf >> np.uint64(56)
-        count += count_high(first & ~(lf | tab | cr | eq_bytes(x, SPACES) | eq_bytes(x, _HASHES)))
-        first_cr = first & cr
-        # a line-starting CR counts unless a newline follows it (in this word or the next)
-        count += count_high(first_cr) - count_high(((first_cr << np.uint64(8)) | carry_cr) & lf)
-        carry_cr = first_cr >> np.uint64(56)
-    if carry_cr and (wend == buf.size or buf[wend] == _LF):
-        count -= 1  # the last word's final byte starts a line with a CR, then the line ends
-    return count, binary or controls != 0
 
 
 @njit(inline="always", **NJIT)
@@ -649,120 +398,6 @@ def parse_bed(buf, binary, codes, starts, ends, track, browser, allow_header=Tru
         OK, line, -1, header_line
 
 
-@njit(**NJIT)
-def count_lines(buf):
-    """The parse limit: a loop that only counts newlines (for benchmarks)."""
-    k = 0
-    for i in range(buf.size):
-        if buf[i] == _LF:
-            k += 1
-    return k
-
-
-# region strings (``chr1:100-200``): why a kernel's outcome is "bad"
-NAME_OK = 0
-NAME_SYNTAX = 1
-NAME_TOO_LARGE = 2
-
-
-@njit(**NJIT)
-def _number_left(buf, lo, e):
-    """The number ending just before ``e``: (first byte, value, status).
-
-    The number is the longest run of digits and commas ending at ``e`` (at least one byte after
-    ``lo``, which is kept for the name); with commas it must be ``1,000`` style: 1-3 digits
-    then groups of exactly three.
-    """
-    k = e
-    while k > lo + 1 and (48 <= buf[k - 1] <= 57 or buf[k - 1] == 44):
-        k -= 1
-    if k == e or buf[k] == 44 or buf[e - 1] == 44:
-        return k, 0, NAME_SYNTAX
-    v = 0
-    group = 0  # digits since the last comma
-    commas = 0
-    too_large = False
-    for i in range(k, e):
-        b = buf[i]
-        if b == 44:
-            if (commas == 0 and group > 3) or (commas > 0 and group != 3):
-                return k, 0, NAME_SYNTAX
-            commas += 1
-            group = 0
-            continue
-        group += 1
-        if v > _MAX_DIV10:
-            too_large = True
-        else:
-            v = v * 10 + (np.int64(b) - 48)
-            if v > MAX_COORD:
-                too_large = True
-    if commas > 0 and group != 3:
-        return k, 0, NAME_SYNTAX
-    if too_large:
-        return k, 0, NAME_TOO_LARGE
-    return k, v, NAME_OK
-
-
-@njit(**NJIT)
-def parse_region_names(buf, sep1, sep2):
-    """Region strings ``chrom<sep1>start<sep2>end``, each ended by ``\\n``, parsed from the right.
-
-    ``sep1``/``sep2`` are byte values, or -1 for any of ``:-_`` / ``-_``. The chromosome (at least
-    one byte) is everything before ``sep1``. Returns ``(codes, starts, ends, name_start,
-    name_end, bad, why)``: codes in order of first appearance, the byte span of each code's name,
-    and the index of the first string that does not parse (-1 when all do) with its reason.
-    """
-    n = 0
-    for i in range(buf.size):
-        if buf[i] == _LF:
-            n += 1
-    codes = np.empty(n, np.int32)
-    starts = np.empty(n, np.int64)
-    ends = np.empty(n, np.int64)
-    table, name_start, name_end, name_hash = _name_table()
-    nnames = 0
-    prev_code = -1
-    pos = 0
-    for i in range(n):
-        e = pos
-        while buf[e] != _LF:
-            e += 1
-        nxt = e + 1
-        k2, z, why = _number_left(buf, pos, e)
-        if why != NAME_OK and why != NAME_TOO_LARGE:
-            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, why
-        s2 = buf[k2 - 1] if k2 - 1 > pos else 0
-        if not ((sep2 < 0 and (s2 == 45 or s2 == 95)) or (sep2 >= 0 and s2 == sep2)):
-            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
-                NAME_SYNTAX
-        k1, a, why1 = _number_left(buf, pos, k2 - 1)
-        if why1 != NAME_OK and why1 != NAME_TOO_LARGE:
-            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, why1
-        s1 = buf[k1 - 1] if k1 - 1 > pos else 0
-        if not ((sep1 < 0 and (s1 == 58 or s1 == 45 or s1 == 95)) or (sep1 >= 0 and s1 == sep1)):
-            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
-                NAME_SYNTAX
-        if why != NAME_OK or why1 != NAME_OK:
-            return codes[:i], starts[:i], ends[:i], name_start[:nnames], name_end[:nnames], i, \
-                NAME_TOO_LARGE
-        cs, ce = pos, k1 - 1
-        if prev_code >= 0 and _same(buf, cs, ce, name_start[prev_code], name_end[prev_code]):
-            code = prev_code
-        else:
-            h = _hash(buf, cs, ce)
-            code, slot = _find(buf, cs, ce, h, table, name_start, name_end, name_hash)
-            if code < 0:
-                code, table, name_start, name_end, name_hash, nnames = _add(
-                    cs, ce, h, slot, table, name_start, name_end, name_hash, nnames)
-            prev_code = code
-        codes[i] = code
-        starts[i] = a
-        ends[i] = z
-        pos = nxt
-    return codes, starts, ends, name_start[:nnames], name_end[:nnames], -1, NAME_OK
-
-
 TRACK = np.frombuffer(b"track", dtype=np.uint8)
 BROWSER = np.frombuffer(b"browser", dtype=np.uint8)
 
@@ -781,32 +416,18 @@ MESSAGES = {
 }
 
 
-def scan(buf: np.ndarray) -> tuple[np.ndarray, bool]:
-    """``(newline positions, any binary byte)`` of a contiguous uint8 buffer, eight bytes at a
-    time. The parser no longer needs every newline at once (it finds them a block at a time);
-    this stays as the floor a parse is measured against (``benchmarks/_common.py``)."""
-    words, off = word_view(buf)
-    return _line_ends(buf, words, off)
+class BedParse(NamedTuple):
+    """What :func:`parse_into` and :func:`run` return (the fields of :func:`parse_bed`'s tuple)."""
 
-
-#: newlines the parser finds per step: 32 KiB of scratch, whatever the file
-BLOCK = 4096
-
-
-def bound(buf: np.ndarray) -> tuple[int, bool]:
-    """``(most records, any binary byte)`` of a contiguous uint8 buffer: the room a parse needs.
-
-    The most records is the number of lines that may hold one (not blank, not a comment), so
-    the outputs grow with the data, never with blank or comment lines.
-
-    Examples
-    --------
-    >>> bound(np.frombuffer(b"chr1\\t1\\t2\\n\\n\\n# note\\n\\r\\nchr1\\t3\\t4", np.uint8))
-    (2, False)
-    """
-    words, off = word_view(buf)
-    count, binary = _bound_words(buf, words, off)
-    return int(count), bool(binary)
+    codes: np.ndarray  #: int32: chromosome code of each record
+    starts: np.ndarray  #: int64
+    ends: np.ndarray  #: int64
+    name_start: np.ndarray  #: int64: per code, the byte span of its name in the buffer
+    name_end: np.ndarray
+    status: int  #: OK or an error code (MESSAGES)
+    err_line: int  #: 1-based line of the first problem
+    err_pos: int  #: its byte offset
+    header_line: int  #: line of a skipped header, 0 if none
 
 
 def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndarray,
@@ -823,7 +444,8 @@ def parse_into(buf: np.ndarray, binary: bool, codes: np.ndarray, starts: np.ndar
                          f"{ends.size}")
     r = parse_bed(buf, binary, codes, starts, ends, TRACK, BROWSER, allow_header, BLOCK,
                   allow_reversed)
-    if r[5] == NO_ROOM:
+    r = BedParse(*r)
+    if r.status == NO_ROOM:
         raise ValueError(f"parse output has room for {codes.size} records: too few for the "
                          "buffer (size it with bound())")
     return r

@@ -44,7 +44,6 @@ from .._progress import progress
 from ..errors import GenotokError
 from ..formats.corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
 from ..formats.gtok import write_gtok
-from ..ragged import Ragged
 from ..regions import RegionSet
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
 from .plan import (
@@ -157,7 +156,7 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         try:
             _check_regular(p)
             rs = RegionSet.from_bed(p)
-            return rs, file_digest(p, algo), None, tokenizer._prepare(rs)
+            return rs, file_digest(p, algo), None, tokenizer.prepare(rs)
         except SKIPPABLE as exc:
             if on_error == "fail":
                 raise
@@ -473,9 +472,9 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
         for group in _groups([len(parsed[k][0]) for k in ok]):
             # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
             # so it is reused from the heap instead of page-faulted in afresh for each shard
-            res = tokenizer._overlaps([parsed[ok[i]][0] for i in group], n_threads,
-                                      dtype=np.uint32, prepared=[parsed[ok[i]][3] for i in group])
-            rows = Ragged(res.ids, res.offsets)
+            rows = tokenizer.encode_prepared([parsed[ok[i]][0] for i in group],
+                                             [parsed[ok[i]][3] for i in group],
+                                             n_threads=n_threads, dtype=np.uint32)
             n_tokens += int(rows.data.size)
             u_t, u_r = _unk_counts(rows.data, rows.offsets, tokenizer.unk_token_id)
             unk_tokens, unk_records = unk_tokens + u_t, unk_records + u_r

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from numba import njit
 
 from genotok.kernels import bits as _bits
+from genotok.kernels import lines as _lines
 from genotok.kernels import parse as _parse
 
 
@@ -55,7 +56,7 @@ def test_line_ends_at_every_alignment(text, head, tail):
     buf[:] = np.frombuffer(text, np.uint8)
     words, off = _bits.word_view(buf)
     assert 0 <= off <= buf.size and off + 8 * words.size <= buf.size
-    ends, binary = _parse._line_ends(buf, words, off)
+    ends, binary = _lines._line_ends(buf, words, off)
     np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
     controls = (buf < 32) & ~np.isin(buf, [9, 10, 13])
     assert binary == bool(controls.any())
@@ -66,7 +67,7 @@ def test_no_words_on_a_big_endian_machine(monkeypatch):
     monkeypatch.setattr(_bits.sys, "byteorder", "big")
     words, off = _bits.word_view(buf)
     assert words.size == 0 and off == buf.size
-    ends, binary = _parse._line_ends(buf, words, off)  # byte loops alone find every newline
+    ends, binary = _lines._line_ends(buf, words, off)  # byte loops alone find every newline
     np.testing.assert_array_equal(ends, np.flatnonzero(buf == 10))
     assert not binary
 

@@ -20,8 +20,23 @@ from hypothesis import strategies as st
 from genotok import RegionSet, Tokenizer, _config
 from genotok.errors import RegionParseError
 from genotok.kernels import overlap as K
+from genotok.kernels import sweep as SW
 from tests import naive_overlap as naive
 from tests import naive_tokenizer
+
+
+def _sweep(codes, starts, ends, n_chroms, keep=None):
+    """The sweep index as the universe builds it (sort, then lay out), over the rows ``keep``
+    marks (all by default)."""
+    codes = np.ascontiguousarray(codes, dtype=np.int32)
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    o = SW.sort_order(codes, starts, ends)
+    o = np.arange(codes.size) if o is None else o
+    if keep is not None:
+        o = o[np.asarray(keep, bool)[o]]
+    return SW.build_sweep_sorted(codes, starts, ends, o, n_chroms)
+
 
 # ------------------------------------------------------------------ strategies
 
@@ -102,7 +117,7 @@ def _small_chunks(n, parts):
 @given(universes(), st.data(), options, st.booleans())
 def test_overlap_matches_oracle(u, data, opts, big_ids):
     codes, starts, ends, n_chroms, keep = u
-    sw = K.build_sweep(codes, starts, ends, n_chroms, keep)[:5]
+    sw = _sweep(codes, starts, ends, n_chroms, keep)
     if big_ids:
         sw = _big_ids(sw, data.draw)
     q = data.draw(queries(n_chroms))
@@ -131,7 +146,7 @@ def _tiny_chunks():
 @given(universes(), st.data(), options)
 def test_chunks_and_threads_do_not_change_results(u, data, opts):
     codes, starts, ends, n_chroms, keep = u
-    sw = K.build_sweep(codes, starts, ends, n_chroms, keep)[:5]
+    sw = _sweep(codes, starts, ends, n_chroms, keep)
     q = data.draw(queries(n_chroms))
     with _config.threads(1):
         ref = _run(q, sw, opts)
@@ -146,7 +161,7 @@ def _case(seed, n_u=4000, n_q=30_000, n_sets=9):
     starts = rng.integers(0, 300_000, n_u)
     ends = starts + rng.integers(0, 5_000, n_u)
     keep = np.ones(n_u, bool)
-    sw = K.build_sweep(codes, starts, ends, 3, keep)[:5]
+    sw = _sweep(codes, starts, ends, 3, keep)
     qc = rng.integers(-1, 3, n_q).astype(np.int32)
     qs = rng.integers(0, 300_000, n_q)
     qe = qs + rng.integers(0, 2_000, n_q)
@@ -201,7 +216,7 @@ def test_large_batch_hit_count_matches_vectorised_anchor():
     ((300, 450), (450, 450), None),  # ... or end
 ])
 def test_boundary_cases(q, region, bp):
-    sw = K.build_sweep(np.zeros(1, np.int32), np.array([region[0]]), np.array([region[1]]), 1)
+    sw = _sweep(np.zeros(1, np.int32), np.array([region[0]]), np.array([region[1]]), 1)
     ids, qidx, got_bp, offs = K.overlap(np.zeros(1, np.int32), np.array([q[0]]), np.array([q[1]]),
                                         np.array([0, 1]), np.array([0]), *sw[:5],
                                         0, 0.0, 0.0, False, 2, 7)
@@ -213,14 +228,14 @@ def test_boundary_cases(q, region, bp):
 
 def test_best_breaks_ties_by_lowest_id():
     # two regions with 50 bp each; the one with the lower id sorts later
-    sw = K.build_sweep(np.zeros(2, np.int32), np.array([150, 100]), np.array([250, 200]), 1)
+    sw = _sweep(np.zeros(2, np.int32), np.array([150, 100]), np.array([250, 200]), 1)
     ids, _, bp, _ = K.overlap(np.zeros(1, np.int32), np.array([150]), np.array([200]),
                               np.array([0, 1]), np.array([0]), *sw[:5], 0, 0.0, 0.0, True, 0, 9)
     assert ids.tolist() == [0] and bp.tolist() == [50]
 
 
 def test_unk_modes_place_unknowns():
-    sw = K.build_sweep(np.zeros(1, np.int32), np.array([100]), np.array([200]), 1)
+    sw = _sweep(np.zeros(1, np.int32), np.array([100]), np.array([200]), 1)
     q = (np.array([0, -1, 0, 0], np.int32), np.array([150, 150, 900, 5]),
          np.array([160, 160, 950, 6]), np.array([0, 2, 2, 4]), np.array([1, 0, 3, 2]))
     res = {m: K.overlap(*q, *sw[:5], 0, 0.0, 0.0, False, m, 9) for m in (0, 1, 2)}
@@ -232,8 +247,8 @@ def test_unk_modes_place_unknowns():
 
 
 def test_empty_inputs():
-    sw = K.build_sweep(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), 2)
-    assert sw[0].tolist() == [0, 0, 0] and sw[4].size == 0 and sw[5].size == 0
+    sw = _sweep(np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), 2)
+    assert sw[0].tolist() == [0, 0, 0] and sw[4].size == 0
     e32, e64 = np.zeros(0, np.int32), np.zeros(0, np.int64)
     for offsets, unk in ((np.zeros(1, np.int64), []), (np.zeros(3, np.int64), [5, 5])):
         ids, qidx, bp, offs = K.overlap(e32, e64, e64, offsets, e64, *sw[:5],
@@ -271,7 +286,7 @@ def test_gallop_and_advance_equal_bisect_from_any_start(values, x, data):
     assert K._advance(a, lo, hi, x, at) == want
 
 
-# ------------------------------------------------------------------ build_sweep
+# ------------------------------------------------------------------ the sweep index
 
 @settings(max_examples=300, deadline=None)
 @given(universes(), st.booleans(), st.booleans())
@@ -282,35 +297,48 @@ def test_build_sweep_matches_oracle(u, random_keep, presorted):
         codes, starts, ends, keep = codes[o], starts[o], ends[o], keep[o]
     if random_keep:
         keep = np.random.default_rng(len(codes)).random(codes.size) < 0.7
-    got = K.build_sweep(codes, starts, ends, n_chroms, keep)
+    got = _sweep(codes, starts, ends, n_chroms, keep)
     want = naive.build_sweep(codes, starts, ends, n_chroms, keep)
-    for name, g, w in zip(("chrom_ptr", "starts", "ends", "maxend", "ids", "rank"), got, want):
+    for name, g, w in zip(("chrom_ptr", "starts", "ends", "maxend", "ids"), got, want):
         assert g.dtype == w.dtype, name
         assert g.tolist() == w.tolist(), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**40), max_size=8), max_size=5), st.booleans())
+def test_running_max_matches_oracle(chroms, wide):
+    flat = [e if wide else e % 2**31 for c in chroms for e in c]
+    ends = np.array(flat, np.int64 if wide else np.int32)  # the sweep's two coordinate types
+    chrom_ptr = np.r_[0, np.cumsum([len(c) for c in chroms])].astype(np.int64)
+    out = np.empty_like(ends)
+    same = SW._running_max(ends, chrom_ptr, out)
+    want = naive.running_max(ends.tolist(), chrom_ptr.tolist())
+    assert out.tolist() == want and same == (want == ends.tolist())
 
 
 def test_build_sweep_paths():
     # sorted, all kept: int32 copies; no region ends before an earlier one: maxend is ends
     codes = np.array([0, 0, 1], np.int32)
     starts, ends = np.array([1, 1, 0]), np.array([5, 9, 3])
-    sw = K.build_sweep(codes, starts, ends, 2)
+    assert SW.sort_order(codes, starts, ends) is None
+    sw = SW.build_sweep_sorted(codes, starts, ends, None, 2)
     assert sw[1].dtype == sw[2].dtype == np.int32 and sw[3] is sw[2]
-    assert sw[5].tolist() == [0, 1, 2]
+    assert sw.ids.tolist() == [0, 1, 2]
     # a nested region: maxend is its own array
-    sw = K.build_sweep(codes, np.array([1, 2, 0]), np.array([9, 5, 3]), 2)
+    sw = _sweep(codes, np.array([1, 2, 0]), np.array([9, 5, 3]), 2)
     assert sw[3] is not sw[2] and sw[2].tolist() == [9, 5, 3] and sw[3].tolist() == [9, 9, 3]
     # an end of 2^31 or more: int64 throughout
-    sw = K.build_sweep(codes, starts, np.array([5, 1 << 31, 3]), 2)
+    sw = _sweep(codes, starts, np.array([5, 1 << 31, 3]), 2)
     assert sw[1].dtype == sw[2].dtype == sw[3].dtype == np.int64
     # coordinates too large for the packed key: the lexsort fallback
     big = np.array([1 << 41, 5, 1 << 41])
-    sw = K.build_sweep(codes, big, big + np.array([3, 1, 2]), 2)
+    sw = _sweep(codes, big, big + np.array([3, 1, 2]), 2)
     want = naive.build_sweep(codes, big, big + np.array([3, 1, 2]), 2)
     assert all(g.tolist() == w.tolist() for g, w in zip(sw, want))
     # ties on (code, start) longer than one row are ordered by end, then id
     s = np.array([7, 7, 7, 7, 2])
     e = np.array([9, 8, 9, 8, 3])
-    sw = K.build_sweep(np.zeros(5, np.int32), s, e, 1)
+    sw = _sweep(np.zeros(5, np.int32), s, e, 1)
     assert sw[4].tolist() == [4, 1, 3, 0, 2]
 
 

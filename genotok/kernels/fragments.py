@@ -1,0 +1,120 @@
+"""Numba parser of fragment files (``chrom start end barcode [count]``, tab-separated), one
+byte block at a time: arrays of byte spans and integers out, a status code for the first bad line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._config import NJIT
+
+
+@njit(**NJIT)
+def _int_field(buf, a, b):
+    """Non-negative decimal integer in ``buf[a:b]``; -1 when empty/not a number/too long."""
+    if b <= a or b - a > 18:
+        return -1
+    x = 0
+    for k in range(a, b):
+        d = buf[k] - 48
+        if d < 0 or d > 9:
+            return -1
+        x = x * 10 + d
+    return x
+
+
+# parse_fragments status codes
+FRAG_OK, FRAG_COLUMNS, FRAG_START, FRAG_END, FRAG_COUNT, FRAG_END_BEFORE_START = 0, 1, 2, 3, 4, 5
+FRAG_BARCODE = 6  # a control byte (< 0x20 or 0x7f) in the barcode
+
+
+@njit(**NJIT)
+def parse_fragments(buf):
+    """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
+
+    Skips blank and ``#`` lines; a missing count column counts 1; a barcode with a control
+    byte (< 0x20 or 0x7f) is an error (``FRAG_BARCODE``). Returns
+    ``(chrom_s, chrom_e, starts, ends, bc_s, bc_e, counts, status, bad_line, n_newlines)``
+    where ``bad_line`` is the 0-based line (within the block) of the first problem.
+    """
+    n = buf.size
+    nl = 1
+    for i in range(n):
+        if buf[i] == 10:
+            nl += 1
+    newlines = nl - 1
+    cs = np.empty(nl, np.int64)
+    ce = np.empty(nl, np.int64)
+    st = np.empty(nl, np.int64)
+    en = np.empty(nl, np.int64)
+    bs = np.empty(nl, np.int64)
+    be = np.empty(nl, np.int64)
+    cnt = np.empty(nl, np.int64)
+    fs = np.empty(5, np.int64)  # the line's field bounds, reused line after line
+    fe = np.empty(5, np.int64)
+    k = 0
+    line = -1
+    pos = 0
+    status = FRAG_OK
+    while pos < n:
+        line += 1
+        e = pos
+        while e < n and buf[e] != 10:
+            e += 1
+        nxt = e + 1
+        if e > pos and buf[e - 1] == 13:
+            e -= 1
+        if e == pos or buf[pos] == 35:
+            pos = nxt
+            continue
+        # split on tabs: up to five fields
+        nf = 0
+        a = pos
+        for i in range(pos, e + 1):
+            if i == e or buf[i] == 9:
+                if nf < 5:
+                    fs[nf] = a
+                    fe[nf] = i
+                nf += 1
+                a = i + 1
+                if nf >= 5:
+                    break
+        if nf < 4:
+            status = FRAG_COLUMNS
+            break
+        s = _int_field(buf, fs[1], fe[1])
+        if s < 0:
+            status = FRAG_START
+            break
+        x = _int_field(buf, fs[2], fe[2])
+        if x < 0:
+            status = FRAG_END
+            break
+        if x < s:
+            status = FRAG_END_BEFORE_START
+            break
+        c = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
+        if c < 0:
+            status = FRAG_COUNT
+            break
+        if fe[0] == fs[0] or fe[3] == fs[3]:
+            status = FRAG_COLUMNS
+            break
+        ctrl = False
+        for i in range(fs[3], fe[3]):
+            ctrl |= (buf[i] < 32) | (buf[i] == 127)
+        if ctrl:
+            status = FRAG_BARCODE
+            break
+        cs[k] = fs[0]
+        ce[k] = fe[0]
+        st[k] = s
+        en[k] = x
+        bs[k] = fs[3]
+        be[k] = fe[3]
+        cnt[k] = c
+        k += 1
+        pos = nxt
+    bad = -1 if status == FRAG_OK else line
+    return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], status, bad, newlines
