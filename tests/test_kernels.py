@@ -117,6 +117,42 @@ def test_overlap_matches_oracle(u, data, opts, big_ids):
     assert ids.tolist() == want[0].tolist() and offs.tolist() == want[3].tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(universes(), st.data(), options, st.booleans())
+def test_identity_order_and_int64_ids(u, data, opts, tiny):
+    """``order=None`` (queries as given) equals the explicit identity, with the sweep taking
+    its own sorted order when the queries are unsorted; ``ids_dtype=np.int64`` writes the same
+    ids; chunk edges anywhere."""
+    codes, starts, ends, n_chroms, keep = u
+    sw = K.build_sweep(codes, starts, ends, n_chroms, keep)[:5]
+    qc, qs, qe, offs, _ = data.draw(queries(n_chroms))
+    K.check_overlap_args(qc, qs, qe, offs, None, n_chroms)
+    ident = np.arange(qc.size, dtype=np.int64)
+    want = naive.overlap(qc, qs, qe, offs, ident, *sw, opts["min_overlap"], opts["frac_q"],
+                         opts["frac_r"], opts["best"], opts["unk_mode"], UNK)
+    with _tiny_chunks() if tiny else contextlib.nullcontext():
+        _assert_equal(_run((qc, qs, qe, offs, None), sw, opts), want)
+        ids, _, _, got_offs = K.overlap(qc, qs, qe, offs, None, *sw, opts["min_overlap"],
+                                        opts["frac_q"], opts["frac_r"], opts["best"],
+                                        opts["unk_mode"], UNK, False, np.int64)
+    assert ids.dtype == np.int64 and ids.tolist() == want[0].tolist()
+    assert got_offs.tolist() == want[3].tolist()
+
+
+def test_sorted_queries_and_ids_dtype_checked():
+    """A sorted set (the sweep order is the emission order) with unknown chromosomes, touching
+    and duplicate queries; a bad ``ids_dtype`` is refused."""
+    sw = K.build_sweep(np.array([0, 0, 1], np.int32), np.array([100, 200, 0]),
+                       np.array([200, 300, 50]), 2)[:5]
+    q = (np.array([-1, 0, 0, 0, 0, 1], np.int32), np.array([0, 150, 150, 200, 300, 10]),
+         np.array([5, 200, 200, 250, 400, 20]), np.array([0, 6]), None)
+    ids, qidx, bp, offs = K.overlap(*q, *sw, 0, 0.0, 0.0, False, 2, 9)
+    assert ids.tolist() == [9, 0, 0, 1, 9, 2] and qidx.tolist() == [0, 1, 2, 3, 4, 5]
+    assert bp.tolist() == [0, 50, 50, 50, 0, 10] and offs.tolist() == [0, 6]
+    with pytest.raises(ValueError, match="ids_dtype"):
+        K.overlap(*q, *sw, 0, 0.0, 0.0, False, 2, 9, False, np.int32)
+
+
 @contextlib.contextmanager
 def _tiny_chunks():
     """Make ``overlap`` run its sweep in many tiny chunks, so chunk edges fall everywhere."""
