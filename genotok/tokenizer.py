@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _config, _kernels
-from ._sort import stable_argsort
+from ._sort import sort_regions
 from .errors import UniverseError
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
@@ -484,8 +484,16 @@ class Tokenizer:
         return out
 
     # ------------------------------------------------------------------ tokenization
-    def _query_order(self, rs: RegionSet) -> np.ndarray:
-        """Emission order of one set's queries (indices into the set)."""
+    def _query_order(self, rs: RegionSet, with_perm: bool = True):
+        """``(codes, starts, ends, order, perm)``: one set's queries ready for the kernels, in
+        its emission order.
+
+        ``order`` indexes the arrays (``None``: as they are). A file in the gtars order whose
+        chromosomes are not each one sorted run is sorted here, by (chromosome name, start),
+        stably, with the ends carried through the sort: the arrays come back sorted (``order``
+        is ``None``) and ``perm[k]`` is the set's index of row ``k`` (an empty array when not
+        ``with_perm``). Otherwise ``perm`` is ``None``: the arrays are the set's own.
+        """
         if self.settings.order == "gtars" and rs.from_file and len(rs) > 1:
             names = rs.chrom_names
             byte_rank = np.empty(len(names), dtype=np.int64)
@@ -494,17 +502,20 @@ class Tokenizer:
             if runs is not None:  # one sorted run per chromosome: reorder whole runs, no sort
                 bounds, run_codes = runs
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
-                return np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
-            ranks = byte_rank[rs.codes]
-            width = int(rs.starts.max()) + 1
-            if width < (1 << 40) and len(names) < (1 << 22):
-                # one compact int64 key (rank, start): a radix sort of a few 11-bit digits,
-                # 6-10x NumPy's stable argsort from 200k to 10M shuffled queries
-                return stable_argsort(ranks * width + rs.starts)
-            return np.lexsort((rs.starts, ranks))
-        return np.arange(len(rs), dtype=np.int64)
+                order = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
+                return self.universe.map_codes(rs), rs.starts, rs.ends, order, None
+            table = self.universe._code_table(rs)
+            code_of = np.empty(len(names), dtype=np.int32)
+            code_of[byte_rank] = table
+            # a radix sort on (rank, start) whose buckets sort in cache, ends as payload
+            # (genotok._sort.sort_regions): no random gathers of the set's arrays afterwards
+            perm, codes, starts, ends = sort_regions(rs.codes, rs.starts, rs.ends, byte_rank,
+                                                     code_of, perm=with_perm)
+            return codes, starts, ends, None, perm if with_perm else np.zeros(0, np.int64)
+        return self.universe.map_codes(rs), rs.starts, rs.ends, None, None
 
-    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True):
+    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True,
+                ids_dtype=np.uint32):
         """The one call into the overlap kernels, with this tokenizer's settings."""
         s, u = self.settings, self.universe
         sw = u.sweep
@@ -513,22 +524,23 @@ class Tokenizer:
             np.ascontiguousarray(starts, dtype=np.int64),
             np.ascontiguousarray(ends, dtype=np.int64),
             np.ascontiguousarray(set_offsets, dtype=np.int64),
-            np.ascontiguousarray(order, dtype=np.int64),
+            None if order is None else np.ascontiguousarray(order, dtype=np.int64),
             sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids,
             int(s.min_overlap),
             float(s.min_fraction) if s.fraction_of == "query" else 0.0,
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id, details)
+            s.overlap == "best", unk_mode, u.unk_token_id, details, ids_dtype)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
         rsets = [as_regions(s) for s in sets]
         return self._overlaps(rsets, n_threads, details=True)
 
-    def _prepare(self, rs: RegionSet) -> tuple[np.ndarray, np.ndarray]:
-        """(codes in the universe's space, emission order) of one set: the per-set work before
-        the kernels. Thread-safe: the pipeline runs it in its parse workers, beside other sets."""
-        return self.universe.map_codes(rs), self._query_order(rs)
+    def _prepare(self, rs: RegionSet, with_perm: bool = False) -> tuple:
+        """``(codes, starts, ends, order, perm)`` of one set (:meth:`_query_order`): the per-set
+        work before the kernels. Thread-safe: the pipeline runs it in its parse workers, beside
+        other sets. ``with_perm``: keep the permutation of a sorted set (query indices need it)."""
+        return self._query_order(rs, with_perm)
 
     def _overlaps(self, rsets: list[RegionSet], n_threads: int | None,
                   details: bool = False, dtype=np.int64, prepared=None) -> _Overlaps:
@@ -537,26 +549,36 @@ class Tokenizer:
         sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
         set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
         np.cumsum(sizes, out=set_offsets[1:])
-        if prepared is None:
-            prepared = [self._prepare(r) for r in rsets]
-        if len(rsets) == 1:
-            r = rsets[0]
-            (codes, order), = prepared
-            starts, ends = r.starts, r.ends
-        else:
-            codes = (np.concatenate([c for c, _ in prepared]) if rsets
-                     else np.zeros(0, np.int32))
-            starts = np.concatenate([r.starts for r in rsets]) if rsets else np.zeros(0, np.int64)
-            ends = np.concatenate([r.ends for r in rsets]) if rsets else np.zeros(0, np.int64)
-            order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
-                     if rsets else np.zeros(0, np.int64))
-        s = self.settings
-        ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
-                  and s.order in ("gtars", "input"))
         with _config.threads(self.n_threads if n_threads is None else n_threads):
+            if prepared is None:
+                prepared = [self._prepare(r, details) for r in rsets]
+            elif details:  # a sorted set prepared without its permutation: sort it again
+                prepared = [self._prepare(r, True) if p[4] is not None and p[4].size != len(r)
+                            else p for r, p in zip(rsets, prepared)]
+            if len(rsets) == 1:
+                (codes, starts, ends, order, perm), = prepared
+            else:
+                def cat(parts, dt):
+                    return np.concatenate(parts) if parts else np.zeros(0, dt)
+
+                def index(k):  # order or perm as global indices (None: the identity)
+                    if all(p[k] is None for p in prepared):
+                        return None
+                    return cat([(np.arange(len(r)) if p[k] is None else p[k]) + base
+                                for r, p, base in zip(rsets, prepared, set_offsets[:-1])],
+                               np.int64)
+
+                codes = cat([p[0] for p in prepared], np.int32)
+                starts = cat([p[1] for p in prepared], np.int64)
+                ends = cat([p[2] for p in prepared], np.int64)
+                order, perm = index(3), (index(4) if details else None)
+            s = self.settings
+            ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
+                      and s.order in ("gtars", "input"))
+            ids_dtype = np.int64 if np.dtype(dtype) == np.int64 else np.uint32
             ids, qidx, bp, out_offsets = self._kernel(
                 codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
-                details or ailist)
+                details or ailist, ids_dtype)
             if ailist and ids.size > 1:
                 ids, qidx, bp = self._ailist_order(ids, qidx, bp)
                 if not details:
@@ -566,6 +588,8 @@ class Tokenizer:
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
                 qidx = bp = None
         if qidx is not None:
+            if perm is not None:  # sorted rows -> the sets' own query indices
+                qidx = np.where(qidx >= 0, perm[np.maximum(qidx, 0)], -1)
             # global query index -> index within its set
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
@@ -592,10 +616,10 @@ class Tokenizer:
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, _, _ = self._kernel(
                 self.universe.map_codes(rs), rs.starts, rs.ends,
-                np.array([0, len(rs)], dtype=np.int64), np.arange(len(rs), dtype=np.int64), 0)
+                np.array([0, len(rs)], dtype=np.int64), None, 0, ids_dtype=np.int64)
         offsets = np.zeros(len(rs) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qidx, minlength=len(rs)), out=offsets[1:])
-        return Ragged(ids.astype(np.int64, copy=False), offsets)
+        return Ragged(ids, offsets)
 
     def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
