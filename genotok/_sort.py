@@ -142,22 +142,15 @@ def _top_scatter(codes, starts, ends, rank, wb, ib, top, blocks, at, rec_v, rec_
             rec_e[j] = ends[i]
 
 
-@njit(**NJIT)
-def _decode(v, e, ib, wb, code_of, out_codes, out_starts, out_ends, out_perm, k):
-    key = v >> np.uint64(ib)
-    if out_perm.size:
-        out_perm[k] = np.int64(v & np.uint64((1 << ib) - 1))
-    out_starts[k] = np.int64(key & np.uint64((1 << wb) - 1))
-    out_codes[k] = code_of[np.int64(key >> np.uint64(wb))]
-    out_ends[k] = e
-
-
 @njit(**NJIT_PARALLEL)
 def _sort_buckets(rec_v, rec_e, bucket_ptr, groups, low, ib, wb, code_of,
                   out_codes, out_starts, out_ends, out_perm):
     """Sort each bucket on key bits ``[0, low)`` (LSD, stable; insertion for tiny buckets) and
     write it decoded; groups of buckets of about equal total size in parallel."""
     nd = 1 << DIGIT_BITS
+    ibu, wbu = np.uint64(ib), np.uint64(wb)
+    imask, wmask = np.uint64((1 << ib) - 1), np.uint64((1 << wb) - 1)
+    with_perm = out_perm.size > 0
     for g in prange(groups.size - 1):
         b0, b1 = groups[g], groups[g + 1]
         big = 0
@@ -211,9 +204,14 @@ def _sort_buckets(rec_v, rec_e, bucket_ptr, groups, low, ib, wb, code_of,
                         counts[d] += 1
                     sv, dv = dv, sv
                     se, de = de, se
-            for x in range(m):
-                _decode(sv[x], se[x], ib, wb, code_of, out_codes, out_starts, out_ends,
-                        out_perm, lo + x)
+            for x in range(m):  # decode (written out here: as a call it took 3/4 of the time)
+                v = sv[x]
+                key = v >> ibu
+                if with_perm:
+                    out_perm[lo + x] = np.int64(v & imask)
+                out_ends[lo + x] = se[x]
+                out_starts[lo + x] = np.int64(key & wmask)
+                out_codes[lo + x] = code_of[np.int64(key >> wbu)]
 
 
 def _balanced(sizes: np.ndarray, parts: int) -> np.ndarray:
