@@ -311,6 +311,49 @@ def sort_regions(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank: 
     return o if perm else None, out_codes, out_starts, out_ends
 
 
+@njit(**NJIT)
+def _runs(codes, starts, bounds):
+    """Number of runs of equal codes, or -1 when a run's starts decrease; with ``bounds`` big
+    enough (``n + 1``), also where each run starts (and ``n`` after the last)."""
+    n = codes.size
+    k = 0
+    for i in range(n):
+        if i == 0 or codes[i] != codes[i - 1]:
+            if k < bounds.size:
+                bounds[k] = i
+            k += 1
+        elif starts[i] < starts[i - 1]:
+            return -1
+    if k < bounds.size:
+        bounds[k] = n
+    return k
+
+
+def sorted_runs(codes: np.ndarray, starts: np.ndarray):
+    """``(bounds, run codes)`` when ``starts`` never decrease within each run of equal codes,
+    else ``None``: one serial pass, no temporary arrays (the NumPy version took a diff of the
+    starts and a mask of code changes, 90 MB at 10M regions).
+
+    Examples
+    --------
+    >>> b, c = sorted_runs(np.array([2, 2, 0, 0], np.int32), np.array([1, 5, 0, 3]))
+    >>> b.tolist(), c.tolist()
+    ([0, 2, 4], [2, 0])
+    >>> sorted_runs(np.array([0, 0], np.int32), np.array([5, 1])) is None
+    True
+    """
+    codes = np.ascontiguousarray(codes)
+    starts = np.ascontiguousarray(starts)
+    if codes.size != starts.size:
+        raise ValueError(f"sorted_runs: {codes.size} codes but {starts.size} starts")
+    k = _runs(codes, starts, np.zeros(0, np.int64))
+    if k < 0:
+        return None
+    bounds = np.empty(k + 1, np.int64)
+    _runs(codes, starts, bounds)
+    return bounds, codes[bounds[:-1]]
+
+
 def warmup() -> None:
     """Compile the radix kernels on tiny inputs."""
     _radix(np.array([3, 1, 2, 1], np.int64), 2, 2, np.empty(4, np.int64))
@@ -321,3 +364,4 @@ def warmup() -> None:
                      np.array([6, 10, 3, 4]), np.array([1, 0]), np.array([0, 1], np.int32))
     finally:
         globals()["MIN_BUCKET"] = saved
+    sorted_runs(np.array([1, 1, 0], np.int32), np.array([2, 5, 1]))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from . import _config, _kernels
-from ._sort import sort_regions
+from ._sort import sort_regions, sorted_runs
 from .errors import UniverseError
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
@@ -94,16 +94,10 @@ def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
     That is how most BED files are laid out (sorted, whatever the chromosome order); the gtars
     order of such a file is its runs rearranged, which needs no sort.
     """
-    change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-    bounds = np.concatenate(([0], change, [codes.size]))
-    run_codes = codes[bounds[:-1]]
-    if np.unique(run_codes).size != run_codes.size:
+    runs = sorted_runs(codes, starts)
+    if runs is None or np.unique(runs[1]).size != runs[1].size:
         return None
-    ds = np.diff(starts)
-    ds[change - 1] = 0  # a step between runs may go down
-    if (ds < 0).any():
-        return None
-    return bounds, run_codes
+    return runs
 
 
 def _is_single_set(obj) -> bool:
@@ -502,6 +496,8 @@ class Tokenizer:
             if runs is not None:  # one sorted run per chromosome: reorder whole runs, no sort
                 bounds, run_codes = runs
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
+                if np.array_equal(pieces, np.arange(pieces.size)):  # already in the gtars order
+                    return self.universe.map_codes(rs), rs.starts, rs.ends, None, None
                 order = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
                 return self.universe.map_codes(rs), rs.starts, rs.ends, order, None
             table = self.universe._code_table(rs)
