@@ -23,8 +23,8 @@ of such files only step back at set or chromosome boundaries, where the gallop r
 O(log d).
 
 Parallelism: pass 1 runs the sweep order in chunks of equal query count (so one big set uses
-every thread and a batch is balanced by total size, not by number of sets); pass 2 is a
-``prange`` over emission positions. Results do not depend on the thread count.
+every thread and a batch is balanced by total size, not by number of sets); pass 2 runs the
+emission order in the same chunks. Results do not depend on the thread count.
 """
 
 from __future__ import annotations
