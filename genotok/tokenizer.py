@@ -18,7 +18,7 @@ import numpy as np
 from . import _config
 from .errors import UniverseError
 from .kernels import overlap as _kernels
-from .kernels.sort import stable_argsort
+from .kernels.sort import sort_regions, sorted_runs
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .settings import (  # noqa: F401  (re-exported: importable from here as before)
@@ -51,14 +51,23 @@ class _Overlaps:
 class PreparedSet(NamedTuple):
     """One region set ready for the kernels (:meth:`Tokenizer.prepare`).
 
+    A set whose queries must be sorted for the gtars order comes back sorted (``starts``,
+    ``ends`` and ``codes`` in that order, ``perm`` mapping its rows to the set's own); any other
+    set keeps its arrays (``starts``/``ends`` ``None``) with an ``order`` to emit them in, or
+    none when they are emitted as they are.
+
     Examples
     --------
     >>> PreparedSet._fields
-    ('codes', 'order')
+    ('codes', 'order', 'starts', 'ends', 'perm')
     """
 
     codes: np.ndarray  #: int32 (n,): chromosome codes in the universe's code space, -1 unknown
-    order: np.ndarray  #: int64 (n,): the emission order of the set's queries
+    order: np.ndarray | None = None   #: int64 (n,): emission order of the rows; None: as they are
+    starts: np.ndarray | None = None  #: int64 (n,): the sorted starts; None: the set's own
+    ends: np.ndarray | None = None    #: int64 (n,): the sorted ends; None: the set's own
+    #: int64 (n,): the set's query index of each sorted row (empty: not kept); None: not sorted
+    perm: np.ndarray | None = None
 
 
 def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
@@ -67,16 +76,10 @@ def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
     That is how most BED files are laid out (sorted, whatever the chromosome order); the gtars
     order of such a file is its runs rearranged, which needs no sort.
     """
-    change = np.flatnonzero(codes[1:] != codes[:-1]) + 1
-    bounds = np.concatenate(([0], change, [codes.size]))
-    run_codes = codes[bounds[:-1]]
-    if np.unique(run_codes).size != run_codes.size:
+    runs = sorted_runs(codes, starts)
+    if runs is None or np.unique(runs[1]).size != runs[1].size:
         return None
-    ds = np.diff(starts)
-    ds[change - 1] = 0  # a step between runs may go down
-    if (ds < 0).any():
-        return None
-    return bounds, run_codes
+    return runs
 
 
 def _is_single_set(obj) -> bool:
@@ -308,8 +311,14 @@ class Tokenizer(_Vocabulary):
         return self.settings.tokenizer_type
 
     # ------------------------------------------------------------------ tokenization
-    def _query_order(self, rs: RegionSet) -> np.ndarray:
-        """Emission order of one set's queries (indices into the set)."""
+    def _query_order(self, rs: RegionSet, with_perm: bool = True) -> PreparedSet:
+        """One set's queries ready for the kernels, in its emission order (:class:`PreparedSet`).
+
+        A file in the gtars order whose chromosomes are not each one sorted run is sorted here,
+        by (chromosome name, start), stably, with the ends carried through the sort: the arrays
+        come back sorted and ``perm[k]`` is the set's index of row ``k`` (an empty array when
+        not ``with_perm``).
+        """
         if self.settings.order == "gtars" and rs.from_file and len(rs) > 1:
             names = rs.chrom_names
             byte_rank = np.empty(len(names), dtype=np.int64)
@@ -318,17 +327,23 @@ class Tokenizer(_Vocabulary):
             if runs is not None:  # one sorted run per chromosome: reorder whole runs, no sort
                 bounds, run_codes = runs
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
-                return np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
-            ranks = byte_rank[rs.codes]
-            width = int(rs.starts.max()) + 1
-            if width < (1 << 40) and len(names) < (1 << 22):
-                # one compact int64 key (rank, start): a radix sort of a few 11-bit digits,
-                # 6-10x NumPy's stable argsort from 200k to 10M shuffled queries
-                return stable_argsort(ranks * width + rs.starts)
-            return np.lexsort((rs.starts, ranks))
-        return np.arange(len(rs), dtype=np.int64)
+                if np.array_equal(pieces, np.arange(pieces.size)):  # already in the gtars order
+                    return PreparedSet(self.universe.map_codes(rs))
+                order = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
+                return PreparedSet(self.universe.map_codes(rs), order)
+            table = self.universe._code_table(rs)
+            code_of = np.empty(len(names), dtype=np.int32)
+            code_of[byte_rank] = table
+            # a radix sort on (rank, start) whose buckets sort in cache, ends as payload
+            # (genotok.kernels.sort.sort_regions): no random gathers of the set's arrays after
+            perm, codes, starts, ends = sort_regions(rs.codes, rs.starts, rs.ends, byte_rank,
+                                                     code_of, perm=with_perm)
+            return PreparedSet(codes, None, starts, ends,
+                               perm if with_perm else np.zeros(0, np.int64))
+        return PreparedSet(self.universe.map_codes(rs))
 
-    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True):
+    def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True,
+                ids_dtype=np.uint32):
         """The one call into the overlap kernels, with this tokenizer's settings."""
         s, u = self.settings, self.universe
         sw = u.sweep
@@ -337,12 +352,12 @@ class Tokenizer(_Vocabulary):
             np.ascontiguousarray(starts, dtype=np.int64),
             np.ascontiguousarray(ends, dtype=np.int64),
             np.ascontiguousarray(set_offsets, dtype=np.int64),
-            np.ascontiguousarray(order, dtype=np.int64),
+            None if order is None else np.ascontiguousarray(order, dtype=np.int64),
             sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids,
             int(s.min_overlap),
             float(s.min_fraction) if s.fraction_of == "query" else 0.0,
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id, details)
+            s.overlap == "best", unk_mode, u.unk_token_id, details, ids_dtype)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
@@ -351,7 +366,8 @@ class Tokenizer(_Vocabulary):
 
     def prepare(self, regions) -> PreparedSet:
         """The per-set work before the kernels: the chromosome codes in the universe's code
-        space (``-1``: a chromosome the universe lacks) and the emission order of the queries.
+        space (``-1``: a chromosome the universe lacks) and the emission order of the queries
+        (a file whose queries must be sorted for the gtars order comes back sorted).
 
         Thread-safe: the pipeline runs it in its parse workers, beside other sets, then hands
         the results to :meth:`encode_prepared`.
@@ -364,19 +380,21 @@ class Tokenizer(_Vocabulary):
         Returns
         -------
         PreparedSet
-            ``(codes, order)``: int32 codes and the int64 emission order, one per query.
+            int32 codes, and the int64 emission order (``None``: the queries as they are).
 
         Examples
         --------
         >>> tok = Tokenizer(["chr1:0-100", "chr2:5-50"])
         >>> p = tok.prepare(["chr2:10-20", "chr9:0-5"])
-        >>> p.codes.tolist(), p.order.tolist()
-        ([1, -1], [0, 1])
+        >>> p.codes.tolist(), p.order
+        ([1, -1], None)
         """
         return self._prepare(as_regions(regions))
 
-    def _prepare(self, rs: RegionSet) -> PreparedSet:
-        return PreparedSet(self.universe.map_codes(rs), self._query_order(rs))
+    def _prepare(self, rs: RegionSet, with_perm: bool = False) -> PreparedSet:
+        """:meth:`_query_order`; ``with_perm``: keep the permutation of a sorted set (query
+        indices need it)."""
+        return self._query_order(rs, with_perm)
 
     def encode_prepared(self, sets, prepared=None, *, n_threads: int | None = None,
                         dtype=np.int64) -> Ragged:
@@ -389,8 +407,8 @@ class Tokenizer(_Vocabulary):
             Region sets (anything :meth:`encode` takes; :class:`RegionSet` s are used as is).
         prepared
             ``prepare(set)`` of each set, in the same order, or ``None`` to prepare them here.
-            The codes may also come from the caller's own name mapping (``-1``: unknown), and
-            the order may be any permutation of a set's queries.
+            A ``(codes, order)`` pair also works: codes from the caller's own name mapping
+            (``-1``: unknown), and any permutation of a set's queries as the order.
         n_threads
             Threads for the kernels (default: the tokenizer's).
         dtype
@@ -424,26 +442,38 @@ class Tokenizer(_Vocabulary):
         sizes = np.fromiter((len(r) for r in rsets), dtype=np.int64, count=len(rsets))
         set_offsets = np.zeros(len(rsets) + 1, dtype=np.int64)
         np.cumsum(sizes, out=set_offsets[1:])
-        if prepared is None:
-            prepared = [self._prepare(r) for r in rsets]
-        if len(rsets) == 1:
-            r = rsets[0]
-            (codes, order), = prepared
-            starts, ends = r.starts, r.ends
-        else:
-            codes = (np.concatenate([c for c, _ in prepared]) if rsets
-                     else np.zeros(0, np.int32))
-            starts = np.concatenate([r.starts for r in rsets]) if rsets else np.zeros(0, np.int64)
-            ends = np.concatenate([r.ends for r in rsets]) if rsets else np.zeros(0, np.int64)
-            order = (np.concatenate([o + base for (_, o), base in zip(prepared, set_offsets[:-1])])
-                     if rsets else np.zeros(0, np.int64))
-        s = self.settings
-        ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
-                  and s.order in ("gtars", "input"))
         with _config.threads(self.n_threads if n_threads is None else n_threads):
+            if prepared is None:
+                prepared = [self._prepare(r, details) for r in rsets]
+            elif details:  # a sorted set prepared without its permutation: sort it again
+                prepared = [self._prepare(r, True) if p.perm is not None and p.perm.size != len(r)
+                            else p for r, p in zip(rsets, prepared)]
+            starts = [r.starts if p.starts is None else p.starts for r, p in zip(rsets, prepared)]
+            ends = [r.ends if p.ends is None else p.ends for r, p in zip(rsets, prepared)]
+            if len(rsets) == 1:
+                (codes, order, _, _, perm), = prepared
+                (starts,), (ends,) = starts, ends
+            else:
+                def cat(parts, dt):
+                    return np.concatenate(parts) if parts else np.zeros(0, dt)
+
+                def index(field):  # order or perm as global indices (None: the identity)
+                    parts = [getattr(p, field) for p in prepared]
+                    if all(x is None for x in parts):
+                        return None
+                    return cat([(np.arange(len(r)) if x is None else x) + base
+                                for r, x, base in zip(rsets, parts, set_offsets[:-1])], np.int64)
+
+                codes = cat([p.codes for p in prepared], np.int32)
+                starts, ends = cat(starts, np.int64), cat(ends, np.int64)
+                order, perm = index("order"), (index("perm") if details else None)
+            s = self.settings
+            ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
+                      and s.order in ("gtars", "input"))
+            ids_dtype = np.int64 if np.dtype(dtype) == np.int64 else np.uint32
             ids, qidx, bp, out_offsets = self._kernel(
                 codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
-                details or ailist)
+                details or ailist, ids_dtype)
             if ailist and ids.size > 1:
                 ids, qidx, bp = self._ailist_order(ids, qidx, bp)
                 if not details:
@@ -453,6 +483,8 @@ class Tokenizer(_Vocabulary):
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
                 qidx = bp = None
         if qidx is not None:
+            if perm is not None:  # sorted rows -> the sets' own query indices
+                qidx = np.where(qidx >= 0, perm[np.maximum(qidx, 0)], -1)
             # global query index -> index within its set
             set_of = np.searchsorted(set_offsets, qidx, side="right") - 1
             qidx = np.where(qidx >= 0, qidx - set_offsets[np.maximum(set_of, 0)], -1)
@@ -479,11 +511,11 @@ class Tokenizer(_Vocabulary):
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, _, _ = self._kernel(
                 self.universe.map_codes(rs), rs.starts, rs.ends,
-                np.array([0, len(rs)], dtype=np.int64), np.arange(len(rs), dtype=np.int64),
-                UNKNOWN_POLICIES["drop"])
+                np.array([0, len(rs)], dtype=np.int64), None, UNKNOWN_POLICIES["drop"],
+                ids_dtype=np.int64)
         offsets = np.zeros(len(rs) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qidx, minlength=len(rs)), out=offsets[1:])
-        return Ragged(ids.astype(np.int64, copy=False), offsets)
+        return Ragged(ids, offsets)
 
     def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""

@@ -331,11 +331,17 @@ class Universe:
         chromosomes is known but they would be after adding or removing a ``chr`` prefix,
         a warning says so (a ``chr1`` vs ``1`` naming mismatch hits nothing silently otherwise).
         """
+        table = self._code_table(regions)
+        return table[regions.codes] if table.size else np.zeros(0, dtype=np.int32)
+
+    def _code_table(self, regions: RegionSet) -> np.ndarray:
+        """int32: this universe's code of each of ``regions``' chromosome names (``-1`` when
+        absent), with :meth:`map_codes`' naming warning."""
         table = np.fromiter((self._chrom_index.get(n, -1) for n in regions.chrom_names),
                             dtype=np.int32, count=len(regions.chrom_names))
         if len(regions) and table.size and np.all(table < 0):
             self._warn_naming(regions)
-        return table[regions.codes] if table.size else np.zeros(0, dtype=np.int32)
+        return table
 
     def _warn_naming(self, regions: RegionSet) -> None:
         def flip(n: str) -> str:

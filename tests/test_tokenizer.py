@@ -91,20 +91,32 @@ def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts):
     assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
 
 
+@pytest.mark.parametrize("path", ["buckets", "radix"])
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
-def test_gtars_order_by_radix_sort_equals_model(tmp_path, ureg, qreg, opts):
-    """The radix sort of the gtars file order (normally from 65,536 queries) on every size."""
+def test_gtars_order_by_radix_sort_equals_model(tmp_path, path, ureg, qreg, opts):
+    """The sorts of the gtars file order on every size: the bucket sort with ends as payload
+    (normally from 524,288 queries) and the radix argsort below it (from 65,536 queries)."""
     from genotok.kernels import sort as _sort
 
-    saved, _sort.MIN_RADIX = _sort.MIN_RADIX, 1
+    saved = _sort.MIN_RADIX, _sort.MIN_BUCKET
+    _sort.MIN_RADIX, _sort.MIN_BUCKET = (1, 1) if path == "buckets" else (1, 1 << 62)
     try:
         tok = Tokenizer(_universe(ureg), **opts)
-        path = _write_bed(tmp_path / "q.bed", qreg)
-        assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+        bed = _write_bed(tmp_path / "q.bed", qreg)
+        assert tok.encode(str(bed)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+        # and the query index of each output (the sort's permutation, mapped back)
+        rs = RegionSet.from_bed(bed)
+        ov = tok.overlaps([rs])
+        ref = tok.overlaps([RegionSet(rs.chrom_names, rs.codes, rs.starts, rs.ends,
+                                      validate=False)])  # in memory: input order, no sort
+        if ov.query is not None:  # (the genomic and unique orders report none)
+            hit = ov.query >= 0
+            assert sorted(zip(ov.query[hit].tolist(), ov.ids[hit].tolist())) == \
+                sorted(zip(ref.query[ref.query >= 0].tolist(), ref.ids[ref.query >= 0].tolist()))
     finally:
-        _sort.MIN_RADIX = saved
+        _sort.MIN_RADIX, _sort.MIN_BUCKET = saved
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -23,8 +23,8 @@ of such files only step back at set or chromosome boundaries, where the gallop r
 O(log d).
 
 Parallelism: pass 1 runs the sweep order in chunks of equal query count (so one big set uses
-every thread and a batch is balanced by total size, not by number of sets); pass 2 is a
-``prange`` over emission positions. Results do not depend on the thread count.
+every thread and a batch is balanced by total size, not by number of sets); pass 2 runs the
+emission order in the same chunks. Results do not depend on the thread count.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from numba import njit, prange
 
 from .._config import NJIT, NJIT_PARALLEL
 from .modes import Unknown
+from .setorder import sort_within_sets  # noqa: F401  (importable from here as before)
 from .sweep import build_sweep_sorted, sort_order
 
 UNK_SET, UNK_REGION = int(Unknown.SET), int(Unknown.REGION)
@@ -151,58 +152,87 @@ def _advance(a, lo, hi, x, at):
     return at
 
 
-@njit(**NJIT_PARALLEL)
-def _windows(q_codes, q_starts, q_ends, qsorted, bounds, chrom_ptr, starts, ends, maxend, ids,
-             min_overlap, frac_q, frac_r, best, win_lo, win_hi, counts, hit1, hit2):
-    """Per query: its candidate window [lo, hi), its number of hits and, when ``hit1`` is not
-    empty (not ``best``), its first two hit ids.
+@njit(**NJIT)
+def _set_at(set_offsets, p):
+    """The set whose slice holds position ``p`` (``0 <= p < n``; empty sets are skipped)."""
+    return _bisect_right(set_offsets, 0, set_offsets.size, p) - 1
 
-    Queries are visited in ``qsorted`` order (grouped by chromosome, starts ascending for the
-    merge to be fast, though any order is correct), in ``bounds.size - 1`` chunks of equal query
-    count run in parallel; within a chunk both window ends move from the previous query's.
-    Keeping the first two hits lets pass 2 write most queries without touching the universe
-    again: with sparse queries (a 50k-peak file on a 1M-region universe) every query reads
-    fresh cache lines, and reading them twice was half the kernels' time.
+
+@njit(**NJIT_PARALLEL)
+def _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, slotted, chrom_ptr,
+             starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
+             unk_id, wa, wb, counts):
+    """Pass 1. For the query at sweep position ``k``: its number of outputs and what pass 2
+    needs to write them, ``(wa[k], wb[k])``: its candidate window ``[lo, hi)`` or, with
+    ``keep`` and at most two outputs, the output ids themselves (a hit, or ``unk_id`` for a
+    query without hits under ``unk_mode`` 2).
+
+    Queries are visited in ``qsorted`` order (empty: ``0 .. n-1``), grouped by chromosome with
+    starts ascending for the merge to be fast (any order is correct), in ``bounds.size - 1``
+    chunks of equal query count run in parallel; within a chunk both window ends move from the
+    previous query's. The outputs count goes to ``counts[k + set + 2]``, the query's output
+    slot (see :func:`overlap`), when ``slotted`` (the sweep order is the emission order), else
+    to ``counts[k]``. Everything is written at ``k``: sequential stores, where stores through
+    the permutation missed the cache for every query of a shuffled set. Keeping the first two
+    hits lets pass 2 write most queries without touching the universe again: with sparse
+    queries (a 50k-peak file on a 1M-region universe) every query reads fresh cache lines, and
+    reading them twice was half the kernels' time.
     """
-    keep = hit1.size > 0
+    ident = qsorted.size == 0
     for t in prange(bounds.size - 1):
         prev_c = -2
         c_lo = 0
         c_hi = 0
         lo = 0
         hi = 0
+        s = 0
+        if slotted and bounds[t] < bounds[t + 1]:
+            s = _set_at(set_offsets, bounds[t])
         for k in range(bounds[t], bounds[t + 1]):
-            q = qsorted[k]
+            q = k if ident else qsorted[k]
             c = q_codes[q]
             qs = q_starts[q]
             qe = q_ends[q]
-            if c < 0 or c + 1 >= chrom_ptr.size:
-                win_lo[q] = 0
-                win_hi[q] = 0
-                counts[q] = 0
-                continue
-            if c != prev_c:
-                c_lo = chrom_ptr[c]
-                c_hi = chrom_ptr[c + 1]
-                lo = c_lo
-                hi = c_lo
-                prev_c = c
-            hi = _advance(starts, c_lo, c_hi, qe, hi)          # first row with start >= qe
-            lo = _advance(maxend, c_lo, hi, qs + 1, min(lo, hi))  # first row with maxend > qs
-            win_lo[q] = lo
-            win_hi[q] = hi
             k_hits = 0
-            for j in range(lo, hi):
-                if _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r) >= 0:
-                    k_hits += 1
-                    if best:
-                        break
-                    if keep:
+            h1 = np.uint32(0)
+            h2 = np.uint32(0)
+            w_lo = 0
+            w_hi = 0
+            if c >= 0 and c + 1 < chrom_ptr.size:
+                if c != prev_c:
+                    c_lo = chrom_ptr[c]
+                    c_hi = chrom_ptr[c + 1]
+                    lo = c_lo
+                    hi = c_lo
+                    prev_c = c
+                hi = _advance(starts, c_lo, c_hi, qe, hi)          # first row with start >= qe
+                lo = _advance(maxend, c_lo, hi, qs + 1, min(lo, hi))  # first row with maxend > qs
+                w_lo = lo
+                w_hi = hi
+                for j in range(lo, hi):
+                    if _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r) >= 0:
+                        k_hits += 1
+                        if best:
+                            break
                         if k_hits == 1:
-                            hit1[q] = ids[j]
+                            h1 = np.uint32(ids[j])
                         elif k_hits == 2:
-                            hit2[q] = ids[j]
-            counts[q] = k_hits
+                            h2 = np.uint32(ids[j])
+            if k_hits == 0 and unk_mode == UNK_REGION:
+                k_hits = 1
+                h1 = np.uint32(unk_id)
+            if keep and k_hits <= 2:
+                wa[k] = h1
+                wb[k] = h2
+            else:
+                wa[k] = np.uint32(w_lo)
+                wb[k] = np.uint32(w_hi)
+            if slotted:
+                while k >= set_offsets[s + 1]:
+                    s += 1
+                counts[k + s + 2] = k_hits
+            else:
+                counts[k] = k_hits
 
 
 @njit(**NJIT)
@@ -234,51 +264,68 @@ def _fill_one(lo, hi, qs, qe, starts, ends, ids, min_overlap, frac_q, frac_r, be
 
 
 @njit(**NJIT_PARALLEL)
-def _slots(order, set_of, per_query, unk_mode, slot_counts):
-    """slot_counts[p + set_of[p] + 1] = outputs of the query at emission position p."""
-    for p in prange(order.size):
-        k = per_query[order[p]]
-        if k == 0 and unk_mode == UNK_REGION:
-            k = 1
-        slot_counts[p + set_of[p] + 1] = k
+def _slots(kpos, bounds, set_offsets, per_k, counts):
+    """counts[p + set + 2] = per_k[kpos[p]]: outputs of the query at emission position ``p``."""
+    for t in prange(bounds.size - 1):
+        if bounds[t] == bounds[t + 1]:
+            continue
+        s = _set_at(set_offsets, bounds[t])
+        for p in range(bounds[t], bounds[t + 1]):
+            while p >= set_offsets[s + 1]:
+                s += 1
+            counts[p + s + 2] = per_k[kpos[p]]
 
 
 @njit(**NJIT_PARALLEL)
-def _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
-          min_overlap, frac_q, frac_r, best, unk_mode, unk_id, pos, out_ids, out_q, out_bp,
-          details, per_query, hit1, hit2):
-    """Write each query's hits; ``out_q``/``out_bp`` only when ``details`` (else scratch).
-
-    Queries with at most two hits kept by :func:`_windows` (``hit1``/``hit2`` not empty) are
-    copied from there; the others are searched again in their window.
-    """
-    keep = hit1.size > 0
-    for p in prange(order.size):
-        q = order[p]
-        at = pos[p + set_of[p] + 1]
-        k = per_query[q]
-        if keep and k <= 2:
-            if k >= 1:
-                out_ids[at] = hit1[q]
-            if k == 2:
-                out_ids[at + 1] = hit2[q]
-        else:
-            k = _fill_one(win_lo[q], win_hi[q], q_starts[q], q_ends[q], starts, ends, ids,
-                          min_overlap, frac_q, frac_r, best, out_ids, out_bp, at, details)
-        if k == 0 and unk_mode == UNK_REGION:
-            out_ids[at] = unk_id
+def _fill(q_starts, q_ends, order, kpos, bounds, set_offsets, wa, wb, pos, starts, ends, ids,
+          min_overlap, frac_q, frac_r, best, keep, unk_mode, unk_id, out_ids, out_q, out_bp,
+          details):
+    """Pass 2, in emission order: write each query's outputs from pass 1's ``(wa, wb)`` at the
+    sweep position ``kpos[p]`` (empty ``kpos``: ``p`` itself). ``pos[p + set + 1]`` is where
+    the query's outputs start, ``pos[p + set + 2]`` where they end. ``out_q``/``out_bp`` only
+    when ``details``; ``order`` empty means ``0 .. n-1``."""
+    ident_k = kpos.size == 0
+    ident_q = order.size == 0
+    for t in prange(bounds.size - 1):
+        if bounds[t] == bounds[t + 1]:
+            continue
+        s = _set_at(set_offsets, bounds[t])
+        for p in range(bounds[t], bounds[t + 1]):
+            while p >= set_offsets[s + 1]:
+                s += 1
+            at = pos[p + s + 1]
+            n_out = pos[p + s + 2] - at
+            if n_out == 0:
+                continue
+            k = p if ident_k else kpos[p]
+            if keep and n_out <= 2:  # the ids themselves (details is off with keep)
+                out_ids[at] = wa[k]
+                if n_out == 2:
+                    out_ids[at + 1] = wb[k]
+                continue
+            q = p if ident_q else order[p]
+            m = _fill_one(np.int64(wa[k]), np.int64(wb[k]), q_starts[q], q_ends[q], starts,
+                          ends, ids, min_overlap, frac_q, frac_r, best, out_ids, out_bp, at,
+                          details)
+            if m == 0:  # Unknown.REGION (n_out counts it)
+                out_ids[at] = unk_id
+                if details:
+                    out_bp[at] = 0
+                m = 1
             if details:
-                out_bp[at] = 0
-            k = 1
-        if details:
-            for t in range(k):
-                out_q[at + t] = q
+                for x in range(m):
+                    out_q[at + x] = q
 
 
 @njit(**NJIT)
 def _descents(q_codes, q_starts, order):
-    """How often a query in ``order`` starts before the previous one on the same chromosome."""
+    """How often a query in ``order`` (empty: ``0 .. n-1``) starts before the previous one on
+    the same chromosome."""
     k = 0
+    if order.size == 0:
+        for i in range(1, q_codes.size):
+            k += q_codes[i] == q_codes[i - 1] and q_starts[i] < q_starts[i - 1]
+        return k
     for i in range(1, order.size):
         a = order[i - 1]
         b = order[i]
@@ -289,13 +336,14 @@ def _descents(q_codes, q_starts, order):
 def _sweep_order(q_codes, q_starts, order):
     """The order in which pass 1 visits queries: grouped by chromosome, starts ascending.
 
-    The emission order is used as it is when it (nearly) has that shape: sorted files, the
-    gtars order of a file (by chromosome name, then start), batches of such sets, where only set
-    boundaries step back. Otherwise the queries are sorted by (code, start). Correctness does not
-    depend on it, only the gallop distances do (merging a batch of sorted sets into one sweep
-    was measured: the stable sort costs more than the cache misses it saves).
+    The emission order ``order`` (empty: the identity) is used as it is, and returned itself,
+    when it (nearly) has that shape: sorted files, the gtars order of a file (by chromosome
+    name, then start), batches of such sets, where only set boundaries step back. Otherwise the
+    queries are sorted by (code, start). Correctness does not depend on it, only the gallop
+    distances do (merging a batch of sorted sets into one sweep was measured: the stable sort
+    costs more than the cache misses it saves).
     """
-    n = order.size
+    n = q_codes.size
     if n < 2:
         return order
     if _descents(q_codes, q_starts, order) * 64 <= n:  # sorted runs (e.g. a batch of sorted files)
@@ -307,6 +355,7 @@ def _sweep_order(q_codes, q_starts, order):
     return np.lexsort((q_starts, q_codes))
 
 
+
 def _chunks(n: int, parts: int) -> np.ndarray:
     parts = max(1, min(parts, n // 4096 + 1))
     return np.linspace(0, n, parts + 1).astype(np.int64)
@@ -316,7 +365,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
             set_offsets: np.ndarray, order: np.ndarray, chrom_ptr: np.ndarray,
             starts: np.ndarray, ends: np.ndarray, maxend: np.ndarray, ids: np.ndarray,
             min_overlap: int, frac_q: float, frac_r: float, best: bool, unk_mode: int,
-            unk_id: int, details: bool = True):
+            unk_id: int, details: bool = True, ids_dtype=np.uint32):
     """Tokenize S concatenated query sets against a sweep index.
 
     Arrays must be contiguous and of the documented dtypes; nothing is checked here (see
@@ -330,9 +379,10 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
         Half-open query intervals, ``q_ends >= q_starts``.
     set_offsets : int64 (S+1,)
         Set ``s`` is queries ``set_offsets[s]:set_offsets[s+1]``.
-    order : int64 (n_q,)
+    order : int64 (n_q,) or None
         Within each set's slice, a permutation of that set's global query indices: the
-        emission order.
+        emission order. ``None``: the queries in the order given (a presorted set needs no
+        index array).
     chrom_ptr, starts, ends, maxend, ids
         The sweep index (:func:`genotok.kernels.sweep.build_sweep_sorted`).
     min_overlap : int
@@ -350,11 +400,13 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     details : bool
         With ``False`` only ids and offsets are computed (``qidx`` and ``overlap_bp`` are
         ``None``), which saves 16 bytes of fresh memory per output.
+    ids_dtype : numpy dtype
+        ``np.uint32`` (default) or ``np.int64``: written directly, no copy afterwards.
 
     Returns
     -------
     Overlap, a named tuple of:
-    ids : uint32 (n_out,)
+    ids : uint32 (n_out,), or ``ids_dtype``
     qidx : int64 (n_out,)
         Global query index of each output, ``-1`` for a set-level unk (``unk_mode=1``).
     overlap_bp : int64 (n_out,)
@@ -377,46 +429,68 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
 
     n_q = q_codes.size
     n_sets = set_offsets.size - 1
-    sizes = np.diff(set_offsets)
-    set_of = np.repeat(np.arange(n_sets, dtype=np.int64), sizes)
-    # pass 1, in (chrom, start) order: candidate windows and hit counts per query
+    if np.dtype(ids_dtype) not in (np.dtype(np.uint32), np.dtype(np.int64)):
+        raise ValueError(f"overlap: ids_dtype must be uint32 or int64, got {np.dtype(ids_dtype)}")
+    if starts.size >= 1 << 32:
+        raise ValueError(f"overlap: {starts.size:,} universe rows; pass 1 stores row numbers "
+                         "as uint32, so at most 2^32 - 1")
+    if order is None:
+        order = np.zeros(0, np.int64)  # the identity: read as such by every kernel
+    bounds = _chunks(n_q, 4 * numba.get_num_threads())
+    # pass 1, in (chrom, start) order: per query its outputs count and (window | ids)
     qsorted = _sweep_order(q_codes, q_starts, order)
-    win_lo = np.empty(n_q, dtype=np.int64)
-    win_hi = np.empty(n_q, dtype=np.int64)
-    per_query = np.empty(n_q, dtype=np.int64)
+    slotted = qsorted is order  # the sweep order is the emission order
     keep = not best and not details  # hits kept from pass 1 (details would need their bp too)
-    hit1 = np.empty(n_q if keep else 0, dtype=np.uint32)
-    hit2 = np.empty(n_q if keep else 0, dtype=np.uint32)
-    _windows(q_codes, q_starts, q_ends, qsorted, _chunks(n_q, 4 * numba.get_num_threads()),
-             chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best,
-             win_lo, win_hi, per_query, hit1, hit2)
-    # output slots: for set s one header slot (its set-level unk), then its queries in order
-    counts = np.zeros(n_q + n_sets + 1, dtype=np.int64)
-    _slots(order, set_of, per_query, unk_mode, counts)
+    wa = np.empty(n_q, dtype=np.uint32)
+    wb = np.empty(n_q, dtype=np.uint32)
+    # output slots: for set s one header slot (its set-level unk), then its queries in order;
+    # slot i's count goes to counts[i + 1], so that after an in-place cumsum counts[i] is
+    # where slot i's outputs start (query p of set s: slot p + s + 1)
+    counts = np.empty(n_q + n_sets + 1, dtype=np.int64)
     headers = set_offsets[:-1] + np.arange(n_sets)
+    counts[0] = 0
+    counts[headers + 1] = 0
+    kpos = np.zeros(0, np.int64)
+    if slotted:
+        _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, True, chrom_ptr,
+                 starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
+                 unk_id, wa, wb, counts)
+    else:
+        per_k = np.empty(n_q, dtype=np.int64)
+        _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, False, chrom_ptr,
+                 starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
+                 unk_id, wa, wb, per_k)
+        kpos = np.empty(n_q, dtype=np.int64)  # emission position -> sweep position
+        kpos[qsorted] = np.arange(n_q, dtype=np.int64)
+        if order.size:
+            kpos = kpos[order]
+        _slots(kpos, bounds, set_offsets, per_k, counts)
+        del per_k
+    unk_sets = np.zeros(0, np.int64)
     if unk_mode == UNK_SET and n_sets:
-        totals = np.add.reduceat(counts, headers)
-        # reduceat over [header_s, header_{s+1}): the set's query counts (its header is still 0)
-        counts[headers] = (totals == 0).astype(np.int64)
-    pos = np.zeros(counts.size, dtype=np.int64)
-    np.cumsum(counts[:-1], out=pos[1:])
-    total = int(pos[-1] + counts[-1])
-    out_ids = np.empty(total, dtype=np.uint32)
+        # reduceat over [header_s, header_{s+1}) of the slot counts: the set's query counts
+        # (its header is still 0)
+        empty = np.add.reduceat(counts[1:], headers) == 0
+        counts[headers + 1] = empty
+        unk_sets = headers[empty]
+    np.cumsum(counts, out=counts)
+    pos = counts
+    total = int(pos[-1])
+    out_ids = np.empty(total, dtype=ids_dtype)
     out_q = np.empty(total if details else 0, dtype=np.int64)
     out_bp = np.empty(total if details else 0, dtype=np.int64)
-    # pass 2, in emission order: fill from the stored windows (no searching)
-    _fill(q_starts, q_ends, order, set_of, win_lo, win_hi, starts, ends, ids,
-          min_overlap, frac_q, frac_r, best, unk_mode, unk_id, pos, out_ids, out_q, out_bp,
-          details, per_query, hit1, hit2)
+    # pass 2, in emission order: fill from pass 1's windows or ids (no searching)
+    _fill(q_starts, q_ends, order, kpos, bounds, set_offsets, wa, wb, pos, starts, ends, ids,
+          min_overlap, frac_q, frac_r, best, keep, unk_mode, unk_id, out_ids, out_q, out_bp,
+          details)
     out_offsets = np.empty(n_sets + 1, dtype=np.int64)
     out_offsets[:-1] = pos[headers]
     out_offsets[-1] = total
-    if unk_mode == UNK_SET:
-        h = headers[counts[headers] == 1]
-        out_ids[pos[h]] = unk_id
+    if unk_sets.size:
+        out_ids[pos[unk_sets]] = unk_id
         if details:
-            out_q[pos[h]] = -1
-            out_bp[pos[h]] = 0
+            out_q[pos[unk_sets]] = -1
+            out_bp[pos[unk_sets]] = 0
     if not details:
         return Overlap(out_ids, None, None, out_offsets)
     return Overlap(out_ids, out_q, out_bp, out_offsets)
@@ -429,7 +503,7 @@ def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.nda
     Raises :class:`~genotok.errors.RegionParseError` naming the first bad position: dtypes
     (int32 codes, int64 coordinates, offsets and order), lengths, codes in ``-1 .. n_chroms-1``,
     ``q_ends >= q_starts``, offsets that start at 0, never decrease and end at ``n_q``, and an
-    ``order`` that permutes each set's own indices.
+    ``order`` that permutes each set's own indices (``None``, the identity, is valid).
 
     Examples
     --------
@@ -445,6 +519,9 @@ def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.nda
     def fail(msg: str):
         raise RegionParseError(msg)
 
+    identity = order is None  # the queries in the order given
+    if identity:
+        order = np.arange(q_codes.size if isinstance(q_codes, np.ndarray) else 0, dtype=np.int64)
     for name, a, dt in (("q_codes", q_codes, np.int32), ("q_starts", q_starts, np.int64),
                         ("q_ends", q_ends, np.int64), ("set_offsets", set_offsets, np.int64),
                         ("order", order, np.int64)):
@@ -473,6 +550,8 @@ def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.nda
         s = int(np.flatnonzero(sizes < 0)[0])
         fail(f"set_offsets decrease at set {s} ({set_offsets[s]} -> {set_offsets[s + 1]}); "
              "they are cumulative set sizes")
+    if identity:
+        return
     set_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
     if n and (order.min() < 0 or order.max() >= n):
         p = int(np.flatnonzero((order < 0) | (order >= n))[0])
@@ -480,102 +559,6 @@ def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.nda
     if np.any(set_of[order] != set_of) or np.any(np.bincount(order, minlength=n) != 1):
         fail("order must be, within each set's slice, a permutation of that set's own "
              "global query indices (each exactly once)")
-
-
-@njit(**NJIT_PARALLEL)
-def _sort_sets(ids, offsets, groups, rank, keep, unique):
-    """Sort each set's ids by rank (ids >= rank.size last, stable); groups of sets in parallel."""
-    n_reg = rank.size
-    for g in prange(groups.size - 1):
-        for s in range(groups[g], groups[g + 1]):
-            a, b = offsets[s], offsets[s + 1]
-            if b - a == 0:
-                continue
-            key = np.empty(b - a, np.int64)
-            for k in range(b - a):
-                i = ids[a + k]
-                key[k] = rank[i] if i < n_reg else n_reg + k
-            o = np.argsort(key, kind="mergesort")
-            tmp = ids[a:b].copy()
-            for k in range(b - a):
-                ids[a + k] = tmp[o[k]]
-            keep[a] = True
-            for k in range(a + 1, b):
-                keep[k] = not unique or ids[k] != ids[k - 1]
-            if unique:  # specials are last, in input order: keep the first of each id
-                k0 = b
-                while k0 > a and ids[k0 - 1] >= n_reg:
-                    k0 -= 1
-                seen = np.empty(b - k0, ids.dtype)  # distinct specials so far (a handful)
-                n_seen = 0
-                for k in range(k0, b):
-                    new = True
-                    for t in range(n_seen):
-                        if seen[t] == ids[k]:
-                            new = False
-                            break
-                    keep[k] = new
-                    if new:
-                        seen[n_seen] = ids[k]
-                        n_seen += 1
-
-
-def _size_groups(offsets: np.ndarray, parts: int) -> np.ndarray:
-    """Bounds of ``<= parts`` runs of consecutive sets with about equal total size."""
-    n_sets = offsets.size - 1
-    if n_sets <= 0:
-        return np.zeros(1, np.int64)
-    targets = np.linspace(offsets[0], offsets[-1], parts + 1)[1:-1]
-    cuts = np.searchsorted(offsets[1:-1], targets, side="left") + 1
-    return np.unique(np.concatenate(([0], cuts, [n_sets]))).astype(np.int64)
-
-
-def sort_within_sets(ids: np.ndarray, out_offsets: np.ndarray, rank: np.ndarray,
-                     unique: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Reorder each set's ids by genomic rank; with ``unique`` drop repeated ids.
-
-    ``rank[id]`` is the id's position in genomic order; ids ``>= rank.size`` (special tokens
-    such as ``<unk>``) go last in their original order. Sets are sorted in parallel, in groups
-    of about equal total size.
-
-    Parameters
-    ----------
-    ids : uint32 or int64 (n,)
-    out_offsets : int64 (S+1,)
-    rank : int64 (n_regions,)
-    unique : bool
-
-    Returns
-    -------
-    ids : the same dtype, a new array
-    out_offsets : int64 (S+1,), new offsets when ``unique`` drops ids
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> ids, offs = sort_within_sets(np.array([3, 0, 3, 9], np.uint32), np.array([0, 2, 4]),
-    ...                              np.array([2, 0, 1, 3]), True)
-    >>> ids.tolist(), offs.tolist()
-    ([0, 3, 3, 9], [0, 2, 4])
-    """
-    import numba
-
-    ids = np.array(ids, copy=True)
-    out_offsets = np.ascontiguousarray(out_offsets, dtype=np.int64)
-    if (ids.ndim != 1 or out_offsets.size < 1 or out_offsets[0] != 0
-            or out_offsets[-1] != ids.size or np.any(np.diff(out_offsets) < 0)):
-        raise ValueError(f"out_offsets must rise from 0 to len(ids) = {ids.size}; got "
-                         f"{out_offsets.size} offsets ending at {out_offsets[-1:].tolist()}: "
-                         "pass the offsets returned with these ids")
-    keep = np.ones(ids.size, dtype=np.bool_)
-    groups = _size_groups(out_offsets, 4 * numba.get_num_threads())
-    _sort_sets(ids, out_offsets, groups, np.ascontiguousarray(rank, dtype=np.int64), keep,
-               bool(unique))
-    if not unique:
-        return ids, out_offsets
-    csum = np.zeros(ids.size + 1, dtype=np.int64)
-    np.cumsum(keep, out=csum[1:])
-    return ids[keep], csum[out_offsets]
 
 
 def warmup() -> None:

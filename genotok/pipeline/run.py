@@ -156,7 +156,9 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         try:
             _check_regular(p)
             rs = RegionSet.from_bed(p)
-            return rs, file_digest(p, algo), None, tokenizer.prepare(rs)
+            with _config.threads(1):  # the workers already run one file each
+                prepared = tokenizer.prepare(rs)
+            return rs, file_digest(p, algo), None, prepared
         except SKIPPABLE as exc:
             if on_error == "fail":
                 raise

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from genotok import RegionSet, Tokenizer, _config
 from genotok.errors import RegionParseError
 from genotok.kernels import overlap as K
+from genotok.kernels import setorder
 from genotok.kernels import sweep as SW
 from tests import naive_overlap as naive
 from tests import naive_tokenizer
@@ -129,6 +130,42 @@ def test_overlap_matches_oracle(u, data, opts, big_ids):
     ids, qidx, bp, offs = _run(q, sw, opts, details=False)
     assert qidx is None and bp is None
     assert ids.tolist() == want[0].tolist() and offs.tolist() == want[3].tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(universes(), st.data(), options, st.booleans())
+def test_identity_order_and_int64_ids(u, data, opts, tiny):
+    """``order=None`` (queries as given) equals the explicit identity, with the sweep taking
+    its own sorted order when the queries are unsorted; ``ids_dtype=np.int64`` writes the same
+    ids; chunk edges anywhere."""
+    codes, starts, ends, n_chroms, keep = u
+    sw = _sweep(codes, starts, ends, n_chroms, keep)
+    qc, qs, qe, offs, _ = data.draw(queries(n_chroms))
+    K.check_overlap_args(qc, qs, qe, offs, None, n_chroms)
+    ident = np.arange(qc.size, dtype=np.int64)
+    want = naive.overlap(qc, qs, qe, offs, ident, *sw, opts["min_overlap"], opts["frac_q"],
+                         opts["frac_r"], opts["best"], opts["unk_mode"], UNK)
+    with _tiny_chunks() if tiny else contextlib.nullcontext():
+        _assert_equal(_run((qc, qs, qe, offs, None), sw, opts), want)
+        ids, _, _, got_offs = K.overlap(qc, qs, qe, offs, None, *sw, opts["min_overlap"],
+                                        opts["frac_q"], opts["frac_r"], opts["best"],
+                                        opts["unk_mode"], UNK, False, np.int64)
+    assert ids.dtype == np.int64 and ids.tolist() == want[0].tolist()
+    assert got_offs.tolist() == want[3].tolist()
+
+
+def test_sorted_queries_and_ids_dtype_checked():
+    """A sorted set (the sweep order is the emission order) with unknown chromosomes, touching
+    and duplicate queries; a bad ``ids_dtype`` is refused."""
+    sw = _sweep(np.array([0, 0, 1], np.int32), np.array([100, 200, 0]),
+                np.array([200, 300, 50]), 2)
+    q = (np.array([-1, 0, 0, 0, 0, 1], np.int32), np.array([0, 150, 150, 200, 300, 10]),
+         np.array([5, 200, 200, 250, 400, 20]), np.array([0, 6]), None)
+    ids, qidx, bp, offs = K.overlap(*q, *sw, 0, 0.0, 0.0, False, 2, 9)
+    assert ids.tolist() == [9, 0, 0, 1, 9, 2] and qidx.tolist() == [0, 1, 2, 3, 4, 5]
+    assert bp.tolist() == [0, 50, 50, 50, 0, 10] and offs.tolist() == [0, 6]
+    with pytest.raises(ValueError, match="ids_dtype"):
+        K.overlap(*q, *sw, 0, 0.0, 0.0, False, 2, 9, False, np.int32)
 
 
 @contextlib.contextmanager
@@ -368,7 +405,7 @@ def test_sort_within_sets(rows, unique, big, dtype):
 @given(st.lists(st.integers(0, 50), max_size=30), st.integers(1, 9))
 def test_size_groups_cover_every_set_once(sizes, parts):
     offs = np.cumsum([0] + sizes).astype(np.int64)
-    g = K._size_groups(offs, parts)
+    g = setorder._size_groups(offs, parts)
     if not sizes:
         assert g.tolist() == [0]
         return
