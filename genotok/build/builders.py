@@ -54,26 +54,32 @@ from .streaming import (
 __all__ = ["coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
 
 
-def _quiet_kwarg(func):
+def _quiet_kwarg(stacklevel: int = 3):
     """Keep the old ``quiet=`` of a builder one release: it warns, then runs with
-    ``progress=False`` and the builder's warnings (``UserWarning``) ignored, as it did."""
+    ``progress=False`` and the builder's warnings (``UserWarning``) ignored, as it did.
+    ``stacklevel=4`` under another wrapper (``renamed_kwargs``): the warning names the
+    caller's line."""
 
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        if "quiet" not in kwargs:
-            return func(*args, **kwargs)
-        quiet = kwargs.pop("quiet")
-        warn_deprecated(f"{func.__qualname__}(): quiet= is deprecated since genotok {SINCE} and "
-                        f"will be removed in {REMOVED_IN}; use progress=False, and a "
-                        f"warnings filter (warnings.catch_warnings()) to silence warnings")
-        if not quiet:
-            return func(*args, **kwargs)
-        kwargs["progress"] = False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            return func(*args, **kwargs)
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if "quiet" not in kwargs:
+                return func(*args, **kwargs)
+            quiet = kwargs.pop("quiet")
+            warn_deprecated(f"{func.__qualname__}(): quiet= is deprecated since genotok {SINCE} "
+                            f"and will be removed in {REMOVED_IN}; use progress=False, and a "
+                            f"warnings filter (warnings.catch_warnings()) to silence warnings",
+                            stacklevel=stacklevel)
+            if not quiet:
+                return func(*args, **kwargs)
+            kwargs["progress"] = False
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return func(*args, **kwargs)
 
-    return wrapper
+        return wrapper
+
+    return decorate
 
 
 # ---------------------------------------------------------------------------- tile
@@ -206,7 +212,7 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
 
 
 # ---------------------------------------------------------------------------- merge
-@_quiet_kwarg
+@_quiet_kwarg()
 def merge(inputs, min_gap: int = 0, *, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """The union of all regions of many inputs, merged like ``bedtools merge -d min_gap``.
@@ -272,8 +278,8 @@ def _fraction_count(fraction: float, n: int) -> int:
     return int(-(-Fraction(repr(float(fraction))) * n // 1))
 
 
-@_quiet_kwarg
 @renamed_kwargs(min_count="min_inputs", min_fraction="min_input_fraction")
+@_quiet_kwarg(stacklevel=4)
 def coverage_cutoff(inputs, min_inputs: int | None = None, *,
                     min_input_fraction: float | None = None, min_width: int = 0,
                     progress: bool = False, hash_inputs: bool = True,
@@ -367,8 +373,8 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
 
 
 # ---------------------------------------------------------------------------- top-k
-@_quiet_kwarg
 @renamed_kwargs(min_hits="min_inputs")
+@_quiet_kwarg(stacklevel=4)
 def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """Vocabulary-size control: the ``max_regions`` candidate regions hit by the most input sets.

@@ -510,8 +510,9 @@ def test_old_keywords_warn_and_work(tmp_path):
     """Issue 21 item 2: ``min_count=``, ``min_fraction=``, ``min_hits=``, ``quiet=`` and
     ``path=`` still work one release, each with a DeprecationWarning naming the new spelling."""
     sets = [[("chr1", 0, 10)], [("chr1", 5, 10)]]
-    with pytest.deprecated_call(match="min_count= is deprecated .* use min_inputs="):
+    with pytest.deprecated_call(match="min_count= is deprecated .* use min_inputs=") as rec:
         assert build.coverage_cutoff(sets, min_count=2).regions.to_strings() == ["chr1:5-10"]
+    assert rec[0].filename == __file__  # at the caller's line
     with pytest.deprecated_call(match="min_fraction= is deprecated .* use min_input_fraction="):
         assert build.coverage_cutoff(sets, min_fraction=1.0).report.stats["min_count"] == 2
     with pytest.raises(TypeError, match="both min_count="):
@@ -519,12 +520,14 @@ def test_old_keywords_warn_and_work(tmp_path):
     with pytest.deprecated_call(match="min_hits= is deprecated .* use min_inputs="):
         assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 1, min_hits=2).regions) == 1
     # quiet=True: no bar and no warnings, as before (the UserWarning would fail this test)
-    with pytest.deprecated_call(match="quiet= is deprecated .* use progress=False"):
+    with pytest.deprecated_call(match="quiet= is deprecated .* use progress=False") as rec:
         assert len(build.coverage_cutoff(sets, 3, quiet=True).regions) == 0
+    assert rec[0].filename == __file__
     with pytest.deprecated_call(match="quiet= is deprecated"):
         assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 2, quiet=True).regions) == 1
-    with pytest.deprecated_call(match="quiet= is deprecated"):
+    with pytest.deprecated_call(match="quiet= is deprecated") as rec:
         assert build.merge(sets, quiet=False).regions.to_strings() == ["chr1:0-10"]
+    assert rec[0].filename == __file__
     result = build.merge(sets)
     with pytest.deprecated_call(match="path= is deprecated .* use out="):
         build.write_universe(result, path=tmp_path / "a.bed")
