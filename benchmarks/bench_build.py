@@ -155,8 +155,8 @@ def main(argv=None) -> int:
     calls = {
         "merge": (lambda: build.merge(files, n_threads=th), f"merge(files, n_threads={th})"),
         f"consensus (>= {k} files)": (
-            lambda: build.coverage_cutoff(files, k, n_threads=th, quiet=True),
-            f"coverage_cutoff(files, {k}, n_threads={th}, quiet=True)"),
+            lambda: build.coverage_cutoff(files, k, n_threads=th),
+            f"coverage_cutoff(files, {k}, n_threads={th})"),
     }
     from genotok.kernels import build as _build_kernels
     from genotok.kernels import overlap as _kernels
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     else:
         print("bedtools unavailable: anchors skipped\n")
     union = results["merge"].regions
-    top = lambda: build.top_k(union, files, args.max_regions, n_threads=th, quiet=True)  # noqa: E731
+    top = lambda: build.top_k(union, files, args.max_regions, n_threads=th)  # noqa: E731
     top()
     t_top = best_of(top, args.repeat)
     rows.append([f"top-k ({args.max_regions:,} of {len(union):,})", "genotok", "", f"{t_top:.2f}",

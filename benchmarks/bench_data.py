@@ -96,7 +96,7 @@ def main(argv=None) -> int:
             gdir.mkdir()
             n_files = min(args.gtok_files, args.records)
             for i in range(n_files):
-                write_gtok(gdir / f"{i}.gtok", rows[i])
+                write_gtok(rows[i], gdir / f"{i}.gtok")
             files = [str(gdir / f"{i}.gtok") for i in range(n_files)]
             collate = Collator(pad_token_id=vocab - 6, max_length=args.max_length, truncation="subsample_ordered")
             t0 = time.perf_counter()

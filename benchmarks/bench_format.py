@@ -72,7 +72,7 @@ def main(argv=None) -> int:
         gdir.mkdir()
         n_files = min(args.gtok_files, args.records)
         for i in range(n_files):
-            write_gtok(gdir / f"{i}.gtok", rows[i])
+            write_gtok(rows[i], gdir / f"{i}.gtok")
         files = [gdir / f"{i}.gtok" for i in range(n_files)]
         pick = rng.integers(0, n_files, n_files)
         t_loop = best_of(lambda: [np.array(read_gtok(files[i], mmap=False)) for i in pick], 3) / n_files

@@ -68,7 +68,7 @@ def main(argv=None) -> int:
             for threads in (1, 2):
                 out = tmp / f"out{threads}_{k}"
                 t0 = time.perf_counter()
-                run = pretokenize(indir, tok, out, n_threads=threads, quiet=True)
+                run = pretokenize(indir, tok, out, n_threads=threads, progress=False)
                 results[threads] = min(results[threads], time.perf_counter() - t0)
                 n_tokens = run.n_tokens
                 shutil.rmtree(out)
@@ -109,7 +109,7 @@ def main(argv=None) -> int:
         setup = ("import genotok\nfrom genotok.pipeline import pretokenize\n"
                  f"tok = genotok.Tokenizer.from_bed({str(upath)!r})\n"
                  "indir = {!r}\n" f"out = {str(tmp / 'cold_warm')!r}").format
-        call = "pretokenize(indir, tok, out, quiet=True, overwrite=True)"
+        call = "pretokenize(indir, tok, out, progress=False, overwrite=True)"
         label = f"pretokenize ({args.lines:,}-line files)"
         print(cold_warm_section(label, setup(str(indir)), call, f"{args.files} files", repeat=2))
         sizes = {k: setup(str(input_dir(k, args.lines, base)))

@@ -44,7 +44,7 @@ def _make_corpus(d: Path, n: int, shards: int, mean: float, vocab: int) -> Path:
         with CorpusWriter(p, vocab_size=vocab, fingerprint="bench") as w:
             w.append_batch(Ragged(rng.integers(0, vocab - 8, int(offs[-1])), offs))
         paths.append(p)
-    write_manifest(d, paths)
+    write_manifest(paths, d)
     return d
 
 

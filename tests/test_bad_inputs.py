@@ -220,7 +220,7 @@ def test_corpus_writer_bad_id_leaves_nothing(tmp_path):
 
 def test_gtok_write_refuses_negative_ids(tmp_path):
     with pytest.raises(GtokFormatError, match="x.gtok"):
-        write_gtok(tmp_path / "x.gtok", [-1])
+        write_gtok([-1], tmp_path / "x.gtok")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -231,7 +231,7 @@ def test_pipeline_bad_input_leaves_no_partial_shard(tmp_path):
     (d / "b.bed").write_bytes(b"chr1\t1\x00\t2\n")
     tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
     with pytest.raises(BedParseError, match=r"b.bed:1: binary data"):
-        pretokenize(d, tok, tmp_path / "out", quiet=True)
+        pretokenize(d, tok, tmp_path / "out", progress=False)
     leftovers = [p.name for p in (tmp_path / "out").iterdir()]
     assert not [n for n in leftovers if n.endswith(".gtokc") or n.endswith(".tmp") or n == "manifest.json"]
 

@@ -140,7 +140,7 @@ def prepare(directory: Path) -> Path:
         shutil.copy(ex / name, directory / name)
     shutil.copytree(ex / "peaks", directory / "peaks", dirs_exist_ok=True)
     tok = genotok.Tokenizer.from_bed(directory / "universe.bed")
-    pretokenize(directory / "peaks", tok, directory / "corpus", quiet=True)
+    pretokenize(directory / "peaks", tok, directory / "corpus", progress=False)
     return directory
 
 

@@ -27,7 +27,7 @@ def tok():
 
 # --------------------------------------------------------------------------- run summaries
 def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
-    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", quiet=True)
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
     corpus = genotok.Corpus.open(run.out)
     flat = corpus.to_ragged().data
     assert run.n_unk_tokens == int((flat == tok.unk_token_id).sum())
@@ -50,7 +50,7 @@ def test_wrong_universe_warns_and_names_the_cause(tmp_path):
     wrong = genotok.Tokenizer.from_bed(tmp_path / "u.bed")
     with pytest.warns(UserWarning, match=r"5 of 5 records hit no region of the universe .*"
                                          r"genome build.*chromosome names"):
-        run = pretokenize(genotok.examples_dir() / "peaks", wrong, tmp_path / "c", quiet=True)
+        run = pretokenize(genotok.examples_dir() / "peaks", wrong, tmp_path / "c", progress=False)
     assert run.hit_rate == 0.0 and run.unk_share == 1.0
     assert "0.0% of records hit the universe" in str(run)
 
@@ -59,7 +59,7 @@ def test_wrong_universe_warns_and_names_the_cause(tmp_path):
 def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
     # the reproducer: 19 of 20 cells came out [<unk>] and the run said nothing
     with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):
-        run = pretokenize(PBMC, tok, tmp_path / "x", quiet=True)
+        run = pretokenize(PBMC, tok, tmp_path / "x", progress=False)
     assert run.n_unk_records >= 17  # a few cells touch chr1:0-2M of the example
     info = genotok.Corpus.open(run.out).info()
     assert info["hit_rate"] == f"{run.hit_rate:.1%} of records hit the universe"
@@ -121,13 +121,13 @@ def test_every_optional_extra_has_an_install_hint(monkeypatch, module, extra):
 
 
 def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
-    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", quiet=True)
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[parquet\]'"):
         genotok.export_parquet(genotok.Corpus.open(run.out), tmp_path / "t.parquet")
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
-        pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", quiet=True,
+        pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", progress=False,
                     client=object())
 
 

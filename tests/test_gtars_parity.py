@@ -521,7 +521,7 @@ def test_a_corpus_fingerprint_covers_inert_lines(tmp_path):
     peaks = tmp_path / "peaks"
     peaks.mkdir()
     (peaks / "a.bed").write_text("chr9\t3526100\t3526200\n")
-    pretokenize(peaks, tok, tmp_path / "corpus", quiet=True)
+    pretokenize(peaks, tok, tmp_path / "corpus", progress=False)
     assert Corpus.open(tmp_path / "corpus", expect=tok)[0].tolist() == [11, 10]
     other = tmp_path / "other.bed"  # the same but for the inert line's end
     other.write_text(SCORED.read_text().replace("4915618", "4915619"))

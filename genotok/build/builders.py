@@ -20,6 +20,7 @@ the report and the writer in :mod:`genotok.build.report`.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import warnings
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import _config, _io
+from .._deprecate import REMOVED_IN, SINCE, renamed_kwargs, warn_deprecated
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
 from ..regions import RegionSet, as_regions
@@ -50,6 +52,34 @@ from .streaming import (
 )
 
 __all__ = ["coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
+
+
+def _quiet_kwarg(stacklevel: int = 3):
+    """Keep the old ``quiet=`` of a builder one release: it warns, then runs with
+    ``progress=False`` and the builder's warnings (``UserWarning``) ignored, as it did.
+    ``stacklevel=4`` under another wrapper (``renamed_kwargs``): the warning names the
+    caller's line."""
+
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if "quiet" not in kwargs:
+                return func(*args, **kwargs)
+            quiet = kwargs.pop("quiet")
+            warn_deprecated(f"{func.__qualname__}(): quiet= is deprecated since genotok {SINCE} "
+                            f"and will be removed in {REMOVED_IN}; use progress=False, and a "
+                            f"warnings filter (warnings.catch_warnings()) to silence warnings",
+                            stacklevel=stacklevel)
+            if not quiet:
+                return func(*args, **kwargs)
+            kwargs["progress"] = False
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 # ---------------------------------------------------------------------------- tile
@@ -182,7 +212,8 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
 
 
 # ---------------------------------------------------------------------------- merge
-def merge(inputs, min_gap: int = 0, *, progress: bool = False, quiet: bool = False,
+@_quiet_kwarg()
+def merge(inputs, min_gap: int = 0, *, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """The union of all regions of many inputs, merged like ``bedtools merge -d min_gap``.
 
@@ -205,8 +236,8 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False, quiet: bool = Fal
         Largest gap (bp) between regions that are still merged.
     progress
         Show a progress bar over the inputs (tqdm when installed, else a line on stderr).
-    quiet
-        No progress bar and no warnings.
+        (``quiet=True``, deprecated and gone in genotok 0.3, was ``progress=False`` with the
+        warnings silenced: silence them with :func:`warnings.catch_warnings` instead.)
     hash_inputs
         Record the sha256 of every input file in the report (``False`` skips the hashing).
     n_threads
@@ -231,7 +262,7 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False, quiet: bool = Fal
     fold = _Fold(lambda c, s, e: _merge_arrays(c, s, e, min_gap))
     described = []
     with _config.threads(n_threads):
-        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress and not quiet,
+        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress,
                                 desc="merge", n_threads=n_threads):
             described.append(info)
             fold.add(_merge_arrays(table.codes(rs), rs.starts, rs.ends, min_gap))
@@ -247,9 +278,12 @@ def _fraction_count(fraction: float, n: int) -> int:
     return int(-(-Fraction(repr(float(fraction))) * n // 1))
 
 
-def coverage_cutoff(inputs, min_count: int | None = None, *, min_fraction: float | None = None,
-                    min_width: int = 0, progress: bool = False, quiet: bool = False,
-                    hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
+@renamed_kwargs(min_count="min_inputs", min_fraction="min_input_fraction")
+@_quiet_kwarg(stacklevel=4)
+def coverage_cutoff(inputs, min_inputs: int | None = None, *,
+                    min_input_fraction: float | None = None, min_width: int = 0,
+                    progress: bool = False, hash_inputs: bool = True,
+                    n_threads: int | None = None) -> BuildResult:
     """Consensus regions: maximal runs of positions covered by at least ``k`` input sets.
 
     Coverage counts *input sets*, not regions: each input is merged first, so regions
@@ -261,51 +295,55 @@ def coverage_cutoff(inputs, min_count: int | None = None, *, min_fraction: float
     ----------
     inputs
         As for :func:`merge`.
-    min_count
-        ``k``: the minimum number of input sets covering a position (>= 1).
-    min_fraction
-        Instead of ``min_count``: ``k = ceil(min_fraction * n_inputs)`` (at least 1),
-        with ``0 < min_fraction <= 1``. Give exactly one of the two.
+    min_inputs
+        ``k``: the minimum number of input sets covering a position (>= 1). (``min_count=``
+        is its old name, deprecated: it goes in genotok 0.3.)
+    min_input_fraction
+        Instead of ``min_inputs``: ``k = ceil(min_input_fraction * n_inputs)`` (at least 1),
+        with ``0 < min_input_fraction <= 1``. Give exactly one of the two. (``min_fraction=``
+        is its old name, deprecated: it goes in genotok 0.3.)
     min_width
         Drop consensus regions narrower than this (bp).
-    progress, quiet, hash_inputs, n_threads
-        As for :func:`merge`. Without ``quiet`` a warning says when ``k`` exceeds the number
-        of inputs (the result is then empty).
+    progress, hash_inputs, n_threads
+        As for :func:`merge`. A warning says when ``k`` exceeds the number of inputs (the
+        result is then empty).
 
     Returns
     -------
     BuildResult
-        ``(regions, report)``; ``report.stats`` has the effective ``min_count`` and the
-        ``max_coverage`` seen.
+        ``(regions, report)``; ``report.stats`` has the effective ``k`` (as ``min_count``,
+        the report's key) and the ``max_coverage`` seen.
 
     Examples
     --------
     >>> sets = [["chr1:0-100"], ["chr1:50-150", "chr1:60-70"], ["chr1:90-200"]]
     >>> coverage_cutoff(sets, 2).regions.to_strings()
     ['chr1:50-150']
-    >>> coverage_cutoff(sets, min_fraction=1.0).regions.to_strings()
+    >>> coverage_cutoff(sets, min_input_fraction=1.0).regions.to_strings()
     ['chr1:90-100']
     """
     t0 = time.perf_counter()
-    if (min_count is None) == (min_fraction is None):
-        raise UniverseError("give exactly one of min_count (a number of input sets) and "
-                            "min_fraction (a fraction of the inputs)")
-    if min_count is not None:
-        min_count = _check_int(min_count, "min_count", 1)
+    if (min_inputs is None) == (min_input_fraction is None):
+        raise UniverseError("give exactly one of min_inputs (a number of input sets) and "
+                            "min_input_fraction (a fraction of the inputs)")
+    if min_inputs is not None:
+        min_inputs = _check_int(min_inputs, "min_inputs", 1)
     else:
         try:
-            f = float(min_fraction)  # type: ignore[arg-type]
+            f = float(min_input_fraction)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise UniverseError(f"min_fraction must be a number, got {min_fraction!r}") from None
+            raise UniverseError(f"min_input_fraction must be a number, got "
+                                f"{min_input_fraction!r}") from None
         if not 0.0 < f <= 1.0:
-            raise UniverseError(f"min_fraction must be in (0, 1], got {min_fraction!r}")
-        min_fraction = f
+            raise UniverseError(f"min_input_fraction must be in (0, 1], got "
+                                f"{min_input_fraction!r}")
+        min_input_fraction = f
     min_width = _check_int(min_width, "min_width", 0)
     table = _ChromTable()
     fold = _Fold(_compact_arrays)
     described = []
     with _config.threads(n_threads):
-        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress and not quiet,
+        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress,
                                 desc="coverage", n_threads=n_threads):
             described.append(info)
             c, s, e = _merge_arrays(table.codes(rs), rs.starts, rs.ends, 0)
@@ -316,16 +354,18 @@ def coverage_cutoff(inputs, min_count: int | None = None, *, min_fraction: float
                       np.concatenate([ones, -ones])))
         codes, pos, delta = fold.result()
         n = len(described)
-        k = min_count if min_count is not None else max(1, _fraction_count(min_fraction, n))
-        if k > n and not quiet:
-            warnings.warn(f"min_count {k} is more than the {n} inputs: no position can be covered "
-                          f"that often, the consensus is empty", UserWarning, stacklevel=2)
+        k = (min_inputs if min_inputs is not None
+             else max(1, _fraction_count(min_input_fraction, n)))
+        if k > n:  # stacklevel 4: the user's line, above the two deprecation wrappers
+            warnings.warn(f"min_inputs {k} is more than the {n} inputs: no position can be "
+                          f"covered that often, the consensus is empty", UserWarning, stacklevel=4)
         oc, os_, oe = (np.empty(codes.size, np.int32), np.empty(codes.size, np.int64),
                        np.empty(codes.size, np.int64))
         m = _bk.runs_at_least(codes, pos, delta, np.int64(k), np.int64(min_width), oc, os_, oe)
     out = _finish(table.names, oc[:m], os_[:m], oe[:m])
     max_cov = int(np.cumsum(delta).max()) if delta.size else 0
-    params: dict[str, Any] = {"min_count": min_count, "min_fraction": min_fraction,
+    # the report's keys are the sidecar's format (BuildReport.read): they keep their names
+    params: dict[str, Any] = {"min_count": min_inputs, "min_fraction": min_input_fraction,
                               "min_width": min_width}
     stats = {"n_inputs": n, "min_count": int(k), "max_coverage": max_cov,
              "bp_covered": int((out.ends - out.starts).sum())}
@@ -333,15 +373,16 @@ def coverage_cutoff(inputs, min_count: int | None = None, *, min_fraction: float
 
 
 # ---------------------------------------------------------------------------- top-k
-def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: bool = False,
-          quiet: bool = False, hash_inputs: bool = True,
-          n_threads: int | None = None) -> BuildResult:
+@renamed_kwargs(min_hits="min_inputs")
+@_quiet_kwarg(stacklevel=4)
+def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress: bool = False,
+          hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """Vocabulary-size control: the ``max_regions`` candidate regions hit by the most input sets.
 
     A candidate region's hit count is the number of input sets with at least one region
     overlapping it, half-open as in the tokenizer: ``[s, e)`` and ``[qs, qe)`` overlap iff
     ``s < qe and e > qs`` (a zero-length input region strictly inside counts). Regions with
-    fewer than ``min_hits`` hits are never kept. The top ``max_regions`` by count are kept,
+    fewer than ``min_inputs`` hits are never kept. The top ``max_regions`` by count are kept,
     ties broken by genomic position (earlier first), and returned in genomic order.
     Exact duplicate candidate regions are counted and kept once. The overlap search uses the
     shared sweep kernels of :mod:`genotok.kernels.overlap` (the tokenizer's).
@@ -354,12 +395,13 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
         As for :func:`merge`.
     max_regions
         Vocabulary size (number of regions) to keep (>= 1).
-    min_hits
+    min_inputs
         Minimum number of input sets hitting a kept region (>= 0; 0 lets never-hit regions
-        fill up the vocabulary by position).
-    progress, quiet, hash_inputs, n_threads
-        As for :func:`merge`. Without ``quiet`` a warning says when fewer than
-        ``max_regions`` candidates have ``min_hits`` hits.
+        fill up the vocabulary by position). (``min_hits=`` is its old name, deprecated: it
+        goes in genotok 0.3.)
+    progress, hash_inputs, n_threads
+        As for :func:`merge`. A warning says when fewer than ``max_regions`` candidates have
+        ``min_inputs`` hits.
 
     Returns
     -------
@@ -376,7 +418,7 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
     """
     t0 = time.perf_counter()
     max_regions = _check_int(max_regions, "max_regions", 1)
-    min_hits = _check_int(min_hits, "min_hits", 0)
+    min_inputs = _check_int(min_inputs, "min_inputs", 0)
     cand = as_regions(candidate)
     if len(cand) == 0:
         raise UniverseError(f"{cand.source or 'candidate'}: the candidate universe has no regions; "
@@ -401,7 +443,7 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
     counts = np.zeros(m, np.int64)
     described = []
     with _config.threads(n_threads):
-        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress and not quiet,
+        for rs, info in _stream(inputs, hash_inputs=hash_inputs, progress=progress,
                                 desc="top-k", n_threads=n_threads):
             described.append(info)
             n = len(rs)
@@ -412,18 +454,19 @@ def top_k(candidate, inputs, max_regions: int, *, min_hits: int = 1, progress: b
             out_ids = tok.encode_prepared([rs], [(qlut[rs.codes], np.arange(n, dtype=np.int64))],
                                           n_threads=n_threads).data
             counts[np.unique(out_ids)] += 1  # a set counts once per region
-    eligible = np.flatnonzero(counts >= min_hits)
+    eligible = np.flatnonzero(counts >= min_inputs)
     best = np.lexsort((eligible, -counts[eligible]))[:max_regions]
     keep = np.sort(eligible[best])
-    if keep.size < max_regions and not quiet:
-        warnings.warn(f"only {keep.size:,} of {m:,} candidate regions are hit by >= {min_hits} "
+    if keep.size < max_regions:  # stacklevel 4: the user's line, above the two wrappers
+        warnings.warn(f"only {keep.size:,} of {m:,} candidate regions are hit by >= {min_inputs} "
                       f"input set(s); the vocabulary has {keep.size:,} regions, "
                       f"not {max_regions:,}",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=4)
     out = _finish(nat_names, c[keep], s[keep], e[keep])
     cinfo = _describe(cand, hash_inputs)
     cinfo["n_unique"] = int(m)
-    params = {"max_regions": max_regions, "min_hits": min_hits, "candidate": cinfo}
+    # the report's keys are the sidecar's format (BuildReport.read): they keep their names
+    params = {"max_regions": max_regions, "min_hits": min_inputs, "candidate": cinfo}
     stats = {"n_inputs": len(described), "n_candidates": int(m), "n_eligible": int(eligible.size),
              "cutoff_hits": int(counts[keep].min()) if keep.size else 0,
              "max_hits": int(counts.max()) if m else 0}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import _io
+from .._deprecate import renamed_kwargs
 from .._version import __version__
 from ..errors import UniverseError
 from ..regions import RegionSet, as_regions
@@ -113,12 +114,14 @@ class BuildResult(NamedTuple):
     regions: RegionSet
     report: BuildReport
 
-    def write(self, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
-        """Write the BED (``.gz`` compresses) and its ``<path>.json`` sidecar.
+    @renamed_kwargs(path="out")
+    def write(self, out: str | os.PathLike, *, overwrite: bool = False) -> Path:
+        """Write the BED (``.gz`` compresses) and its ``<out>.json`` sidecar.
 
-        An existing file is refused unless ``overwrite=True``. See :func:`write_universe`.
+        An existing file is refused unless ``overwrite=True``. See :func:`write_universe`
+        (``path=`` is the old name of ``out=``, deprecated: it goes in genotok 0.3).
         """
-        return write_universe(self.regions, path, self.report, overwrite=overwrite)
+        return write_universe(self.regions, out, self.report, overwrite=overwrite)
 
     def universe(self, **kwargs) -> Universe:
         """A :class:`~genotok.universe.Universe` over the regions (id = genomic rank)."""
@@ -144,13 +147,14 @@ def _report(method: str, params: dict, inputs: list, rs: RegionSet, t0: float,
 
 
 # ---------------------------------------------------------------------------- output
-def write_universe(regions, path: str | os.PathLike,
+@renamed_kwargs(path="out")
+def write_universe(regions, out: str | os.PathLike,
                    report: BuildReport | Mapping | None = None, *,
                    overwrite: bool = False) -> Path:
     """Write a universe as BED3 (row order = token ids) and, with a report, a JSON sidecar.
 
     Both files are written atomically (a temporary name in the same folder, then renamed). A
-    path ending in ``.gz`` is gzip-compressed. The sidecar ``<path>.json`` holds the report plus
+    path ending in ``.gz`` is gzip-compressed. The sidecar ``<out>.json`` holds the report plus
     an ``output`` entry with the BED's name, region count and sha256.
 
     Parameters
@@ -158,8 +162,8 @@ def write_universe(regions, path: str | os.PathLike,
     regions
         A :class:`~genotok.regions.RegionSet` (or anything ``as_regions`` accepts), or a
         :class:`BuildResult` (its report is used when ``report`` is not given).
-    path
-        The BED file to write.
+    out
+        The BED file to write (``path=`` is its old name, deprecated: it goes in genotok 0.3).
     report
         A :class:`BuildReport` or a JSON-ready mapping; ``None`` writes no sidecar.
     overwrite
@@ -188,7 +192,7 @@ def write_universe(regions, path: str | os.PathLike,
     if bad:
         raise UniverseError(f"chromosome name {bad[0]!r} is empty or contains whitespace and "
                             "cannot be written as BED; rename it")
-    path = Path(path)
+    path = Path(out)
     if not overwrite:
         for p in (path, sidecar_path(path)) if report is not None else (path,):
             if os.path.lexists(p):

@@ -141,7 +141,8 @@ def cmd_pretokenize(args) -> int:
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
     try:
         pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
-                    on_error=args.on_error, quiet=args.quiet, files_per_shard=args.files_per_shard,
+                    on_error=args.on_error, progress=not args.quiet,
+                    files_per_shard=args.files_per_shard,
                     overwrite=args.overwrite, client=client, hash=args.hash,
                     normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
                     rank=args.rank, bins=args.bins, prepend=args.prepend,
@@ -298,7 +299,7 @@ def cmd_import(args) -> int:
                              f"give --universe U.bed or --config TOK.toml (see '{args.prog} --help')")
         import_gtok_dir(args.source, out, vocab_size=tok.vocab_size,
                         fingerprint=tok.fingerprint, overwrite=args.overwrite,
-                        special_tokens=tok.universe.special_token_ids,
+                        special_token_ids=tok.universe.special_token_ids,
                         settings=tok.settings.as_dict())
     _say(args, f"wrote {out}")
     return 0
@@ -314,17 +315,16 @@ def cmd_universe(args) -> int:
         result = build.tile(args.chrom_sizes, args.size, hash_inputs=hashing)
     else:
         inputs = [str(p) for p in expand_inputs(args.inputs)]  # as pretokenize reads them
-        opts = dict(progress=progress, quiet=args.quiet, hash_inputs=hashing,
-                    n_threads=args.threads)
+        opts = dict(progress=progress, hash_inputs=hashing, n_threads=args.threads)
         if args.method == "merge":
             result = build.merge(inputs, args.min_gap, **opts)
         elif args.method == "consensus":
-            result = build.coverage_cutoff(inputs, args.min_count,
-                                           min_fraction=args.min_fraction,
+            result = build.coverage_cutoff(inputs, args.min_inputs,
+                                           min_input_fraction=args.min_input_fraction,
                                            min_width=args.min_width, **opts)
         else:
             result = build.top_k(args.candidate, inputs, args.max_regions,
-                                 min_hits=args.min_hits, **opts)
+                                 min_inputs=args.min_inputs, **opts)
     out = result.write(args.out, overwrite=args.overwrite)
     r = result.report
     _say(args, f"{r.method}: {len(r.inputs)} input(s), {r.n_input_regions:,} regions -> "

@@ -62,11 +62,11 @@ EXAMPLES = {
   genotok universe merge --min-gap 100 -o union.bed a.bed b.bed.gz
   genotok universe merge -o union.bed @inputs.txt    # one path per line""",
     "consensus": """examples:
-  genotok universe consensus --min-count 3 -o consensus.bed peaks/*.bed
-  genotok universe consensus --min-fraction 0.1 --min-width 50 -o consensus.bed peaks/*.bed""",
+  genotok universe consensus --min-inputs 3 -o consensus.bed peaks/*.bed
+  genotok universe consensus --min-input-fraction 0.1 --min-width 50 -o cons.bed peaks/*.bed""",
     "top": """examples:
   genotok universe top --candidate union.bed --max-regions 100000 -o vocab.bed peaks/*.bed
-  genotok universe top --candidate tiles1k.bed --max-regions 500000 --min-hits 2 -o vocab.bed @train.txt""",
+  genotok universe top --candidate tiles1k.bed --max-regions 500000 --min-inputs 2 -o vocab.bed @train.txt""",
 }
 
 #: advice in the library's messages that names Python keywords, and the same said in flags
@@ -329,9 +329,14 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
 
     c = method("consensus", "regions covered by at least K input sets (coverage cutoff)")
     g = c.add_mutually_exclusive_group(required=True)
-    g.add_argument("--min-count", type=_positive, metavar="K", help="minimum number of input sets")
-    g.add_argument("--min-fraction", type=_float_in(0.0, 1.0, low_open=True), metavar="F",
+    g.add_argument("--min-inputs", type=_positive, metavar="K",
+                   help="minimum number of input sets")
+    g.add_argument("--min-input-fraction", type=_float_in(0.0, 1.0, low_open=True), metavar="F",
                    help="minimum fraction of the input sets: K = ceil(F * n_inputs)")
+    g.add_argument("--min-count", action=_OldSpelling, new="--min-inputs", dest="min_inputs",
+                   type=_positive)
+    g.add_argument("--min-fraction", action=_OldSpelling, new="--min-input-fraction",
+                   dest="min_input_fraction", type=_float_in(0.0, 1.0, low_open=True))
     c.add_argument("--min-width", type=_non_negative, default=0, metavar="W",
                    help="drop consensus regions narrower than W bp")
 
@@ -339,8 +344,10 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
     k.add_argument("--candidate", required=True, metavar="U.bed", help="candidate universe BED")
     k.add_argument("--max-regions", required=True, type=_positive, metavar="N",
                    help="number of regions to keep (ties broken by genomic position)")
-    k.add_argument("--min-hits", type=_non_negative, default=1, metavar="H",
+    k.add_argument("--min-inputs", type=_non_negative, default=1, metavar="H",
                    help="never keep regions hit by fewer than H input sets (default 1)")
+    k.add_argument("--min-hits", action=_OldSpelling, new="--min-inputs", dest="min_inputs",
+                   type=_non_negative)
 
 
 def _check_args(args) -> None:

@@ -12,6 +12,7 @@ import stat
 
 import numpy as np
 
+from .._deprecate import renamed_kwargs, reordered_args
 from .._io import atomic_write
 from ..errors import GtokFormatError
 
@@ -39,7 +40,7 @@ def open_regular(path: str | os.PathLike, what: str, *, nofollow: bool = False,
     --------
     >>> import tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
-    >>> write_gtok(p, [1])
+    >>> write_gtok([1], p)
     >>> fd, st = open_regular(p, ".gtok file"); os.close(fd); st.st_size
     7
     >>> os.mkfifo(p + ".fifo"); open_regular(p + ".fifo", ".gtok file")
@@ -79,23 +80,28 @@ def _as_ids(ids, where: str) -> np.ndarray:
     return a
 
 
-def write_gtok(path: str | os.PathLike, ids, width: int | None = None, *,
+@reordered_args(("path", "ids"))
+@renamed_kwargs(path="out")
+def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
                atomic: bool = True) -> None:
     """Write one token list as a gtars ``.gtok`` file (atomically).
 
     ``width`` is ``2`` (uint16) or ``4`` (uint32); by default uint16 when every id <= 65535, as
-    gtars chooses per file. ``atomic=False`` creates ``path`` directly (it must not exist) and
+    gtars chooses per file. ``atomic=False`` creates ``out`` directly (it must not exist) and
     fsyncs it: for files written into a temporary directory that is renamed into place as a
     whole, as :func:`~genotok.export_gtok_dir` does.
+
+    The old argument order ``write_gtok(path, ids)`` (and ``path=``) still works until genotok
+    0.3, with a :class:`DeprecationWarning`.
 
     Examples
     --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
-    >>> write_gtok(p, [0, 1, 70000]); read_gtok(p, mmap=False).tolist()
+    >>> write_gtok([0, 1, 70000], p); read_gtok(p, mmap=False).tolist()
     [0, 1, 70000]
     """
-    p = os.fspath(path)
+    p = os.fspath(out)
     a = _as_ids(ids, p)
     if width is None:
         width = 2 if (a.size == 0 or a.max() <= 0xFFFF) else 4
@@ -163,7 +169,7 @@ def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
     --------
     >>> import tempfile, os
     >>> p = os.path.join(tempfile.mkdtemp(), "x.gtok")
-    >>> write_gtok(p, [5, 6])
+    >>> write_gtok([5, 6], p)
     >>> read_gtok(p).tolist()
     [5, 6]
     """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._deprecate import renamed_kwargs
 from .._io import atomic_write
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
@@ -23,17 +24,19 @@ from .corpus.reader import Corpus
 from .corpus.writer import CorpusWriter
 
 
-def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
+@renamed_kwargs(directory="out")
+def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
 
     A record name becomes a file name through :func:`genotok._names.to_file_stem` (a safe,
     reversible spelling: never a path separator, never ``..``, no control bytes), so every
-    file lands inside ``directory``; two records that would share a file name are an error.
+    file lands inside ``out``; two records that would share a file name are an error.
     Unnamed records are ``record_00000042.gtok``. The width is chosen per file as gtars does.
 
-    The files are written into a hidden temporary directory beside ``directory``, renamed
-    into place once all are written: an interrupted export leaves no directory that
-    :func:`import_gtok_dir` accepts. ``directory`` must not exist, or be empty.
+    The files are written into a hidden temporary directory beside ``out``, renamed into
+    place once all are written: an interrupted export leaves no directory that
+    :func:`import_gtok_dir` accepts. ``out`` must not exist, or be empty. (``directory=`` is
+    the old name of ``out=``, deprecated: it goes in genotok 0.3.)
 
     Examples
     --------
@@ -46,7 +49,7 @@ def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
     >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
     ['s1.gtok', 'a%2Fb.gtok']
     """
-    directory = Path(directory)
+    directory = Path(out)
     if directory.is_symlink() or (directory.exists() and (not directory.is_dir()
                                                           or any(directory.iterdir()))):
         raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "
@@ -71,7 +74,7 @@ def export_gtok_dir(corpus: Corpus, directory: str | os.PathLike) -> list[Path]:
             used[stem] = i
             stems.append(stem)
         for stem, rec in zip(stems, corpus):
-            gtok.write_gtok(tmp / f"{stem}.gtok", rec, atomic=False)  # looked up here: tests patch it
+            gtok.write_gtok(rec, tmp / f"{stem}.gtok", atomic=False)  # looked up here: tests patch it
         _fsync_path(tmp)
         os.rename(tmp, directory)  # replaces an empty directory; atomic on POSIX
         _fsync_path(parent)
@@ -108,7 +111,7 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
     >>> from genotok.formats.corpus import CorpusWriter
     >>> from genotok.formats.gtok import write_gtok
     >>> d = tempfile.mkdtemp()
-    >>> write_gtok(os.path.join(d, "a.gtok"), [1, 2])
+    >>> write_gtok([1, 2], os.path.join(d, "a.gtok"))
     >>> c = Corpus.open(import_gtok_dir(d, os.path.join(d, "c.gtokc"), vocab_size=9, fingerprint="fp"))
     >>> c.names, c[0].tolist()
     (['a'], [1, 2])
@@ -168,14 +171,16 @@ def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tup
     return out
 
 
-def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
+@renamed_kwargs(path="out")
+def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
     """One row per record: ``tokens`` (list<int32>), ``name`` and the metadata columns.
 
     That is what geniml's ``Region2VecDataset`` reads, and what pandas, DuckDB and Hugging Face
     datasets open. Streamed in row groups of up to ``row_group_size`` records (and under 2**31
     tokens, the limit of a list<int32> column's offsets); written atomically. The universe
     fingerprint, vocabulary size, special tokens and settings ride along in the schema metadata
-    (key ``genotok``), so :func:`import_parquet` restores them.
+    (key ``genotok``), so :func:`import_parquet` restores them. (``path=`` is the old name of
+    ``out=``, deprecated: it goes in genotok 0.3.)
 
     Examples
     --------
@@ -201,7 +206,7 @@ def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: i
         t = pa.array(v).type
         fields.append(pa.field(k, pa.string() if pa.types.is_null(t) else t))
     schema = pa.schema(fields, metadata={b"genotok": info})
-    with atomic_write(path, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
+    with atomic_write(out, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
         for a, b in _row_groups(corpus.lengths, max(1, int(row_group_size)), 2**31 - 1):
             batch = corpus[a:b]
             tokens = pa.ListArray.from_arrays(pa.array(batch.offsets.astype(np.int32)),
@@ -209,7 +214,7 @@ def export_parquet(corpus: Corpus, path: str | os.PathLike, *, row_group_size: i
             cols = [tokens, pa.array(names[a:b], type=pa.string())]
             cols += [pa.array(meta[f.name][a:b], type=f.type) for f in fields[2:]]
             writer.write_table(pa.Table.from_arrays(cols, schema=schema))
-    return Path(path)
+    return Path(out)
 
 
 def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int | None = None,
@@ -258,7 +263,8 @@ def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_siz
         raise GtokFormatError(f"{path}: column {tokens_column!r} is {ttype}, expected a list of "
                               "integers (list<int32>)")
     cols = [c for c in schema.names if c not in (tokens_column, name_column)]
-    kwargs.setdefault("special_tokens", info.get("special_tokens"))
+    if "special_tokens" not in kwargs:  # the old keyword, passed on to warn in CorpusWriter
+        kwargs.setdefault("special_token_ids", info.get("special_tokens"))
     kwargs.setdefault("settings", info.get("settings"))
     with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint,
                       metadata_columns=cols, **kwargs) as w:

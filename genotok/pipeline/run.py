@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import operator
 import os
 import stat
 import time
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _config
+from .._deprecate import renamed_kwargs
 from .._io import atomic_write, default_hash, file_digest
 from .._names import to_file_stem
 from .._optional import require
@@ -68,7 +70,7 @@ class RunSummary:
     --------
     >>> import genotok, tempfile
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> s = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
+    >>> s = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), progress=False)
     >>> s.n_inputs, s.n_records, s.failed
     (5, 5, [])
     """
@@ -144,8 +146,8 @@ def _check_regular(path: Path) -> None:
                             "pretokenize files (copy a stream to a file first)")
 
 
-def _progress(total: int, quiet: bool, desc: str):
-    return progress(total, desc, "file", enabled=not quiet, tty_only=True)  # off on non-TTYs
+def _progress(total: int, show: bool, desc: str):
+    return progress(total, desc, "file", enabled=show, tty_only=True)  # off on non-TTYs
 
 
 def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: str, algo: str):
@@ -169,8 +171,9 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         return list(pool.map(work, paths))
 
 
+@renamed_kwargs(quiet=("progress", operator.not_))
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
-                n_threads: int | None = None, on_error: str = "fail", quiet: bool = False,
+                n_threads: int | None = None, on_error: str = "fail", progress: bool = True,
                 files_per_shard: int = 64, overwrite: bool = False, client=None,
                 hash: str | None = None, normalize: str | None = None,
                 target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
@@ -194,6 +197,10 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     on_error
         ``"fail"`` (default): stop at the first bad input, with its error, keeping what is done
         (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
+    progress
+        Show a progress bar (on a terminal) and print the run's summary line (default);
+        ``False`` shows neither. ``quiet=`` is its old, inverted spelling (``quiet=True`` is
+        ``progress=False``), deprecated: it goes in genotok 0.3.
     files_per_shard
         Inputs per shard (the unit of resumption).
     hash
@@ -223,7 +230,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     --------
     >>> import genotok, tempfile
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> run = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), quiet=True)
+    >>> run = pretokenize(genotok.examples_dir() / "peaks", tok, tempfile.mkdtemp(), progress=False)
     >>> len(genotok.Corpus.open(run.out))
     5
     """
@@ -268,7 +275,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
             run_batches(client, _run_batch, _save_journal, tokenizer, paths, batches, out,
                         journal, format, on_error, algo, enc)
         else:
-            bar = _progress(len(paths), quiet, "pretokenize")
+            bar = _progress(len(paths), progress, "pretokenize")
             for b, batch in enumerate(batches):
                 if str(b) in journal["done"]:
                     if bar is not None:
@@ -283,7 +290,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
         summary.skipped_done = resumed
-    if not quiet:
+    if progress:
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
@@ -384,7 +391,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
             kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
             for file, ids in zip(files, rows):
                 if file is not None:
-                    write_gtok(out / file, ids)
+                    write_gtok(ids, out / file)
             n, n_tokens = len(kept), int(sum(r.size for r in kept))
             offsets = np.zeros(n + 1, np.int64)
             np.cumsum([r.size for r in kept], out=offsets[1:])
@@ -485,7 +492,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                meta={"source": [str(paths[ok[i]]) for i in group]})
             else:
                 for i, ids in zip(group, rows):
-                    write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
+                    write_gtok(ids, out / f"{to_file_stem(names[i])}.gtok")
         if format == "corpus":
             for k in ok:
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
@@ -529,7 +536,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
                                             overwrite=True):
                 pass
             shards = [out / _shard_name(len(batches))]
-        write_manifest(out, shards, extra=extra)
+        write_manifest(shards, out, extra=extra)
         Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
     else:
         with atomic_write(out / MANIFEST, "w") as fh:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import warnings
 
 import numpy as np
 import pytest
@@ -18,6 +19,13 @@ from genotok import BedParseError, GenotokError, RegionSet, UniverseError, build
 from genotok.build import streaming
 from genotok.kernels import build as bk
 from tests import naive_build as naive
+
+
+def quietly(builder, *args, **kwargs):
+    """A builder call with its warnings (``UserWarning``) ignored: what ``quiet=True`` did."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return builder(*args, **kwargs)
 
 CHROMS = ["chr1", "chr2", "chr10", "chrX", "chrM", "1", "MT", "scaffold_7", "chrUn_KI270742v1"]
 REGION = st.tuples(st.sampled_from(CHROMS[:5] + ["scaffold_7"]), st.integers(0, 60),
@@ -208,8 +216,7 @@ def test_merge_errors(tmp_path):
 @SETTINGS
 def test_coverage_cutoff_matches_base_pair_coverage(sets, k, min_width, fold, kind):
     with folding_at(fold):
-        rs, report = build.coverage_cutoff(as_sets(sets, kind), k, min_width=min_width,
-                                           quiet=True)
+        rs, report = quietly(build.coverage_cutoff, as_sets(sets, kind), k, min_width=min_width)
     assert tuples(rs) == naive.consensus(sets, k, min_width)
     cov = naive.coverage(sets)
     assert report.stats["max_coverage"] == max((int(a.max()) for a in cov.values()), default=0)
@@ -217,23 +224,24 @@ def test_coverage_cutoff_matches_base_pair_coverage(sets, k, min_width, fold, ki
 
 @given(sets=SETS, fraction=st.sampled_from([0.1, 0.2, 0.25, 1 / 3, 0.5, 0.7, 1.0]))
 @SETTINGS
-def test_min_fraction_is_ceil_of_fraction_times_inputs(sets, fraction):
-    rs, report = build.coverage_cutoff(sets, min_fraction=fraction, quiet=True)
+def test_min_input_fraction_is_ceil_of_fraction_times_inputs(sets, fraction):
+    rs, report = quietly(build.coverage_cutoff, sets, min_input_fraction=fraction)
     k = naive.fraction_count(fraction, len(sets))
     assert report.stats["min_count"] == k
     assert tuples(rs) == naive.consensus(sets, k)
 
 
-def test_min_fraction_uses_the_decimal_written():
+def test_min_input_fraction_uses_the_decimal_written():
     sets = [[("chr1", 0, 10)]] + [[("chr1", 5, 10)]] + [[] for _ in range(8)]
-    assert build.coverage_cutoff(sets, min_fraction=0.1).report.stats["min_count"] == 1
-    assert build.coverage_cutoff(sets, min_fraction=0.1).regions.to_strings() == ["chr1:0-10"]
-    assert build.coverage_cutoff(sets, min_fraction=0.3).report.stats["min_count"] == 3
+    cut = build.coverage_cutoff
+    assert cut(sets, min_input_fraction=0.1).report.stats["min_count"] == 1
+    assert cut(sets, min_input_fraction=0.1).regions.to_strings() == ["chr1:0-10"]
+    assert cut(sets, min_input_fraction=0.3).report.stats["min_count"] == 3
 
 
 def test_coverage_counts_sets_not_regions():
     one_set = [[("chr1", 0, 10), ("chr1", 0, 10), ("chr1", 5, 15)]]
-    assert len(build.coverage_cutoff(one_set, 2, quiet=True).regions) == 0
+    assert len(quietly(build.coverage_cutoff, one_set, 2).regions) == 0
     two = one_set + [[("chr1", 9, 12), ("chr1", 14, 20)]]
     assert build.coverage_cutoff(two, 2).regions.to_strings() == ["chr1:9-12", "chr1:14-15"]
     # touching runs of coverage >= k join; coverage 2 then 3 is one run
@@ -242,40 +250,40 @@ def test_coverage_counts_sets_not_regions():
 
 
 def test_coverage_cutoff_errors_and_warnings():
-    with pytest.raises(UniverseError, match="exactly one of min_count"):
-        build.coverage_cutoff([], 2, min_fraction=0.5)
-    with pytest.raises(UniverseError, match="exactly one of min_count"):
+    with pytest.raises(UniverseError, match="exactly one of min_inputs"):
+        build.coverage_cutoff([], 2, min_input_fraction=0.5)
+    with pytest.raises(UniverseError, match="exactly one of min_inputs"):
         build.coverage_cutoff([])
-    with pytest.raises(UniverseError, match="min_count must be >= 1"):
+    with pytest.raises(UniverseError, match="min_inputs must be >= 1"):
         build.coverage_cutoff([], 0)
     for bad in (0, 1.5, -0.1, float("nan")):
-        with pytest.raises(UniverseError, match=r"min_fraction must be in \(0, 1\]"):
-            build.coverage_cutoff([], min_fraction=bad)
-    with pytest.raises(UniverseError, match="min_fraction must be a number"):
-        build.coverage_cutoff([], min_fraction="half")
+        with pytest.raises(UniverseError, match=r"min_input_fraction must be in \(0, 1\]"):
+            build.coverage_cutoff([], min_input_fraction=bad)
+    with pytest.raises(UniverseError, match="min_input_fraction must be a number"):
+        build.coverage_cutoff([], min_input_fraction="half")
     with pytest.raises(UniverseError, match="min_width must be >= 0"):
         build.coverage_cutoff([], 1, min_width=-1)
-    with pytest.warns(UserWarning, match="min_count 3 is more than the 2 inputs"):
+    with pytest.warns(UserWarning, match="min_inputs 3 is more than the 2 inputs") as rec:
         rs, _ = build.coverage_cutoff([[("chr1", 0, 5)], [("chr1", 0, 5)]], 3)
     assert len(rs) == 0
-    build.coverage_cutoff([[("chr1", 0, 5)]], 3, quiet=True)  # no warning (filterwarnings=error)
+    assert rec[0].filename == __file__  # the warning points at the caller's line
 
 
 # ---------------------------------------------------------------------------- top-k
 CAND = st.lists(REGION, max_size=15)
 
 
-@given(cand=CAND, sets=SETS, max_regions=st.integers(1, 12), min_hits=st.integers(0, 2),
+@given(cand=CAND, sets=SETS, max_regions=st.integers(1, 12), min_inputs=st.integers(0, 2),
        threads=st.sampled_from([1, 2]))
 @SETTINGS
-def test_top_k_matches_brute_force(cand, sets, max_regions, min_hits, threads):
+def test_top_k_matches_brute_force(cand, sets, max_regions, min_inputs, threads):
     if not cand:
         with pytest.raises(UniverseError, match="candidate universe has no regions"):
             build.top_k(cand, sets, max_regions)
         return
-    rs, report = build.top_k(cand, sets, max_regions, min_hits=min_hits, quiet=True,
-                             n_threads=threads)
-    expected, counts = naive.top_k(cand, sets, max_regions, min_hits)
+    rs, report = quietly(build.top_k, cand, sets, max_regions, min_inputs=min_inputs,
+                         n_threads=threads)
+    expected, counts = naive.top_k(cand, sets, max_regions, min_inputs)
     assert tuples(rs) == expected
     assert report.stats["cutoff_hits"] == (min(counts) if counts else 0)
     assert report.stats["n_candidates"] == len(set(cand))
@@ -289,9 +297,10 @@ def test_top_k_ties_by_position_and_unknown_chromosomes():
     assert rs.to_strings() == ["chr1:0-10", "chr10:0-10"]
     assert report.stats == {"n_inputs": 3, "n_candidates": 4, "n_eligible": 4, "cutoff_hits": 1,
                             "max_hits": 2}
-    with pytest.warns(UserWarning, match="only 4 of 4 candidate regions"):
+    with pytest.warns(UserWarning, match="only 4 of 4 candidate regions") as rec:
         assert len(build.top_k(cand, sets, 10).regions) == 4
-    assert len(build.top_k(cand, sets, 10, min_hits=2, quiet=True).regions) == 1
+    assert rec[0].filename == __file__  # the warning points at the caller's line
+    assert len(quietly(build.top_k, cand, sets, 10, min_inputs=2).regions) == 1
 
 
 def test_top_k_counts_sets_not_regions():
@@ -303,8 +312,8 @@ def test_top_k_counts_sets_not_regions():
 def test_top_k_errors():
     with pytest.raises(UniverseError, match="max_regions must be >= 1"):
         build.top_k(["chr1:0-5"], [], 0)
-    with pytest.raises(UniverseError, match="min_hits must be >= 0"):
-        build.top_k(["chr1:0-5"], [], 1, min_hits=-1)
+    with pytest.raises(UniverseError, match="min_inputs must be >= 0"):
+        build.top_k(["chr1:0-5"], [], 1, min_inputs=-1)
 
 
 # ---------------------------------------------------------------------------- output
@@ -369,7 +378,7 @@ def test_progress_bar_runs_without_warnings(capsys):
     pytest.importorskip("tqdm")
     rs, _ = build.merge([["chr1:0-5"], ["chr1:3-9"]], progress=True)
     assert rs.to_strings() == ["chr1:0-9"]
-    build.coverage_cutoff([["chr1:0-5"]], 1, progress=True, quiet=True)
+    build.coverage_cutoff([["chr1:0-5"]], 1, progress=True)
     assert capsys.readouterr().out == ""
 
 
@@ -478,7 +487,7 @@ def test_merge_equals_bedtools_merge(tmp_path, d):
 def test_consensus_equals_bedtools_multiinter_and_genomecov(tmp_path, k):
     sets = _random_sets(np.random.default_rng(k), 6, 150)
     files = [str(_sorted_bed(tmp_path / f"s{i}.bed", s)) for i, s in enumerate(sets)]
-    ours = tuples(build.coverage_cutoff(files, k, quiet=True).regions)
+    ours = tuples(quietly(build.coverage_cutoff, files, k).regions)
     # multiinter: intervals with the number of files covering them (column 4)
     multi = [(c, int(s), int(e)) for c, s, e, n, *_ in _bedtools(["multiinter", "-i", *files])
              if int(n) >= k]
@@ -494,3 +503,34 @@ def test_consensus_equals_bedtools_multiinter_and_genomecov(tmp_path, k):
     # and the union is bedtools' coverage >= 1
     union = [(c, int(s), int(e)) for c, s, e, n, *_ in _bedtools(["multiinter", "-i", *files])]
     assert tuples(build.merge(files).regions) == naive.merge([union], 0)
+
+
+# ---------------------------------------------------------------------------- old spellings (until 0.3)
+def test_old_keywords_warn_and_work(tmp_path):
+    """Issue 21 item 2: ``min_count=``, ``min_fraction=``, ``min_hits=``, ``quiet=`` and
+    ``path=`` still work one release, each with a DeprecationWarning naming the new spelling."""
+    sets = [[("chr1", 0, 10)], [("chr1", 5, 10)]]
+    with pytest.deprecated_call(match="min_count= is deprecated .* use min_inputs=") as rec:
+        assert build.coverage_cutoff(sets, min_count=2).regions.to_strings() == ["chr1:5-10"]
+    assert rec[0].filename == __file__  # at the caller's line
+    with pytest.deprecated_call(match="min_fraction= is deprecated .* use min_input_fraction="):
+        assert build.coverage_cutoff(sets, min_fraction=1.0).report.stats["min_count"] == 2
+    with pytest.raises(TypeError, match="both min_count="):
+        build.coverage_cutoff(sets, min_count=2, min_inputs=2)
+    with pytest.deprecated_call(match="min_hits= is deprecated .* use min_inputs="):
+        assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 1, min_hits=2).regions) == 1
+    # quiet=True: no bar and no warnings, as before (the UserWarning would fail this test)
+    with pytest.deprecated_call(match="quiet= is deprecated .* use progress=False") as rec:
+        assert len(build.coverage_cutoff(sets, 3, quiet=True).regions) == 0
+    assert rec[0].filename == __file__
+    with pytest.deprecated_call(match="quiet= is deprecated"):
+        assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 2, quiet=True).regions) == 1
+    with pytest.deprecated_call(match="quiet= is deprecated") as rec:
+        assert build.merge(sets, quiet=False).regions.to_strings() == ["chr1:0-10"]
+    assert rec[0].filename == __file__
+    result = build.merge(sets)
+    with pytest.deprecated_call(match="path= is deprecated .* use out="):
+        build.write_universe(result, path=tmp_path / "a.bed")
+    with pytest.deprecated_call(match="path= is deprecated .* use out="):
+        result.write(path=tmp_path / "b.bed")
+    assert (tmp_path / "a.bed").read_bytes() == (tmp_path / "b.bed").read_bytes()

@@ -65,18 +65,18 @@ def test_merge(tmp_path, inputs, capsys):
 
 def test_consensus(tmp_path, inputs, capsys):
     out = tmp_path / "c.bed"
-    assert build_cli(["consensus", "--min-count", "2", "-o", str(out), *inputs]) == 0
+    assert build_cli(["consensus", "--min-inputs", "2", "-o", str(out), *inputs]) == 0
     assert _read(out) == [f"{c}:{s}-{e}" for c, s, e in naive.consensus(SETS, 2)]
     assert _read(out) == ["chr1:3-4", "chr1:6-7", "chr1:25-31"]
-    assert build_cli(["consensus", "--min-fraction", "1", "--min-width", "2", "--overwrite",
+    assert build_cli(["consensus", "--min-input-fraction", "1", "--min-width", "2", "--overwrite",
                       "-o", str(out), *inputs]) == 0
     assert _read(out) == [f"{c}:{s}-{e}" for c, s, e in naive.consensus(SETS, 3, 2)]
     report = json.loads((tmp_path / "c.bed.json").read_text())
     assert report["params"] == {"min_count": None, "min_fraction": 1.0, "min_width": 2}
     assert report["stats"]["min_count"] == 3
     capsys.readouterr()
-    assert build_cli(["consensus", "--min-count", "5", "--overwrite", "-o", str(out), *inputs]) == 0
-    assert "genotok: warning: min_count 5 is more than the 3 inputs" in capsys.readouterr().err
+    assert build_cli(["consensus", "--min-inputs", "5", "--overwrite", "-o", str(out), *inputs]) == 0
+    assert "genotok: warning: min_inputs 5 is more than the 3 inputs" in capsys.readouterr().err
 
 
 def test_top_and_tile(tmp_path, inputs):
@@ -118,9 +118,11 @@ def test_help_has_examples(method, capsys):
     ["merge", "a.bed"],                                            # no -o
     ["merge", "-o", "u.bed"],                                      # no inputs
     ["consensus", "-o", "u.bed", "a.bed"],                         # neither cutoff
-    ["consensus", "--min-count", "2", "--min-fraction", "0.5", "-o", "u.bed", "a.bed"],
-    ["consensus", "--min-count", "0", "-o", "u.bed", "a.bed"],
-    ["consensus", "--min-fraction", "1.5", "-o", "u.bed", "a.bed"],
+    ["consensus", "--min-inputs", "2", "--min-input-fraction", "0.5", "-o", "u.bed", "a.bed"],
+    ["consensus", "--min-inputs", "0", "-o", "u.bed", "a.bed"],
+    ["consensus", "--min-input-fraction", "1.5", "-o", "u.bed", "a.bed"],
+    ["consensus", "--min-count", "2", "--min-inputs", "2", "-o", "u.bed", "a.bed"],  # old + new
+    ["consensus", "--min-count", "0", "-o", "u.bed", "a.bed"],                       # old, checked
     ["tile", "--chrom-sizes", "g", "--size", "0", "-o", "u.bed"],
     ["tile", "--chrom-sizes", "g", "--size", "ten", "-o", "u.bed"],
     ["top", "--candidate", "c.bed", "-o", "u.bed", "a.bed"],       # no --max-regions
@@ -144,6 +146,26 @@ def test_out_flag_vocabulary(tmp_path, inputs, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "genotok: warning: --output is deprecated; use -o/--out"
     assert err[1].startswith("genotok: merge: 3 input(s)") and len(err) == 2
+
+
+@pytest.mark.parametrize("method, old, new, value", [
+    ("consensus", "--min-count", "--min-inputs", "2"),
+    ("consensus", "--min-fraction", "--min-input-fraction", "0.5"),
+    ("top", "--min-hits", "--min-inputs", "2"),
+])
+def test_old_cutoff_flags_still_work(tmp_path, inputs, capsys, method, old, new, value):
+    """The flags before genotok 0.2 work until 0.3: hidden from --help, a note on stderr."""
+    extra = ["--candidate", str(inputs[0]), "--max-regions", "3"] if method == "top" else []
+    want, got = tmp_path / "new.bed", tmp_path / "old.bed"
+    assert build_cli([method, "-q", new, value, *extra, "-o", str(want), *inputs]) == 0
+    capsys.readouterr()
+    assert build_cli([method, old, value, *extra, "-o", str(got), *inputs]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == f"genotok: warning: {old} is deprecated; use {new}"
+    assert _read(got) == _read(want)
+    assert build_cli([method, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert new in text and old not in text
 
 
 def test_threads_must_be_positive(tmp_path, inputs, capsys):

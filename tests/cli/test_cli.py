@@ -162,7 +162,7 @@ def test_info_corpus_and_gtok(corpus, tmp_path, capsys):
     code, out, _ = run(["info", "--json", corpus], capsys)
     assert json.loads(out)["n_tokens"] == Corpus.open(corpus).n_tokens
     g = tmp_path / "x.gtok"
-    write_gtok(g, [1, 2, 3])
+    write_gtok([1, 2, 3], g)
     code, out, _ = run(["info", "--json", str(g)], capsys)
     assert code == 0 and json.loads(out)["n_tokens"] == 3
 
@@ -176,7 +176,7 @@ def test_verify(corpus, capsys):
 def test_info_and_verify_errors(tmp_path, capsys):
     assert_error(run(["info", str(tmp_path / "nothing")], capsys), 1, "nothing")
     g = tmp_path / "x.gtok"
-    write_gtok(g, [1, 2, 3])
+    write_gtok([1, 2, 3], g)
     assert_error(run(["verify", str(g)], capsys), 1, "bad magic")
 
 
@@ -196,7 +196,7 @@ def test_decode_records_and_out_file(corpus, tok, tmp_path, capsys):
 
 def test_decode_a_gtok_with_special_tokens(tok, tmp_path, capsys):
     g = tmp_path / "x.gtok"
-    write_gtok(g, [0, 3, tok.unk_token_id])
+    write_gtok([0, 3, tok.unk_token_id], g)
     code, out, err = run(["decode", "--universe", U, str(g)], capsys)
     rows = [line.split("\t") for line in out.splitlines()]
     assert code == 0 and [f"{c}:{s}-{e}" for c, s, e in rows] == \
@@ -207,7 +207,7 @@ def test_decode_a_gtok_with_special_tokens(tok, tmp_path, capsys):
 
 def test_decode_refuses_ids_outside_the_vocabulary(tok, tmp_path, capsys):
     g = tmp_path / "big.gtok"
-    write_gtok(g, [1, tok.vocab_size + 5])
+    write_gtok([1, tok.vocab_size + 5], g)
     assert_error(run(["decode", "--universe", U, str(g)], capsys), 1,
                  f"token id {tok.vocab_size + 5} is outside the vocabulary")
 
@@ -218,7 +218,7 @@ def test_decode_errors(corpus, tmp_path, capsys):
     assert_error(run(["decode", "--universe", U, corpus, "--record", "-1"], capsys), 2,
                  "argument --record: must be at least 0")
     g = tmp_path / "x.gtok"
-    write_gtok(g, [1])
+    write_gtok([1], g)
     assert_error(run(["decode", "--universe", U, str(g), "--record", "0"], capsys), 2,
                  "single .gtok list")
     other = tmp_path / "other.bed"
@@ -286,7 +286,7 @@ def test_export_parquet_without_pyarrow(corpus, tmp_path, capsys, monkeypatch):
 def test_import_errors(tmp_path, capsys):
     d = tmp_path / "gtoks"
     d.mkdir()
-    write_gtok(d / "a.gtok", [1, 2])
+    write_gtok([1, 2], d / "a.gtok")
     assert_error(run(["import", str(d), str(tmp_path / "c.gtokc")], capsys), 2,
                  "needs the universe", "--universe")
     f = tmp_path / "tokens.txt"
@@ -305,7 +305,7 @@ def test_import_errors(tmp_path, capsys):
     assert run(["import", "-q", "--universe", U, str(plain), str(tmp_path / "p.gtokc")],
                capsys) == (0, "", "")
     assert Corpus.open(tmp_path / "p.gtokc").to_ragged().to_list() == [[1, 2], [3]]
-    write_gtok(d / "b.gtok", [10**6])
+    write_gtok([10**6], d / "b.gtok")
     assert_error(run(["import", "--universe", U, str(d), str(tmp_path / "c.gtokc")], capsys), 1,
                  "b.gtok: id 1000000 is outside the vocabulary")
 
@@ -333,7 +333,7 @@ def test_universe_inputs_are_read_as_pretokenize_reads_them(tmp_path, capsys):
     lst = tmp_path / "inputs.txt"
     lst.write_text(f"# two of them\n{os.path.relpath(Q, tmp_path)}\n"
                    f"{os.path.relpath(EX / 'peaks' / 'sample1.narrowPeak', tmp_path)}\n")
-    assert run(["universe", "consensus", "-q", "--overwrite", "--min-count", "2", "-o", str(out),
+    assert run(["universe", "consensus", "-q", "--overwrite", "--min-inputs", "2", "-o", str(out),
                 f"@{lst}"], capsys)[0] == 0
     report = json.loads((tmp_path / "u.bed.json").read_text())
     assert [Path(d["path"]).name for d in report["inputs"]] == ["sample0.narrowPeak",
@@ -524,7 +524,7 @@ def _sizes(t: Path) -> str:
 
 def _gtok_dir(t: Path) -> str:
     (t / "gtoks").mkdir()
-    write_gtok(t / "gtoks" / "a.gtok", [1, 2])
+    write_gtok([1, 2], t / "gtoks" / "a.gtok")
     return str(t / "gtoks")
 
 
@@ -556,10 +556,10 @@ CASES = {
     "universe merge": (lambda t, c: ["universe", "merge", "-q", "-o", str(t / "u.bed"), Q],
                        lambda t, c: ["universe", "merge", "-o", str(t / "u.bed"),
                                      str(t / "missing.bed")], 1, "missing.bed"),
-    "universe consensus": (lambda t, c: ["universe", "consensus", "-q", "--min-count", "1", "-o",
+    "universe consensus": (lambda t, c: ["universe", "consensus", "-q", "--min-inputs", "1", "-o",
                                          str(t / "u.bed"), Q],
                            lambda t, c: ["universe", "consensus", "-o", str(t / "u.bed"), Q], 2,
-                           "one of the arguments --min-count --min-fraction is required"),
+                           "one of the arguments --min-inputs --min-input-fraction is required"),
     "universe top": (lambda t, c: ["universe", "top", "-q", "--candidate", U, "--max-regions",
                                    "10", "-o", str(t / "u.bed"), Q],
                      lambda t, c: ["universe", "top", "--candidate", str(t / "nothing.bed"),

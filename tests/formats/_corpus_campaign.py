@@ -298,7 +298,7 @@ def sharded(counts: Counts, tmp: Path, n_cases: int, seed: int) -> None:
     d.mkdir(exist_ok=True)
     rows_a = make_corpus(d / "a.gtokc", seed, n=5)
     rows_b = make_corpus(d / "b.gtokc", seed + 7, n=6)
-    write_manifest(d, [d / "a.gtokc", d / "b.gtokc"])
+    write_manifest([d / "a.gtokc", d / "b.gtokc"], d)
     lengths = [len(r) for r in rows_a + rows_b]
     raw_b = (d / "b.gtokc").read_bytes()
     for case in range(n_cases):

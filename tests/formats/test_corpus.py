@@ -183,7 +183,7 @@ def test_layout_and_metadata(tmp_path):
     assert h["checksum"] in ("xxh3_64", "blake2b_64") and h["created"].endswith("+00:00")
     c = Corpus.open(path, expect=tok)
     assert c.meta == {"cell_type": ["B", "T"], "n": [2, None]} and c.names == ["AAAC", "AAAG"]
-    assert c.special_tokens["pad"] == tok.pad_token_id and c.settings == tok.settings.as_dict()
+    assert c.special_token_ids["pad"] == tok.pad_token_id and c.settings == tok.settings.as_dict()
     assert c.sources[0] == {"name": "cells.h5ad", "size": 123, "sha256": "ab" * 32}
     assert c.info()["length_max"] == 2 and c.info()["meta_columns"] == ["cell_type", "n"]
     assert c.to_ragged(values=True).values.tolist() == [3, 1, 2]
@@ -272,8 +272,8 @@ def test_writer_lifecycle(tmp_path):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", values_dtype="int8")
     with pytest.raises(ValueError, match="vocab_size"):
         CorpusWriter(tmp_path / "x", vocab_size=0, fingerprint="fp")
-    with pytest.raises(ValueError, match="special_tokens must map names to ids below"):
-        CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", special_tokens={"pad": 10})
+    with pytest.raises(ValueError, match="special_token_ids must map names to ids below"):
+        CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", special_token_ids={"pad": 10})
     with pytest.raises(TypeError):
         CorpusWriter(tmp_path / "x", vocab_size=10, fingerprint="fp", settings={"f": object()})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc"]
@@ -424,7 +424,7 @@ def test_shards_joined_by_manifest(tmp_path):
             w.append_batch(rows, names=[f"{k}{i}" for i in range(len(rows))],
                            values=np.array(vals, np.float32))
     before = sorted(os.listdir(d))
-    write_manifest(d, [d / "a.gtokc", d / "b.gtokc"], extra={"note": 1})
+    write_manifest([d / "a.gtokc", d / "b.gtokc"], d, extra={"note": 1})
     assert sorted(os.listdir(d)) == sorted(before + ["manifest.json"])  # no data copied
     c = Corpus.open(d, verify=True)
     rows = parts["a"][0] + parts["b"][0]
@@ -453,11 +453,11 @@ def test_shards_must_agree(tmp_path):
         with CorpusWriter(tmp_path / f"{name}.gtokc", vocab_size=vocab, fingerprint=fp) as w:
             w.append([1])
     with pytest.raises(UniverseMismatchError, match="b.gtokc"):
-        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "b.gtokc"])
+        write_manifest([tmp_path / "a.gtokc", tmp_path / "b.gtokc"], tmp_path)
     with pytest.raises(GtokFormatError, match="layout"):
-        write_manifest(tmp_path, [tmp_path / "a.gtokc", tmp_path / "c.gtokc"])
+        write_manifest([tmp_path / "a.gtokc", tmp_path / "c.gtokc"], tmp_path)
     with pytest.raises(GtokFormatError, match="is not inside"):  # a manifest names its own files
-        write_manifest(tmp_path / "m1", [tmp_path / "a.gtokc"])
+        write_manifest([tmp_path / "a.gtokc"], tmp_path / "m1")
     (tmp_path / "m3").mkdir()
     with pytest.raises(GtokFormatError, match="needs manifest.json"):
         Corpus.open(tmp_path / "m3")
@@ -522,11 +522,11 @@ def test_interrupted_export_is_not_importable(tmp_path, monkeypatch):
     calls = {"n": 0}
     real = gtok_mod.write_gtok
 
-    def dies(path, ids, width=None, *, atomic=True):
+    def dies(ids, out, width=None, *, atomic=True):
         calls["n"] += 1
         if calls["n"] == 2:
             raise KeyboardInterrupt
-        real(path, ids, width, atomic=atomic)
+        real(ids, out, width, atomic=atomic)
 
     monkeypatch.setattr(gtok_mod, "write_gtok", dies)
     with pytest.raises(KeyboardInterrupt):
@@ -563,7 +563,7 @@ def test_import_holds_one_copy_of_a_file(tmp_path):
     d = tmp_path / "g"
     d.mkdir()
     ids = np.arange(4_000_000, dtype=np.uint32) % 60_000  # 8 MB as uint16
-    write_gtok(d / "big.gtok", ids)
+    write_gtok(ids, d / "big.gtok")
     size = (d / "big.gtok").stat().st_size
     tracemalloc.start()
     try:
@@ -580,7 +580,7 @@ def test_import_streams_and_refuses_special_files(tmp_path):
     d.mkdir()
     from genotok import write_gtok
 
-    write_gtok(d / "a.gtok", np.arange(1000) % 9)
+    write_gtok(np.arange(1000) % 9, d / "a.gtok")
     os.mkfifo(d / "fifo.gtok")  # not a regular file: skipped by the listing, never opened
     c = Corpus.open(import_gtok_dir(d, tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp"))
     assert c.names == ["a"] and c[0].tolist() == (np.arange(1000) % 9).tolist()
@@ -638,3 +638,37 @@ def test_parquet_empty_corpus(tmp_path):
     export_parquet(Corpus.open(tmp_path / "e"), tmp_path / "e.parquet")
     assert pq.read_table(tmp_path / "e.parquet").num_rows == 0
     assert len(Corpus.open(import_parquet(tmp_path / "e.parquet", tmp_path / "e2"))) == 0
+
+
+# ------------------------------------------------------------------ old spellings (until 0.3)
+def test_old_spellings_warn_and_work(tmp_path):
+    """Issue 21 item 2: every renamed spelling of the corpus room still works one release."""
+    with pytest.deprecated_call(match=r"special_tokens= is deprecated .* use special_token_ids="):
+        with CorpusWriter(tmp_path / "a.gtokc", vocab_size=9, fingerprint="fp",
+                          special_tokens={"unk": 8}) as w:
+            w.append([1, 2])
+    c = Corpus.open(tmp_path / "a.gtokc")
+    assert c.special_token_ids == {"unk": 8}
+    with pytest.deprecated_call(match="special_tokens is deprecated .* use special_token_ids"):
+        assert c.special_tokens == {"unk": 8}
+    with pytest.raises(TypeError, match="both special_tokens="):
+        CorpusWriter(tmp_path / "b.gtokc", vocab_size=9, fingerprint="fp",
+                     special_tokens={"unk": 8}, special_token_ids={"unk": 8})
+    shard = tmp_path / "a.gtokc"
+    with pytest.deprecated_call(match=r"write_manifest\(directory, shards\) is deprecated"):
+        write_manifest(tmp_path, [shard])
+    with pytest.deprecated_call(match="directory= is deprecated .* use out="):
+        write_manifest([shard], directory=tmp_path)
+    with pytest.raises(TypeError, match="a sequence of shard paths"):  # never guessed
+        write_manifest(shard, tmp_path)
+    assert Corpus.open(tmp_path).to_ragged().to_list() == [[1, 2]]
+    with pytest.deprecated_call(match="directory= is deprecated .* use out="):
+        files = export_gtok_dir(c, directory=tmp_path / "g")
+    assert [f.name for f in files] == ["record_00000000.gtok"]
+    pytest.importorskip("pyarrow")
+    with pytest.deprecated_call(match="path= is deprecated .* use out="):
+        q = export_parquet(c, path=tmp_path / "c.parquet")
+    with pytest.deprecated_call(match="special_tokens= is deprecated"):  # passed on to the writer
+        back = import_parquet(q, tmp_path / "back.gtokc", special_tokens={"unk": 7})
+    assert Corpus.open(back).special_token_ids == {"unk": 7}
+    assert Corpus.open(import_parquet(q, tmp_path / "kept.gtokc")).special_token_ids == {"unk": 8}

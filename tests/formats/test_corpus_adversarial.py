@@ -306,7 +306,7 @@ def test_new_corpora_use_a_stdlib_checksum(tmp_path, monkeypatch):
     make_corpus(p)
     c = Corpus.open(p, verify=True)
     assert c.header["checksum"] == "blake2b_64" and c.verify() == []
-    write_manifest(tmp_path, [p])
+    write_manifest([p], tmp_path)
     assert json.loads((tmp_path / MANIFEST).read_text())["checksum"] == "blake2b_64"
     assert Corpus.open(tmp_path).verify() == []
 
@@ -318,7 +318,7 @@ def _xxh3_corpus(tmp_path, monkeypatch) -> Path:
     d = tmp_path / "d"
     d.mkdir()
     make_corpus(d / "a.gtokc")
-    write_manifest(d, [d / "a.gtokc"])
+    write_manifest([d / "a.gtokc"], d)
     monkeypatch.setattr(layout_mod, "CHECKSUM", "blake2b_64")
     return d
 
@@ -352,7 +352,7 @@ def _two_shards(tmp_path) -> tuple[Path, dict]:
     d.mkdir()
     make_corpus(d / "a.gtokc", 1, n=4)
     make_corpus(d / "b.gtokc", 2, n=5)
-    write_manifest(d, [d / "a.gtokc", d / "b.gtokc"])
+    write_manifest([d / "a.gtokc", d / "b.gtokc"], d)
     other = tmp_path / "other"
     other.mkdir()
     make_corpus(other / "x.gtokc", 3, n=4)
@@ -477,7 +477,7 @@ def test_manifest_run_description_of_any_shape(tmp_path, run_info, failed):
     d = tmp_path / "d"
     d.mkdir()
     make_corpus(d / "a.gtokc")
-    write_manifest(d, [d / "a.gtokc"], extra={"genotok_run": run_info})
+    write_manifest([d / "a.gtokc"], d, extra={"genotok_run": run_info})
     info = Corpus.open(d).info()  # never a TypeError from a crafted run description
     assert info["n_records"] == 12 and info.get("failed_inputs") == failed
 
@@ -509,15 +509,15 @@ def test_manifest_file_itself(tmp_path, monkeypatch, kind):
 def test_write_manifest_refuses_what_open_would(tmp_path):
     d, _ = _two_shards(tmp_path)
     with pytest.raises(GtokFormatError, match="is not inside"):
-        write_manifest(d, [d / "a.gtokc", tmp_path / "other" / "x.gtokc"])
+        write_manifest([d / "a.gtokc", tmp_path / "other" / "x.gtokc"], d)
     with pytest.raises(GtokFormatError, match="listed twice"):
-        write_manifest(d, [d / "a.gtokc", d / "a.gtokc"])
+        write_manifest([d / "a.gtokc", d / "a.gtokc"], d)
     with pytest.raises(ValueError, match="own keys"):
-        write_manifest(d, [d / "a.gtokc"], extra={"n_records": 5})
+        write_manifest([d / "a.gtokc"], d, extra={"n_records": 5})
     with pytest.raises(UniverseMismatchError):
         with CorpusWriter(d / "u.gtokc", vocab_size=300, fingerprint="other") as w:
             w.append([1])
-        write_manifest(d, [d / "a.gtokc", d / "u.gtokc"])
+        write_manifest([d / "a.gtokc", d / "u.gtokc"], d)
     m = json.loads((d / MANIFEST).read_text())  # the earlier manifest is untouched
     assert m["version"] == [1, 1] and [e["index"] for e in m["shards"]] == [0, 1]
     assert m["n_shards"] == 2 and m["n_records"] == 9 and len(m["digest"]) == 16

@@ -53,7 +53,7 @@ def test_reads_every_gtars_file():
 @needs_shared
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_writes_the_bytes_gtars_wrote(tmp_path, name):
-    write_gtok(tmp_path / name, KNOWN[name])
+    write_gtok(KNOWN[name], tmp_path / name)
     assert (tmp_path / name).read_bytes() == (SHARED / name).read_bytes()
 
 
@@ -69,7 +69,7 @@ def test_round_trip_matches_oracle(ids, width, dtype):
         width = None
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.gtok"
-        write_gtok(p, np.array(ids, dtype=dtype), width=width)
+        write_gtok(np.array(ids, dtype=dtype), p, width=width)
         raw = p.read_bytes()
         assert raw == naive_encode(ids, width)
         arr = read_gtok(p)
@@ -83,15 +83,15 @@ def test_round_trip_matches_oracle(ids, width, dtype):
 
 
 def test_width_boundary_and_forced_width(tmp_path):
-    write_gtok(tmp_path / "a.gtok", [65535])
-    write_gtok(tmp_path / "b.gtok", [65536])
-    write_gtok(tmp_path / "c.gtok", [1], width=4)
+    write_gtok([65535], tmp_path / "a.gtok")
+    write_gtok([65536], tmp_path / "b.gtok")
+    write_gtok([1], tmp_path / "c.gtok", width=4)
     assert [(tmp_path / n).read_bytes()[4] for n in ("a.gtok", "b.gtok", "c.gtok")] == [1, 2, 2]
     assert read_gtok(tmp_path / "c.gtok").dtype == np.dtype("<u4")
     with pytest.raises(GtokFormatError, match="uint16"):
-        write_gtok(tmp_path / "d.gtok", [65536], width=2)
+        write_gtok([65536], tmp_path / "d.gtok", width=2)
     with pytest.raises(ValueError, match="width must be 2"):
-        write_gtok(tmp_path / "d.gtok", [1], width=3)
+        write_gtok([1], tmp_path / "d.gtok", width=3)
 
 
 @pytest.mark.parametrize("ids, pattern", [
@@ -99,14 +99,14 @@ def test_width_boundary_and_forced_width(tmp_path):
 ])
 def test_write_refuses_bad_ids_and_leaves_nothing(tmp_path, ids, pattern):
     with pytest.raises(GtokFormatError, match=rf"x.gtok: .*{pattern}"):
-        write_gtok(tmp_path / "x.gtok", ids)
+        write_gtok(ids, tmp_path / "x.gtok")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_gtars_reads_what_we_write(tmp_path):
     gutils = pytest.importorskip("gtars.utils")
     for ids in ([0, 1, 2, 65535], [3, 70000, 4294967295], [], [65536]):
-        write_gtok(tmp_path / "x.gtok", ids)
+        write_gtok(ids, tmp_path / "x.gtok")
         assert [int(x) for x in gutils.read_tokens_from_gtok(str(tmp_path / "x.gtok"))] == ids
 
 
@@ -123,7 +123,7 @@ def test_we_read_what_gtars_writes(ids):
 
 # ------------------------------------------------------------------ refusals
 def test_refuses_what_gtars_accepts(tmp_path):
-    write_gtok(tmp_path / "x.gtok", [1, 2, 3])
+    write_gtok([1, 2, 3], tmp_path / "x.gtok")
     good = (tmp_path / "x.gtok").read_bytes()
     cases = {"trunc.gtok": (good[:-1], "trunc.gtok: truncated"),
              "flag.gtok": (b"GTOK\x03" + good[5:], "flag.gtok: unknown width flag 0x03"),
@@ -143,3 +143,13 @@ def test_refuses_what_gtars_accepts(tmp_path):
         read_gtok(tmp_path / "missing.gtok")
     with pytest.raises(GtokFormatError, match="is a directory"):
         read_gtok(tmp_path)
+
+
+def test_old_argument_order_warns_and_works(tmp_path):
+    """``write_gtok(path, ids)`` (and ``path=``), the spelling before genotok 0.2, until 0.3."""
+    with pytest.deprecated_call(match=r"write_gtok\(path, ids\) is deprecated .* write_gtok\(ids, out\)"):
+        write_gtok(tmp_path / "a.gtok", [1, 2])
+    with pytest.deprecated_call(match="path= is deprecated .* use out="):
+        write_gtok([3], path=tmp_path / "b.gtok")
+    assert read_gtok(tmp_path / "a.gtok").tolist() == [1, 2]
+    assert read_gtok(tmp_path / "b.gtok").tolist() == [3]

@@ -28,7 +28,7 @@ def sharded(tmp_path_factory):
                 w.append(rng.integers(0, 30, n), name=f"s{k}-{i}", values=rng.random(n),
                          meta={"cell_type": ["T", "B"][i % 2]})
         paths.append(p)
-    write_manifest(d, paths)
+    write_manifest(paths, d)
     return Corpus.open(d)
 
 

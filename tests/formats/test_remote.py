@@ -56,7 +56,7 @@ def local(tmp_path_factory):
             for i in range(PER_SHARD):
                 w.append(rng.integers(0, 2990, int(rng.integers(1, 300))), name=f"s{k}r{i}")
         paths.append(p)
-    write_manifest(d, paths)
+    write_manifest(paths, d)
     return d
 
 

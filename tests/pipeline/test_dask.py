@@ -19,11 +19,11 @@ def test_local_cluster_equals_single_machine(tmp_path):
     tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
     d = _many_files(tmp_path, n=9)
     (d / "f99.bed.gz").write_bytes(b"\x1f\x8b" + b"\0" * 20)  # a corrupt input, skipped on workers too
-    refrun = pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2, on_error="skip")
+    refrun = pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2, on_error="skip")
     ref = Corpus.open(refrun.out)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        run = pretokenize(d, tok, tmp_path / "dask", quiet=True, files_per_shard=2, client=client,
+        run = pretokenize(d, tok, tmp_path / "dask", progress=False, files_per_shard=2, client=client,
                           on_error="skip")
     got = Corpus.open(run.out, expect=tok, verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged() and len(got) == 9
@@ -43,10 +43,10 @@ def test_local_cluster_value_encodings(tmp_path):
     for f in files:
         shutil.copy(genotok.examples_dir() / "pbmc.h5ad", f)
     kw = {"normalize": "total", "rank": "median"}
-    ref = Corpus.open(pretokenize(files, tok, tmp_path / "ref", quiet=True, **kw).out)
+    ref = Corpus.open(pretokenize(files, tok, tmp_path / "ref", progress=False, **kw).out)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        run = pretokenize(files, tok, tmp_path / "dask", quiet=True, client=client, **kw)
+        run = pretokenize(files, tok, tmp_path / "dask", progress=False, client=client, **kw)
     got = Corpus.open(run.out, expect=tok, verify=True)
     assert got.to_ragged(values=True) == ref.to_ragged(values=True)
     assert got.header["extra"] == ref.header["extra"]

@@ -56,7 +56,7 @@ def test_a_second_writer_is_told_who_holds_the_lock(tmp_path):
         assert info["pid"] == holder.pid and info["host"] == socket.gethostname()
         pattern = rf"locked by {socket.gethostname()}:{holder.pid} since {info['since'][:10]}"
         with pytest.raises(PipelineError, match=pattern):
-            pretokenize(EX / "peaks", tok, out, quiet=True)
+            pretokenize(EX / "peaks", tok, out, progress=False)
         assert not (out / "journal.json").exists()  # refused before touching anything
     finally:
         holder.kill()  # SIGKILL: no clean-up runs in the holder
@@ -64,7 +64,7 @@ def test_a_second_writer_is_told_who_holds_the_lock(tmp_path):
         holder.stdout.close()
     # the kernel released the dead holder's lock; its file (and record) is left: not stale
     assert (out / LOCK).exists()
-    assert pretokenize(EX / "peaks", tok, out, quiet=True).n_records == 5
+    assert pretokenize(EX / "peaks", tok, out, progress=False).n_records == 5
     assert not (out / LOCK).exists()  # removed on release
 
 
@@ -73,7 +73,7 @@ def test_a_lock_file_from_an_old_version_or_another_host_is_not_a_lock(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     (out / LOCK).write_text("12345")  # a pid file of the old lock; only a held flock counts
-    assert pretokenize(EX / "peaks", tok, out, quiet=True).n_records == 5
+    assert pretokenize(EX / "peaks", tok, out, progress=False).n_records == 5
 
 
 def test_threads_of_one_process_exclude_each_other(tmp_path):
@@ -165,8 +165,8 @@ def test_runs_hammering_one_directory_give_one_corpus(tmp_path):
     for code, err in results:
         assert code == 0 or "locked by" in err, err
     tok = Tokenizer.from_bed(EX / "universe.bed")
-    ref = Corpus.open(pretokenize(EX / "peaks", tok, tmp_path / "ref", quiet=True,
+    ref = Corpus.open(pretokenize(EX / "peaks", tok, tmp_path / "ref", progress=False,
                                   files_per_shard=1).out)
-    got = Corpus.open(pretokenize(EX / "peaks", tok, out, quiet=True, files_per_shard=1).out,
+    got = Corpus.open(pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=1).out,
                       verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()

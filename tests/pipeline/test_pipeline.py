@@ -45,7 +45,7 @@ def _many_files(tmp_path, n=12, lines=200, seed=0):
 
 
 def test_corpus_equals_direct_tokenization(tmp_path, tok):
-    run = pretokenize(EX / "peaks", tok, tmp_path / "out", quiet=True, files_per_shard=2)
+    run = pretokenize(EX / "peaks", tok, tmp_path / "out", progress=False, files_per_shard=2)
     c = Corpus.open(run.out, expect=tok, verify=True)
     files = sorted((EX / "peaks").iterdir())
     assert c.names == [record_name(f) for f in files] == [f"sample{i}" for i in range(5)]
@@ -55,34 +55,44 @@ def test_corpus_equals_direct_tokenization(tmp_path, tok):
     manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
     algo = manifest["inputs"][0]["hash_algorithm"]
     assert [s["hash"] for s in manifest["inputs"]] == [genotok._io.file_digest(f, algo) for f in files]
-    sha = pretokenize(EX / "peaks", tok, tmp_path / "sha", quiet=True, hash="sha256")
+    sha = pretokenize(EX / "peaks", tok, tmp_path / "sha", progress=False, hash="sha256")
     inputs = json.loads((sha.out / "manifest.json").read_text())["genotok_run"]["inputs"]
     assert inputs[0]["hash"] == genotok._io.file_digest(files[0], "sha256")
     assert manifest["settings"] == tok.settings.as_dict() and run.n_records == 5
     assert len(list(run.out.glob("shard-*.gtokc"))) == 3
 
 
+
+def test_progress_prints_the_summary_and_quiet_still_works(tmp_path, tok, capsys):
+    """``progress=True`` (the default) prints the summary line; ``quiet=True`` (before 0.2) is
+    ``progress=False`` until genotok 0.3, with a DeprecationWarning."""
+    run = pretokenize(EX / "peaks", tok, tmp_path / "a")
+    assert str(run) in capsys.readouterr().out
+    with pytest.deprecated_call(match=r"quiet= is deprecated .* \(quiet=True is progress=False\)"):
+        again = pretokenize(EX / "peaks", tok, tmp_path / "b", quiet=True)
+    assert capsys.readouterr().out == "" and again.n_records == run.n_records == 5
+
 def test_gtok_dir_format(tmp_path, tok):
-    pretokenize(EX / "peaks", tok, tmp_path / "g", format="gtok-dir", quiet=True)
+    pretokenize(EX / "peaks", tok, tmp_path / "g", format="gtok-dir", progress=False)
     for f in (EX / "peaks").iterdir():
         assert read_gtok(tmp_path / "g" / f"{record_name(f)}.gtok").tolist() == tok.encode(f).tolist()
 
 
 def test_rerun_skips_done_and_refuses_foreign_plans(tmp_path, tok):
     out = tmp_path / "out"
-    pretokenize(EX / "peaks", tok, out, quiet=True, files_per_shard=2)
-    again = pretokenize(EX / "peaks", tok, out, quiet=True, files_per_shard=2)
+    pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=2)
+    again = pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=2)
     assert again.skipped_done == 5
     with pytest.raises(PipelineError, match="other inputs or settings"):
-        pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, quiet=True, files_per_shard=2)
+        pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, progress=False, files_per_shard=2)
     with pytest.raises(genotok.UniverseMismatchError):
-        pretokenize(EX / "peaks", Tokenizer(["chr1:0-10"]), out, quiet=True, files_per_shard=2)
-    redo = pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, quiet=True, overwrite=True)
+        pretokenize(EX / "peaks", Tokenizer(["chr1:0-10"]), out, progress=False, files_per_shard=2)
+    redo = pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, progress=False, overwrite=True)
     assert len(Corpus.open(redo.out)) == 2
     (tmp_path / "foreign").mkdir()
     (tmp_path / "foreign" / "notes.txt").write_text("mine")
     with pytest.raises(PipelineError, match="not empty"):
-        pretokenize(EX / "peaks", tok, tmp_path / "foreign", quiet=True)
+        pretokenize(EX / "peaks", tok, tmp_path / "foreign", progress=False)
 
 
 def test_bad_input_fail_and_skip(tmp_path, tok):
@@ -92,10 +102,10 @@ def test_bad_input_fail_and_skip(tmp_path, tok):
     (d / "b.bed").write_text("chr1\t300\t200\n")
     (d / "c.bed").write_text("chr1\t5\t9\n")
     with pytest.raises(genotok.BedParseError, match=r"b.bed:1: end is before start"):
-        pretokenize(d, tok, tmp_path / "out", quiet=True)
+        pretokenize(d, tok, tmp_path / "out", progress=False)
     assert not list((tmp_path / "out").glob("shard-*"))  # nothing partial
     with pytest.warns(UserWarning, match="2 of 2 records hit no region"):  # toy regions
-        run = pretokenize(d, tok, tmp_path / "out2", quiet=True, on_error="skip")
+        run = pretokenize(d, tok, tmp_path / "out2", progress=False, on_error="skip")
     c = Corpus.open(run.out)
     assert c.names == ["a", "c"] and run.failed[0]["path"].endswith("b.bed")
     assert "end is before start" in run.failed[0]["error"] and c.info()["failed_inputs"]
@@ -136,7 +146,7 @@ def _kill_and_resume(tmp_path, d, delay, tag):
 @pytest.mark.parametrize("trial", range(3))
 def test_kill_9_then_rerun_equals_uninterrupted(tmp_path, tok, trial):
     d = _many_files(tmp_path)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=1).out)
     got = _kill_and_resume(tmp_path, d, delay=[0.3, 1.0, 1.6][trial], tag=trial)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
@@ -189,7 +199,7 @@ else:
     import genotok.formats.gtok as G
     C.atomic_write = G.atomic_write = atomic_write
 tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-P.pretokenize(sys.argv[1], tok, sys.argv[2], files_per_shard=2, quiet=True, format=fmt)
+P.pretokenize(sys.argv[1], tok, sys.argv[2], files_per_shard=2, progress=False, format=fmt)
 print("finished without being killed")
 """
 
@@ -208,7 +218,7 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
     """Issue 19: a SIGKILL inside the first journal save left ``.journal.json.*.tmp``, which
     the next run took for a foreign file and refused to resume."""
     d = _many_files(tmp_path, n=5)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2).out)
     out = _killed_at(tmp_path, d, where, n)
     left = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
     assert left == [] if where == "batch" else len(left) == 1
@@ -216,7 +226,7 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
     assert first == ((where, n) == ("journal.json", 1))
     if not first:  # (a foreign file in a directory without a journal is refused, rightly)
         (out / ".notes.tmp").write_text("a user's file: not ours to remove")
-    got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out, verify=True)
+    got = Corpus.open(pretokenize(d, tok, out, progress=False, files_per_shard=2).out, verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == \
         ([] if first else [".notes.tmp"])
@@ -224,10 +234,10 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
 
 def test_killed_inside_a_gtok_write_resumes(tmp_path, tok):
     d = _many_files(tmp_path, n=5)
-    pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2, format="gtok-dir")
+    pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2, format="gtok-dir")
     out = _killed_at(tmp_path, d, ".gtok", 3, "gtok-dir")
     assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
-    pretokenize(d, tok, out, quiet=True, files_per_shard=2, format="gtok-dir")
+    pretokenize(d, tok, out, progress=False, files_per_shard=2, format="gtok-dir")
     names = sorted(p.name for p in (tmp_path / "ref").glob("*.gtok"))
     assert sorted(p.name for p in out.glob("*.gtok")) == names and len(names) == 5
     for name in names:
@@ -242,23 +252,23 @@ def test_foreign_files_are_never_cleaned(tmp_path, tok):
                  ".journal.json.ABCDEFGH.tmp", ".shard-1.gtokc.abcdefgh.tmp"):
         (out / name).write_text("mine")
         with pytest.raises(PipelineError, match="not empty"):
-            pretokenize(EX / "peaks", tok, out, quiet=True)
+            pretokenize(EX / "peaks", tok, out, progress=False)
         assert (out / name).read_text() == "mine"
         (out / name).unlink()
     (out / ".journal.json.abcdefgh.tmp").mkdir()  # ours by name, but a directory: left alone
     with pytest.raises(PipelineError, match="not empty"):
-        pretokenize(EX / "peaks", tok, out, quiet=True)
+        pretokenize(EX / "peaks", tok, out, progress=False)
 
 
 @pytest.mark.slow
 def test_kill_9_at_every_save(tmp_path, tok):
     d = _many_files(tmp_path, n=9)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=2).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2).out)
     for where, ns in (("journal.json", range(1, 7)), ("batch", range(1, 6)),
                       ("manifest.json", [1])):
         for n in ns:
             out = _killed_at(tmp_path, d, where, n)
-            got = Corpus.open(pretokenize(d, tok, out, quiet=True, files_per_shard=2).out,
+            got = Corpus.open(pretokenize(d, tok, out, progress=False, files_per_shard=2).out,
                               verify=True)
             assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
@@ -266,7 +276,7 @@ def test_kill_9_at_every_save(tmp_path, tok):
 @pytest.mark.slow
 def test_kill_9_twenty_random_moments(tmp_path, tok):
     d = _many_files(tmp_path, n=20)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", quiet=True, files_per_shard=1).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=1).out)
     rng = np.random.default_rng(1)
     for trial in range(20):
         got = _kill_and_resume(tmp_path, d, delay=float(rng.uniform(0.2, 2.5)), tag=f"s{trial}")
@@ -331,7 +341,7 @@ def test_h5ad_and_fragment_inputs(tmp_path, tok):
     frag = "".join(f"{u.chrom_of(i)}\t{u.starts[i]}\t{u.starts[i] + 50}\tBC{i % 3}\t1\n" for i in range(60))
     (d / "frags.tsv").write_text(frag)
     (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
-    run = pretokenize(d, tok, tmp_path / "out", quiet=True)
+    run = pretokenize(d, tok, tmp_path / "out", progress=False)
     c = Corpus.open(run.out, expect=tok, verify=True)
     cells = tokenize_anndata(d / "cells.h5ad", tok).to_list()
     bcs, frows = tokenize_fragments(d / "frags.tsv", tok, values=False, output="list")
@@ -357,7 +367,7 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     (d / "frags.tsv").write_text(_fragments(tok.universe.regions, hostile))
     (d / "a b.bed").write_text("chr1\t1000000\t1100000\n")
     out = tmp_path / "deep" / "out"
-    run = pretokenize(d, tok, out, format="gtok-dir", quiet=True)
+    run = pretokenize(d, tok, out, format="gtok-dir", progress=False)
     assert run.failed == []
     written = sorted(p.name for p in out.glob("*.gtok"))
     assert all(p.parent == out for p in tmp_path.rglob("*.gtok"))  # nothing escaped
@@ -374,7 +384,7 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     # a control byte in a barcode is the file's error (the fragment reader refuses it at its
     # line): skipped and reported with --on-error skip, nothing of it written
     (d / "frags.tsv").write_text(_fragments(tok.universe.regions, ["ok", "ctl\x01"]))
-    run = pretokenize(d / "frags.tsv", tok, tmp_path / "ctl", format="gtok-dir", quiet=True,
+    run = pretokenize(d / "frags.tsv", tok, tmp_path / "ctl", format="gtok-dir", progress=False,
                       on_error="skip")
     assert [f["path"] for f in run.failed] == [str(d / "frags.tsv")]
     assert "control byte" in run.failed[0]["error"]
@@ -395,13 +405,13 @@ def test_a_bad_or_duplicate_barcode_is_that_cells_error(tmp_path, tok):
     d = tmp_path / "in"
     d.mkdir()
     (d / "f.tsv").write_text(_fragments(tok.universe.regions, ["BC1", "L" * 250]))
-    run = pretokenize(d, tok, tmp_path / "out", format="gtok-dir", quiet=True, on_error="skip")
+    run = pretokenize(d, tok, tmp_path / "out", format="gtok-dir", progress=False, on_error="skip")
     assert [f["record"] for f in run.failed] == ["L" * 250]
     assert [p.name for p in (tmp_path / "out").glob("*.gtok")] == ["f@BC1.gtok"]
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())["genotok_run"]
     assert manifest["failed"] == run.failed and run.n_records == 1
     with pytest.raises(genotok.GenotokError, match="too long"):
-        pretokenize(d, tok, tmp_path / "out2", format="gtok-dir", quiet=True)
+        pretokenize(d, tok, tmp_path / "out2", format="gtok-dir", progress=False)
 
 
 def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
@@ -420,7 +430,7 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
     (d / "g.tsv").write_bytes(good)
     bad = ["b.bed.gz", "c.tsv.gz", "d.tsv", "e.h5ad", "f.bed.gz"]
     pytest.importorskip("anndata")
-    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip", files_per_shard=1)
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
     assert sorted(Path(f["path"]).name for f in run.failed) == bad
     assert all(f["error"] for f in run.failed)
     c = Corpus.open(run.out, verify=True)
@@ -430,7 +440,7 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
     assert "5 failed (skipped)" in str(run)
     # the same inputs with on_error="fail": the first bad one stops the run
     with pytest.raises(Exception) as info:
-        pretokenize(d, tok, tmp_path / "out2", quiet=True, files_per_shard=1)
+        pretokenize(d, tok, tmp_path / "out2", progress=False, files_per_shard=1)
     assert "b.bed.gz" in str(info.value)
 
 
@@ -449,7 +459,7 @@ def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
         return real(path, algo)
 
     monkeypatch.setattr(P, "file_digest", digest)
-    run = pretokenize(d, tok, tmp_path / "out", quiet=True, on_error="skip")
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip")
     assert [Path(f["path"]).name for f in run.failed] == ["b.bed"]
     assert "PermissionError" in run.failed[0]["error"] and "b.bed" in run.failed[0]["error"]
     assert Corpus.open(run.out).names == ["a"]
@@ -462,11 +472,11 @@ def test_a_fifo_or_device_input_is_refused_not_read(tmp_path, tok):
     (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
     os.mkfifo(d / "pipe.bed")
     inputs = [d / "a.bed", d / "pipe.bed", "/dev/zero"]
-    run = pretokenize(inputs, tok, tmp_path / "out", quiet=True, on_error="skip")
+    run = pretokenize(inputs, tok, tmp_path / "out", progress=False, on_error="skip")
     assert [f["path"] for f in run.failed] == [str(d / "pipe.bed"), "/dev/zero"]
     assert all("not a regular file" in f["error"] for f in run.failed)
     with pytest.raises(PipelineError, match="pipe.bed: not a regular file"):
-        pretokenize(inputs, tok, tmp_path / "out2", quiet=True)
+        pretokenize(inputs, tok, tmp_path / "out2", progress=False)
 
 
 def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
@@ -501,11 +511,11 @@ def test_a_run_resumes_with_the_hash_it_started_with(tmp_path, tok, monkeypatch)
 
     inputs = genotok.examples_dir() / "peaks"
     out = tmp_path / "c"
-    first = pretokenize(inputs, tok, out, hash="xxh3_128", quiet=True)
+    first = pretokenize(inputs, tok, out, hash="xxh3_128", progress=False)
     monkeypatch.setattr(pipeline, "default_hash", lambda: "sha256")  # as where xxhash is missing
-    again = pretokenize(inputs, tok, out, quiet=True)  # no hash=: the journal's is kept
+    again = pretokenize(inputs, tok, out, progress=False)  # no hash=: the journal's is kept
     assert again.n_records == first.n_records
     assert {s["hash_algorithm"] for s in genotok.Corpus.open(out).sources} == {"xxh3_128"}
     monkeypatch.setitem(sys.modules, "xxhash", None)
     with pytest.raises(MissingDependencyError, match="pip install 'genotok\\[fast\\]'"):
-        pretokenize(inputs, tok, out, quiet=True)
+        pretokenize(inputs, tok, out, progress=False)

@@ -61,7 +61,7 @@ def assert_corpus_equals(corpus, parts):
     {"normalize": "total", "log1p": True, "bins": 5},
 ], ids=["total", "log1p", "rank", "total-rank", "bins"])
 def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
-    run = pretokenize(h5ads, tok, tmp_path / "c", quiet=True, **kw)
+    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, **kw)
     corpus = Corpus.open(run.out)
     assert corpus.has_values
     assert_corpus_equals(corpus, expected(h5ads, tok, **kw))
@@ -83,7 +83,7 @@ def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
 def test_fragments_encoded(tmp_path, tok):
     frag = EX / "fragments.tsv.gz"
     for kw in ({"bins": 4}, {"normalize": "total", "rank": "median"}):
-        run = pretokenize(frag, tok, tmp_path / str(len(kw)), quiet=True, **kw)
+        run = pretokenize(frag, tok, tmp_path / str(len(kw)), progress=False, **kw)
         corpus = Corpus.open(run.out)
         _, ref = tokenize_fragments(frag, tok, values=True, **kw)
         assert_corpus_equals(corpus, [ref])
@@ -92,11 +92,11 @@ def test_fragments_encoded(tmp_path, tok):
 
 def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
     out = tmp_path / "c"
-    pretokenize(h5ads, tok, out, quiet=True, bins=5)
-    pretokenize(h5ads, tok, out, quiet=True, bins=5)  # the same settings: resumes (all done)
+    pretokenize(h5ads, tok, out, progress=False, bins=5)
+    pretokenize(h5ads, tok, out, progress=False, bins=5)  # the same settings: resumes (all done)
     for kw in ({"bins": 7}, {}, {"normalize": "total", "bins": 5}, {"rank": "median"}):
         with pytest.raises(PipelineError, match="other inputs or settings"):
-            pretokenize(h5ads, tok, out, quiet=True, **kw)
+            pretokenize(h5ads, tok, out, progress=False, **kw)
 
 
 def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
@@ -116,9 +116,9 @@ def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
 
     monkeypatch.setattr(P, "_run_batch", flaky)
     with pytest.raises(KeyboardInterrupt):
-        pretokenize(h5ads, tok, out, quiet=True, rank="median")
+        pretokenize(h5ads, tok, out, progress=False, rank="median")
     monkeypatch.setattr(P, "_run_batch", real)
-    run = pretokenize(h5ads, tok, out, quiet=True, rank="median")
+    run = pretokenize(h5ads, tok, out, progress=False, rank="median")
     assert run.skipped_done == 1
     assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, rank="median"))
 
@@ -126,22 +126,22 @@ def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
 def test_refused_inputs(tmp_path, tok, h5ads):
     bed = EX / "peaks" / "sample0.narrowPeak"
     with pytest.raises(PipelineError, match="BED input has no values"):
-        pretokenize([h5ads[0], bed], tok, tmp_path / "a", quiet=True, normalize="total")
+        pretokenize([h5ads[0], bed], tok, tmp_path / "a", progress=False, normalize="total")
     with pytest.raises(PipelineError, match="stores token ids only"):
-        pretokenize(h5ads, tok, tmp_path / "b", quiet=True, bins=3, format="gtok-dir")
+        pretokenize(h5ads, tok, tmp_path / "b", progress=False, bins=3, format="gtok-dir")
     with pytest.raises(PipelineError, match="one feature space"):
-        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok, tmp_path / "c", quiet=True,
+        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok, tmp_path / "c", progress=False,
                     rank="median")
     a = anndata.read_h5ad(h5ads[0])
     a[:, ::-1].copy().write_h5ad(tmp_path / "rev.h5ad")
     with pytest.raises(PipelineError, match="var_names differ"):
-        pretokenize([h5ads[0], tmp_path / "rev.h5ad"], tok, tmp_path / "d", quiet=True,
+        pretokenize([h5ads[0], tmp_path / "rev.h5ad"], tok, tmp_path / "d", progress=False,
                     rank="median")
     for kw, msg in (({"rank": "mean"}, "rank must be"), ({"bins": 1}, "bins must be"),
                     ({"rank": "median", "bins": 5}, "exclude each other"),
                     ({"normalize": "sum"}, "normalize must be")):
         with pytest.raises(ValueError, match=msg):
-            pretokenize(h5ads, tok, tmp_path / "e", quiet=True, **kw)
+            pretokenize(h5ads, tok, tmp_path / "e", progress=False, **kw)
 
 
 def test_cli_flags_round_trip(tmp_path, tok, h5ads, capsys):
@@ -187,7 +187,7 @@ def tok_c(h5ads):
 @pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
 def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     kw = {"prepend": ["cell_type"], "add_cls": True}
-    run = pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, **kw)
+    run = pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format, **kw)
     want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, **kw).to_list()]
     if format == "corpus":
         corpus = Corpus.open(run.out)
@@ -203,12 +203,12 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     assert want[0][0] == tok_c.universe.cls_token_id
     assert tok_c.decode(want[0][1:2])[0].startswith("<cell_type=")
     with pytest.raises(PipelineError, match="other inputs or settings"):
-        pretokenize(h5ads, tok_c, tmp_path / "c", quiet=True, format=format, add_cls=True)
+        pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format, add_cls=True)
     with pytest.raises(PipelineError, match="BED and fragment inputs have none"):
-        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", quiet=True,
+        pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", progress=False,
                     **kw)
     with pytest.raises(TypeError, match="list of obs columns"):
-        pretokenize(h5ads, tok_c, tmp_path / "e", quiet=True, prepend="cell_type")
+        pretokenize(h5ads, tok_c, tmp_path / "e", progress=False, prepend="cell_type")
 
 
 def test_cli_condition_flags(tmp_path, tok_c, h5ads):

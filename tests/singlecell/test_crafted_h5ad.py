@@ -479,7 +479,7 @@ def test_pretokenize_skips_crafted_files(tmp_path, fmt):
     for name, base in (("idx_1e9", "csc"), ("ptr_decreasing", "csc"), ("ptr_first_1", "csr"),
                        ("truncated", "csr")):
         make_file(Case(name, base, "error"), d)
-    summary = pretokenize(d, _tokenizer(), tmp_path / "out", format=fmt, quiet=True,
+    summary = pretokenize(d, _tokenizer(), tmp_path / "out", format=fmt, progress=False,
                           on_error="skip")
     failed = {Path(f["path"]).name: f["error"] for f in summary.failed}
     assert sorted(failed) == ["idx_1e9.csc.h5ad", "ptr_decreasing.csc.h5ad",

@@ -241,8 +241,8 @@ def test_corrupt_fragments_are_skipped_by_pretokenize(tmp_path):
     (d / "bad.tsv.gz").write_bytes(_damaged("truncated"))
     (d / "ctrl.tsv").write_bytes(b"chr1\t1\t5\tA\x1b[31m\t1\n")
     with pytest.raises(BedParseError, match="truncated gzip|control byte"):
-        pretokenize(d, _tok(), tmp_path / "fail", quiet=True)
-    summary = pretokenize(d, _tok(), tmp_path / "out", quiet=True, on_error="skip")
+        pretokenize(d, _tok(), tmp_path / "fail", progress=False)
+    summary = pretokenize(d, _tok(), tmp_path / "out", progress=False, on_error="skip")
     failed = {Path(f["path"]).name: f["error"] for f in summary.failed}
     assert set(failed) == {"bad.tsv.gz", "ctrl.tsv"}
     assert "truncated gzip" in failed["bad.tsv.gz"]

@@ -38,7 +38,7 @@ def test_dataset_sources_agree(tmp_path):
     d = tmp_path / "g"
     d.mkdir()
     for i, r in enumerate(rows):
-        write_gtok(d / f"{i}.gtok", r)
+        write_gtok(r, d / f"{i}.gtok")
     for src in (c, d, sorted(d.glob("*.gtok"))):
         ds = PretokenizedDataset(src)
         assert len(ds) == 3 and [x.tolist() for x in ds] == rows and ds[2].tolist() == [4]

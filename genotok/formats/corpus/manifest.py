@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..._deprecate import is_path, renamed_kwargs, reordered_args
 from ..._io import atomic_write
 from ...errors import GtokFormatError, UniverseMismatchError
 from ..gtok import open_regular
@@ -204,16 +205,22 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     return shards, m, later
 
 
-def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathLike],
+@reordered_args(("directory", "shards"))
+@renamed_kwargs(directory="out")
+def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
                    extra: dict | None = None) -> Path:
-    """Join shard files into one corpus by writing ``directory/manifest.json`` (no data copied).
+    """Join shard files into one corpus by writing ``out/manifest.json`` (no data copied).
 
-    Every shard must lie inside ``directory`` (its path is stored relative to it); all shards
-    must share one universe and layout (checked here). Each entry records the shard's record
+    Every shard must lie inside the directory ``out`` (its path is stored relative to it); all
+    shards must share one universe and layout (checked here). Each entry records the shard's record
     and token counts and its header digest (which covers its section checksums), and the
     manifest carries a digest of itself, so :meth:`Corpus.open` detects a replaced shard and
     an added, dropped, reordered or edited entry. Shards written by separate processes or
     machines are merged this way.
+
+    ``shards`` is a sequence of paths; a lone path is refused (:class:`TypeError`). The old
+    argument order ``write_manifest(directory, shards)`` (and ``directory=``) still works until
+    genotok 0.3, with a :class:`DeprecationWarning`.
 
     Examples
     --------
@@ -223,11 +230,14 @@ def write_manifest(directory: str | os.PathLike, shards: Sequence[str | os.PathL
     >>> for k in range(2):
     ...     with CorpusWriter(os.path.join(d, f"s{k}.gtokc"), vocab_size=9, fingerprint="fp") as w:
     ...         w.append([k])
-    >>> _ = write_manifest(d, [os.path.join(d, "s0.gtokc"), os.path.join(d, "s1.gtokc")])
+    >>> _ = write_manifest([os.path.join(d, "s0.gtokc"), os.path.join(d, "s1.gtokc")], d)
     >>> Corpus.open(d).to_ragged().to_list()
     [[0], [1]]
     """
-    directory = Path(directory)
+    if is_path(shards):
+        raise TypeError(f"write_manifest(shards, out): shards must be a sequence of shard paths, "
+                        f"got the single path {shards!r}")
+    directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     extra = dict(extra or {})
     clash = sorted(set(extra) & set(_MANIFEST_CORE))

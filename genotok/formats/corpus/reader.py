@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._deprecate import renamed_property
 from ..._html import card, preview
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
@@ -209,9 +210,22 @@ class Corpus(Sequence):
         return int(self.header["vocab_size"])
 
     @property
-    def special_tokens(self) -> dict:
-        """Special token ids (``{"unk": id, "pad": id, ...}``)."""
-        return dict(self.header.get("special_tokens", {}))
+    def special_token_ids(self) -> dict:
+        """Special token ids (``{"unk": id, "pad": id, ...}``), as ``Universe.special_token_ids``.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from genotok.formats.corpus import CorpusWriter
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp", special_token_ids={"unk": 8}) as w:
+        ...     w.append([1])
+        >>> Corpus.open(p).special_token_ids
+        {'unk': 8}
+        """
+        return dict(self.header.get("special_tokens", {}))  # the header key is the file format
+
+    special_tokens = renamed_property("special_token_ids", "special_tokens")
 
     @property
     def settings(self) -> dict:

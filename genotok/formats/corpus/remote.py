@@ -469,7 +469,7 @@ def _example() -> RemoteCorpus:
     for k, rows in enumerate(([[1, 2], [3]], [[5], [4]])):
         with CorpusWriter(d / f"s{k}.gtokc", vocab_size=9, fingerprint="fp") as w:
             w.append_batch(rows)
-    write_manifest(d, [d / "s0.gtokc", d / "s1.gtokc"])
+    write_manifest([d / "s0.gtokc", d / "s1.gtokc"], d)
     fs = _fsspec().filesystem("memory")
     for p in d.iterdir():
         fs.pipe(f"memory://genotok-example/corpus/{p.name}", p.read_bytes())

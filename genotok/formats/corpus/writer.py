@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._deprecate import renamed_kwargs
 from ..._version import __version__
 from ...errors import GtokFormatError
 from ...ragged import Ragged
@@ -128,8 +129,10 @@ class CorpusWriter:
     vocab_size, fingerprint
         Of the tokenizer; ids >= vocab_size are refused. Take both (and the special tokens and
         settings) from a Tokenizer with :meth:`for_tokenizer`.
-    special_tokens, settings
-        Stored as metadata (special token ids; tokenizer settings).
+    special_token_ids, settings
+        Stored as metadata (special token ids, names to ids; tokenizer settings).
+        ``special_tokens=`` is the old name of ``special_token_ids=``, deprecated: it goes in
+        genotok 0.3.
     values_dtype
         ``None`` (no value channel), ``"float32"`` or ``"uint16"``.
     metadata_columns
@@ -152,8 +155,9 @@ class CorpusWriter:
     (2, [1, 2, 3], ['a', 'b'])
     """
 
+    @renamed_kwargs(special_tokens="special_token_ids")
     def __init__(self, path: str | os.PathLike, *, vocab_size: int, fingerprint: str,
-                 special_tokens: dict | None = None, settings: dict | None = None,
+                 special_token_ids: dict | None = None, settings: dict | None = None,
                  values_dtype=None, metadata_columns: Sequence[str] | None = None,
                  overwrite: bool = False, extra: dict | None = None):
         self.path = Path(path)
@@ -176,7 +180,7 @@ class CorpusWriter:
             "genotok_version": __version__,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "fingerprint": str(fingerprint), "vocab_size": self.vocab_size,
-            "special_tokens": dict(special_tokens or {}), "settings": dict(settings or {}),
+            "special_tokens": dict(special_token_ids or {}), "settings": dict(settings or {}),
             "checksum": layout.CHECKSUM, "meta_columns": self.meta_columns, "sources": [],
             "extra": dict(extra or {}),
         }
@@ -184,7 +188,7 @@ class CorpusWriter:
         bad = {k: v for k, v in self.header["special_tokens"].items()
                if not (_is_int(v) and 0 <= v < self.vocab_size)}
         if bad:  # a reader refuses such a header: refuse it before writing anything
-            raise ValueError(f"special_tokens must map names to ids below vocab_size "
+            raise ValueError(f"special_token_ids must map names to ids below vocab_size "
                              f"{self.vocab_size}, got {bad}")
         self._lengths = np.zeros(1024, dtype=np.int64)
         self._n = 0
@@ -229,7 +233,7 @@ class CorpusWriter:
         """
         u = tokenizer.universe
         return cls(path, vocab_size=tokenizer.vocab_size, fingerprint=tokenizer.fingerprint,
-                   special_tokens=u.special_token_ids, settings=tokenizer.settings.as_dict(),
+                   special_token_ids=u.special_token_ids, settings=tokenizer.settings.as_dict(),
                    **kwargs)
 
     @property
