@@ -22,7 +22,6 @@ cluster the batches run through :mod:`genotok.pipeline.dask`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -59,6 +58,7 @@ from .plan import (
     input_kind,
     record_name,
 )
+from .writer import _run_serial, _Staged
 
 __all__ = ["RunSummary", "pretokenize"]
 
@@ -269,16 +269,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                         journal, format, on_error, algo, enc)
         else:
             bar = _progress(len(paths), quiet, "pretokenize")
-            for b, batch in enumerate(batches):
-                if str(b) in journal["done"]:
-                    if bar is not None:
-                        bar.update(len(batch))
-                    continue
-                journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                                     format, n_threads, on_error, algo, enc)
-                _save_journal(out, journal)
-                if bar is not None:
-                    bar.update(len(batch))
+            _run_serial(_run_batch, _stage_batch, _save_journal, tokenizer, paths, batches, out,
+                        journal, format, n_threads, on_error, algo, enc, bar)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
@@ -453,11 +445,21 @@ def _shard_name(b: int) -> str:
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                n_threads: int | None, on_error: str, algo: str = "sha256",
-               enc: dict | None = None) -> dict:
-    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry.
-    ``enc``: the value-encoding keyword arguments of the single-cell inputs."""
+               enc: dict | None = None, staged: _Staged | None = None) -> dict:
+    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
+    once the shard (or the files) is durably written. ``enc``: the value-encoding keyword
+    arguments of the single-cell inputs; ``staged``: the batch already tokenized by
+    :func:`_stage_batch` (only its writes are left)."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, enc)
+    if staged is None:
+        staged = _stage_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo)
+    return staged.write()
+
+
+def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+                 n_threads: int | None, on_error: str, algo: str) -> _Staged:
+    """Parse and tokenize one batch of BED inputs; what is left to write is in the result."""
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
     if format == "gtok-dir":  # a name that cannot be a file is this input's error
         parsed = [r if r[2] is not None else _with_file(r, p, on_error)
@@ -467,10 +469,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     names = [record_name(paths[k]) for k in ok]
     n_tokens = 0
     unk_tokens = unk_records = 0
-    with contextlib.ExitStack() as stack:
-        if format == "corpus":
-            w = stack.enter_context(CorpusWriter.for_tokenizer(
-                out / _shard_name(b), tokenizer, overwrite=True, metadata_columns=["source"]))
+    with _Staged(out / _shard_name(b) if format == "corpus" else None, tokenizer) as w:
         for group in _groups([len(parsed[k][0]) for k in ok]):
             # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
             # so it is reused from the heap instead of page-faulted in afresh for each shard
@@ -485,17 +484,18 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                meta={"source": [str(paths[ok[i]]) for i in group]})
             else:
                 for i, ids in zip(group, rows):
-                    write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
+                    w.write_gtok(out / f"{to_file_stem(names[i])}.gtok", ids)
         if format == "corpus":
             for k in ok:
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
-                             **{"hash": parsed[k][1], "hash_algorithm": algo})
-    return {"shard": _shard_name(b) if format == "corpus" else None,
-            "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
-            "unk_records": unk_records, "failed": failed,
-            "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
-                         "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
-                        for i, k in enumerate(ok)]}
+                             hash=parsed[k][1], hash_algorithm=algo)
+    w.entry = {"shard": _shard_name(b) if format == "corpus" else None,
+               "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
+               "unk_records": unk_records, "failed": failed,
+               "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
+                            "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
+                           for i, k in enumerate(ok)]}
+    return w
 
 
 def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
