@@ -22,7 +22,6 @@ cluster the batches run through :mod:`genotok.pipeline.dask`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import operator
 import os
@@ -59,6 +58,7 @@ from .plan import (
     input_kind,
     record_name,
 )
+from .writer import _run_serial, _Staged
 
 __all__ = ["RunSummary", "pretokenize"]
 
@@ -220,7 +220,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         BED inputs have no values: an encoding with BED inputs, or with ``format="gtok-dir"``
         (ids only), is refused. The settings are part of the run's plan: a resumed run with
         other settings is refused. The medians are kept in the journal (a resumed run reuses
-        them); an input that cannot be read stops their pass even with ``on_error="skip"``.
+        them); with ``on_error="skip"`` an input that cannot be read is left out of them and
+        skipped (listed in the manifest) like any unreadable input.
     prepend, condition_unknown, add_cls
         ``<cls>`` and condition tokens from ``obs`` columns before each cell of the ``.h5ad``
         inputs, as in :func:`~genotok.tokenize_anndata` (the tokenizer's ``extra_tokens``);
@@ -267,7 +268,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
-                                                          tokenizer, n_threads)
+                                                          tokenizer, n_threads, batches,
+                                                          on_error)
         enc.update(conditions or {})  # the keyword arguments of the single-cell tokenizers
         if client is not None:
             from .dask import run_batches
@@ -276,16 +278,8 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                         journal, format, on_error, algo, enc)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
-            for b, batch in enumerate(batches):
-                if str(b) in journal["done"]:
-                    if bar is not None:
-                        bar.update(len(batch))
-                    continue
-                journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                                     format, n_threads, on_error, algo, enc)
-                _save_journal(out, journal)
-                if bar is not None:
-                    bar.update(len(batch))
+            _run_serial(_run_batch, _stage_batch, _save_journal, tokenizer, paths, batches, out,
+                        journal, format, n_threads, on_error, algo, enc, bar)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
@@ -297,10 +291,17 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
 
 
 def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
-                     n_threads) -> dict:
+                     n_threads, batches: list[list[int]], on_error: str) -> dict:
     """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
     with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
-    encodes its remaining inputs with the medians its first inputs got)."""
+    encodes its remaining inputs with the medians its first inputs got).
+
+    With ``on_error="skip"``, an input the medians pass cannot read is left out of the
+    medians and skipped as the tokenizing pass skips one: its batch (a single-cell input is a
+    batch of its own) is journaled as done with the error, saved with the medians, so it is
+    listed in the manifest and a resumed run neither reads it nor encodes with other medians.
+    An input failing halfway through its read is left out by a new pass over the others (no
+    half of it counts)."""
     kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
     kw["values"] = True  # the encoded values: the corpus' value channel
     if encoding["rank"] != "median":
@@ -308,12 +309,31 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
     if "medians" not in journal:
         from ..singlecell import feature_medians
 
-        _check_same_var(paths)
-        medians, method = feature_medians(
-            _medians_inputs(paths, tokenizer, n_threads), normalize=encoding["normalize"],
-            target_sum=encoding["target_sum"], log1p=encoding["log1p"])
+        failed: dict[int, str] = {}  # input index -> its error, as the manifest lists it
+        _check_same_var(paths, on_error, failed)
+        while True:
+            left, reached = [i for i in range(len(paths)) if i not in failed], []
+            if not left:  # nothing readable: every batch is a skipped one, nothing to encode
+                medians, method = np.zeros(0), "exact"
+                break
+            try:
+                medians, method = feature_medians(
+                    _medians_inputs(paths, left, reached, tokenizer, n_threads),
+                    normalize=encoding["normalize"], target_sum=encoding["target_sum"],
+                    log1p=encoding["log1p"])
+                break
+            except SKIPPABLE as exc:  # the input being read when it was raised
+                if on_error == "fail" or not reached:
+                    raise
+                failed[reached[-1]] = _message(exc, paths[reached[-1]])
         journal["medians"] = {"medians": [None if not np.isfinite(x) else x
                                           for x in medians.tolist()], "method": method}
+        for b, batch in enumerate(batches):
+            if batch[0] in failed:
+                journal["done"][str(b)] = {"shard": None, "records": 0, "tokens": 0,
+                                           "sources": [], "failed": [
+                                               {"path": str(paths[batch[0]]),
+                                                "error": failed[batch[0]]}]}
         _save_journal(out, journal)
     stored = journal["medians"]
     kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
@@ -321,14 +341,18 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
     return kw
 
 
-def _medians_inputs(paths: list[Path], tokenizer, n_threads):
+def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
+                    n_threads):
     """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
-    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes)."""
+    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes).
+    ``reached`` gets each input's index before it is read."""
     import anndata
 
     from ..singlecell import fragment_counts
 
-    for p in paths:
+    for i in indices:
+        p = paths[i]
+        reached.append(i)
         _check_regular(p)
         if input_kind(p) == "h5ad":
             yield os.fspath(p)
@@ -336,16 +360,25 @@ def _medians_inputs(paths: list[Path], tokenizer, n_threads):
             yield anndata.AnnData(fragment_counts(p, tokenizer, n_threads=n_threads)[1])
 
 
-def _check_same_var(paths: list[Path]) -> None:
+def _check_same_var(paths: list[Path], on_error: str = "fail",
+                    failed: dict[int, str] | None = None) -> None:
     """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
-    medians would mix different peaks."""
+    medians would mix different peaks. With ``on_error="skip"``, an input whose features
+    cannot be read goes into ``failed`` (index -> error) instead."""
     from ..singlecell import var_names
 
     first = None
-    for p in paths:
+    for i, p in enumerate(paths):
         if input_kind(p) != "h5ad":
             continue
-        names = var_names(p)
+        try:
+            _check_regular(p)
+            names = var_names(p)
+        except SKIPPABLE as exc:
+            if on_error == "fail" or failed is None:
+                raise
+            failed[i] = _message(exc, p)
+            continue
         if first is None:
             first = (p, names)
         elif names != first[1]:
@@ -460,11 +493,21 @@ def _shard_name(b: int) -> str:
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                n_threads: int | None, on_error: str, algo: str = "sha256",
-               enc: dict | None = None) -> dict:
-    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry.
-    ``enc``: the value-encoding keyword arguments of the single-cell inputs."""
+               enc: dict | None = None, staged: _Staged | None = None) -> dict:
+    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
+    once the shard (or the files) is durably written. ``enc``: the value-encoding keyword
+    arguments of the single-cell inputs; ``staged``: the batch already tokenized by
+    :func:`_stage_batch` (only its writes are left)."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, enc)
+    if staged is None:
+        staged = _stage_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo)
+    return staged.write()
+
+
+def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+                 n_threads: int | None, on_error: str, algo: str) -> _Staged:
+    """Parse and tokenize one batch of BED inputs; what is left to write is in the result."""
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
     if format == "gtok-dir":  # a name that cannot be a file is this input's error
         parsed = [r if r[2] is not None else _with_file(r, p, on_error)
@@ -474,10 +517,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     names = [record_name(paths[k]) for k in ok]
     n_tokens = 0
     unk_tokens = unk_records = 0
-    with contextlib.ExitStack() as stack:
-        if format == "corpus":
-            w = stack.enter_context(CorpusWriter.for_tokenizer(
-                out / _shard_name(b), tokenizer, overwrite=True, metadata_columns=["source"]))
+    with _Staged(out / _shard_name(b) if format == "corpus" else None, tokenizer) as w:
         for group in _groups([len(parsed[k][0]) for k in ok]):
             # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
             # so it is reused from the heap instead of page-faulted in afresh for each shard
@@ -492,17 +532,18 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                                meta={"source": [str(paths[ok[i]]) for i in group]})
             else:
                 for i, ids in zip(group, rows):
-                    write_gtok(ids, out / f"{to_file_stem(names[i])}.gtok")
+                    w.write_gtok(ids, out / f"{to_file_stem(names[i])}.gtok")
         if format == "corpus":
             for k in ok:
                 w.add_source(str(paths[k]), size=paths[k].stat().st_size,
-                             **{"hash": parsed[k][1], "hash_algorithm": algo})
-    return {"shard": _shard_name(b) if format == "corpus" else None,
-            "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
-            "unk_records": unk_records, "failed": failed,
-            "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
-                         "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
-                        for i, k in enumerate(ok)]}
+                             hash=parsed[k][1], hash_algorithm=algo)
+    w.entry = {"shard": _shard_name(b) if format == "corpus" else None,
+               "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
+               "unk_records": unk_records, "failed": failed,
+               "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
+                            "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
+                           for i, k in enumerate(ok)]}
+    return w
 
 
 def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:

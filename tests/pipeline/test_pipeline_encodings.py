@@ -123,6 +123,41 @@ def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
     assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, rank="median"))
 
 
+
+@pytest.mark.parametrize("where", ["garbage", "truncated"])
+def test_unreadable_input_is_skipped_by_the_medians_pass(tmp_path, tok, h5ads, where):
+    """Issue 24: with on_error="skip", an .h5ad the medians pass cannot read (garbage bytes;
+    or a file whose features read but whose matrix does not) is skipped and reported like the
+    tokenizing pass reports one, the medians are those of the good inputs alone, and a
+    resumed run keeps it skipped."""
+    bad = tmp_path / "bad.h5ad"
+    if where == "garbage":
+        bad.write_bytes(b"not an HDF5 file at all\n" * 100)
+    else:  # the header and var_names read; the matrix' indices are cut short
+        import h5py
+
+        shutil.copy(h5ads[0], bad)
+        with h5py.File(bad, "r+") as f:
+            x = f["X"]
+            idx = x["indices"][:]
+            del x["indices"]
+            x["indices"] = idx[: idx.size // 2]
+    inputs = [h5ads[0], bad, h5ads[1]]
+    with pytest.raises(Exception):  # noqa: B017 (the default stops at it, as before)
+        pretokenize(inputs, tok, tmp_path / "fail", quiet=True, rank="median")
+    out = tmp_path / "c"
+    run = pretokenize(inputs, tok, out, quiet=True, rank="median", on_error="skip")
+    assert [f["path"] for f in run.failed] == [str(bad)]
+    assert str(bad) in run.failed[0]["error"]
+    corpus = Corpus.open(out)
+    assert [f["path"] for f in corpus.manifest["genotok_run"]["failed"]] == [str(bad)]
+    assert_corpus_equals(corpus, expected(h5ads, tok, rank="median"))
+    stored = corpus.header["extra"]["anndata"]["values_encoding"]
+    np.testing.assert_array_equal(np.array(stored["medians"], dtype=float),
+                                  feature_medians(h5ads)[0])
+    again = pretokenize(inputs, tok, out, quiet=True, rank="median", on_error="skip")
+    assert again.skipped_done == 3 and [f["path"] for f in again.failed] == [str(bad)]
+
 def test_refused_inputs(tmp_path, tok, h5ads):
     bed = EX / "peaks" / "sample0.narrowPeak"
     with pytest.raises(PipelineError, match="BED input has no values"):

@@ -1,0 +1,100 @@
+"""Writing a pipeline run's batches while the next one is tokenized.
+
+A batch's serial tail (its shard's records appended, the shard fsynced and renamed into place,
+then the journal saved) runs in one writer thread while the main thread parses and tokenizes
+the next batch, so both cores stay busy. The order that makes a run resumable after a kill -9
+is kept: a batch enters the journal only after its shard is durably written, and batches are
+written and journaled one at a time, in order (:mod:`genotok.pipeline.run` holds the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..formats.corpus import CorpusWriter
+from ..formats.gtok import write_gtok
+from ..ragged import Ragged
+from .plan import input_kind
+
+
+class _Staged:
+    """One batch tokenized, its writes not made yet: the records and sources of its corpus
+    shard (``shard``), or its ``.gtok`` files. It takes the calls a :class:`CorpusWriter`
+    takes (and is a ``with`` block like it); :meth:`write` makes them and returns the batch's
+    journal entry. Holds the batch's tokens (4 bytes each) until then."""
+
+    def __init__(self, shard: Path | None, tokenizer):
+        self.shard, self.tokenizer = shard, tokenizer
+        self.records: list[tuple] = []
+        self.sources: list[tuple] = []
+        self.files: list[tuple] = []
+        self.entry: dict = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def append_batch(self, rows: Ragged, **kw) -> None:
+        self.records.append((rows, kw))
+
+    def add_source(self, path: str, **kw) -> None:
+        self.sources.append((path, kw))
+
+    def write_gtok(self, ids, path: Path) -> None:
+        self.files.append((path, ids))
+
+    def write(self) -> dict:
+        for path, ids in self.files:
+            write_gtok(ids, path)
+        if self.shard is not None:  # renamed into place and fsynced when the block closes
+            with CorpusWriter.for_tokenizer(self.shard, self.tokenizer, overwrite=True,
+                                            metadata_columns=["source"]) as w:
+                for rows, kw in self.records:
+                    w.append_batch(rows, **kw)
+                for path, kw in self.sources:
+                    w.add_source(path, **kw)
+        return self.entry
+
+
+
+def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Staged],
+                save_journal: Callable[[Path, dict], None],
+                tokenizer, paths: list[Path], batches, out: Path, journal: dict, format: str,
+                n_threads, on_error: str, algo: str, enc: dict, bar) -> None:
+    """Run the batches not yet done, in order, in this process: batch ``b + 1`` is parsed and
+    tokenized (numba kernels, which release the GIL) while a writer thread writes and fsyncs
+    batch ``b``'s shard and then records it in the journal, in that order, one batch at a time.
+    A single-cell input runs whole in the writer thread (its kernels never run beside
+    another batch's). ``run_batch`` and ``save_journal``: the pipeline's batch runner (given
+    ``staged``, it only writes) and journal writer."""
+
+    def commit(b: int, batch: list[int], staged: _Staged | None) -> None:
+        journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
+                                             format, n_threads, on_error, algo, enc, staged)
+        save_journal(out, journal)  # only once the shard is durably in place
+
+    pending = None
+    with ThreadPoolExecutor(1, thread_name_prefix="genotok-writer") as writer:
+        # on an error below, leaving the block still waits for the write in flight: what is
+        # done stays done (the journal records it), a re-run resumes after it
+        for b, batch in enumerate(batches):
+            if str(b) in journal["done"]:
+                if bar is not None:
+                    bar.update(len(batch))
+                continue
+            files = [paths[i] for i in batch]
+            staged = (None if len(files) == 1 and input_kind(files[0]) != "bed" else
+                      stage_batch(tokenizer, files, out, b, format, n_threads, on_error, algo))
+            if pending is not None:
+                pending.result()  # batch b - 1 written and journaled (or its error raised)
+            pending = writer.submit(commit, b, batch, staged)
+            if staged is None:
+                pending.result()
+            if bar is not None:
+                bar.update(len(batch))
+        if pending is not None:
+            pending.result()
