@@ -194,8 +194,9 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     (or the longest row, if longer and not truncated); ``truncation=True`` keeps the first
     ``max_length`` tokens. Without padding, ``return_tensors`` needs rows of one length. Lists by
     default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
-    only (one region set in, one out). :meth:`genotok.Tokenizer.pad` is this with the
-    tokenizer's pad id.
+    only (one region set in, one out). A :class:`~genotok.ragged.Ragged` with a value channel
+    (``tokenize_anndata(..., values=True)``) also gets ``"values"`` (float32, 0 on padding).
+    :meth:`genotok.Tokenizer.pad` is this with the tokenizer's pad id.
 
     Examples
     --------
@@ -213,9 +214,14 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     if max_length is not None and max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     padding = False if padding == "do_not_pad" else padding
+    vals = None  # a Ragged's value channel is padded alongside, into "values"
+    if isinstance(rows, Ragged) and rows.values is not None:
+        vals = [rows.values[a:b] for a, b in zip(rows.offsets[:-1].tolist(), rows.offsets[1:].tolist())]
     rows = [np.asarray(r, dtype=np.int64) for r in rows]
     if truncation:
         rows = [truncate(r, max_length) for r in rows]
+        if vals is not None:  # "head": each row's first values
+            vals = [v[:r.size] for v, r in zip(vals, rows)]
     longest = max((r.size for r in rows), default=0)
     pad_to = None
     if padding in (True, "longest"):
@@ -228,8 +234,10 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
         out = {"input_ids": [r.tolist() for r in rows]}
         if return_attention_mask:
             out["attention_mask"] = [[1] * r.size for r in rows]
+        if vals is not None:
+            out["values"] = [v.tolist() for v in vals]
     else:
-        out = pad_batch(rows, pad_token_id, pad_to=pad_to)
+        out = pad_batch(rows, pad_token_id, pad_to=pad_to, values=vals)
         if not return_attention_mask:
             del out["attention_mask"]
         out = as_tensors(out, return_tensors)
