@@ -129,7 +129,7 @@ def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
     ...     epoch_order(4, False, 0, 0).tolist()
     [0, 1, 2, 3]
     """
-    warn_deprecated(_EPOCH_ORDER, stacklevel=2)
+    warn_deprecated(_EPOCH_ORDER)
     return _sampling.epoch_order(n, seed, epoch, "full" if shuffle else "none")
 
 

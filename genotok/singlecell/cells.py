@@ -263,11 +263,16 @@ _SHAPES = {"ragged": "{f}(...) (a Ragged is the result)", "list": "{f}(...).to_l
            "pt": "tokenizer.pad({f}(...), padding=True, return_tensors='pt')"}
 
 
+#: the user's line, seen from warn_deprecated: deprecated_value, this wrapper, renamed_kwargs'
+_AT_USER = 5
+
+
 def _accepts_output(anndata=None):
     """Decorator: 0.1's ``output=`` of :func:`tokenize_anndata`/``tokenize_fragments``, kept one
     release (``docs/api/names.md``): a path is ``out=``; ``"ragged"``/``"list"``/``"np"``/``"pt"``
     shape the ``Ragged`` as before (:func:`genotok.sink.shape`); ``"anndata"`` calls
-    ``anndata(*args, **kwargs)``. Each warns :class:`DeprecationWarning` with its replacement."""
+    ``anndata(*args, **kwargs)``. Each warns :class:`DeprecationWarning` with its replacement.
+    Goes under ``renamed_kwargs`` (whose warnings then point at the user's line too)."""
     def decorate(func):
         name = func.__name__
         default_values = inspect.signature(func).parameters["values"].default
@@ -281,13 +286,14 @@ def _accepts_output(anndata=None):
                 raise TypeError(f"{name}() got both output= (deprecated) and out=; pass only out=")
             if anndata is not None and isinstance(output, str) and output == "anndata":
                 deprecated_value(name, "output", output, "fragment_matrix(path, tokenizer, "
-                                 "mode='fragment', use_count=True)")
+                                 "mode='fragment', use_count=True)", stacklevel=_AT_USER)
                 return anndata(*args, **kwargs)
             if sink.output_kind(output) == "corpus":
                 deprecated_value(name, "output", output, f"{name}(..., out=...) (returns the "
-                                 "opened Corpus)")
+                                 "opened Corpus)", stacklevel=_AT_USER)
                 return func(*args, out=output, **kwargs)
-            deprecated_value(name, "output", output, _SHAPES[output].format(f=name))
+            deprecated_value(name, "output", output, _SHAPES[output].format(f=name),
+                             stacklevel=_AT_USER)
             result = func(*args, **kwargs)
             tokenizer = args[1] if len(args) > 1 else kwargs["tokenizer"]
             values = kwargs.get("values", default_values)
@@ -302,8 +308,8 @@ def _accepts_output(anndata=None):
 
 
 # ---------------------------------------------------------------------------------- public API
-@_accepts_output()
 @renamed_kwargs(max_tokens="max_length", truncate="truncation")
+@_accepts_output()
 def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      min_count: float | None = None, values: bool = False,
                      order: str = "genomic", seed: int = 0, max_length: int | None = None,

@@ -372,10 +372,10 @@ def _accepts_output(func):
             raise ValueError(f"output must be 'anndata' or 'csr', got {output!r}")
         if output == "csr":
             deprecated_value("fragment_matrix", "output", output,
-                             "FragmentMatrix.from_fragments(...) (same parameters)")
+                             "FragmentMatrix.from_fragments(...) (same parameters)", stacklevel=4)
             return FragmentMatrix.from_fragments(*args, **kwargs)
         deprecated_value("fragment_matrix", "output", output,
-                         "fragment_matrix(...) (it returns an AnnData, always)")
+                         "fragment_matrix(...) (it returns an AnnData, always)", stacklevel=4)
         return func(*args, **kwargs)
 
     return wrapper

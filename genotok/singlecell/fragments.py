@@ -87,8 +87,8 @@ def _fragments_anndata(path, tokenizer, *, barcodes=None, min_fragments: int = 1
     return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
 
 
-@_accepts_output(anndata=_fragments_anndata)
 @renamed_kwargs(max_tokens="max_length", truncate="truncation")
+@_accepts_output(anndata=_fragments_anndata)
 def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                        min_fragments: int = 1, min_count: float | None = None,
                        values: bool = True, order: str = "genomic", seed: int = 0,
