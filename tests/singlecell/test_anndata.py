@@ -660,6 +660,10 @@ def test_old_spellings_warn_and_give_the_0_1_results(small, tmp_path):
         old = gad.tokenize_anndata(a, tok, values=True, max_tokens=3, truncate="sample", seed=2)
     said = " ".join(str(w.message) for w in rec)
     assert "use max_length=" in said and "use truncation=" in said
+    assert {w.filename for w in rec} == {__file__}  # the user's line (shown by default filters)
+    with pytest.deprecated_call() as rec:
+        gad.tokenize_anndata(a, tok, output="ragged", truncate="top")
+    assert len(rec) == 2 and {w.filename for w in rec} == {__file__}
     assert old == ref and np.array_equal(old.values, ref.values)
     with pytest.deprecated_call(match=r"\(a Ragged is the result\)"):
         assert gad.tokenize_anndata(a, tok, output="ragged", values=True, max_length=3,

@@ -168,8 +168,9 @@ def test_old_spellings_warn_and_agree():
     assert old["input_ids"].tolist() == new["input_ids"].tolist()
     for shuffle, mode in ((True, "full"), (False, "none")):
         for seed, epoch in ((0, 0), (7, 3)):
-            with pytest.deprecated_call(match="genotok.sampling.epoch_order"):
+            with pytest.deprecated_call(match="genotok.sampling.epoch_order") as rec:
                 old = data.epoch_order(50, shuffle, seed, epoch)
+            assert rec[0].filename == __file__
             assert old.tolist() == epoch_order(50, seed, epoch, mode).tolist()
             if shuffle:  # 0.1's own permutation
                 want = np.random.default_rng([seed, epoch]).permutation(50)
