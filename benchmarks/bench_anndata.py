@@ -70,7 +70,7 @@ tok = Tokenizer.from_bed({universe!r})
 genotok.warmup()
 base = peak_rss_mib()
 out = os.path.join(tempfile.mkdtemp(), "c.gtokc")
-c = gad.tokenize_anndata({path!r}, tok, output=out, memory_mb={mb})
+c = gad.tokenize_anndata({path!r}, tok, out=out, memory_mb={mb})
 print(base, peak_rss_mib(), len(c), c.n_tokens)
 """
 
@@ -226,7 +226,7 @@ def main() -> None:
     fns["u32"] = lambda: gad.tokenize_anndata(a, tok, dtype=np.uint32, n_threads=args.threads)
     fns["path"] = lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads)
     fns["val"] = lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
-                                              max_tokens=512, n_threads=args.threads)
+                                              max_length=512, n_threads=args.threads)
     t = best_of_each(fns, max(2, (args.repeat + 1) // 2))
     t_ours_loop = t["ours_loop"] / k  # seconds per cell
     t_loop = t["loop"] / k if "loop" in t else None

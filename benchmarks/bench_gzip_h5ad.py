@@ -16,7 +16,7 @@ process beside it, the work done, which the box's other load changes less):
 * **tokenize_anndata, gzip, before** — the whole call by path with ``GENOTOK_NO_INFLATE=1``
   (plain h5py reads: what genotok did before);
 * **tokenize_anndata, gzip, after** — the whole call with the parallel reader;
-* the same three whole calls writing a corpus (``output=``) instead of returning tokens;
+* the same three whole calls writing a corpus (``out=``) instead of returning tokens;
 * **tokenize_anndata, uncompressed** and **in memory** (arrays already read) — what the call
   costs without decompression: the floor of the "whole call" goal;
 * **anndata backed** — ``read_h5ad(path, backed="r").X[lo:hi]`` over every row in blocks of
@@ -182,7 +182,7 @@ def main() -> None:
         def run():
             with no_inflate(fallback):
                 if to_corpus:
-                    return gad.tokenize_anndata(str(path), tok, n_threads=2, output=str(corpus),
+                    return gad.tokenize_anndata(str(path), tok, n_threads=2, out=str(corpus),
                                                 overwrite=True)
                 return gad.tokenize_anndata(str(path), tok, n_threads=2)
         return run

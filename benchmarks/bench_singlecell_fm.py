@@ -36,13 +36,13 @@ import json, sys, time
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib
 from genotok import Tokenizer
-from genotok.singlecell.fragmatrix import fragment_matrix
+from genotok.singlecell import FragmentMatrix
 tok = Tokenizer.from_bed({universe!r})
 tiny = {tiny!r}
-t0 = time.perf_counter(); fragment_matrix(tiny, tok, output="csr"); cold_tiny = time.perf_counter() - t0
+t0 = time.perf_counter(); FragmentMatrix.from_fragments(tiny, tok); cold_tiny = time.perf_counter() - t0
 base = peak_rss_mib()
 t0 = time.perf_counter()
-m = fragment_matrix({path!r}, tok, mode={mode!r}, output="csr")
+m = FragmentMatrix.from_fragments({path!r}, tok, mode={mode!r})
 t = time.perf_counter() - t0
 print(json.dumps(dict(seconds=t, cold_tiny=cold_tiny, rss=peak_rss_mib(), base=base,
                       cells=len(m.barcodes),

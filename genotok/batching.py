@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._deprecate import renamed_kwargs
 from .ragged import Ragged
 
 #: ``truncate`` strategies (``make_batch(truncation=...)``)
@@ -33,9 +34,10 @@ PADDINGS = (False, True, "longest", "max_length", "do_not_pad")
 TENSORS = (None, "np", "pt")
 
 
-def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
+@renamed_kwargs(strategy="truncation")
+def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
              rng: np.random.Generator | None = None) -> np.ndarray:
-    """Cut a record to ``max_length`` tokens.
+    """Cut a record to ``max_length`` tokens, by the strategy ``truncation``.
 
     ``head``: the first tokens; ``window``: a random contiguous window; ``subsample``: a random
     subset in random order (cell tokens are an unordered set); ``subsample_ordered``: a random
@@ -49,6 +51,7 @@ def truncate(ids: np.ndarray, max_length: int, strategy: str = "head",
     >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
     [5, 6, 9]
     """
+    strategy = truncation
     if strategy not in TRUNCATIONS:
         raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
     if max_length < 1:
@@ -133,12 +136,14 @@ def as_tensors(batch: dict, return_tensors: str | None) -> dict:
     return batch
 
 
+@renamed_kwargs(shuffle="shuffle_tokens")
 def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
                truncation: str | None = None, padding: str = "longest",
-               shuffle: bool = False, cls_token_id: int | None = None,
+               shuffle_tokens: bool = False, cls_token_id: int | None = None,
                eos_token_id: int | None = None, values: Sequence[np.ndarray] | None = None,
                rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-    """Records → model inputs: optional token shuffle, truncation, ``<cls>``/``<eos>``, padding.
+    """Records → model inputs: optional token shuffle (``shuffle_tokens``: the order within each
+    record), truncation, ``<cls>``/``<eos>``, padding.
 
     ``max_length`` counts the wrapping tokens. ``padding="longest"`` pads to the longest row,
     ``"max_length"`` to ``max_length``. With ``values`` (one per token), the value channel
@@ -162,7 +167,7 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
     out_rows, out_vals = [], []
     for k, r in enumerate(rows):
         idx = np.arange(len(r))
-        if shuffle:
+        if shuffle_tokens:
             idx = rng.permutation(idx)
         if truncation:
             idx = truncate(idx, max_length - extra, truncation, rng)
@@ -189,8 +194,9 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     (or the longest row, if longer and not truncated); ``truncation=True`` keeps the first
     ``max_length`` tokens. Without padding, ``return_tensors`` needs rows of one length. Lists by
     default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
-    only (one region set in, one out). :meth:`genotok.Tokenizer.pad` is this with the
-    tokenizer's pad id.
+    only (one region set in, one out). A :class:`~genotok.ragged.Ragged` with a value channel
+    (``tokenize_anndata(..., values=True)``) also gets ``"values"`` (float32, 0 on padding).
+    :meth:`genotok.Tokenizer.pad` is this with the tokenizer's pad id.
 
     Examples
     --------
@@ -208,9 +214,14 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     if max_length is not None and max_length < 1:
         raise ValueError(f"max_length must be >= 1, got {max_length}")
     padding = False if padding == "do_not_pad" else padding
+    vals = None  # a Ragged's value channel is padded alongside, into "values"
+    if isinstance(rows, Ragged) and rows.values is not None:
+        vals = [rows.values[a:b] for a, b in zip(rows.offsets[:-1].tolist(), rows.offsets[1:].tolist())]
     rows = [np.asarray(r, dtype=np.int64) for r in rows]
     if truncation:
         rows = [truncate(r, max_length) for r in rows]
+        if vals is not None:  # "head": each row's first values
+            vals = [v[:r.size] for v, r in zip(vals, rows)]
     longest = max((r.size for r in rows), default=0)
     pad_to = None
     if padding in (True, "longest"):
@@ -223,8 +234,10 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
         out = {"input_ids": [r.tolist() for r in rows]}
         if return_attention_mask:
             out["attention_mask"] = [[1] * r.size for r in rows]
+        if vals is not None:
+            out["values"] = [v.tolist() for v in vals]
     else:
-        out = pad_batch(rows, pad_token_id, pad_to=pad_to)
+        out = pad_batch(rows, pad_token_id, pad_to=pad_to, values=vals)
         if not return_attention_mask:
             del out["attention_mask"]
         out = as_tensors(out, return_tensors)

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import numpy as np
 
+from . import sampling as _sampling
+from ._deprecate import warn_deprecated
 from .batching import TRUNCATIONS, make_batch, pad_batch, truncate  # noqa: F401 (the one implementation)
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
-
 
 
 class PretokenizedDataset(Sequence):
@@ -96,7 +97,8 @@ class PretokenizedDataset(Sequence):
 
     def order(self) -> np.ndarray:
         """Record order of the current epoch."""
-        return epoch_order(len(self), self.shuffle, self.seed, self.epoch)
+        return _sampling.epoch_order(len(self), self.seed, self.epoch,
+                                     "full" if self.shuffle else "none")
 
     def __iter__(self) -> Iterator[np.ndarray]:
         for i in self.order():
@@ -107,19 +109,31 @@ class PretokenizedDataset(Sequence):
         return f"PretokenizedDataset({len(self):,} records from {src}, shuffle={self.shuffle})"
 
 
+_EPOCH_ORDER = ("genotok.data.epoch_order(n, shuffle, seed, epoch) is deprecated since genotok "
+                "0.2 and will be removed in 0.3; use genotok.sampling.epoch_order(n, seed, epoch, "
+                "shuffle='full' or 'none'): the same permutations")
+
+
 def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """The record order of an epoch: a seeded permutation (or 0..n-1).
+    """Deprecated (since 0.2, removed in 0.3): :func:`genotok.sampling.epoch_order`, whose
+    ``shuffle`` is ``"full"`` or ``"none"`` and comes after ``seed`` and ``epoch``.
+
+    The same permutations: ``epoch_order(n, True, seed, epoch)`` is
+    ``sampling.epoch_order(n, seed, epoch, "full")``.
 
     Examples
     --------
-    >>> epoch_order(4, False, 0, 0).tolist()
-    [0, 1, 2, 3]
-    >>> sorted(epoch_order(4, True, 0, 1).tolist())
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     epoch_order(4, False, 0, 0).tolist()
     [0, 1, 2, 3]
     """
-    if not shuffle:
-        return np.arange(n, dtype=np.int64)
-    return np.random.default_rng([seed, epoch]).permutation(n)
+    warn_deprecated(_EPOCH_ORDER)
+    return _sampling.epoch_order(n, seed, epoch, "full" if shuffle else "none")
+
+
+epoch_order.__deprecated__ = _EPOCH_ORDER  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------- per record

@@ -220,9 +220,9 @@ def save(tokenizer, directory) -> Path:
     return directory
 
 
-def write_config(tokenizer, path, universe_path=None) -> Path:
+def write_config(tokenizer, out, universe_path=None) -> Path:
     """Write a TOML configuration of ``tokenizer`` gtars can read too (genotok settings in
-    ``[genotok]``; see :meth:`genotok.Tokenizer.save_config`). Returns ``path``.
+    ``[genotok]``; see :meth:`genotok.Tokenizer.save_config`) to ``out``. Returns its path.
 
     ``universe_path`` defaults to the file the universe was loaded from; a universe built in
     memory is written next to the configuration as ``<name>.universe.bed``.
@@ -237,7 +237,7 @@ def write_config(tokenizer, path, universe_path=None) -> Path:
     """
     from ._io import atomic_write
 
-    path = Path(path)
+    path = Path(out)
     if universe_path is None:
         if tokenizer.universe.source and os.path.isfile(tokenizer.universe.source):
             universe_path = Path(tokenizer.universe.source)

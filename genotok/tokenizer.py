@@ -29,6 +29,7 @@ from .settings import (  # noqa: F401  (re-exported: importable from here as bef
     UNKNOWN_POLICIES,
     TokenizerSettings,
 )
+from ._deprecate import renamed_kwargs
 from .universe import Universe
 from .vocab import _Vocabulary
 
@@ -284,8 +285,9 @@ class Tokenizer(_Vocabulary):
         _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 
-    def save_pretrained(self, directory: str | os.PathLike) -> Path:
-        """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (created).
+    @renamed_kwargs(directory="save_directory")
+    def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
+        """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``save_directory`` (created).
 
         gtars reads it back (``Tokenizer.from_pretrained(directory)``, ``from_config``) with
         the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
@@ -293,17 +295,19 @@ class Tokenizer(_Vocabulary):
         """
         from .pretrained import save
 
-        return save(self, directory)
+        return save(self, save_directory)
 
-    def save_config(self, path: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
-        """Write a TOML configuration gtars can read too (genotok settings in ``[genotok]``).
+    @renamed_kwargs(path="out")
+    def save_config(self, out: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
+        """Write a TOML configuration to ``out`` that gtars can read too (genotok settings in
+        ``[genotok]``).
 
         ``universe_path`` defaults to the file the universe was loaded from; a universe built
         in memory is written next to the configuration as ``<name>.universe.bed``.
         """
         from .pretrained import write_config
 
-        return write_config(self, path, universe_path)
+        return write_config(self, out, universe_path)
 
     @property
     def tokenizer_type(self) -> str:

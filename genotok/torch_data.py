@@ -74,7 +74,7 @@ class Collator:
             records, values = [r[0] for r in records], [r[1] for r in records]
         return _data.make_batch(records, pad_token_id=self.pad_token_id, max_length=self.max_length,
                                 truncation=self.truncation, padding=self.padding,
-                                shuffle=self.shuffle_tokens, cls_token_id=self.cls_token_id,
+                                shuffle_tokens=self.shuffle_tokens, cls_token_id=self.cls_token_id,
                                 eos_token_id=self.eos_token_id, values=values,
                                 rng=rng if rng is not None else self._rng)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._deprecate import renamed_kwargs
 from .errors import BedParseError, UniverseError
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
@@ -414,13 +415,15 @@ class Universe:
             return vocab.get(tokens, self.unk_token_id)
         return [vocab.get(t, self.unk_token_id) for t in tokens]
 
-    def write_bed(self, path: str | os.PathLike) -> None:
-        """Write the regions as BED3 in id order (atomically: a temporary name, then rename)."""
+    @renamed_kwargs(path="out")
+    def write_bed(self, out: str | os.PathLike) -> None:
+        """Write the regions as BED3 to ``out`` in id order (atomically: a temporary name, then
+        rename)."""
         from ._io import atomic_write
 
         rs = self.regions
         names = np.asarray(rs.chrom_names, dtype=object)[rs.codes] if len(rs) else []
-        with atomic_write(path, "w") as fh:
+        with atomic_write(out, "w") as fh:
             fh.writelines(f"{c}\t{s}\t{e}\n" for c, s, e in zip(names, rs.starts.tolist(), rs.ends.tolist()))
 
     def __eq__(self, other) -> bool:

@@ -121,7 +121,7 @@ def fuzz_fragments(data, gz):
     p = TMP / ("f.tsv.gz" if gz else "f.tsv")
     p.write_bytes(gzip.compress(data) if gz else data)
     try:
-        tokenize_fragments(p, CELL_TOK, values=False, output="list")
+        tokenize_fragments(p, CELL_TOK, values=False)
     except GenotokError:
         pass
 

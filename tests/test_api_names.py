@@ -137,7 +137,15 @@ def _members(cls, prefix: str, room: str) -> list[Row]:
     rows = []
     if issubclass(cls, BaseException):
         return rows
-    for attr, raw in vars(cls).items():
+    # a public class's members include those of its private bases inside genotok
+    # (``Tokenizer``'s vocabulary methods live in ``genotok.vocab._Vocabulary``)
+    bases = [cls] + [b for b in cls.__mro__[1:] if b.__name__.startswith("_")
+                     and b.__module__.startswith("genotok")]
+    members: dict = {}
+    for base in bases:
+        for attr, raw in vars(base).items():
+            members.setdefault(attr, raw)
+    for attr, raw in members.items():
         if attr.startswith("_"):
             continue
         name = f"{prefix}.{attr}"

@@ -322,7 +322,7 @@ def test_anndata_corpus_output_leaves_nothing_on_error(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(AnnDataError):
-        tokenize_anndata(path, Tokenizer(TOK3), output=out / "c.gtokc", chunk_rows=1)
+        tokenize_anndata(path, Tokenizer(TOK3), out=out / "c.gtokc", chunk_rows=1)
     assert list(out.iterdir()) == []
 
 

@@ -459,47 +459,46 @@ def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
     a, d = pbmc_universe
     ref = geniml_cells(a, GTokenizer(str(d / name)))
     tok = Tokenizer(str(d / name))
-    ours = tokenize_anndata(a, tok, order="var", unique=False, output="list")
+    ours = tokenize_anndata(a, tok, order="var", unique=False)
     assert [x.tolist() for x in ours] == ref
     assert any(len(set(r)) < len(r) for r in ref)  # a token reached from two peaks, kept twice
     # from the file too (h5py, in row chunks), and whatever the chunking
-    chunked = tokenize_anndata(str(PBMC), tok, order="var", unique=False, output="list",
-                               chunk_rows=3)
+    chunked = tokenize_anndata(str(PBMC), tok, order="var", unique=False, chunk_rows=3)
     assert [x.tolist() for x in chunked] == ref
     # the default order is genomic: the same multiset of ids
-    genomic = tokenize_anndata(a, tok, unique=False, output="list")
+    genomic = tokenize_anndata(a, tok, unique=False)
     assert [sorted(x.tolist()) for x in genomic] == [sorted(r) for r in ref]
     with pytest.raises(ValueError, match="unique=False"):
         tokenize_anndata(a, tok, order="var")
 
 
 def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tmp_path):
-    """``truncate="sample"`` draws from (seed, cell): the corpus a training collator reads and
+    """``truncation="sample"`` draws from (seed, cell): the corpus a training collator reads and
     the tensors made at inference hold the same tokens, in the same (var) order."""
     from genotok import Corpus, tokenize_anndata
     from genotok.torch_data import Collator
 
     a, d = pbmc_universe
     tok = Tokenizer(str(d / "u.bed"))
-    kw = dict(order="var", unique=False, max_tokens=40, truncate="sample", seed=3)
-    full = tokenize_anndata(a, tok, order="var", unique=False, output="list")
-    infer = tokenize_anndata(a, tok, output="list", **kw)
+    kw = dict(order="var", unique=False, max_length=40, truncation="sample", seed=3)
+    full = tokenize_anndata(a, tok, order="var", unique=False)
+    infer = tokenize_anndata(a, tok, **kw)
     assert any(len(f) > 40 for f in full)
     for f, s in zip(full, infer):
         f, s = f.tolist(), s.tolist()
         assert len(s) == min(40, len(f))
         it = iter(f)
         assert all(x in it for x in s)  # a subsequence: the var order is kept
-    corpus = tokenize_anndata(str(PBMC), tok, output=tmp_path / "c", chunk_rows=4, **kw)
+    corpus = tokenize_anndata(str(PBMC), tok, out=tmp_path / "c", chunk_rows=4, **kw)
     assert isinstance(corpus, Corpus)
     collate = Collator.for_tokenizer(tok)
     batch = collate([corpus[i] for i in range(len(corpus))])
-    pt = tokenize_anndata(a, tok, output="pt", **kw)
+    pt = tok.pad(tokenize_anndata(a, tok, **kw), padding=True, return_tensors="pt")
     assert batch["input_ids"].tolist() == pt["input_ids"].tolist()
     assert batch["attention_mask"].tolist() == pt["attention_mask"].tolist()
-    again = tokenize_anndata(a, tok, output="list", **kw)
+    again = tokenize_anndata(a, tok, **kw)
     assert [x.tolist() for x in again] == [x.tolist() for x in infer]
-    other = tokenize_anndata(a, tok, output="list", **{**kw, "seed": 4})
+    other = tokenize_anndata(a, tok, **{**kw, "seed": 4})
     assert [x.tolist() for x in other] != [x.tolist() for x in infer]
 
 

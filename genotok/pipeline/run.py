@@ -404,22 +404,22 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
         digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":
-                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, output=shard,
+                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, out=shard,
                                           **enc)
             else:
                 corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads,
-                                            **{"values": False, **enc}, output=shard)
+                                            **{"values": False, **enc}, out=shard)
             names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
             flat = corpus.to_ragged()
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
         else:
             if kind == "h5ad":
-                rows = tokenize_anndata(path, tokenizer, n_threads=n_threads, output="list",
-                                        **enc)
+                rows = list(tokenize_anndata(path, tokenizer, n_threads=n_threads, **enc))
                 names = obs_names(path)
             else:
                 names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
-                                                 values=False, output="list")
+                                                 values=False)
+                rows = list(rows)
             files = _cell_files(path, names, on_error, failed)
             kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
             for file, ids in zip(files, rows):

@@ -14,7 +14,7 @@ parallel numba kernel gathers the tokens of the cell's non-zero peaks:
   region token (also a cell without kept entries) gets one ``<unk>`` valued with the cell's
   total; ``"region"`` — one ``<unk>`` per kept entry whose peak hits nothing (valued with the
   entry, never merged, after the region tokens in storage order); ``"drop"`` — none;
-* ``max_tokens``: ``truncate="top"`` keeps the largest values (ties: genomic order),
+* ``max_length``: ``truncation="top"`` keeps the largest values (ties: genomic order),
   ``"sample"`` a seeded uniform sample without replacement;
 * ``order``: ``"genomic"`` — ascending universe position (ties, with ``unique=False``: column
   order); ``"value"`` — value descending, ties genomic; ``"shuffle"`` — a seeded permutation.
@@ -24,14 +24,14 @@ Random draws depend only on ``seed`` and the cell's row index, never on chunking
 
 Var names and region columns become regions in :mod:`.varnames`; matrices are read in row
 chunks by the sources of :mod:`.sources` (memory bounds, checks of untrusted input); the token
-batches go to the one sink (:mod:`genotok.sink`), which makes the list, ``Ragged``, tensors or
-corpus.
+batches go to the one sink (:mod:`genotok.sink`), which makes the ``Ragged`` or the corpus
+(``out=``).
 
 Fast path
 ---------
 When the peaks are sorted like the universe (each peak's tokens, and the tokens of later
 peaks, come later in genomic order: the usual case of a consensus peak set), with
-``order="genomic"`` and no ``max_tokens``, a first pass counts (and validates) every cell's
+``order="genomic"`` and no ``max_length``, a first pass counts (and validates) every cell's
 tokens exactly and a second writes them in place: no scratch slots, no compaction, and no value
 channel unless ``values=True``. An in-memory matrix tokenized to an in-memory result then runs
 as a single chunk (there is no scratch to bound, and it spares concatenating the chunks).
@@ -39,6 +39,8 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -46,6 +48,7 @@ import numba
 import numpy as np
 
 from .. import _config, sink
+from .._deprecate import deprecated_value, renamed_kwargs
 from ..errors import AnnDataError
 from ..kernels import cells as K
 from ..ragged import Ragged
@@ -191,15 +194,22 @@ def _fast_path(vm: _VarMap, opt: _Options) -> bool:
 
 def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
              values: bool = True) -> _Options:
+    """The per-cell options, checked (``max_tokens``/``truncate``: the public ``max_length``/
+    ``truncation``; ``False``/``None``: no cut, Hugging Face's spelling; ``True``: ``"top"``)."""
     if order not in ORDERS:
         raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
+    if truncate is None or truncate is False:
+        truncate, max_tokens = "top", None
+    elif truncate is True:
+        truncate = "top"
     if truncate not in TRUNCATE:
-        raise ValueError(f"truncate must be one of {list(TRUNCATE)}, got {truncate!r}")
+        raise ValueError(f"truncation must be one of {list(TRUNCATE)}, False or None, got "
+                         f"{truncate!r}")
     unknown = tokenizer.settings.unknown if unknown is None else unknown
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
     if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
-        raise ValueError(f"max_tokens must be a positive integer or None, got {max_tokens!r}")
+        raise ValueError(f"max_length must be a positive integer or None, got {max_tokens!r}")
     if min_count is not None and not np.isfinite(min_count):
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
     if int(seed) < 0:
@@ -247,15 +257,68 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
             bar.close()
 
 
+# ------------------------------------------------------------------ 0.1's output= (issue 21)
+_SHAPES = {"ragged": "{f}(...) (a Ragged is the result)", "list": "{f}(...).to_list()",
+           "np": "tokenizer.pad({f}(...), padding=True, return_tensors='np')",
+           "pt": "tokenizer.pad({f}(...), padding=True, return_tensors='pt')"}
+
+
+#: the user's line, seen from warn_deprecated: deprecated_value, this wrapper, renamed_kwargs'
+_AT_USER = 5
+
+
+def _accepts_output(anndata=None):
+    """Decorator: 0.1's ``output=`` of :func:`tokenize_anndata`/``tokenize_fragments``, kept one
+    release (``docs/api/names.md``): a path is ``out=``; ``"ragged"``/``"list"``/``"np"``/``"pt"``
+    shape the ``Ragged`` as before (:func:`genotok.sink.shape`); ``"anndata"`` calls
+    ``anndata(*args, **kwargs)``. Each warns :class:`DeprecationWarning` with its replacement.
+    Goes under ``renamed_kwargs`` (whose warnings then point at the user's line too)."""
+    def decorate(func):
+        name = func.__name__
+        default_values = inspect.signature(func).parameters["values"].default
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            if "output" not in kwargs:
+                return func(*args, **kwargs)
+            output = kwargs.pop("output")
+            if "out" in kwargs:
+                raise TypeError(f"{name}() got both output= (deprecated) and out=; pass only out=")
+            if anndata is not None and isinstance(output, str) and output == "anndata":
+                deprecated_value(name, "output", output, "fragment_matrix(path, tokenizer, "
+                                 "mode='fragment', use_count=True)", stacklevel=_AT_USER)
+                return anndata(*args, **kwargs)
+            if sink.output_kind(output) == "corpus":
+                deprecated_value(name, "output", output, f"{name}(..., out=...) (returns the "
+                                 "opened Corpus)", stacklevel=_AT_USER)
+                return func(*args, out=output, **kwargs)
+            deprecated_value(name, "output", output, _SHAPES[output].format(f=name),
+                             stacklevel=_AT_USER)
+            result = func(*args, **kwargs)
+            tokenizer = args[1] if len(args) > 1 else kwargs["tokenizer"]
+            values = kwargs.get("values", default_values)
+            pad = tokenizer.universe.pad_token_id
+            if isinstance(result, tuple):  # tokenize_fragments: (barcodes, Ragged)
+                return result[0], sink.shape(result[1], output, pad_token_id=pad, values=values)
+            return sink.shape(result, output, pad_token_id=pad, values=values)
+
+        return wrapper
+
+    return decorate
+
+
 # ---------------------------------------------------------------------------------- public API
+@renamed_kwargs(max_tokens="max_length", truncate="truncation")
+@_accepts_output()
 def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      min_count: float | None = None, values: bool = False,
-                     order: str = "genomic", seed: int = 0, max_tokens: int | None = None,
-                     truncate: str = "top", unique: bool = True, unknown: str | None = None,
+                     order: str = "genomic", seed: int = 0, max_length: int | None = None,
+                     truncation: str | bool | None = "top", unique: bool = True,
+                     unknown: str | None = None,
                      chunk_rows: int | None = None, memory_mb: float = 256,
                      region_columns: Sequence[str] | None = None,
                      var_names_sep: str | None = None, one_based: bool = False,
-                     n_threads: int | None = None, output="ragged",
+                     n_threads: int | None = None, out=None,
                      obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
                      overwrite: bool = False, normalize: str | None = None,
                      target_sum: float = 1e4, log1p: bool = False, rank=None,
@@ -265,7 +328,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
     list is gathered from its non-zero peaks by a parallel numba kernel. The exact semantics of
-    ``min_count``, ``unique``, ``unknown``, ``max_tokens``/``truncate`` and ``order`` are in the
+    ``min_count``, ``unique``, ``unknown``, ``max_length``/``truncation`` and ``order`` are in the
     module documentation (:mod:`genotok.singlecell.cells`).
 
     Parameters
@@ -287,8 +350,9 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         geniml's sequences, each cell's kept entries in storage order (``X[row].nonzero()``;
         column order in a canonical matrix), each entry's tokens in the tokenizer's hit order,
         every (peak, token) pair kept (needs ``unique=False``; about twice the working memory).
-    max_tokens, truncate
-        At most ``max_tokens`` per cell: the ``"top"`` values or a seeded ``"sample"``.
+    max_length, truncation
+        At most ``max_length`` tokens per cell: the ``"top"`` values or a seeded ``"sample"``
+        (``truncation=False`` or ``None``: no cut).
     unique
         Merge a token reached from several peaks (values summed).
     unknown
@@ -299,22 +363,22 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         Where the peaks' regions come from (see :func:`var_regions`).
     n_threads
         numba threads (default: the tokenizer's setting, else numba's).
-    output
-        ``"ragged"`` (a :class:`~genotok.ragged.Ragged`, with ``values`` when asked), ``"list"``
-        (arrays; with ``values=True`` a pair of lists), ``"np"``/``"pt"`` (padded
-        ``input_ids``/``attention_mask``, plus ``values``), or a corpus path: written chunk by
-        chunk with ``obs_names`` as record names and ``obs_columns`` as metadata; the opened
-        :class:`~genotok.formats.corpus.reader.Corpus` is returned.
+    out
+        A corpus path: the cells are written chunk by chunk (the result is never held whole)
+        with ``obs_names`` as record names and ``obs_columns`` as metadata, and the opened
+        :class:`~genotok.Corpus` is returned. Without it, a :class:`~genotok.ragged.Ragged`
+        (with ``values`` when asked): ``.to_list()`` gives arrays, ``tokenizer.pad(result,
+        padding=True, return_tensors="pt")`` padded tensors. (0.1's ``output=`` warns.)
     obs_columns
         ``obs`` columns kept as per-record metadata (corpus output).
     progress
         Show a progress bar over cells (tqdm when installed, else a line on stderr).
     dtype
-        Integer dtype of the token ids in a ``"ragged"`` or ``"list"`` result: ``np.int64``
+        Integer dtype of the token ids of the in-memory result: ``np.int64``
         (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
         writing it (the vocabulary must fit). A corpus always gets the width it stores.
     overwrite
-        Replace an existing corpus at the ``output`` path (default: refuse it).
+        Replace an existing corpus at ``out`` (default: refuse it).
     normalize, target_sum, log1p, rank, bins
         Value encodings applied to the entries before tokenizing (``"total"`` normalisation,
         Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.singlecell.values`.
@@ -343,13 +407,13 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     >>> tokenize_anndata(a, tok).to_list()
     [[0, 1, 2], [3]]
     """
-    kind = sink.output_kind(output)
+    kind = "ragged" if out is None else "corpus"
     by_var = order == "var"
     if by_var and unique:
         raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
                          "geniml's per-cell loop does: pass unique=False with it")
-    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_tokens,
-                   truncate, unique, unknown, values)
+    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_length,
+                   truncation, unique, unknown, values)
     opt.dtype = _ids_dtype(dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
@@ -389,7 +453,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                                            cls=add_cls)
     if kind == "corpus":
         extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
-                             "max_tokens": max_tokens, "truncate": truncate, "unique": unique,
+                             "max_tokens": max_length, "truncate": truncation, "unique": unique,
                              "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
         if enc is not None:
             extra["anndata"]["values_encoding"] = enc.to_json()
@@ -397,7 +461,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
             extra["anndata"]["add_cls"] = bool(add_cls)
             extra["anndata"]["prepend"] = list(prepend)
             extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
-        return sink.write_corpus(output, tokenizer, (r for _, r in stream), records=obs_read,
+        return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
                                  metadata_columns=obs_columns, values=values, extra=extra,
                                  source=path, overwrite=overwrite)
     return sink.collect((r for _, r in stream), kind, values=values,

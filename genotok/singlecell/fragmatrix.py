@@ -43,6 +43,7 @@ file.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -50,6 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _io
+from .._deprecate import deprecated_value
 from ..errors import BedParseError
 from ..kernels import cells as K
 from ..kernels import parse as _parse
@@ -60,7 +62,8 @@ MODES = ("insertion", "paired-insertion", "fragment")
 
 
 class FragmentMatrix(NamedTuple):
-    """Result of :func:`fragment_matrix` with ``output="csr"``.
+    """A fragment file counted into a cells × regions CSR matrix: :meth:`from_fragments`
+    (:func:`fragment_matrix` gives the same counts as an AnnData).
 
     Examples
     --------
@@ -73,6 +76,29 @@ class FragmentMatrix(NamedTuple):
     barcodes: list
     X: object  # scipy.sparse.csr_matrix (cells × universe regions), float32 counts
     n_fragments: np.ndarray  # int64 (cells,) fragment lines of each kept cell
+
+    @classmethod
+    def from_fragments(cls, path, regions, *, mode: str = "insertion", shift=(0, 0),
+                       use_count: bool = False, barcodes=None, min_fragments: int = 1,
+                       block_bytes: int = 32 << 20,
+                       n_threads: int | None = None) -> FragmentMatrix:
+        """Count a fragment file into ``(barcodes, X, n_fragments)``: the parameters of
+        :func:`fragment_matrix`, the counts as a ``scipy.sparse.csr_matrix``.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+        >>> _ = p.write_text("chr1\\t5\\t20\\tAAA-1\\t3\\nchr1\\t99\\t150\\tAAA-1\\t1\\n")
+        >>> m = FragmentMatrix.from_fragments(p, ["chr1:0-10", "chr1:10-100"])
+        >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
+        (['AAA-1'], [[1.0, 2.0]], [2])
+        """
+        _, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
+                                     barcodes=barcodes, min_fragments=min_fragments,
+                                     block_bytes=block_bytes, n_threads=n_threads)
+        return cls(names, X, nfrag)
 
 
 def read_barcodes(source) -> list[str]:
@@ -326,10 +352,39 @@ def _var_frame(u):
                         index=pd.Index(index, name="region"))
 
 
+def _matrix(path, regions, **options):
+    """``(tokenizer, barcodes, X, n_fragments)``: ``regions`` as a Tokenizer, and its counts."""
+    from ..tokenizer import Tokenizer
+
+    tok = regions if isinstance(regions, Tokenizer) else Tokenizer(regions)
+    return (tok, *_count(path, tok, **options))
+
+
+def _accepts_output(func):
+    """0.1's ``fragment_matrix(output=)``, kept one release: ``"csr"`` is
+    :meth:`FragmentMatrix.from_fragments`, ``"anndata"`` the result anyway; both warn."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if "output" not in kwargs:
+            return func(*args, **kwargs)
+        output = kwargs.pop("output")
+        if output not in ("anndata", "csr"):
+            raise ValueError(f"output must be 'anndata' or 'csr', got {output!r}")
+        if output == "csr":
+            deprecated_value("fragment_matrix", "output", output,
+                             "FragmentMatrix.from_fragments(...) (same parameters)", stacklevel=4)
+            return FragmentMatrix.from_fragments(*args, **kwargs)
+        deprecated_value("fragment_matrix", "output", output,
+                         "fragment_matrix(...) (it returns an AnnData, always)", stacklevel=4)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@_accepts_output
 def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
                     use_count: bool = False, barcodes=None, min_fragments: int = 1,
-                    output: str = "anndata", block_bytes: int = 32 << 20,
-                    n_threads: int | None = None):
+                    block_bytes: int = 32 << 20, n_threads: int | None = None):
     """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
 
     Parameters
@@ -354,10 +409,13 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     min_fragments
         Keep cells with at least this many fragment lines (``0`` keeps allow-listed cells
         without fragments).
-    output
-        ``"anndata"``: an AnnData (``obs`` = barcodes with ``n_fragments``, ``var`` = the
-        universe's regions with ``chrom``, ``start``, ``end``); ``"csr"``: a
-        :class:`FragmentMatrix` ``(barcodes, X, n_fragments)``.
+
+    Returns
+    -------
+    anndata.AnnData
+        ``obs`` = barcodes with ``n_fragments``, ``var`` = the universe's regions with
+        ``chrom``, ``start``, ``end``. The same counts as a CSR matrix, without AnnData:
+        :meth:`FragmentMatrix.from_fragments`.
 
     Raises
     ------
@@ -370,22 +428,15 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     >>> from pathlib import Path
     >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
     >>> _ = p.write_text("# 10x header\\nchr1\\t5\\t20\\tAAA-1\\t3\\nchr1\\t99\\t150\\tAAA-1\\t1\\n")
-    >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], output="csr")
-    >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
+    >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"])
+    >>> m.obs_names.tolist(), m.X.toarray().tolist(), m.obs["n_fragments"].tolist()
     (['AAA-1'], [[1.0, 2.0]], [2])
     >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], mode="fragment").X.toarray().tolist()
     [[1.0, 2.0]]
     """
-    from ..tokenizer import Tokenizer
-
-    if output not in ("anndata", "csr"):
-        raise ValueError(f"output must be 'anndata' or 'csr', got {output!r}")
-    tok = regions if isinstance(regions, Tokenizer) else Tokenizer(regions)
-    names, X, nfrag = _count(path, tok, mode=mode, shift=shift, use_count=use_count,
-                             barcodes=barcodes, min_fragments=min_fragments,
-                             block_bytes=block_bytes, n_threads=n_threads)
-    if output == "csr":
-        return FragmentMatrix(names, X, nfrag)
+    tok, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
+                                   barcodes=barcodes, min_fragments=min_fragments,
+                                   block_bytes=block_bytes, n_threads=n_threads)
     import anndata
     import pandas as pd
 

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import sink
+from .._deprecate import renamed_kwargs
 from ..ragged import Ragged
 from . import values as cellvalues
-from .cells import _options, _stream
+from .cells import _accepts_output, _options, _stream
 from .fragmatrix import _count
 from .sources import _MemorySource
 from .varnames import _var_map_from_hits
@@ -48,12 +49,52 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                   n_threads=n_threads, miss_column=True, repeats=False)
 
 
+def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift):
+    """The cells x (universe regions + unknown) count matrix of a fragment file."""
+    if mode == "fragment" and tuple(shift) == (0, 0):
+        return fragment_counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
+                               block_bytes=block_bytes, n_threads=n_threads)
+    # insertion counts (genotok.singlecell.fragmatrix)
+    return _count(path, tokenizer, mode=mode, shift=shift, use_count=False, barcodes=barcodes,
+                  min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
+                  miss_column=True)
+
+
+def _fragments_anndata(path, tokenizer, *, barcodes=None, min_fragments: int = 1,
+                       block_bytes: int = 32 << 20, n_threads: int | None = None,
+                       mode: str = "fragment", shift=(0, 0), **per_cell):
+    """0.1's ``tokenize_fragments(output="anndata")``: the counts as an AnnData (cells x
+    universe regions, var names the token strings, ``obs`` ``n_fragments`` and
+    ``unknown_count``); the per-cell options do not apply."""
+    import anndata
+    import pandas as pd
+
+    names, X, nfrag = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
+                              block_bytes=block_bytes, n_threads=n_threads, mode=mode,
+                              shift=shift)
+    u = tokenizer.universe
+    obs = pd.DataFrame({"n_fragments": nfrag,
+                        "unknown_count": np.asarray(X[:, u.n_regions].todense()).ravel()},
+                       index=pd.Index(names, name="barcode"))
+    tokens = u.convert_ids_to_tokens(np.arange(u.n_regions))
+    seen: set[str] = set()
+    index = []
+    for i, t in enumerate(tokens):  # a duplicate universe line gets "#id" (never counted)
+        index.append(t if t not in seen else f"{t}#{i}")
+        seen.add(t)
+    var = pd.DataFrame({"token_id": np.arange(u.n_regions)},
+                       index=pd.Index(index, name="token"))
+    return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
+
+
+@renamed_kwargs(max_tokens="max_length", truncate="truncation")
+@_accepts_output(anndata=_fragments_anndata)
 def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                        min_fragments: int = 1, min_count: float | None = None,
                        values: bool = True, order: str = "genomic", seed: int = 0,
-                       max_tokens: int | None = None, truncate: str = "top",
+                       max_length: int | None = None, truncation: str | bool | None = "top",
                        unknown: str | None = None, block_bytes: int = 32 << 20,
-                       n_threads: int | None = None, output="ragged", progress: bool = False,
+                       n_threads: int | None = None, out=None, progress: bool = False,
                        overwrite: bool = False, mode: str = "fragment", shift=(0, 0),
                        normalize: str | None = None, target_sum: float = 1e4,
                        log1p: bool = False, rank=None, bins: int | None = None):
@@ -66,7 +107,7 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     (or of ``barcodes``). Unknown handling is per cell, not per fragment: ``"set"`` gives a
     cell without any hit one ``<unk>`` (valued with its total count), ``"region"`` one ``<unk>``
     valued with the count of its fragments that hit nothing, ``"drop"`` nothing. ``min_count``,
-    ``order``, ``max_tokens``/``truncate`` act on the per-cell token counts as in
+    ``order``, ``max_length``/``truncation`` act on the per-cell token counts as in
     :func:`tokenize_anndata`. The byte parser is this module's own (``genotok.kernels.parse`` reads
     three BED columns only).
 
@@ -77,13 +118,13 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         kept when ``min_fragments=0``).
     min_fragments
         Keep cells with at least this many fragment lines.
-    output
-        ``"ragged"``/``"list"``/``"np"``/``"pt"`` → ``(barcodes, result)``; ``"anndata"`` → an
-        AnnData of counts (cells × universe regions, var_names the token strings, ``obs``
-        columns ``n_fragments`` and ``unknown_count``; the per-cell options do not apply);
-        a corpus path → the opened corpus (barcodes as record names).
+    out
+        A corpus path: the cells are written (barcodes as record names) and the opened
+        :class:`~genotok.Corpus` is returned. Without it, ``(barcodes, Ragged)``. (0.1's
+        ``output=`` warns; its ``output="anndata"`` is :func:`fragment_matrix` with
+        ``mode="fragment", use_count=True``.)
     overwrite
-        Replace an existing corpus at the ``output`` path (default: refuse it).
+        Replace an existing corpus at ``out`` (default: refuse it).
     mode, shift
         ``"fragment"`` (above) or ``"insertion"``: each fragment's two Tn5 cut sites counted
         once each, whatever the count column (SnapATAC2's way; ``<unk>`` counts fragments
@@ -111,34 +152,12 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     >>> names, rows.to_list(), rows.values.tolist()
     (['AAA-1', 'CCC-1'], [[0, 1], [2]], [2.0, 1.0, 1.0])
     """
-    kind = "anndata" if output == "anndata" else sink.output_kind(output)
-    opt = _options(tokenizer, min_count, order, seed, max_tokens, truncate, True, unknown,
+    opt = _options(tokenizer, min_count, order, seed, max_length, truncation, True, unknown,
                    values)
-    if mode == "fragment" and tuple(shift) == (0, 0):
-        names, X, nfrag = fragment_counts(path, tokenizer, barcodes=barcodes,
-                                          min_fragments=min_fragments, block_bytes=block_bytes,
-                                          n_threads=n_threads)
-    else:  # insertion counts (genotok.singlecell.fragmatrix)
-        names, X, nfrag = _count(path, tokenizer, mode=mode, shift=shift, use_count=False,
-                                 barcodes=barcodes, min_fragments=min_fragments,
-                                 block_bytes=block_bytes, n_threads=n_threads, miss_column=True)
+    names, X, _ = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
+                              block_bytes=block_bytes, n_threads=n_threads, mode=mode,
+                              shift=shift)
     u = tokenizer.universe
-    if kind == "anndata":
-        import anndata
-        import pandas as pd
-
-        obs = pd.DataFrame({"n_fragments": nfrag,
-                            "unknown_count": np.asarray(X[:, u.n_regions].todense()).ravel()},
-                           index=pd.Index(names, name="barcode"))
-        tokens = u.convert_ids_to_tokens(np.arange(u.n_regions))
-        seen: set[str] = set()
-        index = []
-        for i, t in enumerate(tokens):  # a duplicate universe line gets "#id" (never counted)
-            index.append(t if t not in seen else f"{t}#{i}")
-            seen.add(t)
-        var = pd.DataFrame({"token_id": np.arange(u.n_regions)},
-                           index=pd.Index(index, name="token"))
-        return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
     ids = np.arange(u.n_regions, dtype=np.int64)
     hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
     vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
@@ -151,21 +170,21 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                      progress=progress, desc="tokenizing cells",
                      encode=None if enc is None else enc.chunk_encoder(source.n_cols,
                                                                        source.where))
-    if kind == "corpus":
+    if out is not None:
         def obs_read(lo, hi):
             return names[lo:hi], {}
 
         extra = {"fragments": {"min_fragments": min_fragments, "min_count": min_count,
-                               "order": order, "seed": seed, "max_tokens": max_tokens,
-                               "truncate": truncate,
+                               "order": order, "seed": seed, "max_tokens": max_length,
+                               "truncate": truncation,
                                "unknown": tokenizer.settings.unknown if unknown is None
                                else unknown, "mode": mode, "shift": list(shift)}}
         if enc is not None:
             extra["fragments"]["values_encoding"] = enc.to_json()
-        return sink.write_corpus(output, tokenizer, (r for _, r in stream), records=obs_read,
+        return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
                                  values=values, extra=extra, source=os.fspath(path),
                                  overwrite=overwrite)
-    return names, sink.collect((r for _, r in stream), kind, values=values,
+    return names, sink.collect((r for _, r in stream), "ragged", values=values,
                                pad_token_id=u.pad_token_id)
 
 

@@ -13,7 +13,7 @@ For a ``.h5ad`` path or a backed AnnData, ``X`` is read with h5py in row chunks 
 Besides the chunks, only ``indptr`` (8 bytes per cell), the variable → token map, per-thread
 scratch (about 8.2 bytes × universe regions with ``unique=True`` when the peaks are not sorted
 like the universe; 8.2 bytes × peaks with ``unique=False``) and the result are held; with a
-corpus ``output`` the result goes to disk chunk by chunk, so peak memory is
+corpus ``out`` the result goes to disk chunk by chunk, so peak memory is
 flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC** matrix cannot
 be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
 :class:`AnnDataError` says how to rewrite the file as CSR.

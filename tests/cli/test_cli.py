@@ -492,17 +492,17 @@ def test_single_cell_outputs_take_overwrite(tmp_path):
     a = anndata.AnnData(sp.csr_matrix(np.array([[1, 0], [1, 1]], dtype=np.float32)),
                         var=pd.DataFrame(index=["chr1:10-20", "chr1:150-160"]))
     out = tmp_path / "cells.gtokc"
-    assert tokenize_anndata(a, tok, output=str(out)).to_ragged().to_list() == [[0], [0, 1]]
+    assert tokenize_anndata(a, tok, out=str(out)).to_ragged().to_list() == [[0], [0, 1]]
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        tokenize_anndata(a, tok, output=str(out))
-    assert len(tokenize_anndata(a[:1], tok, output=str(out), overwrite=True)) == 1
+        tokenize_anndata(a, tok, out=str(out))
+    assert len(tokenize_anndata(a[:1], tok, out=str(out), overwrite=True)) == 1
     frag = tmp_path / "f.tsv"
     frag.write_text("chr1\t5\t20\tAAA-1\t2\n")
     fout = tmp_path / "frag.gtokc"
-    assert len(tokenize_fragments(frag, tok, output=str(fout))) == 1
+    assert len(tokenize_fragments(frag, tok, out=str(fout))) == 1
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        tokenize_fragments(frag, tok, output=str(fout))
-    assert tokenize_fragments(frag, tok, output=str(fout), overwrite=True).names == ["AAA-1"]
+        tokenize_fragments(frag, tok, out=str(fout))
+    assert tokenize_fragments(frag, tok, out=str(fout), overwrite=True).names == ["AAA-1"]
 
 
 # ------------------------------------------------------------------ every subcommand, from the parser

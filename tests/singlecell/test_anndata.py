@@ -323,7 +323,7 @@ def test_h5ad_path_backed_and_memory_agree(small, tmp_path):
     a = _adata(rows, variables, "columns")
     p = tmp_path / "a.h5ad"
     a.write_h5ad(p)
-    kw = dict(values=True, order="value", max_tokens=6, truncate="sample", seed=3)
+    kw = dict(values=True, order="value", max_length=6, truncation="sample", seed=3)
     mem = gad.tokenize_anndata(a, tok, **kw)
     on_disk = gad.tokenize_anndata(p, tok, chunk_rows=4, **kw)
     tiny_budget = gad.tokenize_anndata(p, tok, memory_mb=0.0001, **kw)
@@ -455,19 +455,21 @@ def test_outputs_list_tensors_and_corpus(small, tmp_path):
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
     ref = gad.tokenize_anndata(a, tok, values=True)
-    ids, vals = gad.tokenize_anndata(a, tok, output="list", values=True)
+    ids = list(ref)
+    vals = [ref.row_values(i) for i in range(len(ref))]
     assert [x.tolist() for x in ids] == ref.to_list()
     assert np.array_equal(np.concatenate(vals), ref.values)
-    out = gad.tokenize_anndata(a, tok, output="np", values=True)
+    out = tok.pad(ref, padding=True, return_tensors="np")
     lens = ref.lengths
     assert out["input_ids"].shape == (len(rows), lens.max())
     assert out["attention_mask"].sum(axis=1).tolist() == lens.tolist()
     assert out["input_ids"][out["attention_mask"] == 1].tolist() == ref.data.tolist()
     assert (out["input_ids"][out["attention_mask"] == 0] == tok.pad_token_id).all()
     assert out["values"][out["attention_mask"] == 1].tolist() == ref.values.tolist()
-    pt = gad.tokenize_anndata(a, tok, output="pt")
+    pt = tok.pad(gad.tokenize_anndata(a, tok), padding=True, return_tensors="pt")
     assert pt["input_ids"].numpy().tolist() == out["input_ids"].tolist()
-    c = gad.tokenize_anndata(a, tok, output=tmp_path / "cells.gtokc", values=True,
+    assert "values" not in pt
+    c = gad.tokenize_anndata(a, tok, out=tmp_path / "cells.gtokc", values=True,
                              obs_columns=["cell_type"], chunk_rows=5)
     assert isinstance(c, Corpus)
     assert c.names == list(a.obs_names)
@@ -476,7 +478,7 @@ def test_outputs_list_tensors_and_corpus(small, tmp_path):
     assert c.to_ragged().to_list() == ref.to_list()
     p = tmp_path / "a.h5ad"
     a.write_h5ad(p)
-    c2 = gad.tokenize_anndata(p, tok, output=str(tmp_path / "c2.gtokc"), obs_columns=["cell_type"],
+    c2 = gad.tokenize_anndata(p, tok, out=str(tmp_path / "c2.gtokc"), obs_columns=["cell_type"],
                               chunk_rows=7)
     assert c2.names == c.names and c2.meta["cell_type"] == c.meta["cell_type"]
     assert c2.to_ragged().to_list() == ref.to_list()
@@ -545,7 +547,7 @@ def test_pbmc_real_file_matches_the_loop(tmp_path):
         assert gad.tokenize_anndata(backed, tok) == got
     finally:
         backed.file.close()
-    c = gad.tokenize_anndata(PBMC, tok, output=tmp_path / "pbmc.gtokc", obs_columns=["cell_type"])
+    c = gad.tokenize_anndata(PBMC, tok, out=tmp_path / "pbmc.gtokc", obs_columns=["cell_type"])
     assert c.names == list(a.obs_names)
     assert c.meta["cell_type"] == a.obs["cell_type"].astype(str).tolist()
 
@@ -645,3 +647,52 @@ def test_memory_source_accepts_exactly_the_valid_matrices(raw, idx_dtype):
             dense[r, c] += X.data[j]
     got = sp.csr_matrix((src.data, src.indices, src.indptr), shape=shape).toarray()
     np.testing.assert_array_equal(got, dense)
+
+
+def test_old_spellings_warn_and_give_the_0_1_results(small, tmp_path):
+    """0.1's ``max_tokens=``, ``truncate=`` and every ``output=`` (issue 21) warn, and give
+    what they gave: the ``Ragged`` shaped as before, or the corpus at the path."""
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    ref = gad.tokenize_anndata(a, tok, values=True, max_length=3, truncation="sample", seed=2)
+    with pytest.deprecated_call() as rec:
+        old = gad.tokenize_anndata(a, tok, values=True, max_tokens=3, truncate="sample", seed=2)
+    said = " ".join(str(w.message) for w in rec)
+    assert "use max_length=" in said and "use truncation=" in said
+    assert {w.filename for w in rec} == {__file__}  # the user's line (shown by default filters)
+    with pytest.deprecated_call() as rec:
+        gad.tokenize_anndata(a, tok, output="ragged", truncate="top")
+    assert len(rec) == 2 and {w.filename for w in rec} == {__file__}
+    assert old == ref and np.array_equal(old.values, ref.values)
+    with pytest.deprecated_call(match=r"\(a Ragged is the result\)"):
+        assert gad.tokenize_anndata(a, tok, output="ragged", values=True, max_length=3,
+                                    truncation="sample", seed=2) == ref
+    full = gad.tokenize_anndata(a, tok, values=True)
+    with pytest.deprecated_call(match=r"to_list\(\)"):
+        ids, vals = gad.tokenize_anndata(a, tok, output="list", values=True)
+    assert [x.tolist() for x in ids] == full.to_list()
+    assert np.array_equal(np.concatenate(vals), full.values)
+    for kind in ("np", "pt"):
+        with pytest.deprecated_call(match=f"return_tensors='{kind}'"):
+            t = gad.tokenize_anndata(a, tok, output=kind, values=True)
+        new = tok.pad(full, padding=True, return_tensors=kind)
+        assert set(t) == set(new) == {"input_ids", "attention_mask", "values"}
+        for k in t:
+            assert np.asarray(t[k]).tolist() == np.asarray(new[k]).tolist()
+    with pytest.deprecated_call(match="out="):
+        c = gad.tokenize_anndata(a, tok, output=tmp_path / "old.gtokc")
+    assert isinstance(c, Corpus) and c.to_ragged().to_list() == full.to_list()
+    with pytest.raises(TypeError, match="got both"):
+        gad.tokenize_anndata(a, tok, output="list", out=tmp_path / "x.gtokc")
+
+
+def test_truncation_false_or_none_does_not_cut(small):
+    universe, variables, rows = small
+    tok = _tokenizer(universe)
+    a = _adata(rows, variables)
+    full = gad.tokenize_anndata(a, tok)
+    for no_cut in (False, None):
+        assert gad.tokenize_anndata(a, tok, max_length=1, truncation=no_cut) == full
+    assert gad.tokenize_anndata(a, tok, max_length=1, truncation=True) == \
+        gad.tokenize_anndata(a, tok, max_length=1, truncation="top")

@@ -205,7 +205,7 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
                   tokenize_anndata(anndata.read_h5ad(path, backed="r"), tok, **opts)):
         assert other == got
         np.testing.assert_array_equal(other.values, got.values)
-    c = tokenize_anndata(path, tok, output=tmp_path / "c.gtokc", chunk_rows=4, **opts)
+    c = tokenize_anndata(path, tok, out=tmp_path / "c.gtokc", chunk_rows=4, **opts)
     assert c.to_ragged(values=True) == got
     np.testing.assert_array_equal(c.to_ragged(values=True).values, got.values)
     stored = c.header["extra"]["anndata"]["values_encoding"]
@@ -220,7 +220,7 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
 def test_inference_uses_training_medians(tmp_path):
     X = np.array([[2, 0, 4], [4, 1, 0], [6, 0, 8]])
     a, tok = _adata(X)
-    c = tokenize_anndata(a, tok, output=tmp_path / "t.gtokc", values=True, order="value",
+    c = tokenize_anndata(a, tok, out=tmp_path / "t.gtokc", values=True, order="value",
                          rank="median")
     new, _ = _adata(np.array([[4, 1, 4]]))
     got = tokenize_anndata(new, tok, values=True, order="value", rank=c)

@@ -102,7 +102,7 @@ def test_prepend_memory_backed_corpus(tmp_path):
     a.write_h5ad(path)
     assert tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=1) == got
     c = tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=3,
-                         output=tmp_path / "c.gtokc")
+                         out=tmp_path / "c.gtokc")
     assert c.to_ragged(values=True) == got
     assert c.header["extra"]["anndata"]["condition_tokens"] == list(tok.universe.extra_tokens)
     assert c.header["extra"]["anndata"]["prepend"] == prepend
@@ -169,6 +169,6 @@ def test_cls_before_conditions(tmp_path):
     cls = tok.universe.cls_token_id
     batch_ids = condition_ids(a.obs, tok, ["batch"])[:, 0]
     assert got.to_list() == [[cls, int(b)] + row.tolist() for b, row in zip(batch_ids, plain)]
-    only = tokenize_anndata(a, tok, add_cls=True, output=tmp_path / "c.gtokc")
+    only = tokenize_anndata(a, tok, add_cls=True, out=tmp_path / "c.gtokc")
     assert only.to_ragged().to_list() == [[cls] + row.tolist() for row in plain]
     assert only.header["extra"]["anndata"]["add_cls"] is True

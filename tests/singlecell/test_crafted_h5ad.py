@@ -346,10 +346,10 @@ def run_one(case: Case, mode: str, folder: Path, ref: list) -> tuple[str, str]:
                 return "refused", f"{type(exc).__name__}: {exc}"
         try:
             if mode == "path-list":
-                got = [list(map(int, r)) for r in tokenize_anndata(obj, tok, output="list")]
+                got = [list(map(int, r)) for r in tokenize_anndata(obj, tok)]
             elif mode == "path-corpus":
                 out = folder / f"{case.name}.{case.base}.gtokc"
-                c = tokenize_anndata(obj, tok, output=out)
+                c = tokenize_anndata(obj, tok, out=out)
                 assert isinstance(c, Corpus)
                 got = [list(map(int, c[i])) for i in range(len(c))]
                 del c

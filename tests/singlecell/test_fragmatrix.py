@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from genotok import Tokenizer
 from genotok.errors import BedParseError
+from genotok.singlecell import FragmentMatrix
 from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "genotok", "examples")
@@ -83,7 +84,7 @@ def _tok(regions):
 
 def _check(lines, regions, gz=False, block_bytes=32 << 20, **kw):
     path = _write(lines, gz)
-    got = fragment_matrix(path, _tok(regions), output="csr", block_bytes=block_bytes, **kw)
+    got = FragmentMatrix.from_fragments(path, _tok(regions), block_bytes=block_bytes, **kw)
     names, X, n = oracle(lines, regions, **kw)
     assert got.barcodes == names
     assert got.X.shape == (len(names), len(regions))
@@ -165,7 +166,7 @@ def test_bundled_example_matches_oracle():
             regions.append((c, int(s), int(e)))
     tok = _tok(regions)
     for mode in ("insertion", "paired-insertion", "fragment"):
-        got = fragment_matrix(path, tok, mode=mode, output="csr", block_bytes=4096)
+        got = FragmentMatrix.from_fragments(path, tok, mode=mode, block_bytes=4096)
         names, X, n = oracle(lines, regions, mode=mode)
         assert got.barcodes == names
         np.testing.assert_array_equal(got.X.toarray(), X)
@@ -330,3 +331,17 @@ def test_tokenize_fragments_with_given_medians():
     # A: region 0 has 1 cut (1/2), region 1 has 3 cuts (3/4); B: 1/2 and 1/4
     assert rows.to_list() == [[1, 0], [0, 1]]
     np.testing.assert_allclose(rows.values, [0.75, 0.5, 0.5, 0.25])
+
+
+def test_output_keyword_warns(tmp_path):
+    """0.1's ``fragment_matrix(output=)`` (issue 21): ``"csr"`` is
+    ``FragmentMatrix.from_fragments``, ``"anndata"`` the result anyway; both warn."""
+    good = _write(["chr1\t5\t20\tA\t1\n", "chr1\t3\t8\tB\t2\n"])
+    new = FragmentMatrix.from_fragments(good, ["chr1:0-10"], mode="fragment")
+    with pytest.deprecated_call(match="FragmentMatrix.from_fragments"):
+        old = fragment_matrix(good, ["chr1:0-10"], mode="fragment", output="csr")
+    assert isinstance(old, FragmentMatrix) and old.barcodes == new.barcodes
+    np.testing.assert_array_equal(old.X.toarray(), new.X.toarray())
+    with pytest.deprecated_call(match="returns an AnnData"):
+        ad = fragment_matrix(good, ["chr1:0-10"], mode="fragment", output="anndata")
+    np.testing.assert_array_equal(ad.X.toarray(), new.X.toarray())

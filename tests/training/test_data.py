@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import CorpusWriter, UniverseMismatchError, write_gtok
+from genotok import CorpusWriter, UniverseMismatchError, data, write_gtok
 from genotok.data import (
     PretokenizedDataset,
-    epoch_order,
     make_batch,
     mlm_mask,
     pack,
@@ -21,6 +20,7 @@ from genotok.data import (
     truncate,
     worker_slice,
 )
+from genotok.sampling import epoch_order
 
 rows_st = st.lists(st.lists(st.integers(0, 99), max_size=12), max_size=8)
 
@@ -74,7 +74,7 @@ def test_make_batch(rows, max_length, wrap, seed):
     cls_id, eos_id = (103, 104) if wrap else (None, None)
     vals = [r.astype(np.float32) + 0.5 for r in rows]
     b = make_batch(rows, pad_token_id=101, max_length=max_length,
-                   truncation="subsample" if max_length else None, shuffle=True,
+                   truncation="subsample" if max_length else None, shuffle_tokens=True,
                    cls_token_id=cls_id, eos_token_id=eos_id, values=vals,
                    rng=np.random.default_rng(seed))
     ids, mask = b["input_ids"], b["attention_mask"]
@@ -143,7 +143,7 @@ def test_rtd_labels():
 
 @pytest.mark.parametrize("split", ["even", "drop_last", "pad"])
 def test_rank_split(split):
-    order = epoch_order(10, True, 0, 0)
+    order = epoch_order(10, 0, 0, "full")
     shares = [worker_slice(order, r, 3, split) for r in range(3)]
     got = np.concatenate(shares)
     if split == "even":
@@ -152,3 +152,26 @@ def test_rank_split(split):
         assert len(set(got.tolist())) == 9 and all(s.size == 3 for s in shares)
     else:
         assert set(got.tolist()) == set(range(10)) and all(s.size == 4 for s in shares)
+
+
+def test_old_spellings_warn_and_agree():
+    """0.1's spellings (issue 21): ``truncate(strategy=)``, ``make_batch(shuffle=)`` and
+    ``genotok.data.epoch_order(n, shuffle, seed, epoch)`` warn, and give what the new ones give."""
+    ids = np.arange(20)
+    with pytest.deprecated_call(match="use truncation="):
+        old = truncate(ids, 5, strategy="window", rng=np.random.default_rng(3))
+    assert old.tolist() == truncate(ids, 5, truncation="window", rng=np.random.default_rng(3)).tolist()
+    rows = [np.arange(6), np.arange(3)]
+    with pytest.deprecated_call(match="use shuffle_tokens="):
+        old = make_batch(rows, pad_token_id=0, shuffle=True, rng=np.random.default_rng(1))
+    new = make_batch(rows, pad_token_id=0, shuffle_tokens=True, rng=np.random.default_rng(1))
+    assert old["input_ids"].tolist() == new["input_ids"].tolist()
+    for shuffle, mode in ((True, "full"), (False, "none")):
+        for seed, epoch in ((0, 0), (7, 3)):
+            with pytest.deprecated_call(match="genotok.sampling.epoch_order") as rec:
+                old = data.epoch_order(50, shuffle, seed, epoch)
+            assert rec[0].filename == __file__
+            assert old.tolist() == epoch_order(50, seed, epoch, mode).tolist()
+            if shuffle:  # 0.1's own permutation
+                want = np.random.default_rng([seed, epoch]).permutation(50)
+                assert old.tolist() == want.tolist()
