@@ -144,9 +144,9 @@ def test_unreadable_input_is_skipped_by_the_medians_pass(tmp_path, tok, h5ads, w
             x["indices"] = idx[: idx.size // 2]
     inputs = [h5ads[0], bad, h5ads[1]]
     with pytest.raises(Exception):  # noqa: B017 (the default stops at it, as before)
-        pretokenize(inputs, tok, tmp_path / "fail", quiet=True, rank="median")
+        pretokenize(inputs, tok, tmp_path / "fail", progress=False, rank="median")
     out = tmp_path / "c"
-    run = pretokenize(inputs, tok, out, quiet=True, rank="median", on_error="skip")
+    run = pretokenize(inputs, tok, out, progress=False, rank="median", on_error="skip")
     assert [f["path"] for f in run.failed] == [str(bad)]
     assert str(bad) in run.failed[0]["error"]
     corpus = Corpus.open(out)
@@ -155,7 +155,7 @@ def test_unreadable_input_is_skipped_by_the_medians_pass(tmp_path, tok, h5ads, w
     stored = corpus.header["extra"]["anndata"]["values_encoding"]
     np.testing.assert_array_equal(np.array(stored["medians"], dtype=float),
                                   feature_medians(h5ads)[0])
-    again = pretokenize(inputs, tok, out, quiet=True, rank="median", on_error="skip")
+    again = pretokenize(inputs, tok, out, progress=False, rank="median", on_error="skip")
     assert again.skipped_done == 3 and [f["path"] for f in again.failed] == [str(bad)]
 
 def test_refused_inputs(tmp_path, tok, h5ads):
