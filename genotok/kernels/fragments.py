@@ -1,5 +1,6 @@
 """Numba parser of fragment files (``chrom start end barcode [count]``, tab-separated), one
-byte block at a time: arrays of byte spans and integers out, a status code for the first bad line.
+byte block at a time: arrays of byte spans and integers out, a status code for the first bad line;
+and the fold of (cell, region) pair counts into a CSR matrix (:func:`add_pairs`).
 """
 
 from __future__ import annotations
