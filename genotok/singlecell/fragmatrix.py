@@ -37,10 +37,10 @@ Memory
 One pass over the file; held at once: one block of ``block_bytes`` bytes (default 32 MiB)
 plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines) and hits,
 the barcode table, the distinct (cell, region) pairs counted so far as a CSR matrix (16 bytes
-each), the pairs not yet folded into it (16 bytes each, at most as many as the distinct pairs
-or 4M) and, while they are folded in, the new matrix: at most about 3 × 16 bytes per distinct
-pair plus the block — the size of the result, not of the file (measured: 5M fragments, 2,000
-cells, 200k peaks, 2.7M pairs: ~240 MiB above the imports).
+each), the pairs not yet folded into it (16 bytes each, at most half as many as the distinct
+pairs, or 1M) and, while they are folded in, the new matrix: about 60 bytes per distinct pair
+at the peak, plus the block — the size of the result, not of the file (measured: 5M
+fragments, 2,000 cells, 200k peaks, 2.7M distinct pairs: 248 MiB above the imports).
 """
 
 from __future__ import annotations
@@ -197,8 +197,9 @@ class _PairCounts:
     """Sum of counts per (cell, column) pair, folded as it grows into a canonical CSR matrix
     (``kernels.fragments.add_pairs``: a counting sort by cell and a dense row accumulator,
     linear where ``np.unique`` of the keys sorted them all). Bounded by the distinct pairs:
-    16 bytes each, plus the pending pairs (16 bytes each, at most as many as the distinct
-    ones or 4M) and the new matrix while they are folded in."""
+    16 bytes each, plus the pending pairs (16 bytes each, at most half as many as the
+    distinct ones, or 1M) and, while they are folded in, their concatenation, a permutation
+    and the new matrix: about 60 bytes per distinct pair at the peak."""
 
     def __init__(self, n_cols: int):
         self.n_cols = n_cols
@@ -212,7 +213,7 @@ class _PairCounts:
         """Pairs ``keys = cell * n_cols + column`` (cells below ``n_rows``) with ``counts``."""
         self.pending.append((keys, counts))
         self.n_pending += keys.size
-        if self.n_pending > max(1 << 22, self.indices.size):
+        if self.n_pending > max(1 << 20, self.indices.size // 2):
             self.reduce(n_rows)
 
     def reduce(self, n_rows: int) -> None:
