@@ -35,12 +35,13 @@ counts as the first.
 Memory
 ------
 One pass over the file; held at once: one block of ``block_bytes`` bytes (default 32 MiB)
-plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines) and hits,
+plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines), the
+region search's queries, hits and keys of one slice of 262,144 fragments (~25 MiB),
 the barcode table, the distinct (cell, region) pairs counted so far as a CSR matrix (16 bytes
 each), the pairs not yet folded into it (16 bytes each, at most half as many as the distinct
 pairs, or 1M) and, while they are folded in, the new matrix: about 60 bytes per distinct pair
 at the peak, plus the block — the size of the result, not of the file (measured: 5M
-fragments, 2,000 cells, 200k peaks, 2.7M distinct pairs: 248 MiB above the imports).
+fragments, 2,000 cells, 200k peaks, 2.7M distinct pairs: 176-179 MiB above the imports).
 """
 
 from __future__ import annotations
@@ -242,6 +243,33 @@ class _PairCounts:
         self.data = dat[:n].copy() if n < dat.size else dat
 
 
+_HIT_SLICE = 1 << 18  # fragments per region search (bounds the search's temporaries)
+
+
+def _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv, st, en, cnt, cell,
+                 use_count, miss_column, dups, n_cols, path, n_rows, n_threads):
+    """Search one slice of a block's fragments and add its (cell, column) counts."""
+    u = tokenizer.universe
+    qs, qe, frag = _queries(mode, st, en, left, right)
+    rs = RegionSet(cnames, cinv[frag].astype(np.int32), qs, qe, source=path, validate=False)
+    hits = tokenizer.region_hits(rs, n_threads=n_threads)
+    ids = hits.data
+    owner = np.repeat(frag, hits.lengths)
+    if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
+        key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
+        owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
+    if miss_column:  # fragments without any hit (before repeats are expanded)
+        missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
+        w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
+        pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64), n_rows)
+    if dups is not None:  # a hit on a repeated region also counts in its repeats
+        lens = dups.lengths[ids]
+        ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
+        owner = np.repeat(owner, lens)
+    weight = (cnt[owner] if use_count else np.ones(owner.size, np.int64)).astype(np.float64)
+    pairs.add(cell[owner] * n_cols + ids, weight, n_rows)
+
+
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
            block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
@@ -294,26 +322,13 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
             nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
         nfrag += np.bincount(cell, minlength=nfrag.size)
         cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
-        qs, qe, frag = _queries(mode, st, en, left, right)
-        rs = RegionSet(cnames, cinv[frag].astype(np.int32), qs, qe, source=path,
-                       validate=False)
-        hits = tokenizer.region_hits(rs, n_threads=n_threads)
-        ids = hits.data
-        owner = np.repeat(frag, hits.lengths)
-        if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
-            key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
-            owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
-        if miss_column:  # fragments without any hit (before repeats are expanded)
-            missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
-            w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
-            pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64),
-                      len(cell_index))
-        if dups is not None:  # a hit on a repeated region also counts in its repeats
-            lens = dups.lengths[ids]
-            ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
-            owner = np.repeat(owner, lens)
-        weight = (cnt[owner] if use_count else np.ones(owner.size, np.int64)).astype(np.float64)
-        pairs.add(cell[owner] * n_cols + ids, weight, len(cell_index))
+        # the block's fragments go to the search in slices: its temporaries (queries, hits,
+        # keys: ~100 bytes per fragment in insertion mode) stay bounded by the slice
+        for lo in range(0, st.size, _HIT_SLICE):
+            sl = slice(lo, lo + _HIT_SLICE)
+            _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv[sl], st[sl], en[sl],
+                         cnt[sl], cell[sl], use_count, miss_column, dups, n_cols, path,
+                         len(cell_index), n_threads)
     n_cells = len(cell_index)
     pairs.reduce(n_cells)
     if nfrag.size < n_cells:

@@ -366,3 +366,19 @@ def test_add_pairs_kernel_matches_oracle(n_rows, n_cols, data):
     np.testing.assert_array_equal(got_ptr, want[0])
     np.testing.assert_array_equal(got_idx[:n], want[1])
     np.testing.assert_array_equal(got_dat[:n], want[2])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=12),
+       frags=st.lists(fragment, max_size=30),
+       mode=st.sampled_from(["insertion", "paired-insertion", "fragment"]),
+       use_count=st.booleans(), hit_slice=st.sampled_from([1, 2, 5]))
+def test_search_in_slices_matches_oracle(regions, frags, mode, use_count, hit_slice):
+    """A block's fragments searched a few at a time (``_HIT_SLICE``) count as in one go."""
+    from genotok.singlecell import fragmatrix
+
+    lines = [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fragmatrix, "_HIT_SLICE", hit_slice)
+        _check(lines, regions, gz=False, block_bytes=1 << 20, mode=mode, shift=(0, 0),
+               use_count=use_count, barcodes=None, min_fragments=0)
