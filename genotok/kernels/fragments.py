@@ -1,5 +1,6 @@
 """Numba parser of fragment files (``chrom start end barcode [count]``, tab-separated), one
-byte block at a time: arrays of byte spans and integers out, a status code for the first bad line.
+byte block at a time: arrays of byte spans and integers out, a status code for the first bad line;
+and the fold of (cell, region) pair counts into a CSR matrix (:func:`add_pairs`).
 """
 
 from __future__ import annotations
@@ -118,3 +119,67 @@ def parse_fragments(buf):
         pos = nxt
     bad = -1 if status == FRAG_OK else line
     return cs[:k], ce[:k], st[:k], en[:k], bs[:k], be[:k], cnt[:k], status, bad, newlines
+
+
+@njit(**NJIT)
+def add_pairs(indptr, indices, data, keys, weights, n_rows, n_cols):
+    """Fold weighted ``(row, column)`` pairs into a canonical CSR matrix (sorted, distinct
+    columns per row; equal pairs summed; a summed 0 is kept).
+
+    ``indptr``/``indices``/``data`` is the canonical matrix so far (``indptr.size - 1 <=
+    n_rows`` rows, the missing ones empty); ``keys[k] = row * n_cols + column`` with
+    ``weights[k]``. The caller has checked ``0 <= keys < n_rows * n_cols``, ``indices`` in
+    ``[0, n_cols)`` and ``indptr`` (it made them). Linear: the pairs are bucketed by row (a
+    counting sort) and each row is summed in a dense accumulator of ``n_cols`` slots, then
+    only its distinct columns are sorted. Returns ``(indptr, indices, data, nnz)`` whose
+    ``indices``/``data`` may be longer than ``nnz`` (the caller trims them). Oracle:
+    ``np.unique`` of the keys and ``np.bincount`` (``tests/singlecell/test_fragmatrix.py``).
+    """
+    n_old = indptr.size - 1
+    start = np.zeros(n_rows + 1, np.int64)
+    for k in range(keys.size):
+        start[keys[k] // n_cols + 1] += 1
+    for r in range(n_rows):
+        start[r + 1] += start[r]
+    order = np.empty(keys.size, np.int64)
+    fill = start[:-1].copy()
+    for k in range(keys.size):
+        r = keys[k] // n_cols
+        order[fill[r]] = k
+        fill[r] += 1
+    cap = indices.size + keys.size
+    out_ptr = np.zeros(n_rows + 1, np.int64)
+    out_idx = np.empty(cap, np.int64)
+    out_dat = np.empty(cap, np.float64)
+    acc = np.zeros(n_cols, np.float64)
+    seen = np.zeros(n_cols, np.bool_)
+    touched = np.empty(n_cols, np.int64)
+    o = 0
+    for r in range(n_rows):
+        t = 0
+        if r < n_old:
+            for j in range(indptr[r], indptr[r + 1]):
+                c = indices[j]
+                acc[c] += data[j]
+                if not seen[c]:
+                    seen[c] = True
+                    touched[t] = c
+                    t += 1
+        for q in range(start[r], start[r + 1]):
+            k = order[q]
+            c = keys[k] - r * n_cols
+            acc[c] += weights[k]
+            if not seen[c]:
+                seen[c] = True
+                touched[t] = c
+                t += 1
+        row = np.sort(touched[:t])
+        for i in range(t):
+            c = row[i]
+            out_idx[o] = c
+            out_dat[o] = acc[c]
+            acc[c] = 0.0
+            seen[c] = False
+            o += 1
+        out_ptr[r + 1] = o
+    return out_ptr, out_idx, out_dat, o

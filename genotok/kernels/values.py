@@ -180,3 +180,53 @@ def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave
         med[f] = 0.5 * (lo_val + hi_val)
         i = j
     return med
+
+
+@njit(**NJIT)
+def unique_counts(keys):
+    """``np.unique(keys, return_counts=True)`` of non-negative int64 keys ``feature << 32 |
+    code``: the keys bucketed by feature (a counting sort over the features seen, whose range
+    is found here first, so no caller's integer indexes memory), then each feature's few keys
+    sorted and counted. Where one sort of all the keys cost O(n log n) over the whole chunk,
+    this is linear plus small sorts. A negative key returns ``(empty, empty, False)``."""
+    n = keys.size
+    top = np.int64(-1)
+    for k in range(n):
+        if keys[k] < 0:
+            return keys[:0].copy(), np.zeros(0, np.int64), False
+        f = keys[k] >> 32
+        if f > top:
+            top = f
+    start = np.zeros(top + 2, np.int64)
+    for k in range(n):
+        start[(keys[k] >> 32) + 1] += 1
+    for f in range(top + 1):
+        start[f + 1] += start[f]
+    bucket = np.empty(n, np.int64)
+    fill = start[:-1].copy()
+    for k in range(n):
+        f = keys[k] >> 32
+        bucket[fill[f]] = keys[k]
+        fill[f] += 1
+    out = np.empty(n, np.int64)
+    counts = np.empty(n, np.int64)
+    o = 0
+    for f in range(top + 1):
+        a, b = start[f], start[f + 1]
+        if a == b:
+            continue
+        part = np.sort(bucket[a:b])
+        prev = part[0]
+        c = 0
+        for x in part:
+            if x != prev:
+                out[o] = prev
+                counts[o] = c
+                o += 1
+                prev = x
+                c = 0
+            c += 1
+        out[o] = prev
+        counts[o] = c
+        o += 1
+    return out[:o].copy(), counts[:o].copy(), True

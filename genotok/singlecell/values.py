@@ -183,7 +183,9 @@ class _Histogram:
             return
         new = np.concatenate(self.pending) if len(self.pending) > 1 else self.pending[0]
         self.pending, self.n_pending = [], 0
-        k, c = np.unique(new, return_counts=True)
+        k, c, ok = VK.unique_counts(new)  # np.unique(new, return_counts=True), linear
+        if not ok:
+            raise AssertionError("histogram keys must be >= 0")
         del new
         if self.keys.size == 0:
             self.keys, self.counts = k, c.astype(np.int64)

@@ -345,3 +345,55 @@ def test_output_keyword_warns(tmp_path):
     with pytest.deprecated_call(match="returns an AnnData"):
         ad = fragment_matrix(good, ["chr1:0-10"], mode="fragment", output="anndata")
     np.testing.assert_array_equal(ad.X.toarray(), new.X.toarray())
+
+
+def _add_pairs_oracle(indptr, indices, data, keys, weights, n_rows, n_cols):
+    """The counter's former reduction: every key sorted by ``np.unique``, counts summed by
+    ``np.bincount`` (old pairs first, then the new ones, as the kernel sums them)."""
+    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    all_keys = np.concatenate([rows * n_cols + indices, keys]).astype(np.int64)
+    all_w = np.concatenate([data, weights]).astype(np.float64)
+    uk, inv = np.unique(all_keys, return_inverse=True)
+    sums = np.bincount(inv.ravel(), weights=all_w, minlength=uk.size)
+    ptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(np.bincount(uk // max(n_cols, 1), minlength=n_rows), out=ptr[1:])
+    return ptr, uk % max(n_cols, 1), sums
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 6), st.integers(1, 9), st.data())
+def test_add_pairs_kernel_matches_oracle(n_rows, n_cols, data):
+    from genotok.kernels.fragments import add_pairs
+
+    n_old = data.draw(st.integers(0, n_rows))
+    key = st.integers(0, max(n_old * n_cols - 1, 0))
+    old_keys = np.array(data.draw(st.lists(key, max_size=20 if n_old else 0)), np.int64)
+    old_w = np.array(data.draw(st.lists(st.integers(0, 5), min_size=old_keys.size,
+                                        max_size=old_keys.size)), np.float64)
+    empty = np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    ptr, idx, dat = _add_pairs_oracle(*empty, old_keys, old_w, n_old, n_cols)
+    keys = np.array(data.draw(st.lists(st.integers(0, n_rows * n_cols - 1), max_size=40)),
+                    np.int64)
+    w = np.array(data.draw(st.lists(st.integers(0, 5), min_size=keys.size, max_size=keys.size)),
+                 np.float64)
+    want = _add_pairs_oracle(ptr, idx, dat, keys, w, n_rows, n_cols)
+    got_ptr, got_idx, got_dat, n = add_pairs(ptr, idx, dat, keys, w, n_rows, n_cols)
+    np.testing.assert_array_equal(got_ptr, want[0])
+    np.testing.assert_array_equal(got_idx[:n], want[1])
+    np.testing.assert_array_equal(got_dat[:n], want[2])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=12),
+       frags=st.lists(fragment, max_size=30),
+       mode=st.sampled_from(["insertion", "paired-insertion", "fragment"]),
+       use_count=st.booleans(), hit_slice=st.sampled_from([1, 2, 5]))
+def test_search_in_slices_matches_oracle(regions, frags, mode, use_count, hit_slice):
+    """A block's fragments searched a few at a time (``_HIT_SLICE``) count as in one go."""
+    from genotok.singlecell import fragmatrix
+
+    lines = [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fragmatrix, "_HIT_SLICE", hit_slice)
+        _check(lines, regions, gz=False, block_bytes=1 << 20, mode=mode, shift=(0, 0),
+               use_count=use_count, barcodes=None, min_fragments=0)
