@@ -131,6 +131,35 @@ def json_scalars(values) -> list:
     return out
 
 
+def write_records(records: Iterable[tuple[Ragged, dict]], out, tokenizer, *,
+                  sources: Iterable[tuple[str, dict]] = (), metadata_columns: Sequence[str] = (),
+                  values: bool = False, extra: dict | None = None,
+                  overwrite: bool = False) -> None:
+    """The one place where token batches become a corpus file (every adapter's ``out=`` and
+    the pipeline's shards): ``records`` yields ``(rows, kw)``, a batch and the keywords of
+    :meth:`CorpusWriter.append_batch <genotok.formats.corpus.CorpusWriter.append_batch>`
+    (``names=``, ``meta=``); ``sources`` ``(name, kw)`` pairs of ``add_source``. The file is
+    fsynced and renamed into place when the records end, never left half-written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from genotok import Corpus, Tokenizer
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> write_records([(Ragged.from_list([[0], [1]]), {})], p, Tokenizer(["chr1:0-10"]),
+    ...               sources=[("a.bed", {"size": 3})])
+    >>> len(Corpus.open(p)), Corpus.open(p).info()["sources"][0]["name"]
+    (2, 'a.bed')
+    """
+    with CorpusWriter.for_tokenizer(out, tokenizer, values_dtype="float32" if values else None,
+                                    metadata_columns=list(metadata_columns), extra=extra or {},
+                                    overwrite=overwrite) as w:
+        for name, kw in sources:
+            w.add_source(name, **kw)
+        for rows, kw in records:
+            w.append_batch(rows if values else Ragged(rows.data, rows.offsets), **kw)
+
+
 def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,
                  records: Callable[[int, int], tuple[list, dict]] | None = None,
                  metadata_columns: Sequence[str] = (), values: bool = False,
@@ -152,19 +181,19 @@ def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,
     >>> len(c), c.names[:2]
     (2, ['r0', 'r1'])
     """
-    with CorpusWriter.for_tokenizer(path, tokenizer, values_dtype="float32" if values else None,
-                                    metadata_columns=list(metadata_columns), extra=extra or {},
-                                    overwrite=overwrite) as w:
-        if source is not None:
-            w.add_source(os.path.basename(source), size=os.path.getsize(source))
+    def named():
         row0 = 0
         for rows in batches:
             names, meta = records(row0, row0 + len(rows)) if records is not None else (None, {})
-            w.append_batch(rows if values else Ragged(rows.data, rows.offsets), names=names,
-                           meta={k: json_scalars(v) for k, v in meta.items()})
+            yield rows, {"names": names, "meta": {k: json_scalars(v) for k, v in meta.items()}}
             row0 += len(rows)
+
+    sources = ([] if source is None else
+               [(os.path.basename(source), {"size": os.path.getsize(source)})])
+    write_records(named(), path, tokenizer, sources=sources, metadata_columns=metadata_columns,
+                  values=values, extra=extra, overwrite=overwrite)
     return Corpus.open(path)
 
 
 __all__ = ["OUTPUTS", "collect", "concat", "json_scalars", "output_kind", "shape",
-           "write_corpus"]
+           "write_corpus", "write_records"]

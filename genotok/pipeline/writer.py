@@ -13,9 +13,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..formats.corpus import CorpusWriter
 from ..formats.gtok import write_gtok
 from ..ragged import Ragged
+from ..sink import write_records
 from .plan import input_kind
 
 
@@ -50,13 +50,9 @@ class _Staged:
     def write(self) -> dict:
         for path, ids in self.files:
             write_gtok(ids, path)
-        if self.shard is not None:  # renamed into place and fsynced when the block closes
-            with CorpusWriter.for_tokenizer(self.shard, self.tokenizer, overwrite=True,
-                                            metadata_columns=["source"]) as w:
-                for rows, kw in self.records:
-                    w.append_batch(rows, **kw)
-                for path, kw in self.sources:
-                    w.add_source(path, **kw)
+        if self.shard is not None:  # fsynced and renamed into place by the sink
+            write_records(self.records, self.shard, self.tokenizer, sources=self.sources,
+                          metadata_columns=["source"], overwrite=True)
         return self.entry
 
 
