@@ -251,7 +251,7 @@ def _cases():
         yield pytest.param(name, marks=marks, id=name)
 
 
-@pytest.mark.parametrize("name", _cases())
+@pytest.mark.parametrize("name", list(_cases()))
 def test_table_row_matches_the_code(name):
     row = TABLE[name]
     if row.room in UNAVAILABLE:
