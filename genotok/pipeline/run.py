@@ -43,9 +43,10 @@ from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
 from ..errors import GenotokError
-from ..formats.corpus import MANIFEST, Corpus, CorpusWriter, write_manifest
+from ..formats.corpus import MANIFEST, Corpus, write_manifest
 from ..formats.gtok import write_gtok
 from ..regions import RegionSet
+from ..sink import write_records
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
 from .plan import (
     PipelineError,
@@ -573,9 +574,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
     if format == "corpus":
         shards = [out / d["shard"] for d in done if d["shard"]]
         if not shards:  # every input failed and was skipped: an empty, valid corpus
-            with CorpusWriter.for_tokenizer(out / _shard_name(len(batches)), tokenizer,
-                                            overwrite=True):
-                pass
+            write_records([], out / _shard_name(len(batches)), tokenizer, overwrite=True)
             shards = [out / _shard_name(len(batches))]
         write_manifest(shards, out, extra=extra)
         Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
