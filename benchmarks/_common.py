@@ -44,9 +44,14 @@ def universe_file(n: int = 1_000_000, overlapping: bool = False, seed: int = 1) 
     return gendata("universe", name, "--n", str(n), "--seed", str(seed), *extra)
 
 
-def query_file(universe: Path, n: int = 200_000, seed: int = 2, gz: bool = False) -> Path:
-    name = f"query_{universe.stem}_{n}_s{seed}.narrowPeak" + (".gz" if gz else "")
-    return gendata("query", name, "--n", str(n), "--seed", str(seed), inputs=(universe,))
+def query_file(universe: Path, n: int = 200_000, seed: int = 2, gz: bool = False,
+               shuffle: bool = False) -> Path:
+    """A narrowPeak of ``n`` queries over ``universe`` (``shuffle``: in random order, as
+    ENCODE-style files sorted by signal are, not by position)."""
+    name = (f"query_{universe.stem}_{n}_s{seed}" + ("_shuffled" if shuffle else "")
+            + ".narrowPeak" + (".gz" if gz else ""))
+    return gendata("query", name, "--n", str(n), "--seed", str(seed),
+                   *(["--shuffle"] if shuffle else []), inputs=(universe,))
 
 
 def best_of(fn, repeat: int = 5) -> float:
