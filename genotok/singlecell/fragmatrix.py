@@ -56,9 +56,8 @@ import numpy as np
 from .. import _io
 from .._deprecate import deprecated_value
 from ..errors import BedParseError
-from ..kernels import cells as K
 from ..kernels import fragments as FK
-from ..kernels import parse as _parse
+from ..kernels import fragscan as FS
 from ..ragged import Ragged
 from ..regions import RegionSet
 
@@ -138,6 +137,8 @@ def _check_shift(shift) -> tuple[int, int]:
     except (TypeError, ValueError):
         raise ValueError(f"shift must be a pair of integers (left, right) such as (4, -5), "
                          f"got {shift!r}") from None
+    if max(abs(left), abs(right)) > 1 << 40:
+        raise ValueError(f"shift must be a pair of small integers such as (4, -5), got {shift!r}")
     return left, right
 
 
@@ -153,27 +154,13 @@ def _dup_map(first: np.ndarray) -> Ragged | None:
     return Ragged(order.astype(np.int64), offsets)
 
 
-def _queries(mode: str, st, en, left: int, right: int):
-    """Query intervals of a block's fragments and, for each, its fragment's index."""
-    n = st.size
-    frag = np.arange(n, dtype=np.int64)
-    if mode == "fragment":
-        return st, en, frag
-    pos = np.concatenate([st + left, en - 1 + right])
-    frag = np.concatenate([frag, frag])
-    ok = pos >= 0
-    if not ok.all():
-        pos, frag = pos[ok], frag[ok]
-    return pos, pos + 1, frag
-
-
 _FRAG_MESSAGES = {
-    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
-    K.FRAG_START: "start is not a non-negative integer",
-    K.FRAG_END: "end is not a non-negative integer",
-    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
-    K.FRAG_END_BEFORE_START: "end is before start",
-    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+    FK.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    FK.FRAG_START: "start is not a non-negative integer",
+    FK.FRAG_END: "end is not a non-negative integer",
+    FK.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    FK.FRAG_END_BEFORE_START: "end is before start",
+    FK.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
                     "or drop the line (re-create the file if it is damaged)",
 }
 
@@ -199,25 +186,6 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
             yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
     if rest:
         yield np.frombuffer(rest, dtype=np.uint8)
-
-
-def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
-                what: str) -> tuple[list[str], np.ndarray]:
-    """Distinct names of the spans (in order of first appearance) and each span's index;
-    a name that is not UTF-8 is a :class:`BedParseError`
-    at its first line: decoding it with replacement characters would merge two different
-    barcodes (or chromosomes) into one."""
-    index, a, b = _parse.intern_spans(buf, s, e)
-    names = []
-    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-        raw = buf[x:y].tobytes()
-        try:
-            names.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            line = first_line + int(np.count_nonzero(buf[:x] == 10))
-            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
-                                "drop the line (re-create the file if it is damaged)") from None
-    return names, index
 
 
 class _PairCounts:
@@ -269,31 +237,65 @@ class _PairCounts:
         self.data = dat[:n].copy() if n < dat.size else dat
 
 
-_HIT_SLICE = 1 << 18  # fragments per region search (bounds the search's temporaries)
+_HIT_SLICE = 1 << 18  # lines per call of the block kernel (bounds its pair arrays)
 
 
-def _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv, st, en, cnt, cell,
-                 use_count, miss_column, dups, n_cols, path, n_rows, n_threads):
-    """Search one slice of a block's fragments and add its (cell, column) counts."""
-    u = tokenizer.universe
-    qs, qe, frag = _queries(mode, st, en, left, right)
-    rs = RegionSet(cnames, cinv[frag].astype(np.int32), qs, qe, source=path, validate=False)
-    hits = tokenizer.region_hits(rs, n_threads=n_threads)
-    ids = hits.data
-    owner = np.repeat(frag, hits.lengths)
-    if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
-        key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
-        owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
-    if miss_column:  # fragments without any hit (before repeats are expanded)
-        missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
-        w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
-        pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64), n_rows)
-    if dups is not None:  # a hit on a repeated region also counts in its repeats
-        lens = dups.lengths[ids]
-        ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
-        owner = np.repeat(owner, lens)
-    weight = (cnt[owner] if use_count else np.ones(owner.size, np.int64)).astype(np.float64)
-    pairs.add(cell[owner] * n_cols + ids, weight, n_rows)
+def _prefetched(blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """The blocks of ``blocks``, the next one read on a thread while the caller counts this
+    one: ISA-L / zlib inflate and the numba kernels release the GIL, so on two cores the
+    inflate and the count overlap (two blocks in memory instead of one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="genotok-fragments") as pool:
+        ahead = pool.submit(next, blocks, None)
+        try:
+            while True:
+                block = ahead.result()
+                if block is None:
+                    return
+                ahead = pool.submit(next, blocks, None)
+                yield block
+        finally:
+            ahead.cancel()
+            try:
+                ahead.result()
+            except BaseException:  # noqa: BLE001  (the error that matters is the caller's)
+                pass
+            blocks.close()
+
+
+class _Names:
+    """A kernel name table (:func:`genotok.kernels.fragscan.name_table`) with the names it
+    holds decoded: each new name once, a name that is not UTF-8 refused at its first line
+    (decoding it with replacement characters would merge two barcodes or chromosomes)."""
+
+    def __init__(self, known: list[str], what: str):
+        self.what = what
+        enc = [x.encode("utf-8", "surrogatepass") for x in known]
+        bounds = np.zeros(len(enc) + 1, np.int64)
+        np.cumsum([len(x) for x in enc], out=bounds[1:])
+        self.table = FS.add_names(np.frombuffer(b"".join(enc) or b"\0", np.uint8), bounds,
+                                  *FS.name_table())
+        self.table[4][:len(known)] = -1  # "not seen yet" (see seen_known)
+        self.names = list(known)
+        self.n_known = len(known)
+
+    def seen_known(self) -> bool:
+        """Whether a line used one of the names the table was filled with."""
+        return bool((self.table[4][:self.n_known] >= 0).any())
+
+    def first_bad(self) -> tuple[int, str] | None:
+        """Decode the names added since the last call: ``(line, message)`` of the first one
+        that is not UTF-8, else ``None``."""
+        _, off, _, arena, lines, n = self.table
+        for i in range(len(self.names), n):
+            raw = arena[off[i]:off[i + 1]].tobytes()
+            try:
+                self.names.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                return int(lines[i]), (f"the {self.what} {raw!r} is not valid UTF-8; fix or "
+                                       "drop the line (re-create the file if it is damaged)")
+        return None
 
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
@@ -302,7 +304,11 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
     on a repeated universe line also counts in its repeats (a matrix over universe lines);
-    without it only the first occurrence counts (token semantics, as the tokenizer's ids)."""
+    without it only the first occurrence counts (token semantics, as the tokenizer's ids).
+
+    Each block goes through one kernel (:func:`genotok.kernels.fragscan.scan_fragments`:
+    parse, barcode and chromosome tables kept across blocks, the search of each fragment or
+    cut site, the pairs) while the next block is inflated on a thread."""
     import scipy.sparse as sp
 
     if mode not in MODES:
@@ -315,66 +321,58 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise BedParseError(path, None, "no such fragment file")
-    u = tokenizer.universe
+    u, s = tokenizer.universe, tokenizer.settings
     n_cols = u.n_regions + bool(miss_column)
     allow = None if barcodes is None else read_barcodes(barcodes)
-    cell_index: dict[str, int] = {} if allow is None else {b: i for i, b in enumerate(allow)}
-    nfrag = np.zeros(len(cell_index), np.int64)
+    chroms = _Names(list(u.chrom_names), "chromosome name")
+    cells = _Names([] if allow is None else allow, "barcode")
+    n_allow = -1 if allow is None else len(allow)
+    nfrag = np.zeros(max(len(cells.names), 1), np.int64)
     pairs = _PairCounts(n_cols)
     dups = _dup_map(u.sweep.first) if repeats else None
-    n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    first_line = 1
-    for buf in _blocks_of_lines(path, block_bytes):
-        cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
-        if status != K.FRAG_OK:
-            raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
-        block_line, first_line = first_line, first_line + int(n_newlines)
-        if st.size == 0:
-            continue
-        # names that are not UTF-8 are refused at their line, never merged by replacement
-        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
-        if allow is None:
-            table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames],
-                             np.int64)
-        else:
-            table = np.array([cell_index.get(b, -1) for b in bnames], np.int64)
-        cell = table[binv]
-        keep = cell >= 0
-        if not keep.all():
-            cell, cs, ce, st, en, cnt = (x[keep] for x in (cell, cs, ce, st, en, cnt))
-        if cell.size == 0:
-            continue
-        if nfrag.size < len(cell_index):
-            nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
-        nfrag += np.bincount(cell, minlength=nfrag.size)
-        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
-        # the block's fragments go to the search in slices: its temporaries (queries, hits,
-        # keys: ~100 bytes per fragment in insertion mode) stay bounded by the slice
-        for lo in range(0, st.size, _HIT_SLICE):
-            sl = slice(lo, lo + _HIT_SLICE)
-            _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv[sl], st[sl], en[sl],
-                         cnt[sl], cell[sl], use_count, miss_column, dups, n_cols, path,
-                         len(cell_index), n_threads)
-    n_cells = len(cell_index)
+    dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
+                        (np.ascontiguousarray(dups.offsets, np.int64),
+                         np.ascontiguousarray(dups.data, np.int64)))
+    sw = u.sweep
+    cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
+    search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
+              float(s.min_fraction) if s.fraction_of == "query" else 0.0,
+              float(s.min_fraction) if s.fraction_of == "region" else 0.0,
+              s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
+              u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
+    line, warned = 1, False
+    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+        pos = 0
+        while pos < buf.size:
+            keys, weights, m, chroms.table, cells.table, nfrag, pos, line, status = \
+                FS.scan_fragments(buf, pos, line, _HIT_SLICE, chroms.table, cells.table,
+                                  chroms.n_known, n_allow, nfrag, cursors, *search)
+            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
+            if status != FS.FRAG_OK:
+                bad.append((line, _FRAG_MESSAGES[int(status)]))
+            if bad:
+                raise BedParseError(path, *min(bad))
+            n_cells = len(cells.names) if allow is None else len(allow)
+            if m:
+                pairs.add(keys[:m], weights[:m], n_cells)
+        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
+            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
+            unknown = chroms.names[chroms.n_known:]
+            u.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1], source=path,
+                                  validate=False))
+    n_cells = len(cells.names) if allow is None else len(allow)
     pairs.reduce(n_cells)
-    if nfrag.size < n_cells:
-        nfrag = np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
+    nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
+        np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
     X = sp.csr_matrix((pairs.data.astype(np.float32), pairs.indices, pairs.indptr),
                       shape=(n_cells, n_cols))
-    names = list(cell_index)
+    names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
     if keep.size != n_cells:
         X = X[keep]
         names = [names[i] for i in keep]
         nfrag = nfrag[keep]
     return names, X, nfrag
-
-
-def _ramp(lens: np.ndarray) -> np.ndarray:
-    """``0, 1, .., lens[0]-1, 0, 1, .., lens[1]-1, ...``"""
-    total = int(lens.sum())
-    starts = np.repeat(np.cumsum(lens) - lens, lens)
-    return np.arange(total, dtype=np.int64) - starts
 
 
 def _var_frame(u):
