@@ -31,6 +31,53 @@ FRAG_BARCODE = 6  # a control byte (< 0x20 or 0x7f) in the barcode
 
 
 @njit(**NJIT)
+def _parse_line(buf, pos, n, fs, fe):
+    """Any line, as :func:`parse_fragments` reads it: ``(start, end,
+    count, next, status)`` with the spans in ``fs``/``fe``; ``next`` is ``-(next line)`` for a
+    blank or ``#`` line; ``status`` a ``FRAG_*`` code."""
+    e = pos
+    while e < n and buf[e] != 10:
+        e += 1
+    nxt = e + 1
+    if e > pos and buf[e - 1] == 13:
+        e -= 1
+    if e == pos or buf[pos] == 35:
+        return 0, 0, 0, -nxt, FRAG_OK
+    nf = 0
+    a = pos
+    for i in range(pos, e + 1):
+        if i == e or buf[i] == 9:
+            if nf < 5:
+                fs[nf] = a
+                fe[nf] = i
+            nf += 1
+            a = i + 1
+            if nf >= 5:
+                break
+    if nf < 4:
+        return 0, 0, 0, 0, FRAG_COLUMNS
+    s = _int_field(buf, fs[1], fe[1])
+    if s < 0:
+        return 0, 0, 0, 0, FRAG_START
+    x = _int_field(buf, fs[2], fe[2])
+    if x < 0:
+        return 0, 0, 0, 0, FRAG_END
+    if x < s:
+        return 0, 0, 0, 0, FRAG_END_BEFORE_START
+    cnt = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
+    if cnt < 0:
+        return 0, 0, 0, 0, FRAG_COUNT
+    if fe[0] == fs[0] or fe[3] == fs[3]:
+        return 0, 0, 0, 0, FRAG_COLUMNS
+    ctrl = False
+    for i in range(fs[3], fe[3]):
+        ctrl |= (buf[i] < 32) | (buf[i] == 127)
+    if ctrl:
+        return 0, 0, 0, 0, FRAG_BARCODE
+    return s, x, cnt, nxt, FRAG_OK
+
+
+@njit(**NJIT)
 def parse_fragments(buf):
     """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
 
@@ -60,54 +107,12 @@ def parse_fragments(buf):
     status = FRAG_OK
     while pos < n:
         line += 1
-        e = pos
-        while e < n and buf[e] != 10:
-            e += 1
-        nxt = e + 1
-        if e > pos and buf[e - 1] == 13:
-            e -= 1
-        if e == pos or buf[pos] == 35:
-            pos = nxt
+        s, x, c, nxt, status = _parse_line(buf, pos, n, fs, fe)
+        if status != FRAG_OK:
+            break
+        if nxt < 0:  # a blank or '#' line
+            pos = -nxt
             continue
-        # split on tabs: up to five fields
-        nf = 0
-        a = pos
-        for i in range(pos, e + 1):
-            if i == e or buf[i] == 9:
-                if nf < 5:
-                    fs[nf] = a
-                    fe[nf] = i
-                nf += 1
-                a = i + 1
-                if nf >= 5:
-                    break
-        if nf < 4:
-            status = FRAG_COLUMNS
-            break
-        s = _int_field(buf, fs[1], fe[1])
-        if s < 0:
-            status = FRAG_START
-            break
-        x = _int_field(buf, fs[2], fe[2])
-        if x < 0:
-            status = FRAG_END
-            break
-        if x < s:
-            status = FRAG_END_BEFORE_START
-            break
-        c = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
-        if c < 0:
-            status = FRAG_COUNT
-            break
-        if fe[0] == fs[0] or fe[3] == fs[3]:
-            status = FRAG_COLUMNS
-            break
-        ctrl = False
-        for i in range(fs[3], fe[3]):
-            ctrl |= (buf[i] < 32) | (buf[i] == 127)
-        if ctrl:
-            status = FRAG_BARCODE
-            break
         cs[k] = fs[0]
         ce[k] = fe[0]
         st[k] = s

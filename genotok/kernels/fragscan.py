@@ -28,8 +28,7 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT
-from .fragments import (FRAG_BARCODE, FRAG_COLUMNS, FRAG_COUNT, FRAG_END,
-                        FRAG_END_BEFORE_START, FRAG_OK, FRAG_START, _int_field)
+from .fragments import FRAG_OK, _parse_line
 from .overlap import _advance, _passes
 
 MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
@@ -160,11 +159,30 @@ def _lookup(buf, a, b, h, slots, off, hashes, arena):
     return -1, slot
 
 
+@njit(inline="always", **NJIT)
+def _fits(slots, off, hashes, arena, n, length):
+    """Whether one more name of ``length`` bytes fits the table without growing it."""
+    return n + 1 < hashes.size and off[n] + length <= arena.size and 2 * (n + 1) <= slots.size
+
+
+@njit(inline="always", **NJIT)
+def _put(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
+    """Add ``buf[a:b]`` (hash ``h``, first seen at ``line``) as name ``n`` in ``slot``; the
+    caller checked :func:`_fits`."""
+    used = off[n]
+    for k in range(b - a):
+        arena[used + k] = buf[a + k]
+    off[n + 1] = used + (b - a)
+    hashes[n] = h
+    lines[n] = line
+    slots[slot] = n
+
+
 @njit(**NJIT)
-def _insert(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
-    """Add ``buf[a:b]`` (hash ``h``, first seen at ``line``) in ``slot``; the arrays are new
-    ones when they had to grow. Returns ``(name, slots, off, hashes, arena, lines, n)``."""
-    if n + 1 == hashes.size:
+def _grown(slots, off, hashes, arena, lines, n, length):
+    """The table's arrays with room for one more name of ``length`` bytes (new arrays where
+    they had to grow; the slots rehashed at four times the size to keep the load below 1/2)."""
+    if n + 1 >= hashes.size:
         cap = 2 * hashes.size
         o2 = np.zeros(cap + 1, np.int64)
         o2[:n + 1] = off[:n + 1]
@@ -173,28 +191,19 @@ def _insert(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
         l2 = np.zeros(cap, np.int64)
         l2[:n] = lines[:n]
         off, hashes, lines = o2, h2, l2
-    used = off[n]
-    if used + (b - a) > arena.size:
-        a2 = np.empty(max(2 * arena.size, used + (b - a)), np.uint8)
-        a2[:used] = arena[:used]
+    if off[n] + length > arena.size:
+        a2 = np.empty(max(2 * arena.size, off[n] + length), np.uint8)
+        a2[:off[n]] = arena[:off[n]]
         arena = a2
-    for k in range(b - a):
-        arena[used + k] = buf[a + k]
-    off[n + 1] = used + (b - a)
-    hashes[n] = h
-    lines[n] = line
-    slots[slot] = n
-    name = n
-    n += 1
-    if 2 * n > slots.size:  # load factor below 1/2
+    if 2 * (n + 1) > slots.size:
         mask = 4 * slots.size - 1
         slots = np.full(mask + 1, -1, np.int64)
         for c in range(n):
-            s = np.int64(hashes[c] & np.uint64(mask))
-            while slots[s] >= 0:
-                s = (s + 1) & mask
-            slots[s] = c
-    return name, slots, off, hashes, arena, lines, n
+            t = np.int64(hashes[c] & np.uint64(mask))
+            while slots[t] >= 0:
+                t = (t + 1) & mask
+            slots[t] = c
+    return slots, off, hashes, arena, lines
 
 
 @njit(**NJIT)
@@ -213,59 +222,16 @@ def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
         h = _hash(buf, a, b)
         c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
         if c < 0:
-            c, slots, off, hashes, arena, lines, n = _insert(buf, a, b, h, slot, 0, slots, off,
-                                                             hashes, arena, lines, n)
+            if not _fits(slots, off, hashes, arena, n, b - a):
+                slots, off, hashes, arena, lines = _grown(slots, off, hashes, arena, lines, n,
+                                                          b - a)
+                c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
+            _put(buf, a, b, h, slot, 0, slots, off, hashes, arena, lines, n)
+            n += 1
     return slots, off, hashes, arena, lines, n
 
 
-@njit(**NJIT)
-def _general_line(buf, pos, n, fs, fe):
-    """Any line, as :func:`genotok.kernels.fragments.parse_fragments` reads it: ``(start, end,
-    count, next, status)`` with the spans in ``fs``/``fe``; ``next`` is ``-(next line)`` for a
-    blank or ``#`` line; ``status`` a ``FRAG_*`` code."""
-    e = pos
-    while e < n and buf[e] != 10:
-        e += 1
-    nxt = e + 1
-    if e > pos and buf[e - 1] == 13:
-        e -= 1
-    if e == pos or buf[pos] == 35:
-        return 0, 0, 0, -nxt, FRAG_OK
-    nf = 0
-    a = pos
-    for i in range(pos, e + 1):
-        if i == e or buf[i] == 9:
-            if nf < 5:
-                fs[nf] = a
-                fe[nf] = i
-            nf += 1
-            a = i + 1
-            if nf >= 5:
-                break
-    if nf < 4:
-        return 0, 0, 0, 0, FRAG_COLUMNS
-    s = _int_field(buf, fs[1], fe[1])
-    if s < 0:
-        return 0, 0, 0, 0, FRAG_START
-    x = _int_field(buf, fs[2], fe[2])
-    if x < 0:
-        return 0, 0, 0, 0, FRAG_END
-    if x < s:
-        return 0, 0, 0, 0, FRAG_END_BEFORE_START
-    cnt = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
-    if cnt < 0:
-        return 0, 0, 0, 0, FRAG_COUNT
-    if fe[0] == fs[0] or fe[3] == fs[3]:
-        return 0, 0, 0, 0, FRAG_COLUMNS
-    ctrl = False
-    for i in range(fs[3], fe[3]):
-        ctrl |= (buf[i] < 32) | (buf[i] == 127)
-    if ctrl:
-        return 0, 0, 0, 0, FRAG_BARCODE
-    return s, x, cnt, nxt, FRAG_OK
-
-
-@njit(**NJIT)
+@njit(inline="always", **NJIT)
 def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
           best, out, k):
     """Ids of the rows ``< hi`` hit by ``[qs, qe)`` into ``out[k:]`` (by descending row);
@@ -294,18 +260,133 @@ def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac
     return k
 
 
+# statuses of _run beyond the FRAG_* codes: an array must grow before the line is read
+_GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
+
+
 @njit(**NJIT)
-def _emit(keys, weights, m, key, w):
-    """Append one pair, doubling the arrays when full; returns ``(keys, weights, m)``."""
-    if m == keys.size:
-        k2 = np.empty(2 * keys.size, np.int64)
-        k2[:m] = keys[:m]
-        w2 = np.empty(2 * keys.size, np.float64)
-        w2[:m] = weights[:m]
-        keys, weights = k2, w2
-    keys[m] = key
-    weights[m] = w
-    return keys, weights, m + 1
+def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslots, boff,
+         bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, cursors, chrom_ptr, starts,
+         ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
+         miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs, fe):
+    """The line loop of :func:`scan_fragments`. No array is replaced in it (numba would count
+    references on every line): when a table, ``found`` or the pair arrays are full it stops
+    before the line with a ``_GROW_*`` status and the size it needs, and is called again.
+    Returns ``(pos, line, m, nc, nb, status, need)``; ``line`` is the line at ``pos``, or the
+    bad line."""
+    n = buf.size
+    prev_c = -1
+    pcs = 0
+    pce = 0
+    done = 0
+    while pos < n and done < max_lines:
+        ok, s, x, cnt, nxt, bh = _fast_line(buf, pos, n, fs, fe)
+        if not ok:
+            s, x, cnt, nxt, status = _parse_line(buf, pos, n, fs, fe)
+            if status != FRAG_OK:
+                return pos, line, m, nc, nb, status, 0
+            if nxt < 0:  # a blank or '#' line
+                pos = -nxt
+                line += 1
+                done += 1
+                continue
+            bh = _hash(buf, fs[3], fe[3])
+        # the chromosome: the previous line's, else the table's
+        a, b = fs[0], fe[0]
+        same = prev_c >= 0 and b - a == pce - pcs
+        if same:
+            for k in range(b - a):
+                if buf[a + k] != buf[pcs + k]:
+                    same = False
+                    break
+        if not same:
+            h = _hash(buf, a, b)
+            c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
+            if c < 0:
+                if not _fits(cslots, coff, chash, carena, nc, b - a):
+                    return pos, line, m, nc, nb, _GROW_CHROMS, b - a
+                _put(buf, a, b, h, slot, line, cslots, coff, chash, carena, cline, nc)
+                c = nc
+                nc += 1
+            elif cline[c] < 0:  # a known name's first line (the caller set -1)
+                cline[c] = line
+            prev_c, pcs, pce = c, a, b
+        a, b = fs[3], fe[3]
+        cell, slot = _lookup(buf, a, b, bh, bslots, boff, bhash, barena)
+        if cell < 0:
+            if not _fits(bslots, boff, bhash, barena, nb, b - a):
+                return pos, line, m, nc, nb, _GROW_CELLS, b - a
+            _put(buf, a, b, bh, slot, line, bslots, boff, bhash, barena, bline, nb)
+            cell = nb
+            nb += 1
+        if n_allow >= 0 and cell >= n_allow:  # not on the allow-list
+            pos = nxt
+            line += 1
+            done += 1
+            continue
+        code = prev_c if prev_c < n_known_chroms else -1
+        k = 0
+        if code >= 0:
+            lo = chrom_ptr[code]
+            hi_c = chrom_ptr[code + 1]
+            if mode == MODE_FRAGMENT:
+                hi = _advance(starts, lo, hi_c, x, cursors[0, code])
+                cursors[0, code] = hi
+                k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
+                          frac_r, best, found, 0)
+            else:
+                for side in range(2):
+                    p = s + left if side == 0 else x - 1 + right
+                    if p < 0:
+                        continue
+                    hi = _advance(starts, lo, hi_c, p + 1, cursors[side, code])
+                    cursors[side, code] = hi
+                    k0 = k
+                    k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
+                              frac_q, frac_r, best, found, k0)
+                    if mode == MODE_PAIRED and side == 1 and k <= found.size:
+                        kk = k0  # once per (fragment, region)
+                        for q in range(k0, k):
+                            dup = False
+                            for r in range(k0):
+                                dup |= found[r] == found[q]
+                            if not dup:
+                                found[kk] = found[q]
+                                kk += 1
+                        k = kk
+            if k > found.size:
+                return pos, line, m, nc, nb, _GROW_FOUND, k
+        need = 1 if k == 0 else k
+        if k and dup_off.size:
+            need = 0
+            for q in range(k):
+                need += dup_off[found[q] + 1] - dup_off[found[q]]
+        if m + need > keys.size:
+            return pos, line, m, nc, nb, _GROW_OUT, need
+        nfrag[cell] += 1
+        w = float(cnt) if use_count else 1.0
+        row = cell * n_cols
+        if k == 0:
+            if miss_col >= 0:
+                keys[m] = row + miss_col
+                weights[m] = w
+                m += 1
+        elif dup_off.size == 0:
+            for q in range(k):
+                keys[m] = row + found[q]
+                weights[m] = w
+                m += 1
+        else:
+            for q in range(k):
+                t = found[q]
+                for r in range(dup_off[t], dup_off[t + 1]):
+                    keys[m] = row + dup_ids[r]
+                    weights[m] = w
+                    m += 1
+        pos = nxt
+        line += 1
+        done += 1
+    return pos, line, m, nc, nb, FRAG_OK, 0
 
 
 @njit(**NJIT)
@@ -332,111 +413,37 @@ def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_all
     cap = 2 * min(max_lines, (n - pos) // 8 + 1) + 16
     keys = np.empty(cap, np.int64)
     weights = np.empty(cap, np.float64)
-    m = 0
     found = np.empty(64, np.int64)
     fs = np.empty(5, np.int64)
     fe = np.empty(5, np.int64)
-    prev_c = -1
-    pcs = 0
-    pce = 0
-    line = line0 - 1
-    done = 0
-    status = FRAG_OK
-    while pos < n and done < max_lines:
-        line += 1
-        done += 1
-        ok, s, x, cnt, nxt, bh = _fast_line(buf, pos, n, fs, fe)
-        if not ok:
-            s, x, cnt, nxt, status = _general_line(buf, pos, n, fs, fe)
-            if status != FRAG_OK:
-                break
-            if nxt < 0:  # a blank or '#' line
-                pos = -nxt
-                continue
-            bh = _hash(buf, fs[3], fe[3])
-        pos = nxt
-        # the chromosome: the previous line's, else the table's
-        a, b = fs[0], fe[0]
-        same = prev_c >= 0 and b - a == pce - pcs
-        if same:
-            for k in range(b - a):
-                if buf[a + k] != buf[pcs + k]:
-                    same = False
-                    break
-        if not same:
-            h = _hash(buf, a, b)
-            prev_c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
-            if prev_c < 0:
-                prev_c, cslots, coff, chash, carena, cline, nc = _insert(
-                    buf, a, b, h, slot, line, cslots, coff, chash, carena, cline, nc)
-            elif cline[prev_c] < 0:  # a known name's first line (the caller set -1)
-                cline[prev_c] = line
-            pcs, pce = a, b
-        a, b = fs[3], fe[3]
-        cell, slot = _lookup(buf, a, b, bh, bslots, boff, bhash, barena)
-        if cell < 0:
-            cell, bslots, boff, bhash, barena, bline, nb = _insert(
-                buf, a, b, bh, slot, line, bslots, boff, bhash, barena, bline, nb)
-        if n_allow >= 0 and cell >= n_allow:
-            continue  # not on the allow-list
-        if cell >= nfrag.size:
-            grown = np.zeros(max(2 * nfrag.size, cell + 1), np.int64)
+    m = 0
+    line = line0
+    while True:
+        if nfrag.size < bhash.size:  # a cell's row exists for every barcode the table holds
+            grown = np.zeros(bhash.size, np.int64)
             grown[:nfrag.size] = nfrag
             nfrag = grown
-        nfrag[cell] += 1
-        w = float(cnt) if use_count else 1.0
-        code = prev_c if prev_c < n_known_chroms else -1
-        k = 0
-        if code >= 0:
-            lo = chrom_ptr[code]
-            hi_c = chrom_ptr[code + 1]
-            if mode == MODE_FRAGMENT:
-                hi = _advance(starts, lo, hi_c, x, cursors[0, code])
-                cursors[0, code] = hi
-                k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
-                          frac_r, best, found, 0)
-                if k > found.size:
-                    found = np.empty(2 * k, np.int64)
-                    k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
-                              frac_q, frac_r, best, found, 0)
-            else:
-                for side in range(2):
-                    p = s + left if side == 0 else x - 1 + right
-                    if p < 0:
-                        continue
-                    hi = _advance(starts, lo, hi_c, p + 1, cursors[side, code])
-                    cursors[side, code] = hi
-                    k0 = k
-                    k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
-                              frac_q, frac_r, best, found, k0)
-                    if k > found.size:
-                        more = np.empty(2 * k, np.int64)
-                        more[:k0] = found[:k0]
-                        found = more
-                        k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids,
-                                  min_overlap, frac_q, frac_r, best, found, k0)
-                    if mode == MODE_PAIRED and side == 1:  # once per (fragment, region)
-                        kk = k0
-                        for q in range(k0, k):
-                            dup = False
-                            for r in range(k0):
-                                dup |= found[r] == found[q]
-                            if not dup:
-                                found[kk] = found[q]
-                                kk += 1
-                        k = kk
-        if k == 0:
-            if miss_col >= 0:
-                keys, weights, m = _emit(keys, weights, m, cell * n_cols + miss_col, w)
-            continue
-        for q in range(k):
-            t = found[q]
-            if dup_off.size == 0:
-                keys, weights, m = _emit(keys, weights, m, cell * n_cols + t, w)
-            else:
-                for r in range(dup_off[t], dup_off[t + 1]):
-                    keys, weights, m = _emit(keys, weights, m, cell * n_cols + dup_ids[r], w)
-    if status == FRAG_OK:
-        line += 1  # the line at pos
+        pos, line, m, nc, nb, status, need = _run(
+            buf, pos, line, max_lines - (line - line0), cslots, coff, chash, carena, cline, nc,
+            bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, cursors,
+            chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
+            right, use_count, miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs,
+            fe)
+        if status == _GROW_CHROMS:
+            cslots, coff, chash, carena, cline = _grown(cslots, coff, chash, carena, cline, nc,
+                                                        need)
+        elif status == _GROW_CELLS:
+            bslots, boff, bhash, barena, bline = _grown(bslots, boff, bhash, barena, bline, nb,
+                                                        need)
+        elif status == _GROW_FOUND:
+            found = np.empty(2 * need, np.int64)
+        elif status == _GROW_OUT:
+            k2 = np.empty(max(2 * keys.size, m + need), np.int64)
+            k2[:m] = keys[:m]
+            w2 = np.empty(k2.size, np.float64)
+            w2[:m] = weights[:m]
+            keys, weights = k2, w2
+        else:
+            break
     return (keys, weights, m, (cslots, coff, chash, carena, cline, nc),
             (bslots, boff, bhash, barena, bline, nb), nfrag, min(pos, n), line, status)
