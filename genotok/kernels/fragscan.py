@@ -266,8 +266,8 @@ _GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
 
 @njit(**NJIT)
 def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslots, boff,
-         bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, cursors, chrom_ptr, starts,
-         ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
+         bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed, cursors, chrom_ptr,
+         starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
          miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs, fe):
     """The line loop of :func:`scan_fragments`. No array is replaced in it (numba would count
     references on every line): when a table, ``found`` or the pair arrays are full it stops
@@ -356,7 +356,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                         k = kk
             if k > found.size:
                 return pos, line, m, nc, nb, _GROW_FOUND, k
-        need = 1 if k == 0 else k
+        need = k
         if k and dup_off.size:
             need = 0
             for q in range(k):
@@ -367,10 +367,9 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
         w = float(cnt) if use_count else 1.0
         row = cell * n_cols
         if k == 0:
-            if miss_col >= 0:
-                keys[m] = row + miss_col
-                weights[m] = w
-                m += 1
+            if miss_col >= 0:  # summed per cell here, not one pair per fragment
+                missed[0, cell] += 1
+                missed[1, cell] += w
         elif dup_off.size == 0:
             for q in range(k):
                 keys[m] = row + found[q]
@@ -391,7 +390,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
 
 @njit(**NJIT)
 def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_allow, nfrag,
-                   cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
+                   missed, cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
                    best, mode, left, right, use_count, miss_col, n_cols, dup_off, dup_ids):
     """Parse, name, search and count up to ``max_lines`` lines of a block from byte ``pos``
     (file line ``line0``); see the module documentation.
@@ -399,9 +398,10 @@ def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_all
     ``ctab`` / ``btab`` are the chromosome and barcode tables (:func:`name_table`), the first
     ``n_known_chroms`` chromosome names being the universe's codes; ``n_allow`` (-1: none) the
     allow-listed barcodes at the head of ``btab``; ``nfrag`` fragment lines per cell so far
-    (grown here); ``cursors`` (2, n chroms) the search's per-chromosome rows; the sweep arrays
+    (grown here); ``missed`` (2, cells) float64, per cell the count and the summed weight of
+    its fragments without a hit (with ``miss_col``; grown here); ``cursors`` (2, n chroms) the search's per-chromosome rows; the sweep arrays
     and thresholds as :func:`genotok.kernels.overlap.overlap` takes them; ``miss_col`` the
-    column of fragments without a hit (-1: none); ``dup_off``/``dup_ids`` the identical regions
+    column of fragments without a hit (-1: none; they are summed in ``missed``); ``dup_off``/``dup_ids`` the identical regions
     each id stands for (``dup_off.size == 0``: none). Each pair is ``cell * n_cols + column``
     with its weight. Returns ``(keys, weights, m, ctab, btab, nfrag, pos, line, status)``:
     ``pos`` and ``line`` where the next call goes on; on a bad line (``status`` a ``FRAG_*``
@@ -423,10 +423,14 @@ def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_all
             grown = np.zeros(bhash.size, np.int64)
             grown[:nfrag.size] = nfrag
             nfrag = grown
+        if missed.shape[1] < bhash.size:
+            more = np.zeros((2, bhash.size), np.float64)
+            more[:, :missed.shape[1]] = missed
+            missed = more
         pos, line, m, nc, nb, status, need = _run(
             buf, pos, line, max_lines - (line - line0), cslots, coff, chash, carena, cline, nc,
-            bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, cursors,
-            chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
+            bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed,
+            cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
             right, use_count, miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs,
             fe)
         if status == _GROW_CHROMS:
@@ -446,4 +450,4 @@ def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_all
         else:
             break
     return (keys, weights, m, (cslots, coff, chash, carena, cline, nc),
-            (bslots, boff, bhash, barena, bline, nb), nfrag, min(pos, n), line, status)
+            (bslots, boff, bhash, barena, bline, nb), nfrag, missed, min(pos, n), line, status)

@@ -328,6 +328,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     cells = _Names([] if allow is None else allow, "barcode")
     n_allow = -1 if allow is None else len(allow)
     nfrag = np.zeros(max(len(cells.names), 1), np.int64)
+    missed = np.zeros((2, nfrag.size), np.float64)  # per cell: fragments without a hit, weight
     pairs = _PairCounts(n_cols)
     dups = _dup_map(u.sweep.first) if repeats else None
     dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
@@ -344,9 +345,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
         pos = 0
         while pos < buf.size:
-            keys, weights, m, chroms.table, cells.table, nfrag, pos, line, status = \
+            keys, weights, m, chroms.table, cells.table, nfrag, missed, pos, line, status = \
                 FS.scan_fragments(buf, pos, line, _HIT_SLICE, chroms.table, cells.table,
-                                  chroms.n_known, n_allow, nfrag, cursors, *search)
+                                  chroms.n_known, n_allow, nfrag, missed, cursors, *search)
             bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
             if status != FS.FRAG_OK:
                 bad.append((line, _FRAG_MESSAGES[int(status)]))
@@ -361,6 +362,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
             u.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1], source=path,
                                   validate=False))
     n_cells = len(cells.names) if allow is None else len(allow)
+    if miss_column:
+        who = np.flatnonzero(missed[0, :n_cells])
+        pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
     pairs.reduce(n_cells)
     nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
         np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])

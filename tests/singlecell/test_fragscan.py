@@ -46,6 +46,7 @@ def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_
     ctab = _table(list(u.chrom_names))
     btab = _table([] if allow is None else allow)
     nfrag = np.zeros(1, np.int64)
+    missed = np.zeros((2, 1))
     cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
     pairs: Counter = Counter()
     line, rest, at = 1, b"", 0
@@ -62,17 +63,23 @@ def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_
         buf = np.frombuffer(blk, np.uint8) if blk else np.zeros(0, np.uint8)
         pos = 0
         while pos < buf.size:
-            keys, w, m, ctab, btab, nfrag, pos, line, status = FS.scan_fragments(
+            keys, w, m, ctab, btab, nfrag, missed, pos, line, status = FS.scan_fragments(
                 buf, pos, line, max_lines, ctab, btab, len(u.chrom_names),
-                -1 if allow is None else len(allow), nfrag, cursors, sw.chrom_ptr, sw.starts,
+                -1 if allow is None else len(allow), nfrag, missed, cursors, sw.chrom_ptr, sw.starts,
                 sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, False,
                 MODES.index(mode), left, right, use_count, u.n_regions if miss else -1,
                 n_cols, *dup)
             for k, x in zip(keys[:m].tolist(), w[:m].tolist()):
                 pairs[divmod(k, n_cols)] += x
             if status != FS.FRAG_OK:
-                return pairs, _nfrag(nfrag), _names(btab), line
-    return pairs, _nfrag(nfrag), _names(btab), None
+                return _with_missed(pairs, missed, n_cols), _nfrag(nfrag), _names(btab), line
+    return _with_missed(pairs, missed, n_cols), _nfrag(nfrag), _names(btab), None
+
+
+def _with_missed(pairs, missed, n_cols):
+    for cell in np.flatnonzero(missed[0]).tolist():
+        pairs[(cell, n_cols - 1)] += float(missed[1, cell])
+    return pairs
 
 
 def _nfrag(nfrag):
@@ -142,7 +149,7 @@ def test_thresholds_match_region_hits(regions, frags, opts):
     sw = u.sweep
     keys, w, m, *_ = FS.scan_fragments(
         np.frombuffer(text or b"\n", np.uint8), 0, 1, 1 << 20, _table(list(u.chrom_names)),
-        _table([]), len(u.chrom_names), -1, np.zeros(1, np.int64),
+        _table([]), len(u.chrom_names), -1, np.zeros(1, np.int64), np.zeros((2, 1)),
         np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64), sw.chrom_ptr, sw.starts,
         sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
         float(s.min_fraction) if s.fraction_of == "query" else 0.0,
