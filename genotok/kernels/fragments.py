@@ -154,7 +154,7 @@ def add_pairs(indptr, indices, data, keys, weights, n_rows, n_cols):
         fill[r] += 1
     cap = indices.size + keys.size
     out_ptr = np.zeros(n_rows + 1, np.int64)
-    out_idx = np.empty(cap, np.int64)
+    out_idx = np.empty(cap, indices.dtype)  # int32 columns halve the matrix's index memory
     out_dat = np.empty(cap, np.float64)
     acc = np.zeros(n_cols, np.float64)
     seen = np.zeros(n_cols, np.bool_)

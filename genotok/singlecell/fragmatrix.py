@@ -192,49 +192,68 @@ class _PairCounts:
     """Sum of counts per (cell, column) pair, folded as it grows into a canonical CSR matrix
     (``kernels.fragments.add_pairs``: a counting sort by cell and a dense row accumulator,
     linear where ``np.unique`` of the keys sorted them all). Bounded by the distinct pairs:
-    16 bytes each, plus the pending pairs (16 bytes each, at most half as many as the
-    distinct ones, or 1M) and, while they are folded in, their concatenation, a permutation
-    and the new matrix: about 60 bytes per distinct pair at the peak."""
+    12 bytes each (int32 column, float64 sum), plus the pending pairs in one buffer (16 bytes
+    each, at most half as many as the distinct ones, or 1M) and, while they are folded in, a
+    permutation (8 bytes a pending pair) and the new matrix: about 42 bytes per distinct pair
+    at the peak. The matrix arrays keep their slack after a fold (no trimming copy)."""
 
     def __init__(self, n_cols: int):
         self.n_cols = n_cols
         self.indptr = np.zeros(1, np.int64)
-        self.indices = np.zeros(0, np.int64)
+        self.indices = np.zeros(0, np.int32 if n_cols < 1 << 31 else np.int64)
         self.data = np.zeros(0, np.float64)
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.nnz = 0
+        self.keys = np.empty(0, np.int64)
+        self.weights = np.empty(0, np.float64)
         self.n_pending = 0
+
+    def _limit(self) -> int:
+        return max(1 << 20, self.nnz // 2)
 
     def add(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
         """Pairs ``keys = cell * n_cols + column`` (cells below ``n_rows``) with ``counts``."""
-        self.pending.append((keys, counts))
-        self.n_pending += keys.size
-        if self.n_pending > max(1 << 20, self.indices.size // 2):
+        if keys.size != counts.size:
+            raise AssertionError("pair counts: keys and counts differ in length")
+        end = self.n_pending + keys.size
+        if end > self.keys.size:
+            if self.n_pending >= self._limit():
+                self.reduce(n_rows)
+                end = keys.size
+            if end > self.keys.size:
+                cap = max(end, min(2 * self.keys.size, self._limit() + keys.size), 1 << 16)
+                k2 = np.empty(cap, np.int64)
+                k2[:self.n_pending] = self.keys[:self.n_pending]
+                w2 = np.empty(cap, np.float64)
+                w2[:self.n_pending] = self.weights[:self.n_pending]
+                self.keys, self.weights = k2, w2
+        self.keys[self.n_pending:end] = keys
+        self.weights[self.n_pending:end] = counts
+        self.n_pending = end
+        if self.n_pending > self._limit():
             self.reduce(n_rows)
 
     def reduce(self, n_rows: int) -> None:
         """Fold the pending pairs in; the matrix then has ``n_rows`` rows."""
-        keys = np.concatenate([k for k, _ in self.pending]) if self.pending else \
-            np.zeros(0, np.int64)
-        counts = np.concatenate([c for _, c in self.pending]) if self.pending else \
-            np.zeros(0, np.float64)
-        self.pending, self.n_pending = [], 0
+        keys, counts = self.keys[:self.n_pending], self.weights[:self.n_pending]
+        self.n_pending = 0
         n_cols = self.n_cols
         # every integer the kernel indexes with is checked here (numba does not)
         if n_rows < self.indptr.size - 1 or (keys.size and n_cols < 1):
             raise AssertionError("pair counts: rows or columns shrank")
         if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= n_rows * n_cols):
             raise AssertionError("pair counts: a (cell, column) key is out of range")
-        if keys.size != counts.size:
-            raise AssertionError("pair counts: keys and counts differ in length")
-        ptr, idx, dat, n = FK.add_pairs(self.indptr, self.indices, self.data,
-                                        np.ascontiguousarray(keys, np.int64),
-                                        np.ascontiguousarray(counts, np.float64),
-                                        n_rows, n_cols)
-        del keys, counts
-        self.indptr, self.indices, self.data = ptr, None, None
-        self.indices = idx[:n].copy() if n < idx.size else idx
-        del idx
-        self.data = dat[:n].copy() if n < dat.size else dat
+        ptr, idx, dat, n = FK.add_pairs(self.indptr, self.indices[:self.nnz],
+                                        self.data[:self.nnz], keys, counts, n_rows, n_cols)
+        self.indptr, self.indices, self.data, self.nnz = ptr, idx, dat, n
+
+    def csr(self, n_rows: int):
+        """The counts as a float32 ``scipy.sparse.csr_matrix`` of ``n_rows`` rows."""
+        import scipy.sparse as sp
+
+        self.reduce(n_rows)
+        n = self.nnz
+        return sp.csr_matrix((self.data[:n].astype(np.float32), self.indices[:n], self.indptr),
+                             shape=(n_rows, self.n_cols))
 
 
 _HIT_SLICE = 1 << 18  # lines per call of the block kernel (bounds its pair arrays)
@@ -365,11 +384,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     if miss_column:
         who = np.flatnonzero(missed[0, :n_cells])
         pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
-    pairs.reduce(n_cells)
+    X = pairs.csr(n_cells)
+    del pairs
     nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
         np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
-    X = sp.csr_matrix((pairs.data.astype(np.float32), pairs.indices, pairs.indptr),
-                      shape=(n_cells, n_cols))
     names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
     if keep.size != n_cells:
