@@ -29,7 +29,7 @@ from numba import njit
 
 from .._config import NJIT
 from .fragments import FRAG_OK, _parse_line
-from .overlap import _advance, _passes
+from .overlap import _passes
 
 MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
 
@@ -120,6 +120,50 @@ def _fast_line(buf, pos, n, fs, fe):
         if q < 0:
             return False, 0, 0, 0, 0, np.uint64(0)
     return True, s, x, cnt, q + 1, _final(h, fe[3] - a)
+
+
+@njit(inline="always", **NJIT)
+def _seek(a, lo, hi, x, at):
+    """First index in ``[lo, hi)`` with ``a[i] >= x`` (``a`` sorted there), searched out from
+    ``at``, the previous answer: a gallop forward or back, then a bisection. Inlined, no call:
+    a call per cut site passing an array cost a reference count each."""
+    if at < lo:
+        at = lo
+    if at > hi:
+        at = hi
+    if at < hi and a[at] < x:  # the answer is after at
+        left = at + 1
+        right = hi
+        step = 1
+        while True:
+            probe = left + step - 1
+            if probe >= hi:
+                break
+            if a[probe] >= x:
+                right = probe
+                break
+            left = probe + 1
+            step *= 2
+    else:  # the answer is at or before at
+        right = at
+        left = lo
+        step = 1
+        while True:
+            probe = right - step
+            if probe < lo:
+                break
+            if a[probe] < x:
+                left = probe + 1
+                break
+            right = probe
+            step *= 2
+    while left < right:
+        mid = (left + right) >> 1
+        if a[mid] < x:
+            left = mid + 1
+        else:
+            right = mid
+    return left
 
 
 @njit(**NJIT)
@@ -330,7 +374,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
             lo = chrom_ptr[code]
             hi_c = chrom_ptr[code + 1]
             if mode == MODE_FRAGMENT:
-                hi = _advance(starts, lo, hi_c, x, cursors[0, code])
+                hi = _seek(starts, lo, hi_c, x, cursors[0, code])
                 cursors[0, code] = hi
                 k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
                           frac_r, best, found, 0)
@@ -339,7 +383,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                     p = s + left if side == 0 else x - 1 + right
                     if p < 0:
                         continue
-                    hi = _advance(starts, lo, hi_c, p + 1, cursors[side, code])
+                    hi = _seek(starts, lo, hi_c, p + 1, cursors[side, code])
                     cursors[side, code] = hi
                     k0 = k
                     k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
@@ -389,13 +433,15 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
 
 
 @njit(**NJIT)
-def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_allow, nfrag,
-                   missed, cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
-                   best, mode, left, right, use_count, miss_col, n_cols, dup_off, dup_ids):
+def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_known_chroms,
+                   n_allow, nfrag, missed, cursors, chrom_ptr, starts, ends, maxend, ids,
+                   min_overlap, frac_q, frac_r, best, mode, left, right, use_count, miss_col,
+                   n_cols, dup_off, dup_ids):
     """Parse, name, search and count up to ``max_lines`` lines of a block from byte ``pos``
     (file line ``line0``); see the module documentation.
 
-    ``ctab`` / ``btab`` are the chromosome and barcode tables (:func:`name_table`), the first
+    The pairs go to ``keys[m:]``/``weights[m:]`` (the caller's buffers, grown here when
+    full). ``ctab`` / ``btab`` are the chromosome and barcode tables (:func:`name_table`), the first
     ``n_known_chroms`` chromosome names being the universe's codes; ``n_allow`` (-1: none) the
     allow-listed barcodes at the head of ``btab``; ``nfrag`` fragment lines per cell so far
     (grown here); ``missed`` (2, cells) float64, per cell the count and the summed weight of
@@ -403,20 +449,16 @@ def scan_fragments(buf, pos, line0, max_lines, ctab, btab, n_known_chroms, n_all
     and thresholds as :func:`genotok.kernels.overlap.overlap` takes them; ``miss_col`` the
     column of fragments without a hit (-1: none; they are summed in ``missed``); ``dup_off``/``dup_ids`` the identical regions
     each id stands for (``dup_off.size == 0``: none). Each pair is ``cell * n_cols + column``
-    with its weight. Returns ``(keys, weights, m, ctab, btab, nfrag, pos, line, status)``:
-    ``pos`` and ``line`` where the next call goes on; on a bad line (``status`` a ``FRAG_*``
-    code) ``line`` is its number and the pairs of the lines before it are returned.
+    with its weight. Returns ``(keys, weights, m, ctab, btab, nfrag, missed, pos, line,
+    status)``: ``pos`` and ``line`` where the next call goes on; on a bad line (``status`` a
+    ``FRAG_*`` code) ``line`` is its number and the pairs of the lines before it are in.
     """
     n = buf.size
     cslots, coff, chash, carena, cline, nc = ctab
     bslots, boff, bhash, barena, bline, nb = btab
-    cap = 2 * min(max_lines, (n - pos) // 8 + 1) + 16
-    keys = np.empty(cap, np.int64)
-    weights = np.empty(cap, np.float64)
     found = np.empty(64, np.int64)
     fs = np.empty(5, np.int64)
     fe = np.empty(5, np.int64)
-    m = 0
     line = line0
     while True:
         if nfrag.size < bhash.size:  # a cell's row exists for every barcode the table holds

@@ -193,7 +193,8 @@ class _PairCounts:
     (``kernels.fragments.add_pairs``: a counting sort by cell and a dense row accumulator,
     linear where ``np.unique`` of the keys sorted them all). Bounded by the distinct pairs:
     12 bytes each (int32 column, float64 sum), plus the pending pairs in one buffer (16 bytes
-    each, at most half as many as the distinct ones, or 1M) and, while they are folded in, a
+    each, at most half as many as the distinct ones, or 1M, plus one call of the block kernel:
+    the kernel writes into that buffer) and, while they are folded in, a
     permutation (8 bytes a pending pair) and the new matrix: about 42 bytes per distinct pair
     at the peak. The matrix arrays keep their slack after a fold (no trimming copy)."""
 
@@ -203,8 +204,8 @@ class _PairCounts:
         self.indices = np.zeros(0, np.int32 if n_cols < 1 << 31 else np.int64)
         self.data = np.zeros(0, np.float64)
         self.nnz = 0
-        self.keys = np.empty(0, np.int64)
-        self.weights = np.empty(0, np.float64)
+        self.keys = np.empty(1 << 16, np.int64)
+        self.weights = np.empty(1 << 16, np.float64)
         self.n_pending = 0
 
     def _limit(self) -> int:
@@ -229,6 +230,12 @@ class _PairCounts:
         self.keys[self.n_pending:end] = keys
         self.weights[self.n_pending:end] = counts
         self.n_pending = end
+        if self.n_pending > self._limit():
+            self.reduce(n_rows)
+
+    def fold_if_full(self, n_rows: int) -> None:
+        """Fold when the pending pairs (written into ``keys``/``weights`` by the block
+        kernel) passed the bound."""
         if self.n_pending > self._limit():
             self.reduce(n_rows)
 
@@ -364,17 +371,17 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
         pos = 0
         while pos < buf.size:
-            keys, weights, m, chroms.table, cells.table, nfrag, missed, pos, line, status = \
-                FS.scan_fragments(buf, pos, line, _HIT_SLICE, chroms.table, cells.table,
-                                  chroms.n_known, n_allow, nfrag, missed, cursors, *search)
+            pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
+                missed, pos, line, status = FS.scan_fragments(
+                    buf, pos, line, _HIT_SLICE, pairs.keys, pairs.weights, pairs.n_pending,
+                    chroms.table, cells.table, chroms.n_known, n_allow, nfrag, missed, cursors,
+                    *search)
             bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
             if status != FS.FRAG_OK:
                 bad.append((line, _FRAG_MESSAGES[int(status)]))
             if bad:
                 raise BedParseError(path, *min(bad))
-            n_cells = len(cells.names) if allow is None else len(allow)
-            if m:
-                pairs.add(keys[:m], weights[:m], n_cells)
+            pairs.fold_if_full(len(cells.names) if allow is None else len(allow))
         if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
             warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
             unknown = chroms.names[chroms.n_known:]

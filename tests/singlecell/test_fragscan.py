@@ -64,7 +64,8 @@ def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_
         pos = 0
         while pos < buf.size:
             keys, w, m, ctab, btab, nfrag, missed, pos, line, status = FS.scan_fragments(
-                buf, pos, line, max_lines, ctab, btab, len(u.chrom_names),
+                buf, pos, line, max_lines, np.empty(1, np.int64), np.empty(1), 0, ctab, btab,
+                len(u.chrom_names),
                 -1 if allow is None else len(allow), nfrag, missed, cursors, sw.chrom_ptr, sw.starts,
                 sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, False,
                 MODES.index(mode), left, right, use_count, u.n_regions if miss else -1,
@@ -148,7 +149,8 @@ def test_thresholds_match_region_hits(regions, frags, opts):
     u, s = tok.universe, tok.settings
     sw = u.sweep
     keys, w, m, *_ = FS.scan_fragments(
-        np.frombuffer(text or b"\n", np.uint8), 0, 1, 1 << 20, _table(list(u.chrom_names)),
+        np.frombuffer(text or b"\n", np.uint8), 0, 1, 1 << 20, np.empty(3, np.int64),
+        np.empty(3), 0, _table(list(u.chrom_names)),
         _table([]), len(u.chrom_names), -1, np.zeros(1, np.int64), np.zeros((2, 1)),
         np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64), sw.chrom_ptr, sw.starts,
         sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
