@@ -195,7 +195,8 @@ class _PairCounts:
     12 bytes each (int32 column, float64 sum), plus the pending pairs in one buffer (16 bytes
     each, at most half as many as the distinct ones, or 1M, plus one call of the block kernel:
     the kernel writes into that buffer) and, while they are folded in, a
-    permutation (8 bytes a pending pair) and the new matrix: about 42 bytes per distinct pair
+    the pairs bucketed by cell (16 bytes a pending pair) and the new matrix, with a second
+    pending buffer filling meanwhile (folds run on a thread): about 60 bytes per distinct pair
     at the peak. The matrix arrays keep their slack after a fold (no trimming copy)."""
 
     def __init__(self, n_cols: int):
@@ -207,6 +208,7 @@ class _PairCounts:
         self.keys = np.empty(1 << 16, np.int64)
         self.weights = np.empty(1 << 16, np.float64)
         self.n_pending = 0
+        self._pool = self._folding = self._spare = None
 
     def _limit(self) -> int:
         return max(1 << 20, self.nnz // 2)
@@ -234,15 +236,52 @@ class _PairCounts:
             self.reduce(n_rows)
 
     def fold_if_full(self, n_rows: int) -> None:
-        """Fold when the pending pairs (written into ``keys``/``weights`` by the block
-        kernel) passed the bound."""
-        if self.n_pending > self._limit():
-            self.reduce(n_rows)
+        """Start folding when the pending pairs (written into ``keys``/``weights`` by the
+        block kernel) passed the bound: on a thread (``add_pairs`` releases the GIL), the
+        kernel writing on into a second buffer meanwhile (one more pending buffer in memory;
+        a fold still running when the next is due is waited for)."""
+        if self.n_pending <= self._limit():
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="genotok-fold")
+        keys, weights, n = self.keys, self.weights, self.n_pending
+        spare = self._spare if self._spare is not None and self._spare[0].size >= keys.size \
+            else (np.empty(keys.size, np.int64), np.empty(keys.size, np.float64))
+        self.keys, self.weights = spare
+        self._spare, self.n_pending = None, 0
+
+        def fold():
+            self._fold(keys[:n], weights[:n], n_rows)
+            self._spare = (keys, weights)
+
+        self._folding = self._pool.submit(fold)
+
+    def wait(self) -> None:
+        """Wait for the fold running on the thread, if any (its error is raised here)."""
+        if self._folding is not None:
+            folding, self._folding = self._folding, None
+            folding.result()
+
+    def close(self) -> None:
+        """Wait for a running fold and stop the thread."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
     def reduce(self, n_rows: int) -> None:
         """Fold the pending pairs in; the matrix then has ``n_rows`` rows."""
+        self.wait()
         keys, counts = self.keys[:self.n_pending], self.weights[:self.n_pending]
         self.n_pending = 0
+        self._fold(keys, counts, n_rows)
+
+    def _fold(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
         n_cols = self.n_cols
         # every integer the kernel indexes with is checked here (numba does not)
         if n_rows < self.indptr.size - 1 or (keys.size and n_cols < 1):
@@ -258,6 +297,7 @@ class _PairCounts:
         import scipy.sparse as sp
 
         self.reduce(n_rows)
+        self.close()
         n = self.nnz
         return sp.csr_matrix((self.data[:n].astype(np.float32), self.indices[:n], self.indptr),
                              shape=(n_rows, self.n_cols))
@@ -324,6 +364,34 @@ class _Names:
         return None
 
 
+def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
+               universe):
+    """The block loop of :func:`_count`: each block through the kernel, new names decoded,
+    the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place."""
+    nfrag, missed = state
+    line, warned = 1, False
+    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+        pos = 0
+        while pos < buf.size:
+            pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
+                missed, pos, line, status = FS.scan_fragments(
+                    buf, pos, line, _HIT_SLICE, pairs.keys, pairs.weights, pairs.n_pending,
+                    chroms.table, cells.table, chroms.n_known, n_allow, nfrag, missed, cursors,
+                    *search)
+            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
+            if status != FS.FRAG_OK:
+                bad.append((line, _FRAG_MESSAGES[int(status)]))
+            if bad:
+                raise BedParseError(path, *min(bad))
+            pairs.fold_if_full(len(cells.names) if n_allow < 0 else n_allow)
+        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
+            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
+            unknown = chroms.names[chroms.n_known:]
+            universe.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1],
+                                         source=path, validate=False))
+    state[:] = [nfrag, missed]
+
+
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
            block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
@@ -367,26 +435,12 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
               float(s.min_fraction) if s.fraction_of == "region" else 0.0,
               s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
               u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
-    line, warned = 1, False
-    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
-        pos = 0
-        while pos < buf.size:
-            pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
-                missed, pos, line, status = FS.scan_fragments(
-                    buf, pos, line, _HIT_SLICE, pairs.keys, pairs.weights, pairs.n_pending,
-                    chroms.table, cells.table, chroms.n_known, n_allow, nfrag, missed, cursors,
-                    *search)
-            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
-            if status != FS.FRAG_OK:
-                bad.append((line, _FRAG_MESSAGES[int(status)]))
-            if bad:
-                raise BedParseError(path, *min(bad))
-            pairs.fold_if_full(len(cells.names) if allow is None else len(allow))
-        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
-            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
-            unknown = chroms.names[chroms.n_known:]
-            u.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1], source=path,
-                                  validate=False))
+    state = [nfrag, missed]
+    try:
+        _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u)
+    finally:
+        pairs.close()
+    nfrag, missed = state
     n_cells = len(cells.names) if allow is None else len(allow)
     if miss_column:
         who = np.flatnonzero(missed[0, :n_cells])
