@@ -34,14 +34,15 @@ counts as the first.
 
 Memory
 ------
-One pass over the file; held at once: one block of ``block_bytes`` bytes (default 32 MiB)
-plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines), the
-region search's queries, hits and keys of one slice of 262,144 fragments (~25 MiB),
-the barcode table, the distinct (cell, region) pairs counted so far as a CSR matrix (16 bytes
-each), the pairs not yet folded into it (16 bytes each, at most half as many as the distinct
-pairs, or 1M) and, while they are folded in, the new matrix: about 60 bytes per distinct pair
-at the peak, plus the block — the size of the result, not of the file (measured: 5M
-fragments, 2,000 cells, 200k peaks, 2.7M distinct pairs: 176-179 MiB above the imports).
+One pass over the file; held at once: two blocks of ``block_bytes`` bytes (default 32 MiB; the
+next one is inflated on a thread while this one is counted), the barcode and chromosome name
+tables (the names' bytes once each), per cell two counters, and the distinct (cell, region)
+pairs counted so far as a CSR matrix (12 bytes each), the pending pairs (16 bytes each, in two
+buffers of at most half the distinct pairs, or 1M, each: the block kernel fills one while the
+other is folded in on a thread) and, during a fold, the pending pairs bucketed by cell and the
+new matrix: at most ~54 bytes per distinct pair, plus the blocks — the size of the result, not
+of the file (measured: 50M fragments, 5,000 cells, 1M peaks, 31.5M distinct pairs: ~0.95 GiB
+above the imports, ~31 bytes a pair).
 """
 
 from __future__ import annotations
