@@ -49,7 +49,7 @@ m = FragmentMatrix.from_fragments({path!r}, tok, mode={mode!r})
 t = time.perf_counter() - t0
 print(json.dumps(dict(seconds=t, cold_tiny=cold_tiny, rss=peak_rss_mib(), base=base,
                       cells=len(m.barcodes),
-                      total=float(m.X.sum()), nnz=int(m.X.nnz))))
+                      total=float(m.X.sum(dtype="f8")), nnz=int(m.X.nnz))))
 """
 
 GENOTOK_TOKENS = """
@@ -116,7 +116,7 @@ ad = snap.pp.import_fragments({path!r}, chrom_sizes={sizes!r}, min_num_fragments
 pm = snap.pp.make_peak_matrix(ad, use_rep=peaks, counting_strategy={mode!r})
 t = time.perf_counter() - t0
 print(json.dumps(dict(seconds=t, rss=peak_rss_mib(), base=base, cells=int(pm.n_obs),
-                      total=float(pm.X.sum()), nnz=int(pm.X.nnz))))
+                      total=float(pm.X.sum(dtype="f8")), nnz=int(pm.X.nnz))))
 """
 
 ENCODE = """
