@@ -304,7 +304,7 @@ def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac
     return k
 
 
-# statuses of _run beyond the FRAG_* codes: an array must grow before the line is read
+# statuses of _run beyond the FRAG_* codes (>= 0): an array must grow before the line is read
 _GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
 
 
