@@ -31,6 +31,53 @@ FRAG_BARCODE = 6  # a control byte (< 0x20 or 0x7f) in the barcode
 
 
 @njit(**NJIT)
+def _parse_line(buf, pos, n, fs, fe):
+    """Any line, as :func:`parse_fragments` reads it: ``(start, end,
+    count, next, status)`` with the spans in ``fs``/``fe``; ``next`` is ``-(next line)`` for a
+    blank or ``#`` line; ``status`` a ``FRAG_*`` code."""
+    e = pos
+    while e < n and buf[e] != 10:
+        e += 1
+    nxt = e + 1
+    if e > pos and buf[e - 1] == 13:
+        e -= 1
+    if e == pos or buf[pos] == 35:
+        return 0, 0, 0, -nxt, FRAG_OK
+    nf = 0
+    a = pos
+    for i in range(pos, e + 1):
+        if i == e or buf[i] == 9:
+            if nf < 5:
+                fs[nf] = a
+                fe[nf] = i
+            nf += 1
+            a = i + 1
+            if nf >= 5:
+                break
+    if nf < 4:
+        return 0, 0, 0, 0, FRAG_COLUMNS
+    s = _int_field(buf, fs[1], fe[1])
+    if s < 0:
+        return 0, 0, 0, 0, FRAG_START
+    x = _int_field(buf, fs[2], fe[2])
+    if x < 0:
+        return 0, 0, 0, 0, FRAG_END
+    if x < s:
+        return 0, 0, 0, 0, FRAG_END_BEFORE_START
+    cnt = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
+    if cnt < 0:
+        return 0, 0, 0, 0, FRAG_COUNT
+    if fe[0] == fs[0] or fe[3] == fs[3]:
+        return 0, 0, 0, 0, FRAG_COLUMNS
+    ctrl = False
+    for i in range(fs[3], fe[3]):
+        ctrl |= (buf[i] < 32) | (buf[i] == 127)
+    if ctrl:
+        return 0, 0, 0, 0, FRAG_BARCODE
+    return s, x, cnt, nxt, FRAG_OK
+
+
+@njit(**NJIT)
 def parse_fragments(buf):
     """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
 
@@ -60,54 +107,12 @@ def parse_fragments(buf):
     status = FRAG_OK
     while pos < n:
         line += 1
-        e = pos
-        while e < n and buf[e] != 10:
-            e += 1
-        nxt = e + 1
-        if e > pos and buf[e - 1] == 13:
-            e -= 1
-        if e == pos or buf[pos] == 35:
-            pos = nxt
+        s, x, c, nxt, status = _parse_line(buf, pos, n, fs, fe)
+        if status != FRAG_OK:
+            break
+        if nxt < 0:  # a blank or '#' line
+            pos = -nxt
             continue
-        # split on tabs: up to five fields
-        nf = 0
-        a = pos
-        for i in range(pos, e + 1):
-            if i == e or buf[i] == 9:
-                if nf < 5:
-                    fs[nf] = a
-                    fe[nf] = i
-                nf += 1
-                a = i + 1
-                if nf >= 5:
-                    break
-        if nf < 4:
-            status = FRAG_COLUMNS
-            break
-        s = _int_field(buf, fs[1], fe[1])
-        if s < 0:
-            status = FRAG_START
-            break
-        x = _int_field(buf, fs[2], fe[2])
-        if x < 0:
-            status = FRAG_END
-            break
-        if x < s:
-            status = FRAG_END_BEFORE_START
-            break
-        c = _int_field(buf, fs[4], fe[4]) if nf >= 5 else 1
-        if c < 0:
-            status = FRAG_COUNT
-            break
-        if fe[0] == fs[0] or fe[3] == fs[3]:
-            status = FRAG_COLUMNS
-            break
-        ctrl = False
-        for i in range(fs[3], fe[3]):
-            ctrl |= (buf[i] < 32) | (buf[i] == 127)
-        if ctrl:
-            status = FRAG_BARCODE
-            break
         cs[k] = fs[0]
         ce[k] = fe[0]
         st[k] = s
@@ -129,11 +134,14 @@ def add_pairs(indptr, indices, data, keys, weights, n_rows, n_cols):
     ``indptr``/``indices``/``data`` is the canonical matrix so far (``indptr.size - 1 <=
     n_rows`` rows, the missing ones empty); ``keys[k] = row * n_cols + column`` with
     ``weights[k]``. The caller has checked ``0 <= keys < n_rows * n_cols``, ``indices`` in
-    ``[0, n_cols)`` and ``indptr`` (it made them). Linear: the pairs are bucketed by row (a
-    counting sort) and each row is summed in a dense accumulator of ``n_cols`` slots, then
-    only its distinct columns are sorted. Returns ``(indptr, indices, data, nnz)`` whose
-    ``indices``/``data`` may be longer than ``nnz`` (the caller trims them). Oracle:
-    ``np.unique`` of the keys and ``np.bincount`` (``tests/singlecell/test_fragmatrix.py``).
+    ``[0, n_cols)`` and ``indptr`` (it made them). The pairs are bucketed by row (a counting
+    sort), each row's new columns sorted (small arrays, in cache; a fragment file's come
+    nearly sorted) and merged with the row's old ones, equal columns summed: no dense
+    accumulator over the columns, whose random access missed the cache at 1M columns (at
+    50M fragments x 1M peaks the fold took 7.6 s with one). Returns ``(indptr, indices, data,
+    nnz)`` whose ``indices``/``data`` may be longer than ``nnz`` (the caller trims them).
+    Oracle: ``np.unique`` of the keys and ``np.bincount``
+    (``tests/singlecell/test_fragmatrix.py``).
     """
     n_old = indptr.size - 1
     start = np.zeros(n_rows + 1, np.int64)
@@ -141,45 +149,48 @@ def add_pairs(indptr, indices, data, keys, weights, n_rows, n_cols):
         start[keys[k] // n_cols + 1] += 1
     for r in range(n_rows):
         start[r + 1] += start[r]
-    order = np.empty(keys.size, np.int64)
+    cols = np.empty(keys.size, np.int64)
+    wts = np.empty(keys.size, np.float64)
     fill = start[:-1].copy()
     for k in range(keys.size):
         r = keys[k] // n_cols
-        order[fill[r]] = k
+        cols[fill[r]] = keys[k] - r * n_cols
+        wts[fill[r]] = weights[k]
         fill[r] += 1
     cap = indices.size + keys.size
     out_ptr = np.zeros(n_rows + 1, np.int64)
-    out_idx = np.empty(cap, np.int64)
+    out_idx = np.empty(cap, indices.dtype)  # int32 columns halve the matrix's index memory
     out_dat = np.empty(cap, np.float64)
-    acc = np.zeros(n_cols, np.float64)
-    seen = np.zeros(n_cols, np.bool_)
-    touched = np.empty(n_cols, np.int64)
     o = 0
     for r in range(n_rows):
-        t = 0
-        if r < n_old:
-            for j in range(indptr[r], indptr[r + 1]):
-                c = indices[j]
-                acc[c] += data[j]
-                if not seen[c]:
-                    seen[c] = True
-                    touched[t] = c
-                    t += 1
-        for q in range(start[r], start[r + 1]):
-            k = order[q]
-            c = keys[k] - r * n_cols
-            acc[c] += weights[k]
-            if not seen[c]:
-                seen[c] = True
-                touched[t] = c
-                t += 1
-        row = np.sort(touched[:t])
-        for i in range(t):
-            c = row[i]
+        a, b = start[r], start[r + 1]
+        seg = cols[a:b]
+        sorted_ = True
+        for q in range(1, b - a):
+            if seg[q] < seg[q - 1]:
+                sorted_ = False
+                break
+        perm = np.arange(b - a) if sorted_ else np.argsort(seg)
+        i = indptr[r] if r < n_old else 0
+        i_end = indptr[r + 1] if r < n_old else 0
+        q = 0
+        while i < i_end or q < b - a:
+            if q >= b - a or (i < i_end and indices[i] < seg[perm[q]]):
+                c = np.int64(indices[i])
+                v = data[i]
+                i += 1
+            else:
+                c = seg[perm[q]]
+                v = wts[a + perm[q]]
+                q += 1
+                if i < i_end and indices[i] == c:
+                    v = data[i] + v
+                    i += 1
+            while q < b - a and seg[perm[q]] == c:
+                v += wts[a + perm[q]]
+                q += 1
             out_idx[o] = c
-            out_dat[o] = acc[c]
-            acc[c] = 0.0
-            seen[c] = False
+            out_dat[o] = v
             o += 1
         out_ptr[r + 1] = o
     return out_ptr, out_idx, out_dat, o

@@ -34,14 +34,15 @@ counts as the first.
 
 Memory
 ------
-One pass over the file; held at once: one block of ``block_bytes`` bytes (default 32 MiB)
-plus its parsed columns (about 56 bytes per line, ~1.2 × the block for 10x lines), the
-region search's queries, hits and keys of one slice of 262,144 fragments (~25 MiB),
-the barcode table, the distinct (cell, region) pairs counted so far as a CSR matrix (16 bytes
-each), the pairs not yet folded into it (16 bytes each, at most half as many as the distinct
-pairs, or 1M) and, while they are folded in, the new matrix: about 60 bytes per distinct pair
-at the peak, plus the block — the size of the result, not of the file (measured: 5M
-fragments, 2,000 cells, 200k peaks, 2.7M distinct pairs: 176-179 MiB above the imports).
+One pass over the file; held at once: two blocks of ``block_bytes`` bytes (default 32 MiB; the
+next one is inflated on a thread while this one is counted), the barcode and chromosome name
+tables (the names' bytes once each), per cell two counters, and the distinct (cell, region)
+pairs counted so far as a CSR matrix (12 bytes each), the pending pairs (16 bytes each, in two
+buffers of at most half the distinct pairs, or 1M, each: the block kernel fills one while the
+other is folded in on a thread) and, during a fold, the pending pairs bucketed by cell and the
+new matrix: at most ~54 bytes per distinct pair, plus the blocks — the size of the result, not
+of the file (measured: 50M fragments, 5,000 cells, 1M peaks, 31.5M distinct pairs: ~0.95 GiB
+above the imports, ~31 bytes a pair).
 """
 
 from __future__ import annotations
@@ -56,9 +57,8 @@ import numpy as np
 from .. import _io
 from .._deprecate import deprecated_value
 from ..errors import BedParseError
-from ..kernels import cells as K
 from ..kernels import fragments as FK
-from ..kernels import parse as _parse
+from ..kernels import fragscan as FS
 from ..ragged import Ragged
 from ..regions import RegionSet
 
@@ -138,6 +138,8 @@ def _check_shift(shift) -> tuple[int, int]:
     except (TypeError, ValueError):
         raise ValueError(f"shift must be a pair of integers (left, right) such as (4, -5), "
                          f"got {shift!r}") from None
+    if max(abs(left), abs(right)) > 1 << 40:
+        raise ValueError(f"shift must be a pair of small integers such as (4, -5), got {shift!r}")
     return left, right
 
 
@@ -153,27 +155,13 @@ def _dup_map(first: np.ndarray) -> Ragged | None:
     return Ragged(order.astype(np.int64), offsets)
 
 
-def _queries(mode: str, st, en, left: int, right: int):
-    """Query intervals of a block's fragments and, for each, its fragment's index."""
-    n = st.size
-    frag = np.arange(n, dtype=np.int64)
-    if mode == "fragment":
-        return st, en, frag
-    pos = np.concatenate([st + left, en - 1 + right])
-    frag = np.concatenate([frag, frag])
-    ok = pos >= 0
-    if not ok.all():
-        pos, frag = pos[ok], frag[ok]
-    return pos, pos + 1, frag
-
-
 _FRAG_MESSAGES = {
-    K.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
-    K.FRAG_START: "start is not a non-negative integer",
-    K.FRAG_END: "end is not a non-negative integer",
-    K.FRAG_COUNT: "count (column 5) is not a non-negative integer",
-    K.FRAG_END_BEFORE_START: "end is before start",
-    K.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
+    FK.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    FK.FRAG_START: "start is not a non-negative integer",
+    FK.FRAG_END: "end is not a non-negative integer",
+    FK.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    FK.FRAG_END_BEFORE_START: "end is before start",
+    FK.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
                     "or drop the line (re-create the file if it is damaged)",
 }
 
@@ -201,99 +189,208 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
         yield np.frombuffer(rest, dtype=np.uint8)
 
 
-def _text_spans(buf: np.ndarray, s: np.ndarray, e: np.ndarray, path: str, first_line: int,
-                what: str) -> tuple[list[str], np.ndarray]:
-    """Distinct names of the spans (in order of first appearance) and each span's index;
-    a name that is not UTF-8 is a :class:`BedParseError`
-    at its first line: decoding it with replacement characters would merge two different
-    barcodes (or chromosomes) into one."""
-    index, a, b = _parse.intern_spans(buf, s, e)
-    names = []
-    for j, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-        raw = buf[x:y].tobytes()
-        try:
-            names.append(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            line = first_line + int(np.count_nonzero(buf[:x] == 10))
-            raise BedParseError(path, line, f"the {what} {raw!r} is not valid UTF-8; fix or "
-                                "drop the line (re-create the file if it is damaged)") from None
-    return names, index
-
-
 class _PairCounts:
     """Sum of counts per (cell, column) pair, folded as it grows into a canonical CSR matrix
     (``kernels.fragments.add_pairs``: a counting sort by cell and a dense row accumulator,
     linear where ``np.unique`` of the keys sorted them all). Bounded by the distinct pairs:
-    16 bytes each, plus the pending pairs (16 bytes each, at most half as many as the
-    distinct ones, or 1M) and, while they are folded in, their concatenation, a permutation
-    and the new matrix: about 60 bytes per distinct pair at the peak."""
+    12 bytes each (int32 column, float64 sum), plus the pending pairs in one buffer (16 bytes
+    each, at most half as many as the distinct ones, or 1M, plus one call of the block kernel:
+    the kernel writes into that buffer) and, while they are folded in, a
+    the pairs bucketed by cell (16 bytes a pending pair) and the new matrix, with a second
+    pending buffer filling meanwhile (folds run on a thread): about 60 bytes per distinct pair
+    at the peak. The matrix arrays keep their slack after a fold (no trimming copy)."""
 
     def __init__(self, n_cols: int):
         self.n_cols = n_cols
         self.indptr = np.zeros(1, np.int64)
-        self.indices = np.zeros(0, np.int64)
+        self.indices = np.zeros(0, np.int32 if n_cols < 1 << 31 else np.int64)
         self.data = np.zeros(0, np.float64)
-        self.pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self.nnz = 0
+        self.keys = np.empty(1 << 16, np.int64)
+        self.weights = np.empty(1 << 16, np.float64)
         self.n_pending = 0
+        self._pool = self._folding = self._spare = None
+
+    def _limit(self) -> int:
+        return max(1 << 20, self.nnz // 2)
 
     def add(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
         """Pairs ``keys = cell * n_cols + column`` (cells below ``n_rows``) with ``counts``."""
-        self.pending.append((keys, counts))
-        self.n_pending += keys.size
-        if self.n_pending > max(1 << 20, self.indices.size // 2):
+        if keys.size != counts.size:
+            raise AssertionError("pair counts: keys and counts differ in length")
+        end = self.n_pending + keys.size
+        if end > self.keys.size:
+            if self.n_pending >= self._limit():
+                self.reduce(n_rows)
+                end = keys.size
+            if end > self.keys.size:
+                cap = max(end, min(2 * self.keys.size, self._limit() + keys.size), 1 << 16)
+                k2 = np.empty(cap, np.int64)
+                k2[:self.n_pending] = self.keys[:self.n_pending]
+                w2 = np.empty(cap, np.float64)
+                w2[:self.n_pending] = self.weights[:self.n_pending]
+                self.keys, self.weights = k2, w2
+        self.keys[self.n_pending:end] = keys
+        self.weights[self.n_pending:end] = counts
+        self.n_pending = end
+        if self.n_pending > self._limit():
             self.reduce(n_rows)
+
+    def fold_if_full(self, n_rows: int) -> None:
+        """Start folding when the pending pairs (written into ``keys``/``weights`` by the
+        block kernel) passed the bound: on a thread (``add_pairs`` releases the GIL), the
+        kernel writing on into a second buffer meanwhile (one more pending buffer in memory;
+        a fold still running when the next is due is waited for)."""
+        if self.n_pending <= self._limit():
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.wait()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="genotok-fold")
+        keys, weights, n = self.keys, self.weights, self.n_pending
+        spare = self._spare if self._spare is not None and self._spare[0].size >= keys.size \
+            else (np.empty(keys.size, np.int64), np.empty(keys.size, np.float64))
+        self.keys, self.weights = spare
+        self._spare, self.n_pending = None, 0
+
+        def fold():
+            self._fold(keys[:n], weights[:n], n_rows)
+            self._spare = (keys, weights)
+
+        self._folding = self._pool.submit(fold)
+
+    def wait(self) -> None:
+        """Wait for the fold running on the thread, if any (its error is raised here)."""
+        if self._folding is not None:
+            folding, self._folding = self._folding, None
+            folding.result()
+
+    def close(self) -> None:
+        """Wait for a running fold and stop the thread."""
+        try:
+            self.wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+                self._pool = None
 
     def reduce(self, n_rows: int) -> None:
         """Fold the pending pairs in; the matrix then has ``n_rows`` rows."""
-        keys = np.concatenate([k for k, _ in self.pending]) if self.pending else \
-            np.zeros(0, np.int64)
-        counts = np.concatenate([c for _, c in self.pending]) if self.pending else \
-            np.zeros(0, np.float64)
-        self.pending, self.n_pending = [], 0
+        self.wait()
+        keys, counts = self.keys[:self.n_pending], self.weights[:self.n_pending]
+        self.n_pending = 0
+        self._fold(keys, counts, n_rows)
+
+    def _fold(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
         n_cols = self.n_cols
         # every integer the kernel indexes with is checked here (numba does not)
         if n_rows < self.indptr.size - 1 or (keys.size and n_cols < 1):
             raise AssertionError("pair counts: rows or columns shrank")
         if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= n_rows * n_cols):
             raise AssertionError("pair counts: a (cell, column) key is out of range")
-        if keys.size != counts.size:
-            raise AssertionError("pair counts: keys and counts differ in length")
-        ptr, idx, dat, n = FK.add_pairs(self.indptr, self.indices, self.data,
-                                        np.ascontiguousarray(keys, np.int64),
-                                        np.ascontiguousarray(counts, np.float64),
-                                        n_rows, n_cols)
-        del keys, counts
-        self.indptr, self.indices, self.data = ptr, None, None
-        self.indices = idx[:n].copy() if n < idx.size else idx
-        del idx
-        self.data = dat[:n].copy() if n < dat.size else dat
+        ptr, idx, dat, n = FK.add_pairs(self.indptr, self.indices[:self.nnz],
+                                        self.data[:self.nnz], keys, counts, n_rows, n_cols)
+        self.indptr, self.indices, self.data, self.nnz = ptr, idx, dat, n
+
+    def csr(self, n_rows: int):
+        """The counts as a float32 ``scipy.sparse.csr_matrix`` of ``n_rows`` rows."""
+        import scipy.sparse as sp
+
+        self.reduce(n_rows)
+        self.close()
+        n = self.nnz
+        return sp.csr_matrix((self.data[:n].astype(np.float32), self.indices[:n], self.indptr),
+                             shape=(n_rows, self.n_cols))
 
 
-_HIT_SLICE = 1 << 18  # fragments per region search (bounds the search's temporaries)
+_HIT_SLICE = 1 << 18  # lines per call of the block kernel (bounds its pair arrays)
 
 
-def _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv, st, en, cnt, cell,
-                 use_count, miss_column, dups, n_cols, path, n_rows, n_threads):
-    """Search one slice of a block's fragments and add its (cell, column) counts."""
-    u = tokenizer.universe
-    qs, qe, frag = _queries(mode, st, en, left, right)
-    rs = RegionSet(cnames, cinv[frag].astype(np.int32), qs, qe, source=path, validate=False)
-    hits = tokenizer.region_hits(rs, n_threads=n_threads)
-    ids = hits.data
-    owner = np.repeat(frag, hits.lengths)
-    if mode == "paired-insertion" and ids.size:  # one count per (fragment, region)
-        key = np.unique(owner * np.int64(max(u.n_regions, 1)) + ids)
-        owner, ids = key // max(u.n_regions, 1), key % max(u.n_regions, 1)
-    if miss_column:  # fragments without any hit (before repeats are expanded)
-        missed = np.flatnonzero(np.bincount(owner, minlength=st.size) == 0)
-        w = cnt[missed] if use_count else np.ones(missed.size, np.int64)
-        pairs.add(cell[missed] * n_cols + u.n_regions, w.astype(np.float64), n_rows)
-    if dups is not None:  # a hit on a repeated region also counts in its repeats
-        lens = dups.lengths[ids]
-        ids = dups.data[np.repeat(dups.offsets[ids], lens) + _ramp(lens)]
-        owner = np.repeat(owner, lens)
-    weight = (cnt[owner] if use_count else np.ones(owner.size, np.int64)).astype(np.float64)
-    pairs.add(cell[owner] * n_cols + ids, weight, n_rows)
+def _prefetched(blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """The blocks of ``blocks``, the next one read on a thread while the caller counts this
+    one: ISA-L / zlib inflate and the numba kernels release the GIL, so on two cores the
+    inflate and the count overlap (two blocks in memory instead of one)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1, thread_name_prefix="genotok-fragments") as pool:
+        ahead = pool.submit(next, blocks, None)
+        try:
+            while True:
+                block = ahead.result()
+                if block is None:
+                    return
+                ahead = pool.submit(next, blocks, None)
+                yield block
+        finally:
+            ahead.cancel()
+            try:
+                ahead.result()
+            except BaseException:  # noqa: BLE001  (the error that matters is the caller's)
+                pass
+            blocks.close()
+
+
+class _Names:
+    """A kernel name table (:func:`genotok.kernels.fragscan.name_table`) with the names it
+    holds decoded: each new name once, a name that is not UTF-8 refused at its first line
+    (decoding it with replacement characters would merge two barcodes or chromosomes)."""
+
+    def __init__(self, known: list[str], what: str):
+        self.what = what
+        enc = [x.encode("utf-8", "surrogatepass") for x in known]
+        bounds = np.zeros(len(enc) + 1, np.int64)
+        np.cumsum([len(x) for x in enc], out=bounds[1:])
+        self.table = FS.add_names(np.frombuffer(b"".join(enc) or b"\0", np.uint8), bounds,
+                                  *FS.name_table())
+        self.table[4][:len(known)] = -1  # "not seen yet" (see seen_known)
+        self.names = list(known)
+        self.n_known = len(known)
+
+    def seen_known(self) -> bool:
+        """Whether a line used one of the names the table was filled with."""
+        return bool((self.table[4][:self.n_known] >= 0).any())
+
+    def first_bad(self) -> tuple[int, str] | None:
+        """Decode the names added since the last call: ``(line, message)`` of the first one
+        that is not UTF-8, else ``None``."""
+        _, off, _, arena, lines, n = self.table
+        for i in range(len(self.names), n):
+            raw = arena[off[i]:off[i + 1]].tobytes()
+            try:
+                self.names.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                return int(lines[i]), (f"the {self.what} {raw!r} is not valid UTF-8; fix or "
+                                       "drop the line (re-create the file if it is damaged)")
+        return None
+
+
+def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
+               universe):
+    """The block loop of :func:`_count`: each block through the kernel, new names decoded,
+    the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place."""
+    nfrag, missed = state
+    line, warned = 1, False
+    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+        pos = 0
+        while pos < buf.size:
+            pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
+                missed, pos, line, status = FS.scan_fragments(
+                    buf, pos, line, _HIT_SLICE, pairs.keys, pairs.weights, pairs.n_pending,
+                    chroms.table, cells.table, chroms.n_known, n_allow, nfrag, missed, cursors,
+                    *search)
+            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
+            if status != FS.FRAG_OK:
+                bad.append((line, _FRAG_MESSAGES[int(status)]))
+            if bad:
+                raise BedParseError(path, *min(bad))
+            pairs.fold_if_full(len(cells.names) if n_allow < 0 else n_allow)
+        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
+            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
+            unknown = chroms.names[chroms.n_known:]
+            universe.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1],
+                                         source=path, validate=False))
+    state[:] = [nfrag, missed]
 
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
@@ -302,7 +399,11 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
     on a repeated universe line also counts in its repeats (a matrix over universe lines);
-    without it only the first occurrence counts (token semantics, as the tokenizer's ids)."""
+    without it only the first occurrence counts (token semantics, as the tokenizer's ids).
+
+    Each block goes through one kernel (:func:`genotok.kernels.fragscan.scan_fragments`:
+    parse, barcode and chromosome tables kept across blocks, the search of each fragment or
+    cut site, the pairs) while the next block is inflated on a thread."""
     import scipy.sparse as sp
 
     if mode not in MODES:
@@ -315,66 +416,47 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise BedParseError(path, None, "no such fragment file")
-    u = tokenizer.universe
+    u, s = tokenizer.universe, tokenizer.settings
     n_cols = u.n_regions + bool(miss_column)
     allow = None if barcodes is None else read_barcodes(barcodes)
-    cell_index: dict[str, int] = {} if allow is None else {b: i for i, b in enumerate(allow)}
-    nfrag = np.zeros(len(cell_index), np.int64)
+    chroms = _Names(list(u.chrom_names), "chromosome name")
+    cells = _Names([] if allow is None else allow, "barcode")
+    n_allow = -1 if allow is None else len(allow)
+    nfrag = np.zeros(max(len(cells.names), 1), np.int64)
+    missed = np.zeros((2, nfrag.size), np.float64)  # per cell: fragments without a hit, weight
     pairs = _PairCounts(n_cols)
     dups = _dup_map(u.sweep.first) if repeats else None
-    n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    first_line = 1
-    for buf in _blocks_of_lines(path, block_bytes):
-        cs, ce, st, en, bs, be, cnt, status, bad, n_newlines = K.parse_fragments(buf)
-        if status != K.FRAG_OK:
-            raise BedParseError(path, first_line + int(bad), _FRAG_MESSAGES[int(status)])
-        block_line, first_line = first_line, first_line + int(n_newlines)
-        if st.size == 0:
-            continue
-        # names that are not UTF-8 are refused at their line, never merged by replacement
-        bnames, binv = _text_spans(buf, bs, be, path, block_line, "barcode")
-        if allow is None:
-            table = np.array([cell_index.setdefault(b, len(cell_index)) for b in bnames],
-                             np.int64)
-        else:
-            table = np.array([cell_index.get(b, -1) for b in bnames], np.int64)
-        cell = table[binv]
-        keep = cell >= 0
-        if not keep.all():
-            cell, cs, ce, st, en, cnt = (x[keep] for x in (cell, cs, ce, st, en, cnt))
-        if cell.size == 0:
-            continue
-        if nfrag.size < len(cell_index):
-            nfrag = np.concatenate([nfrag, np.zeros(len(cell_index) - nfrag.size, np.int64)])
-        nfrag += np.bincount(cell, minlength=nfrag.size)
-        cnames, cinv = _text_spans(buf, cs, ce, path, block_line, "chromosome name")
-        # the block's fragments go to the search in slices: its temporaries (queries, hits,
-        # keys: ~100 bytes per fragment in insertion mode) stay bounded by the slice
-        for lo in range(0, st.size, _HIT_SLICE):
-            sl = slice(lo, lo + _HIT_SLICE)
-            _count_slice(tokenizer, pairs, mode, left, right, cnames, cinv[sl], st[sl], en[sl],
-                         cnt[sl], cell[sl], use_count, miss_column, dups, n_cols, path,
-                         len(cell_index), n_threads)
-    n_cells = len(cell_index)
-    pairs.reduce(n_cells)
-    if nfrag.size < n_cells:
-        nfrag = np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
-    X = sp.csr_matrix((pairs.data.astype(np.float32), pairs.indices, pairs.indptr),
-                      shape=(n_cells, n_cols))
-    names = list(cell_index)
+    dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
+                        (np.ascontiguousarray(dups.offsets, np.int64),
+                         np.ascontiguousarray(dups.data, np.int64)))
+    sw = u.sweep
+    cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
+    search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
+              float(s.min_fraction) if s.fraction_of == "query" else 0.0,
+              float(s.min_fraction) if s.fraction_of == "region" else 0.0,
+              s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
+              u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
+    state = [nfrag, missed]
+    try:
+        _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u)
+    finally:
+        pairs.close()
+    nfrag, missed = state
+    n_cells = len(cells.names) if allow is None else len(allow)
+    if miss_column:
+        who = np.flatnonzero(missed[0, :n_cells])
+        pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
+    X = pairs.csr(n_cells)
+    del pairs
+    nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
+        np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
+    names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
     if keep.size != n_cells:
         X = X[keep]
         names = [names[i] for i in keep]
         nfrag = nfrag[keep]
     return names, X, nfrag
-
-
-def _ramp(lens: np.ndarray) -> np.ndarray:
-    """``0, 1, .., lens[0]-1, 0, 1, .., lens[1]-1, ...``"""
-    total = int(lens.sum())
-    starts = np.repeat(np.cumsum(lens) - lens, lens)
-    return np.arange(total, dtype=np.int64) - starts
 
 
 def _var_frame(u):

@@ -397,3 +397,25 @@ def test_search_in_slices_matches_oracle(regions, frags, mode, use_count, hit_sl
         mp.setattr(fragmatrix, "_HIT_SLICE", hit_slice)
         _check(lines, regions, gz=False, block_bytes=1 << 20, mode=mode, shift=(0, 0),
                use_count=use_count, barcodes=None, min_fragments=0)
+
+
+def test_name_tables_grow_across_blocks_and_calls():
+    """Thousands of barcodes and hundreds of chromosome names (most unknown to the universe)
+    in blocks of a few lines and kernel calls of 7 lines: the name tables, their byte arenas
+    and the per-cell counters grow many times over, and the counts equal the oracle's."""
+    from genotok.singlecell import fragmatrix
+
+    rng = np.random.default_rng(5)
+    regions = [("chr1", 0, 40), ("chr1", 30, 90), ("chr2", 10, 20), ("chr1", 30, 90)]
+    chroms = ["chr1", "chr2"] + [f"scaffold_{i}_{'x' * (i % 40)}" for i in range(300)]
+    lines = []
+    for i in range(3000):
+        c = chroms[int(rng.integers(0, len(chroms)))] if i % 3 else "chr1"
+        a = int(rng.integers(0, 90))
+        bc = f"{'ACGT'[i % 4] * int(rng.integers(1, 30))}-{int(rng.integers(0, 1500))}"
+        lines.append(f"{c}\t{a}\t{a + int(rng.integers(1, 40))}\t{bc}\t{int(rng.integers(1, 5))}\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fragmatrix, "_HIT_SLICE", 7)
+        for mode in ("insertion", "paired-insertion", "fragment"):
+            _check(lines, regions, block_bytes=300, mode=mode, use_count=mode == "fragment",
+                   min_fragments=0)

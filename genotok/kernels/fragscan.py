@@ -1,0 +1,495 @@
+"""One pass over a block of a fragment file: parse, name, search, count (numba, ``nogil``).
+
+:func:`scan_fragments` reads the ``chrom start end barcode [count]`` lines of one byte block
+(the checks and status codes of :func:`genotok.kernels.fragments.parse_fragments`), numbers
+barcodes and chromosome names in two name tables that live across blocks (:func:`name_table`:
+an open-addressing table of hashes over an arena of the names' bytes, so no block's buffer
+is kept and no name is decoded per line), searches each fragment (or each of its two cut
+sites) in the universe's sweep index and emits the ``(cell, column)`` pairs with their
+weights, in one loop with no per-line array between the steps.
+
+The search follows the overlap kernels' rule (:mod:`genotok.kernels.overlap`): for a query
+``[qs, qe)`` the candidates are the sweep rows before the first start ``>= qe`` whose running
+``maxend`` exceeds ``qs``; a candidate with ``end > qs`` passing the thresholds is a hit. A
+cut site at ``p`` is the query ``[p, p + 1)``. The first start ``>= qe`` is galloped from the
+previous query's answer on that chromosome (one cursor per chromosome and per site): fragment
+files are sorted by position, so a query moves a few rows; an unsorted file gives the same
+result, each query then costing O(log d) for a jump of d rows.
+
+The chromosome table is filled with the universe's names first (name ``i`` is universe code
+``i``), the barcode table with the allow-list (barcode ``i`` is cell ``i``): a name beyond
+them is an unknown chromosome (no hit) or, with an allow-list, a dropped barcode. The caller
+decodes each new name once (refusing non-UTF-8 at the line the table records).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._config import NJIT
+from .fragments import FRAG_OK, _parse_line
+from .overlap import _passes
+
+MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
+
+
+@njit(inline="always", **NJIT)
+def _mix(h, k, byte):
+    """One byte into the running hash (as ``names._hash``: eight bytes xor-ed into a word,
+    then a rotation), so the line parser hashes the barcode while it finds its end."""
+    h ^= np.uint64(byte) << np.uint64(8 * (k & 7))
+    if k & 7 == 7:
+        h = (h << np.uint64(29)) | (h >> np.uint64(35))
+    return h
+
+
+@njit(inline="always", **NJIT)
+def _final(h, length):
+    h ^= np.uint64(length) * np.uint64(0x100000001B3)
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(32))
+
+
+@njit(**NJIT)
+def _hash(buf, a, b):
+    """Hash of the name ``buf[a:b]`` (:func:`_mix` byte by byte, :func:`_final`)."""
+    h = np.uint64(0)
+    for k in range(a, b):
+        h = _mix(h, k - a, buf[k])
+    return _final(h, b - a)
+
+
+@njit(inline="always", **NJIT)
+def _digits(buf, p, n, stop):
+    """The decimal number from ``p`` up to the byte ``stop``: ``(value, end)``; ``end`` -1
+    when anything else comes first, nothing or more than 18 digits (the general parser then
+    reads the line and says what is wrong)."""
+    x = 0
+    q = p
+    while q < n and q - p <= 18:
+        d = np.int64(buf[q]) - 48
+        if d < 0 or d > 9:
+            break
+        x = x * 10 + d
+        q += 1
+    if q == p or q - p > 18 or q >= n or buf[q] != stop:
+        return 0, -1
+    return x, q
+
+
+@njit(inline="always", **NJIT)
+def _fast_line(buf, pos, n, fs, fe):
+    """The common line, ``chrom\\tstart\\tend\\tbarcode[\\tcount]\\n`` with nothing unusual,
+    in one pass: ``(ok, start, end, count, next line, barcode hash)`` with the chromosome and
+    barcode spans in ``fs[0]:fe[0]`` and ``fs[3]:fe[3]``. ``ok`` False sends the line to the
+    general parser (headers, blank lines, CR, extra columns, errors)."""
+    if buf[pos] == 35 or buf[pos] == 10 or buf[pos] == 9:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    q = pos
+    while q < n and buf[q] != 9 and buf[q] != 10:
+        q += 1
+    if q >= n or buf[q] != 9:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    fs[0] = pos
+    fe[0] = q
+    s, q = _digits(buf, q + 1, n, 9)
+    if q < 0:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    x, q = _digits(buf, q + 1, n, 9)
+    if q < 0 or x < s:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    a = q + 1
+    q = a
+    h = np.uint64(0)
+    ctrl = False
+    while q < n:
+        c = buf[q]
+        if c == 9 or c == 10:
+            break
+        ctrl |= (c < 32) | (c == 127)
+        h = _mix(h, q - a, c)
+        q += 1
+    if q == a or ctrl or q >= n:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    fs[3] = a
+    fe[3] = q
+    cnt = 1
+    if buf[q] == 9:
+        cnt, q = _digits(buf, q + 1, n, 10)
+        if q < 0:
+            return False, 0, 0, 0, 0, np.uint64(0)
+    return True, s, x, cnt, q + 1, _final(h, fe[3] - a)
+
+
+@njit(inline="always", **NJIT)
+def _seek(a, lo, hi, x, at):
+    """First index in ``[lo, hi)`` with ``a[i] >= x`` (``a`` sorted there), searched out from
+    ``at``, the previous answer: a gallop forward or back, then a bisection. Inlined, no call:
+    a call per cut site passing an array cost a reference count each."""
+    if at < lo:
+        at = lo
+    if at > hi:
+        at = hi
+    if at < hi and a[at] < x:  # the answer is after at
+        left = at + 1
+        right = hi
+        step = 1
+        while True:
+            probe = left + step - 1
+            if probe >= hi:
+                break
+            if a[probe] >= x:
+                right = probe
+                break
+            left = probe + 1
+            step *= 2
+    else:  # the answer is at or before at
+        right = at
+        left = lo
+        step = 1
+        while True:
+            probe = right - step
+            if probe < lo:
+                break
+            if a[probe] < x:
+                left = probe + 1
+                break
+            right = probe
+            step *= 2
+    while left < right:
+        mid = (left + right) >> 1
+        if a[mid] < x:
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@njit(**NJIT)
+def name_table():
+    """An empty name table ``(slots, offsets, hashes, arena, lines, n)``: name ``i`` is
+    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``.
+
+    Examples
+    --------
+    >>> t = name_table()
+    >>> t = add_names(np.frombuffer(b"chr1chr2", np.uint8), np.array([0, 4, 8]), *t)
+    >>> t[-1], bytes(t[3][:t[1][t[-1]]])
+    (2, b'chr1chr2')
+    """
+    return (np.full(1024, -1, np.int64), np.zeros(65, np.int64), np.zeros(64, np.uint64),
+            np.empty(1024, np.uint8), np.zeros(64, np.int64), 0)
+
+
+@njit(inline="always", **NJIT)
+def _lookup(buf, a, b, h, slots, off, hashes, arena):
+    """``(name, slot)`` of ``buf[a:b]``; name -1 and the empty slot to fill when absent."""
+    mask = slots.size - 1
+    slot = np.int64(h & np.uint64(mask))
+    n = b - a
+    while slots[slot] >= 0:
+        c = slots[slot]
+        if hashes[c] == h and off[c + 1] - off[c] == n:
+            o = off[c]
+            same = True
+            for k in range(n):
+                if arena[o + k] != buf[a + k]:
+                    same = False
+                    break
+            if same:
+                return c, slot
+        slot = (slot + 1) & mask
+    return -1, slot
+
+
+@njit(inline="always", **NJIT)
+def _fits(slots, off, hashes, arena, n, length):
+    """Whether one more name of ``length`` bytes fits the table without growing it."""
+    return n + 1 < hashes.size and off[n] + length <= arena.size and 2 * (n + 1) <= slots.size
+
+
+@njit(inline="always", **NJIT)
+def _put(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
+    """Add ``buf[a:b]`` (hash ``h``, first seen at ``line``) as name ``n`` in ``slot``; the
+    caller checked :func:`_fits`."""
+    used = off[n]
+    for k in range(b - a):
+        arena[used + k] = buf[a + k]
+    off[n + 1] = used + (b - a)
+    hashes[n] = h
+    lines[n] = line
+    slots[slot] = n
+
+
+@njit(**NJIT)
+def _grown(slots, off, hashes, arena, lines, n, length):
+    """The table's arrays with room for one more name of ``length`` bytes (new arrays where
+    they had to grow; the slots rehashed at four times the size to keep the load below 1/2)."""
+    if n + 1 >= hashes.size:
+        cap = 2 * hashes.size
+        o2 = np.zeros(cap + 1, np.int64)
+        o2[:n + 1] = off[:n + 1]
+        h2 = np.zeros(cap, np.uint64)
+        h2[:n] = hashes[:n]
+        l2 = np.zeros(cap, np.int64)
+        l2[:n] = lines[:n]
+        off, hashes, lines = o2, h2, l2
+    if off[n] + length > arena.size:
+        a2 = np.empty(max(2 * arena.size, off[n] + length), np.uint8)
+        a2[:off[n]] = arena[:off[n]]
+        arena = a2
+    if 2 * (n + 1) > slots.size:
+        mask = 4 * slots.size - 1
+        slots = np.full(mask + 1, -1, np.int64)
+        for c in range(n):
+            t = np.int64(hashes[c] & np.uint64(mask))
+            while slots[t] >= 0:
+                t = (t + 1) & mask
+            slots[t] = c
+    return slots, off, hashes, arena, lines
+
+
+@njit(**NJIT)
+def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
+    """Add the names ``buf[bounds[i]:bounds[i + 1]]`` (a repeated one once) to a table
+    (:func:`name_table`); returns the table. Fills the tables with known names first.
+
+    Examples
+    --------
+    >>> t = add_names(np.frombuffer(b"AAC", np.uint8), np.array([0, 1, 2, 3]), *name_table())
+    >>> t[-1]
+    2
+    """
+    for i in range(bounds.size - 1):
+        a, b = bounds[i], bounds[i + 1]
+        h = _hash(buf, a, b)
+        c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
+        if c < 0:
+            if not _fits(slots, off, hashes, arena, n, b - a):
+                slots, off, hashes, arena, lines = _grown(slots, off, hashes, arena, lines, n,
+                                                          b - a)
+                c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
+            _put(buf, a, b, h, slot, 0, slots, off, hashes, arena, lines, n)
+            n += 1
+    return slots, off, hashes, arena, lines, n
+
+
+@njit(inline="always", **NJIT)
+def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
+          best, out, k):
+    """Ids of the rows ``< hi`` hit by ``[qs, qe)`` into ``out[k:]`` (by descending row);
+    returns the new ``k``, counting on past the end of ``out`` (the caller grows it and asks
+    again). ``hi`` is the first row of the chromosome with ``start >= qe``."""
+    best_bp = -1
+    best_id = 0
+    j = hi - 1
+    while j >= chrom_lo and maxend[j] > qs:
+        if ends[j] > qs:
+            bp = _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r)
+            if bp >= 0:
+                if best:
+                    if bp > best_bp or (bp == best_bp and ids[j] < best_id):
+                        best_bp = bp
+                        best_id = ids[j]
+                else:
+                    if k < out.size:
+                        out[k] = ids[j]
+                    k += 1
+        j -= 1
+    if best and best_bp >= 0:
+        if k < out.size:
+            out[k] = best_id
+        k += 1
+    return k
+
+
+# statuses of _run beyond the FRAG_* codes (>= 0): an array must grow before the line is read
+_GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
+
+
+@njit(**NJIT)
+def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslots, boff,
+         bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed, cursors, chrom_ptr,
+         starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
+         miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs, fe):
+    """The line loop of :func:`scan_fragments`. No array is replaced in it (numba would count
+    references on every line): when a table, ``found`` or the pair arrays are full it stops
+    before the line with a ``_GROW_*`` status and the size it needs, and is called again.
+    Returns ``(pos, line, m, nc, nb, status, need)``; ``line`` is the line at ``pos``, or the
+    bad line."""
+    n = buf.size
+    prev_c = -1
+    pcs = 0
+    pce = 0
+    done = 0
+    while pos < n and done < max_lines:
+        ok, s, x, cnt, nxt, bh = _fast_line(buf, pos, n, fs, fe)
+        if not ok:
+            s, x, cnt, nxt, status = _parse_line(buf, pos, n, fs, fe)
+            if status != FRAG_OK:
+                return pos, line, m, nc, nb, status, 0
+            if nxt < 0:  # a blank or '#' line
+                pos = -nxt
+                line += 1
+                done += 1
+                continue
+            bh = _hash(buf, fs[3], fe[3])
+        # the chromosome: the previous line's, else the table's
+        a, b = fs[0], fe[0]
+        same = prev_c >= 0 and b - a == pce - pcs
+        if same:
+            for k in range(b - a):
+                if buf[a + k] != buf[pcs + k]:
+                    same = False
+                    break
+        if not same:
+            h = _hash(buf, a, b)
+            c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
+            if c < 0:
+                if not _fits(cslots, coff, chash, carena, nc, b - a):
+                    return pos, line, m, nc, nb, _GROW_CHROMS, b - a
+                _put(buf, a, b, h, slot, line, cslots, coff, chash, carena, cline, nc)
+                c = nc
+                nc += 1
+            elif cline[c] < 0:  # a known name's first line (the caller set -1)
+                cline[c] = line
+            prev_c, pcs, pce = c, a, b
+        a, b = fs[3], fe[3]
+        cell, slot = _lookup(buf, a, b, bh, bslots, boff, bhash, barena)
+        if cell < 0:
+            if not _fits(bslots, boff, bhash, barena, nb, b - a):
+                return pos, line, m, nc, nb, _GROW_CELLS, b - a
+            _put(buf, a, b, bh, slot, line, bslots, boff, bhash, barena, bline, nb)
+            cell = nb
+            nb += 1
+        if n_allow >= 0 and cell >= n_allow:  # not on the allow-list
+            pos = nxt
+            line += 1
+            done += 1
+            continue
+        code = prev_c if prev_c < n_known_chroms else -1
+        k = 0
+        if code >= 0:
+            lo = chrom_ptr[code]
+            hi_c = chrom_ptr[code + 1]
+            if mode == MODE_FRAGMENT:
+                hi = _seek(starts, lo, hi_c, x, cursors[0, code])
+                cursors[0, code] = hi
+                k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
+                          frac_r, best, found, 0)
+            else:
+                for side in range(2):
+                    p = s + left if side == 0 else x - 1 + right
+                    if p < 0:
+                        continue
+                    hi = _seek(starts, lo, hi_c, p + 1, cursors[side, code])
+                    cursors[side, code] = hi
+                    k0 = k
+                    k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
+                              frac_q, frac_r, best, found, k0)
+                    if mode == MODE_PAIRED and side == 1 and k <= found.size:
+                        kk = k0  # once per (fragment, region)
+                        for q in range(k0, k):
+                            dup = False
+                            for r in range(k0):
+                                dup |= found[r] == found[q]
+                            if not dup:
+                                found[kk] = found[q]
+                                kk += 1
+                        k = kk
+            if k > found.size:
+                return pos, line, m, nc, nb, _GROW_FOUND, k
+        need = k
+        if k and dup_off.size:
+            need = 0
+            for q in range(k):
+                need += dup_off[found[q] + 1] - dup_off[found[q]]
+        if m + need > keys.size:
+            return pos, line, m, nc, nb, _GROW_OUT, need
+        nfrag[cell] += 1
+        w = float(cnt) if use_count else 1.0
+        row = cell * n_cols
+        if k == 0:
+            if miss_col >= 0:  # summed per cell here, not one pair per fragment
+                missed[0, cell] += 1
+                missed[1, cell] += w
+        elif dup_off.size == 0:
+            for q in range(k):
+                keys[m] = row + found[q]
+                weights[m] = w
+                m += 1
+        else:
+            for q in range(k):
+                t = found[q]
+                for r in range(dup_off[t], dup_off[t + 1]):
+                    keys[m] = row + dup_ids[r]
+                    weights[m] = w
+                    m += 1
+        pos = nxt
+        line += 1
+        done += 1
+    return pos, line, m, nc, nb, FRAG_OK, 0
+
+
+@njit(**NJIT)
+def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_known_chroms,
+                   n_allow, nfrag, missed, cursors, chrom_ptr, starts, ends, maxend, ids,
+                   min_overlap, frac_q, frac_r, best, mode, left, right, use_count, miss_col,
+                   n_cols, dup_off, dup_ids):
+    """Parse, name, search and count up to ``max_lines`` lines of a block from byte ``pos``
+    (file line ``line0``); see the module documentation.
+
+    The pairs go to ``keys[m:]``/``weights[m:]`` (the caller's buffers, grown here when
+    full). ``ctab`` / ``btab`` are the chromosome and barcode tables (:func:`name_table`), the first
+    ``n_known_chroms`` chromosome names being the universe's codes; ``n_allow`` (-1: none) the
+    allow-listed barcodes at the head of ``btab``; ``nfrag`` fragment lines per cell so far
+    (grown here); ``missed`` (2, cells) float64, per cell the count and the summed weight of
+    its fragments without a hit (with ``miss_col``; grown here); ``cursors`` (2, n chroms) the search's per-chromosome rows; the sweep arrays
+    and thresholds as :func:`genotok.kernels.overlap.overlap` takes them; ``miss_col`` the
+    column of fragments without a hit (-1: none; they are summed in ``missed``); ``dup_off``/``dup_ids`` the identical regions
+    each id stands for (``dup_off.size == 0``: none). Each pair is ``cell * n_cols + column``
+    with its weight. Returns ``(keys, weights, m, ctab, btab, nfrag, missed, pos, line,
+    status)``: ``pos`` and ``line`` where the next call goes on; on a bad line (``status`` a
+    ``FRAG_*`` code) ``line`` is its number and the pairs of the lines before it are in.
+    """
+    n = buf.size
+    cslots, coff, chash, carena, cline, nc = ctab
+    bslots, boff, bhash, barena, bline, nb = btab
+    found = np.empty(64, np.int64)
+    fs = np.empty(5, np.int64)
+    fe = np.empty(5, np.int64)
+    line = line0
+    while True:
+        if nfrag.size < bhash.size:  # a cell's row exists for every barcode the table holds
+            grown = np.zeros(bhash.size, np.int64)
+            grown[:nfrag.size] = nfrag
+            nfrag = grown
+        if missed.shape[1] < bhash.size:
+            more = np.zeros((2, bhash.size), np.float64)
+            more[:, :missed.shape[1]] = missed
+            missed = more
+        pos, line, m, nc, nb, status, need = _run(
+            buf, pos, line, max_lines - (line - line0), cslots, coff, chash, carena, cline, nc,
+            bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed,
+            cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
+            right, use_count, miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs,
+            fe)
+        if status == _GROW_CHROMS:
+            cslots, coff, chash, carena, cline = _grown(cslots, coff, chash, carena, cline, nc,
+                                                        need)
+        elif status == _GROW_CELLS:
+            bslots, boff, bhash, barena, bline = _grown(bslots, boff, bhash, barena, bline, nb,
+                                                        need)
+        elif status == _GROW_FOUND:
+            found = np.empty(2 * need, np.int64)
+        elif status == _GROW_OUT:
+            k2 = np.empty(max(2 * keys.size, m + need), np.int64)
+            k2[:m] = keys[:m]
+            w2 = np.empty(k2.size, np.float64)
+            w2[:m] = weights[:m]
+            keys, weights = k2, w2
+        else:
+            break
+    return (keys, weights, m, (cslots, coff, chash, carena, cline, nc),
+            (bslots, boff, bhash, barena, bline, nb), nfrag, missed, min(pos, n), line, status)

@@ -1,0 +1,164 @@
+"""The fragment block kernel (``genotok.kernels.fragscan``) against its plain-Python oracle
+(``tests/naive_fragments.py``): random fragment text fed in blocks that split lines and in
+calls of a few lines, name tables kept across them, every search mode; and the thresholds
+of a tokenizer against its own ``region_hits``."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import Tokenizer
+from genotok.kernels import fragscan as FS
+from genotok.singlecell.fragmatrix import MODES, _dup_map
+
+from ..naive_fragments import scan as oracle_scan
+
+
+def _tok(regions, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # repeated universe regions warn
+        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in regions], **kw)
+
+
+def _table(names):
+    enc = [x.encode() for x in names]
+    bounds = np.zeros(len(enc) + 1, np.int64)
+    np.cumsum([len(x) for x in enc], out=bounds[1:])
+    return FS.add_names(np.frombuffer(b"".join(enc) or b"\0", np.uint8), bounds,
+                        *FS.name_table())
+
+
+def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_count=False,
+               miss=False, repeats=True, allow=None):
+    """Feed ``text`` as ``_count`` does: blocks cut after the last newline before each cut,
+    the rest carried over, each block in calls of ``max_lines`` lines. Returns the oracle's
+    ``(pairs, nfrag, barcodes, error_line)``."""
+    u, s = tok.universe, tok.settings
+    sw = u.sweep
+    n_cols = u.n_regions + 1
+    dups = _dup_map(sw.first) if repeats else None
+    dup = (np.zeros(0, np.int64),) * 2 if dups is None else (dups.offsets, dups.data)
+    ctab = _table(list(u.chrom_names))
+    btab = _table([] if allow is None else allow)
+    nfrag = np.zeros(1, np.int64)
+    missed = np.zeros((2, 1))
+    cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
+    pairs: Counter = Counter()
+    line, rest, at = 1, b"", 0
+    blocks = []
+    for cut in sorted(cuts) + [len(text)]:
+        chunk = rest + text[at:cut]
+        at = max(at, cut)
+        end = chunk.rfind(b"\n") + 1
+        if end:
+            blocks.append(chunk[:end])
+        rest = chunk[end:]
+    blocks.append(rest)
+    for blk in blocks:
+        buf = np.frombuffer(blk, np.uint8) if blk else np.zeros(0, np.uint8)
+        pos = 0
+        while pos < buf.size:
+            keys, w, m, ctab, btab, nfrag, missed, pos, line, status = FS.scan_fragments(
+                buf, pos, line, max_lines, np.empty(1, np.int64), np.empty(1), 0, ctab, btab,
+                len(u.chrom_names),
+                -1 if allow is None else len(allow), nfrag, missed, cursors, sw.chrom_ptr, sw.starts,
+                sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, False,
+                MODES.index(mode), left, right, use_count, u.n_regions if miss else -1,
+                n_cols, *dup)
+            for k, x in zip(keys[:m].tolist(), w[:m].tolist()):
+                pairs[divmod(k, n_cols)] += x
+            if status != FS.FRAG_OK:
+                return _with_missed(pairs, missed, n_cols), _nfrag(nfrag), _names(btab), line
+    return _with_missed(pairs, missed, n_cols), _nfrag(nfrag), _names(btab), None
+
+
+def _with_missed(pairs, missed, n_cols):
+    for cell in np.flatnonzero(missed[0]).tolist():
+        pairs[(cell, n_cols - 1)] += float(missed[1, cell])
+    return pairs
+
+
+def _nfrag(nfrag):
+    return Counter({i: int(x) for i, x in enumerate(nfrag.tolist()) if x})
+
+
+def _names(tab):
+    _, off, _, arena, _, n = tab
+    return [arena[off[i]:off[i + 1]].tobytes() for i in range(n)]
+
+
+chrom = st.sampled_from(["chr1", "chr2", "chrX", "1"])
+line = st.one_of(
+    st.tuples(chrom, st.integers(0, 70), st.integers(0, 30),
+              st.sampled_from(["AAA-1", "CCC-1", "GGG-1", "TTT-1", "ACGTACGTACGTACGT-1"]),
+              st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["", "\r"])).map(
+        lambda t: f"{t[0]}\t{t[1]}\t{t[1] + t[2]}\t{t[3]}"
+                  + ("" if t[4] is None else f"\t{t[4]}") + t[5] + "\n"),
+    st.sampled_from(["# header\n", "\n", "#\n"]))
+region = st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 60),
+                   st.integers(1, 30)).map(lambda t: (t[0], t[1], t[1] + t[2]))
+bad = st.sampled_from(["chr1\t5\n", "chr1\tx\t5\tA\n", "chr1\t9\t5\tA\n",
+                       "chr1\t1\t99999999999999999999\tA\n", "chr1\t1\t5\tA\t-1\n",
+                       "chr1\t1\t5\tA\x01B\n", "\t1\t5\tA\n"])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=10), lines=st.lists(line, max_size=30),
+       dup=st.booleans(), mode=st.sampled_from(MODES), shift=st.sampled_from([(0, 0), (4, -5)]),
+       use_count=st.booleans(), miss=st.booleans(), repeats=st.booleans(),
+       allow=st.one_of(st.none(), st.lists(st.sampled_from(["CCC-1", "AAA-1", "NNN-1"]),
+                                            unique=True)),
+       cuts=st.lists(st.integers(0, 600), max_size=6), max_lines=st.sampled_from([1, 3, 1000]),
+       bad_line=st.one_of(st.none(), st.tuples(st.integers(0, 30), bad)))
+def test_scan_matches_the_oracle(regions, lines, dup, mode, shift, use_count, miss, repeats,
+                                 allow, cuts, max_lines, bad_line):
+    if dup:  # a universe line repeated (its counts go to every copy with repeats)
+        regions = regions + regions[:1]
+    if bad_line is not None:
+        lines = lines[:bad_line[0]] + [bad_line[1]] + lines[bad_line[0]:]
+    text = "".join(lines).encode()
+    tok = _tok(regions)
+    kw = dict(mode=mode, left=shift[0], right=shift[1], use_count=use_count, miss=miss,
+              repeats=repeats, allow=allow)
+    got = run_kernel(text, tok, cuts, max_lines, **kw)
+    enc = [(c.encode(), s, e) for c, s, e in regions]
+    want = oracle_scan(text, enc, **kw)
+    assert got[3] == want[3]  # the bad line, if any
+    assert got[2] == want[2]  # the barcode table, in order
+    assert got[1] == want[1]
+    assert +got[0] == +want[0]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(regions=st.lists(region, min_size=1, max_size=10),
+       frags=st.lists(st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 70),
+                                st.integers(1, 30)), max_size=30),
+       opts=st.sampled_from([dict(overlap="best"), dict(min_overlap=5),
+                             dict(min_fraction=0.5, fraction_of="region"),
+                             dict(min_fraction=0.6, fraction_of="query")]))
+def test_thresholds_match_region_hits(regions, frags, opts):
+    """Whole-fragment search under a tokenizer's thresholds and ``overlap="best"``: the same
+    hits as :meth:`Tokenizer.region_hits` of the fragments."""
+    tok = _tok(regions, **opts)
+    text = "".join(f"{c}\t{a}\t{a + n}\tA\n" for c, a, n in frags).encode()
+    u, s = tok.universe, tok.settings
+    sw = u.sweep
+    keys, w, m, *_ = FS.scan_fragments(
+        np.frombuffer(text or b"\n", np.uint8), 0, 1, 1 << 20, np.empty(3, np.int64),
+        np.empty(3), 0, _table(list(u.chrom_names)),
+        _table([]), len(u.chrom_names), -1, np.zeros(1, np.int64), np.zeros((2, 1)),
+        np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64), sw.chrom_ptr, sw.starts,
+        sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
+        float(s.min_fraction) if s.fraction_of == "query" else 0.0,
+        float(s.min_fraction) if s.fraction_of == "region" else 0.0, s.overlap == "best",
+        MODES.index("fragment"), 0, 0, False, -1, u.n_regions + 1, np.zeros(0, np.int64),
+        np.zeros(0, np.int64))
+    got = Counter(keys[:m].tolist())
+    hits = tok.region_hits([(c, a, a + n) for c, a, n in frags]) if frags else None
+    want = Counter(hits.data.tolist()) if frags else Counter()
+    assert got == want
