@@ -30,6 +30,7 @@ SCALES = {
         "pipeline": ["--files", "200", "--lines", "50000"],
         "anndata": [],
         "gzip_h5ad": ["--cells", "20000"],
+        "singlecell_fm": [],  # the sizes: 50M fragments, 200k-cell h5ad
         "build": [],
         "data": [],
     },
@@ -43,6 +44,8 @@ SCALES = {
         "pipeline": ["--files", "20", "--lines", "20000", "--n-universe", "200000"],
         "anndata": [],
         "gzip_h5ad": ["--cells", "5000"],
+        "singlecell_fm": ["--peaks", "200000", "--cells", "2000", "--per-cell", "2500",
+                          "--h5ad-cells", "20000", "--h5ad-peaks", "200000", "--nnz", "860"],
         "build": ["--files", "50"],
         "data": [],
     },

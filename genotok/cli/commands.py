@@ -146,7 +146,9 @@ def cmd_pretokenize(args) -> int:
                     overwrite=args.overwrite, client=client, hash=args.hash,
                     normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
                     rank=args.rank, bins=args.bins, prepend=args.prepend,
-                    condition_unknown=args.condition_unknown, add_cls=args.add_cls)
+                    condition_unknown=args.condition_unknown, add_cls=args.add_cls,
+                    order=args.cell_order, max_length=args.max_length,
+                    truncation=args.truncation, min_count=args.min_count, seed=args.seed)
     finally:
         if client is not None:
             client.close()

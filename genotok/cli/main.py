@@ -240,6 +240,19 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--add-cls", action="store_true", help="start each cell with <cls>")
     c.add_argument("--condition-unknown", choices=("unk", "error"), default="unk",
                    help="an obs value without a token: <unk> (default) or an error")
+    k = t.add_argument_group("per-cell settings of .h5ad and fragment inputs")
+    k.add_argument("--cell-order", choices=("genomic", "value", "shuffle"), default="genomic",
+                   help="each cell's tokens: genomic (default), by value descending "
+                        "(Geneformer, with --rank median), or shuffled by --seed")
+    k.add_argument("--max-length", type=_positive, default=None, metavar="N",
+                   help="keep at most N tokens per cell (see --truncation)")
+    k.add_argument("--truncation", choices=("top", "sample"), default="top",
+                   help="which tokens --max-length keeps: the top by value (default) or a "
+                        "seeded sample")
+    k.add_argument("--min-count", type=float, default=None, metavar="X",
+                   help="keep the positive entries >= X (default: every positive entry)")
+    k.add_argument("--seed", type=_non_negative, default=0, metavar="N",
+                   help="seed of --cell-order shuffle and --truncation sample (default 0)")
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)

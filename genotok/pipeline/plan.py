@@ -176,6 +176,46 @@ def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool)
     return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
 
 
+#: ``tokenize_anndata``'s per-cell defaults (a run with these keeps its plan as before)
+CELL_DEFAULTS = {"order": "genomic", "max_length": None, "truncation": "top", "min_count": None,
+                 "seed": 0}
+
+
+def _cell_settings(paths: list[Path], order: str, max_length, truncation, min_count,
+                   seed: int) -> dict | None:
+    """The per-cell settings of a run (``None``: the defaults), as in
+    :func:`~genotok.tokenize_anndata`, checked before anything is read or written: they act on
+    the cells of ``.h5ad`` and fragment inputs; a BED input is one record of its own regions."""
+    from ..singlecell.cells import ORDERS, TRUNCATE
+
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
+    if truncation is None or truncation is False:
+        truncation, max_length = "top", None
+    truncation = "top" if truncation is True else truncation
+    if truncation not in TRUNCATE:
+        raise ValueError(f"truncation must be one of {list(TRUNCATE)}, False or None, got "
+                         f"{truncation!r}")
+    if max_length is not None and (int(max_length) != max_length or max_length < 1):
+        raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")
+    if min_count is not None and not np.isfinite(min_count):
+        raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    cells = {"order": order, "max_length": None if max_length is None else int(max_length),
+             "truncation": truncation, "min_count": None if min_count is None
+             else float(min_count), "seed": int(seed)}
+    if cells == CELL_DEFAULTS:
+        return None
+    bed = [p for p in paths if input_kind(p) == "bed"]
+    if bed:
+        asked = ", ".join(f"{k}={v!r}" for k, v in cells.items() if v != CELL_DEFAULTS[k])
+        raise PipelineError(f"{bed[0]}: {asked} act on the cells of .h5ad and fragment inputs; "
+                            "a BED input is one record of its regions: pre-tokenize the BED "
+                            "files in a run without per-cell settings")
+    return cells
+
+
 
 def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
     """BED files in groups of ``files_per_shard``; every single-cell file a batch of its own."""
@@ -198,7 +238,7 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 
 def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: str,
-          encoding: dict | None, conditions: dict | None) -> dict:
+          encoding: dict | None, conditions: dict | None, cells: dict | None = None) -> dict:
     """What a run is: a resumed run must have the same plan (it is kept in the journal)."""
     plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
             "format": format, "files_per_shard": files_per_shard, "inputs": ids, "hash": algo}
@@ -206,4 +246,6 @@ def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: s
         plan["values_encoding"] = encoding
     if conditions is not None:
         plan["conditions"] = conditions
+    if cells is not None:
+        plan["cells"] = cells
     return plan

@@ -51,6 +51,7 @@ from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _sa
 from .plan import (
     PipelineError,
     _batches,
+    _cell_settings,
     _condition_settings,
     _encoding_settings,
     _input_id,
@@ -179,7 +180,9 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                 hash: str | None = None, normalize: str | None = None,
                 target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
                 bins: int | None = None, prepend=(), condition_unknown: str = "unk",
-                add_cls: bool = False) -> RunSummary:
+                add_cls: bool = False, order: str = "genomic", max_length: int | None = None,
+                truncation: str | bool | None = "top", min_count: float | None = None,
+                seed: int = 0) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
 
     Parameters
@@ -227,6 +230,11 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         ``<cls>`` and condition tokens from ``obs`` columns before each cell of the ``.h5ad``
         inputs, as in :func:`~genotok.tokenize_anndata` (the tokenizer's ``extra_tokens``);
         BED and fragment inputs have no ``obs``: refused with them. Part of the plan, too.
+    order, max_length, truncation, min_count, seed
+        Per-cell settings of the ``.h5ad`` and fragment inputs, as in
+        :func:`~genotok.tokenize_anndata` (``order="value"`` with ``rank="median"`` is
+        Geneformer's corpus: each cell's tokens by value / median, descending, cut to
+        ``max_length``); refused with BED inputs. Part of the plan, too.
 
     Examples
     --------
@@ -247,6 +255,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     paths = expand_inputs(inputs)
     encoding = _encoding_settings(paths, format, normalize, target_sum, log1p, rank, bins)
     conditions = _condition_settings(paths, prepend, condition_unknown, add_cls)
+    cells = _cell_settings(paths, order, max_length, truncation, min_count, seed)
     if format == "gtok-dir":
         counts = Counter(record_name(p) for p in paths)
         clash = sorted(n for n, k in counts.items() if k > 1)
@@ -265,13 +274,14 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
             algo = _journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = _plan(tokenizer, format, files_per_shard, ids, algo, encoding, conditions)
+        plan = _plan(tokenizer, format, files_per_shard, ids, algo, encoding, conditions,
+                     cells)
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
                                                           tokenizer, n_threads, batches,
                                                           on_error)
-        enc.update(conditions or {})  # the keyword arguments of the single-cell tokenizers
+        enc.update({**(conditions or {}), **(cells or {})})  # of the single-cell tokenizers
         if client is not None:
             from .dask import run_batches
 
@@ -419,7 +429,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
                 names = obs_names(path)
             else:
                 names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
-                                                 values=False)
+                                                 **{"values": False, **enc})
                 rows = list(rows)
             files = _cell_files(path, names, on_error, failed)
             kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]

@@ -255,3 +255,77 @@ def test_cli_condition_flags(tmp_path, tok_c, h5ads):
     kw = {"prepend": ["cell_type"], "add_cls": True, "condition_unknown": "error", "bins": 4}
     assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, values=True, **kw)
                                             for f in h5ads])
+
+
+# ------------------------------------------------------------------------ per-cell settings
+GENEFORMER = {"normalize": "total", "rank": "median", "order": "value", "max_length": 50}
+
+
+@pytest.mark.parametrize("kw", [
+    GENEFORMER,
+    {"order": "value"},
+    {"order": "shuffle", "seed": 3, "max_length": 20, "truncation": "sample"},
+    {"min_count": 2.0, "bins": 4},
+], ids=["geneformer", "value", "shuffle-sample", "min-count"])
+def test_per_cell_settings_equal_tokenize_anndata(tmp_path, tok, h5ads, kw):
+    """The Geneformer corpus in one call: medians of all inputs, each cell's tokens by
+    value / median, descending, cut to max_length, as tokenize_anndata makes them."""
+    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, **kw)
+    corpus = Corpus.open(run.out)
+    want = expected(h5ads, tok, **kw)
+    encoded = any(k in kw for k in ("normalize", "rank", "bins"))
+    assert corpus.has_values == encoded  # values are stored when encoded, as before
+    if encoded:
+        assert_corpus_equals(corpus, want)
+    else:
+        assert corpus.to_ragged().to_list() == [r for p in want for r in p.to_list()]
+    if kw.get("max_length"):
+        assert max(len(r) for p in want for r in p.to_list()) == kw["max_length"]
+    if kw.get("order") == "value" and encoded:  # descending within each cell
+        got = corpus.to_ragged(values=True)
+        for a, b in zip(got.offsets[:-1], got.offsets[1:]):
+            assert np.all(np.diff(got.values[a:b]) <= 0)
+    # part of the plan: a resumed run with other per-cell settings is refused
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(h5ads, tok, tmp_path / "c", progress=False,
+                    **{**kw, "seed": kw.get("seed", 0) + 1})
+
+
+@pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
+def test_per_cell_settings_of_fragments(tmp_path, tok, format):
+    frag = EX / "fragments.tsv.gz"
+    kw = {"order": "value", "max_length": 3}
+    run = pretokenize(frag, tok, tmp_path / "c", progress=False, format=format, **kw)
+    names, ref = tokenize_fragments(frag, tok, **kw)
+    if format == "corpus":
+        assert Corpus.open(run.out).to_ragged().to_list() == ref.to_list()
+    else:
+        from genotok.formats.gtok import read_gtok
+        from genotok.pipeline import record_name
+
+        got = [read_gtok(run.out / f"{record_name(frag)}@{n}.gtok").tolist() for n in names]
+        assert got == ref.to_list()
+    assert max(len(r) for r in ref.to_list()) == 3
+
+
+def test_per_cell_settings_refused_with_bed_and_checked(tmp_path, tok, h5ads):
+    bed = EX / "peaks" / "sample0.narrowPeak"
+    with pytest.raises(PipelineError, match=r"order='value', max_length=5 act on the cells"):
+        pretokenize([bed], tok, tmp_path / "a", progress=False, order="value", max_length=5)
+    assert not (tmp_path / "a").exists()
+    pretokenize([bed], tok, tmp_path / "b", progress=False, truncation=None)  # the defaults
+    for kw, msg in (({"order": "values"}, "order must be"), ({"max_length": 0}, "max_length"),
+                    ({"truncation": "head"}, "truncation must be"),
+                    ({"min_count": float("nan")}, "min_count must be"),
+                    ({"seed": -1}, "seed must be")):
+        with pytest.raises(ValueError, match=msg):
+            pretokenize(h5ads, tok, tmp_path / "e", progress=False, **kw)
+        assert not (tmp_path / "e").exists()
+
+
+def test_cli_per_cell_flags(tmp_path, tok, h5ads):
+    out = tmp_path / "c"
+    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out), "--normalize",
+                 "total", "--rank", "median", "--cell-order", "value", "--max-length", "50",
+                 *map(str, h5ads)]) == 0
+    assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, **GENEFORMER))
