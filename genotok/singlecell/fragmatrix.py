@@ -60,8 +60,11 @@ from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..ragged import Ragged
 from ..regions import RegionSet
+from .spill import RowSpill
 
 MODES = ("insertion", "paired-insertion", "fragment")
+#: cells per bucket of a count spilled to disk (``memory_mb``): what one read-back holds
+SPILL_ROWS = 1024
 
 
 class FragmentMatrix(NamedTuple):
@@ -98,9 +101,10 @@ class FragmentMatrix(NamedTuple):
         >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
         (['AAA-1'], [[1.0, 2.0]], [2])
         """
-        _, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
-                                     barcodes=barcodes, min_fragments=min_fragments,
-                                     block_bytes=block_bytes, n_threads=n_threads)
+        _, names, X, nfrag, _ = _matrix(path, regions, mode=mode, shift=shift,
+                                        use_count=use_count, barcodes=barcodes,
+                                        min_fragments=min_fragments, block_bytes=block_bytes,
+                                        n_threads=n_threads)
         return cls(names, X, nfrag)
 
 
@@ -211,6 +215,10 @@ class _PairCounts:
         if self.n_pending > max(1 << 20, self.indices.size // 2):
             self.reduce(n_rows)
 
+    def held(self) -> int:
+        """Pairs held: the distinct ones folded so far and the pending ones."""
+        return self.indices.size + self.n_pending
+
     def reduce(self, n_rows: int) -> None:
         """Fold the pending pairs in; the matrix then has ``n_rows`` rows."""
         keys = np.concatenate([k for k, _ in self.pending]) if self.pending else \
@@ -299,7 +307,8 @@ class _Names:
 
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
-           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
+           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True,
+           memory_mb: float | None = None):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
@@ -308,7 +317,11 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
 
     Each block goes through one kernel (:func:`genotok.kernels.fragscan.scan_fragments`:
     parse, barcode and chromosome tables kept across blocks, the search of each fragment or
-    cut site, the pairs) while the next block is inflated on a thread."""
+    cut site, the pairs) while the next block is inflated on a thread.
+
+    ``memory_mb``: the counted pairs held in memory (16 bytes each) before they spill to disk
+    (:class:`~genotok.singlecell.spill.RowSpill`); the matrix is then returned as that spill's
+    ``rows()`` (read a bucket of cells at a time; the caller closes it)."""
     import scipy.sparse as sp
 
     if mode not in MODES:
@@ -322,13 +335,18 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     if not os.path.isfile(path):
         raise BedParseError(path, None, "no such fragment file")
     u, s = tokenizer.universe, tokenizer.settings
-    n_cols = u.n_regions + bool(miss_column)
+    n_cols = u.n_regions + bool(miss_column)  # the kernel's columns (keys cell * n_cols + col)
+    out_cols = u.n_regions + (miss_column is True)  # the matrix's
+    unknown = np.zeros(0, np.float64) if miss_column == "obs" else None
     allow = None if barcodes is None else read_barcodes(barcodes)
     chroms = _Names(list(u.chrom_names), "chromosome name")
     cells = _Names([] if allow is None else allow, "barcode")
     n_allow = -1 if allow is None else len(allow)
     nfrag = np.zeros(max(len(cells.names), 1), np.int64)
     pairs = _PairCounts(n_cols)
+    if memory_mb is not None and not memory_mb > 0:
+        raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
+    spill = None if memory_mb is None else RowSpill(out_cols, rows_per_bucket=SPILL_ROWS)
     dups = _dup_map(u.sweep.first) if repeats else None
     dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
                         (np.ascontiguousarray(dups.offsets, np.int64),
@@ -340,39 +358,87 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
               float(s.min_fraction) if s.fraction_of == "region" else 0.0,
               s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
               u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
-    line, warned = 1, False
-    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
-        pos = 0
-        while pos < buf.size:
-            keys, weights, m, chroms.table, cells.table, nfrag, pos, line, status = \
-                FS.scan_fragments(buf, pos, line, _HIT_SLICE, chroms.table, cells.table,
-                                  chroms.n_known, n_allow, nfrag, cursors, *search)
-            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
-            if status != FS.FRAG_OK:
-                bad.append((line, _FRAG_MESSAGES[int(status)]))
-            if bad:
-                raise BedParseError(path, *min(bad))
-            n_cells = len(cells.names) if allow is None else len(allow)
-            if m:
-                pairs.add(keys[:m], weights[:m], n_cells)
-        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
-            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
-            unknown = chroms.names[chroms.n_known:]
-            u.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1], source=path,
-                                  validate=False))
+    try:  # a spill's files go with an error
+        line, warned = 1, False
+        for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+            pos = 0
+            while pos < buf.size:
+                keys, weights, m, chroms.table, cells.table, nfrag, pos, line, status = \
+                    FS.scan_fragments(buf, pos, line, _HIT_SLICE, chroms.table, cells.table,
+                                      chroms.n_known, n_allow, nfrag, cursors, *search)
+                bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
+                if status != FS.FRAG_OK:
+                    bad.append((line, _FRAG_MESSAGES[int(status)]))
+                if bad:
+                    raise BedParseError(path, *min(bad))
+                n_cells = len(cells.names) if allow is None else len(allow)
+                if m:
+                    keys, weights = keys[:m], weights[:m]
+                    if unknown is not None:  # the misses go to obs, not to a column
+                        keys, weights, unknown = _split_misses(keys, weights, unknown, n_cols,
+                                                               n_cells)
+                    pairs.add(keys, weights, n_cells)
+                    if spill is not None and pairs.held() * 16 > memory_mb * 2 ** 20:
+                        pairs.reduce(n_cells)  # to disk by buckets of cells, and afresh
+                        spill.write(pairs.indptr, pairs.indices, pairs.data)
+                        pairs = _PairCounts(n_cols)
+            if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
+                warned = True  # the universe's chr-prefix hint, as the tokenizer gives it
+                strange = chroms.names[chroms.n_known:]
+                u.map_codes(RegionSet(strange, np.zeros(1, np.int32), [0], [1], source=path,
+                                      validate=False))
+    except BaseException:
+        if spill is not None:
+            spill.close()
+        raise
     n_cells = len(cells.names) if allow is None else len(allow)
     pairs.reduce(n_cells)
     nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
         np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
-    X = sp.csr_matrix((pairs.data.astype(np.float32), pairs.indices, pairs.indptr),
-                      shape=(n_cells, n_cols))
     names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
+    if spill is not None:
+        spill.write(pairs.indptr, pairs.indices, pairs.data)
+        del pairs
+        X = _Spilled(spill, keep)
+    else:
+        X = sp.csr_matrix((pairs.data.astype(np.float32), pairs.indices, pairs.indptr),
+                          shape=(n_cells, out_cols))
+        if keep.size != n_cells:
+            X = X[keep]
+    if unknown is not None:
+        unknown = np.pad(unknown, (0, n_cells - unknown.size))[keep].astype(np.int64)
     if keep.size != n_cells:
-        X = X[keep]
         names = [names[i] for i in keep]
         nfrag = nfrag[keep]
-    return names, X, nfrag
+    return names, X, nfrag, unknown
+
+
+def _split_misses(keys, weights, unknown, n_cols: int, n_cells: int):
+    """The pairs of the last column (fragments that hit nothing) summed per cell into
+    ``unknown`` (grown to ``n_cells``) instead: ``(other keys, their weights, unknown)``."""
+    miss = keys % n_cols == n_cols - 1
+    if unknown.size < n_cells:
+        unknown = np.pad(unknown, (0, n_cells - unknown.size))
+    if miss.any():
+        unknown += np.bincount(keys[miss] // n_cols, weights=weights[miss], minlength=n_cells)
+        keys, weights = keys[~miss], weights[~miss]
+    return keys, weights, unknown
+
+
+class _Spilled:
+    """A counted matrix spilled to disk: ``shape``, ``chunks()`` (CSR chunks of the kept rows,
+    a bucket of cells at a time, as often as asked) and ``close()`` (removes the files)."""
+
+    def __init__(self, spill: RowSpill, keep: np.ndarray):
+        self.spill, self.keep = spill, keep
+        self.shape = (int(keep.size), spill.n_cols)
+
+    def chunks(self):
+        return self.spill.rows(self.keep)
+
+    def close(self) -> None:
+        self.spill.close()
 
 
 def _var_frame(u):
@@ -386,7 +452,8 @@ def _var_frame(u):
         index.append(t if t not in seen else f"{t}#{i}")
         seen.add(t)
     chrom = np.asarray(rs.chrom_names, dtype=object)[rs.codes]
-    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends},
+    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends,
+                         "token_id": u.sweep.first.astype(np.int64)},
                         index=pd.Index(index, name="region"))
 
 
@@ -422,7 +489,8 @@ def _accepts_output(func):
 @_accepts_output
 def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
                     use_count: bool = False, barcodes=None, min_fragments: int = 1,
-                    block_bytes: int = 32 << 20, n_threads: int | None = None):
+                    block_bytes: int = 32 << 20, n_threads: int | None = None, out=None,
+                    memory_mb: float | None = None, overwrite: bool = False):
     """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
 
     Parameters
@@ -447,13 +515,26 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     min_fragments
         Keep cells with at least this many fragment lines (``0`` keeps allow-listed cells
         without fragments).
+    out
+        An ``.h5ad`` path: the matrix is written there as it is read back from disk, a bucket
+        of cells at a time (see ``memory_mb``), under a temporary name renamed into place when
+        complete, and returned opened ``backed="r"``.
+    memory_mb
+        Bound on the counted (cell, region) pairs held in memory (16 bytes each): beyond it
+        they spill to disk (``TMPDIR``) by buckets of cells. Default: no bound (the result's
+        size), except with ``out=``: 1024 MiB. Memory then stays one block plus
+        ``memory_mb`` plus one bucket of cells, whatever the size of the file.
+    overwrite
+        Replace an existing ``out`` (default: refuse it).
 
     Returns
     -------
     anndata.AnnData
-        ``obs`` = barcodes with ``n_fragments``, ``var`` = the universe's regions with
-        ``chrom``, ``start``, ``end``. The same counts as a CSR matrix, without AnnData:
-        :meth:`FragmentMatrix.from_fragments`.
+        ``obs`` = barcodes with ``n_fragments`` and ``unknown_count`` (fragments none of whose
+        cut sites or overlaps hit a region), ``var`` = the universe's regions with ``chrom``,
+        ``start``, ``end`` and ``token_id`` (the tokenizer's id of the region: a repeated
+        universe line has the id of its first occurrence). The same counts as a CSR matrix,
+        without AnnData: :meth:`FragmentMatrix.from_fragments`.
 
     Raises
     ------
@@ -469,17 +550,40 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"])
     >>> m.obs_names.tolist(), m.X.toarray().tolist(), m.obs["n_fragments"].tolist()
     (['AAA-1'], [[1.0, 2.0]], [2])
+    >>> m.obs["unknown_count"].tolist(), m.var["token_id"].tolist()  # each hit a region
+    ([0], [0, 1])
     >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], mode="fragment").X.toarray().tolist()
     [[1.0, 2.0]]
     """
-    tok, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
-                                   barcodes=barcodes, min_fragments=min_fragments,
-                                   block_bytes=block_bytes, n_threads=n_threads)
     import anndata
     import pandas as pd
 
-    obs = pd.DataFrame({"n_fragments": nfrag}, index=pd.Index(names, name="barcode"))
-    return anndata.AnnData(X, obs=obs, var=_var_frame(tok.universe))
+    if out is not None and os.path.exists(out) and not overwrite:
+        raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+    tok, names, X, nfrag, unknown = _matrix(
+        path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
+        min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
+        miss_column="obs", memory_mb=memory_mb if out is None or memory_mb else 1024)
+    u = tok.universe
+    try:
+        obs = pd.DataFrame({"n_fragments": nfrag, "unknown_count": unknown},
+                           index=pd.Index(names, name="barcode"))
+        var = _var_frame(u)
+        if out is not None:
+            from ..formats.h5ad import write_h5ad_rows
+
+            chunks = X.chunks() if isinstance(X, _Spilled) else (X,)
+            write_h5ad_rows(out, chunks, obs=obs, var=var, overwrite=overwrite)
+            return anndata.read_h5ad(out, backed="r")
+        if isinstance(X, _Spilled):
+            import scipy.sparse as sp
+
+            X = sp.vstack(list(X.chunks()), format="csr") if X.shape[0] else \
+                sp.csr_matrix(X.shape, dtype=np.float32)
+        return anndata.AnnData(X, obs=obs, var=var)
+    finally:
+        if isinstance(X, _Spilled):
+            X.close()
 
 
 __all__ = ["FragmentMatrix", "fragment_matrix", "read_barcodes"]
