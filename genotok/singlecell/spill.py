@@ -12,17 +12,6 @@ may come from several pieces). The files live in a private temporary directory, 
 
 On disk: 16 bytes a pair (``int32`` row within its bucket, ``int32`` column, ``float64`` value).
 In memory: nothing but the matrix being written, and one bucket's pieces being read.
-
-Examples
---------
->>> import numpy as np
->>> with RowSpill(n_cols=4, rows_per_bucket=2) as spill:
-...     spill.write(np.array([0, 1, 1, 3]), np.array([2, 0, 3]), np.array([1., 5., 2.]))
-...     spill.write(np.array([0, 0, 0, 0, 1]), np.array([2]), np.array([7.]))
-...     [tuple(a.tolist() for a in spill.bucket(b)) for b in range(spill.n_buckets)]
-...     [m.toarray().tolist() for m in spill.rows()]
-[([0], [2], [1.0]), ([0, 0, 1], [0, 3, 2], [5.0, 2.0, 7.0])]
-[[[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 2.0], [0.0, 0.0, 7.0, 0.0]]]
 """
 
 from __future__ import annotations
@@ -50,6 +39,17 @@ class RowSpill:
         Consecutive rows per bucket: what one :meth:`bucket` read holds at most.
     directory
         Where the temporary directory goes (default: the system's, ``TMPDIR``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with RowSpill(n_cols=4, rows_per_bucket=2) as spill:
+    ...     spill.write(np.array([0, 1, 1, 3]), np.array([2, 0, 3]), np.array([1., 5., 2.]))
+    ...     spill.write(np.array([0, 0, 0, 0, 1]), np.array([2]), np.array([7.]))
+    ...     [tuple(a.tolist() for a in spill.bucket(b)) for b in range(spill.n_buckets)]
+    ...     [m.toarray().tolist() for m in spill.rows()]
+    [([0], [2], [1.0]), ([0, 0, 1], [0, 3, 2], [5.0, 2.0, 7.0])]
+    [[[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 2.0], [0.0, 0.0, 7.0, 0.0]]]
     """
 
     def __init__(self, n_cols: int, *, rows_per_bucket: int = 1024, directory=None):
