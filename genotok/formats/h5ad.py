@@ -5,16 +5,6 @@
 AnnData without ``X``), then appends each CSR chunk to ``X`` (``csr_matrix`` encoding, anndata's
 on-disk format) with h5py. The file is written under a temporary name beside ``out`` and renamed
 into place once complete: a failure leaves no partial ``.h5ad``. Memory: one chunk.
-
-Examples
---------
->>> import os, tempfile, anndata, pandas as pd, scipy.sparse as sp
->>> out = os.path.join(tempfile.mkdtemp(), "m.h5ad")
->>> chunks = [sp.csr_matrix([[1, 0, 2]]), sp.csr_matrix([[0, 0, 0], [0, 3, 0]])]
->>> _ = write_h5ad_rows(out, chunks, obs=pd.DataFrame(index=["a", "b", "c"]),
-...                     var=pd.DataFrame(index=["x", "y", "z"]))
->>> anndata.read_h5ad(out).X.toarray().tolist()
-[[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.0]]
 """
 
 from __future__ import annotations
@@ -50,6 +40,16 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
     -------
     pathlib.Path
         ``out``.
+
+    Examples
+    --------
+    >>> import os, tempfile, anndata, pandas as pd, scipy.sparse as sp
+    >>> out = os.path.join(tempfile.mkdtemp(), "m.h5ad")
+    >>> chunks = [sp.csr_matrix([[1, 0, 2]]), sp.csr_matrix([[0, 0, 0], [0, 3, 0]])]
+    >>> _ = write_h5ad_rows(out, chunks, obs=pd.DataFrame(index=["a", "b", "c"]),
+    ...                     var=pd.DataFrame(index=["x", "y", "z"]))
+    >>> anndata.read_h5ad(out).X.toarray().tolist()
+    [[1.0, 0.0, 2.0], [0.0, 0.0, 0.0], [0.0, 3.0, 0.0]]
     """
     import anndata
     import h5py

@@ -61,8 +61,12 @@ from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..ragged import Ragged
 from ..regions import RegionSet
+from .pairs import _PairCounts, _Spilled
+from .spill import RowSpill
 
 MODES = ("insertion", "paired-insertion", "fragment")
+#: cells per bucket of a count spilled to disk (``memory_mb``): what one read-back holds
+SPILL_ROWS = 1024
 
 
 class FragmentMatrix(NamedTuple):
@@ -99,9 +103,10 @@ class FragmentMatrix(NamedTuple):
         >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
         (['AAA-1'], [[1.0, 2.0]], [2])
         """
-        _, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
-                                     barcodes=barcodes, min_fragments=min_fragments,
-                                     block_bytes=block_bytes, n_threads=n_threads)
+        _, names, X, nfrag, _ = _matrix(path, regions, mode=mode, shift=shift,
+                                        use_count=use_count, barcodes=barcodes,
+                                        min_fragments=min_fragments, block_bytes=block_bytes,
+                                        n_threads=n_threads)
         return cls(names, X, nfrag)
 
 
@@ -189,121 +194,6 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
         yield np.frombuffer(rest, dtype=np.uint8)
 
 
-class _PairCounts:
-    """Sum of counts per (cell, column) pair, folded as it grows into a canonical CSR matrix
-    (``kernels.fragments.add_pairs``: a counting sort by cell and a dense row accumulator,
-    linear where ``np.unique`` of the keys sorted them all). Bounded by the distinct pairs:
-    12 bytes each (int32 column, float64 sum), plus the pending pairs in one buffer (16 bytes
-    each, at most half as many as the distinct ones, or 1M, plus one call of the block kernel:
-    the kernel writes into that buffer) and, while they are folded in, a
-    the pairs bucketed by cell (16 bytes a pending pair) and the new matrix, with a second
-    pending buffer filling meanwhile (folds run on a thread): about 60 bytes per distinct pair
-    at the peak. The matrix arrays keep their slack after a fold (no trimming copy)."""
-
-    def __init__(self, n_cols: int):
-        self.n_cols = n_cols
-        self.indptr = np.zeros(1, np.int64)
-        self.indices = np.zeros(0, np.int32 if n_cols < 1 << 31 else np.int64)
-        self.data = np.zeros(0, np.float64)
-        self.nnz = 0
-        self.keys = np.empty(1 << 16, np.int64)
-        self.weights = np.empty(1 << 16, np.float64)
-        self.n_pending = 0
-        self._pool = self._folding = self._spare = None
-
-    def _limit(self) -> int:
-        return max(1 << 20, self.nnz // 2)
-
-    def add(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
-        """Pairs ``keys = cell * n_cols + column`` (cells below ``n_rows``) with ``counts``."""
-        if keys.size != counts.size:
-            raise AssertionError("pair counts: keys and counts differ in length")
-        end = self.n_pending + keys.size
-        if end > self.keys.size:
-            if self.n_pending >= self._limit():
-                self.reduce(n_rows)
-                end = keys.size
-            if end > self.keys.size:
-                cap = max(end, min(2 * self.keys.size, self._limit() + keys.size), 1 << 16)
-                k2 = np.empty(cap, np.int64)
-                k2[:self.n_pending] = self.keys[:self.n_pending]
-                w2 = np.empty(cap, np.float64)
-                w2[:self.n_pending] = self.weights[:self.n_pending]
-                self.keys, self.weights = k2, w2
-        self.keys[self.n_pending:end] = keys
-        self.weights[self.n_pending:end] = counts
-        self.n_pending = end
-        if self.n_pending > self._limit():
-            self.reduce(n_rows)
-
-    def fold_if_full(self, n_rows: int) -> None:
-        """Start folding when the pending pairs (written into ``keys``/``weights`` by the
-        block kernel) passed the bound: on a thread (``add_pairs`` releases the GIL), the
-        kernel writing on into a second buffer meanwhile (one more pending buffer in memory;
-        a fold still running when the next is due is waited for)."""
-        if self.n_pending <= self._limit():
-            return
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.wait()
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="genotok-fold")
-        keys, weights, n = self.keys, self.weights, self.n_pending
-        spare = self._spare if self._spare is not None and self._spare[0].size >= keys.size \
-            else (np.empty(keys.size, np.int64), np.empty(keys.size, np.float64))
-        self.keys, self.weights = spare
-        self._spare, self.n_pending = None, 0
-
-        def fold():
-            self._fold(keys[:n], weights[:n], n_rows)
-            self._spare = (keys, weights)
-
-        self._folding = self._pool.submit(fold)
-
-    def wait(self) -> None:
-        """Wait for the fold running on the thread, if any (its error is raised here)."""
-        if self._folding is not None:
-            folding, self._folding = self._folding, None
-            folding.result()
-
-    def close(self) -> None:
-        """Wait for a running fold and stop the thread."""
-        try:
-            self.wait()
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
-
-    def reduce(self, n_rows: int) -> None:
-        """Fold the pending pairs in; the matrix then has ``n_rows`` rows."""
-        self.wait()
-        keys, counts = self.keys[:self.n_pending], self.weights[:self.n_pending]
-        self.n_pending = 0
-        self._fold(keys, counts, n_rows)
-
-    def _fold(self, keys: np.ndarray, counts: np.ndarray, n_rows: int) -> None:
-        n_cols = self.n_cols
-        # every integer the kernel indexes with is checked here (numba does not)
-        if n_rows < self.indptr.size - 1 or (keys.size and n_cols < 1):
-            raise AssertionError("pair counts: rows or columns shrank")
-        if keys.size and (int(keys.min()) < 0 or int(keys.max()) >= n_rows * n_cols):
-            raise AssertionError("pair counts: a (cell, column) key is out of range")
-        ptr, idx, dat, n = FK.add_pairs(self.indptr, self.indices[:self.nnz],
-                                        self.data[:self.nnz], keys, counts, n_rows, n_cols)
-        self.indptr, self.indices, self.data, self.nnz = ptr, idx, dat, n
-
-    def csr(self, n_rows: int):
-        """The counts as a float32 ``scipy.sparse.csr_matrix`` of ``n_rows`` rows."""
-        import scipy.sparse as sp
-
-        self.reduce(n_rows)
-        self.close()
-        n = self.nnz
-        return sp.csr_matrix((self.data[:n].astype(np.float32), self.indices[:n], self.indptr),
-                             shape=(n_rows, self.n_cols))
-
-
 _HIT_SLICE = 1 << 18  # lines per call of the block kernel (bounds its pair arrays)
 
 
@@ -366,9 +256,10 @@ class _Names:
 
 
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
-               universe):
+               universe, spill=None, spill_bytes: float = 0):
     """The block loop of :func:`_count`: each block through the kernel, new names decoded,
-    the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place."""
+    the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place. With a
+    ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
     nfrag, missed = state
     line, warned = 1, False
     for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
@@ -384,7 +275,10 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                 bad.append((line, _FRAG_MESSAGES[int(status)]))
             if bad:
                 raise BedParseError(path, *min(bad))
-            pairs.fold_if_full(len(cells.names) if n_allow < 0 else n_allow)
+            n_cells = len(cells.names) if n_allow < 0 else n_allow
+            pairs.fold_if_full(n_cells)
+            if spill is not None and (pairs.nnz + pairs.n_pending) * 16 > spill_bytes:
+                pairs.spill_to(spill, n_cells)  # to disk by buckets of cells, and afresh
         if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
             warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
             unknown = chroms.names[chroms.n_known:]
@@ -394,7 +288,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
-           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True):
+           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True,
+           memory_mb: float | None = None):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
@@ -403,9 +298,13 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
 
     Each block goes through one kernel (:func:`genotok.kernels.fragscan.scan_fragments`:
     parse, barcode and chromosome tables kept across blocks, the search of each fragment or
-    cut site, the pairs) while the next block is inflated on a thread."""
-    import scipy.sparse as sp
+    cut site, the pairs) while the next block is inflated on a thread.
 
+    ``miss_column="obs"``: the fragments without a hit are counted per cell and returned as
+    the fourth item (``None`` otherwise) instead of a column. ``memory_mb``: the counted pairs
+    held in memory (16 bytes each) before they spill to disk
+    (:class:`~genotok.singlecell.spill.RowSpill`); the matrix is then a :class:`_Spilled`
+    (read back a bucket of cells at a time; the caller closes it)."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     left, right = _check_shift(shift)
@@ -417,7 +316,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     if not os.path.isfile(path):
         raise BedParseError(path, None, "no such fragment file")
     u, s = tokenizer.universe, tokenizer.settings
-    n_cols = u.n_regions + bool(miss_column)
+    n_cols = u.n_regions + (miss_column is True)  # "obs": misses counted, not a column
     allow = None if barcodes is None else read_barcodes(barcodes)
     chroms = _Names(list(u.chrom_names), "chromosome name")
     cells = _Names([] if allow is None else allow, "barcode")
@@ -425,6 +324,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     nfrag = np.zeros(max(len(cells.names), 1), np.int64)
     missed = np.zeros((2, nfrag.size), np.float64)  # per cell: fragments without a hit, weight
     pairs = _PairCounts(n_cols)
+    if memory_mb is not None and not memory_mb > 0:
+        raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
+    spill = None if memory_mb is None else RowSpill(n_cols, rows_per_bucket=SPILL_ROWS)
     dups = _dup_map(u.sweep.first) if repeats else None
     dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
                         (np.ascontiguousarray(dups.offsets, np.int64),
@@ -438,25 +340,40 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
               u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
     state = [nfrag, missed]
     try:
-        _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u)
+        _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u,
+                   spill, 0 if memory_mb is None else memory_mb * 2 ** 20)
+    except BaseException:
+        if spill is not None:  # its files go with an error
+            spill.close()
+        raise
     finally:
         pairs.close()
     nfrag, missed = state
     n_cells = len(cells.names) if allow is None else len(allow)
-    if miss_column:
+    if miss_column is True:
         who = np.flatnonzero(missed[0, :n_cells])
         pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
-    X = pairs.csr(n_cells)
-    del pairs
     nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
         np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
     names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
+    if spill is not None:
+        pairs.spill_to(spill, n_cells)
+        pairs.close()
+        X = _Spilled(spill, keep)
+    else:
+        X = pairs.csr(n_cells)
+        if keep.size != n_cells:
+            X = X[keep]
+    del pairs
+    unknown = None
+    if miss_column == "obs":  # the fragments without a hit, as a count per cell
+        unknown = np.pad(missed[1, :n_cells], (0, max(0, n_cells - missed.shape[1])))
+        unknown = unknown[keep].astype(np.int64)
     if keep.size != n_cells:
-        X = X[keep]
         names = [names[i] for i in keep]
         nfrag = nfrag[keep]
-    return names, X, nfrag
+    return names, X, nfrag, unknown
 
 
 def _var_frame(u):
@@ -470,7 +387,8 @@ def _var_frame(u):
         index.append(t if t not in seen else f"{t}#{i}")
         seen.add(t)
     chrom = np.asarray(rs.chrom_names, dtype=object)[rs.codes]
-    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends},
+    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends,
+                         "token_id": u.sweep.first.astype(np.int64)},
                         index=pd.Index(index, name="region"))
 
 
@@ -506,7 +424,8 @@ def _accepts_output(func):
 @_accepts_output
 def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
                     use_count: bool = False, barcodes=None, min_fragments: int = 1,
-                    block_bytes: int = 32 << 20, n_threads: int | None = None):
+                    block_bytes: int = 32 << 20, n_threads: int | None = None, out=None,
+                    memory_mb: float | None = None, overwrite: bool = False):
     """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
 
     Parameters
@@ -531,13 +450,26 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     min_fragments
         Keep cells with at least this many fragment lines (``0`` keeps allow-listed cells
         without fragments).
+    out
+        An ``.h5ad`` path: the matrix is written there as it is read back from disk, a bucket
+        of cells at a time (see ``memory_mb``), under a temporary name renamed into place when
+        complete, and returned opened ``backed="r"``.
+    memory_mb
+        Bound on the counted (cell, region) pairs held in memory (16 bytes each): beyond it
+        they spill to disk (``TMPDIR``) by buckets of cells. Default: no bound (the result's
+        size), except with ``out=``: 1024 MiB. Memory then stays one block plus
+        ``memory_mb`` plus one bucket of cells, whatever the size of the file.
+    overwrite
+        Replace an existing ``out`` (default: refuse it).
 
     Returns
     -------
     anndata.AnnData
-        ``obs`` = barcodes with ``n_fragments``, ``var`` = the universe's regions with
-        ``chrom``, ``start``, ``end``. The same counts as a CSR matrix, without AnnData:
-        :meth:`FragmentMatrix.from_fragments`.
+        ``obs`` = barcodes with ``n_fragments`` and ``unknown_count`` (fragments none of whose
+        cut sites or overlaps hit a region), ``var`` = the universe's regions with ``chrom``,
+        ``start``, ``end`` and ``token_id`` (the tokenizer's id of the region: a repeated
+        universe line has the id of its first occurrence). The same counts as a CSR matrix,
+        without AnnData: :meth:`FragmentMatrix.from_fragments`.
 
     Raises
     ------
@@ -553,17 +485,40 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"])
     >>> m.obs_names.tolist(), m.X.toarray().tolist(), m.obs["n_fragments"].tolist()
     (['AAA-1'], [[1.0, 2.0]], [2])
+    >>> m.obs["unknown_count"].tolist(), m.var["token_id"].tolist()  # each hit a region
+    ([0], [0, 1])
     >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], mode="fragment").X.toarray().tolist()
     [[1.0, 2.0]]
     """
-    tok, names, X, nfrag = _matrix(path, regions, mode=mode, shift=shift, use_count=use_count,
-                                   barcodes=barcodes, min_fragments=min_fragments,
-                                   block_bytes=block_bytes, n_threads=n_threads)
     import anndata
     import pandas as pd
 
-    obs = pd.DataFrame({"n_fragments": nfrag}, index=pd.Index(names, name="barcode"))
-    return anndata.AnnData(X, obs=obs, var=_var_frame(tok.universe))
+    if out is not None and os.path.exists(out) and not overwrite:
+        raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+    tok, names, X, nfrag, unknown = _matrix(
+        path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
+        min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
+        miss_column="obs", memory_mb=memory_mb if out is None or memory_mb else 1024)
+    u = tok.universe
+    try:
+        obs = pd.DataFrame({"n_fragments": nfrag, "unknown_count": unknown},
+                           index=pd.Index(names, name="barcode"))
+        var = _var_frame(u)
+        if out is not None:
+            from ..formats.h5ad import write_h5ad_rows
+
+            chunks = X.chunks() if isinstance(X, _Spilled) else (X,)
+            write_h5ad_rows(out, chunks, obs=obs, var=var, overwrite=overwrite)
+            return anndata.read_h5ad(out, backed="r")
+        if isinstance(X, _Spilled):
+            import scipy.sparse as sp
+
+            X = sp.vstack(list(X.chunks()), format="csr") if X.shape[0] else \
+                sp.csr_matrix(X.shape, dtype=np.float32)
+        return anndata.AnnData(X, obs=obs, var=var)
+    finally:
+        if isinstance(X, _Spilled):
+            X.close()
 
 
 __all__ = ["FragmentMatrix", "fragment_matrix", "read_barcodes"]

@@ -19,8 +19,13 @@ from ..ragged import Ragged
 from . import values as cellvalues
 from .cells import _accepts_output, _options, _stream
 from .fragmatrix import _count
-from .sources import _MemorySource
+from .pairs import _Spilled
+from .sources import _Chunk, _MemorySource, _Source
 from .varnames import _var_map_from_hits
+
+
+#: with ``out=``, the counted pairs held in memory (MiB) before they spill to disk by default
+SPILL_MB = 1024
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -46,18 +51,17 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     """
     return _count(path, tokenizer, mode="fragment", shift=(0, 0), use_count=True,
                   barcodes=barcodes, min_fragments=min_fragments, block_bytes=block_bytes,
-                  n_threads=n_threads, miss_column=True, repeats=False)
+                  n_threads=n_threads, miss_column=True, repeats=False)[:3]
 
 
-def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift):
-    """The cells x (universe regions + unknown) count matrix of a fragment file."""
-    if mode == "fragment" and tuple(shift) == (0, 0):
-        return fragment_counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
-                               block_bytes=block_bytes, n_threads=n_threads)
-    # insertion counts (genotok.singlecell.fragmatrix)
-    return _count(path, tokenizer, mode=mode, shift=shift, use_count=False, barcodes=barcodes,
+def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift,
+            memory_mb=None):
+    """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled
+    one, read back by buckets of cells, with ``memory_mb``)."""
+    whole = mode == "fragment" and tuple(shift) == (0, 0)  # fragment_counts' matrix
+    return _count(path, tokenizer, mode=mode, shift=shift, use_count=whole, barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-                  miss_column=True)
+                  miss_column=True, repeats=not whole, memory_mb=memory_mb)[:3]
 
 
 def _fragments_anndata(path, tokenizer, *, barcodes=None, min_fragments: int = 1,
@@ -97,13 +101,14 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                        n_threads: int | None = None, out=None, progress: bool = False,
                        overwrite: bool = False, mode: str = "fragment", shift=(0, 0),
                        normalize: str | None = None, target_sum: float = 1e4,
-                       log1p: bool = False, rank=None, bins: int | None = None):
+                       log1p: bool = False, rank=None, bins: int | None = None,
+                       memory_mb: float | None = None):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
     The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped; a missing
     count counts 1) is streamed in blocks of ``block_bytes``; each fragment adds its count to
     every token it hits in its cell. Memory is bounded by one block plus the distinct
-    (cell, token) pairs, i.e. the size of the result. Cells are in order of first appearance
+    (cell, token) pairs, i.e. the size of the result, or by ``memory_mb``. Cells are in order of first appearance
     (or of ``barcodes``). Unknown handling is per cell, not per fragment: ``"set"`` gives a
     cell without any hit one ``<unk>`` (valued with its total count), ``"region"`` one ``<unk>``
     valued with the count of its fragments that hit nothing, ``"drop"`` nothing. ``min_count``,
@@ -125,6 +130,12 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         ``mode="fragment", use_count=True``.)
     overwrite
         Replace an existing corpus at ``out`` (default: refuse it).
+    memory_mb
+        Bound on the counted (cell, token) pairs held in memory (16 bytes each): beyond it they
+        spill to disk (``TMPDIR``) by buckets of cells and the cells are then tokenized a
+        bucket at a time, so memory stays one block plus ``memory_mb`` plus one bucket whatever
+        the file's size. Default: no bound (the pairs are the result's size), except with
+        ``out=``: 1024 MiB (:data:`SPILL_MB`).
     mode, shift
         ``"fragment"`` (above) or ``"insertion"``: each fragment's two Tn5 cut sites counted
         once each, whatever the count column (SnapATAC2's way; ``<unk>`` counts fragments
@@ -154,15 +165,37 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     """
     opt = _options(tokenizer, min_count, order, seed, max_length, truncation, True, unknown,
                    values)
+    if memory_mb is not None and not memory_mb > 0:
+        raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
     names, X, _ = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
-                              block_bytes=block_bytes, n_threads=n_threads, mode=mode,
-                              shift=shift)
+                          block_bytes=block_bytes, n_threads=n_threads, mode=mode, shift=shift,
+                          memory_mb=memory_mb if out is None or memory_mb else SPILL_MB)
+    try:
+        return _tokens(path, tokenizer, names, X, opt, out, values, progress, overwrite, n_threads,
+                       normalize, target_sum, log1p, rank, bins,
+                       {"min_fragments": min_fragments, "min_count": min_count, "order": order,
+                        "seed": seed, "max_tokens": max_length, "truncate": truncation,
+                        "unknown": tokenizer.settings.unknown if unknown is None else unknown,
+                        "mode": mode, "shift": list(shift)})
+    finally:
+        if isinstance(X, _Spilled):
+            X.close()
+
+
+def _tokens(path, tokenizer, names, X, opt, out, values, progress, overwrite, n_threads,
+            normalize, target_sum, log1p, rank, bins, settings):
+    """The cells of a counted fragment file (a matrix, or a spilled one) → tokens."""
     u = tokenizer.universe
     ids = np.arange(u.n_regions, dtype=np.int64)
     hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
     vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
-    source = _MemorySource(X, os.fspath(path))
-    enc = cellvalues.value_encoding(_anndata_of(X) if isinstance(rank, str) else None,
+    if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
+        source = _ChunkedSource(X.chunks, X.shape, os.fspath(path))
+        medians_of = (_anndata_of(m) for m in X.chunks()) if isinstance(rank, str) else None
+    else:
+        source = _MemorySource(X, os.fspath(path))
+        medians_of = _anndata_of(X) if isinstance(rank, str) else None
+    enc = cellvalues.value_encoding(medians_of,
                                     normalize=normalize, target_sum=target_sum, log1p=log1p,
                                     rank=rank, bins=bins)
     stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
@@ -174,11 +207,7 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         def obs_read(lo, hi):
             return names[lo:hi], {}
 
-        extra = {"fragments": {"min_fragments": min_fragments, "min_count": min_count,
-                               "order": order, "seed": seed, "max_tokens": max_length,
-                               "truncate": truncation,
-                               "unknown": tokenizer.settings.unknown if unknown is None
-                               else unknown, "mode": mode, "shift": list(shift)}}
+        extra = {"fragments": settings}
         if enc is not None:
             extra["fragments"]["values_encoding"] = enc.to_json()
         return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
@@ -186,6 +215,29 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
                                  overwrite=overwrite)
     return names, sink.collect((r for _, r in stream), "ragged", values=values,
                                pad_token_id=u.pad_token_id)
+
+
+class _ChunkedSource(_Source):
+    """A matrix handed over as CSR row chunks in row order (a count matrix spilled to disk,
+    read back a bucket of cells at a time); ``make_chunks()`` starts a pass over them."""
+
+    def __init__(self, make_chunks, shape: tuple[int, int], where: str):
+        self.make_chunks, self.where = make_chunks, where
+        self.n_rows, self.n_cols = int(shape[0]), int(shape[1])
+
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        if rows is not None:
+            raise AssertionError(f"{self.where}: a chunked matrix is read in order only")
+        row0 = 0
+        for m in self.make_chunks():
+            if m.shape[1] != self.n_cols:
+                raise AssertionError(f"{self.where}: a chunk of {m.shape[1]} columns, not "
+                                     f"{self.n_cols}")
+            for ch in _MemorySource(m, self.where).chunks(budget, per_nnz, chunk_rows):
+                yield _Chunk(row0 + ch.row0, ch.indptr, ch.indices, ch.data)
+            row0 += m.shape[0]
+        if row0 != self.n_rows:
+            raise AssertionError(f"{self.where}: {row0} rows in the chunks, not {self.n_rows}")
 
 
 def _anndata_of(X):

@@ -12,15 +12,6 @@ may come from several pieces). The files live in a private temporary directory, 
 
 On disk: 16 bytes a pair (``int32`` row within its bucket, ``int32`` column, ``float64`` value).
 In memory: nothing but the matrix being written, and one bucket's pieces being read.
-
-Examples
---------
->>> import numpy as np
->>> with RowSpill(n_cols=4, rows_per_bucket=2) as spill:
-...     spill.write(np.array([0, 1, 1, 3]), np.array([2, 0, 3]), np.array([1., 5., 2.]))
-...     spill.write(np.array([0, 0, 0, 0, 1]), np.array([2]), np.array([7.]))
-...     [tuple(a.tolist() for a in spill.bucket(b)) for b in range(spill.n_buckets)]
-[([0], [2], [1.0]), ([0, 0, 1], [0, 3, 2], [5.0, 2.0, 7.0])]
 """
 
 from __future__ import annotations
@@ -48,6 +39,17 @@ class RowSpill:
         Consecutive rows per bucket: what one :meth:`bucket` read holds at most.
     directory
         Where the temporary directory goes (default: the system's, ``TMPDIR``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> with RowSpill(n_cols=4, rows_per_bucket=2) as spill:
+    ...     spill.write(np.array([0, 1, 1, 3]), np.array([2, 0, 3]), np.array([1., 5., 2.]))
+    ...     spill.write(np.array([0, 0, 0, 0, 1]), np.array([2]), np.array([7.]))
+    ...     [tuple(a.tolist() for a in spill.bucket(b)) for b in range(spill.n_buckets)]
+    ...     [m.toarray().tolist() for m in spill.rows()]
+    [([0], [2], [1.0]), ([0, 0, 1], [0, 3, 2], [5.0, 2.0, 7.0])]
+    [[[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 2.0], [0.0, 0.0, 7.0, 0.0]]]
     """
 
     def __init__(self, n_cols: int, *, rows_per_bucket: int = 1024, directory=None):
@@ -115,6 +117,30 @@ class RowSpill:
             raise GenotokError(f"{path}: a spilled bucket is damaged (was {self.dir} changed "
                                "while genotok ran?)")
         return rows, cols, raw["val"].copy()
+
+    def matrix(self, b: int, dtype=np.float32):
+        """Bucket ``b`` summed: a canonical ``scipy.sparse.csr_matrix`` of its rows (the last
+        bucket may have fewer than ``rows_per_bucket``)."""
+        import scipy.sparse as sp
+
+        rows, cols, vals = self.bucket(b)  # checked in range: scipy does not check
+        n = min(self.rows_per_bucket, self.n_rows - b * self.rows_per_bucket)
+        m = sp.coo_matrix((vals, (rows, cols)), shape=(n, self.n_cols)).tocsr()
+        m.sum_duplicates()
+        return m.astype(dtype, copy=False)
+
+    def rows(self, keep: np.ndarray | None = None, dtype=np.float32):
+        """The whole matrix, a bucket at a time: CSR chunks in row order, only the rows in
+        ``keep`` (sorted row numbers; ``None``: all)."""
+        R = self.rows_per_bucket
+        for b in range(self.n_buckets):
+            m = self.matrix(b, dtype)
+            if keep is not None:
+                lo = b * R
+                sel = keep[(keep >= lo) & (keep < lo + m.shape[0])] - lo
+                if sel.size != m.shape[0]:
+                    m = m[sel]
+            yield m
 
     def close(self) -> None:
         """Remove the files (idempotent)."""
