@@ -1,8 +1,19 @@
-"""BED text to region arrays: the parse of a whole file's bytes (in chunks on all numba threads
-when it is large) and the error that names the file, the line and the offending text.
+"""BED text to region arrays: the parse of a file's bytes a block of whole lines at a time, each
+block in chunks on all numba threads when it is large, and the error that names the file, the
+line and the offending text.
 
-:meth:`genotok.regions.RegionSet.from_bed` reads a file with :func:`read_buffer`; the byte rules
+:meth:`genotok.regions.RegionSet.from_bed` reads a file with :func:`read_file`; the byte rules
 are the kernel's (:mod:`genotok.kernels.parse`).
+
+Memory: a file larger than one block (:data:`genotok._io.BLOCK_BYTES`, 32 MB of text) is read
+and parsed a block at a time, the next block read (and inflated) on a thread while this one
+parses, into output arrays sized from the first block's records per byte and grown in place
+(``ndarray.resize``: ``realloc``, which moves pages rather than copying them); the finished
+arrays are cut to the records. So the peak is the output (20 bytes a record: int32 code, int64
+start and end) plus two blocks, not the file: see ``benchmarks/RESULTS.md``, "BED files larger
+than memory should need". The parse state that crosses a block (the header rule, line numbers,
+the chromosome names, the first 8 KiB for the not-a-text-file check) is carried by
+:class:`_Records`, so a file parses the same whatever the block size (tests/test_bed_blocks.py).
 
 Examples
 --------
@@ -13,10 +24,18 @@ Examples
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from . import _io
 from .errors import BedParseError
 from .kernels import parse as _parse
+
+#: a NUL byte in the first ``_HEAD`` bytes makes any problem "binary data": the file is not
+#: text at all; ``_HEAD_KEEP`` keeps room for the text of the line shown with it
+_HEAD = 8192
+_HEAD_KEEP = _HEAD + 256
 
 
 def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
@@ -36,52 +55,206 @@ def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
     ...
     genotok.errors.BedParseError: x.bed:1: end is before start (are the columns swapped?): ...
     """
-    chunks = _split_lines(buf, 1 if allow_reversed else _parse_threads(buf.size))
-    if len(chunks) == 1:
-        results = [_parse.run(buf, allow_reversed=allow_reversed)]
-    else:  # the parser releases the GIL: chunks parse side by side
-        results, shared = _parse_chunks(buf, chunks)
-    error = None  # (line, status, byte position) of the first problem the kernel found
-    seen_data = False
-    for k, ((a, _), r) in enumerate(zip(chunks, results)):
-        status = int(r.status)
-        if status != _parse.OK:
-            if a and not seen_data:  # maybe the file's header: only a serial parse can tell
-                results, chunks = [_parse.run(buf)], [(0, buf.size)]
-                r, a = results[0], 0
-                status = int(r.status)
-            if status != _parse.OK:
-                line = int(r.err_line) + (int(np.count_nonzero(buf[:a] == 10)) if a else 0)
-                error = (line, status, int(r.err_pos) + a)
-            break
-        seen_data = seen_data or r.codes.size > 0 or r.header_line > 0
-    # chromosome names: UTF-8 decoded once per name and chunk, merged in order of appearance
-    names: list[str] = []
-    index: dict[str, int] = {}
-    bad_name = None  # (line, raw name) of the first name that is not UTF-8
-    for (a, _), (codes, _, _, ns, ne, *_rest) in zip(chunks, results):
-        remap = np.empty(ns.size, dtype=np.int32)
-        for c, (x, y) in enumerate(zip(ns.tolist(), ne.tolist())):
-            raw = buf[a + x:a + y].tobytes()
+    records = _Records(allow_reversed)
+    problem = records.add(buf)
+    if problem is not None:
+        raise BedParseError(path, *(_nul_problem(buf) or problem))
+    return records.finish()
+
+
+def read_file(path: str | os.PathLike, allow_reversed: bool = False,
+              block_bytes: int | None = None):
+    """``(chromosome names, codes, starts, ends)`` of a BED or BED.gz file: what
+    :func:`read_buffer` gives for its whole text, read ``block_bytes`` at a time (default
+    :data:`genotok._io.BLOCK_BYTES`; a file of at most one block is read whole).
+
+    Raises
+    ------
+    BedParseError
+        As :func:`read_buffer` (the line numbers are the file's), and for a missing,
+        unreadable or damaged (gzip) file.
+
+    Examples
+    --------
+    >>> import tempfile, os, pathlib
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.bed")
+    >>> _ = pathlib.Path(p).write_bytes(b"chr1\\t5\\t9\\nchr2\\t1\\t2\\nchr1\\t0\\t3\\n")
+    >>> names, codes, starts, ends = read_file(p, block_bytes=12)  # three blocks
+    >>> names, codes.tolist(), starts.tolist(), ends.tolist()
+    (['chr1', 'chr2'], [0, 1, 0], [5, 1, 0], [9, 2, 3])
+    """
+    p = os.fspath(path)
+    records = _Records(allow_reversed)
+    blocks = _io.line_blocks(p, block_bytes)
+    head = b""  # the file's first bytes, for the binary-file check
+    try:
+        for buf, expected, last in blocks:
+            if len(head) < _HEAD_KEEP:
+                head += buf[:_HEAD_KEEP - len(head)].tobytes()
+            problem = records.add(buf, None if last else expected)
+            if problem is not None:  # its text is taken: now the blocks may move on
+                try:
+                    while len(head) < _HEAD_KEEP and (more := next(blocks, None)) is not None:
+                        head += more[0][:_HEAD_KEEP - len(head)].tobytes()
+                except BedParseError:  # damage after the problem: the problem is the news
+                    pass
+                raise BedParseError(p, *(_nul_problem(np.frombuffer(head, np.uint8)) or problem))
+    finally:
+        blocks.close()
+    return records.finish()
+
+
+class _Records:
+    """The records of a file's blocks, parsed in order into one set of output arrays, and what
+    the parse of the next block needs from the blocks before it: the chromosome names (codes
+    in order of first appearance across blocks), the lines before it (error lines are the
+    file's) and whether a data line or the header came already (a header may only come first).
+    """
+
+    def __init__(self, allow_reversed: bool = False):
+        self.allow_reversed = allow_reversed
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.out: tuple | None = None  # codes, starts, ends: records [0, m), then room
+        self.m = 0
+        self.lines = 0
+        self.text = 0  # bytes of the blocks before
+        self.seen_data = False
+        self.blocks = 0
+
+    def add(self, buf: np.ndarray, expected: int | None = None):
+        """Parse the block ``buf`` (whole lines: those after the blocks added before) into the
+        outputs; ``expected``: the bytes of text the file is expected to hold, when more blocks
+        follow (sizes the outputs for them). Returns ``None``, or ``(line, message)`` of the
+        first problem."""
+        self.blocks += 1
+        chunks = _split_lines(buf, _parse_threads(buf.size))
+        results, base = self._parse(buf, chunks, expected)
+        error = None  # (line, status, byte position) of the first problem the kernel found
+        seen_data = self.seen_data
+        for (a, _), r in zip(chunks, results):
+            if int(r.status) != _parse.OK:
+                if a and not seen_data:  # maybe the file's header: only a serial parse can tell
+                    chunks = [(0, buf.size)]
+                    results, base = self._parse(buf, chunks, expected)
+                    r, a = results[0], 0
+                if int(r.status) != _parse.OK:
+                    line = int(r.err_line) + (int(np.count_nonzero(buf[:a] == 10)) if a else 0)
+                    error = (self.lines + line, int(r.status), int(r.err_pos) + a)
+                break
+            seen_data = seen_data or r.codes.size > 0 or r.header_line > 0
+        bad_name = self._names(buf, chunks, results, error is None)
+        if error is not None or bad_name is not None:
+            return _problem(buf, error, bad_name)
+        self.m = self._joined(results, base)
+        self.lines += sum(int(r.err_line) for r in results)  # an OK parse's line: its last
+        self.seen_data = seen_data
+        self.text += buf.size
+        return None
+
+    def _parse(self, buf: np.ndarray, chunks: list[tuple[int, int]], expected: int | None):
+        """Parse the ``chunks`` of ``buf`` (on threads when more than one: the parser releases
+        the GIL) into the outputs after the records so far, each chunk into its own slice:
+        ``(kernel results, slice bounds)``. The usual block (one record per line) then needs
+        no concatenation, which cost a copy of every record and 20 MB of peak memory on a
+        1M-line universe."""
+        parts = [buf[a:b] for a, b in chunks]
+
+        def parse(k: int):
+            lo, hi = int(base[k]), int(base[k + 1])
+            return _parse.parse_into(parts[k], bounds[k][1], *(a[lo:hi] for a in self.out),
+                                     allow_header=k == 0 and not self.seen_data,
+                                     allow_reversed=self.allow_reversed)
+
+        if len(parts) == 1:
+            bounds = [_parse.bound(parts[0])]
+            base = self._reserve(bounds, buf.size, expected)
+            return [parse(0)], base
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(len(parts)) as pool:
+            bounds = list(pool.map(_parse.bound, parts))
+            base = self._reserve(bounds, buf.size, expected)
+            return list(pool.map(parse, range(len(parts)))), base
+
+    def _reserve(self, bounds: list, size: int, expected: int | None) -> np.ndarray:
+        """Room in the outputs for the records the ``bounds`` allow after the first ``m``:
+        their slice bounds. With more blocks to come (``expected`` bytes of text in all), room
+        for the rest too, guessed from the records per byte so far (room not yet written costs
+        address space, not memory); grown in place by an eighth at least when it runs out."""
+        base = self.m + np.concatenate(([0], np.cumsum([b for b, _ in bounds]))).astype(np.int64)
+        need = int(base[-1])
+        cap = -1 if self.out is None else self.out[0].size
+        if need <= cap:
+            return base
+        room = need
+        if expected is not None:
+            guess = int(need * (expected / max(self.text + size, 1)) * 1.05)
+            room = max(need, guess, cap + cap // 8)
+        for attempt in (room, need):
             try:
-                name = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                line_no = int(np.count_nonzero(buf[:a + x] == 10)) + 1
-                if bad_name is None or line_no < bad_name[0]:
-                    bad_name = (line_no, raw)
-                continue
-            remap[c] = index.setdefault(name, len(index))
-            if remap[c] == len(names):
-                names.append(name)
-        if error is None and bad_name is None and codes.size and not bool(
-                (remap == np.arange(remap.size)).all()):  # identity for the first chunk
-            codes[:] = remap[codes]  # in place: a view of the chunk's records
-    if error is not None or bad_name is not None:
-        _raise_parse_error(buf, path, error, bad_name)
-    if len(results) == 1:
-        r = results[0]
-        return names, r.codes, r.starts, r.ends
-    return (names, *_joined(results, *shared))
+                if self.out is None:
+                    self.out = (np.empty(attempt, np.int32), np.empty(attempt, np.int64),
+                                np.empty(attempt, np.int64))
+                else:  # realloc: the pages move, the records are not copied
+                    for a in self.out:
+                        a.resize(attempt, refcheck=False)
+                break
+            except MemoryError:
+                if attempt == need:
+                    raise
+        return base
+
+    def _names(self, buf: np.ndarray, chunks: list, results: list, remap: bool):
+        """Merge the chunks' chromosome names into the file's (UTF-8 decoded once per name and
+        chunk) and, when ``remap``, turn the chunks' codes into the file's, in place. Returns
+        ``(line, raw bytes)`` of the first name that is not UTF-8, or None."""
+        bad_name = None
+        for (a, _), r in zip(chunks, results):
+            codes = np.empty(r.name_start.size, dtype=np.int32)
+            for c, (x, y) in enumerate(zip(r.name_start.tolist(), r.name_end.tolist())):
+                raw = buf[a + x:a + y].tobytes()
+                try:
+                    name = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    line = self.lines + int(np.count_nonzero(buf[:a + x] == 10)) + 1
+                    if bad_name is None or line < bad_name[0]:
+                        bad_name = (line, raw)
+                    continue
+                codes[c] = self.index.setdefault(name, len(self.index))
+                if codes[c] == len(self.names):
+                    self.names.append(name)
+            if remap and bad_name is None and r.codes.size and not bool(
+                    (codes == np.arange(codes.size)).all()):  # identity for the first chunk
+                r.codes[:] = codes[r.codes]  # in place: a view of the chunk's records
+        return bad_name
+
+    def _joined(self, results: list, base: np.ndarray) -> int:
+        """Move the chunks' records together (comment or blank lines leave gaps at the end of
+        a chunk's slice); returns the records in all."""
+        dst = int(base[0])
+        for k, r in enumerate(results):
+            src, n = int(base[k]), r.codes.size
+            if src != dst:
+                for a in self.out:
+                    a[dst:dst + n] = a[src:src + n]  # overlapping, dst < src: NumPy buffers it
+            dst += n
+        return dst
+
+    def finish(self):
+        """``(names, codes, starts, ends)``: the records, in arrays of their size. One block's
+        are views of its outputs when a few lines were not records (as before blocks); more
+        blocks' outputs are cut to size in place."""
+        if self.out is None:
+            self._reserve([], 0, None)
+        m, out = self.m, self.out
+        if m != out[0].size:
+            if self.blocks > 1:
+                for a in out:
+                    a.resize(m, refcheck=False)
+            else:
+                out = tuple(a[:m] for a in out)
+        return (self.names, *out)
 
 
 PARALLEL_PARSE_BYTES = 8 << 20  # below this, one thread parses faster than two start
@@ -93,42 +266,6 @@ def _parse_threads(n_bytes: int) -> int:
     if n_bytes < PARALLEL_PARSE_BYTES:
         return 1
     return max(1, min(numba.get_num_threads(), n_bytes // (PARALLEL_PARSE_BYTES // 2)))
-
-
-def _parse_chunks(buf: np.ndarray, chunks: list[tuple[int, int]]):
-    """Parse the ``chunks`` of ``buf`` in threads into one set of output arrays, each chunk
-    into its own slice: ``(kernel results, (outputs, slice bounds))``. The usual file (one
-    record per line) then needs no concatenation, which cost a copy of every record and 20 MB
-    of peak memory on a 1M-line universe."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    parts = [buf[a:b] for a, b in chunks]
-    with ThreadPoolExecutor(len(chunks)) as pool:
-        bounds = list(pool.map(_parse.bound, parts))
-        sizes = [need for need, _ in bounds]
-        base = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        out = (np.empty(int(base[-1]), np.int32), np.empty(int(base[-1]), np.int64),
-               np.empty(int(base[-1]), np.int64))
-
-        def parse(k: int):
-            lo, hi = int(base[k]), int(base[k + 1])
-            return _parse.parse_into(parts[k], bounds[k][1], *(a[lo:hi] for a in out),
-                                     allow_header=chunks[k][0] == 0)
-
-        return list(pool.map(parse, range(len(chunks)))), (out, base)
-
-
-def _joined(results: list[_parse.BedParse], out: tuple, base: np.ndarray) -> tuple:
-    """The chunks' records as three arrays: ``out`` itself when every chunk filled its slice
-    (no copy), else the records moved together (comment or blank lines leave gaps)."""
-    dst = 0
-    for k, r in enumerate(results):
-        src, m = int(base[k]), r.codes.size
-        if src != dst:
-            for a in out:
-                a[dst:dst + m] = a[src:src + m]  # overlapping, dst < src: NumPy buffers it
-        dst += m
-    return out if dst == out[0].size else tuple(a[:dst] for a in out)
 
 
 def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
@@ -159,22 +296,26 @@ def _next_newline(buf: np.ndarray, lo: int, hi: int) -> int:
     return -1
 
 
-def _raise_parse_error(buf: np.ndarray, path: str, error: tuple | None, bad_name: tuple | None):
-    """Raise the BedParseError for the earliest problem: a kernel ``error`` (line, status,
-    byte) or a ``bad_name`` (line, raw bytes) that is not UTF-8.
-
-    A NUL byte in the first 8 KiB trumps both: the file is not text at all (a BAM, a PNG...),
-    and saying so helps more than whatever the parser tripped over first.
-    """
-    nul = np.flatnonzero(buf[:8192] == 0)
-    if nul.size:
-        pos = int(nul[0])
-        error = (int(np.count_nonzero(buf[:pos] == 10)) + 1, _parse.BINARY, pos)
-    elif bad_name is not None and (error is None or bad_name[0] < error[0]):
-        raise BedParseError(path, bad_name[0], f"chromosome name {bad_name[1]!r} is not valid "
-                            "UTF-8 (is the file in another encoding? convert it to UTF-8)")
+def _problem(buf: np.ndarray, error: tuple | None, bad_name: tuple | None) -> tuple[int, str]:
+    """``(line, message)`` of the earlier of a kernel ``error`` (line, status, byte in ``buf``)
+    and a ``bad_name`` (line, raw bytes) that is not UTF-8."""
+    if bad_name is not None and (error is None or bad_name[0] < error[0]):
+        return bad_name[0], (f"chromosome name {bad_name[1]!r} is not valid UTF-8 (is the file "
+                             "in another encoding? convert it to UTF-8)")
     line, status, pos = error
-    raise BedParseError(path, line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}")
+    return line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}"
+
+
+def _nul_problem(head: np.ndarray) -> tuple[int, str] | None:
+    """The problem to report instead of any other when the file's first 8 KiB (``head``: the
+    file's first bytes) hold a NUL byte: the file is not text at all (a BAM, a PNG...), and
+    saying so helps more than whatever the parser tripped over first."""
+    nul = np.flatnonzero(head[:_HEAD] == 0)
+    if not nul.size:
+        return None
+    pos = int(nul[0])
+    return (int(np.count_nonzero(head[:pos] == 10)) + 1,
+            f"{_parse.MESSAGES[_parse.BINARY]}: {_line_text(head, pos)}")
 
 
 def _line_text(buf: np.ndarray, pos: int) -> str:
