@@ -189,27 +189,35 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
     p = _check_readable(path)
     size = max(1, int(block_bytes or BLOCK_BYTES))
     with reading(p):
-        small = os.path.getsize(p) <= size and not is_gzip(p)
-    if small:
-        buf = read_bytes(p)
-        yield buf, buf.size, True
-    elif not ahead:
+        raw = open(p, "rb", buffering=0)  # noqa: SIM115 (closed below, after the last block)
+    with raw:
         with reading(p):
-            yield from _frames(p, size)
-    else:
-        yield from _read_ahead(p, size)
+            total = os.fstat(raw.fileno()).st_size
+            gz = raw.read(2) == GZIP_MAGIC
+            raw.seek(0)
+            whole = raw.read() if total <= size and not gz else None
+        if whole is not None:
+            buf = np.frombuffer(whole, dtype=np.uint8)
+            yield buf, buf.size, True
+            return
+        frames = _frames(raw, total, gz, size)
+        if ahead:
+            yield from _read_ahead(frames, p)
+        else:
+            with reading(p):
+                yield from frames
 
 
-def _read_ahead(p: str, size: int) -> Iterator[tuple[np.ndarray, int, bool]]:
-    """:func:`_frames` on a thread, one block ahead of the caller: the thread takes a buffer
-    only when the caller has given one back (by asking for the next block), so two exist."""
+def _read_ahead(frames: Iterator, p: str) -> Iterator[tuple[np.ndarray, int, bool]]:
+    """The ``frames`` (:func:`_frames`) made on a thread, one block ahead of the caller: the
+    thread takes a buffer only when the caller has given one back (by asking for the next
+    block), so two exist."""
     ready: queue.Queue = queue.Queue()
     free = threading.Semaphore(2)
     stop = threading.Event()
     end = object()
 
     def produce() -> None:
-        frames = _frames(p, size)
         try:
             while True:
                 free.acquire()
@@ -239,41 +247,37 @@ def _read_ahead(p: str, size: int) -> Iterator[tuple[np.ndarray, int, bool]]:
         worker.join()
 
 
-def _frames(p: str, size: int) -> Iterator[tuple[np.ndarray, int, bool]]:
-    """:func:`line_blocks` without the thread: fill a buffer, cut it after its last newline,
-    carry the unfinished line into the other buffer."""
-    with open(p, "rb", buffering=0) as raw:
-        total = os.fstat(raw.fileno()).st_size
-        gz = raw.read(2) == GZIP_MAGIC
-        raw.seek(0)
-        with (_fastgzip.open(raw, "rb") if gz else contextlib.nullcontext(raw)) as src:
-            piece = _INFLATE_PIECE if gz else size
-            bufs: list = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
-            carry = bufs[1][:0]  # the unfinished line after the previous block
-            text = 0  # bytes of text up to the end of this block
-            k = 0
-            while True:
-                c = carry.size
-                if bufs[k].size < c + size:
-                    bufs[k] = np.empty(c + size, np.uint8)
-                buf = bufs[k]
-                buf[:c] = carry
+def _frames(raw, total: int, gz: bool, size: int) -> Iterator[tuple[np.ndarray, int, bool]]:
+    """:func:`line_blocks` of the open file ``raw`` (``total`` bytes) without the thread: fill
+    a buffer, cut it after its last newline, carry the unfinished line into the other buffer."""
+    with (_fastgzip.open(raw, "rb") if gz else contextlib.nullcontext(raw)) as src:
+        piece = _INFLATE_PIECE if gz else size
+        bufs: list = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+        carry = bufs[1][:0]  # the unfinished line after the previous block
+        text = 0  # bytes of text up to the end of this block
+        k = 0
+        while True:
+            c = carry.size
+            if bufs[k].size < c + size:
+                bufs[k] = np.empty(c + size, np.uint8)
+            buf = bufs[k]
+            buf[:c] = carry
+            n = _fill(src, buf, c, piece)
+            while n == buf.size and (cut := _last_newline(buf, c, n)) < 0:
+                c = n  # one line longer than the buffer: grow it and read on
+                buf = bufs[k] = np.concatenate((buf, np.empty(buf.size, np.uint8)))
                 n = _fill(src, buf, c, piece)
-                while n == buf.size and (cut := _last_newline(buf, c, n)) < 0:
-                    c = n  # one line longer than the buffer: grow it and read on
-                    buf = bufs[k] = np.concatenate((buf, np.empty(buf.size, np.uint8)))
-                    n = _fill(src, buf, c, piece)
-                last = n < buf.size  # (empty when the file ended with the previous block)
-                cut = n if last else cut + 1
-                text += cut
-                if last or not gz:
-                    expected = text if last else total
-                else:  # inflated so far, scaled by the compressed bytes left
-                    expected = int((text + n - cut) * total / max(raw.tell(), 1))
-                yield buf[:cut], expected, last
-                if last:
-                    return
-                carry, k = buf[cut:n], 1 - k
+            last = n < buf.size  # (empty when the file ended with the previous block)
+            cut = n if last else cut + 1
+            text += cut
+            if last or not gz:
+                expected = text if last else total
+            else:  # inflated so far, scaled by the compressed bytes left
+                expected = int((text + n - cut) * total / max(raw.tell(), 1))
+            yield buf[:cut], expected, last
+            if last:
+                return
+            carry, k = buf[cut:n], 1 - k
 
 
 def _fill(src, buf: np.ndarray, lo: int, piece: int) -> int:
