@@ -5,14 +5,13 @@ line and the offending text.
 :meth:`genotok.regions.RegionSet.from_bed` reads a file with :func:`read_file`; the byte rules
 are the kernel's (:mod:`genotok.kernels.parse`).
 
-Memory: a file larger than one block (:data:`genotok._io.BLOCK_BYTES`, 32 MB of text) is read
+Memory: a file larger than one block (:data:`genotok._io.BLOCK_BYTES`, 8 MiB of text) is read
 and parsed a block at a time, the next block read (and inflated) on a thread while this one
-parses, into output arrays sized from the first block's records per byte and grown in place
-(``ndarray.resize``: ``realloc``, which moves pages rather than copying them); the finished
-arrays are cut to the records. So the peak is the output (20 bytes a record: int32 code, int64
-start and end) plus two blocks, not the file: see ``benchmarks/RESULTS.md``, "BED files larger
-than memory should need". The parse state that crosses a block (the header rule, line numbers,
-the chromosome names, the first 8 KiB for the not-a-text-file check) is carried by
+parses on the numba threads, into output arrays sized from the first block's records per byte;
+the finished arrays are cut to the records. So the peak is the output (20 bytes a record:
+int32 code, int64 start and end) plus two blocks, not the file (``benchmarks/RESULTS.md``,
+"Large BED files"). The parse state that crosses a block (the header rule, line numbers, the
+chromosome names, the first 8 KiB for the not-a-text-file check) is carried by
 :class:`_Records`, so a file parses the same whatever the block size (tests/test_bed_blocks.py).
 
 Examples
@@ -56,7 +55,10 @@ def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
     genotok.errors.BedParseError: x.bed:1: end is before start (are the columns swapped?): ...
     """
     records = _Records(allow_reversed)
-    problem = records.add(buf)
+    try:
+        problem = records.add(buf)
+    finally:
+        records.close()
     if problem is not None:
         raise BedParseError(path, *(_nul_problem(buf) or problem))
     return records.finish()
@@ -89,6 +91,7 @@ def read_file(path: str | os.PathLike, allow_reversed: bool = False,
     head = b""  # the file's first bytes, for the binary-file check
     try:
         for buf, expected, last in blocks:
+            records.streamed |= not last
             if len(head) < _HEAD_KEEP:
                 head += buf[:_HEAD_KEEP - len(head)].tobytes()
             problem = records.add(buf, None if last else expected)
@@ -101,6 +104,7 @@ def read_file(path: str | os.PathLike, allow_reversed: bool = False,
                 raise BedParseError(p, *(_nul_problem(np.frombuffer(head, np.uint8)) or problem))
     finally:
         blocks.close()
+        records.close()
     return records.finish()
 
 
@@ -121,6 +125,14 @@ class _Records:
         self.text = 0  # bytes of the blocks before
         self.seen_data = False
         self.blocks = 0
+        self.streamed = False  # one block of many: parsed on all threads from 1 MiB
+        self.pool = None  # the threads that parse a block's chunks, started once
+
+    def close(self) -> None:
+        """Stop the parse threads (the records stay)."""
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
     def add(self, buf: np.ndarray, expected: int | None = None):
         """Parse the block ``buf`` (whole lines: those after the blocks added before) into the
@@ -128,7 +140,8 @@ class _Records:
         follow (sizes the outputs for them). Returns ``None``, or ``(line, message)`` of the
         first problem."""
         self.blocks += 1
-        chunks = _split_lines(buf, _parse_threads(buf.size))
+        chunks = _split_lines(buf, _parse_threads(buf.size, PARALLEL_BLOCK_BYTES)
+                              if self.streamed else _parse_threads(buf.size))
         results, base = self._parse(buf, chunks, expected)
         error = None  # (line, status, byte position) of the first problem the kernel found
         seen_data = self.seen_data
@@ -170,39 +183,46 @@ class _Records:
             bounds = [_parse.bound(parts[0])]
             base = self._reserve(bounds, buf.size, expected)
             return [parse(0)], base
-        from concurrent.futures import ThreadPoolExecutor
+        if self.pool is None:
+            from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(len(parts)) as pool:
-            bounds = list(pool.map(_parse.bound, parts))
-            base = self._reserve(bounds, buf.size, expected)
-            return list(pool.map(parse, range(len(parts)))), base
+            self.pool = ThreadPoolExecutor(len(parts), thread_name_prefix="genotok-parse")
+        bounds = list(self.pool.map(_parse.bound, parts))
+        base = self._reserve(bounds, buf.size, expected)
+        return list(self.pool.map(parse, range(len(parts)))), base
 
     def _reserve(self, bounds: list, size: int, expected: int | None) -> np.ndarray:
         """Room in the outputs for the records the ``bounds`` allow after the first ``m``:
-        their slice bounds. With more blocks to come (``expected`` bytes of text in all), room
-        for the rest too, guessed from the records per byte so far (room not yet written costs
-        address space, not memory); grown in place by an eighth at least when it runs out."""
+        their slice bounds.
+
+        The first block's outputs, when more blocks follow (``expected`` bytes of text in all),
+        have room for the whole file, guessed from this block's records per byte (+25%): room
+        never written costs address space, not memory, and ``finish`` gives it back. Should
+        the room still run out (a file whose first block has far fewer records per byte than
+        the rest), the outputs grow in place (``ndarray.resize``) by this block's records and
+        an eighth at least. That costs memory for a moment: ``realloc`` moves the pages rather
+        than copying records, but the peak RSS counts them twice while it does (on Linux with
+        NumPy's huge pages: a 74 MB array raised the peak by 74 MB), and NumPy zeroes what it
+        adds."""
         base = self.m + np.concatenate(([0], np.cumsum([b for b, _ in bounds]))).astype(np.int64)
         need = int(base[-1])
-        cap = -1 if self.out is None else self.out[0].size
-        if need <= cap:
+        if self.out is not None and need <= self.out[0].size:
             return base
-        room = need
-        if expected is not None:
-            guess = int(need * (expected / max(self.text + size, 1)) * 1.05)
-            room = max(need, guess, cap + cap // 8)
-        for attempt in (room, need):
+        if self.out is None:
+            room = need
+            if expected is not None:
+                room = max(need, int(need * (expected / max(size, 1)) * 1.25))
             try:
-                if self.out is None:
-                    self.out = (np.empty(attempt, np.int32), np.empty(attempt, np.int64),
-                                np.empty(attempt, np.int64))
-                else:  # realloc: the pages move, the records are not copied
-                    for a in self.out:
-                        a.resize(attempt, refcheck=False)
-                break
-            except MemoryError:
-                if attempt == need:
-                    raise
+                self.out = (np.empty(room, np.int32), np.empty(room, np.int64),
+                            np.empty(room, np.int64))
+            except MemoryError:  # a guess too large for the address space
+                self.out = (np.empty(need, np.int32), np.empty(need, np.int64),
+                            np.empty(need, np.int64))
+        else:
+            cap = self.out[0].size
+            room = need if expected is None else max(2 * need - self.m, cap + cap // 8)
+            for a in self.out:
+                a.resize(room, refcheck=False)
         return base
 
     def _names(self, buf: np.ndarray, chunks: list, results: list, remap: bool):
@@ -258,14 +278,16 @@ class _Records:
 
 
 PARALLEL_PARSE_BYTES = 8 << 20  # below this, one thread parses faster than two start
+#: the same for a block of a file read in blocks, whose threads start once for the file
+PARALLEL_BLOCK_BYTES = 1 << 20
 
 
-def _parse_threads(n_bytes: int) -> int:
+def _parse_threads(n_bytes: int, floor: int = PARALLEL_PARSE_BYTES) -> int:
     import numba
 
-    if n_bytes < PARALLEL_PARSE_BYTES:
+    if n_bytes < floor:
         return 1
-    return max(1, min(numba.get_num_threads(), n_bytes // (PARALLEL_PARSE_BYTES // 2)))
+    return max(1, min(numba.get_num_threads(), n_bytes // (floor // 2)))
 
 
 def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:

@@ -196,11 +196,11 @@ class RegionSet:
     def from_bed(cls, path: str | os.PathLike, *, allow_reversed: bool = False) -> "RegionSet":
         """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok.kernels.parse``).
 
-        Large files (>= 8 MB of text) are parsed in chunks on all numba threads; files larger
-        than 32 MB of text are read a block at a time (memory: the regions, 20 bytes each, and
-        two blocks, not the file). ``allow_reversed=True`` keeps lines whose end is before
-        their start as they are (for universes gtars accepted, see
-        :class:`genotok.universe.Universe`).
+        Files of more than 8 MiB of text are read a block of 8 MiB at a time (gzip: inflated
+        a block at a time), each block parsed in chunks on all numba threads while the next
+        is read: memory is the regions (20 bytes each) and two blocks, not the file.
+        ``allow_reversed=True`` keeps lines whose end is before their start as they are (for
+        universes gtars accepted, see :class:`genotok.universe.Universe`).
 
         Raises
         ------

@@ -64,7 +64,8 @@ def _agrees_with_oracle(outcome, text: bytes):
 def chunked(monkeypatch):
     """Blocks split into chunks too (as a large block is, on the numba threads)."""
     def use(on: bool):
-        monkeypatch.setattr(B, "_parse_threads", (lambda n: 3) if on else B._parse_threads)
+        monkeypatch.setattr(B, "_parse_threads", (lambda n, floor=0: 3) if on else
+                            B._parse_threads)
     return use
 
 
@@ -217,8 +218,9 @@ def test_line_blocks_stop_early_and_estimate_gzip(tmp_path):
 
 def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
     """The memory bound, in bytes allocated (tracemalloc sees NumPy's buffers, the reading
-    thread's too): the whole text (2.6 MB here) is never held, only the records' arrays (20
-    bytes a record, sized from the first block's records per byte plus 5%) and two blocks."""
+    thread's too): the whole text (2.3 MB here) is never held, only the records' arrays (20
+    bytes a record, allocated for the first block's records per byte plus 25%: address space,
+    of which only the records are ever written) and two blocks."""
     import tracemalloc
 
     n, block = 120_000, 64 << 10
@@ -233,4 +235,4 @@ def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
         tracemalloc.stop()
     out = codes.nbytes + starts.nbytes + ends.nbytes
     assert codes.size == n and out == 20 * n
-    assert peak < 1.15 * out + 3 * block + (256 << 10) < len(text) + out, (peak, out)
+    assert peak < 1.3 * out + 3 * block + (256 << 10) < len(text) + out, (peak, out)
