@@ -206,17 +206,25 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             yield buf, buf.size, True
             return
         frames = _frames(raw, total, gz, size)
-        if ahead:
-            yield from _read_ahead(frames, p)
-        else:
-            with reading(p):
-                yield from frames
+        try:
+            with reading(p):  # the first block here: a small .gz file starts no thread
+                first = next(frames)
+            yield first
+            if first[2]:
+                return
+            if ahead:
+                yield from _read_ahead(frames, p)
+            else:
+                with reading(p):
+                    yield from frames
+        finally:
+            frames.close()
 
 
 def _read_ahead(frames: Iterator, p: str) -> Iterator[tuple[np.ndarray, int, bool]]:
     """The ``frames`` (:func:`_frames`) made on a thread, one block ahead of the caller: the
     thread takes a buffer only when the caller has given one back (by asking for the next
-    block), so two exist."""
+    block), so two exist: the caller holds one, the thread fills the other."""
     ready: queue.Queue = queue.Queue()
     free = threading.Semaphore(2)
     stop = threading.Event()
