@@ -16,7 +16,7 @@ N-line narrowPeak, plain and gzipped, read whole as before blocks (``_io.read_by
 ``bed.read_buffer``) and a block at a time (``bed.read_file``, with and without the read-ahead
 thread), each in a fresh process, the modes alternating for ``--rounds`` rounds: wall and CPU
 seconds, peak RSS and the peak above the process's RSS before the call, beside the output's own
-size (the parsed arrays).
+size (the parsed arrays); and the floor: the blocks read (and inflated) with no parse.
 
     python benchmarks/bench_parse.py [--n-query 200000] [--n-universe 1000000] [--repeat 5]
                                      [--large 10000000 | --large-file q.narrowPeak] [--rounds 4]
@@ -71,6 +71,7 @@ def _shuffled(path):
 
 LARGE = """
 import json, resource, time
+import numpy as np
 import genotok
 from genotok import _io, bed
 mode, path = {mode!r}, {path!r}
@@ -88,6 +89,10 @@ cpu = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 if mode == "whole":
     out = bed.read_buffer(_io.read_bytes(path), path)
+elif mode == "blocks read, no parse (floor)":
+    out = [[], *[np.zeros(0)] * 3]
+    for _ in _io.line_blocks(path):
+        pass
 else:
     out = bed.read_file(path)
 wall = time.perf_counter() - t
@@ -96,7 +101,7 @@ print(json.dumps(dict(wall=wall, cpu=now.ru_utime + now.ru_stime - cpu.ru_utime 
                       peak=status("VmHWM"), before=before, n=int(out[1].size),
                       out=sum(a.nbytes for a in out[1:]) / 2**20)))
 """
-LARGE_MODES = ("whole", "blocks", "blocks, no read-ahead")
+LARGE_MODES = ("whole", "blocks", "blocks, no read-ahead", "blocks read, no parse (floor)")
 
 
 def large_section(path: Path, rounds: int) -> str:
@@ -121,7 +126,7 @@ def large_section(path: Path, rounds: int) -> str:
         rows.append([name, mode, span([r["wall"] for r in rs]), span([r["cpu"] for r in rs]),
                      span([r["peak"] for r in rs], "{:.0f}"),
                      span([r["peak"] - r["before"] for r in rs], "{:.0f}"),
-                     f"{rs[0]['out']:.0f}", f"{rs[0]['n']:,}"])
+                     f"{rs[0]['out']:.0f}" if rs[0]["n"] else "", f"{rs[0]['n']:,}" if rs[0]["n"] else ""])
     head = (f"## Large files: {path.name} ({path.stat().st_size / 2**20:.0f} MiB of text), "
             "whole buffer vs blocks\n\n"
             f"{rounds} rounds, each a fresh process per file and mode, modes alternating; "

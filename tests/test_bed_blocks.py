@@ -236,3 +236,29 @@ def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
     out = codes.nbytes + starts.nbytes + ends.nbytes
     assert codes.size == n and out == 20 * n
     assert peak < 1.3 * out + 3 * block + (256 << 10) < len(text) + out, (peak, out)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("block", [5, None])
+def test_a_pipe_reads_like_its_file(tmp_path, gz, block):
+    """A pipe (``<(zcat x.bed.gz)``, ``/dev/stdin``) has no size and cannot seek: read whole
+    before blocks, it is read a block at a time like any file, gzip or not."""
+    import os
+    import threading
+
+    text = b"".join(f"chr{i % 4}\t{i}\t{i + 3}\n".encode() for i in range(3000))
+    data = gzip.compress(text) if gz else text
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        got = _outcome(lambda: B.read_file(f"/dev/fd/{r}", block_bytes=block))
+    finally:
+        writer.join()
+        os.close(r)
+    assert got == _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), "x.bed"))
