@@ -195,34 +195,34 @@ class _Records:
         """Room in the outputs for the records the ``bounds`` allow after the first ``m``:
         their slice bounds.
 
-        The first block's outputs, when more blocks follow (``expected`` bytes of text in all),
-        have room for the whole file, guessed from this block's records per byte (+25%): room
-        never written costs address space, not memory, and ``finish`` gives it back. Should
-        the room still run out (a file whose first block has far fewer records per byte than
-        the rest), the outputs grow in place (``ndarray.resize``) by this block's records and
-        an eighth at least. That costs memory for a moment: ``realloc`` moves the pages rather
-        than copying records, but the peak RSS counts them twice while it does (on Linux with
-        NumPy's huge pages: a 74 MB array raised the peak by 74 MB), and NumPy zeroes what it
-        adds."""
+        The outputs of the first block with records, when more blocks follow (``expected``
+        bytes of text in all), have room for the rest of the file, guessed from this block's
+        records per byte (+25%): room never written costs address space, not memory, and
+        ``finish`` gives it back. Should the room still run out (a file whose first block has
+        far fewer records per byte than the rest), the outputs grow in place
+        (``ndarray.resize``) by this block's records and an eighth at least. That costs memory
+        for a moment: ``realloc`` moves the pages rather than copying records, but the peak RSS
+        counts them twice while it does (on Linux with NumPy's huge pages: a 74 MB array
+        raised the peak by 74 MB), and NumPy zeroes what it adds."""
         base = self.m + np.concatenate(([0], np.cumsum([b for b, _ in bounds]))).astype(np.int64)
         need = int(base[-1])
-        if self.out is not None and need <= self.out[0].size:
+        cap = 0 if self.out is None else self.out[0].size
+        if self.out is not None and need <= cap:
             return base
-        if self.out is None:
-            room = need
-            if expected is not None:
-                room = max(need, int(need * (expected / max(size, 1)) * 1.25))
-            try:
-                self.out = (np.empty(room, np.int32), np.empty(room, np.int64),
-                            np.empty(room, np.int64))
-            except MemoryError:  # a guess too large for the address space
-                self.out = (np.empty(need, np.int32), np.empty(need, np.int64),
-                            np.empty(need, np.int64))
-        else:
-            cap = self.out[0].size
+        if cap:  # out of room: grow (the last block: to its records)
             room = need if expected is None else max(2 * need - self.m, cap + cap // 8)
             for a in self.out:
                 a.resize(room, refcheck=False)
+            return base
+        room = need  # the first records (m is 0): room for all, or guessed for the rest
+        if expected is not None:
+            room = max(need, int(need * ((expected - self.text) / max(size, 1)) * 1.25))
+        try:
+            self.out = (np.empty(room, np.int32), np.empty(room, np.int64),
+                        np.empty(room, np.int64))
+        except MemoryError:  # a guess too large for the address space
+            self.out = (np.empty(need, np.int32), np.empty(need, np.int64),
+                        np.empty(need, np.int64))
         return base
 
     def _names(self, buf: np.ndarray, chunks: list, results: list, remap: bool):

@@ -129,6 +129,11 @@ def test_adversarial_files(tmp_path, block, gz):
         "bad name, then an earlier-line error": b"chr1\t1\t2\n" * 5 + b"chr\xe9\t1\t2\nchr1\t9\t1\n",
         "NUL after an error": b"chr1\t9\t1\n" + b"chr1\t1\t2\n" * 100 + b"chr1\t1\x00\t2\n",
         "NUL beyond 8 KiB": b"chr1\t9\t1\n" + b"chr1\t1\t2\n" * 1000 + b"chr1\t1\x00\t2\n",
+        "comments first, then data": b"# " + b"x" * 300 + b"\n" + b"".join(
+            f"c{i % 3}\t{i}\t{i + 1}\n".encode() for i in range(300)),
+        "long lines first, then dense ones (the room grows)": b"".join(
+            f"c1\t{i}\t{i + 1}\t".encode() + b"n" * 90 + b"\n" for i in range(20)) + b"".join(
+            f"c2\t{i}\t{i + 1}\n".encode() for i in range(600)),
         "names in a new order each block": b"".join(
             f"c{(i * 7) % 13}\t{i}\t{i + 1}\n".encode() for i in range(200)),
     }
@@ -138,6 +143,11 @@ def test_adversarial_files(tmp_path, block, gz):
         _agrees_with_oracle(outcome, text)
         if label in ("only headers", "empty", "blank lines"):
             assert outcome == ("ok", [], [], [], [])
+        if outcome[0] == "ok":  # arrays of the records' size, whatever room they had
+            _, codes, starts, ends = B.read_file(path, block_bytes=block)
+            assert codes.size == starts.size == ends.size == len(outcome[2])
+            assert all(a.base is None for a in (codes, starts, ends)) or len(codes) == 0 or (
+                block >= len(text))
 
 
 @pytest.mark.parametrize("block", [3, 50, 4096])
