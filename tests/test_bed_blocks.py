@@ -272,3 +272,21 @@ def test_a_pipe_reads_like_its_file(tmp_path, gz, block):
         writer.join()
         os.close(r)
     assert got == _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), "x.bed"))
+
+
+def test_no_thread_outlives_a_read(tmp_path):
+    """The read-ahead thread and the parse pool stop when the read ends, well or not."""
+    import threading
+
+    def ours():
+        return [t.name for t in threading.enumerate() if t.name.startswith("genotok-")]
+
+    good = b"".join(f"chr1\t{i}\t{i + 1}\n".encode() for i in range(200_000))  # 2.7 MB
+    for text in (good, good + b"chr1\t9\t1\n" + good):
+        for gz in (False, True):
+            path = _write(tmp_path, text, gz)
+            try:  # blocks of 1 MiB: two chunks each, on the pool
+                B.read_file(path, block_bytes=1 << 20)
+            except BedParseError:
+                pass
+            assert ours() == []
