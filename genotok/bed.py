@@ -161,7 +161,8 @@ class _Records:
             return _problem(buf, error, bad_name)
         self.m = self._joined(results, base)
         self.lines += sum(int(r.err_line) for r in results)  # an OK parse's line: its last
-        self.seen_data = seen_data
+        self.seen_data = self.seen_data or any(  # (the serial parse's too)
+            r.codes.size > 0 or r.header_line > 0 for r in results)
         self.text += buf.size
         return None
 

@@ -111,9 +111,11 @@ def test_allow_reversed_in_blocks(tmp_path, regions, swap, block):
 
 
 # ------------------------------------------------------------------------------ adversarial
-@pytest.mark.parametrize("block", [1, 2, 7, 64])
+@pytest.mark.parametrize("block", [1, 2, 7, 32, 300])
 @pytest.mark.parametrize("gz", [False, True])
-def test_adversarial_files(tmp_path, block, gz):
+@pytest.mark.parametrize("chunks", [False, True])
+def test_adversarial_files(tmp_path, chunked, block, gz, chunks):
+    chunked(chunks)
     long = b"chr1\t5\t9\t" + b"n" * 1000 + b"\n"
     cases = {
         "line longer than the block": b"chr2\t1\t2\n" + long + b"chr1\t3\t4\r\n" + long[:-1],
@@ -123,6 +125,10 @@ def test_adversarial_files(tmp_path, block, gz):
         "header after comments": b"#x\n" * 50 + b"chrom\tstart\tend\nchr1\t1\t2\n",
         "second header": b"chrom\tstart\tend\n" + b"#x\n" * 50 + b"chrom\tstart\tend\n",
         "header after data": b"chr1\t1\t2\n" + b"\n" * 40 + b"chrom\tstart\tend\n",
+        # the header in a block's second chunk (the serial parse finds it), then another one
+        # first in the next block (blocks of 32 in buffers of 64: the first ends after "chr1 0 1")
+        "header after comments, twice": b"#x\n" * 13 + b"chrom\tstart\tend\nchr1\t0\t1\n"
+                                        b"chrom\tstart\tend\nchr1\t1\t2\n",
         "CR before the cut": b"chr1\t1\t2\r\nchr2\t3\t4\r\n" * 20,
         "no final newline": b"chr1\t1\t2\nchr1\t3\t4",
         "bad name later": b"chr1\t1\t2\n" * 30 + b"chr\xe9\t1\t2\n",
