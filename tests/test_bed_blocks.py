@@ -72,7 +72,7 @@ def chunked(monkeypatch):
 @settings(max_examples=200, deadline=None, suppress_health_check=FIXTURE_OK)
 @given(bed_texts(), BLOCK, st.booleans(), st.booleans())
 def test_dialects_in_blocks_parse_as_the_whole_text(tmp_path, chunked, case, block, gz, chunks):
-    text, regions = case
+    text, _ = case
     chunked(chunks)
     outcome = _same_as_whole(_write(tmp_path, text, gz), text, block)
     _agrees_with_oracle(outcome, text)
@@ -89,7 +89,7 @@ def test_byte_soup_in_blocks_agrees(tmp_path, chunked, text, block, gz, chunks):
 @settings(max_examples=150, deadline=None, suppress_health_check=FIXTURE_OK)
 @given(st.lists(REGION, min_size=1, max_size=30), st.sampled_from(BAD_LINES), st.data(), BLOCK)
 def test_errors_in_later_blocks_name_the_file_line(tmp_path, regions, bad, data, block):
-    line, kind = bad
+    line, _ = bad
     k = data.draw(st.integers(1, len(regions)))
     lines = [f"{c}\t{s}\t{e}" for c, s, e in regions]
     lines.insert(k, line)
@@ -203,9 +203,10 @@ def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):
 def test_line_blocks_cover_the_file_in_whole_lines(tmp_path, lines, end_nl, size, gz):
     text = b"\n".join(lines) + (b"\n" if end_nl and lines else b"")
     path = _write(tmp_path, text, gz)
+    seen = {}
     for ahead in (False, True):
-        blocks = [(b.tobytes(), e, last) for b, e, last in
-                  _io.line_blocks(path, block_bytes=size, ahead=ahead)]
+        blocks = seen[ahead] = [(b.tobytes(), e, last) for b, e, last in
+                                _io.line_blocks(path, block_bytes=size, ahead=ahead)]
         assert b"".join(b for b, _, _ in blocks) == text
         assert [last for _, _, last in blocks] == [False] * (len(blocks) - 1) + [True]
         assert blocks[-1][1] == len(text)  # the last one knows the size
@@ -213,9 +214,7 @@ def test_line_blocks_cover_the_file_in_whole_lines(tmp_path, lines, end_nl, size
             assert b.endswith(b"\n") and b  # whole lines, never empty
             # a buffer grows (doubling) only to hold a line longer than a block
             assert len(b) <= 2 * (size + max(map(len, lines)) + 1)
-        if ahead:
-            assert blocks == inline
-        inline = blocks
+    assert seen[True] == seen[False]
 
 
 def test_line_blocks_stop_early_and_estimate_gzip(tmp_path):
@@ -224,7 +223,7 @@ def test_line_blocks_stop_early_and_estimate_gzip(tmp_path):
     path = tmp_path / "x.bed.gz"
     path.write_bytes(gzip.compress(text, compresslevel=1))
     blocks = _io.line_blocks(path, block_bytes=1 << 20)
-    first, expected, last = next(blocks)
+    _, expected, last = next(blocks)
     assert not last and 0.7 < expected / len(text) < 1.5  # from the compressed bytes read
     blocks.close()  # the reading thread stops; nothing is left behind
     small = _write(tmp_path, b"chr1\t1\t2\n", False, name="small.bed")
@@ -245,7 +244,7 @@ def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
     B.read_file(path, block_bytes=block)  # compiled, threads started once
     tracemalloc.start()
     try:
-        names, codes, starts, ends = B.read_file(path, block_bytes=block)
+        _, codes, starts, ends = B.read_file(path, block_bytes=block)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
