@@ -190,7 +190,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
     >>> import tempfile, os, pathlib
     >>> p = os.path.join(tempfile.mkdtemp(), "x.bed")
     >>> _ = pathlib.Path(p).write_bytes(b"chr1\\t1\\t2\\nchr2\\t3\\t4\\n")
-    >>> [(b.tobytes(), last) for b, _, last in line_blocks(p, block_bytes=12)]
+    >>> [(b.tobytes(), last) for b, _, last in line_blocks(p, block_bytes=6)]
     [(b'chr1\\t1\\t2\\n', False), (b'chr2\\t3\\t4\\n', True)]
     """
     p = _check_readable(path)
