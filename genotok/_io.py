@@ -175,7 +175,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
     whether the file ends with this block (empty when the previous one ended the file).
 
     A block is valid until the next one is asked for: two buffers of ``block_bytes`` (default
-    :data:`BLOCK_BYTES`) take turns, and with ``ahead`` a thread reads (and inflates) the next
+    :data:`BLOCK_BYTES`, and room for the line carried over) take turns, and with ``ahead`` a thread reads (and inflates) the next
     block while the caller works on this one. A plain file of at most ``block_bytes`` is one
     block, read as :func:`read_bytes` reads it; an empty file is one empty block.
 
