@@ -171,13 +171,14 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
     ``(block, expected, last)``, ``block`` a ``uint8`` array that ends just after a newline (the
     last one: at the end of the file), ``expected`` the bytes of text the whole file is expected
     to hold (its size; for gzip, estimated from the compressed bytes read so far; for a pipe,
-    the bytes read so far) and ``last``
-    whether the file ends with this block (empty when the previous one ended the file).
+    the bytes read so far) and ``last`` whether the file ends with this block (empty when the
+    previous one ended the file).
 
     A block is valid until the next one is asked for: two buffers of ``block_bytes`` (default
-    :data:`BLOCK_BYTES`, and room for the line carried over) take turns, and with ``ahead`` a thread reads (and inflates) the next
-    block while the caller works on this one. A plain file of at most ``block_bytes`` is one
-    block, read as :func:`read_bytes` reads it; an empty file is one empty block.
+    :data:`BLOCK_BYTES`, and room for the line carried over) take turns, and with ``ahead`` a
+    thread reads (and inflates) the next block while the caller works on this one. A plain file
+    of at most ``block_bytes`` is one block, read as :func:`read_bytes` reads it; an empty file
+    is one empty block.
 
     Raises
     ------
