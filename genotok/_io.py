@@ -160,6 +160,10 @@ BLOCK_BYTES = 8 << 20
 #: a gzip stream is inflated into the block this much at a time: one ``readinto`` of 32 MB made
 #: the gzip reader allocate and copy a 32 MB temporary (117 MB of text: 0.45 s instead of 0.30)
 _INFLATE_PIECE = 1 << 20
+#: a .gz file of at most a block / this is inflated whole, as :func:`read_bytes` does (the
+#: path small files took before blocks; warm, a 1.4 MB .gz reads as fast either way, but the
+#: first touch of a fresh 8 MiB NumPy buffer, huge pages, stalled 10-30 ms at times here)
+_GZIP_WHOLE = 4
 #: a buffer's room for the unfinished line carried into it, beyond a block (at most a block;
 #: a line longer than this makes a larger buffer; a new buffer each block cost page faults)
 _CARRY_ROOM = 1 << 16
@@ -177,8 +181,8 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
     A block is valid until the next one is asked for: two buffers of ``block_bytes`` (default
     :data:`BLOCK_BYTES`, and room for the line carried over) take turns, and with ``ahead`` a
     thread reads (and inflates) the next block while the caller works on this one. A plain file
-    of at most ``block_bytes`` is one block, read as :func:`read_bytes` reads it; an empty file
-    is one empty block.
+    of at most ``block_bytes`` (a gzip file of at most a quarter of it) is one block, read as
+    :func:`read_bytes` reads it; an empty file is one empty block.
 
     Raises
     ------
@@ -205,8 +209,12 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             total = st.st_size if regular else 0
             # (a peek would fill the reader's buffer: a whole read after it took 3 ms, not 0.16)
             gz = (os.pread(raw.fileno(), 2, 0) if regular else raw.peek(2)[:2]) == GZIP_MAGIC
-            whole = raw.read() if regular and total <= size and not gz else None
+            whole = None
+            if regular and total <= (size // _GZIP_WHOLE if gz else size):
+                whole = raw.read()  # as read_bytes reads it
         if whole is not None:
+            if gz:
+                whole = decompress(whole, p)
             buf = np.frombuffer(whole, dtype=np.uint8)
             yield buf, buf.size, True
             return
@@ -283,7 +291,9 @@ def _frames(raw, total: int, gz: bool, size: int) -> Iterator[tuple[np.ndarray, 
             n = _fill(src, buf, c, piece)
             while n == buf.size and (cut := _last_newline(buf, c, n)) < 0:
                 c = n  # one line longer than the buffer: grow it and read on
-                buf = bufs[k] = np.concatenate((buf, np.empty(max(buf.size, size), np.uint8)))
+                bufs[k] = np.empty(buf.size + max(buf.size, size), np.uint8)
+                bufs[k][:n] = buf[:n]
+                buf = bufs[k]
                 n = _fill(src, buf, c, piece)
             last = n < buf.size  # (empty when the file ended with the previous block)
             cut = n if last else cut + 1
