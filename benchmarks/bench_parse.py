@@ -11,7 +11,15 @@ and 200k region strings (``chr1:100-200``) through ``parse_region_strings``. The
 ``RegionSet.from_bed`` of the narrowPeak cold and warm with 1 and 2 threads in fresh processes
 (with RSS), and a size sweep (1/4, 1/2 and all of ``--n-query`` lines).
 
+With ``--large N`` (or ``--large-file PATH``, and ``PATH.gz`` beside it when present): an
+N-line narrowPeak, plain and gzipped, read whole as before blocks (``_io.read_bytes`` +
+``bed.read_buffer``) and a block at a time (``bed.read_file``, with and without the read-ahead
+thread), each in a fresh process, the modes alternating for ``--rounds`` rounds: wall and CPU
+seconds, peak RSS and the peak above the process's RSS before the call, beside the output's own
+size (the parsed arrays); and the floor: the blocks read (and inflated) with no parse.
+
     python benchmarks/bench_parse.py [--n-query 200000] [--n-universe 1000000] [--repeat 5]
+                                     [--large 10000000 | --large-file q.narrowPeak] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import gzip
 import json
 import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 from _common import (
@@ -60,12 +69,93 @@ def _shuffled(path):
     return out
 
 
+LARGE = """
+import json, resource, time
+import numpy as np
+import genotok
+from genotok import _io, bed
+mode, path = {mode!r}, {path!r}
+if mode == "blocks, no read-ahead":
+    _lines = _io.line_blocks
+    _io.line_blocks = lambda p, b=None, ahead=True: _lines(p, b, False)
+genotok.warmup()
+
+def status(key):
+    with open("/proc/self/status") as fh:
+        return next(int(x.split()[1]) / 1024 for x in fh if x.startswith(key + ":"))
+
+before = status("VmRSS")
+cpu = resource.getrusage(resource.RUSAGE_SELF)
+t = time.perf_counter()
+if mode == "whole":
+    out = bed.read_buffer(_io.read_bytes(path), path)
+elif mode == "blocks read, no parse (floor)":
+    out = [[], *[np.zeros(0)] * 3]
+    for _ in _io.line_blocks(path):
+        pass
+else:
+    out = bed.read_file(path)
+wall = time.perf_counter() - t
+now = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps(dict(wall=wall, cpu=now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime,
+                      peak=status("VmHWM"), before=before, n=int(out[1].size),
+                      out=sum(a.nbytes for a in out[1:]) / 2**20)))
+"""
+LARGE_MODES = ("whole", "blocks", "blocks, no read-ahead", "blocks read, no parse (floor)")
+
+
+def large_section(path: Path, rounds: int) -> str:
+    """Whole-buffer against blocked reads of one large file, alternating fresh processes."""
+    from genotok import _io
+
+    files = [path] + [g for g in (Path(str(path) + ".gz"),) if g.exists()]
+    runs: dict = {}
+    for _ in range(rounds):
+        for f in files:
+            for mode in LARGE_MODES:
+                r = json.loads(in_subprocess(LARGE.format(mode=mode, path=str(f))))
+                runs.setdefault((f.name, mode), []).append(r)
+
+    def span(values, fmt="{:.2f}"):
+        lo, hi = min(values), max(values)
+        return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else \
+            f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+    rows = []
+    for (name, mode), rs in runs.items():
+        rows.append([name, mode, span([r["wall"] for r in rs]), span([r["cpu"] for r in rs]),
+                     span([r["peak"] for r in rs], "{:.0f}"),
+                     span([r["peak"] - r["before"] for r in rs], "{:.0f}"),
+                     f"{rs[0]['out']:.0f}" if rs[0]["n"] else "", f"{rs[0]['n']:,}" if rs[0]["n"] else ""])
+    head = (f"## Large files: {path.name} ({path.stat().st_size / 2**20:.0f} MiB of text), "
+            "whole buffer vs blocks\n\n"
+            f"{rounds} rounds, each a fresh process per file and mode, modes alternating; "
+            f"ranges over the rounds. Blocks of {_io.BLOCK_BYTES >> 20} MiB.\n")
+    return head + "\n" + table(rows, ["file", "read", "wall s", "CPU s", "peak RSS MiB",
+                                      "peak above the RSS before the call MiB",
+                                      "output MiB", "regions"])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n-query", type=int, default=200_000, help="lines of the narrowPeak query")
     ap.add_argument("--n-universe", type=int, default=1_000_000, help="lines of the BED3 universe")
     ap.add_argument("--repeat", type=int, default=5, help="warm timings are the best of this many")
+    ap.add_argument("--large", type=int, default=0,
+                    help="lines of a large narrowPeak read whole vs in blocks (0: skip)")
+    ap.add_argument("--large-file", type=Path, help="an existing large BED file instead")
+    ap.add_argument("--rounds", type=int, default=4, help="rounds of the large-file comparison")
+    ap.add_argument("--large-only", action="store_true", help="only the large-file section")
     args = ap.parse_args(argv)
+    large = args.large_file
+    if large is None and args.large:
+        large = query_file(universe_file(args.n_universe), args.large)
+        query_file(universe_file(args.n_universe), args.large, gz=True)  # beside it, .gz
+    if args.large_only:
+        if large is None:
+            ap.error("--large-only needs --large or --large-file")
+        print(large_section(large, args.rounds))
+        return 0
     upath = universe_file(args.n_universe)
     qpath = query_file(upath, args.n_query)
     files = {"narrowPeak": qpath,
@@ -132,6 +222,9 @@ def main(argv=None) -> int:
     sizes = {k: setup(str(query_file(upath, k))) for k in (args.n_query // 4, args.n_query // 2,
                                                           args.n_query)}
     print(sweep_section(label, sizes, call, "line"))
+    if large is not None:
+        print()
+        print(large_section(large, args.rounds))
     return 0
 
 

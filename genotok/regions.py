@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _io
 from . import bed as _bed
 from .errors import BedParseError, RegionParseError
 from .kernels import names as _names
@@ -197,9 +196,11 @@ class RegionSet:
     def from_bed(cls, path: str | os.PathLike, *, allow_reversed: bool = False) -> "RegionSet":
         """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok.kernels.parse``).
 
-        Large files (>= 8 MB of text) are parsed in chunks on all numba threads.
-        ``allow_reversed=True`` keeps lines whose end is before their start as they are (a
-        serial parse; for universes gtars accepted, see :class:`genotok.universe.Universe`).
+        Files of more than 8 MiB of text are read a block of 8 MiB at a time (gzip: inflated
+        a block at a time), each block parsed in chunks on all numba threads while the next
+        is read: memory is the regions (20 bytes each) and two blocks, not the file.
+        ``allow_reversed=True`` keeps lines whose end is before their start as they are (for
+        universes gtars accepted, see :class:`genotok.universe.Universe`).
 
         Raises
         ------
@@ -215,8 +216,8 @@ class RegionSet:
         ['chr1:10-20']
         """
         p = os.fspath(path)
-        buf = _io.read_bytes(p)
-        return cls._from_buffer(buf, p, allow_reversed)
+        names, codes, starts, ends = _bed.read_file(p, allow_reversed)
+        return cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
 
     @classmethod
     def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> RegionSet:

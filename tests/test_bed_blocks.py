@@ -1,0 +1,297 @@
+"""BED files read a block of lines at a time (``bed.read_file``): with blocks of a few bytes, so
+that every line straddles blocks, a file parses exactly as its whole text does
+(``bed.read_buffer``) and as the plain-Python oracle says, errors included (same class, line
+and message), chromosome order included; and the blocks themselves (``_io.line_blocks``)."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import genotok.bed as B
+from genotok import BedParseError, RegionSet, _io
+
+from . import naive_regions as naive
+from .test_regions import BAD_LINES, REGION, SOUP, _kind, bed_texts
+
+FIXTURE_OK = [HealthCheck.function_scoped_fixture]
+BLOCK = st.one_of(st.integers(1, 16), st.integers(17, 300))
+
+
+def _write(tmp_path, text: bytes, gz: bool, name: str = "x.bed"):
+    path = tmp_path / (name + (".gz" if gz else ""))
+    path.write_bytes(gzip.compress(text) if gz else text)
+    return path
+
+
+def _outcome(read):
+    """``("ok", names, codes, starts, ends)`` or ``("error", class, line, message)``."""
+    try:
+        names, codes, starts, ends = read()
+    except BedParseError as exc:
+        return "error", type(exc), exc.line, str(exc).split(": ", 1)[1]
+    assert codes.dtype == np.int32 and starts.dtype == ends.dtype == np.int64
+    return "ok", list(names), codes.tolist(), starts.tolist(), ends.tolist()
+
+
+def _same_as_whole(path, text: bytes, block: int, allow_reversed: bool = False):
+    """The blocked read equals the whole-buffer parse of the text; returns that outcome."""
+    whole = _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), str(path),
+                                           allow_reversed))
+    blocked = _outcome(lambda: B.read_file(path, allow_reversed, block_bytes=block))
+    assert blocked == whole, (text, block)
+    return whole
+
+
+def _agrees_with_oracle(outcome, text: bytes):
+    try:
+        expected = naive.parse(text)
+    except naive.NaiveError as exc:
+        assert outcome[0] == "error", (text, outcome)
+        assert outcome[2] == exc.line and _kind(BedParseError("x", 1, outcome[3])) == exc.kind
+        return
+    assert outcome[0] == "ok", (text, outcome)
+    names, codes, starts, ends = outcome[1:]
+    assert [(names[c], s, e) for c, s, e in zip(codes, starts, ends)] == expected
+    assert names == list(dict.fromkeys(c for c, _, _ in expected))  # order of first appearance
+
+
+@pytest.fixture
+def chunked(monkeypatch):
+    """Blocks split into chunks too (as a large block is, on the numba threads)."""
+    def use(on: bool):
+        monkeypatch.setattr(B, "_parse_threads", (lambda n, floor=0: 3) if on else
+                            B._parse_threads)
+    return use
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(bed_texts(), BLOCK, st.booleans(), st.booleans())
+def test_dialects_in_blocks_parse_as_the_whole_text(tmp_path, chunked, case, block, gz, chunks):
+    text, _ = case
+    chunked(chunks)
+    outcome = _same_as_whole(_write(tmp_path, text, gz), text, block)
+    _agrees_with_oracle(outcome, text)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(SOUP, BLOCK, st.booleans(), st.booleans())
+def test_byte_soup_in_blocks_agrees(tmp_path, chunked, text, block, gz, chunks):
+    chunked(chunks)
+    outcome = _same_as_whole(_write(tmp_path, text, gz), text, block)
+    _agrees_with_oracle(outcome, text)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(st.lists(REGION, min_size=1, max_size=30), st.sampled_from(BAD_LINES), st.data(), BLOCK)
+def test_errors_in_later_blocks_name_the_file_line(tmp_path, regions, bad, data, block):
+    line, _ = bad
+    k = data.draw(st.integers(1, len(regions)))
+    lines = [f"{c}\t{s}\t{e}" for c, s, e in regions]
+    lines.insert(k, line)
+    text = ("\n".join(lines) + "\n").encode("latin-1")
+    outcome = _same_as_whole(_write(tmp_path, text, False), text, block)
+    assert outcome[:3] == ("error", BedParseError, k + 1)
+    _agrees_with_oracle(outcome, text)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(st.lists(REGION, max_size=30), st.booleans(), BLOCK)
+def test_allow_reversed_in_blocks(tmp_path, regions, swap, block):
+    lines = [f"{c}\t{e}\t{s}" if swap and e > s else f"{c}\t{s}\t{e}" for c, s, e in regions]
+    text = "".join(x + "\n" for x in lines).encode()
+    path = _write(tmp_path, text, False)
+    outcome = _same_as_whole(path, text, block, allow_reversed=True)
+    assert outcome[0] == "ok" and len(outcome[2]) == len(regions)
+    _same_as_whole(path, text, block)  # and refused alike without it
+
+
+# ------------------------------------------------------------------------------ adversarial
+@pytest.mark.parametrize("block", [1, 2, 7, 32, 300])
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("chunks", [False, True])
+def test_adversarial_files(tmp_path, chunked, block, gz, chunks):
+    chunked(chunks)
+    long = b"chr1\t5\t9\t" + b"n" * 1000 + b"\n"
+    cases = {
+        "line longer than the block": b"chr2\t1\t2\n" + long + b"chr1\t3\t4\r\n" + long[:-1],
+        "only headers": b"# c\ntrack name=x\nbrowser position chr1\n\n#chrom\tstart\tend\n",
+        "empty": b"",
+        "blank lines": b"\n" * 300 + b"\r\n" * 40,
+        "header after comments": b"#x\n" * 50 + b"chrom\tstart\tend\nchr1\t1\t2\n",
+        "second header": b"chrom\tstart\tend\n" + b"#x\n" * 50 + b"chrom\tstart\tend\n",
+        "header after data": b"chr1\t1\t2\n" + b"\n" * 40 + b"chrom\tstart\tend\n",
+        # the header in a block's second chunk (the serial parse finds it), then another one
+        # first in the next block (blocks of 32 in buffers of 64: the first ends after "chr1 0 1")
+        "header after comments, twice": b"#x\n" * 13 + b"chrom\tstart\tend\nchr1\t0\t1\n"
+                                        b"chrom\tstart\tend\nchr1\t1\t2\n",
+        "CR before the cut": b"chr1\t1\t2\r\nchr2\t3\t4\r\n" * 20,
+        "no final newline": b"chr1\t1\t2\nchr1\t3\t4",
+        "bad name later": b"chr1\t1\t2\n" * 30 + b"chr\xe9\t1\t2\n",
+        "bad name, then an earlier-line error": b"chr1\t1\t2\n" * 5 + b"chr\xe9\t1\t2\nchr1\t9\t1\n",
+        "NUL after an error": b"chr1\t9\t1\n" + b"chr1\t1\t2\n" * 100 + b"chr1\t1\x00\t2\n",
+        "NUL beyond 8 KiB": b"chr1\t9\t1\n" + b"chr1\t1\t2\n" * 1000 + b"chr1\t1\x00\t2\n",
+        "comments first, then data": b"# " + b"x" * 300 + b"\n" + b"".join(
+            f"c{i % 3}\t{i}\t{i + 1}\n".encode() for i in range(300)),
+        "long lines first, then dense ones (the room grows)": b"".join(
+            f"c1\t{i}\t{i + 1}\t".encode() + b"n" * 90 + b"\n" for i in range(20)) + b"".join(
+            f"c2\t{i}\t{i + 1}\n".encode() for i in range(600)),
+        "names in a new order each block": b"".join(
+            f"c{(i * 7) % 13}\t{i}\t{i + 1}\n".encode() for i in range(200)),
+    }
+    for label, text in cases.items():
+        path = _write(tmp_path, text, gz, name=label.replace(" ", "_"))
+        outcome = _same_as_whole(path, text, block)
+        _agrees_with_oracle(outcome, text)
+        if label in ("only headers", "empty", "blank lines"):
+            assert outcome == ("ok", [], [], [], [])
+        if outcome[0] == "ok":  # arrays of the records' size, whatever room they had
+            _, codes, starts, ends = B.read_file(path, block_bytes=block)
+            assert codes.size == starts.size == ends.size == len(outcome[2])
+            assert all(a.base is None for a in (codes, starts, ends)) or len(codes) == 0 or (
+                block >= len(text))
+
+
+@pytest.mark.parametrize("block", [3, 50, 4096])
+def test_damaged_gzip_in_blocks_names_the_file(tmp_path, block):
+    good = gzip.compress(b"".join(f"chr1\t{i}\t{i + 5}\n".encode() for i in range(3000)))
+    (tmp_path / "trunc.bed.gz").write_bytes(good[: len(good) // 2])
+    with pytest.raises(BedParseError, match="truncated gzip.*re-") as info:
+        B.read_file(tmp_path / "trunc.bed.gz", block_bytes=block)
+    assert info.value.path.endswith("trunc.bed.gz") and info.value.line is None
+    corrupt = bytearray(good)
+    corrupt[len(good) // 2:len(good) // 2 + 40] = bytes(40)
+    (tmp_path / "bad.bed.gz").write_bytes(bytes(corrupt))
+    with pytest.raises(BedParseError, match="gzip"):
+        B.read_file(tmp_path / "bad.bed.gz", block_bytes=block)
+    # a parse error blocks before the damage is reported as that line (its block is parsed
+    # before the damage is read; the reader takes 512 KB of compressed bytes at a time)
+    rng = np.random.default_rng(0)
+    lines = (f"chr1\t{s}\t{s + 9}\tp{s}\n".encode() for s in rng.integers(0, 10**9, 400_000))
+    early = gzip.compress(b"chr1\t9\t1\n" + b"".join(lines), compresslevel=1)
+    assert len(early) > 3 << 20
+    (tmp_path / "early.bed.gz").write_bytes(early[: len(early) // 2])
+    with pytest.raises(BedParseError, match="early.bed.gz:1: end is before start"):
+        B.read_file(tmp_path / "early.bed.gz", block_bytes=block)
+    (tmp_path / "missing").mkdir()
+    with pytest.raises(BedParseError, match="is a directory"):
+        B.read_file(tmp_path / "missing", block_bytes=block)
+
+
+def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):
+    """``RegionSet.from_bed`` takes the blocked read: a file larger than a block gives the
+    whole text's regions in arrays cut to their size."""
+    lines = [f"chr{i % 5}\t{i}\t{i + 10}\tpeak{i}\t0\t.\n" for i in range(5000)]
+    text = ("#c\n" + "".join(lines)).encode()
+    path = _write(tmp_path, text, False)
+    monkeypatch.setattr(_io, "BLOCK_BYTES", 4096)
+    rs = RegionSet.from_bed(path)
+    whole = RegionSet._from_buffer(np.frombuffer(text, np.uint8), str(path))
+    assert rs == whole and rs.chrom_names == whole.chrom_names and rs.from_file
+    for a in (rs.codes, rs.starts, rs.ends):
+        assert a.size == 5000 and a.base is None and a.flags.owndata  # cut to size
+
+
+# ------------------------------------------------------------------------------ the blocks
+@settings(max_examples=150, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       st.booleans(), st.integers(1, 100), st.booleans())
+def test_line_blocks_cover_the_file_in_whole_lines(tmp_path, lines, end_nl, size, gz):
+    text = b"\n".join(lines) + (b"\n" if end_nl and lines else b"")
+    path = _write(tmp_path, text, gz)
+    seen = {}
+    for ahead in (False, True):
+        blocks = seen[ahead] = [(b.tobytes(), e, last) for b, e, last in
+                                _io.line_blocks(path, block_bytes=size, ahead=ahead)]
+        assert b"".join(b for b, _, _ in blocks) == text
+        assert [last for _, _, last in blocks] == [False] * (len(blocks) - 1) + [True]
+        assert blocks[-1][1] == len(text)  # the last one knows the size
+        for b, _, last in blocks[:-1]:
+            assert b.endswith(b"\n") and b  # whole lines, never empty
+            # a buffer grows (doubling) only to hold a line longer than a block
+            assert len(b) <= 2 * (size + max(map(len, lines)) + 1)
+    assert seen[True] == seen[False]
+
+
+def test_line_blocks_stop_early_and_estimate_gzip(tmp_path):
+    rng = np.random.default_rng(1)  # 4 MB compressed: the reader takes 512 KB at a time
+    text = b"".join(f"chr1\t{s}\t{s + 5}\n".encode() for s in rng.integers(0, 10**9, 300_000))
+    path = tmp_path / "x.bed.gz"
+    path.write_bytes(gzip.compress(text, compresslevel=1))
+    blocks = _io.line_blocks(path, block_bytes=1 << 20)
+    _, expected, last = next(blocks)
+    assert not last and 0.7 < expected / len(text) < 1.5  # from the compressed bytes read
+    blocks.close()  # the reading thread stops; nothing is left behind
+    small = _write(tmp_path, b"chr1\t1\t2\n", False, name="small.bed")
+    assert [(b.tobytes(), last) for b, _, last in _io.line_blocks(small)] == [
+        (b"chr1\t1\t2\n", True)]
+
+
+def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
+    """The memory bound, in bytes allocated (tracemalloc sees NumPy's buffers, the reading
+    thread's too): the whole text (2.3 MB here) is never held, only the records' arrays (20
+    bytes a record, allocated for the first block's records per byte plus 25%: address space,
+    of which only the records are ever written) and two blocks."""
+    import tracemalloc
+
+    n, block = 120_000, 64 << 10
+    text = b"".join(f"chr{i % 3}\t{n + i}\t{n + i + 5}\n".encode() for i in range(n))
+    path = _write(tmp_path, text, False)  # lines of one length: the first block's guess holds
+    B.read_file(path, block_bytes=block)  # compiled, threads started once
+    tracemalloc.start()
+    try:
+        _, codes, starts, ends = B.read_file(path, block_bytes=block)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    out = codes.nbytes + starts.nbytes + ends.nbytes
+    assert codes.size == n and out == 20 * n
+    assert peak < 1.3 * out + 3 * block + (256 << 10) < len(text) + out, (peak, out)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("block", [5, None])
+def test_a_pipe_reads_like_its_file(tmp_path, gz, block):
+    """A pipe (``<(zcat x.bed.gz)``, ``/dev/stdin``) has no size and cannot seek: read whole
+    before blocks, it is read a block at a time like any file, gzip or not."""
+    import os
+    import threading
+
+    text = b"".join(f"chr{i % 4}\t{i}\t{i + 3}\n".encode() for i in range(3000))
+    data = gzip.compress(text) if gz else text
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        got = _outcome(lambda: B.read_file(f"/dev/fd/{r}", block_bytes=block))
+    finally:
+        writer.join()
+        os.close(r)
+    assert got == _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), "x.bed"))
+
+
+def test_no_thread_outlives_a_read(tmp_path):
+    """The read-ahead thread and the parse pool stop when the read ends, well or not."""
+    import threading
+
+    def ours():
+        return [t.name for t in threading.enumerate() if t.name.startswith("genotok-")]
+
+    good = b"".join(f"chr1\t{i}\t{i + 1}\n".encode() for i in range(200_000))  # 2.7 MB
+    for text in (good, good + b"chr1\t9\t1\n" + good):
+        for gz in (False, True):
+            path = _write(tmp_path, text, gz)
+            try:  # blocks of 1 MiB: two chunks each, on the pool
+                B.read_file(path, block_bytes=1 << 20)
+            except BedParseError:
+                pass
+            assert ours() == []
