@@ -20,10 +20,7 @@ def normalize_rows(indptr, data, target_sum, log1p):
     out = np.empty(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
-        total = 0.0
-        for k in range(a, b):
-            total += data[k]
-        scale = target_sum / total if total > 0 else 0.0
+        scale = _row_scale(data, a, b, target_sum)
         for k in range(a, b):
             v = data[k] * scale
             out[k] = np.log1p(v) if log1p else v
@@ -31,6 +28,53 @@ def normalize_rows(indptr, data, target_sum, log1p):
 
 
 _SMALL = 4096  # a row of integers up to this is ranked by counting, not sorting
+
+
+@njit(**NJIT)
+def _bin_row(out, a, b, data, raw, scale, log1p, n_bins):
+    """The bins of entries ``a:b`` (one row) into ``out``; entry ``k``'s value is ``data[k] *
+    scale``, then ``log1p`` when asked (a map that keeps the sign, the order and ties).
+    ``raw`` holds the values the row's counting is done on (see :func:`row_bins`)."""
+    m = 0
+    small = True
+    top = 0.0
+    for k in range(a, b):
+        if np.float64(data[k]) * scale > 0:
+            m += 1
+            x = np.float64(raw[k])
+            if x != np.floor(x) or x > _SMALL:
+                small = False
+            elif x > top:
+                top = x
+    if m == 0:
+        return
+    if small:
+        below = np.zeros(int(top) + 2, np.int64)
+        for k in range(a, b):
+            if np.float64(data[k]) * scale > 0:
+                below[int(raw[k]) + 1] += 1
+        for j in range(1, below.size):
+            below[j] += below[j - 1]  # below[v] = values < v
+        for k in range(a, b):
+            if np.float64(data[k]) * scale > 0:
+                out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
+        return
+    vals = np.empty(b - a, np.float64)
+    pos = np.empty(m, np.float64)
+    j = 0
+    for k in range(a, b):
+        v = np.float64(data[k]) * scale
+        v = np.log1p(v) if log1p else v
+        vals[k - a] = v
+        if v > 0:
+            pos[j] = v
+            j += 1
+    pos.sort()
+    for k in range(a, b):
+        v = vals[k - a]
+        if v > 0:
+            rank = np.searchsorted(pos, v)  # side="left": values strictly below
+            out[k] = 1 + (rank * (n_bins - 1)) // m
 
 
 @njit(**NJIT_PARALLEL)
@@ -45,44 +89,18 @@ def row_bins(indptr, data, n_bins, raw):
     integers that small stay distinct in float64); other rows sort ``data``."""
     out = np.zeros(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
-        a, b = indptr[r], indptr[r + 1]
-        m = 0
-        small = True
-        top = 0.0
-        for k in range(a, b):
-            if data[k] > 0:
-                m += 1
-                x = raw[k]
-                if x != np.floor(x) or x > _SMALL:
-                    small = False
-                elif x > top:
-                    top = x
-        if m == 0:
-            continue
-        if small:
-            below = np.zeros(int(top) + 2, np.int64)
-            for k in range(a, b):
-                if data[k] > 0:
-                    below[int(raw[k]) + 1] += 1
-            for j in range(1, below.size):
-                below[j] += below[j - 1]  # below[v] = values < v
-            for k in range(a, b):
-                if data[k] > 0:
-                    out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
-            continue
-        pos = np.empty(m, np.float64)
-        j = 0
-        for k in range(a, b):
-            if data[k] > 0:
-                pos[j] = data[k]
-                j += 1
-        pos.sort()
-        for k in range(a, b):
-            v = data[k]
-            if v > 0:
-                rank = np.searchsorted(pos, v)  # side="left": values strictly below
-                out[k] = 1 + (rank * (n_bins - 1)) // m
+        _bin_row(out, indptr[r], indptr[r + 1], data, raw, 1.0, False, n_bins)
     return out
+
+
+@njit(**NJIT)
+def _row_scale(data, a, b, target_sum):
+    """``target_sum / total`` of the row ``data[a:b]`` (float64 sum in order), 0 when the
+    total is not > 0: :func:`normalize_rows`' factor."""
+    total = 0.0
+    for k in range(a, b):
+        total += np.float64(data[k])
+    return target_sum / total if total > 0 else 0.0
 
 
 @njit(**NJIT_PARALLEL)
@@ -94,10 +112,7 @@ def normalize_divide(indptr, indices, data, target_sum, log1p, med):
     out = np.empty(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
-        total = 0.0
-        for k in range(a, b):
-            total += np.float64(data[k])
-        scale = target_sum / total if total > 0 else 0.0
+        scale = _row_scale(data, a, b, target_sum)
         for k in range(a, b):
             m = med[indices[k]]
             if m > 0:
@@ -117,55 +132,8 @@ def normalize_bins(indptr, data, target_sum, log1p, n_bins):
     out = np.zeros(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
-        total = 0.0
-        for k in range(a, b):
-            total += np.float64(data[k])
-        scale = target_sum / total if total > 0 else 0.0
-        m = 0
-        small = True
-        top = 0.0
-        for k in range(a, b):
-            x = np.float64(data[k])
-            if x * scale > 0:  # log1p keeps the sign
-                m += 1
-                if x != np.floor(x) or x > _SMALL:
-                    small = False
-                elif x > top:
-                    top = x
-        if m == 0:
-            continue
-        if small:
-            below = np.zeros(int(top) + 2, np.int64)
-            for k in range(a, b):
-                x = np.float64(data[k])
-                if x * scale > 0:
-                    below[int(x) + 1] += 1
-            for j in range(1, below.size):
-                below[j] += below[j - 1]  # below[v] = values < v
-            for k in range(a, b):
-                x = np.float64(data[k])
-                if x * scale > 0:
-                    out[k] = 1 + (below[int(x)] * (n_bins - 1)) // m
-            continue
-        vals = np.empty(b - a, np.float64)
-        pos = np.empty(m, np.float64)
-        j = 0
-        for k in range(a, b):
-            v = np.float64(data[k]) * scale
-            v = np.log1p(v) if log1p else v
-            vals[k - a] = v
-            if v > 0:
-                pos[j] = v
-                j += 1
-        pos.sort()
-        for k in range(a, b):
-            v = vals[k - a]
-            if v > 0:
-                rank = np.searchsorted(pos, v)  # side="left": values strictly below
-                out[k] = 1 + (rank * (n_bins - 1)) // m
+        _bin_row(out, a, b, data, data, _row_scale(data, a, b, target_sum), log1p, n_bins)
     return out
-
-
 
 
 @njit(**NJIT)
