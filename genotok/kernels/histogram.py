@@ -47,7 +47,8 @@ COUNT_MAX = (1 << _BITS) - 1  #: a slot's count above this spills to the caller
 
 @njit(**NJIT)
 def new_table(capacity):
-    """An empty table of ``capacity`` slots (``1 <= capacity < 2**32``; 0 is an empty slot)."""
+    """An empty table of ``capacity`` slots (``capacity < 2**32``; 0 is an empty slot; a
+    table of no slots gets slots before its first key)."""
     return np.zeros(capacity, np.int64)
 
 
@@ -202,8 +203,8 @@ def add_block(table, n_used, q, keys, counts, a, b):
     being new, then doubled whenever more than half its slots are used) and the ``(global key, count)`` pairs, flat, that left a slot at
     :data:`COUNT_MAX`."""
     base = np.int64(q) << (BLOCK + 32)
-    want = 2 * (n_used + (b - a) // 8)  # room for 1/8 of the keys being new: fewer doublings
-    if want > table.size:
+    want = max(16, 2 * (n_used + (b - a) // 8))  # room for 1/8 of the keys being new
+    if want > table.size:  # (fewer doublings; an empty table of no slots gets its first)
         table = grow(table, want)
     table, n_used, spills, n_spill = _insert(table, n_used, base, keys, counts, a, b,
                                              np.empty(0, np.int64), 0)

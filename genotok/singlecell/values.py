@@ -168,7 +168,8 @@ class _Histogram:
         self.n_features = n_features
         self.exact = True
         n_blocks = max(1, -(-n_features // (1 << HK.BLOCK)))
-        self.tables = List([HK.new_table(16) for _ in range(n_blocks)])
+        none = HK.new_table(0)  # shared by the blocks until their first key (never written)
+        self.tables = List([none] * n_blocks)
         self.used = np.zeros(n_blocks, np.int64)
         self.spills: dict[int, int] = {}
 

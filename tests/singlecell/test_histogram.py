@@ -74,7 +74,7 @@ def _table_of(block_keys: dict, counts: dict | None = None):
     for q in range(max(block_keys, default=-1) + 1):
         keys = np.array(block_keys.get(q, []), np.int64)
         c = None if counts is None else np.array(counts.get(q, []), np.int64)
-        table, n_used, flat = HK.add_block(HK.new_table(2), 0, q, keys, c, 0, keys.size)
+        table, n_used, flat = HK.add_block(HK.new_table(q % 3), 0, q, keys, c, 0, keys.size)
         k, n = HK.pairs(table, q)
         assert n_used == k.size == len(set(keys.tolist()))
         got.update(dict(zip(k.tolist(), n.tolist())))
