@@ -14,7 +14,9 @@
 2. **Value encodings on a ``.h5ad`` path** (row chunks, never loaded whole): plain
    ``tokenize_anndata`` against ``normalize="total", rank="median", order="value"``
    (Geneformer: one extra pass for the medians) and ``normalize="total", log1p=True, bins=51``
-   (scGPT). Issue goal: within 1.5× of plain tokenization (200k cells).
+   (scGPT), with the floor of a pass (h5py reading the matrix's arrays), the medians pass
+   alone and the one-pass inference case (given medians), all interleaved in one process.
+   Issue goal: within 1.5× of plain tokenization (200k cells).
 
 Data: ``gendata.py universe`` / ``fragments`` / ``h5ad`` into ``benchmarks/_data/``.
 
@@ -122,18 +124,39 @@ print(json.dumps(dict(seconds=t, rss=peak_rss_mib(), base=base, cells=int(pm.n_o
 ENCODE = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+import h5py
 from genotok import Tokenizer, tokenize_anndata
+from genotok.singlecell import feature_medians
+path = {path!r}
 tok = Tokenizer.from_bed({universe!r})
-kw = {kw}
-tokenize_anndata({path!r}, tok, chunk_rows=8, **kw)  # compile / load the kernels
-best = None
-for _ in range({repeat}):
-    t0 = time.perf_counter()
-    r = tokenize_anndata({path!r}, tok, **kw)
-    t = time.perf_counter() - t0
-    best = t if best is None else min(best, t)
-print(json.dumps(dict(seconds=best, rss=peak_rss_mib(), tokens=int(r.data.size))))
+med = feature_medians(path, normalize="total")  # the training medians, for the inference case
+
+
+def read():  # the floor of one pass: the matrix's arrays read by h5py, nothing else
+    with h5py.File(path, "r") as f:
+        for name in ("indptr", "indices", "data"):
+            f["X"][name][:]
+
+
+cases = dict(
+    read=read,
+    plain=lambda: tokenize_anndata(path, tok, values=True),
+    medians=lambda: feature_medians(path, normalize="total"),
+    geneformer=lambda: tokenize_anndata(path, tok, values=True, normalize="total",
+                                        rank="median", order="value"),
+    inference=lambda: tokenize_anndata(path, tok, values=True, normalize="total", rank=med,
+                                       order="value"),
+    scgpt=lambda: tokenize_anndata(path, tok, values=True, normalize="total", log1p=True,
+                                   bins=51))
+for f in cases.values():  # compile / load the kernels, warm the page cache
+    f()
+times = {{k: [] for k in cases}}
+for _ in range({repeat}):  # interleaved rounds: a drift of the shared box hits every case
+    for k, f in cases.items():
+        t0 = time.perf_counter()
+        f()
+        times[k].append(time.perf_counter() - t0)
+print(json.dumps(dict(times=times, entries=int(h5py.File(path, "r")["X"]["data"].shape[0]))))
 """
 
 
@@ -227,23 +250,27 @@ def encodings_section(args) -> None:
     h5 = gendata("h5ad", f"fm_{args.h5ad_cells}_{args.h5ad_peaks}_{args.nnz}.h5ad",
                  "--cells", str(args.h5ad_cells), "--peaks", str(args.h5ad_peaks),
                  "--nnz", str(args.nnz))
-    cases = {"plain (values=True)": "dict(values=True)",
-             "Geneformer: total + rank='median', order='value'":
-                 "dict(values=True, normalize='total', rank='median', order='value')",
-             "scGPT: total + log1p + bins=51":
-                 "dict(values=True, normalize='total', log1p=True, bins=51)"}
-    res = {k: json.loads(in_subprocess(ENCODE.format(here=str(HERE), universe=str(universe),
-                                                      path=str(h5), kw=kw, repeat=args.repeat)))
-           for k, kw in cases.items()}
-    base = res["plain (values=True)"]["seconds"]
-    rows = [[k, f"{r['seconds']:.2f}", f"{args.h5ad_cells / r['seconds']:,.0f}",
-             f"{r['rss']:.0f}", f"{r['seconds'] / base:.2f}"] for k, r in res.items()]
+    run = json.loads(in_subprocess(ENCODE.format(here=str(HERE), universe=str(universe),
+                                                 path=str(h5), repeat=args.repeat)))
+    t = run["times"]
+    names = {"read": "floor: h5py reads indptr, indices, data",
+             "plain": "plain `tokenize_anndata(values=True)`",
+             "medians": "`feature_medians(normalize='total')` (the medians pass alone)",
+             "geneformer": "Geneformer: total + rank='median', order='value' (two passes)",
+             "inference": "Geneformer inference: rank=<given medians> (one pass)",
+             "scgpt": "scGPT: total + log1p + bins=51"}
+    plain = t["plain"]
+    span = lambda v: f"{min(v):.2f}-{max(v):.2f}"  # noqa: E731
+    # × plain per round (the same round's plain run), then the range over the rounds
+    per = {k: [x / p for x, p in zip(v, plain)] for k, v in t.items()}
+    rows = [[names[k], span(v), span(per[k])] for k, v in t.items()]
     print(f"\n## Value encodings on a .h5ad path ({args.h5ad_cells:,} cells × "
-          f"{args.h5ad_peaks:,} peaks, ~{args.nnz:,} entries per cell)\n")
-    print(table(rows, ["workload", "s (best)", "cells/s", "peak RSS MiB", "× plain"]))
-    worst = max(r["seconds"] for r in res.values()) / base
+          f"{args.h5ad_peaks:,} peaks, {run['entries']:,} entries; one process, kernels warm, "
+          f"{args.repeat} interleaved rounds)\n")
+    print(table(rows, ["workload", "s (range)", "× plain (same round)"]))
+    worst = max(min(per["geneformer"]), min(per["scgpt"]))
     goal("rank-value and binning on a backed h5ad", "≤ 1.5× plain tokenization",
-         f"{worst:.2f}×", worst <= 1.5)
+         f"{worst:.2f}× (best round)", worst <= 1.5)
 
 
 def main() -> None:

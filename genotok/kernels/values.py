@@ -20,10 +20,7 @@ def normalize_rows(indptr, data, target_sum, log1p):
     out = np.empty(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
-        total = 0.0
-        for k in range(a, b):
-            total += data[k]
-        scale = target_sum / total if total > 0 else 0.0
+        scale = _row_scale(data, a, b, target_sum)
         for k in range(a, b):
             v = data[k] * scale
             out[k] = np.log1p(v) if log1p else v
@@ -31,6 +28,53 @@ def normalize_rows(indptr, data, target_sum, log1p):
 
 
 _SMALL = 4096  # a row of integers up to this is ranked by counting, not sorting
+
+
+@njit(**NJIT)
+def _bin_row(out, a, b, data, raw, scale, log1p, n_bins):
+    """The bins of entries ``a:b`` (one row) into ``out``; entry ``k``'s value is ``data[k] *
+    scale``, then ``log1p`` when asked (a map that keeps the sign, the order and ties).
+    ``raw`` holds the values the row's counting is done on (see :func:`row_bins`)."""
+    m = 0
+    small = True
+    top = 0.0
+    for k in range(a, b):
+        if np.float64(data[k]) * scale > 0:
+            m += 1
+            x = np.float64(raw[k])
+            if x != np.floor(x) or x > _SMALL:
+                small = False
+            elif x > top:
+                top = x
+    if m == 0:
+        return
+    if small:
+        below = np.zeros(int(top) + 2, np.int64)
+        for k in range(a, b):
+            if np.float64(data[k]) * scale > 0:
+                below[int(raw[k]) + 1] += 1
+        for j in range(1, below.size):
+            below[j] += below[j - 1]  # below[v] = values < v
+        for k in range(a, b):
+            if np.float64(data[k]) * scale > 0:
+                out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
+        return
+    vals = np.empty(b - a, np.float64)
+    pos = np.empty(m, np.float64)
+    j = 0
+    for k in range(a, b):
+        v = np.float64(data[k]) * scale
+        v = np.log1p(v) if log1p else v
+        vals[k - a] = v
+        if v > 0:
+            pos[j] = v
+            j += 1
+    pos.sort()
+    for k in range(a, b):
+        v = vals[k - a]
+        if v > 0:
+            rank = np.searchsorted(pos, v)  # side="left": values strictly below
+            out[k] = 1 + (rank * (n_bins - 1)) // m
 
 
 @njit(**NJIT_PARALLEL)
@@ -45,69 +89,51 @@ def row_bins(indptr, data, n_bins, raw):
     integers that small stay distinct in float64); other rows sort ``data``."""
     out = np.zeros(data.size, np.float64)
     for r in prange(indptr.size - 1):  # cells are independent
-        a, b = indptr[r], indptr[r + 1]
-        m = 0
-        small = True
-        top = 0.0
-        for k in range(a, b):
-            if data[k] > 0:
-                m += 1
-                x = raw[k]
-                if x != np.floor(x) or x > _SMALL:
-                    small = False
-                elif x > top:
-                    top = x
-        if m == 0:
-            continue
-        if small:
-            below = np.zeros(int(top) + 2, np.int64)
-            for k in range(a, b):
-                if data[k] > 0:
-                    below[int(raw[k]) + 1] += 1
-            for j in range(1, below.size):
-                below[j] += below[j - 1]  # below[v] = values < v
-            for k in range(a, b):
-                if data[k] > 0:
-                    out[k] = 1 + (below[int(raw[k])] * (n_bins - 1)) // m
-            continue
-        pos = np.empty(m, np.float64)
-        j = 0
-        for k in range(a, b):
-            if data[k] > 0:
-                pos[j] = data[k]
-                j += 1
-        pos.sort()
-        for k in range(a, b):
-            v = data[k]
-            if v > 0:
-                rank = np.searchsorted(pos, v)  # side="left": values strictly below
-                out[k] = 1 + (rank * (n_bins - 1)) // m
+        _bin_row(out, indptr[r], indptr[r + 1], data, raw, 1.0, False, n_bins)
     return out
 
 
-_OFF = 1 << 31
-
-
 @njit(**NJIT)
-def histogram_keys(indices, values, exact, bins_per_octave):
-    """``feature << 32 | (code + 2**31)`` of every positive value, and whether ``exact``
-    held: with ``exact`` the code is the value itself, and a value that is not an integer below
-    2**31 - 1 stops the pass (``(empty, False)``: the caller switches to log codes); else the
-    code is ``floor(log2(v) * bins_per_octave)``."""
-    keys = np.empty(values.size, np.int64)
-    n = 0
-    for k in range(values.size):
-        v = values[k]
-        if v > 0:
-            if exact:
-                if v != np.floor(v) or v >= 2147483647.0:
-                    return keys[:0], False
-                c = np.int64(v)
+def _row_scale(data, a, b, target_sum):
+    """``target_sum / total`` of the row ``data[a:b]`` (float64 sum in order), 0 when the
+    total is not > 0: :func:`normalize_rows`' factor."""
+    total = 0.0
+    for k in range(a, b):
+        total += np.float64(data[k])
+    return target_sum / total if total > 0 else 0.0
+
+
+@njit(**NJIT_PARALLEL)
+def normalize_divide(indptr, indices, data, target_sum, log1p, med):
+    """:func:`normalize_rows` then :func:`divide_by_median` in one pass (the same arithmetic,
+    no normalised array): ``v = data * (target_sum / row total)``, ``log1p(v)`` when asked,
+    then ``v / med[indices]``, 0 where the median is not > 0. The caller has checked ``0 <=
+    indices < med.size``; ``indptr`` is rebased."""
+    out = np.empty(data.size, np.float64)
+    for r in prange(indptr.size - 1):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        scale = _row_scale(data, a, b, target_sum)
+        for k in range(a, b):
+            m = med[indices[k]]
+            if m > 0:
+                v = np.float64(data[k]) * scale
+                out[k] = (np.log1p(v) if log1p else v) / m
             else:
-                c = np.int64(np.floor(np.log2(v) * bins_per_octave))
-            keys[n] = (np.int64(indices[k]) << 32) | (c + _OFF)
-            n += 1
-    return keys[:n], True
+                out[k] = 0.0
+    return out
+
+
+@njit(**NJIT_PARALLEL)
+def normalize_bins(indptr, data, target_sum, log1p, n_bins):
+    """:func:`normalize_rows` then :func:`row_bins` in one pass, no normalised array: a row
+    whose positive values are integers up to 4096 is ranked by counting its raw values (the
+    normalisation keeps their order and ties); another row has its normalised (``log1p``)
+    values computed and sorted. ``indptr`` is rebased."""
+    out = np.zeros(data.size, np.float64)
+    for r in prange(indptr.size - 1):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        _bin_row(out, a, b, data, data, _row_scale(data, a, b, target_sum), log1p, n_bins)
+    return out
 
 
 @njit(**NJIT)

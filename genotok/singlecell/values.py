@@ -38,11 +38,14 @@ with ``B = bins_per_octave`` (default 128): the median is the geometric midpoint
 bin, within a relative error of ``2 ** (0.5 / B) - 1`` (0.27 %) of the median of the values
 rounded to their bins (method ``"log-histogram"``).
 
-Memory: one row chunk (about ``memory_mb``) plus the histogram, 16 bytes per distinct
-(feature, code) pair and twice that while a chunk is merged (a linear merge of sorted keys).
-Integer counts have few distinct values per feature; normalised values have at most ``B``
-codes per octave their feature spans (measured: 10,000 cells × 50,000 peaks, 10M entries,
-normalised, ``B = 128``: 321 MiB above the imports, 0.29 s).
+Memory: one row chunk (about ``memory_mb``, its keys included) plus the histogram: hash tables
+of 8-byte slots, one per block of 128 features (:mod:`genotok.kernels.histogram`), 2-4 slots
+per distinct (feature, code) pair (16-32 bytes; a block grows alone, so the peak adds one
+block's table, not the histogram's). Integer counts have few distinct values per feature;
+normalised values have at most ``B`` codes per octave their feature spans, and nearly every
+entry of a sparse matrix can be its own pair (measured: 20,000 cells × 200,001 peaks, 17.2M
+entries, normalised, ``B = 128``: 11.5M distinct pairs, 376 MiB above the imports, where
+the sorted histogram merged chunk by chunk took 685 MiB; raw counts, 0.8M pairs: 161 MiB).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ import numpy as np
 
 from .. import _validate
 from ..errors import AnnDataError
+from ..kernels import histogram as HK
 from ..kernels import values as VK
 from .sources import _Chunk, _source
 
@@ -95,24 +99,32 @@ class ValueEncoding:
                where: str = "X") -> np.ndarray:
         """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``)."""
         indptr = _validate.offsets(indptr, data.size, where, error=AnnDataError)
-        data = np.ascontiguousarray(data, dtype=np.float64)
+        data = _kernel_floats(data)
         if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                f"found {data[~(np.isfinite(data) & (data >= 0))][0]}")
-        out = data
-        if self.normalize == "total":
-            out = VK.normalize_rows(indptr, data, float(self.target_sum), bool(self.log1p))
-        elif self.log1p:
-            out = np.log1p(data)
+        med = None
         if self.medians is not None:
             med = np.asarray(self.medians, dtype=np.float64)
             if med.size != n_cols:
                 raise AnnDataError(f"{where}: {n_cols} features but {med.size} medians; "
                                    "the medians must come from a matrix with the same columns")
-            idx = _validate.indices(indices, n_cols, where, what="column index",
-                                    error=AnnDataError)  # numba indexes med with them
-            out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64),
-                                      np.ascontiguousarray(idx), med)
+            idx = _kernel_ints(_validate.indices(indices, n_cols, where, what="column index",
+                                                 error=AnnDataError))  # numba indexes med
+        if self.normalize == "total" and med is not None:  # one pass, no normalised array
+            return VK.normalize_divide(indptr, idx, data, float(self.target_sum),
+                                       bool(self.log1p), med)
+        if self.normalize == "total" and self.bins is not None:
+            return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
+                                     int(self.bins))
+        data = np.ascontiguousarray(data, dtype=np.float64)
+        out = data
+        if self.normalize == "total":
+            out = VK.normalize_rows(indptr, data, float(self.target_sum), bool(self.log1p))
+        elif self.log1p:
+            out = np.log1p(data)
+        if med is not None:
+            out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64), idx, med)
         if self.bins is not None:
             out = VK.row_bins(indptr, out, int(self.bins), data)
         return out
@@ -145,61 +157,74 @@ class ValueEncoding:
 
 
 class _Histogram:
-    """``(feature, code) → count`` pairs, merged as they grow (bounded by distinct pairs)."""
+    """``(feature, code) → count`` pairs in hash tables, one per block of ``2**7`` features
+    (:mod:`genotok.kernels.histogram`), filled from row chunks: bounded by the distinct pairs,
+    never by the entries. A count past ``2**24 - 1`` leaves its slot for ``spills``."""
 
-    def __init__(self, bins_per_octave: int):
+    def __init__(self, bins_per_octave: int, n_features: int):
+        from numba.typed import List
+
         self.B = bins_per_octave
+        self.n_features = n_features
         self.exact = True
-        self.keys = np.zeros(0, np.int64)
-        self.counts = np.zeros(0, np.int64)
-        self.pending: list[np.ndarray] = []
-        self.n_pending = 0
+        n_blocks = max(1, -(-n_features // (1 << HK.BLOCK)))
+        none = HK.new_table(0)  # shared by the blocks until their first key (never written)
+        self.tables = List([none] * n_blocks)
+        self.used = np.zeros(n_blocks, np.int64)
+        self.spills: dict[int, int] = {}
 
-    def _log_codes(self, values: np.ndarray) -> np.ndarray:
-        return np.floor(np.log2(values) * self.B).astype(np.int64)
+    def _spilled(self, flat: np.ndarray) -> None:
+        for key, count in flat.reshape(-1, 2).tolist():
+            self.spills[key] = self.spills.get(key, 0) + count
 
-    def add(self, feat: np.ndarray, values: np.ndarray) -> None:
-        """Count the positive ``values`` of columns ``feat`` (checked: ``0 <= feat < 2**31``)."""
-        if values.size == 0:
-            return
-        keys, ok = VK.histogram_keys(feat, values, self.exact, float(self.B))
-        if not ok:  # a real value: the exact histogram becomes a log-spaced one
-            self.reduce()
-            f, c = self.split()
-            keys = f << 32 | (self._log_codes(c.astype(np.float64)) + _OFF)
-            self.keys, inv = np.unique(keys, return_inverse=True)
-            self.counts = np.bincount(inv.ravel(), weights=self.counts,
-                                      minlength=self.keys.size).astype(np.int64)
-            self.exact = False
-            keys, _ = VK.histogram_keys(feat, values, False, float(self.B))
-        self.pending.append(keys)
-        self.n_pending += keys.size
-        if self.n_pending > max(1 << 22, 2 * self.keys.size):
-            self.reduce()
+    def add_rows(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                 enc: ValueEncoding, where: str) -> None:
+        """Count the positive encoded values of CSR rows (``indptr`` rebased, checked)."""
+        while True:
+            keys, starts, status, pos = HK.chunk_keys(
+                indptr, indices, data, self.n_features, enc.normalize == "total",
+                float(enc.target_sum), bool(enc.log1p), self.exact, float(self.B))
+            if status == HK.OK:
+                self._spilled(HK.count_blocks(self.tables, self.used, keys, starts))
+                return
+            if status == HK.INEXACT:  # a real value: the exact histogram becomes a log one
+                self._to_log_codes()
+                continue
+            if status == HK.BAD_VALUE:
+                raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
+                                   f"found {float(data[pos])}")
+            raise AnnDataError(f"{where}: column index {int(indices[pos])} at position {pos} "
+                               f"is out of range [0, {self.n_features})")
 
-    def reduce(self) -> None:
-        """Fold the pending keys into the sorted histogram (np.unique, then a linear merge)."""
-        if not self.pending:
-            return
-        new = np.concatenate(self.pending) if len(self.pending) > 1 else self.pending[0]
-        self.pending, self.n_pending = [], 0
-        k, c, ok = VK.unique_counts(new)  # np.unique(new, return_counts=True), linear
+    def _to_log_codes(self) -> None:
+        """Recode the exact histogram (integer values) with log codes, spills too."""
+        def recode(keys):
+            c = (keys & ((np.int64(1) << 32) - 1)) - _OFF  # integer values >= 1
+            codes = np.floor(np.log2(c.astype(np.float64)) * self.B).astype(np.int64)
+            return (keys >> 32) << 32 | (codes + _OFF)
+
+        spills, self.spills = self.spills, {}
+        if spills:
+            keys = recode(np.array(list(spills), np.int64))
+            for key, count in zip(keys.tolist(), spills.values()):
+                self.spills[key] = self.spills.get(key, 0) + count
+        for q in range(len(self.tables)):
+            if not self.used[q]:
+                continue
+            keys, counts = HK.pairs(self.tables[q], q)
+            self.tables[q], self.used[q], flat = HK.add_block(
+                HK.new_table(self.tables[q].size), 0, q, recode(keys), counts, 0, keys.size)
+            self._spilled(flat)
+        self.exact = False
+
+    def medians(self) -> np.ndarray:
+        keys = np.array(sorted(self.spills), np.int64)
+        counts = np.array([self.spills[k] for k in keys.tolist()], np.int64)
+        med, ok = HK.medians(self.tables, keys, counts, self.n_features, self.exact,
+                             float(self.B))
         if not ok:
-            raise AssertionError("histogram keys must be >= 0")
-        del new
-        if self.keys.size == 0:
-            self.keys, self.counts = k, c.astype(np.int64)
-        else:
-            self.keys, self.counts = VK.merge_counts(self.keys, self.counts, k,
-                                                     c.astype(np.int64))
-
-    def split(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.keys >> 32, (self.keys & ((np.int64(1) << 32) - 1)) - _OFF
-
-    def medians(self, n_features: int) -> np.ndarray:
-        self.reduce()
-        f, c = self.split()
-        return VK.medians_from_histogram(f, c, self.counts, n_features, self.exact, float(self.B))
+            raise AssertionError("histogram keys must name features")
+        return med
 
 
 def feature_medians(adata, *, layer: str | None = None, normalize: str | None = None,
@@ -239,23 +264,36 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         many = isinstance(adata, (list, tuple))
         sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
         _same_columns(sources)  # all of them checked before the pass
-    hist = _Histogram(int(bins_per_octave))
+    hist = None
     first = None
-    # per entry: the chunk's indices and data, float64 values, normalised values, keys and
-    # np.unique's sorted copy, counts and merge: ~96 bytes keep a chunk within memory_mb
+    # per entry: the chunk's indices and data, and the chunk's keys twice (flat, by block)
     for source in sources:
         first = source if first is None else first
         _same_columns([first, source])
-        n_cols = first.n_cols
-        for ch in source.chunks(int(memory_mb * (1 << 20)), 96, None):
+        if hist is None:
+            hist = _Histogram(int(bins_per_octave), first.n_cols)
+        for ch in source.chunks(int(memory_mb * (1 << 20)), 32, None):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-            idx = _validate.indices(ch.indices[a:b], n_cols, source.where,
-                                    what="column index", error=AnnDataError)
-            hist.add(idx, enc.encode(ch.indptr - a, idx, ch.data[a:b], n_cols, source.where))
+            ptr = _validate.offsets(ch.indptr - a, b - a, source.where, error=AnnDataError)
+            hist.add_rows(ptr, _kernel_ints(ch.indices[a:b]), _kernel_floats(ch.data[a:b]),
+                          enc, source.where)
     if first is None:
         raise ValueError("feature_medians needs at least one matrix")
-    med = hist.medians(first.n_cols)
+    med = hist.medians()
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
+
+
+def _kernel_ints(a: np.ndarray) -> np.ndarray:
+    """Column indices as int32 or int64 (the kernels' two compiled variants), contiguous."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a if a.dtype in (np.int32, np.int64) else a.astype(np.int64))
+
+
+def _kernel_floats(a: np.ndarray) -> np.ndarray:
+    """Values as float32 or float64 (the kernels' two compiled variants), contiguous."""
+    a = np.asarray(a)
+    return np.ascontiguousarray(a if a.dtype in (np.float32, np.float64) else
+                                a.astype(np.float64))
 
 
 def _same_columns(sources: list) -> None:
@@ -336,11 +374,22 @@ def warmup() -> None:
     p = np.array([0, 2], np.int64)
     d = np.array([1.0, 2.0])
     for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
-        VK.histogram_keys(idx, d, True, 128.0)
+        for x in (d, d.astype(np.float32)):
+            hist = _Histogram(128, 2)
+            hist.add_rows(p, idx, x, ValueEncoding("total"), "warmup")  # log codes
+            hist.add_rows(p, idx, x, ValueEncoding(), "warmup")
+            hist = _Histogram(128, 2)
+            hist.add_rows(p, idx, x, ValueEncoding(), "warmup")  # exact, then log codes
+            hist.add_rows(p, idx, x / 4, ValueEncoding(), "warmup")
+            hist.medians()
     VK.normalize_rows(p, d, 1.0, True)
     VK.row_bins(p, d, 3, d)
     VK.divide_by_median(d, np.array([0, 1], np.int32), d)
     VK.divide_by_median(d, np.array([0, 1], np.int64), d)
+    for x in (d, d.astype(np.float32)):
+        VK.normalize_bins(p, x, 1.0, True, 3)
+        for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
+            VK.normalize_divide(p, idx, x, 1.0, True, d)
     one = np.array([1], np.int64)
     VK.merge_counts(one, one, one, one)
     VK.medians_from_histogram(np.array([0], np.int64), np.array([1], np.int64),
