@@ -426,6 +426,49 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
     return lengths
 
 
+@njit(**NJIT_PARALLEL)
+def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
+    """Each row ``offsets[r]:offsets[r + 1]`` of a genomic-order fill reordered by value,
+    descending (a stable sort: ties keep their genomic order), cut to its first
+    ``max_tokens`` (``0``: no cut); returns the new row lengths (rows keep their slot, the
+    caller compacts). The same tokens as :func:`cell_tokens` with ``order=ORDER_VALUE`` and
+    ``truncate=TRUNC_TOP`` (its top-k by value, back in genomic order, then sorted by value
+    is the stable sort's first k). Oracle: ``np.argsort(-v, kind="stable")[:k]`` per row.
+
+    ``vals`` are positive float32 (the kept entries of a fill), ``vbits`` the same memory seen
+    as uint32: for positive floats the bit patterns order as the values do, so each row sorts
+    one uint64 key per token, ``(~bits << 32) | position``, in a scratch array per block
+    (distinct keys: the sort is stable by construction).
+    """
+    n_rows = offsets.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    for b in prange(blocks.size - 1):
+        longest = 0
+        for r in range(blocks[b], blocks[b + 1]):
+            longest = max(longest, offsets[r + 1] - offsets[r])
+        keys = np.empty(longest, np.uint64)
+        tid = np.empty(longest, ids.dtype)
+        tv = np.empty(longest, vals.dtype)
+        for r in range(blocks[b], blocks[b + 1]):
+            a, z = offsets[r], offsets[r + 1]
+            n = z - a
+            k = n if max_tokens == 0 or n <= max_tokens else max_tokens
+            if n > 1:
+                for i in range(n):
+                    keys[i] = ((np.uint64(0xFFFFFFFF) - np.uint64(vbits[a + i])) << np.uint64(32)) \
+                        | np.uint64(i)
+                keys[:n].sort()
+                for i in range(k):
+                    j = a + np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+                    tid[i] = ids[j]
+                    tv[i] = vals[j]
+                for i in range(k):
+                    ids[a + i] = tid[i]
+                    vals[a + i] = tv[i]
+            lengths[r] = k
+    return lengths
+
+
 @njit(**NJIT)
 def compact(ids, vals, cap_offsets, lengths):
     """Move each row's first ``lengths[r]`` items from its slot down to the packed position.

@@ -142,11 +142,17 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
-            vals = np.empty(offsets[-1], np.float32) if opt.values else None
+            by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
+            vals = np.empty(offsets[-1], np.float32) if opt.values or by_value else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                return ids, vals, counts
+                if by_value:  # genomic fill, then each row by value (and cut), in place
+                    counts = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32),
+                                                opt.max_tokens, blocks)
+                    n = K.compact(ids, vals, offsets, counts)
+                    ids, vals = ids[:n], vals[:n]
+                return ids, vals if opt.values else None, counts
     if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
@@ -188,8 +194,13 @@ def _ids_dtype(dtype, tokenizer) -> type:
 
 
 def _fast_path(vm: _VarMap, opt: _Options) -> bool:
-    """Whether chunks go through the exact-count kernels (no scratch, no compaction)."""
-    return vm.monotone and opt.order == K.ORDER_GENOMIC and opt.max_tokens == 0
+    """Whether chunks go through the exact-count kernels (no scratch; for ``order="value"``,
+    each row then sorted by value and cut to its top ``max_length`` in place)."""
+    if not vm.monotone:
+        return False
+    if opt.order == K.ORDER_VALUE:
+        return opt.max_tokens == 0 or opt.truncate == K.TRUNC_TOP
+    return opt.order == K.ORDER_GENOMIC and opt.max_tokens == 0
 
 
 def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,

@@ -26,3 +26,36 @@ def test_compact_matches_oracle(rows, data):
     n = K.compact(ids, vals, cap_offsets, lengths)
     assert n == len(want[0])
     assert ids[:n].tolist() == want[0] and vals[:n].tolist() == want[1]
+
+
+# ----------------------------------------------------------- value order of a genomic fill
+def _value_order_oracle(offsets, ids, vals, max_tokens):
+    out_ids, out_vals, lengths = [], [], []
+    for a, z in zip(offsets[:-1], offsets[1:]):
+        o = np.argsort(-vals[a:z], kind="stable")
+        if max_tokens:
+            o = o[:max_tokens]
+        out_ids.append(ids[a:z][o])
+        out_vals.append(vals[a:z][o])
+        lengths.append(o.size)
+    return out_ids, out_vals, lengths
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.25]), max_size=9), max_size=12),
+       st.integers(0, 5), st.integers(1, 4))
+def test_value_order_rows_matches_a_stable_sort(rows, max_tokens, n_blocks):
+    offsets = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    vals = np.array([v for r in rows for v in r], np.float32)
+    ids = np.arange(vals.size, dtype=np.int64) * 3 + 1  # genomic order: increasing ids
+    want_ids, want_vals, want_len = _value_order_oracle(offsets, ids.copy(), vals.copy(),
+                                                        max_tokens)
+    blocks = np.unique(np.linspace(0, len(rows), n_blocks + 1).astype(np.int64))
+    if blocks[0] != 0:
+        blocks = np.r_[0, blocks]
+    lengths = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32), max_tokens, blocks)
+    assert lengths.tolist() == want_len
+    for r, (a, k) in enumerate(zip(offsets[:-1], lengths)):
+        assert ids[a:a + k].tolist() == want_ids[r].tolist()
+        assert vals[a:a + k].tolist() == want_vals[r].tolist()

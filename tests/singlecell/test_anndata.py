@@ -151,8 +151,9 @@ FAST_VARS = [("chr1", 10, 50), ("chr1", 95, 150), ("chr1", 195, 199), ("chr1", 3
 @pytest.mark.parametrize("values", [True, False])
 @pytest.mark.parametrize("min_count", [None, 2.0])
 @pytest.mark.parametrize("packable", [True, False])
+@pytest.mark.parametrize("order, max_tokens", [("genomic", None), ("value", None), ("value", 3)])
 def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, values, min_count,
-                                             packable):
+                                             packable, order, max_tokens):
     tok = _tokenizer(FAST_UNIVERSE)
     if not packable:  # ids too large for the fill's packed word: every variable takes the
         monkeypatch.setattr(K, "LUT_WORD_IDS", 3)  # general loop of the same kernels
@@ -168,8 +169,8 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
     calls = []
     fill = K.mono_fill
     monkeypatch.setattr(K, "mono_fill", lambda *a: calls.append(1) or fill(*a))
-    opts = dict(min_count=min_count, unique=unique, unknown=unknown, order="genomic",
-                max_tokens=None, truncate="top", seed=0)
+    opts = dict(min_count=min_count, unique=unique, unknown=unknown, order=order,
+                max_tokens=max_tokens, truncate="top", seed=0)
     opt = gcells._options(tok, **opts, values=values)
     indptr, indices, data = _csr(rows, len(FAST_VARS))
     src = gsrc._MemorySource(sp.csr_matrix((data, indices, indptr),
