@@ -29,7 +29,10 @@ def _run(n: int, boundscheck: bool, seed: int = 0) -> str:
     return res.stdout
 
 
-@pytest.mark.parametrize("boundscheck", [True, False], ids=["boundscheck", "plain"])
+# the bounds-checked run compiles every kernel again in its subprocess (about a minute): a
+# campaign for the slow step (`pytest -m slow`, run by .ci/run), beside its long version
+@pytest.mark.parametrize("boundscheck", [pytest.param(True, marks=pytest.mark.slow), False],
+                         ids=["boundscheck", "plain"])
 def test_fuzz_parsers_and_readers(boundscheck):
     out = _run(100, boundscheck)
     assert f"fuzzed {100 * CAMPAIGNS} inputs" in out
