@@ -70,8 +70,20 @@ def concat(batches: Iterable[Ragged]) -> Ragged:
     lengths = np.concatenate([p.lengths for p in parts])
     offsets = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    values = None if parts[0].values is None else np.concatenate([p.values for p in parts])
-    return Ragged(np.concatenate([p.data for p in parts]), offsets, values)
+    # each batch is copied into the result and let go at once: the result's pages are touched
+    # as the batches' are freed, so the peak is about the result plus one batch, not twice it
+    data = np.empty(int(offsets[-1]), np.result_type(*[p.data.dtype for p in parts]))
+    values = None if parts[0].values is None else np.empty(
+        data.size, np.result_type(*[p.values.dtype for p in parts]))
+    o = 0
+    for i in range(len(parts)):
+        part, parts[i] = parts[i], None
+        data[o:o + part.data.size] = part.data
+        if values is not None:
+            values[o:o + part.data.size] = part.values
+        o += part.data.size
+        del part
+    return Ragged(data, offsets, values)
 
 
 def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
