@@ -53,15 +53,24 @@ def output_kind(output) -> str:
     return output
 
 
-def concat(batches: Iterable[Ragged]) -> Ragged:
+def concat(batches: Iterable[Ragged], capacity: int | None = None) -> Ragged:
     """The records of all batches in one :class:`~genotok.ragged.Ragged` (values kept when the
     batches have them; no copy for a single batch).
+
+    ``capacity``: an upper bound of the total tokens, when the caller knows one. Each batch is
+    then copied into a result of that size as it arrives and let go, so no batch outlives its
+    turn (the result's pages beyond the tokens are never touched, so never resident); a bound
+    that proves too small only costs a copy.
 
     Examples
     --------
     >>> concat([Ragged.from_list([[1], []]), Ragged.from_list([[2, 3]])]).to_list()
     [[1], [], [2, 3]]
+    >>> concat(iter([Ragged.from_list([[1], []]), Ragged.from_list([[2, 3]])]), 2).to_list()
+    [[1], [], [2, 3]]
     """
+    if capacity is not None:
+        return _concat_into(iter(batches), int(capacity))
     parts = list(batches)
     if not parts:
         return Ragged(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float32))
@@ -84,6 +93,36 @@ def concat(batches: Iterable[Ragged]) -> Ragged:
         o += part.data.size
         del part
     return Ragged(data, offsets, values)
+
+
+def _concat_into(batches, capacity: int) -> Ragged:
+    """:func:`concat` into a result of ``capacity`` tokens (grown if the bound was wrong)."""
+    data = values = None
+    lengths, o = [], 0
+    for part in batches:
+        n = part.data.size
+        if data is None:
+            data = np.empty(max(capacity, n), part.data.dtype)
+            values = None if part.values is None else np.empty(data.size, part.values.dtype)
+        elif o + n > data.size:
+            grown = np.empty(2 * (o + n), data.dtype)
+            grown[:o] = data[:o]
+            data = grown
+            if values is not None:
+                grown = np.empty(data.size, values.dtype)
+                grown[:o] = values[:o]
+                values = grown
+        data[o:o + n] = part.data
+        if values is not None:
+            values[o:o + n] = part.values
+        lengths.append(part.lengths)
+        o += n
+        del part
+    if data is None:
+        return concat([])
+    offsets = np.zeros(sum(x.size for x in lengths) + 1, np.int64)
+    np.cumsum(np.concatenate(lengths), out=offsets[1:])
+    return Ragged(data[:o], offsets, None if values is None else values[:o])
 
 
 def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
@@ -110,7 +149,7 @@ def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
 
 
 def collect(batches: Iterable[Ragged], output: str = "ragged", *, pad_token_id: int = 0,
-            values: bool = False):
+            values: bool = False, capacity: int | None = None):
     """A stream of token batches as one in-memory output: ``"ragged"``, ``"list"``, ``"np"``
     or ``"pt"`` (``values``: keep the value channel).
 
@@ -119,7 +158,7 @@ def collect(batches: Iterable[Ragged], output: str = "ragged", *, pad_token_id: 
     >>> collect([Ragged.from_list([[1, 2]]), Ragged.from_list([[3]])]).to_list()
     [[1, 2], [3]]
     """
-    return shape(concat(batches), output, pad_token_id=pad_token_id, values=values)
+    return shape(concat(batches, capacity), output, pad_token_id=pad_token_id, values=values)
 
 
 def json_scalars(values) -> list:

@@ -78,3 +78,21 @@ def test_outputs_and_scalars():
     pytest.importorskip("torch")
     t = sink.collect([Ragged.from_list([[1, 2], [3]])], "pt", pad_token_id=0)
     assert t["input_ids"].tolist() == [[1, 2], [3, 0]]
+
+
+@pytest.mark.parametrize("capacity", [0, 1, 3, 6, 100])
+@pytest.mark.parametrize("with_values", [True, False])
+def test_concat_into_a_bound_equals_the_plain_join(capacity, with_values):
+    """A bound (too small ones grow) gives what joining all batches gives; nothing for no batch."""
+    rows = [[[1], []], [[2, 3], [4]], [], [[5, 6]]]
+    parts = [Ragged.from_list(r) if r else Ragged(np.zeros(0, np.int64), np.zeros(1, np.int64))
+             for r in rows]
+    if with_values:
+        parts = [Ragged(p.data, p.offsets, p.data.astype(np.float32) / 2) for p in parts]
+    want = sink.concat(parts)
+    got = sink.concat(iter(parts), capacity)
+    assert got.to_list() == want.to_list()
+    assert (got.values is None) == (not with_values)
+    if with_values:
+        assert got.values.tolist() == want.values.tolist()
+    assert sink.concat(iter([]), capacity).to_list() == []

@@ -476,7 +476,20 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                                  metadata_columns=obs_columns, values=values, extra=extra,
                                  source=path, overwrite=overwrite)
     return sink.collect((r for _, r in stream), kind, values=values,
-                        pad_token_id=tokenizer.universe.pad_token_id)
+                        pad_token_id=tokenizer.universe.pad_token_id,
+                        capacity=_token_bound(source, vm, opt) if prepare is None and not (
+                            prepend or add_cls) else None)
+
+
+def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:
+    """An upper bound of a matrix's tokens (``None`` when the source does not know its stored
+    entries): each kept entry gives at most its variable's tokens (or one ``<unk>``), and a
+    row at most one ``<unk>`` more."""
+    nnz = getattr(source, "nnz", None)
+    if nnz is None or not _fast_path(vm, opt):
+        return None
+    per_var = int(np.diff(vm.var_ptr).max()) if vm.var_ptr.size > 1 else 0
+    return int(nnz) * max(per_var, 1) + source.n_rows
 
 
 def warmup() -> None:
