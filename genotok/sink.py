@@ -76,23 +76,9 @@ def concat(batches: Iterable[Ragged], capacity: int | None = None) -> Ragged:
         return Ragged(np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.float32))
     if len(parts) == 1:
         return parts[0]
-    lengths = np.concatenate([p.lengths for p in parts])
-    offsets = np.zeros(lengths.size + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    # each batch is copied into the result and let go at once: the result's pages are touched
-    # as the batches' are freed, so the peak is about the result plus one batch, not twice it
-    data = np.empty(int(offsets[-1]), np.result_type(*[p.data.dtype for p in parts]))
-    values = None if parts[0].values is None else np.empty(
-        data.size, np.result_type(*[p.values.dtype for p in parts]))
-    o = 0
-    for i in range(len(parts)):
-        part, parts[i] = parts[i], None
-        data[o:o + part.data.size] = part.data
-        if values is not None:
-            values[o:o + part.data.size] = part.values
-        o += part.data.size
-        del part
-    return Ragged(data, offsets, values)
+    total = sum(p.data.size for p in parts)
+    parts.reverse()  # handed over one at a time and let go: the peak is the result plus a batch
+    return _concat_into((parts.pop() for _ in range(len(parts))), total)
 
 
 def _concat_into(batches, capacity: int) -> Ragged:
@@ -104,14 +90,12 @@ def _concat_into(batches, capacity: int) -> Ragged:
         if data is None:
             data = np.empty(max(capacity, n), part.data.dtype)
             values = None if part.values is None else np.empty(data.size, part.values.dtype)
-        elif o + n > data.size:
-            grown = np.empty(2 * (o + n), data.dtype)
-            grown[:o] = data[:o]
-            data = grown
+        elif o + n > data.size or np.result_type(data, part.data) != data.dtype or (
+                values is not None and np.result_type(values, part.values) != values.dtype):
+            # a bound that was too small, or a batch of a wider dtype (as np.concatenate would)
+            data = _grown(data, o, max(data.size, 2 * (o + n)), part.data)
             if values is not None:
-                grown = np.empty(data.size, values.dtype)
-                grown[:o] = values[:o]
-                values = grown
+                values = _grown(values, o, data.size, part.values)
         data[o:o + n] = part.data
         if values is not None:
             values[o:o + n] = part.values
@@ -123,6 +107,13 @@ def _concat_into(batches, capacity: int) -> Ragged:
     offsets = np.zeros(sum(x.size for x in lengths) + 1, np.int64)
     np.cumsum(np.concatenate(lengths), out=offsets[1:])
     return Ragged(data[:o], offsets, None if values is None else values[:o])
+
+
+def _grown(a: np.ndarray, used: int, size: int, incoming: np.ndarray) -> np.ndarray:
+    """``a[:used]`` in a new array of ``size`` items of the dtype both fit in."""
+    out = np.empty(size, np.result_type(a, incoming))
+    out[:used] = a[:used]
+    return out
 
 
 def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,

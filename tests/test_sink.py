@@ -96,3 +96,11 @@ def test_concat_into_a_bound_equals_the_plain_join(capacity, with_values):
     if with_values:
         assert got.values.tolist() == want.values.tolist()
     assert sink.concat(iter([]), capacity).to_list() == []
+
+
+def test_concat_widens_to_the_batches_common_dtype():
+    """As np.concatenate: an int32 batch then an int64 one give int64, nothing cut."""
+    a = Ragged(np.array([1], np.int32), np.array([0, 1], np.int64))
+    b = Ragged(np.array([2 ** 40], np.int64), np.array([0, 1], np.int64))
+    for got in (sink.concat([a, b]), sink.concat(iter([a, b]), 5)):
+        assert got.data.dtype == np.int64 and got.to_list() == [[1], [2 ** 40]]

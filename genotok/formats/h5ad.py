@@ -90,13 +90,11 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
                 raise AssertionError(f"write_h5ad_rows: {row} rows written of {n_rows}")
             x.create_dataset("indptr", data=indptr)
         os.replace(tmp, out)
-    except OSError as exc:
+    except BaseException as exc:  # no partial file stays, whatever stopped the writing
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise GenotokError(f"{out}: writing the .h5ad failed ({exc})") from exc
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise GenotokError(f"{out}: writing the .h5ad failed ({exc})") from exc
         raise
     return out
 

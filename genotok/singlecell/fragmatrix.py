@@ -67,6 +67,14 @@ from .spill import RowSpill
 MODES = ("insertion", "paired-insertion", "fragment")
 #: cells per bucket of a count spilled to disk (``memory_mb``): what one read-back holds
 SPILL_ROWS = 1024
+#: with ``out=``, the counted pairs held in memory (MiB) before they spill to disk by default
+SPILL_MB = 1024
+
+
+def _spill_mb(memory_mb: float | None, out) -> float | None:
+    """``memory_mb`` as given, or :data:`SPILL_MB` when a call writing ``out`` gave none
+    (:func:`_count` checks the value)."""
+    return SPILL_MB if memory_mb is None and out is not None else memory_mb
 
 
 class FragmentMatrix(NamedTuple):
@@ -498,7 +506,7 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     tok, names, X, nfrag, unknown = _matrix(
         path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
         min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-        miss_column="obs", memory_mb=memory_mb if out is None or memory_mb else 1024)
+        miss_column="obs", memory_mb=_spill_mb(memory_mb, out))
     u = tok.universe
     try:
         obs = pd.DataFrame({"n_fragments": nfrag, "unknown_count": unknown},

@@ -18,14 +18,10 @@ from .._deprecate import renamed_kwargs
 from ..ragged import Ragged
 from . import values as cellvalues
 from .cells import _accepts_output, _options, _stream
-from .fragmatrix import _count
+from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
 from .sources import _Chunk, _MemorySource, _Source
 from .varnames import _var_map_from_hits
-
-
-#: with ``out=``, the counted pairs held in memory (MiB) before they spill to disk by default
-SPILL_MB = 1024
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -165,11 +161,9 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     """
     opt = _options(tokenizer, min_count, order, seed, max_length, truncation, True, unknown,
                    values)
-    if memory_mb is not None and not memory_mb > 0:
-        raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
     names, X, _ = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
                           block_bytes=block_bytes, n_threads=n_threads, mode=mode, shift=shift,
-                          memory_mb=memory_mb if out is None or memory_mb else SPILL_MB)
+                          memory_mb=_spill_mb(memory_mb, out))
     try:
         return _tokens(path, tokenizer, names, X, opt, out, values, progress, overwrite, n_threads,
                        normalize, target_sum, log1p, rank, bins,

@@ -144,3 +144,8 @@ def test_out_refuses_an_existing_file_and_bad_memory(tmp_path):
             fragment_matrix(path, tok, memory_mb=bad)
         with pytest.raises(ValueError, match="memory_mb"):
             tokenize_fragments(path, tok, memory_mb=bad)
+        with pytest.raises(ValueError, match="memory_mb"):  # with out= too (no default then)
+            fragment_matrix(path, tok, memory_mb=bad, out=tmp_path / "x.h5ad")
+        with pytest.raises(ValueError, match="memory_mb"):
+            tokenize_fragments(path, tok, memory_mb=bad, out=tmp_path / "x.gtokc")
+    assert not (tmp_path / "x.h5ad").exists() and not (tmp_path / "x.gtokc").exists()
