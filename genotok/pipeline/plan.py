@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import glob
 import os
+import stat
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -249,3 +251,25 @@ def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: s
     if cells is not None:
         plan["cells"] = cells
     return plan
+
+
+#: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
+#: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
+#: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+
+
+def _message(exc: BaseException, path: Path) -> str:
+    """The error of a skipped input as the manifest records it: our errors as they are (they
+    name the file), others with their type and the path."""
+    if isinstance(exc, GenotokError):
+        return str(exc)
+    return f"{path}: {type(exc).__name__}: {exc}"
+
+
+def _check_regular(path: Path) -> None:
+    """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
+    ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
+                            "pretokenize files (copy a stream to a file first)")

@@ -25,10 +25,8 @@ from __future__ import annotations
 import json
 import operator
 import os
-import stat
 import time
 import warnings
-import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -48,13 +46,17 @@ from ..formats.gtok import write_gtok
 from ..regions import RegionSet
 from ..sink import write_records
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
+from .medians import _encoding_kwargs
 from .plan import (
+    SKIPPABLE,
     PipelineError,
     _batches,
     _cell_settings,
+    _check_regular,
     _condition_settings,
     _encoding_settings,
     _input_id,
+    _message,
     _plan,
     expand_inputs,
     input_kind,
@@ -63,6 +65,7 @@ from .plan import (
 from .writer import _run_serial, _Staged
 
 __all__ = ["RunSummary", "pretokenize"]
+
 
 @dataclass
 class RunSummary:
@@ -124,28 +127,6 @@ def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
             f"{tokenizer.universe.source or 'the universe'} the right universe for these inputs "
             "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
             UserWarning, stacklevel=3)
-
-
-#: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
-#: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
-#: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
-SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
-
-
-def _message(exc: BaseException, path: Path) -> str:
-    """The error of a skipped input as the manifest records it: our errors as they are (they
-    name the file), others with their type and the path."""
-    if isinstance(exc, GenotokError):
-        return str(exc)
-    return f"{path}: {type(exc).__name__}: {exc}"
-
-
-def _check_regular(path: Path) -> None:
-    """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
-    ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
-        raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
-                            "pretokenize files (copy a stream to a file first)")
 
 
 def _progress(total: int, show: bool, desc: str):
@@ -299,103 +280,6 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
-
-
-def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
-                     n_threads, batches: list[list[int]], on_error: str) -> dict:
-    """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
-    with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
-    encodes its remaining inputs with the medians its first inputs got).
-
-    With ``on_error="skip"``, an input the medians pass cannot read is left out of the
-    medians and skipped as the tokenizing pass skips one: its batch (a single-cell input is a
-    batch of its own) is journaled as done with the error, saved with the medians, so it is
-    listed in the manifest and a resumed run neither reads it nor encodes with other medians.
-    An input failing halfway through its read is left out by a new pass over the others (no
-    half of it counts)."""
-    kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
-    kw["values"] = True  # the encoded values: the corpus' value channel
-    if encoding["rank"] != "median":
-        return kw
-    if "medians" not in journal:
-        from ..singlecell import feature_medians
-
-        failed: dict[int, str] = {}  # input index -> its error, as the manifest lists it
-        _check_same_var(paths, on_error, failed)
-        while True:
-            left, reached = [i for i in range(len(paths)) if i not in failed], []
-            if not left:  # nothing readable: every batch is a skipped one, nothing to encode
-                medians, method = np.zeros(0), "exact"
-                break
-            try:
-                medians, method = feature_medians(
-                    _medians_inputs(paths, left, reached, tokenizer, n_threads),
-                    normalize=encoding["normalize"], target_sum=encoding["target_sum"],
-                    log1p=encoding["log1p"])
-                break
-            except SKIPPABLE as exc:  # the input being read when it was raised
-                if on_error == "fail" or not reached:
-                    raise
-                failed[reached[-1]] = _message(exc, paths[reached[-1]])
-        journal["medians"] = {"medians": [None if not np.isfinite(x) else x
-                                          for x in medians.tolist()], "method": method}
-        for b, batch in enumerate(batches):
-            if batch[0] in failed:
-                journal["done"][str(b)] = {"shard": None, "records": 0, "tokens": 0,
-                                           "sources": [], "failed": [
-                                               {"path": str(paths[batch[0]]),
-                                                "error": failed[batch[0]]}]}
-        _save_journal(out, journal)
-    stored = journal["medians"]
-    kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
-                  stored["method"])
-    return kw
-
-
-def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
-                    n_threads):
-    """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
-    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes).
-    ``reached`` gets each input's index before it is read."""
-    import anndata
-
-    from ..singlecell import fragment_counts
-
-    for i in indices:
-        p = paths[i]
-        reached.append(i)
-        _check_regular(p)
-        if input_kind(p) == "h5ad":
-            yield os.fspath(p)
-        else:  # a bare AnnData around the counts (no copy)
-            yield anndata.AnnData(fragment_counts(p, tokenizer, n_threads=n_threads)[1])
-
-
-def _check_same_var(paths: list[Path], on_error: str = "fail",
-                    failed: dict[int, str] | None = None) -> None:
-    """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
-    medians would mix different peaks. With ``on_error="skip"``, an input whose features
-    cannot be read goes into ``failed`` (index -> error) instead."""
-    from ..singlecell import var_names
-
-    first = None
-    for i, p in enumerate(paths):
-        if input_kind(p) != "h5ad":
-            continue
-        try:
-            _check_regular(p)
-            names = var_names(p)
-        except SKIPPABLE as exc:
-            if on_error == "fail" or failed is None:
-                raise
-            failed[i] = _message(exc, p)
-            continue
-        if first is None:
-            first = (p, names)
-        elif names != first[1]:
-            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; rank='median' "
-                                "takes one median per feature over all inputs, so the .h5ad "
-                                "inputs must have the same features in the same order")
 
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,

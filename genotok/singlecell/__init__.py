@@ -11,10 +11,11 @@ one sink, :mod:`genotok.sink`.
 from .cells import tokenize_anndata
 from .conditions import condition_tokens
 from .fragmatrix import FragmentMatrix, fragment_matrix
-from .fragments import fragment_counts, tokenize_fragments
+from .fragments import fragment_count_chunks, fragment_counts, tokenize_fragments
 from .sources import obs_names, var_names
 from .values import feature_medians
 from .varnames import var_regions
 
-__all__ = ["FragmentMatrix", "condition_tokens", "feature_medians", "fragment_counts", "fragment_matrix",
+__all__ = ["FragmentMatrix", "condition_tokens", "feature_medians", "fragment_count_chunks",
+           "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]

@@ -50,6 +50,37 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                   n_threads=n_threads, miss_column=True, repeats=False)[:3]
 
 
+def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = None,
+                          min_fragments: int = 1, memory_mb: float = SPILL_MB,
+                          block_bytes: int = 32 << 20, n_threads: int | None = None):
+    """:func:`fragment_counts`' matrix a bucket of cells at a time, in bounded memory.
+
+    A generator: the file streams when the first chunk is asked for. The counted pairs stay
+    in memory up to ``memory_mb`` (16 bytes each), beyond it they spill to temporary files
+    (``TMPDIR``), and the matrix is read back as CSR chunks of up to 1,024 cells in the
+    order of :func:`fragment_counts`' rows, each a ``scipy.sparse.csr_matrix`` of shape
+    ``(cells, n_regions + 1)``. The files go when the generator ends, is closed or fails.
+    ``pretokenize(rank="median")`` takes a fragment file's medians this way.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from genotok import Tokenizer
+    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+    >>> _ = p.write_text("chr1\\t5\\t20\\tAAA-1\\t2\\nchr9\\t1\\t2\\tBBB-1\\t1\\n")
+    >>> [X.toarray().tolist() for X in fragment_count_chunks(p, Tokenizer(["chr1:0-100"]))]
+    [[[2.0, 0.0], [0.0, 1.0]]]
+    """
+    counts = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
+                     block_bytes=block_bytes, n_threads=n_threads, mode="fragment",
+                     shift=(0, 0), memory_mb=memory_mb)[1]
+    try:
+        yield from counts.chunks()
+    finally:
+        counts.close()
+
+
 def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift,
             memory_mb=None):
     """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled

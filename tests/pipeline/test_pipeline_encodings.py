@@ -90,6 +90,36 @@ def test_fragments_encoded(tmp_path, tok):
         assert corpus.header["extra"]["fragments"]["values_encoding"]["bins"] == kw.get("bins")
 
 
+def test_fragment_medians_read_a_bucket_of_cells_at_a_time(tmp_path, tok, monkeypatch):
+    """The medians pass counts a fragment file with the tokenizing pass' memory bound and
+    reads the counts back a bucket of cells at a time (here 7 cells a bucket, and a bound
+    that spills at once): the medians are those of the whole matrix, the spill files go."""
+    from genotok.singlecell import fragmatrix, fragment_counts
+    from genotok.singlecell.spill import RowSpill
+
+    frag = EX / "fragments.tsv.gz"
+    whole = anndata.AnnData(fragment_counts(frag, tok)[1])
+    assert whole.n_obs > 2 * 7  # several buckets, the last one partial
+    monkeypatch.setattr(fragmatrix, "SPILL_ROWS", 7)
+    monkeypatch.setattr("genotok.singlecell.fragments.SPILL_MB", 1e-6)
+    spills = tmp_path / "tmp"
+    spills.mkdir()
+    monkeypatch.setenv("TMPDIR", str(spills))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    read = []  # the buckets read back (the medians pass', then the tokenizing pass')
+    matrix = RowSpill.matrix
+    monkeypatch.setattr(RowSpill, "matrix", lambda self, b, *a: read.append(b) or matrix(
+        self, b, *a))
+    run = pretokenize(frag, tok, tmp_path / "c", progress=False, normalize="total",
+                      rank="median")
+    assert read == [0, 1, 2] * 2
+    stored = Corpus.open(run.out).header["extra"]["fragments"]["values_encoding"]
+    med, method = feature_medians(whole, normalize="total")
+    np.testing.assert_array_equal(np.array(stored["medians"], dtype=float), med)
+    assert stored["median_method"] == method
+    assert list(spills.iterdir()) == []
+
+
 def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
     out = tmp_path / "c"
     pretokenize(h5ads, tok, out, progress=False, bins=5)

@@ -1,0 +1,114 @@
+"""The value encodings of a :func:`~genotok.pipeline.pretokenize` run over single-cell inputs:
+the keyword arguments each input is encoded with and, for ``rank="median"``, the medians pass
+over all inputs before any is encoded (kept in the journal, so a resumed run reuses them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from .journal import _save_journal
+from .plan import SKIPPABLE, PipelineError, _check_regular, _message, input_kind
+
+
+def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
+                     n_threads, batches: list[list[int]], on_error: str) -> dict:
+    """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
+    with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
+    encodes its remaining inputs with the medians its first inputs got).
+
+    With ``on_error="skip"``, an input the medians pass cannot read is left out of the
+    medians and skipped as the tokenizing pass skips one: its batch (a single-cell input is a
+    batch of its own) is journaled as done with the error, saved with the medians, so it is
+    listed in the manifest and a resumed run neither reads it nor encodes with other medians.
+    An input failing halfway through its read is left out by a new pass over the others (no
+    half of it counts)."""
+    kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
+    kw["values"] = True  # the encoded values: the corpus' value channel
+    if encoding["rank"] != "median":
+        return kw
+    if "medians" not in journal:
+        from ..singlecell import feature_medians
+
+        failed: dict[int, str] = {}  # input index -> its error, as the manifest lists it
+        _check_same_var(paths, on_error, failed)
+        while True:
+            left, reached = [i for i in range(len(paths)) if i not in failed], []
+            if not left:  # nothing readable: every batch is a skipped one, nothing to encode
+                medians, method = np.zeros(0), "exact"
+                break
+            try:
+                medians, method = feature_medians(
+                    _medians_inputs(paths, left, reached, tokenizer, n_threads),
+                    normalize=encoding["normalize"], target_sum=encoding["target_sum"],
+                    log1p=encoding["log1p"])
+                break
+            except SKIPPABLE as exc:  # the input being read when it was raised
+                if on_error == "fail" or not reached:
+                    raise
+                failed[reached[-1]] = _message(exc, paths[reached[-1]])
+        journal["medians"] = {"medians": [None if not np.isfinite(x) else x
+                                          for x in medians.tolist()], "method": method}
+        for b, batch in enumerate(batches):
+            if batch[0] in failed:
+                journal["done"][str(b)] = {"shard": None, "records": 0, "tokens": 0,
+                                           "sources": [], "failed": [
+                                               {"path": str(paths[batch[0]]),
+                                                "error": failed[batch[0]]}]}
+        _save_journal(out, journal)
+    stored = journal["medians"]
+    kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
+                  stored["method"])
+    return kw
+
+
+def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
+                    n_threads):
+    """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
+    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes),
+    counted with the memory bound of the tokenizing pass (beyond it the counts spill to disk)
+    and yielded a bucket of cells at a time. ``reached`` gets each input's
+    index before it is read."""
+    import anndata
+
+    from ..singlecell import fragment_count_chunks
+
+    for i in indices:
+        p = paths[i]
+        reached.append(i)
+        _check_regular(p)
+        if input_kind(p) == "h5ad":
+            yield os.fspath(p)
+            continue
+        for chunk in fragment_count_chunks(p, tokenizer, n_threads=n_threads):
+            yield anndata.AnnData(chunk)  # a bare AnnData around each bucket (no copy)
+
+
+def _check_same_var(paths: list[Path], on_error: str = "fail",
+                    failed: dict[int, str] | None = None) -> None:
+    """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
+    medians would mix different peaks. With ``on_error="skip"``, an input whose features
+    cannot be read goes into ``failed`` (index -> error) instead."""
+    from ..singlecell import var_names
+
+    first = None
+    for i, p in enumerate(paths):
+        if input_kind(p) != "h5ad":
+            continue
+        try:
+            _check_regular(p)
+            names = var_names(p)
+        except SKIPPABLE as exc:
+            if on_error == "fail" or failed is None:
+                raise
+            failed[i] = _message(exc, p)
+            continue
+        if first is None:
+            first = (p, names)
+        elif names != first[1]:
+            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; rank='median' "
+                                "takes one median per feature over all inputs, so the .h5ad "
+                                "inputs must have the same features in the same order")
