@@ -18,7 +18,7 @@ import numpy as np
 from . import _config
 from .errors import UniverseError
 from .kernels import overlap as _kernels
-from .kernels.sort import sort_regions, sorted_runs
+from .kernels.sort import runs_order, sort_regions, sorted_runs
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .settings import (  # noqa: F401  (re-exported: importable from here as before)
@@ -60,7 +60,7 @@ class PreparedSet(NamedTuple):
     Examples
     --------
     >>> PreparedSet._fields
-    ('codes', 'order', 'starts', 'ends', 'perm')
+    ('codes', 'order', 'starts', 'ends', 'perm', 'sweep')
     """
 
     codes: np.ndarray  #: int32 (n,): chromosome codes in the universe's code space, -1 unknown
@@ -69,6 +69,7 @@ class PreparedSet(NamedTuple):
     ends: np.ndarray | None = None    #: int64 (n,): the sorted ends; None: the set's own
     #: int64 (n,): the set's query index of each sorted row (empty: not kept); None: not sorted
     perm: np.ndarray | None = None
+    sweep: bool = False  #: True: the order visits each chromosome by start (unchecked: speed only)
 
 
 def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
@@ -331,10 +332,9 @@ class Tokenizer(_Vocabulary):
             if runs is not None:  # one sorted run per chromosome: reorder whole runs, no sort
                 bounds, run_codes = runs
                 pieces = np.argsort(byte_rank[run_codes], kind="stable")
-                if np.array_equal(pieces, np.arange(pieces.size)):  # already in the gtars order
-                    return PreparedSet(self.universe.map_codes(rs))
-                order = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces])
-                return PreparedSet(self.universe.map_codes(rs), order)
+                in_order = np.array_equal(pieces, np.arange(pieces.size))  # the gtars order
+                order = None if in_order else runs_order(bounds, pieces)
+                return PreparedSet(self.universe.map_codes(rs), order, sweep=True)
             table = self.universe._code_table(rs)
             code_of = np.empty(len(names), dtype=np.int32)
             code_of[byte_rank] = table
@@ -343,11 +343,11 @@ class Tokenizer(_Vocabulary):
             perm, codes, starts, ends = sort_regions(rs.codes, rs.starts, rs.ends, byte_rank,
                                                      code_of, perm=with_perm)
             return PreparedSet(codes, None, starts, ends,
-                               perm if with_perm else np.zeros(0, np.int64))
+                               perm if with_perm else np.zeros(0, np.int64), True)
         return PreparedSet(self.universe.map_codes(rs))
 
     def _kernel(self, codes, starts, ends, set_offsets, order, unk_mode: int, details: bool = True,
-                ids_dtype=np.uint32):
+                ids_dtype=np.uint32, sweep_order: bool = False):
         """The one call into the overlap kernels, with this tokenizer's settings."""
         s, u = self.settings, self.universe
         sw = u.sweep
@@ -361,7 +361,7 @@ class Tokenizer(_Vocabulary):
             int(s.min_overlap),
             float(s.min_fraction) if s.fraction_of == "query" else 0.0,
             float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id, details, ids_dtype)
+            s.overlap == "best", unk_mode, u.unk_token_id, details, ids_dtype, sweep_order)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
@@ -454,8 +454,9 @@ class Tokenizer(_Vocabulary):
                             else p for r, p in zip(rsets, prepared)]
             starts = [r.starts if p.starts is None else p.starts for r, p in zip(rsets, prepared)]
             ends = [r.ends if p.ends is None else p.ends for r, p in zip(rsets, prepared)]
+            sweep = all(p.sweep for p in prepared)
             if len(rsets) == 1:
-                (codes, order, _, _, perm), = prepared
+                (codes, order, _, _, perm, _), = prepared
                 (starts,), (ends,) = starts, ends
             else:
                 def cat(parts, dt):
@@ -477,7 +478,7 @@ class Tokenizer(_Vocabulary):
             ids_dtype = np.int64 if np.dtype(dtype) == np.int64 else np.uint32
             ids, qidx, bp, out_offsets = self._kernel(
                 codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
-                details or ailist, ids_dtype)
+                details or ailist, ids_dtype, sweep)
             if ailist and ids.size > 1:
                 ids, qidx, bp = self._ailist_order(ids, qidx, bp)
                 if not details:

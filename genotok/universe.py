@@ -16,6 +16,7 @@ import numpy as np
 
 from ._deprecate import renamed_kwargs
 from .errors import BedParseError, UniverseError
+from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
 from .regions import RegionSet, as_regions
@@ -333,7 +334,11 @@ class Universe:
         a warning says so (a ``chr1`` vs ``1`` naming mismatch hits nothing silently otherwise).
         """
         table = self._code_table(regions)
-        return table[regions.codes] if table.size else np.zeros(0, dtype=np.int32)
+        if not table.size:
+            return np.zeros(0, dtype=np.int32)
+        if len(regions) < 1 << 16:
+            return table[regions.codes]
+        return _names.translate_codes(table, regions.codes)
 
     def _code_table(self, regions: RegionSet) -> np.ndarray:
         """int32: this universe's code of each of ``regions``' chromosome names (``-1`` when

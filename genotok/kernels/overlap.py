@@ -333,18 +333,19 @@ def _descents(q_codes, q_starts, order):
     return k
 
 
-def _sweep_order(q_codes, q_starts, order):
+def _sweep_order(q_codes, q_starts, order, known: bool = False):
     """The order in which pass 1 visits queries: grouped by chromosome, starts ascending.
 
     The emission order ``order`` (empty: the identity) is used as it is, and returned itself,
     when it (nearly) has that shape: sorted files, the gtars order of a file (by chromosome
-    name, then start), batches of such sets, where only set boundaries step back. Otherwise the
+    name, then start), batches of such sets, where only set boundaries step back; ``known``:
+    the caller knows it has (the check, a pass through the order, is skipped). Otherwise the
     queries are sorted by (code, start). Correctness does not depend on it, only the gallop
     distances do (merging a batch of sorted sets into one sweep was measured: the stable sort
     costs more than the cache misses it saves).
     """
     n = q_codes.size
-    if n < 2:
+    if n < 2 or known:
         return order
     if _descents(q_codes, q_starts, order) * 64 <= n:  # sorted runs (e.g. a batch of sorted files)
         return order
@@ -365,7 +366,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
             set_offsets: np.ndarray, order: np.ndarray, chrom_ptr: np.ndarray,
             starts: np.ndarray, ends: np.ndarray, maxend: np.ndarray, ids: np.ndarray,
             min_overlap: int, frac_q: float, frac_r: float, best: bool, unk_mode: int,
-            unk_id: int, details: bool = True, ids_dtype=np.uint32):
+            unk_id: int, details: bool = True, ids_dtype=np.uint32, sweep_order: bool = False):
     """Tokenize S concatenated query sets against a sweep index.
 
     Arrays must be contiguous and of the documented dtypes; nothing is checked here (see
@@ -402,6 +403,10 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
         ``None``), which saves 16 bytes of fresh memory per output.
     ids_dtype : numpy dtype
         ``np.uint32`` (default) or ``np.int64``: written directly, no copy afterwards.
+    sweep_order : bool
+        ``True`` when the emission order already visits each chromosome's queries with starts
+        ascending (a sorted file's runs, sorted arrays): the check for it is skipped. Only
+        speed depends on it; a wrong ``True`` gives the same outputs, slower.
 
     Returns
     -------
@@ -438,7 +443,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
         order = np.zeros(0, np.int64)  # the identity: read as such by every kernel
     bounds = _chunks(n_q, 4 * numba.get_num_threads())
     # pass 1, in (chrom, start) order: per query its outputs count and (window | ids)
-    qsorted = _sweep_order(q_codes, q_starts, order)
+    qsorted = _sweep_order(q_codes, q_starts, order, sweep_order)
     slotted = qsorted is order  # the sweep order is the emission order
     keep = not best and not details  # hits kept from pass 1 (details would need their bp too)
     wa = np.empty(n_q, dtype=np.uint32)

@@ -346,16 +346,53 @@ def sorted_runs(codes: np.ndarray, starts: np.ndarray):
     starts = np.ascontiguousarray(starts)
     if codes.size != starts.size:
         raise ValueError(f"sorted_runs: {codes.size} codes but {starts.size} starts")
-    k = _runs(codes, starts, np.zeros(0, np.int64))
+    bounds = np.empty(min(codes.size, 255) + 1, np.int64)  # one pass when it is enough
+    k = _runs(codes, starts, bounds)
     if k < 0:
         return None
-    bounds = np.empty(k + 1, np.int64)
-    _runs(codes, starts, bounds)
+    if k >= bounds.size:
+        bounds = np.empty(k + 1, np.int64)
+        _runs(codes, starts, bounds)
+    bounds = bounds[:k + 1]
     return bounds, codes[bounds[:-1]]
+
+
+@njit(**NJIT_PARALLEL)
+def _fill_runs(bounds, pieces, at, out):
+    for k in prange(pieces.size):
+        a = bounds[pieces[k]]
+        o = at[k]
+        for i in range(bounds[pieces[k] + 1] - a):
+            out[o + i] = a + i
+
+
+def runs_order(bounds: np.ndarray, pieces: np.ndarray) -> np.ndarray:
+    """The order that takes whole runs, ``bounds[r]:bounds[r + 1]``, in the order ``pieces``
+    lists them (``pieces``: a permutation of the runs): how a sorted file's chromosome runs are
+    put in the gtars order without a sort. One parallel pass; the NumPy version (a
+    concatenation of one ``arange`` per run) wrote the 80 MB of a 10M-row order twice.
+
+    Examples
+    --------
+    >>> runs_order(np.array([0, 2, 3, 6]), np.array([2, 0, 1])).tolist()
+    [3, 4, 5, 0, 1, 2]
+    """
+    bounds = np.ascontiguousarray(bounds, np.int64)
+    pieces = np.ascontiguousarray(pieces, np.int64)
+    sizes = np.diff(bounds)
+    if (bounds.size != pieces.size + 1 or (bounds.size and bounds[0] != 0) or np.any(sizes < 0)
+            or np.any(np.bincount(pieces, minlength=pieces.size) != 1)):  # indexes memory
+        raise ValueError("runs_order: bounds must rise from 0 and pieces permute the runs")
+    at = np.zeros(pieces.size, np.int64)
+    np.cumsum(sizes[pieces][:-1], out=at[1:])
+    out = np.empty(int(bounds[-1]) if bounds.size else 0, np.int64)
+    _fill_runs(bounds, pieces, at, out)
+    return out
 
 
 def warmup() -> None:
     """Compile the radix kernels on tiny inputs."""
+    runs_order(np.array([0, 2, 3]), np.array([1, 0]))
     _radix(np.array([3, 1, 2, 1], np.int64), 2, 2, np.empty(4, np.int64))
     saved = globals()["MIN_BUCKET"]
     globals()["MIN_BUCKET"] = 1

@@ -51,3 +51,21 @@ def test_parse_region_names_codes_in_order_of_first_appearance(names, sep):
     assert [buf[a:b].tobytes().decode() for a, b in zip(ns.tolist(), ne.tolist())] == seen
     assert [(seen[c], s, e) for c, s, e in zip(codes.tolist(), starts.tolist(),
                                                ends.tolist())] == want
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-1, 50), min_size=1, max_size=8), st.lists(st.integers(0, 7),
+                                                                        max_size=300))
+def test_translate_codes_equals_numpy_gather(table, codes):
+    table = np.array(table, np.int32)
+    codes = np.array(codes, np.int32) % table.size
+    got = N.translate_codes(table, codes)
+    assert got.dtype == np.int32 and got.tolist() == table[codes].tolist()
+
+
+def test_translate_codes_refuses_codes_outside_the_table():
+    import pytest
+
+    for bad in (3, -1, 2**31 - 1):
+        with pytest.raises(IndexError, match=f"code {bad} at row 1"):
+            N.translate_codes(np.arange(3, dtype=np.int32), np.array([0, bad, 1], np.int32))

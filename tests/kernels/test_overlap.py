@@ -154,6 +154,27 @@ def test_identity_order_and_int64_ids(u, data, opts, tiny):
     assert got_offs.tolist() == want[3].tolist()
 
 
+@settings(max_examples=100, deadline=None)
+@given(universes(), st.data(), options)
+def test_a_wrong_sweep_order_claim_costs_speed_not_results(u, data, opts):
+    """``sweep_order=True`` skips checking that the order visits each chromosome's queries
+    with starts ascending: on unsorted queries the outputs are still the oracle's."""
+    codes, starts, ends, n_chroms, keep = u
+    sw = _sweep(codes, starts, ends, n_chroms, keep)
+    q = data.draw(queries(n_chroms))
+    want = naive.overlap(*q, *sw, opts["min_overlap"], opts["frac_q"], opts["frac_r"],
+                         opts["best"], opts["unk_mode"], UNK)
+    for order in (q[4], None):
+        qq = (*q[:4], order)
+        if order is None:
+            want = naive.overlap(*q[:4], np.arange(q[0].size, dtype=np.int64), *sw,
+                                 opts["min_overlap"], opts["frac_q"], opts["frac_r"],
+                                 opts["best"], opts["unk_mode"], UNK)
+        got = K.overlap(*qq, *sw, opts["min_overlap"], opts["frac_q"], opts["frac_r"],
+                        opts["best"], opts["unk_mode"], UNK, True, np.uint32, True)
+        _assert_equal(got, want)
+
+
 def test_sorted_queries_and_ids_dtype_checked():
     """A sorted set (the sweep order is the emission order) with unknown chromosomes, touching
     and duplicate queries; a bad ``ids_dtype`` is refused."""

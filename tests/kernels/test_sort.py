@@ -164,3 +164,35 @@ def test_sorted_runs_equals_numpy(rows, presort):
     if got is not None:
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_sorted_runs_with_more_runs_than_one_pass_holds():
+    """More runs than the first pass' bounds hold (255): a second pass fills them."""
+    for n in (255, 256, 257, 1000):
+        codes = (np.arange(n) % 2).astype(np.int32)  # a run per row
+        got = _sort.sorted_runs(codes, np.zeros(n, np.int64))
+        np.testing.assert_array_equal(got[0], np.arange(n + 1))
+        np.testing.assert_array_equal(got[1], codes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sizes=st.lists(st.integers(0, 20), max_size=12), data=st.data())
+def test_runs_order_equals_concatenated_ranges(sizes, data):
+    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int64)
+    pieces = np.array(data.draw(st.permutations(range(len(sizes)))), np.int64)
+    want = np.concatenate([np.arange(bounds[k], bounds[k + 1]) for k in pieces] + [
+        np.zeros(0, np.int64)])
+    got = _sort.runs_order(bounds, pieces)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("bounds, pieces", [
+    ([0, 2, 1], [0, 1]),      # bounds decrease
+    ([1, 2, 3], [0, 1]),      # do not start at 0
+    ([0, 2, 3], [0, 0]),      # not a permutation
+    ([0, 2, 3], [0, 2]),      # a run that does not exist
+    ([0, 2, 3], [0]),         # too few pieces
+])
+def test_runs_order_refuses_what_would_index_out_of_bounds(bounds, pieces):
+    with pytest.raises(ValueError):
+        _sort.runs_order(np.array(bounds), np.array(pieces))
