@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .._config import NJIT, NJIT_PARALLEL
+from .._config import NJIT, NJIT_PARALLEL, serial_twin
 from .modes import Unknown
 from .setorder import sort_within_sets  # noqa: F401  (importable from here as before)
 from .sweep import build_sweep_sorted, sort_order
@@ -317,6 +317,11 @@ def _fill(q_starts, q_ends, order, kpos, bounds, set_offsets, wa, wb, pos, start
                     out_q[at + x] = q
 
 
+_SERIAL = {k: serial_twin(k) for k in (_windows, _slots, _fill)}
+#: sets of fewer queries than this (one chunk: :func:`_chunks`) run the kernels' serial twins
+SERIAL_BELOW = 4096
+
+
 @njit(**NJIT)
 def _descents(q_codes, q_starts, order):
     """How often a query in ``order`` (empty: ``0 .. n-1``) starts before the previous one on
@@ -359,7 +364,7 @@ def _sweep_order(q_codes, q_starts, order, known: bool = False):
 
 def _chunks(n: int, parts: int) -> np.ndarray:
     parts = max(1, min(parts, n // 4096 + 1))
-    return np.linspace(0, n, parts + 1).astype(np.int64)
+    return np.arange(parts + 1, dtype=np.int64) * n // parts
 
 
 def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
@@ -442,6 +447,8 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     if order is None:
         order = np.zeros(0, np.int64)  # the identity: read as such by every kernel
     bounds = _chunks(n_q, 4 * numba.get_num_threads())
+    windows, slots, fill = ((_SERIAL[k] for k in (_windows, _slots, _fill)) if n_q < SERIAL_BELOW
+                            else (_windows, _slots, _fill))
     # pass 1, in (chrom, start) order: per query its outputs count and (window | ids)
     qsorted = _sweep_order(q_codes, q_starts, order, sweep_order)
     slotted = qsorted is order  # the sweep order is the emission order
@@ -457,19 +464,19 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     counts[headers + 1] = 0
     kpos = np.zeros(0, np.int64)
     if slotted:
-        _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, True, chrom_ptr,
+        windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, True, chrom_ptr,
                  starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
                  unk_id, wa, wb, counts)
     else:
         per_k = np.empty(n_q, dtype=np.int64)
-        _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, False, chrom_ptr,
+        windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, False, chrom_ptr,
                  starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
                  unk_id, wa, wb, per_k)
         kpos = np.empty(n_q, dtype=np.int64)  # emission position -> sweep position
         kpos[qsorted] = np.arange(n_q, dtype=np.int64)
         if order.size:
             kpos = kpos[order]
-        _slots(kpos, bounds, set_offsets, per_k, counts)
+        slots(kpos, bounds, set_offsets, per_k, counts)
         del per_k
     unk_sets = np.zeros(0, np.int64)
     if unk_mode == UNK_SET and n_sets:
@@ -485,7 +492,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     out_q = np.empty(total if details else 0, dtype=np.int64)
     out_bp = np.empty(total if details else 0, dtype=np.int64)
     # pass 2, in emission order: fill from pass 1's windows or ids (no searching)
-    _fill(q_starts, q_ends, order, kpos, bounds, set_offsets, wa, wb, pos, starts, ends, ids,
+    fill(q_starts, q_ends, order, kpos, bounds, set_offsets, wa, wb, pos, starts, ends, ids,
           min_overlap, frac_q, frac_r, best, keep, unk_mode, unk_id, out_ids, out_q, out_bp,
           details)
     out_offsets = np.empty(n_sets + 1, dtype=np.int64)
@@ -579,10 +586,15 @@ def warmup() -> None:
     order = np.array([0, 1], np.int64)
     sw = build_sweep_sorted(codes, starts, ends, sort_order(codes, starts, ends), 1)
     rank = np.array([1, 0], np.int64)
-    for best in (False, True):
-        for details in (False, True):
-            ids, _, _, offs = overlap(codes, starts, ends, np.array([0, 2], np.int64), order,
-                                      *sw, 0, 0.0, 0.0, best, UNK_SET, 2, details)
+    global SERIAL_BELOW
+    saved = SERIAL_BELOW
+    try:
+        for SERIAL_BELOW in (saved, 0):  # the serial twins, then the parallel kernels
+            for best, details in ((False, False), (False, True), (True, False), (True, True)):
+                ids, _, _, offs = overlap(codes, starts, ends, np.array([0, 2], np.int64),
+                                          order, *sw, 0, 0.0, 0.0, best, UNK_SET, 2, details)
+    finally:
+        SERIAL_BELOW = saved
     for unique in (False, True):
         sort_within_sets(ids, offs, rank, unique)
         sort_within_sets(ids.astype(np.int64), offs, rank, unique)

@@ -191,13 +191,14 @@ def test_sorted_queries_and_ids_dtype_checked():
 
 @contextlib.contextmanager
 def _tiny_chunks():
-    """Make ``overlap`` run its sweep in many tiny chunks, so chunk edges fall everywhere."""
-    saved = K._chunks
-    K._chunks = _small_chunks
+    """Make ``overlap`` run its sweep in many tiny chunks, so chunk edges fall everywhere, on
+    the parallel kernels (small inputs otherwise take their serial twins, one chunk)."""
+    saved = K._chunks, K.SERIAL_BELOW
+    K._chunks, K.SERIAL_BELOW = _small_chunks, 0
     try:
         yield
     finally:
-        K._chunks = saved
+        K._chunks, K.SERIAL_BELOW = saved
 
 
 @settings(max_examples=100, deadline=None)
