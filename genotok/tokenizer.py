@@ -481,8 +481,8 @@ class Tokenizer(_Vocabulary):
                 details or ailist, ids_dtype, sweep)
             if ailist and ids.size > 1:
                 ids, qidx, bp = self._ailist_order(ids, qidx, bp)
-                if not details:
-                    qidx = bp = None
+            if not details:  # asked for by the AIList order only (a sorted set kept no perm)
+                qidx = bp = None
             if s.order in ("genomic", "unique"):
                 ids, out_offsets = _kernels.sort_within_sets(
                     ids, out_offsets, u.sweep.rank, s.order == "unique")
