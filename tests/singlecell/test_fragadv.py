@@ -1,0 +1,206 @@
+"""Adversarial fragment files: valid lines mixed with every kind of bad one, read in random
+block sizes, plain or gzipped, counted in memory or spilled to disk, written to ``out=`` or
+not. Each public path gives the plain-Python oracle's answer (``tests/naive_fragments.py``)
+or a :class:`BedParseError` naming the file and the oracle's line, and leaves nothing behind:
+no ``out`` file, no spill directory in ``TMPDIR``."""
+
+from __future__ import annotations
+
+import gzip
+import tempfile
+import warnings
+
+import anndata
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import Tokenizer, tokenize_fragments
+from genotok.errors import BedParseError
+from genotok.singlecell import fragment_counts
+from genotok.singlecell.fragmatrix import fragment_matrix
+
+from ..naive_fragments import scan as oracle_scan
+
+REGIONS = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0, 50),
+           ("chr1", 100, 200), ("chr2", 40, 41)]
+BARCODES = ["AAAC-1", "GGTT-1", "T", "zelle-\u00e4"]
+
+
+def _tok():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the repeated universe region warns
+        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in REGIONS])
+
+
+TOK = _tok()
+
+
+@st.composite
+def _valid(draw):
+    c = draw(st.sampled_from(["chr1", "chr2", "chrX", "1"]))
+    s = draw(st.integers(0, 420))
+    e = s + draw(st.sampled_from([0, 1, 2, 50, 300]))
+    bc = draw(st.sampled_from(BARCODES))
+    fields = [c, str(s), str(e), bc]
+    if draw(st.booleans()):
+        fields.append(str(draw(st.integers(0, 5))))
+    if draw(st.integers(0, 9)) == 0:
+        fields.append("extra")
+    return "\t".join(fields).encode()
+
+
+_BAD = [b"chr1\t20\t5\tAAAC-1\t1",            # end before start
+        b"chr1\t-5\t20\tAAAC-1\t1",           # negative start
+        b"chr1\t5\t-20\tAAAC-1\t1",           # negative end
+        b"chr1\t5\t20\tAAAC-1\tx",            # not a count
+        b"chr1\t5\t20\tAAAC-1\t-1",           # negative count
+        b"chr1\t5\t20\tAAAC-1\t",             # empty count
+        b"chr1\t5\t20\tAAAC-1\t1.0",
+        b"chr1 5 20 AAAC-1 1",                 # spaces, not tabs
+        b"chr1\t5\t20",                        # three columns
+        b"chr1\t5\t20\t\t1",                   # empty barcode
+        b"\t5\t20\tAAAC-1\t1",                 # empty chromosome
+        b"chr1\t5\t20\tA\x00C\t1",             # NUL in the barcode
+        b"chr1\t5\t20\tA\rC\t1",               # CR inside the barcode
+        b"chr1\t5\t9223372036854775807\tAAAC-1\t1",  # 19 digits: beyond the parser
+        b"chr1\t4611686018427387904\t4611686018427387905\tAAAC-1\t1",
+        b"chr1\t5\t20\tAAAC-1\t99999999999999999999"]
+_NEUTRAL = [b"", b"#", b"# a header\twith a tab", b"\r"]
+
+
+@st.composite
+def fragment_bytes(draw):
+    lines = []
+    for _ in range(draw(st.integers(0, 25))):
+        kind = draw(st.integers(0, 19))
+        if kind < 15:
+            line = draw(_valid())
+        elif kind < 18:
+            line = draw(st.sampled_from(_NEUTRAL))
+        else:
+            line = draw(st.sampled_from(_BAD))
+        if draw(st.integers(0, 5)) == 0:
+            line += b"\r"
+        lines.append(line)
+    text = b"\n".join(lines)
+    if lines and draw(st.booleans()):
+        text += b"\n"  # else the last line has no newline
+    return text
+
+
+def _oracle(text, *, mode, shift=(0, 0), use_count, allow, repeats=True):
+    regs = [(c.encode(), s, e) for c, s, e in REGIONS]
+    pairs, nfrag, names, bad = oracle_scan(text, regs, mode=mode, left=shift[0], right=shift[1],
+                                           use_count=use_count, miss=True, repeats=repeats,
+                                           allow=allow)
+    n = len(names) if allow is None else len(allow)
+    X = np.zeros((n, len(REGIONS) + 1))
+    for (cell, col), w in pairs.items():
+        X[cell, col] += w
+    names = [b.decode() if isinstance(b, bytes) else b for b in names[:n]]
+    return names, X, np.array([nfrag.get(i, 0) for i in range(n)], np.int64), bad
+
+
+def _kept(want, min_fragments):
+    names, X, nfrag, _ = want
+    keep = np.flatnonzero(nfrag >= min_fragments)
+    return [names[i] for i in keep], X[keep], nfrag[keep]
+
+
+def _write(tmp, text, gz, member):
+    p = tmp / ("f.tsv.gz" if gz else "f.tsv")
+    if gz:  # several members when asked (BGZF-like)
+        cut = member % (len(text) + 1)
+        p.write_bytes(gzip.compress(text[:cut]) + gzip.compress(text[cut:]))
+    else:
+        p.write_bytes(text)
+    return p
+
+
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=fragment_bytes(), gz=st.booleans(), member=st.integers(0, 400),
+       block=st.sampled_from([1, 2, 3, 7, 13, 64, 1 << 20]),
+       mode=st.sampled_from(["insertion", "paired-insertion", "fragment"]),
+       shift=st.sampled_from([(0, 0), (4, -5)]), use_count=st.booleans(),
+       allow=st.sampled_from([None, ["GGTT-1", "NNNN-1", "zelle-\u00e4"]]),
+       min_fragments=st.integers(0, 2), memory_mb=st.sampled_from([None, 1e-6]),
+       to_file=st.booleans())
+def test_matrix_equals_the_oracle_or_names_the_bad_line(tmp_path_factory, text, gz, member,
+                                                        block, mode, shift, use_count, allow,
+                                                        min_fragments, memory_mb, to_file):
+    tmp = tmp_path_factory.mktemp("frag")
+    spill_dir = tmp / "spill"
+    spill_dir.mkdir()
+    path = _write(tmp, text, gz, member)
+    want = _oracle(text, mode=mode, shift=shift if mode != "fragment" else (0, 0),
+                   use_count=use_count, allow=allow)
+    out = tmp / "m.h5ad" if to_file else None
+    old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the "1" vs "chr1" naming hint
+            m = fragment_matrix(path, TOK, mode=mode, shift=shift, use_count=use_count,
+                                barcodes=allow, min_fragments=min_fragments, block_bytes=block,
+                                memory_mb=memory_mb, out=out)
+    except BedParseError as exc:
+        assert want[3] is not None, str(exc)
+        assert (exc.path, exc.line) == (str(path), want[3])
+        assert out is None or not out.exists()
+        return
+    finally:
+        tempfile.tempdir = old
+        assert list(spill_dir.iterdir()) == []
+    assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
+    if to_file:
+        m = anndata.read_h5ad(out)
+    names, X, nfrag = _kept(want, min_fragments)
+    assert m.obs_names.tolist() == names
+    np.testing.assert_array_equal(m.X.toarray(), X[:, :-1].astype(np.float32))
+    np.testing.assert_array_equal(m.obs["n_fragments"].to_numpy(), nfrag)
+    np.testing.assert_array_equal(m.obs["unknown_count"].to_numpy(), X[:, -1])
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=fragment_bytes(), gz=st.booleans(), block=st.sampled_from([1, 5, 64, 1 << 20]),
+       allow=st.sampled_from([None, ["T", "AAAC-1"]]), min_fragments=st.integers(0, 2),
+       memory_mb=st.sampled_from([None, 1e-6]), to_file=st.booleans())
+def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factory, text, gz,
+                                                                 block, allow, min_fragments,
+                                                                 memory_mb, to_file):
+    tmp = tmp_path_factory.mktemp("frag")
+    spill_dir = tmp / "spill"
+    spill_dir.mkdir()
+    path = _write(tmp, text, gz, len(text) // 2)
+    want = _oracle(text, mode="fragment", use_count=True, allow=allow, repeats=False)
+    out = tmp / "c.gtokc" if to_file else None
+    kw = dict(barcodes=allow, min_fragments=min_fragments, block_bytes=block)
+    old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            counted = fragment_counts(path, TOK, **kw)
+            got = tokenize_fragments(path, TOK, memory_mb=memory_mb, out=out,
+                                     unknown="region", **kw)
+    except BedParseError as exc:
+        assert want[3] is not None, str(exc)
+        assert (exc.path, exc.line) == (str(path), want[3])
+        assert out is None or not out.exists()
+        return
+    finally:
+        tempfile.tempdir = old
+        assert list(spill_dir.iterdir()) == []
+    assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
+    names, X, nfrag = _kept(want, min_fragments)
+    assert counted[0] == names
+    np.testing.assert_array_equal(counted[1].toarray(), X.astype(np.float32))
+    np.testing.assert_array_equal(counted[2], nfrag)
+    tok_names, rows = (got.names, got.to_ragged()) if to_file else got
+    assert list(tok_names) == names
+    u = TOK.universe
+    expect = [sorted(list(np.flatnonzero(r[:-1])) + ([u.unk_token_id] if r[-1] else []))
+              for r in X]
+    assert [sorted(r) for r in rows.to_list()] == expect
