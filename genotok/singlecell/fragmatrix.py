@@ -322,7 +322,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise BedParseError(path, None, "no such fragment file")
+        raise BedParseError(path, None, "is a directory, not a fragment file"
+                            if os.path.isdir(path) else "not a regular file (a FIFO, socket "
+                            "or device); copy the stream to a file first"
+                            if os.path.exists(path) else "no such fragment file")
     u, s = tokenizer.universe, tokenizer.settings
     n_cols = u.n_regions + (miss_column is True)  # "obs": misses counted, not a column
     allow = None if barcodes is None else read_barcodes(barcodes)

@@ -177,7 +177,7 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
     path = _write(tmp, text, gz, len(text) // 2)
     want = _oracle(text, mode="fragment", use_count=True, allow=allow, repeats=False)
     out = tmp / "c.gtokc" if to_file else None
-    kw = dict(barcodes=allow, min_fragments=min_fragments, block_bytes=block)
+    kw = {"barcodes": allow, "min_fragments": min_fragments, "block_bytes": block}
     old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
     try:
         with warnings.catch_warnings():
@@ -204,3 +204,19 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
     expect = [sorted(list(np.flatnonzero(r[:-1])) + ([u.unk_token_id] if r[-1] else []))
               for r in X]
     assert [sorted(r) for r in rows.to_list()] == expect
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo"])
+def test_a_directory_or_fifo_is_refused_as_what_it_is(tmp_path, kind):
+    import os
+
+    p = tmp_path / "frags.tsv"
+    if kind == "dir":
+        p.mkdir()
+    else:
+        os.mkfifo(p)
+    for call in (lambda: fragment_matrix(p, TOK), lambda: fragment_counts(p, TOK),
+                 lambda: tokenize_fragments(p, TOK)):
+        with pytest.raises(BedParseError, match="frags.tsv: is a directory" if kind == "dir"
+                           else "frags.tsv: not a regular file"):
+            call()
