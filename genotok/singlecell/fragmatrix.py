@@ -131,8 +131,8 @@ def read_barcodes(source) -> list[str]:
         path = os.fspath(source)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"barcode list {path!r}: no such file")
-        with _io.reading(path), _io.open_binary(path) as fh:
-            lines = fh.read().decode("utf-8").splitlines()
+        with _io.reading(path), _io.open_binary(path) as fh:  # a BOM is not the 1st barcode's
+            lines = fh.read().decode("utf-8-sig").splitlines()
         out = [ln.split("\t")[0].strip() for ln in lines]
         out = [b for b in out if b and not b.startswith("#")]
     else:

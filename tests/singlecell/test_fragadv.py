@@ -220,3 +220,15 @@ def test_a_directory_or_fifo_is_refused_as_what_it_is(tmp_path, kind):
         with pytest.raises(BedParseError, match="frags.tsv: is a directory" if kind == "dir"
                            else "frags.tsv: not a regular file"):
             call()
+
+
+def test_a_barcode_file_with_a_byte_order_mark_keeps_its_first_barcode(tmp_path):
+    """A list saved by a Windows editor starts with a UTF-8 BOM: it is not part of the first
+    barcode (which then matched no fragment and its cell was silently dropped)."""
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\nchr1\t5\t20\tGGTT-1\t1\n")
+    allow = tmp_path / "barcodes.tsv"
+    allow.write_bytes(b"\xef\xbb\xbfGGTT-1\r\nAAAC-1\r\n")
+    m = fragment_matrix(frags, TOK, barcodes=allow)
+    assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
+    assert m.obs["n_fragments"].tolist() == [1, 1]
