@@ -120,7 +120,8 @@ class FragmentMatrix(NamedTuple):
 
 def read_barcodes(source) -> list[str]:
     """A barcode allow-list: a sequence of strings, or a file (``.gz`` too) with one barcode a
-    line (first tab-separated column; blank and ``#`` lines skipped).
+    line (first tab-separated column; blank and ``#`` lines skipped; a file that is not UTF-8
+    or repeats a barcode raises :class:`~genotok.BedParseError` naming it and the line).
 
     Examples
     --------
@@ -131,12 +132,25 @@ def read_barcodes(source) -> list[str]:
         path = os.fspath(source)
         if not os.path.isfile(path):
             raise FileNotFoundError(f"barcode list {path!r}: no such file")
-        with _io.reading(path), _io.open_binary(path) as fh:  # a BOM is not the 1st barcode's
-            lines = fh.read().decode("utf-8-sig").splitlines()
-        out = [ln.split("\t")[0].strip() for ln in lines]
-        out = [b for b in out if b and not b.startswith("#")]
-    else:
-        out = [str(b) for b in source]
+        with _io.reading(path), _io.open_binary(path) as fh:
+            raw = fh.read()
+        raw = raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw  # a BOM is not a barcode's
+        try:
+            lines = raw.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise BedParseError(path, raw.count(b"\n", 0, exc.start) + 1,
+                                "the barcode list is not valid UTF-8 text") from None
+        out, first = [], {}
+        for i, ln in enumerate(lines, 1):
+            b = ln.split("\t")[0].strip()
+            if b and not b.startswith("#"):
+                if b in first:
+                    raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
+                                                 "list each barcode once")
+                first[b] = i
+                out.append(b)
+        return out
+    out = [str(b) for b in source]
     seen: set[str] = set()
     dup = [b for b in out if b in seen or seen.add(b)]
     if dup:

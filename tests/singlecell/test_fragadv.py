@@ -232,3 +232,19 @@ def test_a_barcode_file_with_a_byte_order_mark_keeps_its_first_barcode(tmp_path)
     m = fragment_matrix(frags, TOK, barcodes=allow)
     assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
     assert m.obs["n_fragments"].tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("content, line, problem", [
+    (b"\xef\xbb\xbfAAAC-1\nGGTT-1\nA\xe9\n", 3, "not valid UTF-8"),
+    (b"AAAC-1\n\nGGTT-1\r\nAAAC-1\n", 4, "'AAAC-1' repeats line 1"),
+])
+def test_a_bad_barcode_file_is_named_with_its_line(tmp_path, content, line, problem):
+    """A barcode list that is not UTF-8 was reported as "corrupt gzip data" (of a plain text
+    file); a repeated barcode in a file as a ValueError naming neither file nor line."""
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
+    allow = tmp_path / "barcodes.txt"
+    allow.write_bytes(content)
+    with pytest.raises(BedParseError, match=f"barcodes.txt:{line}: .*{problem}") as exc:
+        fragment_matrix(frags, TOK, barcodes=allow)
+    assert (exc.value.path, exc.value.line) == (str(allow), line)
