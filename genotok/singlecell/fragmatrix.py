@@ -150,7 +150,8 @@ def read_barcodes(source) -> list[str]:
                 first[b] = i
                 out.append(b)
         return out
-    out = [str(b) for b in source]
+    # bytes (h5py's strings) are the barcodes' text: str(b"A-1") is "b'A-1'", matching nothing
+    out = [b.decode("utf-8") if isinstance(b, bytes) else str(b) for b in source]
     seen: set[str] = set()
     dup = [b for b in out if b in seen or seen.add(b)]
     if dup:

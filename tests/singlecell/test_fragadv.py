@@ -248,3 +248,14 @@ def test_a_bad_barcode_file_is_named_with_its_line(tmp_path, content, line, prob
     with pytest.raises(BedParseError, match=f"barcodes.txt:{line}: .*{problem}") as exc:
         fragment_matrix(frags, TOK, barcodes=allow)
     assert (exc.value.path, exc.value.line) == (str(allow), line)
+
+
+def test_an_allow_list_of_bytes_is_read_as_the_barcodes_text(tmp_path):
+    """Barcodes read with h5py come as bytes: str(b"AAAC-1") is "b'AAAC-1'", which matched
+    no fragment, so every allow-listed cell came out empty and misnamed, silently."""
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\nchr1\t5\t20\tGGTT-1\t1\nchr1\t9\t30\tGGTT-1\t1\n")
+    for allow in ([b"GGTT-1", b"AAAC-1"], np.array([b"GGTT-1", b"AAAC-1"])):
+        m = fragment_matrix(frags, TOK, barcodes=allow)
+        assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
+        assert m.obs["n_fragments"].tolist() == [2, 1]
