@@ -56,7 +56,7 @@ import numpy as np
 
 from .. import _io
 from .._deprecate import deprecated_value
-from ..errors import BedParseError
+from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..ragged import Ragged
@@ -521,6 +521,11 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
 
     if out is not None and os.path.exists(out) and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+    if out is not None and (os.path.isdir(out) or not os.path.isdir(
+            os.path.dirname(os.path.abspath(out)))):  # known now, not after the whole count
+        raise GenotokError(f"{out}: is a directory; give the .h5ad file's path" if
+                           os.path.isdir(out) else f"{out}: its folder does not exist; create "
+                           "it first")
     tok, names, X, nfrag, unknown = _matrix(
         path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
         min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,

@@ -7,18 +7,21 @@ no ``out`` file, no spill directory in ``TMPDIR``."""
 from __future__ import annotations
 
 import gzip
+import os
 import tempfile
 import warnings
 
 import anndata
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from genotok import Tokenizer, tokenize_fragments
-from genotok.errors import BedParseError
-from genotok.singlecell import fragment_counts
+from genotok.errors import BedParseError, GenotokError
+from genotok.formats.h5ad import write_h5ad_rows
+from genotok.singlecell import fragmatrix, fragment_counts
 from genotok.singlecell.fragmatrix import fragment_matrix
 
 from ..naive_fragments import scan as oracle_scan
@@ -208,8 +211,6 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
 
 @pytest.mark.parametrize("kind", ["dir", "fifo"])
 def test_a_directory_or_fifo_is_refused_as_what_it_is(tmp_path, kind):
-    import os
-
     p = tmp_path / "frags.tsv"
     if kind == "dir":
         p.mkdir()
@@ -259,3 +260,21 @@ def test_an_allow_list_of_bytes_is_read_as_the_barcodes_text(tmp_path):
         m = fragment_matrix(frags, TOK, barcodes=allow)
         assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
         assert m.obs["n_fragments"].tolist() == [2, 1]
+
+
+def test_an_out_path_that_cannot_be_written_is_refused_before_the_count(tmp_path, monkeypatch):
+    """out= in a folder that does not exist raised a bare FileNotFoundError, and only after
+    the whole file was counted (hours for a large one); out= naming a folder failed there too."""
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
+    counted = []
+    real = fragmatrix._count
+    monkeypatch.setattr(fragmatrix, "_count", lambda *a, **k: counted.append(1) or real(*a, **k))
+    with pytest.raises(GenotokError, match="no-such-folder/m.h5ad: its folder does not exist"):
+        fragment_matrix(frags, TOK, out=tmp_path / "no-such-folder" / "m.h5ad")
+    with pytest.raises(GenotokError, match="is a directory"):
+        fragment_matrix(frags, TOK, out=tmp_path, overwrite=True)
+    assert counted == []
+    with pytest.raises(GenotokError, match="m.h5ad: writing the .h5ad failed"):
+        write_h5ad_rows(tmp_path / "no-such-folder" / "m.h5ad", [], obs=pd.DataFrame(),
+                        var=pd.DataFrame())
