@@ -278,3 +278,41 @@ def test_an_out_path_that_cannot_be_written_is_refused_before_the_count(tmp_path
     with pytest.raises(GenotokError, match="m.h5ad: writing the .h5ad failed"):
         write_h5ad_rows(tmp_path / "no-such-folder" / "m.h5ad", [], obs=pd.DataFrame(),
                         var=pd.DataFrame())
+
+
+def _colliding_barcodes(n):
+    """``n`` printable 16-byte names that all had one hash under the unkeyed, linear one
+    (its state after two words is ``rot(w0) ^ w1``: ``w1 = rot(w0) ^ C`` for any ``w0``)."""
+    import itertools
+
+    def rot(x):
+        return ((x << 29) | (x >> 35)) & (2 ** 64 - 1)
+
+    c = int.from_bytes(b"@" * 8, "little")
+    out = []
+    for combo in itertools.islice(itertools.product([0x40, 0x48, 0x50, 0x58], repeat=8), n):
+        w0 = int.from_bytes(bytes(combo), "little")
+        out.append(w0.to_bytes(8, "little") + (rot(w0) ^ c).to_bytes(8, "little"))
+    assert all(32 <= b < 127 for name in out for b in name)
+    return out
+
+
+def test_crafted_barcodes_do_not_collide_in_the_name_table(tmp_path):
+    """A file of crafted barcodes used to put every one on one hash: each new barcode probed
+    all the others (16,000 of them: 0.9 s, 65,536: ~15 s, and unbounded with longer names).
+    The table's key is random and its mixing not linear: they spread; the counts stay right."""
+    from genotok.kernels import fragscan as FS
+
+    names = _colliding_barcodes(4096)
+    buf = np.frombuffer(b"".join(names), np.uint8)
+    bounds = np.arange(len(names) + 1, dtype=np.int64) * 16
+    t = FS.add_names(buf, bounds, *FS.name_table())
+    assert t[-1] == len(names)
+    assert np.unique(t[2][:len(names)]).size == len(names)  # one hash each
+    again = FS.add_names(buf, bounds, *FS.name_table())  # another table, another key
+    assert (again[2][:len(names)] != t[2][:len(names)]).any()
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"".join(b"chr1\t5\t20\t" + b + b"\t1\n" for b in names[:500]) * 2)
+    m = fragment_matrix(frags, TOK, block_bytes=4096)
+    assert m.obs_names.tolist() == [b.decode() for b in names[:500]]
+    assert m.obs["n_fragments"].tolist() == [2] * 500
