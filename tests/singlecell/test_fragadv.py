@@ -299,7 +299,7 @@ def _colliding_barcodes(n):
 
 def test_crafted_barcodes_do_not_collide_in_the_name_table(tmp_path):
     """A file of crafted barcodes used to put every one on one hash: each new barcode probed
-    all the others (16,000 of them: 0.9 s, 65,536: ~15 s, and unbounded with longer names).
+    all the others (16,000 of them: 0.9 s, 65,536: 13.7 s, and unbounded with longer names).
     The table's key is random and its mixing not linear: they spread; the counts stay right."""
     from genotok.kernels import fragscan as FS
 
