@@ -194,14 +194,26 @@ _FRAG_MESSAGES = {
 }
 
 
+#: the longest line a fragment file may hold (its lines are ~50 bytes) beyond a block: a longer
+#: one is no fragment file (e.g. a .gz of one line, which inflated into memory until it ran out)
+MAX_LINE_BYTES = 64 << 20
+
+
+class _LineTooLong(Exception):
+    """Raised by :func:`_blocks_of_lines`; :func:`_scan_file` names the line."""
+
+
 def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     """Byte blocks ending at a line end (the last one may not). Each block is read into a
-    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
-    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    fresh buffer after the previous block's unfinished line, so no block is copied (the
+    buffer at least doubles while one line goes on: a long line is not copied once a block).
+    A damaged gzip stream raises :class:`BedParseError` naming the file
+    (:func:`genotok._io.reading`); a line of more than :data:`MAX_LINE_BYTES`,
+    :class:`_LineTooLong`."""
     rest = b""
     with _io.reading(path), _io.open_binary(path) as fh:
         while True:
-            raw = bytearray(len(rest) + block_bytes)
+            raw = bytearray(len(rest) + max(block_bytes, len(rest)))
             raw[:len(rest)] = rest
             got = fh.readinto(memoryview(raw)[len(rest):])
             if not got:
@@ -209,6 +221,8 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
             end = len(rest) + got
             cut = raw.rfind(b"\n", 0, end)
             if cut < 0:
+                if end > MAX_LINE_BYTES:
+                    raise _LineTooLong
                 rest = bytes(raw[:end])
                 continue
             rest = bytes(raw[cut + 1:end])
@@ -285,7 +299,15 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
     ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
     nfrag, missed = state
     line, warned = 1, False
-    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+
+    def blocks():
+        try:
+            yield from _prefetched(_blocks_of_lines(path, block_bytes))
+        except _LineTooLong:  # every line before it is counted: ``line`` is this one
+            raise BedParseError(path, line, f"a line of more than {MAX_LINE_BYTES >> 20} MiB: "
+                                "not a fragment file") from None
+
+    for buf in blocks():
         pos = 0
         while pos < buf.size:
             pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \

@@ -316,3 +316,22 @@ def test_crafted_barcodes_do_not_collide_in_the_name_table(tmp_path):
     m = fragment_matrix(frags, TOK, block_bytes=4096)
     assert m.obs_names.tolist() == [b.decode() for b in names[:500]]
     assert m.obs["n_fragments"].tolist() == [2] * 500
+
+
+def test_a_line_beyond_the_bound_is_refused_at_its_line(tmp_path, monkeypatch):
+    """A .gz of one endless line (a 1.5 MB file of 1.5 GB of 'A') inflated into memory until
+    it ran out (MemoryError after 30 s, or the process killed); a line beyond
+    MAX_LINE_BYTES is refused at its line number, and a long line that fits is read whole,
+    its buffer doubling (it was copied once per block: quadratic with small blocks)."""
+    monkeypatch.setattr(fragmatrix, "MAX_LINE_BYTES", 1000)
+    p = tmp_path / "f.tsv.gz"
+    p.write_bytes(gzip.compress(b"#h\nchr1\t5\t20\tAAAC-1\t1\n" + b"A" * 5000 + b"\nchr1\t1\t2\tB\n"))
+    for block in (1, 64, 1000):  # (a line within one larger block is the kernel's to judge)
+        with pytest.raises(BedParseError, match=r"f.tsv.gz:3: a line of more than"):
+            fragment_matrix(p, TOK, block_bytes=block)
+    monkeypatch.undo()
+    long = "G" * 100_000
+    q = tmp_path / "long.tsv"
+    q.write_text(f"chr1\t5\t20\t{long}\t1\nchr1\t5\t20\tT\t1\nchr1\t5\t20\t{long}\t1\n")
+    m = fragment_matrix(q, TOK, block_bytes=1)
+    assert m.obs_names.tolist() == [long, "T"] and m.obs["n_fragments"].tolist() == [2, 1]
