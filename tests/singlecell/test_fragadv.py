@@ -335,3 +335,17 @@ def test_a_line_beyond_the_bound_is_refused_at_its_line(tmp_path, monkeypatch):
     q.write_text(f"chr1\t5\t20\t{long}\t1\nchr1\t5\t20\tT\t1\nchr1\t5\t20\t{long}\t1\n")
     m = fragment_matrix(q, TOK, block_bytes=1)
     assert m.obs_names.tolist() == [long, "T"] and m.obs["n_fragments"].tolist() == [2, 1]
+
+
+@pytest.mark.parametrize("line, problem", [
+    (b"chr1\t5\t9223372036854775807\tA\t1", "end is not a non-negative integer .of at most 18"),
+    (b"chr1\t4611686018427387904\t4611686018427387905\tA\t1", "start is not .* at most 18"),
+    (b"chr1\t5\t9\tA\t99999999999999999999", "count .* at most 18 digits"),
+])
+def test_a_number_beyond_the_parser_says_why(tmp_path, line, problem):
+    """2**63 - 1 is a non-negative integer: "is not a non-negative integer" alone sent the
+    user looking for a sign or a typo; the message says the limit."""
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"chr1\t5\t20\tA\t1\n" + line + b"\n")
+    with pytest.raises(BedParseError, match=f"f.tsv:2: {problem}"):
+        fragment_matrix(p, TOK)
