@@ -15,7 +15,7 @@ import anndata
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from genotok import Tokenizer, tokenize_fragments
@@ -76,8 +76,9 @@ _NEUTRAL = [b"", b"#", b"# a header\twith a tab", b"\r"]
 @st.composite
 def fragment_bytes(draw):
     lines = []
+    top = draw(st.sampled_from([17, 17, 19]))  # two files in three have no bad line
     for _ in range(draw(st.integers(0, 25))):
-        kind = draw(st.integers(0, 19))
+        kind = draw(st.integers(0, top))
         if kind < 15:
             line = draw(_valid())
         elif kind < 18:
@@ -122,7 +123,7 @@ def _write(tmp, text, gz, member):
     return p
 
 
-@settings(max_examples=60, deadline=None, database=None,
+@settings(max_examples=40, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=fragment_bytes(), gz=st.booleans(), member=st.integers(0, 400),
        block=st.sampled_from([1, 2, 3, 7, 13, 64, 1 << 20]),
@@ -149,6 +150,7 @@ def test_matrix_equals_the_oracle_or_names_the_bad_line(tmp_path_factory, text, 
                                 barcodes=allow, min_fragments=min_fragments, block_bytes=block,
                                 memory_mb=memory_mb, out=out)
     except BedParseError as exc:
+        event("a bad line")
         assert want[3] is not None, str(exc)
         assert (exc.path, exc.line) == (str(path), want[3])
         assert out is None or not out.exists()
@@ -157,6 +159,7 @@ def test_matrix_equals_the_oracle_or_names_the_bad_line(tmp_path_factory, text, 
         tempfile.tempdir = old
         assert list(spill_dir.iterdir()) == []
     assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
+    event("counted")
     if to_file:
         m = anndata.read_h5ad(out)
     names, X, nfrag = _kept(want, min_fragments)
@@ -189,6 +192,7 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
             got = tokenize_fragments(path, TOK, memory_mb=memory_mb, out=out,
                                      unknown="region", **kw)
     except BedParseError as exc:
+        event("a bad line")
         assert want[3] is not None, str(exc)
         assert (exc.path, exc.line) == (str(path), want[3])
         assert out is None or not out.exists()
@@ -197,6 +201,7 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
         tempfile.tempdir = old
         assert list(spill_dir.iterdir()) == []
     assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
+    event("counted")
     names, X, nfrag = _kept(want, min_fragments)
     assert counted[0] == names
     np.testing.assert_array_equal(counted[1].toarray(), X.astype(np.float32))
