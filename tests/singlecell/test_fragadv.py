@@ -354,3 +354,21 @@ def test_a_number_beyond_the_parser_says_why(tmp_path, line, problem):
     p.write_bytes(b"chr1\t5\t20\tA\t1\n" + line + b"\n")
     with pytest.raises(BedParseError, match=f"f.tsv:2: {problem}"):
         fragment_matrix(p, TOK)
+
+
+def test_an_existing_corpus_is_refused_before_the_count(tmp_path, monkeypatch):
+    """tokenize_fragments(out=an existing corpus) counted the whole file (hours, and GBs
+    spilled, for a large one) before the writer refused it; fragment_matrix checked first."""
+    from genotok.singlecell import fragments
+
+    frags = tmp_path / "f.tsv"
+    frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
+    out = tmp_path / "c.gtokc"
+    tokenize_fragments(frags, TOK, out=out)
+    counted = []
+    real = fragments._counts
+    monkeypatch.setattr(fragments, "_counts", lambda *a, **k: counted.append(1) or real(*a, **k))
+    with pytest.raises(FileExistsError, match="c.gtokc exists; pass overwrite=True"):
+        tokenize_fragments(frags, TOK, out=out)
+    assert counted == []
+    assert len(tokenize_fragments(frags, TOK, out=out, overwrite=True)) == 1
