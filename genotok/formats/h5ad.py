@@ -58,7 +58,10 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     n_rows, n_cols = len(obs), len(var)
-    fd, tmp = _io.make_temp(out, ".h5ad")
+    try:
+        fd, tmp = _io.make_temp(out, ".h5ad")
+    except OSError as exc:  # no folder, no permission
+        raise GenotokError(f"{out}: writing the .h5ad failed ({exc})") from exc
     os.close(fd)
     try:
         anndata.AnnData(obs=obs, var=var).write_h5ad(tmp)

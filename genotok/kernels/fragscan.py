@@ -4,7 +4,10 @@
 (the checks and status codes of :func:`genotok.kernels.fragments.parse_fragments`), numbers
 barcodes and chromosome names in two name tables that live across blocks (:func:`name_table`:
 an open-addressing table of hashes over an arena of the names' bytes, so no block's buffer
-is kept and no name is decoded per line), searches each fragment (or each of its two cut
+is kept and no name is decoded per line; each table hashes with a random key of its own, so
+a file cannot be crafted whose names all collide: the unkeyed hash, xor-ed bytes and a
+rotation, was linear, and 16-byte printable barcodes with one hash came by the thousand,
+each new one probing all the others), searches each fragment (or each of its two cut
 sites) in the universe's sweep index and emits the ``(cell, column)`` pairs with their
 weights, in one loop with no per-line array between the steps.
 
@@ -35,29 +38,45 @@ MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
 
 
 @njit(inline="always", **NJIT)
-def _mix(h, k, byte):
-    """One byte into the running hash (as ``names._hash``: eight bytes xor-ed into a word,
-    then a rotation), so the line parser hashes the barcode while it finds its end."""
+def _round(h, key):
+    """A word into the state: the table's key xor-ed in, a multiply, the halves swapped, a
+    multiply. Not linear (a linear one lets a file cancel one word's bits with the next
+    word's, whatever the key), and the top bit a multiply passes on unchanged is moved to the
+    middle of the second one, where its carries depend on the key."""
+    h = (h ^ key) * np.uint64(0x9E3779B97F4A7C15)
+    h = (h << np.uint64(32)) | (h >> np.uint64(32))
+    return h * np.uint64(0xD6E8FEB86659FD93)
+
+
+@njit(inline="always", **NJIT)
+def _mix(h, k, byte, key):
+    """One byte into the running hash (eight bytes xor-ed into a word, then a
+    :func:`_round`), so the line parser hashes the barcode while it finds its end."""
     h ^= np.uint64(byte) << np.uint64(8 * (k & 7))
     if k & 7 == 7:
-        h = (h << np.uint64(29)) | (h >> np.uint64(35))
+        h = _round(h, key)
     return h
 
 
 @njit(inline="always", **NJIT)
-def _final(h, length):
-    h ^= np.uint64(length) * np.uint64(0x100000001B3)
-    h *= np.uint64(0x9E3779B97F4A7C15)
+def _final(h, length, key):
+    h = _round(_round(h, key) ^ np.uint64(length), key)
     return h ^ (h >> np.uint64(32))
 
 
+@njit(inline="always", **NJIT)
+def _key(slots):
+    """A table's hash key: the last element of its ``slots`` (past the probed ones)."""
+    return np.uint64(slots[slots.size - 1])
+
+
 @njit(**NJIT)
-def _hash(buf, a, b):
+def _hash(buf, a, b, key):
     """Hash of the name ``buf[a:b]`` (:func:`_mix` byte by byte, :func:`_final`)."""
     h = np.uint64(0)
     for k in range(a, b):
-        h = _mix(h, k - a, buf[k])
-    return _final(h, b - a)
+        h = _mix(h, k - a, buf[k], key)
+    return _final(h, b - a, key)
 
 
 @njit(inline="always", **NJIT)
@@ -79,10 +98,11 @@ def _digits(buf, p, n, stop):
 
 
 @njit(inline="always", **NJIT)
-def _fast_line(buf, pos, n, fs, fe):
+def _fast_line(buf, pos, n, fs, fe, key):
     """The common line, ``chrom\\tstart\\tend\\tbarcode[\\tcount]\\n`` with nothing unusual,
     in one pass: ``(ok, start, end, count, next line, barcode hash)`` with the chromosome and
-    barcode spans in ``fs[0]:fe[0]`` and ``fs[3]:fe[3]``. ``ok`` False sends the line to the
+    barcode spans in ``fs[0]:fe[0]`` and ``fs[3]:fe[3]``, the barcode hashed with ``key``
+    (the barcode table's). ``ok`` False sends the line to the
     general parser (headers, blank lines, CR, extra columns, errors)."""
     if buf[pos] == 35 or buf[pos] == 10 or buf[pos] == 9:
         return False, 0, 0, 0, 0, np.uint64(0)
@@ -108,7 +128,7 @@ def _fast_line(buf, pos, n, fs, fe):
         if c == 9 or c == 10:
             break
         ctrl |= (c < 32) | (c == 127)
-        h = _mix(h, q - a, c)
+        h = _mix(h, q - a, c, key)
         q += 1
     if q == a or ctrl or q >= n:
         return False, 0, 0, 0, 0, np.uint64(0)
@@ -119,7 +139,7 @@ def _fast_line(buf, pos, n, fs, fe):
         cnt, q = _digits(buf, q + 1, n, 10)
         if q < 0:
             return False, 0, 0, 0, 0, np.uint64(0)
-    return True, s, x, cnt, q + 1, _final(h, fe[3] - a)
+    return True, s, x, cnt, q + 1, _final(h, fe[3] - a, key)
 
 
 @njit(inline="always", **NJIT)
@@ -169,7 +189,9 @@ def _seek(a, lo, hi, x, at):
 @njit(**NJIT)
 def name_table():
     """An empty name table ``(slots, offsets, hashes, arena, lines, n)``: name ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``.
+    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``; the last element
+    of ``slots`` is the table's random hash key (numba's generator, seeded from the system's
+    entropy), the others a power of two of open-addressing slots.
 
     Examples
     --------
@@ -178,14 +200,16 @@ def name_table():
     >>> t[-1], bytes(t[3][:t[1][t[-1]]])
     (2, b'chr1chr2')
     """
-    return (np.full(1024, -1, np.int64), np.zeros(65, np.int64), np.zeros(64, np.uint64),
+    slots = np.full(1024 + 1, -1, np.int64)
+    slots[1024] = np.random.randint(0, 1 << 62) * 2 + np.random.randint(0, 2)
+    return (slots, np.zeros(65, np.int64), np.zeros(64, np.uint64),
             np.empty(1024, np.uint8), np.zeros(64, np.int64), 0)
 
 
 @njit(inline="always", **NJIT)
 def _lookup(buf, a, b, h, slots, off, hashes, arena):
     """``(name, slot)`` of ``buf[a:b]``; name -1 and the empty slot to fill when absent."""
-    mask = slots.size - 1
+    mask = slots.size - 2  # the last element is the key
     slot = np.int64(h & np.uint64(mask))
     n = b - a
     while slots[slot] >= 0:
@@ -206,7 +230,8 @@ def _lookup(buf, a, b, h, slots, off, hashes, arena):
 @njit(inline="always", **NJIT)
 def _fits(slots, off, hashes, arena, n, length):
     """Whether one more name of ``length`` bytes fits the table without growing it."""
-    return n + 1 < hashes.size and off[n] + length <= arena.size and 2 * (n + 1) <= slots.size
+    return n + 1 < hashes.size and off[n] + length <= arena.size and \
+        2 * (n + 1) <= slots.size - 1
 
 
 @njit(inline="always", **NJIT)
@@ -239,9 +264,11 @@ def _grown(slots, off, hashes, arena, lines, n, length):
         a2 = np.empty(max(2 * arena.size, off[n] + length), np.uint8)
         a2[:off[n]] = arena[:off[n]]
         arena = a2
-    if 2 * (n + 1) > slots.size:
-        mask = 4 * slots.size - 1
-        slots = np.full(mask + 1, -1, np.int64)
+    if 2 * (n + 1) > slots.size - 1:
+        mask = 4 * (slots.size - 1) - 1
+        key = slots[slots.size - 1]
+        slots = np.full(mask + 2, -1, np.int64)
+        slots[mask + 1] = key
         for c in range(n):
             t = np.int64(hashes[c] & np.uint64(mask))
             while slots[t] >= 0:
@@ -263,7 +290,7 @@ def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
     """
     for i in range(bounds.size - 1):
         a, b = bounds[i], bounds[i + 1]
-        h = _hash(buf, a, b)
+        h = _hash(buf, a, b, _key(slots))
         c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
         if c < 0:
             if not _fits(slots, off, hashes, arena, n, b - a):
@@ -323,8 +350,10 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
     pcs = 0
     pce = 0
     done = 0
+    bkey = _key(bslots)
+    ckey = _key(cslots)
     while pos < n and done < max_lines:
-        ok, s, x, cnt, nxt, bh = _fast_line(buf, pos, n, fs, fe)
+        ok, s, x, cnt, nxt, bh = _fast_line(buf, pos, n, fs, fe, bkey)
         if not ok:
             s, x, cnt, nxt, status = _parse_line(buf, pos, n, fs, fe)
             if status != FRAG_OK:
@@ -334,7 +363,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                 line += 1
                 done += 1
                 continue
-            bh = _hash(buf, fs[3], fe[3])
+            bh = _hash(buf, fs[3], fe[3], bkey)
         # the chromosome: the previous line's, else the table's
         a, b = fs[0], fe[0]
         same = prev_c >= 0 and b - a == pce - pcs
@@ -344,7 +373,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                     same = False
                     break
         if not same:
-            h = _hash(buf, a, b)
+            h = _hash(buf, a, b, ckey)
             c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
             if c < 0:
                 if not _fits(cslots, coff, chash, carena, nc, b - a):

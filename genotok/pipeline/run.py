@@ -465,6 +465,13 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
         # absent from journals of older versions: counted as 0
         "n_unk_tokens": sum(d.get("unk_tokens", 0) for d in done),
         "n_unk_records": sum(d.get("unk_records", 0) for d in done)}}
+    stamps = {i["path"]: i for i in journal["plan"]["inputs"]}
+    for src in extra["genotok_run"]["inputs"]:  # read twice (rank="median"), or hashed apart
+        if src["path"] in stamps and _input_id(Path(src["path"])) != stamps[src["path"]]:
+            raise PipelineError(f"{src['path']}: changed while the run read it (its size or "
+                                "modification time differ from the run's start): its records "
+                                "(and medians) may be of different versions of it; no manifest "
+                                "is written: re-run with overwrite=True once the file is final")
     if format == "corpus":
         shards = [out / d["shard"] for d in done if d["shard"]]
         if not shards:  # every input failed and was skipped: an empty, valid corpus

@@ -56,7 +56,7 @@ import numpy as np
 
 from .. import _io
 from .._deprecate import deprecated_value
-from ..errors import BedParseError
+from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..ragged import Ragged
@@ -120,7 +120,8 @@ class FragmentMatrix(NamedTuple):
 
 def read_barcodes(source) -> list[str]:
     """A barcode allow-list: a sequence of strings, or a file (``.gz`` too) with one barcode a
-    line (first tab-separated column; blank and ``#`` lines skipped).
+    line (first tab-separated column; blank and ``#`` lines skipped; a file that is not UTF-8
+    or repeats a barcode raises :class:`~genotok.BedParseError` naming it and the line).
 
     Examples
     --------
@@ -132,11 +133,25 @@ def read_barcodes(source) -> list[str]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"barcode list {path!r}: no such file")
         with _io.reading(path), _io.open_binary(path) as fh:
-            lines = fh.read().decode("utf-8").splitlines()
-        out = [ln.split("\t")[0].strip() for ln in lines]
-        out = [b for b in out if b and not b.startswith("#")]
-    else:
-        out = [str(b) for b in source]
+            raw = fh.read()
+        raw = raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw  # a BOM is not a barcode's
+        try:
+            lines = raw.decode("utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise BedParseError(path, raw.count(b"\n", 0, exc.start) + 1,
+                                "the barcode list is not valid UTF-8 text") from None
+        out, first = [], {}
+        for i, ln in enumerate(lines, 1):
+            b = ln.split("\t")[0].strip()
+            if b and not b.startswith("#"):
+                if b in first:
+                    raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
+                                                 "list each barcode once")
+                first[b] = i
+                out.append(b)
+        return out
+    # bytes (h5py's strings) are the barcodes' text: str(b"A-1") is "b'A-1'", matching nothing
+    out = [b.decode("utf-8") if isinstance(b, bytes) else str(b) for b in source]
     seen: set[str] = set()
     dup = [b for b in out if b in seen or seen.add(b)]
     if dup:
@@ -170,23 +185,35 @@ def _dup_map(first: np.ndarray) -> Ragged | None:
 
 _FRAG_MESSAGES = {
     FK.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
-    FK.FRAG_START: "start is not a non-negative integer",
-    FK.FRAG_END: "end is not a non-negative integer",
-    FK.FRAG_COUNT: "count (column 5) is not a non-negative integer",
+    FK.FRAG_START: "start is not a non-negative integer (of at most 18 digits)",
+    FK.FRAG_END: "end is not a non-negative integer (of at most 18 digits)",
+    FK.FRAG_COUNT: "count (column 5) is not a non-negative integer (of at most 18 digits)",
     FK.FRAG_END_BEFORE_START: "end is before start",
     FK.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
                     "or drop the line (re-create the file if it is damaged)",
 }
 
 
+#: the longest line a fragment file may hold (its lines are ~50 bytes) beyond a block: a longer
+#: one is no fragment file (e.g. a .gz of one line, which inflated into memory until it ran out)
+MAX_LINE_BYTES = 64 << 20
+
+
+class _LineTooLong(Exception):
+    """Raised by :func:`_blocks_of_lines`; :func:`_scan_file` names the line."""
+
+
 def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     """Byte blocks ending at a line end (the last one may not). Each block is read into a
-    fresh buffer after the previous block's unfinished line, so no block is copied. A damaged
-    gzip stream raises :class:`BedParseError` naming the file (:func:`genotok._io.reading`)."""
+    fresh buffer after the previous block's unfinished line, so no block is copied (the
+    buffer at least doubles while one line goes on: a long line is not copied once a block).
+    A damaged gzip stream raises :class:`BedParseError` naming the file
+    (:func:`genotok._io.reading`); a line of more than :data:`MAX_LINE_BYTES`,
+    :class:`_LineTooLong`."""
     rest = b""
     with _io.reading(path), _io.open_binary(path) as fh:
         while True:
-            raw = bytearray(len(rest) + block_bytes)
+            raw = bytearray(len(rest) + max(block_bytes, len(rest)))
             raw[:len(rest)] = rest
             got = fh.readinto(memoryview(raw)[len(rest):])
             if not got:
@@ -194,6 +221,8 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
             end = len(rest) + got
             cut = raw.rfind(b"\n", 0, end)
             if cut < 0:
+                if end > MAX_LINE_BYTES:
+                    raise _LineTooLong
                 rest = bytes(raw[:end])
                 continue
             rest = bytes(raw[cut + 1:end])
@@ -270,7 +299,15 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
     ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
     nfrag, missed = state
     line, warned = 1, False
-    for buf in _prefetched(_blocks_of_lines(path, block_bytes)):
+
+    def blocks():
+        try:
+            yield from _prefetched(_blocks_of_lines(path, block_bytes))
+        except _LineTooLong:  # every line before it is counted: ``line`` is this one
+            raise BedParseError(path, line, f"a line of more than {MAX_LINE_BYTES >> 20} MiB: "
+                                "not a fragment file") from None
+
+    for buf in blocks():
         pos = 0
         while pos < buf.size:
             pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
@@ -322,7 +359,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise BedParseError(path, None, "no such fragment file")
+        raise BedParseError(path, None, "is a directory, not a fragment file"
+                            if os.path.isdir(path) else "not a regular file (a FIFO, socket "
+                            "or device); copy the stream to a file first"
+                            if os.path.exists(path) else "no such fragment file")
     u, s = tokenizer.universe, tokenizer.settings
     n_cols = u.n_regions + (miss_column is True)  # "obs": misses counted, not a column
     allow = None if barcodes is None else read_barcodes(barcodes)
@@ -503,6 +543,11 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
 
     if out is not None and os.path.exists(out) and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
+    if out is not None and (os.path.isdir(out) or not os.path.isdir(
+            os.path.dirname(os.path.abspath(out)))):  # known now, not after the whole count
+        raise GenotokError(f"{out}: is a directory; give the .h5ad file's path" if
+                           os.path.isdir(out) else f"{out}: its folder does not exist; create "
+                           "it first")
     tok, names, X, nfrag, unknown = _matrix(
         path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
         min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,

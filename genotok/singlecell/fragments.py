@@ -192,6 +192,8 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
     """
     opt = _options(tokenizer, min_count, order, seed, max_length, truncation, True, unknown,
                    values)
+    if out is not None and os.path.exists(out) and not overwrite:  # before the count, not after
+        raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     names, X, _ = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
                           block_bytes=block_bytes, n_threads=n_threads, mode=mode, shift=shift,
                           memory_mb=_spill_mb(memory_mb, out))
