@@ -32,51 +32,16 @@ from numba import njit
 
 from .._config import NJIT
 from .fragments import FRAG_OK, _parse_line
+from .names import _final, _hash, _mix, _new_key
 from .overlap import _passes
 
 MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
 
 
 @njit(inline="always", **NJIT)
-def _round(h, key):
-    """A word into the state: the table's key xor-ed in, a multiply, the halves swapped, a
-    multiply. Not linear (a linear one lets a file cancel one word's bits with the next
-    word's, whatever the key), and the top bit a multiply passes on unchanged is moved to the
-    middle of the second one, where its carries depend on the key."""
-    h = (h ^ key) * np.uint64(0x9E3779B97F4A7C15)
-    h = (h << np.uint64(32)) | (h >> np.uint64(32))
-    return h * np.uint64(0xD6E8FEB86659FD93)
-
-
-@njit(inline="always", **NJIT)
-def _mix(h, k, byte, key):
-    """One byte into the running hash (eight bytes xor-ed into a word, then a
-    :func:`_round`), so the line parser hashes the barcode while it finds its end."""
-    h ^= np.uint64(byte) << np.uint64(8 * (k & 7))
-    if k & 7 == 7:
-        h = _round(h, key)
-    return h
-
-
-@njit(inline="always", **NJIT)
-def _final(h, length, key):
-    h = _round(_round(h, key) ^ np.uint64(length), key)
-    return h ^ (h >> np.uint64(32))
-
-
-@njit(inline="always", **NJIT)
 def _key(slots):
     """A table's hash key: the last element of its ``slots`` (past the probed ones)."""
     return np.uint64(slots[slots.size - 1])
-
-
-@njit(**NJIT)
-def _hash(buf, a, b, key):
-    """Hash of the name ``buf[a:b]`` (:func:`_mix` byte by byte, :func:`_final`)."""
-    h = np.uint64(0)
-    for k in range(a, b):
-        h = _mix(h, k - a, buf[k], key)
-    return _final(h, b - a, key)
 
 
 @njit(inline="always", **NJIT)
@@ -201,7 +166,7 @@ def name_table():
     (2, b'chr1chr2')
     """
     slots = np.full(1024 + 1, -1, np.int64)
-    slots[1024] = np.random.randint(0, 1 << 62) * 2 + np.random.randint(0, 2)
+    slots[1024] = np.int64(_new_key())
     return (slots, np.zeros(65, np.int64), np.zeros(64, np.uint64),
             np.empty(1024, np.uint8), np.zeros(64, np.int64), 0)
 

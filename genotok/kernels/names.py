@@ -35,17 +35,50 @@ SEPARATORS = {None: (-1, -1), ":": (58, 45), "-": (45, 45), "_": (95, 95)}
 _LF = 10
 
 
-@njit(**NJIT)
-def _hash(buf, s, e):
-    """Hash of the name buf[s:e]: its bytes xor-ed into a word, eight to a turn (no multiply
-    per byte, which would chain), then one multiply-xorshift to spread the bits."""
-    h = np.uint64(e - s)
-    for k in range(s, e):
-        h ^= np.uint64(buf[k]) << np.uint64(8 * ((k - s) & 7))
-        if (k - s) & 7 == 7:
-            h = (h << np.uint64(29)) | (h >> np.uint64(35))
-    h *= np.uint64(0x9E3779B97F4A7C15)
+@njit(inline="always", **NJIT)
+def _round(h, key):
+    """A word into the state: the table's key xor-ed in, a multiply, the halves swapped, a
+    multiply. Not linear (a linear one lets a file cancel one word's bits with the next
+    word's, whatever the key), and the top bit a multiply passes on unchanged is moved to the
+    middle of the second one, where its carries depend on the key."""
+    h = (h ^ np.uint64(key)) * np.uint64(0x9E3779B97F4A7C15)
+    h = (h << np.uint64(32)) | (h >> np.uint64(32))
+    return h * np.uint64(0xD6E8FEB86659FD93)
+
+
+@njit(inline="always", **NJIT)
+def _mix(h, k, byte, key):
+    """Byte ``k`` of a name into the running hash: eight bytes xor-ed into a word, then a
+    :func:`_round` (a parser can hash a name while it finds its end)."""
+    h ^= np.uint64(byte) << np.uint64(8 * (k & 7))
+    if k & 7 == 7:
+        h = _round(h, key)
+    return h
+
+
+@njit(inline="always", **NJIT)
+def _final(h, length, key):
+    h = _round(_round(h, key) ^ np.uint64(length), key)
     return h ^ (h >> np.uint64(32))
+
+
+@njit(**NJIT)
+def _hash(buf, a, b, key):
+    """Hash of the name ``buf[a:b]`` under a table's random ``key`` (:func:`_mix` byte by
+    byte, :func:`_final`). Keyed and not linear, so no file can be crafted whose names all
+    collide: the unkeyed hash (bytes xor-ed into a word, a rotation) let 16,384 crafted
+    chromosome names take 0.78 s to parse against 0.024 s, growing with the square."""
+    h = np.uint64(0)
+    for k in range(a, b):
+        h = _mix(h, k - a, buf[k], key)
+    return _final(h, b - a, key)
+
+
+@njit(**NJIT)
+def _new_key():
+    """A random 64-bit hash key (numba's generator, seeded from the system's entropy)."""
+    return np.uint64(np.random.randint(0, 1 << 62)) * np.uint64(4) + \
+        np.uint64(np.random.randint(0, 4))
 
 
 @njit(**NJIT)
@@ -87,9 +120,10 @@ def _grow(name_start, name_end, name_hash, n):
 
 @njit(**NJIT)
 def _name_table():
-    """An empty name table: (slots, name_start, name_end, name_hash), grown by :func:`_add`."""
+    """An empty name table: (slots, name_start, name_end, name_hash, key), grown by
+    :func:`_add`; ``key``: its random hash key (:func:`_hash`)."""
     return (np.full(1024, -1, np.int32), np.empty(64, np.int64), np.empty(64, np.int64),
-            np.empty(64, np.uint64))
+            np.empty(64, np.uint64), _new_key())
 
 
 @njit(**NJIT)
@@ -123,13 +157,13 @@ def intern_spans(buf, s, e, hash_mask=np.uint64(0xFFFFFFFFFFFFFFFF)):
     only serves the tests: 0 makes every hash collide, so every probe compares bytes.
     """
     index = np.empty(s.size, np.int64)
-    table, name_start, name_end, name_hash = _name_table()
+    table, name_start, name_end, name_hash, key = _name_table()
     nnames = 0
     prev = -1
     for i in range(s.size):
         a, b = s[i], e[i]
         if not (prev >= 0 and _same(buf, a, b, name_start[prev], name_end[prev])):
-            h = _hash(buf, a, b) & hash_mask
+            h = _hash(buf, a, b, key) & hash_mask
             prev, slot = _find(buf, a, b, h, table, name_start, name_end, name_hash)
             if prev < 0:
                 prev, table, name_start, name_end, name_hash, nnames = _add(
@@ -216,7 +250,7 @@ def parse_region_names(buf, sep1, sep2):
     codes = np.empty(n, np.int32)
     starts = np.empty(n, np.int64)
     ends = np.empty(n, np.int64)
-    table, name_start, name_end, name_hash = _name_table()
+    table, name_start, name_end, name_hash, key = _name_table()
     nnames = 0
     prev_code = -1
     pos = 0
@@ -246,7 +280,7 @@ def parse_region_names(buf, sep1, sep2):
         if prev_code >= 0 and _same(buf, cs, ce, name_start[prev_code], name_end[prev_code]):
             code = prev_code
         else:
-            h = _hash(buf, cs, ce)
+            h = _hash(buf, cs, ce, key)
             code, slot = _find(buf, cs, ce, h, table, name_start, name_end, name_hash)
             if code < 0:
                 code, table, name_start, name_end, name_hash, nnames = _add(

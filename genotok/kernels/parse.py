@@ -286,7 +286,7 @@ def parse_bed(buf, binary, codes, starts, ends, track, browser, allow_header=Tru
     """
     n = buf.size
     cap = codes.size
-    table, name_start, name_end, name_hash = _name_table()  # chromosome names
+    table, name_start, name_end, name_hash, key = _name_table()  # chromosome names
     nnames = 0
     prev_code = -1
     m = 0
@@ -384,7 +384,7 @@ def parse_bed(buf, binary, codes, starts, ends, track, browser, allow_header=Tru
         if prev_code >= 0 and _same(buf, ls, ce, name_start[prev_code], name_end[prev_code]):
             code = prev_code
         else:
-            h = _hash(buf, ls, ce)
+            h = _hash(buf, ls, ce, key)
             code, slot = _find(buf, ls, ce, h, table, name_start, name_end, name_hash)
             if code < 0:
                 code, table, name_start, name_end, name_hash, nnames = _add(
