@@ -179,9 +179,10 @@ class Universe:
         import copy
 
         tokens = tuple(tokens)
-        bad = [t for t in tokens if not isinstance(t, str) or not t]
-        if bad:
-            raise UniverseError(f"extra tokens must be non-empty strings, got {bad[0]!r}")
+        bad = [t for t in tokens if not isinstance(t, str) or not t or "\0" in t]
+        if bad:  # NUL separates the tokens in the fingerprint: refused, so no two lists collide
+            raise UniverseError(f"extra tokens must be non-empty strings without NUL, got "
+                                f"{bad[0]!r}")
         taken = set(self.special_tokens.values())
         clash = [t for t in tokens if t in taken]
         if clash or len(set(tokens)) != len(tokens):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from genotok import Tokenizer
+from genotok.errors import UniverseError
 
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
@@ -26,3 +27,11 @@ def test_control_characters_in_condition_tokens_round_trip(tmp_path):
     assert back.universe.fingerprint == tok.universe.fingerprint
     ids = list(range(len(VAR) + 7, len(VAR) + 7 + len(toks)))
     assert back.decode(ids) == toks
+
+
+def test_nul_in_an_extra_token_is_refused():
+    """NUL joins the extra tokens in the fingerprint: ["a\\0b", "c"] and ["a", "b\\0c"] had the
+    same fingerprint (and vocabulary size) with other ids."""
+    with pytest.raises(UniverseError, match="NUL"):
+        Tokenizer(VAR, extra_tokens=["<c=a>\0<c=b>", "<c=c>"])
+    assert Tokenizer(VAR, extra_tokens=["<c=a>"]).vocab_size == len(VAR) + 8
