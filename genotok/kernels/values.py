@@ -103,6 +103,27 @@ def _row_scale(data, a, b, target_sum):
     return target_sum / total if total > 0 else 0.0
 
 
+@njit(**NJIT)
+def bounded_scale(total, target_sum):
+    """Whether a row of ``total`` normalises in float64: ``total`` finite and ``target_sum /
+    total`` finite (a total of 0 scales by 0). A total that overflows would zero the row's
+    values, and a subnormal one would make them infinite."""
+    return total == 0 or (total < np.inf and target_sum / total < np.inf)
+
+
+@njit(**NJIT)
+def unbounded_row(indptr, data, target_sum):
+    """The first row whose total (:func:`_row_scale`'s float64 sum in order) does not
+    normalise in float64 (:func:`bounded_scale`), else -1: the normalising kernels' check."""
+    for r in range(indptr.size - 1):
+        total = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            total += np.float64(data[k])
+        if not bounded_scale(total, target_sum):
+            return r
+    return -1
+
+
 @njit(**NJIT_PARALLEL)
 def normalize_divide(indptr, indices, data, target_sum, log1p, med):
     """:func:`normalize_rows` then :func:`divide_by_median` in one pass (the same arithmetic,

@@ -96,13 +96,19 @@ class ValueEncoding:
             raise ValueError("rank='median' and bins= exclude each other; choose one")
 
     def encode(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_cols: int,
-               where: str = "X") -> np.ndarray:
-        """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``)."""
+               where: str = "X", row0: int = 0) -> np.ndarray:
+        """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``; the first
+        is row ``row0`` of the matrix, for messages)."""
         indptr = _validate.offsets(indptr, data.size, where, error=AnnDataError)
         data = _kernel_floats(data)
         if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                f"found {data[~(np.isfinite(data) & (data >= 0))][0]}")
+        if self.normalize == "total":
+            r = VK.unbounded_row(indptr, data, float(self.target_sum))
+            if r >= 0:
+                raise _unbounded(where, row0 + r, data[indptr[r]:indptr[r + 1]],
+                                 self.target_sum)
         med = None
         if self.medians is not None:
             med = np.asarray(self.medians, dtype=np.float64)
@@ -135,7 +141,8 @@ class ValueEncoding:
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = ch.indptr - a
             idx = ch.indices[a:b]
-            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, ch.data[a:b], n_cols, where))
+            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, ch.data[a:b], n_cols, where,
+                                                         ch.row0))
         return encode
 
     def to_json(self) -> dict:
@@ -154,6 +161,14 @@ class ValueEncoding:
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
                    med, d.get("median_method"), d.get("bins"))
+
+
+def _unbounded(where: str, row: int, values: np.ndarray, target_sum: float) -> AnnDataError:
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values, dtype=np.float64))
+    return AnnDataError(f"{where}: row {row}: its total {total!r} cannot be normalised to "
+                        f"target_sum={target_sum} in float64 (the total or target_sum / total "
+                        "overflows); rescale the matrix")
 
 
 class _Histogram:
@@ -178,8 +193,9 @@ class _Histogram:
             self.spills[key] = self.spills.get(key, 0) + count
 
     def add_rows(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                 enc: ValueEncoding, where: str) -> None:
-        """Count the positive encoded values of CSR rows (``indptr`` rebased, checked)."""
+                 enc: ValueEncoding, where: str, row0: int = 0) -> None:
+        """Count the positive encoded values of CSR rows (``indptr`` rebased, checked; the
+        first is row ``row0``, for messages)."""
         while True:
             keys, starts, status, pos = HK.chunk_keys(
                 indptr, indices, data, self.n_features, enc.normalize == "total",
@@ -190,6 +206,9 @@ class _Histogram:
             if status == HK.INEXACT:  # a real value: the exact histogram becomes a log one
                 self._to_log_codes()
                 continue
+            if status == HK.BAD_TOTAL:
+                raise _unbounded(where, row0 + pos, data[indptr[pos]:indptr[pos + 1]],
+                                 enc.target_sum)
             if status == HK.BAD_VALUE:
                 raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                    f"found {float(data[pos])}")
@@ -276,7 +295,7 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, source.where, error=AnnDataError)
             hist.add_rows(ptr, _kernel_ints(ch.indices[a:b]), _kernel_floats(ch.data[a:b]),
-                          enc, source.where)
+                          enc, source.where, ch.row0)
     if first is None:
         raise ValueError("feature_medians needs at least one matrix")
     med = hist.medians()

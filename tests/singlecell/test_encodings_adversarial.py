@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genotok import Tokenizer
+from genotok import Tokenizer, feature_medians, tokenize_anndata
 from genotok.errors import UniverseError
 
 anndata = pytest.importorskip("anndata")
@@ -35,3 +35,57 @@ def test_nul_in_an_extra_token_is_refused():
     with pytest.raises(UniverseError, match="NUL"):
         Tokenizer(VAR, extra_tokens=["<c=a>\0<c=b>", "<c=c>"])
     assert Tokenizer(VAR, extra_tokens=["<c=a>"]).vocab_size == len(VAR) + 8
+
+
+# ------------------------------------------------------------------- normalisation overflow
+def _adata(X, dtype=np.float64):
+    import pandas as pd
+
+    X = np.asarray(X, dtype=np.float64)
+    var = [f"chr1:{100 * j}-{100 * j + 50}" for j in range(X.shape[1])]
+    a = anndata.AnnData(sp.csr_matrix(X.astype(dtype)),
+                        obs=pd.DataFrame(index=[f"c{i}" for i in range(X.shape[0])]),
+                        var=pd.DataFrame(index=var))
+    return a, Tokenizer(var, unknown="drop")
+
+
+@pytest.mark.parametrize("row", [[1e-310, 1e-310, 0.0], [5e-324, 0.0, 0.0],
+                                 [1e308, 1e308, 1.0]])
+@pytest.mark.parametrize("kw", [{}, {"rank": "median"}, {"bins": 5}, {"log1p": True},
+                                {"rank": np.ones(3)}])
+def test_a_total_that_does_not_normalise_is_refused(row, kw, tmp_path):
+    """A subnormal row total made target_sum / total infinite (infinite values, garbage
+    medians, or an error blaming an 'inf' the matrix does not hold); a total past float64's
+    largest zeroed the row's values (a silently empty cell)."""
+    from genotok.errors import AnnDataError
+
+    a, tok = _adata([[1.0, 2.0, 0.0], row, [3.0, 0.0, 1.0]])
+    a.write_h5ad(tmp_path / "x.h5ad")
+    for obj, extra in ((a, {}), (tmp_path / "x.h5ad", {"chunk_rows": 1})):
+        with pytest.raises(AnnDataError, match="row 1: its total .* cannot be normalised"):
+            tokenize_anndata(obj, tok, normalize="total", order="value", **kw, **extra)
+    with pytest.raises(AnnDataError, match="row 1: its total"):
+        feature_medians(tmp_path / "x.h5ad", normalize="total", memory_mb=1e-6)
+    assert feature_medians(a)[1] == "log-histogram(128/octave)"  # without normalize: values
+    # a float32 subnormal total is fine (target_sum / total is finite in float64)
+    b, _ = _adata([[1e-45, 0.0, 0.0], [1.0, 2.0, 0.0]], np.float32)
+    got = tokenize_anndata(b, tok, normalize="total", values=True)
+    np.testing.assert_allclose(got.values, [1e4, 1e4 / 3, 2e4 / 3], rtol=1e-6)
+
+
+def test_chunk_keys_reports_the_row_like_its_oracle():
+    from genotok.kernels import histogram as HK
+
+    import tests.naive_histogram as naive
+
+    indptr = np.array([0, 1, 3, 4], np.int64)
+    indices = np.array([0, 1, 2, 0], np.int64)
+    for data in (np.array([1.0, 1e-320, 1e-320, 2.0]), np.array([1.0, 1e308, 1e308, 2.0]),
+                 np.array([1.0, 1e308, 1e308, np.nan])):  # a bad value first
+        got = HK.chunk_keys(indptr, indices, data, 3, True, 1e4, False, False, 128.0)
+        want = naive.chunk_keys(indptr, indices, data, 3, True, 1e4, False, False, 128.0)
+        assert (got[2], got[3]) == (want[1], want[2])
+        assert got[2] == (HK.BAD_VALUE if np.isnan(data[-1]) else HK.BAD_TOTAL)
+        # without normalize, nothing overflows: the values are counted
+        assert HK.chunk_keys(indptr, indices, data, 3, False, 1e4, False, False,
+                             128.0)[2] == (HK.BAD_VALUE if np.isnan(data[-1]) else HK.OK)
