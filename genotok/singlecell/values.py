@@ -60,7 +60,7 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from .sources import _Chunk, _source
+from .sources import _check_rows, _Chunk, _source
 
 _OFF = np.int64(1) << np.int64(31)
 
@@ -278,10 +278,10 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
     if isinstance(adata, Iterator):  # opened one at a time, when reached
-        sources = (_source(x, layer)[0] for x in adata)
+        sources = (_opened(x, layer) for x in adata)
     else:
         many = isinstance(adata, (list, tuple))
-        sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
+        sources = [_opened(x, layer) for x in (adata if many else [adata])]
         _same_columns(sources)  # all of them checked before the pass
     hist = None
     first = None
@@ -300,6 +300,14 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         raise ValueError("feature_medians needs at least one matrix")
     med = hist.medians()
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
+
+
+def _opened(adata, layer: str | None):
+    """The matrix source of ``adata``, its rows checked against ``obs`` (a file's shape
+    attribute may lie) before anything is sized by them."""
+    source, path = _source(adata, layer)
+    _check_rows(source, adata, path)
+    return source
 
 
 def _kernel_ints(a: np.ndarray) -> np.ndarray:

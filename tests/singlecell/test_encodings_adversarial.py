@@ -89,3 +89,18 @@ def test_chunk_keys_reports_the_row_like_its_oracle():
         # without normalize, nothing overflows: the values are counted
         assert HK.chunk_keys(indptr, indices, data, 3, False, 1e4, False, False,
                              128.0)[2] == (HK.BAD_VALUE if np.isnan(data[-1]) else HK.OK)
+
+
+def test_medians_check_the_rows_against_obs(tmp_path):
+    """A file whose shape attribute claims 10**12 rows: feature_medians (and so the medians
+    pass of pretokenize) allocated by it (a MemoryError, not a GenotokError)."""
+    from genotok.errors import AnnDataError
+
+    import tests.singlecell.test_crafted_h5ad as crafted
+
+    for base in ("csc", "csr"):
+        path = crafted.make_file(crafted.Case("shape_rows_huge", base, "error"), tmp_path)
+        with pytest.raises(AnnDataError, match="shape_rows_huge"):
+            feature_medians(path)
+        with pytest.raises(AnnDataError, match="shape_rows_huge"):
+            feature_medians(iter([path]))
