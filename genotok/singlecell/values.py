@@ -65,6 +65,13 @@ from .sources import _check_rows, _Chunk, _source
 _OFF = np.int64(1) << np.int64(31)
 
 
+def _bins_ok(bins) -> bool:
+    """An integral number of bins in ``2 .. 2**24 + 1`` (bools, NaN and strings are not)."""
+    if isinstance(bins, bool) or not isinstance(bins, (int, float, np.integer, np.floating)):
+        return False
+    return bool(math.isfinite(bins) and int(bins) == bins and 2 <= bins <= 2**24 + 1)
+
+
 @dataclass(frozen=True)
 class ValueEncoding:
     """Normalise → rank by median or bin, as described in :mod:`genotok.singlecell.values`.
@@ -89,9 +96,10 @@ class ValueEncoding:
             raise ValueError(f"normalize must be None or 'total', got {self.normalize!r}")
         if not (self.target_sum > 0 and math.isfinite(self.target_sum)):
             raise ValueError(f"target_sum must be a positive number, got {self.target_sum!r}")
-        if self.bins is not None and (isinstance(self.bins, bool) or int(self.bins) != self.bins
-                                      or self.bins < 2):
-            raise ValueError(f"bins must be an integer >= 2 (0 is the zero bin), got {self.bins!r}")
+        if self.bins is not None and not _bins_ok(self.bins):
+            raise ValueError(f"bins must be an integer from 2 to 2**24 + 1 (0 is the zero bin; "
+                             f"the float32 value channel holds bins up to 2**24 exactly), got "
+                             f"{self.bins!r}")
         if self.bins is not None and self.medians is not None:
             raise ValueError("rank='median' and bins= exclude each other; choose one")
 

@@ -104,3 +104,24 @@ def test_medians_check_the_rows_against_obs(tmp_path):
             feature_medians(path)
         with pytest.raises(AnnDataError, match="shape_rows_huge"):
             feature_medians(iter([path]))
+
+
+# ------------------------------------------------------------------------------------- bins=
+@pytest.mark.parametrize("bins", [0, 1, -3, 2.5, np.nan, np.inf, True, "3",
+                                  2**24 + 2, 2**40, 2**63, 2**70])
+def test_bins_out_of_range_are_refused(bins):
+    """Bins past 2**24 + 1 were silently rounded in the float32 value channel (2**40 bins:
+    1 + 1 * (2**40 - 1) // 3 stored as 366503887000-ish), and 2**63 was an OverflowError."""
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    with pytest.raises(ValueError, match="bins must be an integer from 2 to 2\\*\\*24 \\+ 1"):
+        tokenize_anndata(a, tok, bins=bins, values=True)
+
+
+@pytest.mark.parametrize("bins", [2, 2.0, np.int64(51), 2**24 + 1])
+def test_bins_in_range_match_the_oracle(bins):
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    got = tokenize_anndata(a, tok, bins=bins, values=True)
+    n = int(bins) - 1  # 1 + r * (n_bins - 1) // m
+    want = [1, 1 + n // 3, 1 + 2 * n // 3, 1, 1 + n // 2]
+    assert got.to_list() == [[0, 1, 2], [0, 2]]
+    assert got.values.astype(np.int64).tolist() == want
