@@ -100,6 +100,14 @@ class ValueEncoding:
             raise ValueError(f"bins must be an integer from 2 to 2**24 + 1 (0 is the zero bin; "
                              f"the float32 value channel holds bins up to 2**24 exactly), got "
                              f"{self.bins!r}")
+        if self.medians is not None:
+            med = np.asarray(self.medians, dtype=np.float64)
+            if med.ndim != 1:
+                raise ValueError(f"medians must be one-dimensional, got shape {med.shape}")
+            bad = np.flatnonzero(~(np.isnan(med) | ((med >= 0) & (med < np.inf))))
+            if bad.size:  # a log-scale or sentinel median would silently drop its feature
+                raise ValueError(f"medians must be finite and >= 0 (NaN or 0: a feature without "
+                                 f"a median, dropped); feature {bad[0]} has {med[bad[0]]}")
         if self.bins is not None and self.medians is not None:
             raise ValueError("rank='median' and bins= exclude each other; choose one")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from genotok import Tokenizer, feature_medians, tokenize_anndata
-from genotok.errors import UniverseError
+from genotok.errors import AnnDataError, UniverseError
 
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
@@ -125,3 +125,27 @@ def test_bins_in_range_match_the_oracle(bins):
     want = [1, 1 + n // 3, 1 + 2 * n // 3, 1, 1 + n // 2]
     assert got.to_list() == [[0, 1, 2], [0, 2]]
     assert got.values.astype(np.int64).tolist() == want
+
+
+# ------------------------------------------------------------------------------- given medians
+@pytest.mark.parametrize("bad", [-1.0, np.inf, -np.inf, -0.5])
+def test_negative_or_infinite_medians_are_refused(bad):
+    """A negative or infinite median (log-scale medians, a sentinel) silently dropped its
+    feature from every cell."""
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    med = np.array([1.0, bad, 2.0])
+    with pytest.raises(ValueError, match="feature 1 has"):
+        tokenize_anndata(a, tok, rank=med)
+    with pytest.raises(ValueError, match="feature 1 has"):
+        tokenize_anndata(a, tok, rank=(med, "exact"))
+
+
+def test_nan_and_zero_medians_drop_their_feature_and_others_divide():
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    got = tokenize_anndata(a, tok, rank=np.array([2.0, np.nan, 0.0]), values=True, order="value")
+    assert got.to_list() == [[0], [0]]
+    assert got.values.tolist() == [0.5, 2.0]
+    with pytest.raises(AnnDataError, match="3 features but 2 medians"):
+        tokenize_anndata(a, tok, rank=np.ones(2))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        tokenize_anndata(a, tok, rank=np.ones((1, 3)))
