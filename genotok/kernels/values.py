@@ -158,6 +158,17 @@ def normalize_bins(indptr, data, target_sum, log1p, n_bins):
 
 
 @njit(**NJIT)
+def rows_increasing(indptr, indices):
+    """Whether every row's column indices strictly increase (no repeated column): one pass
+    over ``indices``; ``indptr`` is checked by the caller."""
+    for r in range(indptr.size - 1):
+        for k in range(indptr[r] + 1, indptr[r + 1]):
+            if indices[k] <= indices[k - 1]:
+                return False
+    return True
+
+
+@njit(**NJIT)
 def merge_counts(k1, n1, k2, n2):
     """Two sorted, distinct key arrays with counts merged into one (equal keys summed):
     a linear pass, no sort and no inverse index."""

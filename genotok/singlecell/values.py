@@ -155,9 +155,9 @@ class ValueEncoding:
         """``chunk -> chunk`` for the single-cell stream (rebases the chunk's rows)."""
         def encode(ch):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-            ptr = ch.indptr - a
-            idx = ch.indices[a:b]
-            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, ch.data[a:b], n_cols, where,
+            ptr = _validate.offsets(ch.indptr - a, b - a, where, error=AnnDataError)
+            ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b], n_cols)
+            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, data, n_cols, where,
                                                          ch.row0))
         return encode
 
@@ -310,12 +310,40 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         for ch in source.chunks(int(memory_mb * (1 << 20)), 32, None):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, source.where, error=AnnDataError)
-            hist.add_rows(ptr, _kernel_ints(ch.indices[a:b]), _kernel_floats(ch.data[a:b]),
-                          enc, source.where, ch.row0)
+            ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b],
+                                                source.n_cols)
+            hist.add_rows(ptr, _kernel_ints(idx), _kernel_floats(data), enc, source.where,
+                          ch.row0)
     if first is None:
         raise ValueError("feature_medians needs at least one matrix")
     med = hist.medians()
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
+
+
+def _summed_duplicates(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                       n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR rows (``indptr`` rebased, checked) with the entries of a column stored twice in a
+    row summed, as scipy reads them: the encodings (log1p, medians, bins) are not additive, so
+    each matrix element must be encoded once. Rows then come sorted by column. Returned as
+    given when no column repeats (one pass), or when an index or a value is bad (for the
+    checks that follow to refuse, not to merge away)."""
+    indices = np.asarray(indices)
+    if indices.size < 2 or VK.rows_increasing(indptr, _kernel_ints(indices)):
+        return indptr, indices, data
+    cols = indices.astype(np.int64)
+    if not (cols.min() >= 0 and cols.max() < n_cols and data.min() >= 0
+            and np.isfinite(data.max())):
+        return indptr, indices, data
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    key = rows * n_cols + cols
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    if first.size == key.size:  # unsorted, but no column repeats: storage order kept
+        return indptr, indices, data
+    ptr = np.zeros(indptr.size, np.int64)
+    np.cumsum(np.bincount(rows[order][first], minlength=indptr.size - 1), out=ptr[1:])
+    return ptr, cols[order][first].astype(indices.dtype), np.add.reduceat(_kernel_floats(data)[order], first)
 
 
 def _opened(adata, layer: str | None):
@@ -428,6 +456,8 @@ def warmup() -> None:
     VK.normalize_rows(p, d, 1.0, True)
     VK.row_bins(p, d, 3, d)
     VK.divide_by_median(d, np.array([0, 1], np.int32), d)
+    VK.rows_increasing(p, np.array([0, 1], np.int32))
+    VK.rows_increasing(p, np.array([0, 1], np.int64))
     VK.divide_by_median(d, np.array([0, 1], np.int64), d)
     for x in (d, d.astype(np.float32)):
         VK.normalize_bins(p, x, 1.0, True, 3)
