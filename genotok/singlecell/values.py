@@ -343,7 +343,9 @@ def _summed_duplicates(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
         return indptr, indices, data
     ptr = np.zeros(indptr.size, np.int64)
     np.cumsum(np.bincount(rows[order][first], minlength=indptr.size - 1), out=ptr[1:])
-    return ptr, cols[order][first].astype(indices.dtype), np.add.reduceat(_kernel_floats(data)[order], first)
+    with np.errstate(over="ignore"):  # an infinite sum is refused by the value check
+        summed = np.add.reduceat(_kernel_floats(data)[order], first)
+    return ptr, cols[order][first].astype(indices.dtype), summed
 
 
 def _opened(adata, layer: str | None):

@@ -188,3 +188,15 @@ def test_repeated_columns_are_summed_before_encoding(kw, tmp_path):
     for obj in (a, path):
         np.testing.assert_array_equal(feature_medians(obj, **norm)[0],
                                       feature_medians(canon, **norm)[0])
+
+
+
+def test_repeated_columns_whose_sum_overflows_are_refused():
+    import pandas as pd
+
+    X = sp.csr_matrix((np.array([1e308, 1e308]), np.array([0, 0]), np.array([0, 2])),
+                      shape=(1, 3))
+    a = anndata.AnnData(X, obs=pd.DataFrame(index=["a"]), var=pd.DataFrame(index=VAR))
+    with pytest.raises(AnnDataError, match="found inf"):
+        tokenize_anndata(a, Tokenizer(VAR), normalize="total")
+
