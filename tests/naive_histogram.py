@@ -70,5 +70,6 @@ def medians(hist: dict, n_features: int, exact: bool, B: float) -> np.ndarray:
                 seen += n
             raise AssertionError("position past the values")
 
-        med[f] = 0.5 * (at((total - 1) // 2) + at(total // 2))
+        lo, hi = at((total - 1) // 2), at(total // 2)
+        med[f] = 0.5 * (lo + hi) if lo + hi < math.inf else 0.5 * lo + 0.5 * hi
     return med

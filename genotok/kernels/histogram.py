@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT
-from .values import bounded_scale
+from .values import bounded_scale, midpoint
 
 OK = 0
 INEXACT = 1  #: a value that is not an integer below 2**31 - 1 met an exact histogram
@@ -369,8 +369,8 @@ def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave
                         nxt = code[i]
                 if total // 2 >= upto:
                     hi = nxt
-            med[f0 + j] = 0.5 * (_value(lo, exact, bins_per_octave)
-                                 + _value(hi, exact, bins_per_octave))
+            med[f0 + j] = midpoint(_value(lo, exact, bins_per_octave),
+                                   _value(hi, exact, bins_per_octave))
     if sp != spill_keys.size:
         return med, False
     return med, True

@@ -205,6 +205,14 @@ def divide_by_median(values, indices, med):
 
 
 @njit(**NJIT)
+def midpoint(lo, hi):
+    """``(lo + hi) / 2`` of two non-negative values, finite when they are (their sum may
+    overflow near float64's largest value: then ``lo / 2 + hi / 2``)."""
+    m = 0.5 * (lo + hi)
+    return m if m < np.inf else 0.5 * lo + 0.5 * hi
+
+
+@njit(**NJIT)
 def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave):
     """Median of every feature from its histogram: rows ``(feat, code, count)`` sorted by
     ``(feat, code)``, ``feat`` in ``[0, n_features)`` (checked by the caller). A code stands
@@ -235,7 +243,7 @@ def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave
                 hi_val = v
                 break
             seen += count[k]
-        med[f] = 0.5 * (lo_val + hi_val)
+        med[f] = midpoint(lo_val, hi_val)
         i = j
     return med
 

@@ -200,3 +200,16 @@ def test_repeated_columns_whose_sum_overflows_are_refused():
     with pytest.raises(AnnDataError, match="found inf"):
         tokenize_anndata(a, Tokenizer(VAR), normalize="total")
 
+
+
+@pytest.mark.parametrize("B", [1, 128, 2**20])
+def test_medians_of_values_near_the_float64_max_are_finite(B):
+    """The mean of a feature's two middle bin values, 0.5 * (lo + hi), overflowed for values
+    near float64's largest: an infinite median, then refused as one by rank=."""
+    a, tok = _adata([[1e308, 1.0, 0.0], [1.7e308, 1.0, 2.0]])
+    med, method = feature_medians(a, bins_per_octave=B)
+    assert np.isfinite(med[[0, 1, 2]]).all() and method.startswith("log-histogram")
+    assert 1e308 * 2 ** (-1 / B) <= med[0] <= 1.7e308 * 2 ** (1 / B)
+    got = tokenize_anndata(a, tok, rank="median", order="value", values=True)
+    assert got.to_list()[0] == [1, 0]  # 1 / 1, then 1e308 / ~1.35e308
+
