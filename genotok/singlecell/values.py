@@ -134,8 +134,9 @@ class ValueEncoding:
             idx = _kernel_ints(_validate.indices(indices, n_cols, where, what="column index",
                                                  error=AnnDataError))  # numba indexes med
         if self.normalize == "total" and med is not None:  # one pass, no normalised array
-            return VK.normalize_divide(indptr, idx, data, float(self.target_sum),
-                                       bool(self.log1p), med)
+            return _finite_ratios(VK.normalize_divide(indptr, idx, data, float(self.target_sum),
+                                                      bool(self.log1p), med),
+                                  indptr, idx, med, where, row0)
         if self.normalize == "total" and self.bins is not None:
             return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
                                      int(self.bins))
@@ -146,7 +147,8 @@ class ValueEncoding:
         elif self.log1p:
             out = np.log1p(data)
         if med is not None:
-            out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64), idx, med)
+            out = _finite_ratios(VK.divide_by_median(np.ascontiguousarray(out, np.float64), idx,
+                                                     med), indptr, idx, med, where, row0)
         if self.bins is not None:
             out = VK.row_bins(indptr, out, int(self.bins), data)
         return out
@@ -177,6 +179,18 @@ class ValueEncoding:
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
                    med, d.get("median_method"), d.get("bins"))
+
+
+def _finite_ratios(out: np.ndarray, indptr: np.ndarray, idx: np.ndarray, med: np.ndarray,
+                   where: str, row0: int) -> np.ndarray:
+    """``out`` (values / medians), refused when a ratio overflows float64 (a tiny median):
+    the cells' kernels would otherwise blame an infinite value the matrix does not hold."""
+    if out.size and not np.isfinite(out.max()):  # the ratios are >= 0: max finds inf
+        k = int(np.flatnonzero(~np.isfinite(out))[0])
+        r = int(np.searchsorted(indptr, k, side="right")) - 1
+        raise AnnDataError(f"{where}: row {row0 + r}, column {int(idx[k])}: its value divided "
+                           f"by the column's median {float(med[idx[k]])!r} overflows float64")
+    return out
 
 
 def _unbounded(where: str, row: int, values: np.ndarray, target_sum: float) -> AnnDataError:

@@ -151,6 +151,20 @@ def test_nan_and_zero_medians_drop_their_feature_and_others_divide():
         tokenize_anndata(a, tok, rank=np.ones((1, 3)))
 
 
+
+@pytest.mark.parametrize("kw", [{}, {"normalize": "total"}, {"log1p": True}])
+def test_a_ratio_that_overflows_is_refused_naming_its_cell(kw):
+    """A value over a tiny median overflowed to inf, which the cells' kernels refused as 'a
+    NaN or infinite value ... value inf', an inf the matrix does not hold."""
+    a, tok = _adata([[1.0, 0.0, 2.0], [0.0, 1e308, 3.0]])
+    med = np.array([1.0, 1e-300, 1.0])
+    if kw:
+        med[1] = 1e-310
+    with pytest.raises(AnnDataError, match="row 1, column 1: its value divided by the column's "
+                                           "median .* overflows"):
+        tokenize_anndata(a, tok, rank=med, **kw)
+
+
 # ------------------------------------------------------------------- repeated column indices
 DUP = (np.array([1.0, 2.0, 3.0, 4.0, 5.0, 1.0]), np.array([2, 0, 2, 1, 1, 0]),
        np.array([0, 3, 3, 6]))  # row 0 stores column 2 twice, row 2 column 1 twice
