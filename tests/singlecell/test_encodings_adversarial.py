@@ -227,3 +227,108 @@ def test_medians_of_values_near_the_float64_max_are_finite(B):
     got = tokenize_anndata(a, tok, rank="median", order="value", values=True)
     assert got.to_list()[0] == [1, 0]  # 1 / 1, then 1e308 / ~1.35e308
 
+
+# ------------------------------------------------------------------------- random adversaries
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.singlecell.test_cellvalues import oracle_encode  # noqa: E402
+
+SPECIAL = [0.0, -0.0, 1.0, 2.0, 3.0, 0.5, 7.25, 1e-45, 1e-310, 5e-324, 1e38, 3.4e38, 1e308,
+           np.nan, np.inf, -np.inf, -1.0]
+ENCODINGS = [{"normalize": "total"}, {"normalize": "total", "log1p": True},
+             {"log1p": True}, {"rank": "median"}, {"normalize": "total", "rank": "median"},
+             {"rank": "given"}, {"bins": 2}, {"bins": 7},
+             {"normalize": "total", "log1p": True, "bins": 51}]
+
+
+@st.composite
+def stored(draw):
+    """A small CSR (in storage order: unsorted and repeated columns, explicit zeros) of
+    adversarial values, its dtype and an encoding."""
+    n_rows, n_cols = draw(st.integers(0, 4)), draw(st.integers(1, 4))
+    lens = draw(st.lists(st.integers(0, 5), min_size=n_rows, max_size=n_rows))
+    indptr = np.zeros(n_rows + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    n = int(indptr[-1])
+    indices = np.array(draw(st.lists(st.integers(0, n_cols - 1), min_size=n, max_size=n)),
+                       np.int32)
+    tame = draw(st.booleans())  # half the draws without NaN/inf/negatives, to reach the oracle
+    pool = [x for x in SPECIAL if not tame or (np.isfinite(x) and x >= 0)]
+    data = np.array(draw(st.lists(st.sampled_from(pool), min_size=n, max_size=n)), np.float64)
+    dtype = draw(st.sampled_from([np.float64, np.float32, np.int64]))
+    if dtype is np.int64:
+        data = np.where(np.isfinite(data) & (np.abs(data) < 1e6), np.trunc(data), 3.0)
+    with np.errstate(over="ignore"):
+        data = data.astype(dtype)
+    return indptr, indices, data, n_cols, draw(st.sampled_from(ENCODINGS))
+
+
+def _in_order_total(row: np.ndarray) -> float:
+    total = np.float64(0.0)
+    with np.errstate(over="ignore"):
+        for x in row:
+            total += np.float64(x)
+    return float(total)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=stored())
+def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
+    """Tokens by encoded value (the float32 channel) descending, ties by id, as the oracle of
+    tests/singlecell/test_cellvalues.py encodes the canonical matrix (repeated columns summed);
+    or an AnnDataError for a NaN, infinite or negative value, or a row that does not
+    normalise in float64."""
+    import pandas as pd
+
+    indptr, indices, data, n_cols, kw = case
+    n_rows = indptr.size - 1
+    X = sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
+    var = [f"chr1:{100 * j}-{100 * j + 50}" for j in range(n_cols)]
+    a = anndata.AnnData(X, obs=pd.DataFrame(index=[f"c{i}" for i in range(n_rows)]),
+                        var=pd.DataFrame(index=var))
+    tok = Tokenizer(var, unknown="drop")
+    with np.errstate(over="ignore"):
+        dense = X.toarray().astype(np.float64)  # scipy sums repeated entries (in their dtype)
+    rank = kw.get("rank")
+    norm = {k: v for k, v in kw.items() if k in ("normalize", "log1p")}
+    bad = data.size and not (np.all(np.isfinite(data.astype(np.float64)))
+                             and np.all(data >= 0) and np.all(np.isfinite(dense)))
+    if not bad and kw.get("normalize"):
+        canon = sp.csr_matrix(dense)
+        canon.sort_indices()
+        for r in range(n_rows):
+            t = _in_order_total(canon.data[canon.indptr[r]:canon.indptr[r + 1]])
+            with np.errstate(over="ignore", divide="ignore"):
+                bad = bad or not (t == 0 or (np.isfinite(t) and np.isfinite(1e4 / t)))
+    med = None
+    opts = dict(values=True, order="value", **kw)
+    if rank is not None:
+        try:
+            med = feature_medians(a, **norm)[0]
+        except AnnDataError:
+            assert bad
+            return
+        if rank == "given":
+            med = np.where(np.isnan(med), 2.0, med)
+            opts["rank"] = med
+    if not bad:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            E = oracle_encode(dense, kw.get("normalize"), 1e4, kw.get("log1p", False), med,
+                              kw.get("bins"))
+            E32 = E.astype(np.float32)
+        bad = not np.isfinite(E).all()  # a value / median past float64's largest
+    if bad:
+        with pytest.raises(AnnDataError):
+            tokenize_anndata(a, tok, **opts)
+        return
+    got = tokenize_anndata(a, tok, **opts)
+    want_ids, want_vals = [], []
+    for row, row32 in zip(E, E32):
+        nz = np.flatnonzero(row > 0)
+        order = nz[np.lexsort((nz, -row32[nz].astype(np.float64)))]
+        want_ids.append(order.tolist())
+        want_vals.append(row32[order])
+    assert got.to_list() == want_ids
+    want = np.concatenate(want_vals) if want_vals else np.zeros(0, np.float32)
+    np.testing.assert_allclose(got.values, want, rtol=2e-6)
