@@ -428,7 +428,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     opt.dtype = _ids_dtype(dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
-    if memory_mb <= 0:
+    if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     if chunk_rows is not None and int(chunk_rows) < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")

@@ -301,10 +301,12 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
     [1.5, nan, 4.0]
     """
-    if isinstance(bins_per_octave, bool) or not 1 <= int(bins_per_octave) <= 2**20:
+    B = bins_per_octave
+    if (isinstance(B, bool) or not isinstance(B, (int, float, np.integer, np.floating))
+            or not (1 <= B <= 2**20 and int(B) == B)):  # NaN fails the range
         raise ValueError(f"bins_per_octave must be an integer in 1..2**20, got "
                          f"{bins_per_octave!r}")
-    if memory_mb <= 0:
+    if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
     if isinstance(adata, Iterator):  # opened one at a time, when reached

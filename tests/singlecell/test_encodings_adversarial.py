@@ -332,3 +332,20 @@ def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
     assert got.to_list() == want_ids
     want = np.concatenate(want_vals) if want_vals else np.zeros(0, np.float32)
     np.testing.assert_allclose(got.values, want, rtol=2e-6)
+
+
+# ------------------------------------------------------------------------ numeric arguments
+@pytest.mark.parametrize("B", [0, 1.5, np.nan, np.inf, True, "8", 2**20 + 1])
+def test_bins_per_octave_must_be_an_integer_in_range(B):
+    """1.5 was taken as 1 (int(1.5)) and NaN failed inside int() with another message."""
+    a, _ = _adata([[1.0, 2.0, 0.0]])
+    with pytest.raises(ValueError, match="bins_per_octave must be an integer in 1..2\\*\\*20"):
+        feature_medians(a, bins_per_octave=B)
+
+
+def test_memory_mb_nan_is_refused_as_such():
+    a, tok = _adata([[1.0, 2.0, 0.0]])
+    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+        feature_medians(a, memory_mb=np.nan)
+    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+        tokenize_anndata(a, tok, memory_mb=np.nan)
