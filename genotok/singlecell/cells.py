@@ -219,7 +219,8 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
     unknown = tokenizer.settings.unknown if unknown is None else unknown
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
-    if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
+    if max_tokens is not None and (isinstance(max_tokens, bool) or int(max_tokens) != max_tokens
+                                   or max_tokens < 1):  # True is no length (truncation=True is)
         raise ValueError(f"max_length must be a positive integer or None, got {max_tokens!r}")
     if min_count is not None and not np.isfinite(min_count):
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")

@@ -349,3 +349,11 @@ def test_memory_mb_nan_is_refused_as_such():
         feature_medians(a, memory_mb=np.nan)
     with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
         tokenize_anndata(a, tok, memory_mb=np.nan)
+
+
+def test_max_length_true_is_refused():
+    """max_length=True (meant: truncation=True) was taken as 1: one token per cell."""
+    a, tok = _adata([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="max_length must be a positive integer"):
+        tokenize_anndata(a, tok, max_length=True)
+    assert tokenize_anndata(a, tok, max_length=2, order="value").to_list() == [[2, 1]]
