@@ -224,8 +224,9 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
         raise ValueError(f"max_length must be a positive integer or None, got {max_tokens!r}")
     if min_count is not None and not np.isfinite(min_count):
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    if (isinstance(seed, bool) or not isinstance(seed, (int, float, np.integer, np.floating))
+            or not (0 <= seed < 2**63 and int(seed) == seed)):  # NaN fails the range
+        raise ValueError(f"seed must be an integer in 0..2**63 - 1, got {seed!r}")
     return _Options(K.keep_threshold(-np.inf if min_count is None else min_count),
                     UNKNOWN[unknown],
                     bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),

@@ -357,3 +357,24 @@ def test_max_length_true_is_refused():
     with pytest.raises(ValueError, match="max_length must be a positive integer"):
         tokenize_anndata(a, tok, max_length=True)
     assert tokenize_anndata(a, tok, max_length=2, order="value").to_list() == [[2, 1]]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, np.nan, True, "1", 2**63, 2**64])
+def test_seed_must_be_an_int64(seed):
+    """2**63 was an OverflowError from the kernel call; 1.5 was silently taken as 1."""
+    a, tok = _adata([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="seed must be an integer in 0..2\\*\\*63 - 1"):
+        tokenize_anndata(a, tok, order="shuffle", seed=seed)
+    assert len(tokenize_anndata(a, tok, order="shuffle", seed=2**63 - 1).to_list()[0]) == 3
+
+
+@pytest.mark.parametrize("kw", [{"seed": 2**63}, {"seed": 1.5}, {"max_length": True}])
+def test_pretokenize_checks_the_per_cell_settings_like_tokenize_anndata(kw, tmp_path):
+    """pretokenize's plan accepted them, and each input then failed (or took 1.5 as 1)."""
+    from genotok import pretokenize
+
+    a, tok = _adata([[1.0, 2.0, 3.0]])
+    a.write_h5ad(tmp_path / "a.h5ad")
+    with pytest.raises(ValueError, match="seed must be|max_length must be"):
+        pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False, **kw)
+    assert not (tmp_path / "out").exists()
