@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from genotok import Tokenizer, feature_medians, tokenize_anndata
 from genotok.errors import AnnDataError, UniverseError
+from tests.singlecell.test_cellvalues import oracle_encode
 
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
@@ -74,9 +77,8 @@ def test_a_total_that_does_not_normalise_is_refused(row, kw, tmp_path):
 
 
 def test_chunk_keys_reports_the_row_like_its_oracle():
-    from genotok.kernels import histogram as HK
-
     import tests.naive_histogram as naive
+    from genotok.kernels import histogram as HK
 
     indptr = np.array([0, 1, 3, 4], np.int64)
     indices = np.array([0, 1, 2, 0], np.int64)
@@ -94,9 +96,8 @@ def test_chunk_keys_reports_the_row_like_its_oracle():
 def test_medians_check_the_rows_against_obs(tmp_path):
     """A file whose shape attribute claims 10**12 rows: feature_medians (and so the medians
     pass of pretokenize) allocated by it (a MemoryError, not a GenotokError)."""
-    from genotok.errors import AnnDataError
-
     import tests.singlecell.test_crafted_h5ad as crafted
+    from genotok.errors import AnnDataError
 
     for base in ("csc", "csr"):
         path = crafted.make_file(crafted.Case("shape_rows_huge", base, "error"), tmp_path)
@@ -229,11 +230,6 @@ def test_medians_of_values_near_the_float64_max_are_finite(B):
 
 
 # ------------------------------------------------------------------------- random adversaries
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from tests.singlecell.test_cellvalues import oracle_encode  # noqa: E402
-
 SPECIAL = [0.0, -0.0, 1.0, 2.0, 3.0, 0.5, 7.25, 1e-45, 1e-310, 5e-324, 1e38, 3.4e38, 1e308,
            np.nan, np.inf, -np.inf, -1.0]
 ENCODINGS = [{"normalize": "total"}, {"normalize": "total", "log1p": True},
