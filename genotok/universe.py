@@ -178,6 +178,9 @@ class Universe:
         """
         import copy
 
+        if isinstance(tokens, (str, bytes)):  # tuple() would make one token per character
+            raise UniverseError(f"extra tokens must be a list of strings, got the string "
+                                f"{tokens!r}; wrap it in a list")
         tokens = tuple(tokens)
         bad = [t for t in tokens if not isinstance(t, str) or not t or "\0" in t]
         if bad:  # NUL separates the tokens in the fingerprint: refused, so no two lists collide

@@ -374,3 +374,16 @@ def test_pretokenize_checks_the_per_cell_settings_like_tokenize_anndata(kw, tmp_
     with pytest.raises(ValueError, match="seed must be|max_length must be"):
         pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False, **kw)
     assert not (tmp_path / "out").exists()
+
+
+def test_extra_tokens_given_as_one_string_are_refused(tmp_path):
+    """extra_tokens="<batch=a>" (or the same in a hand-written tokenizer.toml) became five
+    one-character tokens '<', 'b', ... silently."""
+    with pytest.raises(UniverseError, match="a list of strings"):
+        Tokenizer(VAR, extra_tokens="<batch=a>")
+    tok = Tokenizer(VAR, extra_tokens=["<batch=a>"])
+    p = tok.save_config(tmp_path / "t.toml")
+    p.write_text(p.read_text().replace('extra_tokens = ["<batch=a>"]',
+                                       'extra_tokens = "<batch=a>"'))
+    with pytest.raises(UniverseError, match="a list of strings"):
+        Tokenizer.from_config(p)
