@@ -422,6 +422,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     """
     kind = "ragged" if out is None else "corpus"
     by_var = order == "var"
+    prepend = conditions._check_columns(prepend)  # a string is one column, as in condition_tokens
+    if condition_unknown not in conditions.UNKNOWN:
+        raise ValueError(f"condition_unknown must be one of {conditions.UNKNOWN}, got "
+                         f"{condition_unknown!r}")
     if by_var and unique:
         raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
                          "geniml's per-cell loop does: pass unique=False with it")

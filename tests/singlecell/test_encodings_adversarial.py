@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, feature_medians, tokenize_anndata
+from genotok import Tokenizer, condition_tokens, feature_medians, tokenize_anndata
 from genotok.errors import AnnDataError, UniverseError
 from tests.singlecell.test_cellvalues import oracle_encode
 
@@ -387,3 +387,25 @@ def test_extra_tokens_given_as_one_string_are_refused(tmp_path):
                                        'extra_tokens = "<batch=a>"'))
     with pytest.raises(UniverseError, match="a list of strings"):
         Tokenizer.from_config(p)
+
+
+def test_prepend_as_one_string_is_one_column(tmp_path):
+    """prepend="batch" was read as the columns 'b', 'a', 't', 'c', 'h' (condition_tokens
+    takes a string as one column); condition_unknown was checked only at the first cell."""
+    import pandas as pd
+
+    a = anndata.AnnData(sp.csr_matrix(np.ones((2, 3))),
+                        obs=pd.DataFrame({"batch": ["x", "y"]}, index=["c0", "c1"]),
+                        var=pd.DataFrame(index=VAR))
+    tok = Tokenizer(VAR, extra_tokens=condition_tokens(a, "batch"))
+    want = tokenize_anndata(a, tok, prepend=["batch"])
+    assert [r[0] for r in want.to_list()] == [10, 11]
+    assert tokenize_anndata(a, tok, prepend="batch") == want
+    c = tokenize_anndata(a, tok, prepend="batch", out=tmp_path / "c.gtokc")
+    assert c.to_ragged() == want
+    assert c.header["extra"]["anndata"]["prepend"] == ["batch"]
+    with pytest.raises(ValueError, match="condition_unknown must be one of"):
+        tokenize_anndata(a[:0], tok, prepend="batch", condition_unknown="skip")
+    with pytest.raises(ValueError, match="condition columns repeat"):
+        tokenize_anndata(a, tok, prepend=["batch", "batch"], out=tmp_path / "d.gtokc")
+    assert not (tmp_path / "d.gtokc").exists()
