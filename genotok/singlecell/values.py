@@ -120,7 +120,8 @@ class ValueEncoding:
         if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                f"found {data[~(np.isfinite(data) & (data >= 0))][0]}")
-        if self.normalize == "total":
+        # float32 rows always normalise (totals < 3.4e38 * 2**63, target_sum / 1.4e-45 finite)
+        if self.normalize == "total" and (data.dtype != np.float32 or self.target_sum > 1e250):
             r = VK.unbounded_row(indptr, data, float(self.target_sum))
             if r >= 0:
                 raise _unbounded(where, row0 + r, data[indptr[r]:indptr[r + 1]],

@@ -74,6 +74,8 @@ def test_a_total_that_does_not_normalise_is_refused(row, kw, tmp_path):
     b, _ = _adata([[1e-45, 0.0, 0.0], [1.0, 2.0, 0.0]], np.float32)
     got = tokenize_anndata(b, tok, normalize="total", values=True)
     np.testing.assert_allclose(got.values, [1e4, 1e4 / 3, 2e4 / 3], rtol=1e-6)
+    with pytest.raises(AnnDataError, match="row 0: its total"):  # unless target_sum is huge
+        tokenize_anndata(b, tok, normalize="total", target_sum=1e300)
 
 
 def test_chunk_keys_reports_the_row_like_its_oracle():
