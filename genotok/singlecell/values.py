@@ -9,19 +9,24 @@ Steps, in this order
 ``normalize="total"``
     each entry divided by its cell's total (sum of the row's stored entries) times
     ``target_sum`` (default 10,000); ``log1p=True`` then takes ``log(1 + x)``. A cell whose
-    total is 0 stays 0.
+    total is 0 stays 0; one whose total, or ``target_sum / total``, overflows float64 (values
+    near 1e308, or a subnormal total) is refused.
 ``rank="median"`` (Geneformer's rank-value encoding)
     each entry divided by its feature's median of the non-zero (normalised) values over the
     whole matrix; with ``order="value"`` a cell's tokens come by this ratio, descending, ties in
     genomic (token id) order. The medians come from one streaming pass over the matrix
     (:func:`feature_medians`, backed files by row chunks) or are given (the training corpus'
-    medians at inference: ``rank=corpus`` or an array). Entries of a feature without a median
-    (never non-zero in training) are dropped.
+    medians at inference: ``rank=corpus`` or an array, finite and ``>= 0``). Entries of a
+    feature without a median (never non-zero in training: NaN, or 0) are dropped.
 ``bins=n`` (scGPT's value binning)
     per cell, a positive value ``v`` gets the bin ``1 + r * (n - 1) // m``, where ``m`` is the
     number of the cell's positive values and ``r`` how many of them are strictly below ``v``
     (equal values share a bin): bins ``1 .. n-1`` are per-cell quantiles, ``0`` is reserved
-    for zero. ``rank`` and ``bins`` exclude each other.
+    for zero; ``2 <= n <= 2**24 + 1`` (the float32 value channel holds the bins exactly).
+    ``rank`` and ``bins`` exclude each other.
+
+Entries a row stores twice for one column are summed first (as scipy reads them): each matrix
+element is encoded once.
 
 When several peaks hit one token, the token's value is the sum of its peaks' encoded values
 (``unique=True``); use a universe equal to the peak set, or ``unique=False``, for one value
