@@ -411,3 +411,12 @@ def test_prepend_as_one_string_is_one_column(tmp_path):
     with pytest.raises(ValueError, match="condition columns repeat"):
         tokenize_anndata(a, tok, prepend=["batch", "batch"], out=tmp_path / "d.gtokc")
     assert not (tmp_path / "d.gtokc").exists()
+
+
+def test_an_extra_token_named_like_a_region_is_refused():
+    """An extra token 'chr1:0-100' took the region's string in the vocabulary: the region's
+    name then converted to the extra id (convert_tokens_to_ids(convert_ids_to_tokens([0])))."""
+    with pytest.raises(UniverseError, match="'chr1:0-100' is the name of a region"):
+        Tokenizer(VAR, extra_tokens=["<b=x>", "chr1:0-100"])
+    tok = Tokenizer(VAR, extra_tokens=["chr1:0-101", "<b=chr1:0-100>"])  # not region names
+    assert tok.convert_tokens_to_ids(tok.convert_ids_to_tokens([0, 10, 11])) == [0, 10, 11]
