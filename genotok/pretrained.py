@@ -250,8 +250,9 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     except ValueError:  # another drive on Windows
         ref = str(universe_path.resolve())
 
-    def q(s) -> str:
-        return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    def q(s) -> str:  # a TOML basic string: control characters other than tab escaped
+        s = str(s).replace("\\", "\\\\").replace('"', '\\"')
+        return '"' + re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: f"\\u{ord(m[0]):04x}", s) + '"'
 
     lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(tokenizer.tokenizer_type)}",
              "special_tokens = ["]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,16 +179,26 @@ class Universe:
         """
         import copy
 
+        if isinstance(tokens, (str, bytes)):  # tuple() would make one token per character
+            raise UniverseError(f"extra tokens must be a list of strings, got the string "
+                                f"{tokens!r}; wrap it in a list")
         tokens = tuple(tokens)
-        bad = [t for t in tokens if not isinstance(t, str) or not t]
-        if bad:
-            raise UniverseError(f"extra tokens must be non-empty strings, got {bad[0]!r}")
+        bad = [t for t in tokens if not isinstance(t, str) or not t or "\0" in t]
+        if bad:  # NUL separates the tokens in the fingerprint: refused, so no two lists collide
+            raise UniverseError(f"extra tokens must be non-empty strings without NUL, got "
+                                f"{bad[0]!r}")
         taken = set(self.special_tokens.values())
         clash = [t for t in tokens if t in taken]
         if clash or len(set(tokens)) != len(tokens):
             what = f"{clash[0]!r} is a special token" if clash else "they repeat a token"
             raise UniverseError(f"extra tokens must be distinct from each other and from the "
                                 f"special tokens: {what}")
+        if any(re.search(r":\d+-\d+$", t) for t in tokens):  # could name a region: its string
+            names = set(self.regions.to_strings())  # would map to the extra id, not the region
+            clash = [t for t in tokens if t in names]
+            if clash:
+                raise UniverseError(f"extra token {clash[0]!r} is the name of a region of the "
+                                    "universe; condition tokens need names of their own")
         if self.n_regions + len(SPECIAL_NAMES) + len(tokens) >= 2**31:
             raise UniverseError(f"{len(tokens)} extra tokens is more than token ids can hold")
         out = copy.copy(self)

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-OK, INEXACT, BAD_VALUE, BAD_INDEX = 0, 1, 2, 3
+OK, INEXACT, BAD_VALUE, BAD_INDEX, BAD_TOTAL = 0, 1, 2, 3, 4
 OFF = 1 << 31
 
 
@@ -21,6 +21,12 @@ def chunk_keys(indptr, indices, data, n_features, normalize, target_sum, log1p, 
             return [], BAD_VALUE, k
         if not 0 <= f < n_features:
             return [], BAD_INDEX, k
+    for r in range(len(indptr) - 1):  # a row that cannot be normalised in float64: its row
+        with np.errstate(over="ignore"):
+            total = sum(np.float64(x) for x in data[int(indptr[r]):int(indptr[r + 1])])
+            scale = np.float64(target_sum) / np.float64(total) if total else 0.0
+        if normalize and not (math.isfinite(total) and math.isfinite(scale)):
+            return [], BAD_TOTAL, r
     keys = []
     for r in range(len(indptr) - 1):
         a, b = int(indptr[r]), int(indptr[r + 1])
@@ -64,5 +70,6 @@ def medians(hist: dict, n_features: int, exact: bool, B: float) -> np.ndarray:
                 seen += n
             raise AssertionError("position past the values")
 
-        med[f] = 0.5 * (at((total - 1) // 2) + at(total // 2))
+        lo, hi = at((total - 1) // 2), at(total // 2)
+        med[f] = 0.5 * (lo + hi) if lo + hi < math.inf else 0.5 * lo + 0.5 * hi
     return med

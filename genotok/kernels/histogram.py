@@ -30,11 +30,13 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT
+from .values import bounded_scale, midpoint
 
 OK = 0
 INEXACT = 1  #: a value that is not an integer below 2**31 - 1 met an exact histogram
 BAD_VALUE = 2  #: a value that is NaN, infinite or negative
 BAD_INDEX = 3  #: a column index outside ``[0, n_features)``
+BAD_TOTAL = 4  #: a row whose total, or ``target_sum / total``, overflows float64 (pos: the row)
 
 BLOCK = 7  #: a block holds ``2**BLOCK`` features, and has its own table
 _OFF = np.int64(1) << np.int64(31)
@@ -93,7 +95,8 @@ def chunk_keys(indptr, indices, data, n_features, normalize, target_sum, log1p, 
     """The keys ``feature << 32 | (code + 2**31)`` of the positive (normalised) values of CSR
     rows (``indptr`` rebased, checked by the caller), grouped by feature block (``feature >>
     BLOCK``; within a block in row order), with each block's start. Returns ``(keys, starts,
-    status, pos)``: ``status`` :data:`OK`, else the first problem and its stored entry."""
+    status, pos)``: ``status`` :data:`OK`, else the first problem and its stored entry (its
+    row for :data:`BAD_TOTAL`, checked once every value is)."""
     n_blocks = ((n_features - 1) >> BLOCK) + 1 if n_features > 0 else 1
     starts = np.zeros(n_blocks + 1, np.int64)
     totals = np.empty(indptr.size - 1, np.float64)
@@ -109,8 +112,13 @@ def chunk_keys(indptr, indices, data, n_features, normalize, target_sum, log1p, 
                 return starts[:0], starts, BAD_INDEX, k
             total += x
         totals[r] = total
+    for r in range(indptr.size - 1):  # once every value is checked (the oracle's order)
+        a, b = indptr[r], indptr[r + 1]
+        total = totals[r]
         scale = 1.0
         if normalize:  # normalize_rows' arithmetic: value * (target_sum / total)
+            if not bounded_scale(total, target_sum):
+                return starts[:0], starts, BAD_TOTAL, r
             scale = target_sum / total if total > 0 else 0.0
         for k in range(a, b):
             if np.float64(data[k]) * scale > 0:  # log1p keeps the sign
@@ -361,8 +369,8 @@ def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave
                         nxt = code[i]
                 if total // 2 >= upto:
                     hi = nxt
-            med[f0 + j] = 0.5 * (_value(lo, exact, bins_per_octave)
-                                 + _value(hi, exact, bins_per_octave))
+            med[f0 + j] = midpoint(_value(lo, exact, bins_per_octave),
+                                   _value(hi, exact, bins_per_octave))
     if sp != spill_keys.size:
         return med, False
     return med, True

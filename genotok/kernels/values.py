@@ -103,6 +103,27 @@ def _row_scale(data, a, b, target_sum):
     return target_sum / total if total > 0 else 0.0
 
 
+@njit(**NJIT)
+def bounded_scale(total, target_sum):
+    """Whether a row of ``total`` normalises in float64: ``total`` finite and ``target_sum /
+    total`` finite (a total of 0 scales by 0). A total that overflows would zero the row's
+    values, and a subnormal one would make them infinite."""
+    return total == 0 or (total < np.inf and target_sum / total < np.inf)
+
+
+@njit(**NJIT)
+def unbounded_row(indptr, data, target_sum):
+    """The first row whose total (:func:`_row_scale`'s float64 sum in order) does not
+    normalise in float64 (:func:`bounded_scale`), else -1: the normalising kernels' check."""
+    for r in range(indptr.size - 1):
+        total = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            total += np.float64(data[k])
+        if not bounded_scale(total, target_sum):
+            return r
+    return -1
+
+
 @njit(**NJIT_PARALLEL)
 def normalize_divide(indptr, indices, data, target_sum, log1p, med):
     """:func:`normalize_rows` then :func:`divide_by_median` in one pass (the same arithmetic,
@@ -134,6 +155,17 @@ def normalize_bins(indptr, data, target_sum, log1p, n_bins):
         a, b = indptr[r], indptr[r + 1]
         _bin_row(out, a, b, data, data, _row_scale(data, a, b, target_sum), log1p, n_bins)
     return out
+
+
+@njit(**NJIT)
+def rows_increasing(indptr, indices):
+    """Whether every row's column indices strictly increase (no repeated column): one pass
+    over ``indices``; ``indptr`` is checked by the caller."""
+    for r in range(indptr.size - 1):
+        for k in range(indptr[r] + 1, indptr[r + 1]):
+            if indices[k] <= indices[k - 1]:
+                return False
+    return True
 
 
 @njit(**NJIT)
@@ -173,6 +205,14 @@ def divide_by_median(values, indices, med):
 
 
 @njit(**NJIT)
+def midpoint(lo, hi):
+    """``(lo + hi) / 2`` of two non-negative values, finite when they are (their sum may
+    overflow near float64's largest value: then ``lo / 2 + hi / 2``)."""
+    m = 0.5 * (lo + hi)
+    return m if m < np.inf else 0.5 * lo + 0.5 * hi
+
+
+@njit(**NJIT)
 def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave):
     """Median of every feature from its histogram: rows ``(feat, code, count)`` sorted by
     ``(feat, code)``, ``feat`` in ``[0, n_features)`` (checked by the caller). A code stands
@@ -203,7 +243,7 @@ def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave
                 hi_val = v
                 break
             seen += count[k]
-        med[f] = 0.5 * (lo_val + hi_val)
+        med[f] = midpoint(lo_val, hi_val)
         i = j
     return med
 

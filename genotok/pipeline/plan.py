@@ -198,12 +198,14 @@ def _cell_settings(paths: list[Path], order: str, max_length, truncation, min_co
     if truncation not in TRUNCATE:
         raise ValueError(f"truncation must be one of {list(TRUNCATE)}, False or None, got "
                          f"{truncation!r}")
-    if max_length is not None and (int(max_length) != max_length or max_length < 1):
+    if max_length is not None and (isinstance(max_length, bool) or int(max_length) != max_length
+                                   or max_length < 1):
         raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")
     if min_count is not None and not np.isfinite(min_count):
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
-    if int(seed) != seed or seed < 0:
-        raise ValueError(f"seed must be an integer >= 0, got {seed!r}")
+    if (isinstance(seed, bool) or not isinstance(seed, (int, float, np.integer, np.floating))
+            or not (0 <= seed < 2**63 and int(seed) == seed)):  # as tokenize_anndata's
+        raise ValueError(f"seed must be an integer in 0..2**63 - 1, got {seed!r}")
     cells = {"order": order, "max_length": None if max_length is None else int(max_length),
              "truncation": truncation, "min_count": None if min_count is None
              else float(min_count), "seed": int(seed)}

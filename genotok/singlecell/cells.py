@@ -219,12 +219,14 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
     unknown = tokenizer.settings.unknown if unknown is None else unknown
     if unknown not in UNKNOWN:
         raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
-    if max_tokens is not None and (int(max_tokens) != max_tokens or max_tokens < 1):
+    if max_tokens is not None and (isinstance(max_tokens, bool) or int(max_tokens) != max_tokens
+                                   or max_tokens < 1):  # True is no length (truncation=True is)
         raise ValueError(f"max_length must be a positive integer or None, got {max_tokens!r}")
     if min_count is not None and not np.isfinite(min_count):
         raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
-    if int(seed) < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+    if (isinstance(seed, bool) or not isinstance(seed, (int, float, np.integer, np.floating))
+            or not (0 <= seed < 2**63 and int(seed) == seed)):  # NaN fails the range
+        raise ValueError(f"seed must be an integer in 0..2**63 - 1, got {seed!r}")
     return _Options(K.keep_threshold(-np.inf if min_count is None else min_count),
                     UNKNOWN[unknown],
                     bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
@@ -420,6 +422,10 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     """
     kind = "ragged" if out is None else "corpus"
     by_var = order == "var"
+    prepend = conditions._check_columns(prepend)  # a string is one column, as in condition_tokens
+    if condition_unknown not in conditions.UNKNOWN:
+        raise ValueError(f"condition_unknown must be one of {conditions.UNKNOWN}, got "
+                         f"{condition_unknown!r}")
     if by_var and unique:
         raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
                          "geniml's per-cell loop does: pass unique=False with it")
@@ -428,7 +434,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     opt.dtype = _ids_dtype(dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
-    if memory_mb <= 0:
+    if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     if chunk_rows is not None and int(chunk_rows) < 1:
         raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")

@@ -9,19 +9,24 @@ Steps, in this order
 ``normalize="total"``
     each entry divided by its cell's total (sum of the row's stored entries) times
     ``target_sum`` (default 10,000); ``log1p=True`` then takes ``log(1 + x)``. A cell whose
-    total is 0 stays 0.
+    total is 0 stays 0; one whose total, or ``target_sum / total``, overflows float64 (values
+    near 1e308, or a subnormal total) is refused.
 ``rank="median"`` (Geneformer's rank-value encoding)
     each entry divided by its feature's median of the non-zero (normalised) values over the
     whole matrix; with ``order="value"`` a cell's tokens come by this ratio, descending, ties in
     genomic (token id) order. The medians come from one streaming pass over the matrix
     (:func:`feature_medians`, backed files by row chunks) or are given (the training corpus'
-    medians at inference: ``rank=corpus`` or an array). Entries of a feature without a median
-    (never non-zero in training) are dropped.
+    medians at inference: ``rank=corpus`` or an array, finite and ``>= 0``). Entries of a
+    feature without a median (never non-zero in training: NaN, or 0) are dropped.
 ``bins=n`` (scGPT's value binning)
     per cell, a positive value ``v`` gets the bin ``1 + r * (n - 1) // m``, where ``m`` is the
     number of the cell's positive values and ``r`` how many of them are strictly below ``v``
     (equal values share a bin): bins ``1 .. n-1`` are per-cell quantiles, ``0`` is reserved
-    for zero. ``rank`` and ``bins`` exclude each other.
+    for zero; ``2 <= n <= 2**24 + 1`` (the float32 value channel holds the bins exactly).
+    ``rank`` and ``bins`` exclude each other.
+
+Entries a row stores twice for one column are summed first (as scipy reads them): each matrix
+element is encoded once.
 
 When several peaks hit one token, the token's value is the sum of its peaks' encoded values
 (``unique=True``); use a universe equal to the peak set, or ``unique=False``, for one value
@@ -60,9 +65,16 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from .sources import _Chunk, _source
+from .sources import _check_rows, _Chunk, _source
 
 _OFF = np.int64(1) << np.int64(31)
+
+
+def _bins_ok(bins) -> bool:
+    """An integral number of bins in ``2 .. 2**24 + 1`` (bools, NaN and strings are not)."""
+    if isinstance(bins, bool) or not isinstance(bins, (int, float, np.integer, np.floating)):
+        return False
+    return bool(math.isfinite(bins) and int(bins) == bins and 2 <= bins <= 2**24 + 1)
 
 
 @dataclass(frozen=True)
@@ -89,20 +101,36 @@ class ValueEncoding:
             raise ValueError(f"normalize must be None or 'total', got {self.normalize!r}")
         if not (self.target_sum > 0 and math.isfinite(self.target_sum)):
             raise ValueError(f"target_sum must be a positive number, got {self.target_sum!r}")
-        if self.bins is not None and (isinstance(self.bins, bool) or int(self.bins) != self.bins
-                                      or self.bins < 2):
-            raise ValueError(f"bins must be an integer >= 2 (0 is the zero bin), got {self.bins!r}")
+        if self.bins is not None and not _bins_ok(self.bins):
+            raise ValueError(f"bins must be an integer from 2 to 2**24 + 1 (0 is the zero bin; "
+                             f"the float32 value channel holds bins up to 2**24 exactly), got "
+                             f"{self.bins!r}")
+        if self.medians is not None:
+            med = np.asarray(self.medians, dtype=np.float64)
+            if med.ndim != 1:
+                raise ValueError(f"medians must be one-dimensional, got shape {med.shape}")
+            bad = np.flatnonzero(~(np.isnan(med) | ((med >= 0) & (med < np.inf))))
+            if bad.size:  # a log-scale or sentinel median would silently drop its feature
+                raise ValueError(f"medians must be finite and >= 0 (NaN or 0: a feature without "
+                                 f"a median, dropped); feature {bad[0]} has {med[bad[0]]}")
         if self.bins is not None and self.medians is not None:
             raise ValueError("rank='median' and bins= exclude each other; choose one")
 
     def encode(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_cols: int,
-               where: str = "X") -> np.ndarray:
-        """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``)."""
+               where: str = "X", row0: int = 0) -> np.ndarray:
+        """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``; the first
+        is row ``row0`` of the matrix, for messages)."""
         indptr = _validate.offsets(indptr, data.size, where, error=AnnDataError)
         data = _kernel_floats(data)
         if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                f"found {data[~(np.isfinite(data) & (data >= 0))][0]}")
+        # float32 rows always normalise (totals < 3.4e38 * 2**63, target_sum / 1.4e-45 finite)
+        if self.normalize == "total" and (data.dtype != np.float32 or self.target_sum > 1e250):
+            r = VK.unbounded_row(indptr, data, float(self.target_sum))
+            if r >= 0:
+                raise _unbounded(where, row0 + r, data[indptr[r]:indptr[r + 1]],
+                                 self.target_sum)
         med = None
         if self.medians is not None:
             med = np.asarray(self.medians, dtype=np.float64)
@@ -112,8 +140,9 @@ class ValueEncoding:
             idx = _kernel_ints(_validate.indices(indices, n_cols, where, what="column index",
                                                  error=AnnDataError))  # numba indexes med
         if self.normalize == "total" and med is not None:  # one pass, no normalised array
-            return VK.normalize_divide(indptr, idx, data, float(self.target_sum),
-                                       bool(self.log1p), med)
+            return _finite_ratios(VK.normalize_divide(indptr, idx, data, float(self.target_sum),
+                                                      bool(self.log1p), med),
+                                  indptr, idx, med, where, row0)
         if self.normalize == "total" and self.bins is not None:
             return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
                                      int(self.bins))
@@ -124,7 +153,8 @@ class ValueEncoding:
         elif self.log1p:
             out = np.log1p(data)
         if med is not None:
-            out = VK.divide_by_median(np.ascontiguousarray(out, dtype=np.float64), idx, med)
+            out = _finite_ratios(VK.divide_by_median(np.ascontiguousarray(out, np.float64), idx,
+                                                     med), indptr, idx, med, where, row0)
         if self.bins is not None:
             out = VK.row_bins(indptr, out, int(self.bins), data)
         return out
@@ -133,9 +163,10 @@ class ValueEncoding:
         """``chunk -> chunk`` for the single-cell stream (rebases the chunk's rows)."""
         def encode(ch):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-            ptr = ch.indptr - a
-            idx = ch.indices[a:b]
-            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, ch.data[a:b], n_cols, where))
+            ptr = _validate.offsets(ch.indptr - a, b - a, where, error=AnnDataError)
+            ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b], n_cols)
+            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, data, n_cols, where,
+                                                         ch.row0))
         return encode
 
     def to_json(self) -> dict:
@@ -154,6 +185,26 @@ class ValueEncoding:
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
                    med, d.get("median_method"), d.get("bins"))
+
+
+def _finite_ratios(out: np.ndarray, indptr: np.ndarray, idx: np.ndarray, med: np.ndarray,
+                   where: str, row0: int) -> np.ndarray:
+    """``out`` (values / medians), refused when a ratio overflows float64 (a tiny median):
+    the cells' kernels would otherwise blame an infinite value the matrix does not hold."""
+    if out.size and not np.isfinite(out.max()):  # the ratios are >= 0: max finds inf
+        k = int(np.flatnonzero(~np.isfinite(out))[0])
+        r = int(np.searchsorted(indptr, k, side="right")) - 1
+        raise AnnDataError(f"{where}: row {row0 + r}, column {int(idx[k])}: its value divided "
+                           f"by the column's median {float(med[idx[k]])!r} overflows float64")
+    return out
+
+
+def _unbounded(where: str, row: int, values: np.ndarray, target_sum: float) -> AnnDataError:
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values, dtype=np.float64))
+    return AnnDataError(f"{where}: row {row}: its total {total!r} cannot be normalised to "
+                        f"target_sum={target_sum} in float64 (the total or target_sum / total "
+                        "overflows); rescale the matrix")
 
 
 class _Histogram:
@@ -178,8 +229,9 @@ class _Histogram:
             self.spills[key] = self.spills.get(key, 0) + count
 
     def add_rows(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                 enc: ValueEncoding, where: str) -> None:
-        """Count the positive encoded values of CSR rows (``indptr`` rebased, checked)."""
+                 enc: ValueEncoding, where: str, row0: int = 0) -> None:
+        """Count the positive encoded values of CSR rows (``indptr`` rebased, checked; the
+        first is row ``row0``, for messages)."""
         while True:
             keys, starts, status, pos = HK.chunk_keys(
                 indptr, indices, data, self.n_features, enc.normalize == "total",
@@ -190,6 +242,9 @@ class _Histogram:
             if status == HK.INEXACT:  # a real value: the exact histogram becomes a log one
                 self._to_log_codes()
                 continue
+            if status == HK.BAD_TOTAL:
+                raise _unbounded(where, row0 + pos, data[indptr[pos]:indptr[pos + 1]],
+                                 enc.target_sum)
             if status == HK.BAD_VALUE:
                 raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
                                    f"found {float(data[pos])}")
@@ -252,17 +307,19 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
     [1.5, nan, 4.0]
     """
-    if isinstance(bins_per_octave, bool) or not 1 <= int(bins_per_octave) <= 2**20:
+    B = bins_per_octave
+    if (isinstance(B, bool) or not isinstance(B, (int, float, np.integer, np.floating))
+            or not (1 <= B <= 2**20 and int(B) == B)):  # NaN fails the range
         raise ValueError(f"bins_per_octave must be an integer in 1..2**20, got "
                          f"{bins_per_octave!r}")
-    if memory_mb <= 0:
+    if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
     enc = ValueEncoding(normalize, target_sum, log1p)
     if isinstance(adata, Iterator):  # opened one at a time, when reached
-        sources = (_source(x, layer)[0] for x in adata)
+        sources = (_opened(x, layer) for x in adata)
     else:
         many = isinstance(adata, (list, tuple))
-        sources = [_source(x, layer)[0] for x in (adata if many else [adata])]
+        sources = [_opened(x, layer) for x in (adata if many else [adata])]
         _same_columns(sources)  # all of them checked before the pass
     hist = None
     first = None
@@ -275,12 +332,50 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
         for ch in source.chunks(int(memory_mb * (1 << 20)), 32, None):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, source.where, error=AnnDataError)
-            hist.add_rows(ptr, _kernel_ints(ch.indices[a:b]), _kernel_floats(ch.data[a:b]),
-                          enc, source.where)
+            ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b],
+                                                source.n_cols)
+            hist.add_rows(ptr, _kernel_ints(idx), _kernel_floats(data), enc, source.where,
+                          ch.row0)
     if first is None:
         raise ValueError("feature_medians needs at least one matrix")
     med = hist.medians()
     return med, "exact" if hist.exact else f"log-histogram({hist.B}/octave)"
+
+
+def _summed_duplicates(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                       n_cols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR rows (``indptr`` rebased, checked) with the entries of a column stored twice in a
+    row summed, as scipy reads them: the encodings (log1p, medians, bins) are not additive, so
+    each matrix element must be encoded once. Rows then come sorted by column. Returned as
+    given when no column repeats (one pass), or when an index or a value is bad (for the
+    checks that follow to refuse, not to merge away)."""
+    indices = np.asarray(indices)
+    if indices.size < 2 or VK.rows_increasing(indptr, _kernel_ints(indices)):
+        return indptr, indices, data
+    cols = indices.astype(np.int64)
+    if not (cols.min() >= 0 and cols.max() < n_cols and data.min() >= 0
+            and np.isfinite(data.max())):
+        return indptr, indices, data
+    rows = np.repeat(np.arange(indptr.size - 1, dtype=np.int64), np.diff(indptr))
+    key = rows * n_cols + cols
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    if first.size == key.size:  # unsorted, but no column repeats: storage order kept
+        return indptr, indices, data
+    ptr = np.zeros(indptr.size, np.int64)
+    np.cumsum(np.bincount(rows[order][first], minlength=indptr.size - 1), out=ptr[1:])
+    with np.errstate(over="ignore"):  # an infinite sum is refused by the value check
+        summed = np.add.reduceat(_kernel_floats(data)[order], first)
+    return ptr, cols[order][first].astype(indices.dtype), summed
+
+
+def _opened(adata, layer: str | None):
+    """The matrix source of ``adata``, its rows checked against ``obs`` (a file's shape
+    attribute may lie) before anything is sized by them."""
+    source, path = _source(adata, layer)
+    _check_rows(source, adata, path)
+    return source
 
 
 def _kernel_ints(a: np.ndarray) -> np.ndarray:
@@ -385,6 +480,8 @@ def warmup() -> None:
     VK.normalize_rows(p, d, 1.0, True)
     VK.row_bins(p, d, 3, d)
     VK.divide_by_median(d, np.array([0, 1], np.int32), d)
+    VK.rows_increasing(p, np.array([0, 1], np.int32))
+    VK.rows_increasing(p, np.array([0, 1], np.int64))
     VK.divide_by_median(d, np.array([0, 1], np.int64), d)
     for x in (d, d.astype(np.float32)):
         VK.normalize_bins(p, x, 1.0, True, 3)
