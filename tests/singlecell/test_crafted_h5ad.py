@@ -7,9 +7,9 @@ attributes, missing datasets, non-HDF5 bytes). Each read mode then tokenizes it:
 (``list``, ``ragged`` and corpus outputs), a backed AnnData and a view of it, an AnnData read in
 memory, and an in-memory AnnData whose matrix object carries the crafted arrays (what a caller
 can build without anndata's checks). anndata may refuse a file itself when it reads it: that
-counts as refused, not as a failure. A fast sample runs in-process and, in a fresh interpreter,
-with ``NUMBA_BOUNDSCHECK=1`` (a segfault shows as a negative return code); the full campaign is
-marked ``slow``.
+counts as refused, not as a failure. A fast sample runs in-process; the same sample in a fresh
+interpreter with ``NUMBA_BOUNDSCHECK=1`` (a segfault shows as a negative return code) and the
+full campaigns are marked ``slow``.
 """
 
 from __future__ import annotations
@@ -460,6 +460,9 @@ def main(sample: bool, folder: Path) -> dict:
                     folder)
 
 
+# slow: recompiles the kernels with bounds checks in a subprocess (~13 s); the in-process
+# sample stays in the default run
+@pytest.mark.slow
 def test_crafted_sample_bounds_checked(tmp_path):
     res = _in_subprocess(True, tmp_path)
     assert res["failures"] == []

@@ -376,6 +376,9 @@ print(n_ok, n_err)
 """
 
 
+# slow: every kernel recompiled with bounds checks in a subprocess (~20 s on a cold cache);
+# the default run keeps the unchecked hypothesis campaigns (test_fragadv.py)
+@pytest.mark.slow
 def test_fuzzed_fragment_files_with_bounds_checked_kernels():
     """The same fuzz in a fresh interpreter whose kernels check every index (an out-of-bounds
     access raises instead of reading garbage; a segfault is a negative return code)."""
