@@ -71,9 +71,10 @@ def test_translate_codes_refuses_codes_outside_the_table():
             N.translate_codes(np.arange(3, dtype=np.int32), np.array([0, bad, 1], np.int32))
 
 
-def _colliding_names(n):
-    """``n`` printable 16-byte names that all had one hash under the unkeyed, linear hash
-    (its state after two words was ``rot(16 ^ w0) ^ w1``: ``w1 = rot(16 ^ w0) ^ C``)."""
+def _colliding_names(n, start=16):
+    """``n`` printable 16-byte names that all had one hash under the unkeyed, linear hashes
+    (their state after two words was ``rot(start ^ w0) ^ w1``: ``w1 = rot(start ^ w0) ^ C``;
+    ``start`` 16, the length, in the parser's, 0 in the fragment scanner's)."""
     import itertools
 
     def rot(x):
@@ -83,7 +84,7 @@ def _colliding_names(n):
     out = []
     for combo in itertools.islice(itertools.product([0x40, 0x48, 0x50, 0x58], repeat=8), n):
         w0 = int.from_bytes(bytes(combo), "little")
-        out.append(w0.to_bytes(8, "little") + (rot(16 ^ w0) ^ c).to_bytes(8, "little"))
+        out.append(w0.to_bytes(8, "little") + (rot(start ^ w0) ^ c).to_bytes(8, "little"))
     assert all(32 < b < 127 for name in out for b in name)
     return out
 

@@ -24,6 +24,7 @@ from genotok.formats.h5ad import write_h5ad_rows
 from genotok.singlecell import fragmatrix, fragment_counts
 from genotok.singlecell.fragmatrix import fragment_matrix
 
+from ..kernels.test_names import _colliding_names
 from ..naive_fragments import scan as oracle_scan
 
 REGIONS = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0, 50),
@@ -123,6 +124,28 @@ def _write(tmp, text, gz, member):
     return p
 
 
+def _counted_or_refused(call, path, want, out, spill_dir):
+    """``call()``'s result with the spill files under ``spill_dir`` (none may outlive it), or
+    ``None`` when it raised the BedParseError the oracle expects: at its line, no ``out`` left."""
+    old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the "1" vs "chr1" naming hint
+            result = call()
+    except BedParseError as exc:
+        event("a bad line")
+        assert want[3] is not None, str(exc)
+        assert (exc.path, exc.line) == (str(path), want[3])
+        assert out is None or not out.exists()
+        return None
+    finally:
+        tempfile.tempdir = old
+        assert list(spill_dir.iterdir()) == []
+    assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
+    event("counted")
+    return result
+
+
 @settings(max_examples=40, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(text=fragment_bytes(), gz=st.booleans(), member=st.integers(0, 400),
@@ -142,24 +165,12 @@ def test_matrix_equals_the_oracle_or_names_the_bad_line(tmp_path_factory, text, 
     want = _oracle(text, mode=mode, shift=shift if mode != "fragment" else (0, 0),
                    use_count=use_count, allow=allow)
     out = tmp / "m.h5ad" if to_file else None
-    old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # the "1" vs "chr1" naming hint
-            m = fragment_matrix(path, TOK, mode=mode, shift=shift, use_count=use_count,
-                                barcodes=allow, min_fragments=min_fragments, block_bytes=block,
-                                memory_mb=memory_mb, out=out)
-    except BedParseError as exc:
-        event("a bad line")
-        assert want[3] is not None, str(exc)
-        assert (exc.path, exc.line) == (str(path), want[3])
-        assert out is None or not out.exists()
+    m = _counted_or_refused(lambda: fragment_matrix(
+        path, TOK, mode=mode, shift=shift, use_count=use_count, barcodes=allow,
+        min_fragments=min_fragments, block_bytes=block, memory_mb=memory_mb, out=out),
+        path, want, out, spill_dir)
+    if m is None:
         return
-    finally:
-        tempfile.tempdir = old
-        assert list(spill_dir.iterdir()) == []
-    assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
-    event("counted")
     if to_file:
         m = anndata.read_h5ad(out)
     names, X, nfrag = _kept(want, min_fragments)
@@ -184,24 +195,12 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
     want = _oracle(text, mode="fragment", use_count=True, allow=allow, repeats=False)
     out = tmp / "c.gtokc" if to_file else None
     kw = {"barcodes": allow, "min_fragments": min_fragments, "block_bytes": block}
-    old, tempfile.tempdir = tempfile.tempdir, str(spill_dir)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)
-            counted = fragment_counts(path, TOK, **kw)
-            got = tokenize_fragments(path, TOK, memory_mb=memory_mb, out=out,
-                                     unknown="region", **kw)
-    except BedParseError as exc:
-        event("a bad line")
-        assert want[3] is not None, str(exc)
-        assert (exc.path, exc.line) == (str(path), want[3])
-        assert out is None or not out.exists()
+    both = _counted_or_refused(lambda: (fragment_counts(path, TOK, **kw), tokenize_fragments(
+        path, TOK, memory_mb=memory_mb, out=out, unknown="region", **kw)),
+        path, want, out, spill_dir)
+    if both is None:
         return
-    finally:
-        tempfile.tempdir = old
-        assert list(spill_dir.iterdir()) == []
-    assert want[3] is None, f"no error; the oracle stops at line {want[3]}"
-    event("counted")
+    counted, got = both
     names, X, nfrag = _kept(want, min_fragments)
     assert counted[0] == names
     np.testing.assert_array_equal(counted[1].toarray(), X.astype(np.float32))
@@ -285,30 +284,13 @@ def test_an_out_path_that_cannot_be_written_is_refused_before_the_count(tmp_path
                         var=pd.DataFrame())
 
 
-def _colliding_barcodes(n):
-    """``n`` printable 16-byte names that all had one hash under the unkeyed, linear one
-    (its state after two words is ``rot(w0) ^ w1``: ``w1 = rot(w0) ^ C`` for any ``w0``)."""
-    import itertools
-
-    def rot(x):
-        return ((x << 29) | (x >> 35)) & (2 ** 64 - 1)
-
-    c = int.from_bytes(b"@" * 8, "little")
-    out = []
-    for combo in itertools.islice(itertools.product([0x40, 0x48, 0x50, 0x58], repeat=8), n):
-        w0 = int.from_bytes(bytes(combo), "little")
-        out.append(w0.to_bytes(8, "little") + (rot(w0) ^ c).to_bytes(8, "little"))
-    assert all(32 <= b < 127 for name in out for b in name)
-    return out
-
-
 def test_crafted_barcodes_do_not_collide_in_the_name_table(tmp_path):
     """A file of crafted barcodes used to put every one on one hash: each new barcode probed
     all the others (16,000 of them: 0.9 s, 65,536: 13.7 s, and unbounded with longer names).
     The table's key is random and its mixing not linear: they spread; the counts stay right."""
     from genotok.kernels import fragscan as FS
 
-    names = _colliding_barcodes(4096)
+    names = _colliding_names(4096, 0)
     buf = np.frombuffer(b"".join(names), np.uint8)
     bounds = np.arange(len(names) + 1, dtype=np.int64) * 16
     t = FS.add_names(buf, bounds, *FS.name_table())
