@@ -70,6 +70,14 @@ from .sources import _check_rows, _Chunk, _source
 _OFF = np.int64(1) << np.int64(31)
 
 
+def _flag(value, name: str) -> bool:
+    """``value`` as a bool when it is one (or 0 / 1); anything else is refused: ``"no"`` or
+    ``"false"`` would be true."""
+    if not isinstance(value, (bool, np.bool_, int, np.integer)) or value not in (0, 1):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _bins_ok(bins) -> bool:
     """An integral number of bins in ``2 .. 2**24 + 1`` (bools, NaN and strings are not)."""
     if isinstance(bins, bool) or not isinstance(bins, (int, float, np.integer, np.floating)):
@@ -101,6 +109,7 @@ class ValueEncoding:
             raise ValueError(f"normalize must be None or 'total', got {self.normalize!r}")
         if not (self.target_sum > 0 and math.isfinite(self.target_sum)):
             raise ValueError(f"target_sum must be a positive number, got {self.target_sum!r}")
+        _flag(self.log1p, "log1p")
         if self.bins is not None and not _bins_ok(self.bins):
             raise ValueError(f"bins must be an integer from 2 to 2**24 + 1 (0 is the zero bin; "
                              f"the float32 value channel holds bins up to 2**24 exactly), got "
@@ -422,6 +431,7 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
     >>> enc.medians.tolist(), enc.median_method
     ([6.0, nan, 8.0], 'exact')
     """
+    log1p = _flag(log1p, "log1p")
     if normalize is None and not log1p and rank is None and bins is None:
         return None
     medians, method = None, None

@@ -120,6 +120,22 @@ def test_bins_out_of_range_are_refused(bins):
         tokenize_anndata(a, tok, bins=bins, values=True)
 
 
+@pytest.mark.parametrize("log1p", ["no", "false", 2, -1, 0.5, None])
+def test_log1p_must_be_a_boolean(log1p):
+    """``log1p="no"`` was true (any non-empty string is): the values got log(1 + x)."""
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    with pytest.raises(ValueError, match="log1p must be True or False"):
+        tokenize_anndata(a, tok, normalize="total", log1p=log1p, values=True)
+
+
+@pytest.mark.parametrize("log1p", [True, False, 1, 0, np.bool_(True)])
+def test_log1p_booleans_and_zero_one_are_taken(log1p):
+    a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
+    got = tokenize_anndata(a, tok, normalize="total", log1p=log1p, values=True)
+    want = tokenize_anndata(a, tok, normalize="total", log1p=bool(log1p), values=True)
+    np.testing.assert_array_equal(got.values, want.values)
+
+
 @pytest.mark.parametrize("bins", [2, 2.0, np.int64(51), 2**24 + 1])
 def test_bins_in_range_match_the_oracle(bins):
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
