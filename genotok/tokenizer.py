@@ -227,14 +227,17 @@ class Tokenizer(_Vocabulary):
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
-        """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
+        """A tokenizer over the universe in a BED/BED.gz file (token id = position among the
+        distinct regions, as gtars' vocabulary: the line position when no line repeats another).
 
-        ``special_tokens`` and ``strict`` (refuse lines with end before start, which gtars
-        accepts) go to :meth:`Universe.from_bed`; other keywords are the settings.
+        ``special_tokens``, ``strict`` (refuse lines with end before start, which gtars
+        accepts) and ``duplicates`` (``"unique"``, ``"lines"`` or ``"error"``) go to
+        :meth:`Universe.from_bed`; other keywords are the settings.
         """
         special = kwargs.pop("special_tokens", None)
         strict = kwargs.pop("strict", False)
-        return cls(Universe.from_bed(path, special, strict=strict), **kwargs)
+        dups = kwargs.pop("duplicates", "unique")  # see Universe: gtars' vocabulary by default
+        return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups), **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":

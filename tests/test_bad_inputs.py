@@ -98,10 +98,12 @@ def test_empty_universe(tmp_path):
 def test_duplicate_universe_policy(tmp_path):
     path = tmp_path / "u.bed"
     path.write_text("chr1\t1\t2\nchr1\t1\t2\n")
-    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}: 1 duplicate region"):
+    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}:2: 1 duplicate line"):
         Universe.from_bed(path, duplicates="error")
     with pytest.warns(UserWarning, match="duplicate"):
-        assert Universe.from_bed(path).vocab_size == 9
+        assert Universe.from_bed(path).vocab_size == 8  # gtars' vocabulary: one region
+    with pytest.warns(UserWarning, match="duplicate"):
+        assert Universe.from_bed(path, duplicates="lines").vocab_size == 9
 
 
 def test_scaffold_assembly_and_big_coordinates(tmp_path):
