@@ -29,7 +29,7 @@ UNIVERSE = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0
 def _tok(regs=UNIVERSE, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return Tokenizer(Universe(RegionSet.from_tuples(regs)), **kw)
+        return Tokenizer(Universe(RegionSet.from_tuples(regs), duplicates="lines"), **kw)
 
 
 def _write(path: Path, lines, gz=False, crlf=False):
