@@ -86,11 +86,24 @@ def test_encode_equals_model_in_memory(ureg, qreg, opts, duplicates):
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
-def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts):
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS,
+       st.lists(st.tuples(st.integers(0, 30), st.sampled_from(CHROMS), st.integers(1, 400),
+                          st.integers(1, 400)), max_size=2))
+def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts, reversed_lines):
+    """Lines with end before start (inserted at random places) warn and hit nothing, as in
+    gtars: the model never sees them."""
     tok = Tokenizer(_universe(ureg), **opts)
-    path = _write_bed(tmp_path / "q.bed", qreg)
-    assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+    lines = list(qreg)
+    for at, c, s, w in reversed_lines:
+        lines.insert(min(at, len(lines)), (c, s, max(0, s - w)))
+    path = _write_bed(tmp_path / "q.bed", lines)
+    with pytest.warns(UserWarning, match="q.bed:.*end before start") if reversed_lines \
+            else _nullcontext():
+        got = tok.encode(str(path)).tolist()
+    assert got == naive.tokenize(ureg, qreg, from_file=True, **opts)
+    if reversed_lines:
+        with pytest.raises(genotok.BedParseError, match="end is before start"):
+            Tokenizer(tok.universe, strict=True, **opts).encode(str(path))
 
 
 @pytest.mark.parametrize("path", ["buckets", "radix"])
