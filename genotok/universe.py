@@ -552,7 +552,7 @@ def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
                                 "as a token no query hits: strict=False loads it the same "
                                 "way") from None
         first_line = exc.line
-    rs = RegionSet.from_bed(path, allow_reversed=True)
+    rs = RegionSet.from_bed(path, reversed="keep")
     bad = np.flatnonzero(rs.ends < rs.starts)
     warnings.warn(
         f"{os.fspath(path)}:{first_line}: {bad.size} line(s) with end before start (first: id "
