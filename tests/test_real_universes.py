@@ -116,17 +116,13 @@ def _deduped(path: Path, tmp_path: Path) -> Path:
     return out
 
 
-UNIVERSES_FOR_QUERIES = ["geniml/universe.bed", "geniml/universe.bed.gz",
-                         "geniml/universe_mlm.bed", "gtars/tokenizers/peaks.bed",
-                         "gtars/tokenizers/peaks.scored.bed", "gtars/excluderanges.bed.gz",
-                         "encode/rep1-rep2.overlap.narrowPeak.gz"]
-
-
-@pytest.mark.parametrize("uname", UNIVERSES_FOR_QUERIES)
+@pytest.mark.parametrize("uname", UNIVERSES)
 def test_query_files_give_gtars_tokens(tmp_path, uname):
     upath = REAL / uname
+    ref = _gtars(_deduped(upath, tmp_path))
+    if ref is None:
+        pytest.skip(f"gtars does not load {uname} as a universe")
     tok = _quiet(lambda: Tokenizer.from_bed(upath))
-    ref = GTokenizer.from_bed(str(_deduped(upath, tmp_path)))
     assert tok.get_vocab() == ref.get_vocab()  # so ids compare too
     for qname in QUERIES:
         qpath = str(REAL / qname)
