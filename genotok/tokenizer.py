@@ -145,10 +145,8 @@ class Tokenizer(_Vocabulary):
         backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
         see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
     strict : bool, default False
-        Refuse lines whose end is before their start, in the universe (gtars accepts them; by
-        default they keep their ids as inert tokens, see :class:`Universe`) and in query files
-        (gtars tokenizes such a file; by default those lines warn, naming file:line, and hit
-        nothing).
+        Refuse lines with end before start in the universe and in query files (by default, as
+        in gtars, such a line hits nothing: an inert token, see :class:`Universe`, or a warning).
     extra_tokens : sequence of str or None, default None
         Strings appended to the vocabulary after the seven special tokens (condition tokens
         such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
@@ -219,33 +217,24 @@ class Tokenizer(_Vocabulary):
         if ttype not in TOKENIZER_TYPES:
             raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
                                 f"gtars), got {ttype!r}")
-        self.universe = universe
-        #: refuse lines with end before start, in the universe and in query files
-        self.strict = bool(strict)
-        self.settings = TokenizerSettings(**settings)
-        self.n_threads = n_threads
+        self.universe, self.strict = universe, bool(strict)
+        self.settings, self.n_threads = TokenizerSettings(**settings), n_threads
         if check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *check,
-                                         len(self.universe.extra_tokens))
+            _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
 
-    def _regions(self, obj) -> RegionSet:
-        """A query as regions: a file's lines with end before start warn and hit nothing, as
-        in gtars (``strict=True`` refuses them)."""
+    def _regions(self, obj) -> RegionSet:  # a query file's reversed lines: see ``strict``
         return as_regions(obj, reversed="error" if self.strict else "drop")
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
-        """A tokenizer over the universe in a BED/BED.gz file (token id = position among the
-        distinct regions, as gtars' vocabulary: the line position when no line repeats another).
+        """A tokenizer over the universe in a BED/BED.gz file (ids: gtars' vocabulary).
 
-        ``special_tokens``, ``strict`` (refuse lines with end before start, which gtars
-        accepts) and ``duplicates`` (``"unique"``, ``"lines"`` or ``"error"``) go to
-        :meth:`Universe.from_bed`; other keywords are the settings.
+        ``special_tokens``, ``strict`` and ``duplicates`` go to :meth:`Universe.from_bed`
+        (``strict`` also to the tokenizer); other keywords are the settings.
         """
-        special = kwargs.pop("special_tokens", None)
-        strict = kwargs.pop("strict", False)
-        dups = kwargs.pop("duplicates", "unique")  # see Universe: gtars' vocabulary by default
+        special, strict = kwargs.pop("special_tokens", None), kwargs.pop("strict", False)
+        dups = kwargs.pop("duplicates", "unique")
         return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups), strict=strict,
                    **kwargs)
 
@@ -263,8 +252,7 @@ class Tokenizer(_Vocabulary):
         """
         from .pretrained import read_config
 
-        special = overrides.pop("special_tokens", None)
-        strict = overrides.pop("strict", False)
+        special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved = read_config(path, special, strict)
         return cls(universe, strict=strict, **{**saved, **overrides})
 
@@ -291,8 +279,7 @@ class Tokenizer(_Vocabulary):
 
         directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
-        special = overrides.pop("special_tokens", None)
-        strict = overrides.pop("strict", False)
+        special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
                                                             special, strict)
         tok = cls(universe, strict=strict, **{**saved, **overrides})
