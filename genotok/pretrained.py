@@ -266,6 +266,8 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     if tokenizer.universe.extra_tokens:
         lines.append("extra_tokens = [" + ", ".join(q(t) for t in tokenizer.universe.extra_tokens)
                      + "]")
+    if tokenizer.universe.duplicates == "lines" and tokenizer.universe.n_duplicates:
+        lines.append('duplicates = "lines"')  # line-position ids: the universe file repeats lines
     lines.append(f"fingerprint = {q(tokenizer.universe.fingerprint)}")
     with atomic_write(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -395,11 +397,12 @@ def read_config(path, special_tokens=None, strict: bool = False):
     ours = dict(cfg.get("genotok", {}))
     fingerprint = ours.pop("fingerprint", None)
     extra_tokens = ours.pop("extra_tokens", None)  # condition tokens (genotok.singlecell.conditions)
+    duplicates = ours.pop("duplicates", "unique")  # "lines": saved from a line-position vocabulary
     unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
                             f"are {list(TokenizerSettings.__dataclass_fields__)}")
-    universe = Universe.from_bed(upath, special, strict=strict)
+    universe = Universe.from_bed(upath, special, strict=strict, duplicates=duplicates)
     if extra_tokens:
         universe = universe.with_extra_tokens(extra_tokens)
     if fingerprint is not None and fingerprint != universe.fingerprint:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -193,14 +194,19 @@ class RegionSet:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_bed(cls, path: str | os.PathLike, *, allow_reversed: bool = False) -> "RegionSet":
+    def from_bed(cls, path: str | os.PathLike, *, reversed: str = "error") -> "RegionSet":
         """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok.kernels.parse``).
 
         Files of more than 8 MiB of text are read a block of 8 MiB at a time (gzip: inflated
         a block at a time), each block parsed in chunks on all numba threads while the next
         is read: memory is the regions (20 bytes each) and two blocks, not the file.
-        ``allow_reversed=True`` keeps lines whose end is before their start as they are (for
-        universes gtars accepted, see :class:`genotok.universe.Universe`).
+
+        ``reversed`` says what a line whose end is before its start becomes: ``"error"``
+        (default) refuses the file; ``"drop"`` leaves such lines out with one warning naming
+        the file and the first such line (what a query file gets when a
+        :class:`~genotok.Tokenizer` reads it: gtars tokenizes such a file and those lines hit
+        nothing); ``"keep"`` keeps them as they are (for universes gtars accepted, see
+        :class:`genotok.universe.Universe`).
 
         Raises
         ------
@@ -215,9 +221,27 @@ class RegionSet:
         >>> RegionSet.from_bed(p).to_strings()
         ['chr1:10-20']
         """
+        if reversed not in ("error", "drop", "keep"):
+            raise ValueError(f"reversed must be 'error', 'drop' or 'keep', got {reversed!r}")
         p = os.fspath(path)
-        names, codes, starts, ends = _bed.read_file(p, allow_reversed)
-        return cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
+        try:  # the strict parse first: a well-formed file costs nothing extra
+            names, codes, starts, ends = _bed.read_file(p)
+            return cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
+        except BedParseError as exc:
+            if reversed == "error" or not exc.problem.startswith(
+                    _parse.MESSAGES[_parse.END_BEFORE_START]):
+                raise
+            first_line = exc.line
+        names, codes, starts, ends = _bed.read_file(p, allow_reversed=True)
+        rs = cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
+        if reversed == "drop":
+            bad = rs.ends < rs.starts
+            warnings.warn(
+                f"{p}:{first_line}: {int(bad.sum())} line(s) with end before start (first: "
+                f"{rs._str(int(np.flatnonzero(bad)[0]))}) hit nothing, as in gtars; strict=True "
+                "refuses such a file", UserWarning, stacklevel=3)
+            rs = rs.take(~bad)
+        return rs
 
     @classmethod
     def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> RegionSet:
@@ -474,10 +498,11 @@ def _looks_like_columns(obj: tuple) -> bool:
     return not all(region_tuple(x) for x in obj)
 
 
-def as_regions(obj) -> RegionSet:
+def as_regions(obj, *, reversed: str = "error") -> RegionSet:
     """Any region input as a :class:`RegionSet`.
 
-    Accepts a RegionSet; a path (str or PathLike) to a BED/BED.gz file; one region string; a
+    Accepts a RegionSet; a path (str or PathLike) to a BED/BED.gz file (``reversed``: what a
+    line with end before start becomes, see :meth:`RegionSet.from_bed`); one region string; a
     list of region strings; a list of ``(chrom, start, end)`` tuples or of objects with
     ``.chr``/``.start``/``.end`` (gtars ``Region``); a tuple of three arrays
     ``(chroms, starts, ends)``; a pandas data frame or a mapping of columns.
@@ -492,10 +517,10 @@ def as_regions(obj) -> RegionSet:
     if isinstance(obj, RegionSet):
         return obj
     if isinstance(obj, os.PathLike):
-        return RegionSet.from_bed(obj)
+        return RegionSet.from_bed(obj, reversed=reversed)
     if isinstance(obj, str):
         if os.path.exists(obj):
-            return RegionSet.from_bed(obj)
+            return RegionSet.from_bed(obj, reversed=reversed)
         if _AUTO.fullmatch(obj):
             return parse_region_strings([obj])
         raise BedParseError(obj, None, "no such file, and not a region string like "

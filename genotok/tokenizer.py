@@ -145,8 +145,8 @@ class Tokenizer(_Vocabulary):
         backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
         see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
     strict : bool, default False
-        Refuse universe lines whose end is before their start (gtars accepts them; by default
-        they keep their ids as inert tokens, see :class:`Universe`).
+        Refuse lines with end before start in the universe and in query files (by default, as
+        in gtars, such a line hits nothing: an inert token, see :class:`Universe`, or a warning).
     extra_tokens : sequence of str or None, default None
         Strings appended to the vocabulary after the seven special tokens (condition tokens
         such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
@@ -217,24 +217,26 @@ class Tokenizer(_Vocabulary):
         if ttype not in TOKENIZER_TYPES:
             raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
                                 f"gtars), got {ttype!r}")
-        self.universe = universe
-        self.settings = TokenizerSettings(**settings)
-        self.n_threads = n_threads
+        self.universe, self.strict = universe, bool(strict)
+        self.settings, self.n_threads = TokenizerSettings(**settings), n_threads
         if check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *check,
-                                         len(self.universe.extra_tokens))
+            _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
+
+    def _regions(self, obj) -> RegionSet:  # a query file's reversed lines: see ``strict``
+        return as_regions(obj, reversed="error" if self.strict else "drop")
 
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
-        """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
+        """A tokenizer over the universe in a BED/BED.gz file (ids: gtars' vocabulary).
 
-        ``special_tokens`` and ``strict`` (refuse lines with end before start, which gtars
-        accepts) go to :meth:`Universe.from_bed`; other keywords are the settings.
+        ``special_tokens``, ``strict`` and ``duplicates`` go to :meth:`Universe.from_bed`
+        (``strict`` also to the tokenizer); other keywords are the settings.
         """
-        special = kwargs.pop("special_tokens", None)
-        strict = kwargs.pop("strict", False)
-        return cls(Universe.from_bed(path, special, strict=strict), **kwargs)
+        special, strict = kwargs.pop("special_tokens", None), kwargs.pop("strict", False)
+        dups = kwargs.pop("duplicates", "unique")
+        return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups), strict=strict,
+                   **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -250,10 +252,9 @@ class Tokenizer(_Vocabulary):
         """
         from .pretrained import read_config
 
-        special = overrides.pop("special_tokens", None)
-        strict = overrides.pop("strict", False)
+        special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved = read_config(path, special, strict)
-        return cls(universe, **{**saved, **overrides})
+        return cls(universe, strict=strict, **{**saved, **overrides})
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
@@ -278,11 +279,10 @@ class Tokenizer(_Vocabulary):
 
         directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
-        special = overrides.pop("special_tokens", None)
-        strict = overrides.pop("strict", False)
+        special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
                                                             special, strict)
-        tok = cls(universe, **{**saved, **overrides})
+        tok = cls(universe, strict=strict, **{**saved, **overrides})
         _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 
@@ -365,7 +365,7 @@ class Tokenizer(_Vocabulary):
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
-        rsets = [as_regions(s) for s in sets]
+        rsets = [self._regions(s) for s in sets]
         return self._overlaps(rsets, n_threads, details=True)
 
     def prepare(self, regions) -> PreparedSet:
@@ -393,7 +393,7 @@ class Tokenizer(_Vocabulary):
         >>> p.codes.tolist(), p.order
         ([1, -1], None)
         """
-        return self._prepare(as_regions(regions))
+        return self._prepare(self._regions(regions))
 
     def _prepare(self, rs: RegionSet, with_perm: bool = False) -> PreparedSet:
         """:meth:`_query_order`; ``with_perm``: keep the permutation of a sorted set (query
@@ -430,7 +430,7 @@ class Tokenizer(_Vocabulary):
         >>> tok.encode_prepared(sets, [tok.prepare(s) for s in sets]).to_list()
         [[1], [0]]
         """
-        rsets = [as_regions(s) for s in sets]
+        rsets = [self._regions(s) for s in sets]
         if prepared is not None:
             prepared = [PreparedSet(*p) for p in prepared]
             if len(prepared) != len(rsets):
@@ -512,7 +512,7 @@ class Tokenizer(_Vocabulary):
         ascending universe position (empty when it hits nothing). The single-cell adapter maps
         matrix variables (peaks) to tokens with this once, then gathers per cell.
         """
-        rs = as_regions(regions)
+        rs = self._regions(regions)
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, _, _ = self._kernel(
                 self.universe.map_codes(rs), rs.starts, rs.ends,
@@ -524,7 +524,7 @@ class Tokenizer(_Vocabulary):
 
     def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
-        return self._overlaps([as_regions(regions)], n_threads).ids
+        return self._overlaps([self._regions(regions)], n_threads).ids
 
     def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False,
                      dtype=np.int64):
@@ -533,7 +533,7 @@ class Tokenizer(_Vocabulary):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        res = self._overlaps([as_regions(s) for s in sets], n_threads, dtype=dtype)
+        res = self._overlaps([self._regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)
 

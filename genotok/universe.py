@@ -1,7 +1,9 @@
 """The vocabulary: universe regions + special tokens, a fingerprint, and the sweep index.
 
-Token id ``i`` is the ``i``-th region of the universe (its line in the BED file, as in gtars);
-the special tokens follow in gtars order ``<unk> <pad> <mask> <cls> <eos> <bos> <sep>``.
+Token id ``i`` is the ``i``-th distinct region of the universe in order of first appearance (its
+line in the BED file when no line repeats another, as in gtars; a repeated region keeps the id
+of its first line and later lines shift up, as gtars' vocabulary does); the special tokens
+follow in gtars order ``<unk> <pad> <mask> <cls> <eos> <bos> <sep>``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from .regions import RegionSet, as_regions
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
 SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
 DEFAULT_SPECIAL_TOKENS = {name: f"<{name}>" for name in SPECIAL_NAMES}
+#: what a universe's repeated regions become (see :class:`Universe`)
+DUPLICATES = ("unique", "lines", "error")
 
 _FINGERPRINT_TAG = b"genotok-universe-v1\0"
 
@@ -106,13 +110,19 @@ class Universe:
     regions
         Anything :func:`genotok.regions.as_regions` accepts: a BED/BED.gz path, a
         :class:`RegionSet`, strings ``chr:start-end``, ``(chrom, start, end)`` tuples,
-        arrays or a data frame. Region ``i`` becomes token id ``i``.
+        arrays or a data frame. Region ``i`` becomes token id ``i`` (with repeated regions:
+        see ``duplicates``).
     special_tokens
         Optional ``{"unk": "<unk>", ...}`` to rename special tokens (gtars names by default).
     duplicates
-        ``"first"`` (default): a region listed twice keeps both ids (ids stay line positions,
-        so special ids never collide), but overlaps report only the first occurrence's id and a
-        warning says how many duplicates there were. ``"error"``: refuse such a universe.
+        What a region listed on more than one line becomes. ``"unique"`` (default, as gtars'
+        vocabulary): each distinct region is one token, ids in order of first appearance, so
+        a universe with repeated lines has the ``get_vocab()`` and ``vocab_size`` gtars gives
+        it (the embedding table of a model trained with gtars on it); every hit gets the id of
+        its region, once. ``"lines"``: every line keeps its line position as its id (ids of
+        repeated lines decode to the same region; overlaps report the first one's id).
+        ``"error"``: refuse such a universe. ``"unique"`` and ``"lines"`` warn, naming the
+        first repeated line (``file:line``) and the count.
     strict
         For a BED file: refuse a line whose end is before its start. By default such a line
         (which gtars accepts and gives an id) keeps its id as an *inert* token that no query
@@ -129,36 +139,51 @@ class Universe:
 
     extra_tokens: tuple = ()  # see with_extra_tokens
 
-    def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "first",
+    def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "unique",
                  strict: bool = False):
-        if duplicates not in ("first", "error"):
-            raise ValueError(f"duplicates must be 'first' or 'error', got {duplicates!r}")
+        if duplicates not in DUPLICATES:
+            raise ValueError(f"duplicates must be one of {list(DUPLICATES)}, got {duplicates!r}")
         if isinstance(regions, (str, os.PathLike)) and os.path.isfile(regions):
             rs = _read_bed(regions, strict)
         else:
             rs = as_regions(regions)
-        self.regions: RegionSet = rs
         self.source = rs.source
         self.special_tokens = _check_special_tokens(special_tokens)
         n = len(rs)
         if n == 0:
-            raise UniverseError(f"{self._where()}: the universe has no regions (an empty or "
-                                "comment-only file?); a vocabulary needs at least one region")
+            raise UniverseError(f"{self.source or 'universe'}: the universe has no regions (an "
+                                "empty or comment-only file?); a vocabulary needs at least one region")
         if n >= 2**31 - 8:
-            raise UniverseError(f"{self._where()}: {n} regions is more than token ids can hold")
+            raise UniverseError(f"{self.source or 'universe'}: {n} regions is more than token ids "
+                                "can hold")
+        order, first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
+        #: how many input lines repeat an earlier line's region
+        self.n_duplicates = int(dup_sorted.sum())
+        #: ``"unique"`` or ``"lines"``: how repeated regions became ids (see ``duplicates``)
+        self.duplicates = "lines" if duplicates == "lines" else "unique"
+        #: int64 (input lines,): the token id of each input region (line)
+        self.line_ids = np.arange(n, dtype=np.int64)
+        if self.n_duplicates:
+            msg = _duplicates_message(rs, first, self.n_duplicates)
+            if duplicates == "error":
+                raise UniverseError(msg + "; remove the repeated lines (or pass duplicates="
+                                    "'unique', gtars' vocabulary, or 'lines')")
+            if duplicates == "unique":
+                kept = first == np.arange(n)
+                self.line_ids = (np.cumsum(kept) - 1)[first]
+                rs = rs.take(np.flatnonzero(kept))
+                order, first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
+                msg += ("; each distinct region is one token, in order of first appearance (as "
+                        "gtars' vocabulary); duplicates='lines' keeps line positions as ids")
+            else:
+                msg += ("; ids stay line positions and overlaps report the first occurrence's "
+                        "id; the default duplicates='unique' gives gtars' vocabulary")
+            warnings.warn(msg, UserWarning, stacklevel=2)
+        self.regions: RegionSet = rs
+        self._order, self._first = order, first
         self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}
         #: ids of the lines that are not intervals (end < start): kept, never hit
         self.inert_ids = np.flatnonzero(rs.ends < rs.starts)
-        self._order, self._first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
-        self.n_duplicates = int(dup_sorted.sum())
-        if self.n_duplicates:
-            example = int(np.flatnonzero(self._first != np.arange(n))[0])
-            msg = (f"{self._where()}: {self.n_duplicates} duplicate region(s), e.g. id {example} "
-                   f"({self._token_of(example)}) repeats id {int(self._first[example])}")
-            if duplicates == "error":
-                raise UniverseError(msg + "; remove the repeated lines")
-            warnings.warn(msg + "; overlaps report the first occurrence's id", UserWarning,
-                          stacklevel=2)
         self._dup_sorted = dup_sorted
         self._sweep: _SweepIndex | None = None
         self._ailist_key: np.ndarray | None = None
@@ -211,7 +236,8 @@ class Universe:
     @classmethod
     def from_bed(cls, path: str | os.PathLike, special_tokens: dict | None = None, *,
                  strict: bool = False, **kwargs) -> "Universe":
-        """Load a universe from a BED or BED.gz file (token id = data line position).
+        """Load a universe from a BED or BED.gz file (token id = position among the distinct
+        regions; the data line position when no line repeats another; see ``duplicates``).
 
         Lines with end before start get inert ids as gtars gives them (see ``strict``).
         """
@@ -261,7 +287,9 @@ class Universe:
 
     @property
     def duplicate_of(self) -> np.ndarray:
-        """For every id, the id of its first identical region (itself when unique)."""
+        """For every id, the id of its first identical region: itself, except with
+        ``duplicates="lines"``, where a repeated line's id maps to its first line's id (the
+        input line of each id under the default is :attr:`line_ids`)."""
         return self._first
 
     # ------------------------------------------------------------------ fingerprint
@@ -412,7 +440,8 @@ class Universe:
         return self.regions.take(ids)
 
     def get_vocab(self) -> dict[str, int]:
-        """``{token string: id}`` for every region (first occurrence) and special token."""
+        """``{token string: id}`` for every region and special token (gtars' ``get_vocab()``;
+        with ``duplicates="lines"`` a repeated region maps to its first line's id)."""
         if self._vocab is None:
             vocab: dict[str, int] = {}
             for i, tok in enumerate(self.regions.to_strings()):
@@ -466,6 +495,50 @@ class Universe:
                 f"fingerprint={self.fingerprint[:12]})")
 
 
+def _duplicates_message(rs: RegionSet, first: np.ndarray, count: int) -> str:
+    """``"<file>:<line>: <count> duplicate line(s) ..."``: the first line that repeats an
+    earlier line's region, where it is (the file's line number when the regions came from a
+    file), and what it repeats."""
+    row = int(np.flatnonzero(first != np.arange(first.size))[0])
+    token = rs._str(row)
+    if rs.from_file and rs.source:
+        line, earlier = _file_line(rs.source, rs, row), _file_line(rs.source, rs, int(first[row]))
+    else:
+        line = earlier = None
+    if line is not None and earlier is not None:
+        return (f"{rs.source}:{line}: {count} duplicate line(s) (a region an earlier line "
+                f"already lists); the first repeats line {earlier}, {token}")
+    return (f"{rs.source or 'universe'}: {count} duplicate region(s); the first is region "
+            f"{row} ({token}), which repeats region {int(first[row])}")
+
+
+def _file_line(path: str, rs: RegionSet, row: int) -> int | None:
+    """The 1-based line of ``path`` that holds region ``row`` of ``rs``, found by its
+    chromosome, start and end (the first ``row`` regions hold it once at most: ``row`` is the
+    first repeat); ``None`` when the text does not show it plainly. Reads the file up to that
+    line only, on the warning's path."""
+    import gzip
+
+    chrom, start, end = rs.chrom_names[rs.codes[row]], int(rs.starts[row]), int(rs.ends[row])
+    want = int(np.count_nonzero((rs.codes[:row] == rs.codes[row]) & (rs.starts[:row] == start)
+                                & (rs.ends[:row] == end))) + 1
+    try:
+        with open(path, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rt", errors="replace") if gz
+              else open(path, errors="replace")) as fh:
+            for lineno, text in enumerate(fh, 1):
+                f = text.split("\t") if "\t" in text else text.split()
+                if len(f) >= 3 and f[0] == chrom and f[1].strip() == str(start) \
+                        and f[2].strip() == str(end):
+                    want -= 1
+                    if not want:
+                        return lineno
+    except (OSError, EOFError, ValueError):
+        return None
+    return None
+
+
 def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
     """A universe BED file as regions; lines with end < start kept (with a warning) unless
     ``strict``. The strict parse runs first, so a well-formed file costs nothing extra."""
@@ -479,7 +552,7 @@ def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
                                 "as a token no query hits: strict=False loads it the same "
                                 "way") from None
         first_line = exc.line
-    rs = RegionSet.from_bed(path, allow_reversed=True)
+    rs = RegionSet.from_bed(path, reversed="keep")
     bad = np.flatnonzero(rs.ends < rs.starts)
     warnings.warn(
         f"{os.fspath(path)}:{first_line}: {bad.size} line(s) with end before start (first: id "

@@ -33,8 +33,17 @@ class Rng:
         return int(float(x >> 11) * (1.0 / 9007199254740992.0) * n)
 
 
-def genomic_rank(universe):
+def vocabulary(universe, duplicates="unique"):
+    """The universe's regions in id order: each distinct region once, in order of first
+    appearance (``"unique"``, gtars' vocabulary), or every line (``"lines"``)."""
+    if duplicates == "unique":
+        return list(dict.fromkeys(tuple(r) for r in universe))
+    return list(universe)
+
+
+def genomic_rank(universe, duplicates="unique"):
     """id -> rank in (chromosome first appearance, start, end, id) order (first occurrences)."""
+    universe = vocabulary(universe, duplicates)
     code = {}
     for c, _, _ in universe:
         code.setdefault(c, len(code))
@@ -47,17 +56,17 @@ def genomic_rank(universe):
 
 
 def var_hits(universe, variables, *, overlap="all", min_overlap=0, min_fraction=0.0,
-             fraction_of="query"):
+             fraction_of="query", duplicates="unique"):
     """Token ids of every variable, brute force, ascending genomic rank."""
     return [naive_tokenizer.tokenize(universe, [v], overlap=overlap, min_overlap=min_overlap,
                                      min_fraction=min_fraction, fraction_of=fraction_of,
-                                     unknown="drop", order="genomic")
+                                     unknown="drop", order="genomic", duplicates=duplicates)
             for v in variables]
 
 
 def cells(universe, variables, rows, *, unk_id, overlap="all", min_overlap=0, min_fraction=0.0,
           fraction_of="query", min_count=None, unique=True, unknown="set", max_tokens=None,
-          truncate="top", order="genomic", seed=0, hits=None):
+          truncate="top", order="genomic", seed=0, hits=None, duplicates="unique"):
     """Token ids and values per cell.
 
     ``rows`` is a list (one per cell) of ``(column, value)`` stored entries in storage order.
@@ -66,8 +75,8 @@ def cells(universe, variables, rows, *, unk_id, overlap="all", min_overlap=0, mi
     """
     if hits is None:
         hits = var_hits(universe, variables, overlap=overlap, min_overlap=min_overlap,
-                        min_fraction=min_fraction, fraction_of=fraction_of)
-    rank = genomic_rank(universe)
+                        min_fraction=min_fraction, fraction_of=fraction_of, duplicates=duplicates)
+    rank = genomic_rank(universe, duplicates)
     big = float("inf")
     vkey = [rank[h[0]] if h else big for h in hits]
     out_ids, out_vals = [], []
@@ -155,8 +164,11 @@ def read_fragments(path):
 def fragment_matrix(universe, fragments, *, barcodes=None, min_fragments=1, **hit_kw):
     """Cells (first appearance or allow-list order) and their ``{column: count}`` rows.
 
-    Column ``len(universe)`` holds the count of fragments that hit nothing.
+    Column ``len(vocabulary(universe, duplicates))`` holds the count of fragments that hit
+    nothing.
     """
+    universe = vocabulary(universe, hit_kw.get("duplicates", "unique"))
+    hit_kw["duplicates"] = "lines"  # already the vocabulary
     names, rows, nfrag = [], {}, {}
     if barcodes is not None:
         names = list(barcodes)

@@ -1,6 +1,8 @@
 """Slow, obviously-correct model of Tokenizer semantics (all modes, policies and orders).
 
-Regions are plain ``(chrom, start, end)`` tuples; the universe is a list of them (id = index).
+Regions are plain ``(chrom, start, end)`` tuples; the universe is a list of them: id = index
+among the distinct regions in order of first appearance (``duplicates="unique"``, gtars'
+vocabulary), or id = index (``duplicates="lines"``: a repeated region is hit as its first line).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ SPECIALS = 7
 
 
 def tokenize(universe, queries, *, from_file=False, overlap="all", min_overlap=0,
-             min_fraction=0.0, fraction_of="query", unknown="set", order="gtars"):
+             min_fraction=0.0, fraction_of="query", unknown="set", order="gtars",
+             duplicates="unique"):
+    if duplicates == "unique":
+        universe = list(dict.fromkeys(tuple(r) for r in universe))
     n = len(universe)
     unk = n
     first = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -56,9 +57,9 @@ SETTINGS = st.fixed_dictionaries({
 })
 
 
-def _universe(regs):
+def _universe(regs, duplicates="unique"):
     with pytest.warns(UserWarning) if len(set(regs)) < len(regs) else _nullcontext():
-        return Universe(RegionSet.from_tuples(regs))
+        return Universe(RegionSet.from_tuples(regs), duplicates=duplicates)
 
 
 class _nullcontext:
@@ -75,20 +76,34 @@ def _write_bed(path, regs):
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
-def test_encode_equals_model_in_memory(ureg, qreg, opts):
-    tok = Tokenizer(_universe(ureg), **opts)
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS,
+       st.sampled_from(["unique", "lines"]))
+def test_encode_equals_model_in_memory(ureg, qreg, opts, duplicates):
+    tok = Tokenizer(_universe(ureg, duplicates), **opts)
     got = tok.encode(RegionSet.from_tuples(qreg)).tolist()
-    assert got == naive.tokenize(ureg, qreg, from_file=False, **opts)
+    assert got == naive.tokenize(ureg, qreg, from_file=False, duplicates=duplicates, **opts)
 
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS)
-def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts):
+@given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS,
+       st.lists(st.tuples(st.integers(0, 30), st.sampled_from(CHROMS), st.integers(1, 400),
+                          st.integers(1, 400)), max_size=2))
+def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts, reversed_lines):
+    """Lines with end before start (inserted at random places) warn and hit nothing, as in
+    gtars: the model never sees them."""
     tok = Tokenizer(_universe(ureg), **opts)
-    path = _write_bed(tmp_path / "q.bed", qreg)
-    assert tok.encode(str(path)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
+    lines = list(qreg)
+    for at, c, s, w in reversed_lines:
+        lines.insert(min(at, len(lines)), (c, s, max(0, s - w)))
+    path = _write_bed(tmp_path / "q.bed", lines)
+    with pytest.warns(UserWarning, match="q.bed:.*end before start") if reversed_lines \
+            else _nullcontext():
+        got = tok.encode(str(path)).tolist()
+    assert got == naive.tokenize(ureg, qreg, from_file=True, **opts)
+    if reversed_lines:
+        with pytest.raises(genotok.BedParseError, match="end is before start"):
+            Tokenizer(tok.universe, strict=True, **opts).encode(str(path))
 
 
 @pytest.mark.parametrize("path", ["buckets", "radix"])
@@ -166,14 +181,56 @@ def test_best_mode_ties_to_lowest_id():
 
 
 def test_duplicates_policy():
-    with pytest.warns(UserWarning, match="1 duplicate region"):
-        u = Universe(["chr1:0-100", "chr1:50-80", "chr1:0-100"])
-    assert u.vocab_size == 10 and u.unk_token_id == 3  # ids stay line positions
-    assert u.duplicate_of.tolist() == [0, 1, 0]
-    assert Tokenizer(u).encode(["chr1:10-20"]).tolist() == [0]  # hit once, first id
+    regs = ["chr1:0-100", "chr1:50-80", "chr1:0-100", "chr2:5-9", "chr1:0-100"]
+    # default: gtars' vocabulary, the distinct regions in order of first appearance
+    with pytest.warns(UserWarning, match=r"2 duplicate region\(s\); the first is region 2 "
+                                         r"\(chr1:0-100\), which repeats region 0"):
+        u = Universe(regs)
+    assert u.n_regions == 3 and u.vocab_size == 10 and u.unk_token_id == 3
+    assert u.get_vocab() == {"chr1:0-100": 0, "chr1:50-80": 1, "chr2:5-9": 2, "<unk>": 3,
+                             "<pad>": 4, "<mask>": 5, "<cls>": 6, "<eos>": 7, "<bos>": 8,
+                             "<sep>": 9}
+    assert u.line_ids.tolist() == [0, 1, 0, 2, 0] and u.duplicate_of.tolist() == [0, 1, 2]
+    assert u == Universe(list(dict.fromkeys(regs)))  # the fingerprint follows the vocabulary
+    tok = Tokenizer(u)
+    assert tok.encode(["chr1:10-20", "chr2:0-6"]).tolist() == [0, 2]  # a thrice-listed region: once
+    assert tok.decode([0, 2, 3]) == ["chr1:0-100", "chr2:5-9", "<unk>"]
+    assert tok.convert_tokens_to_ids(["chr2:5-9", "<sep>"]) == [2, 9]
+    # "lines": every line keeps its position as its id; hits report the first line's id
+    with pytest.warns(UserWarning, match="ids stay line positions"):
+        u = Universe(regs, duplicates="lines")
+    assert u.vocab_size == 12 and u.unk_token_id == 5 and u.line_ids.tolist() == [0, 1, 2, 3, 4]
+    assert u.duplicate_of.tolist() == [0, 1, 0, 3, 0]
+    assert Tokenizer(u).encode(["chr1:10-20", "chr2:0-6"]).tolist() == [0, 3]
     assert u.convert_ids_to_tokens([2]) == ["chr1:0-100"]
+    assert u.get_vocab()["chr2:5-9"] == 3
     with pytest.raises(genotok.UniverseError, match="duplicate"):
         Universe(["chr1:0-100", "chr1:0-100"], duplicates="error")
+    with pytest.raises(ValueError, match="'first'"):
+        Universe(regs, duplicates="first")
+
+
+def test_duplicates_in_a_file_name_the_line_and_follow_into_saved_tokenizers(tmp_path):
+    bed = tmp_path / "u.bed"
+    bed.write_text("# a comment\nchr1\t0\t100\nchr1\t5\t9\nchr2\t0\t5\nchr1\t5\t9\t.\t0\n")
+    with pytest.warns(UserWarning, match=r"u.bed:5: 1 duplicate line\(s\) .*the first repeats "
+                                         r"line 3, chr1:5-9"):
+        tok = Tokenizer.from_bed(bed)
+    assert tok.vocab_size == 10 and tok.encode(["chr1:6-7"]).tolist() == [0, 1]
+    with pytest.warns(UserWarning, match="u.bed:5: 1 duplicate"):
+        lines = Tokenizer.from_bed(bed, duplicates="lines")
+    assert lines.vocab_size == 11 and lines.unk_token_id == 4
+    with pytest.raises(genotok.UniverseError, match=r"u.bed:5: 1 duplicate"):
+        Tokenizer.from_bed(bed, duplicates="error")
+    # saved and loaded: each keeps its vocabulary (and fingerprint)
+    for t in (tok, lines):
+        d = t.save_pretrained(tmp_path / t.universe.duplicates)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # the saved "lines" universe repeats
+            back = Tokenizer.from_pretrained(d)
+            again = Tokenizer.from_config(t.save_config(tmp_path / f"{t.universe.duplicates}.toml"))
+        assert back.universe == t.universe == again.universe
+        assert back.get_vocab() == t.get_vocab()
 
 
 def test_vocabulary_api():

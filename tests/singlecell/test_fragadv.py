@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, tokenize_fragments
+from genotok import Tokenizer, Universe, tokenize_fragments
 from genotok.errors import BedParseError, GenotokError
 from genotok.formats.h5ad import write_h5ad_rows
 from genotok.singlecell import fragmatrix, fragment_counts
@@ -35,7 +35,7 @@ BARCODES = ["AAAC-1", "GGTT-1", "T", "zelle-\u00e4"]
 def _tok():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the repeated universe region warns
-        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in REGIONS])
+        return Tokenizer(Universe([f"{c}:{s}-{e}" for c, s, e in REGIONS], duplicates="lines"))
 
 
 TOK = _tok()

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer
+from genotok import Tokenizer, Universe
 from genotok.errors import BedParseError
 from genotok.singlecell import FragmentMatrix
 from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
@@ -79,7 +79,7 @@ def _write(lines, gz=False):
 def _tok(regions):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # repeated universe regions warn
-        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in regions])
+        return Tokenizer(Universe([f"{c}:{s}-{e}" for c, s, e in regions], duplicates="lines"))
 
 
 def _check(lines, regions, gz=False, block_bytes=32 << 20, **kw):

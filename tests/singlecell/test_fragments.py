@@ -29,7 +29,7 @@ UNIVERSE = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0
 def _tok(regs=UNIVERSE, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return Tokenizer(Universe(RegionSet.from_tuples(regs)), **kw)
+        return Tokenizer(Universe(RegionSet.from_tuples(regs), duplicates="lines"), **kw)
 
 
 def _write(path: Path, lines, gz=False, crlf=False):
@@ -44,13 +44,14 @@ def _write(path: Path, lines, gz=False, crlf=False):
 
 def _expected(universe, frags, tok, *, barcodes=None, min_fragments=1, unknown="set",
               min_count=None, order="genomic", max_tokens=None, truncate="top", seed=0):
-    names, rows, _ = naive.fragment_matrix(universe, frags, barcodes=barcodes,
-                                           min_fragments=min_fragments)
+    names, rows, _ = naive.fragment_matrix(universe, frags, barcodes=barcodes,  # a column a line
+                                           min_fragments=min_fragments, duplicates="lines")
     hits = [[t] for t in range(len(universe))] + [[]]  # column n_regions: fragments without a hit
     ids, vals = naive.cells(universe, None, [[(c, float(n)) for c, n in r] for r in rows],
                             hits=hits,
                             unk_id=tok.unk_token_id, unknown=unknown, min_count=min_count,
-                            order=order, max_tokens=max_tokens, truncate=truncate, seed=seed)
+                            order=order, max_tokens=max_tokens, truncate=truncate, seed=seed,
+                            duplicates="lines")
     return names, ids, vals
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer
+from genotok import Tokenizer, Universe
 from genotok.kernels import fragscan as FS
 from genotok.singlecell.fragmatrix import MODES, _dup_map
 
@@ -22,7 +22,8 @@ from ..naive_fragments import scan as oracle_scan
 def _tok(regions, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # repeated universe regions warn
-        return Tokenizer([f"{c}:{s}-{e}" for c, s, e in regions], **kw)
+        u = Universe([f"{c}:{s}-{e}" for c, s, e in regions], duplicates="lines")  # a column a line
+        return Tokenizer(u, **kw)
 
 
 def _table(names):
