@@ -229,12 +229,15 @@ class Tokenizer(_Vocabulary):
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
         """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
 
-        ``special_tokens`` and ``strict`` (refuse lines with end before start, which gtars
-        accepts) go to :meth:`Universe.from_bed`; other keywords are the settings.
+        ``special_tokens``, ``strict`` (refuse lines with end before start, which gtars
+        accepts) and ``duplicates`` (``"error"`` refuses a universe listing a region twice) go
+        to :meth:`Universe.from_bed`; other keywords are the settings.
         """
         special = kwargs.pop("special_tokens", None)
         strict = kwargs.pop("strict", False)
-        return cls(Universe.from_bed(path, special, strict=strict), **kwargs)
+        duplicates = kwargs.pop("duplicates", "first")
+        return cls(Universe.from_bed(path, special, strict=strict, duplicates=duplicates),
+                   **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -533,6 +536,10 @@ class Tokenizer(_Vocabulary):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
+        if isinstance(sets, (str, bytes, os.PathLike)):
+            raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
+                            f"frames), got the single {type(sets).__name__} {sets!r:.80}: use "
+                            f"encode({sets!r:.80}) for one set, or encode_batch([{sets!r:.80}])")
         res = self._overlaps([as_regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)

@@ -176,6 +176,26 @@ def test_duplicates_policy():
         Universe(["chr1:0-100", "chr1:0-100"], duplicates="error")
 
 
+def test_from_bed_takes_duplicates_as_the_docs_say(tmp_path):
+    """docs/concepts.md documents ``duplicates="error"``; from_bed passed it to the settings,
+    a TypeError naming the private ``Tokenizer._setup``."""
+    p = tmp_path / "u.bed"
+    p.write_text("chr1\t0\t100\nchr1\t0\t100\n")
+    with pytest.raises(genotok.UniverseError, match="duplicate"):
+        Tokenizer.from_bed(p, duplicates="error")
+    with pytest.warns(UserWarning, match="1 duplicate region"):
+        assert Tokenizer.from_bed(p, duplicates="first").vocab_size == 9
+
+
+@pytest.mark.parametrize("given", ["x.bed", Path("x.bed"), b"x.bed"])
+def test_encode_batch_refuses_one_path_for_a_list(given):
+    """A str was iterated character by character ("/: is a directory")."""
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.raises(TypeError, match=r"encode_batch takes a list of region sets.*got the "
+                                        r"single .*x\.bed.*encode\("):
+        tok.encode_batch(given)
+
+
 def test_vocabulary_api():
     tok = Tokenizer(["chr1:0-100", "chr2:5-10"])
     assert tok.vocab_size == len(tok) == 9

@@ -112,7 +112,11 @@ def cmd_tokenize(args) -> int:
         warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
                       f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
-    inputs = [str(p) for item in inputs for p in expand_inputs([item])]
+    if inputs.count("-") > 1:
+        raise UsageError("'-' (standard input) can be given once: it is read once")
+    # '-' is standard input (a pipe or a redirected file; a terminal is refused when read)
+    inputs = ["/dev/stdin" if item == "-" else str(p) for item in inputs
+              for p in ([item] if item == "-" else expand_inputs([item]))]
     sink = _Sink(args)  # an existing -o FILE is refused before any work
     tok = _tokenizer(args)
     rows = tok.encode_batch(inputs, n_threads=args.threads)
@@ -121,7 +125,7 @@ def cmd_tokenize(args) -> int:
         for path, ids in zip(inputs, rows):
             if args.summary:
                 regions = ids[ids < n]
-                out.write(f"{Path(path).name}\t{ids.size} tokens\t{np.unique(regions).size} "
+                out.write(f"{'-' if path == '/dev/stdin' else Path(path).name}\t{ids.size} tokens\t{np.unique(regions).size} "
                           f"distinct regions\t{ids.size - regions.size} special\n")
             elif args.tokens:
                 out.write("".join(t + "\n" for t in tok.convert_ids_to_tokens(ids)))

@@ -258,7 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
             C.cmd_tokenize)
     tokenizer_args(t, required=False)  # the old positional U.bed still works (deprecated)
     t.add_argument("inputs", nargs="+", metavar="FILE",
-                   help="query BED/BED.gz files, directories, globs or @list.txt")
+                   help="query BED/BED.gz files, directories, globs or @list.txt; '-' "
+                        "reads standard input")
     mode = t.add_mutually_exclusive_group()
     mode.add_argument("--tokens", action="store_true", help="print region strings, one per line")
     mode.add_argument("--summary", action="store_true", help="print one summary line per file")

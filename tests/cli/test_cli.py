@@ -80,6 +80,26 @@ def test_tokenize_ids_tokens_summary(tok, tmp_path, capsys):
     assert [r.split("\t")[0] for r in out.splitlines()] == sorted(os.listdir(PEAKS))
 
 
+def test_tokenize_dash_reads_standard_input(tok, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                          "--summary", "-", Q], input=Path(Q).read_bytes(), env=env,
+                         capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.decode().splitlines()
+    assert lines[0].split("\t")[0] == "-"
+    assert lines[0].split("\t")[1:] == lines[1].split("\t")[1:]  # the same file's figures
+    with open(os.devnull, "rb") as devnull:  # no pipe: what stdin is is said, nothing waits
+        res = subprocess.run([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                              "-"], stdin=devnull, env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert res.returncode != 0 and "not a regular file" in res.stderr, res.stderr
+
+
+def test_tokenize_dash_only_once(capsys):
+    assert_error(run(["tokenize", "--universe", U, "-", "-"], capsys), 2, "'-'", "once")
+
+
 def test_tokenize_flags_match_the_tokenizer_options(tmp_path, capsys):
     flags = ["--overlap", "best", "--min-overlap", "10", "--min-fraction", "0.25",
              "--fraction-of", "region", "--unknown", "region", "--order", "input"]
