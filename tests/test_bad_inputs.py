@@ -509,3 +509,17 @@ def test_an_anonymous_pipe_is_read(tmp_path, alarm):
                                                                    "chr1:300-400"]
     finally:
         os.close(r)
+
+
+def test_a_binary_file_gets_a_short_excerpt(tmp_path):
+    """A PNG, a BAM… given as BED quoted ~100 escaped bytes (four characters each) in its error."""
+    p = tmp_path / "image.bed"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
+    with pytest.raises(BedParseError, match="binary data") as info:
+        RegionSet.from_bed(p)
+    assert len(str(info.value)) < len(str(p)) + 150, str(info.value)
+    q = tmp_path / "ctrl.bed"
+    q.write_bytes(b"chr1\t1\t2\x01" + b"\x02\x03\x04\x05" * 40 + b"\n")
+    with pytest.raises(BedParseError, match="binary") as info:
+        RegionSet.from_bed(q)
+    assert len(str(info.value)) < len(str(q)) + 150, str(info.value)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -143,6 +144,9 @@ def cmd_pretokenize(args) -> int:
         from dask.distributed import Client
 
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
+    # the run's summary is for the user, as every command's: on stderr (silenced by -q)
+    summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
+    summary_to_stderr.__enter__()
     try:
         pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
                     on_error=args.on_error, progress=not args.quiet,
@@ -154,6 +158,7 @@ def cmd_pretokenize(args) -> int:
                     order=args.cell_order, max_length=args.max_length,
                     truncation=args.truncation, min_count=args.min_count, seed=args.seed)
     finally:
+        summary_to_stderr.__exit__(None, None, None)
         if client is not None:
             client.close()
     return 0

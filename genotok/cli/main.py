@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--scheduler-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="give up connecting to --scheduler after this long (default 30)")
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
-                   help="input fingerprint in the manifest: xxh3_128 (default, fast) or sha256")
+                   help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
+                        "xxhash is installed) or sha256 (the default without it)")
     v = t.add_argument_group("value encodings of .h5ad and fragment inputs (a value channel)")
     v.add_argument("--normalize", choices=("total",), default=None,
                    help="scale each cell's counts to --target-sum")

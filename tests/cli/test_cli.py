@@ -145,7 +145,7 @@ def test_pretokenize_with_tokenizer_flags(tmp_path, capsys):
     code, stdout, err = run(["pretokenize", "--universe", U, "-o", str(out), "--overlap", "best",
                              "--unknown", "drop", "--threads", "1", "--files-per-shard", "2",
                              PEAKS], capsys)
-    assert code == 0 and "5 records" in stdout + err
+    assert code == 0 and "5 records" in err and stdout == ""  # a summary: stderr, as -q says
     c = Corpus.open(out)
     assert c.info()["settings"]["overlap"] == "best" and c.info()["shards"] == 3
     assert c[0].tolist() == Tokenizer.from_bed(U, overlap="best", unknown="drop").encode(Q).tolist()
@@ -191,6 +191,20 @@ def test_verify(corpus, capsys):
     code, out, _ = run(["verify", corpus], capsys)
     assert code == 0 and out.startswith(f"{corpus}: OK (5 records")
     assert run(["verify", "-q", corpus], capsys) == (0, "", "")
+
+
+def test_verify_an_unfinished_run_says_to_re_run_it(tmp_path, capsys, monkeypatch):
+    """It suggested write_manifest, which a user of the pipeline never calls."""
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "journal.json").write_text("{}")  # what an interrupted run leaves: no manifest yet
+    assert_error(run(["verify", str(out)], capsys), 1, "has not finished",
+                 "re-run the same pretokenize command")
+
+
+def test_hash_help_says_the_real_default(capsys):
+    code, out, _ = run(["pretokenize", "--help"], capsys)
+    assert code == 0 and "sha256 (the default without it)" in " ".join(out.split())
 
 
 def test_info_and_verify_errors(tmp_path, capsys):
