@@ -35,6 +35,8 @@ def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
     assert 0 <= run.unk_share < 0.5
     text = str(run)
     assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
+    html = run._repr_html_()  # a notebook shows a table, not the dataclass' one long line
+    assert "genotok.RunSummary" in html and "&lt;unk&gt; share" in html
     assert corpus.manifest["genotok_run"]["n_unk_tokens"] == run.n_unk_tokens
     info = corpus.info()  # what `genotok info` prints
     assert info["unk_share"] == f"{run.unk_share:.1%} of tokens are <unk>"

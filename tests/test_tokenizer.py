@@ -233,8 +233,9 @@ def test_call_padding_truncation_tensors():
     assert out["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
     out = tok(sets, padding="max_length", truncation=True, max_length=2, return_tensors="np")
     assert out["input_ids"].tolist() == [[0, 1], [0, pad], [3, pad]]
-    single = tok(["chr1:50-250"], return_tensors="np")
-    assert single["input_ids"].tolist() == [0, 1, 2]
+    single = tok(["chr1:50-250"], return_tensors="np")  # tensors keep the batch dimension, as HF
+    assert single["input_ids"].tolist() == [[0, 1, 2]] and single["attention_mask"].shape == (1, 3)
+    assert tok(["chr1:50-250"])["input_ids"] == [0, 1, 2]  # lists: the one row, as HF
     with pytest.raises(ValueError, match="padding=True"):
         tok(sets, return_tensors="np")
     with pytest.raises(ValueError, match="max_length"):
@@ -382,3 +383,18 @@ def test_old_destination_keywords_warn(tmp_path):
     tok.save_config(out=tmp_path / "t2.toml")
     with pytest.raises(TypeError, match="got both"):
         tok.save_config(out=tmp_path / "t3.toml", path=tmp_path / "t3.toml")
+
+
+def test_one_set_as_torch_tensors_has_a_batch_dimension():
+    torch = pytest.importorskip("torch")
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    out = tok(["chr1:50-150"], return_tensors="pt")
+    assert out["input_ids"].shape == (1, 2) and out["input_ids"].dtype == torch.int64
+    assert out["attention_mask"].tolist() == [[1, 1]]
+
+
+def test_model_inputs_have_a_notebook_repr():
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    html = tok([["chr1:50-150"], ["chr1:10-20"]], padding=True, return_tensors="np")._repr_html_()
+    assert "input_ids" in html and "(2, 2) int64" in html and "attention_mask" in html
+    assert "2 list(s) of 1-2" in tok([["chr1:50-150"], ["chr1:10-20"]])._repr_html_()
