@@ -62,6 +62,7 @@ class _Vocabulary:
         >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
         (['chr1:0-100'], ['chr1:0-100'])
         """
+        self._check_record(ids)
         ids = np.atleast_1d(np.asarray(ids))
         if skip_special_tokens:
             ids = ids[np.asarray(ids) < self.universe.n_regions]
@@ -79,8 +80,24 @@ class _Vocabulary:
         """
         if hasattr(sequences, "detach"):  # a torch tensor
             sequences = sequences.detach().cpu().numpy()
-        return [self.decode(np.asarray(seq), skip_special_tokens=skip_special_tokens)
-                for seq in sequences]
+        return [self.decode(seq, skip_special_tokens=skip_special_tokens) for seq in sequences]
+
+    def _check_record(self, ids) -> None:
+        """Refuse a corpus record (a view of a shard) tokenized with another universe: its ids
+        would decode to the wrong regions, silently, when the corpus was opened without
+        ``expect=``."""
+        if getattr(ids, "_mmap", None) is None:
+            return
+        from .errors import UniverseMismatchError
+        from .formats.corpus.shard import record_fingerprint
+
+        theirs = record_fingerprint(ids)
+        if theirs is not None and theirs != self.fingerprint:
+            raise UniverseMismatchError(
+                f"these ids are a corpus record tokenized with universe {theirs[:12]}…, but this "
+                f"tokenizer's universe is {self.fingerprint[:12]}…: they would decode to the "
+                "wrong regions; decode with the corpus' own tokenizer (Corpus.open(path, "
+                "expect=tok) checks this when opening)")
 
     @property
     def all_special_tokens(self) -> list[str]:

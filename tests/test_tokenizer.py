@@ -398,3 +398,22 @@ def test_model_inputs_have_a_notebook_repr():
     html = tok([["chr1:50-150"], ["chr1:10-20"]], padding=True, return_tensors="np")._repr_html_()
     assert "input_ids" in html and "(2, 2) int64" in html and "attention_mask" in html
     assert "2 list(s) of 1-2" in tok([["chr1:50-150"], ["chr1:10-20"]])._repr_html_()
+
+
+def test_decoding_a_corpus_record_with_another_universe_is_refused(tmp_path):
+    """A corpus opened without expect= and decoded with the wrong tokenizer gave the wrong
+    regions, silently (issue 36)."""
+    from genotok.pipeline.run import pretokenize
+
+    (tmp_path / "a.bed").write_text("chr1\t10\t20\nchr1\t150\t160\n")
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    other = Tokenizer(["chr2:0-100", "chr2:100-200"])
+    corpus = genotok.Corpus.open(pretokenize([tmp_path / "a.bed"], tok, tmp_path / "c",
+                                             progress=False).out)
+    assert tok.decode(corpus[0]) == ["chr1:0-100", "chr1:100-200"]
+    assert tok.batch_decode([corpus[0]]) == [["chr1:0-100", "chr1:100-200"]]
+    for call in (lambda: other.decode(corpus[0]), lambda: other.decode(corpus[0][1:]),
+                 lambda: other.batch_decode([corpus[0]])):
+        with pytest.raises(genotok.UniverseMismatchError, match="wrong regions"):
+            call()
+    assert other.decode(np.array(corpus[0])) == ["chr2:0-100", "chr2:100-200"]  # a copy: ids
