@@ -114,7 +114,13 @@ def compile_notice(group: str) -> str:
     """The line printed when numba starts compiling the kernels of ``group``."""
     est = COMPILE_SECONDS.get(group)
     when = "first use only" if _CACHE else f"{_NO_CACHE_WHY}: every new process compiles"
-    return f"genotok: compiling {group} kernels ({f'~{est:g} s, ' if est else ''}{when})…"
+    step = f"; {_NOTICE.context}" if _NOTICE.context else ""
+    return f"genotok: compiling {group} kernels ({f'~{est:g} s, ' if est else ''}{when}{step})…"
+
+
+def notices_on() -> bool:
+    """False when ``GENOTOK_QUIET_COMPILE`` silences the compile notices."""
+    return os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0")
 
 
 def _group(disp) -> str:
@@ -138,16 +144,23 @@ class _CompileNotice(_event.Listener):
     def __init__(self) -> None:
         self.shown: set[str] = set()
         self.depth = 0
+        #: top-level compilations of genotok's kernels so far
+        self.compiled = 0
+        #: said after the estimate (``warmup 2/4``), "" for none
+        self.context = ""
 
     def on_start(self, ev) -> None:
         self.depth += 1
         if self.depth > 1:
             return
         group = _group((ev.data or {}).get("dispatcher"))
-        if not group or group in self.shown:
+        if not group:
+            return
+        self.compiled += 1
+        if group in self.shown:
             return
         self.shown.add(group)
-        if os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0") and sys.stderr is not None:
+        if notices_on() and sys.stderr is not None:
             try:
                 print(compile_notice(group), file=sys.stderr, flush=True)
             except (OSError, ValueError):  # a closed or broken stderr

@@ -228,3 +228,33 @@ def test_an_unwritable_cache_folder_compiles_in_memory(tmp_path):
     res = _run(_GATHER, tmp_path / "xdg", GENOTOK_KERNEL_CACHE=str(blocker / "cache"))
     assert res.returncode == 0 and res.stdout.strip() == "[1, 0]", res.stderr[-2000:]
     assert "is not writable: every new process compiles" in res.stderr
+
+
+_COUNT_COMPILES = ("from numba.core import event as _ev\n"
+                   "n = []\n"
+                   "class _L(_ev.Listener):\n"
+                   "    def on_start(self, ev):\n"
+                   "        f = getattr((ev.data or {}).get('dispatcher'), 'py_func', None)\n"
+                   "        if f is not None and f.__module__.startswith('genotok'):\n"
+                   "            n.append(f.__module__ + '.' + f.__qualname__)\n"
+                   "    def on_end(self, ev):\n"
+                   "        pass\n"
+                   "_ev.register('numba:compile', _L())\n")
+
+
+@pytest.mark.slow
+def test_after_warmup_the_readme_compiles_nothing(tmp_path):
+    """warmup() missed kernels the README's tok.encode(file) then compiled (issue 36): after it,
+    the README's Quick start and single-cell blocks compile nothing (minutes of CPU: slow)."""
+    import re
+
+    warm = _run("import genotok; genotok.warmup()", tmp_path / "cache")
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    assert "genotok: warmup compiled" in warm.stderr and "warmup 1/4" in warm.stderr
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    quick, cells = blocks[0], next(b for b in blocks if "tokenize_anndata" in b)
+    cells = cells.replace('out="pbmc.gtokc"', f'out={str(tmp_path / "pbmc.gtokc")!r}')
+    code = _COUNT_COMPILES + quick + cells + "\nprint('compiled:', n)"
+    res = _run(code, tmp_path / "cache")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "compiled: []" in res.stdout, res.stdout + res.stderr[-2000:]
