@@ -105,9 +105,12 @@ def serial_twin(kernel):
     return numba.njit(**NJIT)(twin)
 
 
-#: rough compile time of each group of kernels on one core of a 2020s laptop (seconds; from
-#: ``benchmarks/bench_first_use.py``), shown in the notice; a group not listed shows none
-COMPILE_SECONDS = {"parse": 5, "names": 4, "overlap": 4, "lines": 1, "sort": 1, "sweep": 1}
+#: compile time of each group of kernels as the README's calls compile it (CPU seconds of
+#: ``benchmarks/bench_first_use.py`` on a 2-core x86_64 box, numba 0.68; the wall time of an
+#: idle machine), shown in the notice; a group not listed shows none
+COMPILE_SECONDS = {"parse": 12, "cells": 18, "fragscan": 17, "values": 16, "histogram": 10,
+                   "monotone": 10, "overlap": 3, "names": 3, "setorder": 6, "sort": 1,
+                   "fragments": 4, "sweep": 1, "lines": 1, "build": 2, "gather": 1}
 
 
 def compile_notice(group: str) -> str:
