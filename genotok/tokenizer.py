@@ -233,6 +233,11 @@ class Tokenizer(_Vocabulary):
         accepts) and ``duplicates`` (``"error"`` refuses a universe listing a region twice) go
         to :meth:`Universe.from_bed`; other keywords are the settings.
         """
+        if not isinstance(path, (str, os.PathLike)):
+            hint = " (it is a tokenizer already)" if isinstance(path, Tokenizer) else ""
+            raise TypeError(f"Tokenizer.from_bed takes the path of a BED/BED.gz file, got a "
+                            f"{type(path).__name__}{hint}; Tokenizer(regions) builds one from "
+                            "regions in memory")
         special = kwargs.pop("special_tokens", None)
         strict = kwargs.pop("strict", False)
         duplicates = kwargs.pop("duplicates", "first")
@@ -540,6 +545,10 @@ class Tokenizer(_Vocabulary):
             raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
                             f"frames), got the single {type(sets).__name__} {sets!r:.80}: use "
                             f"encode({sets!r:.80}) for one set, or encode_batch([{sets!r:.80}])")
+        if not hasattr(sets, "__iter__") or isinstance(sets, (RegionSet, Mapping)) or hasattr(
+                sets, "columns"):
+            raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
+                            f"frames), got a {type(sets).__name__}; for one set use encode()")
         res = self._overlaps([as_regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)

@@ -417,3 +417,25 @@ def test_decoding_a_corpus_record_with_another_universe_is_refused(tmp_path):
         with pytest.raises(genotok.UniverseMismatchError, match="wrong regions"):
             call()
     assert other.decode(np.array(corpus[0])) == ["chr2:0-100", "chr2:100-200"]  # a copy: ids
+
+
+@pytest.mark.parametrize("given, says", [(None, "got a NoneType"), (5, "got a int"),
+                                         ("frame", "got a DataFrame"), ("set", "got a RegionSet")])
+def test_encode_batch_names_what_it_got(given, says):
+    tok = Tokenizer(["chr1:0-100"])
+    if given == "frame":
+        pd = pytest.importorskip("pandas")
+        given = pd.DataFrame({"chrom": ["chr1"], "start": [1], "end": [2]})
+    elif given == "set":
+        given = genotok.as_regions(["chr1:1-2"])
+    with pytest.raises(TypeError, match=f"encode_batch takes a list of region sets.*{says}"):
+        tok.encode_batch(given)
+
+
+def test_from_bed_names_what_it_got():
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.raises(TypeError, match=r"from_bed takes the path .*got a Tokenizer \(it is a "
+                                        r"tokenizer already\)"):
+        Tokenizer.from_bed(tok)
+    with pytest.raises(TypeError, match="got a NoneType"):
+        Tokenizer.from_bed(None)
