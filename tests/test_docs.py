@@ -235,8 +235,8 @@ def test_installation_is_stated_truthfully():
 def test_editable_installs_are_compat_mode():
     """setuptools' default (strict) editable finder runs after Python's path search, so the
     folder holding the clone (or a genotok/ folder left in site-packages) was imported as an
-    empty namespace package; compat mode puts the checkout on sys.path (tried with pip 24 and
-    setuptools 80 in a throwaway venv)."""
+    empty namespace package; compat mode puts the checkout on sys.path (tried with pip 23.2 and
+    setuptools 65 in a throwaway venv)."""
     editable = re.compile(r"pip install +-e ")
     bad = [f"{p.relative_to(ROOT)}:{k}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
            for k, line in enumerate(p.read_text().splitlines(), 1)
