@@ -117,8 +117,15 @@ def compile_notice(group: str) -> str:
     """The line printed when numba starts compiling the kernels of ``group``."""
     est = COMPILE_SECONDS.get(group)
     when = "first use only" if _CACHE else f"{_NO_CACHE_WHY}: every new process compiles"
-    step = f"; {_NOTICE.context}" if _NOTICE.context else ""
+    step = f"; {NOTICE.context}" if NOTICE.context else ""
     return f"genotok: compiling {group} kernels ({f'~{est:g} s, ' if est else ''}{when}{step})…"
+
+
+def cache_note() -> str:
+    """Where compiled kernels go: ``"cached in FOLDER"``, or why they are not cached."""
+    if not _CACHE:
+        return "not cached: " + _NO_CACHE_WHY
+    return f"cached in {_CACHE_DIR or 'NUMBA_CACHE_DIR'}"
 
 
 def notices_on() -> bool:
@@ -173,8 +180,8 @@ class _CompileNotice(_event.Listener):
         self.depth = max(0, self.depth - 1)
 
 
-_NOTICE = _CompileNotice()
-_event.register("numba:compile", _NOTICE)
+NOTICE = _CompileNotice()
+_event.register("numba:compile", NOTICE)
 
 
 def max_threads() -> int:

@@ -22,10 +22,11 @@ def _rooms() -> None:
 def _quick_start() -> None:
     """What the README's Quick start calls, on the bundled example data (its dtypes and paths:
     a narrowPeak, a gzipped file, a batch over threads, region strings, padded arrays)."""
-    import genotok
+    from ._examples import examples_dir
+    from .tokenizer import Tokenizer
 
-    ex = genotok.examples_dir()
-    tok = genotok.Tokenizer.from_bed(ex / "universe.bed")
+    ex = examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
     tok.encode(ex / "peaks" / "sample0.narrowPeak")
     tok.tokenize(["chr1:1000000-1002000"])
     files = sorted((ex / "peaks").iterdir())
@@ -36,14 +37,17 @@ def _quick_start() -> None:
 
 def _corpus() -> None:
     """pretokenize into a corpus and read it back (the README's training section)."""
-    import genotok
+    from ._examples import examples_dir
+    from .formats.corpus import Corpus
+    from .pipeline import pretokenize
+    from .tokenizer import Tokenizer
 
-    ex = genotok.examples_dir()
-    tok = genotok.Tokenizer.from_bed(ex / "universe.bed")
+    ex = examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
     with tempfile.TemporaryDirectory() as tmp:
-        run = genotok.pretokenize(ex / "peaks", tok, os.path.join(tmp, "corpus"), progress=False,
-                                  n_threads=2)
-        corpus = genotok.Corpus.open(run.out, expect=tok)
+        run = pretokenize(ex / "peaks", tok, os.path.join(tmp, "corpus"), progress=False,
+                          n_threads=2)
+        corpus = Corpus.open(run.out, expect=tok)
         corpus[0]
         corpus.get_batch([4, 0, 2])
 
@@ -54,13 +58,15 @@ def _single_cell() -> None:
         import h5py  # noqa: F401
     except ImportError:
         return
-    import genotok
+    from ._examples import examples_dir
+    from .singlecell import fragment_matrix, tokenize_anndata, tokenize_fragments
+    from .tokenizer import Tokenizer
 
-    ex = genotok.examples_dir()
-    tok = genotok.Tokenizer.from_bed(ex / "universe.bed")
-    genotok.tokenize_anndata(ex / "pbmc.h5ad", tok)
-    genotok.tokenize_fragments(ex / "fragments.tsv.gz", tok)
-    genotok.fragment_matrix(ex / "fragments.tsv.gz", tok)
+    ex = examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
+    tokenize_anndata(ex / "pbmc.h5ad", tok)
+    tokenize_fragments(ex / "fragments.tsv.gz", tok)
+    fragment_matrix(ex / "fragments.tsv.gz", tok)
 
 
 #: (what, how) in order; a step's compile notices say "warmup k/n"
@@ -82,7 +88,7 @@ def warmup() -> None:
     """
     from . import _config
 
-    notice = _config._NOTICE
+    notice = _config.NOTICE
     before, t0 = notice.compiled, time.perf_counter()
     try:
         for k, (_, step) in enumerate(STEPS, 1):
@@ -92,7 +98,5 @@ def warmup() -> None:
         notice.context = ""
     n = notice.compiled - before
     if n and _config.notices_on() and sys.stderr is not None:
-        where = (f"cached in {_config.kernel_cache_dir() or 'NUMBA_CACHE_DIR'}" if _config._CACHE
-                 else "not cached: " + _config._NO_CACHE_WHY)
         print(f"genotok: warmup compiled {n} kernels in {time.perf_counter() - t0:.0f} s "
-              f"({where})", file=sys.stderr, flush=True)
+              f"({_config.cache_note()})", file=sys.stderr, flush=True)

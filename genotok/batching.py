@@ -187,7 +187,14 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
 
 class Encoding(dict):
     """The model inputs :func:`pad_inputs` and ``tok(...)`` return: a dict (``input_ids``,
-    ``attention_mask``, ``values``), shown in a notebook as a table of shapes and first ids."""
+    ``attention_mask``, ``values``), shown in a notebook as a table of shapes and first ids.
+
+    Examples
+    --------
+    >>> enc = pad_inputs([[4, 5], [6]], 1, padding=True, return_tensors="np")
+    >>> enc["input_ids"].shape, "(2, 2) int64: [4, 5, 6, 1]" in enc._repr_html_()
+    ((2, 2), True)
+    """
 
     def _repr_html_(self) -> str:
         from ._html import card
@@ -268,5 +275,5 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     return Encoding(out)
 
 
-__all__ = ["PADDINGS", "TENSORS", "TRUNCATIONS", "Encoding", "as_tensors", "make_batch", "pad_batch",
-           "pad_inputs", "truncate"]
+__all__ = ["PADDINGS", "TENSORS", "TRUNCATIONS", "Encoding", "as_tensors", "make_batch",
+           "pad_batch", "pad_inputs", "truncate"]

@@ -20,7 +20,7 @@ from .errors import UniverseError
 from .kernels import overlap as _kernels
 from .kernels.sort import runs_order, sort_regions, sorted_runs
 from .ragged import Ragged
-from .regions import RegionSet, as_regions
+from .regions import RegionSet, as_regions, check_batch
 from .settings import (  # noqa: F401  (re-exported: importable from here as before)
     FRACTION_OF,
     ORDERS,
@@ -229,20 +229,12 @@ class Tokenizer(_Vocabulary):
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
         """A tokenizer over the universe in a BED/BED.gz file (token id = line position).
 
-        ``special_tokens``, ``strict`` (refuse lines with end before start, which gtars
-        accepts) and ``duplicates`` (``"error"`` refuses a universe listing a region twice) go
-        to :meth:`Universe.from_bed`; other keywords are the settings.
+        ``special_tokens``, ``strict`` (refuse end before start) and ``duplicates`` (``"error"``:
+        refuse a region listed twice) go to :meth:`Universe.from_bed`; others are the settings.
         """
-        if not isinstance(path, (str, os.PathLike)):
-            hint = " (it is a tokenizer already)" if isinstance(path, Tokenizer) else ""
-            raise TypeError(f"Tokenizer.from_bed takes the path of a BED/BED.gz file, got a "
-                            f"{type(path).__name__}{hint}; Tokenizer(regions) builds one from "
-                            "regions in memory")
-        special = kwargs.pop("special_tokens", None)
-        strict = kwargs.pop("strict", False)
-        duplicates = kwargs.pop("duplicates", "first")
-        return cls(Universe.from_bed(path, special, strict=strict, duplicates=duplicates),
-                   **kwargs)
+        return cls(Universe.from_bed(path, kwargs.pop("special_tokens", None),
+                                     strict=kwargs.pop("strict", False),
+                                     duplicates=kwargs.pop("duplicates", "first")), **kwargs)
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -541,15 +533,7 @@ class Tokenizer(_Vocabulary):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        if isinstance(sets, (str, bytes, os.PathLike)):
-            raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
-                            f"frames), got the single {type(sets).__name__} {sets!r:.80}: use "
-                            f"encode({sets!r:.80}) for one set, or encode_batch([{sets!r:.80}])")
-        if not hasattr(sets, "__iter__") or isinstance(sets, (RegionSet, Mapping)) or hasattr(
-                sets, "columns"):
-            raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
-                            f"frames), got a {type(sets).__name__}; for one set use encode()")
-        res = self._overlaps([as_regions(s) for s in sets], n_threads, dtype=dtype)
+        res = self._overlaps([as_regions(s) for s in check_batch(sets)], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)
 

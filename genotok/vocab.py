@@ -6,8 +6,11 @@ Tokenizer inherits them from :class:`_Vocabulary`, so its own module holds the t
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from .errors import UniverseMismatchError
 from .universe import SPECIAL_NAMES
 
 
@@ -15,6 +18,24 @@ def _delegate(name: str) -> property:
     return property(lambda self: getattr(self.universe, name),
                     doc=f"Same as ``universe.{name}`` (gtars names).")
 
+
+#: the universe fingerprint of each open corpus shard's mapping (``np.memmap._mmap``), by weak
+#: reference (the corpus reader fills it): how a record's ids say where they came from
+RECORD_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_fingerprint(ids) -> str | None:
+    """The universe fingerprint of the corpus ``ids`` were read from (a record, or a slice of
+    one: a view of a shard's mapping), ``None`` for any other array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> record_fingerprint(np.arange(3)) is None
+    True
+    """
+    m = getattr(ids, "_mmap", None)
+    return RECORD_FINGERPRINTS.get(m) if m is not None else None
 
 class _Vocabulary:
     """The vocabulary methods of :class:`~genotok.tokenizer.Tokenizer` (``self.universe``
@@ -86,11 +107,6 @@ class _Vocabulary:
         """Refuse a corpus record (a view of a shard) tokenized with another universe: its ids
         would decode to the wrong regions, silently, when the corpus was opened without
         ``expect=``."""
-        if getattr(ids, "_mmap", None) is None:
-            return
-        from .errors import UniverseMismatchError
-        from .formats.corpus.shard import record_fingerprint
-
         theirs = record_fingerprint(ids)
         if theirs is not None and theirs != self.fingerprint:
             raise UniverseMismatchError(

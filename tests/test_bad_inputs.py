@@ -512,7 +512,8 @@ def test_an_anonymous_pipe_is_read(tmp_path, alarm):
 
 
 def test_a_binary_file_gets_a_short_excerpt(tmp_path):
-    """A PNG, a BAM… given as BED quoted ~100 escaped bytes (four characters each) in its error."""
+    """A PNG, a BAM… given as BED quoted ~80 escaped bytes (four characters each) in its
+    error."""
     p = tmp_path / "image.bed"
     p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4)
     with pytest.raises(BedParseError, match="binary data") as info:

@@ -238,7 +238,8 @@ def test_editable_installs_are_compat_mode():
     empty namespace package; compat mode puts the checkout on sys.path (tried with pip 23.2 and
     setuptools 65 in a throwaway venv)."""
     editable = re.compile(r"pip install +-e ")
-    bad = [f"{p.relative_to(ROOT)}:{k}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = [f"{p.relative_to(ROOT)}:{k}" for p in pages
            for k, line in enumerate(p.read_text().splitlines(), 1)
            if editable.search(line) and "editable_mode=compat" not in line]
     assert not bad, f"'pip install -e' without --config-settings editable_mode=compat at {bad}"

@@ -126,7 +126,8 @@ def cmd_tokenize(args) -> int:
         for path, ids in zip(inputs, rows):
             if args.summary:
                 regions = ids[ids < n]
-                out.write(f"{'-' if path == '/dev/stdin' else Path(path).name}\t{ids.size} tokens\t{np.unique(regions).size} "
+                name = "-" if path == "/dev/stdin" else Path(path).name
+                out.write(f"{name}\t{ids.size} tokens\t{np.unique(regions).size} "
                           f"distinct regions\t{ids.size - regions.size} special\n")
             elif args.tokens:
                 out.write("".join(t + "\n" for t in tok.convert_ids_to_tokens(ids)))

@@ -5,13 +5,13 @@ trusted, every record offset), so that no read leaves the file or returns anothe
 from __future__ import annotations
 
 import os
-import weakref
 from pathlib import Path
 
 import numpy as np
 
 from ..._validate import offsets as _valid_offsets
 from ...errors import GtokFormatError, UniverseMismatchError
+from ...vocab import RECORD_FINGERPRINTS
 from ..gtok import open_regular
 from .layout import (
     CHECKSUMS,
@@ -27,17 +27,6 @@ from .layout import (
     _width_dtype,
 )
 from .verify import _header_problems, _records_problem, _shard_problems
-
-#: the universe fingerprint of each open shard's mapping (``np.memmap._mmap``), by weak
-#: reference: how :func:`record_fingerprint` knows where a record's ids came from
-FINGERPRINTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
-def record_fingerprint(ids) -> str | None:
-    """The universe fingerprint of the corpus ``ids`` were read from (a record, or a slice of
-    one: a view of a shard's mapping), ``None`` for any other array."""
-    m = getattr(ids, "_mmap", None)
-    return FINGERPRINTS.get(m) if m is not None else None
 
 
 class _Shard:
@@ -112,7 +101,7 @@ class _Shard:
         # a record (a view of the mapping) knows its universe: decoding it with another
         # tokenizer is refused (genotok.vocab), also for a corpus opened without expect=
         if isinstance(self.header.get("fingerprint"), str):
-            FINGERPRINTS[self._raw._mmap] = self.header["fingerprint"]
+            RECORD_FINGERPRINTS[self._raw._mmap] = self.header["fingerprint"]
         self.tokens = self._raw[tok_off:tok_off + t * width].view(self.dtype)
         self.offsets = np.asarray(self._raw[off_off:off_off + (n + 1) * 8].view("<i8"))
         self.values = None
