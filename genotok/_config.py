@@ -1,12 +1,19 @@
-"""The one place that holds numba options and thread control.
+"""The one place that holds numba options, the kernel cache and thread control.
 
 Kernels use ``@njit(**NJIT)`` (or ``NJIT_PARALLEL`` for ``prange`` kernels).
-Set ``GENOTOK_NO_CACHE=1`` to turn numba's on-disk cache off (useful when a
-cache directory is read-only or while debugging kernels).
 
-When a kernel is compiled rather than loaded from that cache (the first use on a machine, or
-after an upgrade), one line says so on stderr, once per process, so that the few seconds it
-takes are not mistaken for a hang; ``GENOTOK_QUIET_COMPILE=1`` silences it.
+numba's on-disk cache of genotok's kernels lives in a per-user directory, never beside the
+package files (where it would need a writable install and, after ``pip uninstall``, leave a
+``genotok/`` folder in site-packages that shadows a later editable install):
+``$GENOTOK_KERNEL_CACHE`` if set, else ``$NUMBA_CACHE_DIR`` if set (numba's own setting), else
+``$XDG_CACHE_HOME/genotok/numba`` (``~/.cache/genotok/numba``). Other libraries' numba caches
+are left where numba puts them. Entries are keyed by the source file's folder (two checkouts
+never share them), its content hash, the numba and Python versions. Set
+``GENOTOK_NO_CACHE=1`` to turn the cache off (every process compiles in memory).
+
+When a group of kernels is compiled rather than loaded from that cache (the first use on a
+machine, or after an upgrade), one line on stderr names the group and the time it takes, so
+that the seconds it takes are not mistaken for a hang; ``GENOTOK_QUIET_COMPILE=1`` silences it.
 """
 
 from __future__ import annotations
@@ -14,13 +21,70 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import tempfile
 import types
 from collections.abc import Iterator
 
 import numba
+from numba.core import caching as _caching
 from numba.core import event as _event
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def kernel_cache_dir() -> str | None:
+    """The directory numba caches genotok's kernels in (``None``: numba's own
+    ``NUMBA_CACHE_DIR`` is set and used as it is)."""
+    env = os.environ.get("GENOTOK_KERNEL_CACHE", "")
+    if env:
+        return os.path.abspath(os.path.expanduser(env))
+    if numba.config.CACHE_DIR:
+        return None
+    base = os.environ.get("XDG_CACHE_HOME", "") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "genotok", "numba")
+
+
+def _usable(path: str) -> bool:
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError:
+        return False
+    return True
+
+
+_CACHE_DIR = kernel_cache_dir()
 _CACHE = os.environ.get("GENOTOK_NO_CACHE", "") in ("", "0")
+#: why the cache is off ("" when it is on)
+_NO_CACHE_WHY = "" if _CACHE else "GENOTOK_NO_CACHE is set"
+if _CACHE and _CACHE_DIR is not None and not _usable(_CACHE_DIR):
+    _CACHE, _NO_CACHE_WHY = False, f"the kernel cache {_CACHE_DIR} is not writable"
+
+
+class _KernelCacheLocator(_caching._SourceFileBackedLocatorMixin, _caching._CacheLocator):
+    """numba cache locator for genotok's own kernels: the per-user directory above, one
+    sub-folder per source folder (numba's naming: folder name + hash of its path)."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(_CACHE_DIR, self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if _CACHE_DIR is None or not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
+            return None  # not one of genotok's kernels, or NUMBA_CACHE_DIR rules
+        return super().from_function(py_func, py_file)
+
+
+# numba asks each class of this list in turn (its own come first: NUMBA_CACHE_DIR, then the
+# package's __pycache__); the class is public as CacheImpl since numba 0.61
+_IMPL = getattr(_caching, "CacheImpl", None) or _caching._CacheImpl
+if _KernelCacheLocator not in _IMPL._locator_classes:
+    _IMPL._locator_classes.insert(0, _KernelCacheLocator)
 
 #: options for serial kernels
 NJIT = dict(cache=_CACHE, nogil=True)
@@ -41,40 +105,83 @@ def serial_twin(kernel):
     return numba.njit(**NJIT)(twin)
 
 
-COMPILE_NOTICE = "genotok: compiling kernels (first use only)…" if _CACHE else \
-    "genotok: compiling kernels (GENOTOK_NO_CACHE is set: every new process compiles)…"
+#: compile time of each group of kernels as the README's calls compile it (CPU seconds of
+#: ``benchmarks/bench_first_use.py`` on a 2-core x86_64 box, numba 0.68; the wall time of an
+#: idle machine), shown in the notice; a group not listed shows none
+COMPILE_SECONDS = {"parse": 12, "cells": 18, "fragscan": 17, "values": 16, "histogram": 10,
+                   "monotone": 10, "overlap": 3, "names": 3, "setorder": 6, "sort": 1,
+                   "fragments": 4, "sweep": 1, "lines": 1, "build": 2, "gather": 1}
+
+
+def compile_notice(group: str) -> str:
+    """The line printed when numba starts compiling the kernels of ``group``."""
+    est = COMPILE_SECONDS.get(group)
+    when = "first use only" if _CACHE else f"{_NO_CACHE_WHY}: every new process compiles"
+    step = f"; {NOTICE.context}" if NOTICE.context else ""
+    return f"genotok: compiling {group} kernels ({f'~{est:g} s, ' if est else ''}{when}{step})…"
+
+
+def cache_note() -> str:
+    """Where compiled kernels go: ``"cached in FOLDER"``, or why they are not cached."""
+    if not _CACHE:
+        return "not cached: " + _NO_CACHE_WHY
+    return f"cached in {_CACHE_DIR or 'NUMBA_CACHE_DIR'}"
+
+
+def notices_on() -> bool:
+    """False when ``GENOTOK_QUIET_COMPILE`` silences the compile notices."""
+    return os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0")
+
+
+def _group(disp) -> str:
+    """The group a kernel belongs to: its module's name (``overlap``, ``singlecell.cells``)."""
+    module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
+    if not module.startswith("genotok."):
+        return ""
+    name = module[len("genotok."):]
+    return name[len("kernels."):] if name.startswith("kernels.") else name
 
 
 class _CompileNotice(_event.Listener):
-    """Prints :data:`COMPILE_NOTICE` when numba starts compiling one of genotok's kernels.
+    """Prints :func:`compile_notice` when numba starts compiling one of genotok's kernels, once
+    per group and process, for top-level compilations only (a kernel's callees compile
+    inside it).
 
     numba raises its ``numba:compile`` event only for a real compilation, not for a load from
     the on-disk cache, so a warm cache stays silent.
     """
 
     def __init__(self) -> None:
-        self.shown = False
+        self.shown: set[str] = set()
+        self.depth = 0
+        #: top-level compilations of genotok's kernels so far
+        self.compiled = 0
+        #: said after the estimate (``warmup 2/4``), "" for none
+        self.context = ""
 
     def on_start(self, ev) -> None:
-        if self.shown:
+        self.depth += 1
+        if self.depth > 1:
             return
-        disp = (ev.data or {}).get("dispatcher")
-        module = getattr(getattr(disp, "py_func", None), "__module__", "") or ""
-        if not module.startswith("genotok"):
+        group = _group((ev.data or {}).get("dispatcher"))
+        if not group:
             return
-        self.shown = True
-        if os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0") and sys.stderr is not None:
+        self.compiled += 1
+        if group in self.shown:
+            return
+        self.shown.add(group)
+        if notices_on() and sys.stderr is not None:
             try:
-                print(COMPILE_NOTICE, file=sys.stderr, flush=True)
+                print(compile_notice(group), file=sys.stderr, flush=True)
             except (OSError, ValueError):  # a closed or broken stderr
                 pass
 
     def on_end(self, ev) -> None:
-        pass
+        self.depth = max(0, self.depth - 1)
 
 
-_NOTICE = _CompileNotice()
-_event.register("numba:compile", _NOTICE)
+NOTICE = _CompileNotice()
+_event.register("numba:compile", NOTICE)
 
 
 def max_threads() -> int:

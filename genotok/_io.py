@@ -36,13 +36,36 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _check_readable(path: str | os.PathLike, error=BedParseError) -> str:
+    """``path`` as a string, after refusing what reading it would not do well: a missing path,
+    a directory, a named pipe (FIFO: with no writer, opening it blocks forever), a device
+    (``/dev/zero`` never ends) or a socket. An anonymous pipe (``<(zcat x.bed.gz)``,
+    ``/dev/stdin`` fed by a pipe) is read: its writer exists."""
     p = os.fspath(path)
     if os.path.isdir(p):
         raise error(p, None, "is a directory, not a file; give the path of a BED file")
     if not os.path.exists(p):
         raise error(p, None, "no such file; check the path (relative paths start at "
                              f"{os.getcwd()})")
-    return p
+    try:
+        mode = os.stat(p).st_mode
+    except OSError as exc:
+        raise error(p, None, f"cannot read the file ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return p
+    if stat.S_ISFIFO(mode):
+        # an anonymous pipe's /dev/fd/N resolves to "pipe:[inode]", a name on no file system
+        if not os.path.exists(os.path.realpath(p)):
+            return p
+        raise error(p, None, "is a named pipe (FIFO), not a regular file: reading one waits "
+                             "forever when nothing writes to it; give a regular file (or pipe "
+                             "the data in: '-' for standard input on the command line, <(cmd) "
+                             "in bash)")
+    kind = ("a character device" if stat.S_ISCHR(mode) else "a block device"
+            if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "something else")
+    if stat.S_ISCHR(mode) and os.path.realpath(p).startswith(("/dev/pts/", "/dev/tty")):
+        raise error(p, None, "is a terminal, not a file: pipe a BED file in (zcat x.bed.gz | "
+                             "genotok tokenize --universe u.bed -)")
+    raise error(p, None, f"is {kind}, not a regular file; give the path of a BED file")
 
 
 def is_gzip(path: str | os.PathLike) -> bool:
@@ -57,7 +80,7 @@ def open_binary(path: str | os.PathLike):
     Read it inside :func:`reading`, which turns the errors of a damaged file into a
     :class:`BedParseError` naming it.
     """
-    p = os.fspath(path)
+    p = _check_readable(path)
     with reading(p):
         if is_gzip(p):
             return _fastgzip.open(p, "rb")

@@ -185,6 +185,34 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
                      values=out_vals if values is not None else None)
 
 
+class Encoding(dict):
+    """The model inputs :func:`pad_inputs` and ``tok(...)`` return: a dict (``input_ids``,
+    ``attention_mask``, ``values``), shown in a notebook as a table of shapes and first ids.
+
+    Examples
+    --------
+    >>> enc = pad_inputs([[4, 5], [6]], 1, padding=True, return_tensors="np")
+    >>> enc["input_ids"].shape, "(2, 2) int64: [4, 5, 6, 1]" in enc._repr_html_()
+    ((2, 2), True)
+    """
+
+    def _repr_html_(self) -> str:
+        from ._html import card
+
+        fields = {}
+        for k, v in self.items():
+            if hasattr(v, "shape"):  # an array or a tensor
+                desc, first = f"{tuple(v.shape)} {v.dtype}", v.reshape(-1)[:9].tolist()
+            else:  # lists: one row, or rows
+                rows = v if v and isinstance(v[0], list) else [v]
+                sizes = [len(r) for r in rows]
+                desc = f"{len(rows)} list(s) of {min(sizes, default=0)}-{max(sizes, default=0)}"
+                first = (rows[0] if rows else [])[:9]
+            head = ", ".join(map(str, first[:8])) + (", …" if len(first) > 8 else "")
+            fields[k] = f"{desc}: [{head}]"
+        return card("model inputs", fields)
+
+
 def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, truncation=False,
                max_length: int | None = None, return_tensors: str | None = None,
                return_attention_mask: bool = True) -> dict:
@@ -194,7 +222,8 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     (or the longest row, if longer and not truncated); ``truncation=True`` keeps the first
     ``max_length`` tokens. Without padding, ``return_tensors`` needs rows of one length. Lists by
     default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
-    only (one region set in, one out). A :class:`~genotok.ragged.Ragged` with a value channel
+    only (one region set in, one out) as lists; tensors keep the batch dimension,
+    ``(1, n)``, as Hugging Face returns them. A :class:`~genotok.ragged.Ragged` with a value channel
     (``tokenize_anndata(..., values=True)``) also gets ``"values"`` (float32, 0 on padding).
     :meth:`genotok.Tokenizer.pad` is this with the tokenizer's pad id.
 
@@ -241,10 +270,10 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
         if not return_attention_mask:
             del out["attention_mask"]
         out = as_tensors(out, return_tensors)
-    if single:
+    if single and return_tensors is None:  # tensors keep their batch dimension, as in HF
         out = {k: v[0] for k, v in out.items()}
-    return out
+    return Encoding(out)
 
 
-__all__ = ["PADDINGS", "TENSORS", "TRUNCATIONS", "as_tensors", "make_batch", "pad_batch",
-           "pad_inputs", "truncate"]
+__all__ = ["PADDINGS", "TENSORS", "TRUNCATIONS", "Encoding", "as_tensors", "make_batch",
+           "pad_batch", "pad_inputs", "truncate"]

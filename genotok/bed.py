@@ -326,7 +326,8 @@ def _problem(buf: np.ndarray, error: tuple | None, bad_name: tuple | None) -> tu
         return bad_name[0], (f"chromosome name {bad_name[1]!r} is not valid UTF-8 (is the file "
                              "in another encoding? convert it to UTF-8)")
     line, status, pos = error
-    return line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos)}"
+    keep = 16 if status == _parse.BINARY else 80
+    return line, f"{_parse.MESSAGES[status]}: {_line_text(buf, pos, keep)}"
 
 
 def _nul_problem(head: np.ndarray) -> tuple[int, str] | None:
@@ -338,10 +339,12 @@ def _nul_problem(head: np.ndarray) -> tuple[int, str] | None:
         return None
     pos = int(nul[0])
     return (int(np.count_nonzero(head[:pos] == 10)) + 1,
-            f"{_parse.MESSAGES[_parse.BINARY]}: {_line_text(head, pos)}")
+            f"{_parse.MESSAGES[_parse.BINARY]}: {_line_text(head, pos, 16)}")
 
 
-def _line_text(buf: np.ndarray, pos: int) -> str:
+def _line_text(buf: np.ndarray, pos: int, keep: int = 80) -> str:
+    """The line holding byte ``pos``, its first ``keep`` bytes, escaped (a binary file's
+    escaped bytes take four characters each: it gets a short excerpt)."""
     if pos < 0:
         return ""
     lo = pos
@@ -351,4 +354,4 @@ def _line_text(buf: np.ndarray, pos: int) -> str:
     while hi < buf.size and buf[hi] != 10 and hi - lo < 200:
         hi += 1
     text = buf[lo:hi].tobytes()
-    return repr(text[:80] + (b"..." if len(text) > 80 else b""))[1:]
+    return repr(text[:keep] + (b"..." if len(text) > keep else b""))[1:]

@@ -26,9 +26,16 @@ def _axes(ax, size: tuple[float, float] = (6, 3.5)):
 
 
 def _style(ax, xlabel: str | None, ylabel: str | None, title: str, *, x_thousands: bool = False,
-           y_thousands: bool = False) -> None:
-    """Labels at a readable size; counts with thousands separators."""
-    from matplotlib.ticker import StrMethodFormatter
+           y_thousands: bool = False, x_integer: bool = False, y_integer: bool = False) -> None:
+    """Labels at a readable size; counts with thousands separators; an axis of counts
+    (``*_integer``) gets whole-number ticks (small counts showed 0, 0, 1, 2, 2, 2, 3: ticks
+    at 0.5 steps, rounded by the separator format)."""
+    from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+
+    if x_integer:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    if y_integer:
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
 
     if xlabel is not None:
         ax.set_xlabel(xlabel, fontsize=LABEL_SIZE)
@@ -68,7 +75,7 @@ def record_lengths(records, *, bins: int = 50, ax=None):
     ax.hist(lengths, bins=bins, color=COLOR)
     median = np.median(lengths) if lengths.size else 0
     _style(ax, "tokens per record", "records", f"{lengths.size:,} records, median {median:,.0f} tokens",
-           x_thousands=True, y_thousands=True)
+           x_thousands=True, y_thousands=True, x_integer=True, y_integer=True)
     return ax
 
 
@@ -148,7 +155,8 @@ def overlap_counts(tokenizer, regions, *, ax=None):
     ax.bar(np.arange(top + 1), np.bincount(lengths, minlength=top + 1), color=COLOR)
     nothing = np.mean(lengths == 0) if lengths.size else 0
     _style(ax, "universe regions hit per query", "queries",
-           f"{lengths.size:,} queries, {nothing:.1%} hit nothing", y_thousands=True)
+           f"{lengths.size:,} queries, {nothing:.1%} hit nothing", y_thousands=True,
+           x_integer=True, y_integer=True)
     return ax
 
 

@@ -498,6 +498,48 @@ def _looks_like_columns(obj: tuple) -> bool:
     return not all(region_tuple(x) for x in obj)
 
 
+def check_path(path, what: str, instead: str):
+    """``path``, after refusing one that is not a path (a Tokenizer, ``None``), naming it.
+
+    Examples
+    --------
+    >>> check_path(None, "from_bed", "Tokenizer(regions) takes regions")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: from_bed takes the path of a BED/BED.gz file, got a NoneType; ...
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        hint = " (it is a tokenizer already)" if hasattr(path, "encode_batch") else ""
+        raise TypeError(f"{what} takes the path of a BED/BED.gz file, got a "
+                        f"{type(path).__name__}{hint}; {instead}")
+    return path
+
+
+def check_batch(sets):
+    """``sets``, after refusing what is not a batch of region sets (``encode_batch``'s argument):
+    one path (a str
+    was iterated character by character: "/: is a directory"), one set, ``None``, a number.
+
+    Examples
+    --------
+    >>> check_batch([["chr1:1-2"], "x.bed"])  # a batch: given back
+    [['chr1:1-2'], 'x.bed']
+    >>> check_batch("x.bed")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: encode_batch takes a list of region sets (...), got the single str 'x.bed': ...
+    """
+    if isinstance(sets, (str, bytes, os.PathLike)):
+        raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
+                        f"frames), got the single {type(sets).__name__} {sets!r:.80}: use "
+                        f"encode({sets!r:.80}) for one set, or encode_batch([{sets!r:.80}])")
+    if not hasattr(sets, "__iter__") or isinstance(sets, (RegionSet, Mapping)) or hasattr(
+            sets, "columns"):
+        raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
+                        f"frames), got a {type(sets).__name__}; for one set use encode()")
+    return sets
+
+
 def as_regions(obj, *, reversed: str = "error") -> RegionSet:
     """Any region input as a :class:`RegionSet`.
 

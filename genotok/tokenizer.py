@@ -20,7 +20,7 @@ from .errors import UniverseError
 from .kernels import overlap as _kernels
 from .kernels.sort import runs_order, sort_regions, sorted_runs
 from .ragged import Ragged
-from .regions import RegionSet, as_regions
+from .regions import RegionSet, as_regions, check_batch
 from .settings import (  # noqa: F401  (re-exported: importable from here as before)
     FRACTION_OF,
     ORDERS,
@@ -533,7 +533,8 @@ class Tokenizer(_Vocabulary):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        res = self._overlaps([self._regions(s) for s in sets], n_threads, dtype=dtype)
+        res = self._overlaps([self._regions(s) for s in check_batch(sets)], n_threads,
+                             dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)
 

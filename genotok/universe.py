@@ -22,7 +22,7 @@ from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
-from .regions import RegionSet, as_regions
+from .regions import RegionSet, as_regions, check_path
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
 SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
@@ -241,6 +241,7 @@ class Universe:
 
         Lines with end before start get inert ids as gtars gives them (see ``strict``).
         """
+        path = check_path(path, "from_bed", "Tokenizer(regions) or Universe(regions) take regions")
         return cls(_read_bed(path, strict), special_tokens, **kwargs)
 
     def _where(self) -> str:

@@ -6,8 +6,11 @@ Tokenizer inherits them from :class:`_Vocabulary`, so its own module holds the t
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
+from .errors import UniverseMismatchError
 from .universe import SPECIAL_NAMES
 
 
@@ -15,6 +18,24 @@ def _delegate(name: str) -> property:
     return property(lambda self: getattr(self.universe, name),
                     doc=f"Same as ``universe.{name}`` (gtars names).")
 
+
+#: the universe fingerprint of each open corpus shard's mapping (``np.memmap._mmap``), by weak
+#: reference (the corpus reader fills it): how a record's ids say where they came from
+RECORD_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_fingerprint(ids) -> str | None:
+    """The universe fingerprint of the corpus ``ids`` were read from (a record, or a slice of
+    one: a view of a shard's mapping), ``None`` for any other array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> record_fingerprint(np.arange(3)) is None
+    True
+    """
+    m = getattr(ids, "_mmap", None)
+    return RECORD_FINGERPRINTS.get(m) if m is not None else None
 
 class _Vocabulary:
     """The vocabulary methods of :class:`~genotok.tokenizer.Tokenizer` (``self.universe``
@@ -62,6 +83,7 @@ class _Vocabulary:
         >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
         (['chr1:0-100'], ['chr1:0-100'])
         """
+        self._check_record(ids)
         ids = np.atleast_1d(np.asarray(ids))
         if skip_special_tokens:
             ids = ids[np.asarray(ids) < self.universe.n_regions]
@@ -79,8 +101,19 @@ class _Vocabulary:
         """
         if hasattr(sequences, "detach"):  # a torch tensor
             sequences = sequences.detach().cpu().numpy()
-        return [self.decode(np.asarray(seq), skip_special_tokens=skip_special_tokens)
-                for seq in sequences]
+        return [self.decode(seq, skip_special_tokens=skip_special_tokens) for seq in sequences]
+
+    def _check_record(self, ids) -> None:
+        """Refuse a corpus record (a view of a shard) tokenized with another universe: its ids
+        would decode to the wrong regions, silently, when the corpus was opened without
+        ``expect=``."""
+        theirs = record_fingerprint(ids)
+        if theirs is not None and theirs != self.fingerprint:
+            raise UniverseMismatchError(
+                f"these ids are a corpus record tokenized with universe {theirs[:12]}…, but this "
+                f"tokenizer's universe is {self.fingerprint[:12]}…: they would decode to the "
+                "wrong regions; decode with the corpus' own tokenizer (Corpus.open(path, "
+                "expect=tok) checks this when opening)")
 
     @property
     def all_special_tokens(self) -> list[str]:

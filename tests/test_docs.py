@@ -232,6 +232,19 @@ def test_installation_is_stated_truthfully():
     assert not found, f"'pip install genotok' (from an index) at {found}"
 
 
+def test_editable_installs_are_compat_mode():
+    """setuptools' default (strict) editable finder runs after Python's path search, so the
+    folder holding the clone (or a genotok/ folder left in site-packages) was imported as an
+    empty namespace package; compat mode puts the checkout on sys.path (tried with pip 23.2 and
+    setuptools 65 in a throwaway venv)."""
+    editable = re.compile(r"pip install +-e ")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = [f"{p.relative_to(ROOT)}:{k}" for p in pages
+           for k, line in enumerate(p.read_text().splitlines(), 1)
+           if editable.search(line) and "editable_mode=compat" not in line]
+    assert not bad, f"'pip install -e' without --config-settings editable_mode=compat at {bad}"
+
+
 # --------------------------------------------------------------------------- as plain scripts
 def script_for(path: Path) -> tuple[str, list[tuple[int, Block]]]:
     """One plain script of a page's blocks; ``(first script line, block)`` for each."""

@@ -35,6 +35,8 @@ def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
     assert 0 <= run.unk_share < 0.5
     text = str(run)
     assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
+    html = run._repr_html_()  # a notebook shows a table, not the dataclass' one long line
+    assert "genotok.RunSummary" in html and "&lt;unk&gt; share" in html
     assert corpus.manifest["genotok_run"]["n_unk_tokens"] == run.n_unk_tokens
     info = corpus.info()  # what `genotok info` prints
     assert info["unk_share"] == f"{run.unk_share:.1%} of tokens are <unk>"
@@ -138,26 +140,123 @@ def test_return_tensors_pt_without_torch(monkeypatch, tok):
 
 
 # --------------------------------------------------------------------------- compile notice
-def _run(code: str, cache: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(cache))
-    env.pop("GENOTOK_QUIET_COMPILE", None)
-    env.pop("GENOTOK_NO_CACHE", None)
+def _run(code: str, cache: Path, **extra: str) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter whose per-user cache folder is ``cache``
+    (``$XDG_CACHE_HOME``: genotok's kernels go to ``cache/genotok/numba``)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache), **extra)
+    for name in ("GENOTOK_QUIET_COMPILE", "GENOTOK_NO_CACHE", "NUMBA_CACHE_DIR",
+                 "GENOTOK_KERNEL_CACHE"):
+        if name not in extra:
+            env.pop(name, None)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           timeout=300)
 
 
-def test_compile_notice_once_when_the_cache_is_cold(tmp_path):
+_GATHER = ("import numpy as np\n"
+           "from genotok.kernels import gather\n"
+           "for dt in (np.int64, np.uint16):\n"
+           "    out = np.zeros(2, dt)\n"
+           "    gather.gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
+           "                  np.array([0, 1, 2]), out)\n"
+           "print(out.tolist())")
+
+
+def test_compile_notice_once_per_group_when_the_cache_is_cold(tmp_path):
     # two compilations (one kernel, two signatures) in a process with an empty cache: one line
-    code = ("import numpy as np\n"
-            "from genotok.kernels import gather\n"
-            "for dt in (np.int64, np.uint16):\n"
-            "    out = np.zeros(2, dt)\n"
-            "    gather.gather(np.arange(2, dtype=dt), np.array([0, 1, 2]), np.array([1, 0]),\n"
-            "                  np.array([0, 1, 2]), out)\n"
-            "print(out.tolist())")
-    cold = _run(code, tmp_path / "cache")
+    cold = _run(_GATHER, tmp_path / "cache")
     assert cold.returncode == 0 and cold.stdout.strip() == "[1, 0]", cold.stderr[-2000:]
-    notice = "genotok: compiling kernels (first use only)…"
-    assert cold.stderr.count(notice) == 1, cold.stderr[-2000:]
-    warm = _run(code, tmp_path / "cache")  # the cache now holds both: silent
-    assert warm.returncode == 0 and notice not in warm.stderr, warm.stderr[-2000:]
+    assert cold.stderr.count("genotok: compiling gather kernels (") == 1, cold.stderr[-2000:]
+    assert "first use only)…" in cold.stderr
+    warm = _run(_GATHER, tmp_path / "cache")  # the cache now holds both: silent
+    assert warm.returncode == 0 and "compiling" not in warm.stderr, warm.stderr[-2000:]
+
+
+def test_compile_notice_for_every_group_that_compiles(tmp_path):
+    """Once per process hid the later groups: the tutorial's tokenize_anndata cell compiled for
+    29 s in silence after an earlier cell had shown the one line."""
+    code = _GATHER + ("\nfrom genotok.kernels import sweep\n"
+                      "print(sweep._is_sorted(np.array([0, 0]), np.array([1, 2]), "
+                      "np.array([3, 4])))")
+    cold = _run(code, tmp_path / "cache")
+    assert cold.returncode == 0, cold.stderr[-2000:]
+    lines = [ln for ln in cold.stderr.splitlines() if ln.startswith("genotok: compiling")]
+    assert [ln.split()[2] for ln in lines] == ["gather", "sweep"], cold.stderr[-2000:]
+
+
+def test_compile_notice_gives_an_estimate_for_known_groups():
+    from genotok import _config
+
+    assert _config.compile_notice("overlap").startswith("genotok: compiling overlap kernels (~")
+    assert all(v > 0 for v in _config.COMPILE_SECONDS.values())
+
+
+def test_kernels_are_cached_per_user_never_beside_the_package(tmp_path):
+    """numba's default cache is the package's __pycache__: a read-only install could not cache,
+    and after ``pip uninstall`` the files left a site-packages/genotok/ folder that shadowed a
+    later editable install (issue 36)."""
+    pkg = ROOT / "genotok"
+    before = {p: p.stat().st_mtime_ns for p in pkg.rglob("*.nbi")}
+    cold = _run(_GATHER, tmp_path / "xdg")
+    assert cold.returncode == 0, cold.stderr[-2000:]
+    cached = list((tmp_path / "xdg" / "genotok" / "numba").rglob("gather.gather-*.nbi"))
+    assert len(cached) == 1, cold.stderr[-2000:]
+    assert {p: p.stat().st_mtime_ns for p in pkg.rglob("*.nbi")} == before
+    # GENOTOK_KERNEL_CACHE overrides the folder
+    own = _run(_GATHER, tmp_path / "xdg2", GENOTOK_KERNEL_CACHE=str(tmp_path / "mine"))
+    assert own.returncode == 0, own.stderr[-2000:]
+    assert list((tmp_path / "mine").rglob("gather.gather-*.nbi"))
+    assert not (tmp_path / "xdg2" / "genotok").exists()
+
+
+def test_other_libraries_keep_numba_s_cache_location(tmp_path):
+    """The locator serves genotok's kernels only: a user's own cached function is cached where
+    numba puts it (beside its source)."""
+    mod = tmp_path / "src" / "mine.py"
+    mod.parent.mkdir()
+    mod.write_text("from numba import njit\n@njit(cache=True)\ndef f(x):\n    return x + 1\n")
+    code = f"import sys; sys.path.insert(0, {str(mod.parent)!r}); import genotok, mine; " \
+           "print(mine.f(1))"
+    res = _run(code, tmp_path / "xdg")
+    assert res.returncode == 0 and res.stdout.strip() == "2", res.stderr[-2000:]
+    assert list((mod.parent / "__pycache__").glob("mine.f-*.nbi"))
+    assert not list((tmp_path / "xdg").rglob("mine.f-*"))
+
+
+def test_an_unwritable_cache_folder_compiles_in_memory(tmp_path):
+    blocker = tmp_path / "a-file"  # a folder cannot be made under a file, even by root
+    blocker.write_text("")
+    res = _run(_GATHER, tmp_path / "xdg", GENOTOK_KERNEL_CACHE=str(blocker / "cache"))
+    assert res.returncode == 0 and res.stdout.strip() == "[1, 0]", res.stderr[-2000:]
+    assert "is not writable: every new process compiles" in res.stderr
+
+
+_COUNT_COMPILES = ("from numba.core import event as _ev\n"
+                   "n = []\n"
+                   "class _L(_ev.Listener):\n"
+                   "    def on_start(self, ev):\n"
+                   "        f = getattr((ev.data or {}).get('dispatcher'), 'py_func', None)\n"
+                   "        if f is not None and f.__module__.startswith('genotok'):\n"
+                   "            n.append(f.__module__ + '.' + f.__qualname__)\n"
+                   "    def on_end(self, ev):\n"
+                   "        pass\n"
+                   "_ev.register('numba:compile', _L())\n")
+
+
+@pytest.mark.slow
+def test_after_warmup_the_readme_compiles_nothing(tmp_path):
+    """warmup() missed kernels the README's tok.encode(file) then compiled (issue 36): after it,
+    the README's Quick start and single-cell blocks compile nothing (minutes of CPU: slow)."""
+    import re
+
+    for needed in ("anndata", "h5py", "torch"):  # what the README's single-cell block imports
+        pytest.importorskip(needed)
+    warm = _run("import genotok; genotok.warmup()", tmp_path / "cache")
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    assert "genotok: warmup compiled" in warm.stderr and "warmup 1/4" in warm.stderr
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    quick, cells = blocks[0], next(b for b in blocks if "tokenize_anndata" in b)
+    cells = cells.replace('out="pbmc.gtokc"', f'out={str(tmp_path / "pbmc.gtokc")!r}')
+    code = _COUNT_COMPILES + quick + cells + "\nprint('compiled:', n)"
+    res = _run(code, tmp_path / "cache")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "compiled: []" in res.stdout, res.stdout + res.stderr[-2000:]

@@ -88,3 +88,20 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(genotok.GenotokError, match=r"pip install 'genotok\[plot\]'"):
         plot.record_lengths([[1, 2]])
+
+
+@pytest.mark.parametrize("draw", ["lengths", "overlaps"])
+def test_count_axes_have_whole_number_ticks(draw):
+    """Small counts gave ticks 0, 0.5, 1, …, shown as 0, 0, 1, 2, 2, 2, 3 (record_lengths) or
+    as fractions on an integer axis (overlap_counts)."""
+    tok = genotok.Tokenizer(["chr1:0-10", "chr1:10-20", "chr1:20-30"])
+    ax = (plot.record_lengths([[1, 2], [3], [1, 2, 3]]) if draw == "lengths" else
+          plot.overlap_counts(tok, ["chr1:5-15", "chr1:0-2", "chr2:0-5"]))
+    ax.figure.canvas.draw()
+    for axis in (ax.xaxis, ax.yaxis):
+        values = [v for v in axis.get_majorticklocs()
+                  if axis.get_view_interval()[0] <= v <= axis.get_view_interval()[1]]
+        assert values and all(float(v).is_integer() for v in values), values
+        labels = [t.get_text() for t in axis.get_ticklabels() if t.get_text()]
+        assert len(labels) == len(set(labels)), labels
+    matplotlib.pyplot.close(ax.figure)

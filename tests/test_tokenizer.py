@@ -233,6 +233,26 @@ def test_duplicates_in_a_file_name_the_line_and_follow_into_saved_tokenizers(tmp
         assert back.get_vocab() == t.get_vocab()
 
 
+def test_from_bed_takes_duplicates_as_the_docs_say(tmp_path):
+    """docs/concepts.md documents ``duplicates="error"``; from_bed passed it to the settings,
+    a TypeError naming the private ``Tokenizer._setup``."""
+    p = tmp_path / "u.bed"
+    p.write_text("chr1\t0\t100\nchr1\t0\t100\n")
+    with pytest.raises(genotok.UniverseError, match="duplicate"):
+        Tokenizer.from_bed(p, duplicates="error")
+    with pytest.warns(UserWarning, match="1 duplicate region"):
+        assert Tokenizer.from_bed(p, duplicates="first").vocab_size == 9
+
+
+@pytest.mark.parametrize("given", ["x.bed", Path("x.bed"), b"x.bed"])
+def test_encode_batch_refuses_one_path_for_a_list(given):
+    """A str was iterated character by character ("/: is a directory")."""
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.raises(TypeError, match=r"encode_batch takes a list of region sets.*got the "
+                                        r"single .*x\.bed.*encode\("):
+        tok.encode_batch(given)
+
+
 def test_vocabulary_api():
     tok = Tokenizer(["chr1:0-100", "chr2:5-10"])
     assert tok.vocab_size == len(tok) == 9
@@ -270,8 +290,9 @@ def test_call_padding_truncation_tensors():
     assert out["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0], [1, 0, 0]]
     out = tok(sets, padding="max_length", truncation=True, max_length=2, return_tensors="np")
     assert out["input_ids"].tolist() == [[0, 1], [0, pad], [3, pad]]
-    single = tok(["chr1:50-250"], return_tensors="np")
-    assert single["input_ids"].tolist() == [0, 1, 2]
+    single = tok(["chr1:50-250"], return_tensors="np")  # tensors keep the batch dimension, as HF
+    assert single["input_ids"].tolist() == [[0, 1, 2]] and single["attention_mask"].shape == (1, 3)
+    assert tok(["chr1:50-250"])["input_ids"] == [0, 1, 2]  # lists: the one row, as HF
     with pytest.raises(ValueError, match="padding=True"):
         tok(sets, return_tensors="np")
     with pytest.raises(ValueError, match="max_length"):
@@ -419,3 +440,59 @@ def test_old_destination_keywords_warn(tmp_path):
     tok.save_config(out=tmp_path / "t2.toml")
     with pytest.raises(TypeError, match="got both"):
         tok.save_config(out=tmp_path / "t3.toml", path=tmp_path / "t3.toml")
+
+
+def test_one_set_as_torch_tensors_has_a_batch_dimension():
+    torch = pytest.importorskip("torch")
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    out = tok(["chr1:50-150"], return_tensors="pt")
+    assert out["input_ids"].shape == (1, 2) and out["input_ids"].dtype == torch.int64
+    assert out["attention_mask"].tolist() == [[1, 1]]
+
+
+def test_model_inputs_have_a_notebook_repr():
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    html = tok([["chr1:50-150"], ["chr1:10-20"]], padding=True, return_tensors="np")._repr_html_()
+    assert "input_ids" in html and "(2, 2) int64" in html and "attention_mask" in html
+    assert "2 list(s) of 1-2" in tok([["chr1:50-150"], ["chr1:10-20"]])._repr_html_()
+
+
+def test_decoding_a_corpus_record_with_another_universe_is_refused(tmp_path):
+    """A corpus opened without expect= and decoded with the wrong tokenizer gave the wrong
+    regions, silently (issue 36)."""
+    from genotok.pipeline.run import pretokenize
+
+    (tmp_path / "a.bed").write_text("chr1\t10\t20\nchr1\t150\t160\n")
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    other = Tokenizer(["chr2:0-100", "chr2:100-200"])
+    corpus = genotok.Corpus.open(pretokenize([tmp_path / "a.bed"], tok, tmp_path / "c",
+                                             progress=False).out)
+    assert tok.decode(corpus[0]) == ["chr1:0-100", "chr1:100-200"]
+    assert tok.batch_decode([corpus[0]]) == [["chr1:0-100", "chr1:100-200"]]
+    for call in (lambda: other.decode(corpus[0]), lambda: other.decode(corpus[0][1:]),
+                 lambda: other.batch_decode([corpus[0]])):
+        with pytest.raises(genotok.UniverseMismatchError, match="wrong regions"):
+            call()
+    assert other.decode(np.array(corpus[0])) == ["chr2:0-100", "chr2:100-200"]  # a copy: ids
+
+
+@pytest.mark.parametrize("given, says", [(None, "got a NoneType"), (5, "got a int"),
+                                         ("frame", "got a DataFrame"), ("set", "got a RegionSet")])
+def test_encode_batch_names_what_it_got(given, says):
+    tok = Tokenizer(["chr1:0-100"])
+    if given == "frame":
+        pd = pytest.importorskip("pandas")
+        given = pd.DataFrame({"chrom": ["chr1"], "start": [1], "end": [2]})
+    elif given == "set":
+        given = genotok.as_regions(["chr1:1-2"])
+    with pytest.raises(TypeError, match=f"encode_batch takes a list of region sets.*{says}"):
+        tok.encode_batch(given)
+
+
+def test_from_bed_names_what_it_got():
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.raises(TypeError, match=r"from_bed takes the path .*got a Tokenizer \(it is a "
+                                        r"tokenizer already\)"):
+        Tokenizer.from_bed(tok)
+    with pytest.raises(TypeError, match="got a NoneType"):
+        Tokenizer.from_bed(None)

@@ -24,3 +24,20 @@ def test_tutorial_runs_and_is_stripped():
     assert any("genotok-repr" in str(o.get("data", {})) for o in outputs)  # the HTML reprs show
     figures = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(figures) >= 3, "the tutorial's plots must display (no Agg backend in a notebook)"
+
+
+def test_each_plot_is_introduced_as_what_it_plots():
+    """The text before the last two plots said "the cells" while one plotted the peak corpus:
+    the markdown before a plot cell names what each of its plot calls draws."""
+    import json
+    import re
+
+    cells = json.loads(NOTEBOOK.read_text())["cells"]
+    text = ""
+    for cell in cells:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            text = source
+            continue
+        for data in re.findall(r"plot\.\w+\((\w+)", source):
+            assert data in text, (data, text)

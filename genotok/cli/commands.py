@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -112,7 +113,11 @@ def cmd_tokenize(args) -> int:
         warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
                       f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
-    inputs = [str(p) for item in inputs for p in expand_inputs([item])]
+    if inputs.count("-") > 1:
+        raise UsageError("'-' (standard input) can be given once: it is read once")
+    # '-' is standard input (a pipe or a redirected file; a terminal is refused when read)
+    inputs = ["/dev/stdin" if item == "-" else str(p) for item in inputs
+              for p in ([item] if item == "-" else expand_inputs([item]))]
     sink = _Sink(args)  # an existing -o FILE is refused before any work
     tok = _tokenizer(args)
     rows = tok.encode_batch(inputs, n_threads=args.threads)
@@ -121,7 +126,8 @@ def cmd_tokenize(args) -> int:
         for path, ids in zip(inputs, rows):
             if args.summary:
                 regions = ids[ids < n]
-                out.write(f"{Path(path).name}\t{ids.size} tokens\t{np.unique(regions).size} "
+                name = "-" if path == "/dev/stdin" else Path(path).name
+                out.write(f"{name}\t{ids.size} tokens\t{np.unique(regions).size} "
                           f"distinct regions\t{ids.size - regions.size} special\n")
             elif args.tokens:
                 out.write("".join(t + "\n" for t in tok.convert_ids_to_tokens(ids)))
@@ -139,6 +145,9 @@ def cmd_pretokenize(args) -> int:
         from dask.distributed import Client
 
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
+    # the run's summary is for the user, as every command's: on stderr (silenced by -q)
+    summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
+    summary_to_stderr.__enter__()
     try:
         pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
                     on_error=args.on_error, progress=not args.quiet,
@@ -150,6 +159,7 @@ def cmd_pretokenize(args) -> int:
                     order=args.cell_order, max_length=args.max_length,
                     truncation=args.truncation, min_count=args.min_count, seed=args.seed)
     finally:
+        summary_to_stderr.__exit__(None, None, None)
         if client is not None:
             client.close()
     return 0

@@ -222,7 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--scheduler-timeout", type=_seconds, default=30.0, metavar="SECONDS",
                    help="give up connecting to --scheduler after this long (default 30)")
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
-                   help="input fingerprint in the manifest: xxh3_128 (default, fast) or sha256")
+                   help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
+                        "xxhash is installed) or sha256 (the default without it)")
     v = t.add_argument_group("value encodings of .h5ad and fragment inputs (a value channel)")
     v.add_argument("--normalize", choices=("total",), default=None,
                    help="scale each cell's counts to --target-sum")
@@ -258,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
             C.cmd_tokenize)
     tokenizer_args(t, required=False)  # the old positional U.bed still works (deprecated)
     t.add_argument("inputs", nargs="+", metavar="FILE",
-                   help="query BED/BED.gz files, directories, globs or @list.txt")
+                   help="query BED/BED.gz files, directories, globs or @list.txt; '-' "
+                        "reads standard input")
     mode = t.add_mutually_exclusive_group()
     mode.add_argument("--tokens", action="store_true", help="print region strings, one per line")
     mode.add_argument("--summary", action="store_true", help="print one summary line per file")

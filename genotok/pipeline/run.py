@@ -108,6 +108,21 @@ class RunSummary:
                 f"({self.n_tokens:,} tokens, {self.unk_share:.1%} <unk>; {self.hit_rate:.1%} of "
                 f"records hit the universe) in {self.seconds:.2f} s{resumed}{failed} -> {self.out}")
 
+    def _repr_html_(self) -> str:
+        from .._html import card
+
+        fields = {"out": self.out, "inputs": f"{self.n_inputs:,}",
+                  "records": f"{self.n_records:,}", "tokens": f"{self.n_tokens:,}",
+                  "<unk> share": f"{self.unk_share:.1%}",
+                  "records hitting the universe": f"{self.hit_rate:.1%}",
+                  "seconds": f"{self.seconds:.2f}"}
+        if self.skipped_done:
+            fields["already done"] = f"{self.skipped_done:,}"
+        if self.failed:
+            fields["failed (skipped)"] = ", ".join(str(f.get("path")) for f in self.failed[:5]) \
+                + (f", … (+{len(self.failed) - 5})" if len(self.failed) > 5 else "")
+        return card("genotok.RunSummary", fields)
+
 
 def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int) -> tuple[int, int]:
     """``<unk>`` tokens, and rows holding no other token, of a flat ids + offsets pair."""

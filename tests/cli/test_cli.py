@@ -80,6 +80,26 @@ def test_tokenize_ids_tokens_summary(tok, tmp_path, capsys):
     assert [r.split("\t")[0] for r in out.splitlines()] == sorted(os.listdir(PEAKS))
 
 
+def test_tokenize_dash_reads_standard_input(tok, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    res = subprocess.run([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                          "--summary", "-", Q], input=Path(Q).read_bytes(), env=env,
+                         capture_output=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.decode().splitlines()
+    assert lines[0].split("\t")[0] == "-"
+    assert lines[0].split("\t")[1:] == lines[1].split("\t")[1:]  # the same file's figures
+    with open(os.devnull, "rb") as devnull:  # no pipe: what stdin is is said, nothing waits
+        res = subprocess.run([sys.executable, "-m", "genotok", "tokenize", "--universe", U,
+                              "-"], stdin=devnull, env=env, capture_output=True, text=True,
+                             timeout=300)
+    assert res.returncode != 0 and "not a regular file" in res.stderr, res.stderr
+
+
+def test_tokenize_dash_only_once(capsys):
+    assert_error(run(["tokenize", "--universe", U, "-", "-"], capsys), 2, "'-'", "once")
+
+
 def test_tokenize_flags_match_the_tokenizer_options(tmp_path, capsys):
     flags = ["--overlap", "best", "--min-overlap", "10", "--min-fraction", "0.25",
              "--fraction-of", "region", "--unknown", "region", "--order", "input"]
@@ -125,7 +145,7 @@ def test_pretokenize_with_tokenizer_flags(tmp_path, capsys):
     code, stdout, err = run(["pretokenize", "--universe", U, "-o", str(out), "--overlap", "best",
                              "--unknown", "drop", "--threads", "1", "--files-per-shard", "2",
                              PEAKS], capsys)
-    assert code == 0 and "5 records" in stdout + err
+    assert code == 0 and "5 records" in err and stdout == ""  # a summary: stderr, as -q says
     c = Corpus.open(out)
     assert c.info()["settings"]["overlap"] == "best" and c.info()["shards"] == 3
     assert c[0].tolist() == Tokenizer.from_bed(U, overlap="best", unknown="drop").encode(Q).tolist()
@@ -171,6 +191,20 @@ def test_verify(corpus, capsys):
     code, out, _ = run(["verify", corpus], capsys)
     assert code == 0 and out.startswith(f"{corpus}: OK (5 records")
     assert run(["verify", "-q", corpus], capsys) == (0, "", "")
+
+
+def test_verify_an_unfinished_run_says_to_re_run_it(tmp_path, capsys, monkeypatch):
+    """It suggested write_manifest, which a user of the pipeline never calls."""
+    out = tmp_path / "c"
+    out.mkdir()
+    (out / "journal.json").write_text("{}")  # what an interrupted run leaves: no manifest yet
+    assert_error(run(["verify", str(out)], capsys), 1, "has not finished",
+                 "re-run the same pretokenize command")
+
+
+def test_hash_help_says_the_real_default(capsys):
+    code, out, _ = run(["pretokenize", "--help"], capsys)
+    assert code == 0 and "sha256 (the default without it)" in " ".join(out.split())
 
 
 def test_info_and_verify_errors(tmp_path, capsys):

@@ -165,6 +165,10 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     """Shards of a directory corpus, its manifest, and what :meth:`Corpus.verify` must report."""
     mpath = directory / MANIFEST
     if not os.path.lexists(mpath):
+        if os.path.lexists(directory / "journal.json"):  # pipeline.journal.JOURNAL
+            raise GtokFormatError(f"{directory}: a pretokenize run that has not finished (its "
+                                  f"journal is here, its {MANIFEST} not yet): re-run the same "
+                                  "pretokenize command to resume and finish it")
         raise GtokFormatError(f"{directory}: a directory corpus needs {MANIFEST} "
                               "(write one with write_manifest)")
     m = _read_manifest(mpath)

@@ -1,0 +1,104 @@
+"""Cold first use: each README snippet and ``genotok.warmup()`` in a fresh process with an empty
+kernel cache, one at a time (wall and CPU seconds, user+sys, of the child), plus the kernels each
+compiles and how long each took (numba's ``numba:compile`` events).
+
+    python benchmarks/bench_first_use.py            # every case
+    python benchmarks/bench_first_use.py quickstart # one case
+
+Time on a shared box is noisy: CPU seconds are the steadier figure. Goals (issue 36): the
+README's first snippet <= 5 s, ``warmup()`` <= 30 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: run in the child before the snippet: records every compile of one of genotok's kernels
+_PROBE = r'''
+import json, os, time
+from numba.core import event as _ev
+_log, _stack = [], []
+class _L(_ev.Listener):
+    def on_start(self, ev):
+        _stack.append((time.perf_counter(), time.process_time()))
+    def on_end(self, ev):
+        t, c = _stack.pop()
+        d = (ev.data or {}).get("dispatcher")
+        f = getattr(d, "py_func", None)
+        if not _stack and f is not None and (f.__module__ or "").startswith("genotok"):
+            _log.append((f.__module__[len("genotok."):].replace("kernels.", "") + "."
+                         + f.__qualname__, round(time.perf_counter() - t, 2),
+                         round(time.process_time() - c, 2)))
+_ev.register("numba:compile", _L())
+import atexit
+atexit.register(lambda: open(os.environ["_BENCH_LOG"], "w").write(json.dumps(_log)))
+'''
+
+
+def readme_snippets() -> dict[str, str]:
+    """The README's Quick start block (``quickstart``) and the blocks needing only it."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    quick = blocks[0]
+    return {"quickstart": quick, "import": "import genotok\n"}
+
+
+def run(code: str, cache: str | None = None) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), _BENCH_LOG=os.path.join(tmp, "log.json"),
+                   GENOTOK_CACHE_DIR=cache or os.path.join(tmp, "cache"),
+                   NUMBA_CACHE_DIR=cache or os.path.join(tmp, "cache"))
+        env.pop("GENOTOK_NO_CACHE", None)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", _PROBE + code], env=env, cwd=tmp, check=True,
+                       stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        log = json.loads(Path(env["_BENCH_LOG"]).read_text())
+    return {"wall": wall, "cpu": cpu, "compiled": log}
+
+
+def main(argv: list[str]) -> None:
+    cases = dict(readme_snippets())
+    cases["warmup"] = "import genotok\ngenotok.warmup()\n"
+    with tempfile.TemporaryDirectory() as shared_cache:
+        # after warmup(), the Quick start must compile nothing (same cache dir)
+        cases_after = {"quickstart after warmup":
+                       ("import genotok\ngenotok.warmup()\n", cases["quickstart"])}
+        wanted = argv or [*cases, *cases_after]
+        rows = []
+        for name in wanted:
+            if name in cases:
+                r = run(cases[name])
+            else:
+                first, then = cases_after[name]
+                run(first, shared_cache)
+                r = run(then, shared_cache)
+            rows.append((name, r))
+            print(f"{name:28} wall {r['wall']:6.1f} s  cpu {r['cpu']:6.1f} s  "
+                  f"{len(r['compiled'])} top-level compiles, "
+                  f"{sum(c for _, _, c in r['compiled']):.1f} cpu s", flush=True)
+            groups: dict[str, float] = {}
+            for kernel, _, c in r["compiled"]:
+                g = kernel.rsplit(".", 1)[0]
+                groups[g] = groups.get(g, 0) + c
+            print("    by group (cpu s): " + ", ".join(
+                f"{g} {c:.1f}" for g, c in sorted(groups.items(), key=lambda x: -x[1])))
+            for kernel, w, c in sorted(r["compiled"], key=lambda x: -x[2]):
+                print(f"    {c:6.2f} cpu s {w:6.2f} wall s  {kernel}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
