@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,13 +103,6 @@ def cmd_tokenize(args) -> int:
     from ..pipeline import expand_inputs
 
     inputs = list(args.inputs)
-    if not (args.universe or args.config):
-        if len(inputs) < 2:
-            raise UsageError(f"give --universe U.bed (or --config TOK.toml) and the files to "
-                             f"tokenize (see '{args.prog} --help')")
-        args.universe = inputs.pop(0)
-        warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
-                      f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
     inputs = [str(p) for item in inputs for p in expand_inputs([item])]
     sink = _Sink(args)  # an existing -o FILE is refused before any work
