@@ -1,6 +1,5 @@
 """genotok: fast, gtars-compatible tokenization of genomic regions for machine learning."""
 
-from . import _moved
 from ._examples import examples_dir
 from ._version import __version__
 from ._warmup import warmup
@@ -45,10 +44,3 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
 ]
-
-_moved.install()
-
-
-def __getattr__(name: str):
-    """0.1's module paths (``genotok.corpus``…), one release, with a DeprecationWarning."""
-    return _moved.attribute(name)

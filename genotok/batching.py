@@ -23,7 +23,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._deprecate import renamed_kwargs
 from .ragged import Ragged
 
 #: ``truncate`` strategies (``make_batch(truncation=...)``)
@@ -34,7 +33,6 @@ PADDINGS = (False, True, "longest", "max_length", "do_not_pad")
 TENSORS = (None, "np", "pt")
 
 
-@renamed_kwargs(strategy="truncation")
 def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
              rng: np.random.Generator | None = None) -> np.ndarray:
     """Cut a record to ``max_length`` tokens, by the strategy ``truncation``.
@@ -136,7 +134,6 @@ def as_tensors(batch: dict, return_tensors: str | None) -> dict:
     return batch
 
 
-@renamed_kwargs(shuffle="shuffle_tokens")
 def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
                truncation: str | None = None, padding: str = "longest",
                shuffle_tokens: bool = False, cls_token_id: int | None = None,

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from . import sampling as _sampling
-from ._deprecate import warn_deprecated
 from .batching import TRUNCATIONS, make_batch, pad_batch, truncate  # noqa: F401 (the one implementation)
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
@@ -107,33 +106,6 @@ class PretokenizedDataset(Sequence):
     def __repr__(self) -> str:
         src = self.corpus.path if self.corpus is not None else f"{len(self.files)} .gtok files"
         return f"PretokenizedDataset({len(self):,} records from {src}, shuffle={self.shuffle})"
-
-
-_EPOCH_ORDER = ("genotok.data.epoch_order(n, shuffle, seed, epoch) is deprecated since genotok "
-                "0.2 and will be removed in 0.3; use genotok.sampling.epoch_order(n, seed, epoch, "
-                "shuffle='full' or 'none'): the same permutations")
-
-
-def epoch_order(n: int, shuffle: bool, seed: int, epoch: int) -> np.ndarray:
-    """Deprecated (since 0.2, removed in 0.3): :func:`genotok.sampling.epoch_order`, whose
-    ``shuffle`` is ``"full"`` or ``"none"`` and comes after ``seed`` and ``epoch``.
-
-    The same permutations: ``epoch_order(n, True, seed, epoch)`` is
-    ``sampling.epoch_order(n, seed, epoch, "full")``.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore", DeprecationWarning)
-    ...     epoch_order(4, False, 0, 0).tolist()
-    [0, 1, 2, 3]
-    """
-    warn_deprecated(_EPOCH_ORDER)
-    return _sampling.epoch_order(n, seed, epoch, "full" if shuffle else "none")
-
-
-epoch_order.__deprecated__ = _EPOCH_ORDER  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------- per record

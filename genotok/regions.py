@@ -244,11 +244,6 @@ class RegionSet:
         return rs
 
     @classmethod
-    def _from_buffer(cls, buf: np.ndarray, path: str, allow_reversed: bool = False) -> RegionSet:
-        names, codes, starts, ends = _bed.read_buffer(buf, path, allow_reversed)
-        return cls(names, codes, starts, ends, source=path, from_file=True, validate=False)
-
-    @classmethod
     def from_strings(cls, strings, *, sep: str | None = None, one_based: bool = False) -> "RegionSet":
         """Regions from strings ``chr1:100-200``, ``chr1-100-200`` or ``chr1_100_200``.
 

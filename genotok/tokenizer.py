@@ -29,7 +29,6 @@ from .settings import (  # noqa: F401  (re-exported: importable from here as bef
     UNKNOWN_POLICIES,
     TokenizerSettings,
 )
-from ._deprecate import renamed_kwargs
 from .universe import Universe
 from .vocab import _Vocabulary
 
@@ -286,7 +285,6 @@ class Tokenizer(_Vocabulary):
         _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 
-    @renamed_kwargs(directory="save_directory")
     def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
         """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``save_directory`` (created).
 
@@ -298,7 +296,6 @@ class Tokenizer(_Vocabulary):
 
         return save(self, save_directory)
 
-    @renamed_kwargs(path="out")
     def save_config(self, out: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration to ``out`` that gtars can read too (genotok settings in
         ``[genotok]``).

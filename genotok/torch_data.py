@@ -542,7 +542,7 @@ class ResumableLoader:
             # Python >= 3.12 warns on fork() beside other threads (numba's, torch's); the workers
             # touch neither pool (see worker_init), which is what makes this fork safe
             warnings.filterwarnings("ignore", r".*multi-threaded, use of fork\(\) may lead to "
-                                    "deadlocks", DeprecationWarning)
+                                    "deadlocks")
             batches = iter(self._loader)
         for batch in batches:
             self.delivered += 1

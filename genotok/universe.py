@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ._deprecate import renamed_kwargs
 from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
@@ -461,7 +460,6 @@ class Universe:
             return vocab.get(tokens, self.unk_token_id)
         return [vocab.get(t, self.unk_token_id) for t in tokens]
 
-    @renamed_kwargs(path="out")
     def write_bed(self, out: str | os.PathLike) -> None:
         """Write the regions as BED3 to ``out`` in id order (atomically: a temporary name, then
         rename)."""

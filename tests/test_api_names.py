@@ -13,11 +13,7 @@ Each object gets one row, under its shortest public path (``genotok.Corpus``, no
 ``genotok.formats.corpus.Corpus``). The kernels, the exception classes' internals and the
 private modules are not public.
 
-The table is the API *after* the renames of issue 21: a row whose name is the new name of a
-"Renamed" entry still marked ``pending`` is expected to disagree with the code (``xfail``,
-strict: it must fail until the rename is applied, then the entry is marked ``applied``).
-
-Run as a script, it prints the table of the code as it is (to paste, then edit the pending rows)::
+Run as a script, it prints the table of the code as it is (to paste between the markers)::
 
     python tests/test_api_names.py
 """
@@ -47,11 +43,16 @@ PACKAGES = ("genotok", "genotok.build", "genotok.cli", "genotok.formats.corpus",
 NOT_PUBLIC = ("genotok.kernels", "genotok.errors", "genotok.cli.", "genotok.__main__")
 
 
+#: the kinds of row (no "deprecated alias": genotok keeps no old spellings)
+KINDS = ("function", "class", "exception", "method", "classmethod", "staticmethod", "property",
+         "constant")
+
+
 @dataclass(frozen=True)
 class Row:
     name: str       # the shortest public path
     kind: str       # function, class, exception, method, classmethod, staticmethod, property,
-    #                 constant, deprecated alias
+    #                 constant
     signature: str  # parameters without annotations, "" for properties, type name for constants
     room: str       # the room's package or module, e.g. "formats.corpus", "tokenizer"
 
@@ -126,8 +127,6 @@ class _Shown:
 
 
 def _kind(obj) -> str:
-    if getattr(obj, "__deprecated__", None):
-        return "deprecated alias"
     if inspect.isclass(obj):
         return "exception" if issubclass(obj, BaseException) else "class"
     return "function" if callable(obj) else "constant"
@@ -150,15 +149,13 @@ def _members(cls, prefix: str, room: str) -> list[Row]:
             continue
         name = f"{prefix}.{attr}"
         if isinstance(raw, property):
-            kind = "deprecated alias" if getattr(raw.fget, "__deprecated__", None) else "property"
-            rows.append(Row(name, kind, "", room))
+            rows.append(Row(name, "property", "", room))
         elif isinstance(raw, classmethod):
             rows.append(Row(name, "classmethod", signature(getattr(cls, attr)), room))
         elif isinstance(raw, staticmethod):
             rows.append(Row(name, "staticmethod", signature(raw.__func__), room))
         elif inspect.isfunction(raw):
-            kind = "deprecated alias" if getattr(raw, "__deprecated__", None) else "method"
-            rows.append(Row(name, kind, signature(raw), room))
+            rows.append(Row(name, "method", signature(raw), room))
     return rows
 
 
@@ -219,39 +216,12 @@ def table_rows(text: str | None = None) -> list[Row]:
     return rows
 
 
-def renamed(text: str | None = None) -> list[dict]:
-    """The "Renamed" table: ``old``, ``new``, ``public`` (the public names it touches), ``status``."""
-    text = NAMES_MD.read_text(encoding="utf-8") if text is None else text
-    section = text.split("## Renamed", 1)[1].split("\n## ", 1)[0]
-    out = []
-    for line in section.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 5 or not cells[0].startswith("`") or cells[0].startswith("`old"):
-            continue
-        out.append({"old": cells[0], "new": cells[1],
-                    "public": re.findall(r"`(genotok\.[\w.]+)`", cells[2]),
-                    "status": cells[-1]})
-    return out
-
-
-def pending_names() -> set[str]:
-    return {name for r in renamed() if r["status"] == "pending" for name in r["public"]}
-
-
 # --------------------------------------------------------------------------- the tests
 TABLE = {r.name: r for r in table_rows()} if NAMES_MD.exists() else {}
 CODE = {r.name: r for r in inventory()}
-PENDING = pending_names() if NAMES_MD.exists() else set()
 
 
-def _cases():
-    for name in sorted(TABLE):
-        marks = [pytest.mark.xfail(strict=True, reason="applied in phase B")] \
-            if name in PENDING else []
-        yield pytest.param(name, marks=marks, id=name)
-
-
-@pytest.mark.parametrize("name", list(_cases()))
+@pytest.mark.parametrize("name", sorted(TABLE))
 def test_table_row_matches_the_code(name):
     row = TABLE[name]
     if row.room in UNAVAILABLE:
@@ -269,12 +239,11 @@ def test_every_public_name_is_in_the_table():
                          "the api-table markers):\n" + "\n".join(missing))
 
 
-def test_pending_renames_name_public_rows():
-    for r in renamed():
-        assert r["status"] in ("pending", "applied"), r
-        assert r["public"], f"Renamed entry {r['old']} names no public name"
-    stray = sorted(n for n in PENDING if n not in TABLE)
-    assert not stray, f"Renamed entries point at names missing from the table: {stray}"
+def test_the_page_lists_todays_names_only():
+    """genotok is unreleased: no rename tables, no deprecated aliases (issue 31)."""
+    text = NAMES_MD.read_text(encoding="utf-8")
+    assert "## Renamed" not in text and "deprecated alias" not in text
+    assert not [n for n, o in CODE.items() if o.kind not in KINDS], "a kind of row not listed"
 
 
 if __name__ == "__main__":

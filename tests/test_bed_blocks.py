@@ -190,7 +190,8 @@ def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):
     path = _write(tmp_path, text, False)
     monkeypatch.setattr(_io, "BLOCK_BYTES", 4096)
     rs = RegionSet.from_bed(path)
-    whole = RegionSet._from_buffer(np.frombuffer(text, np.uint8), str(path))
+    whole = RegionSet(*B.read_buffer(np.frombuffer(text, np.uint8), str(path)), source=str(path),
+                      from_file=True)
     assert rs == whole and rs.chrom_names == whole.chrom_names and rs.from_file
     for a in (rs.codes, rs.starts, rs.ends):
         assert a.size == 5000 and a.base is None and a.flags.owndata  # cut to size

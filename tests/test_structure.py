@@ -27,7 +27,7 @@ ROOMS = [
     ("plumbing", 0, ["genotok._version", "genotok._config", "genotok.errors", "genotok._validate",
                      "genotok._progress", "genotok._io", "genotok._inflate", "genotok._optional",
                      "genotok._names",
-                     "genotok._html", "genotok._examples", "genotok._deprecate"]),
+                     "genotok._html", "genotok._examples"]),
     ("kernels", 1, ["genotok.kernels"]),
     ("domain", 2, ["genotok.ragged", "genotok.regions", "genotok.bed", "genotok.universe",
                    "genotok.settings", "genotok.vocab", "genotok.tokenizer",
@@ -40,7 +40,7 @@ ROOMS = [
     ("training", 7, ["genotok.data", "genotok.sampling", "genotok.torch_data",
                      "genotok.lightning", "genotok.plot"]),
     ("cli", 8, ["genotok.cli"]),
-    ("root", 9, ["genotok", "genotok.__main__", "genotok._warmup", "genotok._moved"]),
+    ("root", 9, ["genotok", "genotok.__main__", "genotok._warmup"]),
 ]
 
 

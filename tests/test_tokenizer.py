@@ -423,23 +423,21 @@ def test_prepare_then_encode_prepared_is_encode_batch(tmp_path, opts):
         tok.encode_prepared(sets, [tok.prepare(sets[0])])
 
 
-def test_old_destination_keywords_warn(tmp_path):
-    """0.1's ``path=``/``directory=`` (issue 21: ``out=``, HF's ``save_directory=``) warn and work."""
+def test_old_destination_keywords_are_refused(tmp_path):
+    """The spellings before issue 21 (``path=``/``directory=``; now ``out=``, HF's
+    ``save_directory=``) are unknown keywords: no shim, nothing written."""
     tok = Tokenizer(["chr1:0-10", "chr1:20-30"])
-    with pytest.deprecated_call(match="use out="):
+    with pytest.raises(TypeError, match="path"):
         tok.universe.write_bed(path=tmp_path / "u.bed")
-    assert (tmp_path / "u.bed").read_text() == "chr1\t0\t10\nchr1\t20\t30\n"
-    with pytest.deprecated_call(match="use out="):
+    with pytest.raises(TypeError, match="path"):
         tok.save_config(path=tmp_path / "t.toml")
-    assert Tokenizer.from_config(tmp_path / "t.toml").fingerprint == tok.fingerprint
-    with pytest.deprecated_call(match="use save_directory="):
+    with pytest.raises(TypeError, match="directory"):
         tok.save_pretrained(directory=tmp_path / "hf")
-    assert Tokenizer.from_pretrained(tmp_path / "hf").fingerprint == tok.fingerprint
+    assert not list(tmp_path.iterdir())
     tok.save_pretrained(save_directory=tmp_path / "hf2")
     tok.universe.write_bed(out=tmp_path / "u2.bed")
     tok.save_config(out=tmp_path / "t2.toml")
-    with pytest.raises(TypeError, match="got both"):
-        tok.save_config(out=tmp_path / "t3.toml", path=tmp_path / "t3.toml")
+    assert Tokenizer.from_config(tmp_path / "t2.toml").fingerprint == tok.fingerprint
 
 
 def test_one_set_as_torch_tensors_has_a_batch_dimension():

@@ -7,8 +7,7 @@
 - :mod:`~genotok.build.streaming`: the natural chromosome order (:func:`chrom_sort_key`), the
   streaming fold and the input readers every builder shares.
 
-The command line (``genotok universe …``) is in :mod:`genotok.cli`; ``build_cli``, its old name
-here, is a deprecated alias.
+The command line (``genotok universe …``) is in :mod:`genotok.cli`.
 """
 
 from .bedfile import bed_bytes, sidecar_path
@@ -16,19 +15,6 @@ from .builders import coverage_cutoff, merge, read_chrom_sizes, tile, top_k
 from .report import BuildReport, BuildResult, write_universe
 from .streaming import chrom_sort_key
 
-__all__ = ["BuildReport", "BuildResult", "bed_bytes", "build_cli", "chrom_sort_key",
-           "coverage_cutoff", "merge", "read_chrom_sizes", "sidecar_path", "tile", "top_k",
-           "write_universe"]
+__all__ = ["BuildReport", "BuildResult", "bed_bytes", "chrom_sort_key", "coverage_cutoff",
+           "merge", "read_chrom_sizes", "sidecar_path", "tile", "top_k", "write_universe"]
 
-
-def __getattr__(name: str):
-    """``build_cli``: the deprecated alias of ``genotok universe …``, found at run time.
-
-    The command line sits above this room (it imports the builders), so this room does not
-    import it: the alias is looked up by name when asked for, and goes with the alias.
-    """
-    if name == "build_cli":
-        import importlib
-
-        return importlib.import_module("genotok.cli.main").build_cli
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,7 +20,6 @@ the report and the writer in :mod:`genotok.build.report`.
 
 from __future__ import annotations
 
-import functools
 import os
 import time
 import warnings
@@ -31,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from .. import _config, _io
-from .._deprecate import REMOVED_IN, SINCE, renamed_kwargs, warn_deprecated
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
 from ..regions import RegionSet, as_regions
@@ -52,34 +50,6 @@ from .streaming import (
 )
 
 __all__ = ["coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
-
-
-def _quiet_kwarg(stacklevel: int = 3):
-    """Keep the old ``quiet=`` of a builder one release: it warns, then runs with
-    ``progress=False`` and the builder's warnings (``UserWarning``) ignored, as it did.
-    ``stacklevel=4`` under another wrapper (``renamed_kwargs``): the warning names the
-    caller's line."""
-
-    def decorate(func):
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            if "quiet" not in kwargs:
-                return func(*args, **kwargs)
-            quiet = kwargs.pop("quiet")
-            warn_deprecated(f"{func.__qualname__}(): quiet= is deprecated since genotok {SINCE} "
-                            f"and will be removed in {REMOVED_IN}; use progress=False, and a "
-                            f"warnings filter (warnings.catch_warnings()) to silence warnings",
-                            stacklevel=stacklevel)
-            if not quiet:
-                return func(*args, **kwargs)
-            kwargs["progress"] = False
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                return func(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 # ---------------------------------------------------------------------------- tile
@@ -212,7 +182,6 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
 
 
 # ---------------------------------------------------------------------------- merge
-@_quiet_kwarg()
 def merge(inputs, min_gap: int = 0, *, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """The union of all regions of many inputs, merged like ``bedtools merge -d min_gap``.
@@ -236,8 +205,6 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False,
         Largest gap (bp) between regions that are still merged.
     progress
         Show a progress bar over the inputs (tqdm when installed, else a line on stderr).
-        (``quiet=True``, deprecated and gone in genotok 0.3, was ``progress=False`` with the
-        warnings silenced: silence them with :func:`warnings.catch_warnings` instead.)
     hash_inputs
         Record the sha256 of every input file in the report (``False`` skips the hashing).
     n_threads
@@ -278,8 +245,6 @@ def _fraction_count(fraction: float, n: int) -> int:
     return int(-(-Fraction(repr(float(fraction))) * n // 1))
 
 
-@renamed_kwargs(min_count="min_inputs", min_fraction="min_input_fraction")
-@_quiet_kwarg(stacklevel=4)
 def coverage_cutoff(inputs, min_inputs: int | None = None, *,
                     min_input_fraction: float | None = None, min_width: int = 0,
                     progress: bool = False, hash_inputs: bool = True,
@@ -296,12 +261,10 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
     inputs
         As for :func:`merge`.
     min_inputs
-        ``k``: the minimum number of input sets covering a position (>= 1). (``min_count=``
-        is its old name, deprecated: it goes in genotok 0.3.)
+        ``k``: the minimum number of input sets covering a position (>= 1).
     min_input_fraction
         Instead of ``min_inputs``: ``k = ceil(min_input_fraction * n_inputs)`` (at least 1),
-        with ``0 < min_input_fraction <= 1``. Give exactly one of the two. (``min_fraction=``
-        is its old name, deprecated: it goes in genotok 0.3.)
+        with ``0 < min_input_fraction <= 1``. Give exactly one of the two.
     min_width
         Drop consensus regions narrower than this (bp).
     progress, hash_inputs, n_threads
@@ -356,9 +319,9 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
         n = len(described)
         k = (min_inputs if min_inputs is not None
              else max(1, _fraction_count(min_input_fraction, n)))
-        if k > n:  # stacklevel 4: the user's line, above the two deprecation wrappers
+        if k > n:
             warnings.warn(f"min_inputs {k} is more than the {n} inputs: no position can be "
-                          f"covered that often, the consensus is empty", UserWarning, stacklevel=4)
+                          f"covered that often, the consensus is empty", UserWarning, stacklevel=2)
         oc, os_, oe = (np.empty(codes.size, np.int32), np.empty(codes.size, np.int64),
                        np.empty(codes.size, np.int64))
         m = _bk.runs_at_least(codes, pos, delta, np.int64(k), np.int64(min_width), oc, os_, oe)
@@ -373,8 +336,6 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
 
 
 # ---------------------------------------------------------------------------- top-k
-@renamed_kwargs(min_hits="min_inputs")
-@_quiet_kwarg(stacklevel=4)
 def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """Vocabulary-size control: the ``max_regions`` candidate regions hit by the most input sets.
@@ -397,8 +358,7 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
         Vocabulary size (number of regions) to keep (>= 1).
     min_inputs
         Minimum number of input sets hitting a kept region (>= 0; 0 lets never-hit regions
-        fill up the vocabulary by position). (``min_hits=`` is its old name, deprecated: it
-        goes in genotok 0.3.)
+        fill up the vocabulary by position).
     progress, hash_inputs, n_threads
         As for :func:`merge`. A warning says when fewer than ``max_regions`` candidates have
         ``min_inputs`` hits.
@@ -457,11 +417,11 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     eligible = np.flatnonzero(counts >= min_inputs)
     best = np.lexsort((eligible, -counts[eligible]))[:max_regions]
     keep = np.sort(eligible[best])
-    if keep.size < max_regions:  # stacklevel 4: the user's line, above the two wrappers
+    if keep.size < max_regions:
         warnings.warn(f"only {keep.size:,} of {m:,} candidate regions are hit by >= {min_inputs} "
                       f"input set(s); the vocabulary has {keep.size:,} regions, "
                       f"not {max_regions:,}",
-                      UserWarning, stacklevel=4)
+                      UserWarning, stacklevel=2)
     out = _finish(nat_names, c[keep], s[keep], e[keep])
     cinfo = _describe(cand, hash_inputs)
     cinfo["n_unique"] = int(m)

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import _io
-from .._deprecate import renamed_kwargs
 from .._version import __version__
 from ..errors import UniverseError
 from ..regions import RegionSet, as_regions
@@ -114,12 +113,10 @@ class BuildResult(NamedTuple):
     regions: RegionSet
     report: BuildReport
 
-    @renamed_kwargs(path="out")
     def write(self, out: str | os.PathLike, *, overwrite: bool = False) -> Path:
         """Write the BED (``.gz`` compresses) and its ``<out>.json`` sidecar.
 
-        An existing file is refused unless ``overwrite=True``. See :func:`write_universe`
-        (``path=`` is the old name of ``out=``, deprecated: it goes in genotok 0.3).
+        An existing file is refused unless ``overwrite=True``. See :func:`write_universe`.
         """
         return write_universe(self.regions, out, self.report, overwrite=overwrite)
 
@@ -147,7 +144,6 @@ def _report(method: str, params: dict, inputs: list, rs: RegionSet, t0: float,
 
 
 # ---------------------------------------------------------------------------- output
-@renamed_kwargs(path="out")
 def write_universe(regions, out: str | os.PathLike,
                    report: BuildReport | Mapping | None = None, *,
                    overwrite: bool = False) -> Path:
@@ -163,7 +159,7 @@ def write_universe(regions, out: str | os.PathLike,
         A :class:`~genotok.regions.RegionSet` (or anything ``as_regions`` accepts), or a
         :class:`BuildResult` (its report is used when ``report`` is not given).
     out
-        The BED file to write (``path=`` is its old name, deprecated: it goes in genotok 0.3).
+        The BED file to write.
     report
         A :class:`BuildReport` or a JSON-ready mapping; ``None`` writes no sidecar.
     overwrite

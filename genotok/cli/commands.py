@@ -10,7 +10,6 @@ import contextlib
 import json
 import os
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -105,13 +104,6 @@ def cmd_tokenize(args) -> int:
     from ..pipeline import expand_inputs
 
     inputs = list(args.inputs)
-    if not (args.universe or args.config):
-        if len(inputs) < 2:
-            raise UsageError(f"give --universe U.bed (or --config TOK.toml) and the files to "
-                             f"tokenize (see '{args.prog} --help')")
-        args.universe = inputs.pop(0)
-        warnings.warn("'genotok tokenize U.bed FILES' is deprecated; use 'genotok tokenize "
-                      f"--universe {args.universe} FILES'", FutureWarning, stacklevel=1)
     # as pretokenize reads them, but a file may be given twice: one output line each
     if inputs.count("-") > 1:
         raise UsageError("'-' (standard input) can be given once: it is read once")

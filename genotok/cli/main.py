@@ -131,20 +131,6 @@ def _hash_name(text: str) -> str:
                                      "hashlib name")
 
 
-class _OldSpelling(argparse.Action):
-    """A deprecated spelling of a flag: works, says so on stderr (unless -q), hidden from --help."""
-
-    def __init__(self, option_strings, dest, new: str = "", **kwargs):
-        self.new = new
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        notes = list(getattr(namespace, "notes", None) or [])
-        namespace.notes = notes + [f"{option_string} is deprecated; use {self.new}"]
-        setattr(namespace, self.dest, values)
-
-
-
 # ------------------------------------------------------------------------- the parser
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``genotok`` subcommand (``universe`` and its methods included)."""
@@ -257,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)
-    tokenizer_args(t, required=False)  # the old positional U.bed still works (deprecated)
+    tokenizer_args(t)
     t.add_argument("inputs", nargs="+", metavar="FILE",
                    help="query BED/BED.gz files, directories, globs or @list.txt; '-' "
                         "reads standard input")
@@ -319,10 +305,9 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
 
     def method(name, help_text, inputs=True):
         sp = cmd(methods, name, help_text, C.cmd_universe)
-        sp.add_argument("-o", "--out", metavar="OUT.bed", default=None,
+        sp.add_argument("-o", "--out", metavar="OUT.bed", required=True,
                         help="universe BED to write (.gz compresses); the report goes to "
                              "OUT.bed.json")
-        sp.add_argument("--output", action=_OldSpelling, new="-o/--out", dest="out")
         overwrite(sp, "replace an existing OUT.bed and its report")
         sp.add_argument("--no-hash", action="store_true",
                         help="do not record the sha256 of every input file in the report")
@@ -348,10 +333,6 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
                    help="minimum number of input sets")
     g.add_argument("--min-input-fraction", type=_float_in(0.0, 1.0, low_open=True), metavar="F",
                    help="minimum fraction of the input sets: K = ceil(F * n_inputs)")
-    g.add_argument("--min-count", action=_OldSpelling, new="--min-inputs", dest="min_inputs",
-                   type=_positive)
-    g.add_argument("--min-fraction", action=_OldSpelling, new="--min-input-fraction",
-                   dest="min_input_fraction", type=_float_in(0.0, 1.0, low_open=True))
     c.add_argument("--min-width", type=_non_negative, default=0, metavar="W",
                    help="drop consensus regions narrower than W bp")
 
@@ -361,15 +342,6 @@ def _universe_parsers(sub, cmd, threads, overwrite) -> None:
                    help="number of regions to keep (ties broken by genomic position)")
     k.add_argument("--min-inputs", type=_non_negative, default=1, metavar="H",
                    help="never keep regions hit by fewer than H input sets (default 1)")
-    k.add_argument("--min-hits", action=_OldSpelling, new="--min-inputs", dest="min_inputs",
-                   type=_non_negative)
-
-
-def _check_args(args) -> None:
-    """Rules argparse cannot state: a required -o/--out that has an old spelling."""
-    if getattr(args, "command", None) == "universe" and args.out is None:
-        raise UsageError(f"the following arguments are required: -o/--out "
-                         f"(see '{args.prog} --help')")
 
 
 # ------------------------------------------------------------------------- the error handler
@@ -423,17 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     args = None
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            warnings.filterwarnings("ignore", category=DeprecationWarning)
-            warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
-            warnings.filterwarnings("default", category=DeprecationWarning, module="genotok")
+            # the warnings meant for users, once each; libraries' notices to developers
+            # (about their own APIs) are not for the command line
+            warnings.simplefilter("ignore")
+            warnings.simplefilter("default", UserWarning)
+            warnings.simplefilter("default", RuntimeWarning)
             warnings.showwarning = _show_warning
             args = build_parser().parse_args(argv)
-            _check_args(args)
             if args.quiet:
                 warnings.simplefilter("ignore")
-            for note in getattr(args, "notes", None) or []:
-                warnings.warn(note, FutureWarning, stacklevel=1)
             return args.func(args)
     except SystemExit as exc:  # --help and --version
         return exc.code if isinstance(exc.code, int) else 0
@@ -456,29 +426,3 @@ def main(argv: list[str] | None = None) -> int:
         print(f"genotok: error: {_one_line(text)}", file=sys.stderr)
         return code
 
-
-def build_cli(argv: list[str] | None = None) -> int:
-    """Deprecated: ``genotok.build.build_cli(argv)`` is ``main(["universe", *argv])``.
-
-    Warns (``DeprecationWarning``) and runs the ``genotok universe {tile,merge,consensus,top}``
-    commands: the exit code is 0 on success, 2 on a usage error and 1 on a failure, with one
-    ``genotok: error: …`` line on stderr.
-
-    Examples
-    --------
-    >>> import os, tempfile, warnings
-    >>> from pathlib import Path
-    >>> d = tempfile.mkdtemp()
-    >>> sizes = os.path.join(d, "g.sizes")
-    >>> _ = Path(sizes).write_text("chr1\\t25\\n")
-    >>> with warnings.catch_warnings():
-    ...     warnings.simplefilter("ignore", DeprecationWarning)
-    ...     build_cli(["tile", "-q", "--chrom-sizes", sizes, "--size", "10", "-o",
-    ...                os.path.join(d, "t.bed")])
-    0
-    >>> Path(d, "t.bed").read_text().splitlines()[-1]
-    'chr1\\t20\\t25'
-    """
-    warnings.warn("genotok.build.build_cli is deprecated; use genotok.cli.main(['universe', …]) "
-                  "(the 'genotok universe' command)", DeprecationWarning, stacklevel=2)
-    return main(["universe", *(sys.argv[1:] if argv is None else argv)])

@@ -12,7 +12,6 @@ import stat
 
 import numpy as np
 
-from .._deprecate import renamed_kwargs, reordered_args
 from .._io import atomic_write
 from ..errors import GtokFormatError
 
@@ -80,8 +79,6 @@ def _as_ids(ids, where: str) -> np.ndarray:
     return a
 
 
-@reordered_args(("path", "ids"))
-@renamed_kwargs(path="out")
 def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
                atomic: bool = True) -> None:
     """Write one token list as a gtars ``.gtok`` file (atomically).
@@ -90,9 +87,6 @@ def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
     gtars chooses per file. ``atomic=False`` creates ``out`` directly (it must not exist) and
     fsyncs it: for files written into a temporary directory that is renamed into place as a
     whole, as :func:`~genotok.export_gtok_dir` does.
-
-    The old argument order ``write_gtok(path, ids)`` (and ``path=``) still works until genotok
-    0.3, with a :class:`DeprecationWarning`.
 
     Examples
     --------
@@ -142,21 +136,6 @@ def _check(head: bytes, size: int, p: str) -> tuple[np.dtype, int]:
 def _gtok_header(fd: int, size: int, p: str) -> tuple[np.dtype, int]:
     """Validate an open ``.gtok`` file's header and size; return (dtype, number of ids)."""
     return _check(os.pread(fd, HEADER_SIZE, 0), size, p)
-
-
-def decode_gtok(raw: bytes, where: str = "<bytes>") -> np.ndarray:
-    """The token ids of a ``.gtok`` file's content (already read into memory).
-
-    Same checks as :func:`read_gtok`; ``where`` names the source in error messages.
-    Returns a read-only view of ``raw``.
-
-    Examples
-    --------
-    >>> decode_gtok(b"GTOK\\x01\\x05\\x00\\x06\\x00").tolist()
-    [5, 6]
-    """
-    dtype, n = _check(bytes(raw[:HEADER_SIZE]), len(raw), where)
-    return np.frombuffer(raw, dtype=dtype, count=n, offset=HEADER_SIZE)
 
 
 def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:

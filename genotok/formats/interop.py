@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .._deprecate import renamed_kwargs
 from .._io import atomic_write
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
@@ -24,7 +23,6 @@ from .corpus.reader import Corpus
 from .corpus.writer import CorpusWriter
 
 
-@renamed_kwargs(directory="out")
 def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
 
@@ -35,8 +33,7 @@ def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
 
     The files are written into a hidden temporary directory beside ``out``, renamed into
     place once all are written: an interrupted export leaves no directory that
-    :func:`import_gtok_dir` accepts. ``out`` must not exist, or be empty. (``directory=`` is
-    the old name of ``out=``, deprecated: it goes in genotok 0.3.)
+    :func:`import_gtok_dir` accepts. ``out`` must not exist, or be empty.
 
     Examples
     --------
@@ -171,7 +168,6 @@ def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tup
     return out
 
 
-@renamed_kwargs(path="out")
 def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
     """One row per record: ``tokens`` (list<int32>), ``name`` and the metadata columns.
 
@@ -179,8 +175,7 @@ def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: in
     datasets open. Streamed in row groups of up to ``row_group_size`` records (and under 2**31
     tokens, the limit of a list<int32> column's offsets); written atomically. The universe
     fingerprint, vocabulary size, special tokens and settings ride along in the schema metadata
-    (key ``genotok``), so :func:`import_parquet` restores them. (``path=`` is the old name of
-    ``out=``, deprecated: it goes in genotok 0.3.)
+    (key ``genotok``), so :func:`import_parquet` restores them.
 
     Examples
     --------

@@ -123,12 +123,6 @@ def _gallop_left(a, lo, hi, x, guess):
     return _bisect_left(a, left, right, x)
 
 
-@njit(**NJIT)
-def _gallop_right(a, lo, hi, x, guess):
-    """First index in [lo, hi) with a[i] > x, searching out from ``guess``."""
-    return _gallop_left(a, lo, hi, x + 1, guess)
-
-
 @njit(inline="always", **NJIT)
 def _advance(a, lo, hi, x, at):
     """First index in [lo, hi) with a[i] >= x (a sorted there), starting the search at ``at``.
@@ -374,8 +368,8 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
             unk_id: int, details: bool = True, ids_dtype=np.uint32, sweep_order: bool = False):
     """Tokenize S concatenated query sets against a sweep index.
 
-    Arrays must be contiguous and of the documented dtypes; nothing is checked here (see
-    :func:`check_overlap_args`, which the caller runs on untrusted arrays).
+    Arrays must be contiguous and of the documented dtypes; nothing is checked here: the
+    caller builds them (the Tokenizer, from validated RegionSets and its own sweep index).
 
     Parameters
     ----------
@@ -506,71 +500,6 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     if not details:
         return Overlap(out_ids, None, None, out_offsets)
     return Overlap(out_ids, out_q, out_bp, out_offsets)
-
-
-def check_overlap_args(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
-                       set_offsets: np.ndarray, order: np.ndarray, n_chroms: int) -> None:
-    """Check the query arrays :func:`overlap` reads, so that no index can go out of bounds.
-
-    Raises :class:`~genotok.errors.RegionParseError` naming the first bad position: dtypes
-    (int32 codes, int64 coordinates, offsets and order), lengths, codes in ``-1 .. n_chroms-1``,
-    ``q_ends >= q_starts``, offsets that start at 0, never decrease and end at ``n_q``, and an
-    ``order`` that permutes each set's own indices (``None``, the identity, is valid).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> check_overlap_args(np.zeros(1, np.int32), np.array([5]), np.array([3]),
-    ...                    np.array([0, 1]), np.array([0]), 1)
-    Traceback (most recent call last):
-    ...
-    genotok.errors.RegionParseError: query 0: end (3) is before start (5); ...
-    """
-    from ..errors import RegionParseError
-
-    def fail(msg: str):
-        raise RegionParseError(msg)
-
-    identity = order is None  # the queries in the order given
-    if identity:
-        order = np.arange(q_codes.size if isinstance(q_codes, np.ndarray) else 0, dtype=np.int64)
-    for name, a, dt in (("q_codes", q_codes, np.int32), ("q_starts", q_starts, np.int64),
-                        ("q_ends", q_ends, np.int64), ("set_offsets", set_offsets, np.int64),
-                        ("order", order, np.int64)):
-        if (not isinstance(a, np.ndarray) or a.dtype != dt or a.ndim != 1
-                or not a.flags.c_contiguous):
-            got = f"{a.dtype} {a.ndim}-d array" if isinstance(a, np.ndarray) else type(a).__name__
-            fail(f"{name} must be a contiguous 1-d {np.dtype(dt).name} array, got {got}; "
-                 f"convert with np.ascontiguousarray({name}, dtype=np.{np.dtype(dt).name})")
-    n = q_codes.size
-    if not (q_starts.size == q_ends.size == order.size == n):
-        fail(f"query arrays differ in length: codes {n}, starts {q_starts.size}, "
-             f"ends {q_ends.size}, order {order.size}; give one entry per query in each")
-    bad = np.flatnonzero((q_codes < -1) | (q_codes >= n_chroms))
-    if bad.size:
-        fail(f"query {bad[0]}: chromosome code {q_codes[bad[0]]} is outside -1..{n_chroms - 1}; "
-             "map codes with Universe.map_codes (-1 for chromosomes absent from the universe)")
-    bad = np.flatnonzero(q_ends < q_starts)
-    if bad.size:
-        fail(f"query {bad[0]}: end ({q_ends[bad[0]]}) is before start ({q_starts[bad[0]]}); "
-             "intervals are half-open [start, end) with end >= start")
-    if set_offsets.size < 1 or set_offsets[0] != 0 or set_offsets[-1] != n:
-        fail(f"set_offsets must start at 0 and end at the number of queries ({n}), got "
-             f"{set_offsets[:1].tolist()}..{set_offsets[-1:].tolist()}")
-    sizes = np.diff(set_offsets)
-    if np.any(sizes < 0):
-        s = int(np.flatnonzero(sizes < 0)[0])
-        fail(f"set_offsets decrease at set {s} ({set_offsets[s]} -> {set_offsets[s + 1]}); "
-             "they are cumulative set sizes")
-    if identity:
-        return
-    set_of = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
-    if n and (order.min() < 0 or order.max() >= n):
-        p = int(np.flatnonzero((order < 0) | (order >= n))[0])
-        fail(f"order[{p}] = {order[p]} is not a query index (0..{n - 1})")
-    if np.any(set_of[order] != set_of) or np.any(np.bincount(order, minlength=n) != 1):
-        fail("order must be, within each set's slice, a permutation of that set's own "
-             "global query indices (each exactly once)")
 
 
 def warmup() -> None:

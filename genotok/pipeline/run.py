@@ -23,7 +23,6 @@ cluster the batches run through :mod:`genotok.pipeline.dask`.
 from __future__ import annotations
 
 import json
-import operator
 import os
 import time
 import warnings
@@ -35,7 +34,6 @@ from pathlib import Path
 import numpy as np
 
 from .. import _config
-from .._deprecate import renamed_kwargs
 from .._io import atomic_write, default_hash, file_digest
 from .._names import to_file_stem
 from .._optional import require
@@ -169,7 +167,6 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         return list(pool.map(work, paths))
 
 
-@renamed_kwargs(quiet=("progress", operator.not_))
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
                 n_threads: int | None = None, on_error: str = "fail", progress: bool = True,
                 files_per_shard: int = 64, overwrite: bool = False, client=None,
@@ -199,8 +196,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
         (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
     progress
         Show a progress bar (on a terminal) and print the run's summary line (default);
-        ``False`` shows neither. ``quiet=`` is its old, inverted spelling (``quiet=True`` is
-        ``progress=False``), deprecated: it goes in genotok 0.3.
+        ``False`` shows neither.
     files_per_shard
         Inputs per shard (the unit of resumption).
     hash
@@ -477,7 +473,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
         "universe": tokenizer.universe.source,
         "inputs": [s for d in done for s in d["sources"]], "failed": failed,
         "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done),
-        # absent from journals of older versions: counted as 0
+        # absent from the entries of failed inputs: counted as 0
         "n_unk_tokens": sum(d.get("unk_tokens", 0) for d in done),
         "n_unk_records": sum(d.get("unk_records", 0) for d in done)}}
     stamps = {i["path"]: i for i in journal["plan"]["inputs"]}

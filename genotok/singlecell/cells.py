@@ -39,8 +39,6 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -48,7 +46,6 @@ import numba
 import numpy as np
 
 from .. import _config, sink
-from .._deprecate import deprecated_value, renamed_kwargs
 from ..errors import AnnDataError
 from ..kernels import cells as K
 from ..ragged import Ragged
@@ -270,59 +267,7 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
             bar.close()
 
 
-# ------------------------------------------------------------------ 0.1's output= (issue 21)
-_SHAPES = {"ragged": "{f}(...) (a Ragged is the result)", "list": "{f}(...).to_list()",
-           "np": "tokenizer.pad({f}(...), padding=True, return_tensors='np')",
-           "pt": "tokenizer.pad({f}(...), padding=True, return_tensors='pt')"}
-
-
-#: the user's line, seen from warn_deprecated: deprecated_value, this wrapper, renamed_kwargs'
-_AT_USER = 5
-
-
-def _accepts_output(anndata=None):
-    """Decorator: 0.1's ``output=`` of :func:`tokenize_anndata`/``tokenize_fragments``, kept one
-    release (``docs/api/names.md``): a path is ``out=``; ``"ragged"``/``"list"``/``"np"``/``"pt"``
-    shape the ``Ragged`` as before (:func:`genotok.sink.shape`); ``"anndata"`` calls
-    ``anndata(*args, **kwargs)``. Each warns :class:`DeprecationWarning` with its replacement.
-    Goes under ``renamed_kwargs`` (whose warnings then point at the user's line too)."""
-    def decorate(func):
-        name = func.__name__
-        default_values = inspect.signature(func).parameters["values"].default
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            if "output" not in kwargs:
-                return func(*args, **kwargs)
-            output = kwargs.pop("output")
-            if "out" in kwargs:
-                raise TypeError(f"{name}() got both output= (deprecated) and out=; pass only out=")
-            if anndata is not None and isinstance(output, str) and output == "anndata":
-                deprecated_value(name, "output", output, "fragment_matrix(path, tokenizer, "
-                                 "mode='fragment', use_count=True)", stacklevel=_AT_USER)
-                return anndata(*args, **kwargs)
-            if sink.output_kind(output) == "corpus":
-                deprecated_value(name, "output", output, f"{name}(..., out=...) (returns the "
-                                 "opened Corpus)", stacklevel=_AT_USER)
-                return func(*args, out=output, **kwargs)
-            deprecated_value(name, "output", output, _SHAPES[output].format(f=name),
-                             stacklevel=_AT_USER)
-            result = func(*args, **kwargs)
-            tokenizer = args[1] if len(args) > 1 else kwargs["tokenizer"]
-            values = kwargs.get("values", default_values)
-            pad = tokenizer.universe.pad_token_id
-            if isinstance(result, tuple):  # tokenize_fragments: (barcodes, Ragged)
-                return result[0], sink.shape(result[1], output, pad_token_id=pad, values=values)
-            return sink.shape(result, output, pad_token_id=pad, values=values)
-
-        return wrapper
-
-    return decorate
-
-
 # ---------------------------------------------------------------------------------- public API
-@renamed_kwargs(max_tokens="max_length", truncate="truncation")
-@_accepts_output()
 def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
                      min_count: float | None = None, values: bool = False,
                      order: str = "genomic", seed: int = 0, max_length: int | None = None,
@@ -381,7 +326,7 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         with ``obs_names`` as record names and ``obs_columns`` as metadata, and the opened
         :class:`~genotok.Corpus` is returned. Without it, a :class:`~genotok.ragged.Ragged`
         (with ``values`` when asked): ``.to_list()`` gives arrays, ``tokenizer.pad(result,
-        padding=True, return_tensors="pt")`` padded tensors. (0.1's ``output=`` warns.)
+        padding=True, return_tensors="pt")`` padded tensors.
     obs_columns
         ``obs`` columns kept as per-record metadata (corpus output).
     progress

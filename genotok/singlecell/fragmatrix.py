@@ -47,7 +47,6 @@ above the imports, ~31 bytes a pair).
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterator
 from typing import NamedTuple
@@ -55,7 +54,6 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _io
-from .._deprecate import deprecated_value
 from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
@@ -448,28 +446,6 @@ def _matrix(path, regions, **options):
     return (tok, *_count(path, tok, **options))
 
 
-def _accepts_output(func):
-    """0.1's ``fragment_matrix(output=)``, kept one release: ``"csr"`` is
-    :meth:`FragmentMatrix.from_fragments`, ``"anndata"`` the result anyway; both warn."""
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        if "output" not in kwargs:
-            return func(*args, **kwargs)
-        output = kwargs.pop("output")
-        if output not in ("anndata", "csr"):
-            raise ValueError(f"output must be 'anndata' or 'csr', got {output!r}")
-        if output == "csr":
-            deprecated_value("fragment_matrix", "output", output,
-                             "FragmentMatrix.from_fragments(...) (same parameters)", stacklevel=4)
-            return FragmentMatrix.from_fragments(*args, **kwargs)
-        deprecated_value("fragment_matrix", "output", output,
-                         "fragment_matrix(...) (it returns an AnnData, always)", stacklevel=4)
-        return func(*args, **kwargs)
-
-    return wrapper
-
-
-@_accepts_output
 def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
                     use_count: bool = False, barcodes=None, min_fragments: int = 1,
                     block_bytes: int = 32 << 20, n_threads: int | None = None, out=None,

@@ -14,10 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import sink
-from .._deprecate import renamed_kwargs
 from ..ragged import Ragged
 from . import values as cellvalues
-from .cells import _accepts_output, _options, _stream
+from .cells import _options, _stream
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
 from .sources import _Chunk, _MemorySource, _Source
@@ -91,35 +90,6 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
                   miss_column=True, repeats=not whole, memory_mb=memory_mb)[:3]
 
 
-def _fragments_anndata(path, tokenizer, *, barcodes=None, min_fragments: int = 1,
-                       block_bytes: int = 32 << 20, n_threads: int | None = None,
-                       mode: str = "fragment", shift=(0, 0), **per_cell):
-    """0.1's ``tokenize_fragments(output="anndata")``: the counts as an AnnData (cells x
-    universe regions, var names the token strings, ``obs`` ``n_fragments`` and
-    ``unknown_count``); the per-cell options do not apply."""
-    import anndata
-    import pandas as pd
-
-    names, X, nfrag = _counts(path, tokenizer, barcodes=barcodes, min_fragments=min_fragments,
-                              block_bytes=block_bytes, n_threads=n_threads, mode=mode,
-                              shift=shift)
-    u = tokenizer.universe
-    obs = pd.DataFrame({"n_fragments": nfrag,
-                        "unknown_count": np.asarray(X[:, u.n_regions].todense()).ravel()},
-                       index=pd.Index(names, name="barcode"))
-    tokens = u.convert_ids_to_tokens(np.arange(u.n_regions))
-    seen: set[str] = set()
-    index = []
-    for i, t in enumerate(tokens):  # a duplicate universe line gets "#id" (never counted)
-        index.append(t if t not in seen else f"{t}#{i}")
-        seen.add(t)
-    var = pd.DataFrame({"token_id": np.arange(u.n_regions)},
-                       index=pd.Index(index, name="token"))
-    return anndata.AnnData(X[:, :u.n_regions].tocsr(), obs=obs, var=var)
-
-
-@renamed_kwargs(max_tokens="max_length", truncate="truncation")
-@_accepts_output(anndata=_fragments_anndata)
 def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                        min_fragments: int = 1, min_count: float | None = None,
                        values: bool = True, order: str = "genomic", seed: int = 0,
@@ -152,9 +122,7 @@ def tokenize_fragments(path, tokenizer, *, barcodes: Sequence[str] | None = None
         Keep cells with at least this many fragment lines.
     out
         A corpus path: the cells are written (barcodes as record names) and the opened
-        :class:`~genotok.Corpus` is returned. Without it, ``(barcodes, Ragged)``. (0.1's
-        ``output=`` warns; its ``output="anndata"`` is :func:`fragment_matrix` with
-        ``mode="fragment", use_count=True``.)
+        :class:`~genotok.Corpus` is returned. Without it, ``(barcodes, Ragged)``.
     overwrite
         Replace an existing corpus at ``out`` (default: refuse it).
     memory_mb

@@ -22,7 +22,7 @@ from tests import naive_build as naive
 
 
 def quietly(builder, *args, **kwargs):
-    """A builder call with its warnings (``UserWarning``) ignored: what ``quiet=True`` did."""
+    """A builder call with its warnings (``UserWarning``) ignored."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         return builder(*args, **kwargs)
@@ -505,32 +505,27 @@ def test_consensus_equals_bedtools_multiinter_and_genomecov(tmp_path, k):
     assert tuples(build.merge(files).regions) == naive.merge([union], 0)
 
 
-# ---------------------------------------------------------------------------- old spellings (until 0.3)
-def test_old_keywords_warn_and_work(tmp_path):
-    """Issue 21 item 2: ``min_count=``, ``min_fraction=``, ``min_hits=``, ``quiet=`` and
-    ``path=`` still work one release, each with a DeprecationWarning naming the new spelling."""
+# ---------------------------------------------------------------------------- one spelling
+def test_old_keywords_are_refused(tmp_path):
+    """genotok is unreleased: the spellings before issue 21 (``min_count=``, ``min_fraction=``,
+    ``min_hits=``, ``quiet=``, ``path=``) are plain unknown keywords, not shims."""
     sets = [[("chr1", 0, 10)], [("chr1", 5, 10)]]
-    with pytest.deprecated_call(match="min_count= is deprecated .* use min_inputs=") as rec:
-        assert build.coverage_cutoff(sets, min_count=2).regions.to_strings() == ["chr1:5-10"]
-    assert rec[0].filename == __file__  # at the caller's line
-    with pytest.deprecated_call(match="min_fraction= is deprecated .* use min_input_fraction="):
-        assert build.coverage_cutoff(sets, min_fraction=1.0).report.stats["min_count"] == 2
-    with pytest.raises(TypeError, match="both min_count="):
-        build.coverage_cutoff(sets, min_count=2, min_inputs=2)
-    with pytest.deprecated_call(match="min_hits= is deprecated .* use min_inputs="):
-        assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 1, min_hits=2).regions) == 1
-    # quiet=True: no bar and no warnings, as before (the UserWarning would fail this test)
-    with pytest.deprecated_call(match="quiet= is deprecated .* use progress=False") as rec:
-        assert len(build.coverage_cutoff(sets, 3, quiet=True).regions) == 0
+    for call in (lambda: build.coverage_cutoff(sets, min_count=2),
+                 lambda: build.coverage_cutoff(sets, min_fraction=1.0),
+                 lambda: build.top_k(["chr1:0-10"], sets, 1, min_hits=2),
+                 lambda: build.merge(sets, quiet=True),
+                 lambda: build.write_universe(build.merge(sets), path=tmp_path / "a.bed"),
+                 lambda: build.merge(sets).write(path=tmp_path / "b.bed")):
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            call()
+    assert not list(tmp_path.iterdir())
+
+
+def test_builder_warnings_point_at_the_callers_line():
+    sets = [[("chr1", 0, 10)], [("chr1", 5, 10)]]
+    with pytest.warns(UserWarning, match="more than the 2 inputs") as rec:
+        build.coverage_cutoff(sets, 3)
     assert rec[0].filename == __file__
-    with pytest.deprecated_call(match="quiet= is deprecated"):
-        assert len(build.top_k(["chr1:0-10", "chr1:20-30"], sets, 2, quiet=True).regions) == 1
-    with pytest.deprecated_call(match="quiet= is deprecated") as rec:
-        assert build.merge(sets, quiet=False).regions.to_strings() == ["chr1:0-10"]
+    with pytest.warns(UserWarning, match="candidate regions are hit") as rec:
+        build.top_k(["chr1:0-10", "chr1:20-30"], sets, 2)
     assert rec[0].filename == __file__
-    result = build.merge(sets)
-    with pytest.deprecated_call(match="path= is deprecated .* use out="):
-        build.write_universe(result, path=tmp_path / "a.bed")
-    with pytest.deprecated_call(match="path= is deprecated .* use out="):
-        result.write(path=tmp_path / "b.bed")
-    assert (tmp_path / "a.bed").read_bytes() == (tmp_path / "b.bed").read_bytes()

@@ -119,12 +119,10 @@ def test_tokenize_config_and_flags_override_it(tmp_path, capsys):
     assert list(map(int, out.split())) == want.tolist()
 
 
-def test_tokenize_positional_universe_still_works_with_a_warning(tok, capsys):
-    code, out, err = run(["tokenize", U, Q], capsys)
-    assert code == 0 and list(map(int, out.split())) == tok.encode(Q).tolist()
-    assert err.startswith("genotok: warning: 'genotok tokenize U.bed FILES' is deprecated")
-    assert err.count("\n") == 1
-    assert run(["tokenize", "-q", U, Q], capsys)[2] == ""
+def test_tokenize_needs_universe_or_config(capsys):
+    """The universe is --universe (or --config): a first positional BED is a query, not the
+    universe (its spelling before issue 21)."""
+    assert_error(run(["tokenize", U, Q], capsys), 2, "--universe", "--config")
     assert_error(run(["tokenize", Q], capsys), 2, "--universe")
 
 
@@ -632,7 +630,7 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
 
 def test_one_flag_vocabulary():
     """Every command spells a concept one way: -o/--out, -q/--quiet, --threads, --overwrite,
-    --config (old spellings stay hidden from --help, and warn)."""
+    --config; and no hidden flag (no old spelling kept behind --help)."""
     from genotok.cli import build_parser
 
     pairs = {"--out": ["-o", "--out"], "--quiet": ["-q", "--quiet"], "--threads": ["--threads"],
@@ -641,8 +639,9 @@ def test_one_flag_vocabulary():
              "--verbose", "--silent", "--toml"}
     for leaf in _leaf_parsers(build_parser()):
         for action in leaf._actions:
-            if action.help == argparse.SUPPRESS or not action.option_strings:
+            if not action.option_strings:
                 continue
+            assert action.help != argparse.SUPPRESS, f"{leaf.prog}: hidden {action.option_strings}"
             long = action.option_strings[-1]
             assert long not in other, f"{leaf.prog}: {long}"
             if long in pairs:

@@ -180,7 +180,7 @@ def test_layout_and_metadata(tmp_path):
     assert h["fingerprint"] == tok.fingerprint and h["vocab_size"] == tok.vocab_size
     assert h["meta_columns"] == ["cell_type", "n"] and "names" not in h and h["extra"] == {"study": "x"}
     assert set(h["checksums"]) == {"tokens", "offsets", "values", "records"}
-    assert h["checksum"] in ("xxh3_64", "blake2b_64") and h["created"].endswith("+00:00")
+    assert h["checksum"] == "blake2b_64" and h["created"].endswith("+00:00")
     c = Corpus.open(path, expect=tok)
     assert c.meta == {"cell_type": ["B", "T"], "n": [2, None]} and c.names == ["AAAC", "AAAG"]
     assert c.special_token_ids["pad"] == tok.pad_token_id and c.settings == tok.settings.as_dict()
@@ -640,35 +640,35 @@ def test_parquet_empty_corpus(tmp_path):
     assert len(Corpus.open(import_parquet(tmp_path / "e.parquet", tmp_path / "e2"))) == 0
 
 
-# ------------------------------------------------------------------ old spellings (until 0.3)
-def test_old_spellings_warn_and_work(tmp_path):
-    """Issue 21 item 2: every renamed spelling of the corpus room still works one release."""
-    with pytest.deprecated_call(match=r"special_tokens= is deprecated .* use special_token_ids="):
-        with CorpusWriter(tmp_path / "a.gtokc", vocab_size=9, fingerprint="fp",
-                          special_tokens={"unk": 8}) as w:
-            w.append([1, 2])
+# ------------------------------------------------------------------ one spelling
+def test_old_spellings_are_refused(tmp_path):
+    """genotok is unreleased: the corpus room's spellings before issue 21 are unknown keywords
+    (no shim), and nothing is written by a refused call."""
+    with CorpusWriter(tmp_path / "a.gtokc", vocab_size=9, fingerprint="fp",
+                      special_token_ids={"unk": 8}) as w:
+        w.append([1, 2])
     c = Corpus.open(tmp_path / "a.gtokc")
-    assert c.special_token_ids == {"unk": 8}
-    with pytest.deprecated_call(match="special_tokens is deprecated .* use special_token_ids"):
-        assert c.special_tokens == {"unk": 8}
-    with pytest.raises(TypeError, match="both special_tokens="):
+    assert c.special_token_ids == {"unk": 8} and not hasattr(c, "special_tokens")
+    with pytest.raises(TypeError, match="special_tokens"):
         CorpusWriter(tmp_path / "b.gtokc", vocab_size=9, fingerprint="fp",
-                     special_tokens={"unk": 8}, special_token_ids={"unk": 8})
+                     special_tokens={"unk": 8})
     shard = tmp_path / "a.gtokc"
-    with pytest.deprecated_call(match=r"write_manifest\(directory, shards\) is deprecated"):
-        write_manifest(tmp_path, [shard])
-    with pytest.deprecated_call(match="directory= is deprecated .* use out="):
+    with pytest.raises(TypeError, match="directory"):
         write_manifest([shard], directory=tmp_path)
-    with pytest.raises(TypeError, match="a sequence of shard paths"):  # never guessed
+    with pytest.raises(TypeError, match="a sequence of shard paths"):  # the old order, too
+        write_manifest(tmp_path, [shard])
+    with pytest.raises(TypeError, match="a sequence of shard paths"):
         write_manifest(shard, tmp_path)
-    assert Corpus.open(tmp_path).to_ragged().to_list() == [[1, 2]]
-    with pytest.deprecated_call(match="directory= is deprecated .* use out="):
-        files = export_gtok_dir(c, directory=tmp_path / "g")
-    assert [f.name for f in files] == ["record_00000000.gtok"]
+    with pytest.raises(TypeError, match="directory"):
+        export_gtok_dir(c, directory=tmp_path / "g")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gtokc"]
     pytest.importorskip("pyarrow")
-    with pytest.deprecated_call(match="path= is deprecated .* use out="):
-        q = export_parquet(c, path=tmp_path / "c.parquet")
-    with pytest.deprecated_call(match="special_tokens= is deprecated"):  # passed on to the writer
-        back = import_parquet(q, tmp_path / "back.gtokc", special_tokens={"unk": 7})
+    with pytest.raises(TypeError, match="path"):
+        export_parquet(c, path=tmp_path / "c.parquet")
+    q = export_parquet(c, tmp_path / "c.parquet")
+    with pytest.raises(TypeError, match="special_tokens"):  # passed on to the writer
+        import_parquet(q, tmp_path / "back.gtokc", special_tokens={"unk": 7})
+    assert not (tmp_path / "back.gtokc").exists()
+    back = import_parquet(q, tmp_path / "back.gtokc", special_token_ids={"unk": 7})
     assert Corpus.open(back).special_token_ids == {"unk": 7}
     assert Corpus.open(import_parquet(q, tmp_path / "kept.gtokc")).special_token_ids == {"unk": 8}

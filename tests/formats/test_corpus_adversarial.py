@@ -28,7 +28,6 @@ from genotok import (
     read_gtok,
     write_manifest,
 )
-from genotok.formats.corpus import layout as layout_mod
 from genotok.formats.corpus import manifest as manifest_mod
 from genotok.formats.corpus.layout import MANIFEST
 from genotok.formats.corpus.manifest import _manifest_digest
@@ -311,39 +310,24 @@ def test_new_corpora_use_a_stdlib_checksum(tmp_path, monkeypatch):
     assert Corpus.open(tmp_path).verify() == []
 
 
-def _xxh3_corpus(tmp_path, monkeypatch) -> Path:
-    """A corpus (and manifest) as genotok wrote them before: checksummed with xxh3_64."""
-    pytest.importorskip("xxhash")
-    monkeypatch.setattr(layout_mod, "CHECKSUM", "xxh3_64")
-    d = tmp_path / "d"
-    d.mkdir()
-    make_corpus(d / "a.gtokc")
-    write_manifest([d / "a.gtokc"], d)
-    monkeypatch.setattr(layout_mod, "CHECKSUM", "blake2b_64")
-    return d
+def test_a_corpus_without_a_records_section_is_refused(tmp_path):
+    """Only development versions wrote corpora without a records section (names and metadata
+    in the header): genotok reads no such file."""
+    p = _header_case(tmp_path, lambda h: (h["checksums"].pop("records"), h.update(names=None,
+                                                                                 meta={})))
+    raw = bytearray(p.read_bytes())
+    raw[72:88] = bytes(16)  # rec_off, rec_len
+    p.write_bytes(bytes(raw))
+    with pytest.raises(GtokFormatError, match="the records section .* is missing"):
+        Corpus.open(p)
 
 
-def test_xxh3_corpora_verify_with_xxhash(tmp_path, monkeypatch):
-    d = _xxh3_corpus(tmp_path, monkeypatch)
-    c = Corpus.open(d / "a.gtokc", verify=True)
-    assert c.header["checksum"] == "xxh3_64"
-    assert Corpus.open(d).verify() == []
-    raw = bytearray((d / "a.gtokc").read_bytes())
-    raw[fields(bytes(raw))["tok_off"]] ^= 1
-    (d / "a.gtokc").write_bytes(bytes(raw))
-    assert any("tokens checksum mismatch" in x for x in Corpus.open(d / "a.gtokc").verify())
-
-
-def test_xxh3_corpora_open_without_xxhash(tmp_path, monkeypatch):
-    d = _xxh3_corpus(tmp_path, monkeypatch)
-    _hide_xxhash(monkeypatch)
-    for path in (d / "a.gtokc", d):
-        c = Corpus.open(path)
-        assert len(c) == 12 and c.get_batch([3, 1]).to_list() == [c[3].tolist(), c[1].tolist()]
-        problems = c.verify()
-        assert problems and all("pip install xxhash" in x for x in problems)
-        with pytest.raises(GtokFormatError, match="pip install xxhash"):
-            Corpus.open(path, verify=True)
+def test_an_xxh3_64_corpus_is_refused(tmp_path):
+    """Only development versions wrote ``xxh3_64`` corpora: genotok reads no such file (its
+    checksum algorithm is unknown), with or without xxhash installed."""
+    p = _header_case(tmp_path, _set("checksum", "xxh3_64"))
+    with pytest.raises(GtokFormatError, match="checksum algorithm 'xxh3_64' is missing or unknown"):
+        Corpus.open(p)
 
 
 # ------------------------------------------------------------------ manifests that lie

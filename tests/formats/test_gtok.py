@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genotok import GtokFormatError, read_gtok, write_gtok
-from genotok.formats.gtok import decode_gtok
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gtars_compat"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
@@ -47,7 +46,6 @@ def test_reads_every_gtars_file():
         assert naive_decode(f.read_bytes()) == want  # the fixture is what the spec says
         for mmap in (True, False):
             assert read_gtok(f, mmap=mmap).tolist() == want
-        assert decode_gtok(f.read_bytes(), str(f)).tolist() == want
 
 
 @needs_shared
@@ -78,7 +76,6 @@ def test_round_trip_matches_oracle(ids, width, dtype):
             assert isinstance(arr, np.memmap)
         copy = read_gtok(p, mmap=False)
         assert copy.tolist() == ids and not isinstance(copy, np.memmap)
-        assert decode_gtok(raw).tolist() == ids
         del arr
 
 
@@ -137,19 +134,17 @@ def test_refuses_what_gtars_accepts(tmp_path):
         for mmap in (True, False):
             with pytest.raises(GtokFormatError, match=pattern):
                 read_gtok(tmp_path / name, mmap=mmap)
-        with pytest.raises(GtokFormatError, match=pattern):
-            decode_gtok(data, str(tmp_path / name))
     with pytest.raises(GtokFormatError, match="missing.gtok: no such file"):
         read_gtok(tmp_path / "missing.gtok")
     with pytest.raises(GtokFormatError, match="is a directory"):
         read_gtok(tmp_path)
 
 
-def test_old_argument_order_warns_and_works(tmp_path):
-    """``write_gtok(path, ids)`` (and ``path=``), the spelling before genotok 0.2, until 0.3."""
-    with pytest.deprecated_call(match=r"write_gtok\(path, ids\) is deprecated .* write_gtok\(ids, out\)"):
-        write_gtok(tmp_path / "a.gtok", [1, 2])
-    with pytest.deprecated_call(match="path= is deprecated .* use out="):
+def test_old_argument_order_is_refused(tmp_path):
+    """``write_gtok(path, ids)`` (and ``path=``), the spelling before issue 21, is not read as
+    the new one: no shim guesses the order, and no file is written."""
+    with pytest.raises(TypeError, match="path"):
         write_gtok([3], path=tmp_path / "b.gtok")
-    assert read_gtok(tmp_path / "a.gtok").tolist() == [1, 2]
-    assert read_gtok(tmp_path / "b.gtok").tolist() == [3]
+    with pytest.raises(TypeError):
+        write_gtok(tmp_path / "a.gtok", [1, 2])
+    assert not list(tmp_path.iterdir())

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genotok import RegionSet, Tokenizer, _config
-from genotok.errors import RegionParseError
 from genotok.kernels import overlap as K
 from genotok.kernels import setorder
 from genotok.kernels import sweep as SW
@@ -122,7 +121,6 @@ def test_overlap_matches_oracle(u, data, opts, big_ids):
     if big_ids:
         sw = _big_ids(sw, data.draw)
     q = data.draw(queries(n_chroms))
-    K.check_overlap_args(*q, n_chroms)
     want = naive.overlap(*q, *sw, opts["min_overlap"], opts["frac_q"], opts["frac_r"],
                          opts["best"], opts["unk_mode"], UNK)
     got = _run(q, sw, opts)
@@ -141,7 +139,6 @@ def test_identity_order_and_int64_ids(u, data, opts, tiny):
     codes, starts, ends, n_chroms, keep = u
     sw = _sweep(codes, starts, ends, n_chroms, keep)
     qc, qs, qe, offs, _ = data.draw(queries(n_chroms))
-    K.check_overlap_args(qc, qs, qe, offs, None, n_chroms)
     ident = np.arange(qc.size, dtype=np.int64)
     want = naive.overlap(qc, qs, qe, offs, ident, *sw, opts["min_overlap"], opts["frac_q"],
                          opts["frac_r"], opts["best"], opts["unk_mode"], UNK)
@@ -340,7 +337,6 @@ def test_gallop_and_advance_equal_bisect_from_any_start(values, x, data):
     guess = data.draw(st.integers(-3, a.size + 3))
     want = bisect.bisect_left(a.tolist(), x, lo, hi)
     assert K._gallop_left(a, lo, hi, x, guess) == want
-    assert K._gallop_right(a, lo, hi, x, guess) == bisect.bisect_right(a.tolist(), x, lo, hi)
     at = data.draw(st.integers(lo, hi))
     assert K._advance(a, lo, hi, x, at) == want
 
@@ -436,38 +432,6 @@ def test_size_groups_cover_every_set_once(sizes, parts):
 
 
 # ------------------------------------------------------------------ argument checks
-
-def _valid():
-    return (np.array([0, -1], np.int32), np.array([1, 2], np.int64), np.array([3, 2], np.int64),
-            np.array([0, 1, 2], np.int64), np.array([0, 1], np.int64))
-
-
-@pytest.mark.parametrize("k, bad, match", [
-    (0, np.array([0, 2], np.int32), "chromosome code 2"),
-    (0, np.array([0, -2], np.int32), "chromosome code -2"),
-    (0, np.array([0, 0], np.int64), "q_codes must be a contiguous 1-d int32"),
-    (1, np.array([1.0, 2.0]), "q_starts must be"),
-    (2, np.array([3, 1], np.int64), "query 1: end \\(1\\) is before start \\(2\\)"),
-    (2, np.array([3], np.int64), "differ in length"),
-    (3, np.array([1, 2], np.int64), "must start at 0"),
-    (3, np.array([0, 1], np.int64), "end at the number of queries"),
-    (3, np.array([0, 2, 1, 2], np.int64), "decrease at set 1"),
-    (4, np.array([1, 0], np.int64), "permutation of that set"),
-    (4, np.array([0, 0], np.int64), "permutation"),
-    (4, np.array([0, 5], np.int64), "order\\[1\\] = 5"),
-])
-def test_check_overlap_args_rejects(k, bad, match):
-    args = list(_valid())
-    args[k] = bad
-    with pytest.raises(RegionParseError, match=match):
-        K.check_overlap_args(*args, 2)
-
-
-def test_check_overlap_args_accepts_valid_and_empty():
-    K.check_overlap_args(*_valid(), 2)
-    e32, e64 = np.zeros(0, np.int32), np.zeros(0, np.int64)
-    K.check_overlap_args(e32, e64, e64, np.zeros(4, np.int64), e64, 0)
-
 
 # ------------------------------------------------------------------ through the Tokenizer
 

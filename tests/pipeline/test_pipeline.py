@@ -63,14 +63,16 @@ def test_corpus_equals_direct_tokenization(tmp_path, tok):
 
 
 
-def test_progress_prints_the_summary_and_quiet_still_works(tmp_path, tok, capsys):
-    """``progress=True`` (the default) prints the summary line; ``quiet=True`` (before 0.2) is
-    ``progress=False`` until genotok 0.3, with a DeprecationWarning."""
+def test_progress_prints_the_summary_and_quiet_is_refused(tmp_path, tok, capsys):
+    """``progress=True`` (the default) prints the summary line, ``progress=False`` nothing;
+    ``quiet=``, its spelling before issue 21, is an unknown keyword (no shim)."""
     run = pretokenize(EX / "peaks", tok, tmp_path / "a")
     assert str(run) in capsys.readouterr().out
-    with pytest.deprecated_call(match=r"quiet= is deprecated .* \(quiet=True is progress=False\)"):
-        again = pretokenize(EX / "peaks", tok, tmp_path / "b", quiet=True)
+    again = pretokenize(EX / "peaks", tok, tmp_path / "b", progress=False)
     assert capsys.readouterr().out == "" and again.n_records == run.n_records == 5
+    with pytest.raises(TypeError, match="quiet"):
+        pretokenize(EX / "peaks", tok, tmp_path / "c", quiet=True)
+    assert not (tmp_path / "c").exists()
 
 def test_gtok_dir_format(tmp_path, tok):
     pretokenize(EX / "peaks", tok, tmp_path / "g", format="gtok-dir", progress=False)
@@ -287,10 +289,10 @@ def test_kill_9_twenty_random_moments(tmp_path, tok):
 def test_cli_commands(tmp_path, capsys, tok):
     u = str(EX / "universe.bed")
     q = str(EX / "peaks" / "sample0.narrowPeak")
-    assert cli(["tokenize", u, q]) == 0
+    assert cli(["tokenize", "--universe", u, q]) == 0
     ids = capsys.readouterr().out.split()
     assert list(map(int, ids)) == tok.encode(q).tolist()
-    assert cli(["tokenize", "--tokens", u, q]) == 0
+    assert cli(["tokenize", "--tokens", "--universe", u, q]) == 0
     assert capsys.readouterr().out.splitlines() == tok.tokenize(q)
     assert cli(["pretokenize", "--universe", u, "--out", str(tmp_path / "c"), str(EX / "peaks"), "--quiet"]) == 0
     assert cli(["info", str(tmp_path / "c")]) == 0
@@ -305,7 +307,7 @@ def test_cli_commands(tmp_path, capsys, tok):
     capsys.readouterr()
     assert Corpus.open(tmp_path / "back.gtokc").n_tokens == Corpus.open(tmp_path / "c").n_tokens
     # errors: exit 1 with the message, no traceback
-    assert cli(["tokenize", u, str(tmp_path / "missing.bed")]) == 1
+    assert cli(["tokenize", "--universe", u, str(tmp_path / "missing.bed")]) == 1
     assert "missing.bed: no such file" in capsys.readouterr().err
     assert cli(["verify", str(tmp_path / "g" / "sample0.gtok")]) == 1
     assert "bad magic" in capsys.readouterr().err

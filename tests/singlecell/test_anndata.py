@@ -518,7 +518,7 @@ def test_errors_say_what_was_found(small, tmp_path):
         gad.tokenize_anndata(p, tok, layer="nope")
     with pytest.raises(ValueError, match="order must be one of"):
         gad.tokenize_anndata(a, tok, order="random")
-    with pytest.raises(ValueError, match="output must be one of"):
+    with pytest.raises(TypeError, match="output"):  # 0.1's output= is gone (out= writes)
         gad.tokenize_anndata(a, tok, output=3)
 
 
@@ -650,42 +650,17 @@ def test_memory_source_accepts_exactly_the_valid_matrices(raw, idx_dtype):
     np.testing.assert_array_equal(got, dense)
 
 
-def test_old_spellings_warn_and_give_the_0_1_results(small, tmp_path):
-    """0.1's ``max_tokens=``, ``truncate=`` and every ``output=`` (issue 21) warn, and give
-    what they gave: the ``Ragged`` shaped as before, or the corpus at the path."""
+def test_old_spellings_are_refused(small, tmp_path):
+    """0.1's ``max_tokens=``, ``truncate=`` and ``output=`` (issue 21) are unknown keywords:
+    no shim, and no corpus written."""
     universe, variables, rows = small
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
-    ref = gad.tokenize_anndata(a, tok, values=True, max_length=3, truncation="sample", seed=2)
-    with pytest.deprecated_call() as rec:
-        old = gad.tokenize_anndata(a, tok, values=True, max_tokens=3, truncate="sample", seed=2)
-    said = " ".join(str(w.message) for w in rec)
-    assert "use max_length=" in said and "use truncation=" in said
-    assert {w.filename for w in rec} == {__file__}  # the user's line (shown by default filters)
-    with pytest.deprecated_call() as rec:
-        gad.tokenize_anndata(a, tok, output="ragged", truncate="top")
-    assert len(rec) == 2 and {w.filename for w in rec} == {__file__}
-    assert old == ref and np.array_equal(old.values, ref.values)
-    with pytest.deprecated_call(match=r"\(a Ragged is the result\)"):
-        assert gad.tokenize_anndata(a, tok, output="ragged", values=True, max_length=3,
-                                    truncation="sample", seed=2) == ref
-    full = gad.tokenize_anndata(a, tok, values=True)
-    with pytest.deprecated_call(match=r"to_list\(\)"):
-        ids, vals = gad.tokenize_anndata(a, tok, output="list", values=True)
-    assert [x.tolist() for x in ids] == full.to_list()
-    assert np.array_equal(np.concatenate(vals), full.values)
-    for kind in ("np", "pt"):
-        with pytest.deprecated_call(match=f"return_tensors='{kind}'"):
-            t = gad.tokenize_anndata(a, tok, output=kind, values=True)
-        new = tok.pad(full, padding=True, return_tensors=kind)
-        assert set(t) == set(new) == {"input_ids", "attention_mask", "values"}
-        for k in t:
-            assert np.asarray(t[k]).tolist() == np.asarray(new[k]).tolist()
-    with pytest.deprecated_call(match="out="):
-        c = gad.tokenize_anndata(a, tok, output=tmp_path / "old.gtokc")
-    assert isinstance(c, Corpus) and c.to_ragged().to_list() == full.to_list()
-    with pytest.raises(TypeError, match="got both"):
-        gad.tokenize_anndata(a, tok, output="list", out=tmp_path / "x.gtokc")
+    for old in (dict(max_tokens=3), dict(truncate="sample"), dict(output="list"),
+                dict(output=tmp_path / "old.gtokc")):
+        with pytest.raises(TypeError, match=next(iter(old))):
+            gad.tokenize_anndata(a, tok, **old)
+    assert not list(tmp_path.iterdir())
 
 
 def test_truncation_false_or_none_does_not_cut(small):

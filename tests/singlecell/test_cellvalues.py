@@ -323,18 +323,3 @@ def test_medians_over_several_files(tmp_path):
         feature_medians([a1, bad])
     with pytest.raises(ValueError, match="at least one"):
         feature_medians([])
-
-
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 2**32 - 1)), max_size=60))
-def test_unique_counts_kernel_matches_numpy(pairs):
-    from genotok.kernels.values import unique_counts
-
-    keys = np.array([f << 32 | c for f, c in pairs], np.int64)
-    want_k, want_c = np.unique(keys, return_counts=True)
-    k, c, ok = unique_counts(keys)
-    assert ok
-    np.testing.assert_array_equal(k, want_k)
-    np.testing.assert_array_equal(c, want_c)
-    if keys.size:
-        assert not unique_counts(np.append(keys, -1))[2]

@@ -183,8 +183,8 @@ def test_errors(tmp_path):
         fragment_matrix(good, ["chr1:0-10"], mode="cuts")
     with pytest.raises(ValueError, match="shift"):
         fragment_matrix(good, ["chr1:0-10"], shift=4)
-    with pytest.raises(ValueError, match="output"):
-        fragment_matrix(good, ["chr1:0-10"], output="dense")
+    with pytest.raises(TypeError, match="output"):  # 0.1's output= is gone
+        fragment_matrix(good, ["chr1:0-10"], output="csr")
     with pytest.raises(ValueError, match="repeats 'A'"):
         fragment_matrix(good, ["chr1:0-10"], barcodes=["A", "B", "A"])
     with pytest.raises(ValueError, match="min_fragments"):
@@ -331,20 +331,6 @@ def test_tokenize_fragments_with_given_medians():
     # A: region 0 has 1 cut (1/2), region 1 has 3 cuts (3/4); B: 1/2 and 1/4
     assert rows.to_list() == [[1, 0], [0, 1]]
     np.testing.assert_allclose(rows.values, [0.75, 0.5, 0.5, 0.25])
-
-
-def test_output_keyword_warns(tmp_path):
-    """0.1's ``fragment_matrix(output=)`` (issue 21): ``"csr"`` is
-    ``FragmentMatrix.from_fragments``, ``"anndata"`` the result anyway; both warn."""
-    good = _write(["chr1\t5\t20\tA\t1\n", "chr1\t3\t8\tB\t2\n"])
-    new = FragmentMatrix.from_fragments(good, ["chr1:0-10"], mode="fragment")
-    with pytest.deprecated_call(match="FragmentMatrix.from_fragments"):
-        old = fragment_matrix(good, ["chr1:0-10"], mode="fragment", output="csr")
-    assert isinstance(old, FragmentMatrix) and old.barcodes == new.barcodes
-    np.testing.assert_array_equal(old.X.toarray(), new.X.toarray())
-    with pytest.deprecated_call(match="returns an AnnData"):
-        ad = fragment_matrix(good, ["chr1:0-10"], mode="fragment", output="anndata")
-    np.testing.assert_array_equal(ad.X.toarray(), new.X.toarray())
 
 
 def _add_pairs_oracle(indptr, indices, data, keys, weights, n_rows, n_cols):

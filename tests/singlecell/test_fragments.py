@@ -100,35 +100,21 @@ def test_gzip_crlf_missing_count_and_outputs(tmp_path):
     names, gz = gad.tokenize_fragments(_write(tmp_path / "a.tsv.gz", lines, gz=True, crlf=True),
                                        tok, block_bytes=7)
     assert names == ref_names and gz == ref and gz.values.tolist() == ref.values.tolist()
-    with pytest.deprecated_call(match="use fragment_matrix"):
-        ad = gad.tokenize_fragments(tmp_path / "a.tsv", tok, output="anndata")
-    assert ad.shape == (2, tok.universe.n_regions)
-    assert ad.obs["n_fragments"].tolist() == [3, 1]
-    assert ad.obs["unknown_count"].tolist() == [0.0, 1.0]
-    assert ad.X.toarray()[0].tolist() == [2.0, 1.0, 1.0, 3.0, 0.0]
-    assert ad.var_names[0] == "chr1:0-100"
     fm = gad.fragment_matrix(tmp_path / "a.tsv", tok, mode="fragment", use_count=True)
-    # the replacement: the same counts (but on a repeated universe line, which fragment_matrix
-    # counts and tokenize_fragments leaves at 0, as it never emits that id)
-    assert fm.X.toarray()[:, :4].tolist() == ad.X.toarray()[:, :4].tolist()
-    assert fm.obs["n_fragments"].tolist() == ad.obs["n_fragments"].tolist()
+    # the counts as a matrix: fragment_matrix (tokenize_fragments' 0.1 output="anndata")
+    assert fm.X.toarray()[:, :4].tolist() == [[2.0, 1.0, 1.0, 3.0], [0.0, 0.0, 0.0, 0.0]]
+    assert fm.obs["n_fragments"].tolist() == [3, 1]
     c = gad.tokenize_fragments(tmp_path / "a.tsv", tok, out=tmp_path / "f.gtokc")
     assert isinstance(c, Corpus) and c.names == ref_names and c.has_values
     assert c.to_ragged().to_list() == ref.to_list()
     names, r = gad.tokenize_fragments(tmp_path / "a.tsv", tok, values=False)
     t = tok.pad(r, padding=True, return_tensors="np")
     assert t["input_ids"].tolist() == [[0, 1, 2, 3], [tok.unk_token_id] + [tok.pad_token_id] * 3]
-    with pytest.deprecated_call(match="return_tensors='np'"):
-        old_names, old = gad.tokenize_fragments(tmp_path / "a.tsv", tok, output="np", values=False)
-    assert old_names == names and old["input_ids"].tolist() == t["input_ids"].tolist()
-    with pytest.deprecated_call(match="out="):
-        c2 = gad.tokenize_fragments(tmp_path / "a.tsv", tok, output=tmp_path / "f2.gtokc")
-    assert c2.to_ragged().to_list() == ref.to_list()
-    with pytest.deprecated_call() as rec:
-        _, cut = gad.tokenize_fragments(tmp_path / "a.tsv", tok, max_tokens=2, truncate="top")
-    assert len(rec) == 2
-    assert cut == gad.tokenize_fragments(tmp_path / "a.tsv", tok, max_length=2,
-                                         truncation="top")[1]
+    for old in (dict(output="np"), dict(output="anndata"), dict(output=tmp_path / "f2.gtokc"),
+                dict(max_tokens=2), dict(truncate="top")):  # 0.1's spellings: unknown keywords
+        with pytest.raises(TypeError, match=next(iter(old))):
+            gad.tokenize_fragments(tmp_path / "a.tsv", tok, **old)
+    assert not (tmp_path / "f2.gtokc").exists()
 
 
 @pytest.mark.parametrize("line, problem", [

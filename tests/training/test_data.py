@@ -154,24 +154,11 @@ def test_rank_split(split):
         assert set(got.tolist()) == set(range(10)) and all(s.size == 4 for s in shares)
 
 
-def test_old_spellings_warn_and_agree():
-    """0.1's spellings (issue 21): ``truncate(strategy=)``, ``make_batch(shuffle=)`` and
-    ``genotok.data.epoch_order(n, shuffle, seed, epoch)`` warn, and give what the new ones give."""
-    ids = np.arange(20)
-    with pytest.deprecated_call(match="use truncation="):
-        old = truncate(ids, 5, strategy="window", rng=np.random.default_rng(3))
-    assert old.tolist() == truncate(ids, 5, truncation="window", rng=np.random.default_rng(3)).tolist()
-    rows = [np.arange(6), np.arange(3)]
-    with pytest.deprecated_call(match="use shuffle_tokens="):
-        old = make_batch(rows, pad_token_id=0, shuffle=True, rng=np.random.default_rng(1))
-    new = make_batch(rows, pad_token_id=0, shuffle_tokens=True, rng=np.random.default_rng(1))
-    assert old["input_ids"].tolist() == new["input_ids"].tolist()
-    for shuffle, mode in ((True, "full"), (False, "none")):
-        for seed, epoch in ((0, 0), (7, 3)):
-            with pytest.deprecated_call(match="genotok.sampling.epoch_order") as rec:
-                old = data.epoch_order(50, shuffle, seed, epoch)
-            assert rec[0].filename == __file__
-            assert old.tolist() == epoch_order(50, seed, epoch, mode).tolist()
-            if shuffle:  # 0.1's own permutation
-                want = np.random.default_rng([seed, epoch]).permutation(50)
-                assert old.tolist() == want.tolist()
+def test_old_spellings_are_refused():
+    """0.1's spellings (issue 21) are gone, with no shim: ``truncate(strategy=)``,
+    ``make_batch(shuffle=)`` and ``genotok.data.epoch_order`` (``genotok.sampling.epoch_order``)."""
+    with pytest.raises(TypeError, match="strategy"):
+        truncate(np.arange(20), 5, strategy="window")
+    with pytest.raises(TypeError, match="shuffle"):
+        make_batch([np.arange(6)], pad_token_id=0, shuffle=True)
+    assert not hasattr(data, "epoch_order")

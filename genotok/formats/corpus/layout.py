@@ -65,38 +65,16 @@ MANIFEST = "manifest.json"
 #: bytes hashed or copied per step (a read of ``n`` bytes allocates ``n`` bytes first)
 _COPY_BLOCK = 1 << 24
 
-#: checksum of new corpora: BLAKE2b with an 8-byte digest, from the standard library, so that
-#: every install can verify every new corpus (``xxh3_64`` corpora, written by genotok 0.x when
-#: xxhash was installed, still open; verifying them needs xxhash)
+#: checksum of corpora: BLAKE2b with an 8-byte digest, from the standard library, so that
+#: every install can verify every corpus
 CHECKSUM = "blake2b_64"
-CHECKSUMS = ("blake2b_64", "xxh3_64")
-_XXHASH_HINT = "pip install xxhash"
-
-
-def _xxhash():
-    """The xxhash module, or None when it is not installed (looked up at each call)."""
-    try:
-        import xxhash
-    except ImportError:
-        return None
-    return xxhash
-
-
-def _can_check(name: str) -> bool:
-    """Whether this install can compute checksum ``name`` (xxh3_64 needs xxhash)."""
-    return name != "xxh3_64" or _xxhash() is not None
+CHECKSUMS = (CHECKSUM,)
 
 
 def _new_hasher(name: str):
-    """A streaming hasher for the section checksums (``blake2b_64`` or ``xxh3_64``)."""
+    """A streaming hasher for the section checksums (``blake2b_64``)."""
     if name == "blake2b_64":
         return hashlib.blake2b(digest_size=8)
-    if name == "xxh3_64":
-        xx = _xxhash()
-        if xx is None:
-            raise GtokFormatError(f"this corpus was checksummed with xxh3_64, which needs the xxhash "
-                                  f"package to be checked: {_XXHASH_HINT}")
-        return xx.xxh3_64()
     raise GtokFormatError(f"unknown checksum algorithm {str(name)[:40]!r} (expected one of "
                           f"{', '.join(CHECKSUMS)})")
 

@@ -9,16 +9,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._deprecate import is_path, renamed_kwargs, reordered_args
 from ..._io import atomic_write
 from ...errors import GtokFormatError, UniverseMismatchError
 from ..gtok import open_regular
 from . import layout
 from .layout import (
-    _XXHASH_HINT,
     CHECKSUMS,
     MANIFEST,
-    _can_check,
     _digest,
     _is_hex_digest,
     _is_int,
@@ -118,8 +115,7 @@ def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
     entries = m.get("shards")
     if not isinstance(entries, list) or not entries:
         raise corrupt("shards is not a non-empty list")
-    if remote and (m.get("checksum") not in CHECKSUMS or not _is_hex_digest(m.get("digest"))
-                   or not _can_check(m.get("checksum"))):
+    if remote and (m.get("checksum") not in CHECKSUMS or not _is_hex_digest(m.get("digest"))):
         raise GtokFormatError(f"{mpath}: a remote corpus needs a manifest with a digest this install "
                               "can check (manifest 1.1, blake2b_64): re-run write_manifest")
     later = []  # what verify() reports: the manifest opens, but its integrity is not proven
@@ -131,9 +127,7 @@ def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
         algo = m.get("checksum")
         if algo not in CHECKSUMS or not _is_hex_digest(digest):
             raise corrupt("digest or checksum algorithm is malformed")
-        if not _can_check(algo):
-            later.append(f"{mpath}: manifest digest uses {algo}: {_XXHASH_HINT} to verify it")
-        elif _manifest_digest(m, algo) != digest:
+        if _manifest_digest(m, algo) != digest:
             raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
                                   "it was written (entries added, dropped, reordered or changed); "
                                   "re-run write_manifest")
@@ -209,8 +203,6 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     return shards, m, later
 
 
-@reordered_args(("directory", "shards"))
-@renamed_kwargs(directory="out")
 def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
                    extra: dict | None = None) -> Path:
     """Join shard files into one corpus by writing ``out/manifest.json`` (no data copied).
@@ -222,9 +214,7 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
     an added, dropped, reordered or edited entry. Shards written by separate processes or
     machines are merged this way.
 
-    ``shards`` is a sequence of paths; a lone path is refused (:class:`TypeError`). The old
-    argument order ``write_manifest(directory, shards)`` (and ``directory=``) still works until
-    genotok 0.3, with a :class:`DeprecationWarning`.
+    ``shards`` is a sequence of paths; a lone path is refused (:class:`TypeError`).
 
     Examples
     --------
@@ -238,7 +228,7 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
     >>> Corpus.open(d).to_ragged().to_list()
     [[0], [1]]
     """
-    if is_path(shards):
+    if isinstance(shards, (str, bytes, os.PathLike)):
         raise TypeError(f"write_manifest(shards, out): shards must be a sequence of shard paths, "
                         f"got the single path {shards!r}")
     directory = Path(out)

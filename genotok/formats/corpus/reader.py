@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._deprecate import renamed_property
 from ..._html import card, preview
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
@@ -224,8 +223,6 @@ class Corpus(Sequence):
         {'unk': 8}
         """
         return dict(self.header.get("special_tokens", {}))  # the header key is the file format
-
-    special_tokens = renamed_property("special_token_ids", "special_tokens")
 
     @property
     def settings(self) -> dict:
@@ -499,9 +496,8 @@ class Corpus(Sequence):
     def verify(self, raise_on_error: bool = False) -> list[str]:
         """Check offsets, ids < vocab_size, names/metadata and every checksum; list the problems.
 
-        A missing integrity record is itself a problem: a header without its digest, a
-        manifest without its digest, or checksums this install cannot compute (``xxh3_64``
-        without xxhash). An empty list means every byte was checked.
+        A missing integrity record is itself a problem: a header without its digest, or a
+        manifest without its digest. An empty list means every byte was checked.
 
         Examples
         --------

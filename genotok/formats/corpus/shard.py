@@ -21,7 +21,6 @@ from .layout import (
     MINOR,
     PREAMBLE,
     VALUE_DTYPES,
-    _can_check,
     _digest,
     _json_load,
     _width_dtype,
@@ -81,9 +80,9 @@ class _Shard:
             if algo not in CHECKSUMS:
                 raise GtokFormatError(f"{p}: corrupt metadata header (checksum algorithm "
                                       f"{str(algo)[:40]!r} is missing or unknown)")
-            if _can_check(algo) and head_sum != _digest(raw_header, algo):
+            if head_sum != _digest(raw_header, algo):
                 raise GtokFormatError(f"{p}: metadata header checksum mismatch: the file is corrupt")
-        if not rec_off and "records" in (self.header.get("checksums") or {}):
+        if not rec_off:  # every writer writes one (only development files kept them in the header)
             raise GtokFormatError(f"{p}: corrupt preamble: the records section (names, metadata) "
                                   "is missing")
         problems = _header_problems(self.header, n, t, self.version, self.values_dtype is not None,
@@ -121,7 +120,7 @@ class _Shard:
             raise GtokFormatError(f"{exc}; the file is corrupt: re-create it (verify() lists every "
                                   "problem of a file opened with trusted=True)") from None
         want = self.header["checksums"]["offsets"]
-        if _can_check(algo) and _digest(self.offsets, algo).hex() != want:
+        if _digest(self.offsets, algo).hex() != want:
             raise GtokFormatError(f"{p}: offsets checksum mismatch (stored {want}): record "
                                   "boundaries are corrupt; re-create the file")
 
@@ -144,10 +143,7 @@ class _Shard:
 
     @property
     def meta_columns(self) -> list[str]:
-        if "meta_columns" in self.header:
-            return list(self.header["meta_columns"])
-        meta = self.header.get("meta")  # format 1.0 development files: in the header
-        return list(meta) if isinstance(meta, dict) else []
+        return list(self.header.get("meta_columns") or [])
 
     def _section(self, off: int, length: int) -> np.ndarray:
         return self._raw[off:off + length]
@@ -157,11 +153,8 @@ class _Shard:
         """Names and metadata columns (read on first use), type-checked."""
         if self._records is None:
             rec_off, rec_len = self._rec
-            if not rec_off:  # files written before the records section kept them in the header
-                rec = {"names": self.header.get("names"), "meta": self.header.get("meta") or {}}
-            else:
-                rec = _json_load(self._section(rec_off, rec_len), "records section (names, "
-                                 "metadata)", self.path)
+            rec = _json_load(self._section(rec_off, rec_len), "records section (names, "
+                             "metadata)", self.path)
             problem = _records_problem(rec, self.n)
             if problem:
                 raise GtokFormatError(f"{self.path}: corrupt records section: {problem}; run verify()")

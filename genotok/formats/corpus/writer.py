@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..._deprecate import renamed_kwargs
 from ..._version import __version__
 from ...errors import GtokFormatError
 from ...ragged import Ragged
@@ -131,8 +130,6 @@ class CorpusWriter:
         settings) from a Tokenizer with :meth:`for_tokenizer`.
     special_token_ids, settings
         Stored as metadata (special token ids, names to ids; tokenizer settings).
-        ``special_tokens=`` is the old name of ``special_token_ids=``, deprecated: it goes in
-        genotok 0.3.
     values_dtype
         ``None`` (no value channel), ``"float32"`` or ``"uint16"``.
     metadata_columns
@@ -155,7 +152,6 @@ class CorpusWriter:
     (2, [1, 2, 3], ['a', 'b'])
     """
 
-    @renamed_kwargs(special_tokens="special_token_ids")
     def __init__(self, path: str | os.PathLike, *, vocab_size: int, fingerprint: str,
                  special_token_ids: dict | None = None, settings: dict | None = None,
                  values_dtype=None, metadata_columns: Sequence[str] | None = None,
