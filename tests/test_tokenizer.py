@@ -240,8 +240,10 @@ def test_from_bed_takes_duplicates_as_the_docs_say(tmp_path):
     p.write_text("chr1\t0\t100\nchr1\t0\t100\n")
     with pytest.raises(genotok.UniverseError, match="duplicate"):
         Tokenizer.from_bed(p, duplicates="error")
-    with pytest.warns(UserWarning, match="1 duplicate region"):
-        assert Tokenizer.from_bed(p, duplicates="first").vocab_size == 9
+    with pytest.warns(UserWarning, match="1 duplicate line"):
+        assert Tokenizer.from_bed(p, duplicates="lines").vocab_size == 9
+    with pytest.warns(UserWarning, match="1 duplicate line"):
+        assert Tokenizer.from_bed(p).vocab_size == 8  # gtars' vocabulary: one token a region
 
 
 @pytest.mark.parametrize("given", ["x.bed", Path("x.bed"), b"x.bed"])
