@@ -155,17 +155,7 @@ def test_rank_split(split):
 
 
 def test_old_spellings_warn_and_agree():
-    """0.1's spellings (issue 21): ``truncate(strategy=)``, ``make_batch(shuffle=)`` and
-    ``genotok.data.epoch_order(n, shuffle, seed, epoch)`` warn, and give what the new ones give."""
-    ids = np.arange(20)
-    with pytest.deprecated_call(match="use truncation="):
-        old = truncate(ids, 5, strategy="window", rng=np.random.default_rng(3))
-    assert old.tolist() == truncate(ids, 5, truncation="window", rng=np.random.default_rng(3)).tolist()
-    rows = [np.arange(6), np.arange(3)]
-    with pytest.deprecated_call(match="use shuffle_tokens="):
-        old = make_batch(rows, pad_token_id=0, shuffle=True, rng=np.random.default_rng(1))
-    new = make_batch(rows, pad_token_id=0, shuffle_tokens=True, rng=np.random.default_rng(1))
-    assert old["input_ids"].tolist() == new["input_ids"].tolist()
+    """0.1's ``genotok.data.epoch_order(n, shuffle, seed, epoch)`` warns, and give what the new ones give."""
     for shuffle, mode in ((True, "full"), (False, "none")):
         for seed, epoch in ((0, 0), (7, 3)):
             with pytest.deprecated_call(match="genotok.sampling.epoch_order") as rec:
