@@ -208,7 +208,7 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     ``max_length`` tokens. Without padding, ``return_tensors`` needs rows of one length. Lists by
     default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
     only (one region set in, one out). A :class:`~genotok.ragged.Ragged` with a value channel
-    (``tokenize_anndata(..., values=True)``) also gets ``"values"`` (float32, 0 on padding).
+    (``tokenize_anndata(..., CellSpec(values=True))``) also gets ``"values"`` (float32, 0 on padding).
     :meth:`genotok.Tokenizer.pad` is this with the tokenizer's pad id.
 
     Examples

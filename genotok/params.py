@@ -15,7 +15,8 @@ Constraints
 ``Options(a, b, ...)``
     One of the listed values (compared by equality and type: ``True`` is not ``1``).
 ``Flag()``
-    ``True`` or ``False`` (NumPy booleans too); ``"no"``, ``2`` and ``None`` are refused.
+    ``True`` or ``False`` (NumPy booleans and 0 / 1 too); ``"no"``, ``2`` and ``None`` are
+    refused.
 ``None``
     ``None`` is allowed only where it is listed among a parameter's constraints.
 ``InstanceOf(type, ...)``
@@ -45,11 +46,23 @@ from .errors import GenotokError
 
 
 class ParameterError(GenotokError, ValueError):
-    """A parameter's value is not one its constraints allow (the message says which are)."""
+    """A parameter's value is not one its constraints allow (the message says which are).
+
+    Examples
+    --------
+    >>> issubclass(ParameterError, ValueError)
+    True
+    """
 
 
 class Integral:
-    """The integers: ``int`` and NumPy integers, or an integral float; never a bool."""
+    """The integers: ``int`` and NumPy integers, or an integral float; never a bool.
+
+    Examples
+    --------
+    >>> Integral.accepts(3), Integral.accepts(2.0), Integral.accepts(True), Integral.accepts(1.5)
+    (True, True, False, False)
+    """
 
     @staticmethod
     def accepts(v) -> bool:
@@ -63,7 +76,13 @@ class Integral:
 
 
 class Real:
-    """The real numbers (ints and floats), never a bool, a string or NaN."""
+    """The real numbers (ints and floats), never a bool, a string or NaN.
+
+    Examples
+    --------
+    >>> Real.accepts(0.5), Real.accepts(float("nan")), Real.accepts(False)
+    (True, False, False)
+    """
 
     @staticmethod
     def accepts(v) -> bool:
@@ -76,7 +95,13 @@ class Real:
 class Interval:
     """A number of ``kind`` (:class:`Integral` or :class:`Real`) between ``lo`` and ``hi``
     (``None``: unbounded); ``closed`` is ``"both"``, ``"left"``, ``"right"`` or
-    ``"neither"``."""
+    ``"neither"``.
+
+    Examples
+    --------
+    >>> str(Interval(Real, 0, 1, closed="left")), Interval(Integral, 1).accepts(0)
+    ('a number in [0, 1)', False)
+    """
 
     def __init__(self, kind, lo=None, hi=None, *, closed: str = "both"):
         if closed not in ("both", "left", "right", "neither"):
@@ -113,7 +138,13 @@ class Interval:
 
 
 class Options:
-    """One of ``values`` (equality and type: ``True`` does not stand for ``1``)."""
+    """One of ``values`` (equality and type: ``True`` does not stand for ``1``).
+
+    Examples
+    --------
+    >>> Options("top", "sample").accepts("top"), Options(1, 2).accepts(True)
+    (True, False)
+    """
 
     def __init__(self, *values):
         self.values = values
@@ -132,12 +163,19 @@ class Options:
 
 
 class Flag:
-    """``True`` or ``False`` (NumPy booleans too): a string such as ``"no"`` is non-empty, so
-    truthy, and ``2`` or ``None`` are not answers."""
+    """``True`` or ``False`` (NumPy booleans, and the integers 0 and 1, too): a string such as
+    ``"no"`` is non-empty, so truthy, and ``2`` or ``None`` are not answers.
+
+    Examples
+    --------
+    >>> [Flag.accepts(v) for v in (True, 0, "no", 2, None)]
+    [True, True, False, False, False]
+    """
 
     @staticmethod
     def accepts(v) -> bool:
-        return isinstance(v, (bool, np.bool_))
+        return isinstance(v, (bool, np.bool_)) or (
+            isinstance(v, (int, np.integer)) and v in (0, 1))
 
     def __str__(self) -> str:
         return "True or False"
@@ -145,11 +183,17 @@ class Flag:
     def invalid(self) -> Iterator:
         yield "no"
         yield 2
-        yield 0
+        yield 0.5
 
 
 class InstanceOf:
-    """An instance of one of ``types``."""
+    """An instance of one of ``types``.
+
+    Examples
+    --------
+    >>> str(InstanceOf(str, tuple))
+    'a str or a tuple'
+    """
 
     def __init__(self, *types):
         self.types = types
@@ -189,7 +233,15 @@ def check(name: str, value, constraints: list, where: str = "", *,
 
 def validate(values: Mapping, constraints: Mapping[str, list], where: str = "", *,
              error: type[Exception] = ParameterError) -> None:
-    """Check every value of ``values`` that ``constraints`` names (see :func:`check`)."""
+    """Check every value of ``values`` that ``constraints`` names (see :func:`check`).
+
+    Examples
+    --------
+    >>> validate({"n": 0}, {"n": [Interval(Integral, 1, None)]}, "f")
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: f: n must be an integer in [1, inf), got 0
+    """
     for name, allowed in constraints.items():
         if name in values:
             check(name, values[name], allowed, where, error=error)
@@ -201,7 +253,7 @@ def invalid_values(constraints: list) -> list:
     Examples
     --------
     >>> invalid_values([Flag()])
-    ['no', 2, 0, None]
+    ['no', 2, 0.5, None]
     >>> True in invalid_values([Interval(Integral, 1, None), None])
     True
     """

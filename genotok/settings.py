@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .kernels.modes import Unknown
-from .params import Flag, Integral, Interval, Options, Real, validate
+from .params import Integral, Interval, Options, Real, validate
 
 OVERLAP_MODES = ("all", "best")
 #: ``unknown=`` -> the kernels' mode (:class:`~genotok.kernels.modes.Unknown`, as a plain int)

@@ -20,10 +20,11 @@ def test_constraints_accept_and_refuse():
     for bad in (True, False, 1.5, 0, "3", float("nan")):
         with pytest.raises(ParameterError, match="n must be an integer in \\[1, inf\\) or None"):
             check("n", bad, ints)
-    for bad in ("no", "false", 2, None, 0, 1):
+    for bad in ("no", "false", 2, None, 0.5, -1):
         with pytest.raises(ParameterError, match="must be True or False"):
             check("flag", bad, [Flag()])
-    check("flag", np.bool_(True), [Flag()])
+    for ok in (np.bool_(True), True, False, 0, 1):
+        check("flag", ok, [Flag()])
     assert Options("a", "b").accepts("a") and not Options(1).accepts(True)
     assert not Interval(Real, 0, 1, closed="left").accepts(1)
     assert not Real.accepts(float("nan"))
@@ -43,6 +44,11 @@ def _constrained():
     """(name, constraints, call(value)) of every object declaring constraints."""
     for name, allowed in TokenizerSettings.CONSTRAINTS.items():
         yield f"TokenizerSettings.{name}", allowed, lambda v, n=name: TokenizerSettings(**{n: v})
+    from genotok import AnnDataOptions, Bins, CellSpec, FragmentOptions, Normalize
+
+    for cls in (CellSpec, Normalize, Bins, AnnDataOptions, FragmentOptions):
+        for name, allowed in cls.CONSTRAINTS.items():
+            yield f"{cls.__name__}.{name}", allowed, lambda v, c=cls, n=name: c(**{n: v})
     ids = np.arange(10)
     yield "truncate.max_length", batching.CONSTRAINTS["max_length"][:1], \
         lambda v: batching.truncate(ids, v)
