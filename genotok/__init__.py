@@ -27,6 +27,8 @@ from .formats.gtok import read_gtok, write_gtok
 from .pipeline import pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
+from .singlecell import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
+                         RankByMedian)
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.fragmatrix import fragment_matrix
@@ -43,4 +45,6 @@ __all__ = [
     "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
+    "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
+    "RankByMedian",
 ]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .params import Flag, Integral, Interval, Options, check
 from .ragged import Ragged
 
 #: ``truncate`` strategies (``make_batch(truncation=...)``)
@@ -31,6 +32,22 @@ TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
 PADDINGS = (False, True, "longest", "max_length", "do_not_pad")
 #: ``return_tensors`` values (``None``: Python lists)
 TENSORS = (None, "np", "pt")
+
+#: what each parameter of this module accepts (:mod:`genotok.params`): ``max_length=True`` is
+#: not a length (it would cut every row to one token)
+CONSTRAINTS = {
+    "max_length": [Interval(Integral, 1, None), None],
+    "truncation": [Options(*TRUNCATIONS)],
+    "batch_truncation": [Options(*TRUNCATIONS), None],
+    "padding": [Options(*PADDINGS)],
+    "batch_padding": [Options("longest", "max_length")],
+    "return_tensors": [Options("np", "pt"), None],
+    "pad_truncation": [Flag()],
+}
+
+
+def _check(name: str, value, key: str | None = None):
+    return check(name, value, CONSTRAINTS[key or name])
 
 
 def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
@@ -49,11 +66,9 @@ def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
     >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
     [5, 6, 9]
     """
-    strategy = truncation
-    if strategy not in TRUNCATIONS:
-        raise ValueError(f"truncation must be one of {TRUNCATIONS}, got {strategy!r}")
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    strategy = _check("truncation", truncation)
+    if _check("max_length", max_length) is None:
+        raise ValueError("truncate needs a max_length, got None")
     if ids.size <= max_length:
         return ids
     if strategy == "head":
@@ -155,8 +170,9 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
     head = [] if cls_token_id is None else [cls_token_id]
     tail = [] if eos_token_id is None else [eos_token_id]
     extra = len(head) + len(tail)
-    if padding not in ("longest", "max_length"):
-        raise ValueError(f"padding must be 'longest' or 'max_length', got {padding!r}")
+    _check("padding", padding, "batch_padding")
+    _check("truncation", truncation, "batch_truncation")
+    _check("max_length", max_length)
     if (truncation or padding == "max_length") and max_length is None:
         raise ValueError("truncation and padding='max_length' need max_length")
     if max_length is not None and max_length <= extra:
@@ -221,7 +237,7 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     default, arrays with ``"np"``, torch tensors with ``"pt"``; ``single`` returns the first row
     only (one region set in, one out) as lists; tensors keep the batch dimension,
     ``(1, n)``, as Hugging Face returns them. A :class:`~genotok.ragged.Ragged` with a value channel
-    (``tokenize_anndata(..., values=True)``) also gets ``"values"`` (float32, 0 on padding).
+    (``tokenize_anndata(..., CellSpec(values=True))``) also gets ``"values"`` (float32, 0 on padding).
     :meth:`genotok.Tokenizer.pad` is this with the tokenizer's pad id.
 
     Examples
@@ -231,14 +247,12 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     >>> pad_inputs([[4, 5, 6]], 1, single=True, truncation=True, max_length=2)["input_ids"]
     [4, 5]
     """
-    if padding not in PADDINGS:
-        raise ValueError(f"padding must be False, True, 'longest' or 'max_length', got {padding!r}")
-    if return_tensors not in TENSORS:
-        raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
+    _check("padding", padding)
+    _check("return_tensors", return_tensors)
+    _check("truncation", truncation, "pad_truncation")
+    _check("max_length", max_length)
     if (truncation or padding == "max_length") and max_length is None:
         raise ValueError("truncation and padding='max_length' need max_length")
-    if max_length is not None and max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
     padding = False if padding == "do_not_pad" else padding
     vals = None  # a Ragged's value channel is padded alongside, into "values"
     if isinstance(rows, Ragged) and rows.values is not None:

@@ -9,8 +9,10 @@ other: both import this one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from .kernels.modes import Unknown
+from .params import Integral, Interval, Options, Real, validate
 
 OVERLAP_MODES = ("all", "best")
 #: ``unknown=`` -> the kernels' mode (:class:`~genotok.kernels.modes.Unknown`, as a plain int)
@@ -39,20 +41,17 @@ class TokenizerSettings:
     order: str = "gtars"
     tokenizer_type: str = "bits"
 
-    def __post_init__(self):
-        def check(name, value, allowed):
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    #: what each field accepts (:mod:`genotok.params`)
+    CONSTRAINTS: ClassVar[dict] = {"overlap": [Options(*OVERLAP_MODES)],
+                   "min_overlap": [Interval(Integral, 0, None)],
+                   "min_fraction": [Interval(Real, 0, 1)],
+                   "fraction_of": [Options(*FRACTION_OF)],
+                   "unknown": [Options(*UNKNOWN_POLICIES)],
+                   "order": [Options(*ORDERS)],
+                   "tokenizer_type": [Options(*TOKENIZER_TYPES)]}
 
-        check("overlap", self.overlap, OVERLAP_MODES)
-        check("unknown", self.unknown, UNKNOWN_POLICIES)
-        check("order", self.order, ORDERS)
-        check("fraction_of", self.fraction_of, FRACTION_OF)
-        check("tokenizer_type", self.tokenizer_type, TOKENIZER_TYPES)
-        if int(self.min_overlap) != self.min_overlap or self.min_overlap < 0:
-            raise ValueError(f"min_overlap must be a non-negative integer (bp), got {self.min_overlap!r}")
-        if not 0.0 <= float(self.min_fraction) <= 1.0:
-            raise ValueError(f"min_fraction must be within [0, 1], got {self.min_fraction!r}")
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "TokenizerSettings")
 
     def as_dict(self) -> dict:
         """The settings as plain values (``tokenizer_type`` only when not the default, so

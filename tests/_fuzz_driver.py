@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok
-from genotok import GenotokError, RegionSet, Tokenizer
+from genotok import CellSpec, GenotokError, RegionSet, Tokenizer
 from genotok.kernels import parse as _parse
 from genotok.regions import parse_region_strings
 
@@ -121,7 +121,7 @@ def fuzz_fragments(data, gz):
     p = TMP / ("f.tsv.gz" if gz else "f.tsv")
     p.write_bytes(gzip.compress(data) if gz else data)
     try:
-        tokenize_fragments(p, CELL_TOK, values=False)
+        tokenize_fragments(p, CELL_TOK, CellSpec(values=False, use_count=True))
     except GenotokError:
         pass
 

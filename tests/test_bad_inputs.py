@@ -28,6 +28,7 @@ from genotok import (
 )
 from genotok.formats.corpus.layout import PREAMBLE
 from genotok.pipeline.run import pretokenize
+from genotok import AnnDataOptions
 
 GOOD = "chr1\t100\t200\nchr1\t300\t400\n"
 
@@ -332,7 +333,8 @@ def test_anndata_corpus_output_leaves_nothing_on_error(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(AnnDataError):
-        tokenize_anndata(path, Tokenizer(TOK3), out=out / "c.gtokc", chunk_rows=1)
+        tokenize_anndata(path, Tokenizer(TOK3), read=AnnDataOptions(chunk_rows=1),
+                         out=out / "c.gtokc")
     assert list(out.iterdir()) == []
 
 

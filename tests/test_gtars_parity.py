@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genotok import Tokenizer, Universe
+from genotok import AnnDataOptions, CellSpec, Tokenizer, Universe
 from genotok.errors import BedParseError, UniverseError
 
 gtars_tok = pytest.importorskip("gtars.tokenizers")
@@ -459,17 +459,18 @@ def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
     a, d = pbmc_universe
     ref = geniml_cells(a, GTokenizer(str(d / name)))
     tok = Tokenizer(str(d / name))
-    ours = tokenize_anndata(a, tok, order="var", unique=False)
+    ours = tokenize_anndata(a, tok, CellSpec(order="var"))
     assert [x.tolist() for x in ours] == ref
     assert any(len(set(r)) < len(r) for r in ref)  # a token reached from two peaks, kept twice
     # from the file too (h5py, in row chunks), and whatever the chunking
-    chunked = tokenize_anndata(str(PBMC), tok, order="var", unique=False, chunk_rows=3)
+    chunked = tokenize_anndata(str(PBMC), tok, CellSpec(order="var"),
+                               read=AnnDataOptions(chunk_rows=3))
     assert [x.tolist() for x in chunked] == ref
     # the default order is genomic: the same multiset of ids
-    genomic = tokenize_anndata(a, tok, unique=False)
+    genomic = tokenize_anndata(a, tok, CellSpec(unique=False))
     assert [sorted(x.tolist()) for x in genomic] == [sorted(r) for r in ref]
-    with pytest.raises(ValueError, match="unique=False"):
-        tokenize_anndata(a, tok, order="var")
+    # order="var" implies unique=False (it refused to run without it)
+    assert tokenize_anndata(a, tok, CellSpec(order="var")) == ours
 
 
 def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tmp_path):
@@ -480,25 +481,26 @@ def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tm
 
     a, d = pbmc_universe
     tok = Tokenizer(str(d / "u.bed"))
-    kw = dict(order="var", unique=False, max_length=40, truncation="sample", seed=3)
-    full = tokenize_anndata(a, tok, order="var", unique=False)
-    infer = tokenize_anndata(a, tok, **kw)
+    spec = CellSpec(order="var", max_length=40, truncation="sample", seed=3)
+    full = tokenize_anndata(a, tok, CellSpec(order="var"))
+    infer = tokenize_anndata(a, tok, spec)
     assert any(len(f) > 40 for f in full)
     for f, s in zip(full, infer):
         f, s = f.tolist(), s.tolist()
         assert len(s) == min(40, len(f))
         it = iter(f)
         assert all(x in it for x in s)  # a subsequence: the var order is kept
-    corpus = tokenize_anndata(str(PBMC), tok, out=tmp_path / "c", chunk_rows=4, **kw)
+    corpus = tokenize_anndata(str(PBMC), tok, spec, read=AnnDataOptions(chunk_rows=4),
+                              out=tmp_path / "c")
     assert isinstance(corpus, Corpus)
     collate = Collator.for_tokenizer(tok)
     batch = collate([corpus[i] for i in range(len(corpus))])
-    pt = tok.pad(tokenize_anndata(a, tok, **kw), padding=True, return_tensors="pt")
+    pt = tok.pad(tokenize_anndata(a, tok, spec), padding=True, return_tensors="pt")
     assert batch["input_ids"].tolist() == pt["input_ids"].tolist()
     assert batch["attention_mask"].tolist() == pt["attention_mask"].tolist()
-    again = tokenize_anndata(a, tok, **kw)
+    again = tokenize_anndata(a, tok, spec)
     assert [x.tolist() for x in again] == [x.tolist() for x in infer]
-    other = tokenize_anndata(a, tok, **{**kw, "seed": 4})
+    other = tokenize_anndata(a, tok, spec.replace(seed=4))
     assert [x.tolist() for x in other] != [x.tolist() for x in infer]
 
 

@@ -27,7 +27,7 @@ ROOMS = [
     ("plumbing", 0, ["genotok._version", "genotok._config", "genotok.errors", "genotok._validate",
                      "genotok._progress", "genotok._io", "genotok._inflate", "genotok._optional",
                      "genotok._names",
-                     "genotok._html", "genotok._examples"]),
+                     "genotok._html", "genotok._examples", "genotok.params"]),
     ("kernels", 1, ["genotok.kernels"]),
     ("domain", 2, ["genotok.ragged", "genotok.regions", "genotok.bed", "genotok.universe",
                    "genotok.settings", "genotok.vocab", "genotok.tokenizer",

@@ -228,9 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--condition-unknown", choices=("unk", "error"), default="unk",
                    help="an obs value without a token: <unk> (default) or an error")
     k = t.add_argument_group("per-cell settings of .h5ad and fragment inputs")
-    k.add_argument("--cell-order", choices=("genomic", "value", "shuffle"), default="genomic",
-                   help="each cell's tokens: genomic (default), by value descending "
-                        "(Geneformer, with --rank median), or shuffled by --seed")
+    k.add_argument("--cell-order", choices=("genomic", "value", "shuffle"), default=None,
+                   help="each cell's tokens: genomic (default; by value descending with "
+                        "--rank median, Geneformer's order), by value, or shuffled by --seed")
     k.add_argument("--max-length", type=_positive, default=None, metavar="N",
                    help="keep at most N tokens per cell (see --truncation)")
     k.add_argument("--truncation", choices=("top", "sample"), default="top",

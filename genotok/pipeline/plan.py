@@ -162,10 +162,9 @@ def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, lo
 def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
     """The condition-token settings of a run (``None``: none asked), checked against its
     inputs: only ``.h5ad`` files have ``obs`` columns."""
-    if isinstance(prepend, str):
-        raise TypeError(f"prepend takes a list of obs columns, got the string {prepend!r} "
-                        f"(write prepend=[{prepend!r}])")
-    prepend = [str(c) for c in prepend]
+    from ..singlecell import CellSpec
+
+    prepend = list(CellSpec(prepend=prepend).prepend)  # a string is one column, as in a spec
     if unknown not in ("unk", "error"):
         raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
     if not prepend and not add_cls:
@@ -179,18 +178,18 @@ def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool)
 
 
 #: ``tokenize_anndata``'s per-cell defaults (a run with these keeps its plan as before)
-CELL_DEFAULTS = {"order": "genomic", "max_length": None, "truncation": "top", "min_count": None,
+CELL_DEFAULTS = {"order": None, "max_length": None, "truncation": "top", "min_count": None,
                  "seed": 0}
 
 
-def _cell_settings(paths: list[Path], order: str, max_length, truncation, min_count,
+def _cell_settings(paths: list[Path], order: str | None, max_length, truncation, min_count,
                    seed: int) -> dict | None:
     """The per-cell settings of a run (``None``: the defaults), as in
     :func:`~genotok.tokenize_anndata`, checked before anything is read or written: they act on
     the cells of ``.h5ad`` and fragment inputs; a BED input is one record of its own regions."""
     from ..singlecell.cells import ORDERS, TRUNCATE
 
-    if order not in ORDERS:
+    if order is not None and order not in ORDERS:  # None: the cell spec's default
         raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
     if truncation is None or truncation is False:
         truncation, max_length = "top", None

@@ -173,7 +173,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
                 hash: str | None = None, normalize: str | None = None,
                 target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
                 bins: int | None = None, prepend=(), condition_unknown: str = "unk",
-                add_cls: bool = False, order: str = "genomic", max_length: int | None = None,
+                add_cls: bool = False, order: str | None = None, max_length: int | None = None,
                 truncation: str | bool | None = "top", min_count: float | None = None,
                 seed: int = 0) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
@@ -293,6 +293,29 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     return summary
 
 
+def _cell_spec(enc: dict):
+    """The :class:`~genotok.CellSpec` of a run's single-cell keywords (encoding, condition
+    tokens, cell settings)."""
+    from ..singlecell.spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
+
+    steps = []
+    if enc.get("normalize"):
+        steps.append(Normalize(float(enc["target_sum"]), bool(enc["log1p"])))
+    elif enc.get("log1p"):
+        steps.append(Log1p())
+    if enc.get("rank") is not None:
+        steps.append(RankByMedian(enc["rank"]))
+    if enc.get("bins") is not None:
+        steps.append(Bins(enc["bins"]))
+    kw = {k: enc[k] for k in ("order", "max_length", "min_count", "seed", "prepend",
+                              "condition_unknown", "add_cls", "values") if k in enc}
+    if enc.get("truncation") in (None, False):
+        kw["max_length"] = None
+    elif enc["truncation"] in ("top", "sample"):
+        kw["truncation"] = enc["truncation"]
+    return CellSpec(encoding=tuple(steps), **kw)
+
+
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
                algo: str, enc: dict | None = None) -> dict:
     """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
@@ -308,23 +331,22 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
+        spec = _cell_spec(enc)
         if format == "corpus":
             if kind == "h5ad":
-                corpus = tokenize_anndata(path, tokenizer, n_threads=n_threads, out=shard,
-                                          **enc)
+                corpus = tokenize_anndata(path, tokenizer, spec, n_threads=n_threads, out=shard)
             else:
-                corpus = tokenize_fragments(path, tokenizer, n_threads=n_threads,
-                                            **{"values": False, **enc}, out=shard)
+                corpus = tokenize_fragments(path, tokenizer, spec, n_threads=n_threads,
+                                            out=shard)
             names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
             flat = corpus.to_ragged()
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
         else:
             if kind == "h5ad":
-                rows = list(tokenize_anndata(path, tokenizer, n_threads=n_threads, **enc))
+                rows = list(tokenize_anndata(path, tokenizer, spec, n_threads=n_threads))
                 names = obs_names(path)
             else:
-                names, rows = tokenize_fragments(path, tokenizer, n_threads=n_threads,
-                                                 **{"values": False, **enc})
+                names, rows = tokenize_fragments(path, tokenizer, spec, n_threads=n_threads)
                 rows = list(rows)
             files = _cell_files(path, names, on_error, failed)
             kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]

@@ -49,7 +49,7 @@ from .. import _config, sink
 from ..errors import AnnDataError
 from ..kernels import cells as K
 from ..ragged import Ragged
-from . import conditions
+from . import conditions, reading
 from . import values as cellvalues
 from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _obs_reader, _Source, _source
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
@@ -268,26 +268,76 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
 
 
 # ---------------------------------------------------------------------------------- public API
-def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
-                     min_count: float | None = None, values: bool = False,
-                     order: str = "genomic", seed: int = 0, max_length: int | None = None,
-                     truncation: str | bool | None = "top", unique: bool = True,
-                     unknown: str | None = None,
-                     chunk_rows: int | None = None, memory_mb: float = 256,
-                     region_columns: Sequence[str] | None = None,
-                     var_names_sep: str | None = None, one_based: bool = False,
-                     n_threads: int | None = None, out=None,
-                     obs_columns: Sequence[str] = (), progress: bool = False, dtype=np.int64,
-                     overwrite: bool = False, normalize: str | None = None,
-                     target_sum: float = 1e4, log1p: bool = False, rank=None,
-                     bins: int | None = None, prepend: Sequence[str] = (),
-                     condition_unknown: str = "unk", add_cls: bool = False):
+def _check_call(func: str, first_name: str, first, tokenizer, spec, read, read_kind):
+    """The types of an entry point's first arguments (said plainly: a swap is the usual
+    mistake); returns ``(spec, read options)``."""
+    from ..tokenizer import Tokenizer
+    from .spec import CellSpec
+
+    if isinstance(first, Tokenizer):
+        raise TypeError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
+                        f"Call {func}({first_name}, tokenizer, spec)")
+    if not isinstance(tokenizer, Tokenizer):
+        hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
+        raise TypeError(f"{func}() needs a genotok.Tokenizer as `tokenizer`, got "
+                        f"{type(tokenizer).__name__}{hint}")
+    if spec is None:
+        spec = CellSpec()
+    elif not isinstance(spec, CellSpec):
+        raise TypeError(f"{func}() takes a genotok.CellSpec as `spec`, got "
+                        f"{type(spec).__name__}: write {func}({first_name}, tokenizer, "
+                        "CellSpec(...))")
+    return spec, reading._checked(read, read_kind, func)
+
+
+def _header(spec, enc, tokenizer, **source) -> dict:
+    """What a corpus header records of a cell spec (the JSON of the spec, with its fitted
+    medians, and the parts earlier readers look up by name)."""
+    from .spec import RankByMedian
+
+    if enc is not None and enc.medians is not None:  # the medians it was encoded with
+        spec = spec.replace(encoding=tuple(
+            RankByMedian((enc.medians, enc.median_method)) if isinstance(s, RankByMedian) else s
+            for s in spec.encoding))
+    out = {**source, "cells": spec.as_dict(),
+           "unknown": tokenizer.settings.unknown if spec.unknown is None else spec.unknown}
+    if enc is not None:
+        out["values_encoding"] = enc.to_json()
+    if spec.prepend or spec.add_cls:
+        out["add_cls"] = spec.add_cls
+        out["prepend"] = list(spec.prepend)
+        out["condition_tokens"] = list(tokenizer.universe.extra_tokens)
+    return out
+
+
+def _extra_encoder(steps, encode, n_cols: int):
+    """The chunk encoder of the built-in steps followed by any further steps (their own
+    ``encode``)."""
+    if not steps:
+        return encode
+
+    def run(ch):
+        if encode is not None:
+            ch = encode(ch)
+        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+        ptr = np.asarray(ch.indptr, np.int64) - a
+        data = np.asarray(ch.data[a:b], np.float64)
+        for step in steps:
+            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols), np.float64)
+        return _Chunk(ch.row0, ptr, ch.indices[a:b], data)
+    return run
+
+
+def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
+                     overwrite: bool = False, obs_columns: Sequence[str] = (),
+                     memory_mb: float = 256, n_threads: int | None = None,
+                     progress: bool = False):
     """One token list per cell of a cell × peak matrix (AnnData, backed AnnData or ``.h5ad``).
 
     Peaks are mapped to tokens once (the tokenizer's overlap mode and thresholds); each cell's
-    list is gathered from its non-zero peaks by a parallel numba kernel. The exact semantics of
-    ``min_count``, ``unique``, ``unknown``, ``max_length``/``truncation`` and ``order`` are in the
-    module documentation (:mod:`genotok.singlecell.cells`).
+    list is gathered from its non-zero peaks by a parallel numba kernel, as the
+    :class:`~genotok.CellSpec` says (the exact semantics of its selection and order are in
+    the module documentation, :mod:`genotok.singlecell.cells`).
 
     Parameters
     ----------
@@ -296,58 +346,28 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         in row chunks with h5py (the matrix is never loaded whole).
     tokenizer
         A :class:`~genotok.tokenizer.Tokenizer`.
-    layer
-        Use ``adata.layers[layer]`` instead of ``X``.
-    min_count
-        Keep entries with ``value >= min_count`` (``None``: every stored entry ``> 0``);
-        ``min_count=2`` with counts binarizes at 2.
-    values
-        Keep each token's value (sum of its peaks' entries) as a float32 value channel.
-    order, seed
-        ``"genomic"``, ``"value"`` (descending), ``"shuffle"`` (seeded per cell) or ``"var"``:
-        geniml's sequences, each cell's kept entries in storage order (``X[row].nonzero()``;
-        column order in a canonical matrix), each entry's tokens in the tokenizer's hit order,
-        every (peak, token) pair kept (needs ``unique=False``; about twice the working memory).
-    max_length, truncation
-        At most ``max_length`` tokens per cell: the ``"top"`` values or a seeded ``"sample"``
-        (``truncation=False`` or ``None``: no cut).
-    unique
-        Merge a token reached from several peaks (values summed).
-    unknown
-        ``"set"``, ``"region"`` or ``"drop"``, per cell (default: the tokenizer's policy).
-    chunk_rows, memory_mb
-        Rows per chunk, or (default) chunks sized to ``memory_mb`` MiB of working memory.
-    region_columns, var_names_sep, one_based
-        Where the peaks' regions come from (see :func:`var_regions`).
-    n_threads
-        numba threads (default: the tokenizer's setting, else numba's).
+    spec
+        A :class:`~genotok.CellSpec`: what a cell becomes (default: ``CellSpec()``).
+    read
+        :class:`~genotok.AnnDataOptions`: the layer, where the peaks' regions come from, the
+        chunking and the ids' dtype of an in-memory result.
     out
         A corpus path: the cells are written chunk by chunk (the result is never held whole)
         with ``obs_names`` as record names and ``obs_columns`` as metadata, and the opened
-        :class:`~genotok.Corpus` is returned. Without it, a :class:`~genotok.ragged.Ragged`
-        (with ``values`` when asked): ``.to_list()`` gives arrays, ``tokenizer.pad(result,
-        padding=True, return_tensors="pt")`` padded tensors.
-    obs_columns
-        ``obs`` columns kept as per-record metadata (corpus output).
-    progress
-        Show a progress bar over cells (tqdm when installed, else a line on stderr).
-    dtype
-        Integer dtype of the token ids of the in-memory result: ``np.int64``
-        (default), or ``np.uint32``/``np.int32`` to halve the result's memory and the time spent
-        writing it (the vocabulary must fit). A corpus always gets the width it stores.
+        :class:`~genotok.Corpus` is returned (its header holds the spec). Without it, a
+        :class:`~genotok.ragged.Ragged` (with ``values`` when the spec asks): ``.to_list()``
+        gives arrays, ``tokenizer.pad(result, padding=True, return_tensors="pt")`` padded
+        tensors.
     overwrite
         Replace an existing corpus at ``out`` (default: refuse it).
-    normalize, target_sum, log1p, rank, bins
-        Value encodings applied to the entries before tokenizing (``"total"`` normalisation,
-        Geneformer's ``rank="median"``, scGPT's ``bins=n``): see :mod:`genotok.singlecell.values`.
-        A corpus stores the encoding (and the medians) in its header; ``rank=corpus`` reuses
-        a training corpus' medians.
-    prepend, condition_unknown
-        ``obs`` columns whose condition tokens (``<batch=d1>``, the tokenizer's
-        ``extra_tokens``) start each cell, in this order; a value without a token gives
-        ``<unk>`` or an error (``"error"``). See :mod:`genotok.singlecell.conditions`.
-    add_cls
-        Start each cell with ``<cls>`` (before its condition tokens).
+    obs_columns
+        ``obs`` columns kept as per-record metadata (corpus output).
+    memory_mb
+        Chunks sized to this many MiB of working memory.
+    n_threads
+        numba threads (default: the tokenizer's setting, else numba's).
+    progress
+        Show a progress bar over cells.
 
     Raises
     ------
@@ -358,42 +378,43 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
     Examples
     --------
     >>> import anndata, numpy as np, pandas as pd, scipy.sparse as sp
-    >>> from genotok import Tokenizer
+    >>> from genotok import CellSpec, Tokenizer
     >>> tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-100"])
     >>> X = sp.csr_matrix(np.array([[1, 0, 2], [0, 0, 0]]))
     >>> a = anndata.AnnData(X, var=pd.DataFrame(index=["chr1:50-150", "chr9:0-1", "chr2:5-6"]))
     >>> tokenize_anndata(a, tok).to_list()
     [[0, 1, 2], [3]]
+    >>> tokenize_anndata(a, tok, CellSpec(order="value", max_length=1)).to_list()
+    [[2], [3]]
     """
+    spec, read = _check_call("tokenize_anndata", "adata", adata, tokenizer, spec, read,
+                             reading.AnnDataOptions)
     kind = "ragged" if out is None else "corpus"
-    by_var = order == "var"
-    prepend = conditions._check_columns(prepend)  # a string is one column, as in condition_tokens
-    if condition_unknown not in conditions.UNKNOWN:
-        raise ValueError(f"condition_unknown must be one of {conditions.UNKNOWN}, got "
-                         f"{condition_unknown!r}")
-    if by_var and unique:
-        raise ValueError("order='var' keeps every (peak, token) pair in storage order, as "
-                         "geniml's per-cell loop does: pass unique=False with it")
-    opt = _options(tokenizer, min_count, "genomic" if by_var else order, seed, max_length,
-                   truncation, unique, unknown, values)
-    opt.dtype = _ids_dtype(dtype, tokenizer)
+    by_var = spec.order == "var"
+    prepend = list(spec.prepend)
+    values = spec.values
+    opt = _options(tokenizer, spec.min_count, "genomic" if by_var else spec.order, spec.seed,
+                   spec.max_length, spec.truncation, spec.unique, spec.unknown, values)
+    opt.dtype = _ids_dtype(read.dtype, tokenizer)
     if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
         opt.dtype = _ids_dtype(np.uint32, tokenizer)
     if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
-    if chunk_rows is not None and int(chunk_rows) < 1:
-        raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
+    chunk_rows = read.chunk_rows
+    layer = read.layer
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     source, path = _source(adata, layer)
     vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
-                        tokenizer, region_columns, var_names_sep, one_based, n_threads)
+                        tokenizer, read.region_columns, read.var_names_sep, read.one_based,
+                        n_threads)
     if vm.n_vars != source.n_cols:
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
     _check_rows(source, adata, path)
-    enc = cellvalues.value_encoding(adata, layer=layer, normalize=normalize,
-                                    target_sum=target_sum, log1p=log1p, rank=rank, bins=bins,
-                                    memory_mb=memory_mb)
+    enc = cellvalues.value_encoding(adata, layer=layer, memory_mb=memory_mb,
+                                    **spec.encoding_kwargs())
+    encode = None if enc is None else enc.chunk_encoder(source.n_cols, source.where)
+    encode = _extra_encoder(spec.extra_steps(), encode, source.n_cols)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -406,30 +427,20 @@ def tokenize_anndata(adata, tokenizer, *, layer: str | None = None,
         back_dtype, opt.dtype = opt.dtype, np.int64
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells", prepare=prepare,
-                     encode=None if enc is None else enc.chunk_encoder(source.n_cols,
-                                                                       source.where))
-    if prepend or add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
-        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, list(prepend)),
-                                           tokenizer, list(prepend), condition_unknown,
-                                           cls=add_cls)
+                     progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
+    if prepend or spec.add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
+        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, prepend),
+                                           tokenizer, prepend, spec.condition_unknown,
+                                           cls=spec.add_cls)
     if kind == "corpus":
-        extra = {"anndata": {"layer": layer, "min_count": min_count, "order": order, "seed": seed,
-                             "max_tokens": max_length, "truncate": truncation, "unique": unique,
-                             "unknown": tokenizer.settings.unknown if unknown is None else unknown}}
-        if enc is not None:
-            extra["anndata"]["values_encoding"] = enc.to_json()
-        if prepend or add_cls:
-            extra["anndata"]["add_cls"] = bool(add_cls)
-            extra["anndata"]["prepend"] = list(prepend)
-            extra["anndata"]["condition_tokens"] = list(tokenizer.universe.extra_tokens)
+        extra = {"anndata": _header(spec, enc, tokenizer, layer=layer)}
         return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
                                  metadata_columns=obs_columns, values=values, extra=extra,
                                  source=path, overwrite=overwrite)
     return sink.collect((r for _, r in stream), kind, values=values,
                         pad_token_id=tokenizer.universe.pad_token_id,
                         capacity=_token_bound(source, vm, opt) if prepare is None and not (
-                            prepend or add_cls) else None)
+                            prepend or spec.add_cls) else None)
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:

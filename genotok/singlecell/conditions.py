@@ -19,7 +19,7 @@ Order and semantics
 * a token is ``template.format(column=..., value=...)`` (default ``"<{column}={value}>"``);
   :func:`condition_tokens` lists, column by column in the order given, the column's categories
   (a categorical's category order, else sorted as strings); a missing value (NaN) has none;
-* ``tokenize_anndata(..., prepend=["assay", "batch"])`` puts, before each cell's tokens, one
+* ``CellSpec(prepend=["assay", "batch"])`` puts, before each cell's tokens, one
   token per column in the order of ``prepend`` (after ``<cls>`` with ``add_cls=True``); their
   values (with ``values=True``) are 0;
 * a value with no token in the tokenizer (a category unseen in training, or NaN) becomes

@@ -54,6 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import _io
+from ..params import Flag, check
 from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
@@ -92,9 +93,7 @@ class FragmentMatrix(NamedTuple):
     n_fragments: np.ndarray  # int64 (cells,) fragment lines of each kept cell
 
     @classmethod
-    def from_fragments(cls, path, regions, *, mode: str = "insertion", shift=(0, 0),
-                       use_count: bool = False, barcodes=None, min_fragments: int = 1,
-                       block_bytes: int = 32 << 20,
+    def from_fragments(cls, path, regions, *, read=None, use_count: bool = False,
                        n_threads: int | None = None) -> FragmentMatrix:
         """Count a fragment file into ``(barcodes, X, n_fragments)``: the parameters of
         :func:`fragment_matrix`, the counts as a ``scipy.sparse.csr_matrix``.
@@ -109,10 +108,15 @@ class FragmentMatrix(NamedTuple):
         >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
         (['AAA-1'], [[1.0, 2.0]], [2])
         """
-        _, names, X, nfrag, _ = _matrix(path, regions, mode=mode, shift=shift,
-                                        use_count=use_count, barcodes=barcodes,
-                                        min_fragments=min_fragments, block_bytes=block_bytes,
-                                        n_threads=n_threads)
+        from .reading import FragmentOptions, _checked
+
+        read = _checked(read, FragmentOptions, "FragmentMatrix.from_fragments")
+        check("use_count", use_count, [Flag()], "FragmentMatrix.from_fragments")
+        _, names, X, nfrag, _ = _matrix(
+            path, regions, mode="insertion" if read.mode is None else read.mode,
+            shift=read.shift, use_count=use_count, barcodes=read.barcodes,
+            min_fragments=read.min_fragments, block_bytes=read.block_bytes,
+            n_threads=n_threads)
         return cls(names, X, nfrag)
 
 
@@ -446,10 +450,9 @@ def _matrix(path, regions, **options):
     return (tok, *_count(path, tok, **options))
 
 
-def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
-                    use_count: bool = False, barcodes=None, min_fragments: int = 1,
-                    block_bytes: int = 32 << 20, n_threads: int | None = None, out=None,
-                    memory_mb: float | None = None, overwrite: bool = False):
+def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=None,
+                    overwrite: bool = False, memory_mb: float | None = None,
+                    n_threads: int | None = None):
     """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
 
     Parameters
@@ -459,21 +462,17 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     regions
         A :class:`~genotok.Tokenizer` (its universe and overlap rule), or anything
         ``Tokenizer(...)`` accepts: a BED path, region strings …
-    mode
-        ``"insertion"`` (Tn5 cut sites ``start`` and ``end - 1``), ``"paired-insertion"``
-        (the same, at most once per fragment and region) or ``"fragment"`` (whole fragment
-        overlap). See the module documentation.
-    shift
-        ``(left, right)`` added to the two cut sites in insertion mode; ``(4, -5)`` for
-        fragments that are not yet Tn5-adjusted (10x files are).
+    read
+        :class:`~genotok.FragmentOptions`: the ``mode`` (default ``"insertion"``: Tn5 cut
+        sites ``start`` and ``end - 1``; ``"paired-insertion"``: the same, at most once per
+        fragment and region; ``"fragment"``: whole fragment overlap; see the module
+        documentation), the ``shift`` added to the two cut sites (``(4, -5)`` for fragments
+        that are not yet Tn5-adjusted; 10x files are), the barcode allow-list (cells come in
+        its order; without it, every barcode in order of first appearance) and
+        ``min_fragments`` (``0`` keeps allow-listed cells without fragments).
     use_count
-        Weigh each fragment by its column-5 duplicate count (default: each line counts once).
-    barcodes
-        Allow-list: a sequence of barcodes or a file with one a line; cells come in its order.
-        Without it, every barcode in order of first appearance.
-    min_fragments
-        Keep cells with at least this many fragment lines (``0`` keeps allow-listed cells
-        without fragments).
+        Weigh each fragment by its column-5 duplicate count (default: each line counts once,
+        as :func:`~genotok.tokenize_fragments` counts by default).
     out
         An ``.h5ad`` path: the matrix is written there as it is read back from disk, a bucket
         of cells at a time (see ``memory_mb``), under a temporary name renamed into place when
@@ -511,11 +510,19 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
     (['AAA-1'], [[1.0, 2.0]], [2])
     >>> m.obs["unknown_count"].tolist(), m.var["token_id"].tolist()  # each hit a region
     ([0], [0, 1])
-    >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"], mode="fragment").X.toarray().tolist()
+    >>> from genotok import FragmentOptions
+    >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"],
+    ...                 read=FragmentOptions(mode="fragment")).X.toarray().tolist()
     [[1.0, 2.0]]
     """
     import anndata
     import pandas as pd
+
+    from .reading import FragmentOptions, _checked
+
+    read = _checked(read, FragmentOptions, "fragment_matrix")
+    check("use_count", use_count, [Flag()], "fragment_matrix")
+    mode = "insertion" if read.mode is None else read.mode
 
     if out is not None and os.path.exists(out) and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
@@ -525,8 +532,9 @@ def fragment_matrix(path, regions, *, mode: str = "insertion", shift=(0, 0),
                            os.path.isdir(out) else f"{out}: its folder does not exist; create "
                            "it first")
     tok, names, X, nfrag, unknown = _matrix(
-        path, regions, mode=mode, shift=shift, use_count=use_count, barcodes=barcodes,
-        min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
+        path, regions, mode=mode, shift=read.shift, use_count=use_count,
+        barcodes=read.barcodes, min_fragments=read.min_fragments, block_bytes=read.block_bytes,
+        n_threads=n_threads,
         miss_column="obs", memory_mb=_spill_mb(memory_mb, out))
     u = tok.universe
     try:

@@ -1,8 +1,9 @@
 """Value encodings of single-cell matrices for foundation models (Geneformer, scGPT).
 
 An encoding rewrites each stored entry of a cell × feature matrix, row chunk by row chunk,
-before the cells become tokens (:func:`genotok.tokenize_anndata` ``normalize=``, ``rank=``,
-``bins=``); the encoded value is the token's value channel.
+before the cells become tokens (the ``encoding`` steps of a :class:`~genotok.CellSpec`:
+``Normalize``, ``Log1p``, ``RankByMedian``, ``Bins``, which compile to a
+:class:`ValueEncoding` here); the encoded value is the token's value channel.
 
 Steps, in this order
 --------------------
@@ -298,7 +299,7 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
 
     ``adata`` is an AnnData or ``.h5ad`` path, or a list of them with the same features in the
     same order (medians over all their cells: a corpus made of many files; then pass the
-    medians to each file's ``tokenize_anndata(..., rank=medians)``), or an iterator of them
+    medians to each file's ``RankByMedian(medians)``), or an iterator of them
     (a generator: each is opened when reached, so one matrix at a time is in memory).
 
     Returns ``(medians, method)``: float64 medians (NaN for a feature never positive) and
@@ -417,7 +418,7 @@ def _same_columns(sources: list) -> None:
 def value_encoding(adata=None, *, layer: str | None = None, normalize: str | None = None,
                    target_sum: float = 1e4, log1p: bool = False, rank=None,
                    bins: int | None = None, memory_mb: float = 256) -> ValueEncoding | None:
-    """The encoding that ``tokenize_anndata(normalize=, rank=, bins=)`` applies (``None`` when
+    """The encoding that a :class:`~genotok.CellSpec`'s ``encoding`` steps apply (``None`` when
     nothing is asked). ``rank`` is ``None``, ``"median"`` (medians from ``adata``), an array
     of medians, the ``(medians, method)`` pair that :func:`feature_medians` returns (the
     corpus then records its method, not ``"given"``), or a corpus written with

@@ -538,7 +538,8 @@ def test_single_cell_outputs_take_overwrite(tmp_path):
     assert len(tokenize_fragments(frag, tok, out=str(fout))) == 1
     with pytest.raises(FileExistsError, match="overwrite=True"):
         tokenize_fragments(frag, tok, out=str(fout))
-    assert tokenize_fragments(frag, tok, out=str(fout), overwrite=True).names == ["AAA-1"]
+    assert tokenize_fragments(frag, tok, out=str(fout),
+                              overwrite=True).names == ["AAA-1"]
 
 
 # ------------------------------------------------------------------ every subcommand, from the parser

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import genotok
-from genotok import Corpus, Tokenizer, read_gtok
+from genotok import CellSpec, Corpus, Tokenizer, read_gtok
 from genotok.cli.main import main as cli
 from genotok.pipeline import PipelineError, expand_inputs, pretokenize, record_name
 
@@ -346,7 +346,7 @@ def test_h5ad_and_fragment_inputs(tmp_path, tok):
     run = pretokenize(d, tok, tmp_path / "out", progress=False)
     c = Corpus.open(run.out, expect=tok, verify=True)
     cells = tokenize_anndata(d / "cells.h5ad", tok).to_list()
-    bcs, frows = tokenize_fragments(d / "frags.tsv", tok, values=False)
+    bcs, frows = tokenize_fragments(d / "frags.tsv", tok, CellSpec())
     assert c.names == ["a"] + [f"cell{i}" for i in range(12)] + list(bcs)
     assert c.to_ragged().to_list() == [tok.encode(d / "a.bed").tolist()] + cells + [r.tolist() for r in frows]
     assert len(list(run.out.glob("shard-*.gtokc"))) == 3
@@ -377,7 +377,8 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     cells = {from_file_stem(n[:-5].split(CELL_SEP)[1]) for n in written if CELL_SEP in n}
     assert cells == set(hostile)
     assert "a%20b.gtok" in written  # a file stem is made safe the same way
-    frows = dict(zip(*genotok.singlecell.tokenize_fragments(d / "frags.tsv", tok, values=False)))
+    frows = dict(zip(*genotok.singlecell.tokenize_fragments(d / "frags.tsv", tok,
+                                                            CellSpec())))
     for n in written:
         if CELL_SEP in n:
             bc = from_file_stem(n[:-5].split(CELL_SEP)[1])

@@ -14,6 +14,7 @@ import genotok
 from genotok import Corpus, Tokenizer, feature_medians, tokenize_anndata, tokenize_fragments
 from genotok.cli.main import main
 from genotok.pipeline import PipelineError, pretokenize
+from tests._cellspec import spec_of
 
 EX = genotok.examples_dir()
 U = str(EX / "universe.bed")
@@ -42,7 +43,7 @@ def expected(files, tok, **kw):
         kw["rank"] = feature_medians(files, normalize=kw.get("normalize"),
                                      target_sum=kw.get("target_sum", 1e4),
                                      log1p=kw.get("log1p", False))
-    return [tokenize_anndata(f, tok, values=True, **kw) for f in files]
+    return [tokenize_anndata(f, tok, spec_of(values=True, **kw)) for f in files]
 
 
 def assert_corpus_equals(corpus, parts):
@@ -75,8 +76,7 @@ def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
         assert stored["rank"] == "median"
         np.testing.assert_array_equal(np.array(stored["medians"], dtype=float), med)
         # every shard holds the same medians; a later tokenization reuses them (rank=corpus)
-        again = tokenize_anndata(h5ads[1], tok, normalize=kw.get("normalize"), rank=corpus,
-                                 values=True)
+        again = tokenize_anndata(h5ads[1], tok, spec_of(values=True, **{**kw, "rank": corpus}))
         assert again.to_list() == expected(h5ads, tok, **kw)[1].to_list()
 
 
@@ -85,7 +85,7 @@ def test_fragments_encoded(tmp_path, tok):
     for kw in ({"bins": 4}, {"normalize": "total", "rank": "median"}):
         run = pretokenize(frag, tok, tmp_path / str(len(kw)), progress=False, **kw)
         corpus = Corpus.open(run.out)
-        _, ref = tokenize_fragments(frag, tok, values=True, **kw)
+        _, ref = tokenize_fragments(frag, tok, spec_of(values=True, **kw))
         assert_corpus_equals(corpus, [ref])
         assert corpus.header["extra"]["fragments"]["values_encoding"]["bins"] == kw.get("bins")
 
@@ -98,7 +98,7 @@ def test_fragment_medians_read_a_bucket_of_cells_at_a_time(tmp_path, tok, monkey
     from genotok.singlecell.spill import RowSpill
 
     frag = EX / "fragments.tsv.gz"
-    whole = anndata.AnnData(fragment_counts(frag, tok)[1])
+    whole = anndata.AnnData(fragment_counts(frag, tok)[1])  # each line once, as tokenized
     assert whole.n_obs > 2 * 7  # several buckets, the last one partial
     monkeypatch.setattr(fragmatrix, "SPILL_ROWS", 7)
     monkeypatch.setattr("genotok.singlecell.fragments.SPILL_MB", 1e-6)
@@ -253,7 +253,7 @@ def tok_c(h5ads):
 def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     kw = {"prepend": ["cell_type"], "add_cls": True}
     run = pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format, **kw)
-    want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, **kw).to_list()]
+    want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, spec_of(**kw)).to_list()]
     if format == "corpus":
         corpus = Corpus.open(run.out)
         assert corpus.to_ragged().to_list() == want
@@ -272,8 +272,10 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     with pytest.raises(PipelineError, match="BED and fragment inputs have none"):
         pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", progress=False,
                     **kw)
-    with pytest.raises(TypeError, match="list of obs columns"):
-        pretokenize(h5ads, tok_c, tmp_path / "e", progress=False, prepend="cell_type")
+    # a string is one column, as in tokenize_anndata (it was a TypeError)
+    one = pretokenize(h5ads, tok_c, tmp_path / "e", progress=False, format=format,
+                      prepend="cell_type")
+    assert one.n_records == sum(len(genotok.singlecell.obs_names(f)) for f in h5ads)
 
 
 def test_cli_condition_flags(tmp_path, tok_c, h5ads):
@@ -283,7 +285,7 @@ def test_cli_condition_flags(tmp_path, tok_c, h5ads):
                  "cell_type", "--add-cls", "--condition-unknown", "error", "--bins", "4",
                  *map(str, h5ads)]) == 0
     kw = {"prepend": ["cell_type"], "add_cls": True, "condition_unknown": "error", "bins": 4}
-    assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, values=True, **kw)
+    assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, spec_of(values=True, **kw))
                                             for f in h5ads])
 
 
@@ -326,7 +328,7 @@ def test_per_cell_settings_of_fragments(tmp_path, tok, format):
     frag = EX / "fragments.tsv.gz"
     kw = {"order": "value", "max_length": 3}
     run = pretokenize(frag, tok, tmp_path / "c", progress=False, format=format, **kw)
-    names, ref = tokenize_fragments(frag, tok, **kw)
+    names, ref = tokenize_fragments(frag, tok, spec_of(**kw))
     if format == "corpus":
         assert Corpus.open(run.out).to_ragged().to_list() == ref.to_list()
     else:

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import AnnDataError, Corpus, RegionSet, Tokenizer, Universe
+from genotok import AnnDataError, AnnDataOptions, CellSpec, Corpus, RegionSet, Tokenizer, Universe
 from genotok import sink as gsink
 from genotok.kernels import cells as K
 from genotok.ragged import Ragged
@@ -195,8 +195,8 @@ def test_narrow_id_dtypes_give_the_same_ids(order, dtype):
     tok = _tokenizer(FAST_UNIVERSE)
     rows = [[(0, 1.0), (1, 2.0), (5, 1.0)], [], [(3, 1.0), (8, 4.0)]]
     a = _adata(rows, FAST_VARS)
-    ref = gad.tokenize_anndata(a, tok, order=order)
-    got = gad.tokenize_anndata(a, tok, order=order, dtype=dtype)
+    ref = gad.tokenize_anndata(a, tok, CellSpec(order=order))
+    got = gad.tokenize_anndata(a, tok, CellSpec(order=order), read=AnnDataOptions(dtype=dtype))
     assert got.data.dtype == dtype and got.to_list() == ref.to_list()
 
 
@@ -204,7 +204,7 @@ def test_bad_id_dtypes_are_refused():
     tok = _tokenizer(FAST_UNIVERSE)
     a = _adata([[(0, 1.0)]], FAST_VARS)
     with pytest.raises(ValueError, match="int64, int32 or uint32"):
-        gad.tokenize_anndata(a, tok, dtype=np.float32)
+        gad.tokenize_anndata(a, tok, read=AnnDataOptions(dtype=np.float32))
     with pytest.raises(ValueError, match="cannot hold"):
         gcells._ids_dtype(np.int32, type("T", (), {"vocab_size": 2**31 + 1})())
 
@@ -310,7 +310,7 @@ def test_every_var_name_convention(small, names):
     tok = _tokenizer(universe)
     a = _adata(rows, variables, names)
     assert var_regions_strings(a) == [f"{c}:{s}-{e}" for c, s, e in variables]
-    got = gad.tokenize_anndata(a, tok, values=True)
+    got = gad.tokenize_anndata(a, tok, CellSpec(values=True))
     _check(got, *naive.cells(universe, variables, rows, unk_id=tok.unk_token_id))
 
 
@@ -324,13 +324,13 @@ def test_h5ad_path_backed_and_memory_agree(small, tmp_path):
     a = _adata(rows, variables, "columns")
     p = tmp_path / "a.h5ad"
     a.write_h5ad(p)
-    kw = dict(values=True, order="value", max_length=6, truncation="sample", seed=3)
-    mem = gad.tokenize_anndata(a, tok, **kw)
-    on_disk = gad.tokenize_anndata(p, tok, chunk_rows=4, **kw)
-    tiny_budget = gad.tokenize_anndata(p, tok, memory_mb=0.0001, **kw)
+    spec = CellSpec(values=True, order="value", max_length=6, truncation="sample", seed=3)
+    mem = gad.tokenize_anndata(a, tok, spec)
+    on_disk = gad.tokenize_anndata(p, tok, spec, read=AnnDataOptions(chunk_rows=4))
+    tiny_budget = gad.tokenize_anndata(p, tok, spec, memory_mb=0.0001)
     backed = anndata.read_h5ad(p, backed="r")
     try:
-        from_backed = gad.tokenize_anndata(backed, tok, **kw)
+        from_backed = gad.tokenize_anndata(backed, tok, spec)
     finally:
         backed.file.close()
     for other in (on_disk, tiny_budget, from_backed):
@@ -344,7 +344,7 @@ def test_csc_dense_and_layers_agree(small, tmp_path):
     universe, variables, rows = small
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
-    ref = gad.tokenize_anndata(a, tok, values=True)
+    ref = gad.tokenize_anndata(a, tok, CellSpec(values=True))
     dense = a.copy()
     dense.X = a.X.toarray()
     csc = a.copy()
@@ -352,14 +352,16 @@ def test_csc_dense_and_layers_agree(small, tmp_path):
     layered = a.copy()
     layered.layers["counts"] = a.X.copy()
     layered.X = sp.csr_matrix(a.shape, dtype=np.float32)
-    assert gad.tokenize_anndata(dense, tok, values=True, chunk_rows=5) == ref
-    assert gad.tokenize_anndata(csc, tok, values=True) == ref
-    assert gad.tokenize_anndata(layered, tok, layer="counts", values=True) == ref
+    assert gad.tokenize_anndata(dense, tok, CellSpec(values=True),
+                                read=AnnDataOptions(chunk_rows=5)) == ref
+    assert gad.tokenize_anndata(csc, tok, CellSpec(values=True)) == ref
+    assert gad.tokenize_anndata(layered, tok, CellSpec(values=True),
+                                read=AnnDataOptions(layer="counts")) == ref
     for name, obj in (("dense", dense), ("csc", csc), ("layer", layered)):
         p = tmp_path / f"{name}.h5ad"
         obj.write_h5ad(p)
-        got = gad.tokenize_anndata(p, tok, values=True, chunk_rows=6,
-                                   layer="counts" if name == "layer" else None)
+        got = gad.tokenize_anndata(p, tok, CellSpec(values=True),
+                                   read=AnnDataOptions(layer="counts" if name == "layer" else None, chunk_rows=6))
         assert got == ref, name
         assert np.array_equal(got.values, ref.values)
 
@@ -377,8 +379,8 @@ def test_backed_views_tokenize_only_their_cells(small, tmp_path, fmt):
     try:
         mask = np.arange(a.n_obs) % 3 == 1
         for sel in (np.s_[4:9], np.s_[[7, 0, 3]], mask, np.s_[2:12, ::2], np.s_[5:5]):
-            got = gad.tokenize_anndata(b[sel], tok, values=True)
-            ref = gad.tokenize_anndata(a[sel].copy(), tok, values=True)
+            got = gad.tokenize_anndata(b[sel], tok, CellSpec(values=True))
+            ref = gad.tokenize_anndata(a[sel].copy(), tok, CellSpec(values=True))
             assert got == ref
             assert np.array_equal(got.values, ref.values)
     finally:
@@ -399,14 +401,15 @@ def test_min_count_binarizes_and_one_based_names(small):
     universe, variables, rows = small
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
-    got = gad.tokenize_anndata(a, tok, min_count=3, unknown="region", unique=False, values=True)
+    got = gad.tokenize_anndata(a, tok,
+                               CellSpec(min_count=3, unique=False, unknown="region", values=True))
     _check(got, *naive.cells(universe, variables, rows, unk_id=tok.unk_token_id, min_count=3,
                              unknown="region", unique=False))
     shifted = [(c, s + 1, e) for c, s, e in variables]
     b = _adata(rows, shifted)
     assert gad.var_regions(b, one_based=True).to_strings() == \
         [f"{c}:{s}-{e}" for c, s, e in variables]
-    assert gad.tokenize_anndata(b, tok, one_based=True) == gad.tokenize_anndata(a, tok)
+    assert gad.tokenize_anndata(b, tok, read=AnnDataOptions(one_based=True)) == gad.tokenize_anndata(a, tok)
 
 
 def test_var_map_is_reused_only_while_names_universe_and_settings_hold(small):
@@ -455,7 +458,7 @@ def test_outputs_list_tensors_and_corpus(small, tmp_path):
     universe, variables, rows = small
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
-    ref = gad.tokenize_anndata(a, tok, values=True)
+    ref = gad.tokenize_anndata(a, tok, CellSpec(values=True))
     ids = list(ref)
     vals = [ref.row_values(i) for i in range(len(ref))]
     assert [x.tolist() for x in ids] == ref.to_list()
@@ -470,8 +473,8 @@ def test_outputs_list_tensors_and_corpus(small, tmp_path):
     pt = tok.pad(gad.tokenize_anndata(a, tok), padding=True, return_tensors="pt")
     assert pt["input_ids"].numpy().tolist() == out["input_ids"].tolist()
     assert "values" not in pt
-    c = gad.tokenize_anndata(a, tok, out=tmp_path / "cells.gtokc", values=True,
-                             obs_columns=["cell_type"], chunk_rows=5)
+    c = gad.tokenize_anndata(a, tok, CellSpec(values=True), read=AnnDataOptions(chunk_rows=5),
+                             out=tmp_path / "cells.gtokc", obs_columns=["cell_type"])
     assert isinstance(c, Corpus)
     assert c.names == list(a.obs_names)
     assert c.meta["cell_type"] == list(a.obs["cell_type"].astype(str))
@@ -479,8 +482,8 @@ def test_outputs_list_tensors_and_corpus(small, tmp_path):
     assert c.to_ragged().to_list() == ref.to_list()
     p = tmp_path / "a.h5ad"
     a.write_h5ad(p)
-    c2 = gad.tokenize_anndata(p, tok, out=str(tmp_path / "c2.gtokc"), obs_columns=["cell_type"],
-                              chunk_rows=7)
+    c2 = gad.tokenize_anndata(p, tok, read=AnnDataOptions(chunk_rows=7),
+                              out=str(tmp_path / "c2.gtokc"), obs_columns=["cell_type"])
     assert c2.names == c.names and c2.meta["cell_type"] == c.meta["cell_type"]
     assert c2.to_ragged().to_list() == ref.to_list()
 
@@ -513,13 +516,11 @@ def test_errors_say_what_was_found(small, tmp_path):
     with pytest.raises(AnnDataError, match=r"column index is outside \[0, n_vars\)"):
         gad.tokenize_anndata(p, tok)
     with pytest.raises(AnnDataError, match="no layer 'nope'"):
-        gad.tokenize_anndata(a, tok, layer="nope")
+        gad.tokenize_anndata(a, tok, read=AnnDataOptions(layer="nope"))
     with pytest.raises(AnnDataError, match="no matrix 'layers/nope'"):
-        gad.tokenize_anndata(p, tok, layer="nope")
+        gad.tokenize_anndata(p, tok, read=AnnDataOptions(layer="nope"))
     with pytest.raises(ValueError, match="order must be one of"):
-        gad.tokenize_anndata(a, tok, order="random")
-    with pytest.raises(TypeError, match="output"):  # 0.1's output= is gone (out= writes)
-        gad.tokenize_anndata(a, tok, output=3)
+        gad.tokenize_anndata(a, tok, CellSpec(order="random"))
 
 
 def test_empty_matrix_and_empty_rows(small):
@@ -527,7 +528,7 @@ def test_empty_matrix_and_empty_rows(small):
     tok = _tokenizer(universe)
     a = _adata([[], []], variables)
     assert gad.tokenize_anndata(a, tok).to_list() == [[tok.unk_token_id]] * 2
-    assert gad.tokenize_anndata(a, tok, unknown="drop").to_list() == [[], []]
+    assert gad.tokenize_anndata(a, tok, CellSpec(unknown="drop")).to_list() == [[], []]
     none = _adata([], variables)
     assert len(gad.tokenize_anndata(none, tok)) == 0
 
@@ -541,7 +542,7 @@ def test_pbmc_real_file_matches_the_loop(tmp_path):
     peaks = list(zip(chroms, starts, ends))
     universe = peaks[::2] + [(c, s + 250, e + 250) for c, s, e in peaks[::3]]
     tok = _tokenizer(universe)
-    got = gad.tokenize_anndata(PBMC, tok, values=True)
+    got = gad.tokenize_anndata(PBMC, tok, CellSpec(values=True))
     _check(got, *naive.cells(universe, peaks, naive.csr_rows(a.X), unk_id=tok.unk_token_id))
     backed = anndata.read_h5ad(PBMC, backed="r")
     try:
@@ -566,7 +567,8 @@ def test_gendata_files(tmp_path, names):
                          rs.starts.tolist(), rs.ends.tolist()))
     universe = variables[::3] + [(c, s + 100, e + 300) for c, s, e in variables[1::4]]
     tok = _tokenizer(universe, unknown="region")
-    got = gad.tokenize_anndata(p, tok, values=True, chunk_rows=8, unique=False)
+    got = gad.tokenize_anndata(p, tok, CellSpec(unique=False, values=True),
+                               read=AnnDataOptions(chunk_rows=8))
     _check(got, *naive.cells(universe, variables, naive.csr_rows(a.X), unk_id=tok.unk_token_id,
                              unknown="region", unique=False))
 
@@ -650,25 +652,14 @@ def test_memory_source_accepts_exactly_the_valid_matrices(raw, idx_dtype):
     np.testing.assert_array_equal(got, dense)
 
 
-def test_old_spellings_are_refused(small, tmp_path):
-    """0.1's ``max_tokens=``, ``truncate=`` and ``output=`` (issue 21) are unknown keywords:
-    no shim, and no corpus written."""
-    universe, variables, rows = small
-    tok = _tokenizer(universe)
-    a = _adata(rows, variables)
-    for old in (dict(max_tokens=3), dict(truncate="sample"), dict(output="list"),
-                dict(output=tmp_path / "old.gtokc")):
-        with pytest.raises(TypeError, match=next(iter(old))):
-            gad.tokenize_anndata(a, tok, **old)
-    assert not list(tmp_path.iterdir())
-
-
-def test_truncation_false_or_none_does_not_cut(small):
+def test_no_cut_is_max_length_none_and_truncation_is_a_strategy(small):
     universe, variables, rows = small
     tok = _tokenizer(universe)
     a = _adata(rows, variables)
     full = gad.tokenize_anndata(a, tok)
-    for no_cut in (False, None):
-        assert gad.tokenize_anndata(a, tok, max_length=1, truncation=no_cut) == full
-    assert gad.tokenize_anndata(a, tok, max_length=1, truncation=True) == \
-        gad.tokenize_anndata(a, tok, max_length=1, truncation="top")
+    assert gad.tokenize_anndata(a, tok, CellSpec(max_length=None)) == full
+    for no_cut in (False, None, True):  # max_length=None is no cut; truncation is a strategy
+        with pytest.raises(ValueError, match="truncation must be one of 'top', 'sample'"):
+            CellSpec(max_length=1, truncation=no_cut)
+    assert gad.tokenize_anndata(a, tok, CellSpec(max_length=1, truncation="top")) == \
+        gad.tokenize_anndata(a, tok, CellSpec(max_length=1, truncation="top"))

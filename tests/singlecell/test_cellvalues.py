@@ -11,11 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from genotok import Tokenizer
+from genotok import AnnDataOptions, CellSpec, Normalize, RankByMedian, Tokenizer
 from genotok.errors import AnnDataError
 from genotok.kernels import values as VK
 from genotok.singlecell import tokenize_anndata
 from genotok.singlecell.values import ValueEncoding, feature_medians, value_encoding
+from tests._cellspec import spec_of
 
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
@@ -191,7 +192,7 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
                       med, kw.get("bins"))
     want_ids, want_vals = _expected(E)
     opts = dict(values=True, order="value", **kw)
-    got = tokenize_anndata(a, tok, **opts)
+    got = tokenize_anndata(a, tok, spec_of(**opts))
     assert got.to_list() == want_ids
     np.testing.assert_allclose(got.values, np.concatenate([np.asarray(v, np.float32)
                                                            for v in want_vals]), rtol=1e-6)
@@ -200,12 +201,13 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
     csc.X = sp.csc_matrix(csc.X)
     path = tmp_path / "x.h5ad"
     a.write_h5ad(path)
-    for other in (tokenize_anndata(csc, tok, **opts),
-                  tokenize_anndata(path, tok, chunk_rows=7, **opts),
-                  tokenize_anndata(anndata.read_h5ad(path, backed="r"), tok, **opts)):
+    for other in (tokenize_anndata(csc, tok, spec_of(**opts)),
+                  tokenize_anndata(path, tok, spec_of(**opts), read=AnnDataOptions(chunk_rows=7)),
+                  tokenize_anndata(anndata.read_h5ad(path, backed="r"), tok, spec_of(**opts))):
         assert other == got
         np.testing.assert_array_equal(other.values, got.values)
-    c = tokenize_anndata(path, tok, out=tmp_path / "c.gtokc", chunk_rows=4, **opts)
+    c = tokenize_anndata(path, tok, spec_of(**opts), read=AnnDataOptions(chunk_rows=4),
+                         out=tmp_path / "c.gtokc")
     assert c.to_ragged(values=True) == got
     np.testing.assert_array_equal(c.to_ragged(values=True).values, got.values)
     stored = c.header["extra"]["anndata"]["values_encoding"]
@@ -213,22 +215,22 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
     if med is not None:  # inference with the training medians: same tokens
         back = ValueEncoding.from_json(stored)
         np.testing.assert_array_equal(back.medians, med)
-        again = tokenize_anndata(a, tok, **{**opts, "rank": c})
+        again = tokenize_anndata(a, tok, spec_of(**{**opts, "rank": c}))
         assert again == got
 
 
 def test_inference_uses_training_medians(tmp_path):
     X = np.array([[2, 0, 4], [4, 1, 0], [6, 0, 8]])
     a, tok = _adata(X)
-    c = tokenize_anndata(a, tok, out=tmp_path / "t.gtokc", values=True, order="value",
-                         rank="median")
+    c = tokenize_anndata(a, tok, CellSpec(order="value", values=True, encoding=RankByMedian()),
+                         out=tmp_path / "t.gtokc")
     new, _ = _adata(np.array([[4, 1, 4]]))
-    got = tokenize_anndata(new, tok, values=True, order="value", rank=c)
+    got = tokenize_anndata(new, tok, CellSpec(order="value", values=True, encoding=RankByMedian(c)))
     # training medians 4, 1, 6: ratios 1, 1, 0.667 -> ids 0 and 1 tie, id order
     assert got.to_list() == [[0, 1, 2]]
     np.testing.assert_allclose(got.values, [1.0, 1.0, 4 / 6], rtol=1e-6)
     with pytest.raises(ValueError, match="normalize"):
-        tokenize_anndata(new, tok, rank=c, normalize="total")
+        tokenize_anndata(new, tok, CellSpec(encoding=(Normalize(), RankByMedian(c))))
 
 
 def test_feature_without_median_is_dropped():
@@ -278,7 +280,7 @@ def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
                       med, kw.get("bins"))
     want_ids, want_vals = _expected(E)
     opts = dict(values=True, order="value", **kw)
-    got = tokenize_anndata(a, tok, **opts)
+    got = tokenize_anndata(a, tok, spec_of(**opts))
     assert got.to_list() == want_ids
     np.testing.assert_allclose(got.values, np.asarray([v for row in want_vals for v in row], np.float32),
                                rtol=1e-6)
@@ -287,9 +289,10 @@ def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
     csc.X = sp.csc_matrix(csc.X)
     csc.write_h5ad(d / "csc.h5ad")  # a backed CSC file (loaded: it fits memory_mb)
     a.write_h5ad(d / "csr.h5ad")
-    for other in (tokenize_anndata(csc, tok, **opts),
-                  tokenize_anndata(d / "csc.h5ad", tok, **opts),
-                  tokenize_anndata(d / "csr.h5ad", tok, chunk_rows=chunk_rows, **opts)):
+    for other in (tokenize_anndata(csc, tok, spec_of(**opts)),
+                  tokenize_anndata(d / "csc.h5ad", tok, spec_of(**opts)),
+                  tokenize_anndata(d / "csr.h5ad", tok, spec_of(**opts),
+                                   read=AnnDataOptions(chunk_rows=chunk_rows))):
         assert other == got
         np.testing.assert_array_equal(other.values, got.values)
 

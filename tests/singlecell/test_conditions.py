@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer
+from genotok import AnnDataOptions, CellSpec, Tokenizer
 from genotok.errors import AnnDataError, UniverseError, UniverseMismatchError
 from genotok.formats.corpus.reader import Corpus
 from genotok.ragged import Ragged
@@ -74,7 +74,7 @@ def test_save_load_round_trip_and_fingerprint(tmp_path):
 
 def oracle(a, tok, prepend, unknown_id):
     """Plain tokens of each cell with its condition ids in front (value 0)."""
-    rows = tokenize_anndata(a, tok, values=True)
+    rows = tokenize_anndata(a, tok, CellSpec(values=True))
     vocab = tok.universe.get_vocab()
     out_ids, out_vals = [], []
     for i in range(len(rows)):
@@ -93,16 +93,17 @@ def test_prepend_memory_backed_corpus(tmp_path):
     tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(train, ["assay", "batch"]))
     prepend = ["assay", "batch"]
     want_ids, want_vals = oracle(a, tok, prepend, tok.universe.unk_token_id)
-    got = tokenize_anndata(a, tok, values=True, prepend=prepend)
+    got = tokenize_anndata(a, tok, CellSpec(prepend=prepend, values=True))
     assert got.to_list() == want_ids
     np.testing.assert_array_equal(got.values, want_vals)
     # the unseen batch d3 and the missing assay of c3 became <unk>
     assert tok.decode(got[3][:2]) == ["<unk>", "<unk>"]
     path = tmp_path / "a.h5ad"
     a.write_h5ad(path)
-    assert tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=1) == got
-    c = tokenize_anndata(path, tok, values=True, prepend=prepend, chunk_rows=3,
-                         out=tmp_path / "c.gtokc")
+    assert tokenize_anndata(path, tok, CellSpec(prepend=prepend, values=True),
+                            read=AnnDataOptions(chunk_rows=1)) == got
+    c = tokenize_anndata(path, tok, CellSpec(prepend=prepend, values=True),
+                         read=AnnDataOptions(chunk_rows=3), out=tmp_path / "c.gtokc")
     assert c.to_ragged(values=True) == got
     assert c.header["extra"]["anndata"]["condition_tokens"] == list(tok.universe.extra_tokens)
     assert c.header["extra"]["anndata"]["prepend"] == prepend
@@ -116,9 +117,9 @@ def test_unknown_condition_error_and_options():
     a = _adata()
     tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(a[:3], ["batch"]))
     with pytest.raises(AnnDataError, match="'d3' has no condition token"):
-        tokenize_anndata(a, tok, prepend=["batch"], condition_unknown="error")
+        tokenize_anndata(a, tok, CellSpec(prepend=["batch"], condition_unknown="error"))
     with pytest.raises(ValueError, match="condition_unknown"):
-        tokenize_anndata(a, tok, prepend=["batch"], condition_unknown="skip")
+        tokenize_anndata(a, tok, CellSpec(prepend=["batch"], condition_unknown="skip"))
     # a region token string is not a condition token
     assert condition_ids({"x": ["chr1"]}, tok, ["x"], template="{value}:0-100").tolist() == [[3]]
 
@@ -152,7 +153,7 @@ def test_prepend_random_obs_matches_oracle(batch, seen, assay, order):
     tok = Tokenizer(PEAKS, extra_tokens=extra)
     prepend = ["assay", "batch"] if order else ["batch", "assay"]
     want_ids, want_vals = oracle(a, tok, prepend, tok.universe.unk_token_id)
-    got = tokenize_anndata(a, tok, values=True, prepend=prepend)
+    got = tokenize_anndata(a, tok, CellSpec(prepend=prepend, values=True))
     assert got.to_list() == want_ids
     np.testing.assert_array_equal(got.values, want_vals)
     decoded = tok.batch_decode(got)
@@ -165,10 +166,10 @@ def test_cls_before_conditions(tmp_path):
     a = _adata()
     tok = Tokenizer(PEAKS, extra_tokens=condition_tokens(a, ["batch"]))
     plain = tokenize_anndata(a, tok)
-    got = tokenize_anndata(a, tok, prepend=["batch"], add_cls=True)
+    got = tokenize_anndata(a, tok, CellSpec(prepend=["batch"], add_cls=True))
     cls = tok.universe.cls_token_id
     batch_ids = condition_ids(a.obs, tok, ["batch"])[:, 0]
     assert got.to_list() == [[cls, int(b)] + row.tolist() for b, row in zip(batch_ids, plain)]
-    only = tokenize_anndata(a, tok, add_cls=True, out=tmp_path / "c.gtokc")
+    only = tokenize_anndata(a, tok, CellSpec(add_cls=True), out=tmp_path / "c.gtokc")
     assert only.to_ragged().to_list() == [[cls] + row.tolist() for row in plain]
     assert only.header["extra"]["anndata"]["add_cls"] is True

@@ -8,8 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, condition_tokens, feature_medians, tokenize_anndata
+from genotok import (AnnDataOptions, Bins, CellSpec, Normalize, RankByMedian, Tokenizer, condition_tokens,
+                     feature_medians, tokenize_anndata)
 from genotok.errors import AnnDataError, UniverseError
+from tests._cellspec import spec_of
 from tests.singlecell.test_cellvalues import oracle_encode
 
 anndata = pytest.importorskip("anndata")
@@ -66,16 +68,17 @@ def test_a_total_that_does_not_normalise_is_refused(row, kw, tmp_path):
     a.write_h5ad(tmp_path / "x.h5ad")
     for obj, extra in ((a, {}), (tmp_path / "x.h5ad", {"chunk_rows": 1})):
         with pytest.raises(AnnDataError, match="row 1: its total .* cannot be normalised"):
-            tokenize_anndata(obj, tok, normalize="total", order="value", **kw, **extra)
+            tokenize_anndata(obj, tok, spec_of(normalize="total", order="value", **kw),
+                             read=AnnDataOptions(**extra))
     with pytest.raises(AnnDataError, match="row 1: its total"):
         feature_medians(tmp_path / "x.h5ad", normalize="total", memory_mb=1e-6)
     assert feature_medians(a)[1] == "log-histogram(128/octave)"  # without normalize: values
     # a float32 subnormal total is fine (target_sum / total is finite in float64)
     b, _ = _adata([[1e-45, 0.0, 0.0], [1.0, 2.0, 0.0]], np.float32)
-    got = tokenize_anndata(b, tok, normalize="total", values=True)
+    got = tokenize_anndata(b, tok, CellSpec(values=True, encoding=Normalize()))
     np.testing.assert_allclose(got.values, [1e4, 1e4 / 3, 2e4 / 3], rtol=1e-6)
     with pytest.raises(AnnDataError, match="row 0: its total"):  # unless target_sum is huge
-        tokenize_anndata(b, tok, normalize="total", target_sum=1e300)
+        tokenize_anndata(b, tok, CellSpec(encoding=Normalize(1e300)))
 
 
 def test_chunk_keys_reports_the_row_like_its_oracle():
@@ -116,8 +119,8 @@ def test_bins_out_of_range_are_refused(bins):
     """Bins past 2**24 + 1 were silently rounded in the float32 value channel (2**40 bins:
     1 + 1 * (2**40 - 1) // 3 stored as 366503887000-ish), and 2**63 was an OverflowError."""
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
-    with pytest.raises(ValueError, match="bins must be an integer from 2 to 2\\*\\*24 \\+ 1"):
-        tokenize_anndata(a, tok, bins=bins, values=True)
+    with pytest.raises(ValueError, match="Bins: n must be an integer in \\[2, 16777217\\]"):
+        tokenize_anndata(a, tok, CellSpec(values=True, encoding=Bins(bins)))
 
 
 @pytest.mark.parametrize("log1p", ["no", "false", 2, -1, 0.5, None])
@@ -125,21 +128,21 @@ def test_log1p_must_be_a_boolean(log1p):
     """``log1p="no"`` was true (any non-empty string is): the values got log(1 + x)."""
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
     with pytest.raises(ValueError, match="log1p must be True or False"):
-        tokenize_anndata(a, tok, normalize="total", log1p=log1p, values=True)
+        tokenize_anndata(a, tok, CellSpec(values=True, encoding=Normalize(log1p=log1p)))
 
 
 @pytest.mark.parametrize("log1p", [True, False, 1, 0, np.bool_(True)])
 def test_log1p_booleans_and_zero_one_are_taken(log1p):
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
-    got = tokenize_anndata(a, tok, normalize="total", log1p=log1p, values=True)
-    want = tokenize_anndata(a, tok, normalize="total", log1p=bool(log1p), values=True)
+    got = tokenize_anndata(a, tok, CellSpec(values=True, encoding=Normalize(log1p=log1p)))
+    want = tokenize_anndata(a, tok, CellSpec(values=True, encoding=Normalize(log1p=bool(log1p))))
     np.testing.assert_array_equal(got.values, want.values)
 
 
 @pytest.mark.parametrize("bins", [2, 2.0, np.int64(51), 2**24 + 1])
 def test_bins_in_range_match_the_oracle(bins):
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
-    got = tokenize_anndata(a, tok, bins=bins, values=True)
+    got = tokenize_anndata(a, tok, CellSpec(values=True, encoding=Bins(bins)))
     n = int(bins) - 1  # 1 + r * (n_bins - 1) // m
     want = [1, 1 + n // 3, 1 + 2 * n // 3, 1, 1 + n // 2]
     assert got.to_list() == [[0, 1, 2], [0, 2]]
@@ -154,20 +157,21 @@ def test_negative_or_infinite_medians_are_refused(bad):
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
     med = np.array([1.0, bad, 2.0])
     with pytest.raises(ValueError, match="feature 1 has"):
-        tokenize_anndata(a, tok, rank=med)
+        tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian(med)))
     with pytest.raises(ValueError, match="feature 1 has"):
-        tokenize_anndata(a, tok, rank=(med, "exact"))
+        tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian((med, "exact"))))
 
 
 def test_nan_and_zero_medians_drop_their_feature_and_others_divide():
     a, tok = _adata([[1.0, 2.0, 3.0], [4.0, 0.0, 5.0]])
-    got = tokenize_anndata(a, tok, rank=np.array([2.0, np.nan, 0.0]), values=True, order="value")
+    got = tokenize_anndata(a, tok,
+                           CellSpec(order="value", values=True, encoding=RankByMedian(np.array([2.0, np.nan, 0.0]))))
     assert got.to_list() == [[0], [0]]
     assert got.values.tolist() == [0.5, 2.0]
     with pytest.raises(AnnDataError, match="3 features but 2 medians"):
-        tokenize_anndata(a, tok, rank=np.ones(2))
+        tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian(np.ones(2))))
     with pytest.raises(ValueError, match="one-dimensional"):
-        tokenize_anndata(a, tok, rank=np.ones((1, 3)))
+        tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian(np.ones((1, 3)))))
 
 
 
@@ -181,7 +185,7 @@ def test_a_ratio_that_overflows_is_refused_naming_its_cell(kw):
         med[1] = 1e-310
     with pytest.raises(AnnDataError, match="row 1, column 1: its value divided by the column's "
                                            "median .* overflows"):
-        tokenize_anndata(a, tok, rank=med, **kw)
+        tokenize_anndata(a, tok, spec_of(rank=med, **kw))
 
 
 # ------------------------------------------------------------------- repeated column indices
@@ -206,7 +210,7 @@ def test_repeated_columns_are_summed_before_encoding(kw, tmp_path):
     canon = anndata.AnnData(sp.csr_matrix(X.toarray()), obs=a.obs, var=a.var)
     tok = Tokenizer(VAR, unknown="drop")
     opts = dict(values=True, order="value", **kw)
-    want = tokenize_anndata(canon, tok, **opts)
+    want = tokenize_anndata(canon, tok, spec_of(**opts))
     path = tmp_path / "dup.h5ad"
     canon.write_h5ad(path)
     with h5py.File(path, "r+") as f:  # the file's arrays, as a careless writer left them
@@ -214,7 +218,7 @@ def test_repeated_columns_are_summed_before_encoding(kw, tmp_path):
             del f["X"][name]
             f["X"][name] = v
     for obj, extra in ((a, {}), (path, {"chunk_rows": 2})):
-        got = tokenize_anndata(obj, tok, **opts, **extra)
+        got = tokenize_anndata(obj, tok, spec_of(**opts), read=AnnDataOptions(**extra))
         assert got == want
         np.testing.assert_array_equal(got.values, want.values)
     norm = {k: v for k, v in kw.items() if k in ("normalize", "log1p")}
@@ -231,7 +235,7 @@ def test_repeated_columns_whose_sum_overflows_are_refused():
                       shape=(1, 3))
     a = anndata.AnnData(X, obs=pd.DataFrame(index=["a"]), var=pd.DataFrame(index=VAR))
     with pytest.raises(AnnDataError, match="found inf"):
-        tokenize_anndata(a, Tokenizer(VAR), normalize="total")
+        tokenize_anndata(a, Tokenizer(VAR), CellSpec(encoding=Normalize()))
 
 
 
@@ -243,7 +247,7 @@ def test_medians_of_values_near_the_float64_max_are_finite(B):
     med, method = feature_medians(a, bins_per_octave=B)
     assert np.isfinite(med[[0, 1, 2]]).all() and method.startswith("log-histogram")
     assert 1e308 * 2 ** (-1 / B) <= med[0] <= 1.7e308 * 2 ** (1 / B)
-    got = tokenize_anndata(a, tok, rank="median", order="value", values=True)
+    got = tokenize_anndata(a, tok, CellSpec(order="value", values=True, encoding=RankByMedian()))
     assert got.to_list()[0] == [1, 0]  # 1 / 1, then 1e308 / ~1.35e308
 
 
@@ -334,9 +338,9 @@ def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
         bad = not np.isfinite(E).all()  # a value / median past float64's largest
     if bad:
         with pytest.raises(AnnDataError):
-            tokenize_anndata(a, tok, **opts)
+            tokenize_anndata(a, tok, spec_of(**opts))
         return
-    got = tokenize_anndata(a, tok, **opts)
+    got = tokenize_anndata(a, tok, spec_of(**opts))
     want_ids, want_vals = [], []
     for row, row32 in zip(E, E32):
         nz = np.flatnonzero(row > 0)
@@ -368,18 +372,18 @@ def test_memory_mb_nan_is_refused_as_such():
 def test_max_length_true_is_refused():
     """max_length=True (meant: truncation=True) was taken as 1: one token per cell."""
     a, tok = _adata([[1.0, 2.0, 3.0]])
-    with pytest.raises(ValueError, match="max_length must be a positive integer"):
-        tokenize_anndata(a, tok, max_length=True)
-    assert tokenize_anndata(a, tok, max_length=2, order="value").to_list() == [[2, 1]]
+    with pytest.raises(ValueError, match="max_length must be an integer in \\[1, inf\\)"):
+        tokenize_anndata(a, tok, CellSpec(max_length=True))
+    assert tokenize_anndata(a, tok, CellSpec(order="value", max_length=2)).to_list() == [[2, 1]]
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, np.nan, True, "1", 2**63, 2**64])
 def test_seed_must_be_an_int64(seed):
     """2**63 was an OverflowError from the kernel call; 1.5 was silently taken as 1."""
     a, tok = _adata([[1.0, 2.0, 3.0]])
-    with pytest.raises(ValueError, match="seed must be an integer in 0..2\\*\\*63 - 1"):
-        tokenize_anndata(a, tok, order="shuffle", seed=seed)
-    assert len(tokenize_anndata(a, tok, order="shuffle", seed=2**63 - 1).to_list()[0]) == 3
+    with pytest.raises(ValueError, match="seed must be an integer in \\[0, 9223372036854775807\\]"):
+        tokenize_anndata(a, tok, CellSpec(order="shuffle", seed=seed))
+    assert len(tokenize_anndata(a, tok, CellSpec(order="shuffle", seed=2**63 - 1)).to_list()[0]) == 3
 
 
 @pytest.mark.parametrize("kw", [{"seed": 2**63}, {"seed": 1.5}, {"max_length": True}])
@@ -416,16 +420,16 @@ def test_prepend_as_one_string_is_one_column(tmp_path):
                         obs=pd.DataFrame({"batch": ["x", "y"]}, index=["c0", "c1"]),
                         var=pd.DataFrame(index=VAR))
     tok = Tokenizer(VAR, extra_tokens=condition_tokens(a, "batch"))
-    want = tokenize_anndata(a, tok, prepend=["batch"])
+    want = tokenize_anndata(a, tok, CellSpec(prepend=["batch"]))
     assert [r[0] for r in want.to_list()] == [10, 11]
-    assert tokenize_anndata(a, tok, prepend="batch") == want
-    c = tokenize_anndata(a, tok, prepend="batch", out=tmp_path / "c.gtokc")
+    assert tokenize_anndata(a, tok, CellSpec(prepend="batch")) == want
+    c = tokenize_anndata(a, tok, CellSpec(prepend="batch"), out=tmp_path / "c.gtokc")
     assert c.to_ragged() == want
     assert c.header["extra"]["anndata"]["prepend"] == ["batch"]
     with pytest.raises(ValueError, match="condition_unknown must be one of"):
-        tokenize_anndata(a[:0], tok, prepend="batch", condition_unknown="skip")
+        tokenize_anndata(a[:0], tok, CellSpec(prepend="batch", condition_unknown="skip"))
     with pytest.raises(ValueError, match="condition columns repeat"):
-        tokenize_anndata(a, tok, prepend=["batch", "batch"], out=tmp_path / "d.gtokc")
+        tokenize_anndata(a, tok, CellSpec(prepend=["batch", "batch"]), out=tmp_path / "d.gtokc")
     assert not (tmp_path / "d.gtokc").exists()
 
 

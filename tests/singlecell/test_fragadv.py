@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, Universe, tokenize_fragments
+from genotok import CellSpec, FragmentOptions, Tokenizer, Universe, tokenize_fragments
 from genotok.errors import BedParseError, GenotokError
 from genotok.formats.h5ad import write_h5ad_rows
 from genotok.singlecell import fragmatrix, fragment_counts
@@ -165,9 +165,10 @@ def test_matrix_equals_the_oracle_or_names_the_bad_line(tmp_path_factory, text, 
     want = _oracle(text, mode=mode, shift=shift if mode != "fragment" else (0, 0),
                    use_count=use_count, allow=allow)
     out = tmp / "m.h5ad" if to_file else None
-    m = _counted_or_refused(lambda: fragment_matrix(
-        path, TOK, mode=mode, shift=shift, use_count=use_count, barcodes=allow,
-        min_fragments=min_fragments, block_bytes=block, memory_mb=memory_mb, out=out),
+    m = _counted_or_refused(lambda: fragment_matrix(path, TOK,
+                                                    read=FragmentOptions(barcodes=allow, min_fragments=min_fragments, mode=mode, shift=shift, block_bytes=block),
+                                                    use_count=use_count, memory_mb=memory_mb,
+                                                    out=out),
         path, want, out, spill_dir)
     if m is None:
         return
@@ -195,8 +196,10 @@ def test_counts_and_tokens_equal_the_oracle_or_name_the_bad_line(tmp_path_factor
     want = _oracle(text, mode="fragment", use_count=True, allow=allow, repeats=False)
     out = tmp / "c.gtokc" if to_file else None
     kw = {"barcodes": allow, "min_fragments": min_fragments, "block_bytes": block}
-    both = _counted_or_refused(lambda: (fragment_counts(path, TOK, **kw), tokenize_fragments(
-        path, TOK, memory_mb=memory_mb, out=out, unknown="region", **kw)),
+    both = _counted_or_refused(lambda: (fragment_counts(path, TOK, use_count=True, **kw),
+                                        tokenize_fragments(
+        path, TOK, CellSpec(unknown="region", values=True, use_count=True),
+        read=FragmentOptions(**kw), memory_mb=memory_mb, out=out)),
         path, want, out, spill_dir)
     if both is None:
         return
@@ -220,8 +223,8 @@ def test_a_directory_or_fifo_is_refused_as_what_it_is(tmp_path, kind):
         p.mkdir()
     else:
         os.mkfifo(p)
-    for call in (lambda: fragment_matrix(p, TOK), lambda: fragment_counts(p, TOK),
-                 lambda: tokenize_fragments(p, TOK)):
+    for call in (lambda: fragment_matrix(p, TOK), lambda: fragment_counts(p, TOK, use_count=True),
+                 lambda: tokenize_fragments(p, TOK, CellSpec(values=True, use_count=True))):
         with pytest.raises(BedParseError, match="frags.tsv: is a directory" if kind == "dir"
                            else "frags.tsv: not a regular file"):
             call()
@@ -234,7 +237,7 @@ def test_a_barcode_file_with_a_byte_order_mark_keeps_its_first_barcode(tmp_path)
     frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\nchr1\t5\t20\tGGTT-1\t1\n")
     allow = tmp_path / "barcodes.tsv"
     allow.write_bytes(b"\xef\xbb\xbfGGTT-1\r\nAAAC-1\r\n")
-    m = fragment_matrix(frags, TOK, barcodes=allow)
+    m = fragment_matrix(frags, TOK, read=FragmentOptions(barcodes=allow))
     assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
     assert m.obs["n_fragments"].tolist() == [1, 1]
 
@@ -251,7 +254,7 @@ def test_a_bad_barcode_file_is_named_with_its_line(tmp_path, content, line, prob
     allow = tmp_path / "barcodes.txt"
     allow.write_bytes(content)
     with pytest.raises(BedParseError, match=f"barcodes.txt:{line}: .*{problem}") as exc:
-        fragment_matrix(frags, TOK, barcodes=allow)
+        fragment_matrix(frags, TOK, read=FragmentOptions(barcodes=allow))
     assert (exc.value.path, exc.value.line) == (str(allow), line)
 
 
@@ -261,7 +264,7 @@ def test_an_allow_list_of_bytes_is_read_as_the_barcodes_text(tmp_path):
     frags = tmp_path / "f.tsv"
     frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\nchr1\t5\t20\tGGTT-1\t1\nchr1\t9\t30\tGGTT-1\t1\n")
     for allow in ([b"GGTT-1", b"AAAC-1"], np.array([b"GGTT-1", b"AAAC-1"])):
-        m = fragment_matrix(frags, TOK, barcodes=allow)
+        m = fragment_matrix(frags, TOK, read=FragmentOptions(barcodes=allow))
         assert m.obs_names.tolist() == ["GGTT-1", "AAAC-1"]
         assert m.obs["n_fragments"].tolist() == [2, 1]
 
@@ -300,7 +303,7 @@ def test_crafted_barcodes_do_not_collide_in_the_name_table(tmp_path):
     assert (again[2][:len(names)] != t[2][:len(names)]).any()
     frags = tmp_path / "f.tsv"
     frags.write_bytes(b"".join(b"chr1\t5\t20\t" + b + b"\t1\n" for b in names[:500]) * 2)
-    m = fragment_matrix(frags, TOK, block_bytes=4096)
+    m = fragment_matrix(frags, TOK, read=FragmentOptions(block_bytes=4096))
     assert m.obs_names.tolist() == [b.decode() for b in names[:500]]
     assert m.obs["n_fragments"].tolist() == [2] * 500
 
@@ -315,12 +318,12 @@ def test_a_line_beyond_the_bound_is_refused_at_its_line(tmp_path, monkeypatch):
     p.write_bytes(gzip.compress(b"#h\nchr1\t5\t20\tAAAC-1\t1\n" + b"A" * 5000 + b"\nchr1\t1\t2\tB\n"))
     for block in (1, 64, 1000):  # (a line within one larger block is the kernel's to judge)
         with pytest.raises(BedParseError, match=r"f.tsv.gz:3: a line of more than"):
-            fragment_matrix(p, TOK, block_bytes=block)
+            fragment_matrix(p, TOK, read=FragmentOptions(block_bytes=block))
     monkeypatch.undo()
     long = "G" * 100_000
     q = tmp_path / "long.tsv"
     q.write_text(f"chr1\t5\t20\t{long}\t1\nchr1\t5\t20\tT\t1\nchr1\t5\t20\t{long}\t1\n")
-    m = fragment_matrix(q, TOK, block_bytes=1)
+    m = fragment_matrix(q, TOK, read=FragmentOptions(block_bytes=1))
     assert m.obs_names.tolist() == [long, "T"] and m.obs["n_fragments"].tolist() == [2, 1]
 
 
@@ -346,11 +349,12 @@ def test_an_existing_corpus_is_refused_before_the_count(tmp_path, monkeypatch):
     frags = tmp_path / "f.tsv"
     frags.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
     out = tmp_path / "c.gtokc"
-    tokenize_fragments(frags, TOK, out=out)
+    tokenize_fragments(frags, TOK, CellSpec(values=True, use_count=True), out=out)
     counted = []
     real = fragments._counts
     monkeypatch.setattr(fragments, "_counts", lambda *a, **k: counted.append(1) or real(*a, **k))
     with pytest.raises(FileExistsError, match="c.gtokc exists; pass overwrite=True"):
-        tokenize_fragments(frags, TOK, out=out)
+        tokenize_fragments(frags, TOK, CellSpec(values=True, use_count=True), out=out)
     assert counted == []
-    assert len(tokenize_fragments(frags, TOK, out=out, overwrite=True)) == 1
+    assert len(tokenize_fragments(frags, TOK, CellSpec(values=True, use_count=True), out=out,
+                                  overwrite=True)) == 1

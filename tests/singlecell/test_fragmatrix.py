@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, Universe
+from genotok import CellSpec, FragmentOptions, RankByMedian, Tokenizer, Universe
 from genotok.errors import BedParseError
 from genotok.singlecell import FragmentMatrix
 from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
+from tests._cellspec import spec_of
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "genotok", "examples")
 
@@ -84,7 +85,10 @@ def _tok(regions):
 
 def _check(lines, regions, gz=False, block_bytes=32 << 20, **kw):
     path = _write(lines, gz)
-    got = FragmentMatrix.from_fragments(path, _tok(regions), block_bytes=block_bytes, **kw)
+    read = {k: kw[k] for k in ("mode", "shift", "barcodes", "min_fragments") if k in kw}
+    got = FragmentMatrix.from_fragments(
+        path, _tok(regions), read=FragmentOptions(block_bytes=block_bytes, **read),
+        **{k: v for k, v in kw.items() if k not in read})
     names, X, n = oracle(lines, regions, **kw)
     assert got.barcodes == names
     assert got.X.shape == (len(names), len(regions))
@@ -146,7 +150,8 @@ def test_anndata_output_and_whitelist_file(tmp_path):
     allow = tmp_path / "bc.txt"
     allow.write_text("# kept cells\nCCC-1\nAAA-1\tother column\n\n")
     lines = ["chr1\t5\t20\tAAA-1\t1\n", "chr1\t30\t40\tCCC-1\t1\n", "chr1\t1\t2\tZZZ-1\t1\n"]
-    ad = fragment_matrix(_write(lines), ["chr1:0-10", "chr1:10-100"], barcodes=allow)
+    ad = fragment_matrix(_write(lines), ["chr1:0-10", "chr1:10-100"],
+                         read=FragmentOptions(barcodes=allow))
     assert isinstance(ad, anndata.AnnData)
     assert list(ad.obs_names) == ["CCC-1", "AAA-1"]
     assert ad.obs["n_fragments"].tolist() == [1, 1]
@@ -166,7 +171,8 @@ def test_bundled_example_matches_oracle():
             regions.append((c, int(s), int(e)))
     tok = _tok(regions)
     for mode in ("insertion", "paired-insertion", "fragment"):
-        got = FragmentMatrix.from_fragments(path, tok, mode=mode, block_bytes=4096)
+        got = FragmentMatrix.from_fragments(path, tok,
+                                            read=FragmentOptions(mode=mode, block_bytes=4096))
         names, X, n = oracle(lines, regions, mode=mode)
         assert got.barcodes == names
         np.testing.assert_array_equal(got.X.toarray(), X)
@@ -180,15 +186,13 @@ def test_errors(tmp_path):
         fragment_matrix(path, ["chr1:0-10"])
     good = _write(["chr1\t5\t20\tA\t1\n"])
     with pytest.raises(ValueError, match="mode"):
-        fragment_matrix(good, ["chr1:0-10"], mode="cuts")
+        fragment_matrix(good, ["chr1:0-10"], read=FragmentOptions(mode="cuts"))
     with pytest.raises(ValueError, match="shift"):
-        fragment_matrix(good, ["chr1:0-10"], shift=4)
-    with pytest.raises(TypeError, match="output"):  # 0.1's output= is gone
-        fragment_matrix(good, ["chr1:0-10"], output="csr")
+        fragment_matrix(good, ["chr1:0-10"], read=FragmentOptions(shift=4))
     with pytest.raises(ValueError, match="repeats 'A'"):
-        fragment_matrix(good, ["chr1:0-10"], barcodes=["A", "B", "A"])
+        fragment_matrix(good, ["chr1:0-10"], read=FragmentOptions(barcodes=["A", "B", "A"]))
     with pytest.raises(ValueError, match="min_fragments"):
-        fragment_matrix(good, ["chr1:0-10"], min_fragments=-1)
+        fragment_matrix(good, ["chr1:0-10"], read=FragmentOptions(min_fragments=-1))
     with pytest.raises(BedParseError, match="no such"):
         fragment_matrix(str(tmp_path / "missing.tsv"), ["chr1:0-10"])
     with pytest.raises(FileNotFoundError):
@@ -241,7 +245,7 @@ def test_equals_snapatac2(mode, tmp_path):
         starts = np.sort(rng.choice(np.arange(0, sizes[c] - 200, 150), n, replace=False))
         peaks += [f"{c}:{int(s)}-{int(s) + int(rng.integers(50, 149))}" for s in starts]
     names, X, var = _snapatac2_matrix(str(path), peaks, sizes, mode)
-    ours = fragment_matrix(path, peaks, mode=mode)
+    ours = fragment_matrix(path, peaks, read=FragmentOptions(mode=mode))
     ours = ours[names]  # SnapATAC2's cell order
     assert var == list(ours.var_names)
     np.testing.assert_array_equal(ours.X.toarray(), X)
@@ -259,8 +263,8 @@ def test_tokenize_fragments_insertion_mode(regions, frags, shift):
     path = _write(lines)
     tok = _tok(regions)
     names, X, _ = oracle(lines, regions, shift=shift)
-    got_names, rows = tokenize_fragments(path, tok, mode="insertion", shift=shift,
-                                         unknown="region")
+    got_names, rows = tokenize_fragments(path, tok, CellSpec(unknown="region", values=True),
+                                         read=FragmentOptions(mode="insertion", shift=shift))
     assert got_names == names
     unk = tok.universe.unk_token_id
     for i, bc in enumerate(names):
@@ -289,10 +293,10 @@ def test_tokenize_fragments_encodings_equal_matrix_path(tmp_path):
     tok = _tok(regions)
     ad = fragment_matrix(path, tok)
     for kw in ({"bins": 7}, {"normalize": "total", "rank": "median", "order": "value"}):
-        _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, **kw)
-        assert rows == tokenize_anndata(ad, tok, values=True, **kw)
-        np.testing.assert_allclose(rows.values,
-                                   tokenize_anndata(ad, tok, values=True, **kw).values)
+        spec = spec_of(values=True, **kw)
+        _, rows = tokenize_fragments(path, tok, spec, read=FragmentOptions(mode="insertion"))
+        assert rows == tokenize_anndata(ad, tok, spec)
+        np.testing.assert_allclose(rows.values, tokenize_anndata(ad, tok, spec).values)
 
 
 @pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
@@ -312,9 +316,10 @@ def test_bundled_example_equals_snapatac2(mode):
         c, rest = p.rsplit(":", 1)
         sizes[c] = max(sizes.get(c, 0), int(rest.split("-")[1]) + 1)
     names, X, var = _snapatac2_matrix(path, peaks, sizes, mode)
-    ours = fragment_matrix(path, _tok([(p.rsplit(":", 1)[0], *map(int, p.rsplit(":", 1)[1]
+    ours = fragment_matrix(path,
+                           _tok([(p.rsplit(":", 1)[0], *map(int, p.rsplit(":", 1)[1]
                                                                  .split("-"))) for p in peaks]),
-                           mode=mode)[names]
+                           read=FragmentOptions(mode=mode))[names]
     assert var == list(ours.var_names)
     np.testing.assert_array_equal(ours.X.toarray(), X)
     assert X.sum() > 0
@@ -326,8 +331,9 @@ def test_tokenize_fragments_with_given_medians():
     lines = ["chr1\t5\t20\tA\t1\n", "chr1\t50\t60\tA\t1\n", "chr1\t5\t60\tB\t1\n"]
     path = _write(lines)
     tok = _tok([("chr1", 0, 10), ("chr1", 10, 100)])
-    _, rows = tokenize_fragments(path, tok, mode="insertion", values=True, unknown="drop",
-                                 rank=np.array([2.0, 4.0, 1.0]), order="value")
+    _, rows = tokenize_fragments(path, tok,
+                                 CellSpec(unknown="drop", order="value", values=True, encoding=RankByMedian(np.array([2.0, 4.0, 1.0]))),
+                                 read=FragmentOptions(mode="insertion"))
     # A: region 0 has 1 cut (1/2), region 1 has 3 cuts (3/4); B: 1/2 and 1/4
     assert rows.to_list() == [[1, 0], [0, 1]]
     np.testing.assert_allclose(rows.values, [0.75, 0.5, 0.5, 0.25])

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import BedParseError, Corpus, RegionSet, Tokenizer, Universe
+from genotok import BedParseError, CellSpec, Corpus, FragmentOptions, RegionSet, Tokenizer, Universe
 from genotok.kernels import cells as K
 from genotok.kernels import parse as _parse
 import genotok.singlecell as gad
@@ -77,9 +77,10 @@ def test_fragments_match_the_loop(tmp_path, frags, unknown, block, allow, min_fr
                                   max_tokens):
     p = _write(tmp_path / "f.tsv", ["# comment"] + ["\t".join(map(str, f)) for f in frags])
     tok = _tok()
-    names, rows = gad.tokenize_fragments(p, tok, barcodes=allow, min_fragments=min_frag,
-                                         unknown=unknown, block_bytes=block, order=order,
-                                         max_length=max_tokens)
+    spec = CellSpec(unknown=unknown, order=order, max_length=max_tokens, values=True,
+                    use_count=True)
+    read = FragmentOptions(barcodes=allow, min_fragments=min_frag, block_bytes=block)
+    names, rows = gad.tokenize_fragments(p, tok, spec, read=read)
     en, ei, ev = _expected(UNIVERSE, naive.read_fragments(p), tok, barcodes=allow,
                            min_fragments=min_frag, unknown=unknown, order=order,
                            max_tokens=max_tokens)
@@ -92,29 +93,31 @@ def test_gzip_crlf_missing_count_and_outputs(tmp_path):
     lines = ["#h1", "#h2", "chr1\t5\t20\tAAA-1\t2", "chr1\t150\t160\tAAA-1", "",
              "chr9\t1\t2\tCCC-1\t1", "chr2\t0\t10\tAAA-1\t3"]
     tok = _tok(unknown="region")
-    ref_names, ref = gad.tokenize_fragments(_write(tmp_path / "a.tsv", lines), tok)
+    ref_names, ref = gad.tokenize_fragments(_write(tmp_path / "a.tsv", lines), tok,
+                                            CellSpec(values=True, use_count=True))
     assert ref_names == ["AAA-1", "CCC-1"]
     # chr1:5-20 -> 0 (x2); chr1:150-160 -> 1, 2 (x1, no count column); chr2:0-10 -> 3 (x3)
     assert ref.to_list() == [[0, 1, 2, 3], [tok.unk_token_id]]
     assert ref.values.tolist() == [2.0, 1.0, 1.0, 3.0, 1.0]
     names, gz = gad.tokenize_fragments(_write(tmp_path / "a.tsv.gz", lines, gz=True, crlf=True),
-                                       tok, block_bytes=7)
+                                       tok, CellSpec(values=True, use_count=True),
+                                       read=FragmentOptions(block_bytes=7))
     assert names == ref_names and gz == ref and gz.values.tolist() == ref.values.tolist()
-    fm = gad.fragment_matrix(tmp_path / "a.tsv", tok, mode="fragment", use_count=True)
-    # the counts as a matrix: fragment_matrix (tokenize_fragments' 0.1 output="anndata")
-    assert fm.X.toarray()[:, :4].tolist() == [[2.0, 1.0, 1.0, 3.0], [0.0, 0.0, 0.0, 0.0]]
+    fm = gad.fragment_matrix(tmp_path / "a.tsv", tok, read=FragmentOptions(mode="fragment"),
+                             use_count=True)
+    assert fm.X.toarray()[0, :4].tolist() == [2.0, 1.0, 1.0, 3.0]
     assert fm.obs["n_fragments"].tolist() == [3, 1]
-    c = gad.tokenize_fragments(tmp_path / "a.tsv", tok, out=tmp_path / "f.gtokc")
+    c = gad.tokenize_fragments(tmp_path / "a.tsv", tok, CellSpec(values=True, use_count=True),
+                               out=tmp_path / "f.gtokc")
     assert isinstance(c, Corpus) and c.names == ref_names and c.has_values
     assert c.to_ragged().to_list() == ref.to_list()
-    names, r = gad.tokenize_fragments(tmp_path / "a.tsv", tok, values=False)
+    names, r = gad.tokenize_fragments(tmp_path / "a.tsv", tok,
+                                      CellSpec(values=False, use_count=True))
     t = tok.pad(r, padding=True, return_tensors="np")
     assert t["input_ids"].tolist() == [[0, 1, 2, 3], [tok.unk_token_id] + [tok.pad_token_id] * 3]
-    for old in (dict(output="np"), dict(output="anndata"), dict(output=tmp_path / "f2.gtokc"),
-                dict(max_tokens=2), dict(truncate="top")):  # 0.1's spellings: unknown keywords
-        with pytest.raises(TypeError, match=next(iter(old))):
-            gad.tokenize_fragments(tmp_path / "a.tsv", tok, **old)
-    assert not (tmp_path / "f2.gtokc").exists()
+    _, cut = gad.tokenize_fragments(tmp_path / "a.tsv", tok,
+                                    CellSpec(max_length=2, truncation="top", use_count=True))
+    assert cut.to_list() == [[0, 3], [tok.unk_token_id]]  # the top counts, genomic order
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -128,7 +131,8 @@ def test_gzip_crlf_missing_count_and_outputs(tmp_path):
 def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
     p = _write(tmp_path / "bad.tsv", ["# header", "chr1\t1\t2\tA\t1", line])
     with pytest.raises(BedParseError, match=rf"bad.tsv:3: .*{problem}"):
-        gad.tokenize_fragments(p, _tok(), block_bytes=5)
+        gad.tokenize_fragments(p, _tok(), CellSpec(values=True, use_count=True),
+                               read=FragmentOptions(block_bytes=5))
 
 
 def test_parse_fragments_kernel_against_python():
@@ -177,7 +181,8 @@ def test_intern_spans_against_a_dict(strings, collide, shuffle_layout):
 
 def test_missing_file():
     with pytest.raises(BedParseError, match="no such fragment file"):
-        gad.tokenize_fragments("/nonexistent/f.tsv.gz", _tok())
+        gad.tokenize_fragments("/nonexistent/f.tsv.gz", _tok(),
+                               CellSpec(values=True, use_count=True))
 
 
 @needs_shared
@@ -191,7 +196,8 @@ def test_gendata_fragments(tmp_path):
     rs = RegionSet.from_bed(u)
     universe = list(zip(np.asarray(rs.chrom_names, dtype=object)[rs.codes].tolist(),
                         rs.starts.tolist(), rs.ends.tolist()))
-    names, rows = gad.tokenize_fragments(f, tok, block_bytes=1000)
+    names, rows = gad.tokenize_fragments(f, tok, CellSpec(values=True, use_count=True),
+                                         read=FragmentOptions(block_bytes=1000))
     en, ei, ev = _expected(universe, naive.read_fragments(f), tok)
     assert names == en and rows.to_list() == ei
     assert rows.values.tolist() == [v for r in ev for v in r]
@@ -229,13 +235,14 @@ def test_corrupt_gzip_is_a_bed_parse_error_naming_the_file(tmp_path, kind, outpu
     p.write_bytes(_damaged(kind))
     with pytest.raises(BedParseError, match=rf"{kind}.tsv.gz: (truncated|corrupt) gzip") as info:
         if output == "counts":
-            gad.fragment_counts(p, _tok(), block_bytes=997)
+            gad.fragment_counts(p, _tok(), block_bytes=997, use_count=True)
         elif output == "corpus":
-            gad.tokenize_fragments(p, _tok(), out=tmp_path / "c.gtokc")
+            gad.tokenize_fragments(p, _tok(), CellSpec(values=True, use_count=True),
+                                   out=tmp_path / "c.gtokc")
         elif output == "anndata":
-            gad.fragment_matrix(p, _tok(), mode="fragment", use_count=True)
+            gad.fragment_matrix(p, _tok(), read=FragmentOptions(mode="fragment"), use_count=True)
         else:
-            gad.tokenize_fragments(p, _tok())
+            gad.tokenize_fragments(p, _tok(), CellSpec(values=True, use_count=True))
     assert info.value.path == str(p)
     assert not (tmp_path / "c.gtokc").exists()
 
@@ -263,7 +270,7 @@ def test_control_bytes_in_barcodes_name_file_and_line(tmp_path, barcode):
     p = tmp_path / "ctrl.tsv"
     p.write_bytes(b"#h\nchr1\t1\t5\tGOOD\t1\nchr1\t1\t5\t" + barcode + b"\t1\n")
     with pytest.raises(BedParseError, match=r"ctrl.tsv:3: the barcode .*control byte"):
-        gad.fragment_counts(p, _tok())
+        gad.fragment_counts(p, _tok(), use_count=True)
 
 
 @pytest.mark.parametrize("block", [3, 1 << 20])
@@ -274,14 +281,14 @@ def test_invalid_utf8_barcodes_are_refused_never_merged(tmp_path, block):
     p.write_bytes(b"chr1\t1\t5\tOK-1\t1\nchr1\t1\t5\tA\xff\t1\nchr1\t9\t15\tA\xfe\t1\n")
     with pytest.raises(BedParseError, match=r"utf.tsv:2: the barcode b'A\\xff' is not valid "
                                             r"UTF-8"):
-        gad.fragment_counts(p, _tok(), block_bytes=block)
+        gad.fragment_counts(p, _tok(), block_bytes=block, use_count=True)
     q = tmp_path / "chrom.tsv"
     q.write_bytes(b"chr1\t1\t5\tOK-1\t1\n\nchr\xc3\t1\t5\tOK-1\t1\n")
     with pytest.raises(BedParseError, match=r"chrom.tsv:3: the chromosome name"):
-        gad.fragment_counts(q, _tok(), block_bytes=block)
+        gad.fragment_counts(q, _tok(), block_bytes=block, use_count=True)
     good = tmp_path / "good.tsv"  # valid UTF-8 barcodes stay distinct cells
     good.write_bytes("chr1\t1\t5\tzelle-ä\t1\nchr1\t1\t5\tzelle-ö\t2\n".encode())
-    names, X, _ = gad.fragment_counts(good, _tok())
+    names, X, _ = gad.fragment_counts(good, _tok(), use_count=True)
     assert names == ["zelle-ä", "zelle-ö"] and X.sum() == 3
 
 
@@ -320,8 +327,8 @@ def test_fuzzed_fragment_files_give_a_result_or_a_bed_parse_error(tmp_path, data
     try:
         with warnings.catch_warnings():  # e.g. a fuzzed "1" for "chr1": the naming hint
             warnings.simplefilter("ignore", UserWarning)
-            names, X, nfrag = gad.fragment_counts(p, tok, block_bytes=block)
-            again = gad.fragment_counts(p, tok, block_bytes=1 << 20)
+            names, X, nfrag = gad.fragment_counts(p, tok, block_bytes=block, use_count=True)
+            again = gad.fragment_counts(p, tok, block_bytes=1 << 20, use_count=True)
     except BedParseError as exc:
         assert exc.path == str(p)
         return

@@ -12,10 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Corpus, tokenize_fragments
+from genotok import CellSpec, Corpus, FragmentOptions, tokenize_fragments
 from genotok.errors import BedParseError
 from genotok.singlecell import fragmatrix
 from genotok.singlecell.fragmatrix import fragment_matrix
+from tests._cellspec import spec_of
 
 from .test_fragmatrix import _tok, _write, fragment, oracle, region
 
@@ -70,9 +71,9 @@ def test_matrix_spilled_or_not_equals_oracle(regions, frags, mode, use_count, mi
     lines = [f"{c}\t{a}\t{a + n}\t{b}\t{k}\n" for c, a, n, b, k in frags]
     path = _write(lines)
     out = tmp_path / "m.h5ad" if to_file else None
-    m = fragment_matrix(path, _tok(regions), mode=mode, use_count=use_count,
-                        min_fragments=min_fragments, memory_mb=memory_mb, out=out,
-                        overwrite=True, block_bytes=block_bytes)
+    m = fragment_matrix(path, _tok(regions),
+                        read=FragmentOptions(min_fragments=min_fragments, mode=mode, block_bytes=block_bytes),
+                        use_count=use_count, memory_mb=memory_mb, out=out, overwrite=True)
     names, X, n = oracle(lines, regions, mode=mode, use_count=use_count,
                          min_fragments=min_fragments)
     if to_file:
@@ -102,20 +103,24 @@ def test_tokens_of_a_spilled_count_equal_in_memory(kw, no_leftovers, monkeypatch
              for a in np.sort(rng.integers(0, 1900, 300))]
     path = _write(lines)
     tok = _tok(regions)
-    names, rows = tokenize_fragments(path, tok, **kw)
+    spec = spec_of(values=True, use_count="mode" not in kw,
+                   **{k: v for k, v in kw.items() if k != "mode"})
+    read = FragmentOptions(mode=kw.get("mode"))
+    names, rows = tokenize_fragments(path, tok, spec, read=read)
     writes = []
     real = fragmatrix.RowSpill.write
     monkeypatch.setattr(fragmatrix.RowSpill, "write",
                         lambda self, *a: writes.append(1) or real(self, *a))
-    corpus = tokenize_fragments(path, tok, out=tmp_path / "c.gtokc", memory_mb=TINY,
-                                block_bytes=512, **kw)
+    corpus = tokenize_fragments(path, tok, spec, read=FragmentOptions(mode=kw.get("mode"),
+                                                                      block_bytes=512),
+                                out=tmp_path / "c.gtokc", memory_mb=TINY)
     assert len(writes) > 3  # it did spill, more than once
     assert isinstance(corpus, Corpus) and corpus.names == names
     got = corpus.to_ragged(values=True)
     assert got.to_list() == rows.to_list()
     np.testing.assert_allclose(got.values, rows.values.astype(np.float32), rtol=1e-6)
     # and a spilled count in memory too (memory_mb without out=)
-    names2, rows2 = tokenize_fragments(path, tok, memory_mb=TINY, **kw)
+    names2, rows2 = tokenize_fragments(path, tok, spec, read=read, memory_mb=TINY)
     assert names2 == names and rows2.to_list() == rows.to_list()
 
 
@@ -125,10 +130,13 @@ def test_a_bad_line_after_a_spill_leaves_nothing(no_leftovers, tmp_path):
     path = _write(lines)
     tok = _tok([("chr1", 0, 100), ("chr1", 500, 900)])
     with pytest.raises(BedParseError, match=f":{len(lines)}:"):
-        fragment_matrix(path, tok, memory_mb=TINY, out=tmp_path / "m.h5ad", block_bytes=64)
+        fragment_matrix(path, tok, read=FragmentOptions(block_bytes=64), memory_mb=TINY,
+                        out=tmp_path / "m.h5ad")
     assert not (tmp_path / "m.h5ad").exists()
     with pytest.raises(BedParseError):
-        tokenize_fragments(path, tok, out=tmp_path / "c.gtokc", memory_mb=TINY, block_bytes=64)
+        tokenize_fragments(path, tok, CellSpec(values=True, use_count=True),
+                           read=FragmentOptions(block_bytes=64), out=tmp_path / "c.gtokc",
+                           memory_mb=TINY)
     assert not (tmp_path / "c.gtokc").exists()
 
 
@@ -143,9 +151,10 @@ def test_out_refuses_an_existing_file_and_bad_memory(tmp_path):
         with pytest.raises(ValueError, match="memory_mb"):
             fragment_matrix(path, tok, memory_mb=bad)
         with pytest.raises(ValueError, match="memory_mb"):
-            tokenize_fragments(path, tok, memory_mb=bad)
+            tokenize_fragments(path, tok, CellSpec(values=True, use_count=True), memory_mb=bad)
         with pytest.raises(ValueError, match="memory_mb"):  # with out= too (no default then)
             fragment_matrix(path, tok, memory_mb=bad, out=tmp_path / "x.h5ad")
         with pytest.raises(ValueError, match="memory_mb"):
-            tokenize_fragments(path, tok, memory_mb=bad, out=tmp_path / "x.gtokc")
+            tokenize_fragments(path, tok, CellSpec(values=True, use_count=True),
+                               out=tmp_path / "x.gtokc", memory_mb=bad)
     assert not (tmp_path / "x.h5ad").exists() and not (tmp_path / "x.gtokc").exists()

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok.singlecell as gad
-from genotok import GenotokError, HDF5ChunkError, RegionSet, Tokenizer, Universe
+from genotok import (AnnDataOptions, CellSpec, GenotokError, HDF5ChunkError, RegionSet, Tokenizer,
+                     Universe)
 from genotok import _inflate as I
 
 _names = (f"mem{i}.h5" for i in itertools.count())
@@ -305,19 +306,21 @@ def _atac(tmp_path, n_cells=300, n_peaks=400, seed=3):
 
 def test_tokenize_anndata_gzip_equals_plain(tmp_path, monkeypatch):
     a, plain, gz, tok = _atac(tmp_path)
-    ref = gad.tokenize_anndata(a, tok, values=True)
+    ref = gad.tokenize_anndata(a, tok, CellSpec(values=True))
     calls = []
     fill = I._fill
     monkeypatch.setattr(I, "_fill", lambda *args: calls.append(1) or fill(*args))
     for chunk_rows in (None, 7):
         for n_threads in (1, 2):
-            got = gad.tokenize_anndata(str(gz), tok, values=True,
-                                       chunk_rows=chunk_rows, n_threads=n_threads)
+            got = gad.tokenize_anndata(str(gz), tok, CellSpec(values=True),
+                                       read=AnnDataOptions(chunk_rows=chunk_rows),
+                                       n_threads=n_threads)
             assert got == ref
     assert calls  # the chunks were inflated here, not by h5py
-    assert gad.tokenize_anndata(str(plain), tok, values=True) == ref
+    assert gad.tokenize_anndata(str(plain), tok, CellSpec(values=True)) == ref
     monkeypatch.setenv("GENOTOK_NO_INFLATE", "1")
-    assert gad.tokenize_anndata(str(gz), tok, values=True, chunk_rows=7) == ref
+    assert gad.tokenize_anndata(str(gz), tok, CellSpec(values=True),
+                                read=AnnDataOptions(chunk_rows=7)) == ref
 
 
 @pytest.mark.parametrize("no_inflate", ["0", "1"])
@@ -326,4 +329,4 @@ def test_tokenize_anndata_corrupt_gzip_chunk(tmp_path, monkeypatch, no_inflate):
     _flip(gz, "X/indices", 5)
     monkeypatch.setenv("GENOTOK_NO_INFLATE", no_inflate)
     with pytest.raises(GenotokError, match=r"gz\.h5ad"):
-        gad.tokenize_anndata(str(gz), tok, chunk_rows=9)
+        gad.tokenize_anndata(str(gz), tok, read=AnnDataOptions(chunk_rows=9))

@@ -1,0 +1,120 @@
+"""How an input is read: the source options of the single-cell entry points.
+
+:class:`AnnDataOptions` (where a matrix's regions come from, which layer, chunking, the ids'
+dtype of an in-memory result) and :class:`FragmentOptions` (which cells of a fragment file,
+how a fragment hits a region). Validated once (:mod:`genotok.params`); the next step of
+issue 31 makes them the cell sources' own fields.
+
+Examples
+--------
+>>> AnnDataOptions(layer="counts").layer
+'counts'
+>>> FragmentOptions(min_fragments=True)
+Traceback (most recent call last):
+...
+genotok.params.ParameterError: FragmentOptions: min_fragments must be an integer in [0, inf), got True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from ..params import Flag, InstanceOf, Integral, Interval, Options, check, validate
+
+
+@dataclass(frozen=True)
+class AnnDataOptions:
+    """How :func:`~genotok.tokenize_anndata` reads an AnnData or ``.h5ad``.
+
+    Examples
+    --------
+    >>> AnnDataOptions(layer="counts", chunk_rows=1024).chunk_rows
+    1024
+
+    Parameters
+    ----------
+    layer
+        Use ``adata.layers[layer]`` instead of ``X``.
+    region_columns, var_names_sep, one_based
+        Where the peaks' regions come from (see :func:`~genotok.var_regions`).
+    chunk_rows
+        Rows per chunk (default: chunks sized to the call's ``memory_mb``).
+    dtype
+        Integer dtype of the token ids of an in-memory result: ``np.int64`` (default), or
+        ``np.uint32``/``np.int32`` to halve its memory (the vocabulary must fit). A corpus
+        always gets the width it stores.
+    """
+
+    layer: str | None = None
+    region_columns: Sequence[str] | None = None
+    var_names_sep: str | None = None
+    one_based: bool = False
+    chunk_rows: int | None = None
+    dtype: type = np.int64
+
+    CONSTRAINTS: ClassVar[dict] = {
+        "layer": [InstanceOf(str), None],
+        "region_columns": [InstanceOf(list, tuple), None],
+        "var_names_sep": [InstanceOf(str), None],
+        "one_based": [Flag()],
+        "chunk_rows": [Interval(Integral, 1, None), None],
+    }
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "AnnDataOptions")
+
+
+@dataclass(frozen=True)
+class FragmentOptions:
+    """How a fragment file is read and counted.
+
+    Examples
+    --------
+    >>> FragmentOptions(mode="insertion", shift=[4, -5]).shift
+    (4, -5)
+
+    Parameters
+    ----------
+    barcodes
+        Allow-list: a sequence of barcodes or a file with one a line; cells come in its order
+        (cells of the list without fragments are kept when ``min_fragments=0``).
+    min_fragments
+        Keep cells with at least this many fragment lines.
+    mode, shift
+        ``"fragment"`` (whole fragment overlap), ``"insertion"`` (Tn5 cut sites) or
+        ``"paired-insertion"``; ``(left, right)`` added to the cut sites. ``None``: each entry
+        point's default (``"fragment"`` for tokens, ``"insertion"`` for matrices).
+    block_bytes
+        The file is streamed in blocks of this many bytes.
+    """
+
+    barcodes: object = None
+    min_fragments: int = 1
+    mode: str | None = None
+    shift: tuple = (0, 0)
+    block_bytes: int = 32 << 20
+
+    CONSTRAINTS: ClassVar[dict] = {
+        "min_fragments": [Interval(Integral, 0, None)],
+        "mode": [Options("fragment", "insertion", "paired-insertion"), None],
+        "shift": [InstanceOf(tuple, list)],
+        "block_bytes": [Interval(Integral, 1, None)],
+    }
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "FragmentOptions")
+        object.__setattr__(self, "shift", tuple(self.shift))
+
+
+def _checked(read, kind: type, where: str):
+    """``read`` (``None``: the defaults) checked to be a ``kind``."""
+    if read is None:
+        return kind()
+    return check("read", read, [InstanceOf(kind)], where, error=TypeError)
+
+
+__all__ = ["AnnDataOptions", "FragmentOptions"]

@@ -1,0 +1,428 @@
+"""What a cell becomes: :class:`CellSpec` and its value encodings.
+
+A :class:`CellSpec` is one frozen, validated, JSON-serialisable description of how a cell's
+stored entries become its tokens: which entries are kept and in what order (``min_count``,
+``unique``, ``unknown``, ``order``, ``seed``), how long a cell may be (``max_length``,
+``truncation``), how its values are encoded (``encoding``: :class:`Normalize`,
+:class:`Log1p`, :class:`RankByMedian`, :class:`Bins`, in this order), its condition tokens
+(``prepend``, ``condition_unknown``, ``add_cls``), whether the values are returned
+(``values``) and how fragment lines count (``use_count``). The same spec drives
+:func:`~genotok.tokenize_anndata`, :func:`~genotok.tokenize_fragments` and is stored, as
+JSON, in the corpus header.
+
+Defaults
+--------
+* ``order``: ``"value"`` when the encoding ranks by median (Geneformer's rank-value encoding
+  *is* an order), else ``"genomic"``;
+* ``unique``: ``False`` with ``order="var"`` (geniml's sequences keep every (peak, token)
+  pair), else ``True``;
+* ``values``: ``False`` for every entry point (ask for the value channel);
+* ``use_count``: ``False``: each fragment line counts once, as gtars and SnapATAC2 count.
+
+Adding a value encoding
+-----------------------
+One class (a frozen dataclass with ``name``, ``encode`` and the JSON of its fields) and one
+registry line, ``ENCODINGS[MyEncoding.name] = MyEncoding``: see ``docs/architecture.md``.
+
+Examples
+--------
+>>> spec = CellSpec(encoding=(Normalize(1e4), RankByMedian()), max_length=2048)
+>>> spec.order, spec.unique
+('value', True)
+>>> CellSpec.from_json(spec.to_json()) == spec
+True
+>>> CellSpec(order="var").unique
+False
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import ClassVar
+
+import numpy as np
+
+from ..params import Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate
+from . import conditions
+
+#: ``order=`` of a cell spec (the kernels' modes are mapped in :mod:`.cells`)
+ORDERS = ("genomic", "value", "shuffle", "var")
+#: ``truncation=`` of a cell spec: the largest values, or a seeded sample
+TRUNCATIONS = ("top", "sample")
+#: ``unknown=`` (``None``: the tokenizer's policy)
+UNKNOWN = ("drop", "set", "region")
+
+
+# ---------------------------------------------------------------------------- value encodings
+class Encoding:
+    """A value encoding step. Subclasses are frozen dataclasses with a unique ``name``; their
+    fields are their JSON. ``encode(indptr, indices, data, n_cols)`` returns the new float64
+    values of CSR rows (``indptr`` rebased to 0). The four built-in steps run fused in the
+    kernels of :mod:`genotok.singlecell.values`; any other step runs after them, chunk by
+    chunk, through its own ``encode``.
+
+    Examples
+    --------
+    >>> sorted(ENCODINGS)
+    ['bins', 'log1p', 'normalize', 'rank_by_median']
+    """
+
+    name: ClassVar[str] = ""
+
+    def encode(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+               n_cols: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def to_json(self) -> dict:
+        return {"name": self.name, **{f.name: getattr(self, f.name) for f in fields(self)}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> Encoding:
+        return cls(**{k: v for k, v in d.items() if k != "name"})
+
+
+@dataclass(frozen=True)
+class Normalize(Encoding):
+    """Each entry divided by its cell's total, times ``target_sum``; then ``log(1 + x)`` with
+    ``log1p=True``.
+
+    Examples
+    --------
+    >>> Normalize(100, log1p=True).to_json()
+    {'name': 'normalize', 'target_sum': 100.0, 'log1p': True}
+    """
+
+    target_sum: float = 1e4
+    log1p: bool = False
+    name: ClassVar[str] = "normalize"
+    CONSTRAINTS: ClassVar[dict] = {"target_sum": [Interval(Real, 0, 1e308, closed="right")],
+                                   "log1p": [Flag()]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "Normalize")
+        object.__setattr__(self, "log1p", bool(self.log1p))
+        object.__setattr__(self, "target_sum", float(self.target_sum))
+
+
+@dataclass(frozen=True)
+class Log1p(Encoding):
+    """``log(1 + x)`` of each entry, without normalising.
+
+    Examples
+    --------
+    >>> Log1p().to_json()
+    {'name': 'log1p'}
+    """
+
+    name: ClassVar[str] = "log1p"
+
+
+def _medians_array(medians) -> np.ndarray:
+    med = np.asarray(medians, dtype=np.float64)
+    if med.ndim != 1:
+        raise ParameterError(f"RankByMedian: medians must be one-dimensional, got shape "
+                             f"{med.shape}")
+    return med
+
+
+@dataclass(frozen=True, eq=False)
+class RankByMedian(Encoding):
+    """Geneformer's rank-value encoding: each entry divided by its feature's median of the
+    non-zero (normalised) values; tokens then come by this ratio, descending.
+
+    ``medians``: ``None`` (computed from the matrix being tokenized), an array (NaN: a feature
+    without a median), :func:`~genotok.singlecell.feature_medians`' ``(medians, method)`` or a
+    corpus written with them (its training medians, and the normalisation they were of,
+    which the spec must repeat).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> r = RankByMedian(np.array([2.0, np.nan]))
+    >>> r.to_json()["medians"], r.method, RankByMedian.from_json(r.to_json()) == r
+    ([2.0, None], 'given', True)
+    """
+
+    medians: np.ndarray | None = field(default=None, repr=False)
+    method: str | None = None
+    #: the normalisation the medians are of (a corpus' ``[normalize, target_sum, log1p]``)
+    fitted_on: tuple | None = None
+    name: ClassVar[str] = "rank_by_median"
+
+    def __post_init__(self):
+        med, method, fitted = self.medians, self.method, self.fitted_on
+        if med is not None and hasattr(med, "header"):  # a corpus: its training medians
+            from .values import ValueEncoding
+
+            stored = med.header.get("extra") or {}
+            stored = next((v["values_encoding"] for v in stored.values()
+                           if isinstance(v, dict) and v.get("values_encoding")), None)
+            if stored is None or stored.get("medians") is None:
+                raise ParameterError("the corpus was not written with RankByMedian(); it has "
+                                     "no medians")
+            trained = ValueEncoding.from_json(stored)
+            med, method = trained.medians, trained.median_method
+            fitted = (trained.normalize, trained.target_sum, trained.log1p)
+        elif isinstance(med, tuple) and len(med) == 2 and isinstance(med[1], str):
+            med, method = med
+        if med is not None:
+            med = _medians_array(med)
+            method = "given" if method is None else method
+        object.__setattr__(self, "medians", med)
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "fitted_on", None if fitted is None else tuple(fitted))
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        a, b = self.medians, other.medians
+        same = (a is None and b is None) or (a is not None and b is not None and a.shape ==
+                                              b.shape and np.array_equal(a, b, equal_nan=True))
+        return same and (self.method, self.fitted_on) == (other.method, other.fitted_on)
+
+    __hash__ = None  # an array inside: compared by value, not hashed
+
+    def to_json(self) -> dict:
+        med = None if self.medians is None else [
+            None if not math.isfinite(x) else x for x in self.medians.tolist()]
+        return {"name": self.name, "medians": med, "method": self.method,
+                "fitted_on": None if self.fitted_on is None else list(self.fitted_on)}
+
+    @classmethod
+    def from_json(cls, d: dict) -> RankByMedian:
+        med = d.get("medians")
+        if med is not None:
+            med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
+        return cls(med, d.get("method"), d.get("fitted_on"))
+
+
+@dataclass(frozen=True)
+class Bins(Encoding):
+    """scGPT's value binning: per cell, ``n - 1`` quantile bins of the positive values (0 is
+    the zero bin).
+
+    Examples
+    --------
+    >>> Bins(11).n
+    11
+    """
+
+    n: int = 51
+    name: ClassVar[str] = "bins"
+    CONSTRAINTS: ClassVar[dict] = {"n": [Interval(Integral, 2, 2**24 + 1)]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "Bins")
+
+
+#: the value encodings by name: a new encoding is one class and one line here
+ENCODINGS: dict[str, type[Encoding]] = {
+    Normalize.name: Normalize,
+    Log1p.name: Log1p,
+    RankByMedian.name: RankByMedian,
+    Bins.name: Bins,
+}
+
+
+def _encoding_chain(encoding) -> tuple:
+    if encoding is None:
+        return ()
+    steps = (encoding,) if isinstance(encoding, Encoding) else tuple(encoding)
+    for s in steps:
+        if not isinstance(s, Encoding):
+            raise ParameterError(f"CellSpec: encoding must be value encodings (Normalize(), "
+                                 f"RankByMedian(), Bins(n), ...), got {s!r}")
+    return steps
+
+
+def _fused(steps: tuple) -> tuple[dict, tuple]:
+    """The built-in prefix of ``steps`` as :func:`~genotok.singlecell.values.value_encoding`'s
+    keywords, and the steps after it (run through their own ``encode``)."""
+    kw = {"normalize": None, "target_sum": 1e4, "log1p": False, "rank": None, "bins": None}
+    i = 0
+    if i < len(steps) and isinstance(steps[i], Normalize):
+        kw.update(normalize="total", target_sum=float(steps[i].target_sum),
+                  log1p=bool(steps[i].log1p))
+        i += 1
+    elif i < len(steps) and isinstance(steps[i], Log1p):
+        kw["log1p"] = True
+        i += 1
+    if i < len(steps) and isinstance(steps[i], RankByMedian):
+        r = steps[i]
+        kw["rank"] = "median" if r.medians is None else (r.medians, r.method)
+        i += 1
+    elif i < len(steps) and isinstance(steps[i], Bins):
+        kw["bins"] = int(steps[i].n)
+        i += 1
+    rest = steps[i:]
+    for s in rest:
+        if type(s) in (Normalize, Log1p, RankByMedian, Bins):
+            raise ParameterError(f"CellSpec: encoding steps come as Normalize() or Log1p(), "
+                                 f"then RankByMedian() or Bins(n); {s!r} is out of place")
+    return kw, rest
+
+
+# --------------------------------------------------------------------------------- the spec
+@dataclass(frozen=True)
+class CellSpec:
+    """What a cell becomes (see :mod:`genotok.singlecell.spec`).
+
+    Parameters
+    ----------
+    min_count
+        Keep entries with ``value >= min_count`` (``None``: every stored entry ``> 0``).
+    unique
+        Merge a token reached from several peaks (values summed); default ``True``, ``False``
+        with ``order="var"``.
+    unknown
+        ``"set"``, ``"region"`` or ``"drop"`` (``None``: the tokenizer's policy).
+    order, seed
+        ``"genomic"``, ``"value"`` (descending), ``"shuffle"`` (seeded per cell) or ``"var"``
+        (geniml's storage order); default ``"value"`` with :class:`RankByMedian`, else
+        ``"genomic"``.
+    max_length, truncation
+        At most ``max_length`` tokens per cell: the ``"top"`` values or a seeded ``"sample"``.
+    encoding
+        Value encoding steps: :class:`Normalize` or :class:`Log1p`, then
+        :class:`RankByMedian` or :class:`Bins` (one step or a tuple).
+    prepend, condition_unknown, add_cls
+        ``obs`` columns whose condition tokens start each cell (a string is one column); a
+        value without a token gives ``<unk>`` or an error (``"error"``); ``<cls>`` first.
+    values
+        Return (store) each token's value as a float32 value channel.
+    use_count
+        Fragment files: weigh each fragment by its column-5 count (default: each line once).
+
+    Examples
+    --------
+    >>> CellSpec(max_length=512, prepend="batch").prepend
+    ('batch',)
+    """
+
+    min_count: float | None = None
+    unique: bool | None = None
+    unknown: str | None = None
+    order: str | None = None
+    seed: int = 0
+    max_length: int | None = None
+    truncation: str = "top"
+    encoding: tuple = ()
+    prepend: tuple = ()
+    condition_unknown: str = "unk"
+    add_cls: bool = False
+    values: bool = False
+    use_count: bool = False
+
+    CONSTRAINTS: ClassVar[dict] = {
+        "min_count": [Interval(Real, -math.inf, math.inf, closed="neither"), None],
+        "unique": [Flag(), None],
+        "unknown": [Options(*UNKNOWN), None],
+        "order": [Options(*ORDERS), None],
+        "seed": [Interval(Integral, 0, 2**63 - 1)],
+        "max_length": [Interval(Integral, 1, None), None],
+        "truncation": [Options(*TRUNCATIONS)],
+        "encoding": [InstanceOf(tuple, list, Encoding), None],
+        "prepend": [InstanceOf(str, tuple, list)],
+        "condition_unknown": [Options(*conditions.UNKNOWN)],
+        "add_cls": [Flag()],
+        "values": [Flag()],
+        "use_count": [Flag()],
+    }
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "CellSpec")
+        steps = _encoding_chain(self.encoding)
+        _fused(steps)  # the order of the steps
+        ranked = any(isinstance(s, RankByMedian) for s in steps)
+        order = self.order if self.order is not None else "value" if ranked else "genomic"
+        unique = self.unique if self.unique is not None else order != "var"
+        if order == "var" and unique:
+            raise ParameterError("CellSpec: order='var' keeps every (peak, token) pair in "
+                                 "storage order, as geniml does: it cannot be unique=True")
+        for s in steps:
+            if isinstance(s, RankByMedian) and s.fitted_on is not None:
+                kw = _fused(steps)[0]
+                mine = (kw["normalize"], kw["target_sum"], kw["log1p"])
+                if tuple(s.fitted_on) != mine:
+                    raise ParameterError(
+                        f"CellSpec: the medians are of normalize={s.fitted_on[0]!r}, "
+                        f"target_sum={s.fitted_on[1]}, log1p={s.fitted_on[2]}; encode with the "
+                        f"same (got normalize={mine[0]!r}, target_sum={mine[1]}, "
+                        f"log1p={mine[2]})")
+        set_ = object.__setattr__
+        set_(self, "encoding", steps)
+        set_(self, "order", order)
+        set_(self, "unique", bool(unique))
+        set_(self, "prepend", tuple(conditions._check_columns(self.prepend)))
+        set_(self, "seed", int(self.seed))
+        if self.max_length is not None:
+            set_(self, "max_length", int(self.max_length))
+        if self.min_count is not None:
+            set_(self, "min_count", float(self.min_count))
+        for name in ("add_cls", "values", "use_count"):
+            set_(self, name, bool(getattr(self, name)))
+
+    # --------------------------------------------------------------------- presets
+    @classmethod
+    def geneformer(cls, medians=None, **changes) -> CellSpec:
+        """Geneformer's rank-value encoding: counts normalised to 10,000, divided by the
+        features' medians, tokens by value descending, at most 2,048 per cell."""
+        return cls(**{"encoding": (Normalize(1e4), RankByMedian(medians)), "max_length": 2048,
+                      **changes})
+
+    @classmethod
+    def scgpt(cls, n_bins: int = 51, **changes) -> CellSpec:
+        """scGPT's binned values: normalised to 10,000 and log1p, ``n_bins`` per-cell
+        quantile bins, returned as the value channel."""
+        return cls(**{"encoding": (Normalize(1e4, log1p=True), Bins(n_bins)), "values": True,
+                      **changes})
+
+    # --------------------------------------------------------------------- JSON
+    def as_dict(self) -> dict:
+        """The spec as plain JSON values (what :meth:`to_json` writes)."""
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["encoding"] = [s.to_json() for s in self.encoding]
+        d["prepend"] = list(self.prepend)
+        return d
+
+    def to_json(self) -> str:
+        """The spec as JSON text (sorted keys: equal specs give equal text)."""
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text) -> CellSpec:
+        """The spec of :meth:`to_json`'s text (or :meth:`as_dict`'s dict)."""
+        d = dict(json.loads(text) if isinstance(text, (str, bytes)) else text)
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ParameterError(f"CellSpec: unknown field(s) {sorted(unknown)}; the fields are "
+                                 f"{[f.name for f in fields(cls)]}")
+        steps = []
+        for s in d.get("encoding") or ():
+            name = s.get("name") if isinstance(s, dict) else None
+            if name not in ENCODINGS:
+                raise ParameterError(f"CellSpec: unknown value encoding {name!r}; known: "
+                                     f"{sorted(ENCODINGS)}")
+            steps.append(ENCODINGS[name].from_json(s))
+        d["encoding"] = tuple(steps)
+        d["prepend"] = tuple(d.get("prepend") or ())
+        return cls(**d)
+
+    def replace(self, **changes) -> CellSpec:
+        """A copy with ``changes`` (validated again)."""
+        return replace(self, **changes)
+
+    # --------------------------------------------------------------------- for the drivers
+    def encoding_kwargs(self) -> dict:
+        """The built-in steps as :func:`~genotok.singlecell.values.value_encoding`'s
+        keywords (``rank``: ``"median"`` to compute the medians, or ``(medians, method)``)."""
+        return _fused(self.encoding)[0]
+
+    def extra_steps(self) -> tuple:
+        """The encoding steps after the built-in ones (run by their own ``encode``)."""
+        return _fused(self.encoding)[1]
+
+
+__all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "RankByMedian"]

@@ -1,0 +1,186 @@
+"""genotok.CellSpec: validation, JSON round trip, presets, and the divergences between the
+entry points that one spec removed (issue 31), each checked through the entry points."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass
+from typing import ClassVar
+
+import anndata
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import genotok
+from genotok import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
+                     RankByMedian, Tokenizer, fragment_matrix, tokenize_anndata,
+                     tokenize_fragments)
+from genotok.params import ParameterError
+from genotok.singlecell import spec as S
+
+VARS = ["chr1:0-100", "chr1:100-200", "chr1:200-300", "chr2:0-100"]
+
+
+def _adata(X):
+    X = np.asarray(X, dtype=np.float64)
+    obs = pd.DataFrame({"cell_type": ["t", "b", "t"][:X.shape[0]]},
+                       index=[f"c{i}" for i in range(X.shape[0])])
+    return anndata.AnnData(sp.csr_matrix(X), obs=obs, var=pd.DataFrame(index=VARS))
+
+
+def test_round_trip_is_exact():
+    specs = [CellSpec(), CellSpec.geneformer(), CellSpec.scgpt(),
+             CellSpec(min_count=2, unknown="drop", order="shuffle", seed=7, max_length=3,
+                      truncation="sample", prepend="batch", condition_unknown="error",
+                      add_cls=True, values=True, use_count=True, encoding=Log1p()),
+             CellSpec(encoding=(Normalize(100.0, log1p=True),
+                                RankByMedian(np.array([1.5, np.nan, 0.0, 2e-300]))))]
+    for spec in specs:
+        text = spec.to_json()
+        assert CellSpec.from_json(text) == spec
+        assert CellSpec.from_json(json.loads(text)) == spec
+        assert CellSpec.from_json(text).to_json() == text
+    assert CellSpec(encoding=RankByMedian(np.array([1.0]))) != \
+        CellSpec(encoding=RankByMedian(np.array([2.0])))
+
+
+def test_presets():
+    g = CellSpec.geneformer()
+    assert (g.order, g.max_length, g.values) == ("value", 2048, False)
+    assert g.encoding == (Normalize(1e4), RankByMedian())
+    s = CellSpec.scgpt()
+    assert s.encoding == (Normalize(1e4, log1p=True), Bins(51)) and s.values
+    assert CellSpec.scgpt(n_bins=11, max_length=5).encoding[1] == Bins(11)
+
+
+def test_bad_specs_say_what_is_wrong():
+    with pytest.raises(ParameterError, match="order='var' .* cannot be unique=True"):
+        CellSpec(order="var", unique=True)
+    with pytest.raises(ParameterError, match="out of place"):
+        CellSpec(encoding=(Bins(5), Normalize()))
+    with pytest.raises(ParameterError, match="unknown field"):
+        CellSpec.from_json('{"rank": "median"}')
+    with pytest.raises(ParameterError, match="unknown value encoding 'clip'"):
+        CellSpec.from_json('{"encoding": [{"name": "clip"}]}')
+    with pytest.raises(ParameterError, match="add_cls must be True or False, got 'no'"):
+        CellSpec(add_cls="no")
+
+
+# ------------------------------------------------------------------- divergences (issue 31)
+def test_rank_by_median_orders_by_value_unless_an_order_is_given():
+    """``rank="median"`` kept genomic order (the ranks only reached the value channel)."""
+    a = _adata([[1, 4, 9, 0], [5, 0, 1, 2]])
+    tok = Tokenizer(VARS)
+    med = np.ones(4)
+    got = tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian(med), values=True))
+    assert got.to_list() == [[2, 1, 0], [0, 3, 2]]
+    for a_, b in zip(got.offsets[:-1], got.offsets[1:]):
+        assert np.all(np.diff(got.values[a_:b]) <= 0)
+    kept = tokenize_anndata(a, tok, CellSpec(encoding=RankByMedian(med), order="genomic"))
+    assert kept.to_list() == [[0, 1, 2], [0, 2, 3]]
+
+
+def test_one_values_default_for_every_entry_point(tmp_path):
+    """``values`` defaulted to False in tokenize_anndata and True in tokenize_fragments."""
+    defaults = {inspect.signature(f).parameters["spec"].default
+                for f in (tokenize_anndata, tokenize_fragments)}
+    assert defaults == {None} and CellSpec().values is False
+    p = tmp_path / "f.tsv"
+    p.write_text("chr1\t5\t20\tA\t3\n")
+    _, rows = tokenize_fragments(p, Tokenizer(VARS))
+    assert rows.values is None
+    assert tokenize_anndata(_adata([[1, 0, 0, 0]]), Tokenizer(VARS)).values is None
+
+
+def test_fragments_count_each_line_once_as_the_matrix_does(tmp_path):
+    """tokenize_fragments weighted each fragment by column 5; fragment_matrix (and gtars)
+    count each line once: the same cells differed between the two."""
+    p = tmp_path / "f.tsv"
+    p.write_text("chr1\t5\t20\tA\t3\nchr1\t150\t160\tA\t1\nchr1\t10\t30\tB\t2\n")
+    tok = Tokenizer(VARS)
+    names, rows = tokenize_fragments(p, tok, CellSpec(values=True))
+    m = fragment_matrix(p, tok, read=FragmentOptions(mode="fragment"))
+    dense = m.X.toarray()
+    assert names == m.obs_names.tolist()
+    for i, (ids, lo, hi) in enumerate(zip(rows, rows.offsets[:-1], rows.offsets[1:])):
+        assert rows.values[lo:hi].tolist() == dense[i, ids].tolist()
+    assert rows.values.tolist() == [1.0, 1.0, 1.0]
+    weighted = tokenize_fragments(p, tok, CellSpec(values=True, use_count=True))[1]
+    assert weighted.values.tolist() == [3.0, 1.0, 2.0]
+    mw = fragment_matrix(p, tok, read=FragmentOptions(mode="fragment"), use_count=True)
+    assert mw.X.toarray()[0, :2].tolist() == [3.0, 1.0]
+
+
+def test_order_var_implies_unique_false():
+    """``order="var"`` refused to run unless ``unique=False`` was passed too."""
+    spec = CellSpec(order="var")
+    assert spec.unique is False
+    a = _adata([[0, 2, 1, 0]])
+    tok = Tokenizer(VARS)
+    assert tokenize_anndata(a, tok, spec).to_list() == [[1, 2]]
+
+
+def test_a_string_prepend_is_one_column():
+    assert CellSpec(prepend="cell_type").prepend == ("cell_type",)
+    tok = Tokenizer(VARS, extra_tokens=genotok.condition_tokens(_adata([[1, 0, 0, 0]] * 3),
+                                                                "cell_type"))
+    a = _adata([[1, 0, 0, 0]] * 3)
+    one = tokenize_anndata(a, tok, CellSpec(prepend="cell_type"))
+    assert one == tokenize_anndata(a, tok, CellSpec(prepend=["cell_type"]))
+    assert tok.decode(one.to_list()[0][:1])[0] == "<cell_type=t>"
+
+
+# -------------------------------------------------------------------------- entry points
+@pytest.mark.parametrize("func", [tokenize_anndata, tokenize_fragments, fragment_matrix,
+                                  genotok.singlecell.FragmentMatrix.from_fragments])
+def test_entry_points_take_at_most_ten_parameters(func):
+    assert len(inspect.signature(func).parameters) <= 10
+
+
+def test_swapped_or_wrong_arguments_are_named(tmp_path):
+    tok = Tokenizer(VARS)
+    a = _adata([[1, 0, 0, 0]])
+    with pytest.raises(TypeError, match="got a Tokenizer as `adata`; did you swap them"):
+        tokenize_anndata(tok, a)
+    with pytest.raises(TypeError, match="got a Tokenizer as `path`; did you swap them"):
+        tokenize_fragments(tok, tmp_path / "f.tsv")
+    with pytest.raises(TypeError, match="a CellSpec goes third"):
+        tokenize_anndata(a, CellSpec())
+    with pytest.raises(TypeError, match="takes a genotok.CellSpec as `spec`, got dict"):
+        tokenize_anndata(a, tok, {"order": "value"})
+    with pytest.raises(TypeError, match="read must be a AnnDataOptions"):
+        tokenize_anndata(a, tok, read=FragmentOptions())
+
+
+def test_a_new_encoding_is_one_class_and_one_registry_line(monkeypatch):
+    @dataclass(frozen=True)
+    class Clip(S.Encoding):
+        top: float = 2.0
+        name: ClassVar[str] = "clip"
+
+        def encode(self, indptr, indices, data, n_cols):
+            return np.minimum(data, self.top)
+
+    monkeypatch.setitem(S.ENCODINGS, Clip.name, Clip)
+    spec = CellSpec(encoding=(Normalize(10.0), Clip(3.0)), values=True)
+    assert CellSpec.from_json(spec.to_json()) == spec
+    got = tokenize_anndata(_adata([[1, 4, 0, 5]]), Tokenizer(VARS), spec)
+    assert got.values.tolist() == [1.0, 3.0, 3.0]
+
+
+def test_the_corpus_header_holds_the_spec_with_its_medians(tmp_path):
+    a = _adata([[1, 4, 9, 0], [5, 0, 1, 2]])
+    tok = Tokenizer(VARS)
+    spec = CellSpec.geneformer(max_length=3)
+    c = tokenize_anndata(a, tok, spec, out=tmp_path / "c.gtokc")
+    stored = CellSpec.from_json(c.header["extra"]["anndata"]["cells"])
+    assert stored.encoding[1].medians is not None
+    assert stored.replace(encoding=spec.encoding) == spec
+    again = tokenize_anndata(a, tok, CellSpec.geneformer(medians=c, max_length=3))
+    assert again.to_list() == c.to_ragged().to_list()
+    with pytest.raises(ParameterError, match="the medians are of normalize='total'"):
+        CellSpec(encoding=RankByMedian(c))
+    assert AnnDataOptions().layer is None

@@ -1,0 +1,87 @@
+"""The one parameter validator (genotok.params) and the invalid values it generates: every
+constrained object refuses every value its constraints do not allow (``True`` for an
+integer, ``"no"`` for a flag, ``1.5`` for a count), with a message naming the parameter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from genotok import batching
+from genotok.params import (Flag, Integral, Interval, Options, ParameterError, Real, check,
+                            invalid_values)
+from genotok.settings import TokenizerSettings
+
+
+def test_constraints_accept_and_refuse():
+    ints = [Interval(Integral, 1, None), None]
+    for ok in (1, 7, np.int64(3), 2.0, None):
+        check("n", ok, ints)
+    for bad in (True, False, 1.5, 0, "3", float("nan")):
+        with pytest.raises(ParameterError, match="n must be an integer in \\[1, inf\\) or None"):
+            check("n", bad, ints)
+    for bad in ("no", "false", 2, None, 0.5, -1):
+        with pytest.raises(ParameterError, match="must be True or False"):
+            check("flag", bad, [Flag()])
+    for ok in (np.bool_(True), True, False, 0, 1):
+        check("flag", ok, [Flag()])
+    assert Options("a", "b").accepts("a") and not Options(1).accepts(True)
+    assert not Interval(Real, 0, 1, closed="left").accepts(1)
+    assert not Real.accepts(float("nan"))
+
+
+def test_invalid_values_are_refused_by_their_constraints():
+    for constraints in ([Flag()], [Interval(Integral, 1, 5)], [Options("x"), None],
+                        [Interval(Real, 0, None, closed="neither")]):
+        bad = invalid_values(constraints)
+        assert bad
+        for v in bad:
+            with pytest.raises(ParameterError):
+                check("p", v, constraints)
+
+
+def _constrained():
+    """(name, constraints, call(value)) of every object declaring constraints."""
+    for name, allowed in TokenizerSettings.CONSTRAINTS.items():
+        yield f"TokenizerSettings.{name}", allowed, lambda v, n=name: TokenizerSettings(**{n: v})
+    from genotok import AnnDataOptions, Bins, CellSpec, FragmentOptions, Normalize
+
+    for cls in (CellSpec, Normalize, Bins, AnnDataOptions, FragmentOptions):
+        for name, allowed in cls.CONSTRAINTS.items():
+            yield f"{cls.__name__}.{name}", allowed, lambda v, c=cls, n=name: c(**{n: v})
+    ids = np.arange(10)
+    yield "truncate.max_length", batching.CONSTRAINTS["max_length"][:1], \
+        lambda v: batching.truncate(ids, v)
+    yield "truncate.truncation", batching.CONSTRAINTS["truncation"], \
+        lambda v: batching.truncate(ids, 3, v)
+    yield "pad_inputs.max_length", batching.CONSTRAINTS["max_length"], \
+        lambda v: batching.pad_inputs([[1, 2, 3]], 0, max_length=v)
+    yield "pad_inputs.truncation", batching.CONSTRAINTS["pad_truncation"], \
+        lambda v: batching.pad_inputs([[1, 2, 3]], 0, truncation=v, max_length=2)
+    yield "pad_inputs.padding", batching.CONSTRAINTS["padding"], \
+        lambda v: batching.pad_inputs([[1, 2, 3]], 0, padding=v)
+    yield "make_batch.max_length", batching.CONSTRAINTS["max_length"], \
+        lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, max_length=v)
+    yield "make_batch.truncation", batching.CONSTRAINTS["batch_truncation"], \
+        lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, truncation=v, max_length=2)
+
+
+CASES = [(name, value, call) for name, allowed, call in _constrained()
+         for value in invalid_values(allowed)]
+
+
+@pytest.mark.parametrize("name,value,call", CASES, ids=[f"{n}={v!r}" for n, v, _ in CASES])
+def test_every_constrained_parameter_refuses_invalid_values(name, value, call):
+    with pytest.raises(ValueError, match=name.split(".")[-1]):
+        call(value)
+
+
+def test_max_length_true_is_not_a_length():
+    """``max_length=True`` cut every row to one token (True == 1); it is refused now."""
+    from genotok import Tokenizer
+
+    with pytest.raises(ParameterError, match="max_length must be an integer"):
+        batching.truncate(np.arange(5), True)
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    with pytest.raises(ParameterError, match="max_length must be an integer"):
+        tok(["chr1:50-150"], truncation=True, max_length=True)
