@@ -27,11 +27,9 @@ from genotok.singlecell import sources as gsrc
 from genotok.singlecell import varnames as gvar
 from tests import naive_cells as naive
 
+from .._shared import GENDATA, PBMC, needs_shared
+
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-PBMC = SHARED / "data" / "pbmc_hg38.h5ad"
-GENDATA = SHARED / "tools" / "gendata.py"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not present")
 
 CHROMS = ["chr1", "chr2", "chrUn_KI270742v1"]
 
