@@ -501,6 +501,7 @@ def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
 def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tmp_path):
     """``truncation="sample"`` draws from (seed, cell): the corpus a training collator reads and
     the tensors made at inference hold the same tokens, in the same (var) order."""
+    pytest.importorskip("torch")
     from genotok import Corpus, tokenize_anndata
     from genotok.torch_data import Collator
 
