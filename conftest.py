@@ -15,6 +15,8 @@ import importlib.util
 import os
 import re
 
+import pytest
+
 collect_ignore = ["genotok/__main__.py", "tests/_fuzz_driver.py", "benchmarks"]
 
 #: modules of genotok that import an optional package when imported: their doctests are not
@@ -66,6 +68,27 @@ def pytest_runtest_logreport(report):
     if report.skipped and report.when in ("setup", "call") and not hasattr(report, "wasxfail") \
             and _MISSING_PACKAGE.search(_skip_reason(report)):
         _record(report.nodeid)
+
+
+def _missing_package(exc: BaseException) -> str | None:
+    """The message of ``exc`` if it says an optional package is not installed, else None."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name \
+            and importlib.util.find_spec(exc.name.split(".")[0]) is None:
+        return str(exc)
+    if isinstance(exc, ImportError) and "pip install 'genotok[" in str(exc):
+        return str(exc)  # genotok's own word for an optional package missing
+    return None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A doctest of an optional feature skips, saying which package, where it is not installed."""
+    report = (yield).get_result()
+    inner = getattr(call.excinfo.value, "exc_info", None) if call.excinfo else None
+    if report.failed and report.when == "call" and type(item).__name__ == "DoctestItem" \
+            and inner is not None and (missing := _missing_package(inner[1])):
+        report.outcome = "skipped"
+        report.longrepr = (str(item.path), item.reportinfo()[1] or 0, f"needs {missing}")
 
 
 def pytest_collection_modifyitems(config, items):
