@@ -16,8 +16,9 @@ from genotok import _progress
 from genotok._optional import MissingDependencyError, require
 from genotok.pipeline.run import pretokenize
 
+from ._shared import PBMC, needs_shared
+
 ROOT = Path(__file__).resolve().parents[1]
-PBMC = ROOT.parent / "shared" / "data" / "pbmc_hg38.h5ad"
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_wrong_universe_warns_and_names_the_cause(tmp_path):
     assert "0.0% of records hit the universe" in str(run)
 
 
-@pytest.mark.skipif(not PBMC.is_file(), reason="../shared/data is not present")
+@needs_shared
 def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
     # the reproducer: 19 of 20 cells came out [<unk>] and the run said nothing
     with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):

@@ -1,8 +1,9 @@
 """gtars' own tokenizer test expectations, ported to genotok.Tokenizer, on gtars' test data.
 
 The expectations come from gtars' ``gtars-python/tests/test_tokenizers.py`` and the Rust tests
-of ``gtars-tokenizers`` (data in ``tests/data/gtars/``, see its README). Where the installed
-gtars can run the same call, the test also checks genotok against it.
+of ``gtars-tokenizers``, on gtars' own test files (its ``tests/data/tokenizers/``, read from
+``../shared/data/gtars_tests/``: the tests needing them skip where ``../shared`` is absent).
+Where the installed gtars can run the same call, the test also checks genotok against it.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import pytest
 from genotok import AnnDataOptions, CellSpec, Tokenizer, Universe
 from genotok.errors import BedParseError, UniverseError
 
+from ._shared import GTARS_COMPAT, GTARS_TESTS, PBMC, needs_shared
+
 gtars_tok = pytest.importorskip("gtars.tokenizers")
 gtars_models = pytest.importorskip("gtars.models")
 GTokenizer, Region = gtars_tok.Tokenizer, gtars_models.Region
 
-DATA = Path(__file__).parent / "data" / "gtars"
+DATA = GTARS_TESTS
 CONFIG = DATA / "tokenizer.toml"
 SCORED = DATA / "peaks.scored.bed"  # its last line (id 24) has end < start
 
@@ -33,11 +36,13 @@ def scored(cls=Tokenizer):
 
 
 # ---------------------------------------------------------------------------------- construction
+@needs_shared
 def test_from_config():
     tok = Tokenizer.from_config(CONFIG)
     assert tok.vocab_size == 32 == GTokenizer.from_config(str(CONFIG)).vocab_size
 
 
+@needs_shared
 @pytest.mark.parametrize("name", ["peaks.bed", "peaks.bed.gz"])
 def test_from_bed(name):
     tok = Tokenizer.from_bed(DATA / name)
@@ -45,6 +50,7 @@ def test_from_bed(name):
     assert tok.get_vocab() == GTokenizer.from_bed(str(DATA / name)).get_vocab()
 
 
+@needs_shared
 @pytest.mark.parametrize("name", ["peaks.bed", "peaks.bed.gz", "tokenizer.toml",
                                   "tokenizer_ordered.toml", "tokenizer_custom_specials.toml",
                                   "tokenizer_bits.toml", "tokenizer_ailist.toml"])
@@ -57,6 +63,7 @@ def test_auto_construction(name):
     assert Tokenizer(DATA / name).get_vocab() == ref.get_vocab()  # a Path too
 
 
+@needs_shared
 def test_bad_tokenizer_type_is_refused_with_the_allowed_values():
     with pytest.raises(Exception):
         GTokenizer.from_config(str(DATA / "tokenizer_bad_ttype.toml"))
@@ -69,6 +76,7 @@ def test_bad_tokenizer_type_is_refused_with_the_allowed_values():
     assert Tokenizer(str(DATA / "tokenizer_bits.toml")).tokenizer_type == "bits"
 
 
+@needs_shared
 def test_custom_special_tokens():
     path = DATA / "tokenizer_custom_specials.toml"
     tok, ref = Tokenizer.from_config(path), GTokenizer.from_config(str(path))
@@ -83,6 +91,7 @@ def test_custom_special_tokens():
 
 
 # ---------------------------------------------------------------------------------- tokenizing
+@needs_shared
 def test_single_region_not_overlapping():
     tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
     regions = [Region("chr1", 50, 150, None)]
@@ -91,6 +100,7 @@ def test_single_region_not_overlapping():
     assert tok.convert_tokens_to_ids(tokens[0]) == 25
 
 
+@needs_shared
 def test_unknown_chromosome():
     tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
     regions = [Region("chr999", 50, 150, None)]
@@ -100,6 +110,7 @@ def test_unknown_chromosome():
     assert tokens == ref.tokenize(regions)
 
 
+@needs_shared
 def test_two_chromosomes():
     tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
     regions = [Region("chr1", 151399441, 151399547, None),
@@ -110,6 +121,7 @@ def test_two_chromosomes():
     assert tokens == ref.tokenize(regions)
 
 
+@needs_shared
 def test_two_chromosomes_ailist():
     path = DATA / "tokenizer_ailist.toml"
     tok, ref = Tokenizer.from_config(path), GTokenizer.from_config(str(path))
@@ -119,6 +131,7 @@ def test_two_chromosomes_ailist():
     assert tok.tokenize(regions) == ref.tokenize(regions)
 
 
+@needs_shared
 def test_multi_overlap_order_ailist():
     path = DATA / "tokenizer_ailist.toml"
     tok, ref = Tokenizer.from_config(path), GTokenizer.from_config(str(path))
@@ -152,6 +165,7 @@ def test_ailist_order_on_a_nested_universe(tmp_path):
     assert sorted(bits.encode(q).tolist()) == sorted(tok.encode(q).tolist())
 
 
+@needs_shared
 def test_multi_overlap_order():
     tok, ref = Tokenizer.from_config(CONFIG), GTokenizer.from_config(str(CONFIG))
     regions = [Region("chr2", 203871346, 203871616, None)]
@@ -162,6 +176,7 @@ def test_multi_overlap_order():
 
 
 # ---------------------------------------------------------------------------------- vocabulary
+@needs_shared
 def test_get_vocab():
     tok = scored()
     vocab = tok.get_vocab()
@@ -170,6 +185,7 @@ def test_get_vocab():
     assert vocab == GTokenizer(str(SCORED)).get_vocab()
 
 
+@needs_shared
 def test_special_tokens_map():
     tok = scored()
     stm = tok.special_tokens_map
@@ -185,12 +201,14 @@ def test_special_tokens_map():
         assert getattr(tok, f"{name}_token_id") == getattr(ref, f"{name}_token_id")
 
 
+@needs_shared
 def test_encode_a_token_string():
     tok = scored()
     encoded = tok.encode("chr9:3526071-3526165")
     assert encoded.tolist() == [11] == GTokenizer(str(SCORED)).encode("chr9:3526071-3526165")
 
 
+@needs_shared
 def test_decode():
     tok, ref = scored(), GTokenizer(str(SCORED))
     assert tok.decode([11]) == ["chr9:3526071-3526165"] == ref.decode([11])
@@ -200,6 +218,7 @@ def test_decode():
     assert tok.batch_decode(np.array([[11, 26]]), skip_special_tokens=True) == [ref.decode([11])]
 
 
+@needs_shared
 def test_special_tokens_mask():
     tok, ref = scored(), GTokenizer(str(SCORED))
     tokens = ["<pad>", "chr9:3526071-3526165", "<unk>"]
@@ -216,6 +235,7 @@ def test_special_tokens_mask():
 
 
 # ---------------------------------------------------------------------------------- __call__
+@needs_shared
 def test_call():
     tok, ref = scored(), GTokenizer(str(SCORED))
     rs = [Region("chr9", 3526178, 3526249, None)]
@@ -247,6 +267,7 @@ class MoreTokenizer(Tokenizer):
         self._value = val
 
 
+@needs_shared
 def test_subclassing_the_gtars_way():
     tok = scored(MoreTokenizer)
     tok.value = 5
@@ -273,6 +294,7 @@ class QuietTokenizer(Tokenizer):
         self.note = "ready"
 
 
+@needs_shared
 def test_subclass_that_skips_init_is_built_on_first_use():
     tok = QuietTokenizer(str(DATA / "peaks.bed"))
     assert tok.note == "ready"
@@ -285,6 +307,7 @@ def test_subclass_that_skips_init_is_built_on_first_use():
         Tokenizer.__new__(Tokenizer).vocab_size  # a bare instance has nothing to build from
 
 
+@needs_shared
 def test_subclassing_the_python_way():
     class Named(Tokenizer):
         def __init__(self, path, name):
@@ -301,6 +324,7 @@ def test_a_bare_tokenizer_says_what_it_needs():
 
 
 # ---------------------------------------------------------------------------------- inert lines
+@needs_shared
 def test_inert_line_keeps_gtars_ids_and_is_never_hit():
     tok, ref = scored(), GTokenizer(str(SCORED))
     assert tok.universe.inert_ids.tolist() == [24]
@@ -314,6 +338,7 @@ def test_inert_line_keeps_gtars_ids_and_is_never_hit():
     assert tok.convert_tokens_to_ids("chr15:49155935-4915618") == 24
 
 
+@needs_shared
 def test_inert_line_strict_and_fingerprint(tmp_path):
     with pytest.raises(BedParseError, match=r"peaks.scored.bed:25: end is before start.*strict"):
         Tokenizer(str(SCORED), strict=True)
@@ -357,6 +382,7 @@ def _queries(tok: Tokenizer, rng: np.random.Generator, n: int) -> list:
     return out
 
 
+@needs_shared
 @pytest.mark.parametrize("name", ["peaks.bed", "peaks.scored.bed",
                                   "tokenizer_custom_specials.toml"])
 def test_random_in_memory_sets_match_gtars(name):
@@ -399,6 +425,7 @@ def test_random_sets_on_a_universe_with_many_inert_lines(tmp_path):
     assert n_gtars_hit_inert > 0  # the difference was exercised
 
 
+@needs_shared
 def test_region_objects_wherever_regions_go():
     tok = Tokenizer(str(DATA / "peaks.bed"))
     rs = [Region("chr2", 203871346, 203871616, None), Region("chr9", 3526100, 3526200, None)]
@@ -414,9 +441,6 @@ def test_region_objects_wherever_regions_go():
 
 
 # ---------------------------------------------------------------------------------- geniml cells
-PBMC = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pbmc_hg38.h5ad"
-
-
 def geniml_cells(adata, gtok) -> list[list[int]]:
     """geniml's per-cell loop (``tokenize_anndata`` of geniml 0.8.4, with gtars 0.10's
     four-argument ``Region``): each cell's non-zero columns of ``X[row]`` as Regions, in the
@@ -452,6 +476,7 @@ def pbmc_universe(tmp_path_factory):
     return a, d
 
 
+@needs_shared
 @pytest.mark.parametrize("name", ["u.bed", "ailist.toml"])
 def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
     from genotok import tokenize_anndata
@@ -473,9 +498,11 @@ def test_order_var_reproduces_genimls_loop(pbmc_universe, name):
     assert tokenize_anndata(a, tok, CellSpec(order="var")) == ours
 
 
+@needs_shared
 def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tmp_path):
     """``truncation="sample"`` draws from (seed, cell): the corpus a training collator reads and
     the tensors made at inference hold the same tokens, in the same (var) order."""
+    pytest.importorskip("torch")
     from genotok import Corpus, tokenize_anndata
     from genotok.torch_data import Collator
 
@@ -504,15 +531,17 @@ def test_seeded_sampling_is_the_same_in_training_and_inference(pbmc_universe, tm
     assert [x.tolist() for x in other] != [x.tolist() for x in infer]
 
 
+@needs_shared
 def test_a_gtars_region_set_is_accepted():
     """gtars' ``RegionSet`` (it iterates its regions sorted) tokenizes as in gtars."""
-    compat = PBMC.parent / "gtars_compat"
+    compat = GTARS_COMPAT
     tok, ref = Tokenizer(str(compat / "universe.bed")), GTokenizer(str(compat / "universe.bed"))
     for q in sorted(compat.glob("query*.bed")):
         rs = gtars_models.RegionSet(str(q))
         assert tok(rs)["input_ids"] == ref(rs)["input_ids"] == tok.encode(q).tolist()
 
 
+@needs_shared
 def test_a_corpus_fingerprint_covers_inert_lines(tmp_path):
     from genotok import Corpus
     from genotok.errors import UniverseMismatchError

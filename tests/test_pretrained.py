@@ -16,10 +16,10 @@ import genotok
 from genotok import Tokenizer
 from genotok.errors import UniverseError
 
-COMPAT = Path(__file__).parents[2] / "shared" / "data" / "gtars_compat"
-if not COMPAT.is_dir():  # the shared data sits next to the project root
-    COMPAT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gtars_compat"
-GTARS_DATA = Path(__file__).parent / "data" / "gtars"
+from ._shared import GTARS_COMPAT as COMPAT
+from ._shared import GTARS_TESTS as GTARS_DATA
+from ._shared import needs_shared
+
 UNIVERSE = Path(genotok.examples_dir()) / "universe.bed"
 REV = "0123456789abcdef0123456789abcdef01234567"
 
@@ -111,6 +111,7 @@ def test_vocab_size_mismatch_names_both_numbers(tmp_path):
         Tokenizer.from_pretrained(d)
 
 
+@needs_shared
 def test_tokenizer_toml_comes_first(tmp_path):
     d = model_dir(tmp_path, {"peaks.bed": GTARS_DATA / "peaks.bed",
                              "tokenizer.toml": 'universe = "peaks.bed"\n'
@@ -129,6 +130,7 @@ def test_a_repo_without_a_tokenizer_lists_what_it_holds(tmp_path):
 
 
 # ---------------------------------------------------------------------------------- save
+@needs_shared
 def test_save_pretrained_round_trip_keeps_settings(tmp_path):
     tok = Tokenizer(str(UNIVERSE), overlap="best", min_overlap=5, unknown="region",
                     special_tokens={"mask": "<MASK>"})
@@ -157,6 +159,7 @@ def test_save_pretrained_of_an_in_memory_tokenizer(tmp_path):
     assert "tokenizer_type" not in Tokenizer(["chr1:0-5"]).settings.as_dict()
 
 
+@needs_shared
 @pytest.mark.parametrize("universe", [COMPAT / "universe.bed", GTARS_DATA / "peaks.scored.bed"])
 def test_gtars_reads_what_save_pretrained_writes(tmp_path, universe):
     gtars = pytest.importorskip("gtars.tokenizers")
@@ -174,6 +177,7 @@ def test_gtars_reads_what_save_pretrained_writes(tmp_path, universe):
             assert ref.encode(ref.tokenize(str(q))) == ours.encode(q).tolist()
 
 
+@needs_shared
 def test_expected_ids_survive_a_round_trip(tmp_path):
     expected = json.loads((COMPAT / "expected.json").read_text())
     d = Tokenizer(str(COMPAT / "universe.bed")).save_pretrained(tmp_path / "m")

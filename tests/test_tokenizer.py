@@ -16,8 +16,8 @@ from genotok import RegionSet, Tokenizer, Universe
 
 from . import naive_tokenizer as naive
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gtars_compat"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
+from ._shared import GTARS_COMPAT as SHARED
+from ._shared import needs_shared
 
 CHROMS = ["chr1", "chr2", "chr10", "chr1_KI270706v1_random"]
 

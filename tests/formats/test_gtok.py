@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from genotok import GtokFormatError, read_gtok, write_gtok
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gtars_compat"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data is not present")
+from .._shared import GTARS_COMPAT as SHARED
+from .._shared import needs_shared
+
 KNOWN = {"small_u16.gtok": [0, 1, 4, 0, 1, 3], "big_u32.gtok": [1, 65535, 65536, 4294967295],
          "empty.gtok": []}
 

@@ -19,9 +19,8 @@ from genotok.kernels import parse as _parse
 import genotok.singlecell as gad
 from tests import naive_cells as naive
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-GENDATA = SHARED / "tools" / "gendata.py"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared is not present")
+from .._shared import GENDATA, needs_shared
+
 UNIVERSE = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0, 50),
             ("chr1", 100, 200)]
 
