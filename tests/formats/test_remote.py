@@ -225,3 +225,45 @@ def test_headers_are_kept_in_the_cache_and_a_damaged_copy_is_fetched_again(serve
     again = Corpus.open(url, **_opts(server, tmp_path))
     assert again.sources == Corpus.open(local).sources and kept[1].read_bytes()[:8] == b"GTOKCORP"
     assert Corpus.open(local)._shards[1].header == again._shards[1].header
+
+
+def test_the_cache_serves_nothing_the_manifest_did_not_promise(server, local, url, tmp_path):
+    """A stale, truncated, planted or tampered cache entry is fetched again, never served."""
+    ref = Corpus.open(local)
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    entry = c.cache.file(0)
+    # a truncated entry (an interrupted copy, a full disk) is fetched again, not refused forever
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes((local / "part-0.gtokc").read_bytes()[:500])
+    assert c[0].tolist() == ref[0].tolist() and c.cache.downloads == 1
+    # a planted entry with the right header but other tokens: refetched in a new process
+    c.cache.file(1).write_bytes(_flip_one_token_byte((local / "part-1.gtokc").read_bytes()))
+    c.cache.file(2).write_bytes((local / "part-3.gtokc").read_bytes())  # a foreign shard
+    again = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    assert _records(again) == _records(ref) and again.cache.downloads == 4  # 1, 2, 3, 4
+    assert again.verify() == []
+    # verify() measures the cached copies against the manifest, not against their own headers
+    with open(again.cache.file(4), "r+b") as fh:
+        fh.seek(128 + 64)
+        b = fh.read(1)
+        fh.seek(128 + 64)
+        fh.write(bytes([b[0] ^ 1]))
+    problems = again.verify()
+    assert len(problems) == 1 and "tokens checksum" in problems[0]
+
+
+def test_an_entry_evicted_between_fetch_and_open_is_fetched_again(server, local, url, tmp_path,
+                                                                  monkeypatch):
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    real = ShardCache.fetch
+    evicted = []
+
+    def fetch_then_evict(self, k):
+        path = real(self, k)
+        if not evicted:  # another process evicts it before this one opens it
+            evicted.append(k)
+            path.unlink()
+        return path
+
+    monkeypatch.setattr(ShardCache, "fetch", fetch_then_evict)
+    assert c[0].tolist() == Corpus.open(local)[0].tolist() and c.cache.downloads == 2

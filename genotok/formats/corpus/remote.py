@@ -11,6 +11,9 @@ The cache, one directory per corpus under ``cache_dir``:
 - a download is checked before it is used: its header against the manifest's digest, every
   section against its checksum, every id against the vocabulary; a corrupt download is fetched
   once more, then refused with :class:`~genotok.GtokFormatError`;
+- nothing already in the cache is trusted: an entry is checked the same way, against the
+  manifest, once per process before it is served; a truncated, stale or planted entry is
+  fetched again (the cache may be shared with other processes and users);
 - ``cache_limit`` bytes at most: the least recently used shards are removed first;
 - the next shards of the epoch order are fetched ahead by a thread (:meth:`RemoteCorpus.prefetch`,
   called by :class:`~genotok.torch_data.CorpusIterableDataset`);
@@ -25,6 +28,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -101,6 +105,7 @@ class ShardCache:
         self.entries = manifest["shards"]
         self.downloads = 0  # shards this process downloaded (tests, benchmarks)
         self._open: dict[int, object] = {}
+        self._verified: dict[int, tuple] = {}  # shard -> (device, inode, size) checked here
         self._last = -1
         self._init_threads()
         for name in os.listdir(self.root):  # downloads of processes that died (SIGKILL)
@@ -145,15 +150,17 @@ class ShardCache:
 
     # -- fetching
     def fetch(self, k: int) -> Path:
-        """The local, verified file of shard ``k`` (downloaded if it is not cached)."""
+        """The local file of shard ``k``, checked against the manifest (downloaded if it is not
+        cached, or if the cached entry is truncated, foreign or corrupt)."""
         final = self.file(k)
-        if final.exists():
+        if self._usable(final, k):
             with contextlib.suppress(OSError):
                 os.utime(final)  # recency for the LRU eviction
             return final
         with _flock(self.root / f"{k:06d}.lock"):
-            if final.exists():  # another process fetched it while we waited
+            if self._usable(final, k):  # another process fetched it while we waited
                 return final
+            self._discard(final)  # a stale, truncated or planted entry: fetched again
             problem = None
             for _ in range(2):  # a corrupt copy is fetched once more, then refused
                 tmp = self._download(k)
@@ -167,12 +174,46 @@ class ShardCache:
                     f"{self.shard_url(k)}: downloaded twice, refused twice ({problem}): the copy on "
                     "the server is corrupt or was replaced without a new manifest; re-upload the "
                     "shard and its manifest")
-            size = os.path.getsize(tmp)
+            st = os.stat(tmp)
             with _flock(self.root / ".evict.lock"):
-                self._evict(size)
+                self._evict(st.st_size)
                 os.replace(tmp, final)
+            self._verified[k] = (st.st_dev, st.st_ino, st.st_size)
             self.downloads += 1
         return final
+
+    def _usable(self, final: Path, k: int) -> bool:
+        """Whether the cached ``final`` is shard ``k`` as the manifest describes it: every cached
+        entry is checked in full (header, counts, every checksum and id) once per process before
+        it is served; nothing already in the cache directory is trusted (it may be stale,
+        truncated, restored from a backup, or written by another user of a shared cache)."""
+        try:
+            st = os.lstat(final)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        ident = (st.st_dev, st.st_ino, st.st_size)
+        if self._verified.get(k) == ident:
+            return True
+        try:
+            if self._check(str(final), k) is not None:
+                return False
+        except OSError:  # evicted meanwhile
+            return False
+        self._verified[k] = ident
+        return True
+
+    def _discard(self, final: Path) -> None:
+        """Remove a cache entry that may not be served (a directory there is not ours to remove)."""
+        self._verified.pop(int(final.name[:6]), None)
+        try:
+            os.unlink(final)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise GtokFormatError(f"{final}: this cache entry is not a shard file and cannot be "
+                                  f"replaced ({exc.strerror}); remove it") from None
 
     def _download(self, k: int) -> str:
         fd, tmp = _make_temp(self.root, f".{k:06d}.fetching-")
@@ -229,7 +270,7 @@ class ShardCache:
             except FileNotFoundError:  # evicted by another process: fetch it again
                 s = None
         if s is None:
-            s = _Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
+            s = self._open_checked(k)
             self._open = {j: o for j, o in self._open.items() if os.path.exists(o.path)}
             self._open[k] = s
         self._last = k
@@ -239,6 +280,24 @@ class ShardCache:
                 self._cursor = pos
                 self._wake.notify_all()
         return s
+
+    def _open_checked(self, k: int):
+        """Shard ``k`` mapped from the very file that was checked: an entry evicted or replaced by
+        another process between the check and the open is fetched (and checked) again."""
+        for _ in range(3):
+            path = self.fetch(k)
+            try:
+                s = _Shard(path, trusted=True, nofollow=True)  # checked in full by fetch()
+            except (FileNotFoundError, GtokFormatError):
+                self._verified.pop(k, None)
+                continue
+            if self._verified.get(k) == (*s.ident, s.size):
+                return s
+            self._verified.pop(k, None)
+        raise GtokFormatError(f"{self.file(k)}: the cached copy of {self.shard_url(k)} kept "
+                              "changing while it was opened (another process evicting or "
+                              "replacing it); raise cache_limit or give this process its own "
+                              "cache_dir")
 
     # -- prefetch
     def prefetch(self, shards) -> None:
@@ -289,7 +348,13 @@ class _RemoteShard:
         self.version = version
         self.path = cache.shard_url(k)
 
-    def __getattr__(self, name):  # tokens, offsets, values, bounds, records, verify, ...
+    def verify(self) -> list[str]:
+        """Problems of the cached copy measured against the manifest (not only its own header)."""
+        path = self._cache.fetch(self._k)
+        problem = self._cache._check(str(path), self._k)
+        return [f"{self.path} (cached as {path}): {problem}"] if problem else []
+
+    def __getattr__(self, name):  # tokens, offsets, values, bounds, records, ...
         if name.startswith("__") or name in ("_cache", "_k"):
             raise AttributeError(name)
         return getattr(self._cache.shard(self._k), name)
