@@ -518,3 +518,29 @@ def test_a_run_resumes_with_the_hash_it_started_with(tmp_path, tok, monkeypatch)
     monkeypatch.setitem(sys.modules, "xxhash", None)
     with pytest.raises(MissingDependencyError, match="pip install 'genotok\\[fast\\]'"):
         pretokenize(inputs, tok, out, progress=False)
+
+
+def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch):
+    """Issue 32: ENOSPC while writing the shard of a fragment input was recorded as that input
+    being unreadable (on_error="skip"); the run finished and a re-run never retried it."""
+    import errno
+
+    from genotok.formats.corpus.writer import CorpusWriter
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    (d / "g.tsv").write_text(_fragments(tok.universe.regions, ["BC1", "BC2"]))
+    real = CorpusWriter.append_batch
+
+    def full(self, *args, **kwargs):
+        if "g.tsv" in str(getattr(self, "path", "")) or "shard-00001" in str(self.path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CorpusWriter, "append_batch", full)
+    with pytest.raises(PipelineError, match="g.tsv: the run stopped.*No space left.*not recorded"):
+        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    monkeypatch.setattr(CorpusWriter, "append_batch", real)  # space freed: the re-run retries
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    assert run.failed == [] and Corpus.open(run.out, verify=True).names == ["a", "BC1", "BC2"]
