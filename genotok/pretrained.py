@@ -21,14 +21,22 @@ its standard cache (``models--org--name/snapshots/<revision>/...``) and its offl
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
-from .errors import RegionParseError, UniverseError, UniverseMismatchError
+from .errors import (
+    BedParseError,
+    GenotokError,
+    RegionParseError,
+    UniverseError,
+    UniverseMismatchError,
+)
 from .regions import parse_region_strings
 from .settings import TOKENIZER_TYPES, TokenizerSettings
 from .universe import SPECIAL_NAMES, Universe
@@ -346,13 +354,77 @@ def load_directory(directory: Path, name: str, special_tokens=None, strict: bool
     """
     tok_file, expected, config = find(directory, name)
     if tok_file.suffix == ".toml":
-        universe, saved = read_config(tok_file, special_tokens, strict)
+        universe, saved = read_config(tok_file, special_tokens, strict, root=directory)
     else:
-        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
+        _confined(tok_file.name, directory, tok_file)
+        with _named_by(tok_file, f"the model repo {name}"):
+            universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
     return universe, saved, (expected, config)
 
 
-def read_config(path, special_tokens=None, strict: bool = False):
+def _roots(directory: Path) -> list[str]:
+    """Where the files of a model directory may really be: inside it, and for a Hub snapshot
+    (``…/snapshots/<revision>/``, whose files are links) in its repo's ``blobs`` too."""
+    roots = [os.path.realpath(directory)]
+    if directory.parent.name == "snapshots":
+        roots.append(os.path.realpath(directory.parent.parent / "blobs"))
+    return roots
+
+
+def _regular(upath: Path, where: str) -> None:
+    """Refuse a named file that is not a regular file: ``/dev/zero`` fills the memory, a FIFO
+    or ``/dev/stdin`` blocks forever."""
+    try:
+        st = os.stat(upath)
+    except FileNotFoundError:
+        raise UniverseError(f"{where}: names {upath}, which does not exist") from None
+    except OSError as exc:
+        raise UniverseError(f"{where}: names {upath}, which cannot be read "
+                            f"({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UniverseError(f"{where}: names {upath}, which is not a regular file (a device, "
+                            "FIFO or directory); a universe is a BED file")
+
+
+def _confined(ref: str, directory: Path, upath: Path, where: str | None = None) -> None:
+    """A file named by a model directory (``ref``, as written in it) must be a regular file
+    inside that directory: no absolute path, no ``..``, no link leading out of it."""
+    where = where or str(directory)
+    parts = ref.replace("\\", "/").split("/")
+    if os.path.isabs(ref) or ref.startswith(("/", "\\")) or ".." in parts or "\0" in ref:
+        raise UniverseError(f"{where}: names the universe {ref[:200]!r}, outside the model "
+                            "directory; a model directory may only name files inside it")
+    real = os.path.realpath(upath)
+    if not any(os.path.commonpath([r, real]) == r for r in _roots(directory)):
+        raise UniverseError(f"{where}: its universe {ref[:200]!r} is a link to a file outside "
+                            "the model directory; a model directory may only name files inside it")
+    _regular(upath, where)
+
+
+@contextlib.contextmanager
+def _named_by(upath: Path, by: str):
+    """Errors reading a file named by a configuration or a model repo, not by the user: they
+    name the file and the line but never quote its content (it may be a secret the
+    configuration points at). One rule for every config-named file."""
+    try:
+        yield
+    except GenotokError as exc:
+        line = getattr(exc, "line", None)
+        where = f"{upath}:{line}" if line is not None else str(upath)
+        raise type(exc)(*_bare_args(exc, upath, line,
+                                    f"{where}: not a usable universe ({type(exc).__name__}; "
+                                    f"its content is not quoted because the file was named by "
+                                    f"{by}, not given by you: inspect it yourself, e.g. with "
+                                    f"Tokenizer.from_bed)")) from None
+
+
+def _bare_args(exc: Exception, upath: Path, line, message: str) -> tuple:
+    if isinstance(exc, BedParseError):
+        return (str(upath), line, message.split(": ", 1)[1])
+    return (message,)
+
+
+def read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
     """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
 
     Examples
@@ -364,8 +436,14 @@ def read_config(path, special_tokens=None, strict: bool = False):
     >>> universe, settings = read_config(d / "t.toml")
     >>> universe.vocab_size, settings
     (8, {'tokenizer_type': 'ailist'})
+
+    ``root``: the model directory the configuration came from; its universe must then be a
+    regular file inside it. The universe is a regular file in every case, and errors reading
+    it never quote its content (it is named by the configuration, not by the user).
     """
     path = Path(path)
+    if root is not None:
+        _confined(path.name, root, path)
     try:
         with open(path, "rb") as fh:
             cfg = tomllib.load(fh)
@@ -376,9 +454,17 @@ def read_config(path, special_tokens=None, strict: bool = False):
     if "universe" not in cfg:
         raise UniverseError(f"{path}: the configuration names no universe "
                             "(expected a line like universe = \"universe.bed\")")
-    upath = Path(cfg["universe"])
+    ref = cfg["universe"]
+    if not isinstance(ref, str) or not ref:
+        raise UniverseError(f"{path}: universe must be a file name (a string), got "
+                            f"{type(ref).__name__}")
+    upath = Path(ref)
     if not upath.is_absolute():
         upath = path.parent / upath
+    if root is not None:
+        _confined(ref, root, upath, str(path))
+    else:
+        _regular(upath, str(path))
     special = cfg.get("special_tokens")
     if isinstance(special, list):
         try:
@@ -399,7 +485,8 @@ def read_config(path, special_tokens=None, strict: bool = False):
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
                             f"are {list(TokenizerSettings.__dataclass_fields__)}")
-    universe = Universe.from_bed(upath, special, strict=strict)
+    with _named_by(upath, f"the configuration {path}"):
+        universe = Universe.from_bed(upath, special, strict=strict)
     if extra_tokens:
         universe = universe.with_extra_tokens(extra_tokens)
     if fingerprint is not None and fingerprint != universe.fingerprint:
