@@ -259,7 +259,8 @@ def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: s
 #: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
 #: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
 #: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
-SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+#: MemoryError is caught too: :func:`raise_machine_error` stops the run with a clear error.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError, MemoryError)
 
 
 #: what the machine raises, not an input: a full disk or quota, a read-only or too-small output
@@ -272,6 +273,10 @@ def raise_machine_error(exc: BaseException, path: Path) -> None:
     """Stop the run when ``exc`` (or an error it came from) is the machine's fault, not
     ``path``'s: one rule for every ``on_error="skip"`` handler, so that a full disk while
     writing the output of an input is never journaled as that input being unreadable."""
+    if isinstance(exc, MemoryError):
+        raise PipelineError(f"{path}: the run stopped: out of memory while this input was "
+                            "read; it is not recorded as failed. Give the run more memory (or "
+                            "fewer threads) and run pretokenize again: it resumes") from None
     seen, e = set(), exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))

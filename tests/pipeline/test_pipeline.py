@@ -544,3 +544,23 @@ def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch)
     monkeypatch.setattr(CorpusWriter, "append_batch", real)  # space freed: the re-run retries
     run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
     assert run.failed == [] and Corpus.open(run.out, verify=True).names == ["a", "BC1", "BC2"]
+
+
+def test_memory_error_under_skip_stops_the_run_clearly(tmp_path, tok, monkeypatch):
+    """Issue 32: a MemoryError escaped on_error="skip" as it was (untreated)."""
+    import genotok.pipeline.run as P
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    real = P.RegionSet.from_bed
+
+    def from_bed(path, *a, **k):
+        if Path(path).name == "b.bed":
+            raise MemoryError
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(P.RegionSet, "from_bed", from_bed)
+    with pytest.raises(PipelineError, match="b.bed: the run stopped: out of memory"):
+        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip")
