@@ -267,3 +267,19 @@ def test_an_entry_evicted_between_fetch_and_open_is_fetched_again(server, local,
 
     monkeypatch.setattr(ShardCache, "fetch", fetch_then_evict)
     assert c[0].tolist() == Corpus.open(local)[0].tolist() and c.cache.downloads == 2
+
+
+@pytest.mark.parametrize("path", ["%2e%2e/other/part-0.gtokc", "%2E%2E%2Fother%2Fpart-0.gtokc",
+                                  "a/%252e%252e/part-0.gtokc", "part-0.gtokc?x=../y",
+                                  "part-0.gtokc#frag"])
+def test_an_encoded_escape_in_a_remote_manifest_is_refused(server, local, tmp_path, path):
+    """Issue 32: only a literal .. was refused; an HTTP client normalises %2e%2e into one."""
+    from genotok.formats.corpus.manifest import _manifest_digest
+
+    m = json.loads((local / "manifest.json").read_text())
+    m["shards"][0]["path"] = path
+    m["digest"] = _manifest_digest(m, m["checksum"])  # a consistent, malicious manifest
+    prefix = f"encoded{abs(hash(path))}"
+    server[1].put_object(Bucket="bucket", Key=f"{prefix}/manifest.json", Body=json.dumps(m).encode())
+    with pytest.raises(GtokFormatError, match="holds %, \\? or #"):
+        Corpus.open(f"s3://bucket/{prefix}", **_opts(server, tmp_path))
