@@ -564,3 +564,21 @@ def test_memory_error_under_skip_stops_the_run_clearly(tmp_path, tok, monkeypatc
     monkeypatch.setattr(P.RegionSet, "from_bed", from_bed)
     with pytest.raises(PipelineError, match="b.bed: the run stopped: out of memory"):
         pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip")
+
+
+def test_gtok_dir_overwrite_removes_the_old_run_and_only_it(tmp_path, tok):
+    """Issue 32: overwrite=True deleted the old journal and manifest but kept the old .gtok
+    files: the directory mixed two runs and import_gtok_dir imported both."""
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b", "c"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    out = tmp_path / "out"
+    pretokenize([d / "a.bed", d / "b.bed"], tok, out, format="gtok-dir", progress=False)
+    assert sorted(p.name for p in out.glob("*.gtok")) == ["a.gtok", "b.gtok"]
+    pretokenize([d / "c.bed"], tok, out, format="gtok-dir", progress=False, overwrite=True)
+    assert sorted(p.name for p in out.glob("*.gtok")) == ["c.gtok"]
+    (out / "notes.txt").write_text("mine")  # a file no run wrote: never removed
+    with pytest.raises(PipelineError, match="no run wrote .*notes.txt"):
+        pretokenize([d / "a.bed"], tok, out, format="gtok-dir", progress=False, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine" and (out / "c.gtok").exists()
