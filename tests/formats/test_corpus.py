@@ -672,3 +672,33 @@ def test_old_spellings_warn_and_work(tmp_path):
         back = import_parquet(q, tmp_path / "back.gtokc", special_tokens={"unk": 7})
     assert Corpus.open(back).special_token_ids == {"unk": 7}
     assert Corpus.open(import_parquet(q, tmp_path / "kept.gtokc")).special_token_ids == {"unk": 8}
+
+
+def test_a_pickle_refuses_a_corpus_changed_since_it_was_opened(tmp_path):
+    """Issue 32: a corpus pickled as its path only: a spawn-started worker unpickling after a
+    rewrite read the new version under the parent's epoch plan."""
+    import pickle
+
+    from genotok.formats.corpus import write_manifest
+
+    def write(path, rows):
+        with CorpusWriter(path, vocab_size=10, fingerprint="fp", overwrite=True) as w:
+            w.append_batch(rows)
+
+    one = tmp_path / "c.gtokc"
+    write(one, [[1, 2], [3]])
+    d = tmp_path / "dir"
+    d.mkdir()
+    write(d / "s0.gtokc", [[1]])
+    write_manifest([d / "s0.gtokc"], d)
+    for path, rewrite in ((one, lambda: write(one, [[1, 2], [3], [4]])),
+                          (d, lambda: (write(d / "s0.gtokc", [[5]]),
+                                       write_manifest([d / "s0.gtokc"], d)))):
+        c = Corpus.open(path)
+        again = pickle.loads(pickle.dumps(c))  # unchanged: fine
+        assert again.identity == c.identity and again.to_ragged().to_list() == \
+            c.to_ragged().to_list()
+        blob = pickle.dumps(c)
+        rewrite()
+        with pytest.raises(GtokFormatError, match="changed since it was opened"):
+            pickle.loads(blob)

@@ -283,3 +283,20 @@ def test_an_encoded_escape_in_a_remote_manifest_is_refused(server, local, tmp_pa
     server[1].put_object(Bucket="bucket", Key=f"{prefix}/manifest.json", Body=json.dumps(m).encode())
     with pytest.raises(GtokFormatError, match="holds %, \\? or #"):
         Corpus.open(f"s3://bucket/{prefix}", **_opts(server, tmp_path))
+
+
+def test_a_pickle_refuses_a_corpus_re_uploaded_since(server, local, tmp_path):
+    """Issue 32: a worker unpickling after a re-upload read the new version."""
+    client = server[1]
+    u = _upload(client, local, "reuploaded")
+    c = Corpus.open(u, **_opts(server, tmp_path, prefetch=0))
+    blob = pickle.dumps(c)
+    other = tmp_path / "other"
+    other.mkdir()
+    with CorpusWriter(other / "part-0.gtokc", vocab_size=3000, fingerprint="fp") as w:
+        w.append([1, 2])
+    write_manifest([other / "part-0.gtokc"], other)
+    for p in other.iterdir():
+        client.put_object(Bucket="bucket", Key=f"reuploaded/{p.name}", Body=p.read_bytes())
+    with pytest.raises(GtokFormatError, match="changed since it was opened"):
+        pickle.loads(blob)

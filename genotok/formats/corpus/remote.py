@@ -49,7 +49,7 @@ from .layout import (
     _width_dtype,
 )
 from .manifest import MANIFEST_MAX_BYTES, _check_manifest
-from .reader import Corpus, _set_url_opener, check_expected, is_url  # noqa: F401 - is_url: here too
+from .reader import Corpus, _set_url_opener, check_expected, check_identity, is_url  # noqa: F401 - is_url: here too
 from .shard import _Shard
 
 #: bytes copied per read of a download
@@ -427,8 +427,9 @@ def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
 class RemoteCorpus(Corpus):
     """A :class:`~genotok.Corpus` in an object store, read through a local :class:`ShardCache`.
 
-    Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL and
-    options (DataLoader workers reopen it and share the cache).
+    Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL,
+    options and manifest digest (DataLoader workers reopen it, share the cache, and refuse
+    a corpus re-uploaded meanwhile).
 
     Examples
     --------
@@ -443,7 +444,7 @@ class RemoteCorpus(Corpus):
         self._trusted = True
 
     def __reduce__(self):
-        return (_reopen, (str(self.path), self._options))
+        return (_reopen, (str(self.path), self._options, self.identity))
 
     def prefetch(self, records) -> None:
         """Fetch, in a thread, the shards that ``records`` (in reading order) will need."""
@@ -459,8 +460,8 @@ class RemoteCorpus(Corpus):
         return super().__repr__()[:-1] + f", cache={str(self.cache.root)!r})"
 
 
-def _reopen(url, options):
-    return open_corpus(url, **options)
+def _reopen(url, options, identity=None):
+    return check_identity(open_corpus(url, **options), identity)
 
 
 def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
