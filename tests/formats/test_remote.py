@@ -300,3 +300,28 @@ def test_a_pickle_refuses_a_corpus_re_uploaded_since(server, local, tmp_path):
         client.put_object(Bucket="bucket", Key=f"reuploaded/{p.name}", Body=p.read_bytes())
     with pytest.raises(GtokFormatError, match="changed since it was opened"):
         pickle.loads(blob)
+
+
+@pytest.mark.parametrize("edit", ["twice", "totals"])
+def test_a_remote_manifest_is_checked_as_a_local_one(server, local, tmp_path, edit):
+    """Issue 32: remote manifests accepted a shard listed twice and totals that disagree."""
+    from genotok.formats.corpus.manifest import _manifest_digest
+
+    m = json.loads((local / "manifest.json").read_text())
+    if edit == "twice":
+        m["shards"][1] = {**m["shards"][0], "index": 1, "path": "./" + m["shards"][0]["path"]}
+        m["n_records"] = sum(e["n_records"] for e in m["shards"])
+        m["n_tokens"] = sum(e["n_tokens"] for e in m["shards"])
+    else:
+        m["n_records"] += 7
+    m["digest"] = _manifest_digest(m, m["checksum"])
+    prefix = f"manifest-{edit}"
+    server[1].put_object(Bucket="bucket", Key=f"{prefix}/manifest.json", Body=json.dumps(m).encode())
+    with pytest.raises(GtokFormatError, match="the same file" if edit == "twice" else "totals"):
+        Corpus.open(f"s3://bucket/{prefix}", **_opts(server, tmp_path))
+    (tmp_path / "loc").mkdir()  # the local reader says the same
+    (tmp_path / "loc" / "manifest.json").write_text(json.dumps(m))
+    for p in local.glob("*.gtokc"):
+        (tmp_path / "loc" / p.name).write_bytes(p.read_bytes())
+    with pytest.raises(GtokFormatError, match="the same file" if edit == "twice" else "totals"):
+        Corpus.open(tmp_path / "loc")

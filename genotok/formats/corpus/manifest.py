@@ -163,6 +163,21 @@ def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
         why = _rel_problem(e.get("path"), remote=True) if remote else None
         if why:
             raise corrupt(f"shard {k}: path {str(e.get('path'))[:200]!r} {why}")
+    # one check for local and remote corpora: no shard twice, totals that add up
+    seen: dict[str, int] = {}
+    for k, e in enumerate(entries):
+        rel = e.get("path")
+        key = "/".join(x for x in rel.split("/") if x not in ("", ".")) if isinstance(rel, str) \
+            else None
+        if key in seen:
+            raise corrupt(f"shards {seen[key]} and {k} are the same file {str(rel)[:200]!r}")
+        if key is not None:
+            seen[key] = k
+    n = sum(e["n_records"] for e in entries)
+    t = sum(e["n_tokens"] for e in entries)
+    if m["n_records"] != n or m.get("n_tokens", t) != t:
+        raise corrupt(f"totals {m['n_records']} records, {m.get('n_tokens')} tokens disagree with "
+                      f"the entries' {n} and {t}: an entry was added or dropped")
     return entries, later
 
 
