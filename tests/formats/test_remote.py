@@ -325,3 +325,49 @@ def test_a_remote_manifest_is_checked_as_a_local_one(server, local, tmp_path, ed
         (tmp_path / "loc" / p.name).write_bytes(p.read_bytes())
     with pytest.raises(GtokFormatError, match="the same file" if edit == "twice" else "totals"):
         Corpus.open(tmp_path / "loc")
+
+
+def test_a_static_server_without_range_support_and_a_missing_shard(local, tmp_path):
+    """Issue 32: a plain static server (no Range) gave a raw struct.error; a missing shard
+    object a raw FileNotFoundError."""
+    pytest.importorskip("aiohttp", reason="fsspec's http filesystem needs aiohttp")
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    root = tmp_path / "site"
+    shutil.copytree(local, root / "corpus")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/corpus"
+        c = Corpus.open(url, cache_dir=str(tmp_path / "cache"), prefetch=0)
+        assert _records(c) == _records(Corpus.open(local))
+        (root / "corpus" / "part-3.gtokc").unlink()
+        with pytest.raises(GtokFormatError, match="part-3.gtokc: the manifest lists this shard"):
+            Corpus.open(url, cache_dir=str(tmp_path / "cache2"), prefetch=0)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_a_cached_header_must_be_a_regular_file_and_downloads_are_bounded(server, url, tmp_path):
+    """Issue 32: a cached .header was read without a regular-file check (a FIFO blocked the
+    open); a download was bounded neither by the manifest nor by the cache limit."""
+    import os
+
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    kept = sorted(c.cache.root.glob("*.header"))[0]
+    kept.unlink()
+    os.mkfifo(kept)  # would block a plain read forever
+    again = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    assert again[0].tolist() == c[0].tolist()
+    tiny = Corpus.open(url, **_opts(server, tmp_path / "t", prefetch=0, cache_limit=1000))
+    with pytest.raises(GtokFormatError, match="larger than cache_limit"):
+        tiny[0]
+    assert not list(tiny.cache.root.glob("*.tmp"))

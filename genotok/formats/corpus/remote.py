@@ -50,6 +50,7 @@ from .layout import (
 )
 from .manifest import MANIFEST_MAX_BYTES, _check_manifest
 from .reader import Corpus, _set_url_opener, check_expected, check_identity, is_url  # noqa: F401 - is_url: here too
+from ..gtok import open_regular
 from .shard import _Shard
 
 #: bytes copied per read of a download
@@ -218,9 +219,19 @@ class ShardCache:
     def _download(self, k: int) -> str:
         fd, tmp = _make_temp(self.root, f".{k:06d}.fetching-")
         try:
+            got = 0
             with os.fdopen(fd, "wb") as out, self.fs.open(self.shard_url(k), "rb") as src:
                 while block := src.read(_BLOCK):
+                    got += len(block)
+                    if self.limit is not None and got > self.limit:  # bounded, not the disk
+                        raise GtokFormatError(
+                            f"{self.shard_url(k)}: larger than cache_limit ({self.limit:,} "
+                            "bytes); raise cache_limit (it must hold the shards read at once)")
                     out.write(block)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise _missing(self.shard_url(k)) from None
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -367,22 +378,36 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
         return {}
     urls = [cache.shard_url(k) for k in ks]
     size = PREAMBLE.size
-    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks))
+    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks), on_error="return")
     spans = []
-    for url, pre in zip(urls, pres):
+    for i, (url, pre) in enumerate(zip(urls, pres)):
+        if isinstance(pre, FileNotFoundError):
+            raise _missing(url)
         if isinstance(pre, BaseException):
             raise pre
+        pre = pres[i] = pre[:size]  # a server that ignores Range sends the whole object
         if len(pre) < size or pre[:8] != MAGIC:
             raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
         f = PREAMBLE.unpack(pre)
         if f[12] > MANIFEST_MAX_BYTES:
             raise GtokFormatError(f"{url}: corrupt preamble (a {f[12]}-byte header)")
         spans.append((f[11], f[11] + f[12]))
-    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans])
-    for body in bodies:
+    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans], on_error="return")
+    for i, (url, body, (a, b)) in enumerate(zip(urls, bodies, spans)):
+        if isinstance(body, FileNotFoundError):
+            raise _missing(url)
         if isinstance(body, BaseException):
             raise body
+        if len(body) > b - a:  # no Range support: the whole object came
+            bodies[i] = body = body[a:b]
+        if len(body) != b - a:
+            raise GtokFormatError(f"{url}: truncated (its header ends past the object's end)")
     return {k: pre + body for k, pre, body in zip(ks, pres, bodies)}
+
+
+def _missing(url: str) -> GtokFormatError:
+    return GtokFormatError(f"{url}: the manifest lists this shard but the store has no such "
+                           "object (deleted, or uploaded without it); re-upload the corpus")
 
 
 def _parse_header(cache: ShardCache, k: int, raw: bytes) -> tuple[dict, tuple]:
@@ -407,8 +432,13 @@ def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
     """Every shard's header: from the cache directory (checked again), else fetched and kept."""
     raw: dict[int, bytes] = {}
     for k, e in enumerate(cache.entries):
-        with contextlib.suppress(OSError):
-            raw[k] = (cache.root / f"{k:06d}-{e['header_digest']}.header").read_bytes()
+        kept = cache.root / f"{k:06d}-{e['header_digest']}.header"
+        with contextlib.suppress(OSError, GtokFormatError):  # a regular file, a header at most
+            fd, _ = open_regular(kept, "cached header", nofollow=True)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(PREAMBLE.size + MANIFEST_MAX_BYTES + 1)
+            if len(data) <= PREAMBLE.size + MANIFEST_MAX_BYTES:
+                raw[k] = data
     out = {}
     for k in list(raw):
         try:
