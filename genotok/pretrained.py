@@ -87,6 +87,10 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
     if not looks_like_hub_id(name):
         raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
                             "like 'databio/atacformer-base-hg38' either")
+    if revision is not None and (not isinstance(revision, str) or ".." in revision
+                                 or revision.startswith(("/", "\\")) or "\0" in revision):
+        raise UniverseError(f"{name}: revision {str(revision)[:80]!r} is not a branch, tag or "
+                            "commit name (no '..', no absolute path)")
     try:
         from huggingface_hub import constants, errors, snapshot_download
     except ImportError:
@@ -103,21 +107,35 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
     except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError) as exc:
         raise UniverseError(f"{name}: no such model repo or revision on the Hugging Face Hub "
                             f"({type(exc).__name__}); check the name and revision") from None
+    # the snapshot must lie in the cache: a refs/main holding ../../.. or an absolute path
+    # would make huggingface_hub return a directory outside it
+    root = os.path.realpath(cache_dir or constants.HF_HUB_CACHE)
+    real = os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root or real == root:
+        raise UniverseError(f"{name}: the Hub cache points this repo's revision outside the "
+                            f"cache ({root}): its refs file is damaged or planted; remove "
+                            f"the repo's folder from the cache and download it again")
     return Path(path)
 
 
-def _contents(directory: Path, name: str) -> list[str]:
-    """File names in a repo: the Hub's listing when it can be reached, else the local files."""
-    local = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
-    if directory.name and not os.path.isdir(name):
-        try:
-            from huggingface_hub import HfApi, constants
+#: entries :func:`_contents` looks at, at most (an error message must not walk ``/usr``)
+_LIST_MAX = 200
 
-            if not constants.HF_HUB_OFFLINE:
-                return sorted(HfApi().list_repo_files(name, revision=directory.name))
-        except Exception:  # noqa: BLE001 - a listing is only a hint in an error message
-            pass
-    return local
+
+def _contents(directory: Path, name: str) -> list[str]:
+    """File names in a repo's local directory, for an error message: never a call to the Hub
+    (``local_files_only`` means no network), and at most :data:`_LIST_MAX` entries visited."""
+    found: list[str] = []
+    seen = 0
+    for top, dirs, files in os.walk(directory):
+        dirs.sort()
+        for f in sorted(files):
+            found.append(os.path.relpath(os.path.join(top, f), directory))
+        seen += len(files) + len(dirs)
+        if seen >= _LIST_MAX:
+            found.append("…")
+            break
+    return found
 
 
 def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:

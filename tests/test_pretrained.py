@@ -332,3 +332,38 @@ def test_a_hub_snapshot_may_link_into_its_blobs_only(tmp_path, offline):
     (snap / "u.bed").symlink_to(tmp_path / "secret.bed")
     with pytest.raises(UniverseError, match="outside"):
         Tokenizer.from_pretrained("databio/evil", cache_dir=cache)
+
+
+def test_a_hub_cache_ref_or_revision_cannot_lead_out_of_the_cache(tmp_path, offline):
+    """Issue 32: refs/main holding ../../.. (or an absolute path), or a revision with ..,
+    loaded a tokenizer from outside the Hub cache."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    shutil.copy(UNIVERSE, evil / "universe.bed")
+    cache = hub_cache(tmp_path / "hub", "databio/refs", {"universe.bed": UNIVERSE})
+    refs = cache / "models--databio--refs" / "refs" / "main"
+    for planted in (str(evil), "../../../../evil"):
+        refs.write_text(planted)
+        with pytest.raises(UniverseError):
+            Tokenizer.from_pretrained("databio/refs", cache_dir=cache)
+    with pytest.raises(UniverseError, match="revision"):
+        Tokenizer.from_pretrained("databio/refs", cache_dir=cache, revision="../../../../evil")
+
+
+def test_a_missing_tokenizer_message_is_local_and_bounded(tmp_path, offline, monkeypatch):
+    """local_files_only=True called the Hub API for its error message, and the message walked
+    the whole tree (/usr took ~10 s)."""
+    from huggingface_hub import HfApi
+
+    monkeypatch.setattr(HfApi, "list_repo_files",
+                        lambda *a, **k: pytest.fail("the Hub API was called"))
+    cache = hub_cache(tmp_path / "hub", "databio/nothing", {"README.md": "hi"})
+    with pytest.raises(UniverseError, match="README.md"):
+        Tokenizer.from_pretrained("databio/nothing", cache_dir=cache, local_files_only=True)
+    big = tmp_path / "big"
+    for i in range(30):
+        (big / f"d{i}").mkdir(parents=True)
+        for j in range(30):
+            (big / f"d{i}" / f"f{j}").write_text("")
+    from genotok.pretrained import _LIST_MAX, _contents
+    assert len(_contents(big, "big")) <= _LIST_MAX + 31

@@ -362,3 +362,14 @@ def test_old_destination_keywords_warn(tmp_path):
     tok.save_config(out=tmp_path / "t2.toml")
     with pytest.raises(TypeError, match="got both"):
         tok.save_config(out=tmp_path / "t3.toml", path=tmp_path / "t3.toml")
+
+
+def test_a_special_token_spelled_like_a_region_is_refused():
+    """Issue 32: extra tokens spelled like a region were refused, special tokens were not."""
+    import pytest
+
+    from genotok import Tokenizer
+    from genotok.errors import UniverseError
+
+    with pytest.raises(UniverseError, match="spelled like a region"):
+        Tokenizer(["chr1:0-100"], special_tokens={"unk": "chr1:0-100"})
