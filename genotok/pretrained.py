@@ -231,18 +231,34 @@ def save(tokenizer, directory) -> Path:
     from ._io import atomic_write
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    bed = directory / "universe.bed.gz"
     rs = tokenizer.universe.regions
     names = rs.chrom_names
+    for name in names:  # what the BED reader takes for a comment or a header, or splits
+        if name.startswith("#") or name in ("track", "browser") or any(c.isspace() for c in name):
+            raise UniverseError(f"chromosome name {name[:80]!r} cannot be saved in a BED file "
+                                "and read back (a comment, a track or browser line, or "
+                                "whitespace); rename it before save_pretrained")
+    directory.mkdir(parents=True, exist_ok=True)
+    bed, toml = directory / "universe.bed.gz", directory / "tokenizer.toml"
     lines = (f"{names[c]}\t{s}\t{e}\n" for c, s, e in
              zip(rs.codes.tolist(), rs.starts.tolist(), rs.ends.tolist()))
-    with atomic_write(bed, "wb") as raw:
-        # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
-        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
-            for chunk in _batched(lines, 65536):
-                gz.write("".join(chunk).encode("utf-8"))
-    tokenizer.save_config(directory / "tokenizer.toml", universe_path=bed)
+    # both files are written in full first, then renamed into place: a failure while writing
+    # leaves an earlier save whole (not a new universe beside an old configuration)
+    staged = [directory / f".{bed.name}.{os.getpid()}.staged",
+              directory / f".{toml.name}.{os.getpid()}.staged"]
+    try:
+        with atomic_write(staged[0], "wb") as raw:
+            # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
+            with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+                for chunk in _batched(lines, 65536):
+                    gz.write("".join(chunk).encode("utf-8"))
+        tokenizer.save_config(staged[1], universe_path=bed)
+        os.replace(staged[0], bed)
+        os.replace(staged[1], toml)
+    finally:
+        for p in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
     return directory
 
 

@@ -367,3 +367,28 @@ def test_a_missing_tokenizer_message_is_local_and_bounded(tmp_path, offline, mon
             (big / f"d{i}" / f"f{j}").write_text("")
     from genotok.pretrained import _LIST_MAX, _contents
     assert len(_contents(big, "big")) <= _LIST_MAX + 31
+
+
+def test_save_pretrained_keeps_an_earlier_save_whole_and_refuses_names_that_cannot_load(
+        tmp_path, monkeypatch):
+    """Issue 32: a failure writing the second file destroyed an earlier save; chromosome names
+    the BED reader treats specially were saved and could then not be loaded."""
+    import genotok.pretrained as P
+
+    d = tmp_path / "m"
+    Tokenizer(["chr1:0-10"]).save_pretrained(d)
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(P, "write_config", fail)
+    monkeypatch.setattr(Tokenizer, "save_config", fail)
+    with pytest.raises(OSError):
+        Tokenizer(["chr2:0-10", "chr3:5-9"]).save_pretrained(d)
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+    monkeypatch.undo()
+    assert Tokenizer.from_pretrained(d).vocab_size == 8
+    for name in ("#chr1", "track", "browser", "chr 1"):
+        with pytest.raises(UniverseError, match="cannot be saved"):
+            Tokenizer([f"{name}:0-10"]).save_pretrained(tmp_path / "n")
