@@ -702,3 +702,12 @@ def test_a_pickle_refuses_a_corpus_changed_since_it_was_opened(tmp_path):
         rewrite()
         with pytest.raises(GtokFormatError, match="changed since it was opened"):
             pickle.loads(blob)
+
+
+def test_infinite_metadata_is_refused_when_appended_not_at_close(tmp_path):
+    """Issue 32: ±inf in corpus metadata failed at close(), after all the work."""
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp",
+                     metadata_columns=["score"])
+    with pytest.raises(GtokFormatError, match="'score', record 1: inf is not a JSON number"):
+        w.append_batch([[1], [2]], meta={"score": np.array([1.0, np.inf])})
+    w.abort()
