@@ -272,7 +272,17 @@ MACHINE_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", No
 def raise_machine_error(exc: BaseException, path: Path) -> None:
     """Stop the run when ``exc`` (or an error it came from) is the machine's fault, not
     ``path``'s: one rule for every ``on_error="skip"`` handler, so that a full disk while
-    writing the output of an input is never journaled as that input being unreadable."""
+    writing the output of an input is never journaled as that input being unreadable.
+
+    Examples
+    --------
+    >>> import errno
+    >>> raise_machine_error(ValueError("bad line"), Path("a.bed"))  # the input's fault: None
+    >>> raise_machine_error(OSError(errno.ENOSPC, "No space left on device"), Path("a.bed"))
+    Traceback (most recent call last):
+    ...
+    genotok.pipeline.plan.PipelineError: a.bed: the run stopped while this input was processed: ...
+    """
     if isinstance(exc, MemoryError):
         raise PipelineError(f"{path}: the run stopped: out of memory while this input was "
                             "read; it is not recorded as failed. Give the run more memory (or "

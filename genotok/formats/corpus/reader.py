@@ -570,7 +570,23 @@ def _reopen(path, trusted, identity=None):
 
 
 def check_identity(corpus: Corpus, identity: str | None) -> Corpus:
-    """``corpus`` when it is the one a pickle (or a state) was made of, else a clear error."""
+    """``corpus`` when it is the one a pickle (or a state) was made of, else a clear error.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok.formats.corpus import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+    ...     w.append([4, 5])
+    >>> c = Corpus.open(p)
+    >>> check_identity(c, c.identity) is c
+    True
+    >>> check_identity(c, "0" * 16)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GtokFormatError: ...: the corpus changed since it was opened ...
+    """
     if identity is not None and corpus.identity != identity:
         raise GtokFormatError(
             f"{corpus.path}: the corpus changed since it was opened in the parent process "
