@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
 import os
 import queue
 import stat
@@ -187,6 +188,13 @@ _INFLATE_PIECE = 1 << 20
 #: path small files took before blocks; warm, a 1.4 MB .gz reads as fast either way, but the
 #: first touch of a fresh 8 MiB NumPy buffer, huge pages, stalled 10-30 ms at times here)
 _GZIP_WHOLE = 4
+#: the longest line a BED file may hold (its lines are tens of bytes; the fragment reader has the
+#: same cap): a longer one is no BED file, e.g. a one-line .gz bomb that inflated into memory
+#: until it ran out
+MAX_LINE_BYTES = 64 << 20
+#: a small .gz file inflated whole may give at most this many bytes; beyond it (a bomb, or a very
+#: compressible file) it is read in blocks like a large one, so memory stays bounded
+_WHOLE_MAX = 256 << 20
 #: a buffer's room for the unfinished line carried into it, beyond a block (at most a block;
 #: a line longer than this makes a larger buffer; a new buffer each block cost page faults)
 _CARRY_ROOM = 1 << 16
@@ -235,13 +243,18 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             whole = None
             if regular and total <= (size // _GZIP_WHOLE if gz else size):
                 whole = raw.read()  # as read_bytes reads it
+        src = raw
+        if whole is not None and gz:
+            inflated = _inflate_bounded(whole, p)
+            if inflated is None:  # more than _WHOLE_MAX: in blocks, bounded, after all
+                src, whole = io.BytesIO(whole), None
+            else:
+                whole = inflated
         if whole is not None:
-            if gz:
-                whole = decompress(whole, p)
             buf = np.frombuffer(whole, dtype=np.uint8)
             yield buf, buf.size, True
             return
-        frames = _frames(raw, total, gz, size)
+        frames = _frames(src, total, gz, size, p)
         try:
             with reading(p):  # the first block here: a small .gz file starts no thread
                 first = next(frames)
@@ -296,9 +309,26 @@ def _read_ahead(frames: Iterator, p: str) -> Iterator[tuple[np.ndarray, int, boo
         worker.join()
 
 
-def _frames(raw, total: int, gz: bool, size: int) -> Iterator[tuple[np.ndarray, int, bool]]:
+def _inflate_bounded(data: bytes, path: str) -> bytes | None:
+    """The gzip stream ``data`` inflated, or None when it gives more than :data:`_WHOLE_MAX`
+    bytes (never more than that is held)."""
+    limit = _WHOLE_MAX
+    try:
+        with _fastgzip.GzipFile(fileobj=io.BytesIO(data), mode="rb") as gz:
+            out = gz.read(limit + 1)
+    except EOFError:
+        raise BedParseError(path, None, "truncated gzip stream: the file ends before the "
+                            "compressed data does (an interrupted download?); re-create it") from None
+    except _GZIP_ERRORS as exc:
+        raise BedParseError(path, None, f"corrupt gzip data ({exc}); re-create the file") from None
+    return out if len(out) <= limit else None
+
+
+def _frames(raw, total: int, gz: bool, size: int,
+            path: str = "") -> Iterator[tuple[np.ndarray, int, bool]]:
     """:func:`line_blocks` of the open file ``raw`` (``total`` bytes) without the thread: fill
-    a buffer, cut it after its last newline, carry the unfinished line into the other buffer."""
+    a buffer, cut it after its last newline, carry the unfinished line into the other buffer.
+    A line longer than :data:`MAX_LINE_BYTES` is refused (a gzip bomb of one line)."""
     with (_fastgzip.open(raw, "rb") if gz else contextlib.nullcontext(raw)) as src:
         piece = _INFLATE_PIECE if gz else size
         bufs: list = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
@@ -307,12 +337,14 @@ def _frames(raw, total: int, gz: bool, size: int) -> Iterator[tuple[np.ndarray, 
         k = 0
         while True:
             c = carry.size
+            _line_cap(c, text, path)  # memory stays under the cap and two blocks
             if bufs[k].size - c < (size + 1) // 2:  # room for the carried line and half a block
                 bufs[k] = np.empty(c + size + min(size, _CARRY_ROOM), np.uint8)
             buf = bufs[k]
             buf[:c] = carry
             n = _fill(src, buf, c, piece)
             while n == buf.size and (cut := _last_newline(buf, c, n)) < 0:
+                _line_cap(n, text, path)
                 c = n  # one line longer than the buffer: grow it and read on
                 bufs[k] = np.empty(buf.size + max(buf.size, size), np.uint8)
                 bufs[k][:n] = buf[:n]
@@ -331,6 +363,14 @@ def _frames(raw, total: int, gz: bool, size: int) -> Iterator[tuple[np.ndarray, 
             if last:
                 return
             carry, k = buf[cut:n], 1 - k
+
+
+def _line_cap(length: int, text: int, path: str) -> None:
+    """Refuse an unfinished line longer than :data:`MAX_LINE_BYTES`."""
+    if length > MAX_LINE_BYTES:
+        raise BedParseError(path, None, f"a line of more than {MAX_LINE_BYTES >> 20} MiB (after "
+                            f"{text:,} bytes of text): this is no BED file (a binary file, or a "
+                            "gzip bomb?)")
 
 
 def _fill(src, buf: np.ndarray, lo: int, piece: int) -> int:

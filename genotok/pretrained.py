@@ -21,14 +21,22 @@ its standard cache (``models--org--name/snapshots/<revision>/...``) and its offl
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import re
+import stat
 import sys
 from pathlib import Path
 
-from .errors import RegionParseError, UniverseError, UniverseMismatchError
+from .errors import (
+    BedParseError,
+    GenotokError,
+    RegionParseError,
+    UniverseError,
+    UniverseMismatchError,
+)
 from .regions import parse_region_strings
 from .settings import TOKENIZER_TYPES, TokenizerSettings
 from .universe import SPECIAL_NAMES, Universe
@@ -79,6 +87,10 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
     if not looks_like_hub_id(name):
         raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
                             "like 'databio/atacformer-base-hg38' either")
+    if revision is not None and (not isinstance(revision, str) or ".." in revision
+                                 or revision.startswith(("/", "\\")) or "\0" in revision):
+        raise UniverseError(f"{name}: revision {str(revision)[:80]!r} is not a branch, tag or "
+                            "commit name (no '..', no absolute path)")
     try:
         from huggingface_hub import constants, errors, snapshot_download
     except ImportError:
@@ -95,21 +107,35 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
     except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError) as exc:
         raise UniverseError(f"{name}: no such model repo or revision on the Hugging Face Hub "
                             f"({type(exc).__name__}); check the name and revision") from None
+    # the snapshot must lie in the cache: a refs/main holding ../../.. or an absolute path
+    # would make huggingface_hub return a directory outside it
+    root = os.path.realpath(cache_dir or constants.HF_HUB_CACHE)
+    real = os.path.realpath(path)
+    if os.path.commonpath([root, real]) != root or real == root:
+        raise UniverseError(f"{name}: the Hub cache points this repo's revision outside the "
+                            f"cache ({root}): its refs file is damaged or planted; remove "
+                            f"the repo's folder from the cache and download it again")
     return Path(path)
 
 
-def _contents(directory: Path, name: str) -> list[str]:
-    """File names in a repo: the Hub's listing when it can be reached, else the local files."""
-    local = sorted(str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file())
-    if directory.name and not os.path.isdir(name):
-        try:
-            from huggingface_hub import HfApi, constants
+#: entries :func:`_contents` looks at, at most (an error message must not walk ``/usr``)
+_LIST_MAX = 200
 
-            if not constants.HF_HUB_OFFLINE:
-                return sorted(HfApi().list_repo_files(name, revision=directory.name))
-        except Exception:  # noqa: BLE001 - a listing is only a hint in an error message
-            pass
-    return local
+
+def _contents(directory: Path, name: str) -> list[str]:
+    """File names in a repo's local directory, for an error message: never a call to the Hub
+    (``local_files_only`` means no network), and at most :data:`_LIST_MAX` entries visited."""
+    found: list[str] = []
+    seen = 0
+    for top, dirs, files in os.walk(directory):
+        dirs.sort()
+        for f in sorted(files):
+            found.append(os.path.relpath(os.path.join(top, f), directory))
+        seen += len(files) + len(dirs)
+        if seen >= _LIST_MAX:
+            found.append("…")
+            break
+    return found
 
 
 def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
@@ -205,18 +231,34 @@ def save(tokenizer, directory) -> Path:
     from ._io import atomic_write
 
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    bed = directory / "universe.bed.gz"
     rs = tokenizer.universe.regions
     names = rs.chrom_names
+    for name in names:  # what the BED reader takes for a comment or a header, or splits
+        if name.startswith("#") or name in ("track", "browser") or any(c.isspace() for c in name):
+            raise UniverseError(f"chromosome name {name[:80]!r} cannot be saved in a BED file "
+                                "and read back (a comment, a track or browser line, or "
+                                "whitespace); rename it before save_pretrained")
+    directory.mkdir(parents=True, exist_ok=True)
+    bed, toml = directory / "universe.bed.gz", directory / "tokenizer.toml"
     lines = (f"{names[c]}\t{s}\t{e}\n" for c, s, e in
              zip(rs.codes.tolist(), rs.starts.tolist(), rs.ends.tolist()))
-    with atomic_write(bed, "wb") as raw:
-        # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
-        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
-            for chunk in _batched(lines, 65536):
-                gz.write("".join(chunk).encode("utf-8"))
-    tokenizer.save_config(directory / "tokenizer.toml", universe_path=bed)
+    # both files are written in full first, then renamed into place: a failure while writing
+    # leaves an earlier save whole (not a new universe beside an old configuration)
+    staged = [directory / f".{bed.name}.{os.getpid()}.staged",
+              directory / f".{toml.name}.{os.getpid()}.staged"]
+    try:
+        with atomic_write(staged[0], "wb") as raw:
+            # mtime=0: the same universe gives the same bytes (a stable file hash on the Hub)
+            with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+                for chunk in _batched(lines, 65536):
+                    gz.write("".join(chunk).encode("utf-8"))
+        tokenizer.save_config(staged[1], universe_path=bed)
+        os.replace(staged[0], bed)
+        os.replace(staged[1], toml)
+    finally:
+        for p in staged:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(p)
     return directory
 
 
@@ -348,13 +390,77 @@ def load_directory(directory: Path, name: str, special_tokens=None, strict: bool
     """
     tok_file, expected, config = find(directory, name)
     if tok_file.suffix == ".toml":
-        universe, saved = read_config(tok_file, special_tokens, strict)
+        universe, saved = read_config(tok_file, special_tokens, strict, root=directory)
     else:
-        universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
+        _confined(tok_file.name, directory, tok_file)
+        with _named_by(tok_file, f"the model repo {name}"):
+            universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
     return universe, saved, (expected, config)
 
 
-def read_config(path, special_tokens=None, strict: bool = False):
+def _roots(directory: Path) -> list[str]:
+    """Where the files of a model directory may really be: inside it, and for a Hub snapshot
+    (``…/snapshots/<revision>/``, whose files are links) in its repo's ``blobs`` too."""
+    roots = [os.path.realpath(directory)]
+    if directory.parent.name == "snapshots":
+        roots.append(os.path.realpath(directory.parent.parent / "blobs"))
+    return roots
+
+
+def _regular(upath: Path, where: str) -> None:
+    """Refuse a named file that is not a regular file: ``/dev/zero`` fills the memory, a FIFO
+    or ``/dev/stdin`` blocks forever."""
+    try:
+        st = os.stat(upath)
+    except FileNotFoundError:
+        raise UniverseError(f"{where}: names {upath}, which does not exist") from None
+    except OSError as exc:
+        raise UniverseError(f"{where}: names {upath}, which cannot be read "
+                            f"({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise UniverseError(f"{where}: names {upath}, which is not a regular file (a device, "
+                            "FIFO or directory); a universe is a BED file")
+
+
+def _confined(ref: str, directory: Path, upath: Path, where: str | None = None) -> None:
+    """A file named by a model directory (``ref``, as written in it) must be a regular file
+    inside that directory: no absolute path, no ``..``, no link leading out of it."""
+    where = where or str(directory)
+    parts = ref.replace("\\", "/").split("/")
+    if os.path.isabs(ref) or ref.startswith(("/", "\\")) or ".." in parts or "\0" in ref:
+        raise UniverseError(f"{where}: names the universe {ref[:200]!r}, outside the model "
+                            "directory; a model directory may only name files inside it")
+    real = os.path.realpath(upath)
+    if not any(os.path.commonpath([r, real]) == r for r in _roots(directory)):
+        raise UniverseError(f"{where}: its universe {ref[:200]!r} is a link to a file outside "
+                            "the model directory; a model directory may only name files inside it")
+    _regular(upath, where)
+
+
+@contextlib.contextmanager
+def _named_by(upath: Path, by: str):
+    """Errors reading a file named by a configuration or a model repo, not by the user: they
+    name the file and the line but never quote its content (it may be a secret the
+    configuration points at). One rule for every config-named file."""
+    try:
+        yield
+    except GenotokError as exc:
+        line = getattr(exc, "line", None)
+        where = f"{upath}:{line}" if line is not None else str(upath)
+        raise type(exc)(*_bare_args(exc, upath, line,
+                                    f"{where}: not a usable universe ({type(exc).__name__}; "
+                                    f"its content is not quoted because the file was named by "
+                                    f"{by}, not given by you: inspect it yourself, e.g. with "
+                                    f"Tokenizer.from_bed)")) from None
+
+
+def _bare_args(exc: Exception, upath: Path, line, message: str) -> tuple:
+    if isinstance(exc, BedParseError):
+        return (str(upath), line, message.split(": ", 1)[1])
+    return (message,)
+
+
+def read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
     """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
 
     Examples
@@ -366,8 +472,14 @@ def read_config(path, special_tokens=None, strict: bool = False):
     >>> universe, settings = read_config(d / "t.toml")
     >>> universe.vocab_size, settings
     (8, {'tokenizer_type': 'ailist'})
+
+    ``root``: the model directory the configuration came from; its universe must then be a
+    regular file inside it. The universe is a regular file in every case, and errors reading
+    it never quote its content (it is named by the configuration, not by the user).
     """
     path = Path(path)
+    if root is not None:
+        _confined(path.name, root, path)
     try:
         with open(path, "rb") as fh:
             cfg = tomllib.load(fh)
@@ -378,9 +490,17 @@ def read_config(path, special_tokens=None, strict: bool = False):
     if "universe" not in cfg:
         raise UniverseError(f"{path}: the configuration names no universe "
                             "(expected a line like universe = \"universe.bed\")")
-    upath = Path(cfg["universe"])
+    ref = cfg["universe"]
+    if not isinstance(ref, str) or not ref:
+        raise UniverseError(f"{path}: universe must be a file name (a string), got "
+                            f"{type(ref).__name__}")
+    upath = Path(ref)
     if not upath.is_absolute():
         upath = path.parent / upath
+    if root is not None:
+        _confined(ref, root, upath, str(path))
+    else:
+        _regular(upath, str(path))
     special = cfg.get("special_tokens")
     if isinstance(special, list):
         try:
@@ -402,7 +522,8 @@ def read_config(path, special_tokens=None, strict: bool = False):
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
                             f"are {list(TokenizerSettings.__dataclass_fields__)}")
-    universe = Universe.from_bed(upath, special, strict=strict, duplicates=duplicates)
+    with _named_by(upath, f"the configuration {path}"):
+        universe = Universe.from_bed(upath, special, strict=strict, duplicates=duplicates)
     if extra_tokens:
         universe = universe.with_extra_tokens(extra_tokens)
     if fingerprint is not None and fingerprint != universe.fingerprint:

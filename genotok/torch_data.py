@@ -244,10 +244,26 @@ class CorpusIterableDataset(IterableDataset):
         state = self.plan.state(epoch=self.epoch, first=first, steps=delivered,
                                 world_size=self.world_size, roll=True)
         return {**state, "batches_delivered": int(delivered), "rank": self.rank,
-                "world_size": self.world_size}
+                "world_size": self.world_size, "corpus": self.corpus.identity,
+                "n_records": len(self.corpus)}
 
     def load_state_dict(self, state: dict) -> None:
-        """Continue from ``state`` (saved with any number of ranks and workers)."""
+        """Continue from ``state`` (saved with any number of ranks and workers); a state of
+        another corpus (its identity and length) or out of range is refused."""
+        n = len(self.corpus)
+        if "corpus" in state and state["corpus"] != self.corpus.identity or \
+                "n_records" in state and state["n_records"] != n:
+            raise ValueError(
+                f"this state belongs to another corpus (identity {str(state.get('corpus'))[:40]}, "
+                f"{state.get('n_records')} records; this one is {self.corpus.identity}, {n} "
+                "records): its resume point would mean other records; resume with the corpus it "
+                "was saved with")
+        for key in ("epoch", "records_seen"):
+            v = state.get(key, 0)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 or \
+                    (key == "records_seen" and v > n):
+                raise ValueError(f"state[{key!r}] is {str(v)[:40]}: it must be a whole number "
+                                 f"from 0{' to the corpus size ' + str(n) if key != 'epoch' else ''}")
         if "records_seen" not in state:  # saved before elastic states: same world size only
             if state["world_size"] != self.world_size:
                 raise ValueError("this state (without records_seen) was saved with another world "

@@ -72,6 +72,10 @@ def _check_special_tokens(special_tokens) -> dict[str, str]:
     out.update({k: str(v) for k, v in special_tokens.items()})
     if len(set(out.values())) != len(out):
         raise UniverseError(f"special tokens must be distinct strings, got {out}")
+    region_like = [t for t in out.values() if re.search(r":\d+-\d+$", t)]
+    if region_like:  # as for extra tokens: its string would name a region, or shadow one
+        raise UniverseError(f"special token {region_like[0]!r} is spelled like a region "
+                            "(chrom:start-end); special tokens need names of their own")
     return out
 
 

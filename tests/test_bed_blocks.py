@@ -298,3 +298,25 @@ def test_no_thread_outlives_a_read(tmp_path):
             except BedParseError:
                 pass
             assert {t.name for t in ours() - before} == set()
+
+
+@pytest.mark.parametrize("small", [True, False], ids=["inflated-whole", "in-blocks"])
+def test_a_one_line_gzip_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch, small):
+    """Issue 32: the BED reader had no line-length cap (the fragment reader has 64 MiB): a small
+    .gz of one huge line, as a universe or a pretokenize input, exhausted the memory."""
+    import gzip
+
+    from genotok import _io
+    from genotok.bed import read_file
+    from genotok.errors import BedParseError
+
+    monkeypatch.setattr(_io, "MAX_LINE_BYTES", 2 << 20)  # the 64 MiB cap, scaled down
+    monkeypatch.setattr(_io, "_WHOLE_MAX", 1 << 20)     # the 256 MiB whole-inflate bound, too
+    p = tmp_path / "bomb.bed.gz"
+    p.write_bytes(gzip.compress(b"chr1\t1\t2\n" + b"a" * (12 << 20)))  # ~12 KB compressed
+    with pytest.raises(BedParseError, match="bomb.bed.gz: a line of more than 2 MiB"):
+        read_file(p, block_bytes=None if small else 1 << 12)
+    ok = tmp_path / "ok.bed.gz"  # a compressible file over the whole-inflate bound still reads
+    ok.write_bytes(gzip.compress(b"chr1\t1\t2\n" * 200_000))
+    names, codes, starts, ends = read_file(ok)
+    assert names == ["chr1"] and starts.size == 200_000 and int(ends.sum()) == 400_000

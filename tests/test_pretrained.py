@@ -269,3 +269,130 @@ def test_the_migrating_page_runs(capsys):
         exec(compile(block, str(page), "exec"), {})
     out = capsys.readouterr().out
     assert "[1, 0, 1]" in out and "[[2, 0, 1], [" in out
+
+
+# ------------------------------------------------------------- what a model directory may name
+@pytest.mark.parametrize("ref", ["/etc/hostname", "../secret.bed", "sub/../../secret.bed",
+                                 "/dev/zero", "/dev/stdin"])
+def test_a_model_directory_names_only_files_inside_it(tmp_path, ref):
+    """Issue 32: tokenizer.toml could name /dev/zero (memory), /dev/stdin (blocks) or any file
+    outside the model directory, absolute or with ../ (loaded silently)."""
+    (tmp_path / "secret.bed").write_text("chr1\t0\t10\n")
+    d = model_dir(tmp_path, {"tokenizer.toml": f'universe = "{ref}"\n'})
+    with pytest.raises(UniverseError, match="outside the model directory"):
+        Tokenizer.from_pretrained(d)
+
+
+def test_a_model_directory_link_leading_out_or_to_a_device_is_refused(tmp_path):
+    (tmp_path / "secret.bed").write_text("chr1\t0\t10\n")
+    d = model_dir(tmp_path, {"tokenizer.toml": 'universe = "u.bed"\n'})
+    (d / "u.bed").symlink_to(tmp_path / "secret.bed")
+    with pytest.raises(UniverseError, match="link to a file outside"):
+        Tokenizer.from_pretrained(d)
+    (d / "u.bed").unlink()
+    (d / "u.bed").symlink_to("/dev/zero")
+    with pytest.raises(UniverseError, match="outside the model directory"):
+        Tokenizer.from_pretrained(d)
+    (d / "u.bed").unlink()
+    import os
+    os.mkfifo(d / "u.bed")  # would block forever
+    with pytest.raises(UniverseError, match="not a regular file"):
+        Tokenizer.from_pretrained(d)
+
+
+def test_a_user_config_may_name_a_file_elsewhere_but_not_a_device(tmp_path):
+    """The user's own configuration keeps relative paths outside its directory (save_config
+    writes them), but never a device or FIFO."""
+    (tmp_path / "u.bed").write_text("chr1\t0\t10\n")
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "t.toml").write_text('universe = "../u.bed"\n')
+    assert Tokenizer(str(tmp_path / "cfg" / "t.toml")).vocab_size == 8
+    (tmp_path / "cfg" / "t.toml").write_text('universe = "/dev/zero"\n')
+    with pytest.raises(UniverseError, match="not a regular file"):
+        Tokenizer(str(tmp_path / "cfg" / "t.toml"))
+
+
+def test_errors_never_quote_a_file_named_by_a_configuration(tmp_path):
+    """A parse error quoted the offending line: a config pointing at a secret leaked it."""
+    d = model_dir(tmp_path, {"tokenizer.toml": 'universe = "u.bed"\n',
+                             "u.bed": "chr1\t0\t10\nmachine host login hunter2 password s3cret\n"})
+    with pytest.raises(genotok.errors.BedParseError) as info:
+        Tokenizer.from_pretrained(d)
+    assert "s3cret" not in str(info.value) and "hunter2" not in str(info.value)
+    assert "u.bed:2" in str(info.value) and info.value.line == 2
+    (tmp_path / "t.toml").write_text(f'universe = "{d / "u.bed"}"\n')
+    with pytest.raises(genotok.errors.BedParseError) as info:
+        Tokenizer(str(tmp_path / "t.toml"))
+    assert "s3cret" not in str(info.value) and "u.bed:2" in str(info.value)
+
+
+def test_a_hub_snapshot_may_link_into_its_blobs_only(tmp_path, offline):
+    cache = hub_cache(tmp_path / "hub", "databio/evil", {
+        "tokenizer.toml": 'universe = "u.bed"\n', "u.bed": UNIVERSE})
+    assert Tokenizer.from_pretrained("databio/evil", cache_dir=cache).vocab_size > 7
+    snap = next((cache / "models--databio--evil" / "snapshots").iterdir())
+    (tmp_path / "secret.bed").write_text("chr1\t0\t10\n")
+    (snap / "u.bed").unlink()
+    (snap / "u.bed").symlink_to(tmp_path / "secret.bed")
+    with pytest.raises(UniverseError, match="outside"):
+        Tokenizer.from_pretrained("databio/evil", cache_dir=cache)
+
+
+def test_a_hub_cache_ref_or_revision_cannot_lead_out_of_the_cache(tmp_path, offline):
+    """Issue 32: refs/main holding ../../.. (or an absolute path), or a revision with ..,
+    loaded a tokenizer from outside the Hub cache."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    shutil.copy(UNIVERSE, evil / "universe.bed")
+    cache = hub_cache(tmp_path / "hub", "databio/refs", {"universe.bed": UNIVERSE})
+    refs = cache / "models--databio--refs" / "refs" / "main"
+    for planted in (str(evil), "../../../../evil"):
+        refs.write_text(planted)
+        with pytest.raises(UniverseError):
+            Tokenizer.from_pretrained("databio/refs", cache_dir=cache)
+    with pytest.raises(UniverseError, match="revision"):
+        Tokenizer.from_pretrained("databio/refs", cache_dir=cache, revision="../../../../evil")
+
+
+def test_a_missing_tokenizer_message_is_local_and_bounded(tmp_path, offline, monkeypatch):
+    """local_files_only=True called the Hub API for its error message, and the message walked
+    the whole tree (/usr took ~10 s)."""
+    from huggingface_hub import HfApi
+
+    monkeypatch.setattr(HfApi, "list_repo_files",
+                        lambda *a, **k: pytest.fail("the Hub API was called"))
+    cache = hub_cache(tmp_path / "hub", "databio/nothing", {"README.md": "hi"})
+    with pytest.raises(UniverseError, match="README.md"):
+        Tokenizer.from_pretrained("databio/nothing", cache_dir=cache, local_files_only=True)
+    big = tmp_path / "big"
+    for i in range(30):
+        (big / f"d{i}").mkdir(parents=True)
+        for j in range(30):
+            (big / f"d{i}" / f"f{j}").write_text("")
+    from genotok.pretrained import _LIST_MAX, _contents
+    assert len(_contents(big, "big")) <= _LIST_MAX + 31
+
+
+def test_save_pretrained_keeps_an_earlier_save_whole_and_refuses_names_that_cannot_load(
+        tmp_path, monkeypatch):
+    """Issue 32: a failure writing the second file destroyed an earlier save; chromosome names
+    the BED reader treats specially were saved and could then not be loaded."""
+    import genotok.pretrained as P
+
+    d = tmp_path / "m"
+    Tokenizer(["chr1:0-10"]).save_pretrained(d)
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+
+    def fail(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(P, "write_config", fail)
+    monkeypatch.setattr(Tokenizer, "save_config", fail)
+    with pytest.raises(OSError):
+        Tokenizer(["chr2:0-10", "chr3:5-9"]).save_pretrained(d)
+    assert {p.name: p.read_bytes() for p in d.iterdir()} == before
+    monkeypatch.undo()
+    assert Tokenizer.from_pretrained(d).vocab_size == 8
+    for name in ("#chr1", "track", "browser", "chr 1"):
+        with pytest.raises(UniverseError, match="cannot be saved"):
+            Tokenizer([f"{name}:0-10"]).save_pretrained(tmp_path / "n")

@@ -496,3 +496,14 @@ def test_from_bed_names_what_it_got():
         Tokenizer.from_bed(tok)
     with pytest.raises(TypeError, match="got a NoneType"):
         Tokenizer.from_bed(None)
+
+
+def test_a_special_token_spelled_like_a_region_is_refused():
+    """Issue 32: extra tokens spelled like a region were refused, special tokens were not."""
+    import pytest
+
+    from genotok import Tokenizer
+    from genotok.errors import UniverseError
+
+    with pytest.raises(UniverseError, match="spelled like a region"):
+        Tokenizer(["chr1:0-100"], special_tokens={"unk": "chr1:0-100"})

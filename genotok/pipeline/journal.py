@@ -154,16 +154,42 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
                                 "--out, or --overwrite to start again")
         return journal
     if overwrite:
-        for p in out.glob("shard-*.gtokc"):
-            p.unlink()
-        for name in (JOURNAL, MANIFEST):
-            (out / name).unlink(missing_ok=True)
+        _remove_run(out)
     elif any(p.name != LOCK for p in out.iterdir()):  # (temp files of killed runs are gone)
         raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
                             "new directory")
     journal = {"plan": plan, "done": {}}
     _save_journal(out, journal)
     return journal
+
+
+_SHARD = re.compile(r"shard-\d{5,}\.gtokc")
+
+
+def _remove_run(out: Path) -> None:
+    """``overwrite=True``: remove everything an earlier run wrote in ``out`` (its shards, its
+    ``.gtok`` files, journal and manifest), so that no file of it is mixed into the new run;
+    refuse a directory that holds anything else (a file no run wrote is never removed).
+    ``.gtok`` files count as the run's only when its journal is there to prove a run."""
+    had_run = (out / JOURNAL).is_file()
+    owned, foreign = [], []
+    for p in sorted(out.iterdir()):
+        name = p.name
+        if name == LOCK or _TEMP.fullmatch(name):
+            continue
+        ours = name in (JOURNAL, MANIFEST) or _SHARD.fullmatch(name) or (
+            had_run and name.endswith(".gtok"))
+        if ours and p.is_file() and not p.is_symlink():
+            owned.append(p)
+        else:
+            foreign.append(name)
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:5]) + (" …" if len(foreign) > 5 else "")
+        raise PipelineError(f"{out}: overwrite would replace a genotok run, but the directory also "
+                            f"holds {len(foreign)} file(s) no run wrote ({shown}); it removes "
+                            "nothing it did not write: choose another directory, or move them")
+    for p in owned:
+        p.unlink(missing_ok=True)
 
 
 def _save_journal(out: Path, journal: dict) -> None:

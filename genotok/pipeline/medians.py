@@ -11,7 +11,14 @@ from pathlib import Path
 import numpy as np
 
 from .journal import _save_journal
-from .plan import SKIPPABLE, PipelineError, _check_regular, _message, input_kind
+from .plan import (
+    SKIPPABLE,
+    PipelineError,
+    _check_regular,
+    _message,
+    input_kind,
+    raise_machine_error,
+)
 
 
 def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
@@ -49,6 +56,7 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
             except SKIPPABLE as exc:  # the input being read when it was raised
                 if on_error == "fail" or not reached:
                     raise
+                raise_machine_error(exc, paths[reached[-1]])
                 failed[reached[-1]] = _message(exc, paths[reached[-1]])
         journal["medians"] = {"medians": [None if not np.isfinite(x) else x
                                           for x in medians.tolist()], "method": method}
@@ -104,6 +112,7 @@ def _check_same_var(paths: list[Path], on_error: str = "fail",
         except SKIPPABLE as exc:
             if on_error == "fail" or failed is None:
                 raise
+            raise_machine_error(exc, p)
             failed[i] = _message(exc, p)
             continue
         if first is None:

@@ -6,6 +6,7 @@ in the journal, with the hash algorithm that fingerprints the inputs).
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 import stat
@@ -257,7 +258,45 @@ def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: s
 #: what a bad input can raise: our errors, and what reading a damaged or vanished file raises
 #: below them (a truncated gzip's EOFError, zlib's error, an unreadable file's OSError, an
 #: HDF5 file's KeyError/ValueError). ``on_error="skip"`` records these and goes on.
-SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError)
+#: MemoryError is caught too: :func:`raise_machine_error` stops the run with a clear error.
+SKIPPABLE = (GenotokError, OSError, EOFError, zlib.error, ValueError, KeyError, MemoryError)
+
+
+#: what the machine raises, not an input: a full disk or quota, a read-only or too-small output
+#: file system, no file descriptors left. Never recorded as a bad input (a re-run retries).
+MACHINE_ERRNOS = frozenset(e for e in (errno.ENOSPC, getattr(errno, "EDQUOT", None), errno.EROFS,
+                                       errno.EFBIG, errno.EMFILE, errno.ENFILE) if e is not None)
+
+
+def raise_machine_error(exc: BaseException, path: Path) -> None:
+    """Stop the run when ``exc`` (or an error it came from) is the machine's fault, not
+    ``path``'s: one rule for every ``on_error="skip"`` handler, so that a full disk while
+    writing the output of an input is never journaled as that input being unreadable.
+
+    Examples
+    --------
+    >>> import errno
+    >>> raise_machine_error(ValueError("bad line"), Path("a.bed"))  # the input's fault: None
+    >>> raise_machine_error(OSError(errno.ENOSPC, "No space left on device"), Path("a.bed"))
+    Traceback (most recent call last):
+    ...
+    genotok.pipeline.plan.PipelineError: a.bed: the run stopped while this input was processed: ...
+    """
+    if isinstance(exc, MemoryError):
+        raise PipelineError(f"{path}: the run stopped: out of memory while this input was "
+                            "read; it is not recorded as failed. Give the run more memory (or "
+                            "fewer threads) and run pretokenize again: it resumes") from None
+    seen, e = set(), exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in MACHINE_ERRNOS:
+            raise PipelineError(
+                f"{path}: the run stopped while this input was processed: {e.strerror or e} "
+                f"({errno.errorcode.get(e.errno, e.errno)}{', ' + str(e.filename) if e.filename else ''}). "
+                "This is the machine's fault (disk or quota full, output read-only, too many open "
+                "files), not the input's: it is not recorded as failed. Free space and run "
+                "pretokenize again: it resumes and retries this input") from exc
+        e = e.__cause__ or e.__context__
 
 
 def _message(exc: BaseException, path: Path) -> str:

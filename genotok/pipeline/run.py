@@ -58,6 +58,7 @@ from .plan import (
     _plan,
     expand_inputs,
     input_kind,
+    raise_machine_error,
     record_name,
 )
 from .writer import _run_serial, _Staged
@@ -160,6 +161,7 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         except SKIPPABLE as exc:
             if on_error == "fail":
                 raise
+            raise_machine_error(exc, p)
             return None, None, _message(exc, p), None
 
     workers = max(1, min(len(paths), n_threads or _config.max_threads()))
@@ -362,6 +364,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
         if on_error == "fail":
             raise
         shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
+        raise_machine_error(exc, path)
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": _message(exc, path)}]}
     return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,

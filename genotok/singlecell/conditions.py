@@ -43,15 +43,54 @@ TEMPLATE = "<{column}={value}>"
 UNKNOWN = ("unk", "error")
 
 
+def spell(value) -> str | None:
+    """The one spelling of a condition value, ``None`` when it is missing: every path (an
+    in-memory ``obs`` of any dtype, an ``.h5ad`` file, :func:`condition_tokens` and
+    ``prepend=``) spells through here, so a value has one token whatever way it came.
+
+    Whole numbers are spelled as integers (a nullable ``Int64`` read as float is the same
+    value), bytes as UTF-8 text, dates as ``pandas.Timestamp`` prints them.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> [spell(v) for v in (1, 1.0, np.int8(1), 2.5, b"x", np.datetime64("2020-01-02"),
+    ...                     pd.NA, float("nan"), None, True)]
+    ['1', '1', '1', '2.5', 'x', '2020-01-02 00:00:00', None, None, None, 'True']
+    """
+    import datetime
+
+    import pandas as pd
+
+    if value is None or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", "backslashreplace")
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if v != v:
+            return None
+        return str(int(v)) if v.is_integer() else repr(v)
+    if isinstance(value, (np.datetime64, datetime.date)):
+        if isinstance(value, np.datetime64) and np.isnat(value):
+            return None
+        return str(pd.Timestamp(value))
+    return str(value)
+
+
 def _column_values(values) -> list:
     """The categories of an obs column (categorical order, else sorted), missing excluded."""
     import pandas as pd
 
     s = pd.Series(values)
     if isinstance(s.dtype, pd.CategoricalDtype):
-        return [str(c) for c in s.cat.categories]
-    s = s[s.notna()]
-    return sorted({str(x) for x in s.tolist()})
+        spelled = [spell(c) for c in s.cat.categories]
+        return list(dict.fromkeys(v for v in spelled if v is not None))
+    return sorted({v for v in map(spell, s.tolist()) if v is not None})
 
 
 def _obs_columns(adata, columns: Sequence[str]) -> dict:
@@ -132,10 +171,12 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
             raise AnnDataError(f"obs has no column {c!r}; it has {list(obs)}")
         import pandas as pd
 
-        s = pd.Series(np.asarray(values, dtype=object))
+        # (not np.asarray(values, dtype=object): datetime64[ns] would become integers)
+        s = pd.Series(values) if isinstance(values, pd.Series) else pd.Series(list(values))
         ids = np.empty(len(s), np.int64)
-        for i, (v, missing) in enumerate(zip(s.tolist(), s.isna().tolist())):
-            t = None if missing else vocab.get(template.format(column=c, value=str(v)))
+        for i, v in enumerate(s.tolist()):
+            word = spell(v)
+            t = None if word is None else vocab.get(template.format(column=c, value=word))
             if t is None or t < first_extra:  # only condition tokens count
                 if unknown == "error":
                     raise AnnDataError(
@@ -207,4 +248,4 @@ def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown:
         yield row0, prepend_ids(rows, ids)
 
 
-__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream"]
+__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream", "spell"]

@@ -672,3 +672,42 @@ def test_old_spellings_are_refused(tmp_path):
     back = import_parquet(q, tmp_path / "back.gtokc", special_token_ids={"unk": 7})
     assert Corpus.open(back).special_token_ids == {"unk": 7}
     assert Corpus.open(import_parquet(q, tmp_path / "kept.gtokc")).special_token_ids == {"unk": 8}
+
+
+def test_a_pickle_refuses_a_corpus_changed_since_it_was_opened(tmp_path):
+    """Issue 32: a corpus pickled as its path only: a spawn-started worker unpickling after a
+    rewrite read the new version under the parent's epoch plan."""
+    import pickle
+
+    from genotok.formats.corpus import write_manifest
+
+    def write(path, rows):
+        with CorpusWriter(path, vocab_size=10, fingerprint="fp", overwrite=True) as w:
+            w.append_batch(rows)
+
+    one = tmp_path / "c.gtokc"
+    write(one, [[1, 2], [3]])
+    d = tmp_path / "dir"
+    d.mkdir()
+    write(d / "s0.gtokc", [[1]])
+    write_manifest([d / "s0.gtokc"], d)
+    for path, rewrite in ((one, lambda: write(one, [[1, 2], [3], [4]])),
+                          (d, lambda: (write(d / "s0.gtokc", [[5]]),
+                                       write_manifest([d / "s0.gtokc"], d)))):
+        c = Corpus.open(path)
+        again = pickle.loads(pickle.dumps(c))  # unchanged: fine
+        assert again.identity == c.identity and again.to_ragged().to_list() == \
+            c.to_ragged().to_list()
+        blob = pickle.dumps(c)
+        rewrite()
+        with pytest.raises(GtokFormatError, match="changed since it was opened"):
+            pickle.loads(blob)
+
+
+def test_infinite_metadata_is_refused_when_appended_not_at_close(tmp_path):
+    """Issue 32: ±inf in corpus metadata failed at close(), after all the work."""
+    w = CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp",
+                     metadata_columns=["score"])
+    with pytest.raises(GtokFormatError, match="'score', record 1: inf is not a JSON number"):
+        w.append_batch([[1], [2]], meta={"score": np.array([1.0, np.inf])})
+    w.abort()

@@ -404,7 +404,7 @@ MANIFEST_CASES = {
                                     "totals"),
     "reordered": (lambda d, m: m["shards"].reverse(), False, "digest mismatch"),
     "reordered, re-signed": (lambda d, m: m["shards"].reverse(), True, "reordered"),
-    "entry count wrong": (lambda d, m: _entry(m, 0, "n_records", 3), True, "replaced after"),
+    "entry count wrong": (lambda d, m: _entry(m, 0, "n_records", 3), True, "disagree with the entries"),
     "entry count missing": (lambda d, m: m["shards"][0].pop("n_records"), True, "n_records is missing"),
     "entry count string": (lambda d, m: _entry(m, 0, "n_tokens", "5"), True, "n_tokens is missing"),
     "entry count bool": (lambda d, m: _entry(m, 0, "n_records", True), True, "n_records is missing"),

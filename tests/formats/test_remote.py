@@ -225,3 +225,149 @@ def test_headers_are_kept_in_the_cache_and_a_damaged_copy_is_fetched_again(serve
     again = Corpus.open(url, **_opts(server, tmp_path))
     assert again.sources == Corpus.open(local).sources and kept[1].read_bytes()[:8] == b"GTOKCORP"
     assert Corpus.open(local)._shards[1].header == again._shards[1].header
+
+
+def test_the_cache_serves_nothing_the_manifest_did_not_promise(server, local, url, tmp_path):
+    """A stale, truncated, planted or tampered cache entry is fetched again, never served."""
+    ref = Corpus.open(local)
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    entry = c.cache.file(0)
+    # a truncated entry (an interrupted copy, a full disk) is fetched again, not refused forever
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes((local / "part-0.gtokc").read_bytes()[:500])
+    assert c[0].tolist() == ref[0].tolist() and c.cache.downloads == 1
+    # a planted entry with the right header but other tokens: refetched in a new process
+    c.cache.file(1).write_bytes(_flip_one_token_byte((local / "part-1.gtokc").read_bytes()))
+    c.cache.file(2).write_bytes((local / "part-3.gtokc").read_bytes())  # a foreign shard
+    again = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    assert _records(again) == _records(ref) and again.cache.downloads == 4  # 1, 2, 3, 4
+    assert again.verify() == []
+    # verify() measures the cached copies against the manifest, not against their own headers
+    with open(again.cache.file(4), "r+b") as fh:
+        fh.seek(128 + 64)
+        b = fh.read(1)
+        fh.seek(128 + 64)
+        fh.write(bytes([b[0] ^ 1]))
+    problems = again.verify()
+    assert len(problems) == 1 and "tokens checksum" in problems[0]
+
+
+def test_an_entry_evicted_between_fetch_and_open_is_fetched_again(server, local, url, tmp_path,
+                                                                  monkeypatch):
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    real = ShardCache.fetch
+    evicted = []
+
+    def fetch_then_evict(self, k):
+        path = real(self, k)
+        if not evicted:  # another process evicts it before this one opens it
+            evicted.append(k)
+            path.unlink()
+        return path
+
+    monkeypatch.setattr(ShardCache, "fetch", fetch_then_evict)
+    assert c[0].tolist() == Corpus.open(local)[0].tolist() and c.cache.downloads == 2
+
+
+@pytest.mark.parametrize("path", ["%2e%2e/other/part-0.gtokc", "%2E%2E%2Fother%2Fpart-0.gtokc",
+                                  "a/%252e%252e/part-0.gtokc", "part-0.gtokc?x=../y",
+                                  "part-0.gtokc#frag"])
+def test_an_encoded_escape_in_a_remote_manifest_is_refused(server, local, tmp_path, path):
+    """Issue 32: only a literal .. was refused; an HTTP client normalises %2e%2e into one."""
+    from genotok.formats.corpus.manifest import _manifest_digest
+
+    m = json.loads((local / "manifest.json").read_text())
+    m["shards"][0]["path"] = path
+    m["digest"] = _manifest_digest(m, m["checksum"])  # a consistent, malicious manifest
+    prefix = f"encoded{abs(hash(path))}"
+    server[1].put_object(Bucket="bucket", Key=f"{prefix}/manifest.json", Body=json.dumps(m).encode())
+    with pytest.raises(GtokFormatError, match="holds %, \\? or #"):
+        Corpus.open(f"s3://bucket/{prefix}", **_opts(server, tmp_path))
+
+
+def test_a_pickle_refuses_a_corpus_re_uploaded_since(server, local, tmp_path):
+    """Issue 32: a worker unpickling after a re-upload read the new version."""
+    client = server[1]
+    u = _upload(client, local, "reuploaded")
+    c = Corpus.open(u, **_opts(server, tmp_path, prefetch=0))
+    blob = pickle.dumps(c)
+    other = tmp_path / "other"
+    other.mkdir()
+    with CorpusWriter(other / "part-0.gtokc", vocab_size=3000, fingerprint="fp") as w:
+        w.append([1, 2])
+    write_manifest([other / "part-0.gtokc"], other)
+    for p in other.iterdir():
+        client.put_object(Bucket="bucket", Key=f"reuploaded/{p.name}", Body=p.read_bytes())
+    with pytest.raises(GtokFormatError, match="changed since it was opened"):
+        pickle.loads(blob)
+
+
+@pytest.mark.parametrize("edit", ["twice", "totals"])
+def test_a_remote_manifest_is_checked_as_a_local_one(server, local, tmp_path, edit):
+    """Issue 32: remote manifests accepted a shard listed twice and totals that disagree."""
+    from genotok.formats.corpus.manifest import _manifest_digest
+
+    m = json.loads((local / "manifest.json").read_text())
+    if edit == "twice":
+        m["shards"][1] = {**m["shards"][0], "index": 1, "path": "./" + m["shards"][0]["path"]}
+        m["n_records"] = sum(e["n_records"] for e in m["shards"])
+        m["n_tokens"] = sum(e["n_tokens"] for e in m["shards"])
+    else:
+        m["n_records"] += 7
+    m["digest"] = _manifest_digest(m, m["checksum"])
+    prefix = f"manifest-{edit}"
+    server[1].put_object(Bucket="bucket", Key=f"{prefix}/manifest.json", Body=json.dumps(m).encode())
+    with pytest.raises(GtokFormatError, match="the same file" if edit == "twice" else "totals"):
+        Corpus.open(f"s3://bucket/{prefix}", **_opts(server, tmp_path))
+    (tmp_path / "loc").mkdir()  # the local reader says the same
+    (tmp_path / "loc" / "manifest.json").write_text(json.dumps(m))
+    for p in local.glob("*.gtokc"):
+        (tmp_path / "loc" / p.name).write_bytes(p.read_bytes())
+    with pytest.raises(GtokFormatError, match="the same file" if edit == "twice" else "totals"):
+        Corpus.open(tmp_path / "loc")
+
+
+def test_a_static_server_without_range_support_and_a_missing_shard(local, tmp_path):
+    """Issue 32: a plain static server (no Range) gave a raw struct.error; a missing shard
+    object a raw FileNotFoundError."""
+    pytest.importorskip("aiohttp", reason="fsspec's http filesystem needs aiohttp")
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    root = tmp_path / "site"
+    shutil.copytree(local, root / "corpus")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/corpus"
+        c = Corpus.open(url, cache_dir=str(tmp_path / "cache"), prefetch=0)
+        assert _records(c) == _records(Corpus.open(local))
+        (root / "corpus" / "part-3.gtokc").unlink()
+        with pytest.raises(GtokFormatError, match="part-3.gtokc: the manifest lists this shard"):
+            Corpus.open(url, cache_dir=str(tmp_path / "cache2"), prefetch=0)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def test_a_cached_header_must_be_a_regular_file_and_downloads_are_bounded(server, url, tmp_path):
+    """Issue 32: a cached .header was read without a regular-file check (a FIFO blocked the
+    open); a download was bounded neither by the manifest nor by the cache limit."""
+    import os
+
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    kept = sorted(c.cache.root.glob("*.header"))[0]
+    kept.unlink()
+    os.mkfifo(kept)  # would block a plain read forever
+    again = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    assert again[0].tolist() == c[0].tolist()
+    tiny = Corpus.open(url, **_opts(server, tmp_path / "t", prefetch=0, cache_limit=1000))
+    with pytest.raises(GtokFormatError, match="larger than cache_limit"):
+        tiny[0]
+    assert not list(tiny.cache.root.glob("*.tmp"))

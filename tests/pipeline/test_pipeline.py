@@ -521,3 +521,67 @@ def test_a_run_resumes_with_the_hash_it_started_with(tmp_path, tok, monkeypatch)
     monkeypatch.setitem(sys.modules, "xxhash", None)
     with pytest.raises(MissingDependencyError, match="pip install 'genotok\\[fast\\]'"):
         pretokenize(inputs, tok, out, progress=False)
+
+
+def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch):
+    """Issue 32: ENOSPC while writing the shard of a fragment input was recorded as that input
+    being unreadable (on_error="skip"); the run finished and a re-run never retried it."""
+    import errno
+
+    from genotok.formats.corpus.writer import CorpusWriter
+
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t1000000\t1100000\n")
+    (d / "g.tsv").write_text(_fragments(tok.universe.regions, ["BC1", "BC2"]))
+    real = CorpusWriter.append_batch
+
+    def full(self, *args, **kwargs):
+        if "g.tsv" in str(getattr(self, "path", "")) or "shard-00001" in str(self.path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.path))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(CorpusWriter, "append_batch", full)
+    with pytest.raises(PipelineError, match="g.tsv: the run stopped.*No space left.*not recorded"):
+        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    monkeypatch.setattr(CorpusWriter, "append_batch", real)  # space freed: the re-run retries
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    assert run.failed == [] and Corpus.open(run.out, verify=True).names == ["a", "BC1", "BC2"]
+
+
+def test_memory_error_under_skip_stops_the_run_clearly(tmp_path, tok, monkeypatch):
+    """Issue 32: a MemoryError escaped on_error="skip" as it was (untreated)."""
+    import genotok.pipeline.run as P
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    real = P.RegionSet.from_bed
+
+    def from_bed(path, *a, **k):
+        if Path(path).name == "b.bed":
+            raise MemoryError
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(P.RegionSet, "from_bed", from_bed)
+    with pytest.raises(PipelineError, match="b.bed: the run stopped: out of memory"):
+        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip")
+
+
+def test_gtok_dir_overwrite_removes_the_old_run_and_only_it(tmp_path, tok):
+    """Issue 32: overwrite=True deleted the old journal and manifest but kept the old .gtok
+    files: the directory mixed two runs and import_gtok_dir imported both."""
+    d = tmp_path / "in"
+    d.mkdir()
+    for name in ("a", "b", "c"):
+        (d / f"{name}.bed").write_text("chr1\t1000000\t1100000\n")
+    out = tmp_path / "out"
+    pretokenize([d / "a.bed", d / "b.bed"], tok, out, format="gtok-dir", progress=False)
+    assert sorted(p.name for p in out.glob("*.gtok")) == ["a.gtok", "b.gtok"]
+    pretokenize([d / "c.bed"], tok, out, format="gtok-dir", progress=False, overwrite=True)
+    assert sorted(p.name for p in out.glob("*.gtok")) == ["c.gtok"]
+    (out / "notes.txt").write_text("mine")  # a file no run wrote: never removed
+    with pytest.raises(PipelineError, match="no run wrote .*notes.txt"):
+        pretokenize([d / "a.bed"], tok, out, format="gtok-dir", progress=False, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine" and (out / "c.gtok").exists()

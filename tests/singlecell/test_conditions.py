@@ -173,3 +173,31 @@ def test_cls_before_conditions(tmp_path):
     only = tokenize_anndata(a, tok, CellSpec(add_cls=True), out=tmp_path / "c.gtokc")
     assert only.to_ragged().to_list() == [[cls] + row.tolist() for row in plain]
     assert only.header["extra"]["anndata"]["add_cls"] is True
+
+
+def test_one_spelling_for_every_path_and_dtype(tmp_path):
+    """Issue 32: nullable Int64 with a missing value, datetime64 and bytes obs columns became
+    <unk> for every cell in memory (condition_tokens and prepend= spelled them differently),
+    while the .h5ad path was right."""
+    import anndata
+    import pandas as pd
+
+    from genotok import Tokenizer
+    from genotok.singlecell.conditions import condition_ids, condition_tokens
+    from genotok.singlecell.sources import _obs_reader
+
+    obs = pd.DataFrame({"n": pd.array([1, None, 2], dtype="Int64"),
+                        "d": pd.to_datetime(["2020-01-01", "2021-05-02", "2020-01-01"]),
+                        "b": [b"x", b"y", b"x"]}, index=["c0", "c1", "c2"])
+    a = anndata.AnnData(np.zeros((3, 1), np.float32), obs=obs)
+    cols = ["n", "d", "b"]
+    toks = condition_tokens(a, cols)
+    assert toks == ["<n=1>", "<n=2>", "<d=2020-01-01 00:00:00>", "<d=2021-05-02 00:00:00>",
+                    "<b=x>", "<b=y>"]
+    tok = Tokenizer(["chr1:0-100"], extra_tokens=toks)
+    want = [[8, 10, 12], [tok.unk_token_id, 11, 13], [9, 10, 12]]  # only the NA is <unk>
+    assert condition_ids(a.obs, tok, cols).tolist() == want
+    assert condition_ids(_obs_reader(a, None, cols)(0, 3)[1], tok, cols).tolist() == want
+    p = tmp_path / "a.h5ad"
+    anndata.AnnData(np.zeros((3, 1), np.float32), obs=obs[["n"]]).write_h5ad(p)  # (no dates)
+    assert condition_tokens(str(p), ["n"]) == toks[:2]

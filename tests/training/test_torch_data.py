@@ -311,3 +311,26 @@ except ImportError as exc:
     run = _run_script(tmp_path, code)
     assert run.stdout.strip() == ("genotok.torch_data needs torch: pip install 'genotok[torch]' "
                                   "(or pip install torch)"), run.stderr[-2000:]
+
+
+def test_a_state_of_another_corpus_or_out_of_range_is_refused(tmp_path):
+    """Issue 32: the state of a 1,000-record corpus loaded into a 10-record one, and the
+    resumed epoch silently delivered nothing; a tampered records_seen likewise."""
+    def make(name, n):
+        p = tmp_path / name
+        with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+            w.append_batch([[1 + i % 5] for i in range(n)])
+        return p
+
+    big = CorpusIterableDataset(make("big.gtokc", 1000), Collator(pad_token_id=8), batch_size=10)
+    small = CorpusIterableDataset(make("small.gtokc", 10), Collator(pad_token_id=8), batch_size=10)
+    state = big.state_dict(delivered=50)
+    assert state["n_records"] == 1000 and state["corpus"] == big.corpus.identity
+    with pytest.raises(ValueError, match="belongs to another corpus"):
+        small.load_state_dict(state)
+    same = CorpusIterableDataset(big.corpus, Collator(pad_token_id=8), batch_size=10)
+    same.load_state_dict(state)
+    assert len(same) == 50
+    for bad in (-1, 1001, 2.5, True):
+        with pytest.raises(ValueError, match="records_seen"):
+            same.load_state_dict({**state, "records_seen": bad})

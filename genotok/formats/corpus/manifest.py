@@ -58,10 +58,15 @@ def _read_manifest(mpath: Path) -> dict:
     return _json_load(b"".join(chunks), "manifest", mpath)
 
 
-def _rel_problem(rel) -> str | None:
-    """Why ``rel`` is not a path inside its manifest's directory (local or remote), or None."""
+def _rel_problem(rel, remote: bool = False) -> str | None:
+    """Why ``rel`` is not a path inside its manifest's directory (local or remote), or None.
+
+    In a URL, ``%2e%2e`` is ``..`` once an HTTP client normalises it, and ``?``/``#`` cut the
+    path: a remote manifest's paths may hold none of them (no decoding to get wrong)."""
     if not isinstance(rel, str) or not rel:
         return "is not a non-empty string"
+    if remote and any(c in rel for c in "%?#"):
+        return "holds %, ? or # (a URL would decode or cut it; a remote shard name may not)"
     if "\0" in rel or "\\" in rel:
         return "holds a NUL byte or a backslash"
     if rel.startswith("/") or os.path.isabs(rel):
@@ -149,9 +154,24 @@ def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
             raise corrupt(f"shard {k} carries index {str(e['index'])[:20]}: entries were reordered")
         if ("header_digest" in e or remote) and not _is_hex_digest(e.get("header_digest")):
             raise corrupt(f"shard {k}: header_digest is not a 16-digit hex digest")
-        why = _rel_problem(e.get("path")) if remote else None
+        why = _rel_problem(e.get("path"), remote=True) if remote else None
         if why:
             raise corrupt(f"shard {k}: path {str(e.get('path'))[:200]!r} {why}")
+    # one check for local and remote corpora: no shard twice, totals that add up
+    seen: dict[str, int] = {}
+    for k, e in enumerate(entries):
+        rel = e.get("path")
+        key = "/".join(x for x in rel.split("/") if x not in ("", ".")) if isinstance(rel, str) \
+            else None
+        if key in seen:
+            raise corrupt(f"shards {seen[key]} and {k} are the same file {str(rel)[:200]!r}")
+        if key is not None:
+            seen[key] = k
+    n = sum(e["n_records"] for e in entries)
+    t = sum(e["n_tokens"] for e in entries)
+    if m["n_records"] != n or m.get("n_tokens", t) != t:
+        raise corrupt(f"totals {m['n_records']} records, {m.get('n_tokens')} tokens disagree with "
+                      f"the entries' {n} and {t}: an entry was added or dropped")
     return entries, later
 
 

@@ -9,6 +9,7 @@ when the package imports it, so this module never imports remote.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -194,8 +195,32 @@ class Corpus(Sequence):
         return corpus
 
     def __reduce__(self):
-        # pickled by path (e.g. into DataLoader workers): re-mapped there, never copied
-        return (_reopen, (self.path, getattr(self, "_trusted", False)))
+        # pickled by path (e.g. into DataLoader workers): re-mapped there, never copied; with
+        # its identity, so that a worker never reads another version under the parent's plan
+        return (_reopen, (self.path, getattr(self, "_trusted", False), self.identity))
+
+    @property
+    def identity(self) -> str:
+        """What this corpus is: its manifest's digest, else a digest of its shards' header digests
+        (which cover every section's checksum) and counts. Pickles and loader states carry it.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from genotok.formats.corpus import CorpusWriter
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append([4, 5])
+        >>> len(Corpus.open(p).identity)
+        16
+        """
+        digest = (self.manifest or {}).get("digest")
+        if isinstance(digest, str):
+            return digest
+        h = hashlib.blake2b(digest_size=8)
+        for sh in self._shards:
+            h.update(f"{sh.head_sum.hex()}:{sh.n}:{sh.t};".encode())
+        return h.hexdigest()
 
     # -- metadata
     @property
@@ -535,8 +560,30 @@ class Corpus(Sequence):
                 f"fingerprint={self.fingerprint[:12]}, path={str(self.path)!r})")
 
 
-def _reopen(path, trusted):
-    return Corpus.open(path, trusted=trusted)
+def _reopen(path, trusted, identity=None):
+    return check_identity(Corpus.open(path, trusted=trusted), identity)
+
+
+def check_identity(corpus: Corpus, identity: str | None) -> Corpus:
+    """``corpus`` when it is the one a pickle (or a state) was made of, else a clear error.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok.formats.corpus import CorpusWriter
+    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+    >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+    ...     w.append([4, 5])
+    >>> c = Corpus.open(p)
+    >>> check_identity(c, c.identity) is c
+    True
+    """
+    if identity is not None and corpus.identity != identity:
+        raise GtokFormatError(
+            f"{corpus.path}: the corpus changed since it was opened in the parent process "
+            f"(identity {corpus.identity}, expected {identity}: rewritten or re-uploaded); a "
+            "worker would read another version under the parent's plan: restart the run")
+    return corpus
 
 
 def warmup() -> None:

@@ -11,6 +11,9 @@ The cache, one directory per corpus under ``cache_dir``:
 - a download is checked before it is used: its header against the manifest's digest, every
   section against its checksum, every id against the vocabulary; a corrupt download is fetched
   once more, then refused with :class:`~genotok.GtokFormatError`;
+- nothing already in the cache is trusted: an entry is checked the same way, against the
+  manifest, once per process before it is served; a truncated, stale or planted entry is
+  fetched again (the cache may be shared with other processes and users);
 - ``cache_limit`` bytes at most: the least recently used shards are removed first;
 - the next shards of the epoch order are fetched ahead by a thread (:meth:`RemoteCorpus.prefetch`,
   called by :class:`~genotok.torch_data.CorpusIterableDataset`);
@@ -25,6 +28,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -45,7 +49,8 @@ from .layout import (
     _width_dtype,
 )
 from .manifest import MANIFEST_MAX_BYTES, _check_manifest
-from .reader import Corpus, _set_url_opener, check_expected, is_url  # noqa: F401 - is_url: here too
+from .reader import Corpus, _set_url_opener, check_expected, check_identity, is_url  # noqa: F401 - is_url: here too
+from ..gtok import open_regular
 from .shard import _Shard
 
 #: bytes copied per read of a download
@@ -101,6 +106,7 @@ class ShardCache:
         self.entries = manifest["shards"]
         self.downloads = 0  # shards this process downloaded (tests, benchmarks)
         self._open: dict[int, object] = {}
+        self._verified: dict[int, tuple] = {}  # shard -> (device, inode, size) checked here
         self._last = -1
         self._init_threads()
         for name in os.listdir(self.root):  # downloads of processes that died (SIGKILL)
@@ -145,15 +151,17 @@ class ShardCache:
 
     # -- fetching
     def fetch(self, k: int) -> Path:
-        """The local, verified file of shard ``k`` (downloaded if it is not cached)."""
+        """The local file of shard ``k``, checked against the manifest (downloaded if it is not
+        cached, or if the cached entry is truncated, foreign or corrupt)."""
         final = self.file(k)
-        if final.exists():
+        if self._usable(final, k):
             with contextlib.suppress(OSError):
                 os.utime(final)  # recency for the LRU eviction
             return final
         with _flock(self.root / f"{k:06d}.lock"):
-            if final.exists():  # another process fetched it while we waited
+            if self._usable(final, k):  # another process fetched it while we waited
                 return final
+            self._discard(final)  # a stale, truncated or planted entry: fetched again
             problem = None
             for _ in range(2):  # a corrupt copy is fetched once more, then refused
                 tmp = self._download(k)
@@ -167,19 +175,63 @@ class ShardCache:
                     f"{self.shard_url(k)}: downloaded twice, refused twice ({problem}): the copy on "
                     "the server is corrupt or was replaced without a new manifest; re-upload the "
                     "shard and its manifest")
-            size = os.path.getsize(tmp)
+            st = os.stat(tmp)
             with _flock(self.root / ".evict.lock"):
-                self._evict(size)
+                self._evict(st.st_size)
                 os.replace(tmp, final)
+            self._verified[k] = (st.st_dev, st.st_ino, st.st_size)
             self.downloads += 1
         return final
+
+    def _usable(self, final: Path, k: int) -> bool:
+        """Whether the cached ``final`` is shard ``k`` as the manifest describes it: every cached
+        entry is checked in full (header, counts, every checksum and id) once per process before
+        it is served; nothing already in the cache directory is trusted (it may be stale,
+        truncated, restored from a backup, or written by another user of a shared cache)."""
+        try:
+            st = os.lstat(final)
+        except FileNotFoundError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        ident = (st.st_dev, st.st_ino, st.st_size)
+        if self._verified.get(k) == ident:
+            return True
+        try:
+            if self._check(str(final), k) is not None:
+                return False
+        except OSError:  # evicted meanwhile
+            return False
+        self._verified[k] = ident
+        return True
+
+    def _discard(self, final: Path) -> None:
+        """Remove a cache entry that may not be served (a directory there is not ours to remove)."""
+        self._verified.pop(int(final.name[:6]), None)
+        try:
+            os.unlink(final)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise GtokFormatError(f"{final}: this cache entry is not a shard file and cannot be "
+                                  f"replaced ({exc.strerror}); remove it") from None
 
     def _download(self, k: int) -> str:
         fd, tmp = _make_temp(self.root, f".{k:06d}.fetching-")
         try:
+            got = 0
             with os.fdopen(fd, "wb") as out, self.fs.open(self.shard_url(k), "rb") as src:
                 while block := src.read(_BLOCK):
+                    got += len(block)
+                    if self.limit is not None and got > self.limit:  # bounded, not the disk
+                        raise GtokFormatError(
+                            f"{self.shard_url(k)}: larger than cache_limit ({self.limit:,} "
+                            "bytes); raise cache_limit (it must hold the shards read at once)")
                     out.write(block)
+        except FileNotFoundError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise _missing(self.shard_url(k)) from None
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
@@ -229,7 +281,7 @@ class ShardCache:
             except FileNotFoundError:  # evicted by another process: fetch it again
                 s = None
         if s is None:
-            s = _Shard(self.fetch(k), trusted=True, nofollow=True)  # verified when fetched
+            s = self._open_checked(k)
             self._open = {j: o for j, o in self._open.items() if os.path.exists(o.path)}
             self._open[k] = s
         self._last = k
@@ -239,6 +291,24 @@ class ShardCache:
                 self._cursor = pos
                 self._wake.notify_all()
         return s
+
+    def _open_checked(self, k: int):
+        """Shard ``k`` mapped from the very file that was checked: an entry evicted or replaced by
+        another process between the check and the open is fetched (and checked) again."""
+        for _ in range(3):
+            path = self.fetch(k)
+            try:
+                s = _Shard(path, trusted=True, nofollow=True)  # checked in full by fetch()
+            except (FileNotFoundError, GtokFormatError):
+                self._verified.pop(k, None)
+                continue
+            if self._verified.get(k) == (*s.ident, s.size):
+                return s
+            self._verified.pop(k, None)
+        raise GtokFormatError(f"{self.file(k)}: the cached copy of {self.shard_url(k)} kept "
+                              "changing while it was opened (another process evicting or "
+                              "replacing it); raise cache_limit or give this process its own "
+                              "cache_dir")
 
     # -- prefetch
     def prefetch(self, shards) -> None:
@@ -289,7 +359,13 @@ class _RemoteShard:
         self.version = version
         self.path = cache.shard_url(k)
 
-    def __getattr__(self, name):  # tokens, offsets, values, bounds, records, verify, ...
+    def verify(self) -> list[str]:
+        """Problems of the cached copy measured against the manifest (not only its own header)."""
+        path = self._cache.fetch(self._k)
+        problem = self._cache._check(str(path), self._k)
+        return [f"{self.path} (cached as {path}): {problem}"] if problem else []
+
+    def __getattr__(self, name):  # tokens, offsets, values, bounds, records, ...
         if name.startswith("__") or name in ("_cache", "_k"):
             raise AttributeError(name)
         return getattr(self._cache.shard(self._k), name)
@@ -302,22 +378,36 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
         return {}
     urls = [cache.shard_url(k) for k in ks]
     size = PREAMBLE.size
-    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks))
+    pres = fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks), on_error="return")
     spans = []
-    for url, pre in zip(urls, pres):
+    for i, (url, pre) in enumerate(zip(urls, pres)):
+        if isinstance(pre, FileNotFoundError):
+            raise _missing(url)
         if isinstance(pre, BaseException):
             raise pre
+        pre = pres[i] = pre[:size]  # a server that ignores Range sends the whole object
         if len(pre) < size or pre[:8] != MAGIC:
             raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
         f = PREAMBLE.unpack(pre)
         if f[12] > MANIFEST_MAX_BYTES:
             raise GtokFormatError(f"{url}: corrupt preamble (a {f[12]}-byte header)")
         spans.append((f[11], f[11] + f[12]))
-    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans])
-    for body in bodies:
+    bodies = fs.cat_ranges(urls, [x for x, _ in spans], [y for _, y in spans], on_error="return")
+    for i, (url, body, (a, b)) in enumerate(zip(urls, bodies, spans)):
+        if isinstance(body, FileNotFoundError):
+            raise _missing(url)
         if isinstance(body, BaseException):
             raise body
+        if len(body) > b - a:  # no Range support: the whole object came
+            bodies[i] = body = body[a:b]
+        if len(body) != b - a:
+            raise GtokFormatError(f"{url}: truncated (its header ends past the object's end)")
     return {k: pre + body for k, pre, body in zip(ks, pres, bodies)}
+
+
+def _missing(url: str) -> GtokFormatError:
+    return GtokFormatError(f"{url}: the manifest lists this shard but the store has no such "
+                           "object (deleted, or uploaded without it); re-upload the corpus")
 
 
 def _parse_header(cache: ShardCache, k: int, raw: bytes) -> tuple[dict, tuple]:
@@ -342,8 +432,13 @@ def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
     """Every shard's header: from the cache directory (checked again), else fetched and kept."""
     raw: dict[int, bytes] = {}
     for k, e in enumerate(cache.entries):
-        with contextlib.suppress(OSError):
-            raw[k] = (cache.root / f"{k:06d}-{e['header_digest']}.header").read_bytes()
+        kept = cache.root / f"{k:06d}-{e['header_digest']}.header"
+        with contextlib.suppress(OSError, GtokFormatError):  # a regular file, a header at most
+            fd, _ = open_regular(kept, "cached header", nofollow=True)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(PREAMBLE.size + MANIFEST_MAX_BYTES + 1)
+            if len(data) <= PREAMBLE.size + MANIFEST_MAX_BYTES:
+                raw[k] = data
     out = {}
     for k in list(raw):
         try:
@@ -362,8 +457,9 @@ def _headers(fs, cache: ShardCache) -> list[tuple[dict, tuple]]:
 class RemoteCorpus(Corpus):
     """A :class:`~genotok.Corpus` in an object store, read through a local :class:`ShardCache`.
 
-    Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL and
-    options (DataLoader workers reopen it and share the cache).
+    Open it with ``Corpus.open(url, ...)`` or :func:`open_corpus`. It pickles as its URL,
+    options and manifest digest (DataLoader workers reopen it, share the cache, and refuse
+    a corpus re-uploaded meanwhile).
 
     Examples
     --------
@@ -378,7 +474,7 @@ class RemoteCorpus(Corpus):
         self._trusted = True
 
     def __reduce__(self):
-        return (_reopen, (str(self.path), self._options))
+        return (_reopen, (str(self.path), self._options, self.identity))
 
     def prefetch(self, records) -> None:
         """Fetch, in a thread, the shards that ``records`` (in reading order) will need."""
@@ -394,8 +490,8 @@ class RemoteCorpus(Corpus):
         return super().__repr__()[:-1] + f", cache={str(self.cache.root)!r})"
 
 
-def _reopen(url, options):
-    return open_corpus(url, **options)
+def _reopen(url, options, identity=None):
+    return check_identity(open_corpus(url, **options), identity)
 
 
 def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,

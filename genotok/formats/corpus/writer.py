@@ -64,6 +64,9 @@ def json_scalars(values, column: str = "", first_record: int = 0, *, other: str 
             x = x.item()
         if isinstance(x, float) and math.isnan(x):
             x = None
+        elif isinstance(x, float) and math.isinf(x):  # JSON has no infinity: refused now
+            raise GtokFormatError(f"metadata column {column!r}, record {first_record + k}: {x} "
+                                  "is not a JSON number (JSON has no infinity); replace it")
         elif not (x is None or isinstance(x, (str, bool, int, float))):
             if other == "str":
                 x = str(x)
