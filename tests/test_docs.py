@@ -1,16 +1,26 @@
-"""The documentation runs: every public name has a docstring example, and every ```python block
-of README.md and docs/**/*.md runs as written, on the bundled example data.
+"""The documentation runs: every public name has a docstring example, and every ```python and
+```bash block of README.md and docs/**/*.md runs as a user pastes it.
 
-Each page's blocks run in order in one shared namespace, in a fresh working directory holding
-the example files under the names the docs use: ``universe.bed``, ``peaks/``, ``pbmc.h5ad``,
-``fragments.tsv.gz`` and ``corpus/`` (the peaks pre-tokenized). A block that is not meant to run
-(an excerpt of a larger program, pseudo-code) should not be tagged ``python``: use ``text``, or
-put ``<!-- docs-test: skip -->`` on the line before its fence. A block that shows an error has
-``<!-- docs-test: raises GtokFormatError -->`` (any exception class name, or a base class's)
-before its fence, and fails if it does not raise it.
+Each block runs ALONE, in a fresh empty folder, in a subprocess: a python block as a plain script
+(``python block.py``, no ``if __name__ == "__main__":`` guard), a bash block with ``bash -euo
+pipefail``; then it runs a second time in the same folder, so a block that writes must re-run
+(``overwrite=True`` / ``--overwrite``). A block finds the bundled data itself
+(``genotok.examples_dir()``, or ``$(python -c "import genotok; print(genotok.examples_dir())")``
+in bash) and makes every other file it reads. A block that needs a package the lean ``[test]``
+extra lacks (torch, pyarrow, …) skips, naming it, where that package is not installed.
 
-Run as a script, this file copies every page's blocks into one plain script per page and runs
-each in a subprocess (no ``if __name__ == "__main__":`` guard, as a user would paste them)::
+Markers, on the line before a block's fence:
+
+- ``<!-- docs-test: skip (REASON) -->``: the block does not run here; the reason is required and
+  must say what it needs that a test cannot have (the network: the Hub, s3, a package index).
+  :func:`test_opted_out_blocks_are_listed` lists every such block.
+- ``<!-- docs-test: raises GtokFormatError -->``: the block shows an error; it fails unless it
+  raises that exception (or a subclass) on both runs.
+
+A block that is not meant to run (an excerpt, pseudo-code, output) is tagged ``text``.
+
+Run as a script, this file runs the blocks of every page, or of the pages named, and says which
+fail::
 
     python tests/test_docs.py              # every page
     python tests/test_docs.py README.md    # some
@@ -23,20 +33,25 @@ import importlib.util
 import inspect
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP_MARK = "<!-- docs-test: skip -->"
+SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b\s*(?P<reason>.*?)\s*-->")
 RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
-OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash"}
+#: packages outside the lean ``[test]`` extra: a block needing one skips where it is absent
+OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash", "lightning",
+            "datasets", "huggingface_hub", "fsspec", "s3fs"}
+#: what a block's language tag says about how it runs
+LANGS = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash",
+         "shell": "bash"}
+#: what an opt-out may need: only what a test cannot have
+NETWORK = re.compile(r"network|hub|s3|package index|internet", re.IGNORECASE)
 
 #: rooms whose names are internal or self-describing: the numba kernels (arrays in, arrays out),
 #: the CLI's handlers (documented by ``genotok --help`` and docs/cli.md) and the exception classes
@@ -86,21 +101,27 @@ def test_public_api_has_examples(module):
 @dataclass
 class Block:
     page: str      # path relative to the repository
-    number: int    # 1-based, among the page's python blocks
+    number: int    # 1-based, among the page's python and bash blocks
     line: int      # line of the opening fence
+    lang: str      # "python" or "bash"
     code: str
     raises: str | None = None  # the exception class (or base class) name it must raise
+    skip: str | None = None    # why it does not run here (the marker's reason), if it does not
 
     @property
     def where(self) -> str:
         return f"{self.page} block {self.number} (line {self.line})"
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)")
 
 
 def blocks(path: Path) -> list[Block]:
-    """The ```python blocks of a Markdown file (indented ones too), minus those marked skip."""
+    """The python and bash blocks of a Markdown file (indented ones too), opted-out ones included."""
     lines = path.read_text(encoding="utf-8").splitlines()
     page = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
     out: list[Block] = []
@@ -117,10 +138,11 @@ def blocks(path: Path) -> list[Block]:
             j += 1
         body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip() for ln in lines[i + 1:j]]
         prev = next((ln.strip() for ln in reversed(lines[:i]) if ln.strip()), "")
-        if lang in ("python", "py", "python3") and prev != SKIP_MARK:
-            raises = RAISES_MARK.fullmatch(prev)
-            out.append(Block(page, len(out) + 1, i + 1, "\n".join(body) + "\n",
-                             raises[1] if raises else None))
+        if lang in LANGS:
+            raises, skip = RAISES_MARK.fullmatch(prev), SKIP_MARK.fullmatch(prev)
+            reason = skip["reason"].strip("()").strip() if skip else None
+            out.append(Block(page, len(out) + 1, i + 1, LANGS[lang], "\n".join(body) + "\n",
+                             raises[1] if raises else None, reason))
         i = j + 1
     return out
 
@@ -130,98 +152,128 @@ def pages() -> list[Path]:
     return [p for p in found if p.is_file() and blocks(p)]
 
 
-def prepare(directory: Path) -> Path:
-    """The example files under the names the docs use, and ``corpus/`` made from ``peaks/``."""
-    import genotok
-    from genotok.pipeline.run import pretokenize
-
-    ex = genotok.examples_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    for name in ("universe.bed", "pbmc.h5ad", "fragments.tsv.gz"):
-        shutil.copy(ex / name, directory / name)
-    shutil.copytree(ex / "peaks", directory / "peaks", dirs_exist_ok=True)
-    tok = genotok.Tokenizer.from_bed(directory / "universe.bed")
-    pretokenize(directory / "peaks", tok, directory / "corpus", progress=False)
-    return directory
+def all_blocks() -> list[Block]:
+    return [b for p in pages() for b in blocks(p)]
 
 
-def run_page(path: Path, workdir: Path, namespace: dict | None = None) -> None:
-    """Run a page's blocks in order in one namespace, in ``workdir``.
+def _env() -> dict:
+    """The user's environment, with this checkout importable and this Python first on PATH."""
+    env = dict(os.environ, MPLBACKEND="Agg")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
+    return env
 
-    Raises AssertionError naming the page, the block, its line and the error.
+
+def _python_script(b: Block) -> str:
+    if not b.raises:
+        return b.code
+    body = "".join("    " + ln if ln.strip() else ln for ln in b.code.splitlines(True))
+    return (f"try:\n{body}except Exception as _exc:\n"
+            f"    assert {b.raises!r} in {{c.__name__ for c in type(_exc).__mro__}}, _exc\n"
+            f"else:\n    raise AssertionError({b.where + ': should raise ' + b.raises!r})\n")
+
+
+def run_block(b: Block, folder: Path, timeout: float = 600) -> str | None:
+    """Run one block in ``folder`` as a user pastes it; ``None``, or what failed.
+
+    A python block is written to a script outside ``folder`` (the folder holds only what the
+    block makes) and run with ``python script.py``; a bash block with ``bash -euo pipefail -c``.
     """
-    ns = {"__name__": "__docs__"} if namespace is None else namespace
-    old = os.getcwd()
-    os.chdir(workdir)
-    try:
-        for b in blocks(path):
-            try:
-                exec(compile(b.code, f"<{b.where}>", "exec"), ns)
-            except Exception as exc:  # noqa: BLE001 - every failure is reported with its block
-                if b.raises and b.raises in {c.__name__ for c in type(exc).__mro__}:
-                    continue  # the error the page shows
-                if isinstance(exc, ModuleNotFoundError) and \
-                        (exc.name or "").split(".")[0] in OPTIONAL:
-                    pytest.skip(f"{b.where} needs {exc.name}, which is not installed")
-                raise AssertionError(_failure(b, exc)) from exc
-            if b.raises:
-                raise AssertionError(f"{b.where}: should raise {b.raises}, raised nothing")
-    finally:
-        os.chdir(old)
+    with tempfile.TemporaryDirectory() as scripts:
+        if b.lang == "python":
+            script = Path(scripts) / f"{Path(b.page).stem}_block{b.number}.py"
+            script.write_text(_python_script(b), encoding="utf-8")
+            cmd = [sys.executable, str(script)]
+        else:
+            cmd = ["bash", "-euo", "pipefail", "-c", b.code]
+        run = subprocess.run(cmd, cwd=folder, env=_env(), capture_output=True, text=True,
+                             timeout=timeout)
+    if run.returncode == 0:
+        return None
+    at = ""
+    if b.lang == "python":
+        lines = re.findall(r'File "[^"]*_block\d+\.py", line (\d+)', run.stderr)
+        if lines:
+            at = f", its line {int(lines[-1]) - (1 if b.raises else 0)}"
+    last = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else f"exit {run.returncode}"
+    return f"{b.where}{at}: {last}\n--- stderr ---\n{run.stderr[-3000:]}\n--- the block ---\n{b.code}"
 
 
-def _failure(b: Block, exc: BaseException) -> str:
-    tb = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == f"<{b.where}>"]
-    line = exc.lineno if isinstance(exc, SyntaxError) else (tb[-1].lineno if tb else None)
-    at = f", its line {line}" if line else ""
-    return f"{b.where}{at}: {type(exc).__name__}: {exc}\n--- the block ---\n{b.code}"
+def missing_optional(problem: str | None) -> str | None:
+    """The optional package a failure names, if it is not installed here (the block then skips)."""
+    for m in re.finditer(r"No module named '([\w.]+)'|needs ([\w.]+): pip install", problem or ""):
+        name = (m[1] or m[2]).split(".")[0].lower()
+        if name in OPTIONAL and importlib.util.find_spec(name) is None:
+            return name
+    return None
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory):
-    return prepare(tmp_path_factory.mktemp("docs") / "example")
+def run_twice(b: Block, folder: Path) -> str | None:
+    """Run ``b`` alone in ``folder``, then again in the same folder; ``None`` or what failed."""
+    for attempt in ("first run", "second run, in the same folder"):
+        problem = run_block(b, folder)
+        if problem is not None:
+            name = missing_optional(problem)
+            if name:
+                pytest.skip(f"{b.where} needs {name}, which is not installed")
+            return f"{attempt}: {problem}"
+    return None
 
 
-@pytest.fixture
-def workdir(prepared, tmp_path, monkeypatch):
-    monkeypatch.setenv("MPLBACKEND", "Agg")
-    shutil.copytree(prepared, tmp_path / "work")
-    return tmp_path / "work"
+RUNNABLE = [b for b in all_blocks() if b.skip is None]
 
 
-@pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_page_snippets_run(page, workdir):
-    run_page(page, workdir)
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
+def test_block_runs_alone_and_again(block, tmp_path):
+    problem = run_twice(block, tmp_path)
+    assert problem is None, problem
+
+
+def test_opted_out_blocks_are_listed():
+    """The blocks that do not run here, each with its reason: they need the network."""
+    opted = [b for b in all_blocks() if b.skip is not None]
+    listing = "\n".join(f"  {b.where}: {b.skip}" for b in opted)
+    print(f"opted-out doc blocks ({len(opted)}):\n{listing}")
+    unreasoned = [b.where for b in opted if not NETWORK.search(b.skip or "")]
+    assert not unreasoned, ("a block may opt out only for the network (the Hub, s3, a package "
+                            f"index), with the reason in its marker: {unreasoned}")
 
 
 def test_runner_reports_page_block_and_line(tmp_path):
     md = tmp_path / "page.md"
-    md.write_text("# t\n\n```python\nx = 1\n```\n\n<!-- docs-test: skip -->\n```python\n"
-                  "not python at all\n```\n\n- a list\n\n    ```python\n    y = x + 1\n"
-                  "    z = undefined_name\n    ```\n\n```python\nnot python either\n```\n")
+    md.write_text("# t\n\n```python\nx = 1\n```\n\n<!-- docs-test: skip (needs the Hub) -->\n"
+                  "```python\nnot python at all\n```\n\n- a list\n\n    ```bash\n    echo hi\n"
+                  "    false\n    echo unreached\n    ```\n\n```python\ny = 1\nz = x + 1\n```\n\n"
+                  "<!-- docs-test: raises LookupError -->\n```python\n{}[1]\n```\n\n"
+                  "```text\nnot run\n```\n")
     found = blocks(md)
-    assert [(b.number, b.line) for b in found] == [(1, 3), (2, 14), (3, 19)]
-    ns: dict = {}
-    with pytest.raises(AssertionError, match=r"page.md block 2 \(line 14\), its line 2: "
-                                             r"NameError: name 'undefined_name'"):
-        run_page(md, tmp_path, ns)
-    assert ns["y"] == 2  # one namespace per page, blocks in order
-    md.write_text("```python\nnot python either\n```\n")
-    with pytest.raises(AssertionError, match=r"page.md block 1 \(line 1\), its line 1: SyntaxError"):
-        run_page(md, tmp_path, {})
-    shows = ("<!-- docs-test: raises LookupError -->\n```python\n{}[1]\n```\n\n"
-             "```python\nok = 1\n```\n")
-    md.write_text(shows)  # KeyError is a LookupError: expected, and the page goes on
-    ns = {}
-    run_page(md, tmp_path, ns)
-    assert ns["ok"] == 1 and run_page_as_script(md, tmp_path) is None
-    md.write_text(shows.replace("{}[1]", "x = 2"))
-    with pytest.raises(AssertionError, match=r"block 1 \(line 2\): should raise LookupError"):
-        run_page(md, tmp_path, {})
-    assert "should raise LookupError" in run_page_as_script(md, tmp_path)
-    md.write_text("```python\na = 1\n```\n\n```python\nb = a\nc = undefined_name\n```\n")
-    problem = run_page_as_script(md, tmp_path)
-    assert "page.md block 2 (line 5), its line 2: NameError" in problem.splitlines()[0], problem
+    assert [(b.number, b.line, b.lang, b.skip) for b in found] == [
+        (1, 3, "python", None), (2, 8, "python", "needs the Hub"), (3, 14, "bash", None),
+        (4, 20, "python", None), (5, 26, "python", None)]
+    assert found[4].raises == "LookupError"
+    work = tmp_path / "work"
+    work.mkdir()
+    assert run_block(found[0], work) is None
+    problem = run_block(found[2], work)  # bash -e: stops at `false`
+    assert problem.startswith(f"{found[2].where}: exit 1"), problem
+    problem = run_block(found[3], work)  # alone: x is not defined
+    assert problem.startswith(f"{found[3].where}, its line 2: NameError: name 'x'"), problem
+    assert run_block(found[4], work) is None  # KeyError is a LookupError: the error it shows
+    found[4].code = "x = 2\n"
+    assert "should raise LookupError" in run_block(found[4], work)
+    assert list(work.iterdir()) == []  # the scripts live outside the folder
+
+
+def test_a_block_that_cannot_rerun_fails(tmp_path):
+    md = tmp_path / "page.md"
+    md.write_text("```python\nfrom pathlib import Path\nPath('out.txt').touch(exist_ok=False)\n```\n"
+                  "```python\nimport no_such_package_genotok\n```\n")
+    once, missing = blocks(md)
+    problem = run_twice(once, tmp_path)
+    assert problem.startswith("second run") and "FileExistsError" in problem, problem
+    assert missing_optional(run_block(missing, tmp_path)) is None  # not optional: a failure
+    assert missing_optional("No module named 'torch'") == (
+        None if importlib.util.find_spec("torch") else "torch")
 
 
 def test_installation_is_stated_truthfully():
@@ -244,59 +296,6 @@ def test_editable_installs_are_compat_mode():
            for k, line in enumerate(p.read_text().splitlines(), 1)
            if editable.search(line) and "editable_mode=compat" not in line]
     assert not bad, f"'pip install -e' without --config-settings editable_mode=compat at {bad}"
-
-
-# --------------------------------------------------------------------------- as plain scripts
-def script_for(path: Path) -> tuple[str, list[tuple[int, Block]]]:
-    """One plain script of a page's blocks; ``(first script line, block)`` for each."""
-    parts, starts, n = [], [], 1
-    for b in blocks(path):
-        header = f"# ---- {b.where}\n"
-        code = b.code
-        if b.raises:  # indented under a try that checks the exception; one line before the code
-            header += "try:\n"
-            code = "".join("    " + ln if ln.strip() else ln for ln in code.splitlines(True))
-            code += (f"except Exception as _exc:\n"
-                     f"    assert {b.raises!r} in {{c.__name__ for c in type(_exc).__mro__}}, _exc\n"
-                     f"else:\n    raise AssertionError({b.where + ': should raise ' + b.raises!r})\n")
-        starts.append((n + header.count("\n"), b))
-        parts.append(header + code)
-        n += header.count("\n") + code.count("\n")
-    return "".join(parts), starts
-
-
-def run_page_as_script(path: Path, workdir: Path, timeout: float = 600) -> str | None:
-    """Run a page's blocks as ``python page.py`` in ``workdir``; ``None`` or what failed."""
-    code, starts = script_for(path)
-    script = workdir / (path.stem.replace(".", "_") + "_snippets.py")
-    script.write_text(code)
-    env = dict(os.environ, MPLBACKEND="Agg")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    run = subprocess.run([sys.executable, script.name], cwd=workdir, env=env, capture_output=True,
-                         text=True, timeout=timeout)
-    if run.returncode == 0:
-        return None
-    lines = [int(m) for m in re.findall(rf'File "[^"]*{re.escape(script.name)}", line (\d+)',
-                                        run.stderr)]
-    where = path.name
-    if lines:
-        first, block = max((s for s in starts if s[0] <= lines[-1]), key=lambda s: s[0],
-                           default=(1, None))
-        if block is not None:
-            where = f"{block.where}, its line {lines[-1] - first + 1}"
-    last = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else f"exit {run.returncode}"
-    return f"{where}: {last}\n{run.stderr[-3000:]}"
-
-
-def test_readme_runs_as_a_plain_script(workdir):
-    # the README's snippets pasted into one file and run with `python file.py`: this is how the
-    # streaming loader crashed (spawned workers re-running an unguarded script)
-    problem = run_page_as_script(ROOT / "README.md", workdir)
-    missing = re.search(r"No module named '(\w+)|needs (\w+): pip install", problem or "")
-    name = missing and (missing[1] or missing[2])
-    if name in OPTIONAL and importlib.util.find_spec(name) is None:
-        pytest.skip(f"README.md needs {name}, which is not installed")
-    assert problem is None, problem
 
 
 # --------------------------------------------------------------------------- the rendered site
@@ -340,14 +339,18 @@ def test_license_file_matches_the_declared_license():
 def main(argv: list[str]) -> int:
     chosen = [Path(a).resolve() for a in argv] or pages()
     failed = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        base = prepare(Path(tmp) / "example")
-        for page in chosen:
-            work = Path(tmp) / page.stem
-            shutil.copytree(base, work)
-            problem = run_page_as_script(page, work)
-            name = page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
-            print(f"{'ok  ' if problem is None else 'FAIL'} {name} ({len(blocks(page))} blocks)")
+    for page in chosen:
+        for b in blocks(page):
+            if b.skip is not None:
+                print(f"skip {b.where}: {b.skip}")
+                continue
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    problem = run_twice(b, Path(tmp))
+                except pytest.skip.Exception as exc:
+                    print(f"skip {exc}")
+                    continue
+            print(f"{'ok  ' if problem is None else 'FAIL'} {b.where}")
             if problem is not None:
                 failed += 1
                 print("    " + problem.replace("\n", "\n    "))
@@ -355,5 +358,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     sys.exit(main(sys.argv[1:]))
