@@ -17,7 +17,6 @@ EXTRAS = {
     "dask": "dask",
     "distributed": "dask",
     "matplotlib": "plot",
-    "tqdm": "progress",
     "xxhash": "fast",
     "huggingface_hub": "hub",
     "fsspec": "remote",
