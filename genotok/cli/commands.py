@@ -249,7 +249,8 @@ def _export_format(out: str, given: str | None) -> str:
 
 
 def cmd_export(args) -> int:
-    from ..formats.corpus import Corpus, export_gtok_dir, export_parquet
+    from ..formats.corpus import Corpus
+    from ..formats.interop import export_gtok_dir, export_parquet
 
     out = _out(args, args.out_positional)
     fmt = _export_format(out, args.format)
@@ -274,7 +275,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..formats.corpus import import_gtok_dir, import_parquet
+    from ..formats.interop import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
     fmt = args.format
