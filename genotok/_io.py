@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._optional import optional, require
 from .errors import BedParseError, GenotokError
 
 try:  # igzip (ISA-L) decompresses several times faster than zlib; used when installed
@@ -459,11 +460,7 @@ def _fsync_dir(folder: Path) -> None:
 
 def default_hash() -> str:
     """``"xxh3_128"`` when xxhash is installed (≈20x faster than SHA-256), else ``"sha256"``."""
-    try:
-        import xxhash  # noqa: F401
-    except ImportError:
-        return "sha256"
-    return "xxh3_128"
+    return "sha256" if optional("xxhash") is None else "xxh3_128"
 
 
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
@@ -478,9 +475,7 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
     'ba7816bf8f01cfea'
     """
     if algorithm == "xxh3_128":
-        import xxhash
-
-        h = xxhash.xxh3_128()
+        h = require("xxhash", "hashing with xxh3_128").xxh3_128()
     else:
         h = hashlib.new(algorithm)
     with open(path, "rb") as fh:

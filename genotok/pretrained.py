@@ -33,6 +33,7 @@ from pathlib import Path
 import tomli_w
 
 from ._io import atomic_write
+from ._optional import require
 from .errors import (
     BedParseError,
     GenotokError,
@@ -94,11 +95,9 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
                                  or revision.startswith(("/", "\\")) or "\0" in revision):
         raise UniverseError(f"{name}: revision {str(revision)[:80]!r} is not a branch, tag or "
                             "commit name (no '..', no absolute path)")
-    try:
-        from huggingface_hub import constants, errors, snapshot_download
-    except ImportError:
-        raise ImportError(f"loading {name!r} from the Hugging Face Hub needs huggingface_hub: "
-                          "pip install 'genotok[hub]' (or give a local directory)") from None
+    require("huggingface_hub", f"loading {name!r} from the Hugging Face Hub (a local directory "
+            "needs nothing)")
+    from huggingface_hub import constants, errors, snapshot_download
     try:
         path = snapshot_download(name, revision=revision, cache_dir=cache_dir,
                                  local_files_only=local_files_only, allow_patterns=_HUB_PATTERNS)

@@ -157,3 +157,30 @@ def test_no_private_name_crosses_rooms():
     found = private_names()
     assert not found, f"{len(found)} private name(s) across rooms (make them public):\n" + \
         "\n".join(found)
+
+
+def test_optional_packages_are_imported_through_the_helper():
+    """Every optional package is first imported by ``_optional.require`` (which names its extra)
+    or ``_optional.optional``; a module may import its submodules after that, never bare."""
+    from genotok._optional import EXTRAS
+
+    extras = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+    assert set(EXTRAS.values()) <= set(extras), "an install hint names an extra that is gone"
+    found = []
+    for mod, path in MODULES.items():
+        if mod == "genotok._optional":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        helped = {node.args[0].value.split(".")[0] for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("require", "optional") and node.args
+                  and isinstance(node.args[0], ast.Constant)}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in EXTRAS and top not in helped:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {name} "
+                                 "without genotok._optional.require/optional")
+    assert not found, "\n".join(found)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._optional import require
 from ..errors import UniverseError
 
 #: the tokenizer options every tokenizing subcommand takes (flag -> TokenizerSettings field)
@@ -134,7 +135,7 @@ def cmd_pretokenize(args) -> int:
     tok = _tokenizer(args)
     client = None
     if args.scheduler:
-        from dask.distributed import Client
+        Client = require("dask.distributed", "--scheduler").Client
 
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
     # the run's summary is for the user, as every command's: on stderr (silenced by -q)

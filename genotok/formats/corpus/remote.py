@@ -35,6 +35,7 @@ import filelock
 import numpy as np
 
 from ..._io import atomic_write
+from ..._optional import require
 from ...errors import GtokFormatError, UniverseMismatchError
 from .layout import (
     CHECKSUMS,
@@ -60,12 +61,7 @@ DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "genotok", "shar
 
 
 def _fsspec():
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError("a remote corpus needs fsspec (and s3fs for s3://, gcsfs for gs://): "
-                          "pip install 'genotok[remote]'") from None
-    return fsspec
+    return require("fsspec", "a remote corpus (s3:// also needs s3fs, gs:// gcsfs)")
 
 
 def _flock(path: Path) -> filelock.FileLock:
