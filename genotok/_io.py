@@ -141,7 +141,8 @@ def read_bytes(path: str | os.PathLike) -> np.ndarray:
     """The whole content of a file as a read-only ``uint8`` array, gunzipped when it is gzip.
 
     Gzip is recognised by its magic bytes, not by the file name; multi-member streams (BGZF)
-    are read to the end. Decompression uses ISA-L (``isal``). No copy is made of the (decompressed) bytes.
+    are read to the end. Decompression uses ISA-L (``isal``). No copy is made of the
+    (decompressed) bytes.
 
     Raises
     ------

@@ -1,8 +1,8 @@
 """The journal and the lock of a :func:`~genotok.pipeline.pretokenize` output directory.
 
-- one run at a time per directory: an OS lock (filelock's ``flock`` on ``.genotok.lock``), held for the
-  whole run and released by the kernel however the holder ends, so it is never stale; a second
-  run is told ``locked by host:pid since …``;
+- one run at a time per directory: an OS lock (filelock's ``flock`` on ``.genotok.lock``), held
+  for the whole run and released by the kernel however the holder ends, so it is never stale; a
+  second run is told ``locked by host:pid since …``;
 - ``journal.json``: the plan and which batches are done, rewritten atomically after each shard;
 - a kill at any instant leaves a directory that resumes: every file is written to a temporary
   name and renamed, and the next run first removes the temporary files of ours it finds
@@ -64,6 +64,8 @@ def _lock(directory: Path):
     except filelock.Timeout:
         raise PipelineError(f"{directory}: {_holder(path)} (another genotok run is writing "
                             "here); wait for it to finish or choose another --out") from None
+    except (PermissionError, FileNotFoundError, NotADirectoryError):
+        raise  # the directory, not the locking: as any other write there would fail
     except OSError as exc:
         raise PipelineError(f"{directory}: the file system cannot lock files "
                             f"({exc.strerror or exc}), so two runs writing here could not be "
@@ -89,7 +91,8 @@ def _holder(path: Path) -> str:
     """``locked by host:pid since …`` from the lock file's record (written just after the
     holder took the lock: it may be missing for an instant)."""
     try:
-        info = json.loads(path.read_bytes()[:4096].decode())
+        with open(path, "rb") as fh:
+            info = json.loads(fh.read(4096).decode())
         return f"locked by {info['host']}:{info['pid']} since {info['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "locked by another process"
