@@ -14,16 +14,9 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
-from .formats.corpus import (
-    Corpus,
-    CorpusWriter,
-    export_gtok_dir,
-    export_parquet,
-    import_gtok_dir,
-    import_parquet,
-    write_manifest,
-)
+from .formats.corpus import Corpus, CorpusWriter, write_manifest
 from .formats.gtok import read_gtok, write_gtok
+from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
 from .pipeline import pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions

@@ -3,7 +3,7 @@
 HDF5 inflates a dataset's chunks one after the other on the calling thread, so a read of a
 gzip-compressed ``.h5ad`` (as many public atlases are written) is bound by one core. Here the
 raw chunks are read with h5py's direct-chunk API (``dataset.id.read_direct_chunk``), inflated
-with ISA-L (``isal.isal_zlib``; the standard ``zlib`` when isal is not installed) on a few
+with ISA-L (``isal.isal_zlib``) on a few
 threads (both release the GIL while they inflate; h5py serialises the raw reads, which are
 cheap), and copied into place.
 
@@ -30,13 +30,9 @@ import numpy as np
 
 from .errors import HDF5ChunkError
 
-try:
-    from isal import isal_zlib as _zlib
+from isal import isal_zlib as _zlib
 
-    _ZLIB_ERRORS: tuple = (zlib.error, _zlib.error)
-except ImportError:  # pragma: no cover - isal is a test dependency
-    _zlib = zlib
-    _ZLIB_ERRORS = (zlib.error,)
+_ZLIB_ERRORS: tuple = (zlib.error, _zlib.error)
 
 #: HDF5's filter id for deflate (gzip); the only filter inflated here
 _DEFLATE = 1

@@ -18,20 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ._optional import optional, require
 from .errors import BedParseError, GenotokError
 
-try:  # igzip (ISA-L) decompresses several times faster than zlib; used when installed
-    from isal import igzip as _fastgzip
+# igzip (ISA-L, a required dependency) inflates 1.9x faster than zlib (benchmarks/bench_parse.py)
+from isal import igzip as _fastgzip
+from isal import igzip_lib as _igzip_lib
+from isal import isal_zlib as _isal_zlib
 
-    from isal import igzip_lib as _igzip_lib
-    from isal import isal_zlib as _isal_zlib
-
-    GZIP_BACKEND = "isal"
-    _GZIP_ERRORS: tuple = (OSError, zlib.error, ValueError, _igzip_lib.IsalError, _isal_zlib.error)
-except ImportError:  # pragma: no cover - depends on the environment
-    _fastgzip = gzip
-    GZIP_BACKEND = "gzip"
-    _GZIP_ERRORS = (OSError, zlib.error, ValueError)
+_GZIP_ERRORS: tuple = (OSError, zlib.error, ValueError, _igzip_lib.IsalError, _isal_zlib.error)
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -132,25 +127,22 @@ def decompress(raw: bytes, path: str) -> bytes:
 
 
 def compress(data: bytes) -> bytes:
-    """Gzip ``data`` with the package's one backend choice: ISA-L (``isal``, level 2: fast)
-    when installed, else the standard library (level 6, ``mtime=0``: reproducible bytes).
+    """Gzip ``data`` with ISA-L (``isal``, level 2: fast).
 
     Examples
     --------
     >>> decompress(compress(b"chr1\\t1\\t2\\n"), "x.gz")
     b'chr1\\t1\\t2\\n'
     """
-    if GZIP_BACKEND == "isal":
-        return _fastgzip.compress(data, compresslevel=2)
-    return gzip.compress(data, compresslevel=6, mtime=0)
+    return _fastgzip.compress(data, compresslevel=2)
 
 
 def read_bytes(path: str | os.PathLike) -> np.ndarray:
     """The whole content of a file as a read-only ``uint8`` array, gunzipped when it is gzip.
 
     Gzip is recognised by its magic bytes, not by the file name; multi-member streams (BGZF)
-    are read to the end. Decompression uses ISA-L (``isal``) when installed, else the standard
-    library (see ``GZIP_BACKEND``). No copy is made of the (decompressed) bytes.
+    are read to the end. Decompression uses ISA-L (``isal``). No copy is made of the
+    (decompressed) bytes.
 
     Raises
     ------
@@ -459,11 +451,7 @@ def _fsync_dir(folder: Path) -> None:
 
 def default_hash() -> str:
     """``"xxh3_128"`` when xxhash is installed (≈20x faster than SHA-256), else ``"sha256"``."""
-    try:
-        import xxhash  # noqa: F401
-    except ImportError:
-        return "sha256"
-    return "xxh3_128"
+    return "sha256" if optional("xxhash") is None else "xxh3_128"
 
 
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
@@ -478,9 +466,7 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
     'ba7816bf8f01cfea'
     """
     if algorithm == "xxh3_128":
-        import xxhash
-
-        h = xxhash.xxh3_128()
+        h = require("xxhash", "hashing with xxh3_128").xxh3_128()
     else:
         h = hashlib.new(algorithm)
     with open(path, "rb") as fh:

@@ -1,6 +1,8 @@
-"""Optional dependencies: import them with an install hint instead of a bare ModuleNotFoundError.
+"""Optional dependencies: every import of one goes through here, with an install hint instead
+of a bare ModuleNotFoundError.
 
-Each optional feature has an extra in ``pyproject.toml``; :func:`require` names it.
+Each optional feature has an extra in ``pyproject.toml``; :func:`require` names it;
+:func:`optional` is for a package used only when it is present.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ EXTRAS = {
     "dask": "dask",
     "distributed": "dask",
     "matplotlib": "plot",
-    "tqdm": "progress",
     "xxhash": "fast",
     "huggingface_hub": "hub",
     "fsspec": "remote",
@@ -45,6 +46,23 @@ class MissingDependencyError(GenotokError, ModuleNotFoundError):
         hint = (f"pip install 'genotok[{extra}]' (or pip install {top})" if extra
                 else f"pip install {top}")
         super().__init__(f"{feature} needs {top}: {hint}", name=top)
+
+
+def optional(module: str) -> ModuleType | None:
+    """``import module``, or ``None`` when it is not installed (for a package used only when
+    present, e.g. ``torch.distributed`` for the rank, xxhash for the default hash).
+
+    Examples
+    --------
+    >>> optional("json").__name__, optional("no_such_module_xyz")
+    ('json', None)
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and exc.name.split(".")[0] != module.split(".")[0]:
+            raise  # the module is there but one of *its* dependencies is missing
+        return None
 
 
 def require(module: str, feature: str) -> ModuleType:

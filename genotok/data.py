@@ -22,6 +22,7 @@ import numpy as np
 
 from . import sampling as _sampling
 from .batching import TRUNCATIONS, make_batch, pad_batch, truncate  # noqa: F401 (the one implementation)
+from ._optional import optional
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
@@ -279,11 +280,7 @@ def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "ev
 
 def _env_rank() -> tuple[int, int]:
     """Rank and world size from torch.distributed when initialised, else the environment."""
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except ImportError:
-        pass
+    dist = optional("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))

@@ -7,17 +7,12 @@ record of the epoch, on any number of devices and workers (:mod:`genotok.samplin
 
 from __future__ import annotations
 
-try:
-    import lightning.pytorch as L
-except ImportError:  # pragma: no cover - the standalone package
-    try:
-        import pytorch_lightning as L
-    except ImportError:
-        raise ImportError("genotok.lightning needs Lightning: pip install 'genotok[lightning]'") \
-            from None
+from ._optional import require
 
-from .formats.corpus import Corpus
-from .torch_data import CorpusIterableDataset, ResumableLoader
+L = require("lightning.pytorch", "genotok.lightning")
+
+from .formats.corpus import Corpus  # noqa: E402
+from .torch_data import CorpusIterableDataset, ResumableLoader  # noqa: E402
 
 
 class _CountingLoader:

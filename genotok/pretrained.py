@@ -30,6 +30,10 @@ import stat
 import sys
 from pathlib import Path
 
+import tomli_w
+
+from ._io import atomic_write
+from ._optional import require
 from .errors import (
     BedParseError,
     GenotokError,
@@ -91,11 +95,9 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
                                  or revision.startswith(("/", "\\")) or "\0" in revision):
         raise UniverseError(f"{name}: revision {str(revision)[:80]!r} is not a branch, tag or "
                             "commit name (no '..', no absolute path)")
-    try:
-        from huggingface_hub import constants, errors, snapshot_download
-    except ImportError:
-        raise ImportError(f"loading {name!r} from the Hugging Face Hub needs huggingface_hub: "
-                          "pip install 'genotok[hub]' (or give a local directory)") from None
+    require("huggingface_hub", f"loading {name!r} from the Hugging Face Hub (a local directory "
+            "needs nothing)")
+    from huggingface_hub import constants, errors, snapshot_download
     try:
         path = snapshot_download(name, revision=revision, cache_dir=cache_dir,
                                  local_files_only=local_files_only, allow_patterns=_HUB_PATTERNS)
@@ -228,8 +230,6 @@ def save(tokenizer, directory) -> Path:
     >>> sorted(p.name for p in save(Tokenizer(["chr1:0-10"]), tempfile.mkdtemp()).iterdir())
     ['tokenizer.toml', 'universe.bed.gz']
     """
-    from ._io import atomic_write
-
     directory = Path(directory)
     rs = tokenizer.universe.regions
     names = rs.chrom_names
@@ -277,8 +277,6 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     >>> p.read_text().splitlines()[0]
     'universe = "t.universe.bed"'
     """
-    from ._io import atomic_write
-
     path = Path(out)
     if universe_path is None:
         if tokenizer.universe.source and os.path.isfile(tokenizer.universe.source):
@@ -292,27 +290,19 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     except ValueError:  # another drive on Windows
         ref = str(universe_path.resolve())
 
-    def q(s) -> str:  # a TOML basic string: control characters other than tab escaped
-        s = str(s).replace("\\", "\\\\").replace('"', '\\"')
-        return '"' + re.sub(r"[\x00-\x08\x0a-\x1f\x7f]", lambda m: f"\\u{ord(m[0]):04x}", s) + '"'
-
-    lines = [f"universe = {q(ref)}", f"tokenizer_type = {q(tokenizer.tokenizer_type)}",
-             "special_tokens = ["]
-    lines += [f"  {{ name = {q(k)}, token = {q(tokenizer.universe.special_tokens[k])} }},"
-              for k in SPECIAL_NAMES]
-    lines += ["]", "", "[genotok]"]
-    for k, v in tokenizer.settings.as_dict().items():
-        if k == "tokenizer_type":
-            continue  # gtars' key, at the top
-        lines.append(f"{k} = {q(v) if isinstance(v, str) else v}")
+    config = {"universe": ref, "tokenizer_type": tokenizer.tokenizer_type,
+              "special_tokens": [{"name": k, "token": tokenizer.universe.special_tokens[k]}
+                                 for k in SPECIAL_NAMES]}
+    own = {k: v for k, v in tokenizer.settings.as_dict().items()
+           if k != "tokenizer_type"}  # gtars' key, at the top
     if tokenizer.universe.extra_tokens:
-        lines.append("extra_tokens = [" + ", ".join(q(t) for t in tokenizer.universe.extra_tokens)
-                     + "]")
+        own["extra_tokens"] = list(tokenizer.universe.extra_tokens)
     if tokenizer.universe.duplicates == "lines" and tokenizer.universe.n_duplicates:
-        lines.append('duplicates = "lines"')  # line-position ids: the universe file repeats lines
-    lines.append(f"fingerprint = {q(tokenizer.universe.fingerprint)}")
-    with atomic_write(path, "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+        own["duplicates"] = "lines"  # line-position ids: the universe file repeats lines
+    own["fingerprint"] = tokenizer.universe.fingerprint
+    config["genotok"] = own
+    with atomic_write(path, "wb") as fh:
+        tomli_w.dump(config, fh)
     return path
 
 

@@ -396,3 +396,21 @@ def test_save_pretrained_keeps_an_earlier_save_whole_and_refuses_names_that_cann
     for name in ("#chr1", "track", "browser", "chr 1"):
         with pytest.raises(UniverseError, match="cannot be saved"):
             Tokenizer([f"{name}:0-10"]).save_pretrained(tmp_path / "n")
+
+
+def test_save_config_writes_any_file_name_as_valid_toml(tmp_path):
+    """tomli-w writes the configuration: quotes, backslashes, tabs, newlines and non-ASCII in the
+    universe's name come back exactly (the hand-written writer escaped them itself)."""
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+    name = 'we"ird\\ \t\n é.bed'
+    bed = tmp_path / name
+    bed.write_text("chr1\t0\t10\nchr1\t20\t30\n")
+    tok = Tokenizer.from_bed(bed)
+    out = tmp_path / "conf" / "t.toml"
+    out.parent.mkdir()
+    tok.save_config(out)
+    config = tomllib.loads(out.read_text())
+    assert config["universe"] == f"../{name}"
+    assert config["genotok"]["fingerprint"] == tok.fingerprint
+    back = Tokenizer.from_config(out)
+    assert back.fingerprint == tok.fingerprint and back.settings == tok.settings

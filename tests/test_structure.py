@@ -1,47 +1,61 @@
-"""The house's structure, checked from the package's own imports (docs/architecture.md).
+"""The house's structure (docs/architecture.md).
 
-- no module over ``MAX_LINES`` lines;
-- no import from a lower room to a higher one, nor between two rooms of the same floor;
-- no circle between modules (imports inside functions count: a lazy import is still a
-  dependency);
+import-linter checks the layering from the contracts in ``pyproject.toml``
+(``[tool.importlinter]``): imports run down the floors, no circle between siblings, private
+modules stay in their package. This file runs it, shows that a breach is caught, and checks what
+import-linter cannot say:
+
+- no module over ``MAX_LINES`` lines (a soft limit: one concept per module, never split by count);
 - no private name (``_x``) imported from another room, nor read as ``module._x`` through an
-  imported module of another room, and no private module of another room imported (the plumbing
-  room's ``genotok._io``, ``genotok._config``… are the shared exception: that is their job).
+  imported module of another room (the plumbing room, ``genotok._io``, ``genotok._config``…, is
+  the shared exception: that is its job).
 
-Each failure names the file and line.
+The rooms are the layers of the contract: ``"a : b"`` is one room, ``"a | b"`` two.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "genotok"
-MAX_LINES = 600
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
-#: (room, floor, module prefixes): a module belongs to the room of its longest matching prefix
-ROOMS = [
-    ("plumbing", 0, ["genotok._version", "genotok._config", "genotok.errors", "genotok._validate",
-                     "genotok._progress", "genotok._io", "genotok._inflate", "genotok._optional",
-                     "genotok._names",
-                     "genotok._html", "genotok._examples", "genotok.params"]),
-    ("kernels", 1, ["genotok.kernels"]),
-    ("domain", 2, ["genotok.ragged", "genotok.regions", "genotok.bed", "genotok.universe",
-                   "genotok.settings", "genotok.vocab", "genotok.tokenizer",
-                   "genotok.pretrained", "genotok.batching"]),
-    ("formats", 3, ["genotok.formats"]),
-    ("sink", 4, ["genotok.sink"]),
-    ("singlecell", 5, ["genotok.singlecell"]),
-    ("build", 5, ["genotok.build"]),
-    ("pipeline", 6, ["genotok.pipeline"]),
-    ("training", 7, ["genotok.data", "genotok.sampling", "genotok.torch_data",
-                     "genotok.lightning", "genotok.plot"]),
-    ("cli", 8, ["genotok.cli"]),
-    ("root", 9, ["genotok", "genotok.__main__", "genotok._warmup"]),
-]
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "genotok"
+PYPROJECT = ROOT / "pyproject.toml"
+MAX_LINES = 1000
+PLUMBING = "plumbing"
+
+LINT = ("import sys; from importlinter.cli import lint_imports_command; "
+        "sys.argv[0] = 'lint-imports'; lint_imports_command()")
+
+
+def contracts() -> list[dict]:
+    return tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+
+
+def rooms() -> dict[str, str]:
+    """Module prefix -> room name, from the layers contract (its last layer is plumbing)."""
+    (layers,) = [c["layers"] for c in contracts() if c["type"] == "layers"]
+    out = {"genotok": "root"}  # the package itself and the top layer: the root room
+    for i, layer in enumerate(layers):
+        independent = "|" in layer
+        for tail in (t.strip() for t in layer.replace("|", ":").split(":")):
+            room = ("root" if i == 0 else PLUMBING if i == len(layers) - 1
+                    else tail if independent else layer)
+            out[f"genotok.{tail}"] = room
+    return out
+
+
+ROOMS = rooms()
 
 
 def module_name(path: Path) -> str:
@@ -55,23 +69,8 @@ MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 PACKAGES = {module_name(p) for p in PKG.rglob("__init__.py")}
 
 
-def room_of(mod: str) -> tuple[str, int]:
-    best = None
-    for room, floor, prefixes in ROOMS:
-        for pre in prefixes:
-            if (mod == pre or mod.startswith(pre + ".")) and (best is None or len(pre) > best[0]):
-                best = (len(pre), room, floor)
-    if best is None:
-        raise AssertionError(f"{mod} is in no room: add it to ROOMS in {__file__}")
-    return best[1], best[2]
-
-
-@dataclass
-class Edge:
-    src: str
-    dst: str
-    line: int
-    names: tuple[str, ...]   # the names imported ("from X import a, b"); () for "import X"
+def room_of(mod: str) -> str:
+    return ROOMS[max((pre for pre in ROOMS if mod == pre or mod.startswith(pre + ".")), key=len)]
 
 
 def _resolve(mod: str, node: ast.ImportFrom) -> str:
@@ -82,156 +81,106 @@ def _resolve(mod: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def edges_of(mod: str, path: Path) -> tuple[list[Edge], dict[str, str], ast.Module]:
-    """Every genotok import of a module (anywhere in it), and the local names bound to modules."""
-    tree = ast.parse(path.read_text(), str(path))
-    edges, bound = [], {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name.split(".")[0] == "genotok":
-                    edges.append(Edge(mod, a.name, node.lineno, ()))
-                    if a.asname:
-                        bound[a.asname] = a.name
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(mod, node)
-            if target.split(".")[0] != "genotok":
-                continue
-            plain = []
-            for a in node.names:
-                sub = f"{target}.{a.name}"
-                if sub in MODULES:      # "from . import reader": an import of a module
-                    edges.append(Edge(mod, sub, node.lineno, ()))
-                    bound[a.asname or a.name] = sub
-                else:
-                    plain.append(a.name)
-            if plain:
-                edges.append(Edge(mod, target, node.lineno, tuple(plain)))
-    return edges, bound, tree
-
-
-def _private_module(mod: str) -> bool:
-    return any(part.startswith("_") and part != "__main__" for part in mod.split(".")[1:])
-
-
-def problems() -> dict[str, list[str]]:
-    found = {"size": [], "upward": [], "private": [], "circle": []}
-    graph: dict[str, set[str]] = {m: set() for m in MODULES}
-    where: dict[tuple[str, str], str] = {}
+def private_names() -> list[str]:
+    """Every private name one room takes from another (anywhere in a module: lazy imports too)."""
+    found = []
     for mod, path in MODULES.items():
-        rel = path.relative_to(PKG.parent)
-        n = len(path.read_text().splitlines())
-        if n > MAX_LINES:
-            found["size"].append(f"{rel}: {n} lines (at most {MAX_LINES}: split the room)")
-        room, floor = room_of(mod)
-        edges, bound, tree = edges_of(mod, path)
-        for e in edges:
-            if e.dst not in MODULES:
-                continue
-            graph[mod].add(e.dst)
-            where.setdefault((mod, e.dst), f"{rel}:{e.line}")
-            droom, dfloor = room_of(e.dst)
-            if droom == room or droom == "plumbing" and room != "plumbing":
-                if droom == "plumbing" or not e.names:
+        rel = path.relative_to(ROOT)
+        room = room_of(mod)
+        tree = ast.parse(path.read_text(), str(path))
+        bound = {}  # local name -> genotok module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                bound.update({a.asname: a.name for a in node.names
+                              if a.asname and a.name.startswith("genotok")})
+            elif isinstance(node, ast.ImportFrom):
+                target = _resolve(mod, node)
+                if target.split(".")[0] != "genotok":
                     continue
-            if droom != room:
-                if dfloor >= floor:
-                    found["upward"].append(f"{rel}:{e.line}: {room} (floor {floor}) imports "
-                                           f"{e.dst} ({droom}, floor {dfloor})")
-                if droom != "plumbing" and _private_module(e.dst):
-                    found["private"].append(f"{rel}:{e.line}: imports {e.dst}, a private module "
-                                            f"of the {droom} room")
-                for name in e.names:
-                    if name.startswith("_") and name != "__version__":
-                        found["private"].append(f"{rel}:{e.line}: imports {name} from {e.dst} "
-                                                f"({droom} room)")
+                for a in node.names:
+                    if f"{target}.{a.name}" in MODULES:  # "from . import reader": a module
+                        bound[a.asname or a.name] = f"{target}.{a.name}"
+                    elif (a.name.startswith("_") and not a.name.startswith("__")
+                          and room_of(target) not in (room, PLUMBING)):
+                        found.append(f"{rel}:{node.lineno}: imports {a.name} from {target} "
+                                     f"({room_of(target)} room)")
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in bound and node.attr.startswith("_")
-                    and not node.attr.startswith("__")):
-                target = bound[node.value.id]
-                if room_of(target)[0] != room:
-                    found["private"].append(f"{rel}:{node.lineno}: reads {node.value.id}."
-                                            f"{node.attr}, private to {target}")
-    found["circle"] = [" -> ".join(c) + f"  (first edge at {where[(c[0], c[1])]})"
-                       for c in _cycles(graph)]
+                    and not node.attr.startswith("__")
+                    and room_of(bound[node.value.id]) not in (room, PLUMBING)):
+                found.append(f"{rel}:{node.lineno}: reads {node.value.id}.{node.attr}, private "
+                             f"to {bound[node.value.id]}")
     return found
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One cycle per strongly connected component of more than one module (Tarjan)."""
-    index, low, stack, on, out = {}, {}, [], set(), []
-    counter = [0]
-
-    def strong(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(_one_cycle(graph, set(comp)))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return out
+def lint(root: Path) -> subprocess.CompletedProcess:
+    """``lint-imports`` over the package under ``root`` with the project's contracts."""
+    env = {"PYTHONPATH": str(root), "PATH": "", "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", LINT, "--no-cache", "--no-logo",
+                           str(PYPROJECT)], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
 
 
-def _one_cycle(graph, comp):
-    start = min(comp)
-    prev, todo = {start: None}, [start]
-    while todo:
-        v = todo.pop(0)
-        for w in sorted(graph[v] & comp):
-            if w == start:
-                path = [v]
-                while prev[path[-1]] is not None:
-                    path.append(prev[path[-1]])
-                return path[::-1] + [start]
-            if w not in prev:
-                prev[w] = v
-                todo.append(w)
-    return sorted(comp)
+def test_import_linter_contracts_are_kept():
+    run = lint(ROOT)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{len(contracts())} kept, 0 broken" in run.stdout
 
 
-FOUND = problems()
-
-#: problems the redesign is mending, as (rule, file): a ratchet that only shrinks. A problem not
-#: listed fails; a listed one that is gone fails too (delete its line). Empty when it lands.
-KNOWN = {
-}
-
-
-def _file(problem: str) -> str:
-    return problem.split("first edge at ")[-1].split(":")[0] if "first edge at " in problem \
-        else problem.split(":")[0]
-
-
-@pytest.mark.parametrize("rule", sorted(FOUND))
-def test_structure(rule):
-    new = [p for p in FOUND[rule] if (rule, _file(p)) not in KNOWN]
-    assert not new, f"{len(new)} {rule} problem(s):\n" + "\n".join(new)
-
-
-def test_known_problems_still_exist():
-    gone = sorted(k for k in KNOWN if not any(_file(p) == k[1] for p in FOUND[k[0]]))
-    assert not gone, f"mended, so delete from KNOWN: {gone}"
+@pytest.mark.parametrize("module, line, broken", [
+    # a kernel reaching up to the tokenizer, lazily (imports inside functions count)
+    ("kernels/bits.py", "def _up():\n    from ..tokenizer import Tokenizer\n", "rooms"),
+    # two rooms of one floor
+    ("build/report.py", "from ..singlecell import cells\n", "rooms"),
+    # a circle inside a room
+    ("formats/gtok.py", "from . import interop\n", "no circle"),
+])
+def test_import_linter_catches_a_breach(tmp_path, module, line, broken):
+    shutil.copytree(PKG, tmp_path / "genotok",
+                    ignore=shutil.ignore_patterns("__pycache__", "examples"))
+    with open(tmp_path / "genotok" / module, "a") as fh:
+        fh.write("\n" + line)
+    run = lint(tmp_path)
+    assert run.returncode != 0
+    assert broken in run.stdout.split("Broken contracts")[-1], run.stdout
 
 
-def test_every_module_has_a_room():
-    for mod in MODULES:
-        room_of(mod)
+def test_modules_stay_readable():
+    long = [f"{p.relative_to(ROOT)}: {n} lines (about {MAX_LINES} at most: one concept per "
+            "module; never split by line count)"
+            for p in MODULES.values() if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not long, "\n".join(long)
+
+
+def test_no_private_name_crosses_rooms():
+    found = private_names()
+    assert not found, f"{len(found)} private name(s) across rooms (make them public):\n" + \
+        "\n".join(found)
+
+
+def test_optional_packages_are_imported_through_the_helper():
+    """Every optional package is first imported by ``_optional.require`` (which names its extra)
+    or ``_optional.optional``; a module may import its submodules after that, never bare."""
+    from genotok._optional import EXTRAS
+
+    extras = tomllib.loads(PYPROJECT.read_text())["project"]["optional-dependencies"]
+    assert set(EXTRAS.values()) <= set(extras), "an install hint names an extra that is gone"
+    found = []
+    for mod, path in MODULES.items():
+        if mod == "genotok._optional":
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        helped = {node.args[0].value.split(".")[0] for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                  and node.func.id in ("require", "optional") and node.args
+                  and isinstance(node.args[0], ast.Constant)}
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            for name in names:
+                top = name.split(".")[0]
+                if top in EXTRAS and top not in helped:
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {name} "
+                                 "without genotok._optional.require/optional")
+    assert not found, "\n".join(found)

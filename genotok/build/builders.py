@@ -204,7 +204,7 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False,
     min_gap
         Largest gap (bp) between regions that are still merged.
     progress
-        Show a progress bar over the inputs (tqdm when installed, else a line on stderr).
+        Show a progress bar over the inputs.
     hash_inputs
         Record the sha256 of every input file in the report (``False`` skips the hashing).
     n_threads

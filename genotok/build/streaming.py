@@ -215,7 +215,7 @@ def _load(item, hash_inputs: bool) -> tuple[RegionSet, dict]:
 
 
 def _bar(enabled: bool, total: int | None, desc: str):
-    return _progress_bar(total, desc, "file", enabled=enabled)  # tqdm, else a stderr line
+    return _progress_bar(total, desc, "file", enabled=enabled)
 
 
 def _loads(items: Iterable, hash_inputs: bool, n_readers: int) -> Iterator[tuple[RegionSet, dict]]:

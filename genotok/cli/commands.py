@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._optional import require
 from ..errors import UniverseError
 
 #: the tokenizer options every tokenizing subcommand takes (flag -> TokenizerSettings field)
@@ -134,7 +135,7 @@ def cmd_pretokenize(args) -> int:
     tok = _tokenizer(args)
     client = None
     if args.scheduler:
-        from dask.distributed import Client
+        Client = require("dask.distributed", "--scheduler").Client
 
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
     # the run's summary is for the user, as every command's: on stderr (silenced by -q)
@@ -249,7 +250,8 @@ def _export_format(out: str, given: str | None) -> str:
 
 
 def cmd_export(args) -> int:
-    from ..formats.corpus import Corpus, export_gtok_dir, export_parquet
+    from ..formats.corpus import Corpus
+    from ..formats.interop import export_gtok_dir, export_parquet
 
     out = _out(args, args.out_positional)
     fmt = _export_format(out, args.format)
@@ -274,7 +276,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from ..formats.corpus import import_gtok_dir, import_parquet
+    from ..formats.interop import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
     fmt = args.format

@@ -12,15 +12,12 @@ import hashlib
 
 import numpy as np
 
+from .._optional import require
+
 
 def _require():
-    try:
-        import datasets
-        import pyarrow as pa
-    except ImportError:
-        raise ImportError("Corpus.to_hf_dataset needs datasets and pyarrow: "
-                          "pip install 'genotok[hf]'") from None
-    return datasets, pa
+    return (require("datasets", "Corpus.to_hf_dataset"),
+            require("pyarrow", "Corpus.to_hf_dataset"))
 
 
 def _list_array(pa, data: np.ndarray, offsets: np.ndarray):

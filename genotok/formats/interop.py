@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_write
+from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
 from ..ragged import Ragged
@@ -148,12 +149,8 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
 
 
 def _pyarrow():
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ImportError("Parquet export/import needs pyarrow: pip install 'genotok[parquet]'") from None
-    return pa, pq
+    return (require("pyarrow", "Parquet export/import"),
+            require("pyarrow.parquet", "Parquet export/import"))
 
 
 def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tuple[int, int]]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from .._optional import require
+
 
 def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[Path, dict], None],
                 tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
@@ -70,11 +72,7 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     >>> journal["done"], saved
     ({'0': {'files': 2}, '1': {'files': 1}}, [2])
     """
-    try:
-        from dask.distributed import as_completed
-    except ImportError:
-        raise ImportError("running on a Dask cluster needs dask.distributed: "
-                          "pip install 'genotok[dask]'") from None
+    as_completed = require("dask.distributed", "running on a Dask cluster").as_completed
 
     todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
     if not todo:

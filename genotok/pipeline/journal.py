@@ -1,8 +1,8 @@
 """The journal and the lock of a :func:`~genotok.pipeline.pretokenize` output directory.
 
-- one run at a time per directory: an OS lock (``flock`` on ``.genotok.lock``), held for the
-  whole run and released by the kernel however the holder ends, so it is never stale; a second
-  run is told ``locked by host:pid since …``;
+- one run at a time per directory: an OS lock (filelock's ``flock`` on ``.genotok.lock``), held
+  for the whole run and released by the kernel however the holder ends, so it is never stale; a
+  second run is told ``locked by host:pid since …``;
 - ``journal.json``: the plan and which batches are done, rewritten atomically after each shard;
 - a kill at any instant leaves a directory that resumes: every file is written to a temporary
   name and renamed, and the next run first removes the temporary files of ours it finds
@@ -19,6 +19,8 @@ import socket
 import time
 from pathlib import Path
 
+import filelock
+
 from .._io import atomic_write
 from ..errors import UniverseMismatchError
 from ..formats.corpus import MANIFEST
@@ -34,11 +36,13 @@ _TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za
 
 @contextlib.contextmanager
 def _lock(directory: Path):
-    """Hold the output directory's lock for the body: an exclusive ``flock`` on
+    """Hold the output directory's lock for the body: filelock's exclusive ``flock`` on
     ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
     too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
-    the message a second writer gets. On NFS, Linux maps ``flock`` to the server's byte-range
-    locks, which other hosts see; a file system without locks is refused with a clear error.
+    the message a second writer gets; it is removed (still locked) on release. On NFS, Linux maps
+    ``flock`` to the server's byte-range locks, which other hosts see; a file system without
+    locks is refused with a clear error (never filelock's fallback to a lock by existence, which
+    a killed run would leave stale).
 
     Examples
     --------
@@ -53,62 +57,42 @@ def _lock(directory: Path):
     refused: True
     """
     path = directory / LOCK
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            _flock(fd, directory)
-        except BaseException:
-            os.close(fd)
-            raise
-        # the holder we waited on may have removed the file before we locked it: a lock on
-        # an unlinked file excludes no one, so take the lock again on the file now at ``path``
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
+    lock = filelock.FileLock(path, blocking=False, thread_local=False, fallback_to_soft=False,
+                             on_acquired=_record_holder)
     try:
-        info = {"host": socket.gethostname(), "pid": os.getpid(),
-                "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
-        yield
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(path)  # while still locked: whoever opens it next makes a new file
-        os.close(fd)  # releases the lock
-
-
-def _flock(fd: int, directory: Path) -> None:
-    """Take the exclusive lock on ``fd`` without waiting, or raise a :class:`PipelineError`
-    naming who holds it (or saying that the file system cannot lock)."""
-    import errno
-
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        raise PipelineError("pretokenize locks its output directory with POSIX file locks "
-                            "(fcntl), which this platform lacks; run it on Linux or macOS "
-                            "(or WSL)") from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.acquire()
+    except filelock.Timeout:
+        raise PipelineError(f"{directory}: {_holder(path)} (another genotok run is writing "
+                            "here); wait for it to finish or choose another --out") from None
+    except (PermissionError, FileNotFoundError, NotADirectoryError):
+        raise  # the directory, not the locking: as any other write there would fail
     except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise PipelineError(f"{directory}: {_holder(fd)} (another genotok run is writing "
-                                "here); wait for it to finish or choose another --out") from None
         raise PipelineError(f"{directory}: the file system cannot lock files "
                             f"({exc.strerror or exc}), so two runs writing here could not be "
                             "kept apart; write to a local directory (and move it), or mount "
                             "with locking enabled") from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)  # while still locked: whoever waited on this file takes a new one
+        lock.release()
 
 
-def _holder(fd: int) -> str:
+def _record_holder(fd: int) -> None:
+    """Write who holds the lock into the lock file (filelock calls it once the lock is held)."""
+    info = {"host": socket.gethostname(), "pid": os.getpid(),
+            "since": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "time": time.time()}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(info).encode(), 0)
+
+
+def _holder(path: Path) -> str:
     """``locked by host:pid since …`` from the lock file's record (written just after the
     holder took the lock: it may be missing for an instant)."""
     try:
-        info = json.loads(os.pread(fd, 4096, 0).decode())
+        with open(path, "rb") as fh:
+            info = json.loads(fh.read(4096).decode())
         return f"locked by {info['host']}:{info['pid']} since {info['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "locked by another process"

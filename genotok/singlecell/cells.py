@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .. import _config, sink
+from .. import _config, _progress, sink
 from ..errors import AnnDataError
 from ..kernels import cells as K
 from ..ragged import Ragged
@@ -230,10 +230,8 @@ def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, un
                     TRUNCATE[truncate], int(seed), values=bool(values))
 
 
-def _progress(total: int, enabled: bool, desc: str):
-    from .._progress import progress  # tqdm when installed, else a plain stderr line
-
-    return progress(total, desc, "cell", enabled=enabled)
+def _bar(total: int, enabled: bool, desc: str):
+    return _progress.progress(total, desc, "cell", enabled=enabled)
 
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
@@ -245,7 +243,7 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
     kernels; their ids are then looked up in the table (``order="var"``)."""
     mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
     per_nnz = int(16 + 40 * mean_hits)
-    bar = _progress(source.n_rows, progress, desc)
+    bar = _bar(source.n_rows, progress, desc)
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):

@@ -375,7 +375,6 @@ def test_straight_into_a_tokenizer():
 
 
 def test_progress_bar_runs_without_warnings(capsys):
-    pytest.importorskip("tqdm")
     rs, _ = build.merge([["chr1:0-5"], ["chr1:3-9"]], progress=True)
     assert rs.to_strings() == ["chr1:0-9"]
     build.coverage_cutoff([["chr1:0-5"]], 1, progress=True)

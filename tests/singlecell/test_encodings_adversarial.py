@@ -405,8 +405,9 @@ def test_extra_tokens_given_as_one_string_are_refused(tmp_path):
         Tokenizer(VAR, extra_tokens="<batch=a>")
     tok = Tokenizer(VAR, extra_tokens=["<batch=a>"])
     p = tok.save_config(tmp_path / "t.toml")
-    p.write_text(p.read_text().replace('extra_tokens = ["<batch=a>"]',
-                                       'extra_tokens = "<batch=a>"'))
+    text = p.read_text()
+    assert 'extra_tokens = [\n    "<batch=a>",\n]' in text  # as tomli-w writes it
+    p.write_text(text.replace('extra_tokens = [\n    "<batch=a>",\n]', 'extra_tokens = "<batch=a>"'))
     with pytest.raises(UniverseError, match="a list of strings"):
         Tokenizer.from_config(p)
 

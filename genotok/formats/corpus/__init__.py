@@ -6,7 +6,6 @@ file opened and checked), :mod:`.verify`, :mod:`.manifest` (sharded directories)
 Parquet and gtok-directory interop live in :mod:`genotok.formats.interop`.
 """
 
-from ..interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
 from .layout import MANIFEST
 from .manifest import write_manifest
 from .reader import Corpus, check_expected
@@ -14,5 +13,4 @@ from .remote import RemoteCorpus, ShardCache, open_corpus
 from .writer import CorpusWriter, json_scalars
 
 __all__ = ["MANIFEST", "Corpus", "CorpusWriter", "RemoteCorpus", "ShardCache", "check_expected",
-           "export_gtok_dir", "export_parquet", "import_gtok_dir", "import_parquet", "json_scalars",
-           "open_corpus", "write_manifest"]
+           "json_scalars", "open_corpus", "write_manifest"]

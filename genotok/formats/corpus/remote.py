@@ -25,16 +25,17 @@ Needs ``fsspec`` and the filesystem's package (``pip install 'genotok[remote]'``
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import stat
 import threading
 from pathlib import Path
 
+import filelock
 import numpy as np
 
 from ..._io import atomic_write
+from ..._optional import require
 from ...errors import GtokFormatError, UniverseMismatchError
 from .layout import (
     CHECKSUMS,
@@ -60,24 +61,13 @@ DEFAULT_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "genotok", "shar
 
 
 def _fsspec():
-    try:
-        import fsspec
-    except ImportError:
-        raise ImportError("a remote corpus needs fsspec (and s3fs for s3://, gcsfs for gs://): "
-                          "pip install 'genotok[remote]'") from None
-    return fsspec
+    return require("fsspec", "a remote corpus (s3:// also needs s3fs, gs:// gcsfs)")
 
 
-@contextlib.contextmanager
-def _flock(path: Path):
-    """An exclusive lock on ``path`` (a lock file, created if needed) shared by processes."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _flock(path: Path) -> filelock.FileLock:
+    """An exclusive lock on ``path`` (a lock file, created if needed and kept) that processes
+    and threads share: a fresh filelock ``flock`` per use, waited for without a time limit."""
+    return filelock.FileLock(path, thread_local=False, fallback_to_soft=False)
 
 
 class ShardCache:
