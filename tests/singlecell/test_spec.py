@@ -184,3 +184,30 @@ def test_the_corpus_header_holds_the_spec_with_its_medians(tmp_path):
     with pytest.raises(ParameterError, match="the medians are of normalize='total'"):
         CellSpec(encoding=RankByMedian(c))
     assert AnnDataOptions().layer is None
+
+
+# -------------------------------------------------------------------------- TOML
+@pytest.mark.parametrize("spec", [
+    CellSpec(), CellSpec.geneformer(), CellSpec.scgpt(values=False),
+    CellSpec(encoding=RankByMedian(np.array([1.5, np.nan])), prepend=['a"b', "c"],
+             min_count=2.0, order="shuffle", seed=2**63 - 1, unknown="drop"),
+], ids=["default", "geneformer", "scgpt", "medians-and-quotes"])
+def test_toml_round_trips(tmp_path, spec):
+    (tmp_path / "s.toml").write_text(spec.to_toml())
+    assert CellSpec.from_toml(tmp_path / "s.toml") == spec
+    assert CellSpec.from_toml(spec.to_toml()) == spec
+
+
+def test_toml_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_length = \n")
+    with pytest.raises(ParameterError, match=r"bad.toml: not a valid TOML cell spec.*line 1"):
+        CellSpec.from_toml(bad)
+    bad.write_text("[[encoding]]\nname = 'zscore'\n")
+    with pytest.raises(ParameterError, match=r"bad.toml: CellSpec: unknown value encoding 'zscore'"):
+        CellSpec.from_toml(bad)
+    bad.write_text("max_length = 0\n")
+    with pytest.raises(ParameterError, match=r"bad.toml: CellSpec: max_length must be"):
+        CellSpec.from_toml(bad)
+    with pytest.raises(ParameterError, match="missing.toml: cannot read"):
+        CellSpec.from_toml(tmp_path / "missing.toml")
