@@ -24,7 +24,7 @@ from .formats.corpus import (
     write_manifest,
 )
 from .formats.gtok import read_gtok, write_gtok
-from .pipeline import pretokenize
+from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
@@ -46,5 +46,5 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian",
+    "RankByMedian", "RunOptions",
 ]
