@@ -135,9 +135,26 @@ def test_a_string_prepend_is_one_column():
 
 # -------------------------------------------------------------------------- entry points
 @pytest.mark.parametrize("func", [tokenize_anndata, tokenize_fragments, fragment_matrix,
-                                  genotok.singlecell.FragmentMatrix.from_fragments])
+                                  genotok.singlecell.FragmentMatrix.from_fragments,
+                                  genotok.pretokenize, genotok.Tokenizer,
+                                  genotok.Tokenizer.from_bed, genotok.Tokenizer.from_config,
+                                  genotok.Tokenizer.from_pretrained],
+                         ids=lambda f: getattr(f, "__qualname__", str(f)))
 def test_entry_points_take_at_most_ten_parameters(func):
+    """Issue 31: every public entry point takes at most 10 parameters (pretokenize had 24,
+    the Tokenizer 12); what a cell becomes is one CellSpec, the tokenizer's settings one
+    TokenizerSettings. (``Tokenizer``'s signature is its constructor's, ``_setup``.)"""
     assert len(inspect.signature(func).parameters) <= 10
+
+
+def test_tokenizer_takes_its_settings_as_one_object():
+    tok = genotok.Tokenizer(VARS, settings=genotok.TokenizerSettings(overlap="best"))
+    assert tok.settings.overlap == "best"
+    with pytest.raises(TypeError, match=r"overlap are TokenizerSettings fields: pass "
+                                        r"settings=TokenizerSettings\(overlap=\.\.\.\)"):
+        genotok.Tokenizer(VARS, overlap="best")
+    with pytest.raises(TypeError, match="settings must be a TokenizerSettings, got dict"):
+        genotok.Tokenizer(VARS, settings={"overlap": "best"})
 
 
 def test_swapped_or_wrong_arguments_are_named(tmp_path):
