@@ -122,12 +122,10 @@ class Tokenizer(_Vocabulary):
         (strings ``chr:start-end``, tuples, arrays, a data frame, gtars ``Region`` objects).
         A string that could be read two ways is refused with the explicit call to use.
     settings : TokenizerSettings or None, default None
-        How queries become tokens: overlap mode, filters, ``<unk>`` policy, hit order and
-        gtars backend, one validated object (see :class:`TokenizerSettings`, e.g.
-        ``TokenizerSettings(overlap="best")``). ``None``: the settings saved in a
-        configuration or model directory, else the defaults. :meth:`from_bed`,
-        :meth:`from_config` and :meth:`from_pretrained` take the same settings as keywords
-        (``Tokenizer.from_bed(path, overlap="best")``).
+        How queries become tokens (overlap mode, filters, ``<unk>`` policy, hit order, gtars
+        backend): a :class:`TokenizerSettings`. ``None``: those saved in a configuration or
+        model directory, else the defaults. The ``from_*`` constructors take its fields as
+        keywords, over the saved ones (``Tokenizer.from_bed(path, overlap="best")``).
     n_threads : int or None, default None
         Default numba thread count for this tokenizer's calls (``None``: numba's setting).
     special_tokens : dict or None, default None
@@ -140,8 +138,6 @@ class Tokenizer(_Vocabulary):
         such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
         on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
 
-    The settings given as keywords (``from_bed(path, overlap="best")``) change those saved
-    in a configuration, else the defaults.
     ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
     ``__init__`` calling ``super().__init__()``) or in the usual Python way.
 
@@ -207,11 +203,7 @@ class Tokenizer(_Vocabulary):
         if extra_tokens is not None:  # condition tokens after the specials (genotok.singlecell.conditions)
             universe = universe.with_extra_tokens(extra_tokens)
         if settings is None:
-            ttype = saved.get("tokenizer_type", "bits")
-            if ttype not in TOKENIZER_TYPES:
-                raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as "
-                                    f"in gtars), got {ttype!r}")
-            settings = TokenizerSettings(**saved)
+            settings = self._with_settings(saved, {})["settings"]
         self.universe, self.strict = universe, bool(strict)
         self.settings, self.n_threads = settings, n_threads
         if check is not None:

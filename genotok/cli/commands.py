@@ -21,6 +21,16 @@ TOKENIZER_FLAGS = ("overlap", "min_overlap", "min_fraction", "fraction_of", "unk
 EXPORT_SUFFIXES = {".parquet": "parquet", ".pq": "parquet"}
 
 
+#: a CellSpec field's flag where ``--field-name`` would clash with a tokenizer flag
+CELL_FLAG_NAMES = {"order": "--cell-order", "unknown": "--cell-unknown"}
+
+
+def cell_flag(name: str) -> str:
+    """The flag of the CellSpec field ``name``: ``--field-name`` (``_`` as ``-``), or
+    :data:`CELL_FLAG_NAMES`' where that would clash with the tokenizer's flags."""
+    return CELL_FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
 class UsageError(Exception):
     """A command line that cannot be run as given (exit code 2)."""
 
@@ -134,7 +144,6 @@ def _cell_spec(args):
     from dataclasses import fields
 
     from ..singlecell.spec import CellSpec
-    from .main import cell_flag
 
     given = {f.name: getattr(args, f"cell_{f.name}") for f in fields(CellSpec)
              if hasattr(args, f"cell_{f.name}")}

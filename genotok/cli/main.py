@@ -26,7 +26,7 @@ import warnings
 from .._optional import EXTRAS
 from ..errors import GenotokError
 from . import commands as C
-from .commands import UsageError
+from .commands import UsageError, cell_flag
 
 EXAMPLES = {
     "pretokenize": """examples:
@@ -134,16 +134,6 @@ def _hash_name(text: str) -> str:
 
 
 # ------------------------------------------------------------------------- the cell spec
-#: a CellSpec field's flag where ``--field-name`` would clash with a tokenizer flag
-CELL_FLAG_NAMES = {"order": "--cell-order", "unknown": "--cell-unknown"}
-
-
-def cell_flag(name: str) -> str:
-    """The flag of the CellSpec field ``name``: ``--field-name`` (``_`` as ``-``), or
-    :data:`CELL_FLAG_NAMES`' where that would clash with the tokenizer's flags."""
-    return CELL_FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
-
-
 def _encoding_steps(text: str) -> tuple:
     """``--encoding``: comma-separated steps, each a registry name with optional
     ``:field=value`` parts (values as JSON, else text): ``normalize:target_sum=100,bins:n=5``."""
