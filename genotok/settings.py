@@ -27,6 +27,36 @@ TOKENIZER_TYPES = ("bits", "ailist")
 class TokenizerSettings:
     """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
 
+    ``Tokenizer(universe, settings=TokenizerSettings(overlap="best"))``; the ``from_*``
+    constructors take the same fields as keywords (``Tokenizer.from_bed(path,
+    overlap="best")``).
+
+    Parameters
+    ----------
+    overlap : str, default "all"
+        ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
+        the largest overlap per query; ties go to the lowest id).
+    min_overlap : int, default 0
+        Minimum overlap in bp for a hit (0: any half-open overlap counts).
+    min_fraction : float, default 0.0
+        Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
+        ``fraction_of`` says.
+    fraction_of : str, default "query"
+        ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
+    unknown : str, default "set"
+        ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
+        ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
+    order : str, default "gtars"
+        ``"gtars"`` (a BED file is stable-sorted by (chromosome name as bytes, start) first,
+        in-memory regions keep their order; hits of a query by ascending universe position),
+        ``"input"`` (input order, files too), ``"genomic"`` (by universe position) or
+        ``"unique"`` (de-duplicated, genomic).
+    tokenizer_type : str, default "bits"
+        gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
+        refused. The hits are the same; the order of one query's several hits follows the
+        backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
+        see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
+
     Examples
     --------
     >>> TokenizerSettings(overlap="best").as_dict()["overlap"]

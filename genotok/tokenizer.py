@@ -6,6 +6,7 @@ The Tokenizer validates and shapes; the overlap work is done by the numba kernel
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Mapping, Sequence
@@ -104,6 +105,10 @@ def _is_single_set(obj) -> bool:
     return False
 
 
+#: the settings' field names (keywords of the ``from_*`` constructors)
+_SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(TokenizerSettings))
+
+
 class Tokenizer(_Vocabulary):
     """Turn genomic regions into universe token ids.
 
@@ -116,33 +121,15 @@ class Tokenizer(_Vocabulary):
         ``org/name`` (see :meth:`from_pretrained`); a :class:`Universe`; or regions in memory
         (strings ``chr:start-end``, tuples, arrays, a data frame, gtars ``Region`` objects).
         A string that could be read two ways is refused with the explicit call to use.
-    overlap : str, default "all"
-        ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
-        the largest overlap per query; ties go to the lowest id).
-    min_overlap : int, default 0
-        Minimum overlap in bp for a hit (0: any half-open overlap counts).
-    min_fraction : float, default 0.0
-        Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
-        ``fraction_of`` says.
-    fraction_of : str, default "query"
-        ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
-    unknown : str, default "set"
-        ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
-        ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
-    order : str, default "gtars"
-        ``"gtars"`` (a BED file is stable-sorted by (chromosome name as bytes, start) first,
-        in-memory regions keep their order; hits of a query by ascending universe position),
-        ``"input"`` (input order, files too), ``"genomic"`` (by universe position) or
-        ``"unique"`` (de-duplicated, genomic).
+    settings : TokenizerSettings or None, default None
+        How queries become tokens (overlap mode, filters, ``<unk>`` policy, hit order, gtars
+        backend): a :class:`TokenizerSettings`. ``None``: those saved in a configuration or
+        model directory, else the defaults. The ``from_*`` constructors take its fields as
+        keywords, over the saved ones (``Tokenizer.from_bed(path, overlap="best")``).
     n_threads : int or None, default None
         Default numba thread count for this tokenizer's calls (``None``: numba's setting).
     special_tokens : dict or None, default None
         ``{"unk": "<UNKNOWN>", ...}``: rename special tokens (partial overrides allowed).
-    tokenizer_type : str, default "bits"
-        gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
-        refused. The hits are the same; the order of one query's several hits follows the
-        backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
-        see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
     strict : bool, default False
         Refuse lines with end before start in the universe and in query files (by default, as
         in gtars, such a line hits nothing: an inert token, see :class:`Universe`, or a warning).
@@ -151,7 +138,6 @@ class Tokenizer(_Vocabulary):
         such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
         on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
 
-    Settings not given keep the values saved in a configuration, else the defaults above.
     ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
     ``__init__`` calling ``super().__init__()``) or in the usual Python way.
 
@@ -185,6 +171,12 @@ class Tokenizer(_Vocabulary):
             else:
                 raise TypeError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
                                 "configuration, a model directory or Hub id, or regions")
+        loose = sorted(k for k in kwargs if k in _SETTING_NAMES)
+        if loose:
+            raise TypeError(f"Tokenizer: {', '.join(loose)} are TokenizerSettings fields: pass "
+                            f"settings=TokenizerSettings({loose[0]}=...), or use "
+                            f"Tokenizer.from_bed(path, {loose[0]}=...) / from_config / "
+                            "from_pretrained, which take them as keywords")
         self._setup(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -198,28 +190,36 @@ class Tokenizer(_Vocabulary):
         self._setup(*stored[0], **stored[1])
         return getattr(self, name)
 
-    def _setup(self, source, *, overlap: str | None = None, min_overlap: int | None = None,
-               min_fraction: float | None = None, fraction_of: str | None = None,
-               unknown: str | None = None, order: str | None = None,
+    def _setup(self, source, settings: TokenizerSettings | None = None, *,
                n_threads: int | None = None, special_tokens: dict | None = None,
-               tokenizer_type: str | None = None, strict: bool = False, extra_tokens=None):
+               strict: bool = False, extra_tokens=None):
         from . import pretrained as _pretrained
 
+        if settings is not None and not isinstance(settings, TokenizerSettings):
+            raise TypeError(f"Tokenizer: settings must be a TokenizerSettings, got "
+                            f"{type(settings).__name__} (e.g. settings=TokenizerSettings("
+                            "overlap='best'), or Tokenizer.from_bed(path, overlap='best'))")
         universe, saved, check = _pretrained.load(source, special_tokens, strict)
         if extra_tokens is not None:  # condition tokens after the specials (genotok.singlecell.conditions)
             universe = universe.with_extra_tokens(extra_tokens)
-        given = {"overlap": overlap, "min_overlap": min_overlap, "min_fraction": min_fraction,
-                 "fraction_of": fraction_of, "unknown": unknown, "order": order,
-                 "tokenizer_type": tokenizer_type}
-        settings = {**saved, **{k: v for k, v in given.items() if v is not None}}
-        ttype = settings.get("tokenizer_type", "bits")
+        if settings is None:
+            settings = self._with_settings(saved, {})["settings"]
+        self.universe, self.strict = universe, bool(strict)
+        self.settings, self.n_threads = settings, n_threads
+        if check is not None:
+            _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
+
+    @staticmethod
+    def _with_settings(saved: dict, kwargs: dict) -> dict:
+        """``from_*``'s keywords: the settings among them (over ``saved``, a configuration's)
+        as one :class:`TokenizerSettings`, the others as they are."""
+        given = {**saved, **{k: v for k, v in kwargs.items() if k in _SETTING_NAMES}}
+        ttype = given.get("tokenizer_type", "bits")
         if ttype not in TOKENIZER_TYPES:
             raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
                                 f"gtars), got {ttype!r}")
-        self.universe, self.strict = universe, bool(strict)
-        self.settings, self.n_threads = TokenizerSettings(**settings), n_threads
-        if check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
+        rest = {k: v for k, v in kwargs.items() if k not in _SETTING_NAMES}
+        return {"settings": TokenizerSettings(**given), **rest}
 
     def _regions(self, obj) -> RegionSet:  # a query file's reversed lines: see ``strict``
         return as_regions(obj, reversed="error" if self.strict else "drop")
@@ -235,7 +235,7 @@ class Tokenizer(_Vocabulary):
         special, strict = kwargs.pop("special_tokens", None), kwargs.pop("strict", False)
         dups = kwargs.pop("duplicates", "unique")
         return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups), strict=strict,
-                   **kwargs)
+                   **cls._with_settings({}, kwargs))
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -253,7 +253,7 @@ class Tokenizer(_Vocabulary):
 
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved = read_config(path, special, strict)
-        return cls(universe, strict=strict, **{**saved, **overrides})
+        return cls(universe, strict=strict, **cls._with_settings(saved, overrides))
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
@@ -281,7 +281,7 @@ class Tokenizer(_Vocabulary):
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
                                                             special, strict)
-        tok = cls(universe, strict=strict, **{**saved, **overrides})
+        tok = cls(universe, strict=strict, **cls._with_settings(saved, overrides))
         _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from genotok import RegionSet, Tokenizer
+from genotok import RegionSet, Tokenizer, TokenizerSettings
 
 N_CASES = 40
 
@@ -45,7 +45,7 @@ def test_pairs_equal_bedtools(tmp_path):
         theirs = Counter(dict.fromkeys(theirs, 1))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            tok = Tokenizer(RegionSet.from_tuples(u), unknown="drop")
+            tok = Tokenizer(RegionSet.from_tuples(u), settings=TokenizerSettings(unknown="drop"))
         ov = tok.overlaps([RegionSet.from_tuples(q)])
         ours = Counter(zip(ov.query.tolist(), ov.ids.tolist()))
         assert ours == theirs, f"case {case}"

@@ -14,7 +14,7 @@ import pytest
 import genotok
 from genotok import _progress
 from genotok._optional import MissingDependencyError, require
-from genotok.pipeline.run import pretokenize
+from genotok.pipeline.run import RunOptions, pretokenize
 
 from ._shared import PBMC, needs_shared
 
@@ -130,7 +130,7 @@ def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
         pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", progress=False,
-                    client=object())
+                    options=RunOptions(client=object()))
 
 
 def test_return_tensors_pt_without_torch(monkeypatch, tok):

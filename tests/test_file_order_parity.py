@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from genotok import Tokenizer
+from genotok import Tokenizer, TokenizerSettings
 
 from . import naive_tokenizer
 
@@ -238,7 +238,7 @@ def test_other_settings_equal_the_oracle(campaign, monkeypatch, kw):
     and on runs moved whole, with the bucket radix sort on one of two calls."""
     from genotok.kernels import sort as sort_kernels
 
-    tok = Tokenizer(str(campaign.paths["main"]), **kw)
+    tok = Tokenizer(str(campaign.paths["main"]), settings=TokenizerSettings(**kw))
     names = ["split_back", "split_256_runs", "ties_shuffled", "natural", "runs256", "empty"]
     for name in names:
         assert tok.encode(str(campaign.paths[name])).tolist() == _oracle(campaign, name, **kw), name

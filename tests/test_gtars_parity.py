@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from genotok import AnnDataOptions, CellSpec, Tokenizer, Universe
+from genotok import AnnDataOptions, CellSpec, Tokenizer, TokenizerSettings, Universe
 from genotok.errors import BedParseError, UniverseError
 
 from ._shared import GTARS_COMPAT, GTARS_TESTS, PBMC, needs_shared
@@ -71,7 +71,7 @@ def test_bad_tokenizer_type_is_refused_with_the_allowed_values():
         with pytest.raises(UniverseError, match=r"\['bits', 'ailist'\].*'i-dont-exist'"):
             make(DATA / "tokenizer_bad_ttype.toml")
     with pytest.raises(UniverseError, match="tokenizer_type must be one of"):
-        Tokenizer(str(DATA / "peaks.bed"), tokenizer_type="nonsense")
+        Tokenizer.from_bed(str(DATA / "peaks.bed"), tokenizer_type="nonsense")
     assert Tokenizer(str(DATA / "tokenizer_ailist.toml")).tokenizer_type == "ailist"
     assert Tokenizer(str(DATA / "tokenizer_bits.toml")).tokenizer_type == "bits"
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import genotok
-from genotok import Tokenizer
+from genotok import Tokenizer, TokenizerSettings
 from genotok.errors import UniverseError
 
 from ._shared import GTARS_COMPAT as COMPAT
@@ -86,7 +86,7 @@ def test_atacformer_layout_universe_bed_gz_and_config_json(tmp_path):
     assert tok.vocab_size == n + 7
     assert tok.get_vocab() == Tokenizer(str(UNIVERSE)).get_vocab()
     assert Tokenizer(str(d)).get_vocab() == tok.get_vocab()  # a directory dispatches here
-    assert Tokenizer(d, overlap="best").settings.overlap == "best"
+    assert Tokenizer(d, settings=TokenizerSettings(overlap="best")).settings.overlap == "best"
 
 
 def test_region2vec_layout_universe_bed_and_config_yaml(tmp_path):
@@ -132,8 +132,9 @@ def test_a_repo_without_a_tokenizer_lists_what_it_holds(tmp_path):
 # ---------------------------------------------------------------------------------- save
 @needs_shared
 def test_save_pretrained_round_trip_keeps_settings(tmp_path):
-    tok = Tokenizer(str(UNIVERSE), overlap="best", min_overlap=5, unknown="region",
-                    special_tokens={"mask": "<MASK>"})
+    tok = Tokenizer(str(UNIVERSE),
+                    special_tokens={"mask": "<MASK>"},
+                    settings=TokenizerSettings(overlap="best", min_overlap=5, unknown="region"))
     d = tok.save_pretrained(tmp_path / "out")
     assert sorted(p.name for p in d.iterdir()) == ["tokenizer.toml", "universe.bed.gz"]
     back = Tokenizer.from_pretrained(d)
@@ -149,7 +150,7 @@ def test_save_pretrained_round_trip_keeps_settings(tmp_path):
 
 
 def test_save_pretrained_of_an_in_memory_tokenizer(tmp_path):
-    tok = Tokenizer(["chr2:10-20", "chr1:5-9"], tokenizer_type="ailist")
+    tok = Tokenizer(["chr2:10-20", "chr1:5-9"], settings=TokenizerSettings(tokenizer_type="ailist"))
     back = Tokenizer(str(tok.save_pretrained(tmp_path / "m")))
     assert back.universe.regions.to_strings() == ["chr2:10-20", "chr1:5-9"]
     assert back.tokenizer_type == "ailist"
@@ -251,7 +252,7 @@ def test_dispatch_reads_toml_by_its_suffix(tmp_path):
     cfg.write_text('universe = "u.bed"\n[genotok]\nunknown = "drop"\n')
     tok = Tokenizer(str(cfg))
     assert tok.settings.unknown == "drop" and tok.vocab_size == 9
-    assert Tokenizer(str(cfg), unknown="set").settings.unknown == "set"
+    assert Tokenizer(str(cfg), settings=TokenizerSettings(unknown="set")).settings.unknown == "set"
     cfg.write_text('universe = "u.bed"\n[genotok]\nunkown = "drop"\n')
     with pytest.raises(UniverseError, match=r"unknown setting\(s\) \['unkown'\]"):
         Tokenizer(str(cfg))

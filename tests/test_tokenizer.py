@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok
-from genotok import RegionSet, Tokenizer, Universe
+from genotok import RegionSet, Tokenizer, TokenizerSettings, Universe
 
 from . import naive_tokenizer as naive
 
@@ -79,7 +79,7 @@ def _write_bed(path, regs):
 @given(universes(), region_lists(chroms=CHROMS + ["chrUnknown"]), SETTINGS,
        st.sampled_from(["unique", "lines"]))
 def test_encode_equals_model_in_memory(ureg, qreg, opts, duplicates):
-    tok = Tokenizer(_universe(ureg, duplicates), **opts)
+    tok = Tokenizer(_universe(ureg, duplicates), settings=TokenizerSettings(**opts))
     got = tok.encode(RegionSet.from_tuples(qreg)).tolist()
     assert got == naive.tokenize(ureg, qreg, from_file=False, duplicates=duplicates, **opts)
 
@@ -92,7 +92,7 @@ def test_encode_equals_model_in_memory(ureg, qreg, opts, duplicates):
 def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts, reversed_lines):
     """Lines with end before start (inserted at random places) warn and hit nothing, as in
     gtars: the model never sees them."""
-    tok = Tokenizer(_universe(ureg), **opts)
+    tok = Tokenizer(_universe(ureg), settings=TokenizerSettings(**opts))
     lines = list(qreg)
     for at, c, s, w in reversed_lines:
         lines.insert(min(at, len(lines)), (c, s, max(0, s - w)))
@@ -103,7 +103,7 @@ def test_encode_equals_model_from_file(tmp_path, ureg, qreg, opts, reversed_line
     assert got == naive.tokenize(ureg, qreg, from_file=True, **opts)
     if reversed_lines:
         with pytest.raises(genotok.BedParseError, match="end is before start"):
-            Tokenizer(tok.universe, strict=True, **opts).encode(str(path))
+            Tokenizer(tok.universe, strict=True, settings=TokenizerSettings(**opts)).encode(str(path))
 
 
 @pytest.mark.parametrize("path", ["buckets", "radix"])
@@ -118,7 +118,7 @@ def test_gtars_order_by_radix_sort_equals_model(tmp_path, path, ureg, qreg, opts
     saved = _sort.MIN_RADIX, _sort.MIN_BUCKET
     _sort.MIN_RADIX, _sort.MIN_BUCKET = (1, 1) if path == "buckets" else (1, 1 << 62)
     try:
-        tok = Tokenizer(_universe(ureg), **opts)
+        tok = Tokenizer(_universe(ureg), settings=TokenizerSettings(**opts))
         bed = _write_bed(tmp_path / "q.bed", qreg)
         assert tok.encode(str(bed)).tolist() == naive.tokenize(ureg, qreg, from_file=True, **opts)
         # and the query index of each output (the sort's permutation, mapped back)
@@ -138,7 +138,7 @@ def test_gtars_order_by_radix_sort_equals_model(tmp_path, path, ureg, qreg, opts
 @given(universes(), st.lists(region_lists(chroms=CHROMS + ["chrZ"], max_size=12), max_size=6),
        SETTINGS, st.sampled_from([1, 2]))
 def test_encode_batch_equals_encode(ureg, sets, opts, n_threads):
-    tok = Tokenizer(_universe(ureg), **opts)
+    tok = Tokenizer(_universe(ureg), settings=TokenizerSettings(**opts))
     rsets = [RegionSet.from_tuples(s) for s in sets]
     batch = tok.encode_batch(rsets, n_threads=n_threads)
     assert [b.tolist() for b in batch] == [naive.tokenize(ureg, s, **opts) for s in sets]
@@ -168,14 +168,17 @@ def test_unknown_policies():
     u = ["chr1:0-100"]
     q = ["chr1:10-20", "chr2:0-5", "chr1:500-600"]
     assert Tokenizer(u).encode(q).tolist() == [0]
-    assert Tokenizer(u, unknown="region").encode(q).tolist() == [0, 1, 1]
-    assert Tokenizer(u, unknown="drop").encode(["chr2:0-5"]).tolist() == []
+    assert Tokenizer(u,
+                     settings=TokenizerSettings(unknown="region")).encode(q).tolist() == [0, 1, 1]
+    assert Tokenizer(u,
+                     settings=TokenizerSettings(unknown="drop")).encode(["chr2:0-5"]).tolist() == []
     assert Tokenizer(u).encode(["chr2:0-5"]).tolist() == [1]
     assert Tokenizer(u).encode([]).tolist() == [1]  # an empty set is [<unk>], as gtars
 
 
 def test_best_mode_ties_to_lowest_id():
-    tok = Tokenizer(["chr1:100-200", "chr1:0-150", "chr1:150-400"], overlap="best")
+    tok = Tokenizer(["chr1:100-200", "chr1:0-150", "chr1:150-400"],
+                    settings=TokenizerSettings(overlap="best"))
     assert tok.encode(["chr1:140-160"]).tolist() == [0]  # 20 bp each for 0 and 2, 10 for 1
     assert tok.encode(["chr1:100-150"]).tolist() == [0]  # tie 50/50 between 0 and 1 -> 0
 
@@ -310,9 +313,9 @@ def test_call_on_list_of_files(tmp_path):
 
 def test_settings_validated():
     with pytest.raises(ValueError, match="overlap"):
-        Tokenizer(["chr1:0-1"], overlap="some")
+        Tokenizer(["chr1:0-1"], settings=TokenizerSettings(overlap="some"))
     with pytest.raises(ValueError, match="min_fraction"):
-        Tokenizer(["chr1:0-1"], min_fraction=2)
+        Tokenizer(["chr1:0-1"], settings=TokenizerSettings(min_fraction=2))
     with pytest.raises(ValueError, match="n_threads"):
         Tokenizer(["chr1:0-10"]).encode(["chr1:0-5"], n_threads=0)
 
@@ -360,7 +363,8 @@ def test_inputs_of_every_kind_agree(tmp_path):
     assert tok.encode(df).tolist() == expected
     # a file is sorted by (chromosome name bytes, start) first, as gtars does
     assert tok.encode(str(_write_bed(tmp_path / "q.bed", regs))).tolist() == [0, 1]
-    assert Tokenizer(tok.universe, order="input").encode(str(tmp_path / "q.bed")).tolist() == expected
+    by_input = Tokenizer(tok.universe, settings=TokenizerSettings(order="input"))
+    assert by_input.encode(str(tmp_path / "q.bed")).tolist() == expected
 
 
 @needs_shared
@@ -412,7 +416,7 @@ def test_grouped_files_take_the_run_path(tmp_path, ureg, qreg, chrom_order):
 @pytest.mark.parametrize("opts", [{}, {"order": "unique"}, {"unknown": "region"},
                                   {"overlap": "best"}, {"tokenizer_type": "ailist"}])
 def test_prepare_then_encode_prepared_is_encode_batch(tmp_path, opts):
-    tok = Tokenizer(["chr1:0-100", "chr1:50-150", "chr2:5-50"], **opts)
+    tok = Tokenizer(["chr1:0-100", "chr1:50-150", "chr2:5-50"], settings=TokenizerSettings(**opts))
     bed = tmp_path / "q.bed"
     bed.write_text("chr2\t1\t9\nchr1\t60\t70\nchr1\t10\t20\n")  # a file: the gtars order sorts
     sets = [RegionSet.from_bed(bed), RegionSet.from_strings(["chr9:0-5", "chr1:90-95"]),

@@ -33,7 +33,7 @@ from .. import _config, _io
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
 from ..regions import RegionSet, as_regions
-from ..tokenizer import Tokenizer
+from ..tokenizer import Tokenizer, TokenizerSettings
 from ..universe import Universe
 from .report import BuildResult, _report
 from .streaming import (
@@ -397,8 +397,8 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     c, s, e = (np.ascontiguousarray(x[~dup]) for x in (c, s, e))
     m = c.size
     # sorted and unique: id i of this universe is row i of (c, s, e), so hits index counts
-    tok = Tokenizer(Universe(RegionSet(nat_names, c, s, e, validate=False)), unknown="drop",
-                    order="input")
+    tok = Tokenizer(Universe(RegionSet(nat_names, c, s, e, validate=False)),
+                    settings=TokenizerSettings(unknown="drop", order="input"))
     index = {n: i for i, n in enumerate(nat_names)}
     counts = np.zeros(m, np.int64)
     described = []

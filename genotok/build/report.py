@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
@@ -125,10 +126,15 @@ class BuildResult(NamedTuple):
         return Universe(self.regions, **kwargs)
 
     def tokenizer(self, **kwargs):
-        """A :class:`~genotok.tokenizer.Tokenizer` over the regions (``kwargs`` go to it)."""
-        from ..tokenizer import Tokenizer
+        """A :class:`~genotok.tokenizer.Tokenizer` over the regions (``kwargs`` go to it; the
+        :class:`~genotok.TokenizerSettings` fields among them as its ``settings``)."""
+        from ..tokenizer import Tokenizer, TokenizerSettings
 
         special = kwargs.pop("special_tokens", None)
+        fields = {f.name for f in dataclasses.fields(TokenizerSettings)}
+        settings = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
+        if settings:
+            kwargs["settings"] = TokenizerSettings(**settings)
         return Tokenizer(self.universe(special_tokens=special), **kwargs)
 
 

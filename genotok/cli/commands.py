@@ -22,6 +22,16 @@ TOKENIZER_FLAGS = ("overlap", "min_overlap", "min_fraction", "fraction_of", "unk
 EXPORT_SUFFIXES = {".parquet": "parquet", ".pq": "parquet"}
 
 
+#: a CellSpec field's flag where ``--field-name`` would clash with a tokenizer flag
+CELL_FLAG_NAMES = {"order": "--cell-order", "unknown": "--cell-unknown"}
+
+
+def cell_flag(name: str) -> str:
+    """The flag of the CellSpec field ``name``: ``--field-name`` (``_`` as ``-``), or
+    :data:`CELL_FLAG_NAMES`' where that would clash with the tokenizer's flags."""
+    return CELL_FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
 class UsageError(Exception):
     """A command line that cannot be run as given (exit code 2)."""
 
@@ -129,10 +139,36 @@ def cmd_tokenize(args) -> int:
     return 0
 
 
+def _cell_spec(args):
+    """The run's :class:`~genotok.CellSpec`: ``--cells`` (TOML) and the field flags
+    (``None``: neither given). A flag that contradicts the file is a usage error."""
+    from dataclasses import fields
+
+    from ..singlecell.spec import CellSpec
+
+    given = {f.name: getattr(args, f"cell_{f.name}") for f in fields(CellSpec)
+             if hasattr(args, f"cell_{f.name}")}
+    if args.cells is None:
+        return CellSpec(**given) if given else None
+    spec = CellSpec.from_toml(args.cells)
+    if given:
+        merged = spec.replace(**given)
+        for name in given:
+            mine, theirs = getattr(merged, name), getattr(spec, name)
+            if name == "encoding":
+                mine, theirs = ([s.to_json() for s in x] for x in (mine, theirs))
+            if mine != theirs:
+                raise UsageError(f"{cell_flag(name)} {getattr(args, 'cell_' + name)!r} "
+                                 f"disagrees with {args.cells}'s {name} = {theirs!r}; give "
+                                 "one of them (or the same value)")
+    return spec
+
+
 def cmd_pretokenize(args) -> int:
-    from ..pipeline import pretokenize
+    from ..pipeline import RunOptions, pretokenize
 
     tok = _tokenizer(args)
+    cells = _cell_spec(args)
     client = None
     if args.scheduler:
         Client = require("dask.distributed", "--scheduler").Client
@@ -142,15 +178,11 @@ def cmd_pretokenize(args) -> int:
     summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
     summary_to_stderr.__enter__()
     try:
-        pretokenize(args.inputs, tok, args.out, format=args.format, n_threads=args.threads,
-                    on_error=args.on_error, progress=not args.quiet,
-                    files_per_shard=args.files_per_shard,
-                    overwrite=args.overwrite, client=client, hash=args.hash,
-                    normalize=args.normalize, target_sum=args.target_sum, log1p=args.log1p,
-                    rank=args.rank, bins=args.bins, prepend=args.prepend,
-                    condition_unknown=args.condition_unknown, add_cls=args.add_cls,
-                    order=args.cell_order, max_length=args.max_length,
-                    truncation=args.truncation, min_count=args.min_count, seed=args.seed)
+        pretokenize(args.inputs, tok, args.out, cells=cells, format=args.format,
+                    n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
+                    overwrite=args.overwrite,
+                    options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
+                                       client=client))
     finally:
         summary_to_stderr.__exit__(None, None, None)
         if client is not None:

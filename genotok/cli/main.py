@@ -26,7 +26,7 @@ import warnings
 from .._optional import EXTRAS
 from ..errors import GenotokError
 from . import commands as C
-from .commands import UsageError
+from .commands import UsageError, cell_flag
 
 EXAMPLES = {
     "pretokenize": """examples:
@@ -34,7 +34,9 @@ EXAMPLES = {
   genotok pretokenize --config tokenizer.toml --out corpus/ 'peaks/*.bed.gz' --threads 2
   genotok pretokenize --universe u.bed --overlap best --unknown region --out corpus/ peaks/
   genotok pretokenize --universe u.bed --out gtoks/ --format gtok-dir @files.txt --on-error skip
-  genotok pretokenize --universe u.bed --out cells/ --normalize total --rank median a.h5ad b.h5ad""",
+  genotok pretokenize --universe u.bed --out cells/ --cells cells.toml a.h5ad b.h5ad
+  genotok pretokenize --universe u.bed --out cells/ --encoding normalize,rank_by_median \\
+      --cell-order value --max-length 2048 a.h5ad b.h5ad""",
     "tokenize": """examples:
   genotok tokenize --universe universe.bed peaks.bed            # ids, one line per file
   genotok tokenize --universe universe.bed --tokens peaks.bed   # region strings, one per line
@@ -131,6 +133,73 @@ def _hash_name(text: str) -> str:
                                      "hashlib name")
 
 
+# ------------------------------------------------------------------------- the cell spec
+def _encoding_steps(text: str) -> tuple:
+    """``--encoding``: comma-separated steps, each a registry name with optional
+    ``:field=value`` parts (values as JSON, else text): ``normalize:target_sum=100,bins:n=5``."""
+    import json
+
+    from ..params import ParameterError
+    from ..singlecell.spec import ENCODINGS
+
+    steps = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, *kvs = part.split(":")
+        if name not in ENCODINGS:
+            raise argparse.ArgumentTypeError(f"unknown encoding {name!r}; known: "
+                                             f"{', '.join(sorted(ENCODINGS))}")
+        d = {"name": name}
+        for kv in kvs:
+            key, eq, value = kv.partition("=")
+            if not eq:
+                raise argparse.ArgumentTypeError(f"{part!r}: give a step's fields as "
+                                                 "name:field=value")
+            try:
+                d[key] = json.loads(value)
+            except ValueError:
+                d[key] = value
+        try:
+            steps.append(ENCODINGS[name].from_json(d))
+        except (ParameterError, TypeError) as exc:
+            raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
+    return tuple(steps)
+
+
+def cell_spec_args(parser) -> None:
+    """``--cells cells.toml`` and one flag per :class:`~genotok.CellSpec` field, generated
+    from the spec's fields and constraints (a new field gets its flag here, unwritten)."""
+    from dataclasses import fields
+
+    from ..params import Flag, Integral, Interval, Options
+    from ..singlecell.spec import CellSpec
+
+    g = parser.add_argument_group(
+        "what each cell of .h5ad and fragment inputs becomes: a CellSpec (see docs/cli.md)")
+    g.add_argument("--cells", metavar="TOML", help="a CellSpec as TOML (CellSpec.to_toml); "
+                   "the flags below may repeat its fields, not contradict them")
+    for f in fields(CellSpec):
+        allowed = [c for c in CellSpec.CONSTRAINTS[f.name] if c is not None]
+        kw = {"dest": f"cell_{f.name}", "default": argparse.SUPPRESS}
+        c = allowed[0]
+        if f.name == "encoding":
+            kw.update(type=_encoding_steps, metavar="STEPS",
+                      help="value encodings, e.g. normalize,rank_by_median or "
+                           "normalize:target_sum=100:log1p=true,bins:n=51")
+        elif f.name == "prepend":
+            kw.update(action="append", metavar="COLUMN",
+                      help="an obs column whose condition token starts each cell (repeat)")
+        elif isinstance(c, Flag):
+            kw.update(action=argparse.BooleanOptionalAction, help=f"CellSpec.{f.name}")
+        elif isinstance(c, Options):
+            kw.update(choices=c.values, help=f"CellSpec.{f.name}")
+        elif isinstance(c, Interval):
+            kw.update(type=int if c.kind is Integral else float, metavar="N" if c.kind is
+                      Integral else "X", help=f"CellSpec.{f.name}: {c}")
+        else:  # pragma: no cover - a new kind of field needs its flag's kind here
+            raise TypeError(f"CellSpec.{f.name}: no flag for {c}")
+        g.add_argument(cell_flag(f.name), **kw)
+
+
 # ------------------------------------------------------------------------- the parser
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``genotok`` subcommand (``universe`` and its methods included)."""
@@ -210,36 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
                    help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
                         "xxhash is installed) or sha256 (the default without it)")
-    v = t.add_argument_group("value encodings of .h5ad and fragment inputs (a value channel)")
-    v.add_argument("--normalize", choices=("total",), default=None,
-                   help="scale each cell's counts to --target-sum")
-    v.add_argument("--target-sum", type=_target_sum, default=1e4, metavar="X",
-                   help="the total of a normalised cell (default 10000)")
-    v.add_argument("--log1p", action="store_true", help="then log(1 + x)")
-    enc = v.add_mutually_exclusive_group()
-    enc.add_argument("--rank", choices=("median",), default=None,
-                     help="Geneformer: divide by the feature's median over all inputs")
-    enc.add_argument("--bins", type=_n_bins, default=None, metavar="N",
-                     help="scGPT: per-cell quantile bins 1..N-1, 0 for zero (N >= 2)")
-    c = t.add_argument_group("condition tokens of .h5ad inputs (the --config's extra_tokens)")
-    c.add_argument("--prepend", action="append", default=[], metavar="COLUMN",
-                   help="start each cell with the token of this obs column (repeat: in order)")
-    c.add_argument("--add-cls", action="store_true", help="start each cell with <cls>")
-    c.add_argument("--condition-unknown", choices=("unk", "error"), default="unk",
-                   help="an obs value without a token: <unk> (default) or an error")
-    k = t.add_argument_group("per-cell settings of .h5ad and fragment inputs")
-    k.add_argument("--cell-order", choices=("genomic", "value", "shuffle"), default=None,
-                   help="each cell's tokens: genomic (default; by value descending with "
-                        "--rank median, Geneformer's order), by value, or shuffled by --seed")
-    k.add_argument("--max-length", type=_positive, default=None, metavar="N",
-                   help="keep at most N tokens per cell (see --truncation)")
-    k.add_argument("--truncation", choices=("top", "sample"), default="top",
-                   help="which tokens --max-length keeps: the top by value (default) or a "
-                        "seeded sample")
-    k.add_argument("--min-count", type=float, default=None, metavar="X",
-                   help="keep the positive entries >= X (default: every positive entry)")
-    k.add_argument("--seed", type=_non_negative, default=0, metavar="N",
-                   help="seed of --cell-order shuffle and --truncation sample (default 0)")
+    cell_spec_args(t)
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)

@@ -7,7 +7,7 @@
 """
 
 from .plan import PipelineError, expand_inputs, input_kind, record_name
-from .run import RunSummary, pretokenize
+from .run import RunOptions, RunSummary, pretokenize
 
-__all__ = ["PipelineError", "RunSummary", "expand_inputs", "input_kind", "pretokenize",
-           "record_name"]
+__all__ = ["PipelineError", "RunOptions", "RunSummary", "expand_inputs", "input_kind",
+           "pretokenize", "record_name"]

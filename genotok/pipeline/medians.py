@@ -1,5 +1,5 @@
-"""The value encodings of a :func:`~genotok.pipeline.pretokenize` run over single-cell inputs:
-the keyword arguments each input is encoded with and, for ``rank="median"``, the medians pass
+"""The medians of a :func:`~genotok.pipeline.pretokenize` run over single-cell inputs: for
+a cell spec with ``RankByMedian()``, the medians pass
 over all inputs before any is encoded (kept in the journal, so a resumed run reuses them).
 """
 
@@ -21,11 +21,12 @@ from .plan import (
 )
 
 
-def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict, tokenizer,
-                     n_threads, batches: list[list[int]], on_error: str) -> dict:
-    """The keyword arguments of ``tokenize_anndata`` / ``tokenize_fragments`` for every input:
-    with ``rank="median"``, the medians of all inputs (kept in the journal, so a resumed run
-    encodes its remaining inputs with the medians its first inputs got).
+def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_threads,
+                 batches: list[list[int]], on_error: str):
+    """The cell spec every input is tokenized with: ``spec`` itself, or, when it holds
+    ``RankByMedian()`` without medians, ``spec`` with the medians of all inputs (kept in the
+    journal, so a resumed run encodes its remaining inputs with the medians its first inputs
+    got).
 
     With ``on_error="skip"``, an input the medians pass cannot read is left out of the
     medians and skipped as the tokenizing pass skips one: its batch (a single-cell input is a
@@ -33,10 +34,13 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
     listed in the manifest and a resumed run neither reads it nor encodes with other medians.
     An input failing halfway through its read is left out by a new pass over the others (no
     half of it counts)."""
-    kw = {k: encoding[k] for k in ("normalize", "target_sum", "log1p", "bins")}
-    kw["values"] = True  # the encoded values: the corpus' value channel
-    if encoding["rank"] != "median":
-        return kw
+    from ..singlecell.spec import RankByMedian
+
+    at = [i for i, s in enumerate(spec.encoding) if isinstance(s, RankByMedian)
+          and s.medians is None]
+    if not at:
+        return spec
+    encoding = spec.encoding_kwargs()
     if "medians" not in journal:
         from ..singlecell import feature_medians
 
@@ -68,9 +72,10 @@ def _encoding_kwargs(encoding: dict, paths: list[Path], out: Path, journal: dict
                                                 "error": failed[batch[0]]}]}
         _save_journal(out, journal)
     stored = journal["medians"]
-    kw["rank"] = (np.array([np.nan if x is None else x for x in stored["medians"]], np.float64),
-                  stored["method"])
-    return kw
+    medians = np.array([np.nan if x is None else x for x in stored["medians"]], np.float64)
+    steps = list(spec.encoding)
+    steps[at[0]] = RankByMedian((medians, stored["method"]))
+    return spec.replace(encoding=tuple(steps))
 
 
 def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
@@ -118,6 +123,6 @@ def _check_same_var(paths: list[Path], on_error: str = "fail",
         if first is None:
             first = (p, names)
         elif names != first[1]:
-            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; rank='median' "
+            raise PipelineError(f"{p}: its var_names differ from {first[0]}'s; RankByMedian() "
                                 "takes one median per feature over all inputs, so the .h5ad "
                                 "inputs must have the same features in the same order")

@@ -13,8 +13,6 @@ import stat
 import zlib
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import GenotokError
 
 __all__ = ["PipelineError", "expand_inputs", "input_kind", "record_name"]
@@ -129,96 +127,38 @@ def _input_id(p: Path) -> dict:
 
 
 
-def _encoding_settings(paths: list[Path], format: str, normalize, target_sum, log1p, rank,
-                       bins) -> dict | None:
-    """The value-encoding settings of a run (``None``: none asked), checked against its
-    inputs before anything is read or written."""
-    if normalize is None and not log1p and rank is None and bins is None:
-        return None
-    from ..singlecell.values import ValueEncoding
+def _check_cells(paths: list[Path], format: str, spec) -> None:
+    """Refuse a :class:`~genotok.CellSpec` its inputs cannot honour, before anything is read
+    or written (the spec validated itself when it was made): a BED input is one record of its
+    own regions (no cells, no values), only ``.h5ad`` inputs have ``obs`` columns for
+    condition tokens, ``gtok-dir`` stores ids only, and the medians of ``RankByMedian()`` need
+    one feature space for all inputs."""
+    from ..singlecell.spec import CellSpec, RankByMedian
 
-    if rank not in (None, "median"):
-        raise ValueError(f"rank must be None or 'median' (the medians of all inputs), got "
-                         f"{rank!r}")
-    ValueEncoding(normalize, target_sum, log1p, np.zeros(0) if rank else None, None, bins)
-    asked = [f"{k}={v!r}" for k, v in (("normalize", normalize), ("log1p", log1p),
-                                       ("rank", rank), ("bins", bins)) if v not in (None, False)]
+    if spec == CellSpec():
+        return
+    asked = ", ".join(f"{k}={v!r}" for k, v in spec.as_dict().items()
+                      if v != CellSpec().as_dict()[k])
     bed = [p for p in paths if input_kind(p) == "bed"]
     if bed:
-        raise PipelineError(f"{bed[0]}: a BED input has no values to encode ({', '.join(asked)} "
-                            "apply to .h5ad and fragment files only); pre-tokenize the BED "
-                            "files in a run without value encodings")
-    if format != "corpus":
-        raise PipelineError(f"format={format!r} stores token ids only, not the encoded values "
-                            f"({', '.join(asked)}); use format='corpus'")
-    kinds = {input_kind(p) for p in paths}
-    if rank == "median" and len(kinds) > 1:
-        raise PipelineError("rank='median' needs one feature space for all inputs, but the "
-                            ".h5ad files' features are their var (peaks) and the fragment "
-                            "files' the universe's tokens; pre-tokenize them in two runs")
-    return {"normalize": normalize, "target_sum": float(target_sum), "log1p": bool(log1p),
-            "rank": rank, "bins": None if bins is None else int(bins)}
-
-
-def _condition_settings(paths: list[Path], prepend, unknown: str, add_cls: bool) -> dict | None:
-    """The condition-token settings of a run (``None``: none asked), checked against its
-    inputs: only ``.h5ad`` files have ``obs`` columns."""
-    from ..singlecell import CellSpec
-
-    prepend = list(CellSpec(prepend=prepend).prepend)  # a string is one column, as in a spec
-    if unknown not in ("unk", "error"):
-        raise ValueError(f"condition_unknown must be 'unk' or 'error', got {unknown!r}")
-    if not prepend and not add_cls:
-        return None
-    other = [p for p in paths if input_kind(p) != "h5ad"]
-    if other:
-        raise PipelineError(f"{other[0]}: prepend= and add_cls= take cells from .h5ad inputs "
-                            "(their obs columns); BED and fragment inputs have none: "
-                            "pre-tokenize them in a run without condition tokens")
-    return {"prepend": prepend, "condition_unknown": unknown, "add_cls": bool(add_cls)}
-
-
-#: ``tokenize_anndata``'s per-cell defaults (a run with these keeps its plan as before)
-CELL_DEFAULTS = {"order": None, "max_length": None, "truncation": "top", "min_count": None,
-                 "seed": 0}
-
-
-def _cell_settings(paths: list[Path], order: str | None, max_length, truncation, min_count,
-                   seed: int) -> dict | None:
-    """The per-cell settings of a run (``None``: the defaults), as in
-    :func:`~genotok.tokenize_anndata`, checked before anything is read or written: they act on
-    the cells of ``.h5ad`` and fragment inputs; a BED input is one record of its own regions."""
-    from ..singlecell.cells import ORDERS, TRUNCATE
-
-    if order is not None and order not in ORDERS:  # None: the cell spec's default
-        raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
-    if truncation is None or truncation is False:
-        truncation, max_length = "top", None
-    truncation = "top" if truncation is True else truncation
-    if truncation not in TRUNCATE:
-        raise ValueError(f"truncation must be one of {list(TRUNCATE)}, False or None, got "
-                         f"{truncation!r}")
-    if max_length is not None and (isinstance(max_length, bool) or int(max_length) != max_length
-                                   or max_length < 1):
-        raise ValueError(f"max_length must be a positive integer or None, got {max_length!r}")
-    if min_count is not None and not np.isfinite(min_count):
-        raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
-    if (isinstance(seed, bool) or not isinstance(seed, (int, float, np.integer, np.floating))
-            or not (0 <= seed < 2**63 and int(seed) == seed)):  # as tokenize_anndata's
-        raise ValueError(f"seed must be an integer in 0..2**63 - 1, got {seed!r}")
-    cells = {"order": order, "max_length": None if max_length is None else int(max_length),
-             "truncation": truncation, "min_count": None if min_count is None
-             else float(min_count), "seed": int(seed)}
-    if cells == CELL_DEFAULTS:
-        return None
-    bed = [p for p in paths if input_kind(p) == "bed"]
-    if bed:
-        asked = ", ".join(f"{k}={v!r}" for k, v in cells.items() if v != CELL_DEFAULTS[k])
-        raise PipelineError(f"{bed[0]}: {asked} act on the cells of .h5ad and fragment inputs; "
-                            "a BED input is one record of its regions: pre-tokenize the BED "
-                            "files in a run without per-cell settings")
-    return cells
-
+        raise PipelineError(f"{bed[0]}: the cell spec ({asked}) acts on the cells of .h5ad "
+                            "and fragment inputs; a BED input is one record of its regions: "
+                            "pre-tokenize the BED files in a run without cells=")
+    if spec.prepend or spec.add_cls:
+        other = [p for p in paths if input_kind(p) != "h5ad"]
+        if other:
+            raise PipelineError(f"{other[0]}: prepend and add_cls take cells from .h5ad inputs "
+                                "(their obs columns); fragment inputs have none: pre-tokenize "
+                                "them in a run without condition tokens")
+    if spec.values and format != "corpus":
+        raise PipelineError(f"format={format!r} stores token ids only, not the values "
+                            "(values=True); use format='corpus'")
+    fit = any(isinstance(s, RankByMedian) and s.medians is None for s in spec.encoding)
+    if fit and len({input_kind(p) for p in paths}) > 1:
+        raise PipelineError("RankByMedian() takes its medians over all inputs, so it needs "
+                            "one feature space, but the .h5ad files' features are their var "
+                            "(peaks) and the fragment files' the universe's tokens; "
+                            "pre-tokenize them in two runs")
 
 
 def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
@@ -242,17 +182,15 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 
 def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: str,
-          encoding: dict | None, conditions: dict | None, cells: dict | None = None) -> dict:
-    """What a run is: a resumed run must have the same plan (it is kept in the journal)."""
-    plan = {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
-            "format": format, "files_per_shard": files_per_shard, "inputs": ids, "hash": algo}
-    if encoding is not None:  # (absent otherwise: journals of earlier runs still resume)
-        plan["values_encoding"] = encoding
-    if conditions is not None:
-        plan["conditions"] = conditions
-    if cells is not None:
-        plan["cells"] = cells
-    return plan
+          spec, on_error: str) -> dict:
+    """What a run is: a resumed run must have the same plan (it is kept in the journal); the
+    cell spec as its JSON (``CellSpec.to_json``), so the resume check compares serialised
+    specs."""
+    import json
+
+    return {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
+            "format": format, "files_per_shard": files_per_shard, "inputs": ids, "hash": algo,
+            "on_error": on_error, "cells": json.loads(spec.to_json())}
 
 
 #: what a bad input can raise: our errors, and what reading a damaged or vanished file raises

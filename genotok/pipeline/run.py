@@ -30,6 +30,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -44,15 +45,15 @@ from ..formats.gtok import write_gtok
 from ..regions import RegionSet
 from ..sink import write_records
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
-from .medians import _encoding_kwargs
+from ..params import InstanceOf, Integral, Interval, Options, validate
+from ..singlecell.spec import CellSpec
+from .medians import _fit_medians
 from .plan import (
     SKIPPABLE,
     PipelineError,
     _batches,
-    _cell_settings,
+    _check_cells,
     _check_regular,
-    _condition_settings,
-    _encoding_settings,
     _input_id,
     _message,
     _plan,
@@ -63,7 +64,7 @@ from .plan import (
 )
 from .writer import _run_serial, _Staged
 
-__all__ = ["RunSummary", "pretokenize"]
+__all__ = ["RunOptions", "RunSummary", "pretokenize"]
 
 
 @dataclass
@@ -169,15 +170,76 @@ def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: st
         return list(pool.map(work, paths))
 
 
-def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "corpus",
-                n_threads: int | None = None, on_error: str = "fail", progress: bool = True,
-                files_per_shard: int = 64, overwrite: bool = False, client=None,
-                hash: str | None = None, normalize: str | None = None,
-                target_sum: float = 1e4, log1p: bool = False, rank: str | None = None,
-                bins: int | None = None, prepend=(), condition_unknown: str = "unk",
-                add_cls: bool = False, order: str | None = None, max_length: int | None = None,
-                truncation: str | bool | None = "top", min_count: float | None = None,
-                seed: int = 0) -> RunSummary:
+@dataclass(frozen=True)
+class RunOptions:
+    """The rarely changed settings of a :func:`pretokenize` run.
+
+    Parameters
+    ----------
+    files_per_shard
+        BED inputs per shard (the unit of resumption; a single-cell input is a shard of its
+        own).
+    hash
+        How inputs are fingerprinted in the manifest: ``"xxh3_128"`` (default when xxhash is
+        installed; fast) or ``"sha256"`` (for comparing with ``sha256sum``), any hashlib name.
+        A resumed run keeps the hash it started with.
+    client
+        A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its
+        own shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
+
+    Examples
+    --------
+    >>> RunOptions(files_per_shard=16).files_per_shard
+    16
+    >>> RunOptions(files_per_shard=0)
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: RunOptions: files_per_shard must be an integer in [1, inf), got 0
+    """
+
+    files_per_shard: int = 64
+    hash: str | None = None
+    client: object = None
+
+    CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
+                                   "hash": [InstanceOf(str), None]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
+        object.__setattr__(self, "files_per_shard", int(self.files_per_shard))
+
+
+#: what ``pretokenize`` checks its other keywords against (:mod:`genotok.params`)
+_RUN_CONSTRAINTS = {"format": [Options("corpus", "gtok-dir")],
+                    "on_error": [Options("fail", "skip")],
+                    "cells": [InstanceOf(CellSpec), None],
+                    "options": [InstanceOf(RunOptions), None]}
+
+
+def _check_first_args(inputs, tokenizer, out) -> None:
+    """``pretokenize(inputs, tokenizer, out)``: catch swapped or mistaken arguments with a
+    message that says what to pass instead."""
+    from ..tokenizer import Tokenizer
+
+    if isinstance(inputs, Tokenizer):
+        raise TypeError("pretokenize: got a Tokenizer as `inputs`; did you swap them? "
+                        "pretokenize(inputs, tokenizer, out)")
+    if isinstance(tokenizer, (str, os.PathLike)):
+        raise TypeError(f"pretokenize: got a {type(tokenizer).__name__} ({os.fspath(tokenizer)!r}"
+                        ") where a Tokenizer is expected; make one first, e.g. "
+                        "Tokenizer.from_bed(path) for a universe BED file")
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer, got "
+                        f"{type(tokenizer).__name__}")
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"pretokenize: `out` must be a directory path, got "
+                        f"{type(out).__name__}")
+
+
+def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | None = None,
+                format: str = "corpus", n_threads: int | None = None, on_error: str = "fail",
+                progress: bool = True, overwrite: bool = False,
+                options: RunOptions | None = None) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
 
     Parameters
@@ -191,44 +253,34 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     out
         Output directory. ``format="corpus"`` (default) writes shards + ``manifest.json`` that
         :meth:`Corpus.open` opens as one corpus; ``"gtok-dir"`` writes one gtars ``.gtok`` per input.
+    cells
+        What each cell of the ``.h5ad`` and fragment inputs becomes: a
+        :class:`~genotok.CellSpec`, exactly as :func:`~genotok.tokenize_anndata` and
+        :func:`~genotok.tokenize_fragments` take it (the same spec gives the same tokens and
+        values). ``RankByMedian()`` without medians takes the medians over *all* inputs first
+        (one streaming pass each; a fragment file is counted twice) and encodes every input
+        with them, so the corpus has one encoding: the inputs must share their features
+        (``.h5ad`` files the same ``var_names``; fragment files, whose features are the
+        universe's tokens, not mixed with ``.h5ad`` files). The medians are kept in the
+        journal (a resumed run reuses them). BED inputs are one record of their regions: a
+        spec other than the default is refused with them; so are condition tokens with
+        fragment inputs and ``values=True`` with ``format="gtok-dir"`` (ids only). The spec's
+        JSON is part of the run's plan (a resumed run with another spec is refused), of the
+        manifest and, with the medians, of each shard's header.
     n_threads
         Threads for parsing and for the overlap kernels (default: all).
     on_error
         ``"fail"`` (default): stop at the first bad input, with its error, keeping what is done
-        (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest.
+        (a re-run resumes). ``"skip"``: report it, skip it and list it in the manifest. Part
+        of the plan: a resumed run with the other choice is refused.
     progress
         Show a progress bar (on a terminal) and print the run's summary line (default);
         ``False`` shows neither.
-    files_per_shard
-        Inputs per shard (the unit of resumption).
-    hash
-        How inputs are fingerprinted in the manifest: ``"xxh3_128"`` (default when xxhash is
-        installed; fast) or ``"sha256"`` (for comparing with ``sha256sum``), any hashlib name.
-    client
-        A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its own
-        shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
-    normalize, target_sum, log1p, rank, bins
-        Value encodings of the single-cell inputs (``.h5ad`` and fragment files), as in
-        :func:`~genotok.tokenize_anndata`; the encoded values are stored as the corpus' value
-        channel and the encoding (with the medians) in each shard's header. ``rank="median"``
-        takes the medians over *all* inputs first (one streaming pass each; a fragment file is
-        counted twice) and encodes every input with them, so the corpus has one encoding: the
-        inputs must share their features (``.h5ad`` files the same ``var_names``; fragment
-        files, whose features are the universe's tokens, not mixed with ``.h5ad`` files).
-        BED inputs have no values: an encoding with BED inputs, or with ``format="gtok-dir"``
-        (ids only), is refused. The settings are part of the run's plan: a resumed run with
-        other settings is refused. The medians are kept in the journal (a resumed run reuses
-        them); with ``on_error="skip"`` an input that cannot be read is left out of them and
-        skipped (listed in the manifest) like any unreadable input.
-    prepend, condition_unknown, add_cls
-        ``<cls>`` and condition tokens from ``obs`` columns before each cell of the ``.h5ad``
-        inputs, as in :func:`~genotok.tokenize_anndata` (the tokenizer's ``extra_tokens``);
-        BED and fragment inputs have no ``obs``: refused with them. Part of the plan, too.
-    order, max_length, truncation, min_count, seed
-        Per-cell settings of the ``.h5ad`` and fragment inputs, as in
-        :func:`~genotok.tokenize_anndata` (``order="value"`` with ``rank="median"`` is
-        Geneformer's corpus: each cell's tokens by value / median, descending, cut to
-        ``max_length``); refused with BED inputs. Part of the plan, too.
+    overwrite
+        Discard an earlier run in ``out`` (default: resume it).
+    options
+        The rarely changed settings: :class:`RunOptions` (inputs per shard, the input hash,
+        a Dask client).
 
     Examples
     --------
@@ -238,18 +290,15 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     >>> len(genotok.Corpus.open(run.out))
     5
     """
-    if format not in ("corpus", "gtok-dir"):
-        raise ValueError(f"format must be 'corpus' or 'gtok-dir', got {format!r}")
-    if on_error not in ("fail", "skip"):
-        raise ValueError(f"on_error must be 'fail' or 'skip', got {on_error!r}")
-    if files_per_shard < 1:
-        raise ValueError("files_per_shard must be >= 1")
+    _check_first_args(inputs, tokenizer, out)
+    validate({"format": format, "on_error": on_error, "cells": cells, "options": options},
+             _RUN_CONSTRAINTS, "pretokenize")
+    opts = options or RunOptions()
+    spec = cells if cells is not None else CellSpec()
     t0 = time.perf_counter()
-    algo = hash or default_hash()
+    algo = opts.hash or default_hash()
     paths = expand_inputs(inputs)
-    encoding = _encoding_settings(paths, format, normalize, target_sum, log1p, rank, bins)
-    conditions = _condition_settings(paths, prepend, condition_unknown, add_cls)
-    cells = _cell_settings(paths, order, max_length, truncation, min_count, seed)
+    _check_cells(paths, format, spec)
     if format == "gtok-dir":
         counts = Counter(record_name(p) for p in paths)
         clash = sorted(n for n, k in counts.items() if k > 1)
@@ -263,28 +312,26 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     with _lock(out):
         _clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
-        batches = _batches(paths, files_per_shard)
-        if hash is None and not overwrite:  # a resumed run keeps the hash it started with
+        batches = _batches(paths, opts.files_per_shard)
+        if opts.hash is None and not overwrite:  # a resumed run keeps the hash it started with
             algo = _journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = _plan(tokenizer, format, files_per_shard, ids, algo, encoding, conditions,
-                     cells)
+        plan = _plan(tokenizer, format, opts.files_per_shard, ids, algo, spec, on_error)
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
-        enc = {} if encoding is None else _encoding_kwargs(encoding, paths, out, journal,
-                                                          tokenizer, n_threads, batches,
-                                                          on_error)
-        enc.update({**(conditions or {}), **(cells or {})})  # of the single-cell tokenizers
-        if client is not None:
+        # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
+        fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
+                              on_error)
+        if opts.client is not None:
             from .dask import run_batches
 
-            run_batches(client, _run_batch, _save_journal, tokenizer, paths, batches, out,
-                        journal, format, on_error, algo, enc)
+            run_batches(opts.client, _run_batch, _save_journal, tokenizer, paths, batches, out,
+                        journal, format, on_error, algo, fitted)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
             _run_serial(_run_batch, _stage_batch, _save_journal, tokenizer, paths, batches, out,
-                        journal, format, n_threads, on_error, algo, enc, bar)
+                        journal, format, n_threads, on_error, algo, fitted, bar)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
@@ -295,45 +342,21 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, format: str = "cor
     return summary
 
 
-def _cell_spec(enc: dict):
-    """The :class:`~genotok.CellSpec` of a run's single-cell keywords (encoding, condition
-    tokens, cell settings)."""
-    from ..singlecell.spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
-
-    steps = []
-    if enc.get("normalize"):
-        steps.append(Normalize(float(enc["target_sum"]), bool(enc["log1p"])))
-    elif enc.get("log1p"):
-        steps.append(Log1p())
-    if enc.get("rank") is not None:
-        steps.append(RankByMedian(enc["rank"]))
-    if enc.get("bins") is not None:
-        steps.append(Bins(enc["bins"]))
-    kw = {k: enc[k] for k in ("order", "max_length", "min_count", "seed", "prepend",
-                              "condition_unknown", "add_cls", "values") if k in enc}
-    if enc.get("truncation") in (None, False):
-        kw["max_length"] = None
-    elif enc["truncation"] in ("top", "sample"):
-        kw["truncation"] = enc["truncation"]
-    return CellSpec(encoding=tuple(steps), **kw)
-
-
 def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
-               algo: str, enc: dict | None = None) -> dict:
+               algo: str, spec: CellSpec | None = None) -> dict:
     """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
     ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
     :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
     from ..singlecell import obs_names, tokenize_anndata, tokenize_fragments
 
     kind = input_kind(path)
-    enc = enc or {}
+    spec = spec if spec is not None else CellSpec()
     shard = out / _shard_name(b)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     failed: list[dict] = []
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
-        spec = _cell_spec(enc)
         if format == "corpus":
             if kind == "h5ad":
                 corpus = tokenize_anndata(path, tokenizer, spec, n_threads=n_threads, out=shard)
@@ -424,13 +447,13 @@ def _shard_name(b: int) -> str:
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
                n_threads: int | None, on_error: str, algo: str = "sha256",
-               enc: dict | None = None, staged: _Staged | None = None) -> dict:
+               spec: CellSpec | None = None, staged: _Staged | None = None) -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
-    once the shard (or the files) is durably written. ``enc``: the value-encoding keyword
-    arguments of the single-cell inputs; ``staged``: the batch already tokenized by
+    once the shard (or the files) is durably written. ``spec``: the cell spec of the
+    single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
     :func:`_stage_batch` (only its writes are left)."""
     if len(paths) == 1 and input_kind(paths[0]) != "bed":
-        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, enc)
+        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, spec)
     if staged is None:
         staged = _stage_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo)
     return staged.write()
@@ -495,6 +518,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
     extra = {"genotok_run": {
         "fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
         "settings": tokenizer.settings.as_dict(),
+        "cells": journal["plan"]["cells"],  # the spec's JSON, as the plan has it
         "universe": tokenizer.universe.source,
         "inputs": [s for d in done for s in d["sources"]], "failed": failed,
         "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done),

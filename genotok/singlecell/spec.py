@@ -264,6 +264,20 @@ def _fused(steps: tuple) -> tuple[dict, tuple]:
     return kw, rest
 
 
+def _toml_value(v) -> str:
+    """One TOML value of a spec's JSON: strings as JSON writes them (valid TOML basic
+    strings), ``None`` inside a list (a feature without a median) as ``nan``."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "nan"
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return json.dumps(v)
+
+
 # --------------------------------------------------------------------------------- the spec
 @dataclass(frozen=True)
 class CellSpec:
@@ -409,6 +423,68 @@ class CellSpec:
         d["encoding"] = tuple(steps)
         d["prepend"] = tuple(d.get("prepend") or ())
         return cls(**d)
+
+    def to_toml(self) -> str:
+        """The spec as TOML text: its fields (``None`` left out: the default), then each
+        encoding step as an ``[[encoding]]`` table. :meth:`from_toml` reads it back (``==``).
+
+        Examples
+        --------
+        >>> print(CellSpec(max_length=512, encoding=Bins(5)).to_toml())
+        add_cls = false
+        condition_unknown = "unk"
+        max_length = 512
+        order = "genomic"
+        prepend = []
+        seed = 0
+        truncation = "top"
+        unique = true
+        use_count = false
+        values = false
+        <BLANKLINE>
+        [[encoding]]
+        name = "bins"
+        n = 5
+        <BLANKLINE>
+        """
+        d = json.loads(self.to_json())
+        steps = d.pop("encoding")
+        lines = [f"{k} = {_toml_value(v)}" for k, v in sorted(d.items()) if v is not None]
+        for step in steps:
+            lines += ["", "[[encoding]]", f"name = {_toml_value(step.pop('name'))}"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in step.items() if v is not None]
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_toml(cls, source) -> CellSpec:
+        """The spec of a TOML file (a path) or text (a ``str`` holding a newline or ``=``),
+        as :meth:`to_toml` writes it; a field left out takes its default. A file that is not
+        TOML, or names an unknown field, is refused naming the file (and line).
+
+        Examples
+        --------
+        >>> CellSpec.from_toml("max_length = 64").max_length
+        64
+        """
+        import os
+        import tomllib
+
+        text = source if isinstance(source, str) and ("\n" in source or "=" in source) else None
+        where = "CellSpec TOML" if text is not None else os.fspath(source)
+        try:
+            if text is None:
+                with open(source, "rb") as fh:
+                    d = tomllib.load(fh)
+            else:
+                d = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ParameterError(f"{where}: not a valid TOML cell spec: {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
+        try:
+            return cls.from_json(d)
+        except (ParameterError, TypeError, AttributeError) as exc:
+            raise ParameterError(f"{where}: {exc}") from None
 
     def replace(self, **changes) -> CellSpec:
         """A copy with ``changes`` (validated again)."""

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from genotok import RegionSet, Tokenizer, _config
+from genotok import RegionSet, Tokenizer, TokenizerSettings, _config
 from genotok.kernels import overlap as K
 from genotok.kernels import setorder
 from genotok.kernels import sweep as SW
@@ -447,7 +447,7 @@ def _random_case(seed, n_u=3000, n_q=5000):
 
 def test_tokenizer_threads_do_not_change_results():
     u, q = _random_case(0)
-    tok = Tokenizer(u, unknown="region")
+    tok = Tokenizer(u, settings=TokenizerSettings(unknown="region"))
     one = tok.encode(q, n_threads=1)
     assert np.array_equal(one, tok.encode(q, n_threads=2))
     sets = [q.take(np.arange(k, q.codes.size, 7)) for k in range(7)]
@@ -460,7 +460,7 @@ def test_tokenizer_against_model_on_a_nested_universe():
     ureg = list(zip([u.chrom_of(i) for i in range(len(u))], u.starts.tolist(), u.ends.tolist()))
     qreg = list(zip([q.chrom_of(i) for i in range(len(q))], q.starts.tolist(), q.ends.tolist()))
     for opts in ({}, {"overlap": "best"}, {"order": "unique"}, {"min_fraction": 0.5}):
-        tok = Tokenizer(RegionSet.from_tuples(ureg), **opts)
+        tok = Tokenizer(RegionSet.from_tuples(ureg), settings=TokenizerSettings(**opts))
         assert tok.encode(q).tolist() == naive_tokenizer.tokenize(ureg, qreg, **opts)
 
 

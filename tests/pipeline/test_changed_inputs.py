@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from genotok import Tokenizer
+from genotok import CellSpec, Normalize, RankByMedian, Tokenizer
 from genotok.formats.corpus import MANIFEST
 from genotok.pipeline import PipelineError, medians, pretokenize
 
@@ -25,9 +25,11 @@ def test_a_fragment_file_changed_between_the_two_passes_is_refused(tmp_path, mon
     monkeypatch.setattr(medians, "_medians_inputs", then_changed)
     out = tmp_path / "out"
     with pytest.raises(PipelineError, match="a.fragments.tsv: changed while the run read it"):
-        pretokenize([a, b], tok, out, rank="median", normalize="total", progress=False)
+        pretokenize([a, b], tok, out, progress=False,
+                    cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
     assert not (out / MANIFEST).exists()
     monkeypatch.setattr(medians, "_medians_inputs", real)  # once final: the run as asked
-    run = pretokenize([a, b], tok, out, rank="median", normalize="total", progress=False,
-                      overwrite=True)
+    run = pretokenize([a, b], tok, out, progress=False,
+                      overwrite=True,
+                      cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
     assert run.n_records == 3

@@ -18,7 +18,7 @@ import pytest
 
 import genotok
 from genotok import Corpus, Tokenizer
-from genotok.pipeline import PipelineError, pretokenize
+from genotok.pipeline import PipelineError, RunOptions, pretokenize
 from genotok.pipeline import journal as P
 from genotok.pipeline.journal import LOCK
 
@@ -166,7 +166,8 @@ def test_runs_hammering_one_directory_give_one_corpus(tmp_path):
         assert code == 0 or "locked by" in err, err
     tok = Tokenizer.from_bed(EX / "universe.bed")
     ref = Corpus.open(pretokenize(EX / "peaks", tok, tmp_path / "ref", progress=False,
-                                  files_per_shard=1).out)
-    got = Corpus.open(pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=1).out,
+                                  options=RunOptions(files_per_shard=1)).out)
+    got = Corpus.open(pretokenize(EX / "peaks", tok, out, progress=False,
+                                  options=RunOptions(files_per_shard=1)).out,
                       verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()

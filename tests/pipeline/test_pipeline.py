@@ -17,7 +17,8 @@ import pytest
 import genotok
 from genotok import CellSpec, Corpus, Tokenizer, read_gtok
 from genotok.cli.main import main as cli
-from genotok.pipeline import PipelineError, expand_inputs, pretokenize, record_name
+from genotok.pipeline import (PipelineError, RunOptions, expand_inputs, pretokenize,
+                              record_name)
 
 EX = genotok.examples_dir()
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +46,8 @@ def _many_files(tmp_path, n=12, lines=200, seed=0):
 
 
 def test_corpus_equals_direct_tokenization(tmp_path, tok):
-    run = pretokenize(EX / "peaks", tok, tmp_path / "out", progress=False, files_per_shard=2)
+    run = pretokenize(EX / "peaks", tok, tmp_path / "out", progress=False,
+                      options=RunOptions(files_per_shard=2))
     c = Corpus.open(run.out, expect=tok, verify=True)
     files = sorted((EX / "peaks").iterdir())
     assert c.names == [record_name(f) for f in files] == [f"sample{i}" for i in range(5)]
@@ -55,7 +57,8 @@ def test_corpus_equals_direct_tokenization(tmp_path, tok):
     manifest = json.loads((run.out / "manifest.json").read_text())["genotok_run"]
     algo = manifest["inputs"][0]["hash_algorithm"]
     assert [s["hash"] for s in manifest["inputs"]] == [genotok._io.file_digest(f, algo) for f in files]
-    sha = pretokenize(EX / "peaks", tok, tmp_path / "sha", progress=False, hash="sha256")
+    sha = pretokenize(EX / "peaks", tok, tmp_path / "sha", progress=False,
+                      options=RunOptions(hash="sha256"))
     inputs = json.loads((sha.out / "manifest.json").read_text())["genotok_run"]["inputs"]
     assert inputs[0]["hash"] == genotok._io.file_digest(files[0], "sha256")
     assert manifest["settings"] == tok.settings.as_dict() and run.n_records == 5
@@ -82,13 +85,16 @@ def test_gtok_dir_format(tmp_path, tok):
 
 def test_rerun_skips_done_and_refuses_foreign_plans(tmp_path, tok):
     out = tmp_path / "out"
-    pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=2)
-    again = pretokenize(EX / "peaks", tok, out, progress=False, files_per_shard=2)
+    pretokenize(EX / "peaks", tok, out, progress=False, options=RunOptions(files_per_shard=2))
+    again = pretokenize(EX / "peaks", tok, out, progress=False,
+                        options=RunOptions(files_per_shard=2))
     assert again.skipped_done == 5
     with pytest.raises(PipelineError, match="other inputs or settings"):
-        pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, progress=False, files_per_shard=2)
+        pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, progress=False,
+                    options=RunOptions(files_per_shard=2))
     with pytest.raises(genotok.UniverseMismatchError):
-        pretokenize(EX / "peaks", Tokenizer(["chr1:0-10"]), out, progress=False, files_per_shard=2)
+        pretokenize(EX / "peaks", Tokenizer(["chr1:0-10"]), out, progress=False,
+                    options=RunOptions(files_per_shard=2))
     redo = pretokenize(sorted((EX / "peaks").iterdir())[:2], tok, out, progress=False, overwrite=True)
     assert len(Corpus.open(redo.out)) == 2
     (tmp_path / "foreign").mkdir()
@@ -148,7 +154,8 @@ def _kill_and_resume(tmp_path, d, delay, tag):
 @pytest.mark.parametrize("trial", range(3))
 def test_kill_9_then_rerun_equals_uninterrupted(tmp_path, tok, trial):
     d = _many_files(tmp_path)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=1).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False,
+                                  options=RunOptions(files_per_shard=1)).out)
     got = _kill_and_resume(tmp_path, d, delay=[0.3, 1.0, 1.6][trial], tag=trial)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
@@ -201,7 +208,8 @@ else:
     import genotok.formats.gtok as G
     C.atomic_write = G.atomic_write = atomic_write
 tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-P.pretokenize(sys.argv[1], tok, sys.argv[2], files_per_shard=2, progress=False, format=fmt)
+P.pretokenize(sys.argv[1], tok, sys.argv[2], progress=False,
+              options=P.RunOptions(files_per_shard=2), format=fmt)
 print("finished without being killed")
 """
 
@@ -220,7 +228,8 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
     """Issue 19: a SIGKILL inside the first journal save left ``.journal.json.*.tmp``, which
     the next run took for a foreign file and refused to resume."""
     d = _many_files(tmp_path, n=5)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False,
+                                  options=RunOptions(files_per_shard=2)).out)
     out = _killed_at(tmp_path, d, where, n)
     left = [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
     assert left == [] if where == "batch" else len(left) == 1
@@ -228,7 +237,8 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
     assert first == ((where, n) == ("journal.json", 1))
     if not first:  # (a foreign file in a directory without a journal is refused, rightly)
         (out / ".notes.tmp").write_text("a user's file: not ours to remove")
-    got = Corpus.open(pretokenize(d, tok, out, progress=False, files_per_shard=2).out, verify=True)
+    got = Corpus.open(pretokenize(d, tok, out, progress=False,
+                                  options=RunOptions(files_per_shard=2)).out, verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
     assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == \
         ([] if first else [".notes.tmp"])
@@ -236,10 +246,12 @@ def test_killed_inside_a_save_resumes_and_cleans_its_temp_files(tmp_path, tok, w
 
 def test_killed_inside_a_gtok_write_resumes(tmp_path, tok):
     d = _many_files(tmp_path, n=5)
-    pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2, format="gtok-dir")
+    pretokenize(d, tok, tmp_path / "ref", progress=False, format="gtok-dir",
+                options=RunOptions(files_per_shard=2))
     out = _killed_at(tmp_path, d, ".gtok", 3, "gtok-dir")
     assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
-    pretokenize(d, tok, out, progress=False, files_per_shard=2, format="gtok-dir")
+    pretokenize(d, tok, out, progress=False, format="gtok-dir",
+                options=RunOptions(files_per_shard=2))
     names = sorted(p.name for p in (tmp_path / "ref").glob("*.gtok"))
     assert sorted(p.name for p in out.glob("*.gtok")) == names and len(names) == 5
     for name in names:
@@ -265,12 +277,14 @@ def test_foreign_files_are_never_cleaned(tmp_path, tok):
 @pytest.mark.slow
 def test_kill_9_at_every_save(tmp_path, tok):
     d = _many_files(tmp_path, n=9)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=2).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False,
+                                  options=RunOptions(files_per_shard=2)).out)
     for where, ns in (("journal.json", range(1, 7)), ("batch", range(1, 6)),
                       ("manifest.json", [1])):
         for n in ns:
             out = _killed_at(tmp_path, d, where, n)
-            got = Corpus.open(pretokenize(d, tok, out, progress=False, files_per_shard=2).out,
+            got = Corpus.open(pretokenize(d, tok, out, progress=False,
+                                          options=RunOptions(files_per_shard=2)).out,
                               verify=True)
             assert got.names == ref.names and got.to_ragged() == ref.to_ragged()
 
@@ -278,7 +292,8 @@ def test_kill_9_at_every_save(tmp_path, tok):
 @pytest.mark.slow
 def test_kill_9_twenty_random_moments(tmp_path, tok):
     d = _many_files(tmp_path, n=20)
-    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False, files_per_shard=1).out)
+    ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False,
+                                  options=RunOptions(files_per_shard=1)).out)
     rng = np.random.default_rng(1)
     for trial in range(20):
         got = _kill_and_resume(tmp_path, d, delay=float(rng.uniform(0.2, 2.5)), tag=f"s{trial}")
@@ -432,7 +447,8 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
     (d / "g.tsv").write_bytes(good)
     bad = ["b.bed.gz", "c.tsv.gz", "d.tsv", "e.h5ad", "f.bed.gz"]
     pytest.importorskip("anndata")
-    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip",
+                      options=RunOptions(files_per_shard=1))
     assert sorted(Path(f["path"]).name for f in run.failed) == bad
     assert all(f["error"] for f in run.failed)
     c = Corpus.open(run.out, verify=True)
@@ -442,7 +458,8 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
     assert "5 failed (skipped)" in str(run)
     # the same inputs with on_error="fail": the first bad one stops the run
     with pytest.raises(Exception) as info:
-        pretokenize(d, tok, tmp_path / "out2", progress=False, files_per_shard=1)
+        pretokenize(d, tok, tmp_path / "out2", progress=False,
+                    options=RunOptions(files_per_shard=1))
     assert "b.bed.gz" in str(info.value)
 
 
@@ -513,7 +530,7 @@ def test_a_run_resumes_with_the_hash_it_started_with(tmp_path, tok, monkeypatch)
 
     inputs = genotok.examples_dir() / "peaks"
     out = tmp_path / "c"
-    first = pretokenize(inputs, tok, out, hash="xxh3_128", progress=False)
+    first = pretokenize(inputs, tok, out, progress=False, options=RunOptions(hash="xxh3_128"))
     monkeypatch.setattr(pipeline, "default_hash", lambda: "sha256")  # as where xxhash is missing
     again = pretokenize(inputs, tok, out, progress=False)  # no hash=: the journal's is kept
     assert again.n_records == first.n_records
@@ -543,9 +560,11 @@ def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch)
 
     monkeypatch.setattr(CorpusWriter, "append_batch", full)
     with pytest.raises(PipelineError, match="g.tsv: the run stopped.*No space left.*not recorded"):
-        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+        pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip",
+                    options=RunOptions(files_per_shard=1))
     monkeypatch.setattr(CorpusWriter, "append_batch", real)  # space freed: the re-run retries
-    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip", files_per_shard=1)
+    run = pretokenize(d, tok, tmp_path / "out", progress=False, on_error="skip",
+                      options=RunOptions(files_per_shard=1))
     assert run.failed == [] and Corpus.open(run.out, verify=True).names == ["a", "BC1", "BC2"]
 
 
@@ -585,3 +604,27 @@ def test_gtok_dir_overwrite_removes_the_old_run_and_only_it(tmp_path, tok):
     with pytest.raises(PipelineError, match="no run wrote .*notes.txt"):
         pretokenize([d / "a.bed"], tok, out, format="gtok-dir", progress=False, overwrite=True)
     assert (out / "notes.txt").read_text() == "mine" and (out / "c.gtok").exists()
+
+
+def test_resumed_run_with_other_on_error_is_refused(tmp_path):
+    """on_error is part of the plan (issue 32 item 14): a resumed run with the other choice
+    would journal failures the first run stopped at, or the reverse."""
+    tok = Tokenizer.from_bed(EX / "universe.bed")
+    out = tmp_path / "out"
+    pretokenize(EX / "peaks", tok, out, progress=False, on_error="skip")
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(EX / "peaks", tok, out, progress=False, on_error="fail")
+    assert json.loads((out / "journal.json").read_text())["plan"]["on_error"] == "skip"
+
+
+def test_first_arguments_are_checked(tmp_path):
+    tok = Tokenizer.from_bed(EX / "universe.bed")
+    with pytest.raises(TypeError, match="got a Tokenizer as `inputs`; did you swap them"):
+        pretokenize(tok, EX / "peaks", tmp_path / "a", progress=False)
+    with pytest.raises(TypeError, match=r"where a Tokenizer is expected.*Tokenizer.from_bed"):
+        pretokenize(EX / "peaks", str(EX / "universe.bed"), tmp_path / "b", progress=False)
+    with pytest.raises(genotok.params.ParameterError, match="files_per_shard must be"):
+        RunOptions(files_per_shard=True)
+    with pytest.raises(genotok.params.ParameterError, match="options must be a RunOptions or None"):
+        pretokenize(EX / "peaks", tok, tmp_path / "c", progress=False, options={"hash": "md5"})
+    assert not any((tmp_path / n).exists() for n in "abc")

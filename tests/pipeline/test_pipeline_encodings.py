@@ -14,7 +14,14 @@ import genotok
 from genotok import Corpus, Tokenizer, feature_medians, tokenize_anndata, tokenize_fragments
 from genotok.cli.main import main
 from genotok.pipeline import PipelineError, pretokenize
+from genotok import Bins, CellSpec, Normalize, RankByMedian
+from genotok.params import ParameterError
 from tests._cellspec import spec_of
+
+
+def cells(**kw) -> CellSpec:
+    """The spec of flat keywords, with the values stored when they are encoded."""
+    return spec_of(values=any(k in kw for k in ("normalize", "log1p", "rank", "bins")), **kw)
 
 EX = genotok.examples_dir()
 U = str(EX / "universe.bed")
@@ -62,7 +69,7 @@ def assert_corpus_equals(corpus, parts):
     {"normalize": "total", "log1p": True, "bins": 5},
 ], ids=["total", "log1p", "rank", "total-rank", "bins"])
 def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
-    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, **kw)
+    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, cells=cells(**kw))
     corpus = Corpus.open(run.out)
     assert corpus.has_values
     assert_corpus_equals(corpus, expected(h5ads, tok, **kw))
@@ -83,7 +90,7 @@ def test_equals_tokenize_anndata_with_corpus_medians(tmp_path, tok, h5ads, kw):
 def test_fragments_encoded(tmp_path, tok):
     frag = EX / "fragments.tsv.gz"
     for kw in ({"bins": 4}, {"normalize": "total", "rank": "median"}):
-        run = pretokenize(frag, tok, tmp_path / str(len(kw)), progress=False, **kw)
+        run = pretokenize(frag, tok, tmp_path / str(len(kw)), progress=False, cells=cells(**kw))
         corpus = Corpus.open(run.out)
         _, ref = tokenize_fragments(frag, tok, spec_of(values=True, **kw))
         assert_corpus_equals(corpus, [ref])
@@ -110,8 +117,8 @@ def test_fragment_medians_read_a_bucket_of_cells_at_a_time(tmp_path, tok, monkey
     matrix = RowSpill.matrix
     monkeypatch.setattr(RowSpill, "matrix", lambda self, b, *a: read.append(b) or matrix(
         self, b, *a))
-    run = pretokenize(frag, tok, tmp_path / "c", progress=False, normalize="total",
-                      rank="median")
+    run = pretokenize(frag, tok, tmp_path / "c", progress=False,
+                      cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
     assert read == [0, 1, 2] * 2
     stored = Corpus.open(run.out).header["extra"]["fragments"]["values_encoding"]
     med, method = feature_medians(whole, normalize="total")
@@ -122,11 +129,12 @@ def test_fragment_medians_read_a_bucket_of_cells_at_a_time(tmp_path, tok, monkey
 
 def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
     out = tmp_path / "c"
-    pretokenize(h5ads, tok, out, progress=False, bins=5)
-    pretokenize(h5ads, tok, out, progress=False, bins=5)  # the same settings: resumes (all done)
+    pretokenize(h5ads, tok, out, progress=False, cells=CellSpec(encoding=(Bins(5),), values=True))
+    pretokenize(h5ads, tok, out, progress=False,
+                cells=CellSpec(encoding=(Bins(5),), values=True))  # the same: resumes (all done)
     for kw in ({"bins": 7}, {}, {"normalize": "total", "bins": 5}, {"rank": "median"}):
         with pytest.raises(PipelineError, match="other inputs or settings"):
-            pretokenize(h5ads, tok, out, progress=False, **kw)
+            pretokenize(h5ads, tok, out, progress=False, cells=cells(**kw))
 
 
 def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
@@ -146,9 +154,11 @@ def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
 
     monkeypatch.setattr(P, "_run_batch", flaky)
     with pytest.raises(KeyboardInterrupt):
-        pretokenize(h5ads, tok, out, progress=False, rank="median")
+        pretokenize(h5ads, tok, out, progress=False,
+                    cells=CellSpec(encoding=(RankByMedian(),), values=True))
     monkeypatch.setattr(P, "_run_batch", real)
-    run = pretokenize(h5ads, tok, out, progress=False, rank="median")
+    run = pretokenize(h5ads, tok, out, progress=False,
+                      cells=CellSpec(encoding=(RankByMedian(),), values=True))
     assert run.skipped_done == 1
     assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, rank="median"))
 
@@ -174,9 +184,11 @@ def test_unreadable_input_is_skipped_by_the_medians_pass(tmp_path, tok, h5ads, w
             x["indices"] = idx[: idx.size // 2]
     inputs = [h5ads[0], bad, h5ads[1]]
     with pytest.raises(Exception):  # noqa: B017 (the default stops at it, as before)
-        pretokenize(inputs, tok, tmp_path / "fail", progress=False, rank="median")
+        pretokenize(inputs, tok, tmp_path / "fail", progress=False,
+                    cells=CellSpec(encoding=(RankByMedian(),), values=True))
     out = tmp_path / "c"
-    run = pretokenize(inputs, tok, out, progress=False, rank="median", on_error="skip")
+    run = pretokenize(inputs, tok, out, progress=False, on_error="skip",
+                      cells=CellSpec(encoding=(RankByMedian(),), values=True))
     assert [f["path"] for f in run.failed] == [str(bad)]
     assert str(bad) in run.failed[0]["error"]
     corpus = Corpus.open(out)
@@ -185,53 +197,54 @@ def test_unreadable_input_is_skipped_by_the_medians_pass(tmp_path, tok, h5ads, w
     stored = corpus.header["extra"]["anndata"]["values_encoding"]
     np.testing.assert_array_equal(np.array(stored["medians"], dtype=float),
                                   feature_medians(h5ads)[0])
-    again = pretokenize(inputs, tok, out, progress=False, rank="median", on_error="skip")
+    again = pretokenize(inputs, tok, out, progress=False, on_error="skip",
+                        cells=CellSpec(encoding=(RankByMedian(),), values=True))
     assert again.skipped_done == 3 and [f["path"] for f in again.failed] == [str(bad)]
 
 def test_refused_inputs(tmp_path, tok, h5ads):
     bed = EX / "peaks" / "sample0.narrowPeak"
-    with pytest.raises(PipelineError, match="BED input has no values"):
-        pretokenize([h5ads[0], bed], tok, tmp_path / "a", progress=False, normalize="total")
+    with pytest.raises(PipelineError, match="a BED input is one record"):
+        pretokenize([h5ads[0], bed], tok, tmp_path / "a", progress=False,
+                    cells=CellSpec(encoding=(Normalize(),), values=True))
     with pytest.raises(PipelineError, match="stores token ids only"):
-        pretokenize(h5ads, tok, tmp_path / "b", progress=False, bins=3, format="gtok-dir")
+        pretokenize(h5ads, tok, tmp_path / "b", progress=False, format="gtok-dir",
+                    cells=CellSpec(encoding=(Bins(3),), values=True))
     with pytest.raises(PipelineError, match="one feature space"):
         pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok, tmp_path / "c", progress=False,
-                    rank="median")
+                    cells=CellSpec(encoding=(RankByMedian(),), values=True))
     a = anndata.read_h5ad(h5ads[0])
     a[:, ::-1].copy().write_h5ad(tmp_path / "rev.h5ad")
     with pytest.raises(PipelineError, match="var_names differ"):
         pretokenize([h5ads[0], tmp_path / "rev.h5ad"], tok, tmp_path / "d", progress=False,
-                    rank="median")
-    for kw, msg in (({"rank": "mean"}, "rank must be"), ({"bins": 1}, "bins must be"),
-                    ({"rank": "median", "bins": 5}, "exclude each other"),
-                    ({"normalize": "sum"}, "normalize must be")):
-        with pytest.raises(ValueError, match=msg):
-            pretokenize(h5ads, tok, tmp_path / "e", progress=False, **kw)
+                    cells=CellSpec(encoding=(RankByMedian(),), values=True))
+    with pytest.raises(ParameterError, match="cells must be a CellSpec or None"):
+        pretokenize(h5ads, tok, tmp_path / "e", progress=False, cells={"bins": 5})
+    assert not (tmp_path / "e").exists()
 
 
 def test_cli_flags_round_trip(tmp_path, tok, h5ads, capsys):
     out = tmp_path / "cli"
-    argv = ["pretokenize", "-q", "--universe", U, "--out", str(out), "--normalize", "total",
-            "--target-sum", "100", "--log1p", "--bins", "6", *map(str, h5ads)]
+    argv = ["pretokenize", "-q", "--universe", U, "--out", str(out), "--encoding",
+            "normalize:target_sum=100:log1p=true,bins:n=6", "--values", *map(str, h5ads)]
     assert main(argv) == 0
     assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, normalize="total",
                                                     target_sum=100.0, log1p=True, bins=6))
     out2 = tmp_path / "cli2"
-    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out2), "--rank", "median",
-                 *map(str, h5ads)]) == 0
+    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out2), "--encoding",
+                 "rank_by_median", "--values", *map(str, h5ads)]) == 0
     assert_corpus_equals(Corpus.open(out2), expected(h5ads, tok, rank="median"))
     # a resumed run with other flags: a failure (exit 1), one line
-    assert main(argv[:-2] + ["--bins", "7", *map(str, h5ads)]) == 1
+    assert main(argv[:-2] + ["--encoding", "bins:n=7", *map(str, h5ads)]) == 1
     assert "other inputs or settings" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    (["--bins", "0"], "argument --bins: must be at least 2, got 0"),
-    (["--bins", "1"], "argument --bins"),
-    (["--target-sum", "0"], "argument --target-sum"),
-    (["--normalize", "median"], "argument --normalize: invalid choice"),
-    (["--rank", "mean"], "argument --rank: invalid choice"),
-    (["--rank", "median", "--bins", "5"], "not allowed with"),
+    (["--encoding", "bins:n=1"], "argument --encoding: 'bins:n=1': Bins: n must be"),
+    (["--encoding", "normalize:target_sum=0"], "argument --encoding"),
+    (["--encoding", "median"], "argument --encoding: unknown encoding 'median'"),
+    (["--encoding", "bins:5"], "name:field=value"),
+    (["--cell-order", "values"], "argument --cell-order: invalid choice"),
+    (["--max-length", "x"], "argument --max-length: invalid int value"),
 ])
 def test_cli_rejects_bad_values_with_exit_2(tmp_path, h5ads, flags, fragment, capsys):
     code = main(["pretokenize", "--universe", U, "--out", str(tmp_path / "o"), *flags,
@@ -252,7 +265,8 @@ def tok_c(h5ads):
 @pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
 def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     kw = {"prepend": ["cell_type"], "add_cls": True}
-    run = pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format, **kw)
+    run = pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format,
+                      cells=cells(**kw))
     want = [r for f in h5ads for r in tokenize_anndata(f, tok_c, spec_of(**kw)).to_list()]
     if format == "corpus":
         corpus = Corpus.open(run.out)
@@ -268,13 +282,14 @@ def test_condition_tokens(tmp_path, tok_c, h5ads, format):
     assert want[0][0] == tok_c.universe.cls_token_id
     assert tok_c.decode(want[0][1:2])[0].startswith("<cell_type=")
     with pytest.raises(PipelineError, match="other inputs or settings"):
-        pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format, add_cls=True)
-    with pytest.raises(PipelineError, match="BED and fragment inputs have none"):
+        pretokenize(h5ads, tok_c, tmp_path / "c", progress=False, format=format,
+                    cells=CellSpec(add_cls=True))
+    with pytest.raises(PipelineError, match="fragment inputs have none"):
         pretokenize([h5ads[0], EX / "fragments.tsv.gz"], tok_c, tmp_path / "d", progress=False,
-                    **kw)
+                    cells=cells(**kw))
     # a string is one column, as in tokenize_anndata (it was a TypeError)
     one = pretokenize(h5ads, tok_c, tmp_path / "e", progress=False, format=format,
-                      prepend="cell_type")
+                      cells=CellSpec(prepend="cell_type"))
     assert one.n_records == sum(len(genotok.singlecell.obs_names(f)) for f in h5ads)
 
 
@@ -282,7 +297,8 @@ def test_cli_condition_flags(tmp_path, tok_c, h5ads):
     cfg = tok_c.save_config(tmp_path / "tok.toml", universe_path=U)
     out = tmp_path / "c"
     assert main(["pretokenize", "-q", "--config", str(cfg), "--out", str(out), "--prepend",
-                 "cell_type", "--add-cls", "--condition-unknown", "error", "--bins", "4",
+                 "cell_type", "--add-cls", "--condition-unknown", "error", "--encoding",
+                 "bins:n=4", "--values",
                  *map(str, h5ads)]) == 0
     kw = {"prepend": ["cell_type"], "add_cls": True, "condition_unknown": "error", "bins": 4}
     assert_corpus_equals(Corpus.open(out), [tokenize_anndata(f, tok_c, spec_of(values=True, **kw))
@@ -302,7 +318,7 @@ GENEFORMER = {"normalize": "total", "rank": "median", "order": "value", "max_len
 def test_per_cell_settings_equal_tokenize_anndata(tmp_path, tok, h5ads, kw):
     """The Geneformer corpus in one call: medians of all inputs, each cell's tokens by
     value / median, descending, cut to max_length, as tokenize_anndata makes them."""
-    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, **kw)
+    run = pretokenize(h5ads, tok, tmp_path / "c", progress=False, cells=cells(**kw))
     corpus = Corpus.open(run.out)
     want = expected(h5ads, tok, **kw)
     encoded = any(k in kw for k in ("normalize", "rank", "bins"))
@@ -320,14 +336,14 @@ def test_per_cell_settings_equal_tokenize_anndata(tmp_path, tok, h5ads, kw):
     # part of the plan: a resumed run with other per-cell settings is refused
     with pytest.raises(PipelineError, match="other inputs or settings"):
         pretokenize(h5ads, tok, tmp_path / "c", progress=False,
-                    **{**kw, "seed": kw.get("seed", 0) + 1})
+                    cells=cells(**{**kw, "seed": kw.get("seed", 0) + 1}))
 
 
 @pytest.mark.parametrize("format", ["corpus", "gtok-dir"])
 def test_per_cell_settings_of_fragments(tmp_path, tok, format):
     frag = EX / "fragments.tsv.gz"
     kw = {"order": "value", "max_length": 3}
-    run = pretokenize(frag, tok, tmp_path / "c", progress=False, format=format, **kw)
+    run = pretokenize(frag, tok, tmp_path / "c", progress=False, format=format, cells=cells(**kw))
     names, ref = tokenize_fragments(frag, tok, spec_of(**kw))
     if format == "corpus":
         assert Corpus.open(run.out).to_ragged().to_list() == ref.to_list()
@@ -342,22 +358,86 @@ def test_per_cell_settings_of_fragments(tmp_path, tok, format):
 
 def test_per_cell_settings_refused_with_bed_and_checked(tmp_path, tok, h5ads):
     bed = EX / "peaks" / "sample0.narrowPeak"
-    with pytest.raises(PipelineError, match=r"order='value', max_length=5 act on the cells"):
-        pretokenize([bed], tok, tmp_path / "a", progress=False, order="value", max_length=5)
+    with pytest.raises(PipelineError,
+                       match=r"cell spec \(order='value', max_length=5\) acts on the cells"):
+        pretokenize([bed], tok, tmp_path / "a", progress=False,
+                    cells=CellSpec(order="value", max_length=5))
     assert not (tmp_path / "a").exists()
-    pretokenize([bed], tok, tmp_path / "b", progress=False, truncation=None)  # the defaults
-    for kw, msg in (({"order": "values"}, "order must be"), ({"max_length": 0}, "max_length"),
-                    ({"truncation": "head"}, "truncation must be"),
-                    ({"min_count": float("nan")}, "min_count must be"),
-                    ({"seed": -1}, "seed must be")):
-        with pytest.raises(ValueError, match=msg):
-            pretokenize(h5ads, tok, tmp_path / "e", progress=False, **kw)
-        assert not (tmp_path / "e").exists()
+    pretokenize([bed], tok, tmp_path / "b", progress=False, cells=CellSpec())  # the defaults
 
 
 def test_cli_per_cell_flags(tmp_path, tok, h5ads):
     out = tmp_path / "c"
-    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out), "--normalize",
-                 "total", "--rank", "median", "--cell-order", "value", "--max-length", "50",
+    assert main(["pretokenize", "-q", "--universe", U, "--out", str(out), "--encoding",
+                 "normalize,rank_by_median", "--values", "--cell-order", "value",
+                 "--max-length", "50",
                  *map(str, h5ads)]) == 0
     assert_corpus_equals(Corpus.open(out), expected(h5ads, tok, **GENEFORMER))
+
+
+# ------------------------------------------------- one CellSpec: in memory, pretokenize, CLI
+@pytest.mark.parametrize("spec", [
+    CellSpec(encoding=(Normalize(1e4, log1p=True), Bins(5)), values=True, max_length=40),
+    CellSpec(order="shuffle", seed=7, max_length=20, truncation="sample", min_count=1.0),
+], ids=["binned-values", "shuffle-sample"])
+@pytest.mark.parametrize("kind", ["h5ad", "fragments"])
+def test_same_spec_same_tokens_three_ways(tmp_path, tok, h5ads, spec, kind):
+    """The same CellSpec gives the same tokens and values in memory
+    (tokenize_anndata / tokenize_fragments), through pretokenize(cells=spec) and through
+    `genotok pretokenize --cells spec.toml`; the plan, the manifest and the shard header
+    carry the spec's JSON."""
+    import json
+
+    src = h5ads[0] if kind == "h5ad" else EX / "fragments.tsv.gz"
+    if kind == "h5ad":
+        mem = tokenize_anndata(src, tok, spec)
+    else:
+        mem = tokenize_fragments(src, tok, spec)[1]
+    run = pretokenize(src, tok, tmp_path / "api", progress=False, cells=spec)
+    (tmp_path / "spec.toml").write_text(spec.to_toml())
+    assert main(["pretokenize", "-q", "--universe", U, "--out", str(tmp_path / "cli"),
+                 "--cells", str(tmp_path / "spec.toml"), str(src)]) == 0
+    for out in (run.out, tmp_path / "cli"):
+        corpus = Corpus.open(out)
+        assert corpus.to_ragged().to_list() == mem.to_list()
+        assert corpus.has_values == spec.values
+        if spec.values:
+            np.testing.assert_array_equal(corpus.to_ragged(values=True).values,
+                                          mem.values.astype(np.float32))
+        key = "anndata" if kind == "h5ad" else "fragments"
+        assert CellSpec.from_json(corpus.header["extra"][key]["cells"]) == spec
+        journal = json.loads((out / "journal.json").read_text())
+        assert journal["plan"]["cells"] == json.loads(spec.to_json())
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["genotok_run"]["cells"] == json.loads(spec.to_json())
+
+
+def test_cli_cells_file_and_flags(tmp_path, tok, h5ads, capsys):
+    spec = CellSpec(max_length=30, order="value")
+    (tmp_path / "s.toml").write_text(spec.to_toml())
+    base = ["pretokenize", "-q", "--universe", U, "--cells", str(tmp_path / "s.toml")]
+    # a flag repeating the file's value is fine; one contradicting it is a usage error (2)
+    assert main([*base, "--out", str(tmp_path / "a"), "--max-length", "30",
+                 str(h5ads[0])]) == 0
+    assert Corpus.open(tmp_path / "a").to_ragged().to_list() == \
+        tokenize_anndata(h5ads[0], tok, spec).to_list()
+    assert main([*base, "--out", str(tmp_path / "b"), "--max-length", "31",
+                 str(h5ads[0])]) == 2
+    assert "--max-length 31 disagrees with" in capsys.readouterr().err
+    assert not (tmp_path / "b").exists()
+    (tmp_path / "bad.toml").write_text("max_lenght = 3\n")
+    assert main(["pretokenize", "-q", "--universe", U, "--cells", str(tmp_path / "bad.toml"),
+                 "--out", str(tmp_path / "c"), str(h5ads[0])]) == 1
+    assert "bad.toml: CellSpec: unknown field(s) ['max_lenght']" in capsys.readouterr().err
+
+
+def test_cli_flags_are_generated_from_the_spec_fields():
+    """One flag per CellSpec field: a new field gets its flag without a hand-written line."""
+    from dataclasses import fields
+
+    from genotok.cli.main import build_parser, cell_flag
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["pretokenize"]
+    flags = {o for a in sub._actions for o in a.option_strings}
+    assert {cell_flag(f.name) for f in fields(CellSpec)} <= flags

@@ -17,7 +17,8 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import AnnDataError, AnnDataOptions, CellSpec, Corpus, RegionSet, Tokenizer, Universe
+from genotok import (AnnDataError, AnnDataOptions, CellSpec, Corpus, RegionSet, Tokenizer,
+                     TokenizerSettings, Universe)
 from genotok import sink as gsink
 from genotok.kernels import cells as K
 from genotok.ragged import Ragged
@@ -37,7 +38,7 @@ CHROMS = ["chr1", "chr2", "chrUn_KI270742v1"]
 def _tokenizer(regs, **kw) -> Tokenizer:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # duplicate universe lines are intended
-        return Tokenizer(Universe(RegionSet.from_tuples(regs)), **kw)
+        return Tokenizer(Universe(RegionSet.from_tuples(regs)), settings=TokenizerSettings(**kw))
 
 
 def _rows_of(r):
@@ -428,7 +429,7 @@ def test_var_map_is_reused_only_while_names_universe_and_settings_hold(small):
     other = [(c, s + 30, e + 30) for c, s, e in universe]
     assert gad.tokenize_anndata(a, _tokenizer(other)).to_list() == ref(other, a)
     assert gvar._adata_var_map(a, tok, None, None, False, None) is not vm
-    strict = Tokenizer(tok.universe, min_overlap=150)
+    strict = Tokenizer(tok.universe, settings=TokenizerSettings(min_overlap=150))
     want = ref(universe, a, min_overlap=150)
     assert want != ref(universe, a)  # the setting matters here
     assert gad.tokenize_anndata(a, strict).to_list() == want

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from genotok import AnnDataOptions, CellSpec, Normalize, RankByMedian, Tokenizer
+from genotok import AnnDataOptions, CellSpec, Normalize, RankByMedian, Tokenizer, TokenizerSettings
 from genotok.errors import AnnDataError
 from genotok.kernels import values as VK
 from genotok.singlecell import tokenize_anndata
@@ -159,7 +159,7 @@ def _adata(X):
     a = anndata.AnnData(sp.csr_matrix(X.astype(np.float32)),
                         obs=pd.DataFrame(index=[f"c{i}" for i in range(X.shape[0])]),
                         var=pd.DataFrame(index=var))
-    return a, Tokenizer(var, unknown="drop")
+    return a, Tokenizer(var, settings=TokenizerSettings(unknown="drop"))
 
 
 def _expected(E):

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import (AnnDataOptions, Bins, CellSpec, Normalize, RankByMedian, Tokenizer, condition_tokens,
+from genotok import (AnnDataOptions, Bins, CellSpec, Normalize, RankByMedian, Tokenizer,
+                     TokenizerSettings, condition_tokens,
                      feature_medians, tokenize_anndata)
 from genotok.errors import AnnDataError, UniverseError
 from tests._cellspec import spec_of
@@ -51,7 +52,7 @@ def _adata(X, dtype=np.float64):
     a = anndata.AnnData(sp.csr_matrix(X.astype(dtype)),
                         obs=pd.DataFrame(index=[f"c{i}" for i in range(X.shape[0])]),
                         var=pd.DataFrame(index=var))
-    return a, Tokenizer(var, unknown="drop")
+    return a, Tokenizer(var, settings=TokenizerSettings(unknown="drop"))
 
 
 @pytest.mark.parametrize("row", [[1e-310, 1e-310, 0.0], [5e-324, 0.0, 0.0],
@@ -208,7 +209,7 @@ def test_repeated_columns_are_summed_before_encoding(kw, tmp_path):
     a = anndata.AnnData(X, obs=pd.DataFrame(index=["a", "b", "c"]),
                         var=pd.DataFrame(index=VAR))
     canon = anndata.AnnData(sp.csr_matrix(X.toarray()), obs=a.obs, var=a.var)
-    tok = Tokenizer(VAR, unknown="drop")
+    tok = Tokenizer(VAR, settings=TokenizerSettings(unknown="drop"))
     opts = dict(values=True, order="value", **kw)
     want = tokenize_anndata(canon, tok, spec_of(**opts))
     path = tmp_path / "dup.h5ad"
@@ -305,7 +306,7 @@ def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
     var = [f"chr1:{100 * j}-{100 * j + 50}" for j in range(n_cols)]
     a = anndata.AnnData(X, obs=pd.DataFrame(index=[f"c{i}" for i in range(n_rows)]),
                         var=pd.DataFrame(index=var))
-    tok = Tokenizer(var, unknown="drop")
+    tok = Tokenizer(var, settings=TokenizerSettings(unknown="drop"))
     with np.errstate(over="ignore"):
         dense = X.toarray().astype(np.float64)  # scipy sums repeated entries (in their dtype)
     rank = kw.get("rank")
@@ -388,13 +389,15 @@ def test_seed_must_be_an_int64(seed):
 
 @pytest.mark.parametrize("kw", [{"seed": 2**63}, {"seed": 1.5}, {"max_length": True}])
 def test_pretokenize_checks_the_per_cell_settings_like_tokenize_anndata(kw, tmp_path):
-    """pretokenize's plan accepted them, and each input then failed (or took 1.5 as 1)."""
+    """pretokenize's plan accepted them, and each input then failed (or took 1.5 as 1): its
+    cells= spec checks them, as tokenize_anndata's does."""
     from genotok import pretokenize
 
     a, tok = _adata([[1.0, 2.0, 3.0]])
     a.write_h5ad(tmp_path / "a.h5ad")
     with pytest.raises(ValueError, match="seed must be|max_length must be"):
-        pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False, **kw)
+        pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False,
+                    cells=CellSpec(**kw))
     assert not (tmp_path / "out").exists()
 
 

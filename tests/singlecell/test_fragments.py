@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import BedParseError, CellSpec, Corpus, FragmentOptions, RegionSet, Tokenizer, Universe
+from genotok import BedParseError, CellSpec, Corpus, FragmentOptions, RegionSet, Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import cells as K
 from genotok.kernels import parse as _parse
 import genotok.singlecell as gad
@@ -28,7 +28,8 @@ UNIVERSE = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0
 def _tok(regs=UNIVERSE, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return Tokenizer(Universe(RegionSet.from_tuples(regs), duplicates="lines"), **kw)
+        return Tokenizer(Universe(RegionSet.from_tuples(regs), duplicates="lines"),
+                         settings=TokenizerSettings(**kw))
 
 
 def _write(path: Path, lines, gz=False, crlf=False):

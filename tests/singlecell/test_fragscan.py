@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, Universe
+from genotok import Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import fragscan as FS
 from genotok.singlecell.fragmatrix import MODES, _dup_map
 
@@ -23,7 +23,7 @@ def _tok(regions, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # repeated universe regions warn
         u = Universe([f"{c}:{s}-{e}" for c, s, e in regions], duplicates="lines")  # a column a line
-        return Tokenizer(u, **kw)
+        return Tokenizer(u, settings=TokenizerSettings(**kw))
 
 
 def _table(names):

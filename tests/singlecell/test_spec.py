@@ -135,9 +135,26 @@ def test_a_string_prepend_is_one_column():
 
 # -------------------------------------------------------------------------- entry points
 @pytest.mark.parametrize("func", [tokenize_anndata, tokenize_fragments, fragment_matrix,
-                                  genotok.singlecell.FragmentMatrix.from_fragments])
+                                  genotok.singlecell.FragmentMatrix.from_fragments,
+                                  genotok.pretokenize, genotok.Tokenizer,
+                                  genotok.Tokenizer.from_bed, genotok.Tokenizer.from_config,
+                                  genotok.Tokenizer.from_pretrained],
+                         ids=lambda f: getattr(f, "__qualname__", str(f)))
 def test_entry_points_take_at_most_ten_parameters(func):
+    """Issue 31: every public entry point takes at most 10 parameters (pretokenize had 24,
+    the Tokenizer 12); what a cell becomes is one CellSpec, the tokenizer's settings one
+    TokenizerSettings. (``Tokenizer``'s signature is its constructor's, ``_setup``.)"""
     assert len(inspect.signature(func).parameters) <= 10
+
+
+def test_tokenizer_takes_its_settings_as_one_object():
+    tok = genotok.Tokenizer(VARS, settings=genotok.TokenizerSettings(overlap="best"))
+    assert tok.settings.overlap == "best"
+    with pytest.raises(TypeError, match=r"overlap are TokenizerSettings fields: pass "
+                                        r"settings=TokenizerSettings\(overlap=\.\.\.\)"):
+        genotok.Tokenizer(VARS, overlap="best")
+    with pytest.raises(TypeError, match="settings must be a TokenizerSettings, got dict"):
+        genotok.Tokenizer(VARS, settings={"overlap": "best"})
 
 
 def test_swapped_or_wrong_arguments_are_named(tmp_path):
@@ -184,3 +201,30 @@ def test_the_corpus_header_holds_the_spec_with_its_medians(tmp_path):
     with pytest.raises(ParameterError, match="the medians are of normalize='total'"):
         CellSpec(encoding=RankByMedian(c))
     assert AnnDataOptions().layer is None
+
+
+# -------------------------------------------------------------------------- TOML
+@pytest.mark.parametrize("spec", [
+    CellSpec(), CellSpec.geneformer(), CellSpec.scgpt(values=False),
+    CellSpec(encoding=RankByMedian(np.array([1.5, np.nan])), prepend=['a"b', "c"],
+             min_count=2.0, order="shuffle", seed=2**63 - 1, unknown="drop"),
+], ids=["default", "geneformer", "scgpt", "medians-and-quotes"])
+def test_toml_round_trips(tmp_path, spec):
+    (tmp_path / "s.toml").write_text(spec.to_toml())
+    assert CellSpec.from_toml(tmp_path / "s.toml") == spec
+    assert CellSpec.from_toml(spec.to_toml()) == spec
+
+
+def test_toml_errors_name_the_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("max_length = \n")
+    with pytest.raises(ParameterError, match=r"bad.toml: not a valid TOML cell spec.*line 1"):
+        CellSpec.from_toml(bad)
+    bad.write_text("[[encoding]]\nname = 'zscore'\n")
+    with pytest.raises(ParameterError, match=r"bad.toml: CellSpec: unknown value encoding 'zscore'"):
+        CellSpec.from_toml(bad)
+    bad.write_text("max_length = 0\n")
+    with pytest.raises(ParameterError, match=r"bad.toml: CellSpec: max_length must be"):
+        CellSpec.from_toml(bad)
+    with pytest.raises(ParameterError, match="missing.toml: cannot read"):
+        CellSpec.from_toml(tmp_path / "missing.toml")
