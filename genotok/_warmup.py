@@ -58,13 +58,21 @@ def _single_cell() -> None:
         import h5py  # noqa: F401
     except ImportError:
         return
+    import anndata
+
     from ._examples import examples_dir
-    from .singlecell import fragment_matrix, tokenize_anndata, tokenize_fragments
+    from .singlecell import CellSpec, fragment_matrix, tokenize_anndata, tokenize_fragments
     from .tokenizer import Tokenizer
 
     ex = examples_dir()
     tok = Tokenizer.from_bed(ex / "universe.bed")
+    adata = anndata.read_h5ad(ex / "pbmc.h5ad")  # in memory, as the README reads it too
     tokenize_anndata(ex / "pbmc.h5ad", tok)
+    tokenize_anndata(adata, tok, CellSpec(max_length=2048))
+    tokenize_anndata(adata, tok, CellSpec.geneformer())
+    with tempfile.TemporaryDirectory() as tmp:  # the corpus output's own path (uint32 ids)
+        tokenize_anndata(ex / "pbmc.h5ad", tok, out=os.path.join(tmp, "pbmc.gtokc"),
+                         obs_columns=["cell_type"])
     tokenize_fragments(ex / "fragments.tsv.gz", tok)
     fragment_matrix(ex / "fragments.tsv.gz", tok)
 
