@@ -201,3 +201,18 @@ def test_one_spelling_for_every_path_and_dtype(tmp_path):
     p = tmp_path / "a.h5ad"
     anndata.AnnData(np.zeros((3, 1), np.float32), obs=obs[["n"]]).write_h5ad(p)  # (no dates)
     assert condition_tokens(str(p), ["n"]) == toks[:2]
+
+
+def test_spellings_do_not_collide_across_columns():
+    """Issue 32 item 14: column 'assay' with value 'x=1' and column 'assay=x' with value '1'
+    were both '<assay=x=1>', so one token meant two conditions. '%', '=', '<', '>' are escaped
+    in values and column names."""
+    obs = pd.DataFrame({"assay": ["x=1", "a<b>"], "assay=x": [1, 1]}, index=["c0", "c1"])
+    toks = condition_tokens(obs, ["assay", "assay=x"])
+    assert toks == ["<assay=a%3Cb%3E>", "<assay=x%3D1>", "<assay%3Dx=1>"]
+    assert len(set(toks)) == len(toks)
+    tok = Tokenizer(PEAKS, extra_tokens=toks)
+    ids = condition_ids(obs, tok, ["assay", "assay=x"], unknown="error")
+    assert tok.decode(ids[0].tolist()) == ["<assay=x%3D1>", "<assay%3Dx=1>"]
+    assert condition_tokens(pd.DataFrame({"p": ["5%3D", "5="]}), ["p"]) == ["<p=5%253D>",
+                                                                          "<p=5%3D>"]
