@@ -25,6 +25,7 @@ from .batching import TRUNCATIONS, make_batch, pad_batch, truncate  # noqa: F401
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
+from .params import check
 
 
 class PretokenizedDataset(Sequence):
@@ -55,6 +56,7 @@ class PretokenizedDataset(Sequence):
     """
 
     def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
+        check("seed", seed, _sampling.PLAN_CONSTRAINTS["seed"], "PretokenizedDataset")
         self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
         self.corpus: Corpus | None = None
         self.files: list[Path] | None = None

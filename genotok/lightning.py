@@ -17,6 +17,8 @@ except ImportError:  # pragma: no cover - the standalone package
             from None
 
 from .formats.corpus import Corpus
+from .params import validate
+from .sampling import PLAN_CONSTRAINTS
 from .torch_data import CorpusIterableDataset, ResumableLoader
 
 
@@ -77,6 +79,7 @@ class CorpusDataModule(L.LightningDataModule):
         self.dataset_kwargs = {"batch_size": batch_size, "max_tokens": max_tokens,
                                "shuffle": shuffle, "seed": seed, "window": window, "split": split,
                                "values": values}
+        validate(self.dataset_kwargs, PLAN_CONSTRAINTS, "CorpusDataModule")  # not at fit()
         self.loader_kwargs = dict(loader_kwargs or {}, num_workers=num_workers)
         self.open_kwargs = dict(open_kwargs or {})
         self._loader: ResumableLoader | None = None
