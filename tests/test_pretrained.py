@@ -396,3 +396,43 @@ def test_save_pretrained_keeps_an_earlier_save_whole_and_refuses_names_that_cann
     for name in ("#chr1", "track", "browser", "chr 1"):
         with pytest.raises(UniverseError, match="cannot be saved"):
             Tokenizer([f"{name}:0-10"]).save_pretrained(tmp_path / "n")
+
+
+TOML_WRONG_TYPES = {
+    'genotok = 3': "genotok must be a table",
+    'special_tokens = 5': "special_tokens must be an array or a table",
+    'special_tokens = {unk = 1}': "special_tokens values must be strings",
+    'tokenizer_type = []': "tokenizer_type must be a string",
+    '[genotok]\nextra_tokens = 5': r"\[genotok\] extra_tokens must be an array",
+    '[genotok]\nextra_tokens = [1]': r"\[genotok\] extra_tokens must be strings",
+    '[genotok]\nduplicates = []': r"\[genotok\] duplicates must be a string",
+    '[genotok]\nfingerprint = 5': r"\[genotok\] fingerprint must be a string",
+    '[genotok]\nunknown = []': r" \[genotok\]: unknown must be one of",
+}
+CONFIGS = {
+    "config.json": [(b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+                    (b"\xff\xfe", "not UTF-8 text"), (b"{", "not valid JSON")],
+    "config.yaml": [(b"a: [\n", "not valid YAML"), (b"\xff", "not UTF-8 text"),
+                    (b"[" * 100_000 + b"]" * 100_000, "not valid YAML")],
+}
+
+
+@pytest.mark.parametrize("text", list(TOML_WRONG_TYPES))
+def test_toml_fields_of_the_wrong_type_name_the_file(tmp_path, text):
+    """Issue 32 item 14: a field of the wrong TOML type raised a raw TypeError/AttributeError
+    (or an error that did not name the file)."""
+    (tmp_path / "u.bed").write_text("chr1\t0\t10\n")
+    (tmp_path / "tokenizer.toml").write_text(f'universe = "u.bed"\n{text}\n')
+    with pytest.raises(UniverseError, match=f"tokenizer.toml.*{TOML_WRONG_TYPES[text]}"):
+        Tokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("name,case", [(n, c) for n, cs in CONFIGS.items() for c in cs])
+def test_malformed_model_configs_name_the_file(tmp_path, name, case):
+    """Issue 32 item 14: a malformed config.json/config.yaml raised a raw RecursionError,
+    UnicodeDecodeError or YAML error."""
+    pytest.importorskip("yaml") if name.endswith(".yaml") else None
+    (tmp_path / "universe.bed").write_text("chr1\t0\t10\n")
+    (tmp_path / name).write_bytes(case[0])
+    with pytest.raises(UniverseError, match=f"{name}: {case[1]}"):
+        Tokenizer.from_pretrained(tmp_path)
