@@ -26,7 +26,8 @@ Order and semantics
   token per column in the order of ``prepend`` (after ``<cls>`` with ``add_cls=True``); their
   values (with ``values=True``) are 0;
 * a value with no token in the tokenizer (a category unseen in training, or NaN) becomes
-  ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``);
+  ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``); a column with
+  no token at all (a tokenizer made without ``extra_tokens=``) raises, saying how to make one;
 * the tokens are saved with the tokenizer configuration (``extra_tokens`` in its ``[genotok]``
   table) and are covered by its fingerprint, so a corpus written with one condition
   vocabulary refuses a tokenizer with another; ``decode`` gives them back as strings.
@@ -192,6 +193,7 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
     vocab = tokenizer.universe.get_vocab()
     first_extra = tokenizer.universe.n_regions + 7
     unk = tokenizer.universe.unk_token_id
+    _check_vocabulary(tokenizer, prepend, template)
     cols = []
     for c in prepend:
         if hasattr(obs, "columns"):
@@ -219,6 +221,19 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
         cols.append(ids)
     n = len(cols[0]) if cols else 0
     return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+
+
+def _check_vocabulary(tokenizer, prepend: list[str], template: str) -> None:
+    """Refuse a column with no condition token at all in the tokenizer: every cell's would be
+    ``<unk>``, silently (the tokenizer was made without ``extra_tokens=``)."""
+    extra = list(tokenizer.universe.extra_tokens)
+    for c in prepend:
+        head, _, tail = token(c, "\0", template).partition("\0")
+        if not any(t.startswith(head) and t.endswith(tail) for t in extra):
+            raise AnnDataError(
+                f"prepend={prepend}: the tokenizer has no condition token of column {c!r}, so "
+                f"every cell's would be <unk>; make it with Tokenizer(..., extra_tokens="
+                f"condition_tokens(adata, {prepend}))")
 
 
 def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
