@@ -436,3 +436,66 @@ def test_malformed_model_configs_name_the_file(tmp_path, name, case):
     (tmp_path / name).write_bytes(case[0])
     with pytest.raises(UniverseError, match=f"{name}: {case[1]}"):
         Tokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.slow
+def test_campaign_model_directories_stay_confined(tmp_path):
+    """Issue 32's confinement campaign, as a test: random model directories (a universe named
+    absolute, with ../, through links in and out, as a device, FIFO or folder; random TOML
+    fields of random types; random config.json/config.yaml bytes) either load a universe that
+    is a regular file inside the directory, or raise one UniverseError (a GenotokError) naming
+    a file; never another exception, a hang, or a file from outside."""
+    import os
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    secret = tmp_path / "secret.bed"
+    secret.write_text("chr9\t0\t10\nchr9\t20\t30\n")  # 2 regions: loading it shows
+    refs = st.sampled_from(["u.bed", "./u.bed", "sub/u.bed", "sub/../u.bed", "../secret.bed",
+                            str(secret), "/dev/zero", "/dev/stdin", "out.bed", "loop.bed",
+                            "fifo.bed", "folder.bed", "missing.bed", "", "u.bed\0x"])
+    scalar = st.one_of(st.integers(-3, 3), st.text(max_size=5), st.booleans(),
+                       st.lists(st.integers(0, 2), max_size=2))
+    toml_value = st.one_of(scalar.map(repr), st.just("{unk = 1}"), st.just('{a = "b"}'))
+    fields = st.dictionaries(st.sampled_from(["special_tokens", "tokenizer_type", "genotok"]),
+                             toml_value, max_size=2)
+    ours = st.dictionaries(st.sampled_from(["extra_tokens", "duplicates", "fingerprint",
+                                            "unknown", "overlap", "min_overlap", "bogus"]),
+                           toml_value, max_size=2)
+    config = st.one_of(st.none(), st.tuples(st.sampled_from(["config.json", "config.yaml"]),
+                                            st.binary(max_size=40)),
+                       st.tuples(st.sampled_from(["config.json", "config.yaml"]),
+                                 st.sampled_from([b"[" * 5000, b'{"vocab_size": 8}',
+                                                  b"vocab_size: 9\n", b"\xef\xbb\xbf{}"])))
+    rounds = iter(range(10**6))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(ref=refs, top=fields, table=ours, cfg=config)
+    def one(ref, top, table, cfg):
+        d = tmp_path / f"m{next(rounds)}"
+        (d / "sub").mkdir(parents=True)
+        (d / "u.bed").write_text("chr1\t0\t10\n")
+        (d / "sub" / "u.bed").write_text("chr1\t0\t10\n")
+        (d / "out.bed").symlink_to(secret)
+        (d / "loop.bed").symlink_to(d / "loop.bed")
+        os.mkfifo(d / "fifo.bed")
+        (d / "folder.bed").mkdir()
+        lines = [f"universe = {json.dumps(ref)}"]
+        lines += [f"{k} = {v}" for k, v in top.items() if k != "genotok"]
+        if "genotok" in top:
+            lines.append(f"genotok = {top['genotok']}")
+        elif table:
+            lines += ["[genotok]"] + [f"{k} = {v}" for k, v in table.items()]
+        (d / "tokenizer.toml").write_text("\n".join(lines) + "\n")
+        if cfg is not None:
+            (d / cfg[0]).write_bytes(cfg[1])
+        try:
+            tok = Tokenizer.from_pretrained(d)
+        except genotok.errors.GenotokError as exc:
+            assert str(d) in str(exc) or "extra tokens" in str(exc) or "special" in str(exc), exc
+            assert "chr9" not in str(exc)
+            return
+        assert tok.universe.n_regions == 1  # d/u.bed (or d/sub/u.bed), never the secret
+
+    one()
