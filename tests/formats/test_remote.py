@@ -440,3 +440,27 @@ def test_campaign_a_tampered_cache_never_serves_a_byte_the_manifest_did_not_prom
             continue
         assert [got[i] for i in range(len(ref))] == ref, f"round {rnd}"
         assert c.verify() == []
+
+
+def test_token_budget_batches_read_only_the_offsets(server, local, url, tmp_path):
+    """Issue 32 item 15: max_tokens= (which needs every record's length) downloaded every shard
+    up front; the lengths come from ranged reads of the offsets sections, checked against the
+    header checksums the manifest covers. A tampered offsets section is not trusted: that
+    shard is read whole (and checked) instead."""
+    from genotok.sampling import plan_for
+
+    ref = Corpus.open(local)
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    plan_for(c, max_tokens=400)
+    assert c.cache.downloads == 0 and c.lengths.tolist() == ref.lengths.tolist()
+    raw = bytearray((local / "part-2.gtokc").read_bytes())
+    import struct
+    off = struct.unpack_from("<Q", raw, 48)[0]
+    raw[off + 8] ^= 1  # the end of record 0 (a checksum mismatch against the header)
+    client = server[1]
+    for p in sorted(local.iterdir()):
+        body = bytes(raw) if p.name == "part-2.gtokc" else p.read_bytes()
+        client.put_object(Bucket="bucket", Key=f"offs/{p.name}", Body=body)
+    bad = Corpus.open("s3://bucket/offs", **_opts(server, tmp_path / "b", prefetch=0))
+    with pytest.raises(GtokFormatError, match="part-2.gtokc"):
+        bad.lengths
