@@ -137,6 +137,22 @@ def compress(data: bytes) -> bytes:
     return _fastgzip.compress(data, compresslevel=2)
 
 
+#: the UTF-8 byte-order mark some editors (Excel, Notepad) put at the start of a text file
+BOM = b"\xef\xbb\xbf"
+
+
+def strip_bom(buf: np.ndarray) -> np.ndarray:
+    """``buf`` (the first bytes of a text file) without a UTF-8 byte-order mark: with it, the
+    first chromosome would be ``\ufeffchr1``, a name no other file uses.
+
+    Examples
+    --------
+    >>> strip_bom(np.frombuffer(BOM + b"chr1", np.uint8)).tobytes()
+    b'chr1'
+    """
+    return buf[3:] if buf[:3].tobytes() == BOM else buf
+
+
 def read_bytes(path: str | os.PathLike) -> np.ndarray:
     """The whole content of a file as a read-only ``uint8`` array, gunzipped when it is gzip.
 

@@ -55,6 +55,7 @@ def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
     genotok.errors.BedParseError: x.bed:1: end is before start (are the columns swapped?): ...
     """
     records = _Records(allow_reversed)
+    buf = _io.strip_bom(buf)
     try:
         problem = records.add(buf)
     finally:
@@ -91,6 +92,8 @@ def read_file(path: str | os.PathLike, allow_reversed: bool = False,
     head = b""  # the file's first bytes, for the binary-file check
     try:
         for buf, expected, last in blocks:
+            if not head:
+                buf = _io.strip_bom(buf)  # (line numbers stay the file's)
             records.streamed |= not last
             if len(head) < _HEAD_KEEP:
                 head += buf[:_HEAD_KEEP - len(head)].tobytes()

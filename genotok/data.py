@@ -26,6 +26,7 @@ from ._optional import optional
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
+from .params import check
 
 
 class PretokenizedDataset(Sequence):
@@ -56,6 +57,7 @@ class PretokenizedDataset(Sequence):
     """
 
     def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
+        check("seed", seed, _sampling.PLAN_CONSTRAINTS["seed"], "PretokenizedDataset")
         self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
         self.corpus: Corpus | None = None
         self.files: list[Path] | None = None

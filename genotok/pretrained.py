@@ -42,6 +42,7 @@ from .errors import (
     UniverseMismatchError,
 )
 from .regions import parse_region_strings
+from .params import validate
 from .settings import TOKENIZER_TYPES, TokenizerSettings
 from .universe import SPECIAL_NAMES, Universe
 
@@ -173,21 +174,34 @@ def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Pa
 
 def _vocab_size(path: Path) -> int | None:
     """``vocab_size`` of a model's config.json / config.yaml (top level), or None."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise UniverseError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise UniverseError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if path.suffix == ".json":
         try:
-            value = json.loads(text).get("vocab_size")
-        except (json.JSONDecodeError, AttributeError):
-            raise UniverseError(f"{path}: not a JSON object") from None
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # (too deep: RecursionError)
+            raise UniverseError(f"{path}: not valid JSON ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})") from None
+        if not isinstance(doc, dict):
+            raise UniverseError(f"{path}: not a JSON object")
+        value = doc.get("vocab_size")
     else:
         try:
             import yaml
-
-            doc = yaml.safe_load(text)
-            value = doc.get("vocab_size") if isinstance(doc, dict) else None
         except ImportError:  # PyYAML comes with huggingface_hub; a top-level key suffices
             m = re.search(r"^vocab_size\s*:\s*(\d+)\s*(#.*)?$", text, re.MULTILINE)
             value = int(m.group(1)) if m else None
+        else:
+            try:
+                doc = yaml.safe_load(text)
+            except (yaml.YAMLError, RecursionError) as exc:
+                raise UniverseError(f"{path}: not valid YAML ({type(exc).__name__}: "
+                                    f"{str(exc)[:200]})") from None
+            value = doc.get("vocab_size") if isinstance(doc, dict) else None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
@@ -450,6 +464,34 @@ def _bare_args(exc: Exception, upath: Path, line, message: str) -> tuple:
     return (message,)
 
 
+#: the type each field of a tokenizer configuration must have (``[genotok]``'s settings are
+#: checked by :class:`~genotok.settings.TokenizerSettings`' constraints)
+_FIELD_TYPES = {"special_tokens": (list, dict), "tokenizer_type": (str,), "genotok": (dict,)}
+_GENOTOK_TYPES = {"fingerprint": (str,), "extra_tokens": (list,), "duplicates": (str,)}
+
+
+def _check_types(cfg: dict, path: Path) -> None:
+    """Refuse a field of the wrong TOML type (a raw TypeError or AttributeError later)."""
+    def one(table: dict, types: dict, prefix: str) -> None:
+        for key, allowed in types.items():
+            if key in table and not isinstance(table[key], allowed):
+                want = " or ".join({"list": "an array", "dict": "a table",
+                                    "str": "a string"}[t.__name__] for t in allowed)
+                raise UniverseError(f"{path}: {prefix}{key} must be {want}, got "
+                                    f"{type(table[key]).__name__} {str(table[key])[:80]!r}")
+
+    one(cfg, _FIELD_TYPES, "")
+    one(cfg.get("genotok", {}), _GENOTOK_TYPES, "[genotok] ")
+    extra = cfg.get("genotok", {}).get("extra_tokens", [])
+    if not all(isinstance(t, str) for t in extra):
+        raise UniverseError(f"{path}: [genotok] extra_tokens must be strings, got "
+                            f"{next(t for t in extra if not isinstance(t, str))!r}")
+    special = cfg.get("special_tokens")
+    if isinstance(special, dict) and not all(isinstance(v, str) for v in special.values()):
+        raise UniverseError(f"{path}: special_tokens values must be strings (e.g. "
+                            "unk = \"<unk>\")")
+
+
 def read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
     """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
 
@@ -491,6 +533,7 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
         _confined(ref, root, upath, str(path))
     else:
         _regular(upath, str(path))
+    _check_types(cfg, path)
     special = cfg.get("special_tokens")
     if isinstance(special, list):
         try:
@@ -512,6 +555,7 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
     if unknown:
         raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
                             f"are {list(TokenizerSettings.__dataclass_fields__)}")
+    validate(ours, TokenizerSettings.CONSTRAINTS, f"{path} [genotok]", error=UniverseError)
     with _named_by(upath, f"the configuration {path}"):
         universe = Universe.from_bed(upath, special, strict=strict, duplicates=duplicates)
     if extra_tokens:

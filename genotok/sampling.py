@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from ._config import NJIT
+from .params import Integral, Interval, validate
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
@@ -263,6 +264,13 @@ class Schedule:
         return min(n, self.first + int(steps) * self.world_size)
 
 
+#: what :class:`BatchPlan` (so every loader and dataset over it) accepts, checked when it is made:
+#: ``batch_size=1.5`` or a negative ``seed`` is refused there, not at the first iteration
+PLAN_CONSTRAINTS = {"batch_size": [Interval(Integral, 1, None), None],
+                    "max_tokens": [Interval(Integral, 1, None), None],
+                    "seed": [Interval(Integral, 0, None)]}
+
+
 class BatchPlan:
     """How an epoch is ordered and batched: the settings, independent of ranks and workers.
 
@@ -310,8 +318,8 @@ class BatchPlan:
         n = self.lengths.size
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        validate({"batch_size": batch_size, "max_tokens": max_tokens, "seed": seed},
+                 PLAN_CONSTRAINTS, "BatchPlan")
         if split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
         self.batch_size, self.max_tokens = batch_size, max_tokens

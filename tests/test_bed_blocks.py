@@ -320,3 +320,17 @@ def test_a_one_line_gzip_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch
     ok.write_bytes(gzip.compress(b"chr1\t1\t2\n" * 200_000))
     names, codes, starts, ends = read_file(ok)
     assert names == ["chr1"] and starts.size == 200_000 and int(ends.sum()) == 400_000
+
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("block", [1, 5, None])
+def test_bom_is_not_part_of_the_first_chromosome(tmp_path, gz, block):
+    """Issue 32 item 15: a UTF-8 BOM (Excel, Notepad) made the first chromosome '\\ufeffchr1'."""
+    path = _write(tmp_path, b"\xef\xbb\xbfchr1\t5\t9\nchr1\t1\t2\n", gz)
+    names, codes, starts, _ = B.read_file(path, block_bytes=block)
+    assert list(names) == ["chr1"] and codes.tolist() == [0, 0] and starts.tolist() == [5, 1]
+    names = B.read_buffer(np.frombuffer(b"\xef\xbb\xbfchr2\t1\t2\n", np.uint8), "x.bed")[0]
+    assert list(names) == ["chr2"]
+    bad = _write(tmp_path, b"\xef\xbb\xbfchr1\t9\t5\n", gz, "bad.bed")
+    with pytest.raises(BedParseError, match=r"bad.bed(.gz)?:1: end is before start"):
+        B.read_file(bad, block_bytes=block)

@@ -415,3 +415,104 @@ def test_save_config_writes_any_file_name_as_valid_toml(tmp_path):
     assert config["genotok"]["fingerprint"] == tok.fingerprint
     back = Tokenizer.from_config(out)
     assert back.fingerprint == tok.fingerprint and back.settings == tok.settings
+TOML_WRONG_TYPES = {
+    'genotok = 3': "genotok must be a table",
+    'special_tokens = 5': "special_tokens must be an array or a table",
+    'special_tokens = {unk = 1}': "special_tokens values must be strings",
+    'tokenizer_type = []': "tokenizer_type must be a string",
+    '[genotok]\nextra_tokens = 5': r"\[genotok\] extra_tokens must be an array",
+    '[genotok]\nextra_tokens = [1]': r"\[genotok\] extra_tokens must be strings",
+    '[genotok]\nduplicates = []': r"\[genotok\] duplicates must be a string",
+    '[genotok]\nfingerprint = 5': r"\[genotok\] fingerprint must be a string",
+    '[genotok]\nunknown = []': r" \[genotok\]: unknown must be one of",
+}
+CONFIGS = {
+    "config.json": [(b"[" * 100_000 + b"]" * 100_000, "not valid JSON"),
+                    (b"\xff\xfe", "not UTF-8 text"), (b"{", "not valid JSON")],
+    "config.yaml": [(b"a: [\n", "not valid YAML"), (b"\xff", "not UTF-8 text"),
+                    (b"[" * 100_000 + b"]" * 100_000, "not valid YAML")],
+}
+
+
+@pytest.mark.parametrize("text", list(TOML_WRONG_TYPES))
+def test_toml_fields_of_the_wrong_type_name_the_file(tmp_path, text):
+    """Issue 32 item 14: a field of the wrong TOML type raised a raw TypeError/AttributeError
+    (or an error that did not name the file)."""
+    (tmp_path / "u.bed").write_text("chr1\t0\t10\n")
+    (tmp_path / "tokenizer.toml").write_text(f'universe = "u.bed"\n{text}\n')
+    with pytest.raises(UniverseError, match=f"tokenizer.toml.*{TOML_WRONG_TYPES[text]}"):
+        Tokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("name,case", [(n, c) for n, cs in CONFIGS.items() for c in cs])
+def test_malformed_model_configs_name_the_file(tmp_path, name, case):
+    """Issue 32 item 14: a malformed config.json/config.yaml raised a raw RecursionError,
+    UnicodeDecodeError or YAML error."""
+    pytest.importorskip("yaml") if name.endswith(".yaml") else None
+    (tmp_path / "universe.bed").write_text("chr1\t0\t10\n")
+    (tmp_path / name).write_bytes(case[0])
+    with pytest.raises(UniverseError, match=f"{name}: {case[1]}"):
+        Tokenizer.from_pretrained(tmp_path)
+
+
+@pytest.mark.slow
+def test_campaign_model_directories_stay_confined(tmp_path):
+    """Issue 32's confinement campaign, as a test: random model directories (a universe named
+    absolute, with ../, through links in and out, as a device, FIFO or folder; random TOML
+    fields of random types; random config.json/config.yaml bytes) either load a universe that
+    is a regular file inside the directory, or raise one UniverseError (a GenotokError) naming
+    a file; never another exception, a hang, or a file from outside."""
+    import os
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    secret = tmp_path / "secret.bed"
+    secret.write_text("chr9\t0\t10\nchr9\t20\t30\n")  # 2 regions: loading it shows
+    refs = st.sampled_from(["u.bed", "./u.bed", "sub/u.bed", "sub/../u.bed", "../secret.bed",
+                            str(secret), "/dev/zero", "/dev/stdin", "out.bed", "loop.bed",
+                            "fifo.bed", "folder.bed", "missing.bed", "", "u.bed\0x"])
+    scalar = st.one_of(st.integers(-3, 3), st.text(max_size=5), st.booleans(),
+                       st.lists(st.integers(0, 2), max_size=2))
+    toml_value = st.one_of(scalar.map(repr), st.just("{unk = 1}"), st.just('{a = "b"}'))
+    fields = st.dictionaries(st.sampled_from(["special_tokens", "tokenizer_type", "genotok"]),
+                             toml_value, max_size=2)
+    ours = st.dictionaries(st.sampled_from(["extra_tokens", "duplicates", "fingerprint",
+                                            "unknown", "overlap", "min_overlap", "bogus"]),
+                           toml_value, max_size=2)
+    config = st.one_of(st.none(), st.tuples(st.sampled_from(["config.json", "config.yaml"]),
+                                            st.binary(max_size=40)),
+                       st.tuples(st.sampled_from(["config.json", "config.yaml"]),
+                                 st.sampled_from([b"[" * 5000, b'{"vocab_size": 8}',
+                                                  b"vocab_size: 9\n", b"\xef\xbb\xbf{}"])))
+    rounds = iter(range(10**6))
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(ref=refs, top=fields, table=ours, cfg=config)
+    def one(ref, top, table, cfg):
+        d = tmp_path / f"m{next(rounds)}"
+        (d / "sub").mkdir(parents=True)
+        (d / "u.bed").write_text("chr1\t0\t10\n")
+        (d / "sub" / "u.bed").write_text("chr1\t0\t10\n")
+        (d / "out.bed").symlink_to(secret)
+        (d / "loop.bed").symlink_to(d / "loop.bed")
+        os.mkfifo(d / "fifo.bed")
+        (d / "folder.bed").mkdir()
+        lines = [f"universe = {json.dumps(ref)}"]
+        lines += [f"{k} = {v}" for k, v in top.items() if k != "genotok"]
+        if "genotok" in top:
+            lines.append(f"genotok = {top['genotok']}")
+        elif table:
+            lines += ["[genotok]"] + [f"{k} = {v}" for k, v in table.items()]
+        (d / "tokenizer.toml").write_text("\n".join(lines) + "\n")
+        if cfg is not None:
+            (d / cfg[0]).write_bytes(cfg[1])
+        try:
+            tok = Tokenizer.from_pretrained(d)
+        except genotok.errors.GenotokError as exc:
+            assert str(d) in str(exc) or "extra tokens" in str(exc) or "special" in str(exc), exc
+            assert "chr9" not in str(exc)
+            return
+        assert tok.universe.n_regions == 1  # d/u.bed (or d/sub/u.bed), never the secret
+
+    one()

@@ -57,7 +57,11 @@ def _is_input(path: str) -> bool:
 def expand_inputs(inputs) -> list[Path]:
     """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
 
-    A list file holds one path per line (relative to the list file; ``#`` comments allowed).
+    A list file holds one path per line (relative to the list file; ``#`` comments allowed;
+    ``@other.txt`` reads another list); a list that names itself, directly or through others,
+    is refused. Entries of a directory (or
+    a glob) with an input's suffix that are not regular files (FIFOs, sockets, broken links,
+    folders) are skipped with a warning that lists them.
 
     Examples
     --------
@@ -65,22 +69,48 @@ def expand_inputs(inputs) -> list[Path]:
     >>> [p.name for p in expand_inputs(genotok.examples_dir() / "peaks")][:2]
     ['sample0.narrowPeak', 'sample1.narrowPeak']
     """
+    out = _expand(inputs, ())
+    seen, unique = set(), []
+    for p in out:
+        key = os.path.abspath(p)  # two names (links) for one file are two inputs
+        if key in seen:
+            raise PipelineError(f"{p}: given twice; each input must appear once")
+        seen.add(key)
+        unique.append(p)
+    return unique
+
+
+def _expand(inputs, lists: tuple) -> list[Path]:
+    """``lists``: the list files being read (outermost first), to refuse a cycle."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     out: list[Path] = []
+    skipped: list[str] = []
     for item in inputs:
         s = os.fspath(item)
         if s.startswith("@"):
             lst = Path(s[1:])
             if not lst.is_file():
                 raise PipelineError(f"{lst}: no such list file")
-            for line in lst.read_text().splitlines():
+            key = os.path.realpath(lst)
+            if key in lists:
+                chain = " -> ".join(map(str, lists + (key,)))
+                raise PipelineError(f"{lst}: list file names itself (through {chain})")
+            try:
+                text = lst.read_text(encoding="utf-8-sig")
+            except UnicodeDecodeError as e:
+                raise PipelineError(f"{lst}: list file is not UTF-8 text ({e})") from None
+            for line in text.splitlines():
                 line = line.strip()
                 if line and not line.startswith("#"):
-                    p = Path(line)
-                    out.extend(expand_inputs([p if p.is_absolute() else lst.parent / p]))
+                    at = "@" if line.startswith("@") else ""
+                    p = Path(line[len(at):])
+                    p = p if p.is_absolute() else lst.parent / p
+                    out.extend(_expand([f"{at}{p}"], lists + (key,)))
         elif os.path.isdir(s):
-            found = sorted(p for p in Path(s).iterdir() if p.is_file() and _is_input(p.name))
+            entries = [p for p in sorted(Path(s).iterdir()) if _is_input(p.name)]
+            found = [p for p in entries if p.is_file()]
+            skipped += [str(p) for p in entries if not p.is_file()]
             if not found:
                 raise PipelineError(f"{s}: directory holds no BED-like files ({', '.join(BED_SUFFIXES[:4])}, …)")
             out.extend(found)
@@ -91,14 +121,14 @@ def expand_inputs(inputs) -> list[Path]:
             if not matches:
                 raise PipelineError(f"{s}: no such file, directory or matching glob")
             out.extend(Path(m) for m in matches if os.path.isfile(m))
-    seen, unique = set(), []
-    for p in out:
-        key = os.path.abspath(p)  # two names (links) for one file are two inputs
-        if key in seen:
-            raise PipelineError(f"{p}: given twice; each input must appear once")
-        seen.add(key)
-        unique.append(p)
-    return unique
+            skipped += [m for m in matches if not os.path.isfile(m) and _is_input(m)]
+    if skipped:
+        import warnings
+
+        warnings.warn(f"{len(skipped)} input(s) skipped, not regular files: "
+                      f"{', '.join(skipped[:10])}{' …' if len(skipped) > 10 else ''}",
+                      UserWarning, stacklevel=3)
+    return out
 
 
 def record_name(path: Path) -> str:

@@ -16,14 +16,18 @@ appended after the seven special tokens, so the ids of regions and specials neve
 
 Order and semantics
 -------------------
-* a token is ``template.format(column=..., value=...)`` (default ``"<{column}={value}>"``);
+* a token is ``template.format(column=..., value=...)`` (default ``"<{column}={value}>"``) of the
+  column name and the value as :func:`spell` spells them: ``%``, ``=``, ``<`` and ``>`` are
+  percent-escaped, so no two (column, value) pairs share a token (``assay``/``x=1`` is
+  ``<assay=x%3D1>``, ``assay=x``/``1`` is ``<assay%3Dx=1>``);
   :func:`condition_tokens` lists, column by column in the order given, the column's categories
   (a categorical's category order, else sorted as strings); a missing value (NaN) has none;
 * ``CellSpec(prepend=["assay", "batch"])`` puts, before each cell's tokens, one
   token per column in the order of ``prepend`` (after ``<cls>`` with ``add_cls=True``); their
   values (with ``values=True``) are 0;
 * a value with no token in the tokenizer (a category unseen in training, or NaN) becomes
-  ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``);
+  ``<unk>`` (``condition_unknown="unk"``, the default) or raises (``"error"``); a column with
+  no token at all (a tokenizer made without ``extra_tokens=``) raises, saying how to make one;
 * the tokens are saved with the tokenizer configuration (``extra_tokens`` in its ``[genotok]``
   table) and are covered by its fingerprint, so a corpus written with one condition
   vocabulary refuses a tokenizer with another; ``decode`` gives them back as strings.
@@ -49,7 +53,9 @@ def spell(value) -> str | None:
     ``prepend=``) spells through here, so a value has one token whatever way it came.
 
     Whole numbers are spelled as integers (a nullable ``Int64`` read as float is the same
-    value), bytes as UTF-8 text, dates as ``pandas.Timestamp`` prints them.
+    value), bytes as UTF-8 text, dates as ``pandas.Timestamp`` prints them. ``%``, ``=``, ``<``
+    and ``>`` are percent-escaped (column names too, see :func:`token`), so a token names one
+    (column, value) pair: ``assay``/``x=1`` and ``assay=x``/``1`` differ.
 
     Examples
     --------
@@ -57,7 +63,33 @@ def spell(value) -> str | None:
     >>> [spell(v) for v in (1, 1.0, np.int8(1), 2.5, b"x", np.datetime64("2020-01-02"),
     ...                     pd.NA, float("nan"), None, True)]
     ['1', '1', '1', '2.5', 'x', '2020-01-02 00:00:00', None, None, None, 'True']
+    >>> spell("x=1"), spell("<a>"), spell("5%")
+    ('x%3D1', '%3Ca%3E', '5%25')
     """
+    text = _spell(value)
+    return None if text is None else _escape(text)
+
+
+_ESCAPES = str.maketrans({"%": "%25", "=": "%3D", "<": "%3C", ">": "%3E"})
+
+
+def _escape(text: str) -> str:
+    return text.translate(_ESCAPES)
+
+
+def token(column: str, word: str, template: str = TEMPLATE) -> str:
+    """The condition token of column ``column`` and the value spelled ``word`` (by :func:`spell`);
+    the column name is escaped as values are.
+
+    Examples
+    --------
+    >>> token("assay", spell("x=1")), token("assay=x", spell(1))
+    ('<assay=x%3D1>', '<assay%3Dx=1>')
+    """
+    return template.format(column=_escape(str(column)), value=word)
+
+
+def _spell(value) -> str | None:
     import datetime
 
     import pandas as pd
@@ -129,7 +161,7 @@ def condition_tokens(adata, columns: Sequence[str], *, template: str = TEMPLATE)
     columns = _check_columns(columns)
     obs = adata if hasattr(adata, "columns") else None
     cols = {c: _get(obs, c) for c in columns} if obs is not None else _obs_columns(adata, columns)
-    return [template.format(column=c, value=v) for c in columns for v in _column_values(cols[c])]
+    return [token(c, v, template) for c in columns for v in _column_values(cols[c])]
 
 
 def _check_columns(columns) -> list[str]:
@@ -161,6 +193,7 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
     vocab = tokenizer.universe.get_vocab()
     first_extra = tokenizer.universe.n_regions + 7
     unk = tokenizer.universe.unk_token_id
+    _check_vocabulary(tokenizer, prepend, template)
     cols = []
     for c in prepend:
         if hasattr(obs, "columns"):
@@ -176,7 +209,7 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
         ids = np.empty(len(s), np.int64)
         for i, v in enumerate(s.tolist()):
             word = spell(v)
-            t = None if word is None else vocab.get(template.format(column=c, value=word))
+            t = None if word is None else vocab.get(token(c, word, template))
             if t is None or t < first_extra:  # only condition tokens count
                 if unknown == "error":
                     raise AnnDataError(
@@ -188,6 +221,19 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
         cols.append(ids)
     n = len(cols[0]) if cols else 0
     return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+
+
+def _check_vocabulary(tokenizer, prepend: list[str], template: str) -> None:
+    """Refuse a column with no condition token at all in the tokenizer: every cell's would be
+    ``<unk>``, silently (the tokenizer was made without ``extra_tokens=``)."""
+    extra = list(tokenizer.universe.extra_tokens)
+    for c in prepend:
+        head, _, tail = token(c, "\0", template).partition("\0")
+        if not any(t.startswith(head) and t.endswith(tail) for t in extra):
+            raise AnnDataError(
+                f"prepend={prepend}: the tokenizer has no condition token of column {c!r}, so "
+                f"every cell's would be <unk>; make it with Tokenizer(..., extra_tokens="
+                f"condition_tokens(adata, {prepend}))")
 
 
 def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
@@ -248,4 +294,4 @@ def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown:
         yield row0, prepend_ids(rows, ids)
 
 
-__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream", "spell"]
+__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream", "spell", "token"]

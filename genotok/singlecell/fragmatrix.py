@@ -122,8 +122,13 @@ class FragmentMatrix(NamedTuple):
 
 def read_barcodes(source) -> list[str]:
     """A barcode allow-list: a sequence of strings, or a file (``.gz`` too) with one barcode a
-    line (first tab-separated column; blank and ``#`` lines skipped; a file that is not UTF-8
-    or repeats a barcode raises :class:`~genotok.BedParseError` naming it and the line).
+    line (first tab-separated column; blank lines and comments ``#`` or ``# …`` skipped — a
+    barcode may start with ``#``, as in fragment files; a file that is not UTF-8 or repeats a
+    barcode raises :class:`~genotok.BedParseError` naming it and the line).
+
+    A CSV with a header (10x's ``singlecell.csv`` or ``per_barcode_metrics.csv``) gives its
+    ``barcode`` column, only the cells' rows where it has an ``is__cell_barcode`` or
+    ``is_cell`` column; a CSV without a ``barcode`` column is refused.
 
     Examples
     --------
@@ -136,16 +141,19 @@ def read_barcodes(source) -> list[str]:
             raise FileNotFoundError(f"barcode list {path!r}: no such file")
         with _io.reading(path), _io.open_binary(path) as fh:
             raw = fh.read()
-        raw = raw[3:] if raw[:3] == b"\xef\xbb\xbf" else raw  # a BOM is not a barcode's
+        raw = raw[3:] if raw[:3] == _io.BOM else raw  # a BOM is not a barcode's
         try:
             lines = raw.decode("utf-8").splitlines()
         except UnicodeDecodeError as exc:
             raise BedParseError(path, raw.count(b"\n", 0, exc.start) + 1,
                                 "the barcode list is not valid UTF-8 text") from None
+        head = next((ln for ln in lines if ln.strip()), "")
+        if "," in head.split("\t")[0]:
+            return _csv_barcodes(path, lines)
         out, first = [], {}
         for i, ln in enumerate(lines, 1):
             b = ln.split("\t")[0].strip()
-            if b and not b.startswith("#"):
+            if b and b != "#" and not b.startswith("# "):
                 if b in first:
                     raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
                                                  "list each barcode once")
@@ -159,6 +167,34 @@ def read_barcodes(source) -> list[str]:
     if dup:
         raise ValueError(f"the barcode allow-list repeats {dup[0]!r} "
                          f"({len(dup)} duplicate(s)); list each barcode once")
+    return out
+
+
+def _csv_barcodes(path: str, lines: list[str]) -> list[str]:
+    """The ``barcode`` column of a CSV allow-list (rows of cells only where it says which)."""
+    import csv
+
+    rows = csv.reader(lines)
+    header = [h.strip() for h in next(rows)]
+    if "barcode" not in header:
+        raise BedParseError(path, 1, f"a CSV barcode list needs a 'barcode' column (10x's "
+                                     f"singlecell.csv has one); its header is {header[:8]}")
+    col = header.index("barcode")
+    flag = next((header.index(c) for c in ("is__cell_barcode", "is_cell") if c in header), None)
+    out, first = [], {}
+    for i, row in enumerate(rows, 2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise BedParseError(path, i, f"{len(row)} CSV fields, the header has {len(header)}")
+        if flag is not None and row[flag].strip() not in ("1", "True", "true"):
+            continue
+        b = row[col].strip()
+        if b in first:
+            raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
+                                         "list each barcode once")
+        first[b] = i
+        out.append(b)
     return out
 
 
@@ -214,6 +250,8 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     :class:`_LineTooLong`."""
     rest = b""
     with _io.reading(path), _io.open_binary(path) as fh:
+        rest = fh.read(3)
+        rest = b"" if rest == _io.BOM else rest  # else the first chromosome is '\ufeffchr1'
         while True:
             raw = bytearray(len(rest) + max(block_bytes, len(rest)))
             raw[:len(rest)] = rest

@@ -195,6 +195,10 @@ def _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite, n_th
     if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
         source = _ChunkedSource(X.chunks, X.shape, os.fspath(path))
         medians_of = (_anndata_of(m) for m in X.chunks()) if isinstance(rank, str) else None
+        if medians_of is not None and X.shape[0] == 0:  # no chunk: the medians of no cells
+            import scipy.sparse as sp
+
+            medians_of = _anndata_of(sp.csr_matrix(X.shape, dtype=np.float32))
     else:
         source = _MemorySource(X, os.fspath(path))
         medians_of = _anndata_of(X) if isinstance(rank, str) else None

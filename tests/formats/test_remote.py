@@ -371,3 +371,96 @@ def test_a_cached_header_must_be_a_regular_file_and_downloads_are_bounded(server
     with pytest.raises(GtokFormatError, match="larger than cache_limit"):
         tiny[0]
     assert not list(tiny.cache.root.glob("*.tmp"))
+
+
+def _tamper(entry, how: str, rng, local, k: int) -> None:
+    """Damage the cache entry of shard ``k`` (or the header kept beside it) one way."""
+    import os
+
+    good = (local / f"part-{k}.gtokc").read_bytes()
+    other = (local / f"part-{(k + 1) % N_SHARDS}.gtokc").read_bytes()
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    if entry.is_dir() and not entry.is_symlink():
+        entry.rmdir()
+    elif entry.is_symlink() or entry.exists():  # (a FIFO too: writing to it would block)
+        entry.unlink()
+    if how == "truncated":
+        entry.write_bytes(good[:int(rng.integers(0, len(good)))])
+    elif how == "flipped":
+        raw = bytearray(good)
+        raw[int(rng.integers(0, len(raw)))] ^= 1 << int(rng.integers(0, 8))
+        entry.write_bytes(bytes(raw))
+    elif how == "foreign":
+        entry.write_bytes(other)
+    elif how == "grown":
+        entry.write_bytes(good + bytes(int(rng.integers(1, 64))))
+    elif how == "empty":
+        entry.write_bytes(b"")
+    elif how == "link":
+        target = entry.parent / f"planted-{k}"
+        target.write_bytes(good)
+        os.symlink(target, entry)
+    elif how == "folder":
+        entry.mkdir()
+    elif how == "fifo":
+        os.mkfifo(entry)
+
+
+TAMPERINGS = ["truncated", "flipped", "foreign", "grown", "empty", "link", "folder", "fifo"]
+
+
+@pytest.mark.slow
+def test_campaign_a_tampered_cache_never_serves_a_byte_the_manifest_did_not_promise(
+        server, local, url, tmp_path):
+    """Issue 32's campaign, as a test: round after round, random cache entries (and kept
+    headers) of a shared cache are truncated, flipped, swapped for another shard, grown,
+    emptied, planted as links, folders or FIFOs; every read still gives the reference records
+    (the entry fetched again) or a GtokFormatError, never other bytes, a hang or another
+    exception; verify() then finds nothing."""
+    ref = _records(Corpus.open(local))
+    rng = np.random.default_rng(32)
+    cache = tmp_path / "shared"
+    for rnd in range(30):
+        c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0) | {"cache_dir": str(cache)})
+        if rnd:  # damage what the earlier rounds left
+            for k in rng.choice(N_SHARDS, int(rng.integers(1, N_SHARDS + 1)), replace=False):
+                how = TAMPERINGS[int(rng.integers(len(TAMPERINGS)))]
+                _tamper(c.cache.file(int(k)), how, rng, local, int(k))
+            for h in c.cache.root.glob("*.header"):
+                if rng.random() < 0.3:
+                    raw = bytearray(h.read_bytes())
+                    raw[int(rng.integers(0, len(raw)))] ^= 0xFF
+                    h.write_bytes(bytes(raw))
+            c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0) | {"cache_dir": str(cache)})
+        order = rng.permutation(len(ref))
+        try:
+            got = {int(i): c[int(i)].tolist() for i in order}
+        except GtokFormatError as exc:  # refused, never served: say which entry
+            assert "cache" in str(exc) or ".gtokc" in str(exc), exc
+            continue
+        assert [got[i] for i in range(len(ref))] == ref, f"round {rnd}"
+        assert c.verify() == []
+
+
+def test_token_budget_batches_read_only_the_offsets(server, local, url, tmp_path):
+    """Issue 32 item 15: max_tokens= (which needs every record's length) downloaded every shard
+    up front; the lengths come from ranged reads of the offsets sections, checked against the
+    header checksums the manifest covers. A tampered offsets section is not trusted: that
+    shard is read whole (and checked) instead."""
+    from genotok.sampling import plan_for
+
+    ref = Corpus.open(local)
+    c = Corpus.open(url, **_opts(server, tmp_path, prefetch=0))
+    plan_for(c, max_tokens=400)
+    assert c.cache.downloads == 0 and c.lengths.tolist() == ref.lengths.tolist()
+    raw = bytearray((local / "part-2.gtokc").read_bytes())
+    import struct
+    off = struct.unpack_from("<Q", raw, 48)[0]
+    raw[off + 8] ^= 1  # the end of record 0 (a checksum mismatch against the header)
+    client = server[1]
+    for p in sorted(local.iterdir()):
+        body = bytes(raw) if p.name == "part-2.gtokc" else p.read_bytes()
+        client.put_object(Bucket="bucket", Key=f"offs/{p.name}", Body=body)
+    bad = Corpus.open("s3://bucket/offs", **_opts(server, tmp_path / "b", prefetch=0))
+    with pytest.raises(GtokFormatError, match="part-2.gtokc"):
+        bad.lengths

@@ -628,3 +628,35 @@ def test_first_arguments_are_checked(tmp_path):
     with pytest.raises(genotok.params.ParameterError, match="options must be a RunOptions or None"):
         pretokenize(EX / "peaks", tok, tmp_path / "c", progress=False, options={"hash": "md5"})
     assert not any((tmp_path / n).exists() for n in "abc")
+def test_list_file_cycle_refused(tmp_path):
+    """Issue 32 item 14: an @list.txt naming itself (or a cycle of lists) recursed until
+    RecursionError."""
+    (tmp_path / "a.bed").write_text("chr1\t1\t2\n")
+    (tmp_path / "self.txt").write_text("a.bed\n@self.txt\n")
+    with pytest.raises(PipelineError, match="self.txt: list file names itself"):
+        expand_inputs([f"@{tmp_path / 'self.txt'}"])
+    (tmp_path / "one.txt").write_text("@two.txt\n")
+    (tmp_path / "two.txt").write_text("\ufeffa.bed\n@one.txt\n")
+    with pytest.raises(PipelineError, match="one.txt: list file names itself"):
+        expand_inputs([f"@{tmp_path / 'one.txt'}"])
+    (tmp_path / "two.txt").write_text("\ufeffa.bed\n")  # (a BOM is not part of the name)
+    assert [p.name for p in expand_inputs([f"@{tmp_path / 'one.txt'}"])] == ["a.bed"]
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe")
+    with pytest.raises(PipelineError, match="bin.txt: list file is not UTF-8"):
+        expand_inputs([f"@{tmp_path / 'bin.txt'}"])
+
+
+def test_non_regular_inputs_listed(tmp_path):
+    """Issue 32 item 15: a FIFO (or a folder) named like an input inside an input directory was
+    skipped without a word."""
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text("chr1\t1\t2\n")
+    os.mkfifo(d / "pipe.bed")
+    (d / "sub.bed").mkdir()
+    (d / "notes.txt").mkdir()  # not named like an input: not an input
+    with pytest.warns(UserWarning, match=r"2 input\(s\) skipped, not regular files: .*pipe.bed, "
+                                         r".*sub.bed$"):
+        assert [p.name for p in expand_inputs(d)] == ["a.bed"]
+    with pytest.warns(UserWarning, match="pipe.bed"):
+        assert [p.name for p in expand_inputs(str(d / "*.bed"))] == ["a.bed"]

@@ -120,8 +120,9 @@ def test_unknown_condition_error_and_options():
         tokenize_anndata(a, tok, CellSpec(prepend=["batch"], condition_unknown="error"))
     with pytest.raises(ValueError, match="condition_unknown"):
         tokenize_anndata(a, tok, CellSpec(prepend=["batch"], condition_unknown="skip"))
-    # a region token string is not a condition token
-    assert condition_ids({"x": ["chr1"]}, tok, ["x"], template="{value}:0-100").tolist() == [[3]]
+    # a region token string is not a condition token (nor a column's tokens)
+    with pytest.raises(AnnDataError, match="no condition token of column 'x'"):
+        condition_ids({"x": ["chr1"]}, tok, ["x"], template="{value}:0-100")
 
 
 def test_prepend_ids_by_hand():
@@ -140,7 +141,7 @@ category = st.one_of(st.none(), st.sampled_from(["a", "b", "c", "zz"]))
 
 
 @settings(max_examples=40, deadline=None)
-@given(batch=st.lists(category, min_size=1, max_size=8), seen=st.sets(st.sampled_from("abc")),
+@given(batch=st.lists(category, min_size=1, max_size=8), seen=st.sets(st.sampled_from("abc"), min_size=1),
        assay=st.sampled_from(["ATAC", "multiome"]), order=st.booleans())
 def test_prepend_random_obs_matches_oracle(batch, seen, assay, order):
     n = len(batch)
@@ -201,3 +202,32 @@ def test_one_spelling_for_every_path_and_dtype(tmp_path):
     p = tmp_path / "a.h5ad"
     anndata.AnnData(np.zeros((3, 1), np.float32), obs=obs[["n"]]).write_h5ad(p)  # (no dates)
     assert condition_tokens(str(p), ["n"]) == toks[:2]
+
+
+def test_spellings_do_not_collide_across_columns():
+    """Issue 32 item 14: column 'assay' with value 'x=1' and column 'assay=x' with value '1'
+    were both '<assay=x=1>', so one token meant two conditions. '%', '=', '<', '>' are escaped
+    in values and column names."""
+    obs = pd.DataFrame({"assay": ["x=1", "a<b>"], "assay=x": [1, 1]}, index=["c0", "c1"])
+    toks = condition_tokens(obs, ["assay", "assay=x"])
+    assert toks == ["<assay=a%3Cb%3E>", "<assay=x%3D1>", "<assay%3Dx=1>"]
+    assert len(set(toks)) == len(toks)
+    tok = Tokenizer(PEAKS, extra_tokens=toks)
+    ids = condition_ids(obs, tok, ["assay", "assay=x"], unknown="error")
+    assert tok.decode(ids[0].tolist()) == ["<assay=x%3D1>", "<assay%3Dx=1>"]
+    assert condition_tokens(pd.DataFrame({"p": ["5%3D", "5="]}), ["p"]) == ["<p=5%253D>",
+                                                                          "<p=5%3D>"]
+
+
+def test_prepend_without_condition_tokens_refused():
+    """Issue 32 item 14: CellSpec(prepend=...) with a tokenizer made without its condition
+    tokens gave every cell <unk>, silently."""
+    a = _adata()
+    with pytest.raises(AnnDataError, match=r"no condition token of column 'batch'.*"
+                                           r"extra_tokens=condition_tokens\(adata, \['batch'\]\)"):
+        tokenize_anndata(a, Tokenizer(PEAKS), spec=CellSpec(prepend=["batch"]))
+    half = Tokenizer(PEAKS, extra_tokens=condition_tokens(a, ["assay"]))
+    with pytest.raises(AnnDataError, match="column 'batch'"):
+        condition_ids(a.obs, half, ["assay", "batch"])
+    unseen = Tokenizer(PEAKS, extra_tokens=["<batch=d9>"])  # a column's tokens, none seen: <unk>
+    assert condition_ids(a.obs, unseen, ["batch"]).ravel().tolist() == [unseen.unk_token_id] * 4

@@ -411,3 +411,44 @@ def test_name_tables_grow_across_blocks_and_calls():
         for mode in ("insertion", "paired-insertion", "fragment"):
             _check(lines, regions, block_bytes=300, mode=mode, use_count=mode == "fragment",
                    min_fragments=0)
+
+
+def test_barcode_lists_10x_csv_and_hash_barcodes(tmp_path):
+    """Issue 32 items 14, 15: 10x's singlecell.csv given as an allow-list matched no barcode
+    (each whole CSV line was taken for one), silently giving 0 cells; a barcode starting with
+    '#' was dropped from a list file though fragment files accept it."""
+    frag = _write(["chr1\t5\t20\tAAA-1\t1\n", "chr1\t5\t20\tCCC-1\t1\n", "chr1\t5\t20\t#G-1\t1\n"])
+    csv = tmp_path / "singlecell.csv"
+    csv.write_text("barcode,total,is__cell_barcode\nNO_BARCODE,9,0\nCCC-1,4,1\nGGG-1,2,0\n"
+                   "AAA-1,3,1\n")
+    assert read_barcodes(csv) == ["CCC-1", "AAA-1"]
+    m = FragmentMatrix.from_fragments(frag, ["chr1:0-100"], read=FragmentOptions(barcodes=csv))
+    assert m.barcodes == ["CCC-1", "AAA-1"]
+    plain = tmp_path / "plain.csv"
+    plain.write_text("\ufeffbarcode,x\nAAA-1,1\n")
+    assert read_barcodes(plain) == ["AAA-1"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("cell,total\nAAA-1,3\n")
+    with pytest.raises(BedParseError, match=r"bad.csv:1: a CSV barcode list needs a 'barcode'"):
+        read_barcodes(bad)
+    short = tmp_path / "short.csv"
+    short.write_text("barcode,total\nAAA-1\n")
+    with pytest.raises(BedParseError, match=r"short.csv:2: 1 CSV fields"):
+        read_barcodes(short)
+    hashed = tmp_path / "hashed.txt"
+    hashed.write_text("# cells of sample 1\n#\n#G-1\nAAA-1\n")
+    assert read_barcodes(hashed) == ["#G-1", "AAA-1"]
+    m = FragmentMatrix.from_fragments(frag, ["chr1:0-100"],
+                                      read=FragmentOptions(barcodes=hashed))
+    assert m.barcodes == ["#G-1", "AAA-1"] and m.n_fragments.tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_bom_is_not_part_of_the_first_chromosome(gz):
+    """Issue 32 item 15: a UTF-8 BOM at the start of a fragment file made its first chromosome
+    '\\ufeffchr1', so its first fragments hit nothing."""
+    frag = _write(["\ufeffchr1\t5\t20\tA\t1\n", "chr1\t30\t40\tA\t1\n"], gz=gz)
+    m = FragmentMatrix.from_fragments(frag, ["chr1:0-100"], read=FragmentOptions(mode="fragment"))
+    assert m.X.toarray().tolist() == [[2.0]]
+    tiny = _write(["\ufeff"], gz=gz)  # (a BOM alone: an empty file)
+    assert FragmentMatrix.from_fragments(tiny, ["chr1:0-100"]).barcodes == []

@@ -384,3 +384,21 @@ def test_fuzzed_fragment_files_with_bounds_checked_kernels():
     assert res.returncode == 0, res.stderr[-3000:]
     n_ok, n_err = map(int, res.stdout.split())
     assert n_ok + n_err == 200 and n_ok > 0 and n_err > 0
+
+
+@pytest.mark.parametrize("lines", ["", "chr1\t5\t20\tA\t1\n"])
+def test_no_cells_with_rank_by_median(tmp_path, lines):
+    """Issue 32 item 14: an empty fragment file (or one whose cells are all filtered out) with
+    a RankByMedian encoding raised a raw ValueError ('feature_medians needs at least one
+    matrix') when written to a corpus; it gives an empty corpus, as without the encoding."""
+    from genotok import RankByMedian
+
+    path = tmp_path / "f.tsv"
+    path.write_text(lines)
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    spec = CellSpec(encoding=RankByMedian(), values=True)
+    read = FragmentOptions(min_fragments=2)
+    c = gad.tokenize_fragments(path, tok, spec, read=read, out=tmp_path / "c.gtokc")
+    assert len(c) == 0 and c.has_values
+    names, rows = gad.tokenize_fragments(path, tok, spec, read=read)
+    assert names == [] and len(rows) == 0

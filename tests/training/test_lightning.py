@@ -136,3 +136,15 @@ def test_a_two_process_job_resumes_on_one_process(corpus_path, tmp_path):
     full = TinyMLM()
     _trainer(tmp_path, max_epochs=1).fit(full, datamodule=_dm(corpus_path))
     assert done + after == full.seen and sorted(full.seen) == list(range(53))
+
+
+def test_batch_size_and_seed_checked_when_made(corpus_path):
+    """Issue 32 item 14: a bad batch_size or seed failed only at fit(), after the model was
+    built; the data module checks them when made."""
+    from genotok.params import ParameterError
+
+    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32)
+    with pytest.raises(ParameterError, match="CorpusDataModule: seed"):
+        CorpusDataModule(corpus_path, collate, batch_size=4, seed=-1)
+    with pytest.raises(ParameterError, match="CorpusDataModule: batch_size"):
+        _dm(corpus_path, batch_size=1.5)

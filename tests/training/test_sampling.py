@@ -325,3 +325,32 @@ def test_batch_sampler_feeds_a_map_style_dataloader(tmp_path):
             seen.append(int(batch["attention_mask"].sum()))
         assert len(loader) == len(sampler)
     assert sum(seen) == corpus.n_tokens  # every record once over the two ranks
+
+
+def test_batch_size_and_seed_checked_when_made(tmp_path):
+    """Issue 32 item 14: batch_size=1.5 was accepted, and a negative seed failed only at the
+    first iteration; every loader and dataset builds a BatchPlan, which checks them."""
+    from genotok import Corpus
+    from genotok.data import PretokenizedDataset
+    from genotok.params import ParameterError
+
+    for kw, word in [({"batch_size": 1.5}, "batch_size"), ({"batch_size": 0}, "batch_size"),
+                     ({"batch_size": True}, "batch_size"), ({"max_tokens": 2.5}, "max_tokens"),
+                     ({"batch_size": 2, "seed": -1}, "seed"),
+                     ({"batch_size": 2, "seed": 0.5}, "seed")]:
+        with pytest.raises(ParameterError, match=f"BatchPlan: {word} must be an integer"):
+            BatchPlan(np.ones(5, np.int64), **kw)
+    assert BatchPlan(5, batch_size=2.0, seed=3).schedule(0).records().size == 5
+    path = tmp_path / "c.gtokc"
+    with CorpusWriter(path, vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1], [2, 3], [4]])
+    with pytest.raises(ParameterError, match="iter_batches: batch_size must be an integer"):
+        next(Corpus.open(path).iter_batches(1.5))
+    with pytest.raises(ParameterError, match="PretokenizedDataset: seed"):
+        PretokenizedDataset(path, shuffle=True, seed=-1)
+    torch_data = pytest.importorskip("genotok.torch_data")
+    collate = torch_data.Collator(pad_token_id=8)
+    with pytest.raises(ParameterError, match="seed must be an integer in \\[0, inf\\)"):
+        torch_data.CorpusIterableDataset(path, collate, batch_size=2, seed=-1)
+    with pytest.raises(ParameterError, match="batch_size"):
+        torch_data.CorpusIterableDataset(path, collate, batch_size=1.5)

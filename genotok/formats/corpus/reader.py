@@ -19,6 +19,7 @@ import numpy as np
 from ..._html import card, preview
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
+from ...params import Integral, Interval, check
 from ...ragged import Ragged
 from .layout import _is_count
 from .manifest import _open_manifest
@@ -487,8 +488,7 @@ class Corpus(Sequence):
         >>> [b.to_list() for b in Corpus.open(p).iter_batches(2)]
         [[[1], [2, 3]], [[4]]]
         """
-        if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check("batch_size", batch_size, [Interval(Integral, 1, None)], "Corpus.iter_batches")
         if values and not self.has_values:
             raise ValueError(f"{self.path}: this corpus has no value channel")
         for k in range(len(self._shards)):

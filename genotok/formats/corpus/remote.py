@@ -3,7 +3,8 @@
 ``Corpus.open("s3://bucket/corpus/")`` reads the manifest and every shard's small JSON header
 (ranged reads, checked against the manifest's header digests) and returns a
 :class:`RemoteCorpus`: a :class:`~genotok.Corpus` whose shards are fetched into a local
-:class:`ShardCache` when first read.
+:class:`ShardCache` when first read (record lengths, for ``max_tokens=``: by ranged reads of
+the offsets sections, checked against the headers' checksums).
 
 The cache, one directory per corpus under ``cache_dir``:
 
@@ -120,7 +121,6 @@ class ShardCache:
     def __getstate__(self):
         raise TypeError("a ShardCache is not pickled; a RemoteCorpus pickles as its URL")
 
-    # -- paths
     def file(self, k: int) -> Path:
         return self.root / f"{k:06d}-{self.entries[k]['header_digest']}.gtokc"
 
@@ -139,7 +139,6 @@ class ShardCache:
                 total += p.stat().st_size
         return total
 
-    # -- fetching
     def fetch(self, k: int) -> Path:
         """The local file of shard ``k``, checked against the manifest (downloaded if it is not
         cached, or if the cached entry is truncated, foreign or corrupt)."""
@@ -300,7 +299,6 @@ class ShardCache:
                               "replacing it); raise cache_limit or give this process its own "
                               "cache_dir")
 
-    # -- prefetch
     def prefetch(self, shards) -> None:
         """Fetch ``shards`` (in this order) in a thread, up to ``prefetch`` ahead of the reader."""
         if os.getpid() != self._pid:
@@ -335,7 +333,6 @@ class ShardCache:
             i += 1
 
 
-# ---------------------------------------------------------------------------------- corpus
 class _RemoteShard:
     """A shard known from its header (fetched at open) whose data comes from the cache."""
 
@@ -478,6 +475,37 @@ class RemoteCorpus(Corpus):
 
     def __repr__(self) -> str:
         return super().__repr__()[:-1] + f", cache={str(self.cache.root)!r})"
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Tokens of every record (see the module docstring), without fetching every shard."""
+        if self._lengths is None:
+            self._lengths = np.concatenate(_remote_lengths(self.cache, self._shards))
+        return self._lengths
+
+
+def _remote_lengths(cache: ShardCache, shards: list) -> list[np.ndarray]:
+    """Record lengths: offsets sections alone, else (cached, failed) from the checked shard."""
+    if os.getpid() != cache._pid:  # a forked worker: its own filesystem
+        cache._init_threads()
+    ks = [k for k in range(len(shards)) if not cache.file(k).exists()]  # (cached: read whole)
+    urls, got, size = [cache.shard_url(k) for k in ks], {}, PREAMBLE.size
+    pres = [p[:size] if isinstance(p, bytes) and len(p) >= size else bytes(size) for p in
+            cache.fs.cat_ranges(urls, [0] * len(ks), [size] * len(ks), on_error="return")]
+    spans = [(a, a + (shards[k].n + 1) * 8) for k, a in
+             zip(ks, (PREAMBLE.unpack(p)[10] for p in pres))]
+    bodies = cache.fs.cat_ranges(urls, [a for a, _ in spans], [b for _, b in spans],
+                                 on_error="return")
+    for k, body, (a, b) in zip(ks, bodies, spans):
+        body, h = body if isinstance(body, bytes) else b"", shards[k].header
+        body = body[a:b] if len(body) > b - a else body  # no Range support: the whole object
+        if len(body) == b - a and h.get("checksum") in CHECKSUMS and _digest(
+                body, h["checksum"]).hex() == h.get("checksums", {}).get("offsets"):
+            o = np.frombuffer(body, "<i8")
+            if o[0] == 0 and o[-1] == shards[k].t and not np.any(o[1:] < o[:-1]):
+                got[k] = np.diff(o)
+    return [got[k] if k in got else np.diff(sh.offsets) for k, sh in enumerate(shards)
+            if k in got or sh.check_offsets(0, sh.n) is None]
 
 
 def _reopen(url, options, identity=None):
