@@ -411,7 +411,7 @@ def test_extra_tokens_given_as_one_string_are_refused(tmp_path):
     text = p.read_text()
     assert 'extra_tokens = [\n    "<batch=a>",\n]' in text  # as tomli-w writes it
     p.write_text(text.replace('extra_tokens = [\n    "<batch=a>",\n]', 'extra_tokens = "<batch=a>"'))
-    with pytest.raises(UniverseError, match="a list of strings"):
+    with pytest.raises(UniverseError, match="extra_tokens must be an array, got str"):
         Tokenizer.from_config(p)
 
 
