@@ -154,11 +154,7 @@ def read_barcodes(source) -> list[str]:
         for i, ln in enumerate(lines, 1):
             b = ln.split("\t")[0].strip()
             if b and b != "#" and not b.startswith("# "):
-                if b in first:
-                    raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
-                                                 "list each barcode once")
-                first[b] = i
-                out.append(b)
+                _add_barcode(out, first, b, path, i)
         return out
     # bytes (h5py's strings) are the barcodes' text: str(b"A-1") is "b'A-1'", matching nothing
     out = [b.decode("utf-8") if isinstance(b, bytes) else str(b) for b in source]
@@ -189,13 +185,17 @@ def _csv_barcodes(path: str, lines: list[str]) -> list[str]:
             raise BedParseError(path, i, f"{len(row)} CSV fields, the header has {len(header)}")
         if flag is not None and row[flag].strip() not in ("1", "True", "true"):
             continue
-        b = row[col].strip()
-        if b in first:
-            raise BedParseError(path, i, f"the barcode {b!r} repeats line {first[b]}; "
-                                         "list each barcode once")
-        first[b] = i
-        out.append(b)
+        _add_barcode(out, first, row[col].strip(), path, i)
     return out
+
+
+def _add_barcode(out: list[str], first: dict, b: str, path: str, line: int) -> None:
+    """Append the barcode ``b`` of ``path``'s ``line``, refusing one listed before."""
+    if b in first:
+        raise BedParseError(path, line, f"the barcode {b!r} repeats line {first[b]}; list each "
+                                        "barcode once")
+    first[b] = line
+    out.append(b)
 
 
 def _check_shift(shift) -> tuple[int, int]:
