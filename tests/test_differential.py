@@ -36,9 +36,9 @@ def test_pairs_equal_bedtools(tmp_path):
         out = subprocess.run(["bedtools", "intersect", "-a", str(tmp_path / "q.bed"), "-b",
                               str(tmp_path / "u.bed"), "-wa", "-wb"], capture_output=True,
                              text=True, check=True).stdout
-        first = {}
-        for i, r in enumerate(u):
-            first.setdefault(r, i)
+        first = {}  # gtars' vocabulary: unique regions in order of first appearance
+        for r in u:
+            first.setdefault(r, len(first))
         # bedtools reports every duplicate line; genotok reports a duplicated region once
         theirs = Counter((int(f[3]), first[(f[4], int(f[5]), int(f[6]))])
                          for f in (line.split("\t") for line in out.splitlines()))
