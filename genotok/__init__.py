@@ -11,6 +11,7 @@ from .errors import (
     GtokFormatError,
     HDF5ChunkError,
     RegionParseError,
+    SourceError,
     UniverseError,
     UniverseMismatchError,
 )
@@ -20,8 +21,8 @@ from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, i
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
-from .singlecell import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
-                         RankByMedian)
+from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOptions, Log1p,
+                         Normalize, RankByMedian, register_source)
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.fragmatrix import fragment_matrix
@@ -39,5 +40,5 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian", "RunOptions",
+    "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source",
 ]

@@ -44,3 +44,7 @@ class AnnDataError(GenotokError, ValueError):
 class HDF5ChunkError(GenotokError, OSError):
     """A chunk of an HDF5 dataset (e.g. in a ``.h5ad`` file) is damaged: it cannot be read, or
     does not inflate to its size. The message names the file, the dataset and the chunk."""
+
+
+class SourceError(GenotokError, ValueError):
+    """No cell source reads an input (its type, suffix and first bytes fit none registered)."""

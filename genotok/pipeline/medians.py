@@ -5,7 +5,6 @@ over all inputs before any is encoded (kept in the journal, so a resumed run reu
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ from .plan import (
     PipelineError,
     _check_regular,
     _message,
-    input_kind,
+    cell_class,
     raise_machine_error,
 )
 
@@ -80,24 +79,20 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
 
 def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
                     n_threads):
-    """Each input's matrix for the medians pass, one at a time: an ``.h5ad`` path (read in row
-    chunks), or a fragment file's cell × token counts (what ``tokenize_fragments`` encodes),
-    counted with the memory bound of the tokenizing pass (beyond it the counts spill to disk)
-    and yielded a bucket of cells at a time. ``reached`` gets each input's
-    index before it is read."""
-    import anndata
-
-    from ..singlecell import fragment_count_chunks
+    """Each input's cell source for the medians pass, one at a time, opened as the
+    tokenizing pass opens it (a fragment file is counted with its memory bound: beyond it
+    the counts spill to disk and are read back a bucket of cells at a time), and closed when
+    the next is asked for. ``reached`` gets each input's index before it is read."""
+    from ..singlecell.fragments import SPILL_MB
+    from ..singlecell.sources import open_source
 
     for i in indices:
         p = paths[i]
         reached.append(i)
         _check_regular(p)
-        if input_kind(p) == "h5ad":
-            yield os.fspath(p)
-            continue
-        for chunk in fragment_count_chunks(p, tokenizer, n_threads=n_threads):
-            yield anndata.AnnData(chunk)  # a bare AnnData around each bucket (no copy)
+        with open_source(p, tokenizer=tokenizer, n_threads=n_threads,
+                         memory_mb=SPILL_MB) as source:
+            yield source.value_input()[0]  # what feature_medians reads of it
 
 
 def _check_same_var(paths: list[Path], on_error: str = "fail",
@@ -105,15 +100,17 @@ def _check_same_var(paths: list[Path], on_error: str = "fail",
     """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
     medians would mix different peaks. With ``on_error="skip"``, an input whose features
     cannot be read goes into ``failed`` (index -> error) instead."""
-    from ..singlecell import var_names
+    from ..singlecell.sources import open_source
 
     first = None
     for i, p in enumerate(paths):
-        if input_kind(p) != "h5ad":
+        cls = cell_class(p)
+        if cls is None or cls.features_are != "var":
             continue
         try:
             _check_regular(p)
-            names = var_names(p)
+            with open_source(p) as source:
+                names = source.feature_names()
         except SKIPPABLE as exc:
             if on_error == "fail" or failed is None:
                 raise

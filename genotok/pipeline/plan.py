@@ -14,13 +14,14 @@ import zlib
 from pathlib import Path
 
 from ..errors import GenotokError
+from ..singlecell import sources
 
-__all__ = ["PipelineError", "expand_inputs", "input_kind", "record_name"]
+__all__ = ["PipelineError", "cell_class", "expand_inputs", "input_kind", "record_name"]
 
+#: the pipeline's own inputs: one record of regions per file (every other input is a cell
+#: source of the registry, :mod:`genotok.singlecell.sources`)
 BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
                 ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
-H5AD_SUFFIXES = (".h5ad",)
-FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
 
 
 class PipelineError(GenotokError):
@@ -34,24 +35,41 @@ class PipelineError(GenotokError):
 
 
 
+def cell_class(path: str | os.PathLike):
+    """The cell source class of an input (its cells become the records of a shard of its
+    own), or ``None`` for a BED-like input (one record of its regions): a BED suffix decides
+    first, then the registry (:func:`genotok.singlecell.sources.source_class`: the suffix,
+    then the first bytes of an existing file); what nothing claims is read as BED.
+
+    Examples
+    --------
+    >>> cell_class("a.narrowPeak.gz") is None, cell_class("pbmc.h5ad").__name__
+    (True, 'H5adSource')
+    """
+    if os.fspath(path).lower().endswith(BED_SUFFIXES):
+        return None
+    return sources.source_class(path)
+
+
 def input_kind(path: str | os.PathLike) -> str:
-    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
+    """The registry's name of an input's kind: ``"bed"`` (one record per file) or the
+    ``kind`` of its cell source (``"h5ad"``, ``"fragments"``, …).
 
     Examples
     --------
     >>> input_kind("a.narrowPeak.gz"), input_kind("pbmc.h5ad"), input_kind("fragments.tsv.gz")
     ('bed', 'h5ad', 'fragments')
     """
-    low = os.fspath(path).lower()
-    if low.endswith(H5AD_SUFFIXES):
-        return "h5ad"
-    if low.endswith(FRAGMENT_SUFFIXES):
-        return "fragments"
-    return "bed"
+    cls = cell_class(path)
+    return "bed" if cls is None else cls.kind
+
+
+def _suffixes() -> tuple[str, ...]:
+    return BED_SUFFIXES + sources.suffixes()
 
 
 def _is_input(path: str) -> bool:
-    return path.lower().endswith(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES)
+    return path.lower().endswith(_suffixes())
 
 
 def expand_inputs(inputs) -> list[Path]:
@@ -142,7 +160,7 @@ def record_name(path: Path) -> str:
     """
     name = path.name
     low = name.lower()
-    for suf in sorted(BED_SUFFIXES + H5AD_SUFFIXES + FRAGMENT_SUFFIXES, key=len, reverse=True):
+    for suf in sorted(_suffixes(), key=len, reverse=True):
         if low.endswith(suf):
             return name[: -len(suf)]
     return name
@@ -169,13 +187,14 @@ def _check_cells(paths: list[Path], format: str, spec) -> None:
         return
     asked = ", ".join(f"{k}={v!r}" for k, v in spec.as_dict().items()
                       if v != CellSpec().as_dict()[k])
-    bed = [p for p in paths if input_kind(p) == "bed"]
+    classes = [cell_class(p) for p in paths]
+    bed = [p for p, c in zip(paths, classes) if c is None]
     if bed:
         raise PipelineError(f"{bed[0]}: the cell spec ({asked}) acts on the cells of .h5ad "
                             "and fragment inputs; a BED input is one record of its regions: "
                             "pre-tokenize the BED files in a run without cells=")
     if spec.prepend or spec.add_cls:
-        other = [p for p in paths if input_kind(p) != "h5ad"]
+        other = [p for p, c in zip(paths, classes) if not c.has_obs]
         if other:
             raise PipelineError(f"{other[0]}: prepend and add_cls take cells from .h5ad inputs "
                                 "(their obs columns); fragment inputs have none: pre-tokenize "
@@ -184,7 +203,7 @@ def _check_cells(paths: list[Path], format: str, spec) -> None:
         raise PipelineError(f"format={format!r} stores token ids only, not the values "
                             "(values=True); use format='corpus'")
     fit = any(isinstance(s, RankByMedian) and s.medians is None for s in spec.encoding)
-    if fit and len({input_kind(p) for p in paths}) > 1:
+    if fit and len({c.features_are for c in classes}) > 1:
         raise PipelineError("RankByMedian() takes its medians over all inputs, so it needs "
                             "one feature space, but the .h5ad files' features are their var "
                             "(peaks) and the fragment files' the universe's tokens; "
@@ -196,7 +215,7 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
     out: list[list[int]] = []
     run: list[int] = []
     for i, p in enumerate(paths):
-        if input_kind(p) != "bed":
+        if cell_class(p) is not None:
             if run:
                 out.append(run)
                 run = []

@@ -57,6 +57,7 @@ from .plan import (
     _input_id,
     _message,
     _plan,
+    cell_class,
     expand_inputs,
     input_kind,
     raise_machine_error,
@@ -347,7 +348,8 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
     ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
     :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
-    from ..singlecell import obs_names, tokenize_anndata, tokenize_fragments
+    from ..singlecell.cells import tokenize_cells
+    from ..singlecell.sources import open_source
 
     kind = input_kind(path)
     spec = spec if spec is not None else CellSpec()
@@ -357,32 +359,27 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
-        if format == "corpus":
-            if kind == "h5ad":
-                corpus = tokenize_anndata(path, tokenizer, spec, n_threads=n_threads, out=shard)
+        target = shard if format == "corpus" else None
+        with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+                         out=target) as source:
+            if format == "corpus":
+                corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads, out=shard)
+                names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
+                flat = corpus.to_ragged()
+                unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
             else:
-                corpus = tokenize_fragments(path, tokenizer, spec, n_threads=n_threads,
-                                            out=shard)
-            names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
-            flat = corpus.to_ragged()
-            unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
-        else:
-            if kind == "h5ad":
-                rows = list(tokenize_anndata(path, tokenizer, spec, n_threads=n_threads))
-                names = obs_names(path)
-            else:
-                names, rows = tokenize_fragments(path, tokenizer, spec, n_threads=n_threads)
-                rows = list(rows)
-            files = _cell_files(path, names, on_error, failed)
-            kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
-            for file, ids in zip(files, rows):
-                if file is not None:
-                    write_gtok(ids, out / file)
-            n, n_tokens = len(kept), int(sum(r.size for r in kept))
-            offsets = np.zeros(n + 1, np.int64)
-            np.cumsum([r.size for r in kept], out=offsets[1:])
-            unk = _unk_counts(np.concatenate(kept) if kept else np.zeros(0, np.int64), offsets,
-                              tokenizer.unk_token_id)
+                rows = list(tokenize_cells(source, tokenizer, spec, n_threads=n_threads))
+                names = source.names()
+                files = _cell_files(path, names, on_error, failed)
+                kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
+                for file, ids in zip(files, rows):
+                    if file is not None:
+                        write_gtok(ids, out / file)
+                n, n_tokens = len(kept), int(sum(r.size for r in kept))
+                offsets = np.zeros(n + 1, np.int64)
+                np.cumsum([r.size for r in kept], out=offsets[1:])
+                unk = _unk_counts(np.concatenate(kept) if kept else np.zeros(0, np.int64),
+                                  offsets, tokenizer.unk_token_id)
     except SKIPPABLE as exc:
         if on_error == "fail":
             raise
@@ -452,7 +449,7 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     once the shard (or the files) is durably written. ``spec``: the cell spec of the
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
     :func:`_stage_batch` (only its writes are left)."""
-    if len(paths) == 1 and input_kind(paths[0]) != "bed":
+    if len(paths) == 1 and cell_class(paths[0]) is not None:
         return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, spec)
     if staged is None:
         staged = _stage_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo)

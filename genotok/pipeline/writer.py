@@ -16,7 +16,7 @@ from pathlib import Path
 from ..formats.gtok import write_gtok
 from ..ragged import Ragged
 from ..sink import write_records
-from .plan import input_kind
+from .plan import cell_class
 
 
 class _Staged:
@@ -83,7 +83,7 @@ def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Stag
                     bar.update(len(batch))
                 continue
             files = [paths[i] for i in batch]
-            staged = (None if len(files) == 1 and input_kind(files[0]) != "bed" else
+            staged = (None if len(files) == 1 and cell_class(files[0]) is not None else
                       stage_batch(tokenizer, files, out, b, format, n_threads, on_error, algo))
             if pending is not None:
                 pending.result()  # batch b - 1 written and journaled (or its error raised)

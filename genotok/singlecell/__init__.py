@@ -1,24 +1,29 @@
 """Single cell: AnnData / ``.h5ad`` cells x peaks and 10x fragment files to per-cell tokens, value
 encodings, condition tokens and fragment matrices.
 
-Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.sources` (matrix
-sources: memory, h5py, backed; obs and var names), :mod:`.cells` (:func:`tokenize_anndata`),
+Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.sources` (the cell
+source protocol and its registry; AnnData / ``.h5ad`` sources and their matrix readers: memory,
+h5py, backed; obs and var names), :mod:`.cells` (the driver :func:`tokenize_cells`,
+:func:`tokenize_anndata`),
 :mod:`.fragments` (fragment files), :mod:`.values` (value encodings), :mod:`.conditions`
 (condition tokens), :mod:`.fragmatrix` (cells x regions matrices). The token batches go to the
 one sink, :mod:`genotok.sink`.
 """
 
-from .cells import tokenize_anndata
+from .cells import tokenize_anndata, tokenize_cells
 from .conditions import condition_tokens
 from .fragmatrix import FragmentMatrix, fragment_matrix
 from .reading import AnnDataOptions, FragmentOptions
 from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
-from .fragments import fragment_count_chunks, fragment_counts, tokenize_fragments
-from .sources import obs_names, var_names
+from .fragments import FragmentSource, fragment_count_chunks, fragment_counts, tokenize_fragments
+from .sources import (AnnDataSource, CellSource, H5adSource, memory_matrix, obs_names,
+                      open_source, register_source, source_class, unregister_source, var_names)
 from .values import feature_medians
 from .varnames import var_regions
 
-__all__ = ["AnnDataOptions", "Bins", "CellSpec", "FragmentMatrix", "FragmentOptions", "Log1p",
+__all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "FragmentSource",
+           "H5adSource", "memory_matrix", "open_source", "register_source", "source_class",
+           "tokenize_cells", "unregister_source", "FragmentMatrix", "FragmentOptions", "Log1p",
            "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]

@@ -51,7 +51,16 @@ from ..kernels import cells as K
 from ..ragged import Ragged
 from . import conditions, reading
 from . import values as cellvalues
-from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _obs_reader, _Source, _source
+from .sources import (
+    _CSR_MESSAGES,
+    AnnDataSource,
+    CellSource,
+    H5adSource,
+    _Chunk,
+    _is_frame,
+    _is_path,
+    _Source,
+)
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -387,39 +396,93 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     """
     spec, read = _check_call("tokenize_anndata", "adata", adata, tokenizer, spec, read,
                              reading.AnnDataOptions)
-    kind = "ragged" if out is None else "corpus"
-    by_var = spec.order == "var"
-    prepend = list(spec.prepend)
-    values = spec.values
-    opt = _options(tokenizer, spec.min_count, "genomic" if by_var else spec.order, spec.seed,
-                   spec.max_length, spec.truncation, spec.unique, spec.unknown, values)
-    opt.dtype = _ids_dtype(read.dtype, tokenizer)
-    if kind == "corpus":  # the writer stores its own width; uint32 halves the chunks' memory
-        opt.dtype = _ids_dtype(np.uint32, tokenizer)
+    if not memory_mb > 0:  # NaN too; before the file is opened
+        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    cls = AnnDataSource if not _is_path(adata) else H5adSource
+    return tokenize_cells(cls.open(adata, read), tokenizer, spec, out=out, overwrite=overwrite,
+                          obs_columns=obs_columns, memory_mb=memory_mb, n_threads=n_threads,
+                          progress=progress)
+
+
+# ---------------------------------------------------------------------------------- the driver
+def _features_map(source: CellSource, tokenizer, n_threads) -> _VarMap:
+    """The token ids of each column of ``source`` (:meth:`CellSource.features`)."""
+    feats = source.features()
+    if feats is None:  # column i is the universe's region i; the last column hits nothing
+        u = tokenizer.universe
+        ids = np.arange(u.n_regions, dtype=np.int64)
+        hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+        return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+    if _is_frame(feats):  # the var frame itself
+        feats = _Vars(feats)
+    read = source.read if isinstance(source.read, reading.AnnDataOptions) else \
+        reading.AnnDataOptions()
+    return _adata_var_map(feats, tokenizer, read.region_columns, read.var_names_sep,
+                          read.one_based, n_threads)
+
+
+@dataclass
+class _Vars:
+    """A bare ``var`` frame as the var map reads it (an object with ``var``)."""
+
+    var: object
+
+
+def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
+                   overwrite: bool = False, obs_columns: Sequence[str] = (),
+                   memory_mb: float = 256, n_threads: int | None = None,
+                   progress: bool = False):
+    """The one driver: a :class:`~genotok.CellSource`'s rows → the tokenizer → the
+    :class:`~genotok.CellSpec` → the output (a ``Ragged``, or the corpus ``out``).
+
+    :func:`tokenize_anndata`, :func:`~genotok.tokenize_fragments` and ``pretokenize``'s cell
+    inputs all run here: the features are mapped to tokens once, the rows go through the
+    value encodings and the cell kernels chunk by chunk (``memory_mb`` of working memory per
+    chunk), condition tokens are prepended, and the batches go to one output call
+    (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> from genotok.singlecell.sources import open_source
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> src = open_source(genotok.examples_dir() / "pbmc.h5ad")
+    >>> len(tokenize_cells(src, tok)) == src.n_rows
+    True
+    """
+    from .spec import CellSpec
+
+    spec = CellSpec() if spec is None else spec
+    type(source).check(spec, type(source).__name__)
     if not memory_mb > 0:  # NaN too
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
-    chunk_rows = read.chunk_rows
-    layer = read.layer
+    read = source.read
+    by_var = spec.order == "var"
+    prepend, values = list(spec.prepend), spec.values
+    unique = spec.unique if source.features_are == "var" else True
+    opt = _options(tokenizer, spec.min_count, "genomic" if by_var else spec.order, spec.seed,
+                   spec.max_length, spec.truncation, unique, spec.unknown, values)
+    # the writer stores its own width; uint32 halves the chunks' memory
+    opt.dtype = _ids_dtype(np.uint32 if out is not None else getattr(read, "dtype", np.int64),
+                           tokenizer)
+    chunk_rows = getattr(read, "chunk_rows", None)
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    source, path = _source(adata, layer)
-    vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
-                        tokenizer, read.region_columns, read.var_names_sep, read.one_based,
-                        n_threads)
+    vm = _features_map(source, tokenizer, n_threads)
     if vm.n_vars != source.n_cols:
         raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
                            "variables")
-    _check_rows(source, adata, path)
-    enc = cellvalues.value_encoding(adata, layer=layer, memory_mb=memory_mb,
-                                    **spec.encoding_kwargs())
+    kw = spec.encoding_kwargs()
+    medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
+    enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
     encode = None if enc is None else enc.chunk_encoder(source.n_cols, source.where)
     encode = _extra_encoder(spec.extra_steps(), encode, source.n_cols)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
-    elif kind != "corpus" and path is None and chunk_rows is None and _fast_path(vm, opt):
+    elif out is None and source.in_memory and chunk_rows is None and _fast_path(vm, opt):
         # in memory to in memory without scratch: one pass spares the concatenation's copy
         budget = 1 << 62
-    obs_read = _obs_reader(adata, path, obs_columns) if kind == "corpus" else None
+    records = source.obs(obs_columns) if out is not None else None  # columns checked now
     prepare = None
     if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
         back_dtype, opt.dtype = opt.dtype, np.int64
@@ -427,18 +490,28 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
     if prepend or spec.add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
-        stream = conditions.prepend_stream(stream, _obs_reader(adata, path, prepend),
-                                           tokenizer, prepend, spec.condition_unknown,
-                                           cls=spec.add_cls)
-    if kind == "corpus":
-        extra = {"anndata": _header(spec, enc, tokenizer, layer=layer)}
-        return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
-                                 metadata_columns=obs_columns, values=values, extra=extra,
-                                 source=path, overwrite=overwrite)
-    return sink.collect((r for _, r in stream), kind, values=values,
+        stream = conditions.prepend_stream(stream, source.obs(prepend), tokenizer, prepend,
+                                           spec.condition_unknown, cls=spec.add_cls)
+    capacity = _token_bound(source, vm, opt) if prepare is None and not (
+        prepend or spec.add_cls) else None
+    meta = {"records": records, "metadata_columns": obs_columns, "values": values,
+            "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
+            "source": source.path, "capacity": capacity}
+    return _emit((r for _, r in stream), meta, tokenizer, out, overwrite)
+
+
+def _emit(batches, meta: dict, tokenizer, out, overwrite: bool):
+    """The driver's one output step: the token batches and what describes them (``meta``:
+    record names and metadata, the value channel, the corpus header) → a corpus at ``out``
+    (returned opened), or an in-memory ``Ragged``."""
+    if out is not None:
+        return sink.write_corpus(out, tokenizer, batches, records=meta["records"],
+                                 metadata_columns=meta["metadata_columns"],
+                                 values=meta["values"], extra=meta["extra"],
+                                 source=meta["source"], overwrite=overwrite)
+    return sink.collect(batches, "ragged", values=meta["values"],
                         pad_token_id=tokenizer.universe.pad_token_id,
-                        capacity=_token_bound(source, vm, opt) if prepare is None and not (
-                            prepend or spec.add_cls) else None)
+                        capacity=meta["capacity"])
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:
@@ -471,4 +544,4 @@ def _options_default() -> _Options:
     return _Options(K.KEEP_POSITIVE, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
 
 
-__all__ = ["tokenize_anndata", "warmup"]
+__all__ = ["tokenize_anndata", "tokenize_cells", "warmup"]

@@ -11,17 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-import numpy as np
-
-from .. import sink
-from ..ragged import Ragged
-from . import values as cellvalues
-from .cells import _check_call, _extra_encoder, _header, _options, _stream
+from ..errors import AnnDataError
+from .cells import _check_call, tokenize_cells
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
-from .reading import FragmentOptions
-from .sources import _Chunk, _MemorySource, _Source
-from .varnames import _var_map_from_hits
+from .reading import FragmentOptions, _checked
+from .sources import CellSource, _Chunk, _MemorySource, _Source, register_source
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -159,65 +154,116 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     """
     spec, read = _check_call("tokenize_fragments", "path", path, tokenizer, spec, read,
                              FragmentOptions)
-    if spec.prepend or spec.add_cls:
-        raise ValueError("tokenize_fragments: prepend= and add_cls= take obs columns, which a "
-                         "fragment file has not")
-    if spec.order == "var":
-        raise ValueError("tokenize_fragments: order='var' is geniml's order of a matrix' "
-                         "stored entries; a fragment file has none")
-    mode = "fragment" if read.mode is None else read.mode
-    opt = _options(tokenizer, spec.min_count, spec.order, spec.seed, spec.max_length,
-                   spec.truncation, True, spec.unknown, spec.values)
+    FragmentSource.check(spec, "tokenize_fragments")
     if out is not None and os.path.exists(out) and not overwrite:  # before the count, not after
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
-    names, X, _ = _counts(path, tokenizer, barcodes=read.barcodes,
-                          min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-                          n_threads=n_threads, mode=mode, shift=read.shift,
-                          memory_mb=_spill_mb(memory_mb, out), use_count=spec.use_count)
-    try:
-        return _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite,
-                       n_threads, {"min_fragments": read.min_fragments, "mode": mode,
-                                   "shift": list(read.shift)})
-    finally:
-        if isinstance(X, _Spilled):
-            X.close()
+    with FragmentSource.open(path, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+                             memory_mb=memory_mb, out=out) as source:
+        rows = tokenize_cells(source, tokenizer, spec, out=out, overwrite=overwrite,
+                              n_threads=n_threads, progress=progress)
+        return rows if out is not None else (source.names(), rows)
 
 
-def _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite, n_threads,
-            settings):
-    """The cells of a counted fragment file (a matrix, or a spilled one) → tokens."""
-    u = tokenizer.universe
-    ids = np.arange(u.n_regions, dtype=np.int64)
-    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
-    vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
-    kw = spec.encoding_kwargs()
-    rank, values = kw["rank"], spec.values
-    if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
-        source = _ChunkedSource(X.chunks, X.shape, os.fspath(path))
-        medians_of = (_anndata_of(m) for m in X.chunks()) if isinstance(rank, str) else None
-        if medians_of is not None and X.shape[0] == 0:  # no chunk: the medians of no cells
-            import scipy.sparse as sp
+#: gzip's magic (BGZF is gzip with an extra field)
+GZIP_MAGIC = b"\x1f\x8b"
 
-            medians_of = _anndata_of(sp.csr_matrix(X.shape, dtype=np.float32))
-    else:
-        source = _MemorySource(X, os.fspath(path))
-        medians_of = _anndata_of(X) if isinstance(rank, str) else None
-    enc = cellvalues.value_encoding(medians_of, **kw)
-    encode = None if enc is None else enc.chunk_encoder(source.n_cols, source.where)
-    stream = _stream(source, vm, opt, budget=256 << 20, chunk_rows=None,
-                     n_threads=tokenizer.n_threads if n_threads is None else n_threads,
-                     progress=progress, desc="tokenizing cells",
-                     encode=_extra_encoder(spec.extra_steps(), encode, source.n_cols))
-    if out is not None:
-        def obs_read(lo, hi):
+
+class FragmentSource(CellSource):
+    """A 10x fragment file (``chrom start end barcode count``, ``.tsv[.gz]``; or a gzip or
+    BGZF file of five such columns whatever its name), counted into a cells × (universe
+    regions + unknown) matrix when opened (:func:`fragment_counts`' matrix; with ``out=`` or
+    ``memory_mb`` spilled to disk and read back a bucket of cells at a time): the columns
+    are the universe's tokens, the rows the barcodes; there are no ``obs`` columns."""
+
+    kind = "fragments"
+    suffixes = (".tsv", ".tsv.gz", ".tsv.bgz")
+    magic = (GZIP_MAGIC,)
+    options = FragmentOptions
+    features_are = "universe"
+    has_obs = False
+    header = "fragments"
+
+    def __init__(self, path, read: FragmentOptions, barcodes: list, X, mode: str):
+        self.path = self.where = os.fspath(path)
+        self.read, self.mode, self.barcodes, self.X = read, mode, barcodes, X
+        if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
+            self.matrix = _ChunkedSource(X.chunks, X.shape, self.where)
+        else:
+            self.matrix = _MemorySource(X, self.where)
+        self.n_rows, self.n_cols = self.matrix.n_rows, self.matrix.n_cols
+
+    @classmethod
+    def sniff(cls, head: bytes, path: str) -> bool:
+        """A gzip (or BGZF) file whose first data line has the five fragment columns."""
+        if not head.startswith(GZIP_MAGIC):
+            return False
+        import zlib
+
+        try:
+            text = zlib.decompressobj(31).decompress(head)
+        except zlib.error:
+            return False
+        for line in text.split(b"\n")[:-1]:  # whole lines only
+            if line.startswith(b"#") or not line.strip():
+                continue
+            f = line.rstrip(b"\r").split(b"\t")
+            return (len(f) == 5 and f[1].isdigit() and f[2].isdigit() and f[4].isdigit()
+                    and not f[3].isdigit())
+        return False
+
+    @classmethod
+    def check(cls, spec, func: str) -> None:
+        if spec.prepend or spec.add_cls:
+            raise ValueError(f"{func}: prepend= and add_cls= take obs columns, which a "
+                             "fragment file has not")
+        if spec.order == "var":
+            raise ValueError(f"{func}: order='var' is geniml's order of a matrix' "
+                             "stored entries; a fragment file has none")
+
+    @classmethod
+    def open(cls, obj, read=None, *, tokenizer=None, n_threads=None, spec=None,
+             memory_mb=None, out=None, **context) -> FragmentSource:
+        """Count the file over ``tokenizer``'s universe (``spec.use_count``: weigh each line
+        by its count); ``memory_mb`` bounds the counted pairs held (default: none, or
+        :data:`SPILL_MB` when writing ``out``)."""
+        if tokenizer is None:
+            raise TypeError(f"{os.fspath(obj)}: a fragment file is counted over a tokenizer's "
+                            "universe: open it with tokenizer=")
+        read = _checked(read, FragmentOptions, "FragmentSource")
+        mode = "fragment" if read.mode is None else read.mode
+        names, X, _ = _counts(obj, tokenizer, barcodes=read.barcodes,
+                              min_fragments=read.min_fragments, block_bytes=read.block_bytes,
+                              n_threads=n_threads, mode=mode, shift=read.shift,
+                              memory_mb=_spill_mb(memory_mb, out),
+                              use_count=bool(spec is not None and spec.use_count))
+        return cls(obj, read, names, X, mode)
+
+    def features(self):
+        return None
+
+    def names(self) -> list[str]:
+        return list(self.barcodes)
+
+    def obs(self, columns):
+        if list(columns):
+            raise AnnDataError(f"{self.where}: a fragment file has no obs columns "
+                               f"({list(columns)} asked); only barcodes")
+        names = self.barcodes
+
+        def read(lo, hi):
             return names[lo:hi], {}
+        return read
 
-        extra = {"fragments": _header(spec, enc, tokenizer, **settings)}
-        return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
-                                 values=values, extra=extra, source=os.fspath(path),
-                                 overwrite=overwrite)
-    return names, sink.collect((r for _, r in stream), "ragged", values=values,
-                               pad_token_id=u.pad_token_id)
+    def settings(self) -> dict:
+        return {"min_fragments": self.read.min_fragments, "mode": self.mode,
+                "shift": list(self.read.shift)}
+
+    def close(self) -> None:
+        if isinstance(self.X, _Spilled):
+            self.X.close()
+
+
+register_source(FragmentSource)
 
 
 class _ChunkedSource(_Source):
@@ -243,11 +289,4 @@ class _ChunkedSource(_Source):
             raise AssertionError(f"{self.where}: {row0} rows in the chunks, not {self.n_rows}")
 
 
-def _anndata_of(X):
-    """A bare AnnData around a matrix (no copy), for the value encodings' medians pass."""
-    import anndata
-
-    return anndata.AnnData(X)
-
-
-__all__ = ["fragment_counts", "tokenize_fragments"]
+__all__ = ["FragmentSource", "fragment_counts", "tokenize_fragments"]

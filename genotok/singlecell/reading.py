@@ -2,8 +2,8 @@
 
 :class:`AnnDataOptions` (where a matrix's regions come from, which layer, chunking, the ids'
 dtype of an in-memory result) and :class:`FragmentOptions` (which cells of a fragment file,
-how a fragment hits a region). Validated once (:mod:`genotok.params`); the next step of
-issue 31 makes them the cell sources' own fields.
+how a fragment hits a region). Validated once (:mod:`genotok.params`); each cell source
+(:mod:`.sources`) names its options class (``CellSource.options``) and keeps them as ``read``.
 
 Examples
 --------

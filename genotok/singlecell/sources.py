@@ -1,6 +1,14 @@
-"""Matrix sources of the single-cell room: where a cells x peaks matrix lives, read in row chunks.
+"""Cell sources: where the rows (cells) of the single-cell room come from, and their registry.
 
-A source (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData view) yields row
+:class:`CellSource` is the protocol every input of the single-cell entry points and of
+``pretokenize`` follows (rows, features, ``obs`` columns, row chunks under a memory budget);
+:func:`open_source` finds the class for an input in one table (:data:`SOURCES`): by the
+object's type, then the file's suffix, then its first bytes. :func:`register_source` adds a
+class (a new format is one class and one registry line: ``docs/architecture.md``). The classes
+of this module read AnnData objects (:class:`AnnDataSource`) and ``.h5ad`` files
+(:class:`H5adSource`); fragment files are :class:`~genotok.singlecell.fragments.FragmentSource`.
+
+Below them, a matrix reader (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData view) yields row
 chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; the
 ``obs``/``var`` data frames of a file are read with h5py too (:func:`obs_names`,
 :func:`var_names`, the obs readers of corpus metadata and condition tokens).
@@ -42,15 +50,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from .. import _inflate
 from .. import _validate as V
-from ..errors import AnnDataError, GenotokError
+from ..errors import AnnDataError, GenotokError, SourceError
 from ..kernels import cells as K
+from .reading import AnnDataOptions, _checked
 
 _CSR_MESSAGES = {
     K.CSR_INDPTR: "indptr is not non-decreasing within the stored entries",
@@ -159,6 +169,11 @@ def _frame_names(adata, key: str) -> list[str]:
 
 def _is_path(obj) -> bool:
     return isinstance(obj, (str, os.PathLike))
+
+
+def _is_frame(obj) -> bool:
+    """A data frame (a ``var`` frame given as a source's features), not an AnnData."""
+    return hasattr(obj, "columns") and hasattr(obj, "index") and not hasattr(obj, "obs")
 
 
 # ---------------------------------------------------------------------------------- matrix chunks
@@ -596,4 +611,332 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
     return read_mem
 
 
-__all__ = ["obs_names", "var_names"]
+# ---------------------------------------------------------------------------------- cell sources
+class CellSource:
+    """The protocol of a cell source: the rows (cells) of one input, read in chunks.
+
+    A subclass declares what it reads (class attributes, used by :func:`open_source` and by
+    ``pretokenize``) and implements :meth:`open` and the few members below; the driver
+    (:func:`~genotok.singlecell.cells.tokenize_cells`) does the rest: features → token ids,
+    the :class:`~genotok.CellSpec`, the output.
+
+    Class attributes
+    ----------------
+    kind
+        The input's name in manifests and messages (``"h5ad"``, ``"fragments"``).
+    suffixes, magic
+        File name endings (lower case) and leading bytes this class reads.
+    options
+        The class of its ``read=`` options (:class:`~genotok.AnnDataOptions` …).
+    features_are
+        ``"var"``: the columns are named features (var names or region columns → regions);
+        ``"universe"``: column ``i`` is the universe's region ``i`` (counted fragments).
+        ``pretokenize`` fits one set of medians only over inputs of one feature space.
+    has_obs
+        The rows have ``obs`` columns (metadata, condition tokens).
+    header
+        The key of the corpus header's ``extra`` that records how the input was read.
+
+    Instance members
+    ----------------
+    ``n_rows``, ``n_cols``, ``where`` (the file, or ``"X"``, for messages), ``path`` (the file
+    or ``None``), ``read`` (the options), ``chunks(budget, per_nnz, chunk_rows)`` (CSR row
+    chunks of whole rows, at most ``budget`` bytes at ``per_nnz`` bytes per stored entry),
+    :meth:`features`, :meth:`names`, :meth:`obs`, :meth:`settings`, :meth:`close`.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> src = open_source(genotok.examples_dir() / "pbmc.h5ad")
+    >>> type(src).__name__, src.kind, src.n_rows > 0, src.features_are
+    ('H5adSource', 'h5ad', True, 'var')
+    """
+
+    kind: ClassVar[str] = ""
+    suffixes: ClassVar[tuple[str, ...]] = ()
+    magic: ClassVar[tuple[bytes, ...]] = ()
+    options: ClassVar[type] = AnnDataOptions
+    features_are: ClassVar[str] = "var"
+    has_obs: ClassVar[bool] = True
+    header: ClassVar[str] = "cells"
+
+    n_rows: int
+    n_cols: int
+    where: str
+    path: str | None = None
+    read: object = None
+    #: the stored entries when known (an upper bound of the tokens of an in-memory result)
+    nnz: int | None = None
+    #: an in-memory matrix: the driver may run it as one chunk
+    in_memory: bool = False
+
+    # ----- what the registry asks
+    @classmethod
+    def accepts(cls, obj) -> bool:
+        """Whether this class reads the in-memory object ``obj`` (default: no object)."""
+        return False
+
+    @classmethod
+    def sniff(cls, head: bytes, path: str) -> bool:
+        """Whether the file ``path``, starting with ``head`` (up to 512 bytes), is this
+        class's input (default: it starts with one of :attr:`magic`)."""
+        return any(head.startswith(m) for m in cls.magic)
+
+    @classmethod
+    def open(cls, obj, read=None, **context) -> CellSource:
+        """The source of ``obj`` read as ``read`` says. ``context``: ``tokenizer``,
+        ``n_threads``, ``memory_mb``, ``spec`` and ``out`` of the call, for sources that need
+        them to read (a fragment file is counted over the tokenizer's universe)."""
+        raise NotImplementedError(f"{cls.__name__}.open")  # pragma: no cover
+
+    # ----- what the driver asks
+    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[_Chunk]:
+        """Row chunks (``_Chunk``: ``row0``, ``indptr`` of absolute positions, ``indices``,
+        ``data``), in row order (default: those of ``self.matrix``, a matrix reader)."""
+        return self.matrix.chunks(budget, per_nnz, chunk_rows)
+
+    def features(self):
+        """What the tokenizer maps to token ids, one per column: an AnnData-like object with
+        ``var`` (var names or region columns), a ``.h5ad`` path, a pandas data frame (the
+        ``var`` frame itself), or ``None`` when column ``i`` is the universe's region ``i``."""
+        raise NotImplementedError(f"{type(self).__name__}.features")  # pragma: no cover
+
+    def feature_names(self) -> list[str] | None:
+        """The columns' names (var names), or ``None`` when the columns are the universe's
+        regions."""
+        feats = self.features()
+        if feats is None:
+            return None
+        if _is_path(feats):
+            return var_names(feats)
+        return [str(x) for x in (feats if _is_frame(feats) else feats.var).index]
+
+    def names(self) -> list[str]:
+        """The rows' names (cell barcodes), as strings."""
+        return self.obs(())(0, self.n_rows)[0]
+
+    def obs(self, columns: Sequence[str]) -> Callable[[int, int], tuple[list, dict]]:
+        """``read(lo, hi) -> (names, {column: values})`` of rows ``lo:hi``; an unknown column
+        is an error now, naming the input."""
+        raise NotImplementedError(f"{type(self).__name__}.obs")  # pragma: no cover
+
+    def settings(self) -> dict:
+        """How the input was read, for the corpus header (``extra[header]``)."""
+        return {}
+
+    @classmethod
+    def check(cls, spec, func: str) -> None:
+        """Refuse a :class:`~genotok.CellSpec` this input cannot honour (default: any)."""
+
+    def value_input(self):
+        """``(matrix, layer)`` for the medians pass of ``RankByMedian()``
+        (:func:`~genotok.feature_medians`): an AnnData or ``.h5ad`` path and its layer, or the
+        source itself (default; its :meth:`chunks` are read once more)."""
+        return self, None
+
+    def close(self) -> None:
+        """Free what reading held (temporary files); the source is not read after."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.where}: {self.n_rows} x {self.n_cols}>"
+
+
+def memory_matrix(X, where: str = "X"):
+    """The row chunks of an in-memory matrix (any scipy sparse format, or a dense array), every
+    index checked first: what a :class:`CellSource` over arrays sets as its ``matrix``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = memory_matrix(np.array([[1, 0], [0, 2]]))
+    >>> m.n_rows, m.n_cols, [c.row0 for c in m.chunks(1 << 20, 16, 1)]
+    (2, 2, [0, 1])
+    """
+    return _MemorySource(X, where)
+
+
+#: the cell sources, tried in order (:func:`open_source`); :func:`register_source` adds one
+SOURCES: list[type[CellSource]] = []
+
+
+def register_source(source: type[CellSource]) -> type[CellSource]:
+    """Add a :class:`CellSource` class to the registry (a class decorator, too). A class of
+    the same name replaces the one registered before; a class with a suffix is tried before
+    those of a shorter suffix of it.
+
+    Examples
+    --------
+    >>> class Toy(CellSource):
+    ...     kind, suffixes = "toy", (".toy",)
+    >>> _ = register_source(Toy)
+    >>> source_class("cells.TOY").kind
+    'toy'
+    >>> unregister_source(Toy)
+    """
+    if not (isinstance(source, type) and issubclass(source, CellSource)):
+        raise TypeError(f"register_source takes a CellSource subclass, got {source!r}")
+    if not source.kind:
+        raise TypeError(f"{source.__name__}: a cell source names its kind (kind = '...')")
+    SOURCES[:] = [c for c in SOURCES if c.__name__ != source.__name__] + [source]
+    return source
+
+
+def unregister_source(source: type[CellSource]) -> None:
+    """Remove a class from the registry (tests, examples)."""
+    SOURCES[:] = [c for c in SOURCES if c is not source]
+
+
+def _suffix_class(name: str) -> type[CellSource] | None:
+    low = name.lower()
+    best, length = None, 0
+    for cls in SOURCES:
+        for suf in cls.suffixes:
+            if low.endswith(suf) and len(suf) > length:
+                best, length = cls, len(suf)
+    return best
+
+
+def suffixes() -> tuple[str, ...]:
+    """Every file suffix of the registered cell sources."""
+    return tuple(s for cls in SOURCES for s in cls.suffixes)
+
+
+def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
+    """The registered class that reads ``obj``, or ``None``: by the object's type (an
+    in-memory object), then the file's suffix, then (``sniff=True``, an existing regular
+    file) its first 512 bytes.
+
+    Examples
+    --------
+    >>> source_class("pbmc.h5ad").__name__, source_class("a.tsv.gz").__name__
+    ('H5adSource', 'FragmentSource')
+    >>> source_class("peaks.narrowPeak") is None
+    True
+    """
+    if not _is_path(obj):
+        return next((cls for cls in SOURCES if cls.accepts(obj)), None)
+    path = os.fspath(obj)
+    cls = _suffix_class(os.path.basename(path))
+    if cls is not None or not sniff:
+        return cls
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return None
+    return next((c for c in SOURCES if c.sniff(head, path)), None)
+
+
+def open_source(obj, read=None, **context) -> CellSource:
+    """The :class:`CellSource` of ``obj`` (an AnnData, a ``.h5ad`` or fragment file, or
+    whatever a registered class reads), found by :func:`source_class` and opened with the
+    ``read=`` options and the call's ``context`` (see :meth:`CellSource.open`).
+
+    Raises
+    ------
+    SourceError
+        No registered class reads ``obj``; the message names the file and the formats known.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> open_source(genotok.examples_dir() / "pbmc.h5ad").n_cols > 0
+    True
+    >>> try:
+    ...     open_source(genotok.examples_dir() / "universe.bed")
+    ... except genotok.SourceError as e:
+    ...     print(str(e).split(";")[0].endswith("universe.bed: not a cell input"))
+    True
+    """
+    cls = source_class(obj)
+    if cls is None:
+        known = ", ".join(f"{c.kind} ({', '.join(c.suffixes) or 'objects'})" for c in SOURCES)
+        if _is_path(obj):
+            path = os.fspath(obj)
+            why = "no such file" if not os.path.exists(path) else "not a cell input"
+            raise SourceError(f"{path}: {why}; the cell sources read {known}")
+        raise SourceError(f"a {type(obj).__name__} is not a cell input; the cell sources read "
+                          f"{known} (an AnnData, or a file path)")
+    return cls.open(obj, read, **context)
+
+
+class _AnnDataBase(CellSource):
+    """An AnnData's rows, in memory, backed or by path (the matrix reader is chosen by
+    :func:`_source`: memory, h5py, or a backed view)."""
+
+    options = AnnDataOptions
+    header = "anndata"
+
+    def __init__(self, adata, read: AnnDataOptions | None = None):
+        self.read = _checked(read, AnnDataOptions, type(self).__name__)
+        self.adata = adata
+        self.matrix, self.path = _source(adata, self.read.layer)
+        _check_rows(self.matrix, adata, self.path)
+        self.n_rows, self.n_cols = self.matrix.n_rows, self.matrix.n_cols
+        self.where = self.matrix.where
+        self.nnz = getattr(self.matrix, "nnz", None)
+        self.in_memory = self.path is None
+
+    @classmethod
+    def open(cls, obj, read=None, **context) -> CellSource:
+        return cls(obj, read)
+
+    @property
+    def _by_file(self) -> bool:
+        return self.path is not None and not hasattr(self.adata, "var")
+
+    def features(self):
+        return self.path if self._by_file else self.adata
+
+    def obs(self, columns):
+        return _obs_reader(self.adata, self.path, columns)
+
+    def names(self) -> list[str]:
+        return obs_names(self.adata)
+
+    def settings(self) -> dict:
+        return {"layer": self.read.layer}
+
+    def value_input(self):
+        """What the medians pass reads (:func:`~genotok.feature_medians`): the AnnData or
+        path, with the layer."""
+        return self.adata, self.read.layer
+
+
+class AnnDataSource(_AnnDataBase):
+    """An ``anndata.AnnData``: in memory (any scipy sparse format or dense, checked), backed
+    (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read)."""
+
+    kind = "anndata"
+
+    @classmethod
+    def accepts(cls, obj) -> bool:
+        return hasattr(obj, "obs_names") and hasattr(obj, "obs")
+
+
+class H5adSource(_AnnDataBase):
+    """A ``.h5ad`` file by path, read by row chunks with h5py (CSR, CSC within the memory
+    budget, dense), every integer that indexes memory checked first."""
+
+    kind = "h5ad"
+    suffixes = (".h5ad",)
+    magic = (b"\x89HDF\r\n\x1a\n",)
+
+
+register_source(AnnDataSource)
+register_source(H5adSource)
+
+
+__all__ = ["AnnDataSource", "CellSource", "H5adSource", "SOURCES", "memory_matrix", "obs_names",
+           "open_source", "register_source", "source_class", "suffixes", "unregister_source",
+           "var_names"]

@@ -66,7 +66,7 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from .sources import _check_rows, _Chunk, _source
+from .sources import CellSource, _check_rows, _Chunk, _source
 
 _OFF = np.int64(1) << np.int64(31)
 
@@ -383,6 +383,8 @@ def _summed_duplicates(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray
 def _opened(adata, layer: str | None):
     """The matrix source of ``adata``, its rows checked against ``obs`` (a file's shape
     attribute may lie) before anything is sized by them."""
+    if isinstance(adata, CellSource):  # opened already (a fragment file's counts)
+        return adata
     source, path = _source(adata, layer)
     _check_rows(source, adata, path)
     return source
