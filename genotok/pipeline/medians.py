@@ -52,7 +52,7 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
                 break
             try:
                 medians, method = feature_medians(
-                    _medians_inputs(paths, left, reached, tokenizer, n_threads),
+                    _medians_inputs(paths, left, reached, tokenizer, n_threads, spec),
                     normalize=encoding["normalize"], target_sum=encoding["target_sum"],
                     log1p=encoding["log1p"])
                 break
@@ -78,7 +78,7 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
 
 
 def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
-                    n_threads):
+                    n_threads, spec):
     """Each input's cell source for the medians pass, one at a time, opened as the
     tokenizing pass opens it (a fragment file is counted with its memory bound: beyond it
     the counts spill to disk and are read back a bucket of cells at a time), and closed when
@@ -90,8 +90,8 @@ def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], t
         p = paths[i]
         reached.append(i)
         _check_regular(p)
-        with open_source(p, tokenizer=tokenizer, n_threads=n_threads,
-                         memory_mb=SPILL_MB) as source:
+        with open_source(p, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+                         memory_mb=SPILL_MB) as source:  # spec: counted as tokenized
             yield source.value_input()[0]  # what feature_medians reads of it
 
 

@@ -127,6 +127,24 @@ def test_fragment_medians_read_a_bucket_of_cells_at_a_time(tmp_path, tok, monkey
     assert list(spills.iterdir()) == []
 
 
+def test_fragment_medians_count_as_the_tokens_do(tmp_path, tok):
+    """With ``use_count=True`` the medians pass counts each fragment by its column 5, as the
+    tokenizing pass does (it counted each line once: the medians of other counts than those
+    it encoded), so the corpus equals ``tokenize_fragments`` with the same spec."""
+    from genotok.singlecell import fragment_counts
+
+    frag = EX / "fragments.tsv.gz"
+    spec = CellSpec(encoding=(Normalize(), RankByMedian()), values=True, use_count=True)
+    run = pretokenize(frag, tok, tmp_path / "c", progress=False, cells=spec)
+    stored = Corpus.open(run.out).header["extra"]["fragments"]["values_encoding"]
+    weighted = anndata.AnnData(fragment_counts(frag, tok, use_count=True)[1])
+    np.testing.assert_array_equal(np.array(stored["medians"], dtype=float),
+                                  feature_medians(weighted, normalize="total")[0])
+    _, ref = tokenize_fragments(frag, tok, spec)
+    np.testing.assert_array_equal(Corpus.open(run.out).to_ragged(values=True).values,
+                                  ref.values)
+
+
 def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
     out = tmp_path / "c"
     pretokenize(h5ads, tok, out, progress=False, cells=CellSpec(encoding=(Bins(5),), values=True))
