@@ -809,8 +809,10 @@ def suffixes() -> tuple[str, ...]:
 
 def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     """The registered class that reads ``obj``, or ``None``: by the object's type (an
-    in-memory object), then the file's suffix, then (``sniff=True``, an existing regular
-    file) its first 512 bytes.
+    in-memory object), then the file's suffix (the longest that fits), then (``sniff=True``,
+    an existing regular file) its first 512 bytes. Types and first bytes are asked of the
+    latest registered class first, so a more specific class registered later (a MuData, an
+    HDF5 container that is not an ``.h5ad``) wins over a general one.
 
     Examples
     --------
@@ -819,8 +821,8 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     >>> source_class("peaks.narrowPeak") is None
     True
     """
-    if not _is_path(obj):
-        return next((cls for cls in SOURCES if cls.accepts(obj)), None)
+    if not _is_path(obj):  # the latest registered first: a MuData is an AnnData-like too
+        return next((cls for cls in reversed(SOURCES) if cls.accepts(obj)), None)
     path = os.fspath(obj)
     cls = _suffix_class(os.path.basename(path))
     if cls is not None or not sniff:
@@ -834,7 +836,7 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
             head = fh.read(512)
     except OSError:
         return None
-    return next((c for c in SOURCES if c.sniff(head, path)), None)
+    return next((c for c in reversed(SOURCES) if c.sniff(head, path)), None)
 
 
 def open_source(obj, read=None, **context) -> CellSource:

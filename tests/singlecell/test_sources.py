@@ -57,6 +57,26 @@ def test_registry_by_type_then_suffix_then_magic(tmp_path):
     assert source_class(tmp_path) is None  # a folder has no first bytes
 
 
+def test_a_later_class_wins_by_type_and_magic(tmp_path):
+    """Types and first bytes are asked of the latest registered class first: a container
+    registered after ``H5adSource`` (an HDF5 file too) or after ``AnnDataSource`` (an
+    AnnData-like object too) is found, while suffixes still decide before the bytes."""
+
+    class Container(AnnDataSource):
+        kind, suffixes, magic = "container", (".ctr",), (b"\x89HDF",)
+
+    h5 = tmp_path / "cells.dat"
+    shutil.copy(EX / "pbmc.h5ad", h5)
+    a = anndata.AnnData(np.zeros((1, 1)))
+    register_source(Container)
+    try:
+        assert source_class(h5) is Container and source_class(a) is Container
+        assert source_class("x.h5ad") is H5adSource and source_class("x.ctr") is Container
+    finally:
+        unregister_source(Container)
+    assert source_class(h5) is H5adSource and source_class(a) is AnnDataSource
+
+
 def test_open_source_names_what_no_source_reads(tmp_path):
     with pytest.raises(SourceError, match=r"universe\.bed: not a cell input; the cell sources "
                                           r"read .*h5ad \(\.h5ad\)"):
