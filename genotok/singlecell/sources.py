@@ -8,8 +8,9 @@ class (a new format is one class and one registry line: ``docs/architecture.md``
 of this module read AnnData objects (:class:`AnnDataSource`) and ``.h5ad`` files
 (:class:`H5adSource`); fragment files are :class:`~genotok.singlecell.fragments.FragmentSource`.
 
-Below them, a matrix reader (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData view) yields row
-chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; the
+Below them, a matrix reader (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData
+view) yields row chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for
+:mod:`.cells`; the
 ``obs``/``var`` data frames of a file are read with h5py too (:func:`obs_names`,
 :func:`var_names`, the obs readers of corpus metadata and condition tokens).
 
