@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _config
-from .._io import atomic_write, default_hash, file_digest
+from .._io import atomic_write, default_hash, file_digest, is_url
 from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
@@ -47,6 +47,7 @@ from ..sink import write_records
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
 from ..params import InstanceOf, Integral, Interval, Options, validate
 from ..singlecell.spec import CellSpec
+from . import remote
 from .medians import _fit_medians
 from .plan import (
     SKIPPABLE,
@@ -186,6 +187,10 @@ class RunOptions:
     client
         A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its
         own shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
+    storage_options
+        fsspec's options (credentials, ``client_kwargs={"endpoint_url": …}``…) for the URLs
+        of the run: an ``out`` or inputs such as ``s3://bucket/prefix`` (see
+        :mod:`genotok.pipeline.remote`).
 
     Examples
     --------
@@ -200,9 +205,11 @@ class RunOptions:
     files_per_shard: int = 64
     hash: str | None = None
     client: object = None
+    storage_options: dict | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
-                                   "hash": [InstanceOf(str), None]}
+                                   "hash": [InstanceOf(str), None],
+                                   "storage_options": [InstanceOf(dict), None]}
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
@@ -232,7 +239,7 @@ def _check_first_args(inputs, tokenizer, out) -> None:
         raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer, got "
                         f"{type(tokenizer).__name__}")
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"pretokenize: `out` must be a directory path, got "
+        raise TypeError(f"pretokenize: `out` must be a directory path or a URL, got "
                         f"{type(out).__name__}")
 
 
@@ -253,6 +260,9 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     out
         Output directory. ``format="corpus"`` (default) writes shards + ``manifest.json`` that
         :meth:`Corpus.open` opens as one corpus; ``"gtok-dir"`` writes one gtars ``.gtok`` per input.
+        A URL (``s3://bucket/prefix``, ``gs://…``) writes to an object store: the run is
+        staged locally, then uploaded, the manifest last (:mod:`genotok.pipeline.remote`);
+        inputs may be URLs too.
     cells
         What each cell of the ``.h5ad`` and fragment inputs becomes: a
         :class:`~genotok.CellSpec`, exactly as :func:`~genotok.tokenize_anndata` and
@@ -297,7 +307,10 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     spec = cells if cells is not None else CellSpec()
     t0 = time.perf_counter()
     algo = opts.hash or default_hash()
-    paths = expand_inputs(inputs)
+    url = os.fspath(out).rstrip("/") if is_url(os.fspath(out)) else None
+    if url is not None:  # never Path(url): that is the local directory "s3:/bucket/..."
+        out = remote.check_output(url, opts.storage_options, overwrite)
+    paths = expand_inputs(remote.localize_inputs(inputs, opts.storage_options))
     _check_cells(paths, format, spec)
     if format == "gtok-dir":
         counts = Counter(record_name(p) for p in paths)
@@ -336,6 +349,9 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
         summary.skipped_done = resumed
+    if url is not None:  # shards, then the manifests; the staging directory goes
+        remote.upload(out, url, opts.storage_options)
+        summary.out = url
     if progress:
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
