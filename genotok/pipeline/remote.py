@@ -36,13 +36,27 @@ def _key(url: str) -> str:
 
 
 def staging_dir(url: str) -> Path:
-    """The local directory a run to ``url`` is staged in."""
+    """The local directory a run to ``url`` is staged in (one per URL).
+
+    Examples
+    --------
+    >>> staging_dir("s3://bkt/run").parent.name
+    'staging'
+    """
     return cache_root() / "staging" / _key(url)
 
 
 def check_output(url: str, storage_options: dict | None, overwrite: bool) -> Path:
     """Refuse an output URL that cannot be written, before any work; with ``overwrite``,
-    delete its manifests first. Returns the staging directory."""
+    delete its manifests first. Returns the staging directory.
+
+    Examples
+    --------
+    >>> check_output("https://example.org/run", None, False)
+    Traceback (most recent call last):
+    ...
+    genotok.pipeline.plan.PipelineError: https://example.org/run: https:// is read-only; write the corpus to a local directory or an object store (s3://, gs://, az://…)
+    """
     scheme = url.split("://", 1)[0].lower()
     if scheme in READ_ONLY:
         raise PipelineError(f"{url}: {scheme}:// is read-only; write the corpus to a local "
@@ -70,7 +84,18 @@ def _put(fs, local: Path, url: str) -> None:
 def upload(stage: Path, url: str, storage_options: dict | None) -> None:
     """Every file of ``stage`` to ``url`` (the lock and temporary files excepted), each
     manifest last; files sent before (same size and modification time) are skipped. Then the
-    staging directory is removed."""
+    staging directory is removed.
+
+    Examples
+    --------
+    >>> import fsspec, tempfile
+    >>> stage = Path(tempfile.mkdtemp())
+    >>> _ = (stage / "shard-00000.gtokc").write_bytes(b"x"), (stage / MANIFEST).write_text("{}")
+    >>> upload(stage, "memory://upload-example", None)
+    >>> sorted(p.rsplit("/", 1)[1] for p in fsspec.filesystem("memory").ls("/upload-example",
+    ...                                                                   detail=False))
+    ['manifest.json', 'shard-00000.gtokc']
+    """
     fs, root = url_fs(url, storage_options)
     rec = _record(stage)
     sent = json.loads(rec.read_text()) if rec.is_file() else {}
@@ -93,7 +118,16 @@ def upload(stage: Path, url: str, storage_options: dict | None) -> None:
 
 def localize_inputs(inputs, storage_options: dict | None):
     """``inputs`` with every URL replaced by a local copy (a URL with ``*``/``?``/``[`` is a
-    glob of the store: each match is copied)."""
+    glob of the store: each match is copied).
+
+    Examples
+    --------
+    >>> import fsspec
+    >>> with fsspec.open("memory://in-example/a.bed", "w") as fh:
+    ...     _ = fh.write("chr1 0 10")
+    >>> [Path(p).read_text() for p in localize_inputs("memory://in-example/*.bed", None)]
+    ['chr1 0 10']
+    """
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     out = []
