@@ -154,23 +154,34 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
 _SHARD = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))")
 
 
-def _remove_run(out: Path, had_run: bool | None = None) -> None:
+def _journaled_files(out: Path) -> set[str]:
+    """The files the journal of ``out`` says its run wrote (any store's), relative to ``out``."""
+    try:
+        done = json.loads((out / JOURNAL).read_text()).get("done", {})
+        return {f for d in done.values() for f in d.get("files", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return set()
+
+
+def _remove_run(out: Path, had_run: bool | None = None, written: set | None = None) -> None:
     """``overwrite=True``: remove everything an earlier run wrote in ``out`` (its shards, its
     ``.gtok`` files, journal and manifest, its ``validation/`` split), so that no file of it
     is mixed into the new run; refuse a directory that holds anything else (a file no run
     wrote is never removed). ``.gtok`` files count as the run's only when its journal is
-    there to prove a run."""
+    there to prove a run, and so do the files its journal lists (a store's own names)."""
     had_run = (out / JOURNAL).is_file() if had_run is None else had_run
+    written = _journaled_files(out) if written is None else written
     owned, foreign = [], []
     for p in sorted(out.iterdir()):
         name = p.name
         if name == LOCK or _TEMP.fullmatch(name):
             continue
         if name == VALIDATION and had_run and p.is_dir() and not p.is_symlink():
-            _remove_run(p, had_run)
+            prefix = f"{VALIDATION}/"
+            _remove_run(p, had_run, {f[len(prefix):] for f in written if f.startswith(prefix)})
             p.rmdir()
             continue
-        ours = name in (JOURNAL, MANIFEST) or _SHARD.fullmatch(name) or (
+        ours = name in (JOURNAL, MANIFEST) or name in written or _SHARD.fullmatch(name) or (
             had_run and name.endswith(".gtok"))
         if ours and p.is_file() and not p.is_symlink():
             owned.append(p)

@@ -114,3 +114,23 @@ def test_s3_inputs_and_universe_are_read(server, so, tok, tmp_path):
     a, b = Corpus.open(run.out), Corpus.open(local.out)
     assert a.to_ragged().to_list() == b.to_ragged().to_list() and a.names == b.names
     assert not (tmp_path / "s3:").exists()
+
+
+def test_parquet_shards_and_a_validation_split_go_to_the_bucket(server, so, tok, tmp_path):
+    pytest.importorskip("pyarrow")
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, "s3://bkt/pq", format="parquet",
+                      progress=False,
+                      options=RunOptions(storage_options=so, validation=0.4))
+    keys = _keys(server[1], "pq/")
+    assert "manifest.json" in keys and "validation/manifest.json" in keys
+    assert any(k.endswith(".parquet") for k in keys)
+    assert not remote_run.staging_dir(run.out).exists()  # removed once uploaded
+
+
+def test_a_read_only_or_unknown_scheme_is_refused_before_any_work(tok, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for url, why in (("https://example.org/run", "read-only"),
+                     ("nosuch://bkt/run", "cannot open this URL")):
+        with pytest.raises(genotok.GenotokError, match=why):
+            pretokenize(tmp_path / "missing.bed", tok, url, progress=False)
+    assert list(tmp_path.iterdir()) == []
