@@ -149,9 +149,14 @@ class MemoryStore(Store):
         self.names += list(meta.get("names") or [None] * len(batch))
 
     def commit(self) -> list[str]:
-        from ..sink import concat
-
-        self.ragged, self._parts = concat(self._parts), []
+        parts, self._parts = self._parts, []
+        data = np.concatenate([p.data for p in parts]) if parts else np.zeros(0, np.int64)
+        offsets = np.zeros(sum(len(p) for p in parts) + 1, np.int64)
+        np.cumsum(np.concatenate([np.diff(p.offsets) for p in parts]) if parts else [],
+                  out=offsets[1:])
+        values = (np.concatenate([p.values for p in parts])
+                  if parts and self.values and parts[0].values is not None else None)
+        self.ragged = Ragged(data, offsets, values)
         return []
 
 

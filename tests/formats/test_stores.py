@@ -171,3 +171,22 @@ def test_adding_a_store_is_one_class_and_one_registry_line(tok, tmp_path):
     finally:
         del stores.STORES[Lines.name]
     assert (tmp_path / "shard-00000.txt").read_text().count("\n") == 5
+
+
+@pytest.mark.parametrize("cls", [ParquetStore, ArrowStore])
+def test_every_store_option_refuses_the_invalid_values_of_its_constraints(cls):
+    from genotok.params import invalid_values
+
+    for name, allowed in cls.CONSTRAINTS.items():
+        for bad in invalid_values(allowed):
+            with pytest.raises(ParameterError, match=name):
+                cls(**{name: bad})
+
+
+def test_run_options_refuse_the_invalid_values_of_their_constraints():
+    from genotok.params import invalid_values
+
+    for name, allowed in RunOptions.CONSTRAINTS.items():
+        for bad in invalid_values(allowed):
+            with pytest.raises(ParameterError, match=name):
+                RunOptions(**{name: bad})
