@@ -58,7 +58,13 @@ EMPTY = "shard-empty"
 class Store:
     """The protocol (and the bookkeeping every store shares). Subclasses set ``name``,
     ``supports`` and ``suffix``, and implement :meth:`_begin`, :meth:`write`, :meth:`commit`
-    and :meth:`abort`."""
+    and :meth:`abort` (``docs/architecture.md`` adds one).
+
+    Examples
+    --------
+    >>> sorted(STORES["corpus"].supports), STORES["gtok-dir"].per_record_files
+    (['metadata', 'names', 'values'], True)
+    """
 
     name: ClassVar[str] = ""
     supports: ClassVar[frozenset] = frozenset()
@@ -134,7 +140,16 @@ class Store:
 
 @dataclass
 class MemoryStore(Store):
-    """The records in memory: :attr:`ragged` (and :attr:`names`) once committed."""
+    """The records in memory: :attr:`ragged` (and :attr:`names`) once committed.
+
+    Examples
+    --------
+    >>> from genotok import Tokenizer
+    >>> s = MemoryStore().open(None, "part", Tokenizer(["chr1:0-10"]))
+    >>> s.write(Ragged.from_list([[0, 1]]), {"names": ["a"]})
+    >>> s.commit(), s.ragged.to_list()
+    ([], [[0, 1]])
+    """
 
     name: ClassVar[str] = "memory"
     supports: ClassVar[frozenset] = frozenset({"values", "names"})
@@ -163,7 +178,18 @@ class MemoryStore(Store):
 @dataclass
 class CorpusStore(Store):
     """The indexed corpus: one ``.gtokc`` file per part (``part`` is its file name), joined by
-    :func:`~genotok.formats.corpus.write_manifest`."""
+    :func:`~genotok.formats.corpus.write_manifest`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from genotok import Corpus, Tokenizer
+    >>> d = tempfile.mkdtemp()
+    >>> s = CorpusStore().open(d, "part", Tokenizer(["chr1:0-10"]))
+    >>> s.write(Ragged.from_list([[0, 1]]), {"names": ["a"]})
+    >>> s.commit(), Corpus.open(f"{d}/part.gtokc").names
+    (['part.gtokc'], ['a'])
+    """
 
     name: ClassVar[str] = "corpus"
     supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata"})
@@ -199,7 +225,17 @@ class CorpusStore(Store):
 class GtokDirStore(Store):
     """One gtars ``.gtok`` file per record, named by the record's name made safe
     (:func:`genotok._names.to_file_stem`); ``meta["files"]``, when given, names the files
-    (stems the caller made safe) instead. Ids only."""
+    (stems the caller made safe) instead. Ids only.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from genotok import Tokenizer
+    >>> s = GtokDirStore().open(tempfile.mkdtemp(), "part", Tokenizer(["chr1:0-10"]))
+    >>> s.write(Ragged.from_list([[0], [1]]), {"names": ["a/b", "c"]})
+    >>> s.commit()
+    ['a%2Fb.gtok', 'c.gtok']
+    """
 
     name: ClassVar[str] = "gtok-dir"
     supports: ClassVar[frozenset] = frozenset({"names"})
@@ -347,7 +383,21 @@ class _TableStore(Store):
 
 @dataclass
 class ParquetStore(_TableStore):
-    """Parquet shards, zstd-compressed by default."""
+    """Parquet shards, zstd-compressed by default.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pyarrow.parquet as pq
+    >>> from genotok import Tokenizer
+    >>> d = tempfile.mkdtemp()
+    >>> s = ParquetStore(rows_per_shard=2).open(d, "part", Tokenizer(["chr1:0-10"]))
+    >>> s.write(Ragged.from_list([[0], [1], [0, 1]]), {"names": ["a", "b", "c"]})
+    >>> s.commit()
+    ['part-000.parquet', 'part-001.parquet']
+    >>> pq.read_table(f"{d}/part-001.parquet").to_pydict()
+    {'input_ids': [[0, 1]], 'name': ['c']}
+    """
 
     compression: str | None = "zstd"
     name: ClassVar[str] = "parquet"
@@ -361,7 +411,21 @@ class ParquetStore(_TableStore):
 @dataclass
 class ArrowStore(_TableStore):
     """Arrow IPC files (the random-access file format; uncompressed by default, so readers
-    can memory-map them)."""
+    can memory-map them).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pyarrow as pa
+    >>> from genotok import Tokenizer
+    >>> d = tempfile.mkdtemp()
+    >>> s = ArrowStore().open(d, "part", Tokenizer(["chr1:0-10"]))
+    >>> s.write(Ragged.from_list([[0], [1]]), {"names": ["a", "b"]})
+    >>> s.commit()
+    ['part-000.arrow']
+    >>> pa.ipc.open_file(f"{d}/part-000.arrow").read_all().column("input_ids").to_pylist()
+    [[0], [1]]
+    """
 
     name: ClassVar[str] = "arrow"
     suffix: ClassVar[str] = ".arrow"

@@ -190,3 +190,43 @@ def test_run_options_refuse_the_invalid_values_of_their_constraints():
         for bad in invalid_values(allowed):
             with pytest.raises(ParameterError, match=name):
                 RunOptions(**{name: bad})
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "split-corpus"])
+def test_cells_with_values_go_to_parquet_as_to_the_corpus(tok, tmp_path, fmt):
+    """A .h5ad input's cells, values and spec reach a Parquet store as they reach the corpus
+    (and, with a validation split, the corpus path through the same store)."""
+    from genotok import CellSpec, Normalize
+
+    h5ad = genotok.examples_dir() / "pbmc.h5ad"
+    spec = CellSpec(encoding=(Normalize(100.0),), values=True)
+    ref = Corpus.open(pretokenize(h5ad, tok, tmp_path / "c", cells=spec, progress=False).out)
+    if fmt == "parquet":
+        pa = pytest.importorskip("pyarrow")
+        import pyarrow.parquet as pq
+
+        out = pretokenize(h5ad, tok, tmp_path / "p", cells=spec, format="parquet",
+                          progress=False).out
+        t = pa.concat_tables([pq.read_table(p) for p in sorted(out.glob("*.parquet"))])
+        meta = json.loads(t.schema.metadata[b"genotok"])
+        assert json.loads(json.dumps(meta["extra"]["cells"])) == json.loads(spec.to_json())
+        ids, vals, names = (t.column("input_ids").to_pylist(), t.column("values").to_pylist(),
+                            t.column("name").to_pylist())
+    else:  # the corpus through a split store: in memory, then written
+        out = pretokenize(h5ad, tok, tmp_path / "s", cells=spec, progress=False,
+                          options=RunOptions(validation=0.5)).out
+        parts = [Corpus.open(out), Corpus.open(out / "validation")]
+        rows = [c.to_ragged(values=True) for c in parts]
+        ids = [r for x in rows for r in x.to_list()]
+        vals = [x.values[x.offsets[i]:x.offsets[i + 1]] for x in rows for i in range(len(x))]
+        names = [n for c in parts for n in c.names]
+        assert 0 < len(parts[1]) < len(ref)
+    order = {n: i for i, n in enumerate(ref.names)}
+    want = ref.to_ragged(values=True)
+    assert sorted(names, key=order.get) == ref.names
+    for n, row in zip(names, ids):
+        i = order[n]
+        assert row == want.data[want.offsets[i]:want.offsets[i + 1]].tolist()
+    for n, v in zip(names, vals):
+        i = order[n]
+        np.testing.assert_allclose(v, want.values[want.offsets[i]:want.offsets[i + 1]])
