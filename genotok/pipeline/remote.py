@@ -3,7 +3,8 @@ as its output or its inputs, through fsspec (``pip install 'genotok[remote]'``).
 
 Output: the run happens in a local staging directory, one per URL, under genotok's cache
 (``$GENOTOK_CACHE`` or ``~/.cache/genotok``, then ``staging/``), with its lock and journal as
-any local run; when the run is done every file is uploaded, the manifests last, so a reader
+any local run; each batch's files are uploaded once the batch is journaled (while the next
+batches are tokenized), and when the run is done the rest, the manifests last, so a reader
 never sees a manifest before its shards. A crash (or a lost connection) at any point is
 resumed by running the same command again: the journal skips the batches already staged, and
 the files already uploaded (recorded beside the staging directory) are not sent again. The
@@ -81,6 +82,46 @@ def _put(fs, local: Path, url: str) -> None:
     fs.put_file(os.fspath(local), url)
 
 
+def _send(stage: Path, url: str, storage_options: dict | None, files: list[Path]) -> None:
+    """``files`` of ``stage`` to ``url``, skipping those sent before (same size and
+    modification time; a manifest is always sent), each recorded once sent."""
+    fs, root = url_fs(url, storage_options)
+    rec = _record(stage)
+    sent = json.loads(rec.read_text()) if rec.is_file() else {}
+    for p in files:
+        rel = p.relative_to(stage).as_posix()
+        st = p.stat()
+        stamp = [st.st_size, st.st_mtime_ns]
+        if p.name != MANIFEST and sent.get(rel) == stamp:
+            continue
+        _put(fs, p, f"{root}/{rel}")
+        sent[rel] = stamp
+        with atomic_write(rec, "w") as fh:
+            json.dump(sent, fh)
+
+
+def uploading(url: str, storage_options: dict | None, save_journal):
+    """``save_journal`` followed by the upload of the files the journal lists (the pipeline
+    saves the journal once a batch's files are durably written: they are final).
+
+    Examples
+    --------
+    >>> import fsspec, tempfile
+    >>> stage, saved = Path(tempfile.mkdtemp()), []
+    >>> _ = (stage / "shard-00000.gtokc").write_bytes(b"x")
+    >>> save = uploading("memory://progressive", None, lambda out, j: saved.append(out))
+    >>> save(stage, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
+    >>> fsspec.filesystem("memory").exists("/progressive/shard-00000.gtokc"), len(saved)
+    (True, 1)
+    """
+    def save(stage: Path, journal: dict) -> None:
+        save_journal(stage, journal)
+        files = sorted({f for d in journal["done"].values() for f in d.get("files", [])})
+        _send(stage, url, storage_options, [stage / f for f in files])
+
+    return save
+
+
 def upload(stage: Path, url: str, storage_options: dict | None) -> None:
     """Every file of ``stage`` to ``url`` (the lock and temporary files excepted), each
     manifest last; files sent before (same size and modification time) are skipped. Then the
@@ -96,24 +137,12 @@ def upload(stage: Path, url: str, storage_options: dict | None) -> None:
     ...                                                                   detail=False))
     ['manifest.json', 'shard-00000.gtokc']
     """
-    fs, root = url_fs(url, storage_options)
-    rec = _record(stage)
-    sent = json.loads(rec.read_text()) if rec.is_file() else {}
     files = sorted(p for p in stage.rglob("*") if p.is_file() and p.name != LOCK
                    and not p.name.startswith("."))
-    last = [p for p in files if p.name == MANIFEST]
-    for p in [p for p in files if p.name != MANIFEST] + last:
-        rel = p.relative_to(stage).as_posix()
-        st = p.stat()
-        stamp = [st.st_size, st.st_mtime_ns]
-        if p.name != MANIFEST and sent.get(rel) == stamp:
-            continue
-        _put(fs, p, f"{root}/{rel}")
-        sent[rel] = stamp
-        with atomic_write(rec, "w") as fh:
-            json.dump(sent, fh)
+    last = sorted((p for p in files if p.name == MANIFEST), key=lambda p: -len(p.parts))
+    _send(stage, url, storage_options, [p for p in files if p.name != MANIFEST] + last)
     shutil.rmtree(stage, ignore_errors=True)
-    rec.unlink(missing_ok=True)
+    _record(stage).unlink(missing_ok=True)
 
 
 def localize_inputs(inputs, storage_options: dict | None):

@@ -354,14 +354,17 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error)
+        # (to an object store: each batch's files are uploaded once it is journaled)
+        save = _save_journal if url is None else remote.uploading(url, opts.storage_options,
+                                                                    _save_journal)
         if opts.client is not None:
             from .dask import run_batches
 
-            run_batches(opts.client, _run_batch, _save_journal, tokenizer, paths, batches, out,
+            run_batches(opts.client, _run_batch, save, tokenizer, paths, batches, out,
                         journal, store, on_error, algo, fitted)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
-            _run_serial(_run_batch, _stage_batch, _save_journal, tokenizer, paths, batches, out,
+            _run_serial(_run_batch, _stage_batch, save, tokenizer, paths, batches, out,
                         journal, store, n_threads, on_error, algo, fitted, bar)
             if bar is not None:
                 bar.close()

@@ -89,7 +89,9 @@ def test_a_crash_mid_upload_resumes_and_the_manifest_goes_last(server, so, tok, 
     with pytest.raises(ConnectionError):
         pretokenize(peaks, tok, "s3://bkt/run2", progress=False,
                     options=RunOptions(storage_options=so, files_per_shard=2))
-    assert "manifest.json" not in _keys(server[1], "run2/")  # never before every shard
+    keys = _keys(server[1], "run2/")
+    assert "manifest.json" not in keys  # never before every shard
+    assert len(keys) == 2  # each batch's shard went up once journaled, before the run ended
     monkeypatch.setattr(remote_run, "_put", real)
     run = pretokenize(peaks, tok, "s3://bkt/run2", progress=False,
                       options=RunOptions(storage_options=so, files_per_shard=2))
