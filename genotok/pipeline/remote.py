@@ -8,7 +8,9 @@ batches are tokenized), and when the run is done the rest, the manifests last, s
 never sees a manifest before its shards. A crash (or a lost connection) at any point is
 resumed by running the same command again: the journal skips the batches already staged, and
 the files already uploaded (recorded beside the staging directory) are not sent again. The
-staging directory is removed once everything is uploaded. ``overwrite=True`` first deletes the
+staging directory is removed once everything is uploaded. With a Dask client the workers
+write into the staging directory, so they must see it (as they must see a local ``out``):
+workers on this machine, or a ``GENOTOK_CACHE`` on a shared file system. ``overwrite=True`` first deletes the
 store's manifests, so an earlier corpus is never half replaced under a manifest.
 
 Inputs and universes: a URL is copied to the cache first (:func:`genotok._io.fetch_url`); a
