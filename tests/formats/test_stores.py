@@ -230,3 +230,16 @@ def test_cells_with_values_go_to_parquet_as_to_the_corpus(tok, tmp_path, fmt):
     for n, v in zip(names, vals):
         i = order[n]
         np.testing.assert_allclose(v, want.values[want.offsets[i]:want.offsets[i + 1]])
+
+
+def test_a_killed_table_shard_leaves_a_temp_file_the_next_run_removes(tok, tmp_path):
+    pytest.importorskip("pyarrow")
+    peaks = genotok.examples_dir() / "peaks"
+    pretokenize(peaks, tok, tmp_path, format="arrow", progress=False)
+    junk = [tmp_path / ".shard-00001-000.arrow.ab12cd34.tmp",
+            tmp_path / "validation" / ".shard-00000-000.arrow.zz99yy88.tmp"]
+    junk[1].parent.mkdir()
+    for j in junk:
+        j.write_bytes(b"half a shard")
+    pretokenize(peaks, tok, tmp_path, format="arrow", progress=False)
+    assert not any(j.exists() for j in junk)
