@@ -6,7 +6,9 @@ name (a BED input's file name without its suffixes; a cell's ``INPUT/BARCODE``, 
 in two samples is two draws). The choice depends on the key alone, so a record stays on its
 side when inputs are added or removed, in any order and on any machine. The held-out records
 are written as a second output in ``out/validation/`` (the same store, its own manifest);
-both manifests record the fraction and the counts.
+both manifests record the fraction (under ``split``). With a split, a single-cell input's
+cells are held in memory and then written to both sides (without one, the corpus streams
+them).
 
 Examples
 --------
