@@ -450,10 +450,10 @@ def get_store(format: str | Store) -> Store:
     --------
     >>> get_store("parquet")
     ParquetStore(rows_per_shard=100000, bytes_per_shard=268435456, compression='zstd')
-    >>> get_store("csv")
+    >>> get_store("csv")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    genotok.params.ParameterError: format must be one of 'memory', 'corpus', 'gtok-dir', 'parquet', 'arrow' or a Store, got 'csv'
+    genotok.params.ParameterError: format must be one of 'memory', 'corpus', ... or a Store, got 'csv'
     """
     validate({"format": format}, {"format": [Options(*STORES), InstanceOf(Store)]}, "")
     return format if isinstance(format, Store) else STORES[format]()

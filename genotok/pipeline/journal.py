@@ -31,8 +31,9 @@ JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
 #: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
-_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}"
-                   r"\.(?:parquet|arrow))|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-(?:\d{5,}|empty)"
+                   r"(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
+                   r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
 @contextlib.contextmanager

@@ -251,7 +251,8 @@ def _check_first_args(inputs, tokenizer, out) -> None:
 
 
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | None = None,
-                format: str | Store = "corpus", n_threads: int | None = None, on_error: str = "fail",
+                format: str | Store = "corpus", n_threads: int | None = None,
+                on_error: str = "fail",
                 progress: bool = True, overwrite: bool = False,
                 options: RunOptions | None = None) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
