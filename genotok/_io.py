@@ -436,7 +436,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     >>> pathlib.Path(p).read_text()
     'done'
     """
-    path = Path(path)
+    path = local_path(path, "this file")
     fd, tmp = make_temp(path)
     try:
         with os.fdopen(fd, mode) as fh:
@@ -489,3 +489,79 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
         while block := fh.read(chunk):
             h.update(block)
     return h.hexdigest()
+
+
+# ---------------------------------------------------------------------- URLs (fsspec)
+def is_url(path) -> bool:
+    """Whether ``path`` names an object in a remote store (``scheme://…``, not ``file://``).
+
+    Check the string itself: ``Path("s3://bkt/x")`` is the local path ``s3:/bkt/x``.
+
+    Examples
+    --------
+    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
+    (True, False, False)
+    """
+    return isinstance(path, str) and "://" in path and not path.startswith("file://")
+
+
+def local_path(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a local :class:`~pathlib.Path`, refusing a URL (``s3://…``), which
+    ``Path`` would turn into a local directory named ``s3:``.
+
+    Examples
+    --------
+    >>> local_path("s3://bkt/c.gtokc", "a corpus file")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GenotokError: s3://bkt/c.gtokc: a URL; a corpus file is written to ...
+    """
+    if is_url(path):
+        raise GenotokError(f"{path}: a URL; {what} is written to a local path only: write it "
+                           "locally and upload it, or pre-tokenize straight to the store with "
+                           "genotok.pretokenize(inputs, tokenizer, out=URL)")
+    return Path(path)
+
+
+def cache_root() -> Path:
+    """genotok's cache directory: ``$GENOTOK_CACHE`` or ``~/.cache/genotok``."""
+    return Path(os.environ.get("GENOTOK_CACHE") or Path.home() / ".cache" / "genotok")
+
+
+def url_fs(url: str, storage_options: dict | None = None):
+    """``(filesystem, path)`` of ``url`` through fsspec (``pip install 'genotok[remote]'``);
+    an unknown scheme or a missing driver (s3fs, gcsfs) is a :class:`GenotokError`."""
+    fsspec = require("fsspec", f"reading or writing {url}")
+    try:
+        return fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except (ImportError, ValueError) as exc:
+        raise GenotokError(f"{url}: cannot open this URL with fsspec ({exc}); install its "
+                           "driver (s3fs for s3://, gcsfs for gs://, aiohttp for https://)"
+                           ) from None
+
+
+def fetch_url(url: str, storage_options: dict | None = None) -> Path:
+    """A local copy of the remote file ``url`` (its name kept, so suffixes and record names
+    are the remote file's), under :func:`cache_root` ``/inputs``; a copy of the same size is
+    reused (its modification time then stays, so a resumed run sees the same input). The copy
+    is downloaded to a temporary name and renamed into place."""
+    fs, rpath = url_fs(url, storage_options)
+    try:
+        size = fs.info(rpath).get("size")
+    except FileNotFoundError:
+        raise GenotokError(f"{url}: no such remote file") from None
+    key = hashlib.sha256(url.encode()).hexdigest()[:16]
+    folder = cache_root() / "inputs" / key
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / (url.rstrip("/").rsplit("/", 1)[-1] or "input")
+    if dest.is_file() and size is not None and dest.stat().st_size == size:
+        return dest
+    fd, tmp = make_temp(dest)
+    os.close(fd)
+    try:
+        fs.get_file(rpath, tmp)
+        os.replace(tmp, dest)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return dest

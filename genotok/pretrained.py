@@ -32,7 +32,7 @@ from pathlib import Path
 
 import tomli_w
 
-from ._io import atomic_write
+from ._io import atomic_write, local_path
 from ._optional import require
 from .errors import (
     BedParseError,
@@ -291,7 +291,7 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     >>> p.read_text().splitlines()[0]
     'universe = "t.universe.bed"'
     """
-    path = Path(out)
+    path = local_path(out, "a tokenizer configuration")
     if universe_path is None:
         if tokenizer.universe.source and os.path.isfile(tokenizer.universe.source):
             universe_path = Path(tokenizer.universe.source)

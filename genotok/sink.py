@@ -12,7 +12,8 @@ Outputs (``output=``):
 * ``"list"``: one id array per record (with values: a pair of lists);
 * ``"np"`` / ``"pt"``: right-padded ``input_ids`` / ``attention_mask`` (plus ``values``) as
   NumPy arrays or torch tensors, padded by :mod:`genotok.batching`;
-* a path: an indexed corpus (:class:`~genotok.formats.corpus.CorpusWriter`).
+* a path: an indexed corpus, or any store (:mod:`genotok.formats.stores`) through
+  :func:`write_records`.
 
 Examples
 --------
@@ -31,7 +32,9 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from .batching import as_tensors, pad_batch
-from .formats.corpus import Corpus, CorpusWriter
+from ._io import local_path
+from .formats.corpus import Corpus
+from .formats.stores import Store, get_store
 from .ragged import Ragged
 
 #: in-memory outputs; any other string (or a path) names a corpus
@@ -174,14 +177,16 @@ def json_scalars(values) -> list:
 
 
 def write_records(records: Iterable[tuple[Ragged, dict]], out, tokenizer, *,
-                  sources: Iterable[tuple[str, dict]] = (), metadata_columns: Sequence[str] = (),
-                  values: bool = False, extra: dict | None = None,
-                  overwrite: bool = False) -> None:
-    """The one place where token batches become a corpus file (every adapter's ``out=`` and
-    the pipeline's shards): ``records`` yields ``(rows, kw)``, a batch and the keywords of
-    :meth:`CorpusWriter.append_batch <genotok.formats.corpus.CorpusWriter.append_batch>`
-    (``names=``, ``meta=``); ``sources`` ``(name, kw)`` pairs of ``add_source``. The file is
-    fsynced and renamed into place when the records end, never left half-written.
+                  store: str | Store = "corpus", sources: Iterable[tuple[str, dict]] = (),
+                  metadata_columns: Sequence[str] = (), values: bool = False,
+                  extra: dict | None = None, overwrite: bool = False) -> list[str]:
+    """The one place where token batches become files (every adapter's ``out=`` and the
+    pipeline's shards): ``records`` yields ``(rows, kw)``, a batch and its ``names=`` and
+    ``meta=`` (``{column: values}``); ``sources`` ``(name, kw)`` pairs of the inputs;
+    ``store`` a :class:`~genotok.formats.stores.Store` or its name (``"corpus"``,
+    ``"parquet"``…, see :data:`~genotok.formats.stores.STORES`), opened for the part ``out``
+    (a file, or the stem of a store's shards). The files are committed (fsynced and renamed
+    into place) when the records end, never left half-written; their names are returned.
 
     Examples
     --------
@@ -190,16 +195,21 @@ def write_records(records: Iterable[tuple[Ragged, dict]], out, tokenizer, *,
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> write_records([(Ragged.from_list([[0], [1]]), {})], p, Tokenizer(["chr1:0-10"]),
     ...               sources=[("a.bed", {"size": 3})])
+    ['c.gtokc']
     >>> len(Corpus.open(p)), Corpus.open(p).info()["sources"][0]["name"]
     (2, 'a.bed')
     """
-    with CorpusWriter.for_tokenizer(out, tokenizer, values_dtype="float32" if values else None,
-                                    metadata_columns=list(metadata_columns), extra=extra or {},
-                                    overwrite=overwrite) as w:
-        for name, kw in sources:
-            w.add_source(name, **kw)
+    out = local_path(out, "a store's part")
+    w = get_store(store).open(out.parent, out.name, tokenizer, values=values,
+                              columns=metadata_columns, extra=extra, sources=list(sources),
+                              overwrite=overwrite)
+    try:
         for rows, kw in records:
-            w.append_batch(rows if values else Ragged(rows.data, rows.offsets), **kw)
+            w.write(rows, {"names": kw.get("names"), **(kw.get("meta") or {})})
+    except BaseException:
+        w.abort()
+        raise
+    return w.commit()
 
 
 def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,

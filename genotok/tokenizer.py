@@ -229,12 +229,14 @@ class Tokenizer(_Vocabulary):
     def from_bed(cls, path: str | os.PathLike, **kwargs) -> "Tokenizer":
         """A tokenizer over the universe in a BED/BED.gz file (ids: gtars' vocabulary).
 
-        ``special_tokens``, ``strict`` and ``duplicates`` go to :meth:`Universe.from_bed`
-        (``strict`` also to the tokenizer); other keywords are the settings.
+        ``special_tokens``, ``strict``, ``duplicates`` and ``storage_options`` (for a URL:
+        ``s3://``, ``gs://``, ``https://``…) go to :meth:`Universe.from_bed` (``strict`` also
+        to the tokenizer); other keywords are the settings.
         """
         special, strict = kwargs.pop("special_tokens", None), kwargs.pop("strict", False)
-        dups = kwargs.pop("duplicates", "unique")
-        return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups), strict=strict,
+        dups, so = kwargs.pop("duplicates", "unique"), kwargs.pop("storage_options", None)
+        return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups,
+                                     storage_options=so), strict=strict,
                    **cls._with_settings({}, kwargs))
 
     @classmethod

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._io import fetch_url, is_url
 from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
@@ -238,13 +239,18 @@ class Universe:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_bed(cls, path: str | os.PathLike, special_tokens: dict | None = None, *,
-                 strict: bool = False, **kwargs) -> "Universe":
+                 strict: bool = False, storage_options: dict | None = None,
+                 **kwargs) -> "Universe":
         """Load a universe from a BED or BED.gz file (token id = position among the distinct
         regions; the data line position when no line repeats another; see ``duplicates``).
 
-        Lines with end before start get inert ids as gtars gives them (see ``strict``).
+        Lines with end before start get inert ids as gtars gives them (see ``strict``). A URL
+        (``s3://``, ``gs://``, ``https://``…) is read through fsspec (``storage_options``: its
+        credentials, endpoint…) from a local copy in genotok's cache.
         """
         path = check_path(path, "from_bed", "Tokenizer(regions) or Universe(regions) take regions")
+        if is_url(path):
+            path = fetch_url(path, storage_options)
         return cls(_read_bed(path, strict), special_tokens, **kwargs)
 
     def _where(self) -> str:

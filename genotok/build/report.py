@@ -194,7 +194,7 @@ def write_universe(regions, out: str | os.PathLike,
     if bad:
         raise UniverseError(f"chromosome name {bad[0]!r} is empty or contains whitespace and "
                             "cannot be written as BED; rename it")
-    path = Path(out)
+    path = _io.local_path(out, "a universe BED file")
     if not overwrite:
         for p in (path, sidecar_path(path)) if report is not None else (path,):
             if os.path.lexists(p):

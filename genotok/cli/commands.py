@@ -182,7 +182,7 @@ def cmd_pretokenize(args) -> int:
                     n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
                     overwrite=args.overwrite,
                     options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
-                                       client=client))
+                                       client=client, validation=args.validation))
     finally:
         summary_to_stderr.__exit__(None, None, None)
         if client is not None:

@@ -263,11 +263,16 @@ def build_parser() -> argparse.ArgumentParser:
     t = cmd(sub, "pretokenize", "tokenize many region files once into a corpus (resumable)",
             C.cmd_pretokenize)
     tokenizer_args(t)
-    out_flag(t, "DIR", "output directory", required=True)
+    out_flag(t, "DIR", "output directory, or a URL (s3://bucket/prefix; genotok[remote])",
+             required=True)
     t.add_argument("inputs", nargs="+", help="files, directories, globs or @list.txt")
     threads(t)
-    t.add_argument("--format", choices=("corpus", "gtok-dir"), default="corpus",
-                   help="a corpus (default) or one gtars .gtok file per input")
+    t.add_argument("--format", choices=("corpus", "gtok-dir", "parquet", "arrow"),
+                   default="corpus", help="a corpus (default), one gtars .gtok file per "
+                   "input, or Parquet / Arrow IPC shards (genotok[parquet])")
+    t.add_argument("--validation", type=_float_in(0.0, 1.0), default=0.0, metavar="FRACTION",
+                   help="hold out this share of the records (by a hash of their names) as a "
+                        "validation split in DIR/validation/ (default 0: none)")
     t.add_argument("--on-error", choices=("fail", "skip"), default="fail",
                    help="stop at a bad input (default) or skip it and list it in the manifest")
     t.add_argument("--files-per-shard", type=_positive, default=64, metavar="N",

@@ -12,7 +12,7 @@ import stat
 
 import numpy as np
 
-from .._io import atomic_write
+from .._io import atomic_write, local_path
 from ..errors import GtokFormatError
 
 MAGIC = b"GTOK"
@@ -95,7 +95,7 @@ def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
     >>> write_gtok([0, 1, 70000], p); read_gtok(p, mmap=False).tolist()
     [0, 1, 70000]
     """
-    p = os.fspath(out)
+    p = os.fspath(local_path(out, "a .gtok file"))
     a = _as_ids(ids, p)
     if width is None:
         width = 2 if (a.size == 0 or a.max() <= 0xFFFF) else 4

@@ -54,7 +54,7 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
     import anndata
     import h5py
 
-    out = Path(out)
+    out = _io.local_path(out, "an .h5ad file")
     if out.exists() and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     n_rows, n_cols = len(obs), len(var)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write
+from .._io import atomic_write, local_path
 from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
@@ -47,7 +47,7 @@ def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
     ['s1.gtok', 'a%2Fb.gtok']
     """
-    directory = Path(out)
+    directory = local_path(out, "a .gtok directory")
     if directory.is_symlink() or (directory.exists() and (not directory.is_dir()
                                                           or any(directory.iterdir()))):
         raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "

@@ -25,13 +25,15 @@ from .._io import atomic_write
 from ..errors import UniverseMismatchError
 from ..formats.corpus import MANIFEST
 from .plan import PipelineError
+from .split import VALIDATION
 
 JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
 #: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
-_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-\d{5,}\.gtokc|[A-Za-z0-9_%-]"
-                   r"[A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-(?:\d{5,}|empty)"
+                   r"(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
+                   r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
 @contextlib.contextmanager
@@ -104,7 +106,9 @@ def _clean_temp_files(out: Path) -> list[str]:
     ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
     Called with the directory's lock held, so no live run owns them."""
     removed = []
-    for p in out.iterdir():
+    held = out / VALIDATION  # the held-out split's part of the run (pipeline.split)
+    for p in [*out.iterdir(), *(held.iterdir() if held.is_dir() and not held.is_symlink()
+                                else ())]:
         if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
@@ -147,21 +151,38 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
     return journal
 
 
-_SHARD = re.compile(r"shard-\d{5,}\.gtokc")
+#: the parts a run writes: corpus shards, Parquet / Arrow shards (see genotok.formats.stores)
+_SHARD = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))")
 
 
-def _remove_run(out: Path) -> None:
+def _journaled_files(out: Path) -> set[str]:
+    """The files the journal of ``out`` says its run wrote (any store's), relative to ``out``."""
+    try:
+        done = json.loads((out / JOURNAL).read_text()).get("done", {})
+        return {f for d in done.values() for f in d.get("files", [])}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return set()
+
+
+def _remove_run(out: Path, had_run: bool | None = None, written: set | None = None) -> None:
     """``overwrite=True``: remove everything an earlier run wrote in ``out`` (its shards, its
-    ``.gtok`` files, journal and manifest), so that no file of it is mixed into the new run;
-    refuse a directory that holds anything else (a file no run wrote is never removed).
-    ``.gtok`` files count as the run's only when its journal is there to prove a run."""
-    had_run = (out / JOURNAL).is_file()
+    ``.gtok`` files, journal and manifest, its ``validation/`` split), so that no file of it
+    is mixed into the new run; refuse a directory that holds anything else (a file no run
+    wrote is never removed). ``.gtok`` files count as the run's only when its journal is
+    there to prove a run, and so do the files its journal lists (a store's own names)."""
+    had_run = (out / JOURNAL).is_file() if had_run is None else had_run
+    written = _journaled_files(out) if written is None else written
     owned, foreign = [], []
     for p in sorted(out.iterdir()):
         name = p.name
         if name == LOCK or _TEMP.fullmatch(name):
             continue
-        ours = name in (JOURNAL, MANIFEST) or _SHARD.fullmatch(name) or (
+        if name == VALIDATION and had_run and p.is_dir() and not p.is_symlink():
+            prefix = f"{VALIDATION}/"
+            _remove_run(p, had_run, {f[len(prefix):] for f in written if f.startswith(prefix)})
+            p.rmdir()
+            continue
+        ours = name in (JOURNAL, MANIFEST) or name in written or _SHARD.fullmatch(name) or (
             had_run and name.endswith(".gtok"))
         if ours and p.is_file() and not p.is_symlink():
             owned.append(p)

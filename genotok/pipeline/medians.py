@@ -65,7 +65,7 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
                                           for x in medians.tolist()], "method": method}
         for b, batch in enumerate(batches):
             if batch[0] in failed:
-                journal["done"][str(b)] = {"shard": None, "records": 0, "tokens": 0,
+                journal["done"][str(b)] = {"files": [], "records": 0, "tokens": 0,
                                            "sources": [], "failed": [
                                                {"path": str(paths[batch[0]]),
                                                 "error": failed[batch[0]]}]}

@@ -175,12 +175,12 @@ def _input_id(p: Path) -> dict:
 
 
 
-def _check_cells(paths: list[Path], format: str, spec) -> None:
+def _check_cells(paths: list[Path], format, spec) -> None:
     """Refuse a :class:`~genotok.CellSpec` its inputs cannot honour, before anything is read
     or written (the spec validated itself when it was made): a BED input is one record of its
     own regions (no cells, no values), only ``.h5ad`` inputs have ``obs`` columns for
-    condition tokens, ``gtok-dir`` stores ids only, and the medians of ``RankByMedian()`` need
-    one feature space for all inputs."""
+    condition tokens, a store without values (``gtok-dir``) takes ids only, and the medians
+    of ``RankByMedian()`` need one feature space for all inputs."""
     from ..singlecell.spec import CellSpec, RankByMedian
 
     if spec == CellSpec():
@@ -199,9 +199,9 @@ def _check_cells(paths: list[Path], format: str, spec) -> None:
             raise PipelineError(f"{other[0]}: prepend and add_cls take cells from .h5ad inputs "
                                 "(their obs columns); fragment inputs have none: pre-tokenize "
                                 "them in a run without condition tokens")
-    if spec.values and format != "corpus":
-        raise PipelineError(f"format={format!r} stores token ids only, not the values "
-                            "(values=True); use format='corpus'")
+    if spec.values and "values" not in format.supports:
+        raise PipelineError(f"format={format.name!r} stores token ids only, not the values "
+                            "(values=True); use format='corpus', 'parquet' or 'arrow'")
     fit = any(isinstance(s, RankByMedian) and s.medians is None for s in spec.encoding)
     if fit and len({c.features_are for c in classes}) > 1:
         raise PipelineError("RankByMedian() takes its medians over all inputs, so it needs "

@@ -1,4 +1,4 @@
-"""Pre-tokenize many inputs once, into a corpus (or a directory of gtars ``.gtok`` files).
+"""Pre-tokenize many inputs once, into a store: a corpus, gtars ``.gtok`` files, Parquet or Arrow.
 
 The output directory of a corpus run holds numbered shards (each written atomically by the
 corpus writer), ``journal.json`` (which batches of inputs are done, updated atomically after
@@ -35,19 +35,21 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _config
-from .._io import atomic_write, default_hash, file_digest
+from .._io import atomic_write, default_hash, file_digest, is_url
 from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
 from ..errors import GenotokError
-from ..formats.corpus import MANIFEST, Corpus, write_manifest
-from ..formats.gtok import write_gtok
+from ..formats.stores import CorpusStore, MemoryStore, Store, get_store
+from ..ragged import Ragged
 from ..regions import RegionSet
 from ..sink import write_records
 from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
-from ..params import InstanceOf, Integral, Interval, Options, validate
+from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.spec import CellSpec
+from . import remote
 from .medians import _fit_medians
+from .split import SplitStore
 from .plan import (
     SKIPPABLE,
     PipelineError,
@@ -187,6 +189,15 @@ class RunOptions:
     client
         A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its
         own shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
+    validation
+        The share of records held out as a validation split (default 0: none), chosen by a
+        hash of each record's name, so a record stays on its side when inputs are added
+        (:mod:`genotok.pipeline.split`); written as a second output, ``out/validation/``,
+        with its own manifest.
+    storage_options
+        fsspec's options (credentials, ``client_kwargs={"endpoint_url": …}``…) for the URLs
+        of the run: an ``out`` or inputs such as ``s3://bucket/prefix`` (see
+        :mod:`genotok.pipeline.remote`).
 
     Examples
     --------
@@ -201,9 +212,13 @@ class RunOptions:
     files_per_shard: int = 64
     hash: str | None = None
     client: object = None
+    validation: float = 0.0
+    storage_options: dict | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
-                                   "hash": [InstanceOf(str), None]}
+                                   "hash": [InstanceOf(str), None],
+                                   "validation": [Interval(Real, 0, 1, closed="left")],
+                                   "storage_options": [InstanceOf(dict), None]}
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
@@ -211,8 +226,7 @@ class RunOptions:
 
 
 #: what ``pretokenize`` checks its other keywords against (:mod:`genotok.params`)
-_RUN_CONSTRAINTS = {"format": [Options("corpus", "gtok-dir")],
-                    "on_error": [Options("fail", "skip")],
+_RUN_CONSTRAINTS = {"on_error": [Options("fail", "skip")],
                     "cells": [InstanceOf(CellSpec), None],
                     "options": [InstanceOf(RunOptions), None]}
 
@@ -233,12 +247,13 @@ def _check_first_args(inputs, tokenizer, out) -> None:
         raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer, got "
                         f"{type(tokenizer).__name__}")
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"pretokenize: `out` must be a directory path, got "
+        raise TypeError(f"pretokenize: `out` must be a directory path or a URL, got "
                         f"{type(out).__name__}")
 
 
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | None = None,
-                format: str = "corpus", n_threads: int | None = None, on_error: str = "fail",
+                format: str | Store = "corpus", n_threads: int | None = None,
+                on_error: str = "fail",
                 progress: bool = True, overwrite: bool = False,
                 options: RunOptions | None = None) -> RunSummary:
     """Tokenize many region files once, for training to stream many times.
@@ -254,6 +269,14 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     out
         Output directory. ``format="corpus"`` (default) writes shards + ``manifest.json`` that
         :meth:`Corpus.open` opens as one corpus; ``"gtok-dir"`` writes one gtars ``.gtok`` per input.
+        A URL (``s3://bucket/prefix``, ``gs://…``) writes to an object store: the run is
+        staged locally, then uploaded, the manifest last (:mod:`genotok.pipeline.remote`);
+        inputs may be URLs too.
+    format
+        The store the records go to (:mod:`genotok.formats.stores`): ``"corpus"`` (default),
+        ``"gtok-dir"``, ``"parquet"``, ``"arrow"``, another registered name, or a configured
+        store such as ``ParquetStore(rows_per_shard=50_000)``. Part of the plan: a resumed
+        run with another store is refused.
     cells
         What each cell of the ``.h5ad`` and fragment inputs becomes: a
         :class:`~genotok.CellSpec`, exactly as :func:`~genotok.tokenize_anndata` and
@@ -292,15 +315,24 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     5
     """
     _check_first_args(inputs, tokenizer, out)
-    validate({"format": format, "on_error": on_error, "cells": cells, "options": options},
+    validate({"on_error": on_error, "cells": cells, "options": options},
              _RUN_CONSTRAINTS, "pretokenize")
     opts = options or RunOptions()
     spec = cells if cells is not None else CellSpec()
     t0 = time.perf_counter()
     algo = opts.hash or default_hash()
-    paths = expand_inputs(inputs)
-    _check_cells(paths, format, spec)
-    if format == "gtok-dir":
+    store = get_store(format)
+    if isinstance(store, MemoryStore):
+        raise PipelineError("pretokenize writes files: format='memory' keeps records in memory; "
+                            "use tokenize_anndata / Tokenizer.encode_batch for that")
+    url = os.fspath(out).rstrip("/") if is_url(os.fspath(out)) else None
+    if url is not None:  # never Path(url): that is the local directory "s3:/bucket/..."
+        out = remote.check_output(url, opts.storage_options, overwrite)
+    paths = expand_inputs(remote.localize_inputs(inputs, opts.storage_options))
+    _check_cells(paths, store, spec)
+    if opts.validation:
+        store = SplitStore(store, opts.validation)
+    if store.per_record_files:
         counts = Counter(record_name(p) for p in paths)
         clash = sorted(n for n, k in counts.items() if k > 1)
         if clash:
@@ -318,76 +350,90 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             algo = _journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = _plan(tokenizer, format, opts.files_per_shard, ids, algo, spec, on_error)
+        plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
         journal = _load_journal(out, plan, overwrite)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error)
+        # (to an object store: each batch's files are uploaded once it is journaled)
+        save = _save_journal if url is None else remote.uploading(url, opts.storage_options,
+                                                                    _save_journal)
         if opts.client is not None:
             from .dask import run_batches
 
-            run_batches(opts.client, _run_batch, _save_journal, tokenizer, paths, batches, out,
-                        journal, format, on_error, algo, fitted)
+            run_batches(opts.client, _run_batch, save, tokenizer, paths, batches, out,
+                        journal, store, on_error, algo, fitted)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
-            _run_serial(_run_batch, _stage_batch, _save_journal, tokenizer, paths, batches, out,
-                        journal, format, n_threads, on_error, algo, fitted, bar)
+            _run_serial(_run_batch, _stage_batch, save, tokenizer, paths, batches, out,
+                        journal, store, n_threads, on_error, algo, fitted, bar)
             if bar is not None:
                 bar.close()
-        summary = _finish(out, journal, batches, paths, tokenizer, format, t0)
+        summary = _finish(out, journal, batches, paths, tokenizer, store, t0)
         summary.skipped_done = resumed
+    if url is not None:  # shards, then the manifests; the staging directory goes
+        remote.upload(out, url, opts.storage_options)
+        summary.out = url
     if progress:
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
 
 
-def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads, on_error,
+def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads, on_error,
                algo: str, spec: CellSpec | None = None) -> dict:
-    """One .h5ad or fragment file: its cells become the records of shard ``b`` (or, for
-    ``gtok-dir``, the files ``STEM@BARCODE.gtok``, both parts made safe by
-    :func:`~genotok._names.to_file_stem`: a barcode can never name a path outside ``out``)."""
+    """One cell source's file (.h5ad, fragments, ...): its cells become the records of part
+    ``b`` of the store (the corpus: streamed into one shard; ``gtok-dir``: the files
+    ``STEM@BARCODE.gtok``, both parts made safe by :func:`~genotok._names.to_file_stem`, so a
+    barcode can never name a path outside ``out``; other stores: the cells in memory, then
+    written)."""
     from ..singlecell.cells import tokenize_cells
     from ..singlecell.sources import open_source
 
     kind = input_kind(path)
     spec = spec if spec is not None else CellSpec()
-    shard = out / _shard_name(b)
+    shard = out / (_part_name(b) + CorpusStore.suffix)
     shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
     failed: list[dict] = []
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
-        target = shard if format == "corpus" else None
+        streamed = isinstance(store, CorpusStore)  # memory stays flat in the cells
         with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
-                         out=target) as source:
-            if format == "corpus":
+                         out=shard if streamed else None) as source:
+            if streamed:
                 corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads, out=shard)
-                names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
+                n, n_tokens, files = len(corpus), corpus.n_tokens, [shard.name]
                 flat = corpus.to_ragged()
-                unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
             else:
-                rows = list(tokenize_cells(source, tokenizer, spec, n_threads=n_threads))
-                names = source.names()
-                files = _cell_files(path, names, on_error, failed)
-                kept = [np.asarray(ids) for file, ids in zip(files, rows) if file is not None]
-                for file, ids in zip(files, rows):
-                    if file is not None:
-                        write_gtok(ids, out / file)
-                n, n_tokens = len(kept), int(sum(r.size for r in kept))
-                offsets = np.zeros(n + 1, np.int64)
-                np.cumsum([r.size for r in kept], out=offsets[1:])
-                unk = _unk_counts(np.concatenate(kept) if kept else np.zeros(0, np.int64),
-                                  offsets, tokenizer.unk_token_id)
+                flat = tokenize_cells(source, tokenizer, spec, n_threads=n_threads)
+                names = [str(x) for x in source.names()]
+                stem = record_name(path)
+                meta = {"keys": [f"{stem}/{x}" for x in names]}  # the held-out split's keys
+                if store.per_record_files:
+                    cell_files = _cell_files(path, names, on_error, failed)
+                    keep = [i for i, f in enumerate(cell_files) if f is not None]
+                    if len(keep) < len(cell_files):
+                        flat = Ragged.from_list([flat[i] for i in keep], dtype=flat.data.dtype)
+                        names = [names[i] for i in keep]
+                    meta = {"files": [cell_files[i] for i in keep],
+                            "keys": [meta["keys"][i] for i in keep]}
+                files = write_records([(flat, {"names": names, "meta": meta})],
+                                      out / _part_name(b), tokenizer, store=store,
+                                      values=spec.values, overwrite=True,
+                                      extra={"cells": json.loads(spec.to_json())},
+                                      sources=[(path.name, {"size": path.stat().st_size})])
+                n, n_tokens = len(flat), int(flat.data.size)
+        unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
     except SKIPPABLE as exc:
         if on_error == "fail":
             raise
         shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
         raise_machine_error(exc, path)
-        return {"shard": None, "records": 0, "tokens": 0, "sources": [],
+        return {"files": [], "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": _message(exc, path)}]}
-    return {"shard": shard.name if format == "corpus" else None, "records": n, "tokens": n_tokens,
+    return {"files": files, "records": n, "tokens": n_tokens,
             "unk_tokens": unk[0], "unk_records": unk[1], "failed": failed,
             "sources": [{"path": str(path), "size": path.stat().st_size, "hash": digest,
                          "hash_algorithm": algo, "records": n, "kind": kind}]}
@@ -438,11 +484,13 @@ def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
     return groups
 
 
-def _shard_name(b: int) -> str:
-    return f"shard-{b:05d}.gtokc"
+def _part_name(b: int) -> str:
+    """Part ``b``'s name: the store names its files after it (``shard-00000.gtokc``,
+    ``shard-00000-000.parquet``…)."""
+    return f"shard-{b:05d}"
 
 
-def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
                n_threads: int | None, on_error: str, algo: str = "sha256",
                spec: CellSpec | None = None, staged: _Staged | None = None) -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
@@ -450,17 +498,17 @@ def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
     :func:`_stage_batch` (only its writes are left)."""
     if len(paths) == 1 and cell_class(paths[0]) is not None:
-        return _run_cells(tokenizer, paths[0], out, b, format, n_threads, on_error, algo, spec)
+        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec)
     if staged is None:
-        staged = _stage_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo)
+        staged = _stage_batch(tokenizer, paths, out, b, store, n_threads, on_error, algo)
     return staged.write()
 
 
-def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
+def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
                  n_threads: int | None, on_error: str, algo: str) -> _Staged:
     """Parse and tokenize one batch of BED inputs; what is left to write is in the result."""
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
-    if format == "gtok-dir":  # a name that cannot be a file is this input's error
+    if store.per_record_files:  # a name that cannot be a file is this input's error
         parsed = [r if r[2] is not None else _with_file(r, p, on_error)
                   for r, p in zip(parsed, paths)]
     ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
@@ -468,7 +516,7 @@ def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
     names = [record_name(paths[k]) for k in ok]
     n_tokens = 0
     unk_tokens = unk_records = 0
-    with _Staged(out / _shard_name(b) if format == "corpus" else None, tokenizer) as w:
+    with _Staged(store, out / _part_name(b), tokenizer) as w:
         for group in _groups([len(parsed[k][0]) for k in ok]):
             # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
             # so it is reused from the heap instead of page-faulted in afresh for each shard
@@ -478,18 +526,12 @@ def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, format: str,
             n_tokens += int(rows.data.size)
             u_t, u_r = _unk_counts(rows.data, rows.offsets, tokenizer.unk_token_id)
             unk_tokens, unk_records = unk_tokens + u_t, unk_records + u_r
-            if format == "corpus":
-                w.append_batch(rows, names=[names[i] for i in group],
-                               meta={"source": [str(paths[ok[i]]) for i in group]})
-            else:
-                for i, ids in zip(group, rows):
-                    w.write_gtok(ids, out / f"{to_file_stem(names[i])}.gtok")
-        if format == "corpus":
-            for k in ok:
-                w.add_source(str(paths[k]), size=paths[k].stat().st_size,
-                             hash=parsed[k][1], hash_algorithm=algo)
-    w.entry = {"shard": _shard_name(b) if format == "corpus" else None,
-               "records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
+            w.append_batch(rows, names=[names[i] for i in group],
+                           meta={"source": [str(paths[ok[i]]) for i in group]})
+        for k in ok:
+            w.add_source(str(paths[k]), size=paths[k].stat().st_size,
+                         hash=parsed[k][1], hash_algorithm=algo)
+    w.entry = {"records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
                "unk_records": unk_records, "failed": failed,
                "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
                             "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
@@ -509,7 +551,8 @@ def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
     return parsed
 
 
-def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0: float) -> RunSummary:
+def _finish(out: Path, journal: dict, batches, paths, tokenizer, store: Store,
+            t0: float) -> RunSummary:
     done = [journal["done"][str(b)] for b in range(len(batches))]
     failed = [f for d in done for f in d["failed"]]
     extra = {"genotok_run": {
@@ -529,16 +572,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, format: str, t0
                                 "modification time differ from the run's start): its records "
                                 "(and medians) may be of different versions of it; no manifest "
                                 "is written: re-run with overwrite=True once the file is final")
-    if format == "corpus":
-        shards = [out / d["shard"] for d in done if d["shard"]]
-        if not shards:  # every input failed and was skipped: an empty, valid corpus
-            write_records([], out / _shard_name(len(batches)), tokenizer, overwrite=True)
-            shards = [out / _shard_name(len(batches))]
-        write_manifest(shards, out, extra=extra)
-        Corpus.open(out, expect=tokenizer)  # the cheap checks, before saying it is done
-    else:
-        with atomic_write(out / MANIFEST, "w") as fh:
-            json.dump({"format": "genotok-gtok-dir", **extra}, fh, indent=1)
+    store.finish(out, [f for d in done for f in d["files"]], tokenizer, extra)
     run = extra["genotok_run"]
     return RunSummary(out, len(paths), run["n_records"], run["n_tokens"],
                       time.perf_counter() - t0, 0, failed, run["n_unk_tokens"],

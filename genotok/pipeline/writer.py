@@ -13,23 +13,21 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..formats.gtok import write_gtok
 from ..ragged import Ragged
 from ..sink import write_records
 from .plan import cell_class
 
 
 class _Staged:
-    """One batch tokenized, its writes not made yet: the records and sources of its corpus
-    shard (``shard``), or its ``.gtok`` files. It takes the calls a :class:`CorpusWriter`
+    """One batch tokenized, its writes not made yet: the records and sources of its part of
+    the store (``part``: the corpus shard's path). It takes the calls a :class:`CorpusWriter`
     takes (and is a ``with`` block like it); :meth:`write` makes them and returns the batch's
     journal entry. Holds the batch's tokens (4 bytes each) until then."""
 
-    def __init__(self, shard: Path | None, tokenizer):
-        self.shard, self.tokenizer = shard, tokenizer
+    def __init__(self, store, part: Path, tokenizer):
+        self.store, self.part, self.tokenizer = store, part, tokenizer
         self.records: list[tuple] = []
         self.sources: list[tuple] = []
-        self.files: list[tuple] = []
         self.entry: dict = {}
 
     def __enter__(self):
@@ -44,22 +42,18 @@ class _Staged:
     def add_source(self, path: str, **kw) -> None:
         self.sources.append((path, kw))
 
-    def write_gtok(self, ids, path: Path) -> None:
-        self.files.append((path, ids))
-
     def write(self) -> dict:
-        for path, ids in self.files:
-            write_gtok(ids, path)
-        if self.shard is not None:  # fsynced and renamed into place by the sink
-            write_records(self.records, self.shard, self.tokenizer, sources=self.sources,
-                          metadata_columns=["source"], overwrite=True)
-        return self.entry
-
+        """Write the part (fsynced and renamed into place by the sink); the journal entry,
+        with the names of the files written."""
+        files = write_records(self.records, self.part, self.tokenizer, store=self.store,
+                              sources=self.sources, metadata_columns=["source"],
+                              overwrite=True)
+        return {"files": files, **self.entry}
 
 
 def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Staged],
                 save_journal: Callable[[Path, dict], None],
-                tokenizer, paths: list[Path], batches, out: Path, journal: dict, format: str,
+                tokenizer, paths: list[Path], batches, out: Path, journal: dict, store,
                 n_threads, on_error: str, algo: str, enc: dict, bar) -> None:
     """Run the batches not yet done, in order, in this process: batch ``b + 1`` is parsed and
     tokenized (numba kernels, which release the GIL) while a writer thread writes and fsyncs
@@ -70,7 +64,7 @@ def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Stag
 
     def commit(b: int, batch: list[int], staged: _Staged | None) -> None:
         journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                             format, n_threads, on_error, algo, enc, staged)
+                                             store, n_threads, on_error, algo, enc, staged)
         save_journal(out, journal)  # only once the shard is durably in place
 
     pending = None
@@ -84,7 +78,7 @@ def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Stag
                 continue
             files = [paths[i] for i in batch]
             staged = (None if len(files) == 1 and cell_class(files[0]) is not None else
-                      stage_batch(tokenizer, files, out, b, format, n_threads, on_error, algo))
+                      stage_batch(tokenizer, files, out, b, store, n_threads, on_error, algo))
             if pending is not None:
                 pending.result()  # batch b - 1 written and journaled (or its error raised)
             pending = writer.submit(commit, b, batch, staged)

@@ -653,3 +653,15 @@ def test_one_flag_vocabulary():
             if long in pairs:
                 assert action.option_strings == pairs[long], f"{leaf.prog}: {action.option_strings}"
         assert "--quiet" in {s for a in leaf._actions for s in a.option_strings}, leaf.prog
+
+
+def test_pretokenize_to_parquet_with_a_validation_split(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    out = tmp_path / "pq"
+    code, _, err = run(["pretokenize", "-q", "--universe", U, "--out", str(out), PEAKS,
+                        "--format", "parquet", "--validation", "0.4"], capsys)
+    assert code == 0, err
+    assert list(out.glob("*.parquet")) and list((out / "validation").glob("*.parquet"))
+    assert (out / "manifest.json").is_file() and (out / "validation" / "manifest.json").is_file()
+    assert_error(run(["pretokenize", "-q", "--universe", U, "--out", str(tmp_path / "x"), PEAKS,
+                      "--validation", "1"], capsys), 1, "validation")

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._io import atomic_write
+from ..._io import atomic_write, local_path
 from ...errors import GtokFormatError, UniverseMismatchError
 from ..gtok import open_regular
 from . import layout
@@ -251,7 +251,7 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
     if isinstance(shards, (str, bytes, os.PathLike)):
         raise TypeError(f"write_manifest(shards, out): shards must be a sequence of shard paths, "
                         f"got the single path {shards!r}")
-    directory = Path(out)
+    directory = local_path(out, "a manifest")
     directory.mkdir(parents=True, exist_ok=True)
     extra = dict(extra or {})
     clash = sorted(set(extra) & set(_MANIFEST_CORE))

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..._html import card, preview
+from ..._io import is_url
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
 from ...params import Integral, Interval, check
@@ -36,17 +37,6 @@ _url_opener: Callable | None = None
 def _set_url_opener(opener: Callable) -> None:
     global _url_opener
     _url_opener = opener
-
-
-def is_url(path) -> bool:
-    """Whether ``path`` names a remote corpus (``scheme://…``, but not ``file://``).
-
-    Examples
-    --------
-    >>> is_url("s3://bucket/corpus"), is_url("/data/corpus"), is_url("file:///data/c")
-    (True, False, False)
-    """
-    return isinstance(path, str) and "://" in path and not path.startswith("file://")
 
 
 def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where: str = "corpus",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._io import local_path
 from ..._version import __version__
 from ...errors import GtokFormatError
 from ...ragged import Ragged
@@ -159,7 +160,7 @@ class CorpusWriter:
                  special_token_ids: dict | None = None, settings: dict | None = None,
                  values_dtype=None, metadata_columns: Sequence[str] | None = None,
                  overwrite: bool = False, extra: dict | None = None):
-        self.path = Path(path)
+        self.path = local_path(path, "a corpus file")
         if self.path.is_dir():
             raise IsADirectoryError(f"{self.path} is a directory; give a corpus file path")
         if self.path.exists() and not overwrite:

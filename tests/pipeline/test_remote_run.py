@@ -1,0 +1,138 @@
+"""pretokenize to and from an object store: a live S3 server (moto) on 127.0.0.1.
+
+Shards are staged locally, uploaded, the manifest last; a crash mid-upload resumes; s3://
+inputs and universes are read; no URL is ever taken as a local directory."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+pytest.importorskip("s3fs", reason="remote runs are tested through s3fs: pip install s3fs")
+moto_server = pytest.importorskip("moto.server", reason="the S3 server of these tests is moto's: "
+                                  "pip install 'moto[server]'")
+boto3 = pytest.importorskip("boto3")
+
+import genotok
+from genotok import Corpus, Tokenizer
+from genotok.pipeline import RunOptions, pretokenize
+from genotok.pipeline import remote as remote_run
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    srv.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    client.create_bucket(Bucket="bkt")
+    try:
+        yield endpoint, client
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def so(server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a URL taken as a local directory would land here
+    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
+    return {"key": "testing", "secret": "testing",
+            "client_kwargs": {"endpoint_url": server[0], "region_name": "us-east-1"}}
+
+
+def _keys(client, prefix):
+    got = client.list_objects_v2(Bucket="bkt", Prefix=prefix).get("Contents", [])
+    return sorted(o["Key"][len(prefix):] for o in got)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+
+
+def test_s3_out_writes_the_bucket_not_a_local_directory(server, so, tok, tmp_path):
+    peaks = genotok.examples_dir() / "peaks"
+    run = pretokenize(peaks, tok, "s3://bkt/run1/", progress=False,
+                      options=RunOptions(storage_options=so, files_per_shard=2))
+    assert not (tmp_path / "s3:").exists()
+    assert str(run.out) == "s3://bkt/run1"
+    keys = _keys(server[1], "run1/")
+    assert "manifest.json" in keys and sum(k.endswith(".gtokc") for k in keys) == 3
+    remote = Corpus.open("s3://bkt/run1", storage_options=so, cache_dir=str(tmp_path / "c"))
+    local = Corpus.open(pretokenize(peaks, tok, tmp_path / "local", progress=False,
+                                    options=RunOptions(files_per_shard=2)).out)
+    assert remote.to_ragged().to_list() == local.to_ragged().to_list()
+    assert remote.names == local.names
+
+
+def test_a_crash_mid_upload_resumes_and_the_manifest_goes_last(server, so, tok, tmp_path,
+                                                                monkeypatch):
+    peaks = genotok.examples_dir() / "peaks"
+    real, sent = remote_run._put, []
+
+    def dying(fs, local, url):
+        if len(sent) == 2:
+            raise ConnectionError("network down")
+        sent.append(url)
+        real(fs, local, url)
+
+    monkeypatch.setattr(remote_run, "_put", dying)
+    with pytest.raises(ConnectionError):
+        pretokenize(peaks, tok, "s3://bkt/run2", progress=False,
+                    options=RunOptions(storage_options=so, files_per_shard=2))
+    keys = _keys(server[1], "run2/")
+    assert "manifest.json" not in keys  # never before every shard
+    assert len(keys) == 2  # each batch's shard went up once journaled, before the run ended
+    monkeypatch.setattr(remote_run, "_put", real)
+    run = pretokenize(peaks, tok, "s3://bkt/run2", progress=False,
+                      options=RunOptions(storage_options=so, files_per_shard=2))
+    assert run.skipped_done == 5  # the staged batches were not tokenized again
+    c = Corpus.open("s3://bkt/run2", storage_options=so, cache_dir=str(tmp_path / "c"),
+                    verify=True)
+    assert len(c) == 5
+
+
+def test_s3_inputs_and_universe_are_read(server, so, tok, tmp_path):
+    ex = genotok.examples_dir()
+    client = server[1]
+    client.put_object(Bucket="bkt", Key="in/universe.bed", Body=(ex / "universe.bed").read_bytes())
+    peaks = sorted((ex / "peaks").iterdir())[:2]
+    for p in peaks:
+        client.put_object(Bucket="bkt", Key=f"in/{p.name}", Body=p.read_bytes())
+    remote_tok = Tokenizer.from_bed("s3://bkt/in/universe.bed", storage_options=so)
+    assert remote_tok.fingerprint == tok.fingerprint
+    run = pretokenize([f"s3://bkt/in/{p.name}" for p in peaks], tok, tmp_path / "o",
+                      progress=False, options=RunOptions(storage_options=so))
+    local = pretokenize(peaks, tok, tmp_path / "l", progress=False)
+    a, b = Corpus.open(run.out), Corpus.open(local.out)
+    assert a.to_ragged().to_list() == b.to_ragged().to_list() and a.names == b.names
+    assert not (tmp_path / "s3:").exists()
+
+
+def test_parquet_shards_and_a_validation_split_go_to_the_bucket(server, so, tok, tmp_path):
+    pytest.importorskip("pyarrow")
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, "s3://bkt/pq", format="parquet",
+                      progress=False,
+                      options=RunOptions(storage_options=so, validation=0.4))
+    keys = _keys(server[1], "pq/")
+    assert "manifest.json" in keys and "validation/manifest.json" in keys
+    assert any(k.endswith(".parquet") for k in keys)
+    assert not remote_run.staging_dir(run.out).exists()  # removed once uploaded
+
+
+def test_a_read_only_or_unknown_scheme_is_refused_before_any_work(tok, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for url, why in (("https://example.org/run", "read-only"),
+                     ("nosuch://bkt/run", "cannot open this URL")):
+        with pytest.raises(genotok.GenotokError, match=why):
+            pretokenize(tmp_path / "missing.bed", tok, url, progress=False)
+    assert list(tmp_path.iterdir()) == []
