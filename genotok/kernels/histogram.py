@@ -8,7 +8,7 @@ value itself while the histogram is exact, else ``floor(log2(v) * B)``, computed
 for small integer counts) and writes its key ``feature << 32 | (code + 2**31)`` grouped by block;
 no normalised array, no sort. :func:`count_blocks` then counts each block's keys in the block's
 table, which stays in cache while it is filled (a single table over all features missed the
-cache on nearly every key: 2.7 s where the blocks take 0.5 s). A slot is one int64,
+cache on nearly every key: benchmarks/RESULTS.md, "Design measurements"). A slot is one int64,
 ``(local feature << 32 | code + 2**31) << 24 | count`` (0: empty), linear probing from the
 key's hash scaled to the table's size; a table is sized for 1/8 of a chunk's keys being new,
 then doubled when more than half its slots are used, so it holds 2-4 slots per distinct pair
