@@ -301,9 +301,9 @@ def _value(c, exact, bins_per_octave):
 @njit(**NJIT)
 def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave):
     """Median of every feature from the blocks' tables and the spilled counts (global keys,
-    sorted and distinct), by the rule of :func:`.values.medians_from_histogram` (the mean of
-    the values at sorted positions ``(n-1)//2`` and ``n//2`` of a feature's ``n`` values; NaN
-    without values). Per block a counting sort over its features (each key's feature checked
+    sorted and distinct): the mean of the values at sorted positions ``(n-1)//2`` and ``n//2``
+    of a feature's ``n`` values (a code stands for the value ``code`` when ``exact``, else
+    ``2 ** ((code + 0.5) / bins_per_octave)``); NaN without values. Per block a counting sort over its features (each key's feature checked
     against ``n_features``; a bad key, or a spill without its slot, returns ``ok=False``), then
     a quickselect per feature, no sort. Returns ``(medians, ok)``."""
     med = np.full(n_features, np.nan)
