@@ -150,6 +150,9 @@ def _set_at(set_offsets, p):
     return _bisect_right(set_offsets, 0, set_offsets.size, p) - 1
 
 
+# The sweep arrays and the thresholds stay separate arguments of these kernels: as named tuples
+# (numba takes them) they cost at every call, and the sweep also in the loops (measured:
+# benchmarks/RESULTS.md, "Design measurements").
 @njit(**NJIT_PARALLEL)
 def _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, slotted, chrom_ptr,
              starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,
