@@ -17,28 +17,32 @@ or start it with TLS and authentication (``distributed.security.Security``), and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from .._optional import require
-from .batch import _run_batch
-from .journal import _save_journal
 
 
-def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
+def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[Path, dict], None],
+                tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
                 journal: dict, format: str, on_error: str, algo: str,
                 enc: dict | None = None) -> None:
     """Submit the batches not yet in the journal to ``client``; record each as it finishes.
 
-    Each batch runs :mod:`genotok.pipeline.batch`'s step on a worker (with one numba thread:
-    the workers are the parallelism), which writes its shard and returns its journal entry;
-    the client records the entry in ``journal["done"]`` and saves the journal, in the order
-    the batches finish. A worker's error is raised here, after the batches that finished are
-    recorded.
+    The pipeline hands in its own steps, so this module imports nothing of it:
+    ``run_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo, enc) -> entry``
+    tokenizes batch ``b`` on a worker (with one numba thread: the workers are the parallelism)
+    and returns its journal entry; ``save_journal(out, journal)`` is called on the client after
+    each entry is recorded in ``journal["done"]``, in the order the batches finish. A worker's
+    error is raised here, after the batches that finished are recorded.
 
     Parameters
     ----------
     client
         A ``dask.distributed.Client``.
+    run_batch, save_journal
+        The pipeline's batch runner and journal writer (picklable: ``run_batch`` is sent to
+        the workers).
     tokenizer
         The :class:`~genotok.Tokenizer`, scattered to every worker once.
     paths, batches
@@ -47,7 +51,7 @@ def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], 
         The output directory and the journal (its ``"done"`` maps batch numbers, as strings,
         to entries; batches already there are not submitted).
     format, on_error, algo, enc
-        The run's output format, error policy, input hash and cell spec (medians fitted).
+        Passed on to ``run_batch``.
 
     Examples
     --------
@@ -55,15 +59,18 @@ def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], 
     >>> from pathlib import Path
     >>> from dask.distributed import Client
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> paths = sorted((genotok.examples_dir() / "peaks").iterdir())[:3]
-    >>> journal = {"done": {"0": {"records": 2}}}   # batch 0 was done before a restart
+    >>> def count_files(tok, paths, out, b, *rest):  # a stand-in for the pipeline's runner
+    ...     return {"files": len(paths)}
+    >>> saved = []
+    >>> journal = {"done": {"0": {"files": 2}}}   # batch 0 was done before a restart
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")   # dask's own start-up warnings
     ...     with Client(processes=False, n_workers=1, dashboard_address=None) as client:
-    ...         run_batches(client, tok, paths, [[0, 1], [2]], Path(tempfile.mkdtemp()),
-    ...                     journal, "corpus", "fail", "sha256")
-    >>> sorted(journal["done"]), journal["done"]["1"]["records"], journal["done"]["1"]["shard"]
-    (['0', '1'], 1, 'shard-00001.gtokc')
+    ...         run_batches(client, count_files, lambda out, j: saved.append(len(j["done"])),
+    ...                     tok, [Path("a.bed"), Path("b.bed"), Path("c.bed")], [[0, 1], [2]],
+    ...                     Path(tempfile.mkdtemp()), journal, "corpus", "fail", "sha256")
+    >>> journal["done"], saved
+    ({'0': {'files': 2}, '1': {'files': 1}}, [2])
     """
     as_completed = require("dask.distributed", "running on a Dask cluster").as_completed
 
@@ -71,13 +78,13 @@ def run_batches(client, tokenizer, paths: list[Path], batches: list[list[int]], 
     if not todo:
         return
     tok = client.scatter(tokenizer, broadcast=True)
-    futures = {client.submit(_run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
+    futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
                              on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:
         for fut in as_completed(futures):
             journal["done"][str(futures[fut])] = fut.result()  # re-raises a worker's error
-            _save_journal(out, journal)
+            save_journal(out, journal)
     finally:
         for fut in futures:
             fut.cancel()

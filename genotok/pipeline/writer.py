@@ -9,27 +9,69 @@ written and journaled one at a time, in order (:mod:`genotok.pipeline.run` holds
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .batch import _run_batch, _stage_batch, _Staged
-from .journal import _save_journal
+from ..formats.gtok import write_gtok
+from ..ragged import Ragged
+from ..sink import write_records
 from .plan import input_kind
 
 
-def _run_serial(tokenizer, paths: list[Path], batches, out: Path, journal: dict, format: str,
+class _Staged:
+    """One batch tokenized, its writes not made yet: the records and sources of its corpus
+    shard (``shard``), or its ``.gtok`` files. It takes the calls a :class:`CorpusWriter`
+    takes (and is a ``with`` block like it); :meth:`write` makes them and returns the batch's
+    journal entry. Holds the batch's tokens (4 bytes each) until then."""
+
+    def __init__(self, shard: Path | None, tokenizer):
+        self.shard, self.tokenizer = shard, tokenizer
+        self.records: list[tuple] = []
+        self.sources: list[tuple] = []
+        self.files: list[tuple] = []
+        self.entry: dict = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def append_batch(self, rows: Ragged, **kw) -> None:
+        self.records.append((rows, kw))
+
+    def add_source(self, path: str, **kw) -> None:
+        self.sources.append((path, kw))
+
+    def write_gtok(self, ids, path: Path) -> None:
+        self.files.append((path, ids))
+
+    def write(self) -> dict:
+        for path, ids in self.files:
+            write_gtok(ids, path)
+        if self.shard is not None:  # fsynced and renamed into place by the sink
+            write_records(self.records, self.shard, self.tokenizer, sources=self.sources,
+                          metadata_columns=["source"], overwrite=True)
+        return self.entry
+
+
+
+def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Staged],
+                save_journal: Callable[[Path, dict], None],
+                tokenizer, paths: list[Path], batches, out: Path, journal: dict, format: str,
                 n_threads, on_error: str, algo: str, enc: dict, bar) -> None:
     """Run the batches not yet done, in order, in this process: batch ``b + 1`` is parsed and
     tokenized (numba kernels, which release the GIL) while a writer thread writes and fsyncs
     batch ``b``'s shard and then records it in the journal, in that order, one batch at a time.
     A single-cell input runs whole in the writer thread (its kernels never run beside
-    another batch's). The batch steps are :mod:`genotok.pipeline.batch`'s (given ``staged``,
-    :func:`~genotok.pipeline.batch._run_batch` only writes)."""
+    another batch's). ``run_batch`` and ``save_journal``: the pipeline's batch runner (given
+    ``staged``, it only writes) and journal writer."""
 
     def commit(b: int, batch: list[int], staged: _Staged | None) -> None:
-        journal["done"][str(b)] = _run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                              format, n_threads, on_error, algo, enc, staged)
-        _save_journal(out, journal)  # only once the shard is durably in place
+        journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
+                                             format, n_threads, on_error, algo, enc, staged)
+        save_journal(out, journal)  # only once the shard is durably in place
 
     pending = None
     with ThreadPoolExecutor(1, thread_name_prefix="genotok-writer") as writer:
@@ -42,7 +84,7 @@ def _run_serial(tokenizer, paths: list[Path], batches, out: Path, journal: dict,
                 continue
             files = [paths[i] for i in batch]
             staged = (None if len(files) == 1 and input_kind(files[0]) != "bed" else
-                      _stage_batch(tokenizer, files, out, b, format, n_threads, on_error, algo))
+                      stage_batch(tokenizer, files, out, b, format, n_threads, on_error, algo))
             if pending is not None:
                 pending.result()  # batch b - 1 written and journaled (or its error raised)
             pending = writer.submit(commit, b, batch, staged)

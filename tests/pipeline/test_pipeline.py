@@ -177,13 +177,12 @@ def hit():
         os.kill(os.getpid(), signal.SIGKILL)
 
 if where == "batch":
-    import genotok.pipeline.writer as W
-    run_batch = W._run_batch
+    run_batch = P._run_batch
     def _run_batch(*a, **k):
         entry = run_batch(*a, **k)
         hit()  # the shard is in place, the journal does not know it yet
         return entry
-    W._run_batch = _run_batch
+    P._run_batch = _run_batch
 else:
     real = P.atomic_write
     class Dying:
@@ -377,7 +376,7 @@ def _fragments(u, barcodes) -> str:
 def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     """Issue 19: a barcode ``./../X`` wrote outside ``--out``; one with ``/`` aborted the run."""
     from genotok._names import from_file_stem
-    from genotok.pipeline.batch import CELL_SEP
+    from genotok.pipeline.run import CELL_SEP
 
     hostile = ["./../X", "a/b", "..", "/etc/x", "..%2F", "BC1", "\u00e9t\u00e9"]
     d = tmp_path / "in"
@@ -410,7 +409,7 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
 
 
 def test_a_bad_or_duplicate_barcode_is_that_cells_error(tmp_path, tok):
-    from genotok.pipeline.batch import _cell_files
+    from genotok.pipeline.run import _cell_files
 
     failed: list = []
     files = _cell_files(Path("d/x.tsv.gz"), ["A", "", "B", "A", "C" * 300], "skip", failed)
@@ -465,7 +464,7 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
 
 
 def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
-    import genotok.pipeline.batch as P
+    import genotok.pipeline.run as P
 
     d = tmp_path / "in"
     d.mkdir()
@@ -505,7 +504,7 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     from genotok._io import make_temp
     from genotok._names import to_file_stem
     from genotok.pipeline.journal import _clean_temp_files
-    from genotok.pipeline.batch import CELL_SEP
+    from genotok.pipeline.run import CELL_SEP
 
     ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
             f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
@@ -571,7 +570,7 @@ def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch)
 
 def test_memory_error_under_skip_stops_the_run_clearly(tmp_path, tok, monkeypatch):
     """Issue 32: a MemoryError escaped on_error="skip" as it was (untreated)."""
-    import genotok.pipeline.batch as P
+    import genotok.pipeline.run as P
 
     d = tmp_path / "in"
     d.mkdir()

@@ -140,7 +140,7 @@ def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
 def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
     """Killed after the first input: the resumed run encodes the rest with the journaled
     medians of all inputs, and the corpus equals an uninterrupted run's."""
-    import genotok.pipeline.writer as P  # where the serial run calls the batch step
+    import genotok.pipeline.run as P
 
     out = tmp_path / "c"
     real = P._run_batch
