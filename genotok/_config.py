@@ -95,9 +95,9 @@ NJIT_PARALLEL = dict(cache=_CACHE, nogil=True, parallel=True)
 def serial_twin(kernel):
     """A ``prange`` kernel compiled without ``parallel`` (``prange`` is then ``range``): for
     inputs of one chunk, where a parallel region only wakes numba's worker threads, which a
-    busy box makes cost up to milliseconds (a 2-line file, median / p99 of 2,000 calls under
-    load: 79 / 261-4,053 us parallel, 68 / 132-146 us serial). The same bytecode under its own
-    name, so that numba's cache keeps the two apart (its files are named by qualname)."""
+    busy box makes cost up to milliseconds (benchmarks/RESULTS.md, "Design measurements").
+    The same bytecode under its own name, so that numba's cache keeps the two apart (its files
+    are named by qualname)."""
     f = kernel.py_func
     twin = types.FunctionType(f.__code__, f.__globals__, f.__name__ + "_serial", f.__defaults__,
                               f.__closure__)

@@ -21,7 +21,7 @@ import numpy as np
 from ._optional import optional, require
 from .errors import BedParseError, GenotokError
 
-# igzip (ISA-L, a required dependency) inflates 1.9x faster than zlib (benchmarks/bench_parse.py)
+# igzip (ISA-L, a required dependency) inflates faster than zlib (benchmarks/bench_parse.py)
 from isal import igzip as _fastgzip
 from isal import igzip_lib as _igzip_lib
 from isal import isal_zlib as _isal_zlib
@@ -186,15 +186,15 @@ def read_bytes(path: str | os.PathLike) -> np.ndarray:
 
 #: bytes :func:`line_blocks` reads at a time (a line longer than this makes its block longer);
 #: a plain file of at most this size is read whole, as :func:`read_bytes` does. Two blocks
-#: of 8 MiB stay in a 32 MiB L3 cache between the read and the parse: a 714 MB narrowPeak took
-#: 0.8-1.3 s in blocks of 8 MiB, 1.1-1.5 s in blocks of 32 (fresh processes, alternating)
+#: of 8 MiB stay in a 32 MiB L3 cache between the read and the parse (measured against blocks
+#: of 32 MiB: benchmarks/RESULTS.md, "Design measurements")
 BLOCK_BYTES = 8 << 20
 #: a gzip stream is inflated into the block this much at a time: one ``readinto`` of 32 MB made
-#: the gzip reader allocate and copy a 32 MB temporary (117 MB of text: 0.45 s instead of 0.30)
+#: the gzip reader allocate and copy a 32 MB temporary (slower: benchmarks/RESULTS.md)
 _INFLATE_PIECE = 1 << 20
 #: a .gz file of at most a block / this is inflated whole, as :func:`read_bytes` does (the
 #: path small files took before blocks; warm, a 1.4 MB .gz reads as fast either way, but the
-#: first touch of a fresh 8 MiB NumPy buffer, huge pages, stalled 10-30 ms at times here)
+#: first touch of a fresh 8 MiB NumPy buffer, huge pages, stalled at times: benchmarks/RESULTS.md)
 _GZIP_WHOLE = 4
 #: the longest line a BED file may hold (its lines are tens of bytes; the fragment reader has the
 #: same cap): a longer one is no BED file, e.g. a one-line .gz bomb that inflated into memory
@@ -246,7 +246,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             st = os.fstat(raw.fileno())
             regular = stat.S_ISREG(st.st_mode)  # not a pipe (``<(zcat x.bed.gz)``): a size
             total = st.st_size if regular else 0
-            # (a peek would fill the reader's buffer: a whole read after it took 3 ms, not 0.16)
+            # (a peek would fill the reader's buffer and slow the whole read after it)
             gz = (os.pread(raw.fileno(), 2, 0) if regular else raw.peek(2)[:2]) == GZIP_MAGIC
             whole = None
             if regular and total <= (size // _GZIP_WHOLE if gz else size):
@@ -466,7 +466,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def default_hash() -> str:
-    """``"xxh3_128"`` when xxhash is installed (≈20x faster than SHA-256), else ``"sha256"``."""
+    """``"xxh3_128"`` when xxhash is installed (much faster than SHA-256), else ``"sha256"``."""
     return "sha256" if optional("xxhash") is None else "xxh3_128"
 
 

@@ -310,7 +310,7 @@ def _split_lines(buf: np.ndarray, k: int) -> list[tuple[int, int]]:
 
 def _next_newline(buf: np.ndarray, lo: int, hi: int) -> int:
     """Index of the first newline in ``buf[lo:hi]``, or -1: windows of 4 KiB, then doubling (a
-    line is short; comparing the whole megabyte at once cost 0.3 ms of a 6 ms parse)."""
+    line is short; comparing the whole megabyte at once was measurable: benchmarks/RESULTS.md)."""
     size = 4096
     while lo < hi:
         window = buf[lo:min(hi, lo + size)]

@@ -43,7 +43,7 @@ from .errors import (
 )
 from .regions import parse_region_strings
 from .params import validate
-from .settings import TOKENIZER_TYPES, TokenizerSettings
+from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
 from .universe import SPECIAL_NAMES, Universe
 
 if sys.version_info >= (3, 11):
@@ -465,7 +465,7 @@ def _bare_args(exc: Exception, upath: Path, line, message: str) -> tuple:
 
 
 #: the type each field of a tokenizer configuration must have (``[genotok]``'s settings are
-#: checked by :class:`~genotok.settings.TokenizerSettings`' constraints)
+#: checked by :class:`~genotok.tokenizer.TokenizerSettings`' constraints)
 _FIELD_TYPES = {"special_tokens": (list, dict), "tokenizer_type": (str,), "genotok": (dict,)}
 _GENOTOK_TYPES = {"fingerprint": (str,), "extra_tokens": (list,), "duplicates": (str,)}
 

@@ -39,7 +39,7 @@ def _pattern(sep: str | None) -> re.Pattern:
 def _codes_first_appearance(chroms: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
     """int32 codes in order of first appearance for an array of names (str, or UTF-8 bytes).
 
-    A dict over the names: 200k names take ~20 ms (``np.unique`` on objects sorts: ~5x slower).
+    A dict over the names (``np.unique`` on objects sorts: slower, see benchmarks/RESULTS.md).
     """
     if chroms.size == 0:
         return np.zeros(0, np.int32), ()
@@ -405,7 +405,7 @@ def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = F
     -------
     RegionSet
         One region per string, chromosome codes in order of first appearance. A numba pass
-        over all strings at once: 200k names in ~25 ms.
+        over all strings at once.
 
     Raises
     ------
@@ -441,8 +441,7 @@ def _region_strings_kernel(strings: list, sep: str | None):
     """The numba path: all strings joined into one buffer. ``None`` when a string is not a
     ``str``, holds a newline, or does not parse (the reference parser then words the error).
 
-    Measured on 200k names ``chrN:start-end``: 25 ms, against 500 ms for a regex per string
-    and ``np.unique`` on the names.
+    Much faster than a regex per string (benchmarks/RESULTS.md, "Design measurements").
     """
     try:
         raw = ("\n".join(strings) + "\n").encode("utf-8")

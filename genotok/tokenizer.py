@@ -2,6 +2,11 @@
 
 The Tokenizer validates and shapes; the overlap work is done by the numba kernels in
 :mod:`genotok.kernels.overlap` over the universe's sorted :class:`~genotok.universe._SweepIndex`.
+Its :class:`TokenizerSettings` (how queries become tokens, stored with every corpus) and its
+vocabulary methods (gtars' and Hugging Face's names, read from the universe) live here too.
+
+:mod:`genotok.pretrained` reads configurations into these settings, so it imports this module;
+the constructors that load through it import it inside the call (that breaks the cycle).
 """
 
 from __future__ import annotations
@@ -12,26 +17,105 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from . import _config
-from .errors import UniverseError
+from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
+from .kernels.modes import Unknown
 from .kernels.sort import runs_order, sort_regions, sorted_runs
+from .params import Integral, Interval, Options, Real, validate
 from .ragged import Ragged
 from .regions import RegionSet, as_regions, check_batch
-from .settings import (  # noqa: F401  (re-exported: importable from here as before)
-    FRACTION_OF,
-    ORDERS,
-    OVERLAP_MODES,
-    TOKENIZER_TYPES,
-    UNKNOWN_POLICIES,
-    TokenizerSettings,
-)
-from .universe import Universe
-from .vocab import _Vocabulary
+from .universe import SPECIAL_NAMES, Universe, record_fingerprint
+
+
+# ------------------------------------------------------------------ settings
+OVERLAP_MODES = ("all", "best")
+#: ``unknown=`` -> the kernels' mode (:class:`~genotok.kernels.modes.Unknown`, as a plain int)
+UNKNOWN_POLICIES = {m.name.lower(): int(m) for m in Unknown}
+ORDERS = ("gtars", "input", "genomic", "unique")
+FRACTION_OF = ("query", "region")
+#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
+TOKENIZER_TYPES = ("bits", "ailist")
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
+
+    ``Tokenizer(universe, settings=TokenizerSettings(overlap="best"))``; the ``from_*``
+    constructors take the same fields as keywords (``Tokenizer.from_bed(path,
+    overlap="best")``).
+
+    Parameters
+    ----------
+    overlap : str, default "all"
+        ``"all"`` (every overlapped universe region, as gtars) or ``"best"`` (the region with
+        the largest overlap per query; ties go to the lowest id).
+    min_overlap : int, default 0
+        Minimum overlap in bp for a hit (0: any half-open overlap counts).
+    min_fraction : float, default 0.0
+        Minimum overlap as a fraction (0 to 1) of the query or of the universe region, as
+        ``fraction_of`` says.
+    fraction_of : str, default "query"
+        ``"query"`` (like bedtools and geniml's ``-f``) or ``"region"`` (the universe region).
+    unknown : str, default "set"
+        ``"set"`` (gtars: one ``<unk>`` when the whole set hits nothing), ``"region"`` (one
+        ``<unk>`` per query without a hit, so outputs stay aligned with inputs) or ``"drop"``.
+    order : str, default "gtars"
+        ``"gtars"`` (a BED file is stable-sorted by (chromosome name as bytes, start) first,
+        in-memory regions keep their order; hits of a query by ascending universe position),
+        ``"input"`` (input order, files too), ``"genomic"`` (by universe position) or
+        ``"unique"`` (de-duplicated, genomic).
+    tokenizer_type : str, default "bits"
+        gtars' overlap backend, ``"bits"`` (default) or ``"ailist"``; any other value is
+        refused. The hits are the same; the order of one query's several hits follows the
+        backend (``"bits"``: ascending position; ``"ailist"``: as gtars' AIList reports them,
+        see :attr:`Universe.ailist_key`) with the ``"gtars"`` and ``"input"`` orders.
+
+    Examples
+    --------
+    >>> TokenizerSettings(overlap="best").as_dict()["overlap"]
+    'best'
+    """
+
+    overlap: str = "all"
+    min_overlap: int = 0
+    min_fraction: float = 0.0
+    fraction_of: str = "query"
+    unknown: str = "set"
+    order: str = "gtars"
+    tokenizer_type: str = "bits"
+
+    #: what each field accepts (:mod:`genotok.params`)
+    CONSTRAINTS: ClassVar[dict] = {"overlap": [Options(*OVERLAP_MODES)],
+                   "min_overlap": [Interval(Integral, 0, None)],
+                   "min_fraction": [Interval(Real, 0, 1)],
+                   "fraction_of": [Options(*FRACTION_OF)],
+                   "unknown": [Options(*UNKNOWN_POLICIES)],
+                   "order": [Options(*ORDERS)],
+                   "tokenizer_type": [Options(*TOKENIZER_TYPES)]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "TokenizerSettings")
+
+    def as_dict(self) -> dict:
+        """The settings as plain values (``tokenizer_type`` only when not the default, so
+        records made before it existed still match)."""
+        out = {"overlap": self.overlap, "min_overlap": int(self.min_overlap),
+               "min_fraction": float(self.min_fraction), "fraction_of": self.fraction_of,
+               "unknown": self.unknown, "order": self.order}
+        if self.tokenizer_type != "bits":
+            out["tokenizer_type"] = self.tokenizer_type
+        return out
+
+
+def _delegate(name: str) -> property:
+    return property(lambda self: getattr(self.universe, name),
+                    doc=f"Same as ``universe.{name}`` (gtars names).")
 
 
 @dataclass
@@ -109,7 +193,7 @@ def _is_single_set(obj) -> bool:
 _SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(TokenizerSettings))
 
 
-class Tokenizer(_Vocabulary):
+class Tokenizer:
     """Turn genomic regions into universe token ids.
 
     Parameters
@@ -193,7 +277,7 @@ class Tokenizer(_Vocabulary):
     def _setup(self, source, settings: TokenizerSettings | None = None, *,
                n_threads: int | None = None, special_tokens: dict | None = None,
                strict: bool = False, extra_tokens=None):
-        from . import pretrained as _pretrained
+        from . import pretrained as _pretrained  # lazy: pretrained imports this module
 
         if settings is not None and not isinstance(settings, TokenizerSettings):
             raise TypeError(f"Tokenizer: settings must be a TokenizerSettings, got "
@@ -251,7 +335,7 @@ class Tokenizer(_Vocabulary):
         ``fingerprint``, a universe file that changed since is refused. Keyword arguments
         override the file's settings.
         """
-        from .pretrained import read_config
+        from .pretrained import read_config  # lazy: pretrained imports this module
 
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved = read_config(path, special, strict)
@@ -276,7 +360,7 @@ class Tokenizer(_Vocabulary):
         >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
         [1]
         """
-        from . import pretrained as _pretrained
+        from . import pretrained as _pretrained  # lazy: pretrained imports this module
 
         directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
@@ -294,7 +378,7 @@ class Tokenizer(_Vocabulary):
         the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
         directory.
         """
-        from .pretrained import save
+        from .pretrained import save  # lazy: pretrained imports this module
 
         return save(self, save_directory)
 
@@ -305,7 +389,7 @@ class Tokenizer(_Vocabulary):
         ``universe_path`` defaults to the file the universe was loaded from; a universe built
         in memory is written next to the configuration as ``<name>.universe.bed``.
         """
-        from .pretrained import write_config
+        from .pretrained import write_config  # lazy: pretrained imports this module
 
         return write_config(self, out, universe_path)
 
@@ -577,6 +661,136 @@ class Tokenizer(_Vocabulary):
                           truncation=truncation, max_length=max_length,
                           return_tensors=return_tensors,
                           return_attention_mask=return_attention_mask)
+
+    # ------------------------------------------------------------------ vocabulary
+    # (gtars' and Hugging Face's names; all read the universe, none tokenizes)
+
+    @property
+    def vocab_size(self) -> int:
+        """Regions plus the seven special tokens."""
+        return self.universe.vocab_size
+
+    def __len__(self) -> int:
+        return self.universe.vocab_size
+
+    for _name in SPECIAL_NAMES:
+        locals()[f"{_name}_token"] = _delegate(f"{_name}_token")
+        locals()[f"{_name}_token_id"] = _delegate(f"{_name}_token_id")
+    del _name
+
+    @property
+    def fingerprint(self) -> str:
+        """The universe fingerprint (written with every corpus)."""
+        return self.universe.fingerprint
+
+    @property
+    def special_tokens_map(self) -> dict[str, str]:
+        return self.universe.special_tokens_map
+
+    def get_vocab(self) -> dict[str, int]:
+        """``{token string: id}``."""
+        return self.universe.get_vocab()
+
+    def convert_ids_to_tokens(self, ids):
+        return self.universe.convert_ids_to_tokens(ids)
+
+    def convert_tokens_to_ids(self, tokens):
+        return self.universe.convert_tokens_to_ids(tokens)
+
+    def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
+        """Token strings of ids, always a list (gtars ``decode``; one id gives a list of one).
+
+        Examples
+        --------
+        >>> from genotok import Tokenizer
+        >>> tok = Tokenizer(["chr1:0-100"])
+        >>> tok.decode(0), tok.decode([0, 1], skip_special_tokens=True)
+        (['chr1:0-100'], ['chr1:0-100'])
+        """
+        self._check_record(ids)
+        ids = np.atleast_1d(np.asarray(ids))
+        if skip_special_tokens:
+            ids = ids[np.asarray(ids) < self.universe.n_regions]
+        return self.universe.convert_ids_to_tokens(ids)
+
+    def batch_decode(self, sequences, *, skip_special_tokens: bool = False) -> list[list[str]]:
+        """:meth:`decode` of each sequence: lists of ids, a 2-D array or tensor, a ``Ragged``.
+
+        Examples
+        --------
+        >>> from genotok import Tokenizer
+        >>> tok = Tokenizer(["chr1:0-100", "chr2:0-5"])
+        >>> tok.batch_decode([[0, 1], [1, 3]], skip_special_tokens=True)
+        [['chr1:0-100', 'chr2:0-5'], ['chr2:0-5']]
+        """
+        if hasattr(sequences, "detach"):  # a torch tensor
+            sequences = sequences.detach().cpu().numpy()
+        return [self.decode(seq, skip_special_tokens=skip_special_tokens) for seq in sequences]
+
+    def _check_record(self, ids) -> None:
+        """Refuse a corpus record (a view of a shard) tokenized with another universe: its ids
+        would decode to the wrong regions, silently, when the corpus was opened without
+        ``expect=``."""
+        theirs = record_fingerprint(ids)
+        if theirs is not None and theirs != self.fingerprint:
+            raise UniverseMismatchError(
+                f"these ids are a corpus record tokenized with universe {theirs[:12]}…, but this "
+                f"tokenizer's universe is {self.fingerprint[:12]}…: they would decode to the "
+                "wrong regions; decode with the corpus' own tokenizer (Corpus.open(path, "
+                "expect=tok) checks this when opening)")
+
+    @property
+    def all_special_tokens(self) -> list[str]:
+        """The seven special token strings, in id order (``<unk> <pad> <mask> ...``)."""
+        return [self.universe.special_tokens[k] for k in SPECIAL_NAMES]
+
+    @property
+    def all_special_ids(self) -> list[int]:
+        """The seven special token ids (``n_regions ... n_regions + 6``)."""
+        return [self.universe.n_regions + k for k in range(len(SPECIAL_NAMES))]
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, *,
+                                already_has_special_tokens: bool = True) -> list[int]:
+        """1 for each special token of a sequence, 0 for each region (tokens or ids).
+
+        As gtars' ``get_special_tokens_mask(tokens)``, which marks the special tokens a
+        sequence contains: that is Hugging Face's ``already_has_special_tokens=True``, the
+        default here. With ``already_has_special_tokens=False`` (Hugging Face's default) the
+        mask describes the special tokens *this tokenizer would add*: it adds none, so it is
+        all zeros (over ``token_ids_0`` and ``token_ids_1``).
+
+        Examples
+        --------
+        >>> from genotok import Tokenizer
+        >>> tok = Tokenizer(["chr9:3526071-3526165"])
+        >>> tok.get_special_tokens_mask(["<pad>", "chr9:3526071-3526165", "<unk>"])
+        [1, 0, 1]
+        >>> tok.get_special_tokens_mask([2, 0, 1])
+        [1, 0, 1]
+        """
+        if not already_has_special_tokens:
+            n1 = 0 if token_ids_1 is None else len(token_ids_1)
+            return [0] * (len(token_ids_0) + n1)
+        if token_ids_1 is not None:
+            raise ValueError("token_ids_1 cannot be given with already_has_special_tokens=True: "
+                             "a sequence that already has its special tokens is one sequence")
+        if hasattr(token_ids_0, "detach"):
+            token_ids_0 = token_ids_0.detach().cpu().numpy()
+        if isinstance(token_ids_0, str):
+            token_ids_0 = [token_ids_0]
+        items = token_ids_0.tolist() if isinstance(token_ids_0, np.ndarray) else list(token_ids_0)
+        specials = set(self.all_special_tokens)
+        n = self.universe.n_regions
+        out = []
+        for x in items:
+            if isinstance(x, str):
+                out.append(int(x in specials))
+            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                out.append(int(n <= x < self.vocab_size))
+            else:
+                raise TypeError(f"get_special_tokens_mask takes token strings or integer ids, "
+                                f"got {x!r} ({type(x).__name__})")
+        return out
 
     # ------------------------------------------------------------------ display
     def _repr_html_(self) -> str:

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,24 @@ DEFAULT_SPECIAL_TOKENS = {name: f"<{name}>" for name in SPECIAL_NAMES}
 DUPLICATES = ("unique", "lines", "error")
 
 _FINGERPRINT_TAG = b"genotok-universe-v1\0"
+
+#: the universe fingerprint of each open corpus shard's mapping (``np.memmap._mmap``), by weak
+#: reference (the corpus reader fills it): how a record's ids say where they came from
+RECORD_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def record_fingerprint(ids) -> str | None:
+    """The universe fingerprint of the corpus ``ids`` were read from (a record, or a slice of
+    one: a view of a shard's mapping), ``None`` for any other array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> record_fingerprint(np.arange(3)) is None
+    True
+    """
+    m = getattr(ids, "_mmap", None)
+    return RECORD_FINGERPRINTS.get(m) if m is not None else None
 
 
 @dataclass

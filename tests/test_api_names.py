@@ -137,7 +137,7 @@ def _members(cls, prefix: str, room: str) -> list[Row]:
     if issubclass(cls, BaseException):
         return rows
     # a public class's members include those of its private bases inside genotok
-    # (``Tokenizer``'s vocabulary methods live in ``genotok.vocab._Vocabulary``)
+    # (e.g. a mixin of shared methods)
     bases = [cls] + [b for b in cls.__mro__[1:] if b.__name__.startswith("_")
                      and b.__module__.startswith("genotok")]
     members: dict = {}

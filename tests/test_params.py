@@ -10,7 +10,7 @@ import pytest
 from genotok import batching
 from genotok.params import (Flag, Integral, Interval, Options, ParameterError, Real, check,
                             invalid_values)
-from genotok.settings import TokenizerSettings
+from genotok.tokenizer import TokenizerSettings
 
 
 def test_constraints_accept_and_refuse():

@@ -184,3 +184,43 @@ def test_optional_packages_are_imported_through_the_helper():
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: imports {name} "
                                  "without genotok._optional.require/optional")
     assert not found, "\n".join(found)
+
+
+def lazy_imports_of(mod: str, target: str) -> list[tuple[int, bool, str]]:
+    """Every import of ``target`` in ``mod``: ``(line, inside a function, source line)``."""
+    path = MODULES[mod]
+    text = path.read_text()
+    tree = ast.parse(text, str(path))
+    lines = text.splitlines()
+    functions = [f for f in ast.walk(tree)
+                 if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    inside = {id(n) for f in functions for n in ast.walk(f)}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _resolve(mod, node)
+            hits = base == target or any(f"{base}.{a.name}" == target for a in node.names)
+        elif isinstance(node, ast.Import):
+            hits = any(a.name == target for a in node.names)
+        else:
+            continue
+        if hits:
+            out.append((node.lineno, id(node) in inside, lines[node.lineno - 1]))
+    return out
+
+
+def test_each_ignored_import_is_a_commented_lazy_import():
+    """An import the acyclic contract ignores breaks a real cycle: it is inside a function and
+    says so in a comment on its line (docs/architecture.md, "Lazy imports")."""
+    ignored = [i for c in contracts() for i in c.get("ignore_imports", [])]
+    problems = []
+    for item in ignored:
+        mod, target = (s.strip() for s in item.split("->"))
+        found = lazy_imports_of(mod, target)
+        if not found:
+            problems.append(f"{item}: no such import (drop it from ignore_imports)")
+        for line, lazy, source in found:
+            if not lazy or "# lazy" not in source:
+                problems.append(f"{mod}:{line}: {source.strip()!r} must be inside a function "
+                                "with a '# lazy: why' comment (it breaks a cycle)")
+    assert not problems, "\n".join(problems)

@@ -8,7 +8,7 @@ value itself while the histogram is exact, else ``floor(log2(v) * B)``, computed
 for small integer counts) and writes its key ``feature << 32 | (code + 2**31)`` grouped by block;
 no normalised array, no sort. :func:`count_blocks` then counts each block's keys in the block's
 table, which stays in cache while it is filled (a single table over all features missed the
-cache on nearly every key: 2.7 s where the blocks take 0.5 s). A slot is one int64,
+cache on nearly every key: benchmarks/RESULTS.md, "Design measurements"). A slot is one int64,
 ``(local feature << 32 | code + 2**31) << 24 | count`` (0: empty), linear probing from the
 key's hash scaled to the table's size; a table is sized for 1/8 of a chunk's keys being new,
 then doubled when more than half its slots are used, so it holds 2-4 slots per distinct pair
@@ -301,9 +301,9 @@ def _value(c, exact, bins_per_octave):
 @njit(**NJIT)
 def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave):
     """Median of every feature from the blocks' tables and the spilled counts (global keys,
-    sorted and distinct), by the rule of :func:`.values.medians_from_histogram` (the mean of
-    the values at sorted positions ``(n-1)//2`` and ``n//2`` of a feature's ``n`` values; NaN
-    without values). Per block a counting sort over its features (each key's feature checked
+    sorted and distinct): the mean of the values at sorted positions ``(n-1)//2`` and ``n//2``
+    of a feature's ``n`` values (a code stands for the value ``code`` when ``exact``, else
+    ``2 ** ((code + 0.5) / bins_per_octave)``); NaN without values. Per block a counting sort over its features (each key's feature checked
     against ``n_features``; a bad key, or a spill without its slot, returns ``ok=False``), then
     a quickselect per feature, no sort. Returns ``(medians, ok)``."""
     med = np.full(n_features, np.nan)

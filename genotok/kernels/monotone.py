@@ -139,10 +139,10 @@ def mono_fill(indptr, indices, data, lut_word, var_ptr, var_ids, unk_id, keep_fr
               unk_mode, unique, blocks, offsets, ids, vals):
     """Write every row's tokens into ``ids`` at ``offsets[r]`` (and their values into ``vals``
     unless it is ``None``: numba then compiles the fill without the value stores and their
-    tests, 43.0 -> 40.9 ms for the 10k-cell matrix). Returns False when ``strict`` and a row
-    has an entry that is not kept or not a valid value: the counts (made without reading the
-    values) do not hold, and the caller counts again with the values; such a row stops before
-    writing that entry, so no store leaves its slot.
+    tests; see benchmarks/RESULTS.md, "Design measurements"). Returns False when ``strict``
+    and a row has an entry that is not kept or not a valid value: the counts (made without
+    reading the values) do not hold, and the caller counts again with the values; such a row
+    stops before writing that entry, so no store leaves its slot.
 
     The caller allocates ``ids``/``vals`` with NumPy, which asks the kernel for transparent huge
     pages on large arrays; an array allocated inside the kernel would take a page fault every
@@ -150,8 +150,8 @@ def mono_fill(indptr, indices, data, lut_word, var_ptr, var_ids, unk_id, keep_fr
 
     The lookup word of the entry :data:`_AHEAD` places on is prefetched: the 800 KB of words
     (100k peaks) do not stay in L2 beside the streamed matrix, and a lookup that waits for L3
-    stalls the stores behind it (48.5 -> 41.8 ms for the 10k-cell matrix, same process; 8 to
-    64 places ahead measured alike). :func:`mono_count` has validated every column index, so
+    stalls the stores behind it (measured, with how far ahead: benchmarks/RESULTS.md).
+    :func:`mono_count` has validated every column index, so
     the prefetched index is one too.
 
     Variables with one or two tokens are written as a pair of stores and the position moves

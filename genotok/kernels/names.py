@@ -66,8 +66,8 @@ def _final(h, length, key):
 def _hash(buf, a, b, key):
     """Hash of the name ``buf[a:b]`` under a table's random ``key`` (:func:`_mix` byte by
     byte, :func:`_final`). Keyed and not linear, so no file can be crafted whose names all
-    collide: the unkeyed hash (bytes xor-ed into a word, a rotation) let 16,384 crafted
-    chromosome names take 0.78 s to parse against 0.024 s, growing with the square."""
+    collide: with the unkeyed hash (bytes xor-ed into a word, a rotation) crafted chromosome
+    names made the parse grow with the square of their number (benchmarks/RESULTS.md)."""
     h = np.uint64(0)
     for k in range(a, b):
         h = _mix(h, k - a, buf[k], key)
@@ -324,8 +324,8 @@ def _translate(table, codes, out):
 
 def translate_codes(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """``table[codes]`` (int32) in one parallel pass, each code checked against the table:
-    the chromosome codes of a set in another code space (a universe's). NumPy's gather
-    converts 10M int32 codes to intp first (20 ms); this takes 5. A code outside the table
+    the chromosome codes of a set in another code space (a universe's); NumPy's gather
+    converts the int32 codes to intp first (slower: benchmarks/RESULTS.md). A code outside the table
     raises ``IndexError`` naming the first one.
 
     Examples

@@ -8,16 +8,15 @@ never decreases): no row before ``lo`` ends after ``qs``, none from ``hi`` on st
 ``qe``. Every candidate with ``end > qs`` (and passing the thresholds) is a hit, emitted in
 sorted order, i.e. by ascending universe (start, end, id).
 
-Algorithm, as measured (``benchmarks/bench_kernels.py``, 1M regions x 200k narrowPeak queries,
-one thread, shared 2-core box): pass 1 visits the queries grouped by chromosome with starts
-ascending and moves both window ends forward from the previous query's (a merge sweep: a short
-linear walk, galloping for long jumps), storing each query's window and hit count; pass 2 fills
-the exactly-sized outputs in emission order from the stored windows, with no search at all.
+Algorithm (chosen by ``benchmarks/bench_kernels.py``; figures in benchmarks/RESULTS.md,
+"Design measurements"): pass 1 visits the queries grouped by chromosome with starts ascending
+and moves both window ends forward from the previous query's (a merge sweep: a short linear
+walk, galloping for long jumps), storing each query's window and hit count; pass 2 fills the
+exactly-sized outputs in emission order from the stored windows, with no search at all.
 Per-query binary searches in emission order (the alternative, kept in the benchmark) are on a
-par in file order (0.5-1.5x of the sweep's time across runs on the loaded box: two ~16-step
-searches of a chromosome per query against a few merge steps) and 1.5-3.6x slower on shuffled
-input, even though the sweep must argsort the queries first (random probes into 1M rows miss
-the cache; the sorted sweep streams). So the sweep is never much worse and often much better.
+par in file order and slower on shuffled input, even though the sweep must argsort the queries
+first (random probes into the universe miss the cache; the sorted sweep streams). So the sweep
+is never much worse and often much better.
 File order needs no sort: a sorted file, the gtars order (chromosome name, start) and batches
 of such files only step back at set or chromosome boundaries, where the gallop recovers in
 O(log d).
@@ -129,9 +128,8 @@ def _advance(a, lo, hi, x, at):
 
     The sweep moves forward by a few rows per query: up to 8 rows are walked linearly (a merge
     step, no branches mispredicted on long jumps), farther targets and backward moves gallop.
-    Inlined into the sweep (numba IR inlining; LLVM left it a call): pass 1 took 5.9 ms instead
-    of 7.0-7.4 ms (200k queries, 1M regions, one thread, the two interleaved in one process).
-    Counting eight rows at once without a branch instead of the walk measured the same (6.0 ms).
+    Inlined into the sweep (numba IR inlining; LLVM left it a call). Counting eight rows at
+    once without a branch instead of the walk measured the same (figures: benchmarks/RESULTS.md).
     """
     if at < hi and a[at] < x:
         stop = min(hi, at + 9)
@@ -152,6 +150,9 @@ def _set_at(set_offsets, p):
     return _bisect_right(set_offsets, 0, set_offsets.size, p) - 1
 
 
+# The sweep arrays and the thresholds stay separate arguments of these kernels: as named tuples
+# (numba takes them) they cost at every call, and the sweep also in the loops (measured:
+# benchmarks/RESULTS.md, "Design measurements").
 @njit(**NJIT_PARALLEL)
 def _windows(q_codes, q_starts, q_ends, qsorted, bounds, set_offsets, slotted, chrom_ptr,
              starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, keep, unk_mode,

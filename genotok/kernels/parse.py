@@ -20,31 +20,27 @@ Separators are decided by a line's first separator rather than by "any tab in th
 space-separated line with a tab in a later column still parses, and a line that mixes them in
 its first three fields gets a "mixed separators" message instead of a misleading "not an integer".
 
-Chromosome names are coded in order of first appearance. Two designs were measured on the
-200k-line narrowPeak (sorted: 28 runs of one chromosome) and the same lines shuffled (172k runs):
-marking runs in the kernel and mapping run heads through a Python dict costs 1.5 ms sorted but
-62 ms shuffled (1.5x the whole kernel's 41 ms); an open-addressing table of hashes inside
-the kernel, with a same-as-the-previous-line check first, parses both at the same speed (within
-the noise of this shared machine). So the hash table: no Python work per line, whatever the order.
-The hash xors the name's bytes into a word and multiplies once: FNV-1a's multiply per byte made
-the shuffled file 1.6x slower than with it.
+Chromosome names are coded in order of first appearance, by an open-addressing table of hashes
+inside the kernel with a same-as-the-previous-line check first: no Python work per line, and
+sorted and shuffled files parse at the same speed (marking runs in the kernel and mapping run
+heads through a Python dict was measured much slower on shuffled files). The hash xors the
+name's bytes into a word and multiplies once (FNV-1a's multiply per byte measured slower).
+Figures: see benchmarks/RESULTS.md, "Design measurements".
 
 Speed: a first pass counts the lines that may hold a record and looks for any binary byte, eight
 bytes at a time (:mod:`genotok.kernels.bits`); then the parse finds newlines a block of 4096 at a time
 into a small scratch array, and the common line, ``name<TAB>start<TAB>end`` followed by a tab or
 its newline, is read in one pass with no bounds tests (its newline stops every scan) and its
 tail is never looked at. Every other line (comments, headers, spaces, anything malformed, the
-whole file when it holds a binary byte) takes the full rules below, which report errors. Same
-200k-line narrowPeak, same process: 27-37 ms before, 14-16 ms after (sorted), 32-38 -> 20 ms
-(shuffled); the byte loop that only counts newlines takes 1.7 ms.
+whole file when it holds a binary byte) takes the full rules below, which report errors
+(measured: see benchmarks/RESULTS.md, "Design measurements").
 
 Memory: the outputs are sized by the lines that may hold a record (:func:`bound`), and the
 newline index is a 32 KiB block refilled as the parse moves on, so blank and comment lines cost
-no memory beyond their text. Before (issue 19) an index of every newline cost 8 bytes each: a
-255 KB ``.bed.gz`` of blank lines (263 MB of text) peaked at 2.5 GB and took 20 s; now the
-parse adds nothing to the text and runs of empty lines are skipped eight bytes at a time (1.6 s,
-most of it gunzip). Speed is unchanged (both versions in one process, 100 interleaved runs,
-minimum CPU time): 1M-line BED3 60.7 -> 60.7 ms, 200k-line shuffled narrowPeak 22.7 -> 22.8 ms.
+no memory beyond their text: the parse adds nothing to the text and runs of empty lines are
+skipped eight bytes at a time (before issue 19, an index of every newline cost 8 bytes each; a
+file of blank lines could fill the memory). Speed was unchanged by it (see
+benchmarks/RESULTS.md, "Design measurements").
 """
 
 from __future__ import annotations
@@ -213,8 +209,8 @@ _POW10 = np.array([10 ** k for k in range(9)], np.int64)
 def _number(buf, p):
     """:func:`_digits` eight bytes at a time: up to 15 digits in two word loads, with no branch
     per digit (a byte loop mispredicts its exit at every number of a new length). Longer
-    numbers, and numbers within 16 bytes of the buffer's end, take the byte loop. Parsing the
-    200k-line narrowPeak took 5.9 ms instead of 7.3 (same process, interleaved)."""
+    numbers, and numbers within 16 bytes of the buffer's end, take the byte loop (measured:
+    see benchmarks/RESULTS.md, "Design measurements")."""
     if LITTLE_ENDIAN and p + 16 <= buf.size:
         x = load_word(buf, p)
         t = non_digits(x)

@@ -1,9 +1,10 @@
 """A stable argsort of non-negative integer keys: a parallel LSD radix sort in numba.
 
 The tokenizer's gtars order sorts each file's queries by (chromosome rank, start): one packed
-int64 key per query. NumPy's stable argsort (radix for 16-bit types, timsort for int64) spends
-about 1.4 s on 10M shuffled keys; the keys here rarely need more than ~35 bits, so a radix
-sort of a few 11-bit digits moves far less data.
+int64 key per query. NumPy's stable argsort (radix for 16-bit types, timsort for int64) is
+slow on millions of shuffled int64 keys; the keys here rarely need more than ~35 bits, so a
+radix sort of a few 11-bit digits moves far less data (see benchmarks/RESULTS.md, "Design
+measurements").
 
 Method: when ``bits(max key) + bits(n - 1) <= 64``, each key is packed with its index
 (``key << ib | i``) into one uint64, so every packed value is unique and the sort needs no
@@ -92,8 +93,8 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
 #
 # The gtars order of a shuffled file sorts its regions by (chromosome rank, start), stably. The
 # kernels then read each region's start and end at its sorted position: with an argsort that is
-# three random gathers (measured at 10M regions: 120-230 ms per array on the shared box, more
-# than the sort), and so are the overlap sweep's reads through the permutation. So the regions
+# three random gathers (measured at 10M regions: more than the sort, see benchmarks/RESULTS.md),
+# and so are the overlap sweep's reads through the permutation. So the regions
 # are sorted with their ends as payload and come out as contiguous sorted arrays:
 #   1. per block of the input (one per thread): a histogram of the top digit of the key;
 #   2. per block, in parallel: a stable scatter of (key << ib | i, end) into the top-digit
@@ -105,7 +106,7 @@ def stable_argsort(keys: np.ndarray) -> np.ndarray:
 # order, as np.argsort(kind="stable") does.
 
 #: below this many regions the NumPy path (stable argsort, then gathers: the arrays are still
-#: cached) is faster (measured: 200k regions 31 vs 52 ms, 1M 466 vs 289 ms on the loaded box)
+#: cached) is faster (measured: benchmarks/RESULTS.md, "Design measurements")
 MIN_BUCKET = 1 << 19
 #: buckets of at most this many records are sorted by insertion
 SMALL_BUCKET = 32
@@ -298,7 +299,7 @@ def sort_regions(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, rank: 
     at = bucket_ptr[:-1] + np.cumsum(hist, axis=0) - hist  # block t's first slot per bucket
     # the buckets are filled in the output arrays themselves (the packed value in the starts'
     # memory) and decoded in place: no fresh memory beyond the outputs (page faults on fresh
-    # memory cost up to ~2 ms/MB on this VM)
+    # memory are costly: benchmarks/RESULTS.md, "Design measurements")
     out_starts = np.empty(n, np.int64)
     out_ends = np.empty(n, np.int64)
     _top_scatter(codes, starts, ends, rank, wb, ib, top, blocks, np.ascontiguousarray(at),

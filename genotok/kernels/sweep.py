@@ -133,11 +133,10 @@ def _sort_ties(key, ends, o):
 def sort_order(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
     """Row order by (code, start, end, id); ``None`` when the rows are in that order already.
 
-    Measured on 1M regions (``benchmarks/bench_kernels.py``): a sorted file costs one O(n)
-    check (the whole sweep build 3 ms against 83 ms for ``np.lexsort`` over the four keys);
-    otherwise a stable argsort of one packed (code, start) key, then a pass ordering its rare
-    ties by end, is 1.2-1.5x faster than ``np.lexsort`` (kept as the fallback when coordinates
-    do not fit the packed key).
+    A sorted file costs one O(n) check; otherwise a stable argsort of one packed (code, start)
+    key, then a pass ordering its rare ties by end, beats ``np.lexsort`` (kept as the fallback
+    when coordinates do not fit the packed key). Figures: benchmarks/RESULTS.md, "Design
+    measurements".
 
     Examples
     --------

@@ -210,39 +210,3 @@ def midpoint(lo, hi):
     overflow near float64's largest value: then ``lo / 2 + hi / 2``)."""
     m = 0.5 * (lo + hi)
     return m if m < np.inf else 0.5 * lo + 0.5 * hi
-
-
-@njit(**NJIT)
-def medians_from_histogram(feat, code, count, n_features, exact, bins_per_octave):
-    """Median of every feature from its histogram: rows ``(feat, code, count)`` sorted by
-    ``(feat, code)``, ``feat`` in ``[0, n_features)`` (checked by the caller). A code stands
-    for the value ``code`` (``exact``) or ``2 ** ((code + 0.5) / bins_per_octave)``. The
-    median of ``n`` values is the mean of the values at sorted positions ``(n-1)//2`` and
-    ``n//2``; features without values get NaN."""
-    med = np.full(n_features, np.nan)
-    i = 0
-    n = feat.size
-    while i < n:
-        f = feat[i]
-        j = i
-        total = 0
-        while j < n and feat[j] == f:
-            total += count[j]
-            j += 1
-        lo_pos = (total - 1) // 2
-        hi_pos = total // 2
-        seen = 0
-        lo_val = 0.0
-        hi_val = 0.0
-        for k in range(i, j):
-            c = code[k]
-            v = float(c) if exact else 2.0 ** ((c + 0.5) / bins_per_octave)
-            if seen <= lo_pos < seen + count[k]:
-                lo_val = v
-            if seen <= hi_pos < seen + count[k]:
-                hi_val = v
-                break
-            seen += count[k]
-        med[f] = midpoint(lo_val, hi_val)
-        i = j
-    return med

@@ -502,8 +502,6 @@ def warmup() -> None:
             VK.normalize_divide(p, idx, x, 1.0, True, d)
     one = np.array([1], np.int64)
     VK.merge_counts(one, one, one, one)
-    VK.medians_from_histogram(np.array([0], np.int64), np.array([1], np.int64),
-                              np.array([1], np.int64), 1, True, 128.0)
 
 
 __all__ = ["ValueEncoding", "feature_medians", "value_encoding", "warmup"]

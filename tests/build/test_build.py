@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from genotok import BedParseError, GenotokError, RegionSet, UniverseError, build
 from genotok.build import streaming
-from genotok.kernels import build as bk
 from tests import naive_build as naive
 
 
@@ -381,62 +380,9 @@ def test_progress_bar_runs_without_warnings(capsys):
     assert capsys.readouterr().out == ""
 
 
-# ---------------------------------------------------------------------------- kernels directly
-@given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 40), st.integers(0, 10)),
-                     max_size=30), min_gap=st.integers(-3, 4))
-@SETTINGS
-def test_merge_kernel(rows, min_gap):
-    rows = sorted((c, s, s + w) for c, s, w in rows)
-    codes = np.array([r[0] for r in rows], np.int32)
-    starts = np.array([r[1] for r in rows], np.int64)
-    ends = np.array([r[2] for r in rows], np.int64)
-    n = codes.size
-    oc, os_, oe = np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64)
-    k = bk.merge_sorted(codes, starts, ends, min_gap, oc, os_, oe)
-    assert [[int(a), int(b), int(c)] for a, b, c in zip(oc[:k], os_[:k], oe[:k])] == \
-        naive.merge_sorted(codes, starts, ends, min_gap)
-    assert bk.is_sorted(codes, starts)
-
-
-@given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), st.integers(-2, 2)),
-                     max_size=40))
-@SETTINGS
-def test_compact_and_runs_kernels(rows):
-    rows = sorted(rows)
-    codes = np.array([r[0] for r in rows], np.int32)
-    pos = np.array([r[1] for r in rows], np.int64)
-    delta = np.array([r[2] for r in rows], np.int64)
-    n = codes.size
-    oc, op, od = np.empty(n, np.int32), np.empty(n, np.int64), np.empty(n, np.int64)
-    k = bk.compact_events(codes, pos, delta, oc, op, od)
-    assert list(zip(oc[:k].tolist(), op[:k].tolist(), od[:k].tolist())) == \
-        naive.compact_events(codes, pos, delta)
-    # runs over compacted events: coverage is the running sum within a chromosome
-    for kk in (1, 2):
-        rc, rs_, re_ = np.empty(k, np.int32), np.empty(k, np.int64), np.empty(k, np.int64)
-        m = bk.runs_at_least(oc[:k], op[:k], od[:k], kk, 0, rc, rs_, re_)
-        expected = []
-        cov, cur, start = 0, -1, 0
-        for c, p, d in zip(oc[:k].tolist(), op[:k].tolist(), od[:k].tolist()):
-            if c != cur:
-                cov, cur = 0, c
-            was = cov >= kk
-            cov += d
-            if cov >= kk and not was:
-                start = p
-            elif was and cov < kk:
-                expected.append((c, start, p))
-        assert list(zip(rc[:m].tolist(), rs_[:m].tolist(), re_[:m].tolist())) == expected
-
-
-def test_is_sorted_kernel():
-    c = np.array([0, 0, 1, 1], np.int32)
-    assert bk.is_sorted(c, np.array([1, 2, 0, 0], np.int64))
-    assert not bk.is_sorted(c, np.array([2, 1, 0, 0], np.int64))
-    assert not bk.is_sorted(c[::-1].copy(), np.array([0, 0, 1, 2], np.int64))
-    assert bk.is_sorted(np.zeros(0, np.int32), np.zeros(0, np.int64))
-
-
+# ---------------------------------------------------------------------------- errors
+# (the kernels merge_sorted, compact_events, runs_at_least, is_sorted are compared with their
+# oracles in tests/kernel_registry.py)
 def test_every_error_is_a_genotok_error():
     for call in (lambda: build.tile({}, -5), lambda: build.merge(3),
                  lambda: build.top_k([], [], 0), lambda: build.coverage_cutoff([])):

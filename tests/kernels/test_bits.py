@@ -1,4 +1,5 @@
-"""The bit tricks of ``genotok.kernels.bits`` and the parser's newline scan, against NumPy byte by byte."""
+"""The bit tricks of ``genotok.kernels.bits`` in the parser's newline scan and number reader,
+against NumPy byte by byte."""
 
 from __future__ import annotations
 
@@ -12,36 +13,8 @@ from genotok.kernels import lines as _lines
 from genotok.kernels import parse as _parse
 
 
-def test_bit_index_of_every_power_of_two():
-    for k in range(64):
-        assert _bits.bit_index(np.uint64(1) << np.uint64(k)) == k
-
-
-def _bytes_of(words: np.ndarray) -> np.ndarray:
-    return words.view(np.uint8).reshape(-1, 8)
-
-
-# bytes around every boundary the tricks care about (0x00, 0x1f/0x20, 0x7f/0x80, 0x9f/0xa0, 0xff)
-BYTE = st.one_of(st.integers(0, 255), st.sampled_from([0, 1, 9, 10, 11, 13, 31, 32, 33, 127, 128,
-                                                       129, 159, 160, 255]))
-WORDS = st.lists(BYTE, min_size=8, max_size=8 * 40).map(
-    lambda b: np.array(b[:len(b) // 8 * 8], np.uint8).view(np.uint64))
-
-
-@settings(max_examples=300, deadline=None)
-@given(WORDS, BYTE)
-def test_swar_tests_are_exact_per_byte(words, value):
-    pattern = _bits.ONES * np.uint64(value)
-    for x, row in zip(words, _bytes_of(words)):
-        eq = np.uint64(_bits.eq_bytes(x, pattern))  # numba hands uint64 back as a Python int
-        lt = np.uint64(_bits.below_space(x))
-        for t, want in ((eq, row == value), (lt, row < 32)):
-            got = np.array([(int(t) >> (8 * k + 7)) & 1 for k in range(8)], bool)
-            assert int(t) & ~0x8080808080808080 == 0
-            np.testing.assert_array_equal(got, want)
-            assert _bits.count_high(t) == want.sum()
-            if want.any():
-                assert _bits.lowest_byte(t) == int(np.argmax(want))
+# The per-word tricks (eq_bytes, below_space, count_high, lowest_byte, bit_index,
+# digits_value) are compared byte by byte in tests/kernel_registry.py.
 
 
 TEXT = st.lists(st.sampled_from([b"\n", b"\t", b"\r", b"chr1", b"\x00", b"\x1f", b"\xc3\xa9", b"12"]),

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..._validate import offsets as _valid_offsets
 from ...errors import GtokFormatError, UniverseMismatchError
-from ...vocab import RECORD_FINGERPRINTS
+from ...universe import RECORD_FINGERPRINTS
 from ..gtok import open_regular
 from .layout import (
     CHECKSUMS,
@@ -98,7 +98,7 @@ class _Shard:
         # one read-only mapping of the whole file; every section is a view into it
         self._raw = np.memmap(fh, dtype=np.uint8, mode="r", shape=(size,))
         # a record (a view of the mapping) knows its universe: decoding it with another
-        # tokenizer is refused (genotok.vocab), also for a corpus opened without expect=
+        # tokenizer is refused (Tokenizer.decode), also for a corpus opened without expect=
         if isinstance(self.header.get("fingerprint"), str):
             RECORD_FINGERPRINTS[self._raw._mmap] = self.header["fingerprint"]
         self.tokens = self._raw[tok_off:tok_off + t * width].view(self.dtype)

@@ -1,0 +1,401 @@
+"""One registry: every numba kernel of ``genotok.kernels`` -> its oracle, its hypothesis
+strategy and its benchmark sizes (numbagg's ``COMPARISONS``, STYLE.md).
+
+Read by ``tests/kernels/test_registry.py`` (one parametrized hypothesis test over the entries
+with a strategy, and a test that every kernel is here, so a new kernel without an oracle fails)
+and by ``benchmarks/bench_registry.py`` (each kernel against its oracle at ``sizes``).
+
+A kernel is a public function of a ``genotok.kernels`` module, compiled by numba or the Python
+entry to its private numba functions (``warmup`` aside). Each entry is one of:
+
+- **compared here**: ``oracle`` (plain Python/NumPy, same arguments), ``inputs`` (a strategy
+  drawing the argument tuple) and ``make`` (benchmark arguments at size ``n``); ``call`` runs
+  the kernel when it writes into an output argument or returns something to reshape;
+- **compared in its own file**: a kernel whose inputs are a whole scenario (a universe and
+  queries, a CSR matrix and a vocabulary): ``oracle`` names the reference and ``tested_in`` the
+  test file that compares them (the test checks the file names the kernel);
+- **covered by** another entry: a helper whose only contract is the entry it serves (the
+  histogram table's steps, the SWAR tricks' ``non_digits``), checked through it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+import genotok.kernels
+from tests import naive_build, naive_cells, naive_fragments, naive_histogram, naive_overlap
+from tests import naive_regions
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One kernel's entry (see the module docstring)."""
+
+    oracle: Callable | None = None
+    inputs: Callable[[], st.SearchStrategy] | None = None
+    call: Callable | None = None  #: ``call(kernel, *args)``; None: ``kernel(*args)``
+    make: Callable[[int, np.random.Generator], tuple] | None = None
+    sizes: tuple[int, ...] = ()
+    tested_in: str | None = None
+    via: str | None = None  #: the public call ``tested_in`` makes that runs the kernel
+    covered_by: str | None = None
+
+    def run(self, kernel, args):
+        return self.call(kernel, *args) if self.call is not None else kernel(*args)
+
+
+def kernel(name: str):
+    """The kernel ``"module.function"`` of ``genotok.kernels``."""
+    module, func = name.split(".")
+    return getattr(importlib.import_module(f"genotok.kernels.{module}"), func)
+
+
+def all_kernels() -> list[str]:
+    """Every kernel of ``genotok.kernels`` (as ``"module.function"``), found by reading the
+    modules: public functions defined there, numba-compiled or not, but ``warmup``."""
+    from numba.core.registry import CPUDispatcher
+
+    out = []
+    for info in pkgutil.iter_modules(genotok.kernels.__path__):
+        mod = importlib.import_module(f"genotok.kernels.{info.name}")
+        for name, obj in vars(mod).items():
+            func = obj.py_func if isinstance(obj, CPUDispatcher) else obj
+            if (name.startswith("_") or name == "warmup" or isinstance(obj, type)
+                    or not callable(obj) or getattr(func, "__module__", None) != mod.__name__):
+                continue
+            out.append(f"{info.name}.{name}")
+    return sorted(out)
+
+
+# --------------------------------------------------------------------------- strategies
+ONES = np.uint64(0x0101010101010101)
+HIGH = np.uint64(0x8080808080808080)
+# bytes around every boundary the SWAR tricks care about (0x00, 0x1f/0x20, 0x7f/0x80, 0xff...)
+BYTE = st.one_of(st.integers(0, 255), st.sampled_from([0, 1, 9, 10, 13, 31, 32, 33, 47, 48, 57,
+                                                       58, 127, 128, 129, 159, 160, 255]))
+WORD = st.lists(BYTE, min_size=8, max_size=8).map(
+    lambda b: np.frombuffer(bytes(b), np.uint64)[0])
+
+
+def _word_bytes(x) -> np.ndarray:
+    return np.array([int(x)], np.uint64).view(np.uint8)
+
+
+def _high_bits(mask) -> int:
+    """The SWAR answer of a per-byte boolean mask: the high bit of each true byte."""
+    return sum(0x80 << (8 * k) for k, b in enumerate(mask) if b)
+
+
+def _sized(gen: Callable[[int, np.random.Generator], tuple], max_n: int = 300):
+    """A strategy of ``gen(n, rng)`` over drawn sizes and seeds: NumPy builds the arrays."""
+    return st.builds(lambda n, seed: gen(n, np.random.default_rng(seed)),
+                     st.integers(0, max_n), st.integers(0, 2**32 - 1))
+
+
+def _sorted_regions(n: int, rng: np.random.Generator, span: int = 1000):
+    """``(codes int32, starts, ends int64)`` sorted by (code, start); touching, nested, empty."""
+    codes = np.sort(rng.integers(0, 4, n)).astype(np.int32)
+    starts = rng.integers(0, span, n).astype(np.int64)
+    order = np.lexsort((starts, codes))
+    starts = starts[order]
+    ends = starts + rng.integers(0, span // 10 + 1, n)
+    return codes, starts, ends
+
+
+def _events(n: int, rng: np.random.Generator):
+    codes = np.sort(rng.integers(0, 3, n)).astype(np.int32)
+    pos = rng.integers(0, 50, n).astype(np.int64)
+    order = np.lexsort((pos, codes))
+    return codes, pos[order], rng.integers(-2, 3, n).astype(np.int64)
+
+
+def _ragged(n: int, rng: np.random.Generator, dtype=np.uint32):
+    lengths = rng.integers(0, 6, n)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    tokens = rng.integers(0, 2**31, int(offsets[-1])).astype(dtype)
+    idx = rng.integers(0, max(n, 1), rng.integers(0, 2 * n + 1) if n else 0).astype(np.int64)
+    out_offsets = np.zeros(idx.size + 1, np.int64)
+    np.cumsum(lengths[idx] if n else np.zeros(0, np.int64), out=out_offsets[1:])
+    return tokens, offsets, idx, out_offsets
+
+
+def _csr_rows(n: int, rng: np.random.Generator):
+    lengths = rng.integers(0, 5, n)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    indices = np.concatenate([np.sort(rng.choice(20, k, replace=bool(rng.integers(0, 2))))
+                              for k in lengths] or [np.zeros(0, np.int64)]).astype(np.int32)
+    return indptr, indices
+
+
+def _counts(n: int, rng: np.random.Generator):
+    k1 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
+    k2 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
+    return (k1, rng.integers(1, 9, k1.size).astype(np.int64),
+            k2, rng.integers(1, 9, k2.size).astype(np.int64))
+
+
+# --------------------------------------------------------------------------- oracles
+def _gather_oracle(tokens, offsets, idx, out_offsets):
+    parts = [tokens[offsets[i]:offsets[i + 1]] for i in idx]
+    return np.concatenate(parts) if parts else tokens[:0].copy()
+
+
+def _gather_call(k, tokens, offsets, idx, out_offsets):
+    out = np.full(int(out_offsets[-1]), 7, tokens.dtype)
+    k(tokens, offsets, idx, out_offsets, out)
+    return out
+
+
+def _into(n_out: int, *dtypes):
+    """``call`` for a kernel writing ``n_out`` output arrays and returning the rows written."""
+    def call(k, *args):
+        n = max(len(args[0]), 1) * 2
+        outs = [np.zeros(n, d) for d in dtypes]
+        m = k(*args, *outs)
+        return [tuple(int(o[i]) for o in outs) for i in range(m)]
+    return call
+
+
+def _runs_at_least(codes, pos, delta, k, min_width):
+    out, cov, cur, start = [], 0, None, 0
+    for c, p, d in zip(codes.tolist(), pos.tolist(), delta.tolist()):
+        if c != cur:
+            cov, cur = 0, c
+        before = cov >= k
+        cov += d
+        if cov >= k and not before:
+            start = p
+        elif before and cov < k and p - start >= min_width:
+            out.append((c, start, p))
+    return out
+
+
+def _merge_counts(k1, n1, k2, n2):
+    sums: dict = {}
+    for k, n in zip([*k1.tolist(), *k2.tolist()], [*n1.tolist(), *n2.tolist()]):
+        sums[k] = sums.get(k, 0) + n
+    keys = sorted(sums)
+    return np.array(keys, np.int64), np.array([sums[k] for k in keys], np.int64)
+
+
+def _divide_by_median(values, indices, med):
+    return np.array([v / med[i] if med[i] > 0 else 0.0 for v, i in zip(values, indices)],
+                    np.float64)
+
+
+def _translate(n: int, rng: np.random.Generator):
+    table = rng.permutation(max(n, 1)).astype(np.int32)
+    return table, rng.integers(0, table.size, n).astype(np.int32)
+
+
+def _compact(n: int, rng: np.random.Generator):
+    caps = rng.integers(0, 6, n)
+    cap_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(caps, out=cap_offsets[1:])
+    lengths = np.array([rng.integers(0, c + 1) for c in caps], np.int64)
+    total = int(cap_offsets[-1])
+    return (rng.integers(0, 100, total).astype(np.int32), rng.random(total).astype(np.float32),
+            cap_offsets, lengths)
+
+
+def _compact_call(k, ids, vals, cap_offsets, lengths):
+    ids, vals = ids.copy(), vals.copy()
+    k(ids, vals, cap_offsets, lengths)
+    m = int(lengths.sum())
+    return ids[:m].tolist(), vals[:m].tolist()
+
+
+def _digit_word(n: int, rng: np.random.Generator):
+    text = "".join(str(d) for d in rng.integers(0, 10, 8)).encode()
+    k = int(rng.integers(1, 9))
+    text = text[:k] + b"\t" * (8 - k)
+    return np.frombuffer(text, np.uint64)[0], k
+
+
+# --------------------------------------------------------------------------- the registry
+SCENARIO = "compared on whole scenarios (universes and queries, matrices, files)"
+
+COMPARISONS: dict[str, Comparison] = {
+    # ---- bits: SWAR tricks on one 8-byte word, exact per byte
+    "bits.eq_bytes": Comparison(
+        oracle=lambda x, p: _high_bits(_word_bytes(x) == _word_bytes(p)[0]),
+        inputs=lambda: st.tuples(WORD, BYTE.map(lambda v: ONES * np.uint64(v))),
+        call=lambda k, x, p: int(k(x, p))),
+    "bits.below_space": Comparison(
+        oracle=lambda x: _high_bits(_word_bytes(x) < 32),
+        inputs=lambda: st.tuples(WORD), call=lambda k, x: int(k(x))),
+    "bits.count_high": Comparison(
+        oracle=lambda t: bin(int(t)).count("1"),
+        inputs=lambda: st.tuples(WORD.map(lambda x: x & HIGH))),
+    "bits.lowest_byte": Comparison(
+        oracle=lambda t: int(np.argmax(_word_bytes(t) >= 128)),
+        inputs=lambda: st.tuples(WORD.map(lambda x: x & HIGH).filter(bool))),
+    "bits.bit_index": Comparison(
+        oracle=lambda x: int(x).bit_length() - 1,
+        inputs=lambda: st.tuples(st.integers(0, 63).map(lambda k: np.uint64(1) << np.uint64(k)))),
+    "bits.digits_value": Comparison(
+        oracle=lambda x, n: int(_word_bytes(x)[:n].tobytes()),
+        inputs=lambda: _sized(_digit_word, 0)),
+    "bits.non_digits": Comparison(covered_by="bits.digits_value",
+                                  tested_in="tests/kernels/test_bits.py"),
+    # not numba-compiled: views and loads the compiled tricks use
+    "bits.load_word": Comparison(covered_by="parse.run"),
+    "bits.prefetch": Comparison(covered_by="monotone.mono_count"),
+    "bits.word_view": Comparison(covered_by="lines.scan", tested_in="tests/kernels/test_bits.py"),
+    # ---- build: universe builders' array passes
+    "build.is_sorted": Comparison(
+        oracle=lambda c, p: bool(np.all(np.diff(np.lexsort((p, c))) > 0)) if c.size > 1 else True,
+        inputs=lambda: _sized(lambda n, r: (r.integers(0, 3, n).astype(np.int32),
+                                            r.integers(0, 4, n).astype(np.int64)), 8)),
+    "build.merge_sorted": Comparison(
+        oracle=lambda c, s, e, g: [tuple(r) for r in naive_build.merge_sorted(c, s, e, g)],
+        inputs=lambda: st.builds(lambda regions, gap: (*regions, gap),
+                                 _sized(_sorted_regions), st.integers(-5, 20)),
+        call=_into(3, np.int32, np.int64, np.int64),
+        make=lambda n, r: (*_sorted_regions(n, r, 10 * n + 10), 0), sizes=(10_000, 1_000_000)),
+    "build.compact_events": Comparison(
+        oracle=naive_build.compact_events, inputs=lambda: _sized(_events),
+        call=_into(3, np.int32, np.int64, np.int64),
+        make=_events, sizes=(10_000, 1_000_000)),
+    "build.runs_at_least": Comparison(
+        oracle=_runs_at_least,
+        inputs=lambda: st.builds(lambda ev, k, w: (*ev, k, w), _sized(_events),
+                                 st.integers(1, 3), st.integers(0, 5)),
+        call=_into(3, np.int32, np.int64, np.int64)),
+    "build.bed_line_lengths": Comparison(oracle=naive_build.bed_text, via="bed_bytes",
+                                         tested_in="tests/build/test_build.py"),
+    "build.fill_bed": Comparison(oracle=naive_build.bed_text, via="bed_bytes",
+                                 tested_in="tests/build/test_build.py"),
+    # ---- gather: rows of a ragged batch
+    "gather.gather": Comparison(
+        oracle=_gather_oracle, inputs=lambda: _sized(_ragged, 40), call=_gather_call,
+        make=_ragged, sizes=(1_000, 100_000)),
+    "gather.gather_parallel": Comparison(
+        oracle=_gather_oracle, inputs=lambda: _sized(_ragged, 40), call=_gather_call,
+        make=_ragged, sizes=(1_000, 100_000)),
+    # ---- lines: the newline floor of a parse
+    "lines.count_lines": Comparison(
+        oracle=lambda buf: int(np.count_nonzero(buf == 10)),
+        inputs=lambda: st.tuples(st.binary(max_size=200).map(lambda b: np.frombuffer(b, np.uint8))),
+        make=lambda n, r: (r.choice(np.frombuffer(b"chr1\t10\t20\n", np.uint8), n),),
+        sizes=(100_000, 10_000_000)),
+    "lines.scan": Comparison(
+        oracle=lambda buf: (np.flatnonzero(buf == 10),
+                            bool(((buf < 32) & ~np.isin(buf, [9, 10, 13])).any())),
+        inputs=lambda: st.tuples(st.binary(max_size=200).map(
+            lambda b: np.frombuffer(b, np.uint8).copy())),
+        make=lambda n, r: (r.choice(np.frombuffer(b"chr1\t10\t20\n", np.uint8), n),),
+        sizes=(100_000, 10_000_000)),
+    "lines.bound": Comparison(covered_by="parse.run"),
+    # ---- sort: radix argsort and the gtars query order
+    "sort.stable_argsort": Comparison(
+        oracle=lambda keys: np.argsort(keys, kind="stable"),
+        inputs=lambda: st.builds(
+            lambda n, hi, seed: (np.random.default_rng(seed).integers(0, hi, n).astype(np.int64),),
+            st.one_of(st.integers(0, 300), st.integers(1 << 16, 1 << 17)),  # both paths
+            st.sampled_from([1, 3, 1000, 2**35, 2**62]), st.integers(0, 2**32 - 1)),
+        make=lambda n, r: (r.integers(0, 2**35, n).astype(np.int64),),
+        sizes=(100_000, 1_000_000)),
+    "sort.sort_regions": Comparison(oracle=naive_overlap.build_sweep,
+                                    tested_in="tests/kernels/test_sort.py"),
+    "sort.sorted_runs": Comparison(covered_by="sort.runs_order",
+                                   tested_in="tests/kernels/test_sort.py"),
+    "sort.runs_order": Comparison(oracle=naive_overlap.build_sweep,
+                                  tested_in="tests/kernels/test_sort.py"),
+    # ---- names: chromosome names and region strings
+    "names.translate_codes": Comparison(
+        oracle=lambda table, codes: table[codes], inputs=lambda: _sized(_translate),
+        make=_translate, sizes=(100_000, 10_000_000)),
+    "names.intern_spans": Comparison(oracle=naive_regions.parse,
+                                     tested_in="tests/kernels/test_names.py"),
+    "names.parse_region_names": Comparison(oracle=naive_regions.parse_region_string,
+                                           tested_in="tests/kernels/test_names.py"),
+    "names.parse_names": Comparison(oracle=naive_regions.parse_region_string,
+                                    tested_in="tests/kernels/test_names.py"),
+    # ---- parse: BED bytes
+    "parse.run": Comparison(oracle=naive_regions.parse, tested_in="tests/test_regions.py"),
+    "parse.parse_into": Comparison(covered_by="parse.run", tested_in="tests/test_bed_blocks.py"),
+    "parse.parse_bed": Comparison(covered_by="parse.run"),
+    # ---- overlap: the sweep (universe x query sets)
+    "overlap.overlap": Comparison(oracle=naive_overlap.overlap,
+                                  tested_in="tests/kernels/test_overlap.py"),
+    "sweep.build_sweep_sorted": Comparison(oracle=naive_overlap.build_sweep,
+                                           tested_in="tests/kernels/test_overlap.py"),
+    "sweep.sort_order": Comparison(oracle=naive_overlap.build_sweep,
+                                   tested_in="tests/kernels/test_overlap.py"),
+    "setorder.sort_within_sets": Comparison(oracle=naive_overlap.sort_within_sets,
+                                            tested_in="tests/kernels/test_overlap.py"),
+    # ---- cells: AnnData rows -> tokens
+    "cells.compact": Comparison(
+        oracle=lambda ids, vals, cap, lengths: tuple(map(list, naive_cells.compact(
+            ids.tolist(), vals.tolist(), cap.tolist(), lengths.tolist()))),
+        inputs=lambda: _sized(_compact, 50), call=_compact_call),
+    "cells.cell_tokens": Comparison(oracle=naive_cells.cells, via="tokenize_anndata",
+                                    tested_in="tests/singlecell/test_anndata.py"),
+    "cells.row_capacity": Comparison(covered_by="cells.cell_tokens"),
+    "cells.check_csr": Comparison(oracle=naive_cells.csr_rows,
+                                  tested_in="tests/singlecell/test_anndata.py"),
+    "cells.value_order_rows": Comparison(oracle=naive_cells.cells,
+                                         tested_in="tests/kernels/test_cells.py"),
+    "cells.rng_seed": Comparison(oracle=naive_cells.cells,
+                                 tested_in="tests/singlecell/test_anndata.py"),
+    "cells.rng_below": Comparison(oracle=naive_cells.cells,
+                                  tested_in="tests/singlecell/test_anndata.py"),
+    "monotone.mono_count": Comparison(oracle=naive_cells.cells,
+                                      tested_in="tests/singlecell/test_anndata.py"),
+    "monotone.mono_fill": Comparison(covered_by="monotone.mono_count"),
+    "monotone.pack_lut_word": Comparison(covered_by="monotone.mono_count"),
+    "monotone.keep_threshold": Comparison(covered_by="monotone.mono_count"),
+    # ---- values: value encodings
+    "values.rows_increasing": Comparison(
+        oracle=lambda indptr, indices: all(np.all(np.diff(indices[a:b]) > 0)
+                                           for a, b in zip(indptr[:-1], indptr[1:])),
+        inputs=lambda: _sized(_csr_rows, 30)),
+    "values.merge_counts": Comparison(
+        oracle=_merge_counts, inputs=lambda: _sized(_counts, 60),
+        make=_counts, sizes=(100_000, 1_000_000)),
+    "values.divide_by_median": Comparison(
+        oracle=_divide_by_median,
+        inputs=lambda: _sized(lambda n, r: (r.random(n) * 100, r.integers(0, 10, n),
+                                            np.where(r.random(10) < 0.3, np.nan,
+                                                     r.random(10) * 5 - 1)), 100)),
+    "values.normalize_rows": Comparison(oracle=naive_histogram.chunk_keys,
+                                        tested_in="tests/singlecell/test_cellvalues.py"),
+    "values.row_bins": Comparison(oracle=naive_histogram.chunk_keys,
+                                  tested_in="tests/singlecell/test_cellvalues.py"),
+    "values.normalize_divide": Comparison(covered_by="values.divide_by_median",
+                                          tested_in="tests/singlecell/test_histogram.py"),
+    "values.normalize_bins": Comparison(covered_by="values.row_bins",
+                                        tested_in="tests/singlecell/test_histogram.py"),
+    "values.bounded_scale": Comparison(covered_by="values.normalize_rows"),
+    "values.unbounded_row": Comparison(covered_by="values.normalize_rows"),
+    "values.midpoint": Comparison(covered_by="histogram.medians",
+                                  tested_in="tests/singlecell/test_cellvalues.py"),
+    # ---- histogram: the medians pass (a table per block of features)
+    "histogram.chunk_keys": Comparison(oracle=naive_histogram.chunk_keys,
+                                       tested_in="tests/singlecell/test_histogram.py"),
+    "histogram.medians": Comparison(oracle=naive_histogram.medians,
+                                    tested_in="tests/singlecell/test_histogram.py"),
+    "histogram.count_blocks": Comparison(covered_by="histogram.medians"),
+    "histogram.new_table": Comparison(covered_by="histogram.medians"),
+    "histogram.grow": Comparison(covered_by="histogram.medians"),
+    "histogram.add_block": Comparison(covered_by="histogram.medians"),
+    "histogram.pairs": Comparison(covered_by="histogram.medians"),
+    # ---- fragments: 10x fragment files
+    "fragments.parse_fragments": Comparison(oracle=naive_fragments.parse_line,
+                                            tested_in="tests/singlecell/test_fragments.py"),
+    "fragments.add_pairs": Comparison(oracle=naive_cells.fragment_matrix,
+                                      tested_in="tests/singlecell/test_fragmatrix.py"),
+    "fragscan.scan_fragments": Comparison(oracle=naive_fragments.scan,
+                                          tested_in="tests/singlecell/test_fragscan.py"),
+    "fragscan.add_names": Comparison(covered_by="fragscan.scan_fragments"),
+    "fragscan.name_table": Comparison(covered_by="fragscan.scan_fragments"),
+}
