@@ -150,4 +150,7 @@ def _ffd(lengths: np.ndarray, seq_len: int) -> _k.Pieces:
     order = np.argsort(-size, kind="stable")
     rec, src, size = rec[order], src[order], size[order]
     bin_, pos, used = _k.first_fit(size, seq_len)
-    return _k.Pieces(rec, src, size, bin_, pos, used)
+    # in sequence order for the fill (its writes then run through memory once); within a
+    # sequence, column order is placement order, so the segments keep their numbers
+    by = np.argsort(bin_ * seq_len + pos, kind="stable")
+    return _k.Pieces(rec[by], src[by], size[by], bin_[by], pos[by], used)

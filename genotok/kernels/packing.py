@@ -114,16 +114,19 @@ def fill(tokens, offsets, lengths, sep, rec, src, size, bin_, pos,
     sequence from 1 in placement order, ``out_pos`` restarts at 0 in every piece. Token
     ``lengths[r]`` of record ``r`` (one past its stored ones) is ``sep``; ``out_*`` come
     filled with padding (0 segments)."""
-    segs = np.zeros(out_ids.shape[0], np.int64)
+    segs = np.zeros(out_ids.shape[0], np.int32)
     for p in range(rec.size):
-        r, b, c = rec[p], bin_[p], pos[p]
+        r, b, c, n = rec[p], bin_[p], pos[p], size[p]
         segs[b] += 1
-        base = offsets[r]
-        for j in range(size[p]):
-            t = src[p] + j
-            out_ids[b, c + j] = tokens[base + t] if t < lengths[r] else sep
-            out_seg[b, c + j] = segs[b]
-            out_pos[b, c + j] = j
+        real = min(n, lengths[r] - src[p])  # stored tokens in the piece; the rest is ``sep``
+        a = offsets[r] + src[p]
+        row_ids, row_seg, row_pos = out_ids[b], out_seg[b], out_pos[b]
+        row_ids[c:c + real] = tokens[a:a + real]
+        for j in range(real, n):
+            row_ids[c + j] = sep
+        row_seg[c:c + n] = segs[b]
+        for j in range(n):
+            row_pos[c + j] = j
 
 
 def warmup() -> None:
