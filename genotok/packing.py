@@ -48,6 +48,12 @@ class Packed(dict):
         ``n_tokens`` over the sequences' room: the share of real tokens.
     strategy
         ``"greedy"`` or ``"ffd"``.
+
+    Examples
+    --------
+    >>> out = pack([[1, 2, 3], [4]], seq_len=3, pad_token_id=0, strategy="ffd")
+    >>> sorted(out), out.n_tokens, round(out.fill, 2)
+    (['attention_mask', 'input_ids', 'position_ids', 'segment_ids'], 4, 0.67)
     """
 
     n_tokens: int
