@@ -43,6 +43,7 @@ import numpy as np
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .kernels import mixing as _k
+from .kernels.gather import gather as _gather
 from .params import Flag, Integral, Interval, validate
 from .ragged import Ragged
 
@@ -272,31 +273,35 @@ class Mixture(Sequence):
         return self.corpora[k].values(r)
 
     def get_batch(self, indices, *, values: bool = False) -> Ragged:
-        """Many draws at once, in the order asked (one gather per corpus)."""
+        """Many draws at once, in the order asked (one gather per corpus, then one reorder)."""
         kind, record = self.sources(indices)
         n = kind.size
-        parts, lens, where = [], np.zeros(n, np.int64), []
-        for j, c in enumerate(self.corpora):
-            sel = np.flatnonzero(kind == j)
-            if sel.size:
-                b = c.get_batch(record[sel], values=values)
-                parts.append(b)
-                lens[sel] = b.lengths
-                where.append(sel)
+        by = np.argsort(kind, kind="stable")  # the draws grouped by corpus
+        cut = np.searchsorted(kind[by], np.arange(len(self.corpora) + 1))
+        parts = [c.get_batch(record[by[cut[j]:cut[j + 1]]], values=values)
+                 for j, c in enumerate(self.corpora) if cut[j + 1] > cut[j]]
+        if not parts:
+            return Ragged(np.zeros(0, np.uint32), np.zeros(1, np.int64),
+                          np.zeros(0, np.float32) if values else None)
+        # the groups' rows end to end, then each row back to its place (one gather kernel)
+        lens = np.concatenate([np.diff(p.offsets) for p in parts])
+        grouped = np.zeros(n + 1, np.int64)
+        np.cumsum(lens, out=grouped[1:])
+        inv = np.empty(n, np.int64)
+        inv[by] = np.arange(n)
         offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(lens, out=offsets[1:])
-        dtype = np.result_type(*(p.data.dtype for p in parts)) if parts else np.dtype(np.uint32)
-        data = np.empty(int(offsets[-1]), dtype)
-        vals = None
-        if values:
-            vdt = np.result_type(*(p.values.dtype for p in parts)) if parts else np.float32
-            vals = np.empty(int(offsets[-1]), vdt)
-        for b, sel in zip(parts, where):  # each corpus's rows back to their places
-            dst = np.repeat(offsets[sel] - b.offsets[:-1], b.lengths) + np.arange(b.data.size)
-            data[dst] = b.data
-            if values:
-                vals[dst] = b.values
+        np.cumsum(lens[inv], out=offsets[1:])
+        data = self._reorder([p.data for p in parts], grouped, inv, offsets)
+        vals = self._reorder([p.values for p in parts], grouped, inv, offsets) if values else None
         return Ragged(data, offsets, vals)
+
+    @staticmethod
+    def _reorder(arrays, grouped, inv, offsets) -> np.ndarray:
+        """Rows ``inv`` of the concatenated ``arrays`` (rows at ``grouped``), at ``offsets``."""
+        src = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        out = np.empty(int(offsets[-1]), src.dtype)
+        _gather(src, grouped, inv, offsets, out)  # every index made here, in range
+        return out
 
     def prefetch(self, indices) -> None:
         """Ask remote corpora to fetch the shards of these draws ahead."""
