@@ -43,7 +43,7 @@ import numpy as np
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .kernels import mixing as _k
-from .kernels.gather import gather as _gather
+from .kernels.gather import gather as _gather_rows
 from .params import Flag, Integral, Interval, validate
 from .ragged import Ragged
 
@@ -55,6 +55,8 @@ CONSTRAINTS = {"seed": [Interval(Integral, 0, None)],
 
 #: the default window holds at least this many draws
 WINDOW = 1024
+#: draws gathered at once when a batch lies within such a block (the loaders' batches in order)
+BLOCK = 1024
 #: weights are made fractions with denominators up to this (a finer weight is rounded to it)
 MAX_DENOMINATOR = 1 << 20
 
@@ -128,6 +130,7 @@ class Mixture(Sequence):
         self.epoch = 0
         self._slots: tuple | None = None
         self._cache: tuple | None = None
+        self._block: tuple | None = None
 
     # -- what a corpus offers the loaders
     @property
@@ -273,8 +276,38 @@ class Mixture(Sequence):
         return self.corpora[k].values(r)
 
     def get_batch(self, indices, *, values: bool = False) -> Ragged:
-        """Many draws at once, in the order asked (one gather per corpus, then one reorder)."""
-        kind, record = self.sources(indices)
+        """Many draws at once, in the order asked.
+
+        Draws that lie in one block of :data:`BLOCK` draws (a loader's batches, in order) are
+        served from that block, gathered whole once per epoch (one gather per corpus per
+        block, then one gather per batch, as from a single corpus); others are gathered
+        directly (one gather per corpus, then one reorder).
+        """
+        idx = self._check(indices)
+        if idx.size:
+            b = int(idx[0]) // BLOCK
+            lo, hi = b * BLOCK, min((b + 1) * BLOCK, self.length)
+            if idx.min() >= lo and idx.max() < hi:
+                key = (self.epoch, b, bool(values))
+                if self._block is None or self._block[0] != key:
+                    self._block = (key, self._gather(np.arange(lo, hi), values))
+                block = self._block[1]
+                local = idx - lo
+                lens = np.diff(block.offsets)[local]
+                offsets = np.zeros(idx.size + 1, np.int64)
+                np.cumsum(lens, out=offsets[1:])
+                data = np.empty(int(offsets[-1]), block.data.dtype)
+                _gather_rows(block.data, block.offsets, local, offsets, data)
+                vals = None
+                if values:
+                    vals = np.empty(int(offsets[-1]), block.values.dtype)
+                    _gather_rows(block.values, block.offsets, local, offsets, vals)
+                return Ragged(data, offsets, vals)
+        return self._gather(idx, values)
+
+    def _gather(self, idx: np.ndarray, values: bool) -> Ragged:
+        """Draws ``idx`` (checked): one gather per corpus, then each row back to its place."""
+        kind, record = self.sources(idx)
         n = kind.size
         by = np.argsort(kind, kind="stable")  # the draws grouped by corpus
         cut = np.searchsorted(kind[by], np.arange(len(self.corpora) + 1))
@@ -300,7 +333,7 @@ class Mixture(Sequence):
         """Rows ``inv`` of the concatenated ``arrays`` (rows at ``grouped``), at ``offsets``."""
         src = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
         out = np.empty(int(offsets[-1]), src.dtype)
-        _gather(src, grouped, inv, offsets, out)  # every index made here, in range
+        _gather_rows(src, grouped, inv, offsets, out)  # every index made here, in range
         return out
 
     def prefetch(self, indices) -> None:
@@ -311,7 +344,7 @@ class Mixture(Sequence):
                 c.prefetch(record[kind == j])
 
     def __getstate__(self):  # pickled without the per-epoch arrays (workers rebuild them)
-        return {**self.__dict__, "_slots": None, "_cache": None}
+        return {**self.__dict__, "_slots": None, "_cache": None, "_block": None}
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{w:.3g}" for w in self.weights)

@@ -33,7 +33,7 @@ def paths(tmp_path_factory):
     return [_write(d / f"c{k}.gtokc", n, k, values=True) for k, n in enumerate(SIZES)]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(a=st.lists(st.integers(1, 9), min_size=1, max_size=4), n=st.integers(0, 60))
 def test_interleave_matches_the_oracle_and_holds_every_prefix(a, n):
     out = np.empty(n, np.int32)
@@ -191,3 +191,21 @@ def test_map_style_dataset_reads_a_mixture(paths):
     ids, vals = ds[3]
     assert len(ds) == len(m) and ids.tolist() == m[3].tolist()
     assert vals.tolist() == m.values(3).tolist()
+
+
+def test_batches_within_and_across_blocks_read_the_same(paths, monkeypatch):
+    from genotok import Corpus, mixture
+
+    monkeypatch.setattr(mixture, "BLOCK", 16)
+    corpora = [Corpus.open(p) for p in paths]
+    m = mix(corpora, [0.5, 0.3, 0.2], seed=5)
+    for epoch in (0, 1):
+        m.set_epoch(epoch)
+        for idx in ([0, 3, 15], [17, 16, 30], [10, 20], [len(m) - 1], list(range(len(m)))):
+            got = m.get_batch(idx, values=True)
+            want = [corpora[k][r].tolist() for k, r in zip(*m.sources(idx))]
+            vals = [corpora[k].values(r).tolist() for k, r in zip(*m.sources(idx))]
+            assert got.to_list() == want
+            assert np.split(got.values, got.offsets[1:-1]) and \
+                [v.tolist() for v in np.split(got.values, got.offsets[1:-1])] == vals
+            assert m.get_batch(idx).to_list() == want  # the block cached with values, read without

@@ -39,7 +39,7 @@ def _corpus(tmp_path, records, shards=1):
     return Corpus.open(d)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(records=st.lists(st.lists(st.integers(0, 69_999), max_size=6), min_size=3, max_size=15),
        T=st.integers(1, 5), B=st.integers(1, 4), seed=st.integers(0, 5), step=st.integers(0, 3),
        shards=st.sampled_from([1, 3]))
