@@ -209,3 +209,19 @@ def test_batches_within_and_across_blocks_read_the_same(paths, monkeypatch):
             assert np.split(got.values, got.offsets[1:-1]) and \
                 [v.tolist() for v in np.split(got.values, got.offsets[1:-1])] == vals
             assert m.get_batch(idx).to_list() == want  # the block cached with values, read without
+
+
+def test_the_lightning_data_module_reads_a_mixture(paths):
+    pytest.importorskip("torch")
+    pytest.importorskip("lightning")
+    from genotok.lightning import CorpusDataModule
+    from genotok.torch_data import Collator
+
+    m = mix(paths, [0.5, 0.3, 0.2], seed=2, window=10)
+    dm = CorpusDataModule(m, Collator(pad_token_id=0), batch_size=10, shuffle=False)
+    batches = list(dm.train_dataloader())
+    assert len(batches) == -(-len(m) // 10)
+    firsts = [b["input_ids"][:, 0].tolist() for b in batches]
+    assert firsts == [[int(m[i][0]) for i in range(j, min(j + 10, len(m)))]
+                      for j in range(0, len(m), 10)]
+    assert dm.state_dict()["epoch"] == 0
