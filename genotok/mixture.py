@@ -67,7 +67,7 @@ def _integer_weights(weights) -> tuple[np.ndarray, int]:
     total = sum(w)
     fracs = [Fraction(x / total).limit_denominator(MAX_DENOMINATOR) for x in w]
     den = math.lcm(*(f.denominator for f in fracs))
-    if den > MAX_DENOMINATOR:  # unrelated fine fractions: one grid of 2**20 instead
+    if den > MAX_DENOMINATOR or not all(fracs):  # fine or tiny shares: a grid of 2**-20
         a = [max(1, round(x / total * MAX_DENOMINATOR)) for x in w]
     else:
         a = [f.numerator * (den // f.denominator) for f in fracs]

@@ -136,6 +136,8 @@ def test_weights_made_exact_fractions():
     assert _integer_weights([2, 2])[0].tolist() == [1, 1]
     a, d = _integer_weights([1 / 3, 2 / 3])
     assert a.tolist() == [1, 2] and d == 3
+    a, d = _integer_weights([1e-9, 1])  # a share below 2**-20 still draws (rounded up to it)
+    assert a[0] == 1 and d == 2**20 + 1
 
 
 # ------------------------------------------------------------------ the loaders
