@@ -11,8 +11,8 @@ is, for each epoch, a sequence of ``len(mixture)`` draws:
 2. **Shuffled within each window** by ``(seed, epoch)``: the order changes every epoch, the
    counts of every window stay exact.
 3. **Which record.** Corpus ``k`` is read as an endless stream of passes, each pass a
-   permutation of its records drawn from ``(seed, k, pass)`` (or in order with
-   ``shuffle=False``); the mixture's ``c``-th draw of corpus ``k`` in epoch ``e`` is draw
+   permutation of its records fixed by ``(seed, k, pass)`` (records ranked by a hash; in
+   order with ``shuffle=False``); the mixture's ``c``-th draw of corpus ``k`` in epoch ``e`` is draw
    ``e * q_k + c`` of that stream (``q_k`` the corpus's draws per epoch). So no record repeats
    before its corpus has been seen whole, and an epoch continues where the last one stopped.
 
@@ -59,6 +59,23 @@ WINDOW = 1024
 BLOCK = 1024
 #: weights are made fractions with denominators up to this (a finer weight is rounded to it)
 MAX_DENOMINATOR = 1 << 20
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser on a uint64 array (wraps; arrays never warn on overflow)."""
+    z = z + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _pass_orders(seed: int, j: int, passes: np.ndarray, size: int) -> np.ndarray:
+    """``(len(passes), size)``: the record order of each pass of corpus ``j``, a function of
+    ``(seed, j, pass)`` alone (records ranked by a hash), however the passes are grouped."""
+    base = _mix64(_mix64(np.array([seed], np.uint64)) ^ np.array([j], np.uint64))
+    rows = _mix64(base ^ passes.astype(np.uint64))
+    keys = _mix64(rows[:, None] ^ _mix64(np.arange(size, dtype=np.uint64))[None, :])
+    return np.argsort(keys, axis=1, kind="stable")
 
 
 def _integer_weights(weights) -> tuple[np.ndarray, int]:
@@ -233,10 +250,13 @@ class Mixture(Sequence):
         if not self.shuffle:
             return at
         out = np.empty(g.size, np.int64)
-        for p in np.unique(passes):
-            sel = passes == p
-            perm = np.random.default_rng([self.seed, j, int(p), 0x6D6978]).permutation(size)
-            out[sel] = perm[at[sel]]
+        todo = np.unique(passes)
+        step = max(1, (1 << 22) // size)  # passes ranked at once: at most 4 M keys in memory
+        for a in range(0, todo.size, step):
+            chunk = todo[a:a + step]
+            perms = _pass_orders(self.seed, j, chunk, size)
+            sel = (passes >= chunk[0]) & (passes <= chunk[-1])
+            out[sel] = perms[np.searchsorted(chunk, passes[sel]), at[sel]]
         return out
 
     def sources(self, indices) -> tuple[np.ndarray, np.ndarray]:

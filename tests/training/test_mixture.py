@@ -227,3 +227,20 @@ def test_the_lightning_data_module_reads_a_mixture(paths):
     assert firsts == [[int(m[i][0]) for i in range(j, min(j + 10, len(m)))]
                       for j in range(0, len(m), 10)]
     assert dm.state_dict()["epoch"] == 0
+
+
+def test_pass_orders_depend_on_the_pass_alone_and_are_permutations():
+    from genotok.mixture import _pass_orders
+
+    many = _pass_orders(3, 1, np.arange(50), 9)
+    assert (np.sort(many, axis=1) == np.arange(9)).all()
+    assert (_pass_orders(3, 1, np.array([17]), 9)[0] == many[17]).all()  # however grouped
+    assert len({tuple(r) for r in many.tolist()}) > 40  # passes differ
+    assert not (_pass_orders(4, 1, np.arange(50), 9) == many).all()
+
+
+def test_a_tiny_corpus_upweighted_is_cheap(tmp_path, paths):
+    one = _write(tmp_path / "one.gtokc", 1, 5)
+    m = mix([one, paths[0]], [0.5, 0.5], seed=0, length=100_000)  # 50,000 passes of 1 record
+    k, r = m.sources(np.arange(len(m)))
+    assert (r[k == 0] == 0).all() and int((k == 0).sum()) == 50_000
