@@ -135,11 +135,11 @@ def pack(rows: Sequence[np.ndarray] | Ragged, seq_len: int, pad_token_id: int,
     ids = np.full((pieces.n_bins, seq_len), pad_token_id, dtype)
     seg = np.zeros(ids.shape, np.int32)
     pos = np.zeros(ids.shape, np.int32)
+    mask = np.zeros(ids.shape, np.int64)
     sep = dtype.type(0 if sep_token_id is None else sep_token_id)
     _k.fill(tokens, offsets, stored, sep, pieces.rec, pieces.src, pieces.size, pieces.bin,
-            pieces.pos, ids, seg, pos)
-    out = Packed(input_ids=ids, segment_ids=seg, position_ids=pos,
-                 attention_mask=(seg > 0).astype(np.int64))
+            pieces.pos, ids, seg, pos, mask)
+    out = Packed(input_ids=ids, segment_ids=seg, position_ids=pos, attention_mask=mask)
     out.n_tokens, out.strategy = int(lengths.sum()), strategy
     return out
 

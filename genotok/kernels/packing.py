@@ -109,11 +109,11 @@ def first_fit(sizes: np.ndarray, seq_len: int) -> tuple[np.ndarray, np.ndarray, 
 
 @njit(**NJIT)
 def fill(tokens, offsets, lengths, sep, rec, src, size, bin_, pos,
-         out_ids, out_seg, out_pos):  # pragma: no cover - compiled
+         out_ids, out_seg, out_pos, out_mask):  # pragma: no cover - compiled
     """Copy the pieces into ``out_ids`` and number them: ``out_seg`` counts the pieces of a
-    sequence from 1 in placement order, ``out_pos`` restarts at 0 in every piece. Token
-    ``lengths[r]`` of record ``r`` (one past its stored ones) is ``sep``; ``out_*`` come
-    filled with padding (0 segments)."""
+    sequence from 1 in placement order, ``out_pos`` restarts at 0 in every piece, ``out_mask``
+    is 1 under every piece. Token ``lengths[r]`` of record ``r`` (one past its stored ones) is
+    ``sep``; ``out_*`` come filled with padding (0 segments, 0 mask)."""
     segs = np.zeros(out_ids.shape[0], np.int32)
     for p in range(rec.size):
         r, b, c, n = rec[p], bin_[p], pos[p], size[p]
@@ -121,6 +121,7 @@ def fill(tokens, offsets, lengths, sep, rec, src, size, bin_, pos,
         real = min(n, lengths[r] - src[p])  # stored tokens in the piece; the rest is ``sep``
         a = offsets[r] + src[p]
         row_ids, row_seg, row_pos = out_ids[b], out_seg[b], out_pos[b]
+        out_mask[b, c:c + n] = 1
         row_ids[c:c + real] = tokens[a:a + real]
         for j in range(real, n):
             row_ids[c + j] = sep
@@ -138,4 +139,5 @@ def warmup() -> None:
         ids = np.zeros((pieces.n_bins, 2), dt)
         fill(np.arange(3, dtype=dt), np.array([0, 2, 3], np.int64), lengths, dt(0), pieces.rec,
              pieces.src, pieces.size, pieces.bin, pieces.pos, ids,
-             np.zeros(ids.shape, np.int32), np.zeros(ids.shape, np.int32))
+             np.zeros(ids.shape, np.int32), np.zeros(ids.shape, np.int32),
+             np.zeros(ids.shape, np.int64))
