@@ -18,6 +18,7 @@ from .errors import (
 from .formats.corpus import Corpus, CorpusWriter, write_manifest
 from .formats.gtok import read_gtok, write_gtok
 from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
+from .mixture import mix
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
@@ -40,5 +41,5 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source",
+    "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
 ]

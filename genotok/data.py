@@ -26,6 +26,7 @@ from ._optional import optional
 from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
+from .packing import pack  # noqa: F401 (the numba packing: greedy or first-fit-decreasing)
 from .params import check
 
 
@@ -139,57 +140,6 @@ def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | N
     if eos_token_id is not None:
         parts.append(np.array([eos_token_id], dtype=np.int64))
     return np.concatenate(parts)
-
-
-# ---------------------------------------------------------------------------------- batches
-def pack(rows: Sequence[np.ndarray], seq_len: int, pad_token_id: int,
-         sep_token_id: int | None = None) -> dict[str, np.ndarray]:
-    """Pack consecutive records into fixed-length sequences with segment ids.
-
-    Records are placed greedily, in order; a record that does not fit in the current sequence
-    starts the next one, and one longer than ``seq_len`` is split over several. ``segment_ids``
-    number the records within a sequence from 1 (0 = padding); ``sep_token_id`` (optional)
-    ends every record.
-
-    Examples
-    --------
-    >>> out = pack([[1, 2], [3, 4, 5], [6]], seq_len=4, pad_token_id=0)
-    >>> out["input_ids"].tolist(), out["segment_ids"].tolist()
-    ([[1, 2, 0, 0], [3, 4, 5, 6]], [[1, 1, 0, 0], [1, 1, 1, 2]])
-    """
-    if seq_len < 1:
-        raise ValueError("seq_len must be >= 1")
-    seqs, segs = [], []
-    cur, cur_seg, seg = [], [], 0
-    for r in rows:
-        r = np.asarray(r, dtype=np.int64)
-        if sep_token_id is not None:
-            r = np.append(r, sep_token_id)
-        while r.size:
-            room = seq_len - len(cur)
-            if r.size > room and cur and r.size <= seq_len:
-                seqs.append(cur)
-                segs.append(cur_seg)
-                cur, cur_seg, seg = [], [], 0
-                continue
-            take = r[:seq_len - len(cur)]
-            seg += 1
-            cur.extend(take.tolist())
-            cur_seg.extend([seg] * take.size)
-            r = r[take.size:]
-            if len(cur) == seq_len:
-                seqs.append(cur)
-                segs.append(cur_seg)
-                cur, cur_seg, seg = [], [], 0
-    if cur:
-        seqs.append(cur)
-        segs.append(cur_seg)
-    ids = np.full((len(seqs), seq_len), pad_token_id, dtype=np.int64)
-    seg_ids = np.zeros((len(seqs), seq_len), dtype=np.int64)
-    for i, (s, g) in enumerate(zip(seqs, segs)):
-        ids[i, :len(s)] = s
-        seg_ids[i, :len(g)] = g
-    return {"input_ids": ids, "segment_ids": seg_ids, "attention_mask": (seg_ids > 0).astype(np.int64)}
 
 
 # ---------------------------------------------------------------------------------- objectives

@@ -7,6 +7,8 @@ record of the epoch, on any number of devices and workers (:mod:`genotok.samplin
 
 from __future__ import annotations
 
+import os
+
 from ._optional import require
 
 L = require("lightning.pytorch", "genotok.lightning")
@@ -82,7 +84,8 @@ class CorpusDataModule(L.LightningDataModule):
         self._pass_epoch = self._pass_first = self._used = 0
 
     def _open(self, c):
-        return c if isinstance(c, Corpus) else Corpus.open(c, **self.open_kwargs)
+        # a path is opened; a corpus or a mixture (genotok.mix) is read as it is
+        return Corpus.open(c, **self.open_kwargs) if isinstance(c, (str, os.PathLike)) else c
 
     def _rank(self) -> tuple[int, int]:
         t = getattr(self, "trainer", None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import multiprocessing
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,15 @@ from . import sampling as _sampling  # noqa: E402
 from .errors import GenotokError  # noqa: E402
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
+
+
+def _open(corpus, expect):
+    """A path is opened as a corpus; a corpus, or anything read like one (a
+    :func:`genotok.mix` mixture), is used as it is."""
+    if isinstance(corpus, (str, os.PathLike)):
+        return Corpus.open(corpus, expect=expect)
+    _corpus.check_expected(corpus.fingerprint, expect, getattr(corpus, "path", "corpus"))
+    return corpus
 
 
 def _tensors(batch: dict) -> dict:
@@ -165,7 +175,7 @@ class CorpusDataset(Dataset):
     """
 
     def __init__(self, corpus, *, values: bool = False, expect=None):
-        self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
+        self.corpus = _open(corpus, expect)
         self.values = values
 
     def __len__(self) -> int:
@@ -209,7 +219,7 @@ class CorpusIterableDataset(IterableDataset):
                  seed: int = 0, rank: int | None = None, world_size: int | None = None,
                  split: str = "even", drop_last_batch: bool = False, values: bool = False,
                  expect=None, max_tokens: int | None = None, window: int = 4):
-        self.corpus = corpus if isinstance(corpus, Corpus) else Corpus.open(corpus, expect=expect)
+        self.corpus = _open(corpus, expect)
         self.plan = _sampling.plan_for(self.corpus, batch_size=batch_size, max_tokens=max_tokens,
                                        shuffle=shuffle, seed=seed, window=window, split=split,
                                        drop_last_batch=drop_last_batch,
@@ -285,6 +295,8 @@ class CorpusIterableDataset(IterableDataset):
         wid, nw = (info.id, info.num_workers) if info is not None else (0, 1)
         if info is not None:  # in a DataLoader worker, forked or not: no numba thread pool
             worker_init(wid)
+        if hasattr(self.corpus, "set_epoch"):  # a mixture: its draws depend on the epoch
+            self.corpus.set_epoch(self.epoch)
         sched = self.schedule()
         mine = range(self.start_batch + wid, len(sched), nw)
         if hasattr(self.corpus, "prefetch") and len(mine):  # a remote corpus: fetch shards ahead

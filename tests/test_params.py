@@ -64,6 +64,17 @@ def _constrained():
         lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, max_length=v)
     yield "make_batch.truncation", batching.CONSTRAINTS["batch_truncation"], \
         lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, truncation=v, max_length=2)
+    from genotok import mixture, packing, windows
+
+    for name, allowed in packing.CONSTRAINTS.items():
+        args = {"seq_len": 4, "pad_token_id": 0}
+        yield f"pack.{name}", allowed, lambda v, n=name, a=args: packing.pack([[1, 2]], **{**a, n: v})
+    for name, allowed in mixture.CONSTRAINTS.items():  # refused before any corpus is read
+        yield f"mix.{name}", allowed, lambda v, n=name: mixture.Mixture([], [], **{n: v})
+    for name, allowed in windows.CONSTRAINTS.items():
+        args = {"context_length": 2, "batch_size": 1, "seed": 0, "step": 0}
+        yield f"windows.{name}", allowed, \
+            lambda v, n=name, a=args: windows.windows(None, **{**a, n: v})
 
 
 CASES = [(name, value, call) for name, allowed, call in _constrained()
