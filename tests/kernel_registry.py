@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import genotok.kernels
 from tests import naive_build, naive_cells, naive_fragments, naive_histogram, naive_overlap
-from tests import naive_regions
+from tests import naive_mixing, naive_packing, naive_regions
 
 
 @dataclass(frozen=True)
@@ -398,4 +398,12 @@ COMPARISONS: dict[str, Comparison] = {
                                           tested_in="tests/singlecell/test_fragscan.py"),
     "fragscan.add_names": Comparison(covered_by="fragscan.scan_fragments"),
     "fragscan.name_table": Comparison(covered_by="fragscan.scan_fragments"),
+    # ---- packing and mixtures (training)
+    "packing.greedy_place": Comparison(oracle=naive_packing.greedy, via="pack",
+                                       tested_in="tests/test_packing.py"),
+    "packing.first_fit": Comparison(oracle=naive_packing.ffd, via="pack",
+                                    tested_in="tests/test_packing.py"),
+    "packing.fill": Comparison(covered_by="packing.first_fit"),
+    "mixing.interleave": Comparison(oracle=naive_mixing.interleave,
+                                    tested_in="tests/training/test_mixture.py"),
 }
