@@ -173,7 +173,17 @@ class FragmentSource(CellSource):
     BGZF file of five such columns whatever its name), counted into a cells × (universe
     regions + unknown) matrix when opened (:func:`fragment_counts`' matrix; with ``out=`` or
     ``memory_mb`` spilled to disk and read back a bucket of cells at a time): the columns
-    are the universe's tokens, the rows the barcodes; there are no ``obs`` columns."""
+    are the universe's tokens, the rows the barcodes; there are no ``obs`` columns.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> with FragmentSource.open(genotok.examples_dir() / "fragments.tsv.gz",
+    ...                          tokenizer=tok) as src:
+    ...     src.kind, src.n_cols == tok.universe.n_regions + 1, src.settings()["mode"]
+    ('fragments', True, 'fragment')
+    """
 
     kind = "fragments"
     suffixes = (".tsv", ".tsv.gz", ".tsv.bgz")

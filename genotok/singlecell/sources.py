@@ -789,7 +789,17 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
 
 
 def unregister_source(source: type[CellSource]) -> None:
-    """Remove a class from the registry (tests, examples)."""
+    """Remove a class from the registry (tests, examples).
+
+    Examples
+    --------
+    >>> class Toy(CellSource):
+    ...     kind, suffixes = "toy", (".toy",)
+    >>> _ = register_source(Toy)
+    >>> unregister_source(Toy)
+    >>> source_class("cells.toy") is None
+    True
+    """
     SOURCES[:] = [c for c in SOURCES if c is not source]
 
 
@@ -804,7 +814,13 @@ def _suffix_class(name: str) -> type[CellSource] | None:
 
 
 def suffixes() -> tuple[str, ...]:
-    """Every file suffix of the registered cell sources."""
+    """Every file suffix of the registered cell sources.
+
+    Examples
+    --------
+    >>> ".h5ad" in suffixes() and ".tsv.gz" in suffixes()
+    True
+    """
     return tuple(s for cls in SOURCES for s in cls.suffixes)
 
 
@@ -918,7 +934,16 @@ class _AnnDataBase(CellSource):
 
 class AnnDataSource(_AnnDataBase):
     """An ``anndata.AnnData``: in memory (any scipy sparse format or dense, checked), backed
-    (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read)."""
+    (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read).
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd
+    >>> a = anndata.AnnData(np.eye(2), var=pd.DataFrame(index=["chr1:0-10", "chr1:20-30"]))
+    >>> src = open_source(a)
+    >>> type(src).__name__, src.n_rows, src.in_memory, src.feature_names()
+    ('AnnDataSource', 2, True, ['chr1:0-10', 'chr1:20-30'])
+    """
 
     kind = "anndata"
 
@@ -929,7 +954,15 @@ class AnnDataSource(_AnnDataBase):
 
 class H5adSource(_AnnDataBase):
     """A ``.h5ad`` file by path, read by row chunks with h5py (CSR, CSC within the memory
-    budget, dense), every integer that indexes memory checked first."""
+    budget, dense), every integer that indexes memory checked first.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> with H5adSource.open(genotok.examples_dir() / "pbmc.h5ad") as src:
+    ...     src.settings(), src.names()[:1]
+    ({'layer': None}, ['GCATACGTGTACGCCC-1'])
+    """
 
     kind = "h5ad"
     suffixes = (".h5ad",)
