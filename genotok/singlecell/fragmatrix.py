@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import _io
+from .. import _bgzf, _io
 from ..params import Flag, check
 from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
@@ -116,7 +116,7 @@ class FragmentMatrix(NamedTuple):
             path, regions, mode="insertion" if read.mode is None else read.mode,
             shift=read.shift, use_count=use_count, barcodes=read.barcodes,
             min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-            n_threads=n_threads)
+            n_threads=n_threads, regions=read.regions)
         return cls(names, X, nfrag)
 
 
@@ -332,8 +332,32 @@ class _Names:
         return None
 
 
+def _lines(path: str, block_bytes: int, regions, n_threads) -> Iterator[np.ndarray]:
+    """The file's bytes as blocks of whole lines: a BGZF file's blocks inflated on threads
+    (only the blocks of ``regions`` when a ``.tbi``/``.csi`` index is beside it), any other
+    file read as one stream on a thread ahead; with ``regions`` and no index, the lines
+    outside them are dropped as they stream by."""
+    want = None if regions is None else _bgzf.parse_regions(regions)
+    if _bgzf.is_bgzf(path):
+        if want is not None and _bgzf.has_index(path):
+            yield from _bgzf.region_lines(path, want, n_threads)
+            return
+        blocks = _bgzf.line_blocks(path, block_bytes, n_threads)
+    else:
+        blocks = _prefetched(_blocks_of_lines(path, block_bytes))
+    if want is None:
+        yield from blocks
+        return
+    wanted = {c.encode("utf-8"): ivs for c, ivs in want.items()}
+    try:
+        for block in blocks:
+            yield _bgzf.keep_lines(block, wanted)
+    finally:
+        blocks.close()
+
+
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
-               universe, spill=None, spill_bytes: float = 0):
+               universe, spill=None, spill_bytes: float = 0, regions=None, n_threads=None):
     """The block loop of :func:`_count`: each block through the kernel, new names decoded,
     the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place. With a
     ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
@@ -342,7 +366,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
     def blocks():
         try:
-            yield from _prefetched(_blocks_of_lines(path, block_bytes))
+            yield from _lines(path, block_bytes, regions, n_threads)
         except _LineTooLong:  # every line before it is counted: ``line`` is this one
             raise BedParseError(path, line, f"a line of more than {MAX_LINE_BYTES >> 20} MiB: "
                                 "not a fragment file") from None
@@ -374,7 +398,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
            block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True,
-           memory_mb: float | None = None):
+           memory_mb: float | None = None, regions=None):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
@@ -429,7 +453,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     state = [nfrag, missed]
     try:
         _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u,
-                   spill, 0 if memory_mb is None else memory_mb * 2 ** 20)
+                   spill, 0 if memory_mb is None else memory_mb * 2 ** 20, regions, n_threads)
     except BaseException:
         if spill is not None:  # its files go with an error
             spill.close()
@@ -480,11 +504,12 @@ def _var_frame(u):
                         index=pd.Index(index, name="region"))
 
 
-def _matrix(path, regions, **options):
-    """``(tokenizer, barcodes, X, n_fragments)``: ``regions`` as a Tokenizer, and its counts."""
+def _matrix(path, universe, **options):
+    """``(tokenizer, barcodes, X, n_fragments)``: ``universe`` as a Tokenizer, and its
+    counts."""
     from ..tokenizer import Tokenizer
 
-    tok = regions if isinstance(regions, Tokenizer) else Tokenizer(regions)
+    tok = universe if isinstance(universe, Tokenizer) else Tokenizer(universe)
     return (tok, *_count(path, tok, **options))
 
 
@@ -572,7 +597,7 @@ def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=No
     tok, names, X, nfrag, unknown = _matrix(
         path, regions, mode=mode, shift=read.shift, use_count=use_count,
         barcodes=read.barcodes, min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-        n_threads=n_threads,
+        n_threads=n_threads, regions=read.regions,
         miss_column="obs", memory_mb=_spill_mb(memory_mb, out))
     u = tok.universe
     try:

@@ -85,7 +85,7 @@ def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = N
 
 
 def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift,
-            memory_mb=None, use_count: bool = False):
+            memory_mb=None, use_count: bool = False, regions=None):
     """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled
     one, read back by buckets of cells, with ``memory_mb``): each line counts once, or its
     column-5 count with ``use_count``."""
@@ -93,7 +93,8 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
     return _count(path, tokenizer, mode=mode, shift=shift, use_count=use_count,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-                  miss_column=True, repeats=not whole, memory_mb=memory_mb)[:3]
+                  miss_column=True, repeats=not whole, memory_mb=memory_mb,
+                  regions=regions)[:3]
 
 
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
@@ -173,7 +174,8 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     names, X, _ = _counts(path, tokenizer, barcodes=read.barcodes,
                           min_fragments=read.min_fragments, block_bytes=read.block_bytes,
                           n_threads=n_threads, mode=mode, shift=read.shift,
-                          memory_mb=_spill_mb(memory_mb, out), use_count=spec.use_count)
+                          memory_mb=_spill_mb(memory_mb, out), use_count=spec.use_count,
+                          regions=read.regions)
     try:
         return _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite,
                        n_threads, {"min_fragments": read.min_fragments, "mode": mode,
