@@ -44,7 +44,8 @@ def is_bgzf(path: str | os.PathLike) -> bool:
     >>> import gzip, os, tempfile
     >>> d = tempfile.mkdtemp()
     >>> p = os.path.join(d, "f.gz")
-    >>> _ = open(p, "wb").write(gzip.compress(b"x"))
+    >>> with open(p, "wb") as fh:
+    ...     _ = fh.write(gzip.compress(b"x"))
     >>> is_bgzf(p), is_bgzf(write_bgzf(os.path.join(d, "b.gz"), b"chr1\\t1\\t2\\tA\\n"))
     (False, True)
     """
@@ -443,16 +444,22 @@ def parse_regions(regions: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]]) -> np.ndarray:
+def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
+               sizes: tuple | None = None) -> np.ndarray:
     """The lines of ``buf`` (whole lines) whose chromosome is a key of ``want`` and which
-    overlap one of its intervals; a line without three tab-separated fields or whose start or
-    end is no integer is kept (the parser then names it), a ``#`` line dropped.
+    overlap one of its intervals (``want=None``: every line), and whose length ``end - start``
+    is within ``sizes = (min, max)`` (inclusive, ``None``: no bound; ``sizes=None``: any). A
+    line without three tab-separated fields or whose start or end is no integer is kept (the
+    parser then names it), a ``#`` line dropped.
 
     Examples
     --------
-    >>> buf = np.frombuffer(b"chr1\\t5\\t9\\tA\\nchr1\\t50\\t90\\tB\\nchr2\\t5\\t9\\tC\\n", np.uint8)
+    >>> buf = np.frombuffer(b"chr1\\t5\\t9\\tA\\nchr1\\t50\\t90\\tB\\n"
+    ...                     b"chr2\\t5\\t9\\tC\\n", np.uint8)
     >>> keep_lines(buf, {b"chr1": [(0, 10)], b"chr2": [(8, 20)]}).tobytes()
     b'chr1\\t5\\t9\\tA\\nchr2\\t5\\t9\\tC\\n'
+    >>> keep_lines(buf, None, (10, None)).tobytes()
+    b'chr1\\t50\\t90\\tB\\n'
     """
     if buf.size == 0:
         return buf
@@ -471,16 +478,27 @@ def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]]) -> np.
     start, good1 = _digits(buf, t1 + 1, t2)
     end, good2 = _digits(buf, t2 + 1, t3)
     good = good1 & good2
-    end = np.maximum(end, start + 1)
     keep = ~ok & (buf[ls] != ord("#"))
-    for chrom, ivs in want.items():
-        same = ok & (t1 - ls == len(chrom))
-        for i, ch in enumerate(chrom):
-            same &= buf[np.minimum(ls + i, buf.size - 1)] == ch
-        hit = ~good.copy()
-        for s, e in ivs:
-            hit |= (start < e) & (end > s)
-        keep |= same & hit
+    if want is None:
+        sel = ok.copy()
+    else:
+        sel = np.zeros(ls.size, bool)
+        reach = np.maximum(end, start + 1)  # a zero-length fragment covers its base
+        for chrom, ivs in want.items():
+            same = ok & (t1 - ls == len(chrom))
+            for i, ch in enumerate(chrom):
+                same &= buf[np.minimum(ls + i, buf.size - 1)] == ch
+            hit = ~good.copy()
+            for s, e in ivs:
+                hit |= (start < e) & (reach > s)
+            sel |= same & hit
+    if sizes is not None:
+        n = end - start
+        fits = ~good.copy()
+        fits |= ((sizes[0] is None) | (n >= (sizes[0] or 0))) & \
+            ((sizes[1] is None) | (n <= (sizes[1] if sizes[1] is not None else 0)))
+        sel &= fits
+    keep |= sel
     if keep.all():
         return buf
     return buf[np.repeat(keep, nl - ls + 1)]
@@ -687,5 +705,5 @@ def _reg2bin(beg: int, end: int) -> int:
     return 0
 
 
-__all__ = ["BGZF", "Index", "has_index", "is_bgzf", "keep_lines", "line_blocks", "parse_regions", "region_lines",
-           "write_bgzf"]
+__all__ = ["BGZF", "Index", "has_index", "is_bgzf", "keep_lines", "line_blocks", "parse_regions",
+           "region_lines", "write_bgzf"]

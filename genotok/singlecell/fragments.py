@@ -17,7 +17,8 @@ from .. import sink
 from ..ragged import Ragged
 from . import values as cellvalues
 from .cells import _check_call, _extra_encoder, _header, _options, _stream
-from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
+from .fragmatrix import (SPILL_MB, _count, _spill_mb,  # noqa: F401  (SPILL_MB: documented here)
+                         per_universe)
 from .pairs import _Spilled
 from .reading import FragmentOptions
 from .sources import _Chunk, _MemorySource, _Source
@@ -85,7 +86,7 @@ def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = N
 
 
 def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift,
-            memory_mb=None, use_count: bool = False, regions=None):
+            memory_mb=None, use_count: bool = False, regions=None, sizes=None):
     """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled
     one, read back by buckets of cells, with ``memory_mb``): each line counts once, or its
     column-5 count with ``use_count``."""
@@ -94,7 +95,7 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
                   miss_column=True, repeats=not whole, memory_mb=memory_mb,
-                  regions=regions)[:3]
+                  regions=regions, sizes=sizes)[:3]
 
 
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
@@ -175,7 +176,7 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                           min_fragments=read.min_fragments, block_bytes=read.block_bytes,
                           n_threads=n_threads, mode=mode, shift=read.shift,
                           memory_mb=_spill_mb(memory_mb, out), use_count=spec.use_count,
-                          regions=read.regions)
+                          regions=read.regions, sizes=read.fragment_size)
     try:
         return _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite,
                        n_threads, {"min_fragments": read.min_fragments, "mode": mode,
@@ -189,9 +190,7 @@ def _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite, n_th
             settings):
     """The cells of a counted fragment file (a matrix, or a spilled one) → tokens."""
     u = tokenizer.universe
-    ids = np.arange(u.n_regions, dtype=np.int64)
-    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
-    vm = _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+    vm = per_universe(u, "fragment_var_map", _fragment_var_map)
     kw = spec.encoding_kwargs()
     rank, values = kw["rank"], spec.values
     if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
@@ -220,6 +219,14 @@ def _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite, n_th
                                  overwrite=overwrite)
     return names, sink.collect((r for _, r in stream), "ragged", values=values,
                                pad_token_id=u.pad_token_id)
+
+
+def _fragment_var_map(u):
+    """The cell kernels' map of a count matrix' columns (the universe's regions, then the
+    column of fragments without a hit) to token ids; made once per universe."""
+    ids = np.arange(u.n_regions, dtype=np.int64)
+    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
 
 
 class _ChunkedSource(_Source):

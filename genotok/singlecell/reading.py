@@ -23,7 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..params import Flag, InstanceOf, Integral, Interval, Options, check, validate
+from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
+                      validate)
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,10 @@ class FragmentOptions:
         index beside it (as 10x writes them) has only those blocks inflated; any other file is
         streamed whole and the other lines dropped. Line numbers in error messages then count
         the lines read. ``None``: the whole file.
+    fragment_size
+        ``(min, max)``: count only the fragments whose length ``end - start`` is within
+        (inclusive; ``None`` leaves a side open), as SnapATAC2's ``min_frag_size`` /
+        ``max_frag_size``. ``None``: every fragment.
     """
 
     barcodes: object = None
@@ -105,6 +110,7 @@ class FragmentOptions:
     shift: tuple = (0, 0)
     block_bytes: int = 32 << 20
     regions: tuple | None = None
+    fragment_size: tuple | None = None
 
     CONSTRAINTS: ClassVar[dict] = {
         "min_fragments": [Interval(Integral, 0, None)],
@@ -112,6 +118,7 @@ class FragmentOptions:
         "shift": [InstanceOf(tuple, list)],
         "block_bytes": [Interval(Integral, 1, None)],
         "regions": [InstanceOf(tuple, list), None],
+        "fragment_size": [InstanceOf(tuple, list), None],
     }
 
     def __post_init__(self):
@@ -122,6 +129,14 @@ class FragmentOptions:
 
             object.__setattr__(self, "regions", tuple(str(r) for r in self.regions))
             parse_regions(self.regions)  # a malformed region string refused now
+        if self.fragment_size is not None:
+            size = tuple(self.fragment_size)
+            if len(size) != 2:
+                raise ParameterError(f"FragmentOptions: fragment_size must be (min, max), got "
+                                     f"{self.fragment_size!r}")
+            for name, v in zip(("fragment_size[0]", "fragment_size[1]"), size):
+                check(name, v, [Interval(Integral, 0, None), None], "FragmentOptions")
+            object.__setattr__(self, "fragment_size", size)
 
 
 def _checked(read, kind: type, where: str):
