@@ -355,8 +355,11 @@ def _merge(ch: np.ndarray) -> np.ndarray:
 
 
 def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> list[int]:
-    """The bins that may hold ``[beg, end)`` (htslib's ``reg2bins``)."""
-    end = max(end, beg + 1) - 1
+    """The bins that may hold ``[beg, end)`` (htslib's ``reg2bins``; the region clipped to
+    the index' span, ``2^(min_shift + 3 depth)``, as htslib does)."""
+    span = 1 << (min_shift + depth * 3)
+    beg, end = min(max(beg, 0), span - 1), min(max(end, beg + 1), span)
+    end -= 1
     out, s, t = [], min_shift + depth * 3, 0
     for level in range(depth + 1):
         out.extend(range(t + (beg >> s), t + (end >> s) + 1))

@@ -276,3 +276,13 @@ def test_real_bgzf_files(name, tmp_path):
     for regions in ([idx.names[0]], [idx.names[-1], f"{idx.names[0]}:0-1000000"]):
         assert (b"".join(b.tobytes() for b in region_lines(p, parse_regions(regions)))
                 == _oracle_lines(raw, regions))
+
+
+def test_a_whole_chromosome_asks_the_index_for_its_span_only():
+    """A chromosome without a range asked reg2bins for 2^40 bases: 67M bin ids at the last
+    level, minutes and GiB before the first block; the region is clipped to the index' span
+    (2^29 for .tbi), as htslib does."""
+    from genotok._bgzf import _reg2bins
+
+    bins = _reg2bins(0, 1 << 62, 14, 5)
+    assert len(bins) == sum(8 ** k for k in range(6)) and max(bins) == 37448
