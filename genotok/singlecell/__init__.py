@@ -17,8 +17,10 @@ from .fragments import fragment_count_chunks, fragment_counts, tokenize_fragment
 from .sources import obs_names, var_names
 from .values import feature_medians
 from .varnames import var_regions
+from .._bgzf import write_bgzf
 
 __all__ = ["AnnDataOptions", "Bins", "CellSpec", "FragmentMatrix", "FragmentOptions", "Log1p",
            "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
-           "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]
+           "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions",
+           "write_bgzf"]
