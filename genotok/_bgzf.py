@@ -291,25 +291,30 @@ class Index:
         max_v = data_size << 16
         pseudo = ((1 << (depth * 3 + 3)) - 1) // 7 + 1  # metadata, not chunks (37450 in .tbi)
         bins, linear = [], []
+        raw_, csi = r.raw, magic == b"CSI\x01"
+        head = struct.Struct("<IQi" if csi else "<Ii")
         for _ in range(n_ref):
             n_bin = r.i32()
-            if n_bin < 0:
-                raise r.bad("a negative bin count")
-            ref_bins: dict[int, list] = {}
+            if n_bin < 0 or n_bin * head.size > r.left():
+                raise r.bad("a bin count past the end of the index")
+            # where each bin's chunks are (read, checked and merged when a region asks)
+            ref_bins: list[tuple[int, int, int]] = []
+            pos = r.pos
             for _ in range(n_bin):
-                b = r.u32()
-                if magic == b"CSI\x01":
-                    r.u64()  # loffset
-                n_chunk = r.i32()
-                if n_chunk < 0 or n_chunk * 16 > r.left():
+                if pos + head.size > len(raw_):
+                    r.pos = pos
+                    raise r.bad("it ends early")
+                got = head.unpack_from(raw_, pos)
+                b, n_chunk = got[0], got[-1]
+                pos += head.size
+                if n_chunk < 0 or pos + 16 * n_chunk > len(raw_):
+                    r.pos = pos
                     raise r.bad("a chunk count past the end of the index")
-                ch = np.frombuffer(r.take(16 * n_chunk), "<u8").reshape(-1, 2)
-                if b == pseudo:
-                    continue
-                if ch.size and (ch[:, 0] > ch[:, 1]).any() or (ch > max_v).any():
-                    raise r.bad("a chunk outside the data file, or ending before it starts")
-                ref_bins.setdefault(b, []).append(ch)
-            bins.append({b: np.concatenate(v) for b, v in ref_bins.items()})
+                if b != pseudo:
+                    ref_bins.append((b, pos, n_chunk))
+                pos += 16 * n_chunk
+            r.pos = pos
+            bins.append(ref_bins)
             if magic == b"TBI\x01":
                 n_intv = r.i32()
                 if n_intv < 0 or n_intv * 8 > r.left():
@@ -323,12 +328,29 @@ class Index:
         if not names:
             raise BedParseError(ipath, None, "a CSI index without reference names (not made "
                                 "by tabix); re-create it with tabix --csi")
-        return cls(ipath, names, bins, linear, min_shift, depth, bool(fmt & 0x10000), meta)
+        out = cls(ipath, names, bins, linear, min_shift, depth, bool(fmt & 0x10000), meta)
+        out.raw, out.max_v, out._bins = raw, max_v, {}
+        return out
+
+    def _ref_bins(self, ref: int) -> dict[int, np.ndarray]:
+        """Reference ``ref``'s chunks by bin, each offset checked against the data file."""
+        got = self._bins.get(ref)
+        if got is None:
+            by: dict[int, list] = {}
+            for b, pos, n in self.bins[ref]:
+                ch = np.frombuffer(self.raw, "<u8", count=2 * n, offset=pos).reshape(-1, 2)
+                if ch.size and ((ch[:, 0] > ch[:, 1]).any() or (ch > self.max_v).any()):
+                    raise BedParseError(self.path, None, f"malformed index at byte {pos:,} of "
+                                        "its inflated data: a chunk outside the data file, or "
+                                        "ending before it starts; re-create it with tabix")
+                by.setdefault(b, []).append(ch)
+            got = self._bins[ref] = {b: np.concatenate(v) for b, v in by.items()}
+        return got
 
     def chunks(self, ref: int, beg: int, end: int) -> np.ndarray:
         """The ``(begin, end)`` virtual offsets of the chunks that may hold ``[beg, end)`` of
         reference ``ref`` (0-based), sorted and merged."""
-        bins = self.bins[ref]
+        bins = self._ref_bins(ref)
         found = [bins[b] for b in _reg2bins(beg, end, self.min_shift, self.depth) if b in bins]
         if not found:
             return np.zeros((0, 2), np.uint64)
