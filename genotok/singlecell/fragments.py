@@ -177,10 +177,13 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                           n_threads=n_threads, mode=mode, shift=read.shift,
                           memory_mb=_spill_mb(memory_mb, out), use_count=spec.use_count,
                           regions=read.regions, sizes=read.fragment_size)
+    settings = {"min_fragments": read.min_fragments, "mode": mode, "shift": list(read.shift)}
+    for key in ("regions", "fragment_size"):  # what was read of the file, when not all
+        if getattr(read, key) is not None:
+            settings[key] = list(getattr(read, key))
     try:
         return _tokens(path, tokenizer, names, X, opt, out, spec, progress, overwrite,
-                       n_threads, {"min_fragments": read.min_fragments, "mode": mode,
-                                   "shift": list(read.shift)})
+                       n_threads, settings)
     finally:
         if isinstance(X, _Spilled):
             X.close()

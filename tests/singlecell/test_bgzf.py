@@ -286,3 +286,13 @@ def test_a_whole_chromosome_asks_the_index_for_its_span_only():
 
     bins = _reg2bins(0, 1 << 62, 14, 5)
     assert len(bins) == sum(8 ** k for k in range(6)) and max(bins) == 37448
+
+
+def test_a_corpus_records_the_regions_read(made, tmp_path):
+    from genotok import Corpus
+
+    read = FragmentOptions(regions=["chr2:0-500000"], fragment_size=(None, 500))
+    tokenize_fragments(made[0], _tok(), read=read, out=tmp_path / "c.gtokc")
+    got = Corpus.open(tmp_path / "c.gtokc").header
+    assert got["extra"]["fragments"]["regions"] == ["chr2:0-500000"]
+    assert got["extra"]["fragments"]["fragment_size"] == [None, 500]
