@@ -168,11 +168,13 @@ def _default_threads() -> int:
     return numba.get_num_threads()
 
 
-def line_blocks(path: str | os.PathLike, block_bytes: int,
-                n_threads: int | None = None) -> Iterator[np.ndarray]:
+def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None = None,
+                max_line: int = 64 << 20) -> Iterator[np.ndarray]:
     """The inflated bytes of a BGZF file as blocks of whole lines (the last one may lack its
     line end), batches of about ``block_bytes`` inflated on ``n_threads`` threads ahead of the
-    caller (who scans one while the next ones inflate).
+    caller (who scans one while the next ones inflate). A line longer than ``max_line`` bytes
+    is a :class:`~genotok.errors.BedParseError` (no text file of fragments has one; a file
+    of one endless line would otherwise be held whole).
 
     Examples
     --------
@@ -207,6 +209,9 @@ def line_blocks(path: str | os.PathLike, block_bytes: int,
                 cut = data.rfind(b"\n")
                 if cut < 0:
                     rest += data
+                    if len(rest) > max_line:
+                        raise BedParseError(f.path, None, f"a line of more than "
+                                            f"{max_line >> 20} MiB: not a fragment file")
                     continue
                 if rest:
                     first = data.find(b"\n") + 1

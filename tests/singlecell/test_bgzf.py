@@ -296,3 +296,10 @@ def test_a_corpus_records_the_regions_read(made, tmp_path):
     got = Corpus.open(tmp_path / "c.gtokc").header
     assert got["extra"]["fragments"]["regions"] == ["chr2:0-500000"]
     assert got["extra"]["fragments"]["fragment_size"] == [None, 500]
+
+
+def test_an_endless_line_is_refused(tmp_path):
+    p = write_bgzf(tmp_path / "one.gz", b"x" * 300_000)
+    with pytest.raises(BedParseError, match="a line of more than 0 MiB"):
+        list(line_blocks(p, 1 << 16, 2, max_line=100_000))
+    assert sum(b.size for b in line_blocks(p, 1 << 16, 2)) == 300_000
