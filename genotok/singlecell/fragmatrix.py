@@ -351,7 +351,15 @@ class _Names:
         """Decode the names added since the last call: ``(line, message)`` of the first one
         that is not UTF-8, else ``None``."""
         _, off, _, arena, lines, n = self.table
-        for i in range(len(self.names), n):
+        k = len(self.names)
+        if n > k:  # all ASCII (barcodes are): one decode, cut at the byte offsets
+            bounds = off[k:n + 1].tolist()
+            raw = arena[bounds[0]:bounds[-1]].tobytes()
+            if raw.isascii():
+                text, b0 = raw.decode("ascii"), bounds[0]
+                self.names.extend(text[a - b0:b - b0] for a, b in zip(bounds[:-1], bounds[1:]))
+                return None
+        for i in range(k, n):
             raw = arena[off[i]:off[i + 1]].tobytes()
             try:
                 self.names.append(raw.decode("utf-8"))

@@ -484,3 +484,19 @@ def test_the_universe_is_paid_for_once(monkeypatch, tmp_path):
         gad_tokens = ff.tokenize_fragments(frag, tok)
     assert calls == {"frame": 1, "map": 1}
     assert m.var["start"].tolist()[:2] == [0, 100] and gad_tokens[0] == ["A-1", "B-1"]
+
+
+def test_names_decode_in_one_go_and_one_by_one(tmp_path):
+    """The barcodes a block adds are decoded in one go when all ASCII (8,029 liver barcodes
+    cost 40 ms one by one), else one by one: both give every name, in order, and a name that
+    is not UTF-8 is still refused at its line."""
+    frag = tmp_path / "f.tsv"
+    frag.write_bytes(b"chr1\t5\t20\tAAA-1\t1\nchr1\t6\t20\tB\xc3\xa9-1\t1\n"
+                     b"chr1\t7\t20\tCC-1\t1\n")
+    m = FragmentMatrix.from_fragments(frag, ["chr1:0-100"])
+    assert m.barcodes == ["AAA-1", "B\u00e9-1", "CC-1"]
+    frag.write_bytes(b"chr1\t5\t20\tAAA-1\t1\nchr1\t6\t20\tDD-1\t1\n")
+    assert FragmentMatrix.from_fragments(frag, ["chr1:0-100"]).barcodes == ["AAA-1", "DD-1"]
+    frag.write_bytes(b"chr1\t5\t20\tAAA-1\t1\nchr1\t6\t20\tB\xff-1\t1\n")
+    with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode .* is not valid UTF-8"):
+        FragmentMatrix.from_fragments(frag, ["chr1:0-100"])
