@@ -337,48 +337,50 @@ class Index:
         out.raw, out.max_v, out._bins = raw, max_v, {}
         return out
 
-    def _ref_bins(self, ref: int) -> dict[int, np.ndarray]:
-        """Reference ``ref``'s chunks by bin, each offset checked against the data file."""
+    def _ref_bins(self, ref: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reference ``ref``'s ``(bin ids, chunks (n, 2), chunk count per bin)``, every
+        offset checked against the data file (once per reference)."""
         got = self._bins.get(ref)
         if got is None:
-            by: dict[int, list] = {}
-            for b, pos, n in self.bins[ref]:
-                ch = np.frombuffer(self.raw, "<u8", count=2 * n, offset=pos).reshape(-1, 2)
-                if ch.size and ((ch[:, 0] > ch[:, 1]).any() or (ch > self.max_v).any()):
-                    raise BedParseError(self.path, None, f"malformed index at byte {pos:,} of "
-                                        "its inflated data: a chunk outside the data file, or "
-                                        "ending before it starts; re-create it with tabix")
-                by.setdefault(b, []).append(ch)
-            got = self._bins[ref] = {b: np.concatenate(v) for b, v in by.items()}
+            spec = self.bins[ref]
+            ids = np.array([b for b, _, _ in spec], np.int64)
+            counts = np.array([n for _, _, n in spec], np.int64)
+            parts = [np.frombuffer(self.raw, "<u8", count=2 * n, offset=pos)
+                     for _, pos, n in spec]
+            ch = (np.concatenate(parts) if parts else np.zeros(0, np.uint64)).reshape(-1, 2)
+            if ch.size and ((ch[:, 0] > ch[:, 1]).any() or (ch > self.max_v).any()):
+                raise BedParseError(self.path, None, "malformed index: a chunk of reference "
+                                    f"{self.names[ref]!r} lies outside the data file, or ends "
+                                    "before it starts; re-create it with tabix")
+            got = self._bins[ref] = (ids, ch, counts)
         return got
 
     def chunks(self, ref: int, beg: int, end: int) -> np.ndarray:
         """The ``(begin, end)`` virtual offsets of the chunks that may hold ``[beg, end)`` of
         reference ``ref`` (0-based), sorted and merged."""
-        bins = self._ref_bins(ref)
-        found = [bins[b] for b in _reg2bins(beg, end, self.min_shift, self.depth) if b in bins]
-        if not found:
-            return np.zeros((0, 2), np.uint64)
-        ch = np.concatenate(found)
+        ids, ch, counts = self._ref_bins(ref)
+        span = 1 << (self.min_shift + 3 * self.depth)
+        if beg > 0 or end < span:  # else: the whole reference, every bin
+            want = np.isin(ids, np.array(_reg2bins(beg, end, self.min_shift, self.depth)))
+            ch = ch[np.repeat(want, counts)]
         lin = self.linear[ref]
-        k = beg >> self.min_shift
-        if lin.size:
-            lo = lin[min(k, lin.size - 1)]
-            ch = ch[ch[:, 1] > lo]
+        if lin.size and ch.size:
+            ch = ch[ch[:, 1] > lin[min(beg >> self.min_shift, lin.size - 1)]]
         return _merge(ch)
 
 
 def _merge(ch: np.ndarray) -> np.ndarray:
+    """Chunks sorted by start, those that overlap or touch merged."""
+    ch = np.asarray(ch, np.uint64).reshape(-1, 2)
     if ch.shape[0] == 0:
-        return ch.reshape(0, 2).astype(np.uint64)
+        return ch
     ch = ch[np.argsort(ch[:, 0], kind="stable")]
-    out = [list(ch[0])]
-    for b, e in ch[1:]:
-        if b <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([b, e])
-    return np.array(out, np.uint64)
+    reach = np.maximum.accumulate(ch[:, 1])
+    new = np.ones(ch.shape[0], bool)
+    new[1:] = ch[1:, 0] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], ch.shape[0]) - 1
+    return np.stack([ch[starts, 0], reach[ends]], axis=1)
 
 
 def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> list[int]:
