@@ -27,6 +27,7 @@ from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOpt
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.fragmatrix import fragment_matrix
+from .pipeline.tiles import tile_matrix, tile_tokenizer
 from .singlecell.values import feature_medians
 from .tokenizer import Tokenizer, TokenizerSettings
 from .universe import Universe
@@ -37,7 +38,8 @@ __all__ = [
     "write_manifest", "GenotokError", "GtokFormatError", "HDF5ChunkError", "Ragged",
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",
-    "fragment_counts", "tokenize_anndata", "tokenize_fragments", "var_regions", "warmup",
+    "fragment_counts", "tile_matrix", "tile_tokenizer", "tokenize_anndata", "tokenize_fragments", "var_regions",
+    "warmup",
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",

@@ -20,10 +20,12 @@ from .sources import (AnnDataSource, CellSource, H5adSource, memory_matrix, obs_
                       open_source, register_source, source_class, unregister_source, var_names)
 from .values import feature_medians
 from .varnames import var_regions
+from .._bgzf import write_bgzf
 
 __all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "FragmentSource",
            "H5adSource", "memory_matrix", "open_source", "register_source", "source_class",
            "tokenize_cells", "unregister_source", "FragmentMatrix", "FragmentOptions", "Log1p",
            "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
-           "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]
+           "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions",
+           "write_bgzf"]

@@ -61,6 +61,7 @@ from .sources import (
     _is_path,
     _Source,
 )
+from .fragmatrix import per_universe
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -409,16 +410,22 @@ def _features_map(source: CellSource, tokenizer, n_threads) -> _VarMap:
     """The token ids of each column of ``source`` (:meth:`CellSource.features`)."""
     feats = source.features()
     if feats is None:  # column i is the universe's region i; the last column hits nothing
-        u = tokenizer.universe
-        ids = np.arange(u.n_regions, dtype=np.int64)
-        hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
-        return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
+        return per_universe(tokenizer.universe, "universe_columns", _universe_columns)
     if _is_frame(feats):  # the var frame itself
         feats = _Vars(feats)
     read = source.read if isinstance(source.read, reading.AnnDataOptions) else \
         reading.AnnDataOptions()
     return _adata_var_map(feats, tokenizer, read.region_columns, read.var_names_sep,
                           read.one_based, n_threads)
+
+
+def _universe_columns(u) -> _VarMap:
+    """The map of a count matrix' columns (the universe's regions, then the column of lines
+    without a hit) to token ids; made once per universe (:func:`.fragmatrix.per_universe`),
+    so a small file against a large universe does not pay for it on every call."""
+    ids = np.arange(u.n_regions, dtype=np.int64)
+    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
 
 
 @dataclass

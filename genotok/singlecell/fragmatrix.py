@@ -48,12 +48,13 @@ above the imports, ~31 bytes a pair).
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
 
-from .. import _io
+from .. import _bgzf, _io
 from ..params import Flag, check
 from ..errors import BedParseError, GenotokError
 from ..kernels import fragments as FK
@@ -116,7 +117,7 @@ class FragmentMatrix(NamedTuple):
             path, regions, mode="insertion" if read.mode is None else read.mode,
             shift=read.shift, use_count=use_count, barcodes=read.barcodes,
             min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-            n_threads=n_threads)
+            n_threads=n_threads, regions=read.regions, sizes=read.fragment_size)
         return cls(names, X, nfrag)
 
 
@@ -207,6 +208,34 @@ def _check_shift(shift) -> tuple[int, int]:
     if max(abs(left), abs(right)) > 1 << 40:
         raise ValueError(f"shift must be a pair of small integers such as (4, -5), got {shift!r}")
     return left, right
+
+
+#: what a call derives from a universe alone (the var frame, the cell kernels' var map, the
+#: repeats map), made at its first use and kept while the universe lives: a small fragment
+#: file against a large universe (616k 5-kb tiles) pays for the universe once, not per call
+#: (by ``id`` of the universe, which is unhashable: it compares by value) a weak reference to
+#: it and what was made; an entry leaves with its universe
+_PER_UNIVERSE: dict[int, tuple] = {}
+
+
+def per_universe(u, key: str, make):
+    """``make(u)`` made once per universe ``u`` (and ``key``) and kept while ``u`` lives.
+
+    Examples
+    --------
+    >>> from genotok import Universe
+    >>> u = Universe(["chr1:0-10"])
+    >>> per_universe(u, "n", lambda u: [u.n_regions]) is per_universe(u, "n", list)
+    True
+    """
+    entry = _PER_UNIVERSE.get(id(u))
+    if entry is None or entry[0]() is not u:
+        entry = _PER_UNIVERSE[id(u)] = (weakref.ref(u), {})
+        weakref.finalize(u, _PER_UNIVERSE.pop, id(u), None)
+    got = entry[1]
+    if key not in got:
+        got[key] = make(u)
+    return got[key]
 
 
 def _dup_map(first: np.ndarray) -> Ragged | None:
@@ -322,7 +351,15 @@ class _Names:
         """Decode the names added since the last call: ``(line, message)`` of the first one
         that is not UTF-8, else ``None``."""
         _, off, _, arena, lines, n = self.table
-        for i in range(len(self.names), n):
+        k = len(self.names)
+        if n > k:  # all ASCII (barcodes are): one decode, cut at the byte offsets
+            bounds = off[k:n + 1].tolist()
+            raw = arena[bounds[0]:bounds[-1]].tobytes()
+            if raw.isascii():
+                text, b0 = raw.decode("ascii"), bounds[0]
+                self.names.extend(text[a - b0:b - b0] for a, b in zip(bounds[:-1], bounds[1:]))
+                return None
+        for i in range(k, n):
             raw = arena[off[i]:off[i + 1]].tobytes()
             try:
                 self.names.append(raw.decode("utf-8"))
@@ -332,8 +369,36 @@ class _Names:
         return None
 
 
+def _lines(path: str, block_bytes: int, regions, n_threads,
+           sizes=None) -> Iterator[np.ndarray]:
+    """The file's bytes as blocks of whole lines: a BGZF file's blocks inflated on threads
+    (only the blocks of ``regions`` when a ``.tbi``/``.csi`` index is beside it), any other
+    file read as one stream on a thread ahead; with ``regions`` and no index, the lines
+    outside them are dropped as they stream by, as are (``sizes``) the fragments whose length
+    is out of ``(min, max)``."""
+    want = None if regions is None else _bgzf.parse_regions(regions)
+    if _bgzf.is_bgzf(path):
+        if want is not None and _bgzf.has_index(path):
+            blocks = _bgzf.region_lines(path, want, n_threads)
+            want = None  # the index' lines are the regions' already
+        else:
+            blocks = _bgzf.line_blocks(path, block_bytes, n_threads)
+    else:
+        blocks = _prefetched(_blocks_of_lines(path, block_bytes))
+    if want is None and sizes is None:
+        yield from blocks
+        return
+    wanted = None if want is None else {c.encode("utf-8"): v for c, v in want.items()}
+    try:
+        for block in blocks:
+            yield _bgzf.keep_lines(block, wanted, sizes)
+    finally:
+        blocks.close()
+
+
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
-               universe, spill=None, spill_bytes: float = 0):
+               universe, spill=None, spill_bytes: float = 0, regions=None, n_threads=None,
+               sizes=None):
     """The block loop of :func:`_count`: each block through the kernel, new names decoded,
     the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place. With a
     ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
@@ -342,7 +407,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
     def blocks():
         try:
-            yield from _prefetched(_blocks_of_lines(path, block_bytes))
+            yield from _lines(path, block_bytes, regions, n_threads, sizes)
         except _LineTooLong:  # every line before it is counted: ``line`` is this one
             raise BedParseError(path, line, f"a line of more than {MAX_LINE_BYTES >> 20} MiB: "
                                 "not a fragment file") from None
@@ -374,7 +439,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
            block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True,
-           memory_mb: float | None = None):
+           memory_mb: float | None = None, regions=None, sizes=None):
     """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
     ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
     region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
@@ -415,7 +480,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     if memory_mb is not None and not memory_mb > 0:
         raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
     spill = None if memory_mb is None else RowSpill(n_cols, rows_per_bucket=SPILL_ROWS)
-    dups = _dup_map(u.sweep.first) if repeats else None
+    dups = per_universe(u, "dups", lambda u: _dup_map(u.sweep.first)) if repeats else None
     dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
                         (np.ascontiguousarray(dups.offsets, np.int64),
                          np.ascontiguousarray(dups.data, np.int64)))
@@ -429,7 +494,8 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     state = [nfrag, missed]
     try:
         _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u,
-                   spill, 0 if memory_mb is None else memory_mb * 2 ** 20)
+                   spill, 0 if memory_mb is None else memory_mb * 2 ** 20, regions, n_threads,
+                   sizes)
     except BaseException:
         if spill is not None:  # its files go with an error
             spill.close()
@@ -480,11 +546,12 @@ def _var_frame(u):
                         index=pd.Index(index, name="region"))
 
 
-def _matrix(path, regions, **options):
-    """``(tokenizer, barcodes, X, n_fragments)``: ``regions`` as a Tokenizer, and its counts."""
+def _matrix(path, universe, **options):
+    """``(tokenizer, barcodes, X, n_fragments)``: ``universe`` as a Tokenizer, and its
+    counts."""
     from ..tokenizer import Tokenizer
 
-    tok = regions if isinstance(regions, Tokenizer) else Tokenizer(regions)
+    tok = universe if isinstance(universe, Tokenizer) else Tokenizer(universe)
     return (tok, *_count(path, tok, **options))
 
 
@@ -572,13 +639,15 @@ def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=No
     tok, names, X, nfrag, unknown = _matrix(
         path, regions, mode=mode, shift=read.shift, use_count=use_count,
         barcodes=read.barcodes, min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-        n_threads=n_threads,
+        n_threads=n_threads, regions=read.regions, sizes=read.fragment_size,
         miss_column="obs", memory_mb=_spill_mb(memory_mb, out))
     u = tok.universe
     try:
         obs = pd.DataFrame({"n_fragments": nfrag, "unknown_count": unknown},
                            index=pd.Index(names, name="barcode"))
-        var = _var_frame(u)
+        # the universe's frame made once (its index's uniqueness, which AnnData checks, is
+        # cached with it); each AnnData gets its own copy of the columns
+        var = per_universe(u, "var_frame", _var_frame).copy()
         if out is not None:
             from ..formats.h5ad import write_h5ad_rows
 

@@ -80,7 +80,7 @@ def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = N
 
 
 def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads, mode, shift,
-            memory_mb=None, use_count: bool = False):
+            memory_mb=None, use_count: bool = False, regions=None, sizes=None):
     """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled
     one, read back by buckets of cells, with ``memory_mb``): each line counts once, or its
     column-5 count with ``use_count``."""
@@ -88,7 +88,8 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
     return _count(path, tokenizer, mode=mode, shift=shift, use_count=use_count,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-                  miss_column=True, repeats=not whole, memory_mb=memory_mb)[:3]
+                  miss_column=True, repeats=not whole, memory_mb=memory_mb,
+                  regions=regions, sizes=sizes)[:3]
 
 
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
@@ -245,7 +246,8 @@ class FragmentSource(CellSource):
                               min_fragments=read.min_fragments, block_bytes=read.block_bytes,
                               n_threads=n_threads, mode=mode, shift=read.shift,
                               memory_mb=_spill_mb(memory_mb, out),
-                              use_count=bool(spec is not None and spec.use_count))
+                              use_count=bool(spec is not None and spec.use_count),
+                              regions=read.regions, sizes=read.fragment_size)
         return cls(obj, read, names, X, mode)
 
     def features(self):
@@ -265,8 +267,12 @@ class FragmentSource(CellSource):
         return read
 
     def settings(self) -> dict:
-        return {"min_fragments": self.read.min_fragments, "mode": self.mode,
-                "shift": list(self.read.shift)}
+        settings = {"min_fragments": self.read.min_fragments, "mode": self.mode,
+                    "shift": list(self.read.shift)}
+        for key in ("regions", "fragment_size"):  # what was read of the file, when not all
+            if getattr(self.read, key) is not None:
+                settings[key] = list(getattr(self.read, key))
+        return settings
 
     def close(self) -> None:
         if isinstance(self.X, _Spilled):
@@ -274,6 +280,14 @@ class FragmentSource(CellSource):
 
 
 register_source(FragmentSource)
+
+
+def _fragment_var_map(u):
+    """The cell kernels' map of a count matrix' columns (the universe's regions, then the
+    column of fragments without a hit) to token ids; made once per universe."""
+    ids = np.arange(u.n_regions, dtype=np.int64)
+    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
+    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
 
 
 class _ChunkedSource(_Source):

@@ -23,7 +23,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..params import Flag, InstanceOf, Integral, Interval, Options, check, validate
+from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
+                      validate)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,17 @@ class FragmentOptions:
         point's default (``"fragment"`` for tokens, ``"insertion"`` for matrices).
     block_bytes
         The file is streamed in blocks of this many bytes.
+    regions
+        Read only these chromosomes or regions: ``["chr1", "chr2:0-5000000"]`` (BED
+        coordinates, as the tokenizer's region strings: start 0-based, end exclusive); a
+        fragment is read when it overlaps one. A BGZF file with a tabix ``.tbi`` (or ``.csi``)
+        index beside it (as 10x writes them) has only those blocks inflated; any other file is
+        streamed whole and the other lines dropped. Line numbers in error messages then count
+        the lines read. ``None``: the whole file.
+    fragment_size
+        ``(min, max)``: count only the fragments whose length ``end - start`` is within
+        (inclusive; ``None`` leaves a side open), as SnapATAC2's ``min_frag_size`` /
+        ``max_frag_size``. ``None``: every fragment.
     """
 
     barcodes: object = None
@@ -97,17 +109,34 @@ class FragmentOptions:
     mode: str | None = None
     shift: tuple = (0, 0)
     block_bytes: int = 32 << 20
+    regions: tuple | None = None
+    fragment_size: tuple | None = None
 
     CONSTRAINTS: ClassVar[dict] = {
         "min_fragments": [Interval(Integral, 0, None)],
         "mode": [Options("fragment", "insertion", "paired-insertion"), None],
         "shift": [InstanceOf(tuple, list)],
         "block_bytes": [Interval(Integral, 1, None)],
+        "regions": [InstanceOf(tuple, list), None],
+        "fragment_size": [InstanceOf(tuple, list), None],
     }
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "FragmentOptions")
         object.__setattr__(self, "shift", tuple(self.shift))
+        if self.regions is not None:
+            from .._bgzf import parse_regions
+
+            object.__setattr__(self, "regions", tuple(str(r) for r in self.regions))
+            parse_regions(self.regions)  # a malformed region string refused now
+        if self.fragment_size is not None:
+            size = tuple(self.fragment_size)
+            if len(size) != 2:
+                raise ParameterError(f"FragmentOptions: fragment_size must be (min, max), got "
+                                     f"{self.fragment_size!r}")
+            for name, v in zip(("fragment_size[0]", "fragment_size[1]"), size):
+                check(name, v, [Interval(Integral, 0, None), None], "FragmentOptions")
+            object.__setattr__(self, "fragment_size", size)
 
 
 def _checked(read, kind: type, where: str):

@@ -1,0 +1,305 @@
+"""BGZF fragment files: blocks inflated on threads, checked; tabix/CSI region reads.
+
+Oracles: the same bytes inflated as one gzip stream (Python's ``gzip``), and a plain-Python
+filter of the lines for region reads; pysam's tabix where it is installed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import FragmentOptions, Tokenizer, fragment_matrix, tokenize_fragments
+from genotok._bgzf import (BGZF, Index, is_bgzf, keep_lines, line_blocks, parse_regions,
+                           region_lines, write_bgzf)
+from genotok.errors import BedParseError
+
+from .._shared import SHARED, shared
+
+REAL = SHARED / "data" / "real"
+BGZF_FILES = ["signac/fragments.tsv.gz", "signac/fragments_header.tsv.gz",
+              "muon/test_rna_atac_fragments.tsv.gz"]
+
+
+def _oracle_lines(raw: bytes, regions) -> bytes:
+    """The lines of ``raw`` a region read keeps, by a plain loop."""
+    want = parse_regions(regions)
+    out = []
+    for ln in raw.splitlines(keepends=True):
+        if ln.startswith(b"#") or not ln.strip():
+            continue
+        c, s, e = ln.split(b"\t")[:3]
+        s, e = int(s), max(int(e), int(s) + 1)
+        if any(s < b and e > a for a, b in want.get(c.decode(), [])):
+            out.append(ln)
+    return b"".join(out)
+
+
+def _fragments(n: int, seed: int = 0, chroms=("chr1", "chr2", "chr10")) -> bytes:
+    rng = np.random.default_rng(seed)
+    lines = [b"# a 10x header line\n"]
+    for c in chroms:
+        starts = np.sort(rng.integers(0, 3_000_000, n))
+        for s in starts:
+            e = s + int(rng.integers(20, 800))
+            lines.append(f"{c}\t{s}\t{e}\tBC{int(rng.integers(0, 40))}-1\t"
+                         f"{int(rng.integers(1, 4))}\n".encode())
+    return b"".join(lines)
+
+
+def _tok():
+    return Tokenizer([f"{c}:{s}-{s + 25_000}" for c in ("chr1", "chr2", "chr10")
+                      for s in range(0, 3_000_000, 25_000)])
+
+
+def _same(a, b):
+    assert a[0] == b[0]
+    assert a[1].to_list() == b[1].to_list()
+    assert a[1].values is None and b[1].values is None
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A BGZF fragment file of many small blocks, its tabix index and its plain copy."""
+    d = tmp_path_factory.mktemp("bgzf")
+    raw = _fragments(3000)
+    p = write_bgzf(d / "f.tsv.gz", raw, index=True, block=1000)
+    (d / "f.tsv").write_bytes(raw)
+    return Path(p), d / "f.tsv", raw
+
+
+def test_writer_is_bgzf_and_gzip(made):
+    p, _, raw = made
+    assert is_bgzf(p) and gzip.open(p).read() == raw
+    assert not is_bgzf(made[1])
+    with BGZF(p) as f:
+        assert len(f.blocks(0)) > 100  # many blocks: the parallel path is exercised
+
+
+@pytest.mark.parametrize("block_bytes", [1, 5000, 1 << 20])
+def test_line_blocks_are_whole_lines_in_order(made, block_bytes):
+    p, _, raw = made
+    blocks = list(line_blocks(p, block_bytes, n_threads=2))
+    assert b"".join(b.tobytes() for b in blocks) == raw
+    assert all(b.tobytes().endswith(b"\n") for b in blocks)
+
+
+def test_tokens_of_bgzf_equal_the_plain_file(made):
+    p, plain, _ = made
+    _same(tokenize_fragments(p, _tok(), n_threads=2), tokenize_fragments(plain, _tok()))
+    a = fragment_matrix(p, _tok(), read=FragmentOptions(block_bytes=4096))
+    b = fragment_matrix(plain, _tok())
+    assert (a.X != b.X).nnz == 0 and a.obs_names.tolist() == b.obs_names.tolist()
+
+
+REGIONS = [["chr1"], ["chr2:100000-900000"], ["chr10:0-5", "chr1:2999000-3000000"],
+           ["chr2:100000-900000", "chr2:800000-1200000", "chr2"], ["chrUn"],
+           ["chr10:1,000,000-2,000,000"]]
+
+
+@pytest.mark.parametrize("regions", REGIONS)
+def test_region_read_equals_the_filtered_lines(made, regions, tmp_path):
+    p, plain, raw = made
+    want = _oracle_lines(raw, regions)
+    assert b"".join(b.tobytes() for b in region_lines(p, parse_regions(regions))) == want
+    read = FragmentOptions(regions=regions)
+    if not want:
+        assert tokenize_fragments(p, _tok(), read=read)[0] == []
+        return
+    (tmp_path / "o.tsv").write_bytes(want)
+    expect = tokenize_fragments(tmp_path / "o.tsv", _tok())
+    _same(tokenize_fragments(p, _tok(), read=read), expect)  # through the index
+    _same(tokenize_fragments(plain, _tok(), read=read), expect)  # a plain file: filtered
+    os.rename(str(p) + ".tbi", tmp_path / "x.tbi")
+    try:  # a BGZF file without its index: streamed whole and filtered
+        _same(tokenize_fragments(p, _tok(), read=read), expect)
+    finally:
+        os.rename(tmp_path / "x.tbi", str(p) + ".tbi")
+
+
+def test_region_read_inflates_only_the_region_blocks(made, monkeypatch):
+    p, _, raw = made
+    seen = []
+    orig = BGZF.inflate
+
+    def spy(self, blocks):
+        seen.extend(blocks)
+        return orig(self, blocks)
+
+    monkeypatch.setattr(BGZF, "inflate", spy)
+    list(region_lines(p, parse_regions(["chr2:100000-200000"])))
+    with BGZF(p) as f:
+        total = len(f.blocks(0))
+    assert 0 < len(seen) < total / 10
+
+
+def test_fragment_options_refuse_a_bad_region():
+    with pytest.raises(ValueError, match="chr1:9-3"):
+        FragmentOptions(regions=["chr1:9-3"])
+    with pytest.raises(ValueError, match="neither"):
+        FragmentOptions(regions=["chr1:a-b"])
+    with pytest.raises(ValueError, match="regions must be a tuple or a list"):
+        FragmentOptions(regions="chr1")  # a string is no list of regions
+
+
+# --------------------------------------------------------------------------- damage
+
+def _blocks_of(p):
+    with BGZF(p) as f:
+        return f.blocks(0)
+
+
+@pytest.mark.parametrize("where", ["deflate", "crc", "isize", "bsize", "truncated"])
+def test_a_damaged_block_names_the_file_and_offset(made, tmp_path, where):
+    p, _, _ = made
+    data = bytearray(Path(p).read_bytes())
+    off, bsize, _ = _blocks_of(p)[7]
+    if where == "deflate":
+        data[off + 18:off + 30] = b"\xff" * 12
+    elif where == "crc":
+        data[off + bsize - 8] ^= 0xFF
+    elif where == "isize":
+        data[off + bsize - 4] ^= 0x01
+    elif where == "bsize":
+        data[off + 16:off + 18] = struct.pack("<H", 0xFFF0)
+    else:
+        data = data[:off + bsize // 2]
+    bad = tmp_path / "bad.tsv.gz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(BedParseError, match=rf"bad\.tsv\.gz.*BGZF block at byte offset "
+                                            rf"{off:,}"):
+        tokenize_fragments(bad, _tok(), n_threads=2)
+
+
+def test_a_plain_gzip_member_inside_bgzf_is_refused(made, tmp_path):
+    p, _, _ = made
+    bad = tmp_path / "mixed.tsv.gz"
+    bad.write_bytes(Path(p).read_bytes()[:-28] + gzip.compress(b"chr1\t1\t2\tA\n"))
+    with pytest.raises(BedParseError, match="without a BGZF block size"):
+        tokenize_fragments(bad, _tok())
+
+
+def _tbi_with(p, tmp_path, edit) -> Path:
+    """A copy of the file with its index inflated, edited, written back (BGZF)."""
+    q = tmp_path / "e.tsv.gz"
+    q.write_bytes(Path(p).read_bytes())
+    raw = bytearray(gzip.open(str(p) + ".tbi").read())
+    raw = edit(raw)
+    Path(str(q) + ".tbi").write_bytes(gzip.compress(bytes(raw)))
+    return q
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda r: r[:len(r) // 2], "ends early|past the end"),
+    (lambda r: b"XXX\x01" + r[4:], "neither a tabix"),
+    (lambda r: r[:4] + struct.pack("<i", 99) + r[8:], "ends early|names"),
+])
+def test_a_malformed_index_is_refused(made, tmp_path, edit, match):
+    q = _tbi_with(made[0], tmp_path, edit)
+    with pytest.raises(BedParseError, match=match):
+        tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1"]))
+
+
+def test_an_index_chunk_past_the_file_is_refused(made, tmp_path):
+    def edit(r):
+        l_nm = struct.unpack_from("<i", r, 32)[0]
+        pos = 36 + l_nm + 4 + 4 + 4  # n_bin, first bin id, its n_chunk
+        r[pos:pos + 8] = struct.pack("<Q", 1 << 60)
+        return r
+
+    q = _tbi_with(made[0], tmp_path, edit)
+    with pytest.raises(BedParseError, match="outside the data file"):
+        tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1"]))
+
+
+# --------------------------------------------------------------------------- oracles
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["chr1", "chr2", "chr1_x", "#c"]),
+                          st.integers(0, 300), st.integers(0, 60)), max_size=30),
+       st.lists(st.tuples(st.sampled_from(["chr1", "chr2", "chr3"]), st.integers(0, 300),
+                          st.integers(1, 100)), min_size=1, max_size=4))
+def test_keep_lines_equals_the_plain_filter(rows, regs):
+    raw = b"".join(f"{c}\t{s}\t{s + w}\tA\t1\n".encode() for c, s, w in rows)
+    regions = [f"{c}:{s}-{s + w}" for c, s, w in regs]
+    want = {c.encode(): v for c, v in parse_regions(regions).items()}
+    got = keep_lines(np.frombuffer(raw, np.uint8), want).tobytes() if raw else b""
+    assert got == _oracle_lines(raw, regions)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 1 << 22),
+                          st.integers(1, 5000)), min_size=1, max_size=120),
+       st.sampled_from(["chr1", "chr2:0-1000000", "chr1:2000000-4000000", "chr2:5-6"]),
+       st.integers(60, 2000))
+def test_region_lines_equal_the_plain_filter(tmp_path_factory, rows, region, block):
+    rows = sorted(rows, key=lambda r: (r[0], r[1]))
+    raw = b"".join(f"{c}\t{s}\t{s + w}\tA\t1\n".encode() for c, s, w in rows)
+    p = write_bgzf(tmp_path_factory.mktemp("h") / "f.gz", raw, index=True, block=block)
+    got = b"".join(b.tobytes() for b in region_lines(p, parse_regions([region]), 2))
+    assert got == _oracle_lines(raw, [region])
+
+
+def test_pysam_reads_our_index_alike(made):
+    pysam = pytest.importorskip("pysam", reason="pysam is not installed (the tabix oracle)")
+    p, _, raw = made
+    tbx = pysam.TabixFile(str(p))
+    for reg in ("chr1", "chr2:100000-900000"):
+        c, _, rng = reg.partition(":")
+        a, b = (int(x) for x in rng.split("-")) if rng else (None, None)
+        got = "".join(x + "\n" for x in tbx.fetch(c, a, b)).encode()
+        assert got == _oracle_lines(raw, [reg])
+
+
+# --------------------------------------------------------------------------- real files
+
+@pytest.mark.parametrize("name", BGZF_FILES)
+def test_real_bgzf_files(name, tmp_path):
+    p = shared(REAL / name)
+    assert is_bgzf(p)
+    raw = gzip.open(p).read()
+    plain = tmp_path / "plain.tsv"
+    plain.write_bytes(raw)
+    idx = Index.read(str(p) + ".tbi", os.path.getsize(p))
+    chroms = [ln.split(b"\t")[0].decode() for ln in raw.splitlines()
+              if ln and not ln.startswith(b"#")]
+    tok = Tokenizer([f"{c}:{s}-{s + 100_000}" for c in dict.fromkeys(chroms)
+                     for s in range(0, 250_000_000, 2_000_000)])
+    _same(tokenize_fragments(p, tok, n_threads=2), tokenize_fragments(plain, tok))
+    for regions in ([idx.names[0]], [idx.names[-1], f"{idx.names[0]}:0-1000000"]):
+        assert (b"".join(b.tobytes() for b in region_lines(p, parse_regions(regions)))
+                == _oracle_lines(raw, regions))
+
+
+def test_a_whole_chromosome_asks_the_index_for_its_span_only():
+    """A chromosome without a range asked reg2bins for 2^40 bases: 67M bin ids at the last
+    level, minutes and GiB before the first block; the region is clipped to the index' span
+    (2^29 for .tbi), as htslib does."""
+    from genotok._bgzf import _reg2bins
+
+    bins = _reg2bins(0, 1 << 62, 14, 5)
+    assert len(bins) == sum(8 ** k for k in range(6)) and max(bins) == 37448
+
+
+def test_a_corpus_records_the_regions_read(made, tmp_path):
+    from genotok import Corpus
+
+    read = FragmentOptions(regions=["chr2:0-500000"], fragment_size=(None, 500))
+    tokenize_fragments(made[0], _tok(), read=read, out=tmp_path / "c.gtokc")
+    got = Corpus.open(tmp_path / "c.gtokc").header
+    assert got["extra"]["fragments"]["regions"] == ["chr2:0-500000"]
+    assert got["extra"]["fragments"]["fragment_size"] == [None, 500]
+
+
+def test_an_endless_line_is_refused(tmp_path):
+    p = write_bgzf(tmp_path / "one.gz", b"x" * 300_000)
+    with pytest.raises(BedParseError, match="a line of more than 0 MiB"):
+        list(line_blocks(p, 1 << 16, 2, max_line=100_000))
+    assert sum(b.size for b in line_blocks(p, 1 << 16, 2)) == 300_000

@@ -1,0 +1,150 @@
+"""Tile matrices straight from fragment files, against a plain-Python oracle of SnapATAC2's
+``add_tile_matrix`` counting (and SnapATAC2 itself where it is installed)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from genotok import FragmentOptions, tokenize_fragments
+from genotok._bgzf import write_bgzf
+from genotok.errors import UniverseError
+from genotok.pipeline.tiles import EXCLUDE, tile_matrix, tile_tokenizer
+
+from .._shared import SHARED, shared
+
+REAL = SHARED / "data" / "real"
+
+
+def oracle(raw: bytes, sizes: dict, b: int, mode: str, exclude=EXCLUDE, fsize=None):
+    """{barcode: Counter(bin name -> count)}, SnapATAC2's way, by a plain loop."""
+    out: dict = defaultdict(Counter)
+    for ln in raw.splitlines():
+        if not ln or ln.startswith(b"#"):
+            continue
+        c, s, e, bc = ln.decode().split("\t")[:4]
+        s, e = int(s), int(e)
+        if fsize is not None and not ((fsize[0] is None or e - s >= fsize[0])
+                                      and (fsize[1] is None or e - s <= fsize[1])):
+            continue
+        row = out[bc]
+        if c in exclude or c not in sizes:
+            continue
+        n = sizes[c]
+        if mode == "fragment":
+            bins = range(s // b, (e - 1) // b + 1)
+        else:
+            bins = [p // b for p in (s, e - 1)]
+            if mode == "paired-insertion":
+                bins = sorted(set(bins))
+        for k in bins:
+            if 0 <= k * b < n:
+                row[f"{c}:{k * b}-{min(k * b + b, n)}"] += 1
+    return out
+
+
+def as_rows(m) -> dict:
+    X = m.X.tocsr()
+    names = np.asarray(m.var_names)
+    return {bc: Counter({names[j]: v for j, v in zip(X[i].indices, X[i].data)})
+            for i, bc in enumerate(m.obs_names)}
+
+
+def check(m, expect):
+    got = as_rows(m)
+    assert set(got) == set(expect)
+    for bc in got:
+        assert got[bc] == +expect[bc], bc
+
+
+SIZES = {"chr1": 10_000, "chr2": 4_321, "chrM": 500, "chrY": 3_000}
+
+
+def _raw(rows) -> bytes:
+    return b"".join(f"{c}\t{s}\t{s + w}\tB{k}-1\t{k + 1}\n".encode() for c, s, w, k in rows)
+
+
+rows_st = st.lists(st.tuples(st.sampled_from(["chr1", "chr2", "chrM", "chrY", "chr9"]),
+                             st.integers(0, 11_000), st.integers(1, 3_000),
+                             st.integers(0, 5)), min_size=1, max_size=60)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows_st, st.sampled_from([1, 7, 500, 5000]),
+       st.sampled_from(["paired-insertion", "insertion", "fragment"]),
+       st.sampled_from([None, (50, None), (None, 400), (100, 900)]))
+def test_tile_matrix_equals_the_oracle(tmp_path_factory, rows, b, mode, fsize):
+    raw = _raw(rows)
+    p = tmp_path_factory.mktemp("t") / "f.tsv"
+    p.write_bytes(raw)
+    expect = oracle(raw, SIZES, b, mode, fsize=fsize)
+    if not expect:
+        return
+    m = tile_matrix(p, SIZES, b, read=FragmentOptions(mode=mode, fragment_size=fsize))
+    check(m, expect)
+
+
+def test_defaults_are_snapatac2s(tmp_path):
+    raw = _raw([("chr1", 10, 400, 0), ("chrM", 5, 100, 0), ("chr1", 499, 1, 1)])
+    p = tmp_path / "f.tsv"
+    p.write_bytes(raw)
+    m = tile_matrix(p, SIZES)  # bin 500, paired-insertion, chrM/chrY excluded
+    assert m.var_names[0] == "chr1:0-500" and "chrM:0-500" not in set(m.var_names)
+    check(m, oracle(raw, SIZES, 500, "paired-insertion"))
+    assert as_rows(m)["B0-1"] == Counter({"chr1:0-500": 1})
+
+
+def test_tiles_are_made_once_and_tokenize_cells(tmp_path):
+    tok = tile_tokenizer(SIZES, 1000)
+    assert tile_tokenizer(dict(SIZES), 1000) is tok
+    assert tok.universe.n_regions == 10 + 5
+    p = tmp_path / "f.tsv"
+    p.write_bytes(_raw([("chr2", 4300, 10, 0)]))
+    names, rows = tokenize_fragments(p, tok)
+    assert names == ["B0-1"] and tok.convert_ids_to_tokens(rows.to_list()[0]) == ["chr2:4000-4321"]
+
+
+def test_bad_tile_arguments():
+    with pytest.raises(ValueError, match="bin_size"):
+        tile_tokenizer(SIZES, 0)
+    with pytest.raises(UniverseError, match="excluded"):
+        tile_tokenizer({"chrM": 10}, 5)
+    with pytest.raises(ValueError, match="fragment_size"):
+        FragmentOptions(fragment_size=(1, 2, 3))
+    with pytest.raises(ValueError, match="fragment_size"):
+        FragmentOptions(fragment_size=(-1, None))
+
+
+def test_bgzf_regions_and_tiles(tmp_path):
+    raw = _raw([("chr1", s, 300, s % 3) for s in range(0, 9000, 37)]
+               + [("chr2", s, 200, s % 2) for s in range(0, 4000, 41)])
+    p = write_bgzf(tmp_path / "f.tsv.gz", raw, index=True, block=500)
+    m = tile_matrix(p, SIZES, 1000, read=FragmentOptions(regions=["chr2"]))
+    only2 = b"".join(ln + b"\n" for ln in raw.splitlines() if ln.startswith(b"chr2"))
+    check(m, oracle(only2, SIZES, 1000, "paired-insertion"))
+
+
+def test_real_liver_fragments_5kb_tiles():
+    frag = shared(REAL / "scframework" / "homo_sapiens_liver_fragments_sorted_test.bed")
+    sizes_file = shared(REAL / "chromsizes" / "hg38.chrom.sizes")
+    sizes = {ln.split()[0]: int(ln.split()[1]) for ln in sizes_file.read_text().splitlines()
+             if ln.strip()}
+    m = tile_matrix(frag, sizes_file, 5000)
+    check(m, oracle(frag.read_bytes(), sizes, 5000, "paired-insertion"))
+
+
+def test_against_snapatac2(tmp_path):
+    snap = pytest.importorskip("snapatac2", reason="snapatac2 is not installed (the reference)")
+    raw = _raw([("chr1", s, 150 + s % 400, s % 7) for s in range(0, 9500, 13)])
+    p = tmp_path / "f.tsv"
+    p.write_bytes(raw)
+    d = snap.pp.import_fragments(str(p), chrom_sizes={"chr1": 10_000}, min_num_fragments=0,
+                                 sorted_by_barcode=False)
+    snap.pp.add_tile_matrix(d, bin_size=500)
+    ref = {bc: Counter({n: v for n, v in zip(d.var_names, row) if v})
+           for bc, row in zip(d.obs_names, d.X[:].toarray())}
+    check(tile_matrix(p, {"chr1": 10_000}, 500), ref)
