@@ -183,9 +183,14 @@ class CorpusIterableDataset(IterableDataset):
     epoch)`` and the batching settings (:class:`genotok.sampling.BatchPlan`): ``shuffle`` is
     ``True``/``"full"``, ``"block"`` (shards, then records within ``window`` shards) or
     ``False``; batches hold ``batch_size`` records, or up to ``max_tokens`` padded tokens of
-    records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``
-    (``split`` = ``"even"``, ``"drop_last"`` or ``"pad"`` says what happens to the last ones), and
-    DataLoader worker ``w`` of ``K`` produces that rank's batches ``w, w + K, …``. DataLoader
+    records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``, and
+    every rank makes as many batches as every other: ``split`` says how the last ones that do
+    not divide among the ranks are shared (:class:`genotok.sampling.BatchPlan`): ``"even"``
+    cuts their records into one smaller batch per rank, ``"drop_last"`` drops them
+    (:attr:`dropped` counts them), ``"pad"`` repeats earlier batches on the last ranks. Every
+    batch carries ``sample_weight`` (float32, one per row): 0 on a repeated record, 1 otherwise;
+    weight the loss with it and no record counts twice. DataLoader worker ``w`` of ``K``
+    produces that rank's batches ``w, w + K, …``. DataLoader
     hands batches over in worker order, so the main process receives batch 0, 1, 2, … exactly
     as with no workers. The state (:meth:`state_dict`) is the records consumed globally: a run
     resumes with any number of ranks and workers. Use with
@@ -236,7 +241,14 @@ class CorpusIterableDataset(IterableDataset):
         return self.schedule().records()
 
     def n_batches(self) -> int:
+        """This rank's batches of the current epoch: the same number on every rank."""
         return len(self.schedule())
+
+    @property
+    def dropped(self) -> int:
+        """Records of the current epoch no rank makes: with ``split="drop_last"``, the last
+        ``(global batches) % world_size`` batches; 0 with the other splits."""
+        return self.schedule().dropped
 
     def state_dict(self, delivered: int = 0) -> dict:
         """The position once every rank has made ``delivered`` batches of this run's epoch."""
@@ -290,15 +302,16 @@ class CorpusIterableDataset(IterableDataset):
         if hasattr(self.corpus, "prefetch") and len(mine):  # a remote corpus: fetch shards ahead
             self.corpus.prefetch(np.concatenate([sched.batch(k)[1] for k in mine]))
         for k in mine:
-            j, idx = sched.batch(k)
+            at, idx = sched.batch(k)
             batch = self.corpus.get_batch(idx, values=self.values)
             rows = [np.asarray(r, dtype=np.int64) for r in batch]
             if self.values:
                 rows = [(r, batch.row_values(k)) for k, r in enumerate(rows)]
             # drawn from the batch's place in the global sequence: the same for any world size
-            rng = np.random.default_rng([self.seed, self.epoch, int(sched.bounds[j])])
+            rng = np.random.default_rng([self.seed, self.epoch, at])
             out = _arrays(self.collate, rows, rng)
             out["index"] = idx
+            out["sample_weight"] = sched.weights(k)  # 0 on a repeat (split="pad" / "even")
             yield out
 
 

@@ -105,7 +105,8 @@ def test_workers_hand_over_the_same_tensors(corpus_path):
         return list(ResumableLoader(ds, num_workers=workers))
 
     for a, b in zip(batches(0), batches(2), strict=True):
-        assert a.keys() == b.keys() == {"input_ids", "attention_mask", "labels", "values", "index"}
+        assert a.keys() == b.keys() == {"input_ids", "attention_mask", "labels", "values", "index",
+                                        "sample_weight"}
         for k in a:
             assert isinstance(b[k], torch.Tensor) and b[k].dtype == a[k].dtype
             assert torch.equal(a[k], b[k])
