@@ -15,7 +15,7 @@ import ast
 import multiprocessing
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +40,28 @@ def _tensors(batch: dict) -> dict:
             for k, v in batch.items()}
 
 
+def _row_dicts(rows: Sequence[Mapping]) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Row dicts (a Hugging Face ``Trainer``'s features) → token arrays and value arrays."""
+    missing = [k for k, r in enumerate(rows) if "input_ids" not in r]
+    if missing:
+        raise ValueError(f"row {missing[0]} of the batch has no 'input_ids' (its keys: "
+                         f"{sorted(rows[missing[0]])[:8]}): a collator takes rows with "
+                         "'input_ids' and optional 'values'")
+    ids = [np.asarray(r["input_ids"], dtype=np.int64).reshape(-1) for r in rows]
+    with_values = ["values" in r for r in rows]
+    if any(with_values) and not all(with_values):
+        raise ValueError("some rows of the batch have 'values' and others not: give every row "
+                         "its values, or none")
+    if not all(with_values):
+        return ids, None
+    vals = [np.asarray(r["values"], dtype=np.float32).reshape(-1) for r in rows]
+    bad = next((k for k, (i, v) in enumerate(zip(ids, vals)) if i.size != v.size), None)
+    if bad is not None:
+        raise ValueError(f"row {bad} of the batch has {ids[bad].size} input_ids and "
+                         f"{vals[bad].size} values: one value per token")
+    return ids, vals
+
+
 @dataclass
 class Collator:
     """Records (arrays, or ``(ids, values)`` pairs) → ``input_ids``, ``attention_mask`` tensors.
@@ -53,6 +75,8 @@ class Collator:
     >>> c = Collator(pad_token_id=9, max_length=3, truncation="head")
     >>> c([np.array([1, 2, 3, 4]), np.array([5])])["input_ids"].tolist()
     [[1, 2, 3], [5, 9, 9]]
+    >>> c([{"input_ids": [1, 2]}, {"input_ids": [5]}])["input_ids"].tolist()  # HF Trainer rows
+    [[1, 2], [5, 9]]
     """
 
     pad_token_id: int
@@ -68,9 +92,16 @@ class Collator:
         self._rng = np.random.default_rng(self.seed)
 
     def arrays(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-        """The batch as NumPy arrays: what calling the collator returns as tensors."""
+        """The batch as NumPy arrays: what calling the collator returns as tensors.
+
+        ``records``: token arrays, ``(ids, values)`` pairs, or row dicts with ``input_ids``
+        and optional ``values`` (lists, arrays or tensors: what a Hugging Face ``Trainer`` hands
+        its ``data_collator``; other keys are ignored).
+        """
         values = None
-        if records and isinstance(records[0], tuple):
+        if records and isinstance(records[0], Mapping):
+            records, values = _row_dicts(records)
+        elif records and isinstance(records[0], tuple):
             records, values = [r[0] for r in records], [r[1] for r in records]
         return _data.make_batch(records, pad_token_id=self.pad_token_id, max_length=self.max_length,
                                 truncation=self.truncation, padding=self.padding,
