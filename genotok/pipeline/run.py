@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _config
-from .._io import atomic_write, default_hash, file_digest
+from .._io import atomic_write, default_hash, file_digest, place_once, staging_name
 from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
@@ -44,7 +44,14 @@ from ..formats.corpus import MANIFEST, Corpus, write_manifest
 from ..formats.gtok import write_gtok
 from ..regions import RegionSet
 from ..sink import write_records
-from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
+from .journal import (
+    _clean_temp_files,
+    _clean_unjournaled_shards,
+    _journal_hash,
+    _load_journal,
+    _lock,
+    _save_journal,
+)
 from ..params import InstanceOf, Integral, Interval, Options, validate
 from ..singlecell.spec import CellSpec
 from .medians import _fit_medians
@@ -319,6 +326,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, format, opts.files_per_shard, ids, algo, spec, on_error)
         journal = _load_journal(out, plan, overwrite)
+        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (writer.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
@@ -352,20 +360,21 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     kind = input_kind(path)
     spec = spec if spec is not None else CellSpec()
     shard = out / _shard_name(b)
-    shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    staged = staging_name(shard)  # put in place once written, unless it is there (writer.py)
     failed: list[dict] = []
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
         if format == "corpus":
             if kind == "h5ad":
-                corpus = tokenize_anndata(path, tokenizer, spec, n_threads=n_threads, out=shard)
+                corpus = tokenize_anndata(path, tokenizer, spec, n_threads=n_threads, out=staged)
             else:
                 corpus = tokenize_fragments(path, tokenizer, spec, n_threads=n_threads,
-                                            out=shard)
+                                            out=staged)
             names, n_tokens, n = corpus.names, corpus.n_tokens, len(corpus)
             flat = corpus.to_ragged()
             unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
+            place_once(staged, shard)
         else:
             if kind == "h5ad":
                 rows = list(tokenize_anndata(path, tokenizer, spec, n_threads=n_threads))
@@ -386,7 +395,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, format: str, n_threads,
     except SKIPPABLE as exc:
         if on_error == "fail":
             raise
-        shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
+        staged.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
         raise_machine_error(exc, path)
         return {"shard": None, "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": _message(exc, path)}]}

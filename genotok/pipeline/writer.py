@@ -5,6 +5,12 @@ then the journal saved) runs in one writer thread while the main thread parses a
 the next batch, so both cores stay busy. The order that makes a run resumable after a kill -9
 is kept: a batch enters the journal only after its shard is durably written, and batches are
 written and journaled one at a time, in order (:mod:`genotok.pipeline.run` holds the rest).
+
+A shard is written under a temporary name and then put in place only if no shard of that name
+is there yet (:func:`genotok._io.place_once`): a run starts by removing the shards its journal
+does not record, so a shard already in place is this run's, written from the same inputs. A
+task that a Dask cluster runs again after a worker died (a recompute, possibly after the
+manifest) therefore never replaces a shard the manifest records.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .._io import place_once, staging_name
 from ..formats.gtok import write_gtok
 from ..ragged import Ragged
 from ..sink import write_records
@@ -50,9 +57,11 @@ class _Staged:
     def write(self) -> dict:
         for path, ids in self.files:
             write_gtok(ids, path)
-        if self.shard is not None:  # fsynced and renamed into place by the sink
-            write_records(self.records, self.shard, self.tokenizer, sources=self.sources,
-                          metadata_columns=["source"], overwrite=True)
+        if self.shard is not None:  # fsynced by the sink, then put in place unless it is there
+            staged = staging_name(self.shard)
+            write_records(self.records, staged, self.tokenizer, sources=self.sources,
+                          metadata_columns=["source"])
+            place_once(staged, self.shard)
         return self.entry
 
 
