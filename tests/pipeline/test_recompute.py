@@ -103,7 +103,7 @@ def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
             out = tmp_path / f"run{k}"
             errors = []
 
-            def go():
+            def go(out=out, errors=errors):
                 try:
                     pretokenize(d, tok, out, progress=False,
                                 options=RunOptions(files_per_shard=1, client=client))

@@ -14,8 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from genotok import CorpusWriter  # noqa: E402
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader  # noqa: E402
+from genotok import CorpusWriter
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
 
 pytestmark = pytest.mark.slow
 

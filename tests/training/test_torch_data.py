@@ -348,7 +348,7 @@ def test_collators_take_the_row_dicts_a_hf_trainer_hands_them(kind, collator):
     as_kind = {"list": lambda a: a.tolist(), "array": lambda a: a,
                "tensor": torch.from_numpy}[kind]
     kw = {} if collator is Collator else {"n_regions": 5}
-    make = lambda: collator(pad_token_id=9, seed=4, **kw)  # noqa: E731
+    make = lambda: collator(pad_token_id=9, seed=4, **kw)
     plain = make()([(r, v) for r, v in zip(rows, vals)])
     feats = [{"input_ids": as_kind(r), "values": as_kind(v), "length": len(r), "name": "x"}
              for r, v in zip(rows, vals)]
