@@ -6,7 +6,9 @@ cluster. Rank ``r`` of ``W`` trains on global batches ``J0 + r, J0 + r + W, …`
 batches consumed before this run started), and DataLoader worker ``w`` of ``K`` makes that rank's
 batches ``w, w + K, …``. So the position reached after any step is one number, the records (or
 batches) consumed globally, and a run stopped with N ranks resumes with M ranks on exactly the
-records a never-stopped run would still see.
+records a never-stopped run would still see. The last global batches, when they do not divide
+among the ranks, are shared out (or repeated with weight 0, or dropped: :class:`BatchPlan`'s
+``split``) so that every rank makes as many batches as every other.
 
 - :func:`epoch_order`: no shuffle, a full random permutation, or a *block* shuffle that shuffles
   shards and then records within windows of a few shards (reads stay local: for corpora larger
