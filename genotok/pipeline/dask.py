@@ -81,7 +81,10 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
     if not todo:
         return
-    tok = client.scatter(tokenizer, broadcast=True)
+    # a key of its own (hash=False): a run right after another would reuse the key of the same
+    # tokenizer while the scheduler still forgets the first run's copy, and its tasks then
+    # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
+    tok = client.scatter(tokenizer, broadcast=True, hash=False)
     futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
                              on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}

@@ -82,6 +82,22 @@ def test_a_shard_no_journal_records_is_removed_before_a_run_resumes(tmp_path, to
     assert Corpus.open(again.out, verify=True).to_ragged() == ref
 
 
+def _worker_pids(client, n=2):
+    """The pids of ``n`` live worker processes (the scheduler may still list a killed one for a
+    moment, and asking it fails: ask again)."""
+    for _ in range(100):
+        try:
+            client.wait_for_workers(n, timeout=120)
+            pids = list(client.run(os.getpid).values())
+        except OSError:  # CommClosedError: a killed worker not yet removed
+            time.sleep(0.2)
+            continue
+        if len(pids) == n:
+            return pids
+        time.sleep(0.2)
+    raise AssertionError(f"{n} workers did not come back")
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning",
                             "ignore::UserWarning", "ignore::pytest.PytestUnraisableExceptionWarning",
@@ -98,8 +114,7 @@ def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         for k in range(rounds):
-            client.wait_for_workers(2, timeout=120)
-            pids = list(client.run(os.getpid).values())
+            pids = _worker_pids(client)
             out = tmp_path / f"run{k}"
             errors = []
 
@@ -112,7 +127,11 @@ def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
 
             t = threading.Thread(target=go)
             t.start()
-            time.sleep(0.3 + 0.4 * (k % 3))  # mid-run: some batches done, some not
+            # mid-run: once the first shards are written (the tokenizer is on the workers),
+            # while the other batches run
+            deadline = time.monotonic() + 120
+            while len(list(out.glob("shard-*.gtokc"))) < 1 + k % 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
             os.kill(pids[k % len(pids)], signal.SIGKILL)
             t.join(300)
             assert not t.is_alive()
