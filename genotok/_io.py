@@ -9,6 +9,7 @@ import hashlib
 import io
 import os
 import queue
+import secrets
 import stat
 import tempfile
 import threading
@@ -449,6 +450,61 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def staging_name(path: str | os.PathLike) -> Path:
+    """A fresh name beside ``path`` to write it under before :func:`place_once`
+    (``.NAME.XXXXXXXX.tmp``, the pattern of :func:`make_temp`, which a resumed run removes).
+
+    Examples
+    --------
+    >>> name = staging_name("d/c.gtokc").name
+    >>> name.startswith(".c.gtokc."), name.endswith(".tmp"), len(name)
+    (True, True, 21)
+    """
+    path = Path(path)
+    return path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+
+
+def place_once(staged: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """Move the finished file ``staged`` to ``path`` unless a file is there already (it stays).
+
+    ``True`` when ``staged`` was put in place; ``staged`` is gone afterwards either way. The
+    check and the move are one step (a hard link, which fails on an existing name), so of two
+    writers of the same file the first stays, whatever their timing: a task a cluster runs
+    again (Dask recomputes a finished task whose worker died) cannot replace a file that
+    another process has already recorded or read. Where the file system has no hard links the
+    check and the move are two steps.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for text in ("first", "second"):
+    ...     _ = (d / "s.tmp").write_text(text)
+    ...     print(place_once(d / "s.tmp", d / "s"))
+    True
+    False
+    >>> (d / "s").read_text(), sorted(os.listdir(d))
+    ('first', ['s'])
+    """
+    staged, path = Path(staged), Path(path)
+    try:
+        os.link(staged, path)
+        placed = True
+    except FileExistsError:
+        placed = False
+    except OSError:  # no hard links here (some FUSE mounts): check, then rename
+        placed = not path.exists()
+        if placed:
+            os.replace(staged, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+    if placed:
+        _fsync_dir(path.parent)
+    return placed
 
 
 def _fsync_dir(folder: Path) -> None:

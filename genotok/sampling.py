@@ -6,7 +6,9 @@ cluster. Rank ``r`` of ``W`` trains on global batches ``J0 + r, J0 + r + W, …`
 batches consumed before this run started), and DataLoader worker ``w`` of ``K`` makes that rank's
 batches ``w, w + K, …``. So the position reached after any step is one number, the records (or
 batches) consumed globally, and a run stopped with N ranks resumes with M ranks on exactly the
-records a never-stopped run would still see.
+records a never-stopped run would still see. The last global batches, when they do not divide
+among the ranks, are shared out (or repeated with weight 0, or dropped: :class:`BatchPlan`'s
+``split``) so that every rank makes as many batches as every other.
 
 - :func:`epoch_order`: no shuffle, a full random permutation, or a *block* shuffle that shuffles
   shards and then records within windows of a few shards (reads stay local: for corpora larger
@@ -229,13 +231,19 @@ class Schedule:
     """One rank's batches of one epoch (from :meth:`BatchPlan.schedule`).
 
     ``sequence[bounds[j]:bounds[j + 1]]`` is global batch ``j``; this rank makes the global
-    batches ``batch_ids`` in that order (a padded tail repeats the epoch's first batches).
+    batches ``batch_ids`` in that order, and then, when the epoch's last global batches do not
+    divide among the ranks, one more batch ``last`` (see :class:`BatchPlan`'s ``split``): a
+    share of those last batches (``"even"``) or a repeat of an earlier batch (``"pad"``). Every
+    rank of a run has as many batches as every other. ``weights(k)`` is 1 for each record of
+    batch ``k`` that counts and 0 for a repeat, so that no record counts twice in a loss.
 
     Examples
     --------
-    >>> s = BatchPlan(7, batch_size=2, shuffle=False).schedule(0, rank=1, world_size=2)
-    >>> s.batch_ids.tolist(), s.batch(0)[1].tolist(), s.consumed(1)
-    ([1, 3], [2, 3], 2)
+    >>> s = BatchPlan(5, batch_size=2, shuffle=False).schedule(0, rank=1, world_size=2)
+    >>> [s.batch(k)[1].tolist() for k in range(len(s))], s.weights(1).tolist()
+    ([[2, 3], [4]], [0.0])
+    >>> s.consumed(1), s.consumed(2)  # rank 0 makes [0, 1] and [4]: record 4 counts once
+    (2, 3)
     """
 
     sequence: np.ndarray
@@ -243,24 +251,45 @@ class Schedule:
     batch_ids: np.ndarray
     first: int  # global batches consumed before this schedule
     world_size: int
+    last: np.ndarray | None = None  # records of the extra last batch (None: no such batch)
+    last_weight: float = 1.0  # 1.0: a share of the epoch's last batches; 0.0: a repeat
+    last_position: int = 0  # where ``last`` starts in ``sequence`` (its batch's random stream)
+    last_filler: int = 0  # records of ``last`` repeated only to keep it non-empty (weight 0)
+    dropped: int = 0  # records of this epoch that no rank makes (``split="drop_last"``)
 
     def __len__(self) -> int:
-        return int(self.batch_ids.size)
+        return int(self.batch_ids.size) + (self.last is not None)
 
     def batch(self, k: int) -> tuple[int, np.ndarray]:
-        """``(global batch id, record ids)`` of this rank's ``k``-th batch."""
+        """``(position, record ids)`` of this rank's ``k``-th batch: ``position`` is where the
+        batch starts in the epoch's global sequence (its random stream is drawn from it)."""
+        if k == self.batch_ids.size and self.last is not None:
+            return self.last_position, self.last
         j = int(self.batch_ids[k])
-        return j, self.sequence[self.bounds[j]:self.bounds[j + 1]]
+        return int(self.bounds[j]), self.sequence[self.bounds[j]:self.bounds[j + 1]]
+
+    def weights(self, k: int) -> np.ndarray:
+        """float32, one per record of batch ``k``: 1 where the record counts, 0 on a repeat."""
+        rows = self.batch(k)[1].size
+        w = np.ones(rows, np.float32)
+        if k == self.batch_ids.size and self.last is not None:
+            w[:] = self.last_weight
+            if self.last_filler:
+                w[rows - self.last_filler:] = 0.0
+        return w
 
     def records(self) -> np.ndarray:
-        """This rank's records, in the order it sees them."""
+        """This rank's records, in the order it sees them (repeats included)."""
         if not len(self):
             return self.sequence[:0]
         return np.concatenate([self.batch(k)[1] for k in range(len(self))])
 
     def consumed(self, steps: int) -> int:
-        """Global batches consumed once every rank has made ``steps`` batches."""
+        """Global batches consumed once every rank has made ``steps`` batches: all of them
+        (the dropped ones too) once every rank has made its last."""
         n = self.bounds.size - 1
+        if len(self) and steps >= len(self):
+            return n
         return min(n, self.first + int(steps) * self.world_size)
 
 
@@ -287,9 +316,17 @@ class BatchPlan:
     shuffle, seed, window, shard_starts, chunk_records
         The epoch order (:func:`epoch_order`, :func:`chunk_bounds`).
     split
-        The epoch's last global batches when they do not divide among the ranks: ``"even"``
-        (the first ranks make one more batch), ``"drop_last"`` (dropped) or ``"pad"`` (the last
-        ranks repeat the epoch's first batches, so every rank makes as many batches).
+        The epoch's last global batches when they do not divide among the ranks (``tail =
+        (batches left) % world_size`` of them). Every rank makes as many batches as every other,
+        whatever the split, so a collective per step (DDP's all-reduce) never waits for a rank
+        that has finished: ``"even"`` (default) cuts the tail's records into ``world_size``
+        near-equal shares, one more (smaller) batch per rank, every record exactly once (a rank
+        left without a record when the tail holds fewer records than ranks repeats one with
+        weight 0); ``"drop_last"`` drops the tail's records (:meth:`dropped` counts them,
+        ``Schedule.dropped`` too), fewer than ``world_size`` batches per epoch; ``"pad"`` gives
+        the tail's batches to the first ranks as they are and the last ranks repeat this run's
+        first batches with weight 0 (``Schedule.weights``; the loaders' ``sample_weight``), so
+        no record counts twice in a loss that uses the weights.
     drop_last_batch
         Drop a short last batch (fixed ``batch_size`` only).
 
@@ -298,7 +335,7 @@ class BatchPlan:
     >>> import numpy as np
     >>> plan = BatchPlan(np.ones(10), batch_size=2, shuffle=False)
     >>> [plan.schedule(0, 0, rank=r, world_size=2).records().tolist() for r in range(2)]
-    [[0, 1, 4, 5, 8, 9], [2, 3, 6, 7]]
+    [[0, 1, 4, 5, 8], [2, 3, 6, 7, 9]]
     >>> state = plan.state(epoch=0, first=0, steps=2, world_size=2); state["records_seen"]
     8
     >>> plan.schedule(0, plan.resume(state)[1], rank=0, world_size=1).records().tolist()
@@ -372,7 +409,10 @@ class BatchPlan:
 
     def schedule(self, epoch: int, first_record: int = 0, *, rank: int = 0,
                  world_size: int = 1) -> Schedule:
-        """Rank ``rank``'s batches of ``epoch``, once ``first_record`` records are consumed."""
+        """Rank ``rank``'s batches of ``epoch``, once ``first_record`` records are consumed.
+
+        Every rank gets as many batches as every other, whatever the split (see the class).
+        """
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
         seq, bounds, first = self._first_batch(epoch, first_record)
@@ -380,12 +420,39 @@ class BatchPlan:
         left = total - first
         full, tail = divmod(left, world_size)
         ids = first + rank + world_size * np.arange(full, dtype=np.int64)
-        if tail and self.split == "even" and rank < tail:
-            ids = np.append(ids, first + full * world_size + rank)
-        elif tail and self.split == "pad":
-            extra = first + full * world_size + rank if rank < tail else first + (rank - tail) % left
-            ids = np.append(ids, extra)
-        return Schedule(seq, bounds, ids, first, world_size)
+        if not tail:
+            return Schedule(seq, bounds, ids, first, world_size)
+        cut = int(bounds[first + full * world_size])  # the tail: records of the last batches
+        if self.split == "drop_last":
+            return Schedule(seq, bounds, ids, first, world_size, dropped=int(bounds[-1]) - cut)
+        if self.split == "pad":
+            if rank < tail:  # a batch of the tail as it is
+                j = first + full * world_size + rank
+                return Schedule(seq, bounds, ids, first, world_size,
+                                last=seq[bounds[j]:bounds[j + 1]], last_position=int(bounds[j]))
+            j = first + (rank - tail) % left  # a repeat of this run's first batches, weight 0
+            return Schedule(seq, bounds, ids, first, world_size, last=seq[bounds[j]:bounds[j + 1]],
+                            last_weight=0.0, last_position=int(bounds[j]))
+        # "even": the tail's records cut into world_size near-equal contiguous shares
+        q, r = divmod(int(bounds[-1]) - cut, world_size)  # the first r ranks take q + 1
+        a = cut + rank * q + min(rank, r)
+        b = a + q + (rank < r)
+        if a < b:
+            return Schedule(seq, bounds, ids, first, world_size, last=seq[a:b], last_position=a)
+        # fewer tail records than ranks: this rank repeats one of them, with weight 0
+        return Schedule(seq, bounds, ids, first, world_size, last=seq[cut:cut + 1],
+                        last_position=cut, last_filler=1)
+
+    def dropped(self, epoch: int, world_size: int, first_record: int = 0) -> int:
+        """Records of ``epoch`` that ``split="drop_last"`` drops on ``world_size`` ranks (0 for
+        the other splits): the last ``(batches left) % world_size`` global batches.
+
+        Examples
+        --------
+        >>> BatchPlan(500, batch_size=64, split="drop_last").dropped(0, world_size=3)
+        116
+        """
+        return self.schedule(epoch, first_record, world_size=world_size).dropped
 
     def state(self, *, epoch: int, first: int, steps: int, world_size: int,
               roll: bool = False) -> dict:

@@ -16,7 +16,7 @@ import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +50,28 @@ def _tensors(batch: dict) -> dict:
             for k, v in batch.items()}
 
 
+def _row_dicts(rows: Sequence[Mapping]) -> tuple[list[np.ndarray], list[np.ndarray] | None]:
+    """Row dicts (a Hugging Face ``Trainer``'s features) → token arrays and value arrays."""
+    missing = [k for k, r in enumerate(rows) if "input_ids" not in r]
+    if missing:
+        raise ValueError(f"row {missing[0]} of the batch has no 'input_ids' (its keys: "
+                         f"{sorted(rows[missing[0]])[:8]}): a collator takes rows with "
+                         "'input_ids' and optional 'values'")
+    ids = [np.asarray(r["input_ids"], dtype=np.int64).reshape(-1) for r in rows]
+    with_values = ["values" in r for r in rows]
+    if any(with_values) and not all(with_values):
+        raise ValueError("some rows of the batch have 'values' and others not: give every row "
+                         "its values, or none")
+    if not all(with_values):
+        return ids, None
+    vals = [np.asarray(r["values"], dtype=np.float32).reshape(-1) for r in rows]
+    bad = next((k for k, (i, v) in enumerate(zip(ids, vals)) if i.size != v.size), None)
+    if bad is not None:
+        raise ValueError(f"row {bad} of the batch has {ids[bad].size} input_ids and "
+                         f"{vals[bad].size} values: one value per token")
+    return ids, vals
+
+
 @dataclass
 class Collator:
     """Records (arrays, or ``(ids, values)`` pairs) → ``input_ids``, ``attention_mask`` tensors.
@@ -63,6 +85,8 @@ class Collator:
     >>> c = Collator(pad_token_id=9, max_length=3, truncation="head")
     >>> c([np.array([1, 2, 3, 4]), np.array([5])])["input_ids"].tolist()
     [[1, 2, 3], [5, 9, 9]]
+    >>> c([{"input_ids": [1, 2]}, {"input_ids": [5]}])["input_ids"].tolist()  # HF Trainer rows
+    [[1, 2], [5, 9]]
     """
 
     pad_token_id: int
@@ -78,9 +102,16 @@ class Collator:
         self._rng = np.random.default_rng(self.seed)
 
     def arrays(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-        """The batch as NumPy arrays: what calling the collator returns as tensors."""
+        """The batch as NumPy arrays: what calling the collator returns as tensors.
+
+        ``records``: token arrays, ``(ids, values)`` pairs, or row dicts with ``input_ids``
+        and optional ``values`` (lists, arrays or tensors: what a Hugging Face ``Trainer`` hands
+        its ``data_collator``; other keys are ignored).
+        """
         values = None
-        if records and isinstance(records[0], tuple):
+        if records and isinstance(records[0], Mapping):
+            records, values = _row_dicts(records)
+        elif records and isinstance(records[0], tuple):
             records, values = [r[0] for r in records], [r[1] for r in records]
         return _data.make_batch(records, pad_token_id=self.pad_token_id, max_length=self.max_length,
                                 truncation=self.truncation, padding=self.padding,
@@ -193,9 +224,14 @@ class CorpusIterableDataset(IterableDataset):
     epoch)`` and the batching settings (:class:`genotok.sampling.BatchPlan`): ``shuffle`` is
     ``True``/``"full"``, ``"block"`` (shards, then records within ``window`` shards) or
     ``False``; batches hold ``batch_size`` records, or up to ``max_tokens`` padded tokens of
-    records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``
-    (``split`` = ``"even"``, ``"drop_last"`` or ``"pad"`` says what happens to the last ones), and
-    DataLoader worker ``w`` of ``K`` produces that rank's batches ``w, w + K, …``. DataLoader
+    records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``, and
+    every rank makes as many batches as every other: ``split`` says how the last ones that do
+    not divide among the ranks are shared (:class:`genotok.sampling.BatchPlan`): ``"even"``
+    cuts their records into one smaller batch per rank, ``"drop_last"`` drops them
+    (:attr:`dropped` counts them), ``"pad"`` repeats earlier batches on the last ranks. Every
+    batch carries ``sample_weight`` (float32, one per row): 0 on a repeated record, 1 otherwise;
+    weight the loss with it and no record counts twice. DataLoader worker ``w`` of ``K``
+    produces that rank's batches ``w, w + K, …``. DataLoader
     hands batches over in worker order, so the main process receives batch 0, 1, 2, … exactly
     as with no workers. The state (:meth:`state_dict`) is the records consumed globally: a run
     resumes with any number of ranks and workers. Use with
@@ -246,7 +282,14 @@ class CorpusIterableDataset(IterableDataset):
         return self.schedule().records()
 
     def n_batches(self) -> int:
+        """This rank's batches of the current epoch: the same number on every rank."""
         return len(self.schedule())
+
+    @property
+    def dropped(self) -> int:
+        """Records of the current epoch no rank makes: with ``split="drop_last"``, the last
+        ``(global batches) % world_size`` batches; 0 with the other splits."""
+        return self.schedule().dropped
 
     def state_dict(self, delivered: int = 0) -> dict:
         """The position once every rank has made ``delivered`` batches of this run's epoch."""
@@ -302,15 +345,16 @@ class CorpusIterableDataset(IterableDataset):
         if hasattr(self.corpus, "prefetch") and len(mine):  # a remote corpus: fetch shards ahead
             self.corpus.prefetch(np.concatenate([sched.batch(k)[1] for k in mine]))
         for k in mine:
-            j, idx = sched.batch(k)
+            at, idx = sched.batch(k)
             batch = self.corpus.get_batch(idx, values=self.values)
             rows = [np.asarray(r, dtype=np.int64) for r in batch]
             if self.values:
                 rows = [(r, batch.row_values(k)) for k, r in enumerate(rows)]
             # drawn from the batch's place in the global sequence: the same for any world size
-            rng = np.random.default_rng([self.seed, self.epoch, int(sched.bounds[j])])
+            rng = np.random.default_rng([self.seed, self.epoch, at])
             out = _arrays(self.collate, rows, rng)
             out["index"] = idx
+            out["sample_weight"] = sched.weights(k)  # 0 on a repeat (split="pad" / "even")
             yield out
 
 

@@ -16,6 +16,9 @@ Markers, on the line before a block's fence:
   :func:`test_opted_out_blocks_are_listed` lists every such block.
 - ``<!-- docs-test: raises GtokFormatError -->``: the block shows an error; it fails unless it
   raises that exception (or a subclass) on both runs.
+- ``<!-- docs-test: slow (REASON) -->``: the block runs as the others do, in the slow step only
+  (``pytest -m slow tests/test_docs.py``): a recipe of several processes (DDP, Lightning ``ddp``,
+  a Dask cluster of worker processes) that takes more than a few seconds.
 
 A block that is not meant to run (an excerpt, pseudo-code, output) is tagged ``text``.
 
@@ -44,9 +47,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b\s*(?P<reason>.*?)\s*-->")
 RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
+SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\b\s*(?P<reason>.*?)\s*-->")
 #: packages outside the lean ``[test]`` extra: a block needing one skips where it is absent
 OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash", "lightning",
-            "datasets", "huggingface_hub", "fsspec", "s3fs"}
+            "datasets", "huggingface_hub", "fsspec", "s3fs", "transformers"}
 #: what a block's language tag says about how it runs
 LANGS = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash",
          "shell": "bash"}
@@ -107,6 +111,7 @@ class Block:
     code: str
     raises: str | None = None  # the exception class (or base class) name it must raise
     skip: str | None = None    # why it does not run here (the marker's reason), if it does not
+    slow: bool = False         # runs in the slow step only (several processes)
 
     @property
     def where(self) -> str:
@@ -142,7 +147,8 @@ def blocks(path: Path) -> list[Block]:
             raises, skip = RAISES_MARK.fullmatch(prev), SKIP_MARK.fullmatch(prev)
             reason = skip["reason"].strip("()").strip() if skip else None
             out.append(Block(page, len(out) + 1, i + 1, LANGS[lang], "\n".join(body) + "\n",
-                             raises[1] if raises else None, reason))
+                             raises[1] if raises else None, reason,
+                             SLOW_MARK.fullmatch(prev) is not None))
         i = j + 1
     return out
 
@@ -223,7 +229,8 @@ def run_twice(b: Block, folder: Path) -> str | None:
 RUNNABLE = [b for b in all_blocks() if b.skip is None]
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=lambda b: b.id)
+@pytest.mark.parametrize("block", [pytest.param(b, marks=pytest.mark.slow) if b.slow else b
+                                   for b in RUNNABLE], ids=lambda b: b.id)
 def test_block_runs_alone_and_again(block, tmp_path):
     problem = run_twice(block, tmp_path)
     assert problem is None, problem

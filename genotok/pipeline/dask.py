@@ -7,7 +7,11 @@ in a single-machine run, so both give the same corpus record for record.
 
 The client holds the output directory's lock (an OS ``flock``, see :mod:`genotok.pipeline.journal`)
 for the whole run; workers only write shards whose numbers the client gave them. A worker killed
-mid-shard leaves a temporary file that the next run removes before it resumes.
+mid-shard leaves a temporary file that the next run removes before it resumes. A finished task
+that Dask runs again (its worker died while the scheduler still wanted its result) writes its
+shard again, possibly after ``manifest.json``: that write never replaces the shard in place (the
+first stays, see :mod:`genotok.pipeline.writer`), and a task is released as soon as it is
+journaled, so the scheduler has no reason to run it again.
 
 Security: Dask sends tasks and results as pickles, and unpickling runs code. A scheduler that
 anyone on the network can reach runs anyone's code on your workers: keep it on a private network
@@ -77,14 +81,22 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
     if not todo:
         return
-    tok = client.scatter(tokenizer, broadcast=True)
+    # a key of its own (hash=False): a run right after another would reuse the key of the same
+    # tokenizer while the scheduler still forgets the first run's copy, and its tasks then
+    # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
+    tok = client.scatter(tokenizer, broadcast=True, hash=False)
     futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
                              on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:
         for fut in as_completed(futures):
-            journal["done"][str(futures[fut])] = fut.result()  # re-raises a worker's error
+            b = futures.pop(fut)
+            journal["done"][str(b)] = fut.result()  # re-raises a worker's error
             save_journal(out, journal)
+            # journaled: let the scheduler forget the task, so that it is not run again when
+            # the worker holding its result dies (a run again that does start, before this,
+            # keeps the shard in place: genotok._io.place_once)
+            fut.release()
     finally:
         for fut in futures:
             fut.cancel()

@@ -31,8 +31,9 @@ JOURNAL = "journal.json"
 LOCK = ".genotok.lock"
 #: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
-_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json|shard-(?:\d{5,}|empty)"
-                   r"(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
+_TEMP = re.compile(r"\.(?:journal\.json|manifest\.json"
+                   r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (writer.py)
+                   r"|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
                    r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
@@ -102,7 +103,8 @@ def _holder(path: Path) -> str:
 
 def _clean_temp_files(out: Path) -> list[str]:
     """Remove the temporary files a killed run left in ``out``: only names that our own
-    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp``,
+    writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp`` and the
+    sink's temporary file of it, ``..shard-00003.gtokc.XXXXXXXX.tmp.XXXXXXXX.tmp``,
     ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
     Called with the directory's lock held, so no live run owns them."""
     removed = []
@@ -110,6 +112,21 @@ def _clean_temp_files(out: Path) -> list[str]:
     for p in [*out.iterdir(), *(held.iterdir() if held.is_dir() and not held.is_symlink()
                                 else ())]:
         if _TEMP.fullmatch(p.name) and p.is_file() and not p.is_symlink():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+            removed.append(p.name)
+    return removed
+
+
+def _clean_unjournaled_shards(out: Path, journal: dict) -> list[str]:
+    """Remove the shards in ``out`` that no entry of ``journal`` records (written by a killed
+    run before its batch was journaled). Called with the directory's lock held, before any
+    batch runs: a shard that is in place afterwards was written by this run, from the same
+    inputs, and a repeated write of it keeps it (:func:`genotok._io.place_once`)."""
+    kept = {f for d in journal["done"].values() for f in d.get("files") or ()}
+    removed = []
+    for p in out.iterdir():
+        if _SHARD.fullmatch(p.name) and p.name not in kept and p.is_file() and not p.is_symlink():
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
             removed.append(p.name)

@@ -35,7 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from .. import _config
-from .._io import atomic_write, default_hash, file_digest, is_url
+from .._io import atomic_write, default_hash, file_digest, is_url, place_once, staging_name
 from .._names import to_file_stem
 from .._optional import require
 from .._progress import progress
@@ -44,7 +44,14 @@ from ..formats.stores import CorpusStore, MemoryStore, Store, get_store
 from ..ragged import Ragged
 from ..regions import RegionSet
 from ..sink import write_records
-from .journal import _clean_temp_files, _journal_hash, _load_journal, _lock, _save_journal
+from .journal import (
+    _clean_temp_files,
+    _clean_unjournaled_shards,
+    _journal_hash,
+    _load_journal,
+    _lock,
+    _save_journal,
+)
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.spec import CellSpec
 from . import remote
@@ -352,6 +359,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
         journal = _load_journal(out, plan, overwrite)
+        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (writer.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
@@ -394,18 +402,20 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
     kind = input_kind(path)
     spec = spec if spec is not None else CellSpec()
     shard = out / (_part_name(b) + CorpusStore.suffix)
-    shard.unlink(missing_ok=True)  # a shard of a killed run that never reached the journal
+    staged = staging_name(shard)  # put in place once written, unless it is there (writer.py)
     failed: list[dict] = []
     try:
         _check_regular(path)
         digest = file_digest(path, algo)
         streamed = isinstance(store, CorpusStore)  # memory stays flat in the cells
         with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
-                         out=shard if streamed else None) as source:
+                         out=staged if streamed else None) as source:
             if streamed:
-                corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads, out=shard)
+                corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads,
+                                        out=staged)
                 n, n_tokens, files = len(corpus), corpus.n_tokens, [shard.name]
                 flat = corpus.to_ragged()
+                place_once(staged, shard)
             else:
                 flat = tokenize_cells(source, tokenizer, spec, n_threads=n_threads)
                 names = [str(x) for x in source.names()]
@@ -429,7 +439,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
     except SKIPPABLE as exc:
         if on_error == "fail":
             raise
-        shard.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
+        staged.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
         raise_machine_error(exc, path)
         return {"files": [], "records": 0, "tokens": 0, "sources": [],
                 "failed": [{"path": str(path), "error": _message(exc, path)}]}

@@ -5,6 +5,12 @@ then the journal saved) runs in one writer thread while the main thread parses a
 the next batch, so both cores stay busy. The order that makes a run resumable after a kill -9
 is kept: a batch enters the journal only after its shard is durably written, and batches are
 written and journaled one at a time, in order (:mod:`genotok.pipeline.run` holds the rest).
+
+A shard is written under a temporary name and then put in place only if no shard of that name
+is there yet (:func:`genotok._io.place_once`): a run starts by removing the shards its journal
+does not record, so a shard already in place is this run's, written from the same inputs. A
+task that a Dask cluster runs again after a worker died (a recompute, possibly after the
+manifest) therefore never replaces a shard the manifest records.
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .._io import place_once, staging_name
+from ..formats.stores import CorpusStore
 from ..ragged import Ragged
 from ..sink import write_records
 from .plan import cell_class
@@ -44,10 +52,18 @@ class _Staged:
 
     def write(self) -> dict:
         """Write the part (fsynced and renamed into place by the sink); the journal entry,
-        with the names of the files written."""
-        files = write_records(self.records, self.part, self.tokenizer, store=self.store,
+        with the names of the files written. A corpus shard is written under a staging name
+        and put in place once (:func:`genotok._io.place_once`): a batch run again (Dask
+        recomputes a finished task whose worker died) keeps the shard already recorded."""
+        once = isinstance(self.store, CorpusStore)
+        final = self.part.with_name(self.part.name + CorpusStore.suffix)
+        part = staging_name(final) if once else self.part
+        files = write_records(self.records, part, self.tokenizer, store=self.store,
                               sources=self.sources, metadata_columns=["source"],
                               overwrite=True)
+        if once:
+            place_once(part, final)
+            files = [final.name]
         return {"files": files, **self.entry}
 
 

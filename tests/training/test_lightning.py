@@ -148,3 +148,39 @@ def test_batch_size_and_seed_checked_when_made(corpus_path):
         CorpusDataModule(corpus_path, collate, batch_size=4, seed=-1)
     with pytest.raises(ParameterError, match="CorpusDataModule: batch_size"):
         _dm(corpus_path, batch_size=1.5)
+
+
+class WeightedMLM(RecordingMLM):
+    """Records the records of weight 1 and the steps of each rank (ddp_spawn processes)."""
+
+    def on_train_end(self):
+        with open(f"{self.out_dir}/rank{self.global_rank}.json", "w") as fh:
+            json.dump({"seen": self.seen, "steps": self.trainer.global_step}, fh)
+
+    def training_step(self, batch, batch_idx):
+        w = batch["sample_weight"]
+        self.seen.extend(batch["index"][w > 0].tolist())
+        logits = self.out(self.emb(batch["input_ids"]))
+        per_token = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, VOCAB), batch["labels"].reshape(-1), reduction="none",
+            ignore_index=-100).reshape(batch["labels"].shape)
+        per_row = per_token.sum(1) / (batch["labels"] != -100).sum(1).clamp(min=1)
+        return (per_row * w).sum() / w.sum().clamp(min=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["even", "pad", "drop_last"])
+def test_ddp_spawn_on_uneven_data_steps_together(corpus_path, tmp_path, split):
+    """Issue 34: 53 records in batches of 5 are 11 global batches; on 2 devices the default
+    split gave 6 and 5 and Lightning failed at the epoch's end. Now 6 and 6 (5 and 5 with
+    drop_last), and the records of weight 1 make the epoch once."""
+    from datetime import timedelta
+
+    strategy = L.strategies.DDPStrategy(start_method="spawn", timeout=timedelta(seconds=60))
+    trainer = _trainer(tmp_path, max_epochs=1, devices=2, strategy=strategy)
+    trainer.fit(WeightedMLM(tmp_path), datamodule=_dm(corpus_path, batch_size=5, split=split))
+    a, b = (json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1))
+    assert a["steps"] == b["steps"] == (5 if split == "drop_last" else 6)
+    r0, r1 = a["seen"], b["seen"]
+    assert not set(r0) & set(r1) and len(set(r0)) == len(r0) and len(set(r1)) == len(r1)
+    assert len(r0 + r1) == (50 if split == "drop_last" else 53)  # drop_last: 1 batch of 3

@@ -26,8 +26,9 @@ def _stream(plan, epoch, first, world, workers=1, steps=None):
     rank 0 first), each rank's batches made by ``workers`` simulated DataLoader workers."""
     scheds = [plan.schedule(epoch, first, rank=r, world_size=world) for r in range(world)]
     per_rank = []
-    for s in scheds:
-        made = {w: [s.batch(k)[1] for k in range(w, len(s), workers)] for w in range(workers)}
+    for s in scheds:  # the records that count (weight 1): a repeat of weight 0 is not consumed
+        made = {w: [s.batch(k)[1][s.weights(k) > 0] for k in range(w, len(s), workers)]
+                for w in range(workers)}
         # DataLoader hands batches over in worker round-robin: batch k comes from worker k % K
         per_rank.append([made[k % workers][k // workers] for k in range(len(s))])
     n_steps = max(len(b) for b in per_rank)
@@ -84,15 +85,78 @@ def test_resume_on_another_world_size_loses_and_repeats_nothing(n, b1, b2, w1, w
 @pytest.mark.parametrize("split", ["even", "drop_last", "pad"])
 def test_the_last_batches_follow_split(split):
     plan = BatchPlan(11, batch_size=2, shuffle=False, split=split)  # 6 global batches
-    per_rank = [plan.schedule(0, rank=r, world_size=4).records().tolist() for r in range(4)]
-    if split == "even":
-        assert per_rank == [[0, 1, 8, 9], [2, 3, 10], [4, 5], [6, 7]]
+    scheds = [plan.schedule(0, rank=r, world_size=4) for r in range(4)]
+    per_rank = [s.records().tolist() for s in scheds]
+    weights = [np.concatenate([s.weights(k) for k in range(len(s))]).tolist() for s in scheds]
+    if split == "even":  # the last 3 records shared out: one more (smaller) batch on every rank
+        assert per_rank == [[0, 1, 8], [2, 3, 9], [4, 5, 10], [6, 7, 8]]
+        assert weights[3] == [1, 1, 0]  # rank 3 had no record left: a repeat of weight 0
     elif split == "drop_last":
         assert per_rank == [[0, 1], [2, 3], [4, 5], [6, 7]]
-    else:  # ranks 2 and 3 repeat the first batches, so every rank makes 2 batches
+        assert scheds[0].dropped == plan.dropped(0, 4) == 3
+    else:  # ranks 2 and 3 repeat the first batches, with weight 0
         assert per_rank == [[0, 1, 8, 9], [2, 3, 10], [4, 5, 0, 1], [6, 7, 2, 3]]
+        assert weights[2] == weights[3] == [1, 1, 0, 0] and weights[1] == [1, 1, 1]
+    assert {len(s) for s in scheds} == {1 if split == "drop_last" else 2}
     assert BatchPlan(11, batch_size=2, shuffle=False, drop_last_batch=True).schedule(0) \
         .records().tolist() == list(range(10))
+
+
+def test_500_records_in_batches_of_64_on_3_ranks_make_3_batches_each():
+    """Issue 34: the default split gave 3/3/2 batches (a DDP all-reduce then waits forever)."""
+    plan = BatchPlan(500, batch_size=64, seed=0)
+    scheds = [plan.schedule(0, rank=r, world_size=3) for r in range(3)]
+    assert [len(s) for s in scheds] == [3, 3, 3]
+    assert [s.batch(2)[1].size for s in scheds] == [39, 39, 38]  # 64 + 52 records shared out
+    assert sorted(np.concatenate([s.records() for s in scheds]).tolist()) == list(range(500))
+    assert plan.dropped(0, 3) == 0 and BatchPlan(500, batch_size=64, split="drop_last") \
+        .dropped(0, 3) == 116
+
+
+@settings(max_examples=300, deadline=None)
+@given(n=st.integers(0, 200), b=st.integers(1, 70), world=st.integers(1, 7),
+       split=st.sampled_from(["even", "drop_last", "pad"]), budget=st.booleans(),
+       first=st.integers(0, 200), drop_short=st.booleans(), seed=st.integers(0, 2**16))
+def test_every_rank_makes_as_many_batches_and_weighted_records_count_once(
+        n, b, world, split, budget, first, drop_short, seed):
+    lengths = np.random.default_rng(seed).integers(1, 30, n)
+    kw = {"max_tokens": b + 29} if budget else {"batch_size": b, "drop_last_batch": drop_short}
+    plan = BatchPlan(lengths, seed=seed, split=split, **kw)
+    seq, bounds = plan.batches(1, 0)
+    first = 0 if budget else min(first, n)  # a fixed batch size resumes from any record
+    seq, bounds = plan.batches(1, first)
+    j0 = int(np.searchsorted(bounds, first))
+    left = bounds.size - 1 - j0
+    scheds = [plan.schedule(1, first, rank=r, world_size=world) for r in range(world)]
+    counts = {len(s) for s in scheds}
+    assert counts == {left // world if split == "drop_last" else -(-left // world)}
+    counted = []
+    for s in scheds:
+        for k in range(len(s)):
+            rows, w = s.batch(k)[1], s.weights(k)
+            assert rows.size >= 1 and w.shape == rows.shape and w.dtype == np.float32
+            counted += rows[w > 0].tolist()
+    assert len(counted) == len(set(counted))  # no record counts twice
+    kept = seq[bounds[j0]:bounds[-1] - scheds[0].dropped].tolist()
+    assert sorted(counted) == sorted(kept)  # every record not dropped counts once
+    tail = left % world
+    assert scheds[0].dropped == (int(bounds[-1] - bounds[bounds.size - 1 - tail])
+                                 if split == "drop_last" else 0)
+    assert scheds[0].consumed(max(counts)) == (bounds.size - 1 if max(counts) else j0)
+
+
+@pytest.mark.parametrize("split", ["even", "drop_last", "pad"])
+def test_a_state_saved_at_the_last_step_resumes_at_the_next_epoch(split):
+    """Issue 34: a drop_last state saved at the epoch's last step never rolled over, so the
+    resumed run spent the next epoch with 0 steps."""
+    plan = BatchPlan(11, batch_size=2, seed=0, split=split)  # 6 batches, 4 ranks
+    steps = len(plan.schedule(0, rank=0, world_size=4))
+    state = plan.state(epoch=0, first=0, steps=steps, world_size=4, roll=True)
+    assert (state["epoch"], state["records_seen"]) == (1, 0)
+    epoch, at = plan.resume(state)
+    assert len(plan.schedule(epoch, at, rank=0, world_size=4)) == steps
+    last_but_one = plan.state(epoch=0, first=0, steps=steps - 1, world_size=4, roll=True)
+    assert (last_but_one["epoch"], last_but_one["records_seen"]) == (0, 2 * 4 * (steps - 1))
 
 
 def test_state_is_small_and_a_finished_epoch_moves_on():

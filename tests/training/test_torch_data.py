@@ -105,7 +105,8 @@ def test_workers_hand_over_the_same_tensors(corpus_path):
         return list(ResumableLoader(ds, num_workers=workers))
 
     for a, b in zip(batches(0), batches(2), strict=True):
-        assert a.keys() == b.keys() == {"input_ids", "attention_mask", "labels", "values", "index"}
+        assert a.keys() == b.keys() == {"input_ids", "attention_mask", "labels", "values", "index",
+                                        "sample_weight"}
         for k in a:
             assert isinstance(b[k], torch.Tensor) and b[k].dtype == a[k].dtype
             assert torch.equal(a[k], b[k])
@@ -334,3 +335,36 @@ def test_a_state_of_another_corpus_or_out_of_range_is_refused(tmp_path):
     for bad in (-1, 1001, 2.5, True):
         with pytest.raises(ValueError, match="records_seen"):
             same.load_state_dict({**state, "records_seen": bad})
+
+
+@pytest.mark.parametrize("kind", ["list", "array", "tensor"])
+@pytest.mark.parametrize("collator", [Collator, MLMCollator, RTDCollator])
+def test_collators_take_the_row_dicts_a_hf_trainer_hands_them(kind, collator):
+    """Issue 34: MLMCollator as a Trainer's data_collator raised "too many indices for array":
+    the Trainer hands a list of row dicts."""
+    rows = [np.array([1, 2, 3]), np.array([4]), np.array([], np.int64)]
+    vals = [np.array([0.5, 1.0, 2.0], np.float32), np.array([3.0], np.float32),
+            np.zeros(0, np.float32)]
+    as_kind = {"list": lambda a: a.tolist(), "array": lambda a: a,
+               "tensor": torch.from_numpy}[kind]
+    kw = {} if collator is Collator else {"n_regions": 5}
+    make = lambda: collator(pad_token_id=9, seed=4, **kw)
+    plain = make()([(r, v) for r, v in zip(rows, vals)])
+    feats = [{"input_ids": as_kind(r), "values": as_kind(v), "length": len(r), "name": "x"}
+             for r, v in zip(rows, vals)]
+    got = make()(feats)
+    assert got.keys() == plain.keys() and "values" in got
+    for k in got:
+        assert torch.equal(got[k], plain[k])
+    no_values = make()([{"input_ids": as_kind(r)} for r in rows])
+    assert "values" not in no_values and torch.equal(no_values["input_ids"], plain["input_ids"])
+
+
+def test_collators_say_what_a_row_dict_lacks():
+    c = Collator(pad_token_id=9)
+    with pytest.raises(ValueError, match="row 1 of the batch has no 'input_ids'"):
+        c([{"input_ids": [1]}, {"ids": [2]}])
+    with pytest.raises(ValueError, match="some rows of the batch have 'values'"):
+        c([{"input_ids": [1], "values": [1.0]}, {"input_ids": [2]}])
+    with pytest.raises(ValueError, match="row 0 of the batch has 2 input_ids and 1 values"):
+        c([{"input_ids": [1, 2], "values": [1.0]}])

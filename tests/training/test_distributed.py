@@ -1,0 +1,101 @@
+"""Real torch.distributed (gloo) on 2 and 3 processes over data that does not divide evenly:
+every rank makes as many steps, a collective per step never waits for a finished rank, and the
+records of weight 1 are the epoch's records exactly once (issue 34)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from genotok import CorpusWriter
+from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+
+pytestmark = pytest.mark.slow
+
+N = 500
+
+
+def _rank_main(rank: int, world: int, port: int, path: str, out: str) -> None:
+    """One rank: each split, a DDP model trained step by step, an all-reduce per step; a
+    loader state saved at the epoch's last step resumed into a whole next epoch."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world, timeout=timedelta(seconds=60))
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.EmbeddingBag(60, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    report = {}
+    for split in ("even", "pad", "drop_last"):
+        ds = CorpusIterableDataset(path, Collator(pad_token_id=0), batch_size=64, seed=1,
+                                   split=split)  # rank and world size from torch.distributed
+        loader = ResumableLoader(ds)
+        seen, steps, states = [], 0, []
+        for batch in loader:
+            w = batch["sample_weight"]
+            loss = (model(batch["input_ids"]).pow(2).mean(1) * w).sum() / w.sum().clamp(min=1)
+            opt.zero_grad()
+            loss.backward()  # DDP's gradient all-reduce: hangs or fails if a rank has finished
+            opt.step()
+            steps_all = torch.tensor([steps], dtype=torch.int64)
+            dist.all_reduce(steps_all, op=dist.ReduceOp.MAX)
+            assert int(steps_all) == steps  # every rank at the same step
+            seen += batch["index"][w > 0].tolist()
+            steps += 1
+            states.append(loader.state_dict())
+        again = ResumableLoader(CorpusIterableDataset(path, Collator(pad_token_id=0),
+                                                      batch_size=64, seed=1, split=split))
+        again.load_state_dict(states[-1])  # saved at the last step: the next epoch, whole
+        report[split] = {"seen": seen, "steps": steps, "dropped": ds.dropped,
+                         "last_state": states[-1], "next_epoch_steps": len(list(again)),
+                         "epoch_steps": len(ds)}
+    dist.barrier()
+    dist.destroy_process_group()
+    Path(out, f"rank{rank}.json").write_text(json.dumps(report))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    path = tmp_path_factory.mktemp("c") / "uneven.gtokc"
+    rng = np.random.default_rng(0)
+    with CorpusWriter(path, vocab_size=60, fingerprint="fp") as w:
+        for _ in range(N):
+            w.append(rng.integers(1, 50, int(rng.integers(1, 9))))
+    return path
+
+
+@pytest.mark.parametrize("world", [2, 3])
+def test_gloo_ranks_step_together_on_uneven_data(uneven, tmp_path, world):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_rank_main, args=(world, _free_port(), str(uneven), str(tmp_path)), nprocs=world)
+    reports = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(world)]
+    n_batches = -(-N // 64)  # 8 global batches
+    for split in ("even", "pad", "drop_last"):
+        got = [r[split] for r in reports]
+        steps = {g["steps"] for g in got}
+        assert len(steps) == 1, (split, steps)  # as many steps on every rank
+        want = n_batches // world if split == "drop_last" else -(-n_batches // world)
+        assert steps == {want}
+        seen = [i for g in got for i in g["seen"]]
+        assert len(seen) == len(set(seen))  # no record of weight 1 twice
+        assert len(seen) == N - got[0]["dropped"]
+        assert got[0]["dropped"] == (sum(min(64, N - 64 * j) for j in
+                                         range(n_batches - n_batches % world, n_batches))
+                                     if split == "drop_last" else 0)
+        for g in got:  # the state at the last step is the next epoch's start, which is whole
+            assert (g["last_state"]["epoch"], g["last_state"]["records_seen"]) == (1, 0)
+            assert g["next_epoch_steps"] == g["epoch_steps"] == want
