@@ -196,7 +196,8 @@ class CorpusStore(Store):
     suffix: ClassVar[str] = ".gtokc"
 
     def _begin(self) -> None:
-        name = self.part if self.part.endswith(self.suffix) else self.part + self.suffix
+        # a shard's own name, or a staging name for it (``_io.staging_name``), is written as given
+        name = self.part if self.part.endswith((self.suffix, ".tmp")) else self.part + self.suffix
         self._w = CorpusWriter.for_tokenizer(
             self.directory / name, self.tokenizer, values_dtype="float32" if self.values else None,
             metadata_columns=list(self.columns), extra=self.extra, overwrite=self.overwrite)
