@@ -19,7 +19,7 @@ __all__ = ["PipelineError", "expand_inputs", "input_kind", "record_name"]
 
 BED_SUFFIXES = (".bed", ".bed.gz", ".narrowpeak", ".narrowpeak.gz", ".broadpeak",
                 ".broadpeak.gz", ".bedgraph", ".bedgraph.gz", ".bed.bgz")
-H5AD_SUFFIXES = (".h5ad",)
+H5AD_SUFFIXES = (".h5ad", ".h5mu", ".h5")  # cells x features containers (singlecell.containers)
 FRAGMENT_SUFFIXES = (".tsv", ".tsv.gz", ".tsv.bgz")
 
 

@@ -51,7 +51,9 @@ from ..kernels import cells as K
 from ..ragged import Ragged
 from . import conditions, reading
 from . import values as cellvalues
-from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _obs_reader, _Source, _source
+from .containers import open_container
+from .sources import (_CSR_MESSAGES, _check_rows, _Chunk, _is_path, _obs_reader, _Source,
+                      _source)
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -401,6 +403,8 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     chunk_rows = read.chunk_rows
     layer = read.layer
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
+    if _is_path(adata):  # .h5ad, .h5mu or 10x .h5, and where its matrix is
+        adata = open_container(adata, read)
     source, path = _source(adata, layer)
     vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
                         tokenizer, read.region_columns, read.var_names_sep, read.one_based,
