@@ -353,3 +353,22 @@ def test_real_container_by_path_equals_memory(tmp_path, rel):
     c = Corpus.open(run.out, expect=tok)
     assert c.to_ragged().to_list() == _rows(tokenize_anndata(mem, tok, spec))
     assert c.names == [str(x) for x in mem.obs_names]
+
+
+def test_h5mu_condition_tokens_from_the_modality_obs(tmp_path):
+    """condition_tokens and prepend read the modality's obs (``str`` of the path was handed to
+    anndata.read_h5ad, which does not read a .h5mu)."""
+    from genotok.singlecell import condition_tokens
+
+    atac, rna = _mods()
+    atac.obs["batch"] = pd.Categorical(["z", "a"] * 3 + ["z"], categories=["z", "a"])
+    p = tmp_path / "x.h5mu"
+    _write_h5mu(p, {"rna": rna, "atac": atac})
+    extra = condition_tokens(atac, ["batch"])
+    assert condition_tokens(p, ["batch"]) == extra == ["<batch=z>", "<batch=a>"]
+    tok = Tokenizer(UNIVERSE, extra_tokens=extra)
+    spec = CellSpec(prepend=["batch"])
+    assert _rows(tokenize_anndata(p, tok, spec)) == _rows(tokenize_anndata(atac, tok, spec))
+    q, _ = _tenx(tmp_path)
+    with pytest.raises(AnnDataError, match="a 10x .h5 file has no obs columns"):
+        condition_tokens(q, ["batch"])
