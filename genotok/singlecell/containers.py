@@ -304,8 +304,7 @@ def _tenx_features(path: str) -> dict:
         if not isinstance(g, h5py.Group):
             raise AnnDataError(f"{where}: missing; a Cell Ranger file of version 3 or later "
                                "has matrix/features (older files, with genes/, hold no peaks)")
-        n = V.shape(f["matrix/shape"][()], where, error=AnnDataError)[0] \
-            if "shape" in f["matrix"] else None
+        n = _TenxSource(path).n_cols  # the shape, checked
         cols = {}
         for k in ("id", "name", "feature_type", "genome", "interval"):
             node = g.get(k)
