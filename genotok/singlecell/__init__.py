@@ -10,13 +10,13 @@ one sink, :mod:`genotok.sink`.
 """
 
 from .cells import tokenize_anndata
-from .containers import Container, open_container
 from .conditions import condition_tokens
+from .containers import Container, open_container
 from .fragmatrix import FragmentMatrix, fragment_matrix
-from .reading import AnnDataOptions, FragmentOptions
-from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
 from .fragments import fragment_count_chunks, fragment_counts, tokenize_fragments
+from .reading import AnnDataOptions, FragmentOptions
 from .sources import obs_names, var_names
+from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
 from .values import feature_medians
 from .varnames import var_regions
 

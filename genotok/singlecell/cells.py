@@ -52,8 +52,7 @@ from ..ragged import Ragged
 from . import conditions, reading
 from . import values as cellvalues
 from .containers import open_container
-from .sources import (_CSR_MESSAGES, _check_rows, _Chunk, _is_path, _obs_reader, _Source,
-                      _source)
+from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _is_path, _obs_reader, _Source, _source
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}

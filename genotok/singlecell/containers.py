@@ -116,8 +116,8 @@ class Container(os.PathLike):
 
     def n_obs(self) -> int:
         """The number of cells (the length of the obs index, not read)."""
-        if self.kind == "10x":
-            return _tenx_source(self.path).n_rows
+        if self.kind == "10x":  # the barcodes, checked against the matrix by the readers
+            return _tenx_barcodes(self.path, lambda node: int(node.shape[0]))
         return S._h5_n_obs(self.path, self._key("obs"))
 
     def obs_rows(self, lo: int, hi: int, columns) -> tuple[list[str], dict]:
@@ -204,7 +204,7 @@ def _modality(f, path: str, asked: str | None) -> str:
     """The ``mod/<name>`` of a ``.h5mu`` to read (see :func:`open_container`)."""
     import h5py
 
-    mods = [k for k in f["mod"].keys() if isinstance(f["mod"][k], h5py.Group)]
+    mods = [k for k in f["mod"] if isinstance(f["mod"][k], h5py.Group)]
     if asked is not None:
         if asked not in mods:
             raise AnnDataError(f"{path}: no modality {asked!r}; the modalities are {mods}")
@@ -339,20 +339,26 @@ def _tenx_source(path: str) -> S._Source:
     return src if keep.all() else _Columns(src, keep)
 
 
+def _tenx_barcodes(path: str, read):
+    """``read(dataset)`` of ``matrix/barcodes``, required to be a one-dimensional dataset."""
+    import h5py
+
+    with S._h5_errors(path), _file(path) as f:
+        node = f["matrix"].get("barcodes")
+        if not isinstance(node, h5py.Dataset) or node.ndim != 1:
+            raise AnnDataError(f"{path}:matrix/barcodes: missing or not a one-dimensional "
+                               "dataset; the file is damaged or not written by Cell Ranger")
+        return read(node)
+
+
 def _tenx_frame(path: str, key: str) -> S._Frame:
     """``obs`` (barcodes, no columns) or ``var`` (the peaks: ``id``, ``name``, ``genome``,
     ``interval`` columns; named by their interval, else their name, else their id)."""
-    import h5py
-
     if key == "obs":
-        def barcodes():
-            with S._h5_errors(path), _file(path) as f:
-                node = f["matrix"].get("barcodes")
-                if not isinstance(node, h5py.Dataset) or node.ndim != 1:
-                    raise AnnDataError(f"{path}:matrix/barcodes: missing or not a "
-                                       "one-dimensional dataset")
-                return S._h5_column(f["matrix"], "barcodes")
-        return S._Frame([], lambda c: None, barcodes, f"{path}:matrix/barcodes")
+        return S._Frame([], lambda c: None,
+                        lambda: _tenx_barcodes(path, lambda node: S._h5_column(node.parent,
+                                                                                 "barcodes")),
+                        f"{path}:matrix/barcodes")
     feats = _tenx_features(path)
     keep = feats["feature_type"] == PEAKS
     cols = {k: v[keep] for k, v in feats.items() if k != "feature_type"}

@@ -17,10 +17,9 @@ h5py = pytest.importorskip("h5py")
 pd = pytest.importorskip("pandas")
 sp = pytest.importorskip("scipy.sparse")
 
-from genotok import AnnDataOptions, CellSpec, Corpus, Tokenizer, pretokenize  # noqa: E402
-from genotok.errors import AnnDataError  # noqa: E402
-from genotok.singlecell import (obs_names, open_container, tokenize_anndata,  # noqa: E402
-                                var_names, var_regions)
+from genotok import AnnDataOptions, CellSpec, Corpus, Tokenizer, pretokenize
+from genotok.errors import AnnDataError
+from genotok.singlecell import obs_names, open_container, tokenize_anndata, var_names, var_regions
 
 REAL = SHARED / "data" / "real"
 UNIVERSE = ["chr1:0-100", "chr1:100-200", "chr1:300-400", "chr2:0-100", "chr2:150-250"]
@@ -32,7 +31,7 @@ def tok():
     return Tokenizer(UNIVERSE)
 
 
-def _X(n=7, m=len(PEAKS), seed=0):
+def _X(n=7, m=6, seed=0):  # six: len(PEAKS)
     X = sp.random(n, m, density=0.5, format="csr", random_state=seed, dtype=np.float32)
     X.data[:] = np.arange(1, X.nnz + 1)
     return X
@@ -275,6 +274,7 @@ def test_10x_h5_reads_the_peaks_by_barcode(tmp_path, tok, intervals):
     ("shape", "matrix/shape must be 2 non-negative integers"),
     ("features", "matrix/features/feature_type: 2 entries, but the matrix has 8"),
     ("no peaks", "no feature has feature_type 'Peaks'"),
+    ("barcodes", "7 matrix rows but 3 cells in obs"),
 ])
 def test_10x_h5_integers_are_checked(tmp_path, tok, damage, said):
     p, _ = _tenx(tmp_path)
@@ -292,6 +292,9 @@ def test_10x_h5_integers_are_checked(tmp_path, tok, damage, said):
         elif damage == "features":
             del m["features/feature_type"]
             m["features/feature_type"] = np.array([b"Peaks", b"Peaks"])
+        elif damage == "barcodes":
+            del m["barcodes"]
+            m["barcodes"] = np.array([b"A", b"B", b"C"])
         else:
             m["features/feature_type"][...] = np.array([b"Gene Expression"] * 8)
     with pytest.raises(AnnDataError, match=said) as e:
