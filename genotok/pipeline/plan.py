@@ -35,7 +35,9 @@ class PipelineError(GenotokError):
 
 
 def input_kind(path: str | os.PathLike) -> str:
-    """``"h5ad"``, ``"fragments"`` (10x ``.tsv[.gz]``) or ``"bed"`` (everything else).
+    """``"h5ad"`` (a cells x features container: ``.h5ad``, ``.h5mu``, 10x ``.h5``, told apart
+    by :func:`genotok.singlecell.open_container`), ``"fragments"`` (10x ``.tsv[.gz]``) or
+    ``"bed"`` (everything else).
 
     Examples
     --------

@@ -3,7 +3,10 @@
 A source (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData view) yields row
 chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; the
 ``obs``/``var`` data frames of a file are read with h5py too (:func:`obs_names`,
-:func:`var_names`, the obs readers of corpus metadata and condition tokens).
+:func:`var_names`, the obs readers of corpus metadata and condition tokens). A path is opened
+by :func:`genotok.singlecell.containers.open_container` (registered in ``_CONTAINERS``), which
+says where a ``.h5ad``, a ``.h5mu`` modality or a 10x ``.h5`` keeps its matrix, cells and
+features; this module's readers then read them.
 
 Memory (out of core)
 --------------------

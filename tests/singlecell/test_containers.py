@@ -375,3 +375,32 @@ def test_h5mu_condition_tokens_from_the_modality_obs(tmp_path):
     q, _ = _tenx(tmp_path)
     with pytest.raises(AnnDataError, match="a 10x .h5 file has no obs columns"):
         condition_tokens(q, ["batch"])
+
+
+# ------------------------------------------------------------------------- the column subset
+hyp = pytest.importorskip("hypothesis")
+st = pytest.importorskip("hypothesis.strategies")
+
+
+@hyp.settings(max_examples=60, deadline=None)
+@hyp.given(n=st.integers(0, 9), m=st.integers(1, 9), seed=st.integers(0, 2**16),
+           density=st.floats(0, 1), chunk=st.integers(1, 4), data=st.data())
+def test_column_subset_equals_scipy(n, m, seed, density, chunk, data):
+    """``_Columns`` (a 10x file's peaks among its features) against scipy's column selection,
+    chunk by chunk, for in-memory chunks (absolute ``indptr``) and int32/int64 indices."""
+    from genotok.singlecell.containers import _Columns
+    from genotok.singlecell.sources import _MemorySource
+
+    keep = np.array(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)))
+    X = sp.random(n, m, density=density, format="csr", random_state=seed, dtype=np.float64)
+    if data.draw(st.booleans()):
+        X.indices = X.indices.astype(np.int64)
+    src = _Columns(_MemorySource(X, "X"), keep)
+    assert (src.n_rows, src.n_cols) == (n, int(keep.sum()))
+    got = []
+    for ch in src.chunks(1 << 20, 16, chunk):
+        part = sp.csr_matrix((ch.data, ch.indices, ch.indptr), shape=(ch.indptr.size - 1,
+                                                                      src.n_cols))
+        got.append(part.toarray())
+    want = X[:, np.flatnonzero(keep)].toarray()
+    assert np.array_equal(np.vstack(got) if got else np.zeros((0, src.n_cols)), want)
