@@ -325,6 +325,34 @@ def test_pretokenize_takes_containers(tmp_path, tok):
         _rows(tokenize_anndata(atac, tok))
 
 
+def test_containers_are_registered_cell_sources(tmp_path, tok):
+    """.h5mu and 10x .h5 are classes of the one registry (no parallel suffix list): found by
+    suffix, by a look inside an HDF5 file of another name, and by pretokenize's plan."""
+    import shutil
+
+    from genotok.pipeline.plan import cell_class, input_kind
+    from genotok.singlecell import H5adSource, H5muSource, TenxH5Source, open_source
+    from genotok.singlecell.sources import SOURCES, source_class
+
+    p, mem = _tenx(tmp_path)
+    atac, _ = _mods()
+    q = tmp_path / "m.h5mu"
+    _write_h5mu(q, {"atac": atac})
+    assert {H5muSource, TenxH5Source} <= set(SOURCES)
+    assert issubclass(H5muSource, H5adSource) and issubclass(TenxH5Source, H5adSource)
+    assert cell_class(p) is TenxH5Source and cell_class(q) is H5muSource
+    assert (input_kind(p), input_kind(q)) == ("10x", "h5mu")
+    for src, cls in ((p, TenxH5Source), (q, H5muSource)):
+        other = tmp_path / f"{cls.__name__}.dat"
+        shutil.copy(src, other)
+        assert source_class(other) is cls  # sniffed: the suffix says nothing
+    with open_source(q) as s:
+        assert type(s) is H5muSource and s.names() == list(atac.obs_names)
+        assert s.settings()["modality"] == "atac"
+    with open_source(p) as s:
+        assert type(s) is TenxH5Source and s.n_cols == mem.n_vars
+
+
 # ------------------------------------------------------------------------- the real files
 def _real(pattern):
     if not SHARED.is_dir():
