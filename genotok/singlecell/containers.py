@@ -379,7 +379,15 @@ class H5adSource(S._AnnDataBase):
     budget, dense; ``raw``; the data frame encodings of every anndata since 0.7), every
     integer that indexes memory checked first. The HDF5 containers of
     :mod:`~genotok.singlecell.containers` (``.h5mu``, 10x ``.h5``) are its subclasses: the
-    same readers, another place in the file (:meth:`container`)."""
+    same readers, another place in the file (:meth:`container`).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> src = H5adSource.open(genotok.examples_dir() / "pbmc.h5ad")
+    >>> src.kind, src.n_rows == len(src.names()), src.box.kind
+    ('h5ad', True, 'h5ad')
+    """
 
     kind = "h5ad"
     suffixes = (".h5ad",)
@@ -414,7 +422,14 @@ def _h5_groups(path: str) -> tuple[bool, bool, bool]:
 class H5muSource(H5adSource):
     """A MuData ``.h5mu`` file by path: one modality (``AnnDataOptions(modality=...)``, else
     ``atac``, else the only one whose features are regions), read out of core like a
-    ``.h5ad`` (:func:`open_container`)."""
+    ``.h5ad`` (:func:`open_container`).
+
+    Examples
+    --------
+    >>> from genotok.singlecell.sources import source_class
+    >>> source_class("pbmc.H5MU") is H5muSource, H5muSource.kind, H5muSource.suffixes
+    (True, 'h5mu', ('.h5mu',))
+    """
 
     kind = "h5mu"
     suffixes = (".h5mu",)
@@ -427,7 +442,14 @@ class H5muSource(H5adSource):
 class TenxH5Source(H5adSource):
     """A Cell Ranger 10x ``.h5`` (``filtered_peak_bc_matrix.h5``, ARC's
     ``filtered_feature_bc_matrix.h5``) by path: the barcodes are the cells, the ``Peaks``
-    features the columns (:func:`open_container`)."""
+    features the columns (:func:`open_container`).
+
+    Examples
+    --------
+    >>> from genotok.singlecell.sources import source_class
+    >>> source_class("filtered_peak_bc_matrix.h5") is TenxH5Source, TenxH5Source.kind
+    (True, '10x')
+    """
 
     kind = "10x"
     suffixes = (".h5",)

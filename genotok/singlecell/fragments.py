@@ -173,7 +173,15 @@ class FragmentSource(CellSource):
     BGZF file of five such columns whatever its name), counted into a cells × (universe
     regions + unknown) matrix when opened (:func:`fragment_counts`' matrix; with ``out=`` or
     ``memory_mb`` spilled to disk and read back a bucket of cells at a time): the columns
-    are the universe's tokens, the rows the barcodes; there are no ``obs`` columns."""
+    are the universe's tokens, the rows the barcodes; there are no ``obs`` columns.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> from genotok.singlecell.sources import source_class
+    >>> source_class(genotok.examples_dir() / "fragments.tsv.gz") is FragmentSource
+    True
+    """
 
     kind = "fragments"
     suffixes = (".tsv", ".tsv.gz", ".tsv.bgz")
