@@ -4,20 +4,15 @@
 ``pretokenize`` follows (rows, features, ``obs`` columns, row chunks under a memory budget);
 :func:`open_source` finds the class for an input in one table (:data:`SOURCES`): by the
 object's type, then the file's suffix, then its first bytes. :func:`register_source` adds a
-class (a new format is one class and one registry line: ``docs/architecture.md``). The classes
-of this module read AnnData objects (:class:`AnnDataSource`); files by path are
-:class:`~genotok.singlecell.containers.H5adSource` (and its ``.h5mu`` and 10x ``.h5``
-subclasses) and :class:`~genotok.singlecell.fragments.FragmentSource`; fragment files are :class:`~genotok.singlecell.fragments.FragmentSource`.
+class (a new format is one class and one registry line: ``docs/architecture.md``). This module
+reads AnnData objects (:class:`AnnDataSource`); files are ``H5adSource`` and its ``.h5mu`` and
+10x ``.h5`` subclasses (:mod:`.containers`, whose ``container`` says where a file keeps its
+matrix, cells and features) and :class:`~genotok.singlecell.fragments.FragmentSource`.
 
-Below them, a matrix reader (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData
-view) yields row chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for
-:mod:`.cells`; the
-``obs``/``var`` data frames of a file are read with h5py too (:func:`obs_names`,
-:func:`var_names`, the obs readers of corpus metadata and condition tokens). A path is opened
-by the registered class that reads it (``H5adSource`` and its subclasses for ``.h5mu`` and 10x
-``.h5``, in :mod:`.containers`, which builds on this module), whose ``container`` classmethod
-says where the file keeps its matrix, cells and features; this module's readers then read
-them.
+Below them, a matrix reader (in memory, h5py, or a backed AnnData view) yields row chunks
+(``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; a file's
+``obs``/``var`` frames are read with h5py too (:func:`obs_names`, :func:`var_names`, obs
+readers).
 
 Memory (out of core)
 --------------------
@@ -235,10 +230,9 @@ def _is_frame(obj) -> bool:
 
 
 def _container(path, options=None):
-    """Where a file keeps its matrix, cells and features (a :mod:`.containers` ``Container``),
-    asked of the registered class that reads it (else of the ``.h5ad`` one, whose errors name
-    the file); a container is returned as it is."""
-    if hasattr(path, "matrix_key"):
+    """Where a file keeps its matrix, cells and features (a :mod:`.containers` ``Container``, as
+    it is), asked of the registered class that reads it (else the ``.h5ad`` one's errors)."""
+    if hasattr(path, "matrix_key"):  # already a container
         return path
     cls = source_class(path)
     return (cls if hasattr(cls, "container") else _suffix_class(".h5ad")).container(path, options)
@@ -846,7 +840,9 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
 
 
 def unregister_source(source: type[CellSource]) -> None:
-    """Remove a class from the registry (tests, examples)."""
+    """Remove a class from the registry (tests, examples): see :func:`register_source`.
+    >>> unregister_source(type("Gone", (CellSource,), {"kind": "gone"}))
+    """
     SOURCES[:] = [c for c in SOURCES if c is not source]
 
 
@@ -861,7 +857,10 @@ def _suffix_class(name: str) -> type[CellSource] | None:
 
 
 def suffixes() -> tuple[str, ...]:
-    """Every file suffix of the registered cell sources."""
+    """Every file suffix of the registered cell sources.
+    >>> ".h5ad" in suffixes() and ".tsv.gz" in suffixes()
+    True
+    """
     return tuple(s for cls in SOURCES for s in cls.suffixes)
 
 
@@ -972,15 +971,18 @@ class _AnnDataBase(CellSource):
         return {"layer": self.read.layer, **({"modality": root[4:]} if root else {}),
                 **({"raw": True} if self.read.raw else {})}
 
-    def value_input(self):
-        """What the medians pass reads (:func:`~genotok.feature_medians`): the AnnData or
-        path (its container), with the layer."""
+    def value_input(self):  # the medians pass reads the AnnData or file, with the layer
         return (self.box if self._by_file else self.adata), self.read.layer
 
 
 class AnnDataSource(_AnnDataBase):
     """An ``anndata.AnnData``: in memory (any scipy sparse format or dense, checked), backed
-    (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read)."""
+    (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read).
+
+    >>> import anndata, numpy as np
+    >>> AnnDataSource.open(anndata.AnnData(np.eye(2, dtype=np.float32))).n_rows
+    2
+    """
 
     kind = "anndata"
 
