@@ -53,7 +53,7 @@ def cell_class(path: str | os.PathLike):
 
 def input_kind(path: str | os.PathLike) -> str:
     """The registry's name of an input's kind: ``"bed"`` (one record per file) or the
-    ``kind`` of its cell source (``"h5ad"``, ``"fragments"``, …).
+    ``kind`` of its cell source (``"h5ad"``, ``"h5mu"``, ``"10x"``, ``"fragments"``, …).
 
     Examples
     --------

@@ -3,7 +3,8 @@ encodings, condition tokens and fragment matrices.
 
 Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.sources` (the cell
 source protocol and its registry; AnnData / ``.h5ad`` sources and their matrix readers: memory,
-h5py, backed; obs and var names), :mod:`.cells` (the driver :func:`tokenize_cells`,
+h5py, backed; obs and var names), :mod:`.containers` (``.h5mu``, 10x ``.h5`` and every
+``.h5ad`` encoding: their cell source classes), :mod:`.cells` (the driver :func:`tokenize_cells`,
 :func:`tokenize_anndata`),
 :mod:`.fragments` (fragment files), :mod:`.values` (value encodings), :mod:`.conditions`
 (condition tokens), :mod:`.fragmatrix` (cells x regions matrices). The token batches go to the
@@ -16,14 +17,16 @@ from .fragmatrix import FragmentMatrix, fragment_matrix
 from .reading import AnnDataOptions, FragmentOptions
 from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
 from .fragments import FragmentSource, fragment_count_chunks, fragment_counts, tokenize_fragments
-from .sources import (AnnDataSource, CellSource, H5adSource, memory_matrix, obs_names,
+from .containers import Container, H5adSource, H5muSource, TenxH5Source, open_container
+from .sources import (AnnDataSource, CellSource, memory_matrix, obs_names,
                       open_source, register_source, source_class, unregister_source, var_names)
 from .values import feature_medians
 from .varnames import var_regions
 from .._bgzf import write_bgzf
 
-__all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "FragmentSource",
-           "H5adSource", "memory_matrix", "open_source", "register_source", "source_class",
+__all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "Container",
+           "FragmentSource", "H5adSource", "H5muSource", "TenxH5Source", "memory_matrix",
+           "open_container", "open_source", "register_source", "source_class",
            "tokenize_cells", "unregister_source", "FragmentMatrix", "FragmentOptions", "Log1p",
            "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",

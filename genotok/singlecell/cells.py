@@ -51,15 +51,16 @@ from ..kernels import cells as K
 from ..ragged import Ragged
 from . import conditions, reading
 from . import values as cellvalues
+from .containers import H5adSource
 from .sources import (
     _CSR_MESSAGES,
     AnnDataSource,
     CellSource,
-    H5adSource,
     _Chunk,
     _is_frame,
     _is_path,
     _Source,
+    source_class,
 )
 from .fragmatrix import per_universe
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
@@ -399,7 +400,9 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
                              reading.AnnDataOptions)
     if not memory_mb > 0:  # NaN too; before the file is opened
         raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
-    cls = AnnDataSource if not _is_path(adata) else H5adSource
+    cls = source_class(adata)  # a path: .h5ad, or a registered container of its kind
+    if not (isinstance(cls, type) and issubclass(cls, (AnnDataSource, H5adSource))):
+        cls = AnnDataSource if not _is_path(adata) else H5adSource
     return tokenize_cells(cls.open(adata, read), tokenizer, spec, out=out, overwrite=overwrite,
                           obs_columns=obs_columns, memory_mb=memory_mb, n_threads=n_threads,
                           progress=progress)

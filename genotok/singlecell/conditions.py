@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import AnnDataError
 from ..ragged import Ragged
-from .sources import _is_path, _obs_reader
+from .sources import _container, _is_path, _obs_reader
 
 TEMPLATE = "<{column}={value}>"
 UNKNOWN = ("unk", "error")
@@ -126,7 +126,10 @@ def _column_values(values) -> list:
 
 
 def _obs_columns(adata, columns: Sequence[str]) -> dict:
-    path = str(adata) if _is_path(adata) else None
+    box = _container(adata) if _is_path(adata) else None
+    if box is not None and (box.kind != "h5ad" or box.root):  # obs of a .h5mu modality, 10x
+        return _container_obs(box, columns)
+    path = None if box is None else box.path
     if path is not None:
         import anndata
 
@@ -139,6 +142,23 @@ def _obs_columns(adata, columns: Sequence[str]) -> dict:
         read = _obs_reader(adata, None, columns)  # raises the usual error
         return read(0, 0)[1]
     return {c: _get(adata.obs, c) for c in columns}
+
+
+def _container_obs(box, columns: Sequence[str]) -> dict:
+    """``obs`` columns of a container that is not a whole ``.h5ad`` (a ``.h5mu`` modality: read
+    by anndata, categories in their order; a 10x file has none)."""
+    import h5py
+
+    if box.kind == "10x":
+        raise AnnDataError(f"{box.path}: a 10x .h5 file has no obs columns ({list(columns)} "
+                           "asked)")
+    try:
+        from anndata.io import read_elem
+    except ImportError:  # pragma: no cover - anndata < 0.11
+        from anndata.experimental import read_elem
+    with h5py.File(box.path, "r") as f:
+        obs = read_elem(f[f"{box.root}/obs"])
+    return {c: _get(obs, c) for c in columns}
 
 
 def _get(obs, column: str):

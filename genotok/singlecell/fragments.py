@@ -179,11 +179,9 @@ class FragmentSource(CellSource):
     Examples
     --------
     >>> import genotok
-    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> with FragmentSource.open(genotok.examples_dir() / "fragments.tsv.gz",
-    ...                          tokenizer=tok) as src:
-    ...     src.kind, src.n_cols == tok.universe.n_regions + 1, src.settings()["mode"]
-    ('fragments', True, 'fragment')
+    >>> from genotok.singlecell.sources import source_class
+    >>> source_class(genotok.examples_dir() / "fragments.tsv.gz") is FragmentSource
+    True
     """
 
     kind = "fragments"

@@ -48,6 +48,11 @@ class AnnDataOptions:
         Integer dtype of the token ids of an in-memory result: ``np.int64`` (default), or
         ``np.uint32``/``np.int32`` to halve its memory (the vocabulary must fit). A corpus
         always gets the width it stores.
+    modality
+        The modality of a ``.h5mu`` path to read (``mod/<modality>``); default: ``atac``, else
+        the only one whose features are regions (see :func:`~genotok.singlecell.open_container`).
+    raw
+        Read ``raw/X`` and ``raw/var`` of a path instead of ``X`` and ``var``.
     """
 
     layer: str | None = None
@@ -56,6 +61,8 @@ class AnnDataOptions:
     one_based: bool = False
     chunk_rows: int | None = None
     dtype: type = np.int64
+    modality: str | None = None
+    raw: bool = False
 
     CONSTRAINTS: ClassVar[dict] = {
         "layer": [InstanceOf(str), None],
@@ -63,6 +70,8 @@ class AnnDataOptions:
         "var_names_sep": [InstanceOf(str), None],
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
+        "modality": [InstanceOf(str), None],
+        "raw": [Flag()],
     }
 
     def __post_init__(self):

@@ -4,15 +4,15 @@
 ``pretokenize`` follows (rows, features, ``obs`` columns, row chunks under a memory budget);
 :func:`open_source` finds the class for an input in one table (:data:`SOURCES`): by the
 object's type, then the file's suffix, then its first bytes. :func:`register_source` adds a
-class (a new format is one class and one registry line: ``docs/architecture.md``). The classes
-of this module read AnnData objects (:class:`AnnDataSource`) and ``.h5ad`` files
-(:class:`H5adSource`); fragment files are :class:`~genotok.singlecell.fragments.FragmentSource`.
+class (a new format is one class and one registry line: ``docs/architecture.md``). This module
+reads AnnData objects (:class:`AnnDataSource`); files are ``H5adSource`` and its ``.h5mu`` and
+10x ``.h5`` subclasses (:mod:`.containers`, whose ``container`` says where a file keeps its
+matrix, cells and features) and :class:`~genotok.singlecell.fragments.FragmentSource`.
 
-Below them, a matrix reader (in memory, a ``.h5ad`` file read with h5py, or a backed AnnData
-view) yields row chunks (``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for
-:mod:`.cells`; the
-``obs``/``var`` data frames of a file are read with h5py too (:func:`obs_names`,
-:func:`var_names`, the obs readers of corpus metadata and condition tokens).
+Below them, a matrix reader (in memory, h5py, or a backed AnnData view) yields row chunks
+(``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; a file's
+``obs``/``var`` frames are read with h5py too (:func:`obs_names`, :func:`var_names`, obs
+readers).
 
 Memory (out of core)
 --------------------
@@ -83,31 +83,83 @@ class _Frame:
 
 
 def _h5_column(group, name: str, sl=slice(None)) -> np.ndarray:
-    """One column of an anndata-encoded data frame group (strings, numbers, categoricals)."""
+    """One column of an anndata-encoded data frame group, as anndata reads it: strings (vlen,
+    with or without encoding attributes, or fixed-length bytes), numbers, categoricals (the
+    ``codes``/``categories`` group, or anndata 0.7's integer codes whose ``categories``
+    attribute is an HDF5 object reference to ``__categories/<column>``) and nullables.
+
+    Anything else is an :class:`AnnDataError` naming the file and the key, never a column of
+    codes taken for values.
+    """
     import h5py
 
     node = group[name]
+    where = f"{group.file.filename}: {group.name.rstrip('/')}/{name}"
     if isinstance(node, h5py.Group):
-        enc = node.attrs.get("encoding-type", "")
+        enc = _attr_str(node.attrs.get("encoding-type", ""))
         if enc == "categorical":
-            cats = np.asarray(_h5_column(node, "categories"), dtype=object)
-            codes = np.asarray(node["codes"][sl], dtype=np.int64)
-            out = cats[np.maximum(codes, 0)] if cats.size else np.full(codes.size, None, object)
-            out = np.asarray(out, dtype=object)
-            out[codes < 0] = None
-            return out
+            return _categorical(_h5_column(node, "categories"), node["codes"], sl, where)
         if enc.startswith("nullable"):
             vals = np.asarray(node["values"][sl]).astype(object)
             vals[np.asarray(node["mask"][sl], dtype=bool)] = None
             return vals
-        raise AnnDataError(f"{group.file.filename}: {group.name}/{name} has encoding "
-                           f"{enc!r}, which genotok cannot read as a column")
+        raise AnnDataError(f"{where} has encoding {enc!r}, which genotok cannot read as a "
+                           "column")
+    ref = node.attrs.get("categories")
+    if ref is not None:  # anndata 0.7: codes, and a reference to the categories
+        if not isinstance(ref, h5py.Reference) or not ref:
+            raise AnnDataError(f"{where}: its 'categories' attribute is not an HDF5 object "
+                               f"reference (got {type(ref).__name__}); cannot read the "
+                               "categorical column")
+        try:
+            cats = node.file[ref]
+        except (KeyError, ValueError, TypeError):
+            raise AnnDataError(f"{where}: its 'categories' reference points nowhere in the "
+                               "file; cannot read the categorical column") from None
+        if not isinstance(cats, h5py.Dataset) or cats.ndim != 1:
+            raise AnnDataError(f"{where}: its 'categories' reference is not a one-dimensional "
+                               f"dataset ({cats.name}); cannot read the categorical column")
+        return _categorical(_h5_values(cats, slice(None), f"{where} (categories)"), node, sl,
+                            where)
+    return _h5_values(node, sl, where)
+
+
+def _h5_values(node, sl, where: str) -> np.ndarray:
+    """The values of a dataset column: strings (vlen or fixed-length bytes) or numbers."""
+    import h5py
+
     if h5py.check_string_dtype(node.dtype) is not None:
         return np.asarray(node.asstr()[sl], dtype=object)
     out = node[sl]
     if out.dtype.kind == "S":
         return np.array([x.decode() for x in out], dtype=object)
+    if out.dtype.kind not in "biuf":
+        raise AnnDataError(f"{where}: a column of dtype {node.dtype} (not strings or "
+                           "numbers); cannot read it")
     return np.asarray(out)
+
+
+def _categorical(cats: np.ndarray, codes_node, sl, where: str) -> np.ndarray:
+    """The values of a categorical column: ``cats[codes]``, ``None`` where a code is -1; a code
+    outside ``[-1, n_categories)`` is an AnnDataError (the file is damaged)."""
+    cats = np.asarray(cats, dtype=object)
+    if codes_node.dtype.kind not in "iu":
+        raise AnnDataError(f"{where}: categorical codes must be integers, got dtype "
+                           f"{codes_node.dtype}")
+    codes = np.asarray(codes_node[sl], dtype=np.int64)
+    bad = (codes < -1) | (codes >= cats.size)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AnnDataError(f"{where}: categorical code {int(codes[i])} at row {i} is outside "
+                           f"[-1, {cats.size}) ({cats.size} categories); the file is damaged")
+    out = np.asarray(cats[np.maximum(codes, 0)] if cats.size else
+                     np.full(codes.size, None, object), dtype=object)
+    out[codes < 0] = None
+    return out
+
+
+def _attr_str(value) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def _h5_frame(path: str, key: str) -> _Frame:
@@ -119,8 +171,8 @@ def _h5_frame(path: str, key: str) -> _Frame:
                                "h5ad file written by anndata >= 0.7 (re-save it with a current "
                                "anndata: anndata.read_h5ad(path).write_h5ad(path))")
         g = f[key]
-        index = g.attrs.get("_index", "_index")
-        cols = [k for k in g.keys() if k != index]
+        index = _attr_str(g.attrs.get("_index", "_index"))
+        cols = [k for k in g.keys() if k not in (index, "__categories")]
 
     def get(name):
         with _h5_errors(path), h5py.File(path, "r") as f:
@@ -164,7 +216,7 @@ def var_names(adata) -> list[str]:
 
 def _frame_names(adata, key: str) -> list[str]:
     if _is_path(adata):
-        return [str(x) for x in _h5_frame(os.fspath(adata), key).index()]
+        return [str(x) for x in _container(adata).frame(key).index()]
     return [str(x) for x in getattr(adata, f"{key}_names")]
 
 
@@ -175,6 +227,15 @@ def _is_path(obj) -> bool:
 def _is_frame(obj) -> bool:
     """A data frame (a ``var`` frame given as a source's features), not an AnnData."""
     return hasattr(obj, "columns") and hasattr(obj, "index") and not hasattr(obj, "obs")
+
+
+def _container(path, options=None):
+    """Where a file keeps its matrix, cells and features (a :mod:`.containers` ``Container``, as
+    it is), asked of the registered class that reads it (else the ``.h5ad`` one's errors)."""
+    if hasattr(path, "matrix_key"):  # already a container
+        return path
+    cls = source_class(path)
+    return (cls if hasattr(cls, "container") else _suffix_class(".h5ad")).container(path, options)
 
 
 # ---------------------------------------------------------------------------------- matrix chunks
@@ -540,7 +601,8 @@ def _h5_n_obs(path: str, key: str = "obs") -> int:
 
 def _check_rows(source: _Source, adata, path: str | None) -> None:
     """The matrix has one row per cell of ``obs`` (a file's shape attribute may lie)."""
-    n_obs = _h5_n_obs(path) if path is not None and not hasattr(adata, "obs") else adata.n_obs
+    n_obs = (_container(path).n_obs() if path is not None and not hasattr(adata, "obs")
+             else adata.n_obs)
     if int(n_obs) != source.n_rows:
         raise AnnDataError(f"{source.where}: {source.n_rows} matrix rows but {n_obs} cells in "
                            "obs")
@@ -549,10 +611,8 @@ def _check_rows(source: _Source, adata, path: str | None) -> None:
 def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
     """The matrix source and the file path (``None`` for in-memory matrices)."""
     if _is_path(adata):
-        path = os.fspath(adata)
-        if not os.path.isfile(path):
-            raise AnnDataError(f"{path}: no such file")
-        return _H5Source(path, "X" if layer is None else f"layers/{layer}"), path
+        c = _container(adata)
+        return c.source(layer), c
     if not hasattr(adata, "obs_names"):
         raise AnnDataError(f"expected an AnnData object or a .h5ad path, got "
                            f"{type(adata).__name__}")
@@ -587,21 +647,12 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
     """``f(lo, hi) -> (names, {column: values})`` for a range of cells."""
     obs_columns = list(obs_columns)
     if path is not None and not hasattr(adata, "obs"):
-        fr = _h5_frame(path, "obs")
+        box = _container(path)
+        fr = box.frame("obs")
         missing = [c for c in obs_columns if c not in fr.columns]
         if missing:
-            raise AnnDataError(f"{path}: obs has no column(s) {missing}; it has {fr.columns}")
-
-        def read(lo, hi):
-            import h5py
-
-            with _h5_errors(path), h5py.File(path, "r") as f:
-                g = f["obs"]
-                index = g.attrs.get("_index", "_index")
-                names = _h5_column(g, index, slice(lo, hi))
-                meta = {c: _h5_column(g, c, slice(lo, hi)) for c in obs_columns}
-            return [str(x) for x in names], meta
-        return read
+            raise AnnDataError(f"{box}: obs has no column(s) {missing}; it has {fr.columns}")
+        return lambda lo, hi: box.obs_rows(lo, hi, obs_columns)
     missing = [c for c in obs_columns if c not in adata.obs.columns]
     if missing:
         raise AnnDataError(f"obs has no column(s) {missing}; it has {list(adata.obs.columns)}")
@@ -789,16 +840,8 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
 
 
 def unregister_source(source: type[CellSource]) -> None:
-    """Remove a class from the registry (tests, examples).
-
-    Examples
-    --------
-    >>> class Toy(CellSource):
-    ...     kind, suffixes = "toy", (".toy",)
-    >>> _ = register_source(Toy)
-    >>> unregister_source(Toy)
-    >>> source_class("cells.toy") is None
-    True
+    """Remove a class from the registry (tests, examples): see :func:`register_source`.
+    >>> unregister_source(type("Gone", (CellSource,), {"kind": "gone"}))
     """
     SOURCES[:] = [c for c in SOURCES if c is not source]
 
@@ -815,9 +858,6 @@ def _suffix_class(name: str) -> type[CellSource] | None:
 
 def suffixes() -> tuple[str, ...]:
     """Every file suffix of the registered cell sources.
-
-    Examples
-    --------
     >>> ".h5ad" in suffixes() and ".tsv.gz" in suffixes()
     True
     """
@@ -899,8 +939,11 @@ class _AnnDataBase(CellSource):
     def __init__(self, adata, read: AnnDataOptions | None = None):
         self.read = _checked(read, AnnDataOptions, type(self).__name__)
         self.adata = adata
-        self.matrix, self.path = _source(adata, self.read.layer)
-        _check_rows(self.matrix, adata, self.path)
+        self.matrix, box = _source(adata, self.read.layer)
+        _check_rows(self.matrix, adata, box)
+        #: where a file keeps its matrix, cells and features (a Container), or the backed file
+        self.box = box
+        self.path = None if box is None else os.fspath(box)
         self.n_rows, self.n_cols = self.matrix.n_rows, self.matrix.n_cols
         self.where = self.matrix.where
         self.nnz = getattr(self.matrix, "nnz", None)
@@ -912,37 +955,33 @@ class _AnnDataBase(CellSource):
 
     @property
     def _by_file(self) -> bool:
-        return self.path is not None and not hasattr(self.adata, "var")
+        return self.box is not None and not hasattr(self.adata, "var")
 
     def features(self):
-        return self.path if self._by_file else self.adata
+        return self.box if self._by_file else self.adata
 
     def obs(self, columns):
-        return _obs_reader(self.adata, self.path, columns)
+        return _obs_reader(self.adata, self.box, columns)
 
     def names(self) -> list[str]:
-        return obs_names(self.adata)
+        return obs_names(self.box if self._by_file else self.adata)
 
     def settings(self) -> dict:
-        return {"layer": self.read.layer}
+        root = getattr(self.box, "root", "") if self._by_file else ""
+        return {"layer": self.read.layer, **({"modality": root[4:]} if root else {}),
+                **({"raw": True} if self.read.raw else {})}
 
-    def value_input(self):
-        """What the medians pass reads (:func:`~genotok.feature_medians`): the AnnData or
-        path, with the layer."""
-        return self.adata, self.read.layer
+    def value_input(self):  # the medians pass reads the AnnData or file, with the layer
+        return (self.box if self._by_file else self.adata), self.read.layer
 
 
 class AnnDataSource(_AnnDataBase):
     """An ``anndata.AnnData``: in memory (any scipy sparse format or dense, checked), backed
     (``backed="r"``: read by row chunks with h5py) or a backed view (only its rows read).
 
-    Examples
-    --------
-    >>> import anndata, numpy as np, pandas as pd
-    >>> a = anndata.AnnData(np.eye(2), var=pd.DataFrame(index=["chr1:0-10", "chr1:20-30"]))
-    >>> src = open_source(a)
-    >>> type(src).__name__, src.n_rows, src.in_memory, src.feature_names()
-    ('AnnDataSource', 2, True, ['chr1:0-10', 'chr1:20-30'])
+    >>> import anndata, numpy as np
+    >>> AnnDataSource.open(anndata.AnnData(np.eye(2, dtype=np.float32))).n_rows
+    2
     """
 
     kind = "anndata"
@@ -952,27 +991,9 @@ class AnnDataSource(_AnnDataBase):
         return hasattr(obj, "obs_names") and hasattr(obj, "obs")
 
 
-class H5adSource(_AnnDataBase):
-    """A ``.h5ad`` file by path, read by row chunks with h5py (CSR, CSC within the memory
-    budget, dense), every integer that indexes memory checked first.
-
-    Examples
-    --------
-    >>> import genotok
-    >>> with H5adSource.open(genotok.examples_dir() / "pbmc.h5ad") as src:
-    ...     src.settings(), src.names()[:1]
-    ({'layer': None}, ['GCATACGTGTACGCCC-1'])
-    """
-
-    kind = "h5ad"
-    suffixes = (".h5ad",)
-    magic = (b"\x89HDF\r\n\x1a\n",)
+register_source(AnnDataSource)  # H5adSource and the HDF5 containers: .containers
 
 
-register_source(AnnDataSource)
-register_source(H5adSource)
-
-
-__all__ = ["AnnDataSource", "CellSource", "H5adSource", "SOURCES", "memory_matrix", "obs_names",
+__all__ = ["AnnDataSource", "CellSource", "SOURCES", "memory_matrix", "obs_names",
            "open_source", "register_source", "source_class", "suffixes", "unregister_source",
            "var_names"]

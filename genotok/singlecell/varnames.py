@@ -14,7 +14,6 @@ the same universe and settings (``_adata_var_map``).
 
 from __future__ import annotations
 
-import os
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from ..kernels import cells as K
 from ..kernels import parse as _parse
 from ..ragged import Ragged
 from ..regions import RegionSet, parse_region_strings
-from .sources import _Frame, _h5_frame, _is_path
+from .sources import _container, _Frame, _is_path
 
 CHROM_COLUMNS = ("chr", "chrom", "seqnames", "chromosome", "seqname")
 START_COLUMNS = ("start", "chromstart")
@@ -167,7 +166,7 @@ def var_regions(adata, *, region_columns: Sequence[str] | None = None,
     ['chr1:0-10', 'chr2:5-9']
     """
     if _is_path(adata):
-        fr = _h5_frame(os.fspath(adata), "var")
+        fr = _container(adata).frame("var")
     else:
         fr = _adata_frame(adata.var, "var")
     return _regions_from_frame(fr, region_columns, var_names_sep, one_based)
