@@ -16,7 +16,9 @@ from .errors import (
 )
 from .formats.corpus import Corpus, CorpusWriter, write_manifest
 from .formats.gtok import read_gtok, write_gtok
+from .genes import GeneSettings, GeneTokenizer
 from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
+from . import presets
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
@@ -39,5 +41,5 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian", "RunOptions",
+    "RankByMedian", "RunOptions", "GeneSettings", "GeneTokenizer", "presets",
 ]

@@ -49,8 +49,9 @@ from .. import _config, _progress, sink
 from ..errors import AnnDataError
 from ..kernels import cells as K
 from ..ragged import Ragged
-from . import conditions, reading
+from . import conditions, features, reading
 from . import values as cellvalues
+from .spec import Normalize
 from .sources import _CSR_MESSAGES, _check_rows, _Chunk, _obs_reader, _Source, _source
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
@@ -269,15 +270,16 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
 def _check_call(func: str, first_name: str, first, tokenizer, spec, read, read_kind):
     """The types of an entry point's first arguments (said plainly: a swap is the usual
     mistake); returns ``(spec, read options)``."""
+    from ..genes import GeneTokenizer
     from ..tokenizer import Tokenizer
     from .spec import CellSpec
 
-    if isinstance(first, Tokenizer):
+    if isinstance(first, (Tokenizer, GeneTokenizer)):
         raise TypeError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
                         f"Call {func}({first_name}, tokenizer, spec)")
-    if not isinstance(tokenizer, Tokenizer):
+    if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
         hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
-        raise TypeError(f"{func}() needs a genotok.Tokenizer as `tokenizer`, got "
+        raise TypeError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as `tokenizer`, got "
                         f"{type(tokenizer).__name__}{hint}")
     if spec is None:
         spec = CellSpec()
@@ -293,7 +295,9 @@ def _header(spec, enc, tokenizer, **source) -> dict:
     medians, and the parts earlier readers look up by name)."""
     from .spec import RankByMedian
 
-    if enc is not None and enc.medians is not None:  # the medians it was encoded with
+    named = any(isinstance(s, RankByMedian) and isinstance(s.medians, dict)
+                for s in spec.encoding)  # medians by feature id: the spec says it all
+    if enc is not None and enc.medians is not None and not named:  # the medians it used
         spec = spec.replace(encoding=tuple(
             RankByMedian((enc.medians, enc.median_method)) if isinstance(s, RankByMedian) else s
             for s in spec.encoding))
@@ -301,10 +305,12 @@ def _header(spec, enc, tokenizer, **source) -> dict:
            "unknown": tokenizer.settings.unknown if spec.unknown is None else spec.unknown}
     if enc is not None:
         out["values_encoding"] = enc.to_json()
-    if spec.prepend or spec.add_cls:
+    if spec.prepend or spec.add_cls or spec.add_eos:
         out["add_cls"] = spec.add_cls
+        out["add_eos"] = spec.add_eos
         out["prepend"] = list(spec.prepend)
-        out["condition_tokens"] = list(tokenizer.universe.extra_tokens)
+        u = getattr(tokenizer, "universe", None)
+        out["condition_tokens"] = list(u.extra_tokens) if u is not None else []
     return out
 
 
@@ -402,17 +408,38 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     layer = read.layer
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     source, path = _source(adata, layer)
-    vm = _adata_var_map(path if path is not None and not hasattr(adata, "var") else adata,
-                        tokenizer, read.region_columns, read.var_names_sep, read.one_based,
-                        n_threads)
-    if vm.n_vars != source.n_cols:
-        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
+    var_of = path if path is not None and not hasattr(adata, "var") else adata
+    kw = spec.encoding_kwargs()
+    genes = getattr(tokenizer, "tokenizer_type", None) == "genes"
+    if genes:  # named features: the var map of their ids (genotok.singlecell.features)
+        if by_var:
+            raise ValueError("order='var' is geniml's region order; a gene vocabulary orders "
+                             "by 'genomic' (column order) or 'value'")
+        fm = features.feature_map(var_of, tokenizer)
+        vm, n_vars, n_enc = features.var_map(fm), fm.col_new.size, fm.n_new
+        kw = _named_medians(kw, fm)
+    else:
+        vm = _adata_var_map(var_of, tokenizer, read.region_columns, read.var_names_sep,
+                            read.one_based, n_threads)
+        n_vars = n_enc = vm.n_vars
+        if isinstance(kw["rank"], tuple) and isinstance(kw["rank"][0], dict):
+            raise ValueError("RankByMedian with medians keyed by feature id needs a "
+                             "GeneTokenizer; a region tokenizer takes an array of medians")
+    if n_vars != source.n_cols:
+        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {n_vars} "
                            "variables")
     _check_rows(source, adata, path)
-    enc = cellvalues.value_encoding(adata, layer=layer, memory_mb=memory_mb,
-                                    **spec.encoding_kwargs())
-    encode = None if enc is None else enc.chunk_encoder(source.n_cols, source.where)
-    encode = _extra_encoder(spec.extra_steps(), encode, source.n_cols)
+    enc = cellvalues.value_encoding(adata, layer=layer, memory_mb=memory_mb, **kw)
+    encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
+    if genes:
+        total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
+        remap = features.remapper(fm, source.n_cols, source.where,
+                                  _totals(adata, path, total, tokenizer))
+        encode = remap if encode is None else _then(remap, encode)
+    elif any(isinstance(s, Normalize) and s.total is not None for s in spec.encoding):
+        raise ValueError("Normalize(total=...) takes each cell's total from obs with a "
+                         "GeneTokenizer only")
+    encode = _extra_encoder(spec.extra_steps(), encode, n_enc)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -424,21 +451,71 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
         back_dtype, opt.dtype = opt.dtype, np.int64
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
+    elif genes:  # the kernels see pseudo token j for new column j: the real ids afterwards
+        table = np.append(fm.token_ids, 0).astype(opt.dtype)
+        opt.dtype = np.int64
+        prepare = lambda ch: (ch, vm, table)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
     if prepend or spec.add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
         stream = conditions.prepend_stream(stream, _obs_reader(adata, path, prepend),
                                            tokenizer, prepend, spec.condition_unknown,
                                            cls=spec.add_cls)
+    if spec.add_eos:
+        stream = conditions.append_stream(stream, tokenizer)
     if kind == "corpus":
         extra = {"anndata": _header(spec, enc, tokenizer, layer=layer)}
         return sink.write_corpus(out, tokenizer, (r for _, r in stream), records=obs_read,
                                  metadata_columns=obs_columns, values=values, extra=extra,
                                  source=path, overwrite=overwrite)
     return sink.collect((r for _, r in stream), kind, values=values,
-                        pad_token_id=tokenizer.universe.pad_token_id,
+                        pad_token_id=tokenizer.pad_token_id or 0,
                         capacity=_token_bound(source, vm, opt) if prepare is None and not (
-                            prepend or spec.add_cls) else None)
+                            prepend or spec.add_cls or spec.add_eos) else None)
+
+
+def _named_medians(kw: dict, fm) -> dict:
+    """``rank=`` for a gene vocabulary: medians keyed by feature id become one per new
+    column; medians computed from the matrix would be of its columns, not of the features."""
+    rank = kw["rank"]
+    if rank == "median":
+        raise ValueError("RankByMedian() computes medians per matrix column; with a "
+                         "GeneTokenizer give them keyed by feature id: "
+                         "RankByMedian({gene id: median})")
+    if isinstance(rank, tuple) and isinstance(rank[0], dict):
+        return {**kw, "rank": (fm.medians(rank[0]), rank[1])}
+    if rank is not None:
+        raise ValueError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
+                         "({gene id: median}); an array has no feature ids")
+    return kw
+
+
+def _then(first, second):
+    return lambda ch: second(first(ch))
+
+
+def _totals(adata, path, column: str | None, tokenizer):
+    """``f(lo, hi)`` of each cell's total from ``obs[column]`` (``None``: no column asked, or
+    the file has none: the row sums then, as Geneformer's tokenizer would need them)."""
+    if column is None:
+        return None
+    if tokenizer.settings.unknown_features != "count":
+        raise ValueError("Normalize(total=...) divides by every count of a cell; a "
+                         "GeneTokenizer with unknown_features='drop' has removed some")
+    has = (column in _obs_columns(adata, path))
+    if not has:
+        return None
+    read = _obs_reader(adata, path, [column])
+    return lambda lo, hi: np.asarray(read(lo, hi)[1][column], dtype=np.float64)
+
+
+def _obs_columns(adata, path) -> list:
+    """The ``obs`` column names of an AnnData or an ``.h5ad`` path."""
+    if path is not None and not hasattr(adata, "obs"):
+        from .sources import _h5_frame
+
+        return list(_h5_frame(path, "obs").columns)
+    return list(adata.obs.columns)
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:
