@@ -148,8 +148,9 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
             bad = np.flatnonzero(~(rest >= 0))
             if bad.size:
                 r = int(bad[0])
-                raise AnnDataError(f"{where}: cell {ch.row0 + r}: obs total {tot[r]!r} is below "
-                                   f"the sum of its counts in the vocabulary ({known[r]!r})")
+                raise AnnDataError(f"{where}: cell {ch.row0 + r}: obs total {float(tot[r])} is "
+                                   f"below the sum of its counts in the vocabulary "
+                                   f"({float(known[r])}); is it the cell's total count?")
             has = np.flatnonzero(rest > 0)
             rows = np.concatenate([rows, has])
             new = np.concatenate([new, np.full(has.size, fm.sink, np.int64)])
