@@ -23,6 +23,7 @@ from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
+                         QuantileBins,
                          RankByMedian)
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
@@ -41,5 +42,5 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian", "RunOptions", "GeneSettings", "GeneTokenizer", "presets",
+    "RankByMedian", "RunOptions", "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
 ]

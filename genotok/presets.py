@@ -16,8 +16,10 @@ Geneformer (Theodoris et al. 2023; its ``TranscriptomeTokenizer``)
     1 are Geneformer's to skip: select them before (``adata[adata.obs.filter_pass == 1]``).
 scGPT (Cui et al. 2024)
     genes by ``var_names`` (scGPT's vocabularies are gene symbols) in the vocabulary (others
-    removed first), normalised to 10,000, ``log1p``, then per-cell bins of the positive values
-    as the value channel (see :class:`~genotok.Bins`), tokens in column order.
+    removed first), normalised to 10,000, ``log1p``, then per-cell quantile bins of the
+    positive values as the value channel (:class:`~genotok.singlecell.spec.QuantileBins`:
+    scGPT's ``binning``; its random spreading over repeated edges drawn per cell from a
+    seeded generator), tokens in column order.
 
 Dictionary formats
 ------------------
@@ -34,7 +36,7 @@ from collections.abc import Mapping
 
 from .genes import GeneSettings, GeneTokenizer, read_mapping
 from .params import Options, validate
-from .singlecell.spec import Bins, CellSpec, Normalize, RankByMedian
+from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
 
 #: Geneformer's input size by version (with V2's <cls> and <eos>)
 GENEFORMER_INPUT_SIZE = {1: 2048, 2: 4096}
@@ -84,8 +86,8 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     return tok, spec
 
 
-def scgpt(vocab, n_bins: int = 51, *, id_column: str = "var_names",
-          max_length: int | None = None,
+def scgpt(vocab, n_bins: int = 51, *, id_column: str = "var_names", side: str = "both",
+          seed: int = 0, max_length: int | None = None,
           n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
     """scGPT's gene vocabulary and value binning (see :mod:`genotok.presets`).
 
@@ -100,7 +102,8 @@ def scgpt(vocab, n_bins: int = 51, *, id_column: str = "var_names",
                                            {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()
                                            if t in v},
                         settings=GeneSettings(id_column, "drop"), n_threads=n_threads)
-    spec = CellSpec(encoding=(Normalize(1e4, log1p=True), Bins(n_bins)), values=True,
+    spec = CellSpec(encoding=(Normalize(1e4, log1p=True), QuantileBins(n_bins, side, seed)),
+                    values=True,
                     order="genomic", max_length=max_length)
     return tok, spec
 

@@ -9,11 +9,10 @@ ranked by that value, descending, ties in the order the genes come (a stable sor
 ranked gene tokens truncated to the model's input size; V2 adds ``<cls>`` first and ``<eos>``
 last (input size counted with them).
 
-scGPT (Cui et al., Nature Methods 2024, "Value binning"): genes of the vocabulary only;
-counts normalised to 10,000 per cell and log1p; per cell, the positive values binned into
-``n_bins - 1`` bins by their per-cell quantiles, 0 kept for zero (genotok's deterministic
-reading: bin ``1 + r * (n_bins - 1) // m``, ``r`` the number of the cell's ``m`` positive
-values strictly below).
+scGPT (Cui et al., Nature Methods 2024, "Value binning"; its ``preprocess.binning``): genes
+of the vocabulary only; counts normalised to 10,000 per cell and log1p; per cell, the positive
+values binned at the quantiles ``0, 1/(n_bins - 2), ..., 1`` of the cell's positive values
+(``numpy.digitize``, left side), 0 kept for zero.
 """
 
 from __future__ import annotations
@@ -58,7 +57,7 @@ def geneformer(X, ids, token_dict, median_dict, *, n_counts=None, input_size=204
 
 def scgpt(X, ids, vocab, n_bins=51, specials=("<pad>", "<cls>", "<eoc>")):
     """scGPT's (gene ids, bins) of every cell: genes of ``vocab`` in column order, positive
-    values only."""
+    values only, binned at the per-cell quantile edges (``side="one"``: the left digit)."""
     X = np.asarray(X, dtype=np.float64)
     cols = [j for j, g in enumerate(ids) if g in vocab and g not in specials]
     S = X[:, cols]
@@ -68,12 +67,12 @@ def scgpt(X, ids, vocab, n_bins=51, specials=("<pad>", "<cls>", "<eoc>")):
         tot = row.sum()
         v = np.log1p(row * (1e4 / tot)) if tot > 0 else row
         pos = v[v > 0]
-        m = pos.size
         toks, bins = [], []
-        for j, x in enumerate(v):
-            if x > 0:
-                r = int((pos < x).sum())
-                toks.append(vocab[ids[cols[j]]])
-                bins.append(1 + r * (n_bins - 1) // m)
+        if pos.size:
+            edges = np.quantile(pos, np.linspace(0, 1, n_bins - 1))
+            for j, x in enumerate(v):
+                if x > 0:
+                    toks.append(vocab[ids[cols[j]]])
+                    bins.append(int(np.digitize(x, edges)))
         out.append((toks, bins))
     return out

@@ -12,13 +12,13 @@ from .cells import tokenize_anndata
 from .conditions import condition_tokens
 from .fragmatrix import FragmentMatrix, fragment_matrix
 from .reading import AnnDataOptions, FragmentOptions
-from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
+from .spec import Bins, CellSpec, Log1p, Normalize, QuantileBins, RankByMedian
 from .fragments import fragment_count_chunks, fragment_counts, tokenize_fragments
 from .sources import obs_names, var_names
 from .values import feature_medians
 from .varnames import var_regions
 
 __all__ = ["AnnDataOptions", "Bins", "CellSpec", "FragmentMatrix", "FragmentOptions", "Log1p",
-           "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
+           "Normalize", "QuantileBins", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions"]

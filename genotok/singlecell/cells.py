@@ -39,6 +39,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -326,8 +327,10 @@ def _extra_encoder(steps, encode, n_cols: int):
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
         ptr = np.asarray(ch.indptr, np.int64) - a
         data = np.asarray(ch.data[a:b], np.float64)
-        for step in steps:
-            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols), np.float64)
+        for step in steps:  # a step that takes row0 is told where the chunk starts
+            kw = {"row0": ch.row0} if "row0" in inspect.signature(step.encode).parameters \
+                else {}
+            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols, **kw), np.float64)
         return _Chunk(ch.row0, ptr, ch.indices[a:b], data)
     return run
 

@@ -245,12 +245,62 @@ class Bins(Encoding):
         validate(self.__dict__, self.CONSTRAINTS, "Bins")
 
 
+@dataclass(frozen=True)
+class QuantileBins(Encoding):
+    """scGPT's value binning as its ``preprocess.binning`` computes it: per cell, the edges are
+    ``numpy.quantile`` of the positive values at ``linspace(0, 1, n - 1)``; a positive value
+    gets ``numpy.digitize(v, edges)`` (``side="one"``), or, where it sits on several equal
+    edges, a uniform draw between ``digitize(v, edges, right=True)`` and that (``"both"``,
+    scGPT's default: ``ceil(u * (right - left) + left)``); 0 stays 0 (bins ``1 .. n - 1``).
+    scGPT draws ``u`` from NumPy's global generator; here each cell draws from its own
+    generator seeded by ``(seed, row)``, so the bins do not depend on chunking or threads
+    (the same distribution as scGPT's, not its draws: ``side="one"`` is equal bin for bin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> QuantileBins(5, side="one").encode(np.array([0, 4]), None, np.array([1., 2, 3, 4]), 4)
+    array([1., 2., 3., 4.])
+    """
+
+    n: int = 51
+    side: str = "both"
+    seed: int = 0
+    name: ClassVar[str] = "quantile_bins"
+    CONSTRAINTS: ClassVar[dict] = {"n": [Interval(Integral, 3, 2**24 + 1)],
+                                   "side": [Options("one", "both")],
+                                   "seed": [Interval(Integral, 0, 2**63 - 1)]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "QuantileBins")
+
+    def encode(self, indptr, indices, data, n_cols, row0: int = 0):
+        out = np.zeros(data.size, np.float64)
+        grid = np.linspace(0, 1, self.n - 1)
+        for r in range(indptr.size - 1):
+            a, b = int(indptr[r]), int(indptr[r + 1])
+            row = np.asarray(data[a:b], np.float64)
+            pos = np.flatnonzero(row > 0)
+            if pos.size == 0:
+                continue
+            v = row[pos]
+            edges = np.quantile(v, grid)
+            left = np.digitize(v, edges)
+            if self.side == "both":
+                right = np.digitize(v, edges, right=True)
+                u = np.random.default_rng([self.seed, row0 + r]).random(v.size)
+                left = np.ceil(u * (right - left) + left)
+            out[a + pos] = left
+        return out
+
+
 #: the value encodings by name: a new encoding is one class and one line here
 ENCODINGS: dict[str, type[Encoding]] = {
     Normalize.name: Normalize,
     Log1p.name: Log1p,
     RankByMedian.name: RankByMedian,
     Bins.name: Bins,
+    QuantileBins.name: QuantileBins,
 }
 
 
@@ -535,4 +585,5 @@ class CellSpec:
         return _fused(self.encoding)[1]
 
 
-__all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "RankByMedian"]
+__all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "QuantileBins",
+           "RankByMedian"]

@@ -126,7 +126,7 @@ def test_spec_with_gene_medians_round_trips():
 
 def test_scgpt_bins_against_the_oracle():
     vocab = {"<pad>": 5, "<cls>": 6, "<eoc>": 7, "A": 0, "B": 1, "C": 2}
-    tok, spec = genotok.presets.scgpt(vocab, n_bins=5)
+    tok, spec = genotok.presets.scgpt(vocab, n_bins=5, side="one")
     X = np.array([[3, 0, 1, 9], [1, 1, 1, 0], [0, 0, 0, 4]], np.float32)
     ids = ["C", "Z", "A", "B"]
     a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=ids))
@@ -134,6 +134,30 @@ def test_scgpt_bins_against_the_oracle():
     got = [(r.data[r.offsets[i]:r.offsets[i + 1]].tolist(),
             r.values[r.offsets[i]:r.offsets[i + 1]].astype(int).tolist()) for i in range(3)]
     assert got == naive.scgpt(X, ids, vocab, n_bins=5)
+
+
+def test_scgpt_random_side_spreads_only_over_repeated_edges():
+    # scGPT's side="both": a value on several equal edges gets a bin between its right and
+    # left digit, drawn per cell from a generator seeded by (seed, row): chunking changes nothing
+    vocab = {f"G{i}": i for i in range(12)}
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(40, 12)).astype(np.float32)
+    a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=list(vocab)))
+    tok, one = genotok.presets.scgpt(vocab, n_bins=7, side="one")
+    _, both = genotok.presets.scgpt(vocab, n_bins=7)
+    r1 = genotok.tokenize_anndata(a, tok, one)
+    r2 = genotok.tokenize_anndata(a, tok, both)
+    r3 = genotok.tokenize_anndata(a, tok, both, read=genotok.AnnDataOptions(chunk_rows=7))
+    assert np.array_equal(r1.data, r2.data) and np.array_equal(r2.values, r3.values)
+    for i in range(40):
+        v = np.log1p(X[i] * (1e4 / X[i].sum()))
+        pos = v[v > 0]
+        edges = np.quantile(pos, np.linspace(0, 1, 6))
+        left, right = np.digitize(pos, edges), np.digitize(pos, edges, right=True)
+        got = r2.values[r2.offsets[i]:r2.offsets[i + 1]]
+        assert np.all((got >= np.minimum(right + 1, left)) & (got <= left))
+        assert np.array_equal(r1.values[r1.offsets[i]:r1.offsets[i + 1]], left)
+    assert not np.array_equal(r1.values, r2.values)  # some values did sit on repeated edges
 
 
 _IDS = ["A", "B", "C", "D", "Z"]  # Z: not in the vocabulary
