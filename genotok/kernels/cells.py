@@ -469,6 +469,30 @@ def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
     return lengths
 
 
+@njit(**NJIT_PARALLEL)
+def value_order_rows64(offsets, ids, vals, max_tokens, blocks):
+    """:func:`value_order_rows` for float64 values: each row of a fill reordered by value,
+    descending, ties in fill order (a stable merge sort), cut to its first ``max_tokens``
+    (``0``: no cut); returns the new row lengths (the caller compacts). Values that float32
+    would make equal keep their order here, as a float64 ``numpy.argsort(-v, kind="stable")``
+    (Geneformer's rank of gene values) gives it. Oracle: that argsort per row."""
+    n_rows = offsets.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    for b in prange(blocks.size - 1):
+        for r in range(blocks[b], blocks[b + 1]):
+            a, z = offsets[r], offsets[r + 1]
+            n = z - a
+            k = n if max_tokens == 0 or n <= max_tokens else max_tokens
+            if n > 1:
+                order = np.argsort(-vals[a:z], kind="mergesort")[:k]
+                tid = ids[a:z][order]
+                tv = vals[a:z][order]
+                ids[a:a + k] = tid
+                vals[a:a + k] = tv
+            lengths[r] = k
+    return lengths
+
+
 @njit(**NJIT)
 def compact(ids, vals, cap_offsets, lengths):
     """Move each row's first ``lengths[r]`` items from its slot down to the packed position.

@@ -102,6 +102,7 @@ class _Options:
     path: int = K.PATH_AUTO
     values: bool = True  # False: the caller drops the value channel (the fast path skips it)
     dtype: type = np.int64  # of the token ids
+    exact: bool = False  # order="value" by float64 values (a gene vocabulary: Geneformer's rank)
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -142,11 +143,16 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
             by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
-            vals = np.empty(offsets[-1], np.float32) if opt.values or by_value else None
+            vdtype = np.float64 if by_value and opt.exact else np.float32
+            vals = np.empty(offsets[-1], vdtype) if opt.values or by_value else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                if by_value:  # genomic fill, then each row by value (and cut), in place
+                if by_value and vdtype == np.float64:  # float64 keys: no float32 ties
+                    counts = K.value_order_rows64(offsets, ids, vals, opt.max_tokens, blocks)
+                    n = K.compact(ids, vals, offsets, counts)
+                    ids, vals = ids[:n], vals[:n].astype(np.float32)
+                elif by_value:  # genomic fill, then each row by value (and cut), in place
                     counts = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32),
                                                 opt.max_tokens, blocks)
                     n = K.compact(ids, vals, offsets, counts)
@@ -456,7 +462,7 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
     elif genes:  # the kernels see pseudo token j for new column j: the real ids afterwards
         table = np.append(fm.token_ids, 0).astype(opt.dtype)
-        opt.dtype = np.int64
+        opt.dtype, opt.exact = np.int64, True
         prepare = lambda ch: (ch, vm, table)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)

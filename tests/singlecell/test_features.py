@@ -39,6 +39,17 @@ def test_ties_keep_column_order_not_token_order():
                                                                            [2, 4, 3]]
 
 
+def test_values_float32_would_tie_keep_their_float64_order():
+    # Geneformer ranks float64 values: A's value is above B's by less than float32 resolves;
+    # a float32 key would tie them and keep column order (B first)
+    vocab = {"<pad>": 0, "A": 1, "B": 2}
+    med = {"A": 1.0, "B": 1.0 + 1e-9}
+    tok, spec = _geneformer(vocab, med)
+    a = _adata([[3, 3]], ["B", "A"])
+    assert genotok.tokenize_anndata(a, tok, spec).to_list() == [[1, 2]]
+    assert naive.geneformer(a.X.toarray(), ["B", "A"], vocab, med) == [[1, 2]]
+
+
 def test_duplicate_ids_are_summed_before_normalising():
     vocab = {"<pad>": 0, "A": 1, "B": 2}
     med = {"A": 1.0, "B": 4.0}
