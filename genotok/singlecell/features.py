@@ -126,6 +126,8 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     """``chunk -> chunk`` in the new columns (duplicates summed; ``totals(lo, hi)``: each
     cell's total from ``obs``, or ``None``)."""
     col_new = fm.col_new
+    every_kept = bool(col_new.size == 0 or col_new.min() >= 0)
+    identity = every_kept and np.array_equal(col_new, np.arange(col_new.size))
 
     def remap(ch: _Chunk) -> _Chunk:
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
@@ -135,6 +137,10 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
                                  what="column index", error=AnnDataError)
         data = np.asarray(ch.data[a:b])
         n_rows = ptr.size - 1
+        if totals is None and every_kept:  # no entry leaves: the rows keep their pointers
+            new = cols if identity else col_new[cols]
+            out_ptr, new, data = _summed_duplicates(ptr, new, data, fm.n_new)
+            return _Chunk(ch.row0, out_ptr, new, data)
         rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(ptr))
         new = col_new[cols]
         keep = new >= 0
