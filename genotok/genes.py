@@ -53,7 +53,13 @@ UNKNOWN_FEATURES = ("count", "drop")
 
 
 class VocabularyError(GenotokError, ValueError):
-    """A vocabulary file or mapping that cannot be used (names the file)."""
+    """A vocabulary file or mapping that cannot be used (names the file).
+
+    >>> GeneTokenizer({"A": 0, "B": 0})
+    Traceback (most recent call last):
+    ...
+    genotok.genes.VocabularyError: vocabulary: tokens 'A' and 'B' share id 0; each token needs its own id
+    """
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class GeneSettings:
     is removed before anything else (scGPT keeps the genes of its vocabulary first).
     ``unknown`` is the cell kernels' policy, always ``"drop"``: a gene vocabulary has no
     ``<unk>`` token to give.
+
+    >>> GeneSettings("gene_ids", "drop").as_dict()
+    {'id_column': 'gene_ids', 'unknown_features': 'drop', 'unknown': 'drop'}
     """
 
     id_column: str | None = None
@@ -108,9 +117,9 @@ def read_mapping(path: str | os.PathLike) -> dict:
 
     Examples
     --------
-    >>> import json, tempfile, os
-    >>> p = os.path.join(tempfile.mkdtemp(), "v.json")
-    >>> _ = open(p, "w").write(json.dumps({"A": 0, "B": 1}))
+    >>> import json, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "v.json"
+    >>> _ = p.write_text(json.dumps({"A": 0, "B": 1}))
     >>> read_mapping(p)
     {'A': 0, 'B': 1}
     """

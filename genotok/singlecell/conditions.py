@@ -328,7 +328,14 @@ def append_ids(rows: Ragged, token_id: int) -> Ragged:
 
 
 def append_stream(stream, tokenizer):
-    """Wrap the single-cell stream ``(row0, Ragged)``: ``<eos>`` after each cell's tokens."""
+    """Wrap the single-cell stream ``(row0, Ragged)``: ``<eos>`` after each cell's tokens.
+
+    >>> from genotok import GeneTokenizer
+    >>> from genotok.ragged import Ragged
+    >>> tok = GeneTokenizer({"G": 0, "<eos>": 3})
+    >>> [r.to_list() for _, r in append_stream([(0, Ragged.from_list([[0], []]))], tok)]
+    [[[0, 3], [3]]]
+    """
     eos = _special_id(tokenizer, "eos")
     for row0, rows in stream:
         yield row0, append_ids(rows, eos)

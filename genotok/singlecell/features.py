@@ -45,7 +45,16 @@ from .varnames import _adata_frame, _var_map_from_hits, _VarMap
 
 @dataclass
 class FeatureMap:
-    """Matrix columns → the new columns the kernels see (see the module documentation)."""
+    """Matrix columns → the new columns the kernels see (see the module documentation).
+
+    >>> import anndata, numpy as np, pandas as pd
+    >>> from genotok import GeneTokenizer
+    >>> var = pd.DataFrame({"gene_ids": ["B", "Z", "B"]}, index=["x", "y", "z"])
+    >>> a = anndata.AnnData(np.zeros((1, 3)), var=var)
+    >>> fm = feature_map(a, GeneTokenizer({"A": 0, "B": 1}))
+    >>> fm.col_new.tolist(), fm.names, fm.sink, fm.medians({"B": 2.0}).tolist()
+    ([0, 1, 0], ['B'], 1, [2.0, nan])
+    """
 
     col_new: np.ndarray    #: int64 (n_cols,): new column of each column; -1: dropped
     names: list            #: the feature id of each known new column (first appearance order)
@@ -94,7 +103,14 @@ def var_features(adata, id_column: str | None = None) -> tuple[list[str], str]:
 
 
 def feature_map(adata, tokenizer) -> FeatureMap:
-    """The :class:`FeatureMap` of ``adata`` (AnnData or a path) for a gene vocabulary."""
+    """The :class:`FeatureMap` of ``adata`` (AnnData or a path) for a gene vocabulary.
+
+    >>> import anndata, numpy as np, pandas as pd
+    >>> from genotok import GeneTokenizer
+    >>> a = anndata.AnnData(np.zeros((1, 2)), var=pd.DataFrame(index=["B", "A"]))
+    >>> feature_map(a, GeneTokenizer({"A": 5, "B": 7})).token_ids.tolist()
+    [7, 5]
+    """
     names, column = var_features(adata, tokenizer.settings.id_column)
     where = os.fspath(adata) if _is_path(adata) else "AnnData"
     ids = tokenizer.feature_ids(names)
@@ -114,7 +130,13 @@ def feature_map(adata, tokenizer) -> FeatureMap:
 
 def var_map(fm: FeatureMap) -> _VarMap:
     """The kernels' map: new column ``j < k`` → pseudo token ``j`` (rank ``j``); the sink
-    column has no token."""
+    column has no token.
+
+    >>> import numpy as np
+    >>> fm = FeatureMap(np.array([0, 1]), ["A"], np.array([5]), 1, "var_names", "X")
+    >>> var_map(fm).var_ptr.tolist(), var_map(fm).var_ids.tolist()
+    ([0, 1, 1], [0])
+    """
     k = len(fm.names)
     ptr = np.concatenate([np.arange(k + 1, dtype=np.int64),
                           np.full(fm.n_new - k, k, dtype=np.int64)])
@@ -124,7 +146,16 @@ def var_map(fm: FeatureMap) -> _VarMap:
 
 def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     """``chunk -> chunk`` in the new columns (duplicates summed; ``totals(lo, hi)``: each
-    cell's total from ``obs``, or ``None``)."""
+    cell's total from ``obs``, or ``None``).
+
+    >>> import numpy as np
+    >>> from genotok.singlecell.sources import _Chunk
+    >>> fm = FeatureMap(np.array([0, 1, 0]), ["A"], np.array([5]), 1, "var_names", "X")
+    >>> ch = remapper(fm, 3, "X")(_Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
+    ...                                   np.array([1.0, 2.0, 3.0])))
+    >>> ch.indices.tolist(), ch.data.tolist()
+    ([0, 1], [4.0, 2.0])
+    """
     col_new = fm.col_new
     every_kept = bool(col_new.size == 0 or col_new.min() >= 0)
     identity = every_kept and np.array_equal(col_new, np.arange(col_new.size))

@@ -67,7 +67,7 @@ class Encoding:
     Examples
     --------
     >>> sorted(ENCODINGS)
-    ['bins', 'log1p', 'normalize', 'rank_by_median']
+    ['bins', 'log1p', 'normalize', 'quantile_bins', 'rank_by_median']
     """
 
     name: ClassVar[str] = ""
