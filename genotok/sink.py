@@ -242,9 +242,11 @@ def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,
 
     sources = ([] if source is None else
                [(os.path.basename(source), {"size": os.path.getsize(source)})])
-    write_records(named(), path, tokenizer, sources=sources, metadata_columns=metadata_columns,
-                  values=values, extra=extra, overwrite=overwrite)
-    return Corpus.open(path)
+    files = write_records(named(), path, tokenizer, sources=sources,
+                          metadata_columns=metadata_columns, values=values, extra=extra,
+                          overwrite=overwrite)
+    # the file the store committed: a path without the suffix was written as PATH.gtokc
+    return Corpus.open(os.path.join(os.path.dirname(os.fspath(path)), files[0]))
 
 
 __all__ = ["OUTPUTS", "collect", "concat", "json_scalars", "output_kind", "shape",
