@@ -17,13 +17,15 @@ from .errors import (
 )
 from .formats.corpus import Corpus, CorpusWriter, write_manifest
 from .formats.gtok import read_gtok, write_gtok
+from .genes import GeneSettings, GeneTokenizer
 from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
 from .mixture import mix
+from . import presets
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOptions, Log1p,
-                         Normalize, RankByMedian, register_source)
+                         Normalize, QuantileBins, RankByMedian, register_source)
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.fragmatrix import fragment_matrix
@@ -44,4 +46,5 @@ __all__ = [
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
     "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
+    "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
 ]

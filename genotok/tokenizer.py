@@ -687,6 +687,11 @@ class Tokenizer:
     def special_tokens_map(self) -> dict[str, str]:
         return self.universe.special_tokens_map
 
+    @property
+    def special_token_ids(self) -> dict[str, int]:
+        """``{"unk": id, "pad": id, ...}`` (what a corpus header records)."""
+        return self.universe.special_token_ids
+
     def get_vocab(self) -> dict[str, int]:
         """``{token string: id}``."""
         return self.universe.get_vocab()

@@ -345,6 +345,9 @@ COMPARISONS: dict[str, Comparison] = {
                                   tested_in="tests/singlecell/test_anndata.py"),
     "cells.value_order_rows": Comparison(oracle=naive_cells.cells,
                                          tested_in="tests/kernels/test_cells.py"),
+    # float64 values (a gene vocabulary's rank: Geneformer's float64 stable argsort)
+    "cells.value_order_rows64": Comparison(oracle=naive_cells.value_order,
+                                           tested_in="tests/kernels/test_cells.py"),
     "cells.rng_seed": Comparison(oracle=naive_cells.cells,
                                  tested_in="tests/singlecell/test_anndata.py"),
     "cells.rng_below": Comparison(oracle=naive_cells.cells,

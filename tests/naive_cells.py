@@ -202,3 +202,20 @@ def compact(ids, vals, cap_offsets, lengths):
         out_ids += list(ids[a:a + n])
         out_vals += list(vals[a:a + n])
     return out_ids, out_vals
+
+
+
+def value_order(offsets, ids, vals, max_tokens):
+    """``cells.value_order_rows`` / ``value_order_rows64``: each row by value, descending, ties
+    in fill order (a stable sort on the values as Python floats, so float64 values that
+    float32 would make equal keep their order), cut to ``max_tokens`` (``0``: no cut).
+    Returns ``(ids per row, values per row, row lengths)``, as lists."""
+    out_ids, out_vals, lengths = [], [], []
+    for a, z in zip(offsets[:-1], offsets[1:]):
+        o = sorted(range(a, z), key=lambda i: -vals[i])
+        if max_tokens:
+            o = o[:max_tokens]
+        out_ids.append([ids[i] for i in o])
+        out_vals.append([vals[i] for i in o])
+        lengths.append(len(o))
+    return out_ids, out_vals, lengths

@@ -469,6 +469,61 @@ def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
     return lengths
 
 
+@njit(**NJIT_PARALLEL)
+def value_order_rows64(offsets, ids, vals, max_tokens, blocks):
+    """:func:`value_order_rows` for float64 values: each row of a fill reordered by value,
+    descending, ties in fill order, cut to its first ``max_tokens`` (``0``: no cut); returns
+    the new row lengths (the caller compacts). Values that float32 would make equal keep their
+    float64 order, as a float64 ``numpy.argsort(-v, kind="stable")`` (Geneformer's rank of gene
+    values) gives it: the row is sorted by packed float32 keys (as :func:`value_order_rows`),
+    then each run of equal float32 keys (a few tokens) by its float64 values, stably.
+    Oracle: that argsort per row."""
+    n_rows = offsets.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    for b in prange(blocks.size - 1):
+        longest = 0
+        for r in range(blocks[b], blocks[b + 1]):
+            longest = max(longest, offsets[r + 1] - offsets[r])
+        keys = np.empty(longest, np.uint64)
+        pos = np.empty(longest, np.int64)
+        tid = np.empty(longest, ids.dtype)
+        tv = np.empty(longest, vals.dtype)
+        for r in range(blocks[b], blocks[b + 1]):
+            a, z = offsets[r], offsets[r + 1]
+            n = z - a
+            k = n if max_tokens == 0 or n <= max_tokens else max_tokens
+            if n > 1:
+                for i in range(n):
+                    bits = np.float32(vals[a + i]).view(np.uint32)
+                    keys[i] = ((np.uint64(0xFFFFFFFF) - np.uint64(bits)) << np.uint64(32)) \
+                        | np.uint64(i)
+                keys[:n].sort()
+                for i in range(n):
+                    pos[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+                s = 0
+                while s < n:  # runs of equal float32 keys: insertion sort by float64, stable
+                    e = s + 1
+                    while e < n and (keys[e] >> np.uint64(32)) == (keys[s] >> np.uint64(32)):
+                        e += 1
+                    for x in range(s + 1, e):
+                        p = pos[x]
+                        y = x - 1
+                        while y >= s and (vals[a + pos[y]] < vals[a + p] or (
+                                vals[a + pos[y]] == vals[a + p] and pos[y] > p)):
+                            pos[y + 1] = pos[y]
+                            y -= 1
+                        pos[y + 1] = p
+                    s = e
+                for i in range(k):
+                    tid[i] = ids[a + pos[i]]
+                    tv[i] = vals[a + pos[i]]
+                for i in range(k):
+                    ids[a + i] = tid[i]
+                    vals[a + i] = tv[i]
+            lengths[r] = k
+    return lengths
+
+
 @njit(**NJIT)
 def compact(ids, vals, cap_offsets, lengths):
     """Move each row's first ``lengths[r]`` items from its slot down to the packed position.

@@ -134,10 +134,10 @@ class RunSummary:
         return card("genotok.RunSummary", fields)
 
 
-def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int) -> tuple[int, int]:
+def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int | None) -> tuple[int, int]:
     """``<unk>`` tokens, and rows holding no other token, of a flat ids + offsets pair."""
     known = np.zeros(data.size + 1, np.int64)
-    np.cumsum(data != unk, out=known[1:])
+    np.cumsum(np.ones(data.size, bool) if unk is None else data != unk, out=known[1:])
     offsets = np.asarray(offsets, np.int64)
     per_row = known[offsets[1:]] - known[offsets[:-1]]
     return int(data.size - known[-1]), int(np.count_nonzero(per_row == 0))
@@ -149,9 +149,15 @@ def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
     if n and bad * 2 > n:
         warnings.warn(
             f"{bad:,} of {n:,} records hit no region of the universe (only <unk>): is "
-            f"{tokenizer.universe.source or 'the universe'} the right universe for these inputs "
+            f"{_vocab_source(tokenizer) or 'the universe'} the right universe for these inputs "
             "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
             UserWarning, stacklevel=3)
+
+
+def _vocab_source(tokenizer) -> str | None:
+    """The file the vocabulary came from: a universe's, or a gene vocabulary's dictionary."""
+    u = getattr(tokenizer, "universe", None)
+    return u.source if u is not None else tokenizer.source
 
 
 def _progress(total: int, show: bool, desc: str):
@@ -250,8 +256,10 @@ def _check_first_args(inputs, tokenizer, out) -> None:
         raise TypeError(f"pretokenize: got a {type(tokenizer).__name__} ({os.fspath(tokenizer)!r}"
                         ") where a Tokenizer is expected; make one first, e.g. "
                         "Tokenizer.from_bed(path) for a universe BED file")
-    if not isinstance(tokenizer, Tokenizer):
-        raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer, got "
+    from ..genes import GeneTokenizer
+
+    if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
+        raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer or GeneTokenizer, got "
                         f"{type(tokenizer).__name__}")
     if not isinstance(out, (str, os.PathLike)):
         raise TypeError(f"pretokenize: `out` must be a directory path or a URL, got "
@@ -569,7 +577,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, store: Store,
         "fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
         "settings": tokenizer.settings.as_dict(),
         "cells": journal["plan"]["cells"],  # the spec's JSON, as the plan has it
-        "universe": tokenizer.universe.source,
+        "universe": _vocab_source(tokenizer),
         "inputs": [s for d in done for s in d["sources"]], "failed": failed,
         "n_records": sum(d["records"] for d in done), "n_tokens": sum(d["tokens"] for d in done),
         # absent from the entries of failed inputs: counted as 0

@@ -15,7 +15,7 @@ from .cells import tokenize_anndata, tokenize_cells
 from .conditions import condition_tokens
 from .fragmatrix import FragmentMatrix, fragment_matrix
 from .reading import AnnDataOptions, FragmentOptions
-from .spec import Bins, CellSpec, Log1p, Normalize, RankByMedian
+from .spec import Bins, CellSpec, Log1p, Normalize, QuantileBins, RankByMedian
 from .fragments import FragmentSource, fragment_count_chunks, fragment_counts, tokenize_fragments
 from .containers import Container, H5adSource, H5muSource, TenxH5Source, open_container
 from .sources import (AnnDataSource, CellSource, memory_matrix, obs_names,
@@ -28,7 +28,8 @@ __all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", 
            "FragmentSource", "H5adSource", "H5muSource", "TenxH5Source", "memory_matrix",
            "open_container", "open_source", "register_source", "source_class",
            "tokenize_cells", "unregister_source", "FragmentMatrix", "FragmentOptions", "Log1p",
-           "Normalize", "RankByMedian", "condition_tokens", "feature_medians", "fragment_count_chunks",
+           "Normalize", "QuantileBins", "RankByMedian", "condition_tokens", "feature_medians",
+           "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions",
            "write_bgzf"]

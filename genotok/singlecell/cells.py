@@ -39,6 +39,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -46,10 +47,10 @@ import numba
 import numpy as np
 
 from .. import _config, _progress, sink
-from ..errors import AnnDataError
+from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
 from ..ragged import Ragged
-from . import conditions, reading
+from . import conditions, features, reading
 from . import values as cellvalues
 from .containers import H5adSource
 from .sources import (
@@ -63,6 +64,7 @@ from .sources import (
     source_class,
 )
 from .fragmatrix import per_universe
+from .spec import Normalize
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -111,6 +113,7 @@ class _Options:
     path: int = K.PATH_AUTO
     values: bool = True  # False: the caller drops the value channel (the fast path skips it)
     dtype: type = np.int64  # of the token ids
+    exact: bool = False  # order="value" by float64 values (a gene vocabulary: Geneformer's rank)
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -151,11 +154,16 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
             by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
-            vals = np.empty(offsets[-1], np.float32) if opt.values or by_value else None
+            vdtype = np.float64 if by_value and opt.exact else np.float32
+            vals = np.empty(offsets[-1], vdtype) if opt.values or by_value else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                if by_value:  # genomic fill, then each row by value (and cut), in place
+                if by_value and vdtype == np.float64:  # float64 keys: no float32 ties
+                    counts = K.value_order_rows64(offsets, ids, vals, opt.max_tokens, blocks)
+                    n = K.compact(ids, vals, offsets, counts)
+                    ids, vals = ids[:n], vals[:n].astype(np.float32)
+                elif by_value:  # genomic fill, then each row by value (and cut), in place
                     counts = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32),
                                                 opt.max_tokens, blocks)
                     n = K.compact(ids, vals, offsets, counts)
@@ -280,16 +288,17 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
 def _check_call(func: str, first_name: str, first, tokenizer, spec, read, read_kind):
     """The types of an entry point's first arguments (said plainly: a swap is the usual
     mistake); returns ``(spec, read options)``."""
+    from ..genes import GeneTokenizer
     from ..tokenizer import Tokenizer
     from .spec import CellSpec
 
-    if isinstance(first, Tokenizer):
+    if isinstance(first, (Tokenizer, GeneTokenizer)):
         raise TypeError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
                         f"Call {func}({first_name}, tokenizer, spec)")
-    if not isinstance(tokenizer, Tokenizer):
+    if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
         hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
-        raise TypeError(f"{func}() needs a genotok.Tokenizer as `tokenizer`, got "
-                        f"{type(tokenizer).__name__}{hint}")
+        raise TypeError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
+                        f"`tokenizer`, got {type(tokenizer).__name__}{hint}")
     if spec is None:
         spec = CellSpec()
     elif not isinstance(spec, CellSpec):
@@ -304,7 +313,9 @@ def _header(spec, enc, tokenizer, **source) -> dict:
     medians, and the parts earlier readers look up by name)."""
     from .spec import RankByMedian
 
-    if enc is not None and enc.medians is not None:  # the medians it was encoded with
+    named = any(isinstance(s, RankByMedian) and isinstance(s.medians, dict)
+                for s in spec.encoding)  # medians by feature id: the spec says it all
+    if enc is not None and enc.medians is not None and not named:  # the medians it used
         spec = spec.replace(encoding=tuple(
             RankByMedian((enc.medians, enc.median_method)) if isinstance(s, RankByMedian) else s
             for s in spec.encoding))
@@ -312,10 +323,12 @@ def _header(spec, enc, tokenizer, **source) -> dict:
            "unknown": tokenizer.settings.unknown if spec.unknown is None else spec.unknown}
     if enc is not None:
         out["values_encoding"] = enc.to_json()
-    if spec.prepend or spec.add_cls:
+    if spec.prepend or spec.add_cls or spec.add_eos:
         out["add_cls"] = spec.add_cls
+        out["add_eos"] = spec.add_eos
         out["prepend"] = list(spec.prepend)
-        out["condition_tokens"] = list(tokenizer.universe.extra_tokens)
+        u = getattr(tokenizer, "universe", None)
+        out["condition_tokens"] = list(u.extra_tokens) if u is not None else []
     return out
 
 
@@ -331,8 +344,10 @@ def _extra_encoder(steps, encode, n_cols: int):
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
         ptr = np.asarray(ch.indptr, np.int64) - a
         data = np.asarray(ch.data[a:b], np.float64)
-        for step in steps:
-            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols), np.float64)
+        for step in steps:  # a step that takes row0 is told where the chunk starts
+            kw = {"row0": ch.row0} if "row0" in inspect.signature(step.encode).parameters \
+                else {}
+            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols, **kw), np.float64)
         return _Chunk(ch.row0, ptr, ch.indices[a:b], data)
     return run
 
@@ -409,17 +424,32 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
 
 
 # ---------------------------------------------------------------------------------- the driver
-def _features_map(source: CellSource, tokenizer, n_threads) -> _VarMap:
-    """The token ids of each column of ``source`` (:meth:`CellSource.features`)."""
+def _is_genes(tokenizer) -> bool:
+    """A vocabulary of named features (a :class:`~genotok.GeneTokenizer`)."""
+    return getattr(tokenizer, "tokenizer_type", None) == "genes"
+
+
+def _features_map(source: CellSource, tokenizer, n_threads):
+    """The token ids of each column of ``source`` (:meth:`CellSource.features`): ``(var map,
+    feature map)``. A region tokenizer maps the columns' regions (feature map ``None``); a gene
+    vocabulary maps their ids (:mod:`.features`: the var map is then of the feature map's new
+    columns, and the matrix goes through :func:`.features.remapper` first)."""
     feats = source.features()
+    if _is_genes(tokenizer):
+        if feats is None:
+            raise ValueError(f"{source.where}: a gene vocabulary maps named features (var "
+                             f"ids); the columns of a {source.kind or type(source).__name__} "
+                             "input are universe regions: use a region Tokenizer")
+        fm = features.feature_map(_Vars(feats) if _is_frame(feats) else feats, tokenizer)
+        return features.var_map(fm), fm
     if feats is None:  # column i is the universe's region i; the last column hits nothing
-        return per_universe(tokenizer.universe, "universe_columns", _universe_columns)
+        return per_universe(tokenizer.universe, "universe_columns", _universe_columns), None
     if _is_frame(feats):  # the var frame itself
         feats = _Vars(feats)
     read = source.read if isinstance(source.read, reading.AnnDataOptions) else \
         reading.AnnDataOptions()
     return _adata_var_map(feats, tokenizer, read.region_columns, read.var_names_sep,
-                          read.one_based, n_threads)
+                          read.one_based, n_threads), None
 
 
 def _universe_columns(u) -> _VarMap:
@@ -446,10 +476,11 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     :class:`~genotok.CellSpec` → the output (a ``Ragged``, or the corpus ``out``).
 
     :func:`tokenize_anndata`, :func:`~genotok.tokenize_fragments` and ``pretokenize``'s cell
-    inputs all run here: the features are mapped to tokens once, the rows go through the
-    value encodings and the cell kernels chunk by chunk (``memory_mb`` of working memory per
-    chunk), condition tokens are prepended, and the batches go to one output call
-    (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s.
+    inputs all run here: the features are mapped to tokens once (a region tokenizer: their
+    regions; a :class:`~genotok.GeneTokenizer`: their ids, :mod:`.features`), the rows go
+    through the value encodings and the cell kernels chunk by chunk (``memory_mb`` of working
+    memory per chunk), condition tokens are prepended (``<eos>`` appended), and the batches go
+    to one output call (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s.
 
     Examples
     --------
@@ -477,15 +508,34 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
                            tokenizer)
     chunk_rows = getattr(read, "chunk_rows", None)
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
-    vm = _features_map(source, tokenizer, n_threads)
-    if vm.n_vars != source.n_cols:
-        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {vm.n_vars} "
+    if by_var and _is_genes(tokenizer):
+        raise ValueError("order='var' is geniml's region order; a gene vocabulary orders "
+                         "by 'genomic' (column order) or 'value'")
+    vm, fm = _features_map(source, tokenizer, n_threads)
+    # n_vars: the matrix columns the map describes; n_enc: the columns the value encodings
+    # see (a gene vocabulary's new columns: known features, then the unknown features' sink)
+    n_vars, n_enc = (vm.n_vars, vm.n_vars) if fm is None else (fm.col_new.size, fm.n_new)
+    if n_vars != source.n_cols:
+        raise AnnDataError(f"{source.where}: {source.n_cols} matrix columns but {n_vars} "
                            "variables")
     kw = spec.encoding_kwargs()
+    if fm is not None:
+        kw = _named_medians(kw, fm)
+    elif isinstance(kw["rank"], tuple) and isinstance(kw["rank"][0], dict):
+        raise ValueError("RankByMedian with medians keyed by feature id needs a "
+                         "GeneTokenizer; a region tokenizer takes an array of medians")
     medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
     enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
-    encode = None if enc is None else enc.chunk_encoder(source.n_cols, source.where)
-    encode = _extra_encoder(spec.extra_steps(), encode, source.n_cols)
+    encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
+    total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
+    if fm is not None:  # the matrix in the new columns first (duplicate ids summed)
+        remap = features.remapper(fm, source.n_cols, source.where,
+                                  _totals(source, total, tokenizer))
+        encode = remap if encode is None else _then(remap, encode)
+    elif total is not None:
+        raise ValueError("Normalize(total=...) takes each cell's total from obs with a "
+                         "GeneTokenizer only")
+    encode = _extra_encoder(spec.extra_steps(), encode, n_enc)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -497,13 +547,19 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     if by_var:  # the kernels see one pseudo variable per stored entry (see _entries_as_vars)
         back_dtype, opt.dtype = opt.dtype, np.int64
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
+    elif fm is not None:  # the kernels see pseudo token j for new column j: the real ids after
+        table = np.append(fm.token_ids, 0).astype(opt.dtype)
+        opt.dtype, opt.exact = np.int64, True
+        prepare = lambda ch: (ch, vm, table)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
     if prepend or spec.add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
         stream = conditions.prepend_stream(stream, source.obs(prepend), tokenizer, prepend,
                                            spec.condition_unknown, cls=spec.add_cls)
+    if spec.add_eos:  # <eos> after each cell (Geneformer V2's framing)
+        stream = conditions.append_stream(stream, tokenizer)
     capacity = _token_bound(source, vm, opt) if prepare is None and not (
-        prepend or spec.add_cls) else None
+        prepend or spec.add_cls or spec.add_eos) else None
     meta = {"records": records, "metadata_columns": obs_columns, "values": values,
             "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
             "source": source.path, "capacity": capacity}
@@ -520,8 +576,51 @@ def _emit(batches, meta: dict, tokenizer, out, overwrite: bool):
                                  values=meta["values"], extra=meta["extra"],
                                  source=meta["source"], overwrite=overwrite)
     return sink.collect(batches, "ragged", values=meta["values"],
-                        pad_token_id=tokenizer.universe.pad_token_id,
-                        capacity=meta["capacity"])
+                        pad_token_id=_pad_id(tokenizer), capacity=meta["capacity"])
+
+
+def _pad_id(tokenizer) -> int:
+    """The id padding fills with (a gene vocabulary without ``<pad>``: 0)."""
+    pad = tokenizer.pad_token_id
+    return 0 if pad is None else int(pad)
+
+
+def _named_medians(kw: dict, fm) -> dict:
+    """``rank=`` for a gene vocabulary: medians keyed by feature id become one per new
+    column; medians computed from the matrix would be of its columns, not of the features."""
+    rank = kw["rank"]
+    if rank == "median":
+        raise ValueError("RankByMedian() computes medians per matrix column; with a "
+                         "GeneTokenizer give them keyed by feature id: "
+                         "RankByMedian({gene id: median})")
+    if isinstance(rank, tuple) and isinstance(rank[0], dict):
+        return {**kw, "rank": (fm.medians(rank[0]), rank[1])}
+    if rank is not None:
+        raise ValueError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
+                         "({gene id: median}); an array has no feature ids")
+    return kw
+
+
+def _then(first, second):
+    return lambda ch: second(first(ch))
+
+
+def _totals(source: CellSource, column: str | None, tokenizer):
+    """``f(lo, hi)`` of each cell's total from ``obs[column]`` of the source
+    (:meth:`CellSource.obs`); ``None``: no column asked, or the input has none: the row sums
+    then, as Geneformer's tokenizer would need them."""
+    if column is None:
+        return None
+    if tokenizer.settings.unknown_features != "count":
+        raise ValueError("Normalize(total=...) divides by every count of a cell; a "
+                         "GeneTokenizer with unknown_features='drop' has removed some")
+    if not source.has_obs:
+        return None
+    try:  # the protocol: an unknown column is an error at once, before anything is read
+        read = source.obs([column])
+    except (AnnDataError, SourceError):
+        return None
+    return lambda lo, hi: np.asarray(read(lo, hi)[1][column], dtype=np.float64)
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:

@@ -310,8 +310,55 @@ def prepend_stream(stream, obs_read, tokenizer, prepend: Sequence[str], unknown:
         else:
             ids = np.zeros((len(rows), 0), np.int64)
         if cls:
-            ids = np.hstack([np.full((len(rows), 1), tokenizer.universe.cls_token_id), ids])
+            ids = np.hstack([np.full((len(rows), 1), _special_id(tokenizer, "cls")), ids])
         yield row0, prepend_ids(rows, ids)
 
 
-__all__ = ["condition_ids", "condition_tokens", "prepend_ids", "prepend_stream", "spell", "token"]
+def _special_id(tokenizer, role: str) -> int:
+    """The id of ``<role>`` (a gene vocabulary may lack it: said plainly)."""
+    i = getattr(tokenizer, f"{role}_token_id")
+    if i is None:
+        raise ValueError(f"the tokenizer's vocabulary has no <{role}> token; give it one "
+                         f"(GeneTokenizer(..., special_tokens={{{role!r}: ...}}))")
+    return int(i)
+
+
+def append_ids(rows: Ragged, token_id: int) -> Ragged:
+    """``token_id`` after each row's tokens (value 0).
+
+    Examples
+    --------
+    >>> from genotok.ragged import Ragged
+    >>> append_ids(Ragged.from_list([[0, 1], []]), 9).to_list()
+    [[0, 1, 9], [9]]
+    """
+    n = len(rows)
+    offsets = rows.offsets + np.arange(n + 1, dtype=np.int64)
+    data = np.empty(int(offsets[-1]), dtype=rows.data.dtype)
+    tail = offsets[1:] - 1
+    body = np.ones(data.size, bool)
+    body[tail] = False
+    data[tail] = token_id
+    data[body] = rows.data
+    values = None
+    if rows.values is not None:
+        values = np.zeros(data.size, rows.values.dtype)
+        values[body] = rows.values
+    return Ragged(data, offsets, values)
+
+
+def append_stream(stream, tokenizer):
+    """Wrap the single-cell stream ``(row0, Ragged)``: ``<eos>`` after each cell's tokens.
+
+    >>> from genotok import GeneTokenizer
+    >>> from genotok.ragged import Ragged
+    >>> tok = GeneTokenizer({"G": 0, "<eos>": 3})
+    >>> [r.to_list() for _, r in append_stream([(0, Ragged.from_list([[0], []]))], tok)]
+    [[[0, 3], [3]]]
+    """
+    eos = _special_id(tokenizer, "eos")
+    for row0, rows in stream:
+        yield row0, append_ids(rows, eos)
+
+
+__all__ = ["append_ids", "append_stream", "condition_ids", "condition_tokens", "prepend_ids", "prepend_stream", "spell", "token"]

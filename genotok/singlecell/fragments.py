@@ -156,6 +156,10 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     spec, read = _check_call("tokenize_fragments", "path", path, tokenizer, spec, read,
                              FragmentOptions)
     FragmentSource.check(spec, "tokenize_fragments")
+    if getattr(tokenizer, "tokenizer_type", None) == "genes":  # before the file is counted
+        raise TypeError("tokenize_fragments() counts fragments over a universe's regions; a "
+                        "GeneTokenizer has none (it maps named features: use a region "
+                        "Tokenizer, or tokenize_anndata on a cell x gene matrix)")
     if out is not None and os.path.exists(out) and not overwrite:  # before the count, not after
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     with FragmentSource.open(path, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,

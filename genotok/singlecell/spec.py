@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar
 
@@ -66,7 +67,7 @@ class Encoding:
     Examples
     --------
     >>> sorted(ENCODINGS)
-    ['bins', 'log1p', 'normalize', 'rank_by_median']
+    ['bins', 'log1p', 'normalize', 'quantile_bins', 'rank_by_median']
     """
 
     name: ClassVar[str] = ""
@@ -88,17 +89,30 @@ class Normalize(Encoding):
     """Each entry divided by its cell's total, times ``target_sum``; then ``log(1 + x)`` with
     ``log1p=True``.
 
+    ``total``: an ``obs`` column holding each cell's total (Geneformer's ``n_counts``), used
+    when the file has it (else the row's sum); with a :class:`~genotok.GeneTokenizer` only
+    (see :mod:`genotok.singlecell.features`).
+
     Examples
     --------
     >>> Normalize(100, log1p=True).to_json()
     {'name': 'normalize', 'target_sum': 100.0, 'log1p': True}
+    >>> Normalize(total="n_counts").to_json()["total"]
+    'n_counts'
     """
 
     target_sum: float = 1e4
     log1p: bool = False
+    total: str | None = None
     name: ClassVar[str] = "normalize"
     CONSTRAINTS: ClassVar[dict] = {"target_sum": [Interval(Real, 0, 1e308, closed="right")],
-                                   "log1p": [Flag()]}
+                                   "log1p": [Flag()], "total": [InstanceOf(str), None]}
+
+    def to_json(self) -> dict:
+        d = super().to_json()
+        if self.total is None:
+            del d["total"]
+        return d
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "Normalize")
@@ -119,7 +133,14 @@ class Log1p(Encoding):
     name: ClassVar[str] = "log1p"
 
 
-def _medians_array(medians) -> np.ndarray:
+def _medians_array(medians):
+    if isinstance(medians, Mapping):  # keyed by feature id (a gene vocabulary's features)
+        out = {}
+        for k, v in medians.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}, not a number")
+            out[str(k)] = float(v)
+        return out
     med = np.asarray(medians, dtype=np.float64)
     if med.ndim != 1:
         raise ParameterError(f"RankByMedian: medians must be one-dimensional, got shape "
@@ -133,7 +154,8 @@ class RankByMedian(Encoding):
     non-zero (normalised) values; tokens then come by this ratio, descending.
 
     ``medians``: ``None`` (computed from the matrix being tokenized), an array (NaN: a feature
-    without a median), :func:`~genotok.singlecell.feature_medians`' ``(medians, method)`` or a
+    without a median), a mapping ``{feature id: median}`` (Geneformer's
+    ``gene_median_dictionary``; with a :class:`~genotok.GeneTokenizer`), :func:`~genotok.singlecell.feature_medians`' ``(medians, method)`` or a
     corpus written with them (its training medians, and the normalisation they were of,
     which the spec must repeat).
 
@@ -178,6 +200,9 @@ class RankByMedian(Encoding):
         if type(other) is not type(self):
             return NotImplemented
         a, b = self.medians, other.medians
+        if isinstance(a, dict) or isinstance(b, dict):
+            same = a == b
+            return same and (self.method, self.fitted_on) == (other.method, other.fitted_on)
         same = (a is None and b is None) or (a is not None and b is not None and a.shape ==
                                               b.shape and np.array_equal(a, b, equal_nan=True))
         return same and (self.method, self.fitted_on) == (other.method, other.fitted_on)
@@ -185,6 +210,9 @@ class RankByMedian(Encoding):
     __hash__ = None  # an array inside: compared by value, not hashed
 
     def to_json(self) -> dict:
+        if isinstance(self.medians, dict):
+            return {"name": self.name, "medians": dict(self.medians), "method": self.method,
+                    "fitted_on": None if self.fitted_on is None else list(self.fitted_on)}
         med = None if self.medians is None else [
             None if not math.isfinite(x) else x for x in self.medians.tolist()]
         return {"name": self.name, "medians": med, "method": self.method,
@@ -193,7 +221,7 @@ class RankByMedian(Encoding):
     @classmethod
     def from_json(cls, d: dict) -> RankByMedian:
         med = d.get("medians")
-        if med is not None:
+        if med is not None and not isinstance(med, dict):
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
         return cls(med, d.get("method"), d.get("fitted_on"))
 
@@ -217,12 +245,62 @@ class Bins(Encoding):
         validate(self.__dict__, self.CONSTRAINTS, "Bins")
 
 
+@dataclass(frozen=True)
+class QuantileBins(Encoding):
+    """scGPT's value binning as its ``preprocess.binning`` computes it: per cell, the edges are
+    ``numpy.quantile`` of the positive values at ``linspace(0, 1, n - 1)``; a positive value
+    gets ``numpy.digitize(v, edges)`` (``side="one"``), or, where it sits on several equal
+    edges, a uniform draw between ``digitize(v, edges, right=True)`` and that (``"both"``,
+    scGPT's default: ``ceil(u * (right - left) + left)``); 0 stays 0 (bins ``1 .. n - 1``).
+    scGPT draws ``u`` from NumPy's global generator; here each cell draws from its own
+    generator seeded by ``(seed, row)``, so the bins do not depend on chunking or threads
+    (the same distribution as scGPT's, not its draws: ``side="one"`` is equal bin for bin).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> QuantileBins(5, side="one").encode(np.array([0, 4]), None, np.array([1., 2, 3, 4]), 4)
+    array([1., 2., 3., 4.])
+    """
+
+    n: int = 51
+    side: str = "both"
+    seed: int = 0
+    name: ClassVar[str] = "quantile_bins"
+    CONSTRAINTS: ClassVar[dict] = {"n": [Interval(Integral, 3, 2**24 + 1)],
+                                   "side": [Options("one", "both")],
+                                   "seed": [Interval(Integral, 0, 2**63 - 1)]}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, "QuantileBins")
+
+    def encode(self, indptr, indices, data, n_cols, row0: int = 0):
+        out = np.zeros(data.size, np.float64)
+        grid = np.linspace(0, 1, self.n - 1)
+        for r in range(indptr.size - 1):
+            a, b = int(indptr[r]), int(indptr[r + 1])
+            row = np.asarray(data[a:b], np.float64)
+            pos = np.flatnonzero(row > 0)
+            if pos.size == 0:
+                continue
+            v = row[pos]
+            edges = np.quantile(v, grid)
+            left = np.digitize(v, edges)
+            if self.side == "both":
+                right = np.digitize(v, edges, right=True)
+                u = np.random.default_rng([self.seed, row0 + r]).random(v.size)
+                left = np.ceil(u * (right - left) + left)
+            out[a + pos] = left
+        return out
+
+
 #: the value encodings by name: a new encoding is one class and one line here
 ENCODINGS: dict[str, type[Encoding]] = {
     Normalize.name: Normalize,
     Log1p.name: Log1p,
     RankByMedian.name: RankByMedian,
     Bins.name: Bins,
+    QuantileBins.name: QuantileBins,
 }
 
 
@@ -304,6 +382,9 @@ class CellSpec:
     prepend, condition_unknown, add_cls
         ``obs`` columns whose condition tokens start each cell (a string is one column); a
         value without a token gives ``<unk>`` or an error (``"error"``); ``<cls>`` first.
+    add_eos
+        ``<eos>`` last (after truncation: ``max_length`` counts neither ``<cls>`` nor
+        ``<eos>``; Geneformer V2's 4,096 is ``max_length=4094`` with both).
     values
         Return (store) each token's value as a float32 value channel.
     use_count
@@ -326,6 +407,7 @@ class CellSpec:
     prepend: tuple = ()
     condition_unknown: str = "unk"
     add_cls: bool = False
+    add_eos: bool = False
     values: bool = False
     use_count: bool = False
 
@@ -341,6 +423,7 @@ class CellSpec:
         "prepend": [InstanceOf(str, tuple, list)],
         "condition_unknown": [Options(*conditions.UNKNOWN)],
         "add_cls": [Flag()],
+        "add_eos": [Flag()],
         "values": [Flag()],
         "use_count": [Flag()],
     }
@@ -375,7 +458,7 @@ class CellSpec:
             set_(self, "max_length", int(self.max_length))
         if self.min_count is not None:
             set_(self, "min_count", float(self.min_count))
-        for name in ("add_cls", "values", "use_count"):
+        for name in ("add_cls", "add_eos", "values", "use_count"):
             set_(self, name, bool(getattr(self, name)))
 
     # --------------------------------------------------------------------- presets
@@ -432,6 +515,7 @@ class CellSpec:
         --------
         >>> print(CellSpec(max_length=512, encoding=Bins(5)).to_toml())
         add_cls = false
+        add_eos = false
         condition_unknown = "unk"
         max_length = 512
         order = "genomic"
@@ -501,4 +585,5 @@ class CellSpec:
         return _fused(self.encoding)[1]
 
 
-__all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "RankByMedian"]
+__all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "QuantileBins",
+           "RankByMedian"]

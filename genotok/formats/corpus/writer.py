@@ -219,7 +219,7 @@ class CorpusWriter:
 
     @classmethod
     def for_tokenizer(cls, path, tokenizer, **kwargs) -> CorpusWriter:
-        """A writer carrying a Tokenizer's fingerprint, vocabulary size, specials and settings.
+        """A writer carrying a tokenizer's (a Tokenizer's or a GeneTokenizer's) fingerprint, vocabulary size, specials and settings.
 
         Examples
         --------
@@ -231,9 +231,8 @@ class CorpusWriter:
         >>> w.vocab_size
         9
         """
-        u = tokenizer.universe
         return cls(path, vocab_size=tokenizer.vocab_size, fingerprint=tokenizer.fingerprint,
-                   special_token_ids=u.special_token_ids, settings=tokenizer.settings.as_dict(),
+                   special_token_ids=tokenizer.special_token_ids, settings=tokenizer.settings.as_dict(),
                    **kwargs)
 
     @property

@@ -1,0 +1,111 @@
+"""Model recipes: each returns the tokenizer and the :class:`~genotok.CellSpec` that give a
+single-cell foundation model's own inputs.
+
+``tok, spec = genotok.presets.geneformer(token_dictionary, gene_median_dictionary)`` then
+``genotok.tokenize_anndata(path, tok, spec)`` (or ``pretokenize(inputs, tok, out,
+cells=spec)``) gives Geneformer's ``input_ids``, token for token.
+
+Geneformer (Theodoris et al. 2023; its ``TranscriptomeTokenizer``)
+    genes by the ``ensembl_id`` var column (else ``gene_ids``, ``gene_id``, ``feature_id``,
+    ``var_names``); duplicate ids summed first; each count divided by the cell's ``n_counts``
+    (``obs``, else the row sum), times 10,000, divided by the gene's median over the training
+    corpus (``gene_median_dictionary``); genes without a median or a token dropped (their
+    counts stay in the total); genes by that value, descending, ties in column order;
+    ``version=1``: the first 2,048; ``version=2``: the first 4,094 between ``<cls>`` and
+    ``<eos>`` at the dictionary's ids (4,096 in all). Cells whose ``obs["filter_pass"]`` is not
+    1 are Geneformer's to skip: select them before (``adata[adata.obs.filter_pass == 1]``).
+scGPT (Cui et al. 2024)
+    genes by ``var_names`` (scGPT's vocabularies are gene symbols) in the vocabulary (others
+    removed first), normalised to 10,000, ``log1p``, then per-cell quantile bins of the
+    positive values as the value channel (:class:`~genotok.singlecell.spec.QuantileBins`:
+    scGPT's ``binning``; its random spreading over repeated edges drawn per cell from a
+    seeded generator), tokens in column order.
+
+Dictionary formats
+------------------
+``token_dictionary``: ``{gene id: token id}`` with the model's special tokens (Geneformer V1:
+``"<pad>": 0, "<mask>": 1``; V2 adds ``"<cls>"``, ``"<eos>"``), as JSON, TOML or the model's
+pickle (read safely), or a mapping. ``gene_median_dictionary``: ``{gene id: median}``, the same
+formats. scGPT's ``vocab.json``: ``{gene symbol: token id}`` with ``"<pad>"``, ``"<cls>"``,
+``"<eoc>"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .genes import GeneSettings, GeneTokenizer, read_mapping
+from .params import Options, validate
+from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
+
+#: Geneformer's input size by version (with V2's <cls> and <eos>)
+GENEFORMER_INPUT_SIZE = {1: 2048, 2: 4096}
+
+
+def _mapping(obj) -> Mapping:
+    return obj if isinstance(obj, Mapping) else read_mapping(obj)
+
+
+def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
+               id_column: str | None = None, input_size: int | None = None,
+               n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
+    """Geneformer's tokenizer and cell spec (see :mod:`genotok.presets`).
+
+    Parameters
+    ----------
+    token_dictionary, gene_median_dictionary
+        Geneformer's dictionaries (paths to JSON / TOML / pickle files, or mappings).
+    version
+        1 (30M models: 2,048 tokens, no framing) or 2 (95M/104M models: ``<cls>`` … ``<eos>``,
+        4,096 in all; the dictionary must have both).
+    id_column
+        The ``var`` column of Ensembl ids (default: ``ensembl_id``, ``gene_ids``, …).
+    input_size
+        The model's input size (default 2,048 for V1, 4,096 for V2), framing included.
+
+    Examples
+    --------
+    >>> vocab = {"<pad>": 0, "<mask>": 1, "<cls>": 2, "<eos>": 3, "ENSG1": 4}
+    >>> tok, spec = geneformer(vocab, {"ENSG1": 2.0}, version=2)
+    >>> spec.max_length, spec.add_cls, spec.add_eos, tok.cls_token_id
+    (4094, True, True, 2)
+    """
+    validate({"version": version}, {"version": [Options(1, 2)]}, "geneformer")
+    vocab = _mapping(token_dictionary)
+    medians = {str(k): float(v) for k, v in _mapping(gene_median_dictionary).items()}
+    tok = GeneTokenizer(vocab, settings=GeneSettings(
+        id_column if id_column is not None else None, "count"), n_threads=n_threads)
+    size = GENEFORMER_INPUT_SIZE[version] if input_size is None else int(input_size)
+    framed = version == 2
+    if framed and (tok.cls_token_id is None or tok.eos_token_id is None):
+        raise ValueError("Geneformer V2 frames each cell with <cls> and <eos>: the token "
+                         "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")
+    spec = CellSpec(encoding=(Normalize(1e4, total="n_counts"), RankByMedian(medians)),
+                    order="value", max_length=size - 2 if framed else size,
+                    add_cls=framed, add_eos=framed)
+    return tok, spec
+
+
+def scgpt(vocab, n_bins: int = 51, *, id_column: str = "var_names", side: str = "both",
+          seed: int = 0, max_length: int | None = None,
+          n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
+    """scGPT's gene vocabulary and value binning (see :mod:`genotok.presets`).
+
+    Examples
+    --------
+    >>> tok, spec = scgpt({"<pad>": 2, "<cls>": 1, "CD3E": 0}, n_bins=11)
+    >>> spec.encoding[-1].n, spec.values, tok.pad_token_id
+    (11, True, 2)
+    """
+    v = _mapping(vocab)
+    tok = GeneTokenizer(v, special_tokens={r: t for r, t in
+                                           {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()
+                                           if t in v},
+                        settings=GeneSettings(id_column, "drop"), n_threads=n_threads)
+    spec = CellSpec(encoding=(Normalize(1e4, log1p=True), QuantileBins(n_bins, side, seed)),
+                    values=True,
+                    order="genomic", max_length=max_length)
+    return tok, spec
+
+
+__all__ = ["GENEFORMER_INPUT_SIZE", "geneformer", "scgpt"]

@@ -1,0 +1,205 @@
+"""Named features (genes) → the cell kernels: the var map of a :class:`~genotok.GeneTokenizer`.
+
+The region tokenizer maps each variable to the universe regions it overlaps
+(:mod:`.varnames`); a gene vocabulary maps each variable to the token of its id in a ``var``
+column. Both end in the same seam, a var map the cell kernels read, so everything after it
+(row-wise CSR, backed files, value encodings, corpora) is shared.
+
+How a matrix is seen through a gene vocabulary
+----------------------------------------------
+* the ids come from ``settings.id_column`` of the tokenizer, else the first of
+  :data:`genotok.genes.ID_COLUMNS` in ``var``, else ``var_names``;
+* the **known features** (ids in the vocabulary, special tokens excluded) become new columns
+  ``0 .. k - 1`` in the order of their first column: a cell's ties then keep column order
+  (Geneformer's stable rank), whatever the token ids;
+* columns repeating an id are **summed first** (raw counts), as Geneformer collapses duplicate
+  Ensembl ids, before any normalisation;
+* entries of unknown features: ``unknown_features="count"`` puts them in one extra column
+  ``k`` that has no token and no median (they count in the cell's total only);
+  ``"drop"`` removes them before anything else;
+* ``Normalize(total="n_counts")``: when ``obs`` has that column, each cell's total is taken
+  from it (Geneformer's ``n_counts``): the extra column ``k`` then holds ``n_counts`` minus the
+  cell's known counts, so the normalisation divides by ``n_counts`` exactly while the counts
+  are integers (below 2**53). A cell whose ``n_counts`` is below its known counts is refused.
+
+The kernels see pseudo token ``j`` for new column ``j`` (ranked by column: the genomic order
+of the region kind is the column order here), and the real ids are looked up afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate
+from ..errors import AnnDataError
+from ..genes import ID_COLUMNS
+from ..ragged import Ragged
+from .sources import _Chunk, _h5_frame, _is_path
+from .values import _summed_duplicates
+from .varnames import _adata_frame, _var_map_from_hits, _VarMap
+
+
+@dataclass
+class FeatureMap:
+    """Matrix columns → the new columns the kernels see (see the module documentation).
+
+    >>> import anndata, numpy as np, pandas as pd
+    >>> from genotok import GeneTokenizer
+    >>> var = pd.DataFrame({"gene_ids": ["B", "Z", "B"]}, index=["x", "y", "z"])
+    >>> a = anndata.AnnData(np.zeros((1, 3)), var=var)
+    >>> fm = feature_map(a, GeneTokenizer({"A": 0, "B": 1}))
+    >>> fm.col_new.tolist(), fm.names, fm.sink, fm.medians({"B": 2.0}).tolist()
+    ([0, 1, 0], ['B'], 1, [2.0, nan])
+    """
+
+    col_new: np.ndarray    #: int64 (n_cols,): new column of each column; -1: dropped
+    names: list            #: the feature id of each known new column (first appearance order)
+    token_ids: np.ndarray  #: int64 (k,): the token id of each known new column
+    sink: int | None       #: the new column of unknown features' counts (``count``), or None
+    id_column: str         #: where the ids came from
+    where: str
+
+    @property
+    def n_new(self) -> int:
+        return len(self.names) + (self.sink is not None)
+
+    def medians(self, medians: Mapping) -> np.ndarray:
+        """Medians keyed by feature id → one per new column (NaN: none, the column's entries
+        are dropped by the rank encoding)."""
+        get = medians.get
+        out = np.array([float(get(n, np.nan)) for n in self.names] +
+                       ([np.nan] if self.sink is not None else []), dtype=np.float64)
+        return out
+
+
+def var_features(adata, id_column: str | None = None) -> tuple[list[str], str]:
+    """The feature id of each variable and where it came from (a ``var`` column or
+    ``"var_names"``).
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd
+    >>> var = pd.DataFrame({"gene_ids": ["E1", "E2"]}, index=["A", "B"])
+    >>> var_features(anndata.AnnData(np.zeros((1, 2)), var=var))
+    (['E1', 'E2'], 'gene_ids')
+    """
+    fr = _h5_frame(os.fspath(adata), "var") if _is_path(adata) else _adata_frame(adata.var,
+                                                                                 "var")
+    if id_column is None:
+        id_column = next((c for c in ID_COLUMNS if c in fr.columns), "var_names")
+    if id_column == "var_names":
+        raw = fr.index()
+    elif id_column not in fr.columns:
+        raise AnnDataError(f"{fr.where}: var has no column {id_column!r} of feature ids; its "
+                           f"columns are {fr.columns} (or use id_column='var_names')")
+    else:
+        raw = fr.get(id_column)
+    names = [x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(raw).tolist()]
+    return names, id_column
+
+
+def feature_map(adata, tokenizer) -> FeatureMap:
+    """The :class:`FeatureMap` of ``adata`` (AnnData or a path) for a gene vocabulary.
+
+    >>> import anndata, numpy as np, pandas as pd
+    >>> from genotok import GeneTokenizer
+    >>> a = anndata.AnnData(np.zeros((1, 2)), var=pd.DataFrame(index=["B", "A"]))
+    >>> feature_map(a, GeneTokenizer({"A": 5, "B": 7})).token_ids.tolist()
+    [7, 5]
+    """
+    names, column = var_features(adata, tokenizer.settings.id_column)
+    where = os.fspath(adata) if _is_path(adata) else "AnnData"
+    ids = tokenizer.feature_ids(names)
+    known = ids >= 0
+    first: dict[str, int] = {}
+    col_new = np.full(len(names), -1, dtype=np.int64)
+    for c in np.flatnonzero(known).tolist():
+        col_new[c] = first.setdefault(names[c], len(first))
+    kept = list(first)
+    token_ids = np.array([tokenizer.convert_tokens_to_ids(n) for n in kept], dtype=np.int64)
+    sink = None
+    if tokenizer.settings.unknown_features == "count":
+        sink = len(kept)
+        col_new[~known] = sink
+    return FeatureMap(col_new, kept, token_ids, sink, column, where)
+
+
+def var_map(fm: FeatureMap) -> _VarMap:
+    """The kernels' map: new column ``j < k`` → pseudo token ``j`` (rank ``j``); the sink
+    column has no token.
+
+    >>> import numpy as np
+    >>> fm = FeatureMap(np.array([0, 1]), ["A"], np.array([5]), 1, "var_names", "X")
+    >>> var_map(fm).var_ptr.tolist(), var_map(fm).var_ids.tolist()
+    ([0, 1, 1], [0])
+    """
+    k = len(fm.names)
+    ptr = np.concatenate([np.arange(k + 1, dtype=np.int64),
+                          np.full(fm.n_new - k, k, dtype=np.int64)])
+    pseudo = np.arange(k, dtype=np.int64)
+    return _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, k)
+
+
+def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
+    """``chunk -> chunk`` in the new columns (duplicates summed; ``totals(lo, hi)``: each
+    cell's total from ``obs``, or ``None``).
+
+    >>> import numpy as np
+    >>> from genotok.singlecell.sources import _Chunk
+    >>> fm = FeatureMap(np.array([0, 1, 0]), ["A"], np.array([5]), 1, "var_names", "X")
+    >>> ch = remapper(fm, 3, "X")(_Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
+    ...                                   np.array([1.0, 2.0, 3.0])))
+    >>> ch.indices.tolist(), ch.data.tolist()
+    ([0, 1], [4.0, 2.0])
+    """
+    col_new = fm.col_new
+    every_kept = bool(col_new.size == 0 or col_new.min() >= 0)
+    identity = every_kept and np.array_equal(col_new, np.arange(col_new.size))
+
+    def remap(ch: _Chunk) -> _Chunk:
+        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+        ptr = _validate.offsets(np.asarray(ch.indptr, np.int64) - a, b - a, where,
+                                error=AnnDataError)
+        cols = _validate.indices(np.asarray(ch.indices[a:b]), n_cols, where,
+                                 what="column index", error=AnnDataError)
+        data = np.asarray(ch.data[a:b])
+        n_rows = ptr.size - 1
+        if totals is None and every_kept:  # no entry leaves: the rows keep their pointers
+            new = cols if identity else col_new[cols]
+            out_ptr, new, data = _summed_duplicates(ptr, new, data, fm.n_new)
+            return _Chunk(ch.row0, out_ptr, new, data)
+        rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(ptr))
+        new = col_new[cols]
+        keep = new >= 0
+        if totals is not None:
+            keep &= new != fm.sink  # the sink is made from the totals below
+        rows, new, data = rows[keep], new[keep], data[keep]
+        if totals is not None:
+            tot = np.asarray(totals(ch.row0, ch.row0 + n_rows), dtype=np.float64)
+            known = np.bincount(rows, weights=data, minlength=n_rows)
+            rest = tot - known
+            bad = np.flatnonzero(~(rest >= 0))
+            if bad.size:
+                r = int(bad[0])
+                raise AnnDataError(f"{where}: cell {ch.row0 + r}: obs total {float(tot[r])} is "
+                                   f"below the sum of its counts in the vocabulary "
+                                   f"({float(known[r])}); is it the cell's total count?")
+            has = np.flatnonzero(rest > 0)
+            rows = np.concatenate([rows, has])
+            new = np.concatenate([new, np.full(has.size, fm.sink, np.int64)])
+            data = np.concatenate([data.astype(np.float64), rest[has]])
+            order = np.argsort(rows, kind="stable")
+            rows, new, data = rows[order], new[order], data[order]
+        out_ptr = np.zeros(n_rows + 1, np.int64)
+        np.cumsum(np.bincount(rows, minlength=n_rows), out=out_ptr[1:])
+        out_ptr, new, data = _summed_duplicates(out_ptr, new, data, fm.n_new)
+        return _Chunk(ch.row0, out_ptr, np.ascontiguousarray(new, np.int64),
+                      np.ascontiguousarray(data))
+    return remap
+
+
+__all__ = ["FeatureMap", "feature_map", "var_features", "var_map"]

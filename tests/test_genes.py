@@ -1,0 +1,125 @@
+"""genotok.genes: vocabularies of named features (load, save, fingerprint, specials, errors)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+
+import numpy as np
+import pytest
+
+from genotok import GeneSettings, GeneTokenizer
+from genotok.genes import VocabularyError, read_mapping
+
+from ._shared import SHARED, shared
+
+V1 = {"<pad>": 0, "<mask>": 1, "ENSG3": 2, "ENSG1": 3, "ENSG2": 4}
+
+
+def test_specials_at_the_models_ids_and_none_forced():
+    tok = GeneTokenizer(V1)
+    assert tok.special_token_ids == {"pad": 0, "mask": 1}
+    assert tok.cls_token_id is None and tok.eos_token_id is None and tok.unk_token_id is None
+    tok2 = GeneTokenizer({**V1, "<cls>": 77, "<eos>": 5})
+    assert (tok2.cls_token_id, tok2.eos_token_id, tok2.vocab_size) == (77, 5, 78)
+
+
+def test_feature_ids_exclude_specials_and_unknowns():
+    tok = GeneTokenizer(V1)
+    assert tok.feature_ids(["ENSG1", "<pad>", "nope", "ENSG3"]).tolist() == [3, -1, -1, 2]
+
+
+@pytest.mark.parametrize("fmt", ["json", "toml", "pkl"])
+def test_dictionary_files(tmp_path, fmt):
+    p = tmp_path / f"v.{fmt}"
+    if fmt == "json":
+        p.write_text(json.dumps(V1))
+    elif fmt == "toml":
+        p.write_text("[tokens]\n" + "".join(f'"{k}" = {v}\n' for k, v in V1.items()))
+    else:
+        p.write_bytes(pickle.dumps(V1))
+    tok = GeneTokenizer.from_file(p)
+    assert tok.get_vocab() == V1
+    assert tok.fingerprint == GeneTokenizer(V1).fingerprint
+
+
+def test_a_pickle_that_runs_code_is_refused(tmp_path):
+    class Evil:
+        def __reduce__(self):
+            return (os.system, ("echo pwned",))
+
+    p = tmp_path / "evil.pkl"
+    p.write_bytes(pickle.dumps({"A": Evil()}))
+    with pytest.raises(VocabularyError, match="evil.pkl.*refused"):
+        read_mapping(p)
+
+
+@pytest.mark.parametrize("vocab, match", [
+    ({"A": 0, "B": 0}, "share id 0"),
+    ({"A": -1}, "ids are integers"),
+    ({"A": 1.5}, "ids are integers"),
+    ({"A": True}, "ids are integers"),
+    ({"A": 2**31}, "ids are integers"),
+    ({}, "non-empty mapping"),
+])
+def test_bad_vocabularies(vocab, match):
+    with pytest.raises(VocabularyError, match=match):
+        GeneTokenizer(vocab)
+
+
+def test_bad_files_name_the_file(tmp_path):
+    p = tmp_path / "v.json"
+    p.write_text("[1, 2]")
+    with pytest.raises(VocabularyError, match="v.json: holds a list"):
+        GeneTokenizer(p)
+    p.write_text("{not json")
+    with pytest.raises(VocabularyError, match="v.json: not a JSON"):
+        GeneTokenizer(p)
+    with pytest.raises(VocabularyError, match="special token.*<cls>"):
+        GeneTokenizer(V1, special_tokens={"cls": "<cls>"})
+
+
+def test_settings_are_validated():
+    from genotok.params import ParameterError
+
+    with pytest.raises(ParameterError):
+        GeneSettings(unknown_features="keep")
+    with pytest.raises(VocabularyError):
+        GeneSettings(id_column=3)
+
+
+def test_save_pretrained_round_trip(tmp_path):
+    tok = GeneTokenizer({**V1, "<cls>": 9}, special_tokens={"pad": "<pad>", "cls": "<cls>"},
+                        settings=GeneSettings("gene_ids", "drop"))
+    d = tok.save_pretrained(tmp_path / "m")
+    back = GeneTokenizer.from_pretrained(d)
+    assert back.get_vocab() == tok.get_vocab()
+    assert back.special_tokens == tok.special_tokens
+    assert back.settings == tok.settings
+    assert back.fingerprint == tok.fingerprint
+    vocab = json.loads((d / "vocab.json").read_text())
+    vocab["ENSG1"] = 99  # changed since: refused
+    (d / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(VocabularyError, match="changed since"):
+        GeneTokenizer.from_pretrained(d)
+
+
+def test_fingerprint_depends_on_ids_and_specials():
+    a = GeneTokenizer(V1).fingerprint
+    assert GeneTokenizer(dict(reversed(list(V1.items())))).fingerprint == a  # order of the file
+    assert GeneTokenizer({**V1, "ENSG1": 7}).fingerprint != a
+    assert GeneTokenizer(V1, special_tokens={"pad": "<pad>"}).fingerprint != a
+
+
+def test_decode_and_pad():
+    tok = GeneTokenizer(V1)
+    assert tok.decode([3, 0, 2], skip_special_tokens=True) == ["ENSG1", "ENSG3"]
+    out = tok.pad([np.array([2, 3]), np.array([4])], padding=True, return_tensors="np")
+    assert out["input_ids"].tolist() == [[2, 3], [4, 0]]
+
+
+def test_geneformer_v1_dictionary():
+    d = shared(SHARED / "data" / "real" / "geneformer" / "token_dictionary.json")
+    tok = GeneTokenizer(d)
+    assert len(tok) == 25_426 and tok.special_token_ids == {"pad": 0, "mask": 1}
