@@ -30,7 +30,6 @@ from genotok import (
 )
 from genotok.formats.corpus.layout import ALIGN, PREAMBLE, _host
 from genotok.formats.corpus.reader import _gather_rows
-from tests.kernels.test_gather import naive_gather
 
 FEW = settings(max_examples=40, deadline=None)
 
@@ -50,6 +49,11 @@ def naive_layout(raw: bytes) -> dict:
     f["header"] = json.loads(raw[f["json_off"]:f["json_off"] + f["json_len"]])
     f["records"] = json.loads(raw[f["rec_off"]:f["rec_off"] + f["rec_len"]])
     return f
+
+
+def naive_gather(rows: list[list[int]], idx) -> list[list[int]]:
+    """Oracle for the corpus' row gather: pick rows one by one."""
+    return [list(rows[i]) for i in idx]
 
 
 def _ragged(rows, dtype=np.int64) -> Ragged:

@@ -459,10 +459,11 @@ def test_the_universe_is_paid_for_once(monkeypatch, tmp_path):
     on the universe alone (fragment_matrix's var frame: 2.5 s a call against 616k tiles; the
     tokens' var map): each is now made once per universe."""
     import genotok.singlecell.fragmatrix as fm
+    import genotok.singlecell.cells as cc
     import genotok.singlecell.fragments as ff
 
     calls = {"frame": 0, "map": 0}
-    frame, vmap = fm._var_frame, ff._var_map_from_hits
+    frame, vmap = fm._var_frame, cc._var_map_from_hits
 
     def count_frame(u):
         calls["frame"] += 1
@@ -473,7 +474,7 @@ def test_the_universe_is_paid_for_once(monkeypatch, tmp_path):
         return vmap(*a)
 
     monkeypatch.setattr(fm, "_var_frame", count_frame)
-    monkeypatch.setattr(ff, "_var_map_from_hits", count_map)
+    monkeypatch.setattr(cc, "_var_map_from_hits", count_map)  # the driver's universe columns
     frag = tmp_path / "f.tsv"
     frag.write_text("chr1\t5\t20\tA-1\t1\nchr1\t150\t160\tB-1\t1\n")
     tok = Tokenizer([f"chr1:{s}-{s + 100}" for s in range(0, 5000, 100)])
