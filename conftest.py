@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-collect_ignore = ["genotok/__main__.py", "tests/_fuzz_driver.py", "benchmarks"]
+collect_ignore = ["genotok/__main__.py", "tests/_bed_fuzz_driver.py", "benchmarks"]
 
 #: modules of genotok that import an optional package when imported: their doctests are not
 #: collected without it (the header of the run says so)

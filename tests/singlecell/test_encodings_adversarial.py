@@ -13,7 +13,7 @@ from genotok import (AnnDataOptions, Bins, CellSpec, Normalize, RankByMedian, To
                      feature_medians, tokenize_anndata)
 from genotok.errors import AnnDataError, UniverseError
 from tests._cellspec import spec_of
-from tests.singlecell.test_cellvalues import oracle_encode
+from tests.singlecell.test_values import oracle_encode
 
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
@@ -102,7 +102,7 @@ def test_chunk_keys_reports_the_row_like_its_oracle():
 def test_medians_check_the_rows_against_obs(tmp_path):
     """A file whose shape attribute claims 10**12 rows: feature_medians (and so the medians
     pass of pretokenize) allocated by it (a MemoryError, not a GenotokError)."""
-    import tests.singlecell.test_crafted_h5ad as crafted
+    import tests.singlecell.test_reading as crafted
     from genotok.errors import AnnDataError
 
     for base in ("csc", "csr"):
@@ -295,7 +295,7 @@ def _in_order_total(row: np.ndarray) -> float:
 @given(case=stored())
 def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
     """Tokens by encoded value (the float32 channel) descending, ties by id, as the oracle of
-    tests/singlecell/test_cellvalues.py encodes the canonical matrix (repeated columns summed);
+    tests/singlecell/test_values.py encodes the canonical matrix (repeated columns summed);
     or an AnnDataError for a NaN, infinite or negative value, or a row that does not
     normalise in float64."""
     import pandas as pd

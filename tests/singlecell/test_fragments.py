@@ -376,7 +376,7 @@ print(n_ok, n_err)
 def test_fuzzed_fragment_files_with_bounds_checked_kernels():
     """The same fuzz in a fresh interpreter whose kernels check every index (an out-of-bounds
     access raises instead of reading garbage; a segfault is a negative return code)."""
-    from .test_crafted_h5ad import ROOT, _boundscheck_env
+    from .test_reading import ROOT, _boundscheck_env
 
     code = _BOUNDSCHECKED_FUZZ.format(seed=_SEED, n=200)
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_boundscheck_env(),

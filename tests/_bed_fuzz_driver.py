@@ -1,4 +1,4 @@
-"""Run by tests/test_fuzz.py in a fresh interpreter, with NUMBA_BOUNDSCHECK=1 and no cache (every
+"""Run by tests/test_bed_fuzz.py in a fresh interpreter, with NUMBA_BOUNDSCHECK=1 and no cache (every
 kernel compiled with bounds checks: an out-of-bounds access raises instead of reading garbage)
 and without (the kernels users run: a wild access crashes the process or corrupts a result).
 Feeds random and mutated bytes to the parsers and readers; the BED parser's results are compared

@@ -444,7 +444,7 @@ def _boundscheck_env() -> dict:
 
 def _in_subprocess(sample: bool, folder: Path) -> dict:
     env = _boundscheck_env()
-    code = ("import json, sys; from pathlib import Path; import tests.singlecell.test_crafted_h5ad as m; "
+    code = ("import json, sys; from pathlib import Path; import tests.singlecell.test_reading as m; "
             f"print(json.dumps(m.main({sample!r}, Path(sys.argv[1]))))")
     res = subprocess.run([sys.executable, "-c", code, str(folder)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=3000, check=False)
@@ -505,7 +505,7 @@ def test_crafted_campaign_bounds_checked(tmp_path):
     assert res["runs"] == len(all_cases()) * len(MODES) - not_run
 
 
-if __name__ == "__main__":  # pragma: no cover - python -m tests.singlecell.test_crafted_h5ad [--all]
+if __name__ == "__main__":  # pragma: no cover - python -m tests.singlecell.test_reading [--all]
     full = "--all" in sys.argv
     result = main(not full, Path(tempfile.mkdtemp()))
     print(json.dumps(result, indent=1))

@@ -1,6 +1,6 @@
 """The medians pass' kernels (genotok.kernels.histogram) and the fused encode kernels of
 genotok.kernels.values against their oracles (tests/naive_histogram.py, the unfused kernels,
-and test_cellvalues' NumPy oracles) on random CSR chunks."""
+and test_values' NumPy oracles) on random CSR chunks."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from genotok.kernels import values as VK
 from genotok.singlecell.values import ValueEncoding, _Histogram
 
 from .. import naive_histogram as naive
-from .test_cellvalues import oracle_bins, oracle_normalize
+from tests.singlecell.test_values import oracle_bins, oracle_normalize
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 

@@ -23,7 +23,7 @@ def _run(n: int, boundscheck: bool, seed: int = 0) -> str:
     env.pop("NUMBA_BOUNDSCHECK", None)
     if boundscheck:
         env.update(NUMBA_BOUNDSCHECK="1", GENOTOK_NO_CACHE="1")
-    res = subprocess.run([sys.executable, str(ROOT / "tests" / "_fuzz_driver.py"), str(n), str(seed)],
+    res = subprocess.run([sys.executable, str(ROOT / "tests" / "_bed_fuzz_driver.py"), str(n), str(seed)],
                          env=env, capture_output=True, text=True, timeout=3000)
     assert res.returncode == 0, res.stderr[-3000:]  # a crash (SIGSEGV: -11) fails here too
     return res.stdout
