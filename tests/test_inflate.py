@@ -67,7 +67,7 @@ def _values(rng, n: int, dtype) -> np.ndarray:
     return (a * 0.25).astype(dtype) if np.dtype(dtype).kind == "f" else a.astype(dtype)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(n=st.integers(0, 3000), clen=st.integers(1, 400),
        dtype=st.sampled_from([np.int32, np.int64, np.float32]), level=st.integers(0, 9),
        lo=st.integers(-3200, 3200), hi=st.integers(-3200, 3200), n_threads=st.integers(1, 3),

@@ -273,11 +273,17 @@ def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
     lens = rows.lengths + k
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
-    data = np.empty(int(offsets[-1]), dtype=rows.data.dtype)  # ids < vocab_size fit it
     head = (offsets[:-1, None] + np.arange(k)[None, :]).ravel()
+    return _spliced(rows, offsets, head, ids.ravel())
+
+
+def _spliced(rows: Ragged, offsets: np.ndarray, at: np.ndarray, ids) -> Ragged:
+    """``rows`` laid out at ``offsets`` with ``ids`` at the positions ``at`` (value 0 there);
+    the rows' own tokens (and values) fill the other positions in order."""
+    data = np.empty(int(offsets[-1]), dtype=rows.data.dtype)  # ids < vocab_size fit it
     body = np.ones(data.size, bool)
-    body[head] = False
-    data[head] = ids.ravel()
+    body[at] = False
+    data[at] = ids
     data[body] = rows.data
     values = None
     if rows.values is not None:
@@ -334,17 +340,7 @@ def append_ids(rows: Ragged, token_id: int) -> Ragged:
     """
     n = len(rows)
     offsets = rows.offsets + np.arange(n + 1, dtype=np.int64)
-    data = np.empty(int(offsets[-1]), dtype=rows.data.dtype)
-    tail = offsets[1:] - 1
-    body = np.ones(data.size, bool)
-    body[tail] = False
-    data[tail] = token_id
-    data[body] = rows.data
-    values = None
-    if rows.values is not None:
-        values = np.zeros(data.size, rows.values.dtype)
-        values[body] = rows.values
-    return Ragged(data, offsets, values)
+    return _spliced(rows, offsets, offsets[1:] - 1, token_id)
 
 
 def append_stream(stream, tokenizer):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import pickle
-import socket
 import time
 
 import numpy as np
@@ -16,6 +15,8 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
                                   "pip install 'moto[server]'")
 boto3 = pytest.importorskip("boto3")
 
+from tests._s3 import moto_s3  # noqa: E402
+
 from genotok import Corpus, CorpusWriter, GtokFormatError
 from genotok.formats.corpus import write_manifest
 from genotok.formats.corpus.remote import RemoteCorpus, ShardCache
@@ -24,25 +25,10 @@ N_SHARDS, PER_SHARD = 5, 40
 CREDS = {"key": "testing", "secret": "testing"}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    srv.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-    client.create_bucket(Bucket="bucket")
-    try:
-        yield endpoint, client
-    finally:
-        srv.stop()
+    with moto_s3("bucket") as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ inputs and universes are read; no URL is ever taken as a local directory."""
 
 from __future__ import annotations
 
-import socket
 
 import pytest
 
@@ -14,31 +13,18 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
                                   "pip install 'moto[server]'")
 boto3 = pytest.importorskip("boto3")
 
+from tests._s3 import moto_s3  # noqa: E402
+
 import genotok
 from genotok import Corpus, Tokenizer
 from genotok.pipeline import RunOptions, pretokenize
 from genotok.pipeline import remote as remote_run
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
-    srv = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    srv.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-    client.create_bucket(Bucket="bkt")
-    try:
-        yield endpoint, client
-    finally:
-        srv.stop()
+    with moto_s3("bkt") as s:
+        yield s
 
 
 @pytest.fixture

@@ -174,7 +174,7 @@ def test_scgpt_random_side_spreads_only_over_repeated_edges():
 _IDS = ["A", "B", "C", "D", "Z"]  # Z: not in the vocabulary
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_geneformer_matches_the_oracle(data):
     n_rows = data.draw(st.integers(0, 6))
