@@ -31,7 +31,7 @@ import numpy as np
 from numba import njit
 
 from ._config import NJIT
-from .params import Integral, Interval, validate
+from .params import Flag, Integral, Interval, Options, validate
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
@@ -297,7 +297,13 @@ class Schedule:
 #: ``batch_size=1.5`` or a negative ``seed`` is refused there, not at the first iteration
 PLAN_CONSTRAINTS = {"batch_size": [Interval(Integral, 1, None), None],
                     "max_tokens": [Interval(Integral, 1, None), None],
-                    "seed": [Interval(Integral, 0, None)]}
+                    "seed": [Interval(Integral, 0, None)],
+                    "window": [Interval(Integral, 1, None)],
+                    "chunk_records": [Interval(Integral, 1, None), None],
+                    "split": [Options(*SPLITS)],
+                    "drop_last_batch": [Flag()],
+                    "bucket": [Interval(Integral, 1, None)],
+                    "max_length": [Interval(Integral, 1, None), None]}
 
 
 class BatchPlan:
@@ -355,10 +361,10 @@ class BatchPlan:
         n = self.lengths.size
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
-        validate({"batch_size": batch_size, "max_tokens": max_tokens, "seed": seed},
-                 PLAN_CONSTRAINTS, "BatchPlan")
-        if split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+        validate({"batch_size": batch_size, "max_tokens": max_tokens, "seed": seed,
+                  "window": window, "chunk_records": chunk_records, "split": split,
+                  "drop_last_batch": drop_last_batch, "bucket": bucket,
+                  "max_length": max_length}, PLAN_CONSTRAINTS, "BatchPlan")
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shuffle, self.seed, self.window = _shuffle_mode(shuffle), int(seed), int(window)
         self.bounds = chunk_bounds(n, shard_starts, chunk_records)

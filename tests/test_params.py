@@ -4,6 +4,8 @@ integer, ``"no"`` for a flag, ``1.5`` for a count), with a message naming the pa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -75,6 +77,43 @@ def _constrained():
         args = {"context_length": 2, "batch_size": 1, "seed": 0, "step": 0}
         yield f"windows.{name}", allowed, \
             lambda v, n=name, a=args: windows.windows(None, **{**a, n: v})
+
+    yield from _more_constrained()
+
+
+def _more_constrained():
+    """The run options, gene settings, quantile bins, stores, batch plan, builders and tiles."""
+    from genotok import GeneSettings, QuantileBins, RunOptions, build
+    from genotok.formats.stores import ArrowStore, CorpusStore, ParquetStore
+    from genotok.pipeline import tiles
+    from genotok.pipeline.split import SplitStore
+    from genotok.sampling import PLAN_CONSTRAINTS, BatchPlan
+
+    for cls in (RunOptions, GeneSettings, QuantileBins, ParquetStore, ArrowStore):
+        for name, allowed in cls.CONSTRAINTS.items():
+            yield f"{cls.__name__}.{name}", allowed, lambda v, c=cls, n=name: c(**{n: v})
+    for name, allowed in SplitStore.CONSTRAINTS.items():
+        args = {"inner": CorpusStore(), "fraction": 0.1}
+        yield f"SplitStore.{name}", allowed, lambda v, n=name, a=args: SplitStore(**{**a, n: v})
+    lengths = np.ones(6, np.int64)
+    for name, allowed in PLAN_CONSTRAINTS.items():
+        args = {} if name in ("batch_size", "max_tokens") else {"batch_size": 2}
+        yield f"BatchPlan.{name}", allowed, \
+            lambda v, n=name, a=args: BatchPlan(lengths, **{**a, n: v})
+    sets = [["chr1:0-10"]]
+    calls = {"tile": lambda kw: build.tile({"chr1": 100}, **{"size": 10, **kw}),
+             "merge": lambda kw: build.merge(sets, **kw),
+             "coverage_cutoff": lambda kw: build.coverage_cutoff(sets, **{"min_inputs": 1, **kw}),
+             "top_k": lambda kw: build.top_k(["chr1:0-5"], sets, **{"max_regions": 1, **kw})}
+    for builder, constraints in build.builders.CONSTRAINTS.items():
+        for name, allowed in constraints.items():
+            yield f"{builder}.{name}", allowed, \
+                lambda v, f=calls[builder], n=name: f({n: v})
+    yield "tile_tokenizer.bin_size", tiles.CONSTRAINTS["bin_size"], \
+        lambda v: tiles.tile_tokenizer({"chr1": 1000}, v)
+    frag = Path(__file__).parent.parent / "genotok" / "examples" / "fragments.tsv.gz"
+    yield "tile_matrix.bin_size", tiles.CONSTRAINTS["bin_size"], \
+        lambda v: tiles.tile_matrix(frag, {"chr1": 1000}, v)
 
 
 CASES = [(name, value, call) for name, allowed, call in _constrained()

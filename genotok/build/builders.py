@@ -32,6 +32,7 @@ import numpy as np
 from .. import _config, _io
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
+from ..params import Integral, Interval, Real, validate
 from ..regions import RegionSet, as_regions
 from ..tokenizer import Tokenizer, TokenizerSettings
 from ..universe import Universe
@@ -49,7 +50,18 @@ from .streaming import (
     chrom_sort_key,
 )
 
-__all__ = ["coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
+__all__ = ["CONSTRAINTS", "coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
+
+#: Each builder's parameter constraints (checked by :func:`genotok.params.validate`).
+CONSTRAINTS = {
+    "tile": {"size": [Interval(Integral, 1, None)]},
+    "merge": {"min_gap": [Interval(Integral)]},
+    "coverage_cutoff": {"min_inputs": [Interval(Integral, 1, None), None],
+                        "min_input_fraction": [Interval(Real, 0, 1, closed="right"), None],
+                        "min_width": [Interval(Integral, 0, None)]},
+    "top_k": {"max_regions": [Interval(Integral, 1, None)],
+              "min_inputs": [Interval(Integral, 0, None)]},
+}
 
 
 # ---------------------------------------------------------------------------- tile
@@ -151,7 +163,8 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
     ['chr1:0-10', 'chr1:10-20', 'chr2:0-10', 'chr2:10-20', 'chr2:20-25']
     """
     t0 = time.perf_counter()
-    size = _check_int(size, "size", 1)
+    validate({"size": size}, CONSTRAINTS["tile"], "tile", error=UniverseError)
+    size = int(size)
     pairs = read_chrom_sizes(chrom_sizes)
     pairs = sorted(pairs, key=lambda p: chrom_sort_key(p[0]))
     lengths = np.array([n for _, n in pairs], dtype=np.int64)
@@ -224,7 +237,8 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False,
     ['chr1:0-20']
     """
     t0 = time.perf_counter()
-    min_gap = _check_int(min_gap, "min_gap")
+    validate({"min_gap": min_gap}, CONSTRAINTS["merge"], "merge", error=UniverseError)
+    min_gap = int(min_gap)
     table = _ChromTable()
     fold = _Fold(lambda c, s, e: _merge_arrays(c, s, e, min_gap))
     described = []
@@ -286,22 +300,17 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
     ['chr1:90-100']
     """
     t0 = time.perf_counter()
+    validate({"min_inputs": min_inputs, "min_input_fraction": min_input_fraction,
+              "min_width": min_width}, CONSTRAINTS["coverage_cutoff"], "coverage_cutoff",
+             error=UniverseError)
     if (min_inputs is None) == (min_input_fraction is None):
         raise UniverseError("give exactly one of min_inputs (a number of input sets) and "
                             "min_input_fraction (a fraction of the inputs)")
     if min_inputs is not None:
-        min_inputs = _check_int(min_inputs, "min_inputs", 1)
+        min_inputs = int(min_inputs)
     else:
-        try:
-            f = float(min_input_fraction)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise UniverseError(f"min_input_fraction must be a number, got "
-                                f"{min_input_fraction!r}") from None
-        if not 0.0 < f <= 1.0:
-            raise UniverseError(f"min_input_fraction must be in (0, 1], got "
-                                f"{min_input_fraction!r}")
-        min_input_fraction = f
-    min_width = _check_int(min_width, "min_width", 0)
+        min_input_fraction = float(min_input_fraction)  # type: ignore[arg-type]
+    min_width = int(min_width)
     table = _ChromTable()
     fold = _Fold(_compact_arrays)
     described = []
@@ -377,8 +386,9 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     ['chr1:20-30', 'chr2:0-10']
     """
     t0 = time.perf_counter()
-    max_regions = _check_int(max_regions, "max_regions", 1)
-    min_inputs = _check_int(min_inputs, "min_inputs", 0)
+    validate({"max_regions": max_regions, "min_inputs": min_inputs}, CONSTRAINTS["top_k"],
+             "top_k", error=UniverseError)
+    max_regions, min_inputs = int(max_regions), int(min_inputs)
     cand = as_regions(candidate)
     if len(cand) == 0:
         raise UniverseError(f"{cand.source or 'candidate'}: the candidate universe has no regions; "

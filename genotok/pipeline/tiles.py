@@ -39,6 +39,9 @@ EXCLUDE = ("chrM", "chrY", "M", "Y")
 _TILES: OrderedDict = OrderedDict()
 _KEEP = 4
 
+#: the tile width's constraint (tile_tokenizer and tile_matrix check it before any tile is made)
+CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
+
 
 def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE):
     """A :class:`~genotok.Tokenizer` whose universe is the bins (kept for the next call).
@@ -52,7 +55,7 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     from ..build import read_chrom_sizes, tile
     from ..tokenizer import Tokenizer
 
-    check("bin_size", bin_size, [Interval(Integral, 1, 1 << 40)], "tile_tokenizer")
+    check("bin_size", bin_size, CONSTRAINTS["bin_size"], "tile_tokenizer")
     check("exclude_chroms", exclude_chroms, [InstanceOf(list, tuple, set, frozenset)],
           "tile_tokenizer", error=TypeError)
     drop = set(exclude_chroms)
@@ -121,4 +124,4 @@ def tile_matrix(path, chrom_sizes, bin_size: int = 500, *,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)
 
 
-__all__ = ["EXCLUDE", "tile_matrix", "tile_tokenizer"]
+__all__ = ["CONSTRAINTS", "EXCLUDE", "tile_matrix", "tile_tokenizer"]
