@@ -196,6 +196,9 @@ _SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(TokenizerSettings)
 class Tokenizer:
     """Turn genomic regions into universe token ids.
 
+    ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
+    ``__init__`` calling ``super().__init__()``) or in the usual Python way.
+
     Parameters
     ----------
     source : str, PathLike, Universe or regions
@@ -221,9 +224,6 @@ class Tokenizer:
         Strings appended to the vocabulary after the seven special tokens (condition tokens
         such as ``"<batch=donor1>"``, see :mod:`genotok.singlecell.conditions`): ids ``n_regions + 7``
         on, saved with the configuration, covered by the fingerprint, decoded by ``decode``.
-
-    ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
-    ``__init__`` calling ``super().__init__()``) or in the usual Python way.
 
     Examples
     --------

@@ -346,6 +346,8 @@ def append_ids(rows: Ragged, token_id: int) -> Ragged:
 def append_stream(stream, tokenizer):
     """Wrap the single-cell stream ``(row0, Ragged)``: ``<eos>`` after each cell's tokens.
 
+    Examples
+    --------
     >>> from genotok import GeneTokenizer
     >>> from genotok.ragged import Ragged
     >>> tok = GeneTokenizer({"G": 0, "<eos>": 3})
