@@ -399,11 +399,12 @@ def test_cli_per_cell_flags(tmp_path, tok, h5ads):
     CellSpec(order="shuffle", seed=7, max_length=20, truncation="sample", min_count=1.0),
 ], ids=["binned-values", "shuffle-sample"])
 @pytest.mark.parametrize("kind", ["h5ad", "fragments"])
-def test_same_spec_same_tokens_three_ways(tmp_path, tok, h5ads, spec, kind):
+def test_same_spec_same_tokens_three_ways(tmp_path, tok, h5ads, spec, kind, capsys):
     """The same CellSpec gives the same tokens and values in memory
     (tokenize_anndata / tokenize_fragments), through pretokenize(cells=spec) and through
     `genotok pretokenize --cells spec.toml`; the plan, the manifest and the shard header
-    carry the spec's JSON."""
+    carry the spec's JSON; a resumed run with a changed spec is refused."""
+    import dataclasses
     import json
 
     src = h5ads[0] if kind == "h5ad" else EX / "fragments.tsv.gz"
@@ -428,6 +429,20 @@ def test_same_spec_same_tokens_three_ways(tmp_path, tok, h5ads, spec, kind):
         assert journal["plan"]["cells"] == json.loads(spec.to_json())
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["genotok_run"]["cells"] == json.loads(spec.to_json())
+    # the resume check compares the serialised specs: the same TOML resumes (all done), a
+    # changed one is refused by the CLI and by the API, and the corpus is left as it was
+    argv = ["pretokenize", "-q", "--universe", U, "--out", str(tmp_path / "cli"),
+            "--cells", str(tmp_path / "spec.toml"), str(src)]
+    assert main(argv) == 0
+    changed = dataclasses.replace(spec, max_length=spec.max_length + 1)
+    (tmp_path / "spec.toml").write_text(changed.to_toml())
+    capsys.readouterr()
+    assert main(argv) == 1
+    assert "other inputs or settings" in capsys.readouterr().err
+    with pytest.raises(PipelineError, match="other inputs or settings"):
+        pretokenize(src, tok, run.out, progress=False, cells=changed)
+    for out in (run.out, tmp_path / "cli"):
+        assert Corpus.open(out).to_ragged().to_list() == mem.to_list()
 
 
 def test_cli_cells_file_and_flags(tmp_path, tok, h5ads, capsys):
