@@ -138,7 +138,9 @@ def test_a_string_prepend_is_one_column():
                                   genotok.singlecell.FragmentMatrix.from_fragments,
                                   genotok.pretokenize, genotok.Tokenizer,
                                   genotok.Tokenizer.from_bed, genotok.Tokenizer.from_config,
-                                  genotok.Tokenizer.from_pretrained],
+                                  genotok.Tokenizer.from_pretrained, genotok.tile_matrix,
+                                  genotok.singlecell.tokenize_cells,
+                                  genotok.presets.geneformer, genotok.presets.scgpt],
                          ids=lambda f: getattr(f, "__qualname__", str(f)))
 def test_entry_points_take_at_most_ten_parameters(func):
     """Issue 31: every public entry point takes at most 10 parameters (pretokenize had 24,
