@@ -49,6 +49,30 @@ def test_reads_every_gtars_file():
             assert read_gtok(f, mmap=mmap).tolist() == want
 
 
+def _real_gtoks():
+    from .._shared import SHARED as ROOT
+
+    real = ROOT / "data" / "real"
+    if not real.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason="../shared is absent"))]
+    return sorted(str(p.relative_to(real)) for p in real.rglob("*.gtok"))
+
+
+@pytest.mark.parametrize("rel", _real_gtoks())
+def test_reads_every_real_gtok_as_gtars_does(tmp_path, rel):
+    """The .gtok files of ../shared/data/real (geniml's and gtars' test data): genotok reads
+    the ids gtars' ``read_tokens_from_gtok`` reads, and writes the same bytes back."""
+    from .._shared import SHARED as ROOT
+    from .._shared import shared
+
+    utils = pytest.importorskip("gtars.utils", reason="gtars is not installed (the reference)")
+    path = shared(ROOT / "data" / "real" / rel)
+    ids = read_gtok(path).tolist()
+    assert ids == list(utils.read_tokens_from_gtok(str(path))) == naive_decode(path.read_bytes())
+    write_gtok(ids, tmp_path / "x.gtok")
+    assert (tmp_path / "x.gtok").read_bytes() == path.read_bytes()
+
+
 @needs_shared
 @pytest.mark.parametrize("name", sorted(KNOWN))
 def test_writes_the_bytes_gtars_wrote(tmp_path, name):
