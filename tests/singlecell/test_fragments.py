@@ -453,3 +453,28 @@ def test_real_fragment_files_count_as_gtars(tmp_path, rel):
     mine = {n: {t: c for t, c in row.items() if t != tok.unk_token_id} for n, row in mine.items()}
     assert {n: r for n, r in mine.items() if r} == {n: dict(r) for n, r in theirs.items() if r}
     assert set(names) == set(theirs)
+
+
+@pytest.mark.parametrize("frag,barcodes", [
+    ("macs3/test.fragments.tsv.gz", "macs3/barcodes.txt"),
+    ("maestro/test.fragments.tsv.gz", "maestro/test.barcode.txt.gz"),
+    pytest.param("macs3/yeast_500k_SRR1822137.frag.gz", "macs3/yeast_500k_SRR1822137.barcode.txt",
+                 marks=pytest.mark.slow)])
+def test_real_barcode_lists_select_and_order_the_cells(frag, barcodes):
+    """The allow-lists shipped beside the real fragment files (MACS3's, MAESTRO's gzipped one
+    with '#' inside the barcodes): the cells come in the list's order, each with the tokens it
+    has in the unfiltered run."""
+    real = SHARED / "data" / "real"
+    frag, barcodes = shared(real / frag), shared(real / barcodes)
+    with (gzip.open if barcodes.suffix == ".gz" else open)(barcodes, "rt") as fh:
+        listed = [ln.strip() for ln in fh if ln.strip()]
+    tok = Tokenizer([f"chr{c}:{s}-{s + 10_000}" for c in [*range(1, 23), "X", "Y"]
+                     for s in range(0, 250_000_000, 1_000_000)]
+                    + [f"{c}:0-3000000" for c in ("I", "II", "III", "IV", "V", "VI", "VII",
+                                                  "VIII", "IX", "X", "XI", "XII", "XIII", "XIV",
+                                                  "XV", "XVI")])
+    names, cells = gad.tokenize_fragments(frag, tok, read=FragmentOptions(barcodes=barcodes))
+    all_names, all_cells = gad.tokenize_fragments(frag, tok)
+    everything = dict(zip(all_names, all_cells.to_list()))
+    assert names == [b for b in listed if b in everything] and names
+    assert cells.to_list() == [everything[b] for b in names]
