@@ -635,6 +635,21 @@ def test_parquet_round_trip(tmp_path):
         import_parquet(path, tmp_path / "q.gtokc", vocab_size=5, fingerprint="fp")
 
 
+def test_import_parquet_of_genimls_real_sample(tmp_path):
+    """geniml's own ``tokens.parquet.sample`` (../shared/data/real): a ``tokens`` column of
+    int32 lists and no genotok metadata, read as pyarrow reads it."""
+    from .._shared import SHARED, shared
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    path = shared(SHARED / "data" / "real" / "geniml" / "gtok_sample" / "tokens.parquet.sample")
+    want = pq.read_table(path).column("tokens").to_pylist()
+    with pytest.raises(GtokFormatError, match="give vocab_size= and fingerprint="):
+        import_parquet(path, tmp_path / "a.gtokc")
+    c = Corpus.open(import_parquet(path, tmp_path / "b.gtokc", vocab_size=max(map(max, want)) + 1,
+                                   fingerprint="geniml"), verify=True)
+    assert c.to_ragged().to_list() == want and len(want) == 3
+
+
 def test_parquet_empty_corpus(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     with CorpusWriter(tmp_path / "e", vocab_size=5, fingerprint="fp"):
