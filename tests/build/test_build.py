@@ -122,6 +122,22 @@ def test_chrom_sizes_errors_name_file_and_line(tmp_path, text, line, what):
     assert info.value.line == line and what in str(info.value) and "bad.sizes" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["hg19.chrom.sizes", "hg38.chrom.sizes"])
+def test_tile_real_chrom_sizes(name):
+    """UCSC's chrom.sizes files (../shared/data/real/chromsizes): every chromosome read, and
+    1 Mb tiles number ceil(length / 1 Mb) per chromosome, the last one clipped."""
+    from .._shared import SHARED, shared
+
+    path = shared(SHARED / "data" / "real" / "chromsizes" / name)
+    sizes = dict(ln.split("\t") for ln in path.read_text().splitlines() if ln)
+    pairs = build.read_chrom_sizes(path)
+    assert dict(pairs) == {c: int(n) for c, n in sizes.items()}
+    regions = build.tile(path, 1_000_000, hash_inputs=False).regions
+    assert len(regions) == sum(-(-int(n) // 1_000_000) for n in sizes.values())
+    last = {regions.chrom_names[c]: int(e) for c, e in zip(regions.codes, regions.ends)}
+    assert last == {c: int(n) for c, n in sizes.items()}
+
+
 def test_tile_errors():
     with pytest.raises(UniverseError, match=r"tile: size must be an integer in \[1, inf\), got 0"):
         build.tile({"chr1": 10}, 0)
