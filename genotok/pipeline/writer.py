@@ -19,55 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .._io import place_once, staging_name
-from ..formats.stores import CorpusStore
-from ..ragged import Ragged
-from ..sink import write_records
+from .batch import Staged
 from .plan import cell_class
 
 
-class _Staged:
-    """One batch tokenized, its writes not made yet: the records and sources of its part of
-    the store (``part``: the corpus shard's path). It takes the calls a :class:`CorpusWriter`
-    takes (and is a ``with`` block like it); :meth:`write` makes them and returns the batch's
-    journal entry. Holds the batch's tokens (4 bytes each) until then."""
-
-    def __init__(self, store, part: Path, tokenizer):
-        self.store, self.part, self.tokenizer = store, part, tokenizer
-        self.records: list[tuple] = []
-        self.sources: list[tuple] = []
-        self.entry: dict = {}
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
-
-    def append_batch(self, rows: Ragged, **kw) -> None:
-        self.records.append((rows, kw))
-
-    def add_source(self, path: str, **kw) -> None:
-        self.sources.append((path, kw))
-
-    def write(self) -> dict:
-        """Write the part (fsynced and renamed into place by the sink); the journal entry,
-        with the names of the files written. A corpus shard is written under a staging name
-        and put in place once (:func:`genotok._io.place_once`): a batch run again (Dask
-        recomputes a finished task whose worker died) keeps the shard already recorded."""
-        once = isinstance(self.store, CorpusStore)
-        final = self.part.with_name(self.part.name + CorpusStore.suffix)
-        part = staging_name(final) if once else self.part
-        files = write_records(self.records, part, self.tokenizer, store=self.store,
-                              sources=self.sources, metadata_columns=["source"],
-                              overwrite=True)
-        if once:
-            place_once(part, final)
-            files = [final.name]
-        return {"files": files, **self.entry}
-
-
-def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Staged],
+def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., Staged],
                 save_journal: Callable[[Path, dict], None],
                 tokenizer, paths: list[Path], batches, out: Path, journal: dict, store,
                 n_threads, on_error: str, algo: str, enc: dict, bar) -> None:
@@ -78,7 +34,7 @@ def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Stag
     another batch's). ``run_batch`` and ``save_journal``: the pipeline's batch runner (given
     ``staged``, it only writes) and journal writer."""
 
-    def commit(b: int, batch: list[int], staged: _Staged | None) -> None:
+    def commit(b: int, batch: list[int], staged: Staged | None) -> None:
         journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
                                              store, n_threads, on_error, algo, enc, staged)
         save_journal(out, journal)  # only once the shard is durably in place
