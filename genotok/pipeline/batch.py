@@ -4,16 +4,26 @@ the store (a corpus shard, ``.gtok`` files, Parquet or Arrow files) and its jour
 A batch is either BED inputs (one record each: parsed and tokenized in threads by
 :func:`stage_batch`, then written by :meth:`Staged.write`) or one cell source's file (its
 cells become the records: :func:`run_batch` streams it through the one driver,
-:func:`genotok.singlecell.tokenize_cells`). The batches run in this process (:mod:`genotok.pipeline.writer`: the next batch is
+:func:`genotok.singlecell.tokenize_cells`). :class:`Batches` holds what every batch of a
+run shares and records a finished batch in the journal (then uploads its files, to an object
+store). The batches run in this process (:mod:`genotok.pipeline.writer`: the next batch is
 tokenized while the last one is written) or on a Dask cluster (:mod:`genotok.pipeline.dask`),
 both through these steps.
+
+A corpus shard is written under a temporary name and then put in place only if no shard of
+that name is there yet (:func:`genotok._io.place_once`): a run starts by removing the shards
+its journal does not record, so a shard already in place is this run's, written from the same
+inputs. A task that a Dask cluster runs again after a worker died (a recompute, possibly after
+the manifest) therefore never replaces a shard the manifest records.
 """
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +36,7 @@ from ..ragged import Ragged
 from ..regions import RegionSet
 from ..singlecell.spec import CellSpec
 from ..sink import write_records
+from .journal import save_journal
 from .plan import (
     SKIPPABLE,
     PipelineError,
@@ -37,10 +48,71 @@ from .plan import (
     record_name,
 )
 
-__all__ = ["CELL_SEP", "Staged", "cell_files", "run_batch", "stage_batch"]
+if TYPE_CHECKING:
+    from .remote import Upload
+
+__all__ = ["CELL_SEP", "Batches", "Staged", "cell_files", "run_batch", "stage_batch"]
 
 #: joins a file's stem and a cell's barcode in ``gtok-dir`` file names; never in a safe stem
 CELL_SEP = "@"
+
+
+@dataclass(frozen=True)
+class Batches:
+    """The batches of one run and what they share: ``batches[b]`` indexes ``paths``; batch
+    ``b`` becomes part ``b`` of ``store`` in ``out``. ``spec``: the cell spec of the
+    single-cell inputs (medians fitted); ``upload``: an object store the files of each
+    journaled batch are sent to (:mod:`genotok.pipeline.remote`), or ``None``.
+
+    Examples
+    --------
+    >>> import genotok
+    >>> from genotok.formats.stores import get_store
+    >>> ex = genotok.examples_dir()
+    >>> tok = genotok.Tokenizer.from_bed(ex / "universe.bed")
+    >>> job = Batches(tok, [ex / "peaks" / "sample0.narrowPeak", ex / "pbmc.h5ad"], [[0], [1]],
+    ...               Path("out"), get_store("corpus"), "fail", "sha256", genotok.CellSpec())
+    >>> [p.name for p in job.inputs(1)], job.is_cells(0), job.is_cells(1)
+    (['pbmc.h5ad'], False, True)
+    """
+
+    tokenizer: object
+    paths: list[Path]
+    batches: list[list[int]]
+    out: Path
+    store: Store
+    on_error: str
+    algo: str
+    spec: CellSpec
+    n_threads: int | None = None
+    upload: Upload | None = None
+
+    def inputs(self, b: int) -> list[Path]:
+        """The input files of batch ``b``."""
+        return [self.paths[i] for i in self.batches[b]]
+
+    def is_cells(self, b: int) -> bool:
+        """Batch ``b`` is one cell source's file (it runs whole, never staged)."""
+        files = self.inputs(b)
+        return len(files) == 1 and cell_class(files[0]) is not None
+
+    def stage(self, b: int) -> Staged:
+        """Batch ``b`` (BED inputs) parsed and tokenized; its writes are left."""
+        return stage_batch(self.tokenizer, self.inputs(b), self.out, b, self.store,
+                           self.n_threads, self.on_error, self.algo)
+
+    def run(self, b: int, staged: Staged | None = None) -> dict:
+        """Batch ``b`` written (from ``staged`` when given); its journal entry."""
+        return run_batch(self.tokenizer, self.inputs(b), self.out, b, self.store, self.n_threads,
+                         self.on_error, self.algo, self.spec, staged)
+
+    def record(self, journal: dict, b: int, entry: dict) -> None:
+        """Batch ``b`` done: its entry in the journal, saved (only ever once its files are
+        durably in place), then its files uploaded (to an object store)."""
+        journal["done"][str(b)] = entry
+        save_journal(self.out, journal)
+        if self.upload is not None:
+            self.upload.journaled(self.out, journal)
 
 
 def run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
@@ -50,7 +122,20 @@ def run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
     return its journal entry once the part is durably written. ``spec``: the cell spec of the
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
     :func:`stage_batch` (only its writes are left). Picklable, with its arguments: a Dask
-    worker runs it (:mod:`genotok.pipeline.dask`)."""
+    worker runs it (:mod:`genotok.pipeline.dask`).
+
+    Examples
+    --------
+    A cell source's file is a batch of its own, one record a cell:
+
+    >>> import genotok, tempfile
+    >>> from genotok.formats.stores import get_store
+    >>> ex = genotok.examples_dir()
+    >>> entry = run_batch(genotok.Tokenizer.from_bed(ex / "universe.bed"), [ex / "pbmc.h5ad"],
+    ...                   Path(tempfile.mkdtemp()), 3, get_store("corpus"), 1, "fail")
+    >>> entry["files"], entry["sources"][0]["kind"], entry["records"]
+    (['shard-00003.gtokc'], 'h5ad', 20)
+    """
     if len(paths) == 1 and cell_class(paths[0]) is not None:
         return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec)
     if staged is None:
@@ -62,7 +147,19 @@ class Staged:
     """One batch tokenized, its writes not made yet: the records and sources of its part of
     the store (``part``: the corpus shard's path). It takes the calls a :class:`CorpusWriter`
     takes (and is a ``with`` block like it); :meth:`write` makes them and returns the batch's
-    journal entry. Holds the batch's tokens (4 bytes each) until then."""
+    journal entry. Holds the batch's tokens (4 bytes each) until then.
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> from genotok.formats.stores import get_store
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> w = Staged(get_store("corpus"), Path(tempfile.mkdtemp()) / "shard-00000", tok)
+    >>> w.append_batch(genotok.Ragged.from_list([[0, 1], [2]]), names=["a", "b"],
+    ...                meta={"source": ["a.bed", "b.bed"]})
+    >>> w.write()
+    {'files': ['shard-00000.gtokc']}
+    """
 
     def __init__(self, store, part: Path, tokenizer):
         self.store, self.part, self.tokenizer = store, part, tokenizer
@@ -101,7 +198,21 @@ class Staged:
 
 def stage_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
                 n_threads: int | None, on_error: str, algo: str) -> Staged:
-    """Parse and tokenize one batch of BED inputs; what is left to write is in the result."""
+    """Parse and tokenize one batch of BED inputs; what is left to write is in the result.
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> from genotok.formats.stores import get_store
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> paths = sorted((genotok.examples_dir() / "peaks").iterdir())[:3]
+    >>> out = Path(tempfile.mkdtemp())
+    >>> staged = stage_batch(tok, paths, out, 0, get_store("corpus"), 1, "fail", "sha256")
+    >>> staged.entry["records"], list(out.iterdir())   # tokenized, nothing written yet
+    (3, [])
+    >>> staged.write()["files"]
+    ['shard-00000.gtokc']
+    """
     parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
     if store.per_record_files:  # a name that cannot be a file is this input's error
         parsed = [r if r[2] is not None else _with_file(r, p, on_error)

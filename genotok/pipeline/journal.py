@@ -32,7 +32,7 @@ LOCK = ".genotok.lock"
 #: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
 _TEMP = re.compile(r"\.(?:journal\.json|manifest\.json"
-                   r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (writer.py)
+                   r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (batch.py)
                    r"|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
                    r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
@@ -164,7 +164,7 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
         raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
                             "new directory")
     journal = {"plan": plan, "done": {}}
-    _save_journal(out, journal)
+    save_journal(out, journal)
     return journal
 
 
@@ -214,6 +214,16 @@ def _remove_run(out: Path, had_run: bool | None = None, written: set | None = No
         p.unlink(missing_ok=True)
 
 
-def _save_journal(out: Path, journal: dict) -> None:
+def save_journal(out: Path, journal: dict) -> None:
+    """Write ``journal`` to ``out/journal.json`` atomically (a kill leaves the old one whole).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> save_journal(out, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
+    >>> json.loads((out / JOURNAL).read_text())["done"]
+    {'0': {'files': ['shard-00000.gtokc']}}
+    """
     with atomic_write(out / JOURNAL, "w") as fh:
         fh.write(json.dumps(journal))  # one shot: C encoder (json.dump streams it in Python)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .journal import _save_journal
+from .journal import save_journal
 from .plan import (
     SKIPPABLE,
     PipelineError,
@@ -69,7 +69,7 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
                                            "sources": [], "failed": [
                                                {"path": str(paths[batch[0]]),
                                                 "error": failed[batch[0]]}]}
-        _save_journal(out, journal)
+        save_journal(out, journal)
     stored = journal["medians"]
     medians = np.array([np.nan if x is None else x for x in stored["medians"]], np.float64)
     steps = list(spec.encoding)

@@ -36,14 +36,15 @@ from .._progress import progress
 from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.spec import CellSpec
-from . import batch, remote
+from . import remote
+from .batch import Batches
+from .dask import run_batches
 from .journal import (
     _clean_temp_files,
     _clean_unjournaled_shards,
     _journal_hash,
     _load_journal,
     _lock,
-    _save_journal,
 )
 from .medians import _fit_medians
 from .plan import (
@@ -56,7 +57,7 @@ from .plan import (
     record_name,
 )
 from .split import SplitStore
-from .writer import _run_serial
+from .writer import run_serial
 
 __all__ = ["RunOptions", "RunSummary", "pretokenize"]
 
@@ -320,23 +321,19 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
         journal = _load_journal(out, plan, overwrite)
-        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (writer.py)
+        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error)
-        # (to an object store: each batch's files are uploaded once it is journaled)
-        save = _save_journal if url is None else remote.uploading(url, opts.storage_options,
-                                                                    _save_journal)
+        job = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted, n_threads,
+                      # to an object store: each batch's files are uploaded once journaled
+                      None if url is None else remote.Upload(url, opts.storage_options))
         if opts.client is not None:
-            from .dask import run_batches
-
-            run_batches(opts.client, batch.run_batch, save, tokenizer, paths, batches, out,
-                        journal, store, on_error, algo, fitted)
+            run_batches(opts.client, job, journal)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
-            _run_serial(batch.run_batch, batch.stage_batch, save, tokenizer, paths, batches, out,
-                        journal, store, n_threads, on_error, algo, fitted, bar)
+            run_serial(job, journal, bar)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, store, t0)

@@ -503,8 +503,8 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     temp files piling up, or a resume being refused)."""
     from genotok._io import make_temp
     from genotok._names import to_file_stem
-    from genotok.pipeline.journal import _clean_temp_files
     from genotok.pipeline.batch import CELL_SEP
+    from genotok.pipeline.journal import _clean_temp_files
 
     ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
             f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
