@@ -16,8 +16,10 @@ Safe against what it reads and against being killed (issue 19):
 - with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
   ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
 
-The plan (inputs, kinds, batches, settings) is :mod:`genotok.pipeline.plan`; on a Dask
-cluster the batches run through :mod:`genotok.pipeline.dask`.
+This module composes the run: the plan (inputs, kinds, batches, settings:
+:mod:`genotok.pipeline.plan`), then the batches (what each becomes:
+:mod:`genotok.pipeline.batch`; run in this process by :mod:`genotok.pipeline.writer`, or on a
+Dask cluster by :mod:`genotok.pipeline.dask`), then the manifest and the summary.
 """
 
 from __future__ import annotations
