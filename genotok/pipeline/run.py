@@ -42,13 +42,13 @@ from . import remote
 from .batch import Batches
 from .dask import run_batches
 from .journal import (
-    _clean_temp_files,
-    _clean_unjournaled_shards,
-    _journal_hash,
-    _load_journal,
-    _lock,
+    clean_temp_files,
+    clean_unjournaled_shards,
+    journal_hash,
+    load_journal,
+    lock,
 )
-from .medians import _fit_medians
+from .medians import fit_medians
 from .plan import (
     PipelineError,
     _batches,
@@ -313,20 +313,20 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     if out.exists() and not out.is_dir():
         raise PipelineError(f"{out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    with _lock(out):
-        _clean_temp_files(out)
+    with lock(out):
+        clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, opts.files_per_shard)
         if opts.hash is None and not overwrite:  # a resumed run keeps the hash it started with
-            algo = _journal_hash(out) or algo
+            algo = journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
-        journal = _load_journal(out, plan, overwrite)
-        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
+        journal = load_journal(out, plan, overwrite)
+        clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
-        fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
+        fitted = fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error)
         job = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted, n_threads,
                       # to an object store: each batch's files are uploaded once journaled

@@ -504,7 +504,7 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     from genotok._io import make_temp
     from genotok._names import to_file_stem
     from genotok.pipeline.batch import CELL_SEP
-    from genotok.pipeline.journal import _clean_temp_files
+    from genotok.pipeline.journal import clean_temp_files
 
     ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
             f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
@@ -516,7 +516,7 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     keep = ["journal.json", "notes.tmp", ".hidden.tmp", ".journal.json.tmp", "x.gtok"]
     for name in keep:
         (tmp_path / name).write_text("keep")
-    assert sorted(_clean_temp_files(tmp_path)) == sorted(made)
+    assert sorted(clean_temp_files(tmp_path)) == sorted(made)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
 
 
