@@ -90,7 +90,7 @@ def validation_section(a, path: Path, tok, repeat: int, n_threads) -> None:
     itself is not counted)."""
     from genotok import _validate as V
     import genotok.singlecell as gad
-    from genotok.singlecell import sources as gsrc
+    from genotok.singlecell import chunks as gsrc
 
     X = a.X.tocsr()
     csc = a.copy()

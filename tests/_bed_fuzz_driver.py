@@ -190,7 +190,7 @@ CELL_VARS = RegionSet.from_strings(["chr1:10-50", "chr1:95-150", "chr1:195-199",
 def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order, generic):
     """The single-cell kernels on arbitrary (often invalid) CSR chunks, fast and general path."""
     from genotok.singlecell import cells as gcells
-    from genotok.singlecell import sources as gsrc
+    from genotok.singlecell import chunks as gsrc
     from genotok.singlecell import varnames as gvar
 
     count["n"] += 1

@@ -2,8 +2,12 @@
 
 - :mod:`~genotok.pipeline.plan`: the inputs, their kinds, record names, batches and the plan;
 - :mod:`~genotok.pipeline.journal`: the output directory's lock and journal (resumption);
-- :mod:`~genotok.pipeline.run`: :func:`pretokenize`, running the batches, the summary;
-- :mod:`~genotok.pipeline.dask`: the batches on a Dask cluster (given the run's batch runner).
+- :mod:`~genotok.pipeline.batch`: what one batch of inputs becomes (its part of the store,
+  its journal entry);
+- :mod:`~genotok.pipeline.writer`: the batches in this process (one written while the next is
+  tokenized); :mod:`~genotok.pipeline.dask`: the batches on a Dask cluster;
+- :mod:`~genotok.pipeline.run`: :func:`pretokenize`: the plan, then the batches, then the
+  manifest and the summary.
 """
 
 from .plan import PipelineError, expand_inputs, input_kind, record_name

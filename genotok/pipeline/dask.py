@@ -10,7 +10,7 @@ for the whole run; workers only write shards whose numbers the client gave them.
 mid-shard leaves a temporary file that the next run removes before it resumes. A finished task
 that Dask runs again (its worker died while the scheduler still wanted its result) writes its
 shard again, possibly after ``manifest.json``: that write never replaces the shard in place (the
-first stays, see :mod:`genotok.pipeline.writer`), and a task is released as soon as it is
+first stays, see :mod:`genotok.pipeline.batch`), and a task is released as soon as it is
 journaled, so the scheduler has no reason to run it again.
 
 Security: Dask sends tasks and results as pickles, and unpickling runs code. A scheduler that
@@ -21,78 +21,69 @@ or start it with TLS and authentication (``distributed.security.Security``), and
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 from .._optional import require
+from .batch import Batches, run_batch
 
 
-def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[Path, dict], None],
-                tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
-                journal: dict, format: str, on_error: str, algo: str,
-                enc: dict | None = None) -> None:
-    """Submit the batches not yet in the journal to ``client``; record each as it finishes.
+def run_batches(client, job: Batches, journal: dict) -> None:
+    """Submit the batches of ``job`` not yet in ``journal`` to ``client``; record each as it
+    finishes.
 
-    The pipeline hands in its own steps, so this module imports nothing of it:
-    ``run_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo, enc) -> entry``
-    tokenizes batch ``b`` on a worker (with one numba thread: the workers are the parallelism)
-    and returns its journal entry; ``save_journal(out, journal)`` is called on the client after
-    each entry is recorded in ``journal["done"]``, in the order the batches finish. A worker's
-    error is raised here, after the batches that finished are recorded.
+    A worker runs :func:`~genotok.pipeline.batch.run_batch` on its batch (with one numba
+    thread: the workers are the parallelism) and returns its journal entry; the client records
+    it (:meth:`~genotok.pipeline.batch.Batches.record`: the journal saved, the files uploaded
+    to an object store), in the order the batches finish. A worker's error is raised here,
+    after the batches that finished are recorded.
 
     Parameters
     ----------
     client
         A ``dask.distributed.Client``.
-    run_batch, save_journal
-        The pipeline's batch runner and journal writer (picklable: ``run_batch`` is sent to
-        the workers).
-    tokenizer
-        The :class:`~genotok.Tokenizer`, scattered to every worker once.
-    paths, batches
-        The inputs, and the indices into ``paths`` of each batch.
-    out, journal
-        The output directory and the journal (its ``"done"`` maps batch numbers, as strings,
-        to entries; batches already there are not submitted).
-    format, on_error, algo, enc
-        Passed on to ``run_batch``.
+    job
+        The run's batches and what they share; its tokenizer is scattered to every worker once.
+    journal
+        The run's journal (its ``"done"`` maps batch numbers, as strings, to entries; batches
+        already there are not submitted).
 
     Examples
     --------
+    A run restarted after its first batch: the workers write the second batch's shard.
+
     >>> import genotok, tempfile, warnings
     >>> from pathlib import Path
     >>> from dask.distributed import Client
+    >>> from genotok.formats.stores import get_store
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> def count_files(tok, paths, out, b, *rest):  # a stand-in for the pipeline's runner
-    ...     return {"files": len(paths)}
-    >>> saved = []
-    >>> journal = {"done": {"0": {"files": 2}}}   # batch 0 was done before a restart
+    >>> paths = sorted((genotok.examples_dir() / "peaks").iterdir())
+    >>> job = Batches(tok, paths, [[0, 1], [2, 3, 4]], Path(tempfile.mkdtemp()),
+    ...               get_store("corpus"), "fail", "sha256", genotok.CellSpec())
+    >>> journal = {"done": {"0": {"files": ["shard-00000.gtokc"], "records": 2}}}
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")   # dask's own start-up warnings
     ...     with Client(processes=False, n_workers=1, dashboard_address=None) as client:
-    ...         run_batches(client, count_files, lambda out, j: saved.append(len(j["done"])),
-    ...                     tok, [Path("a.bed"), Path("b.bed"), Path("c.bed")], [[0, 1], [2]],
-    ...                     Path(tempfile.mkdtemp()), journal, "corpus", "fail", "sha256")
-    >>> journal["done"], saved
-    ({'0': {'files': 2}, '1': {'files': 1}}, [2])
+    ...         run_batches(client, job, journal)
+    >>> journal["done"]["1"]["files"], journal["done"]["1"]["records"]
+    (['shard-00001.gtokc'], 3)
+    >>> sorted(p.name for p in job.out.iterdir())
+    ['journal.json', 'shard-00001.gtokc']
     """
     as_completed = require("dask.distributed", "running on a Dask cluster").as_completed
 
-    todo = [b for b in range(len(batches)) if str(b) not in journal["done"]]
+    todo = [b for b in range(len(job.batches)) if str(b) not in journal["done"]]
     if not todo:
         return
     # a key of its own (hash=False): a run right after another would reuse the key of the same
     # tokenizer while the scheduler still forgets the first run's copy, and its tasks then
     # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
-    tok = client.scatter(tokenizer, broadcast=True, hash=False)
-    futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
-                             on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
+    tok = client.scatter(job.tokenizer, broadcast=True, hash=False)
+    futures = {client.submit(run_batch, tok, job.inputs(b), job.out, b, job.store, 1,
+                             job.on_error, job.algo, job.spec,
+                             key=f"genotok-batch-{b}-{job.tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:
         for fut in as_completed(futures):
             b = futures.pop(fut)
-            journal["done"][str(b)] = fut.result()  # re-raises a worker's error
-            save_journal(out, journal)
+            job.record(journal, b, fut.result())  # re-raises a worker's error
             # journaled: let the scheduler forget the task, so that it is not run again when
             # the worker holding its result dies (a run again that does start, before this,
             # keeps the shard in place: genotok._io.place_once)

@@ -32,13 +32,13 @@ LOCK = ".genotok.lock"
 #: the temporary files of our writers (``_io.make_temp``: ``.NAME.`` + 8 random characters +
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
 _TEMP = re.compile(r"\.(?:journal\.json|manifest\.json"
-                   r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (writer.py)
+                   r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (batch.py)
                    r"|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
                    r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
 
 
 @contextlib.contextmanager
-def _lock(directory: Path):
+def lock(directory: Path):
     """Hold the output directory's lock for the body: filelock's exclusive ``flock`` on
     ``.genotok.lock``, released by the kernel when the holder exits, however it exits (kill -9
     too), so no lock is ever stale. The file records who holds it (host, pid, since when) for
@@ -51,19 +51,19 @@ def _lock(directory: Path):
     --------
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
-    >>> with _lock(d):
+    >>> with lock(d):
     ...     try:
-    ...         with _lock(d):
+    ...         with lock(d):
     ...             pass
     ...     except PipelineError as exc:
     ...         print("refused:", "locked by" in str(exc))
     refused: True
     """
     path = directory / LOCK
-    lock = filelock.FileLock(path, blocking=False, thread_local=False, fallback_to_soft=False,
+    held = filelock.FileLock(path, blocking=False, thread_local=False, fallback_to_soft=False,
                              on_acquired=_record_holder)
     try:
-        lock.acquire()
+        held.acquire()
     except filelock.Timeout:
         raise PipelineError(f"{directory}: {_holder(path)} (another genotok run is writing "
                             "here); wait for it to finish or choose another --out") from None
@@ -79,7 +79,7 @@ def _lock(directory: Path):
     finally:
         with contextlib.suppress(OSError):
             os.unlink(path)  # while still locked: whoever waited on this file takes a new one
-        lock.release()
+        held.release()
 
 
 def _record_holder(fd: int) -> None:
@@ -101,12 +101,21 @@ def _holder(path: Path) -> str:
         return "locked by another process"
 
 
-def _clean_temp_files(out: Path) -> list[str]:
+def clean_temp_files(out: Path) -> list[str]:
     """Remove the temporary files a killed run left in ``out``: only names that our own
     writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp`` and the
     sink's temporary file of it, ``..shard-00003.gtokc.XXXXXXXX.tmp.XXXXXXXX.tmp``,
     ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
-    Called with the directory's lock held, so no live run owns them."""
+    Called with the directory's lock held, so no live run owns them.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / ".journal.json.abcd1234.tmp").write_text("{"), (d / "notes.tmp").write_text("")
+    >>> clean_temp_files(d), sorted(p.name for p in d.iterdir())
+    (['.journal.json.abcd1234.tmp'], ['notes.tmp'])
+    """
     removed = []
     held = out / VALIDATION  # the held-out split's part of the run (pipeline.split)
     for p in [*out.iterdir(), *(held.iterdir() if held.is_dir() and not held.is_symlink()
@@ -118,11 +127,20 @@ def _clean_temp_files(out: Path) -> list[str]:
     return removed
 
 
-def _clean_unjournaled_shards(out: Path, journal: dict) -> list[str]:
+def clean_unjournaled_shards(out: Path, journal: dict) -> list[str]:
     """Remove the shards in ``out`` that no entry of ``journal`` records (written by a killed
     run before its batch was journaled). Called with the directory's lock held, before any
     batch runs: a shard that is in place afterwards was written by this run, from the same
-    inputs, and a repeated write of it keeps it (:func:`genotok._io.place_once`)."""
+    inputs, and a repeated write of it keeps it (:func:`genotok._io.place_once`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = [(d / f"shard-0000{b}.gtokc").write_bytes(b"") for b in (0, 1)]
+    >>> clean_unjournaled_shards(d, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
+    ['shard-00001.gtokc']
+    """
     kept = {f for d in journal["done"].values() for f in d.get("files") or ()}
     removed = []
     for p in out.iterdir():
@@ -133,10 +151,21 @@ def _clean_unjournaled_shards(out: Path, journal: dict) -> list[str]:
     return removed
 
 
-def _journal_hash(out: Path) -> str | None:
+def journal_hash(out: Path) -> str | None:
     """The input hash of the run journaled in ``out`` (None when there is none to resume), so
     a run started where xxhash is installed resumes with the same hash, or says what is missing,
-    instead of refusing the directory as another run."""
+    instead of refusing the directory as another run.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> print(journal_hash(d))
+    None
+    >>> save_journal(d, {"plan": {"hash": "sha256"}, "done": {}})
+    >>> journal_hash(d)
+    'sha256'
+    """
     try:
         algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
     except (OSError, ValueError, AttributeError):
@@ -144,7 +173,22 @@ def _journal_hash(out: Path) -> str | None:
     return algo if algo in ("xxh3_128", "sha256") else None
 
 
-def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+def load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+    """The journal of the run in ``out`` with this ``plan`` (a run resumes), or a new one
+    (saved): a run of another plan or universe there is refused; ``overwrite`` first removes
+    the earlier run (only the files a run wrote).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> load_journal(d, {"fingerprint": "f"}, False)
+    {'plan': {'fingerprint': 'f'}, 'done': {}}
+    >>> load_journal(d, {"fingerprint": "f", "hash": "sha256"}, False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.pipeline.plan.PipelineError: ...: holds a run with other inputs or settings; ...
+    """
     jpath = out / JOURNAL
     if jpath.exists() and not overwrite:
         try:
@@ -164,7 +208,7 @@ def _load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
         raise PipelineError(f"{out}: is not empty and holds no genotok run; choose an empty or "
                             "new directory")
     journal = {"plan": plan, "done": {}}
-    _save_journal(out, journal)
+    save_journal(out, journal)
     return journal
 
 
@@ -214,6 +258,16 @@ def _remove_run(out: Path, had_run: bool | None = None, written: set | None = No
         p.unlink(missing_ok=True)
 
 
-def _save_journal(out: Path, journal: dict) -> None:
+def save_journal(out: Path, journal: dict) -> None:
+    """Write ``journal`` to ``out/journal.json`` atomically (a kill leaves the old one whole).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp())
+    >>> save_journal(out, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
+    >>> json.loads((out / JOURNAL).read_text())["done"]
+    {'0': {'files': ['shard-00000.gtokc']}}
+    """
     with atomic_write(out / JOURNAL, "w") as fh:
         fh.write(json.dumps(journal))  # one shot: C encoder (json.dump streams it in Python)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .journal import _save_journal
+from .journal import save_journal
 from .plan import (
     SKIPPABLE,
     PipelineError,
@@ -20,7 +20,7 @@ from .plan import (
 )
 
 
-def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_threads,
+def fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_threads,
                  batches: list[list[int]], on_error: str):
     """The cell spec every input is tokenized with: ``spec`` itself, or, when it holds
     ``RankByMedian()`` without medians, ``spec`` with the medians of all inputs (kept in the
@@ -32,7 +32,18 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
     batch of its own) is journaled as done with the error, saved with the medians, so it is
     listed in the manifest and a resumed run neither reads it nor encodes with other medians.
     An input failing halfway through its read is left out by a new pass over the others (no
-    half of it counts)."""
+    half of it counts).
+
+    Examples
+    --------
+    >>> from genotok import CellSpec, RankByMedian
+    >>> spec = CellSpec()
+    >>> fit_medians(spec, [], Path("out"), {"done": {}}, None, None, [], "fail") is spec
+    True
+    >>> fixed = CellSpec(encoding=(RankByMedian([1.0, 2.0]),))   # medians given: nothing to fit
+    >>> fit_medians(fixed, [], Path("out"), {"done": {}}, None, None, [], "fail") is fixed
+    True
+    """
     from ..singlecell.spec import RankByMedian
 
     at = [i for i, s in enumerate(spec.encoding) if isinstance(s, RankByMedian)
@@ -69,7 +80,7 @@ def _fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n
                                            "sources": [], "failed": [
                                                {"path": str(paths[batch[0]]),
                                                 "error": failed[batch[0]]}]}
-        _save_journal(out, journal)
+        save_journal(out, journal)
     stored = journal["medians"]
     medians = np.array([np.nan if x is None else x for x in stored["medians"]], np.float64)
     steps = list(spec.encoding)

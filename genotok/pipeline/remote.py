@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._io import atomic_write, cache_root, fetch_url, is_url, url_fs
@@ -103,26 +104,28 @@ def _send(stage: Path, url: str, storage_options: dict | None, files: list[Path]
             json.dump(sent, fh)
 
 
-def uploading(url: str, storage_options: dict | None, save_journal):
-    """``save_journal`` followed by the upload of the files the journal lists (the pipeline
-    saves the journal once a batch's files are durably written: they are final).
+@dataclass(frozen=True)
+class Upload:
+    """An object store a run's output goes to: each batch's files are sent once the batch is
+    journaled (:meth:`genotok.pipeline.batch.Batches.record`: its files are final then).
 
     Examples
     --------
     >>> import fsspec, tempfile
-    >>> stage, saved = Path(tempfile.mkdtemp()), []
+    >>> stage = Path(tempfile.mkdtemp())
     >>> _ = (stage / "shard-00000.gtokc").write_bytes(b"x")
-    >>> save = uploading("memory://progressive", None, lambda out, j: saved.append(out))
-    >>> save(stage, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
-    >>> fsspec.filesystem("memory").exists("/progressive/shard-00000.gtokc"), len(saved)
-    (True, 1)
+    >>> Upload("memory://progressive").journaled(stage, {"done": {"0": {"files": ["shard-00000.gtokc"]}}})
+    >>> fsspec.filesystem("memory").exists("/progressive/shard-00000.gtokc")
+    True
     """
-    def save(stage: Path, journal: dict) -> None:
-        save_journal(stage, journal)
-        files = sorted({f for d in journal["done"].values() for f in d.get("files", [])})
-        _send(stage, url, storage_options, [stage / f for f in files])
 
-    return save
+    url: str
+    storage_options: dict | None = None
+
+    def journaled(self, stage: Path, journal: dict) -> None:
+        """The files of the batches ``journal`` records as done (those sent before skipped)."""
+        files = sorted({f for d in journal["done"].values() for f in d.get("files", [])})
+        _send(stage, self.url, self.storage_options, [stage / f for f in files])
 
 
 def upload(stage: Path, url: str, storage_options: dict | None) -> None:

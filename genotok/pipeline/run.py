@@ -16,63 +16,50 @@ Safe against what it reads and against being killed (issue 19):
 - with ``on_error="skip"`` any input that cannot be read (corrupt gzip, malformed lines, a bad
   ``.h5ad``, a FIFO) is skipped and listed, with its error, in the manifest and the summary.
 
-The plan (inputs, kinds, batches, settings) is :mod:`genotok.pipeline.plan`; on a Dask
-cluster the batches run through :mod:`genotok.pipeline.dask`.
+This module composes the run: the plan (inputs, kinds, batches, settings:
+:mod:`genotok.pipeline.plan`), then the batches (what each becomes:
+:mod:`genotok.pipeline.batch`; run in this process by :mod:`genotok.pipeline.writer`, or on a
+Dask cluster by :mod:`genotok.pipeline.dask`), then the manifest and the summary.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 import warnings
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-import numpy as np
-
-from .. import _config
-from .._io import atomic_write, default_hash, file_digest, is_url, place_once, staging_name
-from .._names import to_file_stem
+from .._io import default_hash, is_url
 from .._optional import require
 from .._progress import progress
-from ..errors import GenotokError
-from ..formats.stores import CorpusStore, MemoryStore, Store, get_store
-from ..ragged import Ragged
-from ..regions import RegionSet
-from ..sink import write_records
-from .journal import (
-    _clean_temp_files,
-    _clean_unjournaled_shards,
-    _journal_hash,
-    _load_journal,
-    _lock,
-    _save_journal,
-)
+from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.spec import CellSpec
 from . import remote
-from .medians import _fit_medians
-from .split import SplitStore
+from .batch import Batches
+from .dask import run_batches
+from .journal import (
+    clean_temp_files,
+    clean_unjournaled_shards,
+    journal_hash,
+    load_journal,
+    lock,
+)
+from .medians import fit_medians
 from .plan import (
-    SKIPPABLE,
     PipelineError,
     _batches,
     _check_cells,
-    _check_regular,
     _input_id,
-    _message,
     _plan,
-    cell_class,
     expand_inputs,
-    input_kind,
-    raise_machine_error,
     record_name,
 )
-from .writer import _run_serial, _Staged
+from .split import SplitStore
+from .writer import run_serial
 
 __all__ = ["RunOptions", "RunSummary", "pretokenize"]
 
@@ -134,15 +121,6 @@ class RunSummary:
         return card("genotok.RunSummary", fields)
 
 
-def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int | None) -> tuple[int, int]:
-    """``<unk>`` tokens, and rows holding no other token, of a flat ids + offsets pair."""
-    known = np.zeros(data.size + 1, np.int64)
-    np.cumsum(np.ones(data.size, bool) if unk is None else data != unk, out=known[1:])
-    offsets = np.asarray(offsets, np.int64)
-    per_row = known[offsets[1:]] - known[offsets[:-1]]
-    return int(data.size - known[-1]), int(np.count_nonzero(per_row == 0))
-
-
 def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
     """Most records without a single universe region: almost always the wrong universe."""
     n, bad = summary.n_records, summary.n_unk_records
@@ -162,28 +140,6 @@ def _vocab_source(tokenizer) -> str | None:
 
 def _progress(total: int, show: bool, desc: str):
     return progress(total, desc, "file", enabled=show, tty_only=True)  # off on non-TTYs
-
-
-def _parse_all(paths: list[Path], tokenizer, n_threads: int | None, on_error: str, algo: str):
-    """Parse files in threads (the numba parser releases the GIL); hash them and prepare them
-    for the kernels (codes, order) alongside, so that work is not serial in the main thread."""
-
-    def work(p: Path):
-        try:
-            _check_regular(p)
-            rs = RegionSet.from_bed(p)
-            with _config.threads(1):  # the workers already run one file each
-                prepared = tokenizer.prepare(rs)
-            return rs, file_digest(p, algo), None, prepared
-        except SKIPPABLE as exc:
-            if on_error == "fail":
-                raise
-            raise_machine_error(exc, p)
-            return None, None, _message(exc, p), None
-
-    workers = max(1, min(len(paths), n_threads or _config.max_threads()))
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(work, paths))
 
 
 @dataclass(frozen=True)
@@ -357,33 +313,29 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     if out.exists() and not out.is_dir():
         raise PipelineError(f"{out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
-    with _lock(out):
-        _clean_temp_files(out)
+    with lock(out):
+        clean_temp_files(out)
         ids = [_input_id(p) for p in paths]
         batches = _batches(paths, opts.files_per_shard)
         if opts.hash is None and not overwrite:  # a resumed run keeps the hash it started with
-            algo = _journal_hash(out) or algo
+            algo = journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
-        journal = _load_journal(out, plan, overwrite)
-        _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (writer.py)
+        journal = load_journal(out, plan, overwrite)
+        clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
-        fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
+        fitted = fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error)
-        # (to an object store: each batch's files are uploaded once it is journaled)
-        save = _save_journal if url is None else remote.uploading(url, opts.storage_options,
-                                                                    _save_journal)
+        job = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted, n_threads,
+                      # to an object store: each batch's files are uploaded once journaled
+                      None if url is None else remote.Upload(url, opts.storage_options))
         if opts.client is not None:
-            from .dask import run_batches
-
-            run_batches(opts.client, _run_batch, save, tokenizer, paths, batches, out,
-                        journal, store, on_error, algo, fitted)
+            run_batches(opts.client, job, journal)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
-            _run_serial(_run_batch, _stage_batch, save, tokenizer, paths, batches, out,
-                        journal, store, n_threads, on_error, algo, fitted, bar)
+            run_serial(job, journal, bar)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, store, t0)
@@ -395,178 +347,6 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
-
-
-def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads, on_error,
-               algo: str, spec: CellSpec | None = None) -> dict:
-    """One cell source's file (.h5ad, fragments, ...): its cells become the records of part
-    ``b`` of the store (the corpus: streamed into one shard; ``gtok-dir``: the files
-    ``STEM@BARCODE.gtok``, both parts made safe by :func:`~genotok._names.to_file_stem`, so a
-    barcode can never name a path outside ``out``; other stores: the cells in memory, then
-    written)."""
-    from ..singlecell.cells import tokenize_cells
-    from ..singlecell.sources import open_source
-
-    kind = input_kind(path)
-    spec = spec if spec is not None else CellSpec()
-    shard = out / (_part_name(b) + CorpusStore.suffix)
-    staged = staging_name(shard)  # put in place once written, unless it is there (writer.py)
-    failed: list[dict] = []
-    try:
-        _check_regular(path)
-        digest = file_digest(path, algo)
-        streamed = isinstance(store, CorpusStore)  # memory stays flat in the cells
-        with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
-                         out=staged if streamed else None) as source:
-            if streamed:
-                corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads,
-                                        out=staged)
-                n, n_tokens, files = len(corpus), corpus.n_tokens, [shard.name]
-                flat = corpus.to_ragged()
-                place_once(staged, shard)
-            else:
-                flat = tokenize_cells(source, tokenizer, spec, n_threads=n_threads)
-                names = [str(x) for x in source.names()]
-                stem = record_name(path)
-                meta = {"keys": [f"{stem}/{x}" for x in names]}  # the held-out split's keys
-                if store.per_record_files:
-                    cell_files = _cell_files(path, names, on_error, failed)
-                    keep = [i for i, f in enumerate(cell_files) if f is not None]
-                    if len(keep) < len(cell_files):
-                        flat = Ragged.from_list([flat[i] for i in keep], dtype=flat.data.dtype)
-                        names = [names[i] for i in keep]
-                    meta = {"files": [cell_files[i] for i in keep],
-                            "keys": [meta["keys"][i] for i in keep]}
-                files = write_records([(flat, {"names": names, "meta": meta})],
-                                      out / _part_name(b), tokenizer, store=store,
-                                      values=spec.values, overwrite=True,
-                                      extra={"cells": json.loads(spec.to_json())},
-                                      sources=[(path.name, {"size": path.stat().st_size})])
-                n, n_tokens = len(flat), int(flat.data.size)
-        unk = _unk_counts(flat.data, flat.offsets, tokenizer.unk_token_id)
-    except SKIPPABLE as exc:
-        if on_error == "fail":
-            raise
-        staged.unlink(missing_ok=True)  # whatever of it was written: not part of the corpus
-        raise_machine_error(exc, path)
-        return {"files": [], "records": 0, "tokens": 0, "sources": [],
-                "failed": [{"path": str(path), "error": _message(exc, path)}]}
-    return {"files": files, "records": n, "tokens": n_tokens,
-            "unk_tokens": unk[0], "unk_records": unk[1], "failed": failed,
-            "sources": [{"path": str(path), "size": path.stat().st_size, "hash": digest,
-                         "hash_algorithm": algo, "records": n, "kind": kind}]}
-
-
-#: joins a file's stem and a cell's barcode in ``gtok-dir`` file names; never in a safe stem
-CELL_SEP = "@"
-
-
-def _cell_files(path: Path, names: list, on_error: str, failed: list) -> list[str | None]:
-    """The ``.gtok`` file name of each cell of ``path``: ``STEM@BARCODE.gtok``. A barcode that
-    cannot name a file, or one given twice (two cells, one file), is an error; with
-    ``on_error="skip"`` that cell is left out (``None``) and listed in ``failed``."""
-    stem = to_file_stem(record_name(path), f"{path}: file name")
-    files: list[str | None] = []
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        try:
-            file = f"{stem}{CELL_SEP}{to_file_stem(str(name), f'{path}: cell {i} barcode')}.gtok"
-            if file in seen:
-                raise PipelineError(f"{path}: cells {seen[file]} and {i} share the barcode "
-                                    f"{name!r}; their .gtok files would overwrite each other "
-                                    "(make the barcodes unique, or use format='corpus')")
-        except GenotokError as exc:
-            if on_error == "fail":
-                raise
-            failed.append({"path": str(path), "record": str(name), "error": str(exc)})
-            files.append(None)
-            continue
-        seen[file] = i
-        files.append(file)
-    return files
-
-
-def _groups(sizes: list[int], budget: int = 500_000) -> list[list[int]]:
-    """Consecutive indices grouped so that each group's total size stays near ``budget``."""
-    groups: list[list[int]] = []
-    cur: list[int] = []
-    total = 0
-    for i, n in enumerate(sizes):
-        if cur and total + n > budget:
-            groups.append(cur)
-            cur, total = [], 0
-        cur.append(i)
-        total += n
-    if cur or not groups:
-        groups.append(cur)
-    return groups
-
-
-def _part_name(b: int) -> str:
-    """Part ``b``'s name: the store names its files after it (``shard-00000.gtokc``,
-    ``shard-00000-000.parquet``…)."""
-    return f"shard-{b:05d}"
-
-
-def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
-               n_threads: int | None, on_error: str, algo: str = "sha256",
-               spec: CellSpec | None = None, staged: _Staged | None = None) -> dict:
-    """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
-    once the shard (or the files) is durably written. ``spec``: the cell spec of the
-    single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
-    :func:`_stage_batch` (only its writes are left)."""
-    if len(paths) == 1 and cell_class(paths[0]) is not None:
-        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec)
-    if staged is None:
-        staged = _stage_batch(tokenizer, paths, out, b, store, n_threads, on_error, algo)
-    return staged.write()
-
-
-def _stage_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
-                 n_threads: int | None, on_error: str, algo: str) -> _Staged:
-    """Parse and tokenize one batch of BED inputs; what is left to write is in the result."""
-    parsed = _parse_all(paths, tokenizer, n_threads, on_error, algo)
-    if store.per_record_files:  # a name that cannot be a file is this input's error
-        parsed = [r if r[2] is not None else _with_file(r, p, on_error)
-                  for r, p in zip(parsed, paths)]
-    ok = [k for k, (rs, _, err, _) in enumerate(parsed) if err is None]
-    failed = [{"path": str(paths[k]), "error": parsed[k][2]} for k in range(len(paths)) if k not in ok]
-    names = [record_name(paths[k]) for k in ok]
-    n_tokens = 0
-    unk_tokens = unk_records = 0
-    with _Staged(store, out / _part_name(b), tokenizer) as w:
-        for group in _groups([len(parsed[k][0]) for k in ok]):
-            # groups of ~0.5M queries keep every scratch array under glibc's mmap threshold,
-            # so it is reused from the heap instead of page-faulted in afresh for each shard
-            rows = tokenizer.encode_prepared([parsed[ok[i]][0] for i in group],
-                                             [parsed[ok[i]][3] for i in group],
-                                             n_threads=n_threads, dtype=np.uint32)
-            n_tokens += int(rows.data.size)
-            u_t, u_r = _unk_counts(rows.data, rows.offsets, tokenizer.unk_token_id)
-            unk_tokens, unk_records = unk_tokens + u_t, unk_records + u_r
-            w.append_batch(rows, names=[names[i] for i in group],
-                           meta={"source": [str(paths[ok[i]]) for i in group]})
-        for k in ok:
-            w.add_source(str(paths[k]), size=paths[k].stat().st_size,
-                         hash=parsed[k][1], hash_algorithm=algo)
-    w.entry = {"records": len(ok), "tokens": n_tokens, "unk_tokens": unk_tokens,
-               "unk_records": unk_records, "failed": failed,
-               "sources": [{"path": str(paths[k]), "size": paths[k].stat().st_size,
-                            "hash": parsed[k][1], "hash_algorithm": algo, "record": names[i]}
-                           for i, k in enumerate(ok)]}
-    return w
-
-
-def _with_file(parsed: tuple, path: Path, on_error: str) -> tuple:
-    """``parsed`` unchanged when the record name of ``path`` can name a ``.gtok`` file, else
-    marked failed (or raising, with ``on_error="fail"``)."""
-    try:
-        to_file_stem(record_name(path), f"{path}: file name")
-    except GenotokError as exc:
-        if on_error == "fail":
-            raise
-        return None, None, str(exc), None
-    return parsed
 
 
 def _finish(out: Path, journal: dict, batches, paths, tokenizer, store: Store,

@@ -1,9 +1,9 @@
 """Single cell: AnnData / ``.h5ad`` cells x peaks and 10x fragment files to per-cell tokens, value
 encodings, condition tokens and fragment matrices.
 
-Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.sources` (the cell
-source protocol and its registry; AnnData / ``.h5ad`` sources and their matrix readers: memory,
-h5py, backed; obs and var names), :mod:`.containers` (``.h5mu``, 10x ``.h5`` and every
+Modules: :mod:`.varnames` (var names / region columns → regions), :mod:`.chunks` (a matrix
+read in row chunks: memory, h5py, backed), :mod:`.sources` (the cell source protocol and its
+registry; AnnData sources; obs and var names), :mod:`.containers` (``.h5mu``, 10x ``.h5`` and every
 ``.h5ad`` encoding: their cell source classes), :mod:`.cells` (the driver :func:`tokenize_cells`,
 :func:`tokenize_anndata`),
 :mod:`.fragments` (fragment files), :mod:`.values` (value encodings), :mod:`.conditions`

@@ -23,9 +23,9 @@ parallel numba kernel gathers the tokens of the cell's non-zero peaks:
 Random draws depend only on ``seed`` and the cell's row index, never on chunking or threads.
 
 Var names and region columns become regions in :mod:`.varnames`; matrices are read in row
-chunks by the sources of :mod:`.sources` (memory bounds, checks of untrusted input); the token
-batches go to the one sink (:mod:`genotok.sink`), which makes the ``Ragged`` or the corpus
-(``out=``).
+chunks by the readers of :mod:`.chunks` (memory bounds, checks of untrusted input) that the
+cell sources (:mod:`.sources`) open; the token batches go to the one sink
+(:mod:`genotok.sink`), which makes the ``Ragged`` or the corpus (``out=``).
 
 Fast path
 ---------
@@ -53,16 +53,8 @@ from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
 from .containers import H5adSource
-from .sources import (
-    _CSR_MESSAGES,
-    AnnDataSource,
-    CellSource,
-    _Chunk,
-    _is_frame,
-    _is_path,
-    _Source,
-    source_class,
-)
+from .chunks import _CSR_MESSAGES, _Chunk, _Source
+from .sources import AnnDataSource, CellSource, _is_frame, _is_path, source_class
 from .fragmatrix import per_universe
 from .spec import Normalize
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap

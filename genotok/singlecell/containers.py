@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..errors import AnnDataError
+from . import chunks as C
 from . import sources as S
 from .reading import AnnDataOptions, _checked
 
@@ -100,18 +101,18 @@ class Container(os.PathLike):
             return self._key("raw/X")
         return self._key("X" if layer is None else f"layers/{layer}")
 
-    def source(self, layer: str | None = None) -> S._Source:
+    def source(self, layer: str | None = None) -> C._Source:
         """The matrix, read by row chunks with h5py."""
         if self.kind == "10x":
             return _tenx_source(self.path)
         key = self.matrix_key(layer)
-        with S._h5_errors(self.path), _file(self.path) as f:
+        with C._h5_errors(self.path), _file(self.path) as f:
             if key not in f:
                 have = list(f[self._key("layers")].keys()) if self._key("layers") in f else []
                 what = "raw matrix" if self.raw else "matrix"
                 raise AnnDataError(f"{self.path}: no {what} {key!r}"
                                    + ("" if self.raw else f" (layers: {have})"))
-        return S._H5Source(self.path, key)
+        return C._H5Source(self.path, key)
 
     def frame(self, key: str) -> S._Frame:
         """The ``obs`` or ``var`` data frame (only what is read is loaded)."""
@@ -125,7 +126,7 @@ class Container(os.PathLike):
         """The number of cells (the length of the obs index, not read)."""
         if self.kind == "10x":  # the barcodes, checked against the matrix by the readers
             return _tenx_barcodes(self.path, lambda node: int(node.shape[0]))
-        return S._h5_n_obs(self.path, self._key("obs"))
+        return C._h5_n_obs(self.path, self._key("obs"))
 
     def obs_rows(self, lo: int, hi: int, columns) -> tuple[list[str], dict]:
         """Cell names and ``obs`` columns of cells ``lo:hi``."""
@@ -135,7 +136,7 @@ class Container(os.PathLike):
                 raise AnnDataError(f"{self.path}: a 10x .h5 file has no obs columns "
                                    f"({list(columns)} asked)")
             return [str(x) for x in fr.index()[lo:hi]], {}
-        with S._h5_errors(self.path), _file(self.path) as f:
+        with C._h5_errors(self.path), _file(self.path) as f:
             g = f[self._key("obs")]
             index = S._attr_str(g.attrs.get("_index", "_index"))
             names = S._h5_column(g, index, slice(lo, hi))
@@ -186,7 +187,7 @@ def open_container(path, options=None) -> Container:
     raw = bool(getattr(options, "raw", False))
     if not os.path.isfile(path):
         raise AnnDataError(f"{path}: no such file")
-    with S._h5_errors(path), _file(path) as f:
+    with C._h5_errors(path), _file(path) as f:
         if isinstance(f.get("mod"), h5py.Group):
             kind, root = "h5mu", "mod/" + _modality(f, path, modality)
         elif isinstance(f.get("matrix"), h5py.Group) and "X" not in f:
@@ -244,7 +245,7 @@ def _has_regions(path: str, key: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------- 10x .h5
-class _TenxSource(S._H5Source):
+class _TenxSource(C._H5Source):
     """``matrix/`` of a 10x ``.h5``: CSC of features x barcodes, read as the CSR of barcodes x
     features it is (``indptr`` per barcode). Checked on open like an ``.h5ad`` matrix: the
     ``shape`` dataset, the datasets' presence, dtypes and lengths."""
@@ -254,7 +255,7 @@ class _TenxSource(S._H5Source):
 
         self.path, self.key, self.where = path, "matrix", f"{path}:matrix"
         err = AnnDataError
-        with S._h5_errors(path), _file(path) as f:
+        with C._h5_errors(path), _file(path) as f:
             node = f["matrix"]
             shape = node.get("shape")
             if not isinstance(shape, h5py.Dataset) or shape.shape != (2,):
@@ -264,9 +265,9 @@ class _TenxSource(S._H5Source):
                                              error=err)
             self.kind = "csr"
             self.n_rows, self.n_cols = n_barcodes, n_features
-            ind = S._h5_dataset(node, "indices", self.where, "iu", "integers")
-            dat = S._h5_dataset(node, "data", self.where, "biuf", "numbers")
-            ptr = S._h5_dataset(node, "indptr", self.where, "iu", "integers")
+            ind = C._h5_dataset(node, "indices", self.where, "iu", "integers")
+            dat = C._h5_dataset(node, "data", self.where, "biuf", "numbers")
+            ptr = C._h5_dataset(node, "indptr", self.where, "iu", "integers")
             self.nnz = int(ind.shape[0])
             V.same_length(dat, self.nnz, self.where, what="data", error=err)
             if ptr.shape[0] != n_barcodes + 1:
@@ -276,11 +277,11 @@ class _TenxSource(S._H5Source):
             self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
 
 
-class _Columns(S._Source):
+class _Columns(C._Source):
     """The columns of ``src`` where ``keep`` holds, renumbered ``0..keep.sum()``; the entries
     of the other columns are dropped from each chunk (one vectorised pass)."""
 
-    def __init__(self, src: S._Source, keep: np.ndarray):
+    def __init__(self, src: C._Source, keep: np.ndarray):
         self.src, self.where, self.n_rows = src, src.where, src.n_rows
         keep = np.asarray(keep, dtype=bool)
         self.n_cols = int(keep.sum())
@@ -297,7 +298,7 @@ class _Columns(S._Source):
             indptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(row[kept], minlength=n), out=indptr[1:])
             indices = cols[kept].astype(ch.indices.dtype)
-            yield S._Chunk(ch.row0, indptr, indices, np.ascontiguousarray(ch.data[a:b][kept]))
+            yield C._Chunk(ch.row0, indptr, indices, np.ascontiguousarray(ch.data[a:b][kept]))
 
 
 def _tenx_features(path: str) -> dict:
@@ -306,7 +307,7 @@ def _tenx_features(path: str) -> dict:
     import h5py
 
     where = f"{path}:matrix/features"
-    with S._h5_errors(path), _file(path) as f:
+    with C._h5_errors(path), _file(path) as f:
         g = f["matrix"].get("features")
         if not isinstance(g, h5py.Group):
             raise AnnDataError(f"{where}: missing; a Cell Ranger file of version 3 or later "
@@ -340,7 +341,7 @@ def _peaks(path: str) -> np.ndarray:
     return keep
 
 
-def _tenx_source(path: str) -> S._Source:
+def _tenx_source(path: str) -> C._Source:
     src = _TenxSource(path)
     keep = _peaks(path)
     return src if keep.all() else _Columns(src, keep)
@@ -350,7 +351,7 @@ def _tenx_barcodes(path: str, read):
     """``read(dataset)`` of ``matrix/barcodes``, required to be a one-dimensional dataset."""
     import h5py
 
-    with S._h5_errors(path), _file(path) as f:
+    with C._h5_errors(path), _file(path) as f:
         node = f["matrix"].get("barcodes")
         if not isinstance(node, h5py.Dataset) or node.ndim != 1:
             raise AnnDataError(f"{path}:matrix/barcodes: missing or not a one-dimensional "

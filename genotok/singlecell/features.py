@@ -38,7 +38,8 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..genes import ID_COLUMNS
 from ..ragged import Ragged
-from .sources import _Chunk, _h5_frame, _is_path
+from .chunks import _Chunk
+from .sources import _h5_frame, _is_path
 from .values import _summed_duplicates
 from .varnames import _adata_frame, _var_map_from_hits, _VarMap
 
@@ -149,7 +150,7 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     cell's total from ``obs``, or ``None``).
 
     >>> import numpy as np
-    >>> from genotok.singlecell.sources import _Chunk
+    >>> from genotok.singlecell.chunks import _Chunk
     >>> fm = FeatureMap(np.array([0, 1, 0]), ["A"], np.array([5]), 1, "var_names", "X")
     >>> ch = remapper(fm, 3, "X")(_Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
     ...                                   np.array([1.0, 2.0, 3.0])))

@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from ..errors import AnnDataError
 from .cells import _check_call, tokenize_cells
+from .chunks import _Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
 from .reading import FragmentOptions, _checked
-from .sources import CellSource, _Chunk, _MemorySource, _Source, register_source
+from .sources import CellSource, register_source
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,

@@ -66,7 +66,8 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from .sources import CellSource, _check_rows, _Chunk, _source
+from .chunks import _Chunk
+from .sources import CellSource, _check_rows, _source
 
 _OFF = np.int64(1) << np.int64(31)
 

@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HOLD = """
 import sys, time
 from pathlib import Path
-from genotok.pipeline.journal import _lock
-with _lock(Path(sys.argv[1])):
+from genotok.pipeline.journal import lock
+with lock(Path(sys.argv[1])):
     print("locked", flush=True)
     time.sleep(60)
 """
@@ -78,9 +78,9 @@ def test_a_lock_file_from_an_old_version_or_another_host_is_not_a_lock(tmp_path)
 
 def test_threads_of_one_process_exclude_each_other(tmp_path):
     refused = pytest.raises(PipelineError, match=f"locked by .*:{os.getpid()} since")
-    with P._lock(tmp_path), refused, P._lock(tmp_path):
+    with P.lock(tmp_path), refused, P.lock(tmp_path):
         pass
-    with P._lock(tmp_path):  # released: taken again
+    with P.lock(tmp_path):  # released: taken again
         pass
 
 
@@ -93,7 +93,7 @@ def test_file_systems_without_locks_get_a_clear_error(tmp_path, monkeypatch, cod
 
     monkeypatch.setattr(fcntl, "flock", no_locks)
     with pytest.raises(PipelineError, match="the file system cannot lock files .*local directory"), \
-            P._lock(tmp_path):
+            P.lock(tmp_path):
         pass
     assert not any(p.name != LOCK for p in tmp_path.iterdir())
 
@@ -107,7 +107,7 @@ def _hammer(directory: str, n: int, seed: int, q) -> None:
     done = 0
     while done < n:
         try:
-            with P._lock(d):
+            with P.lock(d):
                 t0 = time.monotonic_ns()
                 counter = d / "counter"
                 value = int(counter.read_text()) if counter.exists() else 0

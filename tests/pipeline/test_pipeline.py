@@ -166,6 +166,7 @@ KILL_AT = """
 import os, signal, sys
 from pathlib import Path
 import genotok
+import genotok.pipeline.batch as B
 import genotok.pipeline.run as P
 
 where, n, fmt = sys.argv[3], int(sys.argv[4]), sys.argv[5]
@@ -177,14 +178,15 @@ def hit():
         os.kill(os.getpid(), signal.SIGKILL)
 
 if where == "batch":
-    run_batch = P._run_batch
+    run_batch = B.run_batch
     def _run_batch(*a, **k):
         entry = run_batch(*a, **k)
         hit()  # the shard is in place, the journal does not know it yet
         return entry
-    P._run_batch = _run_batch
+    B.run_batch = _run_batch
 else:
-    real = P.atomic_write
+    import genotok.pipeline.journal as J
+    real = J.atomic_write
     class Dying:
         def __init__(self, fh):
             self.fh = fh
@@ -201,8 +203,6 @@ else:
     def atomic_write(path, mode="wb"):
         with real(path, mode) as fh:
             yield Dying(fh) if Path(path).name.endswith(where) else fh
-    P.atomic_write = atomic_write
-    import genotok.pipeline.journal as J
     J.atomic_write = atomic_write
     import genotok.formats.corpus.manifest as C
     import genotok.formats.gtok as G
@@ -376,7 +376,7 @@ def _fragments(u, barcodes) -> str:
 def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
     """Issue 19: a barcode ``./../X`` wrote outside ``--out``; one with ``/`` aborted the run."""
     from genotok._names import from_file_stem
-    from genotok.pipeline.run import CELL_SEP
+    from genotok.pipeline.batch import CELL_SEP
 
     hostile = ["./../X", "a/b", "..", "/etc/x", "..%2F", "BC1", "\u00e9t\u00e9"]
     d = tmp_path / "in"
@@ -409,15 +409,15 @@ def test_gtok_dir_barcodes_cannot_leave_out(tmp_path, tok):
 
 
 def test_a_bad_or_duplicate_barcode_is_that_cells_error(tmp_path, tok):
-    from genotok.pipeline.run import _cell_files
+    from genotok.pipeline.batch import cell_files
 
     failed: list = []
-    files = _cell_files(Path("d/x.tsv.gz"), ["A", "", "B", "A", "C" * 300], "skip", failed)
+    files = cell_files(Path("d/x.tsv.gz"), ["A", "", "B", "A", "C" * 300], "skip", failed)
     assert files == ["x@A.gtok", None, "x@B.gtok", None, None]
     assert [f["record"] for f in failed] == ["", "A", "C" * 300]
     assert "share the barcode 'A'" in failed[1]["error"] and "too long" in failed[2]["error"]
     with pytest.raises(PipelineError, match="cells 0 and 3 share the barcode"):
-        _cell_files(Path("x.tsv"), ["A", "B", "C", "A"], "fail", [])
+        cell_files(Path("x.tsv"), ["A", "B", "C", "A"], "fail", [])
     # in a run: the long barcode is skipped and reported, the other cells are written
     d = tmp_path / "in"
     d.mkdir()
@@ -464,7 +464,7 @@ def test_every_bad_input_is_skippable_and_reported(tmp_path, tok):
 
 
 def test_an_unreadable_input_is_skipped(tmp_path, tok, monkeypatch):
-    import genotok.pipeline.run as P
+    import genotok.pipeline.batch as P
 
     d = tmp_path / "in"
     d.mkdir()
@@ -503,8 +503,8 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     temp files piling up, or a resume being refused)."""
     from genotok._io import make_temp
     from genotok._names import to_file_stem
-    from genotok.pipeline.journal import _clean_temp_files
-    from genotok.pipeline.run import CELL_SEP
+    from genotok.pipeline.batch import CELL_SEP
+    from genotok.pipeline.journal import clean_temp_files
 
     ours = ["journal.json", "manifest.json", "shard-00003.gtokc", "shard-123456.gtokc",
             f"{to_file_stem('../x y')}.gtok", f"s{CELL_SEP}{to_file_stem('AAAC-1/..')}.gtok"]
@@ -516,7 +516,7 @@ def test_clean_up_matches_what_our_writers_name_their_temp_files(tmp_path):
     keep = ["journal.json", "notes.tmp", ".hidden.tmp", ".journal.json.tmp", "x.gtok"]
     for name in keep:
         (tmp_path / name).write_text("keep")
-    assert sorted(_clean_temp_files(tmp_path)) == sorted(made)
+    assert sorted(clean_temp_files(tmp_path)) == sorted(made)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(keep)
 
 
@@ -570,7 +570,7 @@ def test_a_full_disk_is_not_journaled_as_a_bad_input(tmp_path, tok, monkeypatch)
 
 def test_memory_error_under_skip_stops_the_run_clearly(tmp_path, tok, monkeypatch):
     """Issue 32: a MemoryError escaped on_error="skip" as it was (untreated)."""
-    import genotok.pipeline.run as P
+    import genotok.pipeline.batch as P
 
     d = tmp_path / "in"
     d.mkdir()

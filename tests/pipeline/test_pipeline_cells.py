@@ -158,10 +158,10 @@ def test_resumed_run_with_other_settings_is_refused(tmp_path, tok, h5ads):
 def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
     """Killed after the first input: the resumed run encodes the rest with the journaled
     medians of all inputs, and the corpus equals an uninterrupted run's."""
-    import genotok.pipeline.run as P
+    import genotok.pipeline.batch as P
 
     out = tmp_path / "c"
-    real = P._run_batch
+    real = P.run_batch
     calls = []
 
     def flaky(*a, **k):
@@ -170,11 +170,11 @@ def test_medians_survive_resumption(tmp_path, tok, h5ads, monkeypatch):
             raise KeyboardInterrupt
         return real(*a, **k)
 
-    monkeypatch.setattr(P, "_run_batch", flaky)
+    monkeypatch.setattr(P, "run_batch", flaky)
     with pytest.raises(KeyboardInterrupt):
         pretokenize(h5ads, tok, out, progress=False,
                     cells=CellSpec(encoding=(RankByMedian(),), values=True))
-    monkeypatch.setattr(P, "_run_batch", real)
+    monkeypatch.setattr(P, "run_batch", real)
     run = pretokenize(h5ads, tok, out, progress=False,
                       cells=CellSpec(encoding=(RankByMedian(),), values=True))
     assert run.skipped_done == 1

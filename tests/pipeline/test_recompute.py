@@ -15,7 +15,7 @@ import genotok
 from genotok import Corpus, Tokenizer
 from genotok.formats.stores import get_store
 from genotok.pipeline import RunOptions, pretokenize
-from genotok.pipeline import run as _run
+from genotok.pipeline.batch import run_batch
 
 from .test_pipeline import _many_files
 
@@ -27,8 +27,8 @@ def tok():
 
 def _rerun(tok, out, paths, b, files_per_shard):
     """What a recomputed task does: batch ``b`` once more, as a worker runs it (no staging)."""
-    return _run._run_batch(tok, paths[b * files_per_shard:(b + 1) * files_per_shard], out, b,
-                           get_store("corpus"), 1, "fail", "sha256", None)
+    return run_batch(tok, paths[b * files_per_shard:(b + 1) * files_per_shard], out, b,
+                     get_store("corpus"), 1, "fail", "sha256", None)
 
 
 def test_a_batch_run_again_after_the_manifest_keeps_the_shard(tmp_path, tok):
@@ -57,7 +57,7 @@ def test_a_cell_file_run_again_after_the_manifest_keeps_its_shard(tmp_path, tok)
     shard = run.out / "shard-00000.gtokc"
     before = os.stat(shard)
     time.sleep(1.1)
-    entry = _run._run_batch(tok, [f], run.out, 0, get_store("corpus"), 1, "fail", "sha256", None)
+    entry = run_batch(tok, [f], run.out, 0, get_store("corpus"), 1, "fail", "sha256", None)
     assert entry["records"] == len(Corpus.open(run.out))
     assert os.stat(shard).st_ino == before.st_ino
     assert Corpus.open(run.out, expect=tok).verify() == []

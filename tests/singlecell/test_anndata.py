@@ -24,7 +24,7 @@ from genotok.kernels import cells as K
 from genotok.ragged import Ragged
 import genotok.singlecell as gad
 from genotok.singlecell import cells as gcells
-from genotok.singlecell import sources as gsrc
+from genotok.singlecell import chunks as gsrc
 from genotok.singlecell import varnames as gvar
 from tests import naive_cells as naive
 

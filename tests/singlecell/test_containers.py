@@ -428,7 +428,7 @@ def test_column_subset_equals_scipy(n, m, seed, density, chunk, data):
     """``_Columns`` (a 10x file's peaks among its features) against scipy's column selection,
     chunk by chunk, for in-memory chunks (absolute ``indptr``) and int32/int64 indices."""
     from genotok.singlecell.containers import _Columns
-    from genotok.singlecell.sources import _MemorySource
+    from genotok.singlecell.chunks import _MemorySource
 
     keep = np.array(data.draw(st.lists(st.booleans(), min_size=m, max_size=m)))
     X = sp.random(n, m, density=density, format="csr", random_state=seed, dtype=np.float64)

@@ -1,0 +1,416 @@
+"""Row chunks of a cells x features matrix, wherever it lives: in memory (any scipy sparse
+format, or dense), in a ``.h5ad`` file read with h5py, or a backed AnnData view. A chunk
+(``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) holds at most a memory budget's
+stored entries; the cell sources (:mod:`.sources`) hand them to the one driver
+(:mod:`.cells`).
+
+Memory (out of core)
+--------------------
+For a ``.h5ad`` path or a backed AnnData, ``X`` is read with h5py in row chunks of at most
+``memory_mb`` (default 256 MiB) of working memory: per chunk the stored entries
+(indices + data), the per-cell token slots (16 bytes per raw token) and the chunk's output.
+Besides the chunks, only ``indptr`` (8 bytes per cell), the variable → token map, per-thread
+scratch (about 8.2 bytes × universe regions with ``unique=True`` when the peaks are not sorted
+like the universe; 8.2 bytes × peaks with ``unique=False``) and the result are held; with a
+corpus ``out`` the result goes to disk chunk by chunk, so peak memory is
+flat in the number of cells. A dense ``X`` is read in row blocks. A backed **CSC** matrix cannot
+be read by rows: it is loaded and converted when it fits in ``memory_mb``, otherwise an
+:class:`AnnDataError` says how to rewrite the file as CSR.
+
+Untrusted input
+---------------
+Every integer read from a file or taken from a caller's matrix that will index memory is
+checked in one vectorised pass (:mod:`genotok._validate`) before scipy or a kernel sees it:
+``indptr`` (length, start at 0, never decreasing, ends at the number of stored entries) and
+every index (in range), for CSR, CSC (before scipy's ``tocsr()``, which trusts them), COO, BSR
+and dense, in memory, backed and by path; a file's shape attribute, datasets, dtypes and
+lengths are checked before they are read, and the matrix must have one row per ``obs`` cell.
+Values are checked by the kernels (finite, ``>= 0``). Anything wrong is an
+:class:`AnnDataError` naming the file (or ``X``/the layer) and the key; what h5py raises on a
+damaged file becomes one too. The cost is about 1-2% of a call (``benchmarks/bench_anndata.py``).
+What is *not* caught: a damaged file whose arrays stay valid (an ``.h5ad`` has no checksums,
+so changed counts give other tokens), and the HDF5 library's own parsing of a hostile file (a
+C library; read untrusted files in a separate process). A backed view
+(``read_h5ad(p, backed="r")[10:20]``) is read through the same checks, not through anndata's
+slicing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _inflate
+from .. import _validate as V
+from ..errors import AnnDataError, GenotokError
+from ..kernels import cells as K
+
+_CSR_MESSAGES = {
+    K.CSR_INDPTR: "indptr is not non-decreasing within the stored entries",
+    K.CSR_INDEX: "a column index is outside [0, n_vars)",
+    K.CSR_NEGATIVE: "a negative value (counts must be >= 0)",
+    K.CSR_NOT_FINITE: "a NaN or infinite value",
+}
+
+
+@dataclass
+class _Chunk:
+    row0: int
+    indptr: np.ndarray   # absolute positions into indices/data (n_rows + 1)
+    indices: np.ndarray
+    data: np.ndarray
+
+
+def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str):
+    if data.dtype.kind not in "biuf":
+        raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {data.dtype}")
+    if data.dtype not in (np.float32, np.float64):  # two kernel specialisations, not eight
+        data = data.astype(np.float64 if data.dtype.itemsize > 4 else np.float32)
+    if indices.dtype.kind not in "iu":
+        raise AnnDataError(f"{where}: column indices must be integers, got dtype {indices.dtype}")
+    if indices.dtype not in (np.int32, np.int64):
+        indices = indices.astype(np.int64)
+    return np.ascontiguousarray(indices), np.ascontiguousarray(data)
+
+
+def _row_bounds(indptr: np.ndarray, nnz_budget: int, chunk_rows: int | None) -> np.ndarray:
+    """Chunk boundaries (row numbers): fixed ``chunk_rows`` or at most ``nnz_budget`` entries."""
+    n = indptr.size - 1
+    if n == 0:
+        return np.array([0, 0], dtype=np.int64)
+    if chunk_rows is not None:
+        return np.unique(np.append(np.arange(0, n, int(chunk_rows), dtype=np.int64), n))
+    bounds = [0]
+    while bounds[-1] < n:
+        lo = bounds[-1]
+        hi = int(np.searchsorted(indptr, indptr[lo] + nnz_budget, side="right")) - 1
+        bounds.append(min(n, max(hi, lo + 1)))
+    return np.asarray(bounds, dtype=np.int64)
+
+
+def _dense_rows(n_vars: int, itemsize: int, budget: int, chunk_rows: int | None) -> int:
+    if chunk_rows is not None:
+        return max(1, int(chunk_rows))
+    return max(1, budget // max(1, 3 * n_vars * itemsize))
+
+
+def _dense_chunk(block: np.ndarray, row0: int, where: str) -> _Chunk:
+    if block.dtype.kind not in "biuf":
+        raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {block.dtype}")
+    rows, cols = np.nonzero(block)
+    indptr = np.zeros(block.shape[0] + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=block.shape[0]), out=indptr[1:])
+    indices, data = _clean_dtypes(cols.astype(np.int32 if block.shape[1] < 2**31 else np.int64),
+                                  block[rows, cols], where)
+    return _Chunk(row0, indptr, indices, data)
+
+
+class _Source:
+    """Row chunks of a matrix, wherever it lives. ``n_rows``, ``n_cols``, ``chunks()``."""
+
+    n_rows: int
+    n_cols: int
+    where: str
+
+    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[_Chunk]:
+        raise AnnDataError("internal: abstract source")  # pragma: no cover
+
+
+def _check_columns(indices, indptr: np.ndarray, n_cols: int, where: str, row0: int = 0):
+    """Every column index of a CSR chunk in ``[0, n_cols)`` (one vectorised pass), else an
+    AnnDataError naming the row and the stored entry. ``indptr`` holds absolute positions
+    (``indptr[0]`` is the position of ``indices[0]``)."""
+    try:
+        return V.indices(indices, n_cols, where, what="column index", error=AnnDataError)
+    except AnnDataError:
+        a = np.asarray(indices)
+        if a.dtype.kind not in "iu" or a.ndim != 1:
+            raise
+        bad = int(np.flatnonzero((a < 0) | (a >= n_cols))[0])
+        pos = int(indptr[0]) + bad
+        r = row0 + int(np.searchsorted(indptr, pos, side="right")) - 1
+        raise AnnDataError(f"{where}: {_CSR_MESSAGES[K.CSR_INDEX]} at row {r}, stored entry "
+                           f"{pos} (column {int(a[bad])}); n_vars = {n_cols}") from None
+
+
+def _checked_csr(X, where: str):
+    """A scipy sparse matrix or array of any format as CSR, after checking every integer that
+    scipy's conversion or our kernels will use to index memory (:mod:`genotok._validate`).
+
+    scipy's ``tocsr()`` trusts ``indptr``/``indices`` (CSC, BSR) and ``row``/``col`` (COO):
+    a row index past the end writes outside its buffers. So those are checked first (one
+    vectorised pass); the CSR that scipy makes of checked arrays is valid, and the one it makes
+    of other formats (LIL, DIA, DOK: structure checked first) is checked again.
+    """
+    import scipy.sparse as sp
+
+    err = AnnDataError
+    fmt = X.format
+    n_rows, n_cols = V.shape(X.shape, where, error=err)
+    dtype = np.dtype(X.dtype)  # (LIL keeps lists in an object array: its data is not it)
+    if dtype.kind not in "biuf":  # before scipy converts them
+        raise err(f"{where}: matrix values must be numeric, got dtype {dtype}")
+    if fmt in ("csr", "csc", "bsr"):
+        br, bc = (1, 1) if fmt != "bsr" else V.shape(X.blocksize, where, what="blocksize",
+                                                      error=err)
+        if br < 1 or bc < 1 or n_rows % br or n_cols % bc:
+            raise err(f"{where}: BSR blocksize {(br, bc)} does not divide the shape "
+                      f"{(n_rows, n_cols)}")
+        major, minor = (n_rows // br, n_cols // bc) if fmt != "csc" else (n_cols, n_rows)
+        if fmt == "csr":
+            indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows,
+                               what="indptr (CSR, per row)", error=err)
+            indices = _check_columns(X.indices, indptr, n_cols, where)
+        else:
+            indptr, indices = V.compressed(X.indptr, X.indices, major, minor, where,
+                                           fmt=fmt if fmt != "bsr" else "csr", error=err)
+        expected = (indices.size,) + ((br, bc) if fmt == "bsr" else ())
+        if np.shape(X.data) != expected:
+            raise err(f"{where}: data has shape {np.shape(X.data)}, expected {expected} (one "
+                      f"value per stored index)")
+        if fmt == "csr":
+            return indptr, indices, X.data
+    elif fmt == "coo":
+        row, col = V.indices(X.row, n_rows, where, what="row index", error=err), X.col
+        V.indices(col, n_cols, where, what="column index", error=err)
+        V.same_length(col, row.size, where, what="column indices", error=err)
+        V.same_length(X.data, row.size, where, what="data", error=err)
+    elif fmt == "lil":
+        V.same_length(X.rows, n_rows, where, what="lil rows", why="one per row", error=err)
+        V.same_length(X.data, n_rows, where, what="lil data", why="one per row", error=err)
+    elif fmt == "dia" and (np.ndim(X.data) != 2 or np.shape(X.data)[0] != np.size(X.offsets)):
+        raise err(f"{where}: DIA data of shape {np.shape(X.data)} does not match its "
+                  f"{np.size(X.offsets)} offsets")
+    X = sp.csr_matrix(X.tocsr())
+    if fmt in ("csc", "bsr", "coo"):  # scipy's conversion of checked arrays: a valid CSR
+        return np.asarray(X.indptr, dtype=np.int64), X.indices, X.data
+    indptr = V.offsets(X.indptr, np.size(X.indices), where, n_rows=n_rows, error=err)
+    indices = _check_columns(X.indices, indptr, n_cols, where)
+    V.same_length(X.data, indices.size, where, what="data", error=err)
+    return indptr, indices, X.data
+
+
+class _MemorySource(_Source):
+    def __init__(self, X, where: str, n_obs: int | None = None):
+        import scipy.sparse as sp
+
+        self.where = where
+        if sp.issparse(X):
+            self.n_rows, self.n_cols = V.shape(X.shape, where, error=AnnDataError)
+            if n_obs is not None and self.n_rows != n_obs:  # before a conversion sized by it
+                raise AnnDataError(f"{where}: {self.n_rows} matrix rows but {n_obs} cells in obs")
+            self.kind = "csr"
+            self.indptr, indices, data = _checked_csr(X, where)
+            self.indices, self.data = _clean_dtypes(indices, data, where)
+        else:
+            X = np.asarray(X)
+            if X.ndim != 2:
+                raise AnnDataError(f"{where}: expected a 2-D matrix, got shape {X.shape}")
+            if X.dtype.kind not in "biuf":
+                raise AnnDataError(f"{where}: matrix values must be numeric, got dtype "
+                                   f"{X.dtype}")
+            self.kind = "dense"
+            self.X = X
+            self.n_rows, self.n_cols = int(X.shape[0]), int(X.shape[1])
+
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
+        if self.kind == "csr":
+            bounds = lo0 + _row_bounds(self.indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                       chunk_rows)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                yield _Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data)
+        else:
+            step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
+            for lo in range(lo0, hi0, step):
+                yield _dense_chunk(self.X[lo:min(lo + step, hi0)], lo, self.where)
+
+
+@contextlib.contextmanager
+def _h5_errors(where: str):
+    """Turn what h5py and numpy raise on a damaged or crafted file into an AnnDataError that
+    names it (``pretokenize --on-error skip`` catches GenotokError, not OSError/KeyError)."""
+    try:
+        yield
+    except GenotokError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as exc:
+        raise AnnDataError(f"{where}: cannot read the file as h5ad ({type(exc).__name__}: "
+                           f"{exc}); is it a complete .h5ad written by anndata?") from None
+
+
+def _h5_dataset(group, name: str, where: str, kinds: str, what: str):
+    """``group[name]``, required to be a one-dimensional dataset of a dtype kind in ``kinds``."""
+    import h5py
+
+    node = group.get(name)
+    if not isinstance(node, h5py.Dataset):
+        raise AnnDataError(f"{where}: the sparse matrix has no {name!r} dataset "
+                           f"({'missing' if node is None else 'a group'}); the file is damaged "
+                           f"or not written by anndata")
+    if node.ndim != 1:
+        raise AnnDataError(f"{where}: {name} must be one-dimensional, got shape {node.shape}")
+    if node.dtype.kind not in kinds:
+        raise AnnDataError(f"{where}: {name} must hold {what}, got dtype {node.dtype}")
+    return node
+
+
+def _check_row_lengths(indptr: np.ndarray, n_cols: int, where: str) -> None:
+    """No row of a file's CSR matrix stores more entries than there are columns.
+
+    A chunk holds whole rows, so one row's entries are read at once whatever ``memory_mb``
+    says; a crafted file can declare a row of 10**11 entries in an unallocated (tiny) HDF5
+    dataset. anndata writes canonical CSR (no duplicate entries), where this cannot happen.
+    """
+    if indptr.size > 1 and n_cols >= 0:
+        lengths = np.diff(indptr)
+        r = int(np.argmax(lengths))
+        if lengths[r] > max(n_cols, 1):
+            raise AnnDataError(f"{where}: row {r} stores {int(lengths[r]):,} entries but there "
+                               f"are only {n_cols:,} columns; the file is damaged or crafted "
+                               "(re-write it with anndata)")
+
+
+class _H5Source(_Source):
+    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py.
+
+    Nothing read is trusted: the shape attribute, the datasets' presence, dtypes and lengths
+    are checked on open; ``indptr`` (whole, 8 bytes per row) and every chunk's indices are
+    checked (:mod:`genotok._validate`) before a kernel or scipy sees them.
+    """
+
+    def __init__(self, path: str, key: str):
+        import h5py
+
+        self.path, self.key, self.where = path, key, f"{path}:{key}"
+        with _h5_errors(path), h5py.File(path, "r") as f:
+            if key not in f:
+                have = list(f["layers"].keys()) if isinstance(f.get("layers"), h5py.Group) else []
+                raise AnnDataError(f"{path}: no matrix {key!r} (layers: {have})")
+            node = f[key]
+            if isinstance(node, h5py.Group):
+                enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
+                enc = enc.decode(errors="replace") if isinstance(enc, bytes) else str(enc)
+                if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
+                    raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
+                self.kind = "csr" if enc.startswith("csr") else "csc"
+                shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
+                if shape is None:
+                    raise AnnDataError(f"{self.where}: the sparse matrix has no shape attribute")
+                self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
+                                                   error=AnnDataError)
+                ind = _h5_dataset(node, "indices", self.where, "iu", "integers")
+                dat = _h5_dataset(node, "data", self.where, "biuf", "numbers")
+                ptr = _h5_dataset(node, "indptr", self.where, "iu", "integers")
+                self.nnz = int(ind.shape[0])
+                V.same_length(dat, self.nnz, self.where, what="data", error=AnnDataError)
+                n_major = self.n_rows if self.kind == "csr" else self.n_cols
+                if ptr.shape[0] != n_major + 1:  # before reading it: a huge shape is a lie
+                    raise AnnDataError(f"{self.where}: indptr has {ptr.shape[0]} entries, "
+                                       f"expected {n_major + 1} for a "
+                                       f"{self.kind.upper()} matrix of shape "
+                                       f"{(self.n_rows, self.n_cols)}")
+                self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
+            else:
+                self.kind = "dense"
+                if node.ndim != 2:
+                    raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
+                if node.dtype.kind not in "biuf":
+                    raise AnnDataError(f"{self.where}: matrix values must be numeric, got "
+                                       f"dtype {node.dtype}")
+                self.n_rows, self.n_cols = map(int, node.shape)
+                self.itemsize = node.dtype.itemsize
+
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        """Row chunks (only of rows ``lo:hi`` when ``rows=(lo, hi)``)."""
+        import h5py
+
+        err, where = AnnDataError, self.where
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
+        with _h5_errors(self.path), h5py.File(self.path, "r") as f:
+            node = f[self.key]
+            if self.kind == "csr":
+                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
+                                   what="indptr (CSR, per row)", error=err)
+                _check_row_lengths(indptr, self.n_cols, where)
+                bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                           chunk_rows)
+                ind, dat = _inflate.Ranged(node["indices"]), _inflate.Ranged(node["data"])
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    a, b = int(indptr[lo]), int(indptr[hi])
+                    indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
+                                             int(lo))
+                    indices, data = _clean_dtypes(indices, dat[a:b], where)
+                    yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
+            elif self.kind == "dense":
+                step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
+                for lo in range(lo0, hi0, step):
+                    yield _dense_chunk(node[lo:min(lo + step, hi0)], lo, where)
+            else:
+                if self.nnz * (self.itemsize + 16) > budget:
+                    raise AnnDataError(
+                        f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
+                        f"which cannot be read by cells without loading it, and it needs more "
+                        f"than memory_mb allows. Load it (anndata.read_h5ad(path)) and pass the "
+                        f"AnnData, raise memory_mb, or rewrite the file as CSR once: "
+                        f"a = anndata.read_h5ad(path); a.X = a.X.tocsr(); a.write_h5ad(new_path)")
+                import scipy.sparse as sp
+
+                # checked by _MemorySource (via _checked_csr) before scipy converts it
+                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
+                m.data, m.indices = node["data"][:], node["indices"][:]
+                m.indptr = node["indptr"][:]
+                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+
+
+class _ViewSource(_Source):
+    """The rows and columns of a backed view (``adata[10:20]`` of ``read_h5ad(p, backed="r")``).
+
+    Only the file's rows from the view's first to its last are read, by the file source (so
+    checked like any read, within ``memory_mb`` for CSC); scipy then selects the view's rows
+    and columns from those checked arrays. anndata's own backed slicing is not used: it hands
+    the file's arrays to scipy unchecked.
+    """
+
+    def __init__(self, src: _H5Source, view):
+        oidx, vidx = getattr(view, "_oidx", None), getattr(view, "_vidx", None)
+        if oidx is None or vidx is None:  # pragma: no cover - a future anndata without them
+            raise AnnDataError(f"{src.where}: cannot tell which rows this backed view selects; "
+                               "pass adata.to_memory() or the parent AnnData")
+        self.src, self.where = src, src.where
+        self.rows = np.arange(src.n_rows)[oidx].reshape(-1)
+        self.cols = np.arange(src.n_cols)[vidx].reshape(-1)
+        self.n_rows, self.n_cols = int(self.rows.size), int(self.cols.size)
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        import scipy.sparse as sp
+
+        sel = self.rows
+        lo, hi = (int(sel.min()), int(sel.max()) + 1) if sel.size else (0, 0)
+        parts = []
+        for ch in self.src.chunks(budget, per_nnz, None, rows=(lo, hi)):
+            a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+            parts.append(sp.csr_matrix((ch.data[a:b], ch.indices[a:b], ch.indptr - a),
+                                       shape=(ch.indptr.size - 1, self.src.n_cols)))
+        X = sp.vstack(parts, format="csr") if parts else sp.csr_matrix((0, self.src.n_cols))
+        yield from _MemorySource(X[sel - lo][:, self.cols], self.where).chunks(
+            budget, per_nnz, chunk_rows)
+
+
+def _h5_n_obs(path: str, key: str = "obs") -> int:
+    """The number of cells (``key="var"``: variables) of a ``.h5ad`` file: the length of its
+    obs (var) index, not read."""
+    import h5py
+
+    with _h5_errors(path), h5py.File(path, "r") as f:
+        g = f.get(key)
+        index = g.attrs.get("_index", "_index") if isinstance(g, h5py.Group) else None
+        index = index.decode(errors="replace") if isinstance(index, bytes) else index
+        node = g.get(str(index)) if index is not None else None
+        if not isinstance(node, h5py.Dataset) or node.ndim != 1:
+            raise AnnDataError(f"{path}: no {key} index ({key}/{index}); the file is damaged "
+                               "or not written by anndata")
+        return int(node.shape[0])
