@@ -10,16 +10,26 @@
    ``--threads`` threads and from the one-member gzip, the tile matrix from BGZF, gtars'
    ``tokenize_fragment_file`` on the BGZF file, and the parallel-inflate limit (the same
    blocks inflated and checked on the same threads, nothing else). Each in a fresh process:
-   wall time (best of ``--runs``) and peak RSS. SnapATAC2 where installed.
-   Goals (at 50M, 2 threads): tokens >= 10x gtars, within 1.5x of the inflate limit.
+   wall time (best of ``--runs``) and peak RSS. SnapATAC2's tile matrix
+   (``pp.import_fragments`` + ``pp.add_tile_matrix``, 5 kb, paired-insertion, ``n_jobs`` =
+   ``--threads``) runs in the interpreter of ``--snapatac2-python`` (its own venv: it pulls
+   another numpy), when given.
+   Goals (at 50M, 2 threads): tokens >= 10x gtars, within 1.5x of the inflate limit; tile
+   matrix >= 5x SnapATAC2 at <= half its peak memory.
+
+The generated files go to ``--data`` (default ``/tmp/genotok-bench-bgzf``; never committed):
+the text written by pyarrow's CSV writer a million lines at a time, then ``bgzip`` +
+``tabix -p bed`` when on ``PATH`` (genotok's own ``write_bgzf`` otherwise, which holds the file
+in memory: fine at 2M, not at 50M), and the one-member gzip by ``isal``'s ``igzip``.
 
     python benchmarks/bench_bgzf_tiles.py --fragments 2000000 --runs 2
+    python benchmarks/bench_bgzf_tiles.py --fragments 50000000 --runs 1 --skip liver \
+        --snapatac2-python /work/ciclone/.ci-venv/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import sys
@@ -38,14 +48,15 @@ SIZES = SHARED / "chromsizes" / "hg38.chrom.sizes"
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _common import peak_rss_mib, rss_mib
 {setup}
+setup = rss_mib()
 best = float("inf")
 for _ in range({repeat}):
     t0 = time.perf_counter()
     out = {call}
     best = min(best, time.perf_counter() - t0)
-print(json.dumps(dict(seconds=best, rss=peak_rss_mib())))
+print(json.dumps(dict(seconds=best, rss=peak_rss_mib(), setup=setup)))
 """
 
 SETUP_GENOTOK = """
@@ -54,6 +65,19 @@ from genotok import FragmentOptions, tile_tokenizer, tokenize_fragments, fragmen
 from genotok.singlecell import FragmentMatrix
 tok = tile_tokenizer({sizes!r}, 5000)
 tokenize_fragments({path!r}, tok); fragment_matrix({path!r}, tok)  # kernels, per-universe data
+tokenize_fragments({warm!r}, tok); genotok.tile_matrix({warm!r}, {sizes!r}, 5000)  # BGZF path
+"""
+
+SETUP_TOKENS = """
+from genotok import FragmentOptions, tile_tokenizer, tokenize_fragments
+tok = tile_tokenizer({sizes!r}, 5000)
+tokenize_fragments({path!r}, tok); tokenize_fragments({warm!r}, tok)  # kernels, BGZF path
+"""
+
+# the tile matrix builds its own tiles: no tokenizer held beside it (its peak is its own)
+SETUP_TILES = """
+import genotok
+genotok.tile_matrix({warm!r}, {sizes!r}, 5000)  # kernels, BGZF path
 """
 
 SETUP_GTARS = """
@@ -82,33 +106,93 @@ def run(setup: str, call: str, repeat: int, threads: int) -> dict:
 
 def make_fragments(n: int, out: Path, seed: int = 0) -> tuple[Path, Path]:
     """``n`` fragment lines over chr1..chr22 (sorted), written BGZF (+ .tbi) and one-member
-    gzip; reused when present."""
-    from genotok._bgzf import write_bgzf
+    gzip; reused when present. Written a chunk of lines at a time (50M lines are ~1.5 GB of
+    text): never the whole file in memory when ``bgzip``/``tabix`` are there."""
+    import shutil
+    import subprocess
 
     bg, gz = out / f"frag{n}.bgzf.tsv.gz", out / f"frag{n}.gzip.tsv.gz"
     if bg.exists() and gz.exists():
         return bg, gz
     out.mkdir(parents=True, exist_ok=True)
+    txt = out / f"frag{n}.tsv"
+    _write_text(n, txt, seed)
+    if shutil.which("bgzip") and shutil.which("tabix"):
+        with open(str(bg) + ".part", "wb") as fh:
+            subprocess.run(["bgzip", "-@", "2", "-c", str(txt)], stdout=fh, check=True)
+        os.replace(str(bg) + ".part", bg)
+        subprocess.run(["tabix", "-f", "-p", "bed", str(bg)], check=True)
+    else:
+        from genotok._bgzf import write_bgzf
+
+        write_bgzf(bg, txt.read_bytes(), index=True)
+    with open(str(gz) + ".part", "wb") as fh:
+        subprocess.run([sys.executable, "-m", "isal.igzip", "-c", str(txt)], stdout=fh,
+                       check=True)
+    os.replace(str(gz) + ".part", gz)
+    txt.unlink()
+    return bg, gz
+
+
+def _write_text(n: int, txt: Path, seed: int, chunk: int = 1_000_000) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
     rng = np.random.default_rng(seed)
     sizes = {ln.split()[0]: int(ln.split()[1]) for ln in SIZES.read_text().splitlines()}
     chroms = [f"chr{i}" for i in range(1, 23)]
     w = np.array([sizes[c] for c in chroms], float)
     per = rng.multinomial(n, w / w.sum())
-    bcs = [f"{''.join(rng.choice(list('ACGT'), 16))}-1" for _ in range(2000)]
-    parts = []
-    for c, k in zip(chroms, per):
-        s = np.sort(rng.integers(0, sizes[c] - 1000, k))
-        ln = rng.integers(40, 700, k)
-        b = rng.integers(0, len(bcs), k)
-        cnt = rng.integers(1, 4, k)
-        parts.append("".join(f"{c}\t{x}\t{x + y}\t{bcs[z]}\t{q}\n"
-                             for x, y, z, q in zip(s.tolist(), ln.tolist(), b.tolist(),
-                                                   cnt.tolist())))
-    raw = "".join(parts).encode()
-    write_bgzf(bg, raw, index=True)
-    with gzip.open(gz, "wb", compresslevel=6) as fh:
-        fh.write(raw)
-    return bg, gz
+    bcs = np.array([f"{''.join(rng.choice(list('ACGT'), 16))}-1" for _ in range(2000)])
+    opts = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
+    with open(str(txt) + ".part", "wb") as fh:
+        for c, k in zip(chroms, per):
+            s = np.sort(rng.integers(0, sizes[c] - 1000, k))
+            for a in range(0, k, chunk):
+                x = s[a:a + chunk]
+                m = x.size
+                t = pa.table({"c": pa.array(np.full(m, c)), "s": x,
+                              "e": x + rng.integers(40, 700, m),
+                              "b": pa.array(bcs[rng.integers(0, bcs.size, m)]),
+                              "n": rng.integers(1, 4, m)})
+                pacsv.write_csv(t, fh, opts)
+    os.replace(str(txt) + ".part", txt)
+
+
+SNAPATAC2 = """
+import json, sys, time
+import snapatac2 as snap
+
+def peak(key="VmHWM:"):
+    for ln in open("/proc/self/status"):
+        if ln.startswith(key):
+            return int(ln.split()[1]) / 1024
+setup = peak("VmRSS:")
+sizes = {{ln.split()[0]: int(ln.split()[1]) for ln in open({sizes!r})}}
+best = float("inf")
+for _ in range({repeat}):
+    t0 = time.perf_counter()
+    ad = snap.pp.import_fragments({path!r}, chrom_sizes=sizes, file=None, min_num_fragments=1,
+                                  sorted_by_barcode=False, n_jobs={threads})
+    snap.pp.add_tile_matrix(ad, bin_size=5000, counting_strategy="paired-insertion",
+                            exclude_chroms=None, n_jobs={threads})
+    best = min(best, time.perf_counter() - t0)
+print(json.dumps(dict(seconds=best, rss=peak(), setup=setup, shape=list(ad.X.shape),
+                      nnz=int(ad.X.nnz))))
+"""
+
+
+def run_snapatac2(python: str, path: Path, repeat: int, threads: int) -> dict:
+    import subprocess
+
+    code = SNAPATAC2.format(sizes=str(SIZES), path=str(path), repeat=repeat, threads=threads)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    res = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
+                         check=False)
+    if res.returncode:
+        raise RuntimeError(f"SnapATAC2 failed:\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -116,7 +200,12 @@ def main() -> None:
     ap.add_argument("--fragments", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--skip", nargs="*", default=[], choices=["liver", "bgzf"])
+    ap.add_argument("--skip", nargs="*", default=[],
+                    choices=["liver", "bgzf", "gzip", "regions", "gtars"])
+    ap.add_argument("--data", type=Path, default=Path("/tmp/genotok-bench-bgzf"),
+                    help="where the generated fragment files go (never committed)")
+    ap.add_argument("--snapatac2-python", default=None,
+                    help="an interpreter with snapatac2 installed (its own venv)")
     a = ap.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
@@ -135,16 +224,24 @@ def main() -> None:
     except ImportError:
         have_gtars = False
         print("gtars is not installed: its rows are skipped")
+    warm = a.data / "liver.bgzf.tsv.gz"  # the BGZF path's kernels, loaded before the timing
+    if not warm.exists():
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from genotok._bgzf import write_bgzf
+
+        a.data.mkdir(parents=True, exist_ok=True)
+        write_bgzf(warm, LIVER.read_bytes(), index=True)
     rows = []
 
     def add(label, setup, call, **kw):
         r = run(setup, call, a.runs, a.threads)
         rows.append((label, r, kw))
-        print(f"{label}: {r['seconds']:.3f} s, peak {r['rss']:.0f} MiB", flush=True)
+        print(f"{label}: {r['seconds']:.3f} s, peak {r['rss']:.0f} MiB (after setup "
+              f"{r['setup']:.0f})", flush=True)
         return r
 
     if "liver" not in a.skip:
-        g = SETUP_GENOTOK.format(sizes=str(SIZES), path=str(LIVER))
+        g = SETUP_GENOTOK.format(sizes=str(SIZES), path=str(LIVER), warm=str(warm))
         p = str(LIVER)
         t_tok = add("liver: genotok tokenize_fragments", g, f"tokenize_fragments({p!r}, tok)")
         t_fm = add("liver: genotok fragment_matrix", g, f"fragment_matrix({p!r}, tok)")
@@ -159,18 +256,21 @@ def main() -> None:
         print(f"liver: fragment_matrix / tokens = {t_fm['seconds'] / t_tok['seconds']:.2f} "
               f"(goal <= 2)")
     if "bgzf" not in a.skip:
-        bg, gz = make_fragments(a.fragments, DATA)
-        g = SETUP_GENOTOK.format(sizes=str(SIZES), path=str(LIVER))
+        bg, gz = make_fragments(a.fragments, a.data)
+        g = SETUP_TOKENS.format(sizes=str(SIZES), path=str(LIVER), warm=str(warm))
         t_b = add(f"{a.fragments:,} BGZF: genotok tokenize_fragments", g,
                   f"tokenize_fragments({str(bg)!r}, tok, n_threads={a.threads})")
-        t_z = add(f"{a.fragments:,} one-member gzip: genotok tokenize_fragments", g,
-                  f"tokenize_fragments({str(gz)!r}, tok, n_threads={a.threads})")
-        t_m = add(f"{a.fragments:,} BGZF: genotok tile_matrix 5 kb", g,
+        t_z = t_b if "gzip" in a.skip else add(
+            f"{a.fragments:,} one-member gzip: genotok tokenize_fragments", g,
+            f"tokenize_fragments({str(gz)!r}, tok, n_threads={a.threads})")
+        t_m = add(f"{a.fragments:,} BGZF: genotok tile_matrix 5 kb",
+                  SETUP_TILES.format(sizes=str(SIZES), warm=str(warm)),
                   f"genotok.tile_matrix({str(bg)!r}, {str(SIZES)!r}, 5000, "
                   f"n_threads={a.threads})")
-        add(f"{a.fragments:,} BGZF: genotok tokenize_fragments, regions chr1+chr2", g,
-            f"tokenize_fragments({str(bg)!r}, tok, "
-            "read=FragmentOptions(regions=['chr1', 'chr2']))")
+        if "regions" not in a.skip:
+            add(f"{a.fragments:,} BGZF: genotok tokenize_fragments, regions chr1+chr2", g,
+                f"tokenize_fragments({str(bg)!r}, tok, "
+                "read=FragmentOptions(regions=['chr1', 'chr2']))")
         t_i = add(f"{a.fragments:,} BGZF: parallel inflate alone ({a.threads} threads)",
                   SETUP_INFLATE.format(path=str(bg), threads=a.threads), "inflate()")
         add(f"{a.fragments:,} BGZF: inflate alone (1 thread)",
@@ -178,15 +278,25 @@ def main() -> None:
         print(f"BGZF: tokens / inflate limit = {t_b['seconds'] / t_i['seconds']:.2f} "
               f"(goal <= 1.5); BGZF / one-member gzip = {t_b['seconds'] / t_z['seconds']:.2f}; "
               f"tile matrix / tokens = {t_m['seconds'] / t_b['seconds']:.2f}")
-        if have_gtars:
+        if a.snapatac2_python:
+            r = run_snapatac2(a.snapatac2_python, bg, a.runs, a.threads)
+            label = (f"{a.fragments:,} BGZF: SnapATAC2 import_fragments + add_tile_matrix "
+                     "5 kb")
+            rows.append((label, r, {}))
+            print(f"SnapATAC2 tile matrix: {r['seconds']:.3f} s, peak {r['rss']:.0f} MiB, "
+                  f"{r['shape']}, nnz {r['nnz']:,}", flush=True)
+            print(f"BGZF: SnapATAC2 / genotok tile matrix = "
+                  f"{r['seconds'] / t_m['seconds']:.2f} (goal >= 5); peak RSS genotok / "
+                  f"SnapATAC2 = {t_m['rss'] / r['rss']:.2f} (goal <= 0.5)")
+        if have_gtars and "gtars" not in a.skip:
             t_g = add(f"{a.fragments:,} BGZF: gtars tokenize_fragment_file",
                       SETUP_GTARS.format(tiles=str(tiles)),
                       f"tokenize_fragment_file({str(bg)!r}, tok)")
             print(f"BGZF: gtars / genotok tokens = {t_g['seconds'] / t_b['seconds']:.2f} "
                   "(goal >= 10 at 50M)")
-    print("\n| workload | best s | peak RSS MiB |\n|---|---|---|")
+    print("\n| workload | best s | peak RSS MiB | RSS after setup MiB |\n|---|---|---|---|")
     for label, r, _ in rows:
-        print(f"| {label} | {r['seconds']:.3f} | {r['rss']:.0f} |")
+        print(f"| {label} | {r['seconds']:.3f} | {r['rss']:.0f} | {r['setup']:.0f} |")
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
           f"{time.strftime('%Y-%m-%d %H:%M')}")

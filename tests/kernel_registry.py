@@ -74,6 +74,40 @@ def all_kernels() -> list[str]:
 
 
 # --------------------------------------------------------------------------- strategies
+def _tabix_body(n: int, rng: np.random.Generator):
+    """``(raw, pos, n_ref, csi, pseudo)``: a tabix or CSI index' references (bins with their
+    chunks, the pseudo-bin among them, a linear index for tabix) after a few header bytes,
+    then often damaged: cut short, or one 32-bit word overwritten by a count that does not
+    fit (negative or huge), as a truncated or corrupt index is."""
+    import struct
+
+    csi = bool(rng.integers(0, 2))
+    pseudo = 37450 if not csi else 4681
+    n_ref = int(rng.integers(0, 4))
+    out = bytearray(rng.integers(0, 256, int(rng.integers(0, 5)), dtype=np.uint8).tobytes())
+    pos = len(out)
+    for _ in range(n_ref):
+        n_bin = int(rng.integers(0, max(2, n // 20)))
+        out += struct.pack("<i", n_bin)
+        for _ in range(n_bin):
+            b = pseudo if rng.random() < 0.1 else int(rng.integers(0, 40000))
+            k = int(rng.integers(0, 4))
+            out += struct.pack("<I", b)
+            if csi:
+                out += struct.pack("<Q", int(rng.integers(0, 2**40)))
+            out += struct.pack("<i", k) + rng.integers(0, 2**62, 2 * k).astype("<u8").tobytes()
+        if not csi:
+            k = int(rng.integers(0, 5))
+            out += struct.pack("<i", k) + rng.integers(0, 2**62, k).astype("<u8").tobytes()
+    damage = int(rng.integers(0, 3))
+    if damage == 1 and len(out) > pos:
+        out = out[:int(rng.integers(pos, len(out)))]
+    elif damage == 2 and len(out) >= pos + 4:
+        at = pos + 4 * int(rng.integers(0, (len(out) - pos) // 4))
+        out[at:at + 4] = struct.pack("<i", int(rng.choice([-1, -(2**31), 2**31 - 1, 2**20])))
+    return np.frombuffer(bytes(out), np.uint8), pos, n_ref, csi, pseudo
+
+
 ONES = np.uint64(0x0101010101010101)
 HIGH = np.uint64(0x8080808080808080)
 # bytes around every boundary the SWAR tricks care about (0x00, 0x1f/0x20, 0x7f/0x80, 0xff...)
@@ -401,6 +435,9 @@ COMPARISONS: dict[str, Comparison] = {
                                           tested_in="tests/kernels/test_fragscan.py"),
     "fragscan.add_names": Comparison(covered_by="fragscan.scan_fragments"),
     "fragscan.name_table": Comparison(covered_by="fragscan.scan_fragments"),
+    "tabix.index_bins": Comparison(
+        oracle=naive_fragments.index_bins, inputs=lambda: _sized(_tabix_body),
+        make=lambda n, rng: _tabix_body(n, rng), sizes=(10_000, 400_000)),
     # ---- packing and mixtures (training)
     "packing.greedy_place": Comparison(oracle=naive_packing.greedy, via="pack",
                                        tested_in="tests/test_packing.py"),

@@ -96,3 +96,58 @@ def scan(text: bytes, regions, *, mode: str, left: int = 0, right: int = 0,
         for i in cols:
             pairs[(cell, i)] += w
     return pairs, nfrag, names, None
+
+
+def index_bins(raw, pos: int, n_ref: int, csi: bool, pseudo: int):
+    """The tabix/CSI bin walk (``genotok.kernels.tabix.index_bins``) with ``struct``, one
+    record at a time: the same tuple, or the same status and stop byte with empty arrays."""
+    import struct
+
+    import numpy as np
+
+    from genotok.kernels import tabix as TX
+
+    raw = bytes(np.asarray(raw, np.uint8))
+    head = 16 if csi else 8
+    ref_ptr, ids, where, counts, lin_at, lin_n = [0], [], [], [], [], []
+
+    def fail(status):
+        e = np.zeros(0, np.int64)
+        return np.zeros(1, np.int64), e, e, e, e, e, pos, status
+
+    for _ in range(n_ref):
+        if pos + 4 > len(raw):
+            return fail(TX.TBI_ENDS_EARLY)
+        (n_bin,) = struct.unpack_from("<i", raw, pos)
+        pos += 4
+        if n_bin < 0 or n_bin * head > len(raw) - pos:
+            return fail(TX.TBI_BIN_COUNT)
+        for _ in range(n_bin):
+            if pos + head > len(raw):
+                return fail(TX.TBI_ENDS_EARLY)
+            (b,), (n_chunk,) = struct.unpack_from("<I", raw, pos), \
+                struct.unpack_from("<i", raw, pos + head - 4)
+            pos += head
+            if n_chunk < 0 or pos + 16 * n_chunk > len(raw):
+                return fail(TX.TBI_CHUNK_COUNT)
+            if b != pseudo:
+                ids.append(b)
+                where.append(pos)
+                counts.append(n_chunk)
+            pos += 16 * n_chunk
+        ref_ptr.append(len(ids))
+        if csi:
+            lin_at.append(0)
+            lin_n.append(0)
+            continue
+        if pos + 4 > len(raw):
+            return fail(TX.TBI_ENDS_EARLY)
+        (n_intv,) = struct.unpack_from("<i", raw, pos)
+        pos += 4
+        if n_intv < 0 or n_intv * 8 > len(raw) - pos:
+            return fail(TX.TBI_LINEAR_COUNT)
+        lin_at.append(pos)
+        lin_n.append(n_intv)
+        pos += 8 * n_intv
+    a = [np.array(x, np.int64) for x in (ref_ptr, ids, where, counts, lin_at, lin_n)]
+    return (*a, pos, TX.TBI_OK)

@@ -120,8 +120,20 @@ def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
     return np.maximum.accumulate(np.clip(b, 0, n))
 
 
+#: stored entries below which a chunk's kernels run on one thread (~1 ms of work there)
+SERIAL_ENTRIES = 1 << 17
+
+
 def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
-    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths)."""
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths).
+
+    A chunk of fewer than :data:`SERIAL_ENTRIES` stored entries runs on one thread: a
+    parallel pass waits for every worker thread to be scheduled, a time slice (up to ~50 ms)
+    on a busy box, far more than so small a chunk takes (benchmarks/RESULTS.md, "BGZF
+    fragment files and tile matrices")."""
+    if ch.indices.size < SERIAL_ENTRIES and numba.get_num_threads() > 1:
+        with _config.threads(1):
+            return _run_chunk(ch, vm, opt, where)
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
     blocks = _blocks(indptr, 4 * numba.get_num_threads())

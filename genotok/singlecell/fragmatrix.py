@@ -274,30 +274,56 @@ def _blocks_of_lines(path: str, block_bytes: int) -> Iterator[np.ndarray]:
     """Byte blocks ending at a line end (the last one may not). Each block is read into a
     fresh buffer after the previous block's unfinished line, so no block is copied (the
     buffer at least doubles while one line goes on: a long line is not copied once a block).
-    A damaged gzip stream raises :class:`BedParseError` naming the file
-    (:func:`genotok._io.reading`); a line of more than :data:`MAX_LINE_BYTES`,
+    The buffer is ``np.empty``, not a zeroed ``bytearray``: the pages a small file never
+    reaches are never touched (a 32 MiB ``bytearray`` cost ~0.1 s per call of the 750 KB liver
+    file, more than its parse). A damaged gzip stream raises :class:`BedParseError` naming
+    the file (:func:`genotok._io.reading`); a line of more than :data:`MAX_LINE_BYTES`,
     :class:`_LineTooLong`."""
     rest = b""
     with _io.reading(path), _io.open_binary(path) as fh:
         rest = fh.read(3)
         rest = b"" if rest == _io.BOM else rest  # else the first chromosome is '\ufeffchr1'
         while True:
-            raw = bytearray(len(rest) + max(block_bytes, len(rest)))
-            raw[:len(rest)] = rest
+            raw = np.empty(len(rest) + max(block_bytes, len(rest)), np.uint8)
+            raw[:len(rest)] = np.frombuffer(rest, np.uint8)
             got = fh.readinto(memoryview(raw)[len(rest):])
             if not got:
                 break
             end = len(rest) + got
-            cut = raw.rfind(b"\n", 0, end)
+            cut = _last_newline(raw, end)
             if cut < 0:
                 if end > MAX_LINE_BYTES:
                     raise _LineTooLong
-                rest = bytes(raw[:end])
+                rest = raw[:end].tobytes()
                 continue
-            rest = bytes(raw[cut + 1:end])
-            yield np.frombuffer(raw, dtype=np.uint8, count=cut + 1)
+            rest = raw[cut + 1:end].tobytes()
+            yield raw[:cut + 1]
     if rest:
         yield np.frombuffer(rest, dtype=np.uint8)
+
+
+def _last_newline(buf: np.ndarray, end: int, step: int = 1 << 16) -> int:
+    """The offset of the last ``\\n`` in ``buf[:end]``, or -1 (searched back a window at a
+    time: a block's last line is short).
+
+    >>> _last_newline(np.frombuffer(b"ab\\ncd\\nef", np.uint8), 8, step=2)
+    5
+    >>> _last_newline(np.frombuffer(b"abc", np.uint8), 3)
+    -1
+    """
+    hi = end
+    while hi > 0:
+        lo = max(0, hi - step)
+        hits = np.flatnonzero(buf[lo:hi] == 10)
+        if hits.size:
+            return lo + int(hits[-1])
+        hi = lo
+    return -1
+
+
+#: a file of at most this many bytes is read on the calling thread: a thread's start and
+#: hand-over (~40 ms on a busy box) cost more than the overlap of so small a read gains
+SYNC_BYTES = 4 << 20
 
 
 _HIT_SLICE = 1 << 18  # lines per call of the block kernel (bounds its pair arrays)
@@ -383,6 +409,8 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             want = None  # the index' lines are the regions' already
         else:
             blocks = _bgzf.line_blocks(path, block_bytes, n_threads)
+    elif os.path.getsize(path) <= SYNC_BYTES:
+        blocks = _blocks_of_lines(path, block_bytes)
     else:
         blocks = _prefetched(_blocks_of_lines(path, block_bytes))
     if want is None and sizes is None:

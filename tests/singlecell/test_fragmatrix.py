@@ -501,3 +501,32 @@ def test_names_decode_in_one_go_and_one_by_one(tmp_path):
     frag.write_bytes(b"chr1\t5\t20\tAAA-1\t1\nchr1\t6\t20\tB\xff-1\t1\n")
     with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode .* is not valid UTF-8"):
         FragmentMatrix.from_fragments(frag, ["chr1:0-100"])
+
+
+def test_a_small_file_is_read_without_a_thread_and_a_large_one_with_one(monkeypatch, tmp_path):
+    """Issue 33 goal (small input, large universe): the read-ahead thread's start and
+    hand-over cost ~40-60 ms per call on a busy box, more than the 750 KB liver file's whole
+    parse; a file of at most SYNC_BYTES is now read on the calling thread, a larger one still
+    one block ahead. The blocks (np.empty buffers, not zeroed 32 MiB bytearrays) are the
+    same either way."""
+    import genotok.singlecell.fragmatrix as fm
+
+    lines = [f"chr1\t{i}\t{i + 50}\tC{i % 7}-1\t1\n" for i in range(0, 4000, 3)]
+    frag = _write(lines)
+    regions = ["chr1:0-100", "chr1:2000-2100"]
+    whole = FragmentMatrix.from_fragments(frag, regions, read=FragmentOptions(block_bytes=997))
+    started = []
+    real = fm._prefetched
+
+    def spy(blocks):
+        started.append(1)
+        return real(blocks)
+
+    monkeypatch.setattr(fm, "_prefetched", spy)
+    small = b"".join(b.tobytes() for b in fm._lines(frag, 1000, None, None))
+    assert started == [] and small == "".join(lines).encode()
+    monkeypatch.setattr(fm, "SYNC_BYTES", 100)
+    big = b"".join(b.tobytes() for b in fm._lines(frag, 1000, None, None))
+    assert started == [1] and big == small
+    ahead = FragmentMatrix.from_fragments(frag, regions, read=FragmentOptions(block_bytes=997))
+    assert (ahead.X != whole.X).nnz == 0 and ahead.barcodes == whole.barcodes
