@@ -114,6 +114,7 @@ class _Options:
     values: bool = True  # False: the caller drops the value channel (the fast path skips it)
     dtype: type = np.int64  # of the token ids
     exact: bool = False  # order="value" by float64 values (a gene vocabulary: Geneformer's rank)
+    encoded: bool = False  # a value encoding ran: zeros are likely (a feature without a median)
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -142,8 +143,9 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
     if _fast_path(vm, opt):
         # "drop zeros" is the only filter: count without reading the values (half the traffic)
         # and let the fill check them; otherwise, or when the fill finds a zero or a bad value,
-        # count with them
-        for use_data in ((False, True) if opt.keep_from == K.KEEP_POSITIVE else (True,)):
+        # count with them (at once after a value encoding, whose zeros would fail the fill)
+        guess = opt.keep_from == K.KEEP_POSITIVE and not opt.encoded
+        for use_data in ((False, True) if guess else (True,)):
             counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
                                           vm.var_ptr, vm.var_ids, opt.keep_from, use_data,
                                           opt.unk_mode, opt.unique, blocks)
@@ -253,6 +255,17 @@ def _bar(total: int, enabled: bool, desc: str):
     return _progress.progress(total, desc, "cell", enabled=enabled)
 
 
+#: chunks with fewer stored entries than this run the kernels on the calling thread only: a
+#: parallel region wakes numba's workers, which on a busy box costs 10-50 ms a kernel (a
+#: 100-cell file: 5 regions, 0.21 s a call; benchmarks/RESULTS.md, "Gene vocabularies")
+SERIAL_BELOW = 1 << 16
+
+
+def _small(ch: _Chunk) -> bool:
+    """Whether chunk ``ch`` is too small for numba's worker threads (:data:`SERIAL_BELOW`)."""
+    return int(ch.indptr[-1]) - int(ch.indptr[0]) < SERIAL_BELOW
+
+
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
             n_threads, progress: bool, desc: str, prepare=None,
             encode=None) -> Iterator[tuple[int, Ragged]]:
@@ -266,14 +279,15 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
-                if encode is not None:  # value encodings (genotok.singlecell.values)
-                    ch = encode(ch)
-                if prepare is None:
-                    ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
-                else:
-                    ch, cvm, table = prepare(ch)
-                    ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
-                    ids = table[ids]
+                with _config.threads(1 if _small(ch) else None):
+                    if encode is not None:  # value encodings (genotok.singlecell.values)
+                        ch = encode(ch)
+                    if prepare is None:
+                        ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                    else:
+                        ch, cvm, table = prepare(ch)
+                        ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
+                        ids = table[ids]
                 offsets = np.zeros(lengths.size + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
                 yield ch.row0, Ragged(ids, offsets, vals)
@@ -527,6 +541,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
     enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
     encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
+    opt.encoded = enc is not None
     total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
     if fm is not None:  # the matrix in the new columns first (duplicate ids summed)
         remap = features.remapper(fm, source.n_cols, source.where,

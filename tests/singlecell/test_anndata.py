@@ -663,3 +663,50 @@ def test_no_cut_is_max_length_none_and_truncation_is_a_strategy(small):
             CellSpec(max_length=1, truncation=no_cut)
     assert gad.tokenize_anndata(a, tok, CellSpec(max_length=1, truncation="top")) == \
         gad.tokenize_anndata(a, tok, CellSpec(max_length=1, truncation="top"))
+
+
+# ---------------------------------------------------------------------------------- fixed costs
+def _gene_case(medians=(2.0, 0.0, 1.0)):
+    """Three genes (the second without a median: its values encode to 0), 40 cells."""
+    import genotok
+
+    rng = np.random.default_rng(3)
+    x = sp.random(40, 3, density=0.7, format="csr", random_state=rng, dtype=np.float32)
+    x.data = np.ceil(x.data * 5).astype(np.float32)
+    a = anndata.AnnData(x, var=pd.DataFrame(index=["G1", "G2", "G3"]))
+    vocab = {"<pad>": 0, "<mask>": 1, "G1": 4, "G2": 2, "G3": 3}
+    tok, spec = genotok.presets.geneformer(vocab, dict(zip(["G1", "G2", "G3"], medians)),
+                                           id_column="var_names")
+    return a, tok, spec
+
+
+def test_small_chunks_run_the_kernels_on_the_calling_thread(monkeypatch):
+    """A parallel region only wakes numba's workers for a chunk of a few entries (10-50 ms a
+    kernel on a busy box): below SERIAL_BELOW the kernels see one thread."""
+    import numba
+
+    a, tok, spec = _gene_case()
+    seen = []
+    real = K.mono_count
+    monkeypatch.setattr(K, "mono_count", lambda *x: seen.append(numba.get_num_threads())
+                        or real(*x))
+    want = _rows_of(gad.tokenize_anndata(a, tok, spec))
+    assert seen == [1]
+    monkeypatch.setattr(gcells, "SERIAL_BELOW", 0)
+    assert _rows_of(gad.tokenize_anndata(a, tok, spec)) == want
+    assert seen[-1] == numba.get_num_threads()
+
+
+def test_an_encoding_counts_with_the_values_at_once(monkeypatch):
+    """A value encoding gives 0 to a feature without a median: the count that does not read
+    the values would be undone by the fill (both passes twice), so it is not tried."""
+    a, tok, spec = _gene_case()
+    used = []
+    real = K.mono_count
+    monkeypatch.setattr(K, "mono_count", lambda *x: used.append(x[8]) or real(*x))
+    r = gad.tokenize_anndata(a, tok, spec)
+    assert used == [True]
+    dense = a.X.toarray()
+    assert 2 not in r.data and len(r) == 40  # G2 has no median: never a token
+    for row, toks in zip(dense, _rows_of(r)):
+        assert sorted(toks) == sorted({0: 4, 2: 3}[j] for j in np.flatnonzero(row) if j != 1)
