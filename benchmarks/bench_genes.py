@@ -103,11 +103,18 @@ def synthetic(cells: int, genes: int, nnz: int, work: Path, seed: int = 7):
         subprocess.run([sys.executable, str(SHARED / "tools" / "gendata.py"), "h5ad", str(path),
                         "--cells", str(cells), "--peaks", str(genes), "--nnz", str(nnz),
                         "--seed", str(seed)], check=True)
-        import anndata
+        import h5py
 
-        a = anndata.read_h5ad(path)  # Ensembl-style ids (Geneformer upper-cases the ids it maps)
-        a.var_names = [f"ENSGSYN{i:011d}" for i in range(a.n_vars)]
-        a.write_h5ad(path)
+        # Ensembl-style ids (Geneformer upper-cases the ids it maps), written in place: the
+        # 200k-cell atlas's matrix is never read into memory here
+        with h5py.File(path, "r+") as f:
+            key = f["var"].attrs["_index"]
+            attrs = dict(f["var"][key].attrs)
+            n = f["var"][key].shape[0]
+            del f["var"][key]
+            f["var"].create_dataset(key, data=np.array(
+                [f"ENSGSYN{i:011d}" for i in range(n)], dtype=object),
+                dtype=h5py.string_dtype()).attrs.update(attrs)
     import h5py
 
     with h5py.File(path, "r") as f:

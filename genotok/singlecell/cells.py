@@ -129,8 +129,16 @@ def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
     return np.maximum.accumulate(np.clip(b, 0, n))
 
 
-def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
-    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths)."""
+def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths);
+    with ``table`` (pseudo token → token id, covering ``vm.var_ids``) the ids are looked up in
+    it."""
+    ids, vals, lengths, looked_up = _tokens(ch, vm, opt, where, table)
+    return (ids if table is None or looked_up else table[ids]), vals, lengths
+
+
+def _tokens(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table):
+    """:func:`_run_chunk`, and whether the ids are already looked up in ``table``."""
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
     blocks = _blocks(indptr, 4 * numba.get_num_threads())
@@ -152,25 +160,23 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             if status != K.MONO_OK:
                 validated = use_data and status == K.MONO_UNSORTED
                 break
+            by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
+            if by_value and use_data and table is not None and _one_token_each(vm, opt):
+                return (*_value_rows(ch, vm, opt, blocks, counts, table), True)
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
-            by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
             vdtype = np.float64 if by_value and opt.exact else np.float32
             vals = np.empty(offsets[-1], vdtype) if opt.values or by_value else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                if by_value and vdtype == np.float64:  # float64 keys: no float32 ties
-                    counts = K.value_order_rows64(offsets, ids, vals, opt.max_tokens, blocks)
+                if by_value:  # genomic fill, then each row by value (and cut), in place
+                    counts = K.value_order_rows(offsets, ids, vals, opt.max_tokens, blocks)
                     n = K.compact(ids, vals, offsets, counts)
-                    ids, vals = ids[:n], vals[:n].astype(np.float32)
-                elif by_value:  # genomic fill, then each row by value (and cut), in place
-                    counts = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32),
-                                                opt.max_tokens, blocks)
-                    n = K.compact(ids, vals, offsets, counts)
-                    ids, vals = ids[:n], vals[:n]
-                return ids, vals if opt.values else None, counts
+                    ids = ids[:n]  # the float64 rank values go as float32, when asked
+                    vals = vals[:n].astype(np.float32, copy=False) if opt.values else None
+                return ids, vals if opt.values else None, counts, False
     if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
@@ -198,7 +204,33 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             ids, vals = ids[:n].copy(), vals[:n].copy()
         else:
             ids, vals = ids[:n], vals[:n]
-    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths
+    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths, False
+
+
+def _one_token_each(vm: _VarMap, opt: _Options) -> bool:
+    """Whether every variable has at most one token and nothing adds ``<unk>`` (a gene
+    vocabulary's columns): value-ordered rows then come straight from the CSR rows
+    (:func:`_value_rows`)."""
+    return (opt.exact and opt.unk_mode == K.UNK_DROP and vm.lut_n.size > 0
+            and int(vm.lut_n.min()) >= 0 and int(vm.lut_n.max()) <= 1)
+
+
+def _value_rows(ch: _Chunk, vm: _VarMap, opt: _Options, blocks: np.ndarray, counts, table):
+    """``order="value"`` with one token per variable: each row's kept entries sorted by value,
+    cut to ``max_length`` and looked up in ``table`` in one kernel (``counts``: its tokens,
+    counted with the values)."""
+    if opt.max_tokens:
+        counts = np.minimum(counts, opt.max_tokens)
+    offsets = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.empty(offsets[-1], table.dtype)
+    vals = np.empty(offsets[-1], np.float32) if opt.values else None
+    col_ids = np.full(vm.lut_n.size, -1, np.int64)  # column -> its token id, -1: none
+    one = np.flatnonzero(vm.lut_n == 1)
+    col_ids[one] = table[vm.var_ids[vm.var_ptr[one]]]
+    K.value_rows(np.ascontiguousarray(ch.indptr, dtype=np.int64), ch.indices, ch.data, col_ids,
+                 opt.keep_from, blocks, offsets, ids, vals)
+    return ids, vals, counts
 
 
 def _ids_dtype(dtype, tokenizer) -> type:
@@ -286,8 +318,7 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
                         ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
                     else:
                         ch, cvm, table = prepare(ch)
-                        ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
-                        ids = table[ids]
+                        ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where, table)
                 offsets = np.zeros(lengths.size + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
                 yield ch.row0, Ragged(ids, offsets, vals)
@@ -564,7 +595,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
     elif fm is not None:  # the kernels see pseudo token j for new column j: the real ids after
         table = np.append(fm.token_ids, 0).astype(opt.dtype)
-        opt.dtype, opt.exact = np.int64, True
+        opt.dtype, opt.exact = (np.int32 if table.size < 1 << 31 else np.int64), True
         prepare = lambda ch: (ch, vm, table)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
