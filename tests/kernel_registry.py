@@ -377,11 +377,13 @@ COMPARISONS: dict[str, Comparison] = {
     "cells.row_capacity": Comparison(covered_by="cells.cell_tokens"),
     "cells.check_csr": Comparison(oracle=naive_cells.csr_rows,
                                   tested_in="tests/singlecell/test_anndata.py"),
-    "cells.value_order_rows": Comparison(oracle=naive_cells.cells,
+    # float32 values, and float64 (a gene vocabulary's rank: Geneformer's float64 stable
+    # argsort); rows from RADIX_FROM tokens on by a radix sort (_radix_by_high32)
+    "cells.value_order_rows": Comparison(oracle=naive_cells.value_order,
                                          tested_in="tests/kernels/test_cells.py"),
-    # float64 values (a gene vocabulary's rank: Geneformer's float64 stable argsort)
-    "cells.value_order_rows64": Comparison(oracle=naive_cells.value_order,
-                                           tested_in="tests/kernels/test_cells.py"),
+    # one token per variable (a gene vocabulary): fill, value order and cut in one pass
+    "cells.value_rows": Comparison(oracle=naive_cells.value_rows,
+                                   tested_in="tests/kernels/test_cells.py"),
     "cells.rng_seed": Comparison(oracle=naive_cells.cells,
                                  tested_in="tests/singlecell/test_anndata.py"),
     "cells.rng_below": Comparison(oracle=naive_cells.cells,

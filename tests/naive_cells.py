@@ -8,6 +8,7 @@ plain Python lists. Also a plain fragment-file reader.
 from __future__ import annotations
 
 import gzip
+import math
 
 from . import naive_tokenizer
 
@@ -206,7 +207,7 @@ def compact(ids, vals, cap_offsets, lengths):
 
 
 def value_order(offsets, ids, vals, max_tokens):
-    """``cells.value_order_rows`` / ``value_order_rows64``: each row by value, descending, ties
+    """``cells.value_order_rows`` (float32 or float64 values): each row by value, descending, ties
     in fill order (a stable sort on the values as Python floats, so float64 values that
     float32 would make equal keep their order), cut to ``max_tokens`` (``0``: no cut).
     Returns ``(ids per row, values per row, row lengths)``, as lists."""
@@ -219,3 +220,20 @@ def value_order(offsets, ids, vals, max_tokens):
         out_vals.append([vals[i] for i in o])
         lengths.append(len(o))
     return out_ids, out_vals, lengths
+
+
+def value_rows(indptr, indices, data, col_ids, keep_from, max_tokens):
+    """``cells.value_rows``: per row the kept entries (``keep_from <= v < inf``) whose column
+    has a token (``col_ids[c] >= 0``), by value descending (Python floats), ties in storage
+    order, cut to ``max_tokens`` (``0``: no cut). Returns ``(ids per row, values per row)``, as
+    lists."""
+    out_ids, out_vals = [], []
+    for a, z in zip(indptr[:-1], indptr[1:]):
+        kept = [j for j in range(a, z)
+                if keep_from <= data[j] < math.inf and col_ids[indices[j]] >= 0]
+        kept = sorted(kept, key=lambda j: -data[j])
+        if max_tokens:
+            kept = kept[:max_tokens]
+        out_ids.append([col_ids[indices[j]] for j in kept])
+        out_vals.append([data[j] for j in kept])
+    return out_ids, out_vals

@@ -426,19 +426,83 @@ def cell_tokens(indptr, indices, data, var_ptr, var_ids, vpos, rank, rank_ids, m
     return lengths
 
 
-@njit(**NJIT_PARALLEL)
-def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
-    """Each row ``offsets[r]:offsets[r + 1]`` of a genomic-order fill reordered by value,
-    descending (a stable sort: ties keep their genomic order), cut to its first
-    ``max_tokens`` (``0``: no cut); returns the new row lengths (rows keep their slot, the
-    caller compacts). The same tokens as :func:`cell_tokens` with ``order=ORDER_VALUE`` and
-    ``truncate=TRUNC_TOP`` (its top-k by value, back in genomic order, then sorted by value
-    is the stable sort's first k). Oracle: ``np.argsort(-v, kind="stable")[:k]`` per row.
+#: rows at least this long are ordered by a radix sort of their float32 keys (shorter ones by a
+#: comparison sort of packed keys, cheaper below it)
+RADIX_FROM = 64
 
-    ``vals`` are positive float32 (the kept entries of a fill), ``vbits`` the same memory seen
-    as uint32: for positive floats the bit patterns order as the values do, so each row sorts
-    one uint64 key per token, ``(~bits << 32) | position``, in a scratch array per block
-    (distinct keys: the sort is stable by construction).
+_U8, _U32, _LOW = np.uint64(8), np.uint64(32), np.uint64(0xFFFFFFFF)
+
+
+@njit(**NJIT)
+def _radix_by_high32(keys, tmp, n, hist):
+    """``keys[:n]`` sorted stably by their high 32 bits (least significant byte first, a pass
+    skipped where every key has the same byte): returns ``keys`` or ``tmp``, whichever holds the
+    result. Keys whose low 32 bits increase keep that order within equal high bits."""
+    hist[:] = 0
+    for i in range(n):
+        h = keys[i] >> _U32
+        for d in range(4):
+            hist[d, np.int64((h >> (_U8 * np.uint64(d))) & np.uint64(255))] += 1
+    src, dst = keys, tmp
+    for d in range(4):
+        shift = _U32 + _U8 * np.uint64(d)
+        if hist[d, np.int64((src[0] >> shift) & np.uint64(255))] == n:
+            continue  # one byte value: this pass would not move anything
+        total = 0
+        for x in range(256):
+            c = hist[d, x]
+            hist[d, x] = total
+            total += c
+        for i in range(n):
+            key = src[i]
+            x = np.int64((key >> shift) & np.uint64(255))
+            dst[hist[d, x]] = key
+            hist[d, x] += 1
+        src, dst = dst, src
+    return src
+
+
+@njit(**NJIT)
+def _by_value(keys, spare, hist, n, v, a):
+    """``keys[:n]`` (``(~float32 bits of v[a + p]) << 32 | p``, distinct ``p``) sorted: by value
+    descending, ties by ``p``. A radix sort of the high half from :data:`RADIX_FROM` keys on
+    (else a sort of the distinct keys), then each run of equal float32 keys (a few; none for
+    float32 values) ordered by ``v`` itself, stably, so that float64 values float32 would make
+    equal keep their order. Returns ``keys`` or ``spare``, whichever holds the result."""
+    if n < RADIX_FROM:
+        keys[:n].sort()
+        srt = keys
+    else:
+        srt = _radix_by_high32(keys, spare, n, hist)
+    s = 0
+    while s < n:
+        e = s + 1
+        while e < n and (srt[e] >> _U32) == (srt[s] >> _U32):
+            e += 1
+        for x in range(s + 1, e):  # insertion sort of the run, stable
+            key = srt[x]
+            val = v[a + np.int64(key & _LOW)]
+            y = x - 1
+            while y >= s and v[a + np.int64(srt[y] & _LOW)] < val:
+                srt[y + 1] = srt[y]
+                y -= 1
+            srt[y + 1] = key
+        s = e
+    return srt
+
+
+@njit(**NJIT_PARALLEL)
+def value_order_rows(offsets, ids, vals, max_tokens, blocks):
+    """Each row ``offsets[r]:offsets[r + 1]`` of a genomic-order fill reordered by value,
+    descending (a stable sort: ties keep their fill order), cut to its first ``max_tokens``
+    (``0``: no cut); returns the new row lengths (rows keep their slot, the caller compacts).
+    The same tokens as :func:`cell_tokens` with ``order=ORDER_VALUE`` and ``truncate=TRUNC_TOP``
+    (its top-k by value, back in genomic order, then sorted by value is the stable sort's first
+    k). Oracle: ``np.argsort(-v, kind="stable")[:k]`` per row, in ``vals``' own dtype.
+
+    ``vals`` are positive, float32 or float64 (a gene vocabulary: Geneformer's float64 rank).
+    For positive floats the float32 bit patterns order as the values do, so each row sorts one
+    uint64 key per token, ``(~float32 bits << 32) | position`` (:func:`_by_value`).
     """
     n_rows = offsets.size - 1
     lengths = np.zeros(n_rows, np.int64)
@@ -447,6 +511,8 @@ def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
         for r in range(blocks[b], blocks[b + 1]):
             longest = max(longest, offsets[r + 1] - offsets[r])
         keys = np.empty(longest, np.uint64)
+        spare = np.empty(longest, np.uint64)
+        hist = np.empty((4, 256), np.int64)
         tid = np.empty(longest, ids.dtype)
         tv = np.empty(longest, vals.dtype)
         for r in range(blocks[b], blocks[b + 1]):
@@ -455,11 +521,11 @@ def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
             k = n if max_tokens == 0 or n <= max_tokens else max_tokens
             if n > 1:
                 for i in range(n):
-                    keys[i] = ((np.uint64(0xFFFFFFFF) - np.uint64(vbits[a + i])) << np.uint64(32)) \
-                        | np.uint64(i)
-                keys[:n].sort()
+                    bits = np.float32(vals[a + i]).view(np.uint32)
+                    keys[i] = ((_LOW - np.uint64(bits)) << _U32) | np.uint64(i)
+                srt = _by_value(keys, spare, hist, n, vals, a)
                 for i in range(k):
-                    j = a + np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+                    j = a + np.int64(srt[i] & _LOW)
                     tid[i] = ids[j]
                     tv[i] = vals[j]
                 for i in range(k):
@@ -470,58 +536,41 @@ def value_order_rows(offsets, ids, vals, vbits, max_tokens, blocks):
 
 
 @njit(**NJIT_PARALLEL)
-def value_order_rows64(offsets, ids, vals, max_tokens, blocks):
-    """:func:`value_order_rows` for float64 values: each row of a fill reordered by value,
-    descending, ties in fill order, cut to its first ``max_tokens`` (``0``: no cut); returns
-    the new row lengths (the caller compacts). Values that float32 would make equal keep their
-    float64 order, as a float64 ``numpy.argsort(-v, kind="stable")`` (Geneformer's rank of gene
-    values) gives it: the row is sorted by packed float32 keys (as :func:`value_order_rows`),
-    then each run of equal float32 keys (a few tokens) by its float64 values, stably.
-    Oracle: that argsort per row."""
-    n_rows = offsets.size - 1
-    lengths = np.zeros(n_rows, np.int64)
+def value_rows(indptr, indices, data, col_ids, keep_from, blocks, offsets, ids, vals):
+    """The value-ordered rows of a matrix whose columns have at most one token each (a gene
+    vocabulary's columns: ``col_ids[c]`` is column ``c``'s token id, ``-1`` for none), straight
+    from the CSR rows: each row's kept entries (``keep_from <= value < inf``) with a token, by
+    value descending (ties in column order, float64 values compared as such:
+    :func:`_by_value`), its first ``offsets[r + 1] - offsets[r]`` written at ``offsets[r]``
+    (the caller's counts, cut to ``max_length``): ``ids`` get the token ids, ``vals``
+    (``None``: not written) the values. One pass instead of a fill, a sort of the fill, a
+    compaction and a lookup of the ids, with no value array as long as the tokens:
+    :func:`mono_fill` + :func:`value_order_rows` + :func:`compact` give the same rows. The
+    caller has validated the rows (:func:`mono_count` with the values: sorted columns within
+    ``col_ids``)."""
     for b in prange(blocks.size - 1):
         longest = 0
         for r in range(blocks[b], blocks[b + 1]):
-            longest = max(longest, offsets[r + 1] - offsets[r])
+            longest = max(longest, indptr[r + 1] - indptr[r])
         keys = np.empty(longest, np.uint64)
-        pos = np.empty(longest, np.int64)
-        tid = np.empty(longest, ids.dtype)
-        tv = np.empty(longest, vals.dtype)
+        spare = np.empty(longest, np.uint64)
+        hist = np.empty((4, 256), np.int64)
         for r in range(blocks[b], blocks[b + 1]):
-            a, z = offsets[r], offsets[r + 1]
-            n = z - a
-            k = n if max_tokens == 0 or n <= max_tokens else max_tokens
-            if n > 1:
-                for i in range(n):
-                    bits = np.float32(vals[a + i]).view(np.uint32)
-                    keys[i] = ((np.uint64(0xFFFFFFFF) - np.uint64(bits)) << np.uint64(32)) \
-                        | np.uint64(i)
-                keys[:n].sort()
-                for i in range(n):
-                    pos[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
-                s = 0
-                while s < n:  # runs of equal float32 keys: insertion sort by float64, stable
-                    e = s + 1
-                    while e < n and (keys[e] >> np.uint64(32)) == (keys[s] >> np.uint64(32)):
-                        e += 1
-                    for x in range(s + 1, e):
-                        p = pos[x]
-                        y = x - 1
-                        while y >= s and (vals[a + pos[y]] < vals[a + p] or (
-                                vals[a + pos[y]] == vals[a + p] and pos[y] > p)):
-                            pos[y + 1] = pos[y]
-                            y -= 1
-                        pos[y + 1] = p
-                    s = e
-                for i in range(k):
-                    tid[i] = ids[a + pos[i]]
-                    tv[i] = vals[a + pos[i]]
-                for i in range(k):
-                    ids[a + i] = tid[i]
-                    vals[a + i] = tv[i]
-            lengths[r] = k
-    return lengths
+            lo = indptr[r]
+            n = 0
+            for j in range(lo, indptr[r + 1]):
+                v = data[j]
+                if v >= keep_from and v < np.inf and col_ids[indices[j]] >= 0:
+                    bits = np.float32(v).view(np.uint32)
+                    keys[n] = ((_LOW - np.uint64(bits)) << _U32) | np.uint64(j - lo)
+                    n += 1
+            srt = _by_value(keys, spare, hist, n, data, lo)
+            a = offsets[r]
+            for i in range(offsets[r + 1] - a):
+                j = lo + np.int64(srt[i] & _LOW)
+                ids[a + i] = col_ids[indices[j]]
+                if vals is not None:
+                    vals[a + i] = data[j]
 
 
 @njit(**NJIT)

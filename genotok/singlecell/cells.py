@@ -106,6 +106,7 @@ class _Options:
     values: bool = True  # False: the caller drops the value channel (the fast path skips it)
     dtype: type = np.int64  # of the token ids
     exact: bool = False  # order="value" by float64 values (a gene vocabulary: Geneformer's rank)
+    encoded: bool = False  # a value encoding ran: zeros are likely (a feature without a median)
 
 
 def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -120,20 +121,16 @@ def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
     return np.maximum.accumulate(np.clip(b, 0, n))
 
 
-#: stored entries below which a chunk's kernels run on one thread (~1 ms of work there)
-SERIAL_ENTRIES = 1 << 17
+def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
+    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths);
+    with ``table`` (pseudo token → token id, covering ``vm.var_ids``) the ids are looked up in
+    it."""
+    ids, vals, lengths, looked_up = _tokens(ch, vm, opt, where, table)
+    return (ids if table is None or looked_up else table[ids]), vals, lengths
 
 
-def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
-    """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths).
-
-    A chunk of fewer than :data:`SERIAL_ENTRIES` stored entries runs on one thread: a
-    parallel pass waits for every worker thread to be scheduled, a time slice (up to ~50 ms)
-    on a busy box, far more than so small a chunk takes (benchmarks/RESULTS.md, "BGZF
-    fragment files and tile matrices")."""
-    if ch.indices.size < SERIAL_ENTRIES and numba.get_num_threads() > 1:
-        with _config.threads(1):
-            return _run_chunk(ch, vm, opt, where)
+def _tokens(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table):
+    """:func:`_run_chunk`, and whether the ids are already looked up in ``table``."""
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
     blocks = _blocks(indptr, 4 * numba.get_num_threads())
@@ -146,33 +143,32 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
     if _fast_path(vm, opt):
         # "drop zeros" is the only filter: count without reading the values (half the traffic)
         # and let the fill check them; otherwise, or when the fill finds a zero or a bad value,
-        # count with them
-        for use_data in ((False, True) if opt.keep_from == K.KEEP_POSITIVE else (True,)):
+        # count with them (at once after a value encoding, whose zeros would fail the fill)
+        guess = opt.keep_from == K.KEEP_POSITIVE and not opt.encoded
+        for use_data in ((False, True) if guess else (True,)):
             counts, status = K.mono_count(indptr, ch.indices, ch.data, vm.lut_n, vm.lut_last,
                                           vm.var_ptr, vm.var_ids, opt.keep_from, use_data,
                                           opt.unk_mode, opt.unique, blocks)
             if status != K.MONO_OK:
                 validated = use_data and status == K.MONO_UNSORTED
                 break
+            by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
+            if by_value and use_data and table is not None and _one_token_each(vm, opt):
+                return (*_value_rows(ch, vm, opt, blocks, counts, table), True)
             offsets = np.zeros(n_rows + 1, np.int64)
             np.cumsum(counts, out=offsets[1:])
             ids = np.empty(offsets[-1], opt.dtype)
-            by_value = opt.order == K.ORDER_VALUE  # the values order the tokens
             vdtype = np.float64 if by_value and opt.exact else np.float32
             vals = np.empty(offsets[-1], vdtype) if opt.values or by_value else None
             if K.mono_fill(indptr, ch.indices, ch.data, vm.lut_word, vm.var_ptr, vm.var_ids,
                            vm.unk_id, opt.keep_from, not use_data, opt.unk_mode, opt.unique,
                            blocks, offsets, ids, vals):
-                if by_value and vdtype == np.float64:  # float64 keys: no float32 ties
-                    counts = K.value_order_rows64(offsets, ids, vals, opt.max_tokens, blocks)
+                if by_value:  # genomic fill, then each row by value (and cut), in place
+                    counts = K.value_order_rows(offsets, ids, vals, opt.max_tokens, blocks)
                     n = K.compact(ids, vals, offsets, counts)
-                    ids, vals = ids[:n], vals[:n].astype(np.float32)
-                elif by_value:  # genomic fill, then each row by value (and cut), in place
-                    counts = K.value_order_rows(offsets, ids, vals, vals.view(np.uint32),
-                                                opt.max_tokens, blocks)
-                    n = K.compact(ids, vals, offsets, counts)
-                    ids, vals = ids[:n], vals[:n]
-                return ids, vals if opt.values else None, counts
+                    ids = ids[:n]  # the float64 rank values go as float32, when asked
+                    vals = vals[:n].astype(np.float32, copy=False) if opt.values else None
+                return ids, vals if opt.values else None, counts, False
     if n_rows and not validated:
         code, pos = K.check_csr(indptr, ch.indices, ch.data, vm.n_vars, blocks)
         if code != K.CSR_OK:
@@ -200,7 +196,33 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str):
             ids, vals = ids[:n].copy(), vals[:n].copy()
         else:
             ids, vals = ids[:n], vals[:n]
-    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths
+    return ids.astype(opt.dtype, copy=False), vals if opt.values else None, lengths, False
+
+
+def _one_token_each(vm: _VarMap, opt: _Options) -> bool:
+    """Whether every variable has at most one token and nothing adds ``<unk>`` (a gene
+    vocabulary's columns): value-ordered rows then come straight from the CSR rows
+    (:func:`_value_rows`)."""
+    return (opt.exact and opt.unk_mode == K.UNK_DROP and vm.lut_n.size > 0
+            and int(vm.lut_n.min()) >= 0 and int(vm.lut_n.max()) <= 1)
+
+
+def _value_rows(ch: _Chunk, vm: _VarMap, opt: _Options, blocks: np.ndarray, counts, table):
+    """``order="value"`` with one token per variable: each row's kept entries sorted by value,
+    cut to ``max_length`` and looked up in ``table`` in one kernel (``counts``: its tokens,
+    counted with the values)."""
+    if opt.max_tokens:
+        counts = np.minimum(counts, opt.max_tokens)
+    offsets = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    ids = np.empty(offsets[-1], table.dtype)
+    vals = np.empty(offsets[-1], np.float32) if opt.values else None
+    col_ids = np.full(vm.lut_n.size, -1, np.int64)  # column -> its token id, -1: none
+    one = np.flatnonzero(vm.lut_n == 1)
+    col_ids[one] = table[vm.var_ids[vm.var_ptr[one]]]
+    K.value_rows(np.ascontiguousarray(ch.indptr, dtype=np.int64), ch.indices, ch.data, col_ids,
+                 opt.keep_from, blocks, offsets, ids, vals)
+    return ids, vals, counts
 
 
 def _ids_dtype(dtype, tokenizer) -> type:
@@ -257,6 +279,17 @@ def _bar(total: int, enabled: bool, desc: str):
     return _progress.progress(total, desc, "cell", enabled=enabled)
 
 
+#: chunks with fewer stored entries than this run the kernels on the calling thread only: a
+#: parallel region wakes numba's workers, which on a busy box costs 10-50 ms a kernel (a
+#: 100-cell file: 5 regions, 0.21 s a call; benchmarks/RESULTS.md, "Gene vocabularies")
+SERIAL_BELOW = 1 << 16
+
+
+def _small(ch: _Chunk) -> bool:
+    """Whether chunk ``ch`` is too small for numba's worker threads (:data:`SERIAL_BELOW`)."""
+    return int(ch.indptr[-1]) - int(ch.indptr[0]) < SERIAL_BELOW
+
+
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
             n_threads, progress: bool, desc: str, prepare=None,
             encode=None) -> Iterator[tuple[int, Ragged]]:
@@ -270,14 +303,14 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
     try:
         with _config.threads(n_threads):
             for ch in source.chunks(budget, per_nnz, chunk_rows):
-                if encode is not None:  # value encodings (genotok.singlecell.values)
-                    ch = encode(ch)
-                if prepare is None:
-                    ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
-                else:
-                    ch, cvm, table = prepare(ch)
-                    ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where)
-                    ids = table[ids]
+                with _config.threads(1 if _small(ch) else None):
+                    if encode is not None:  # value encodings (genotok.singlecell.values)
+                        ch = encode(ch)
+                    if prepare is None:
+                        ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+                    else:
+                        ch, cvm, table = prepare(ch)
+                        ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where, table)
                 offsets = np.zeros(lengths.size + 1, np.int64)
                 np.cumsum(lengths, out=offsets[1:])
                 yield ch.row0, Ragged(ids, offsets, vals)
@@ -531,6 +564,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
     enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
     encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
+    opt.encoded = enc is not None
     total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
     if fm is not None:  # the matrix in the new columns first (duplicate ids summed)
         remap = features.remapper(fm, source.n_cols, source.where,
@@ -553,7 +587,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
         prepare = lambda ch: _entries_as_vars(ch, vm, tokenizer, back_dtype)
     elif fm is not None:  # the kernels see pseudo token j for new column j: the real ids after
         table = np.append(fm.token_ids, 0).astype(opt.dtype)
-        opt.dtype, opt.exact = np.int64, True
+        opt.dtype, opt.exact = (np.int32 if table.size < 1 << 31 else np.int64), True
         prepare = lambda ch: (ch, vm, table)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
                      progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)

@@ -665,28 +665,48 @@ def test_no_cut_is_max_length_none_and_truncation_is_a_strategy(small):
         gad.tokenize_anndata(a, tok, CellSpec(max_length=1, truncation="top"))
 
 
-def test_a_small_chunk_runs_on_one_thread(monkeypatch):
-    """Issue 33 goal (small input, large universe): a parallel pass waits for every numba
-    thread to be scheduled, a time slice on a busy box (40-70 ms for the 15,906 entries of the
-    liver fragments, 0.1 ms on one thread); a chunk of fewer than SERIAL_ENTRIES entries runs
-    on one thread, a larger one on all, with the same tokens."""
+# ---------------------------------------------------------------------------------- fixed costs
+def _gene_case(medians=(2.0, 0.0, 1.0)):
+    """Three genes (the second without a median: its values encode to 0), 40 cells."""
+    import genotok
+
+    rng = np.random.default_rng(3)
+    x = sp.random(40, 3, density=0.7, format="csr", random_state=rng, dtype=np.float32)
+    x.data = np.ceil(x.data * 5).astype(np.float32)
+    a = anndata.AnnData(x, var=pd.DataFrame(index=["G1", "G2", "G3"]))
+    vocab = {"<pad>": 0, "<mask>": 1, "G1": 4, "G2": 2, "G3": 3}
+    tok, spec = genotok.presets.geneformer(vocab, dict(zip(["G1", "G2", "G3"], medians)),
+                                           id_column="var_names")
+    return a, tok, spec
+
+
+def test_small_chunks_run_the_kernels_on_the_calling_thread(monkeypatch):
+    """A parallel region only wakes numba's workers for a chunk of a few entries (10-50 ms a
+    kernel on a busy box): below SERIAL_BELOW the kernels see one thread."""
     import numba
 
+    a, tok, spec = _gene_case()
     seen = []
     real = K.mono_count
+    monkeypatch.setattr(K, "mono_count", lambda *x: seen.append(numba.get_num_threads())
+                        or real(*x))
+    want = _rows_of(gad.tokenize_anndata(a, tok, spec))
+    assert seen == [1]
+    monkeypatch.setattr(gcells, "SERIAL_BELOW", 0)
+    assert _rows_of(gad.tokenize_anndata(a, tok, spec)) == want
+    assert seen[-1] == numba.get_num_threads()
 
-    def spy(*a):
-        seen.append(numba.get_num_threads())
-        return real(*a)
 
-    monkeypatch.setattr(K, "mono_count", spy)
-    X = sp.random(40, 30, density=0.3, format="csr", random_state=np.random.default_rng(0))
-    tok = Tokenizer([f"chr1:{i * 10}-{i * 10 + 10}" for i in range(30)])
-    var = pd.DataFrame(index=[f"chr1:{i * 10}-{i * 10 + 10}" for i in range(30)])
-    ad = anndata.AnnData(X=X.astype(np.float32), var=var)
-    with gcells._config.threads(2):
-        small = gad.tokenize_anndata(ad, tok)
-        monkeypatch.setattr(gcells, "SERIAL_ENTRIES", 1)
-        large = gad.tokenize_anndata(ad, tok)
-    assert seen[0] == 1 and seen[-1] == min(2, numba.config.NUMBA_NUM_THREADS)
-    assert small.to_list() == large.to_list()
+def test_an_encoding_counts_with_the_values_at_once(monkeypatch):
+    """A value encoding gives 0 to a feature without a median: the count that does not read
+    the values would be undone by the fill (both passes twice), so it is not tried."""
+    a, tok, spec = _gene_case()
+    used = []
+    real = K.mono_count
+    monkeypatch.setattr(K, "mono_count", lambda *x: used.append(x[8]) or real(*x))
+    r = gad.tokenize_anndata(a, tok, spec)
+    assert used == [True]
+    dense = a.X.toarray()
+    assert 2 not in r.data and len(r) == 40  # G2 has no median: never a token
+    for row, toks in zip(dense, _rows_of(r)):
+        assert sorted(toks) == sorted({0: 4, 2: 3}[j] for j in np.flatnonzero(row) if j != 1)
