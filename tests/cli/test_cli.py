@@ -735,6 +735,15 @@ def test_pretokenize_with_a_vocab_and_a_cell_spec_file(rna, tmp_path, capsys):
         got = _cells(out)
         want = genotok.tokenize_anndata(rna / "rna.h5ad", tok, spec)
         assert got[1] == want.to_list() and len(got[0]) == 16
+    # --cell-filter: the flag of CellSpec.cell_filter (here the only cell flag)
+    for extra, n in (([], 23), (["--cell-filter", "filter_pass"], 16)):
+        out = tmp_path / f"flag{n}"
+        assert run(["pretokenize", "-q", "--vocab", str(rna / "tokens.json"), *extra,
+                    "--out", str(out), str(rna / "rna.h5ad")], capsys)[0] == 0
+        want = genotok.tokenize_anndata(rna / "rna.h5ad", tok,
+                                        genotok.CellSpec(cell_filter="filter_pass" if extra
+                                                         else None))
+        assert _cells(out)[1] == want.to_list() and len(want) == n
 
 
 @pytest.mark.parametrize("argv, message", [
