@@ -579,7 +579,8 @@ def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:
     --------
     >>> import anndata, numpy as np, pandas as pd
     >>> from genotok.singlecell.sources import open_source
-    >>> a = anndata.AnnData(np.ones((4, 1)), obs=pd.DataFrame({"ok": [1, 0, True, 2]}))
+    >>> obs = pd.DataFrame({"ok": [1, 0, True, 2]}, index=["a", "b", "c", "d"])
+    >>> a = anndata.AnnData(np.ones((4, 1)), obs=obs)
     >>> kept_cells(open_source(a), "ok").tolist(), kept_cells(open_source(a), "absent")
     ([0, 2], None)
     """
