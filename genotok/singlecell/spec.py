@@ -400,7 +400,9 @@ class CellSpec:
     cell_filter
         An ``obs`` column: when the input has it, only the cells whose value ``== 1`` are
         tokenized (Geneformer's ``filter_pass``: ``1``, ``1.0`` and ``True`` pass); an input
-        without it (a fragment file has no ``obs``) keeps every cell, as Geneformer does.
+        without it (a fragment file has no ``obs``) keeps every cell, as Geneformer does. The
+        cells left out are still read (and checked); medians computed from the matrix
+        (``RankByMedian()``) are of every cell.
 
     Examples
     --------
