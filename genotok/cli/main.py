@@ -246,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         g = sp.add_argument_group("gene vocabularies (RNA foundation models; with --vocab)")
         g.add_argument("--preset", choices=tuple(C.PRESETS),
                        help="the model's recipe (genotok.presets): its tokenizer from --vocab "
-                            "and its CellSpec; the cell flags below change the spec's fields")
+                            "and its CellSpec; the cell flags (above) change its fields")
         g.add_argument("--medians", metavar="FILE",
                        help="Geneformer's gene_median_dictionary (JSON, TOML or pickle); "
                             "with --preset geneformer / geneformer-v2")

@@ -720,7 +720,8 @@ def test_pretokenize_with_a_gene_preset_is_the_python_call(rna, preset, tmp_path
     assert run(["pretokenize", "-q", "--preset", preset, "--vocab", vocab, *medians,
                 "--max-length", "2", "--out", str(tmp_path / "short"),
                 str(rna / "rna.h5ad")], capsys)[0] == 0
-    assert max(map(len, _cells(tmp_path / "short")[1])) <= 2 + 2 * preset.endswith("v2")
+    framing = {"geneformer": 0, "geneformer-v2": 2, "scgpt": 1}[preset]  # <cls>, <eos>
+    assert max(map(len, _cells(tmp_path / "short")[1])) == 2 + framing
 
 
 def test_pretokenize_with_a_vocab_and_a_cell_spec_file(rna, tmp_path, capsys):
