@@ -62,6 +62,7 @@ def _single_cell() -> None:
 
     from ._examples import examples_dir
     from .singlecell import CellSpec, fragment_matrix, tokenize_anndata, tokenize_fragments
+    from .singlecell.spec import Normalize, RankByMedian
     from .tokenizer import Tokenizer
 
     ex = examples_dir()
@@ -69,7 +70,8 @@ def _single_cell() -> None:
     adata = anndata.read_h5ad(ex / "pbmc.h5ad")  # in memory, as the README reads it too
     tokenize_anndata(ex / "pbmc.h5ad", tok)
     tokenize_anndata(adata, tok, CellSpec(max_length=2048))
-    tokenize_anndata(adata, tok, CellSpec.geneformer())
+    tokenize_anndata(adata, tok, CellSpec(encoding=(Normalize(1e4), RankByMedian()),
+                                          max_length=2048))  # rank-value over peaks
     with tempfile.TemporaryDirectory() as tmp:  # the corpus output's own path (uint32 ids)
         tokenize_anndata(ex / "pbmc.h5ad", tok, out=os.path.join(tmp, "pbmc.gtokc"),
                          obs_columns=["cell_type"])

@@ -12,14 +12,16 @@ Geneformer (Theodoris et al. 2023; its ``TranscriptomeTokenizer``)
     corpus (``gene_median_dictionary``); genes without a median or a token dropped (their
     counts stay in the total); genes by that value, descending, ties in column order;
     ``version=1``: the first 2,048; ``version=2``: the first 4,094 between ``<cls>`` and
-    ``<eos>`` at the dictionary's ids (4,096 in all). Cells whose ``obs["filter_pass"]`` is not
-    1 are Geneformer's to skip: select them before (``adata[adata.obs.filter_pass == 1]``).
+    ``<eos>`` at the dictionary's ids (4,096 in all). When ``obs`` has a ``filter_pass``
+    column, only the cells whose value is 1 are tokenized (``CellSpec.cell_filter``), as
+    Geneformer's tokenizer skips the others.
 scGPT (Cui et al. 2024)
     genes by ``var_names`` (scGPT's vocabularies are gene symbols) in the vocabulary (others
     removed first), normalised to 10,000, ``log1p``, then per-cell quantile bins of the
     positive values as the value channel (:class:`~genotok.singlecell.spec.QuantileBins`:
     scGPT's ``binning``; its random spreading over repeated edges drawn per cell from a
-    seeded generator), tokens in column order.
+    seeded generator), tokens in column order after ``<cls>`` (value 0), as scGPT's
+    ``tokenize_batch`` gives them; ``pad`` with ``<pad>`` as its ``pad_batch``.
 
 Dictionary formats
 ------------------
@@ -35,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .genes import GeneSettings, GeneTokenizer, read_mapping
-from .params import Options, validate
+from .params import Flag, Options, validate
 from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
 
 #: Geneformer's input size by version (with V2's <cls> and <eos>)
@@ -82,29 +84,37 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
                          "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")
     spec = CellSpec(encoding=(Normalize(1e4, total="n_counts"), RankByMedian(medians)),
                     order="value", max_length=size - 2 if framed else size,
-                    add_cls=framed, add_eos=framed)
+                    add_cls=framed, add_eos=framed, cell_filter="filter_pass")
     return tok, spec
 
 
-def scgpt(vocab, n_bins: int = 51, *, id_column: str = "var_names", side: str = "both",
-          seed: int = 0, max_length: int | None = None,
+def scgpt(vocab, n_bins: int = 51, *, append_cls: bool = True, id_column: str = "var_names",
+          side: str = "both", seed: int = 0, max_length: int | None = None,
           n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
     """scGPT's gene vocabulary and value binning (see :mod:`genotok.presets`).
+
+    ``append_cls``: ``<cls>`` (value 0) first, as scGPT's ``tokenize_batch`` puts it by
+    default; ``max_length`` then counts the genes only (scGPT's ``pad_batch`` samples the
+    genes of a longer cell at random; here the first in column order are kept).
 
     Examples
     --------
     >>> tok, spec = scgpt({"<pad>": 2, "<cls>": 1, "CD3E": 0}, n_bins=11)
-    >>> spec.encoding[-1].n, spec.values, tok.pad_token_id
-    (11, True, 2)
+    >>> spec.encoding[-1].n, spec.values, spec.add_cls, tok.pad_token_id
+    (11, True, True, 2)
     """
+    validate({"append_cls": append_cls}, {"append_cls": [Flag()]}, "scgpt")
     v = _mapping(vocab)
     tok = GeneTokenizer(v, special_tokens={r: t for r, t in
                                            {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()
                                            if t in v},
                         settings=GeneSettings(id_column, "drop"), n_threads=n_threads)
+    if append_cls and "<cls>" not in v:
+        raise ValueError("scGPT puts <cls> before each cell: the vocabulary has no '<cls>' "
+                         "(give it, or append_cls=False)")
     spec = CellSpec(encoding=(Normalize(1e4, log1p=True), QuantileBins(n_bins, side, seed)),
-                    values=True,
-                    order="genomic", max_length=max_length)
+                    values=True, order="genomic", max_length=max_length,
+                    add_cls=bool(append_cls))
     return tok, spec
 
 

@@ -84,6 +84,22 @@ class Ragged(Sequence):
             i += len(self)
         return self.values[self.offsets[i]:self.offsets[i + 1]]
 
+    def take(self, idx) -> "Ragged":
+        """The rows ``idx`` (in that order), values kept.
+
+        >>> Ragged.from_list([[1], [2, 3], [4]]).take([0, 2]).to_list()
+        [[1], [4]]
+        """
+        idx = np.asarray(idx, np.int64)
+        starts, ends = self.offsets[idx], self.offsets[idx + 1]
+        lengths = ends - starts
+        new = np.zeros(idx.size + 1, np.int64)
+        np.cumsum(lengths, out=new[1:])
+        # the token positions of the kept rows, without a Python loop over tokens
+        pos = np.repeat(starts - new[:-1], lengths) + np.arange(new[-1])
+        vals = None if self.values is None else np.asarray(self.values)[pos]
+        return Ragged(np.asarray(self.data)[pos], new, vals)
+
     def __iter__(self) -> Iterator[np.ndarray]:
         d, o = self.data, self.offsets
         for i in range(len(self)):

@@ -82,3 +82,16 @@ def test_html_reprs(tmp_path):
         html = obj._repr_html_()
         assert html.startswith("<div class='genotok-repr'>") and must in html
         assert "<script>" not in html  # names are escaped
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 50), max_size=6), max_size=12), st.data())
+def test_take_matches_a_python_oracle(rows, data):
+    r = Ragged.from_list(rows)
+    r.values = np.arange(r.data.size, dtype=np.float32)
+    idx = sorted(data.draw(st.sets(st.integers(0, max(len(rows) - 1, 0)), max_size=len(rows)))
+                 if rows else [])
+    got = r.take(np.asarray(idx, np.int64))
+    assert got.to_list() == [rows[i] for i in idx]
+    want_vals = [r.values[r.offsets[i]:r.offsets[i + 1]] for i in idx]
+    np.testing.assert_array_equal(got.values, np.concatenate(want_vals) if idx else [])

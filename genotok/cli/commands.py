@@ -139,6 +139,56 @@ def cmd_tokenize(args) -> int:
     return 0
 
 
+#: ``--preset``: the :mod:`genotok.presets` function and its keywords
+PRESETS = {"geneformer": ("geneformer", {"version": 1}),
+           "geneformer-v2": ("geneformer", {"version": 2}),
+           "scgpt": ("scgpt", {})}
+
+
+def _gene_run(args):
+    """``(GeneTokenizer, CellSpec or None)`` of ``--vocab`` (and ``--preset`` /
+    ``--medians``), or ``None``: no gene vocabulary asked."""
+    from dataclasses import fields
+
+    from .. import presets
+    from ..genes import GeneTokenizer
+    from ..singlecell.spec import CellSpec
+
+    vocab, preset, medians = (getattr(args, k, None) for k in ("vocab", "preset", "medians"))
+    if vocab is None:
+        if preset is not None or medians is not None:
+            raise UsageError(f"--preset and --medians go with a gene vocabulary: give --vocab "
+                             f"(see '{args.prog} --help')")
+        return None
+    region_flags = [k for k in TOKENIZER_FLAGS if getattr(args, k, None) is not None]
+    if region_flags:
+        raise UsageError(f"--{region_flags[0].replace('_', '-')} is an overlap option of a "
+                         "universe; a gene vocabulary matches genes by id")
+    if preset is None:
+        if medians is not None:
+            raise UsageError("--medians are Geneformer's: give --preset geneformer (or "
+                             "geneformer-v2), or the medians in --cells' RankByMedian")
+        tok = (GeneTokenizer.from_pretrained(vocab) if os.path.isdir(vocab)
+               else GeneTokenizer(vocab))
+        return tok, _cell_spec(args)
+    func, kw = PRESETS[preset]
+    if func == "geneformer":
+        if medians is None:
+            raise UsageError(f"--preset {preset} needs Geneformer's gene_median_dictionary: "
+                             "give --medians FILE")
+        tok, spec = presets.geneformer(vocab, medians, n_threads=args.threads, **kw)
+    else:
+        if medians is not None:
+            raise UsageError(f"--medians are Geneformer's; --preset {preset} takes none")
+        tok, spec = presets.scgpt(vocab, n_threads=args.threads, **kw)
+    if args.cells is not None:
+        raise UsageError(f"--preset {preset} is the cell spec; give it or --cells, not both "
+                         "(the cell flags change the preset's fields)")
+    given = {f.name: getattr(args, f"cell_{f.name}") for f in fields(CellSpec)
+             if hasattr(args, f"cell_{f.name}")}
+    return tok, spec.replace(**given) if given else spec
+
+
 def _cell_spec(args):
     """The run's :class:`~genotok.CellSpec`: ``--cells`` (TOML) and the field flags
     (``None``: neither given). A flag that contradicts the file is a usage error."""
@@ -167,8 +217,8 @@ def _cell_spec(args):
 def cmd_pretokenize(args) -> int:
     from ..pipeline import RunOptions, pretokenize
 
-    tok = _tokenizer(args)
-    cells = _cell_spec(args)
+    genes = _gene_run(args)
+    tok, cells = genes if genes is not None else (_tokenizer(args), _cell_spec(args))
     client = None
     if args.scheduler:
         Client = require("dask.distributed", "--scheduler").Client

@@ -35,6 +35,9 @@ EXAMPLES = {
   genotok pretokenize --universe u.bed --overlap best --unknown region --out corpus/ peaks/
   genotok pretokenize --universe u.bed --out gtoks/ --format gtok-dir @files.txt --on-error skip
   genotok pretokenize --universe u.bed --out cells/ --cells cells.toml a.h5ad b.h5ad
+  genotok pretokenize --preset geneformer --vocab token_dictionary.json \\
+      --medians gene_median_dictionary.json --out geneformer/ rna.h5ad
+  genotok pretokenize --vocab vocab.json --cells cells.toml --out genes/ rna.h5ad
   genotok pretokenize --universe u.bed --out cells/ --encoding normalize,rank_by_median \\
       --cell-order value --max-length 2048 a.h5ad b.h5ad""",
     "tokenize": """examples:
@@ -170,7 +173,7 @@ def cell_spec_args(parser) -> None:
     from the spec's fields and constraints (a new field gets its flag here, unwritten)."""
     from dataclasses import fields
 
-    from ..params import Flag, Integral, Interval, Options
+    from ..params import Flag, InstanceOf, Integral, Interval, Options
     from ..singlecell.spec import CellSpec
 
     g = parser.add_argument_group(
@@ -195,6 +198,8 @@ def cell_spec_args(parser) -> None:
         elif isinstance(c, Interval):
             kw.update(type=int if c.kind is Integral else float, metavar="N" if c.kind is
                       Integral else "X", help=f"CellSpec.{f.name}: {c}")
+        elif isinstance(c, InstanceOf) and c.types == (str,):
+            kw.update(metavar="COLUMN", help=f"CellSpec.{f.name}: an obs column")
         else:  # pragma: no cover - a new kind of field needs its flag's kind here
             raise TypeError(f"CellSpec.{f.name}: no flag for {c}")
         g.add_argument(cell_flag(f.name), **kw)
@@ -225,15 +230,29 @@ def build_parser() -> argparse.ArgumentParser:
         sp.set_defaults(func=func, prog=sp.prog)
         return sp
 
-    def universe_args(sp, required=True):
+    def universe_args(sp, required=True, genes=False):
         g = sp.add_mutually_exclusive_group(required=required)
         g.add_argument("--universe", metavar="U.bed", help="universe BED/BED.gz")
         g.add_argument("--config", metavar="TOK.toml",
                        help="tokenizer configuration (genotok or gtars TOML); the flags below "
                             "override its settings")
+        if genes:
+            g.add_argument("--vocab", metavar="FILE",
+                           help="a gene vocabulary instead of a universe: {gene id: token id} "
+                                "as JSON, TOML or the model's pickle (Geneformer's "
+                                "token_dictionary), or a GeneTokenizer.save_pretrained folder")
 
-    def tokenizer_args(sp, required=True):
-        universe_args(sp, required)
+    def gene_args(sp):
+        g = sp.add_argument_group("gene vocabularies (RNA foundation models; with --vocab)")
+        g.add_argument("--preset", choices=tuple(C.PRESETS),
+                       help="the model's recipe (genotok.presets): its tokenizer from --vocab "
+                            "and its CellSpec; the cell flags (above) change its fields")
+        g.add_argument("--medians", metavar="FILE",
+                       help="Geneformer's gene_median_dictionary (JSON, TOML or pickle); "
+                            "with --preset geneformer / geneformer-v2")
+
+    def tokenizer_args(sp, required=True, genes=False):
+        universe_args(sp, required, genes)
         g = sp.add_argument_group("tokenizer options (default: gtars behaviour, or the --config)")
         g.add_argument("--overlap", choices=("all", "best"),
                        help="every overlapped universe region (all), or the one with the largest "
@@ -262,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = cmd(sub, "pretokenize", "tokenize many region files once into a corpus (resumable)",
             C.cmd_pretokenize)
-    tokenizer_args(t)
+    tokenizer_args(t, genes=True)
     out_flag(t, "DIR", "output directory, or a URL (s3://bucket/prefix; genotok[remote])",
              required=True)
     t.add_argument("inputs", nargs="+", help="files, directories, globs or @list.txt")
@@ -285,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
                         "xxhash is installed) or sha256 (the default without it)")
     cell_spec_args(t)
+    gene_args(t)
 
     t = cmd(sub, "tokenize", "tokenize BED files against a universe; ids to stdout",
             C.cmd_tokenize)

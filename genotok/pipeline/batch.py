@@ -329,7 +329,7 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
     ``STEM@BARCODE.gtok``, both parts made safe by :func:`~genotok._names.to_file_stem`, so a
     barcode can never name a path outside ``out``; other stores: the cells in memory, then
     written)."""
-    from ..singlecell.cells import tokenize_cells
+    from ..singlecell.cells import kept_cells, tokenize_cells
     from ..singlecell.sources import open_source
 
     kind = input_kind(path)
@@ -352,6 +352,9 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
             else:
                 flat = tokenize_cells(source, tokenizer, spec, n_threads=n_threads)
                 names = [str(x) for x in source.names()]
+                kept = kept_cells(source, spec.cell_filter)  # the cells the spec keeps
+                if kept is not None:
+                    names = [names[i] for i in kept.tolist()]
                 stem = record_name(path)
                 meta = {"keys": [f"{stem}/{x}" for x in names]}  # the held-out split's keys
                 if store.per_record_files:

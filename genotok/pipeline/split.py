@@ -62,26 +62,6 @@ def held_out(keys, fraction: float) -> np.ndarray:
     return np.array([draw(str(k)) < cut for k in keys], dtype=bool)
 
 
-def take(rows: Ragged, idx: np.ndarray) -> Ragged:
-    """The records ``idx`` (increasing) of ``rows``, values kept.
-
-    Examples
-    --------
-    >>> take(Ragged.from_list([[1], [2, 3], [4]]), [0, 2]).to_list()
-    [[1], [4]]
-    """
-    idx = np.asarray(idx, np.int64)
-    offsets = np.asarray(rows.offsets, np.int64)
-    starts, ends = offsets[idx], offsets[idx + 1]
-    lengths = ends - starts
-    new = np.zeros(idx.size + 1, np.int64)
-    np.cumsum(lengths, out=new[1:])
-    # the token positions of the kept records, without a Python loop over tokens
-    pos = np.repeat(starts - new[:-1], lengths) + np.arange(new[-1])
-    vals = None if rows.values is None else np.asarray(rows.values)[pos]
-    return Ragged(np.asarray(rows.data)[pos], new, vals)
-
-
 @dataclass
 class SplitStore(Store):
     """A store whose records are split: the held-out ones (:func:`held_out` of
@@ -129,7 +109,7 @@ class SplitStore(Store):
         mask = held_out(meta.get("keys") or meta["names"], self.fraction)
         for w, sel in ((self._kept, np.flatnonzero(~mask)), (self._held, np.flatnonzero(mask))):
             if sel.size:
-                w.write(take(batch, sel), {k: None if v is None else [v[i] for i in sel]
+                w.write(batch.take(sel), {k: None if v is None else [v[i] for i in sel]
                                            for k, v in meta.items()})
 
     def commit(self) -> list[str]:

@@ -596,12 +596,65 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
                                            spec.condition_unknown, cls=spec.add_cls)
     if spec.add_eos:  # <eos> after each cell (Geneformer V2's framing)
         stream = conditions.append_stream(stream, tokenizer)
+    kept = kept_cells(source, spec.cell_filter)
+    if kept is not None:  # the filter last: the streams above read obs by source row
+        stream = _kept_stream(stream, kept, source.n_rows)
+        records = None if records is None else _kept_records(records, kept)
     capacity = _token_bound(source, vm, opt) if prepare is None and not (
         prepend or spec.add_cls or spec.add_eos) else None
     meta = {"records": records, "metadata_columns": obs_columns, "values": values,
             "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
             "source": source.path, "capacity": capacity}
     return _emit((r for _, r in stream), meta, tokenizer, out, overwrite)
+
+
+def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:
+    """The rows (increasing) whose ``obs[column] == 1`` (:attr:`CellSpec.cell_filter
+    <genotok.CellSpec>`, Geneformer's ``filter_pass``: its tokenizer keeps the cells
+    ``i == 1``), or ``None``: every row (no filter asked, or the input has no such column).
+
+    Examples
+    --------
+    >>> import anndata, numpy as np, pandas as pd
+    >>> from genotok.singlecell.sources import open_source
+    >>> obs = pd.DataFrame({"ok": [1, 0, True, 2]}, index=["a", "b", "c", "d"])
+    >>> a = anndata.AnnData(np.ones((4, 1)), obs=obs)
+    >>> kept_cells(open_source(a), "ok").tolist(), kept_cells(open_source(a), "absent")
+    ([0, 2], None)
+    """
+    if column is None or not source.has_obs:
+        return None
+    try:  # the protocol: an unknown column is an error at once, before anything is read
+        read = source.obs([column])
+    except (AnnDataError, SourceError):
+        return None
+    values = read(0, source.n_rows)[1][column]
+    return np.flatnonzero(np.fromiter((v == 1 for v in np.asarray(values).tolist()), bool,
+                                      count=source.n_rows))
+
+
+def _kept_stream(stream, kept: np.ndarray, n_rows: int):
+    """The batches ``(row0, Ragged)`` of source rows, only the rows ``kept``."""
+    mask = np.zeros(n_rows, bool)
+    mask[kept] = True
+    for row0, rows in stream:
+        sel = np.flatnonzero(mask[row0:row0 + len(rows)])
+        yield row0, rows if sel.size == len(rows) else rows.take(sel)
+
+
+def _kept_records(read, kept: np.ndarray):
+    """``records(lo, hi)`` of the output's rows ``lo:hi`` (source rows ``kept[lo:hi]``)."""
+    def records(lo, hi):
+        rows = kept[lo:hi]
+        if rows.size == 0:
+            names, meta = read(0, 0)
+            return names, meta
+        a = int(rows[0])
+        names, meta = read(a, int(rows[-1]) + 1)
+        sel = (rows - a).tolist()
+        return ([names[i] for i in sel] if names is not None else None,
+                {k: [v[i] for i in sel] for k, v in meta.items()})
+    return records
 
 
 def _emit(batches, meta: dict, tokenizer, out, overwrite: bool):
@@ -691,4 +744,4 @@ def _options_default() -> _Options:
     return _Options(K.KEEP_POSITIVE, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
 
 
-__all__ = ["tokenize_anndata", "tokenize_cells", "warmup"]
+__all__ = ["kept_cells", "tokenize_anndata", "tokenize_cells", "warmup"]

@@ -200,8 +200,10 @@ class RankByMedian(Encoding):
         if type(other) is not type(self):
             return NotImplemented
         a, b = self.medians, other.medians
-        if isinstance(a, dict) or isinstance(b, dict):
-            same = a == b
+        if isinstance(a, dict) or isinstance(b, dict):  # NaN (no median) equals NaN
+            same = (isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b)
+                    and np.array_equal(np.fromiter(a.values(), float, len(a)),
+                                       np.fromiter(b.values(), float, len(b)), equal_nan=True))
             return same and (self.method, self.fitted_on) == (other.method, other.fitted_on)
         same = (a is None and b is None) or (a is not None and b is not None and a.shape ==
                                               b.shape and np.array_equal(a, b, equal_nan=True))
@@ -211,7 +213,8 @@ class RankByMedian(Encoding):
 
     def to_json(self) -> dict:
         if isinstance(self.medians, dict):
-            return {"name": self.name, "medians": dict(self.medians), "method": self.method,
+            med = {k: None if not math.isfinite(x) else x for k, x in self.medians.items()}
+            return {"name": self.name, "medians": med, "method": self.method,
                     "fitted_on": None if self.fitted_on is None else list(self.fitted_on)}
         med = None if self.medians is None else [
             None if not math.isfinite(x) else x for x in self.medians.tolist()]
@@ -221,7 +224,9 @@ class RankByMedian(Encoding):
     @classmethod
     def from_json(cls, d: dict) -> RankByMedian:
         med = d.get("medians")
-        if med is not None and not isinstance(med, dict):
+        if isinstance(med, dict):
+            med = {k: np.nan if x is None else x for k, x in med.items()}
+        elif med is not None:
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
         return cls(med, d.get("method"), d.get("fitted_on"))
 
@@ -353,6 +358,9 @@ def _toml_value(v) -> str:
         return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):  # medians keyed by gene id: an inline table (``key = value``)
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}"
+                               for k, x in v.items()) + "}"
     return json.dumps(v)
 
 
@@ -389,6 +397,12 @@ class CellSpec:
         Return (store) each token's value as a float32 value channel.
     use_count
         Fragment files: weigh each fragment by its column-5 count (default: each line once).
+    cell_filter
+        An ``obs`` column: when the input has it, only the cells whose value ``== 1`` are
+        tokenized (Geneformer's ``filter_pass``: ``1``, ``1.0`` and ``True`` pass); an input
+        without it (a fragment file has no ``obs``) keeps every cell, as Geneformer does. The
+        cells left out are still read (and checked); medians computed from the matrix
+        (``RankByMedian()``) are of every cell.
 
     Examples
     --------
@@ -410,6 +424,7 @@ class CellSpec:
     add_eos: bool = False
     values: bool = False
     use_count: bool = False
+    cell_filter: str | None = None
 
     CONSTRAINTS: ClassVar[dict] = {
         "min_count": [Interval(Real, -math.inf, math.inf, closed="neither"), None],
@@ -426,6 +441,7 @@ class CellSpec:
         "add_eos": [Flag()],
         "values": [Flag()],
         "use_count": [Flag()],
+        "cell_filter": [InstanceOf(str), None],
     }
 
     def __post_init__(self):
@@ -460,21 +476,6 @@ class CellSpec:
             set_(self, "min_count", float(self.min_count))
         for name in ("add_cls", "add_eos", "values", "use_count"):
             set_(self, name, bool(getattr(self, name)))
-
-    # --------------------------------------------------------------------- presets
-    @classmethod
-    def geneformer(cls, medians=None, **changes) -> CellSpec:
-        """Geneformer's rank-value encoding: counts normalised to 10,000, divided by the
-        features' medians, tokens by value descending, at most 2,048 per cell."""
-        return cls(**{"encoding": (Normalize(1e4), RankByMedian(medians)), "max_length": 2048,
-                      **changes})
-
-    @classmethod
-    def scgpt(cls, n_bins: int = 51, **changes) -> CellSpec:
-        """scGPT's binned values: normalised to 10,000 and log1p, ``n_bins`` per-cell
-        quantile bins, returned as the value channel."""
-        return cls(**{"encoding": (Normalize(1e4, log1p=True), Bins(n_bins)), "values": True,
-                      **changes})
 
     # --------------------------------------------------------------------- JSON
     def as_dict(self) -> dict:

@@ -665,3 +665,101 @@ def test_pretokenize_to_parquet_with_a_validation_split(tmp_path, capsys):
     assert (out / "manifest.json").is_file() and (out / "validation" / "manifest.json").is_file()
     assert_error(run(["pretokenize", "-q", "--universe", U, "--out", str(tmp_path / "x"), PEAKS,
                       "--validation", "1"], capsys), 1, "validation")
+
+
+# ------------------------------------------------------------------ gene vocabularies
+@pytest.fixture(scope="module")
+def rna(tmp_path_factory):
+    """A tiny raw-count RNA file (Ensembl ids, a duplicate id, a gene outside the vocabulary,
+    obs n_counts and filter_pass) and Geneformer- / scGPT-format dictionaries as JSON."""
+    import anndata
+    import pandas as pd
+    import scipy.sparse as sp
+
+    d = tmp_path_factory.mktemp("rna")
+    rng = np.random.default_rng(5)
+    X = rng.poisson(1.5, size=(23, 6)).astype(np.float32)
+    ids = ["E3", "E1", "E2", "E1", "E9", "E4"]
+    obs = pd.DataFrame({"n_counts": X.sum(axis=1) + 2,
+                        "filter_pass": np.resize([1, 1, 0], 23)},
+                       index=[f"cell{i}" for i in range(23)])
+    var = pd.DataFrame({"ensembl_id": ids}, index=["S3", "S1", "S2", "S1b", "S9", "S4"])
+    anndata.AnnData(sp.csr_matrix(X), obs=obs, var=var).write_h5ad(d / "rna.h5ad")
+    tokens = {"<pad>": 0, "<mask>": 1, "E1": 2, "E2": 3, "E3": 4, "E4": 5,
+              "<cls>": 6, "<eos>": 7}
+    medians = {"E1": 1.5, "E2": 0.5, "E3": 2.0, "E4": 1.0}
+    symbols = {"S1": 0, "S2": 1, "S3": 2, "<pad>": 3, "<cls>": 4, "<eoc>": 5}
+    for name, obj in (("tokens", tokens), ("medians", medians), ("symbols", symbols)):
+        (d / f"{name}.json").write_text(json.dumps(obj))
+    return d
+
+
+def _cells(path):
+    c = Corpus.open(path)
+    return c.names, [c[i].tolist() for i in range(len(c))], (
+        c.to_ragged(values=True).values.tolist() if c.has_values else None)
+
+
+@pytest.mark.parametrize("preset", ["geneformer", "geneformer-v2", "scgpt"])
+def test_pretokenize_with_a_gene_preset_is_the_python_call(rna, preset, tmp_path, capsys):
+    vocab = str(rna / ("symbols.json" if preset == "scgpt" else "tokens.json"))
+    medians = [] if preset == "scgpt" else ["--medians", str(rna / "medians.json")]
+    out = tmp_path / "cli"
+    assert run(["pretokenize", "-q", "--preset", preset, "--vocab", vocab, *medians,
+                "--out", str(out), str(rna / "rna.h5ad")], capsys)[0] == 0
+    if preset == "scgpt":
+        tok, spec = genotok.presets.scgpt(vocab)
+    else:
+        tok, spec = genotok.presets.geneformer(vocab, rna / "medians.json",
+                                               version=2 if preset.endswith("v2") else 1)
+    genotok.pretokenize([rna / "rna.h5ad"], tok, tmp_path / "py", cells=spec, progress=False)
+    got, want = _cells(out), _cells(tmp_path / "py")
+    assert got == want and len(got[0]) == (16 if preset != "scgpt" else 23)  # filter_pass
+    Corpus.open(out, expect=tok)  # refuses a corpus of another vocabulary
+    # the cell flags change the preset's fields
+    assert run(["pretokenize", "-q", "--preset", preset, "--vocab", vocab, *medians,
+                "--max-length", "2", "--out", str(tmp_path / "short"),
+                str(rna / "rna.h5ad")], capsys)[0] == 0
+    framing = {"geneformer": 0, "geneformer-v2": 2, "scgpt": 1}[preset]  # <cls>, <eos>
+    assert max(map(len, _cells(tmp_path / "short")[1])) == 2 + framing
+
+
+def test_pretokenize_with_a_vocab_and_a_cell_spec_file(rna, tmp_path, capsys):
+    tok, spec = genotok.presets.geneformer(rna / "tokens.json", rna / "medians.json")
+    (tmp_path / "cells.toml").write_text(spec.to_toml())
+    tok.save_pretrained(tmp_path / "saved")
+    for vocab in (rna / "tokens.json", tmp_path / "saved"):  # a file or a saved folder
+        out = tmp_path / f"cli-{vocab.name}"
+        assert run(["pretokenize", "-q", "--vocab", str(vocab), "--cells",
+                    str(tmp_path / "cells.toml"), "--out", str(out), str(rna / "rna.h5ad")],
+                   capsys)[0] == 0
+        got = _cells(out)
+        want = genotok.tokenize_anndata(rna / "rna.h5ad", tok, spec)
+        assert got[1] == want.to_list() and len(got[0]) == 16
+    # --cell-filter: the flag of CellSpec.cell_filter (here the only cell flag)
+    for extra, n in (([], 23), (["--cell-filter", "filter_pass"], 16)):
+        out = tmp_path / f"flag{n}"
+        assert run(["pretokenize", "-q", "--vocab", str(rna / "tokens.json"), *extra,
+                    "--out", str(out), str(rna / "rna.h5ad")], capsys)[0] == 0
+        want = genotok.tokenize_anndata(rna / "rna.h5ad", tok,
+                                        genotok.CellSpec(cell_filter="filter_pass" if extra
+                                                         else None))
+        assert _cells(out)[1] == want.to_list() and len(want) == n
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "geneformer"], "--vocab is required"),
+    (["--medians", "m.json", "--universe", U], "give --vocab"),
+    (["--preset", "geneformer", "--vocab", "{tokens}"], "needs Geneformer's"),
+    (["--preset", "scgpt", "--vocab", "{symbols}", "--medians", "{medians}"], "takes none"),
+    (["--vocab", "{tokens}", "--medians", "{medians}"], "give --preset geneformer"),
+    (["--preset", "scgpt", "--vocab", "{symbols}", "--cells", "c.toml"], "not both"),
+    (["--vocab", "{tokens}", "--overlap", "best"], "matches genes by id"),
+    (["--vocab", "{tokens}", "--universe", U], "not allowed with argument"),
+])
+def test_gene_vocabulary_usage_errors(rna, argv, message, tmp_path, capsys):
+    argv = [a.format(**{k: rna / f"{k}.json" for k in ("tokens", "medians", "symbols")})
+            for a in argv]
+    assert_error(run(["pretokenize", *argv, "--out", str(tmp_path / "o"),
+                      str(rna / "rna.h5ad")], capsys), 2, message)
+    assert not (tmp_path / "o").exists()

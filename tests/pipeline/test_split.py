@@ -6,17 +6,13 @@ from __future__ import annotations
 import json
 import shutil
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import genotok
 from genotok import Corpus, Tokenizer
 from genotok.params import ParameterError
 from genotok.pipeline import PipelineError, RunOptions, pretokenize
-from genotok.pipeline.split import draw, held_out, take
-from genotok.ragged import Ragged
+from genotok.pipeline.split import draw, held_out
 
 
 @pytest.fixture(scope="module")
@@ -42,19 +38,6 @@ def test_held_out_is_a_hash_of_the_name_alone():
     assert held_out(keys[::-1], 0.1)[::-1].tolist() == mask.tolist()  # order does not matter
     assert not held_out(keys, 0.0).any() and held_out(keys, 1.0).all()
     assert (held_out(keys, 0.2) | ~mask).all()  # a larger share holds out a superset
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 50), max_size=6), max_size=12), st.data())
-def test_take_matches_a_python_oracle(rows, data):
-    r = Ragged.from_list(rows)
-    r.values = np.arange(r.data.size, dtype=np.float32)
-    idx = sorted(data.draw(st.sets(st.integers(0, max(len(rows) - 1, 0)), max_size=len(rows)))
-                 if rows else [])
-    got = take(r, np.asarray(idx, np.int64))
-    assert got.to_list() == [rows[i] for i in idx]
-    want_vals = [r.values[r.offsets[i]:r.offsets[i + 1]] for i in idx]
-    np.testing.assert_array_equal(got.values, np.concatenate(want_vals) if idx else [])
 
 
 @pytest.mark.parametrize("fmt", ["corpus", "gtok-dir"])

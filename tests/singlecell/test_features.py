@@ -137,7 +137,7 @@ def test_spec_with_gene_medians_round_trips():
 
 def test_scgpt_bins_against_the_oracle():
     vocab = {"<pad>": 5, "<cls>": 6, "<eoc>": 7, "A": 0, "B": 1, "C": 2}
-    tok, spec = genotok.presets.scgpt(vocab, n_bins=5, side="one")
+    tok, spec = genotok.presets.scgpt(vocab, n_bins=5, side="one", append_cls=False)
     X = np.array([[3, 0, 1, 9], [1, 1, 1, 0], [0, 0, 0, 4]], np.float32)
     ids = ["C", "Z", "A", "B"]
     a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=ids))
@@ -145,6 +145,12 @@ def test_scgpt_bins_against_the_oracle():
     got = [(r.data[r.offsets[i]:r.offsets[i + 1]].tolist(),
             r.values[r.offsets[i]:r.offsets[i + 1]].astype(int).tolist()) for i in range(3)]
     assert got == naive.scgpt(X, ids, vocab, n_bins=5)
+    tok, spec = genotok.presets.scgpt(vocab, n_bins=5, side="one")  # <cls> first, value 0
+    r = genotok.tokenize_anndata(a, tok, spec)
+    assert [(r[i].tolist(), r.row_values(i).astype(int).tolist()) for i in range(3)] == \
+        [([6, *t], [0, *b]) for t, b in got]
+    with pytest.raises(ValueError, match="no '<cls>'"):
+        genotok.presets.scgpt({"A": 0}, append_cls=True)
 
 
 def test_scgpt_random_side_spreads_only_over_repeated_edges():
@@ -154,8 +160,8 @@ def test_scgpt_random_side_spreads_only_over_repeated_edges():
     rng = np.random.default_rng(3)
     X = rng.integers(0, 4, size=(40, 12)).astype(np.float32)
     a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=list(vocab)))
-    tok, one = genotok.presets.scgpt(vocab, n_bins=7, side="one")
-    _, both = genotok.presets.scgpt(vocab, n_bins=7)
+    tok, one = genotok.presets.scgpt(vocab, n_bins=7, side="one", append_cls=False)
+    _, both = genotok.presets.scgpt(vocab, n_bins=7, append_cls=False)
     r1 = genotok.tokenize_anndata(a, tok, one)
     r2 = genotok.tokenize_anndata(a, tok, both)
     r3 = genotok.tokenize_anndata(a, tok, both, read=genotok.AnnDataOptions(chunk_rows=7))

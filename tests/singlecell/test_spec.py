@@ -1,4 +1,4 @@
-"""genotok.CellSpec: validation, JSON round trip, presets, and the divergences between the
+"""genotok.CellSpec: validation, JSON round trip, the presets' specs, and the divergences between the
 entry points that one spec removed (issue 31), each checked through the entry points."""
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from genotok.params import ParameterError
 from genotok.singlecell import spec as S
 
 VARS = ["chr1:0-100", "chr1:100-200", "chr1:200-300", "chr2:0-100"]
+#: a rank-value spec over peaks (medians computed from the matrix), a binned one, a preset's
+RANKED = CellSpec(encoding=(Normalize(1e4), RankByMedian()), max_length=2048)
+BINNED = CellSpec(encoding=(Normalize(1e4, log1p=True), Bins(51)), values=True)
+PRESET = genotok.presets.geneformer({"<pad>": 0, "G": 1, 'a"b': 2},  # a quote, no median
+                                    {"G": 2.0, 'a"b': float("nan")})[1]
 
 
 def _adata(X):
@@ -32,12 +37,13 @@ def _adata(X):
 
 
 def test_round_trip_is_exact():
-    specs = [CellSpec(), CellSpec.geneformer(), CellSpec.scgpt(),
+    specs = [CellSpec(), RANKED, BINNED, PRESET, PRESET.replace(cell_filter="qc"),
              CellSpec(min_count=2, unknown="drop", order="shuffle", seed=7, max_length=3,
                       truncation="sample", prepend="batch", condition_unknown="error",
                       add_cls=True, values=True, use_count=True, encoding=Log1p()),
              CellSpec(encoding=(Normalize(100.0, log1p=True),
                                 RankByMedian(np.array([1.5, np.nan, 0.0, 2e-300]))))]
+    assert PRESET.cell_filter == "filter_pass" and RANKED.cell_filter is None
     for spec in specs:
         text = spec.to_json()
         assert CellSpec.from_json(text) == spec
@@ -47,16 +53,9 @@ def test_round_trip_is_exact():
         CellSpec(encoding=RankByMedian(np.array([2.0])))
 
 
-def test_presets():
-    g = CellSpec.geneformer()
-    assert (g.order, g.max_length, g.values) == ("value", 2048, False)
-    assert g.encoding == (Normalize(1e4), RankByMedian())
-    s = CellSpec.scgpt()
-    assert s.encoding == (Normalize(1e4, log1p=True), Bins(51)) and s.values
-    assert CellSpec.scgpt(n_bins=11, max_length=5).encoding[1] == Bins(11)
-
-
 def test_bad_specs_say_what_is_wrong():
+    with pytest.raises(ParameterError, match="cell_filter"):
+        CellSpec(cell_filter=1)
     with pytest.raises(ParameterError, match="order='var' .* cannot be unique=True"):
         CellSpec(order="var", unique=True)
     with pytest.raises(ParameterError, match="out of place"):
@@ -193,12 +192,13 @@ def test_a_new_encoding_is_one_class_and_one_registry_line(monkeypatch):
 def test_the_corpus_header_holds_the_spec_with_its_medians(tmp_path):
     a = _adata([[1, 4, 9, 0], [5, 0, 1, 2]])
     tok = Tokenizer(VARS)
-    spec = CellSpec.geneformer(max_length=3)
+    spec = RANKED.replace(max_length=3)
     c = tokenize_anndata(a, tok, spec, out=tmp_path / "c.gtokc")
     stored = CellSpec.from_json(c.header["extra"]["anndata"]["cells"])
     assert stored.encoding[1].medians is not None
     assert stored.replace(encoding=spec.encoding) == spec
-    again = tokenize_anndata(a, tok, CellSpec.geneformer(medians=c, max_length=3))
+    again = tokenize_anndata(a, tok, RANKED.replace(encoding=(Normalize(1e4), RankByMedian(c)),
+                                                  max_length=3))
     assert again.to_list() == c.to_ragged().to_list()
     with pytest.raises(ParameterError, match="the medians are of normalize='total'"):
         CellSpec(encoding=RankByMedian(c))
@@ -207,10 +207,10 @@ def test_the_corpus_header_holds_the_spec_with_its_medians(tmp_path):
 
 # -------------------------------------------------------------------------- TOML
 @pytest.mark.parametrize("spec", [
-    CellSpec(), CellSpec.geneformer(), CellSpec.scgpt(values=False),
+    CellSpec(), RANKED, BINNED.replace(values=False), PRESET,
     CellSpec(encoding=RankByMedian(np.array([1.5, np.nan])), prepend=['a"b', "c"],
              min_count=2.0, order="shuffle", seed=2**63 - 1, unknown="drop"),
-], ids=["default", "geneformer", "scgpt", "medians-and-quotes"])
+], ids=["default", "ranked", "binned", "preset", "medians-and-quotes"])
 def test_toml_round_trips(tmp_path, spec):
     (tmp_path / "s.toml").write_text(spec.to_toml())
     assert CellSpec.from_toml(tmp_path / "s.toml") == spec
