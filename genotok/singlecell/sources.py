@@ -678,6 +678,10 @@ class CellSource:
         The input's name in manifests and messages (``"h5ad"``, ``"fragments"``).
     suffixes, magic
         File name endings (lower case) and leading bytes this class reads.
+    by_content
+        The suffix alone does not say (``.h5`` is any HDF5 file: a 10x matrix, or an AnnData
+        saved under that name): an existing file goes to the class whose :meth:`sniff`
+        claims its contents, and to none when no class does.
     options
         The class of its ``read=`` options (:class:`~genotok.AnnDataOptions` …).
     features_are
@@ -707,6 +711,7 @@ class CellSource:
     kind: ClassVar[str] = ""
     suffixes: ClassVar[tuple[str, ...]] = ()
     magic: ClassVar[tuple[bytes, ...]] = ()
+    by_content: ClassVar[bool] = False
     options: ClassVar[type] = AnnDataOptions
     features_are: ClassVar[str] = "var"
     has_obs: ClassVar[bool] = True
@@ -869,7 +874,8 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     in-memory object), then the file's suffix (the longest that fits), then (``sniff=True``,
     an existing regular file) its first 512 bytes. Types and first bytes are asked of the
     latest registered class first, so a more specific class registered later (a MuData, an
-    HDF5 container that is not an ``.h5ad``) wins over a general one.
+    HDF5 container that is not an ``.h5ad``) wins over a general one. A suffix whose class
+    reads ``by_content`` (``.h5``) does not decide for an existing file: its contents do.
 
     Examples
     --------
@@ -882,17 +888,17 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
         return next((cls for cls in reversed(SOURCES) if cls.accepts(obj)), None)
     path = os.fspath(obj)
     cls = _suffix_class(os.path.basename(path))
-    if cls is not None or not sniff:
+    if (cls is not None and not cls.by_content) or not sniff:
         return cls
     try:
         import stat
 
         if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
+            return cls
         with open(path, "rb") as fh:
             head = fh.read(512)
     except OSError:
-        return None
+        return cls  # not there (yet): the suffix's class says so when it opens it
     return next((c for c in reversed(SOURCES) if c.sniff(head, path)), None)
 
 
