@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from genotok import FragmentOptions, tokenize_fragments
 from genotok._bgzf import write_bgzf
 from genotok.errors import UniverseError
-from genotok.pipeline.tiles import EXCLUDE, tile_matrix, tile_tokenizer
+from genotok.pipeline.tiles import EXCLUDE, header_chrom_sizes, tile_matrix, tile_tokenizer
 
 from .._shared import SHARED, shared
 
@@ -126,6 +126,69 @@ def test_bgzf_regions_and_tiles(tmp_path):
     m = tile_matrix(p, SIZES, 1000, read=FragmentOptions(regions=["chr2"]))
     only2 = b"".join(ln + b"\n" for ln in raw.splitlines() if ln.startswith(b"chr2"))
     check(m, oracle(only2, SIZES, 1000, "paired-insertion"))
+
+
+def test_chrom_sizes_from_a_contig_header(tmp_path):
+    """``##contig=<ID=…,length=…>`` lines give the sizes: ``tile_matrix(path)`` needs none."""
+    raw = _raw([("chr1", s, 300, s % 3) for s in range(0, 9000, 37)]
+               + [("chr2", s, 200, s % 2) for s in range(0, 4000, 41)])
+    head = "".join(f"##contig=<ID={c},length={n},assembly=toy>\n" for c, n in SIZES.items())
+    p = tmp_path / "f.tsv"
+    p.write_bytes(head.encode() + raw)
+    assert header_chrom_sizes(p) == list(SIZES.items())
+    m, want = tile_matrix(p, bin_size=1000), tile_matrix(p, SIZES, 1000)
+    assert m.var_names.tolist() == want.var_names.tolist() and (m.X != want.X).nnz == 0
+    check(m, oracle(raw, SIZES, 1000, "paired-insertion"))
+    q = write_bgzf(tmp_path / "f.tsv.gz", head.encode() + raw, index=True, block=500)
+    assert header_chrom_sizes(q) == list(SIZES.items())
+
+
+def _real_hg38():
+    sizes_file = shared(REAL / "chromsizes" / "hg38.chrom.sizes")
+    return [(ln.split()[0], int(ln.split()[1])) for ln in sizes_file.read_text().splitlines()
+            if ln.strip()]
+
+
+def test_a_cell_ranger_header_without_lengths_asks_for_chrom_sizes():
+    """The real 10x header (Signac's copy of a cellranger-atac file) names its contigs
+    (``primary_contig=``) and its reference folder, not their lengths: refused, saying so; a
+    file without a header likewise."""
+    p = shared(REAL / "signac" / "fragments_header.tsv.gz")
+    with pytest.raises(UniverseError, match=r"fragments_header.tsv.gz: no chromosome sizes: "
+                       r"its header names \d+ contigs \(primary_contig=chr1 …\) without "
+                       r"lengths, and its reference_path /mnt/\S+ has no fasta/genome.fa.fai "
+                       r"here; give chrom_sizes="):
+        tile_matrix(p)
+    q = shared(REAL / "signac" / "fragments.tsv.gz")
+    with pytest.raises(UniverseError, match="fragments.tsv.gz: no chromosome sizes: it has no "
+                                            "'#' header; give chrom_sizes="):
+        tile_matrix(q, bin_size=5000)
+
+
+def test_a_cell_ranger_header_with_its_reference_here(tmp_path):
+    """The real 10x header pointing at a reference folder that is on this machine: its
+    ``fasta/genome.fa.fai`` gives the sizes, of the primary contigs only."""
+    import gzip
+
+    hg38 = _real_hg38()
+    raw = gzip.open(shared(REAL / "signac" / "fragments_header.tsv.gz")).read()
+    ref = tmp_path / "refdata-cellranger-arc-GRCh38-2020-A-2.0.0"
+    (ref / "fasta").mkdir(parents=True)
+    (ref / "fasta" / "genome.fa.fai").write_text(
+        "".join(f"{c}\t{n}\t{i * 100}\t60\t61\n" for i, (c, n) in enumerate(
+            hg38 + [("not_primary_1", 5000)])))
+    lines = [f"# reference_path={ref}".encode() if ln.startswith(b"# reference_path=") else ln
+             for ln in raw.splitlines()]
+    p = tmp_path / "fragments.tsv"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    primary = {ln[len(b"# primary_contig="):].decode() for ln in lines
+               if ln.startswith(b"# primary_contig=")}
+    got = header_chrom_sizes(p)
+    assert got == [(c, n) for c, n in hg38 if c in primary] and "chr1" in dict(got)
+    want = tile_matrix(p, dict(got), 5000)
+    m = tile_matrix(p, bin_size=5000)
+    assert m.var_names.tolist() == want.var_names.tolist() and (m.X != want.X).nnz == 0
+    assert m.n_obs > 0 and m.X.sum() > 0
 
 
 def test_real_liver_fragments_5kb_tiles():
