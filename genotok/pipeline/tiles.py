@@ -184,7 +184,7 @@ def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
     >>> m.var_names.tolist(), m.X.toarray().tolist()
     (['chr1:0-500', 'chr1:500-1000'], [[2.0, 1.0]])
     """
-    from ..singlecell.fragmatrix import fragment_matrix
+    from ..singlecell.matrix import fragment_matrix
     from ..singlecell.reading import FragmentOptions
 
     read = FragmentOptions() if read is None else check(

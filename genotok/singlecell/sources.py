@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -676,12 +677,9 @@ class CellSource:
     ----------------
     kind
         The input's name in manifests and messages (``"h5ad"``, ``"fragments"``).
-    suffixes, magic
-        File name endings (lower case) and leading bytes this class reads.
-    by_content
-        The suffix alone does not say (``.h5`` is any HDF5 file: a 10x matrix, or an AnnData
-        saved under that name): an existing file goes to the class whose :meth:`sniff`
-        claims its contents, and to none when no class does.
+    suffixes, magic, by_content
+        File name endings (lower case) and leading bytes this class reads; ``by_content``: the
+        suffix does not decide for an existing file (``.h5``: any HDF5), its contents do.
     options
         The class of its ``read=`` options (:class:`~genotok.AnnDataOptions` …).
     features_are
@@ -874,8 +872,7 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     in-memory object), then the file's suffix (the longest that fits), then (``sniff=True``,
     an existing regular file) its first 512 bytes. Types and first bytes are asked of the
     latest registered class first, so a more specific class registered later (a MuData, an
-    HDF5 container that is not an ``.h5ad``) wins over a general one. A suffix whose class
-    reads ``by_content`` (``.h5``) does not decide for an existing file: its contents do.
+    HDF5 container that is not an ``.h5ad``) wins over a general one.
 
     Examples
     --------
@@ -891,8 +888,6 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     if (cls is not None and not cls.by_content) or not sniff:
         return cls
     try:
-        import stat
-
         if not stat.S_ISREG(os.stat(path).st_mode):
             return cls
         with open(path, "rb") as fh:

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from genotok import CellSpec, FragmentOptions, RankByMedian, Tokenizer, Universe
 from genotok.errors import BedParseError
 from genotok.singlecell import FragmentMatrix
-from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
+from genotok.singlecell.fragmatrix import read_barcodes
+from genotok.singlecell.matrix import fragment_matrix
 from tests._cellspec import spec_of
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "genotok", "examples")
@@ -458,7 +459,7 @@ def test_the_universe_is_paid_for_once(monkeypatch, tmp_path):
     """Issue 33 item 4: a small file against a large universe paid per call for what depends
     on the universe alone (fragment_matrix's var frame: 2.5 s a call against 616k tiles; the
     tokens' var map): each is now made once per universe."""
-    import genotok.singlecell.fragmatrix as fm
+    import genotok.singlecell.matrix as fm
     import genotok.singlecell.cells as cc
     import genotok.singlecell.fragments as ff
 
@@ -501,3 +502,41 @@ def test_names_decode_in_one_go_and_one_by_one(tmp_path):
     frag.write_bytes(b"chr1\t5\t20\tAAA-1\t1\nchr1\t6\t20\tB\xff-1\t1\n")
     with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode .* is not valid UTF-8"):
         FragmentMatrix.from_fragments(frag, ["chr1:0-100"])
+
+
+def test_fragment_matrix_runs_on_the_one_driver(monkeypatch, tmp_path):
+    """Issue 31 item 4: fragment_matrix and tile_matrix are thin over tokenize_cells (their
+    rows are the driver's token rows, valued with their counts, made a CSR by CountMatrix),
+    the in-memory result and the streamed .h5ad alike; before, fragment_matrix counted
+    through its own call of the counter and never reached the driver."""
+    import genotok.singlecell.matrix as mx
+    from genotok.pipeline.tiles import tile_matrix
+
+    seen = []
+    driver = mx.tokenize_cells
+
+    def counting(source, tokenizer, spec=None, **kw):
+        seen.append((type(source).__name__, type(kw.get("out")).__name__, spec))
+        return driver(source, tokenizer, spec, **kw)
+
+    monkeypatch.setattr(mx, "tokenize_cells", counting)
+    regions = [("chr1", 0, 10), ("chr1", 10, 100), ("chr1", 5, 20), ("chr1", 0, 10)]
+    lines = ["chr1\t5\t20\tA\t7\n", "chr1\t19\t20\tA\t1\n", "chr1\t300\t400\tA\t1\n",
+             "chr1\t100\t101\tB\t1\n", "chr2\t1\t9\tC\t2\n"]
+    path = _write(lines)
+    for kw in ({}, {"read": FragmentOptions(mode="fragment")}, {"use_count": True}):
+        m = fragment_matrix(path, _tok(regions), **kw)
+        names, X, n = oracle(lines, regions, **({"mode": "fragment"} if "read" in kw else
+                                                {"use_count": True} if kw else {}))
+        assert m.obs_names.tolist() == names and m.X.has_sorted_indices
+        np.testing.assert_array_equal(m.X.toarray(), X)
+        np.testing.assert_array_equal(m.obs["n_fragments"], n)
+    assert m.obs["unknown_count"].tolist() == [1, 1, 2]  # use_count: C's line weighs 2
+    h5 = fragment_matrix(path, _tok(regions), out=tmp_path / "m.h5ad", memory_mb=1e-6)
+    np.testing.assert_array_equal(h5.X[:].toarray(), oracle(lines, regions)[1])
+    assert h5.obs["unknown_count"].tolist() == [1, 1, 1]
+    h5.file.close()
+    tile_matrix(path, {"chr1": 1000}, 100)
+    assert [s[:2] for s in seen] == [("FragmentSource", "CountMatrix")] * 5
+    assert all(s[2].values and s[2].unknown == "region" for s in seen)
+    assert [s[2].use_count for s in seen] == [False, False, True, False, False]
