@@ -30,11 +30,12 @@ from .._optional import require
 def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[Path, dict], None],
                 tokenizer, paths: list[Path], batches: list[list[int]], out: Path,
                 journal: dict, format: str, on_error: str, algo: str,
-                enc: dict | None = None) -> None:
+                enc: dict | None = None, read=None) -> None:
     """Submit the batches not yet in the journal to ``client``; record each as it finishes.
 
     The pipeline hands in its own steps, so this module imports nothing of it:
-    ``run_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo, enc) -> entry``
+    ``run_batch(tokenizer, paths, out, b, format, n_threads, on_error, algo, enc, read=read)
+    -> entry``
     tokenizes batch ``b`` on a worker (with one numba thread: the workers are the parallelism)
     and returns its journal entry; ``save_journal(out, journal)`` is called on the client after
     each entry is recorded in ``journal["done"]``, in the order the batches finish. A worker's
@@ -54,8 +55,8 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     out, journal
         The output directory and the journal (its ``"done"`` maps batch numbers, as strings,
         to entries; batches already there are not submitted).
-    format, on_error, algo, enc
-        Passed on to ``run_batch``.
+    format, on_error, algo, enc, read
+        Passed on to ``run_batch`` (``read``: the run's ``AnnDataOptions``).
 
     Examples
     --------
@@ -63,7 +64,7 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     >>> from pathlib import Path
     >>> from dask.distributed import Client
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> def count_files(tok, paths, out, b, *rest):  # a stand-in for the pipeline's runner
+    >>> def count_files(tok, paths, out, b, *rest, **kw):  # a stand-in for the pipeline's runner
     ...     return {"files": len(paths)}
     >>> saved = []
     >>> journal = {"done": {"0": {"files": 2}}}   # batch 0 was done before a restart
@@ -86,7 +87,7 @@ def run_batches(client, run_batch: Callable[..., dict], save_journal: Callable[[
     # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
     tok = client.scatter(tokenizer, broadcast=True, hash=False)
     futures = {client.submit(run_batch, tok, [paths[i] for i in batches[b]], out, b, format, 1,
-                             on_error, algo, enc, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
+                             on_error, algo, enc, read=read, key=f"genotok-batch-{b}-{tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:
         for fut in as_completed(futures):

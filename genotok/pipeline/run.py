@@ -53,6 +53,7 @@ from .journal import (
     _save_journal,
 )
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
+from ..singlecell.reading import AnnDataOptions
 from ..singlecell.spec import CellSpec
 from . import remote
 from .medians import _fit_medians
@@ -69,6 +70,7 @@ from .plan import (
     cell_class,
     expand_inputs,
     input_kind,
+    input_read,
     raise_machine_error,
     record_name,
 )
@@ -211,6 +213,11 @@ class RunOptions:
         fsspec's options (credentials, ``client_kwargs={"endpoint_url": …}``…) for the URLs
         of the run: an ``out`` or inputs such as ``s3://bucket/prefix`` (see
         :mod:`genotok.pipeline.remote`).
+    read
+        :class:`~genotok.AnnDataOptions`: how the ``.h5ad`` / ``.h5mu`` / 10x ``.h5`` inputs
+        are read (a ``.h5mu``'s ``modality``, ``raw``, a ``layer``…), as
+        ``tokenize_anndata(read=...)`` reads them; part of the plan (a resumed run reading
+        otherwise is refused). Other inputs are read with their defaults.
 
     Examples
     --------
@@ -227,11 +234,13 @@ class RunOptions:
     client: object = None
     validation: float = 0.0
     storage_options: dict | None = None
+    read: AnnDataOptions | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
                                    "validation": [Interval(Real, 0, 1, closed="left")],
-                                   "storage_options": [InstanceOf(dict), None]}
+                                   "storage_options": [InstanceOf(dict), None],
+                                   "read": [InstanceOf(AnnDataOptions), None]}
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
@@ -365,13 +374,14 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             algo = _journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
+        plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error,
+                     opts.read)
         journal = _load_journal(out, plan, overwrite)
         _clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (writer.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = _fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
-                              on_error)
+                              on_error, read=opts.read)
         # (to an object store: each batch's files are uploaded once it is journaled)
         save = _save_journal if url is None else remote.uploading(url, opts.storage_options,
                                                                     _save_journal)
@@ -379,11 +389,11 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             from .dask import run_batches
 
             run_batches(opts.client, _run_batch, save, tokenizer, paths, batches, out,
-                        journal, store, on_error, algo, fitted)
+                        journal, store, on_error, algo, fitted, read=opts.read)
         else:
             bar = _progress(len(paths), progress, "pretokenize")
             _run_serial(_run_batch, _stage_batch, save, tokenizer, paths, batches, out,
-                        journal, store, n_threads, on_error, algo, fitted, bar)
+                        journal, store, n_threads, on_error, algo, fitted, bar, read=opts.read)
             if bar is not None:
                 bar.close()
         summary = _finish(out, journal, batches, paths, tokenizer, store, t0)
@@ -398,7 +408,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
 
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads, on_error,
-               algo: str, spec: CellSpec | None = None) -> dict:
+               algo: str, spec: CellSpec | None = None, read=None) -> dict:
     """One cell source's file (.h5ad, fragments, ...): its cells become the records of part
     ``b`` of the store (the corpus: streamed into one shard; ``gtok-dir``: the files
     ``STEM@BARCODE.gtok``, both parts made safe by :func:`~genotok._names.to_file_stem`, so a
@@ -416,7 +426,8 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
         _check_regular(path)
         digest = file_digest(path, algo)
         streamed = isinstance(store, CorpusStore)  # memory stays flat in the cells
-        with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+        with open_source(path, input_read(path, read), tokenizer=tokenizer,
+                         n_threads=n_threads, spec=spec,
                          out=staged if streamed else None) as source:
             if streamed:
                 corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads,
@@ -510,13 +521,15 @@ def _part_name(b: int) -> str:
 
 def _run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
                n_threads: int | None, on_error: str, algo: str = "sha256",
-               spec: CellSpec | None = None, staged: _Staged | None = None) -> dict:
+               spec: CellSpec | None = None, staged: _Staged | None = None,
+               read: AnnDataOptions | None = None) -> dict:
     """Tokenize one batch of inputs into shard ``b`` (or .gtok files); return its journal entry
     once the shard (or the files) is durably written. ``spec``: the cell spec of the
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
-    :func:`_stage_batch` (only its writes are left)."""
+    :func:`_stage_batch` (only its writes are left); ``read``: ``RunOptions.read``."""
     if len(paths) == 1 and cell_class(paths[0]) is not None:
-        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec)
+        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec,
+                          read)
     if staged is None:
         staged = _stage_batch(tokenizer, paths, out, b, store, n_threads, on_error, algo)
     return staged.write()

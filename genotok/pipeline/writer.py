@@ -70,7 +70,7 @@ class _Staged:
 def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Staged],
                 save_journal: Callable[[Path, dict], None],
                 tokenizer, paths: list[Path], batches, out: Path, journal: dict, store,
-                n_threads, on_error: str, algo: str, enc: dict, bar) -> None:
+                n_threads, on_error: str, algo: str, enc: dict, bar, read=None) -> None:
     """Run the batches not yet done, in order, in this process: batch ``b + 1`` is parsed and
     tokenized (numba kernels, which release the GIL) while a writer thread writes and fsyncs
     batch ``b``'s shard and then records it in the journal, in that order, one batch at a time.
@@ -80,7 +80,8 @@ def _run_serial(run_batch: Callable[..., dict], stage_batch: Callable[..., _Stag
 
     def commit(b: int, batch: list[int], staged: _Staged | None) -> None:
         journal["done"][str(b)] = run_batch(tokenizer, [paths[i] for i in batch], out, b,
-                                             store, n_threads, on_error, algo, enc, staged)
+                                             store, n_threads, on_error, algo, enc, staged,
+                                             read=read)
         save_journal(out, journal)  # only once the shard is durably in place
 
     pending = None
