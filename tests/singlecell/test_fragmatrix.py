@@ -540,3 +540,35 @@ def test_fragment_matrix_runs_on_the_one_driver(monkeypatch, tmp_path):
     assert [s[:2] for s in seen] == [("FragmentSource", "CountMatrix")] * 5
     assert all(s[2].values and s[2].unknown == "region" for s in seen)
     assert [s[2].use_count for s in seen] == [False, False, True, False, False]
+
+
+@pytest.mark.parametrize("frag, allow", [
+    ("macs3/test.fragments.tsv.gz", "macs3/barcodes.txt"),
+    ("macs3/yeast_500k_SRR1822137.frag.gz", "macs3/yeast_500k_SRR1822137.barcode.txt"),
+    ("maestro/test.fragments.tsv.gz", "maestro/test.barcode.txt.gz")])
+def test_real_barcode_lists_choose_the_rows(frag, allow):
+    """The real allow-lists (MACS3's plain list, MAESTRO's gzipped one of barcodes with a
+    '#'): the cells come in the list's order, each row the unfiltered matrix's row (a listed
+    cell without fragments: an empty row)."""
+    from genotok.pipeline.tiles import tile_tokenizer
+    from tests._shared import SHARED, shared
+
+    real = SHARED / "data" / "real"
+    fpath, bpath = shared(real / frag), shared(real / allow)
+    cells = read_barcodes(bpath)
+    raw = gzip.open(fpath).read()
+    sizes: dict = {}
+    for ln in raw.splitlines():
+        if ln and not ln.startswith(b"#"):
+            c, _, e = ln.split(b"\t")[:3]
+            sizes[c.decode()] = max(sizes.get(c.decode(), 0), int(e) + 1)
+    tok = tile_tokenizer(sizes, 5000, ())
+    full = fragment_matrix(fpath, tok)
+    m = fragment_matrix(fpath, tok, read=FragmentOptions(barcodes=bpath, min_fragments=0))
+    assert m.obs_names.tolist() == cells and len(cells) > 0
+    row = {b: i for i, b in enumerate(full.obs_names)}
+    got = m.X.toarray()
+    for i, b in enumerate(cells):
+        want = full.X[row[b]].toarray()[0] if b in row else np.zeros(m.n_vars)
+        np.testing.assert_array_equal(got[i], want)
+    assert sum(b in row for b in cells) > 0
