@@ -28,7 +28,7 @@ from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOpt
                          Normalize, QuantileBins, RankByMedian, register_source)
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
-from .singlecell.fragmatrix import fragment_matrix
+from .singlecell.matrix import fragment_matrix
 from .pipeline.tiles import tile_matrix, tile_tokenizer
 from .singlecell.values import feature_medians
 from .tokenizer import Tokenizer, TokenizerSettings

@@ -214,6 +214,16 @@ def _cell_spec(args):
     return spec
 
 
+def _read_options(args):
+    """``--modality``/``--raw``/``--layer`` as the run's ``AnnDataOptions`` (``None``: none
+    given, every input read with its defaults)."""
+    from ..singlecell.reading import AnnDataOptions
+
+    if args.modality is None and not args.raw and args.layer is None:
+        return None
+    return AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer)
+
+
 def cmd_pretokenize(args) -> int:
     from ..pipeline import RunOptions, pretokenize
 
@@ -232,7 +242,8 @@ def cmd_pretokenize(args) -> int:
                     n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
                     overwrite=args.overwrite,
                     options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
-                                       client=client, validation=args.validation))
+                                       client=client, validation=args.validation,
+                                       read=_read_options(args)))
     finally:
         summary_to_stderr.__exit__(None, None, None)
         if client is not None:

@@ -21,7 +21,7 @@ from ..errors import GenotokError
 
 
 def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
-                    overwrite: bool = False) -> Path:
+                    overwrite: bool = False, late: dict | None = None) -> Path:
     """Write an ``.h5ad`` of ``obs`` × ``var`` whose ``X`` is the CSR ``chunks`` stacked.
 
     Parameters
@@ -35,6 +35,10 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
         ``pandas.DataFrame`` of the rows and the columns (index = names).
     dtype
         Of the stored values (default ``float32``, as anndata reads counts).
+    late
+        Values known only once the chunks are written: ``{dataset: f()}``, each dataset (such
+        as ``"obs/unknown_count"``, written from ``obs`` as a placeholder of its length and
+        dtype) overwritten with ``f()`` before the file is renamed into place.
 
     Returns
     -------
@@ -92,6 +96,8 @@ def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
             if row != n_rows:
                 raise AssertionError(f"write_h5ad_rows: {row} rows written of {n_rows}")
             x.create_dataset("indptr", data=indptr)
+            for key, make in (late or {}).items():
+                f[key][...] = make()
         os.replace(tmp, out)
     except BaseException as exc:  # no partial file stays, whatever stopped the writing
         with contextlib.suppress(FileNotFoundError):

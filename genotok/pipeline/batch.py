@@ -34,6 +34,7 @@ from ..errors import GenotokError
 from ..formats.stores import CorpusStore, Store
 from ..ragged import Ragged
 from ..regions import RegionSet
+from ..singlecell.reading import AnnDataOptions
 from ..singlecell.spec import CellSpec
 from ..sink import write_records
 from .journal import save_journal
@@ -44,6 +45,7 @@ from .plan import (
     _message,
     cell_class,
     input_kind,
+    input_read,
     raise_machine_error,
     record_name,
 )
@@ -86,6 +88,7 @@ class Batches:
     spec: CellSpec
     n_threads: int | None = None
     upload: Upload | None = None
+    read: AnnDataOptions | None = None  # RunOptions.read: how the cell inputs are read
 
     def inputs(self, b: int) -> list[Path]:
         """The input files of batch ``b``."""
@@ -104,7 +107,7 @@ class Batches:
     def run(self, b: int, staged: Staged | None = None) -> dict:
         """Batch ``b`` written (from ``staged`` when given); its journal entry."""
         return run_batch(self.tokenizer, self.inputs(b), self.out, b, self.store, self.n_threads,
-                         self.on_error, self.algo, self.spec, staged)
+                         self.on_error, self.algo, self.spec, staged, self.read)
 
     def record(self, journal: dict, b: int, entry: dict) -> None:
         """Batch ``b`` done: its entry in the journal, saved (only ever once its files are
@@ -117,11 +120,12 @@ class Batches:
 
 def run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
               n_threads: int | None, on_error: str, algo: str = "sha256",
-              spec: CellSpec | None = None, staged: Staged | None = None) -> dict:
+              spec: CellSpec | None = None, staged: Staged | None = None,
+              read: AnnDataOptions | None = None) -> dict:
     """Tokenize one batch of inputs into part ``b`` of ``store`` (a shard, or .gtok files);
     return its journal entry once the part is durably written. ``spec``: the cell spec of the
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by
-    :func:`stage_batch` (only its writes are left). Picklable, with its arguments: a Dask
+    :func:`stage_batch` (only its writes are left); ``read``: ``RunOptions.read``. Picklable, with its arguments: a Dask
     worker runs it (:mod:`genotok.pipeline.dask`).
 
     Examples
@@ -137,7 +141,8 @@ def run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
     (['shard-00003.gtokc'], 'h5ad', 20)
     """
     if len(paths) == 1 and cell_class(paths[0]) is not None:
-        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec)
+        return _run_cells(tokenizer, paths[0], out, b, store, n_threads, on_error, algo, spec,
+                          read)
     if staged is None:
         staged = stage_batch(tokenizer, paths, out, b, store, n_threads, on_error, algo)
     return staged.write()
@@ -323,7 +328,7 @@ def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int | None) -> tuple
 
 
 def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads, on_error,
-               algo: str, spec: CellSpec | None = None) -> dict:
+               algo: str, spec: CellSpec | None = None, read=None) -> dict:
     """One cell source's file (.h5ad, fragments, ...): its cells become the records of part
     ``b`` of the store (the corpus: streamed into one shard; ``gtok-dir``: the files
     ``STEM@BARCODE.gtok``, both parts made safe by :func:`~genotok._names.to_file_stem`, so a
@@ -341,7 +346,8 @@ def _run_cells(tokenizer, path: Path, out: Path, b: int, store: Store, n_threads
         _check_regular(path)
         digest = file_digest(path, algo)
         streamed = isinstance(store, CorpusStore)  # memory stays flat in the cells
-        with open_source(path, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+        with open_source(path, input_read(path, read), tokenizer=tokenizer,
+                         n_threads=n_threads, spec=spec,
                          out=staged if streamed else None) as source:
             if streamed:
                 corpus = tokenize_cells(source, tokenizer, spec, n_threads=n_threads,

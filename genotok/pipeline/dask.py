@@ -77,7 +77,7 @@ def run_batches(client, job: Batches, journal: dict) -> None:
     # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
     tok = client.scatter(job.tokenizer, broadcast=True, hash=False)
     futures = {client.submit(run_batch, tok, job.inputs(b), job.out, b, job.store, 1,
-                             job.on_error, job.algo, job.spec,
+                             job.on_error, job.algo, job.spec, read=job.read,
                              key=f"genotok-batch-{b}-{job.tokenizer.fingerprint[:8]}"): b
                for b in todo}
     try:

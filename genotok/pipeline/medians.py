@@ -16,12 +16,13 @@ from .plan import (
     _check_regular,
     _message,
     cell_class,
+    input_read,
     raise_machine_error,
 )
 
 
 def fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_threads,
-                 batches: list[list[int]], on_error: str):
+                 batches: list[list[int]], on_error: str, read=None):
     """The cell spec every input is tokenized with: ``spec`` itself, or, when it holds
     ``RankByMedian()`` without medians, ``spec`` with the medians of all inputs (kept in the
     journal, so a resumed run encodes its remaining inputs with the medians its first inputs
@@ -55,7 +56,7 @@ def fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_
         from ..singlecell import feature_medians
 
         failed: dict[int, str] = {}  # input index -> its error, as the manifest lists it
-        _check_same_var(paths, on_error, failed)
+        _check_same_var(paths, on_error, failed, read)
         while True:
             left, reached = [i for i in range(len(paths)) if i not in failed], []
             if not left:  # nothing readable: every batch is a skipped one, nothing to encode
@@ -63,7 +64,7 @@ def fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_
                 break
             try:
                 medians, method = feature_medians(
-                    _medians_inputs(paths, left, reached, tokenizer, n_threads, spec),
+                    _medians_inputs(paths, left, reached, tokenizer, n_threads, spec, read),
                     normalize=encoding["normalize"], target_sum=encoding["target_sum"],
                     log1p=encoding["log1p"])
                 break
@@ -89,7 +90,7 @@ def fit_medians(spec, paths: list[Path], out: Path, journal: dict, tokenizer, n_
 
 
 def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], tokenizer,
-                    n_threads, spec):
+                    n_threads, spec, read=None):
     """Each input's cell source for the medians pass, one at a time, opened as the
     tokenizing pass opens it (a fragment file is counted with its memory bound: beyond it
     the counts spill to disk and are read back a bucket of cells at a time), and closed when
@@ -101,13 +102,14 @@ def _medians_inputs(paths: list[Path], indices: list[int], reached: list[int], t
         p = paths[i]
         reached.append(i)
         _check_regular(p)
-        with open_source(p, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+        with open_source(p, input_read(p, read), tokenizer=tokenizer, n_threads=n_threads,
+                         spec=spec,
                          memory_mb=SPILL_MB) as source:  # spec: counted as tokenized
             yield source.value_input()[0]  # what feature_medians reads of it
 
 
 def _check_same_var(paths: list[Path], on_error: str = "fail",
-                    failed: dict[int, str] | None = None) -> None:
+                    failed: dict[int, str] | None = None, read=None) -> None:
     """``.h5ad`` inputs share one list of features (``var_names``, in order), or their
     medians would mix different peaks. With ``on_error="skip"``, an input whose features
     cannot be read goes into ``failed`` (index -> error) instead."""
@@ -120,7 +122,7 @@ def _check_same_var(paths: list[Path], on_error: str = "fail",
             continue
         try:
             _check_regular(p)
-            with open_source(p) as source:
+            with open_source(p, input_read(p, read)) as source:
                 names = source.feature_names()
         except SKIPPABLE as exc:
             if on_error == "fail" or failed is None:

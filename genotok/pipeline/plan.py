@@ -16,7 +16,8 @@ from pathlib import Path
 from ..errors import GenotokError
 from ..singlecell import sources
 
-__all__ = ["PipelineError", "cell_class", "expand_inputs", "input_kind", "record_name"]
+__all__ = ["PipelineError", "cell_class", "expand_inputs", "input_kind", "input_read",
+           "record_name"]
 
 #: the pipeline's own inputs: one record of regions per file (every other input is a cell
 #: source of the registry, :mod:`genotok.singlecell.sources`)
@@ -49,6 +50,43 @@ def cell_class(path: str | os.PathLike):
     if os.fspath(path).lower().endswith(BED_SUFFIXES):
         return None
     return sources.source_class(path)
+
+
+def input_read(path: str | os.PathLike, read):
+    """The ``read=`` options an input is opened with: the run's
+    :class:`~genotok.AnnDataOptions` (``RunOptions(read=...)``: a ``.h5mu`` modality, ``raw``,
+    a layer…) for the inputs whose source takes them (``.h5ad``, ``.h5mu``, 10x ``.h5``),
+    ``None`` (their defaults) for the others.
+
+    Examples
+    --------
+    >>> from genotok import AnnDataOptions
+    >>> input_read("a.h5mu", AnnDataOptions(modality="atac")).modality
+    'atac'
+    >>> input_read("fragments.tsv.gz", AnnDataOptions(modality="atac")) is None
+    True
+    """
+    cls = cell_class(path)
+    return read if read is not None and cls is not None and isinstance(read, cls.options) \
+        else None
+
+
+def read_json(read) -> dict | None:
+    """The run's ``AnnDataOptions`` as the plan keeps them (a resumed run must read alike).
+
+    Examples
+    --------
+    >>> from genotok import AnnDataOptions
+    >>> read_json(AnnDataOptions(raw=True))["raw"], read_json(None)
+    (True, None)
+    """
+    if read is None:
+        return None
+    out = {k: getattr(read, k) for k in ("layer", "region_columns", "var_names_sep",
+                                         "one_based", "chunk_rows", "modality", "raw")}
+    if out["region_columns"] is not None:
+        out["region_columns"] = list(out["region_columns"])
+    return out
 
 
 def input_kind(path: str | os.PathLike) -> str:
@@ -231,15 +269,15 @@ def _batches(paths: list[Path], files_per_shard: int) -> list[list[int]]:
 
 
 def _plan(tokenizer, format: str, files_per_shard: int, ids: list[dict], algo: str,
-          spec, on_error: str) -> dict:
+          spec, on_error: str, read=None) -> dict:
     """What a run is: a resumed run must have the same plan (it is kept in the journal); the
     cell spec as its JSON (``CellSpec.to_json``), so the resume check compares serialised
-    specs."""
+    specs, and how the cell inputs are read (:func:`read_json`)."""
     import json
 
     return {"fingerprint": tokenizer.fingerprint, "settings": tokenizer.settings.as_dict(),
             "format": format, "files_per_shard": files_per_shard, "inputs": ids, "hash": algo,
-            "on_error": on_error, "cells": json.loads(spec.to_json())}
+            "on_error": on_error, "cells": json.loads(spec.to_json()), "read": read_json(read)}
 
 
 #: what a bad input can raise: our errors, and what reading a damaged or vanished file raises

@@ -37,6 +37,7 @@ from .._optional import require
 from .._progress import progress
 from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
+from ..singlecell.reading import AnnDataOptions
 from ..singlecell.spec import CellSpec
 from . import remote
 from .batch import Batches
@@ -167,6 +168,11 @@ class RunOptions:
         fsspec's options (credentials, ``client_kwargs={"endpoint_url": …}``…) for the URLs
         of the run: an ``out`` or inputs such as ``s3://bucket/prefix`` (see
         :mod:`genotok.pipeline.remote`).
+    read
+        :class:`~genotok.AnnDataOptions`: how the ``.h5ad`` / ``.h5mu`` / 10x ``.h5`` inputs
+        are read (a ``.h5mu``'s ``modality``, ``raw``, a ``layer``…), as
+        ``tokenize_anndata(read=...)`` reads them; part of the plan (a resumed run reading
+        otherwise is refused). Other inputs are read with their defaults.
 
     Examples
     --------
@@ -183,11 +189,13 @@ class RunOptions:
     client: object = None
     validation: float = 0.0
     storage_options: dict | None = None
+    read: AnnDataOptions | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
                                    "validation": [Interval(Real, 0, 1, closed="left")],
-                                   "storage_options": [InstanceOf(dict), None]}
+                                   "storage_options": [InstanceOf(dict), None],
+                                   "read": [InstanceOf(AnnDataOptions), None]}
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
@@ -321,16 +329,18 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             algo = journal_hash(out) or algo
         if algo == "xxh3_128":  # (a resumed run's, or hash= given)
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
-        plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error)
+        plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error,
+                     opts.read)
         journal = load_journal(out, plan, overwrite)
         clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
-                              on_error)
+                              on_error, read=opts.read)
         job = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted, n_threads,
                       # to an object store: each batch's files are uploaded once journaled
-                      None if url is None else remote.Upload(url, opts.storage_options))
+                      None if url is None else remote.Upload(url, opts.storage_options),
+                      opts.read)
         if opts.client is not None:
             run_batches(opts.client, job, journal)
         else:

@@ -17,6 +17,12 @@ each chromosome of ``chrom_sizes`` (no universe file needed), as SnapATAC2's
   ``max_frag_size`` (inclusive, on ``end - start``);
 - a cut site on a chromosome without bins, or past the chromosome's end, counts nowhere.
 
+Without ``chrom_sizes``, the sizes come from the fragment file's ``#`` header
+(:func:`header_chrom_sizes`): contig lines with lengths (``##contig=<ID=chr1,length=…>``), or
+the ``reference_path=`` of a Cell Ranger header when that reference is on this machine (its
+``fasta/genome.fa.fai``, the ``primary_contig=`` lines choosing among them); a header that
+names contigs without lengths (Cell Ranger's usual one) is refused, asking for them.
+
 The bins are a :class:`~genotok.Tokenizer` universe (:func:`tile_tokenizer`; token id ``i`` is
 bin ``i``), so the same tiles tokenize cells with :func:`~genotok.tokenize_fragments`. It is
 made once per ``(chrom_sizes, bin_size, exclude_chroms)`` in a process and kept (a few, most
@@ -28,9 +34,12 @@ count), which may not import each other.
 
 from __future__ import annotations
 
+import os
+import re
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from .. import _io
 from ..errors import UniverseError
 from ..params import InstanceOf, Integral, Interval, check
 
@@ -38,6 +47,71 @@ from ..params import InstanceOf, Integral, Interval, check
 EXCLUDE = ("chrM", "chrY", "M", "Y")
 _TILES: OrderedDict = OrderedDict()
 _KEEP = 4
+#: the ``#`` lines read of a fragment file's header at most (Cell Ranger's: ~60)
+HEADER_LINES = 100_000
+_CONTIG = re.compile(r"contig=<ID=([^,>\s]+),(?:[^>]*,)?length=(\d+)")
+
+
+def _header(path: str) -> list[str]:
+    """The ``#`` lines at the top of a fragment file (``#`` and spaces stripped)."""
+    out = []
+    with _io.reading(path), _io.open_binary(path) as fh:
+        for raw in fh:
+            if not raw.startswith(b"#") or len(out) >= HEADER_LINES:
+                break
+            out.append(raw.decode("utf-8", "replace").lstrip("#").strip())
+    return out
+
+
+def header_chrom_sizes(path) -> list[tuple[str, int]]:
+    """The contig sizes a fragment file's ``#`` header gives, in its order.
+
+    Two ways: contig lines with lengths (``##contig=<ID=chr1,length=248956422>``, as VCF and
+    htslib write them); else a Cell Ranger header's ``reference_path=`` when that reference
+    folder is on this machine (its ``fasta/genome.fa.fai``), keeping the ``primary_contig=``
+    contigs when the header lists them. Cell Ranger's headers name their contigs without
+    lengths: such a file needs ``chrom_sizes`` from its reference.
+
+    Raises
+    ------
+    UniverseError
+        The header gives no lengths; the message names the file and what the header holds.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
+    >>> _ = p.write_text("##contig=<ID=chr1,length=1000>\\nchr1\\t5\\t20\\tA-1\\t1\\n")
+    >>> header_chrom_sizes(p)
+    [('chr1', 1000)]
+    """
+    path = os.fspath(path)
+    lines = _header(path)
+    sizes = [(m[1], int(m[2])) for m in map(_CONTIG.search, lines) if m is not None]
+    if sizes:
+        return sizes
+    keys = [ln.partition("=") for ln in lines if "=" in ln]
+    primary = [v.strip() for k, _, v in keys if k.strip() == "primary_contig"]
+    ref = next((v.strip() for k, _, v in keys if k.strip() == "reference_path"), None)
+    fai = None if ref is None else os.path.join(ref, "fasta", "genome.fa.fai")
+    if fai is not None and os.path.isfile(fai):
+        from ..build import read_chrom_sizes
+
+        have = read_chrom_sizes(fai)  # name, length, …: the first two columns
+        if primary:
+            keep = set(primary)
+            have = [(c, n) for c, n in have if c in keep]
+        if have:
+            return have
+    said = (f"its header names {len(primary)} contigs (primary_contig={primary[0]} …) without "
+            "lengths" if primary else "its header gives no contig lengths" if lines else
+            "it has no '#' header")
+    where = "" if ref is None else (f", and its reference_path {ref} has no fasta/genome.fa.fai "
+                                    "here")
+    raise UniverseError(f"{path}: no chromosome sizes: {said}{where}; give chrom_sizes= (a "
+                        ".chrom.sizes file of the genome the fragments were aligned to, or "
+                        "{chrom: size})")
 
 #: the tile width's constraint (tile_tokenizer and tile_matrix check it before any tile is made)
 CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
@@ -73,7 +147,7 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     return tok
 
 
-def tile_matrix(path, chrom_sizes, bin_size: int = 500, *,
+def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
                 exclude_chroms: Sequence[str] = EXCLUDE, read=None, use_count: bool = False,
                 out=None, overwrite: bool = False, memory_mb: float | None = None,
                 n_threads: int | None = None):
@@ -84,7 +158,8 @@ def tile_matrix(path, chrom_sizes, bin_size: int = 500, *,
     path
         A fragment file (``.tsv``, ``.tsv.gz``, BGZF with or without its ``.tbi``).
     chrom_sizes
-        A mapping ``{chrom: size}`` or a ``.chrom.sizes`` file.
+        A mapping ``{chrom: size}`` or a ``.chrom.sizes`` file; ``None``: from the fragment
+        file's header (:func:`header_chrom_sizes`; an error asks for them when it has none).
     bin_size
         The bins' width in bases (SnapATAC2's default 500).
     exclude_chroms
@@ -112,16 +187,18 @@ def tile_matrix(path, chrom_sizes, bin_size: int = 500, *,
     >>> m.var_names.tolist(), m.X.toarray().tolist()
     (['chr1:0-500', 'chr1:500-1000'], [[2.0, 1.0]])
     """
-    from ..singlecell.fragmatrix import fragment_matrix
+    from ..singlecell.matrix import fragment_matrix
     from ..singlecell.reading import FragmentOptions
 
     read = FragmentOptions() if read is None else check(
         "read", read, [InstanceOf(FragmentOptions)], "tile_matrix", error=TypeError)
     if read.mode is None:
         read = FragmentOptions(**{**read.__dict__, "mode": "paired-insertion"})
+    if chrom_sizes is None:
+        chrom_sizes = header_chrom_sizes(path)
     tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms)
     return fragment_matrix(path, tok, read=read, use_count=use_count, out=out,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)
 
 
-__all__ = ["CONSTRAINTS", "EXCLUDE", "tile_matrix", "tile_tokenizer"]
+__all__ = ["CONSTRAINTS", "EXCLUDE", "header_chrom_sizes", "tile_matrix", "tile_tokenizer"]

@@ -7,13 +7,14 @@ registry; AnnData sources; obs and var names), :mod:`.containers` (``.h5mu``, 10
 ``.h5ad`` encoding: their cell source classes), :mod:`.cells` (the driver :func:`tokenize_cells`,
 :func:`tokenize_anndata`),
 :mod:`.fragments` (fragment files), :mod:`.values` (value encodings), :mod:`.conditions`
-(condition tokens), :mod:`.fragmatrix` (cells x regions matrices). The token batches go to the
+(condition tokens), :mod:`.fragmatrix` (the fragment counter), :mod:`.matrix` (cells x regions
+count matrices: the driver's rows as a matrix). The token batches go to the
 one sink, :mod:`genotok.sink`.
 """
 
 from .cells import tokenize_anndata, tokenize_cells
 from .conditions import condition_tokens
-from .fragmatrix import FragmentMatrix, fragment_matrix
+from .matrix import CountMatrix, FragmentMatrix, fragment_matrix
 from .reading import AnnDataOptions, FragmentOptions
 from .spec import Bins, CellSpec, Log1p, Normalize, QuantileBins, RankByMedian
 from .fragments import FragmentSource, fragment_count_chunks, fragment_counts, tokenize_fragments
@@ -27,7 +28,7 @@ from .._bgzf import write_bgzf
 __all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "Container",
            "FragmentSource", "H5adSource", "H5muSource", "TenxH5Source", "memory_matrix",
            "open_container", "open_source", "register_source", "source_class",
-           "tokenize_cells", "unregister_source", "FragmentMatrix", "FragmentOptions", "Log1p",
+           "tokenize_cells", "unregister_source", "CountMatrix", "FragmentMatrix", "FragmentOptions", "Log1p",
            "Normalize", "QuantileBins", "RankByMedian", "condition_tokens", "feature_medians",
            "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",

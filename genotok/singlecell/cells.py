@@ -517,7 +517,9 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     regions; a :class:`~genotok.GeneTokenizer`: their ids, :mod:`.features`), the rows go
     through the value encodings and the cell kernels chunk by chunk (``memory_mb`` of working
     memory per chunk), condition tokens are prepended (``<eos>`` appended), and the batches go
-    to one output call (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s.
+    to one output call (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s; ``out`` may
+    also be an output object (:class:`~genotok.singlecell.matrix.CountMatrix`: the rows as a
+    count matrix, how :func:`~genotok.fragment_matrix` runs here).
 
     Examples
     --------
@@ -660,7 +662,10 @@ def _kept_records(read, kept: np.ndarray):
 def _emit(batches, meta: dict, tokenizer, out, overwrite: bool):
     """The driver's one output step: the token batches and what describes them (``meta``:
     record names and metadata, the value channel, the corpus header) → a corpus at ``out``
-    (returned opened), or an in-memory ``Ragged``."""
+    (returned opened), an output object's ``out.emit(batches, meta, tokenizer)`` (a count
+    matrix, :class:`~genotok.singlecell.matrix.CountMatrix`), or an in-memory ``Ragged``."""
+    if out is not None and hasattr(out, "emit"):  # an output of its own (matrix.CountMatrix)
+        return out.emit(batches, meta, tokenizer)
     if out is not None:
         return sink.write_corpus(out, tokenizer, batches, records=meta["records"],
                                  metadata_columns=meta["metadata_columns"],

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _validate as V
-from ..errors import AnnDataError
+from ..errors import AnnDataError, SourceError
 from . import chunks as C
 from . import sources as S
 from .reading import AnnDataOptions, _checked
@@ -168,6 +168,8 @@ def open_container(path, options=None) -> Container:
         Not a file, not HDF5, a modality that is not there (the message lists them), several
         region modalities and none named, ``raw=True`` without a ``raw`` group, a modality
         asked of a file that has none.
+    SourceError
+        An HDF5 file that is none of the three (:func:`hdf5_kind`).
 
     Examples
     --------
@@ -188,12 +190,12 @@ def open_container(path, options=None) -> Container:
     if not os.path.isfile(path):
         raise AnnDataError(f"{path}: no such file")
     with C._h5_errors(path), _file(path) as f:
-        if isinstance(f.get("mod"), h5py.Group):
-            kind, root = "h5mu", "mod/" + _modality(f, path, modality)
-        elif isinstance(f.get("matrix"), h5py.Group) and "X" not in f:
-            kind, root = "10x", ""
-        else:
-            kind, root = "h5ad", ""
+        kind = _kind_of(f)
+        if kind is None:
+            raise SourceError(f"{path}: an HDF5 file that is none of the cell inputs: not an "
+                              ".h5ad (anndata's encoding-type, X, obs and var), a .h5mu (mod/) "
+                              "nor a 10x .h5 (matrix/features/feature_type)")
+        root = "mod/" + _modality(f, path, modality) if kind == "h5mu" else ""
         if modality is not None and kind != "h5mu":
             raise AnnDataError(f"{path}: modality={modality!r} asked, but this is a "
                                f"{'.h5ad' if kind == 'h5ad' else '10x .h5'} file (one matrix, "
@@ -395,6 +397,10 @@ class H5adSource(S._AnnDataBase):
     magic = (b"\x89HDF\r\n\x1a\n",)
 
     @classmethod
+    def sniff(cls, head: bytes, path: str) -> bool:
+        return head.startswith(cls.magic) and hdf5_kind(path) == "h5ad"
+
+    @classmethod
     def container(cls, path, options=None):
         """Where the file keeps its matrix, cells and features:
         :func:`~genotok.singlecell.containers.open_container` (``options``: the
@@ -407,17 +413,41 @@ class H5adSource(S._AnnDataBase):
         return cls(cls.container(obj, read) if S._is_path(obj) else obj, read)
 
 
-def _h5_groups(path: str) -> tuple[bool, bool, bool]:
-    """Whether an HDF5 file has a ``mod`` group, a ``matrix`` group, an ``X`` (a file h5py
-    cannot open has none of them)."""
+def hdf5_kind(path) -> str | None:
+    """What an HDF5 file holds, told by its contents (never by its name): ``"h5mu"`` (a ``mod``
+    group), ``"10x"`` (Cell Ranger's ``matrix`` group with ``features/feature_type``, no
+    ``X``), ``"h5ad"`` (anndata's ``encoding-type`` on the root, or an ``X``, or ``obs`` and
+    ``var``), else ``None`` (also for a file h5py cannot open).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> hdf5_kind(genotok.examples_dir() / "pbmc.h5ad"), hdf5_kind(genotok.examples_dir())
+    ('h5ad', None)
+    """
+    try:
+        with _file(os.fspath(path)) as f:
+            return _kind_of(f)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _kind_of(f) -> str | None:
+    """:func:`hdf5_kind` of an open ``h5py.File``."""
     import h5py
 
-    try:
-        with _file(path) as f:
-            return (isinstance(f.get("mod"), h5py.Group), isinstance(f.get("matrix"), h5py.Group),
-                    "X" in f)
-    except (OSError, ValueError, KeyError):
-        return False, False, False
+    if isinstance(f.get("mod"), h5py.Group):
+        return "h5mu"
+    if "X" not in f and isinstance(f.get("matrix"), h5py.Group) and \
+            isinstance(f.get("matrix/features"), h5py.Group) and \
+            "feature_type" in f["matrix/features"]:
+        return "10x"
+    enc = f.attrs.get("encoding-type")
+    if isinstance(enc, bytes):
+        enc = enc.decode("utf-8", "replace")
+    if enc == "anndata" or "X" in f or ("obs" in f and "var" in f):
+        return "h5ad"
+    return None
 
 
 class H5muSource(H5adSource):
@@ -437,7 +467,7 @@ class H5muSource(H5adSource):
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
-        return head.startswith(H5adSource.magic) and _h5_groups(path)[0]
+        return head.startswith(H5adSource.magic) and hdf5_kind(path) == "h5mu"
 
 
 class TenxH5Source(H5adSource):
@@ -454,17 +484,15 @@ class TenxH5Source(H5adSource):
 
     kind = "10x"
     suffixes = (".h5",)
+    by_content = True  # an AnnData saved as .h5 is an .h5ad (hdf5_kind)
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
-        if not head.startswith(H5adSource.magic):
-            return False
-        mod, matrix, x = _h5_groups(path)
-        return matrix and not mod and not x
+        return head.startswith(H5adSource.magic) and hdf5_kind(path) == "10x"
 
 
 S.register_source(H5adSource)
 S.register_source(H5muSource)
 S.register_source(TenxH5Source)
 
-__all__ = ["Container", "H5adSource", "H5muSource", "TenxH5Source", "open_container"]
+__all__ = ["Container", "H5adSource", "H5muSource", "TenxH5Source", "hdf5_kind", "open_container"]

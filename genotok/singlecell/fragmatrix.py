@@ -2,7 +2,9 @@
 
 A 10x ``fragments.tsv(.gz)`` (tab-separated ``chrom start end barcode [count]``, 0-based
 half-open, ``#`` header lines skipped) is streamed in byte blocks, parsed by the single-cell
-fragment parser and counted into a CSR matrix (or an AnnData) of cells × universe regions.
+fragment parser and counted into a CSR matrix of cells × universe regions: the matrix a
+:class:`~genotok.singlecell.fragments.FragmentSource` hands to the driver (tokens, and
+:func:`~genotok.fragment_matrix`'s counts, :mod:`genotok.singlecell.matrix`).
 
 Counting modes
 --------------
@@ -50,13 +52,11 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Iterator
-from typing import NamedTuple
 
 import numpy as np
 
 from .. import _bgzf, _io
-from ..params import Flag, check
-from ..errors import BedParseError, GenotokError
+from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..ragged import Ragged
@@ -75,50 +75,6 @@ def _spill_mb(memory_mb: float | None, out) -> float | None:
     """``memory_mb`` as given, or :data:`SPILL_MB` when a call writing ``out`` gave none
     (:func:`_count` checks the value)."""
     return SPILL_MB if memory_mb is None and out is not None else memory_mb
-
-
-class FragmentMatrix(NamedTuple):
-    """A fragment file counted into a cells × regions CSR matrix: :meth:`from_fragments`
-    (:func:`fragment_matrix` gives the same counts as an AnnData).
-
-    Examples
-    --------
-    >>> import numpy as np, scipy.sparse as sp
-    >>> m = FragmentMatrix(["AAA-1"], sp.csr_matrix(np.ones((1, 2), np.float32)), np.array([3]))
-    >>> m.barcodes, m.X.shape, m.n_fragments.tolist()
-    (['AAA-1'], (1, 2), [3])
-    """
-
-    barcodes: list
-    X: object  # scipy.sparse.csr_matrix (cells × universe regions), float32 counts
-    n_fragments: np.ndarray  # int64 (cells,) fragment lines of each kept cell
-
-    @classmethod
-    def from_fragments(cls, path, regions, *, read=None, use_count: bool = False,
-                       n_threads: int | None = None) -> FragmentMatrix:
-        """Count a fragment file into ``(barcodes, X, n_fragments)``: the parameters of
-        :func:`fragment_matrix`, the counts as a ``scipy.sparse.csr_matrix``.
-
-        Examples
-        --------
-        >>> import tempfile
-        >>> from pathlib import Path
-        >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
-        >>> _ = p.write_text("chr1\\t5\\t20\\tAAA-1\\t3\\nchr1\\t99\\t150\\tAAA-1\\t1\\n")
-        >>> m = FragmentMatrix.from_fragments(p, ["chr1:0-10", "chr1:10-100"])
-        >>> m.barcodes, m.X.toarray().tolist(), m.n_fragments.tolist()
-        (['AAA-1'], [[1.0, 2.0]], [2])
-        """
-        from .reading import FragmentOptions, _checked
-
-        read = _checked(read, FragmentOptions, "FragmentMatrix.from_fragments")
-        check("use_count", use_count, [Flag()], "FragmentMatrix.from_fragments")
-        _, names, X, nfrag, _ = _matrix(
-            path, regions, mode="insertion" if read.mode is None else read.mode,
-            shift=read.shift, use_count=use_count, barcodes=read.barcodes,
-            min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-            n_threads=n_threads, regions=read.regions, sizes=read.fragment_size)
-        return cls(names, X, nfrag)
 
 
 def read_barcodes(source) -> list[str]:
@@ -558,139 +514,4 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     return names, X, nfrag, unknown
 
 
-def _var_frame(u):
-    import pandas as pd
-
-    rs = u.regions
-    names = rs.to_strings()
-    seen: set[str] = set()
-    index = []
-    for i, t in enumerate(names):  # a repeated universe line gets "#id"
-        index.append(t if t not in seen else f"{t}#{i}")
-        seen.add(t)
-    chrom = np.asarray(rs.chrom_names, dtype=object)[rs.codes]
-    return pd.DataFrame({"chrom": pd.Categorical(chrom), "start": rs.starts, "end": rs.ends,
-                         "token_id": u.sweep.first.astype(np.int64)},
-                        index=pd.Index(index, name="region"))
-
-
-def _matrix(path, universe, **options):
-    """``(tokenizer, barcodes, X, n_fragments)``: ``universe`` as a Tokenizer, and its
-    counts."""
-    from ..tokenizer import Tokenizer
-
-    tok = universe if isinstance(universe, Tokenizer) else Tokenizer(universe)
-    return (tok, *_count(path, tok, **options))
-
-
-def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=None,
-                    overwrite: bool = False, memory_mb: float | None = None,
-                    n_threads: int | None = None):
-    """Count a fragment file into a cells × regions matrix (SnapATAC2's peak matrix).
-
-    Parameters
-    ----------
-    path
-        ``fragments.tsv`` or ``fragments.tsv.gz`` (``chrom start end barcode [count]``).
-    regions
-        A :class:`~genotok.Tokenizer` (its universe and overlap rule), or anything
-        ``Tokenizer(...)`` accepts: a BED path, region strings …
-    read
-        :class:`~genotok.FragmentOptions`: the ``mode`` (default ``"insertion"``: Tn5 cut
-        sites ``start`` and ``end - 1``; ``"paired-insertion"``: the same, at most once per
-        fragment and region; ``"fragment"``: whole fragment overlap; see the module
-        documentation), the ``shift`` added to the two cut sites (``(4, -5)`` for fragments
-        that are not yet Tn5-adjusted; 10x files are), the barcode allow-list (cells come in
-        its order; without it, every barcode in order of first appearance) and
-        ``min_fragments`` (``0`` keeps allow-listed cells without fragments).
-    use_count
-        Weigh each fragment by its column-5 duplicate count (default: each line counts once,
-        as :func:`~genotok.tokenize_fragments` counts by default).
-    out
-        An ``.h5ad`` path: the matrix is written there as it is read back from disk, a bucket
-        of cells at a time (see ``memory_mb``), under a temporary name renamed into place when
-        complete, and returned opened ``backed="r"``.
-    memory_mb
-        Bound on the counted (cell, region) pairs held in memory (16 bytes each): beyond it
-        they spill to disk (``TMPDIR``) by buckets of cells. Default: no bound (the result's
-        size), except with ``out=``: 1024 MiB. Memory then stays one block plus
-        ``memory_mb`` plus one bucket of cells, whatever the size of the file.
-    overwrite
-        Replace an existing ``out`` (default: refuse it).
-
-    Returns
-    -------
-    anndata.AnnData
-        ``obs`` = barcodes with ``n_fragments`` and ``unknown_count`` (fragments none of whose
-        cut sites or overlaps hit a region), ``var`` = the universe's regions with ``chrom``,
-        ``start``, ``end`` and ``token_id`` (the tokenizer's id of the region: a repeated
-        universe line has the id of its first occurrence). The same counts as a CSR matrix,
-        without AnnData: :meth:`FragmentMatrix.from_fragments`.
-
-    Raises
-    ------
-    BedParseError
-        A malformed line (file and 1-based line number in the message).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from pathlib import Path
-    >>> p = Path(tempfile.mkdtemp()) / "f.tsv"
-    >>> _ = p.write_text("# 10x header\\nchr1\\t5\\t20\\tAAA-1\\t3\\nchr1\\t99\\t150\\tAAA-1\\t1\\n")
-    >>> m = fragment_matrix(p, ["chr1:0-10", "chr1:10-100"])
-    >>> m.obs_names.tolist(), m.X.toarray().tolist(), m.obs["n_fragments"].tolist()
-    (['AAA-1'], [[1.0, 2.0]], [2])
-    >>> m.obs["unknown_count"].tolist(), m.var["token_id"].tolist()  # each hit a region
-    ([0], [0, 1])
-    >>> from genotok import FragmentOptions
-    >>> fragment_matrix(p, ["chr1:0-10", "chr1:10-100"],
-    ...                 read=FragmentOptions(mode="fragment")).X.toarray().tolist()
-    [[1.0, 2.0]]
-    """
-    import anndata
-    import pandas as pd
-
-    from .reading import FragmentOptions, _checked
-
-    read = _checked(read, FragmentOptions, "fragment_matrix")
-    check("use_count", use_count, [Flag()], "fragment_matrix")
-    mode = "insertion" if read.mode is None else read.mode
-
-    if out is not None and os.path.exists(out) and not overwrite:
-        raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
-    if out is not None and (os.path.isdir(out) or not os.path.isdir(
-            os.path.dirname(os.path.abspath(out)))):  # known now, not after the whole count
-        raise GenotokError(f"{out}: is a directory; give the .h5ad file's path" if
-                           os.path.isdir(out) else f"{out}: its folder does not exist; create "
-                           "it first")
-    tok, names, X, nfrag, unknown = _matrix(
-        path, regions, mode=mode, shift=read.shift, use_count=use_count,
-        barcodes=read.barcodes, min_fragments=read.min_fragments, block_bytes=read.block_bytes,
-        n_threads=n_threads, regions=read.regions, sizes=read.fragment_size,
-        miss_column="obs", memory_mb=_spill_mb(memory_mb, out))
-    u = tok.universe
-    try:
-        obs = pd.DataFrame({"n_fragments": nfrag, "unknown_count": unknown},
-                           index=pd.Index(names, name="barcode"))
-        # the universe's frame made once (its index's uniqueness, which AnnData checks, is
-        # cached with it); each AnnData gets its own copy of the columns
-        var = per_universe(u, "var_frame", _var_frame).copy()
-        if out is not None:
-            from ..formats.h5ad import write_h5ad_rows
-
-            chunks = X.chunks() if isinstance(X, _Spilled) else (X,)
-            write_h5ad_rows(out, chunks, obs=obs, var=var, overwrite=overwrite)
-            return anndata.read_h5ad(out, backed="r")
-        if isinstance(X, _Spilled):
-            import scipy.sparse as sp
-
-            X = sp.vstack(list(X.chunks()), format="csr") if X.shape[0] else \
-                sp.csr_matrix(X.shape, dtype=np.float32)
-        return anndata.AnnData(X, obs=obs, var=var)
-    finally:
-        if isinstance(X, _Spilled):
-            X.close()
-
-
-__all__ = ["FragmentMatrix", "fragment_matrix", "read_barcodes"]
+__all__ = ["read_barcodes"]

@@ -84,12 +84,13 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
             memory_mb=None, use_count: bool = False, regions=None, sizes=None):
     """The cells x (universe regions + unknown) count matrix of a fragment file (a spilled
     one, read back by buckets of cells, with ``memory_mb``): each line counts once, or its
-    column-5 count with ``use_count``."""
-    whole = mode == "fragment" and tuple(shift) == (0, 0)  # fragment_counts' matrix
+    column-5 count with ``use_count``. A repeated universe line counts nowhere (token
+    semantics: a hit is the first occurrence's id, in every mode; a count matrix over the
+    lines spreads it, :class:`~genotok.singlecell.matrix.CountMatrix`)."""
     return _count(path, tokenizer, mode=mode, shift=shift, use_count=use_count,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-                  miss_column=True, repeats=not whole, memory_mb=memory_mb,
+                  miss_column=True, repeats=False, memory_mb=memory_mb,
                   regions=regions, sizes=sizes)[:3]
 
 
@@ -197,9 +198,12 @@ class FragmentSource(CellSource):
     has_obs = False
     header = "fragments"
 
-    def __init__(self, path, read: FragmentOptions, barcodes: list, X, mode: str):
+    def __init__(self, path, read: FragmentOptions, barcodes: list, X, mode: str,
+                 n_fragments=None):
         self.path = self.where = os.fspath(path)
         self.read, self.mode, self.barcodes, self.X = read, mode, barcodes, X
+        #: the fragment lines of each kept cell (int64)
+        self.n_fragments = n_fragments
         if isinstance(X, _Spilled):  # a bucket of cells at a time, for each pass
             self.matrix = _ChunkedSource(X.chunks, X.shape, self.where)
         else:
@@ -245,13 +249,13 @@ class FragmentSource(CellSource):
                             "universe: open it with tokenizer=")
         read = _checked(read, FragmentOptions, "FragmentSource")
         mode = "fragment" if read.mode is None else read.mode
-        names, X, _ = _counts(obj, tokenizer, barcodes=read.barcodes,
+        names, X, nfrag = _counts(obj, tokenizer, barcodes=read.barcodes,
                               min_fragments=read.min_fragments, block_bytes=read.block_bytes,
                               n_threads=n_threads, mode=mode, shift=read.shift,
                               memory_mb=_spill_mb(memory_mb, out),
                               use_count=bool(spec is not None and spec.use_count),
                               regions=read.regions, sizes=read.fragment_size)
-        return cls(obj, read, names, X, mode)
+        return cls(obj, read, names, X, mode, nfrag)
 
     def features(self):
         return None

@@ -21,6 +21,7 @@ not UTF-8 is a :class:`~genotok.errors.BedParseError` naming the file (and line)
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -276,8 +277,9 @@ class CellSource:
     ----------------
     kind
         The input's name in manifests and messages (``"h5ad"``, ``"fragments"``).
-    suffixes, magic
-        File name endings (lower case) and leading bytes this class reads.
+    suffixes, magic, by_content
+        File name endings (lower case) and leading bytes this class reads; ``by_content``: the
+        suffix does not decide for an existing file (``.h5``: any HDF5), its contents do.
     options
         The class of its ``read=`` options (:class:`~genotok.AnnDataOptions` …).
     features_are
@@ -307,6 +309,7 @@ class CellSource:
     kind: ClassVar[str] = ""
     suffixes: ClassVar[tuple[str, ...]] = ()
     magic: ClassVar[tuple[bytes, ...]] = ()
+    by_content: ClassVar[bool] = False
     options: ClassVar[type] = AnnDataOptions
     features_are: ClassVar[str] = "var"
     has_obs: ClassVar[bool] = True
@@ -482,17 +485,15 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
         return next((cls for cls in reversed(SOURCES) if cls.accepts(obj)), None)
     path = os.fspath(obj)
     cls = _suffix_class(os.path.basename(path))
-    if cls is not None or not sniff:
+    if (cls is not None and not cls.by_content) or not sniff:
         return cls
     try:
-        import stat
-
         if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
+            return cls
         with open(path, "rb") as fh:
             head = fh.read(512)
     except OSError:
-        return None
+        return cls  # not there (yet): the suffix's class says so when it opens it
     return next((c for c in reversed(SOURCES) if c.sniff(head, path)), None)
 
 

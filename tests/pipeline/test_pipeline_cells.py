@@ -474,3 +474,102 @@ def test_cli_flags_are_generated_from_the_spec_fields():
     sub = next(a for a in parser._actions if a.dest == "command").choices["pretokenize"]
     flags = {o for a in sub._actions for o in a.option_strings}
     assert {cell_flag(f.name) for f in fields(CellSpec)} <= flags
+
+
+# ------------------------------------------------------------------ how the cell inputs are read
+def _three_paths(tmp_path, path, tok, bed, read, flags):
+    """The tokens of ``path`` read as ``read`` says by tokenize_anndata, pretokenize
+    (``RunOptions(read=)``) and the CLI (``flags``), each as lists."""
+    from genotok import AnnDataOptions
+    from genotok.pipeline import RunOptions
+
+    assert isinstance(read, AnnDataOptions)
+    direct = tokenize_anndata(path, tok, read=read).to_list()
+    run = pretokenize([path], tok, tmp_path / "api", progress=False,
+                      options=RunOptions(read=read))
+    api = Corpus.open(run.out, expect=tok)
+    out = str(tmp_path / "cli")
+    assert main(["pretokenize", "-q", "--universe", str(bed), "--out", out, *flags,
+                 str(path)]) == 0
+    cli = Corpus.open(out, expect=tok)
+    assert api.names == cli.names
+    return direct, api.to_ragged().to_list(), cli.to_ragged().to_list()
+
+
+def _bed(tmp_path, regions):
+    bed = tmp_path / "u.bed"
+    bed.write_text("".join(r.replace(":", "\t").replace("-", "\t") + "\n" for r in regions))
+    return bed, Tokenizer.from_bed(bed)
+
+
+def test_modality_and_raw_through_pretokenize_and_the_cli(tmp_path):
+    """AnnDataOptions(modality=, raw=) reached tokenize_anndata only: pretokenize read every
+    .h5mu's default modality and every .h5ad's X, and the CLI had no flag. Now RunOptions(read=)
+    and --modality/--raw give the same tokens as tokenize_anndata(read=), and the plan keeps
+    them: a resumed run reading otherwise is refused."""
+    import h5py
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from genotok import AnnDataOptions
+    from genotok.pipeline import RunOptions
+
+    try:
+        from anndata.io import write_elem
+    except ImportError:  # anndata < 0.11
+        from anndata.experimental import write_elem
+
+    peaks = ["chr1:10-20", "chr1:150-160", "chr2:10-20", "chr1:350-360", "chr9:0-10",
+             "chr2:200-210"]
+    bed, tok = _bed(tmp_path, ["chr1:0-100", "chr1:100-200", "chr1:300-400", "chr2:0-100",
+                               "chr2:150-250"])
+    X = sp.random(7, 6, density=0.5, format="csr", random_state=3, dtype=np.float32)
+    X.data[:] = np.arange(1, X.nnz + 1)
+    obs = pd.DataFrame(index=[f"c{i}" for i in range(7)])
+    full = anndata.AnnData(X, var=pd.DataFrame(index=peaks), obs=obs)
+    other = anndata.AnnData(X[:, ::-1].tocsr(), var=pd.DataFrame(index=peaks[::-1]), obs=obs)
+    mu = tmp_path / "two.h5mu"  # two modalities of regions: atac is the default
+    with h5py.File(mu, "w") as f:
+        write_elem(f, "mod/atac", full[:, :3].copy())
+        write_elem(f, "mod/peaks", other)
+        write_elem(f, "obs", obs)
+    read = AnnDataOptions(modality="peaks")
+    a, b, c = _three_paths(tmp_path / "mu", mu, tok, bed, read, ["--modality", "peaks"])
+    assert a == b == c == tokenize_anndata(other, tok).to_list()
+    assert a != tokenize_anndata(mu, tok).to_list()  # the default modality: another matrix
+    with pytest.raises(PipelineError):  # the plan holds how the inputs were read
+        pretokenize([mu], tok, tmp_path / "mu" / "api", progress=False)
+    raw_in = full[:, :4].copy()  # X: the first four peaks; raw: all six
+    raw_in.raw = full
+    h5 = tmp_path / "raw.h5ad"
+    raw_in.write_h5ad(h5)
+    a, b, c = _three_paths(tmp_path / "raw", h5, tok, bed, AnnDataOptions(raw=True), ["--raw"])
+    assert a == b == c == tokenize_anndata(full, tok).to_list()
+    assert a != tokenize_anndata(h5, tok).to_list()
+    frag = tmp_path / "f.tsv"  # a fragment input of the same run is read with its defaults
+    frag.write_text("chr1\t5\t20\tAAA-1\t1\n")
+    run = pretokenize([h5, frag], tok, tmp_path / "mixed", progress=False,
+                      options=RunOptions(read=AnnDataOptions(raw=True)))
+    assert Corpus.open(run.out).names[-1] == "AAA-1"
+
+
+def test_modality_of_the_real_h5mu_through_the_three_paths(tmp_path):
+    """The real muon .h5mu (rna and atac): --modality atac by the three paths equals muon's
+    own reading of mod/atac."""
+    from genotok import AnnDataOptions
+    from genotok.singlecell import var_regions
+    from tests._shared import SHARED, shared
+
+    path = shared(SHARED / "data" / "real" / "muon" / "test_rna_atac.h5mu")
+    regions = var_regions(path).to_strings()  # the default modality: atac
+    bed, tok = _bed(tmp_path, regions[::2])
+    a, b, c = _three_paths(tmp_path, path, tok, bed, AnnDataOptions(modality="atac"),
+                           ["--modality", "atac"])
+    assert a == b == c and len(a) == 1000 and any(len(r) > 1 for r in a)
+    mudata = pytest.importorskip("mudata", reason="mudata reads .h5mu in memory")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mem = mudata.read_h5mu(path)["atac"]
+    assert a == tokenize_anndata(mem, tok).to_list()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import shutil
 import struct
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +27,7 @@ from .._shared import SHARED, shared
 
 REAL = SHARED / "data" / "real"
 BGZF_FILES = ["signac/fragments.tsv.gz", "signac/fragments_header.tsv.gz",
-              "muon/test_rna_atac_fragments.tsv.gz"]
+              "muon/test_rna_atac_fragments.tsv.gz", "archr/PBSmall.tsv.gz"]
 
 
 def _oracle_lines(raw: bytes, regions) -> bytes:
@@ -357,3 +359,104 @@ def test_an_endless_line_is_refused(tmp_path):
     with pytest.raises(BedParseError, match="a line of more than 0 MiB"):
         list(line_blocks(p, 1 << 16, 2, max_line=100_000))
     assert sum(b.size for b in line_blocks(p, 1 << 16, 2)) == 300_000
+
+
+# --------------------------------------------------------------------------- htslib's tabix
+TABIX, BGZIP = shutil.which("tabix"), shutil.which("bgzip")
+needs_tabix = pytest.mark.skipif(
+    TABIX is None or BGZIP is None,
+    reason="htslib's tabix and bgzip are not installed (Debian: apt-get install tabix)")
+
+
+def _tabix(path, region: str, zero_based: bool = True) -> bytes:
+    """What ``tabix path region`` prints for the lines of a BED-coordinates region
+    (``chrom`` or ``chrom:start-end``, end exclusive), which tabix takes 1-based inclusive.
+    An index made without ``-p bed``/``-0`` (``zero_based=False``) has tabix read the file's
+    starts as 1-based too: a line ``[x, e)`` is then ``[x, e]`` to it, so the range asked
+    ends a base earlier (a fragment file is BED whatever its index says, and genotok reads
+    it so)."""
+    c, _, rng = region.partition(":")
+    if rng:
+        a, b = (int(x.replace(",", "")) for x in rng.split("-"))
+        region = f"{c}:{a + 1}-{b}" if zero_based else f"{c}:{a + 1}-{b - 1}"
+        assert zero_based or b - a >= 2, "a 1-based index cannot say a one-base range"
+    return subprocess.run([TABIX, str(path), region], capture_output=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def by_htslib(tmp_path_factory):
+    """A fragment file compressed by htslib's ``bgzip`` and indexed by ``tabix -p bed`` (.tbi)
+    and ``tabix -C -p bed`` (.csi, in a copy); its plain text; the lines of its chr2."""
+    d = tmp_path_factory.mktemp("htslib")
+    raw = _fragments(4000, seed=7)
+    plain = d / "f.tsv"
+    plain.write_bytes(raw)
+    tbi, csi = d / "tbi.tsv.gz", d / "csi.tsv.gz"
+    with open(tbi, "wb") as fh:
+        subprocess.run([BGZIP, "-c", str(plain)], stdout=fh, check=True)
+    shutil.copy(tbi, csi)
+    subprocess.run([TABIX, "-p", "bed", str(tbi)], check=True)
+    subprocess.run([TABIX, "-C", "-p", "bed", str(csi)], check=True)
+    assert os.path.isfile(f"{tbi}.tbi") and os.path.isfile(f"{csi}.csi")
+    assert not os.path.exists(f"{csi}.tbi")
+    chr2 = [ln.split(b"\t") for ln in raw.splitlines() if ln.startswith(b"chr2\t")]
+    return tbi, csi, raw, [(int(f[1]), int(f[2])) for f in chr2]
+
+
+def _boundaries(lines):
+    """Regions that touch a line at its ends: ending at its start (tabix and genotok leave it
+    out), starting at its end (out), starting one base before its end (in), one base wide."""
+    s, e = lines[len(lines) // 2]
+    return [f"chr2:{s - 40}-{s}", f"chr2:{e}-{e + 40}", f"chr2:{e - 1}-{e + 40}",
+            f"chr2:{s}-{s + 1}", f"chr2:{e - 1}-{e}"]
+
+
+@needs_tabix
+@pytest.mark.parametrize("kind", ["tbi", "csi"])
+def test_region_reads_equal_htslib_tabix(by_htslib, kind, tmp_path):
+    """Every region read through an index htslib wrote gives exactly the lines ``tabix``
+    prints: whole chromosomes, ranges, a chromosome the file lacks, an empty range, the
+    boundaries of a line; and the same tokens as the plain file of those lines."""
+    tbi, csi, raw, chr2 = by_htslib
+    p = tbi if kind == "tbi" else csi
+    regions = ["chr1", "chr10", "chr2:1000000-1200000", "chrUn", "chr1:3500000-4000000",
+               "chr10:0-5", *_boundaries(chr2)]
+    for r in regions:
+        want = _tabix(p, r)
+        assert b"".join(b.tobytes() for b in region_lines(p, parse_regions([r]))) == want, r
+        assert want == _oracle_lines(raw, [r]), r
+    assert _tabix(p, "chrUn") == b"" and _tabix(p, "chr1:3500000-4000000") == b""
+    assert any(_tabix(p, r) for r in _boundaries(chr2)[2:])
+    for r in ("chr2:1000000-1200000", "chr10"):  # the public path: FragmentOptions(regions=)
+        (tmp_path / "o.tsv").write_bytes(_tabix(p, r))
+        _same(tokenize_fragments(p, _tok(), read=FragmentOptions(regions=[r]), n_threads=2),
+              tokenize_fragments(tmp_path / "o.tsv", _tok()))
+    several = ["chr2:1000000-1200000", "chr1:0-400000", "chr10"]  # disjoint: no line in two
+    got = b"".join(b.tobytes() for b in region_lines(p, parse_regions(several)))
+    assert sorted(got.splitlines()) == sorted(b"".join(_tabix(p, r) for r in several)
+                                              .splitlines())
+
+
+@needs_tabix
+@pytest.mark.parametrize("name", BGZF_FILES)
+def test_real_tbi_region_reads_equal_htslib_tabix(name):
+    """The real files' own .tbi (10x, Signac, ArchR): each chromosome, a range in the first,
+    the start of the last and a range ending where lines start give the lines ``tabix``
+    prints. The muon file's .tbi was made without ``-p bed`` (1-based): tabix then counts a
+    line starting at ``x`` as covering base ``x`` (1-based), one base more than the BED line
+    does; genotok reads the file as the BED it is."""
+    p = shared(REAL / name)
+    idx = Index.read(str(p) + ".tbi", os.path.getsize(p))
+    z = idx.zero_based
+    assert z == (name != "muon/test_rna_atac_fragments.tsv.gz")
+    first = _tabix(p, idx.names[0]).splitlines()
+    s = int(first[len(first) // 2].split(b"\t")[1])
+    regions = [*idx.names, f"{idx.names[0]}:{s}-{s + 200_000}", f"{idx.names[-1]}:0-5",
+               f"{idx.names[0]}:{s - 50}-{s}", f"{idx.names[0]}:{s - 2}-{s + 1}", "chrNotThere"]
+    for r in regions:
+        assert b"".join(b.tobytes() for b in region_lines(p, parse_regions([r]))) == \
+            _tabix(p, r, z), (name, r)
+    if not z:  # asked as if the index were BED's, tabix adds the lines starting at the end
+        r = f"{idx.names[0]}:{s - 50}-{s}"
+        extra = set(_tabix(p, r).splitlines()) - set(_tabix(p, r, z).splitlines())
+        assert extra and all(int(ln.split(b"\t")[1]) == s for ln in extra)

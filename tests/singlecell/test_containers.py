@@ -353,6 +353,47 @@ def test_containers_are_registered_cell_sources(tmp_path, tok):
         assert type(s) is TenxH5Source and s.n_cols == mem.n_vars
 
 
+def test_an_h5_is_told_by_its_contents_not_its_suffix(tmp_path, tok):
+    """A ``.h5`` is any HDF5 file: an AnnData saved under that name is read as the .h5ad it
+    is (not as a 10x matrix), a 10x matrix as 10x, and an HDF5 file that is neither is a
+    SourceError naming it (the suffix alone took all three for 10x)."""
+    import shutil
+
+    from genotok.errors import SourceError
+    from genotok.pipeline.plan import input_kind
+    from genotok.singlecell import H5adSource, TenxH5Source, open_source
+    from genotok.singlecell.containers import hdf5_kind
+    from genotok.singlecell.sources import source_class
+
+    mem = ad.AnnData(_X(), var=pd.DataFrame(index=PEAKS),
+                     obs=pd.DataFrame(index=[f"c{i}" for i in range(7)]))
+    h5ad_as_h5 = tmp_path / "really_anndata.h5"
+    mem.write_h5ad(h5ad_as_h5)
+    tenx, tenx_mem = _tenx(tmp_path)
+    tenx_as_h5ad = tmp_path / "tenx_named.h5ad"  # the other way round: the suffix is kept
+    shutil.copy(tenx, tenx_as_h5ad)
+    assert hdf5_kind(h5ad_as_h5) == "h5ad" and hdf5_kind(tenx) == "10x"
+    assert source_class(h5ad_as_h5) is H5adSource and input_kind(h5ad_as_h5) == "h5ad"
+    with open_source(h5ad_as_h5) as s:
+        assert type(s) is H5adSource and s.names() == list(mem.obs_names)
+    assert _rows(tokenize_anndata(h5ad_as_h5, tok)) == _rows(tokenize_anndata(mem, tok))
+    assert source_class(tenx) is TenxH5Source
+    assert _rows(tokenize_anndata(tenx, tok)) == _rows(tokenize_anndata(tenx_mem, tok))
+    assert open_container(tenx_as_h5ad).kind == "10x"
+    assert _rows(tokenize_anndata(tenx_as_h5ad, tok)) == _rows(tokenize_anndata(tenx_mem, tok))
+    assert source_class("not_written_yet.h5") is TenxH5Source  # no file: the suffix says
+    neither = tmp_path / "neither.h5"
+    with h5py.File(neither, "w") as f:
+        f.create_group("matrix")["data"] = np.arange(3)  # a matrix group, but not Cell Ranger's
+        f["other"] = np.arange(2)
+    assert hdf5_kind(neither) is None and source_class(neither) is None
+    with pytest.raises(SourceError, match="neither.h5: not a cell input"):
+        open_source(neither)
+    for call in (lambda: tokenize_anndata(neither, tok), lambda: open_container(neither)):
+        with pytest.raises(SourceError, match="neither.h5: an HDF5 file that is none"):
+            call()
+
+
 # ------------------------------------------------------------------------- the real files
 def _real(pattern):
     if not SHARED.is_dir():

@@ -22,7 +22,7 @@ from genotok import CellSpec, FragmentOptions, Tokenizer, Universe, tokenize_fra
 from genotok.errors import BedParseError, GenotokError
 from genotok.formats.h5ad import write_h5ad_rows
 from genotok.singlecell import fragmatrix, fragment_counts
-from genotok.singlecell.fragmatrix import fragment_matrix
+from genotok.singlecell.matrix import fragment_matrix
 
 from ..kernels.test_names import _colliding_names
 from ..naive_fragments import scan as oracle_scan

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from genotok import CellSpec, FragmentOptions, RankByMedian, Tokenizer, Universe
 from genotok.errors import BedParseError
 from genotok.singlecell import FragmentMatrix
-from genotok.singlecell.fragmatrix import fragment_matrix, read_barcodes
+from genotok.singlecell.fragmatrix import read_barcodes
+from genotok.singlecell.matrix import fragment_matrix
 from tests._cellspec import spec_of
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "genotok", "examples")
@@ -458,7 +459,7 @@ def test_the_universe_is_paid_for_once(monkeypatch, tmp_path):
     """Issue 33 item 4: a small file against a large universe paid per call for what depends
     on the universe alone (fragment_matrix's var frame: 2.5 s a call against 616k tiles; the
     tokens' var map): each is now made once per universe."""
-    import genotok.singlecell.fragmatrix as fm
+    import genotok.singlecell.matrix as fm
     import genotok.singlecell.cells as cc
     import genotok.singlecell.fragments as ff
 
@@ -530,3 +531,71 @@ def test_a_small_file_is_read_without_a_thread_and_a_large_one_with_one(monkeypa
     assert started == [1] and big == small
     ahead = FragmentMatrix.from_fragments(frag, regions, read=FragmentOptions(block_bytes=997))
     assert (ahead.X != whole.X).nnz == 0 and ahead.barcodes == whole.barcodes
+def test_fragment_matrix_runs_on_the_one_driver(monkeypatch, tmp_path):
+    """Issue 31 item 4: fragment_matrix and tile_matrix are thin over tokenize_cells (their
+    rows are the driver's token rows, valued with their counts, made a CSR by CountMatrix),
+    the in-memory result and the streamed .h5ad alike; before, fragment_matrix counted
+    through its own call of the counter and never reached the driver."""
+    import genotok.singlecell.matrix as mx
+    from genotok.pipeline.tiles import tile_matrix
+
+    seen = []
+    driver = mx.tokenize_cells
+
+    def counting(source, tokenizer, spec=None, **kw):
+        seen.append((type(source).__name__, type(kw.get("out")).__name__, spec))
+        return driver(source, tokenizer, spec, **kw)
+
+    monkeypatch.setattr(mx, "tokenize_cells", counting)
+    regions = [("chr1", 0, 10), ("chr1", 10, 100), ("chr1", 5, 20), ("chr1", 0, 10)]
+    lines = ["chr1\t5\t20\tA\t7\n", "chr1\t19\t20\tA\t1\n", "chr1\t300\t400\tA\t1\n",
+             "chr1\t100\t101\tB\t1\n", "chr2\t1\t9\tC\t2\n"]
+    path = _write(lines)
+    for kw in ({}, {"read": FragmentOptions(mode="fragment")}, {"use_count": True}):
+        m = fragment_matrix(path, _tok(regions), **kw)
+        names, X, n = oracle(lines, regions, **({"mode": "fragment"} if "read" in kw else
+                                                {"use_count": True} if kw else {}))
+        assert m.obs_names.tolist() == names and m.X.has_sorted_indices
+        np.testing.assert_array_equal(m.X.toarray(), X)
+        np.testing.assert_array_equal(m.obs["n_fragments"], n)
+    assert m.obs["unknown_count"].tolist() == [1, 1, 2]  # use_count: C's line weighs 2
+    h5 = fragment_matrix(path, _tok(regions), out=tmp_path / "m.h5ad", memory_mb=1e-6)
+    np.testing.assert_array_equal(h5.X[:].toarray(), oracle(lines, regions)[1])
+    assert h5.obs["unknown_count"].tolist() == [1, 1, 1]
+    h5.file.close()
+    tile_matrix(path, {"chr1": 1000}, 100)
+    assert [s[:2] for s in seen] == [("FragmentSource", "CountMatrix")] * 5
+    assert all(s[2].values and s[2].unknown == "region" for s in seen)
+    assert [s[2].use_count for s in seen] == [False, False, True, False, False]
+
+
+@pytest.mark.parametrize("frag, allow", [
+    ("macs3/test.fragments.tsv.gz", "macs3/barcodes.txt"),
+    ("macs3/yeast_500k_SRR1822137.frag.gz", "macs3/yeast_500k_SRR1822137.barcode.txt"),
+    ("maestro/test.fragments.tsv.gz", "maestro/test.barcode.txt.gz")])
+def test_real_barcode_lists_choose_the_rows(frag, allow):
+    """The real allow-lists (MACS3's plain list, MAESTRO's gzipped one of barcodes with a
+    '#'): the cells come in the list's order, each row the unfiltered matrix's row (a listed
+    cell without fragments: an empty row)."""
+    from genotok.pipeline.tiles import tile_tokenizer
+    from tests._shared import SHARED, shared
+
+    real = SHARED / "data" / "real"
+    fpath, bpath = shared(real / frag), shared(real / allow)
+    cells = read_barcodes(bpath)
+    raw = gzip.open(fpath).read()
+    sizes: dict = {}
+    for ln in raw.splitlines():
+        if ln and not ln.startswith(b"#"):
+            c, _, e = ln.split(b"\t")[:3]
+            sizes[c.decode()] = max(sizes.get(c.decode(), 0), int(e) + 1)
+    tok = tile_tokenizer(sizes, 5000, ())
+    full = fragment_matrix(fpath, tok)
+    m = fragment_matrix(fpath, tok, read=FragmentOptions(barcodes=bpath, min_fragments=0))
+    assert m.obs_names.tolist() == cells and len(cells) > 0
+    row = {b: i for i, b in enumerate(full.obs_names)}
+    got = m.X.toarray()
+    for i, b in enumerate(cells):
+        want = full.X[row[b]].toarray()[0] if b in row else np.zeros(m.n_vars)
+        np.testing.assert_array_equal(got[i], want)
+    assert sum(b in row for b in cells) > 0

@@ -478,3 +478,16 @@ def test_real_barcode_lists_select_and_order_the_cells(frag, barcodes):
     everything = dict(zip(all_names, all_cells.to_list()))
     assert names == [b for b in listed if b in everything] and names
     assert cells.to_list() == [everything[b] for b in names]
+@pytest.mark.parametrize("mode", ["insertion", "paired-insertion", "fragment"])
+def test_a_repeated_universe_line_is_one_token_in_every_mode(mode, tmp_path):
+    """With ``duplicates="lines"`` a repeated region is the token of its first occurrence:
+    in the insertion modes the count matrix also filled the repeat's column, whose token the
+    driver maps to the first occurrence again, so each cut site counted twice."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tok = Tokenizer(Universe(["chr1:0-10", "chr1:10-100", "chr1:0-10"], duplicates="lines"))
+    p = tmp_path / "f.tsv"
+    p.write_text("chr1\t2\t50\tA-1\t1\n")
+    names, rows = gad.tokenize_fragments(p, tok, CellSpec(values=True),
+                                         read=FragmentOptions(mode=mode))
+    assert rows.to_list()[0] == [0, 1] and rows.values.tolist() == [1.0, 1.0]

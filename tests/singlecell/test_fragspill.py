@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from genotok import CellSpec, Corpus, FragmentOptions, tokenize_fragments
 from genotok.errors import BedParseError
 from genotok.singlecell import fragmatrix
-from genotok.singlecell.fragmatrix import fragment_matrix
+from genotok.singlecell.matrix import fragment_matrix
 from tests._cellspec import spec_of
 
 from .test_fragmatrix import _tok, _write, fragment, oracle, region

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from genotok import FragmentOptions, tokenize_fragments
 from genotok._bgzf import write_bgzf
 from genotok.errors import UniverseError
-from genotok.pipeline.tiles import EXCLUDE, tile_matrix, tile_tokenizer
+from genotok.pipeline.tiles import EXCLUDE, header_chrom_sizes, tile_matrix, tile_tokenizer
 
 from .._shared import SHARED, shared
 
@@ -128,6 +128,69 @@ def test_bgzf_regions_and_tiles(tmp_path):
     check(m, oracle(only2, SIZES, 1000, "paired-insertion"))
 
 
+def test_chrom_sizes_from_a_contig_header(tmp_path):
+    """``##contig=<ID=…,length=…>`` lines give the sizes: ``tile_matrix(path)`` needs none."""
+    raw = _raw([("chr1", s, 300, s % 3) for s in range(0, 9000, 37)]
+               + [("chr2", s, 200, s % 2) for s in range(0, 4000, 41)])
+    head = "".join(f"##contig=<ID={c},length={n},assembly=toy>\n" for c, n in SIZES.items())
+    p = tmp_path / "f.tsv"
+    p.write_bytes(head.encode() + raw)
+    assert header_chrom_sizes(p) == list(SIZES.items())
+    m, want = tile_matrix(p, bin_size=1000), tile_matrix(p, SIZES, 1000)
+    assert m.var_names.tolist() == want.var_names.tolist() and (m.X != want.X).nnz == 0
+    check(m, oracle(raw, SIZES, 1000, "paired-insertion"))
+    q = write_bgzf(tmp_path / "f.tsv.gz", head.encode() + raw, index=True, block=500)
+    assert header_chrom_sizes(q) == list(SIZES.items())
+
+
+def _real_hg38():
+    sizes_file = shared(REAL / "chromsizes" / "hg38.chrom.sizes")
+    return [(ln.split()[0], int(ln.split()[1])) for ln in sizes_file.read_text().splitlines()
+            if ln.strip()]
+
+
+def test_a_cell_ranger_header_without_lengths_asks_for_chrom_sizes():
+    """The real 10x header (Signac's copy of a cellranger-atac file) names its contigs
+    (``primary_contig=``) and its reference folder, not their lengths: refused, saying so; a
+    file without a header likewise."""
+    p = shared(REAL / "signac" / "fragments_header.tsv.gz")
+    with pytest.raises(UniverseError, match=r"fragments_header.tsv.gz: no chromosome sizes: "
+                       r"its header names \d+ contigs \(primary_contig=chr1 …\) without "
+                       r"lengths, and its reference_path /mnt/\S+ has no fasta/genome.fa.fai "
+                       r"here; give chrom_sizes="):
+        tile_matrix(p)
+    q = shared(REAL / "signac" / "fragments.tsv.gz")
+    with pytest.raises(UniverseError, match="fragments.tsv.gz: no chromosome sizes: it has no "
+                                            "'#' header; give chrom_sizes="):
+        tile_matrix(q, bin_size=5000)
+
+
+def test_a_cell_ranger_header_with_its_reference_here(tmp_path):
+    """The real 10x header pointing at a reference folder that is on this machine: its
+    ``fasta/genome.fa.fai`` gives the sizes, of the primary contigs only."""
+    import gzip
+
+    hg38 = _real_hg38()
+    raw = gzip.open(shared(REAL / "signac" / "fragments_header.tsv.gz")).read()
+    ref = tmp_path / "refdata-cellranger-arc-GRCh38-2020-A-2.0.0"
+    (ref / "fasta").mkdir(parents=True)
+    (ref / "fasta" / "genome.fa.fai").write_text(
+        "".join(f"{c}\t{n}\t{i * 100}\t60\t61\n" for i, (c, n) in enumerate(
+            hg38 + [("not_primary_1", 5000)])))
+    lines = [f"# reference_path={ref}".encode() if ln.startswith(b"# reference_path=") else ln
+             for ln in raw.splitlines()]
+    p = tmp_path / "fragments.tsv"
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    primary = {ln[len(b"# primary_contig="):].decode() for ln in lines
+               if ln.startswith(b"# primary_contig=")}
+    got = header_chrom_sizes(p)
+    assert got == [(c, n) for c, n in hg38 if c in primary] and "chr1" in dict(got)
+    want = tile_matrix(p, dict(got), 5000)
+    m = tile_matrix(p, bin_size=5000)
+    assert m.var_names.tolist() == want.var_names.tolist() and (m.X != want.X).nnz == 0
+    assert m.n_obs > 0 and m.X.sum() > 0
+
+
 def test_real_liver_fragments_5kb_tiles():
     frag = shared(REAL / "scframework" / "homo_sapiens_liver_fragments_sorted_test.bed")
     sizes_file = shared(REAL / "chromsizes" / "hg38.chrom.sizes")
@@ -148,3 +211,55 @@ def test_against_snapatac2(tmp_path):
     ref = {bc: Counter({n: v for n, v in zip(d.var_names, row) if v})
            for bc, row in zip(d.obs_names, d.X[:].toarray())}
     check(tile_matrix(p, {"chr1": 10_000}, 500), ref)
+
+
+#: every fragment file of ../shared/data/real (10x, Signac, ArchR, MACS3, MAESTRO, muon,
+#: SC-Framework): plain text, plain gzip and BGZF, with and without '#' headers
+REAL_FRAGMENTS = ["archr/PBSmall.tsv.gz", "macs3/test.fragments.tsv.gz",
+                  "macs3/yeast_500k_SRR1822137.frag.gz", "maestro/test.fragments.tsv.gz",
+                  "muon/test_rna_atac_fragments.tsv.gz", "scframework/mm10_atac_fragments.bed",
+                  "signac/fragments.tsv.gz", "signac/fragments_header.tsv.gz"]
+
+
+@pytest.mark.parametrize("name", REAL_FRAGMENTS)
+def test_every_real_fragment_file_tiles_as_the_oracle(name):
+    """Issue 33's "each real file is exercised": each real fragment file counted into 5-kb
+    tiles (sizes from its own lines) equals the plain-Python oracle of SnapATAC2's counting."""
+    import gzip
+
+    path = shared(REAL / name)
+    raw = gzip.open(path).read() if path.read_bytes()[:2] == b"\x1f\x8b" else path.read_bytes()
+    sizes: dict = {}
+    for ln in raw.splitlines():
+        if ln and not ln.startswith(b"#"):
+            c, _, e = ln.split(b"\t")[:3]
+            sizes[c.decode()] = max(sizes.get(c.decode(), 0), int(e) + 1)
+    m = tile_matrix(path, sizes, 5000)
+    check(m, oracle(raw, sizes, 5000, "paired-insertion"))
+    assert m.n_obs > 0 and m.X.sum() > 0
+
+
+@pytest.mark.parametrize("name", ["gtars/fragments/fragsplit/fragments1.bed.gz",
+                                  "gtars/fragments/region_scoring/fragments1.bed.gz"])
+def test_gtars_space_separated_fragment_files_are_refused_by_line(name):
+    """gtars' own test fragments separate their columns by spaces, not tabs (10x's format):
+    refused with the file and line named, not misread."""
+    from genotok.errors import BedParseError
+
+    path = shared(REAL / name)
+    with pytest.raises(BedParseError, match=r"fragments1.bed.gz:1: expected tab-separated"):
+        tile_matrix(path, {"chr1": 10_000, "chr8": 200_000_000}, 5000)
+
+
+def test_hg19_tiles_of_the_archr_fragments():
+    """ArchR's PBSmall is hg19 (its tests use hg19test2): hg19's chrom.sizes from
+    ../shared tile it as the oracle counts, chrM/chrY left out."""
+    frag = shared(REAL / "archr" / "PBSmall.tsv.gz")
+    sizes_file = shared(REAL / "chromsizes" / "hg19.chrom.sizes")
+    sizes = {ln.split()[0]: int(ln.split()[1]) for ln in sizes_file.read_text().splitlines()
+             if ln.strip()}
+    import gzip
+
+    m = tile_matrix(frag, sizes_file, 50_000)
+    check(m, oracle(gzip.open(frag).read(), sizes, 50_000, "paired-insertion"))
+    assert "chrY:0-50000" not in set(m.var_names) and m.X.sum() > 0
