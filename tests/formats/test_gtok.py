@@ -173,27 +173,3 @@ def test_old_argument_order_is_refused(tmp_path):
     with pytest.raises(TypeError):
         write_gtok(tmp_path / "a.gtok", [1, 2])
     assert not list(tmp_path.iterdir())
-
-
-REAL_GTOK = ["gtars/peaks.gtok", "gtars/to_tokenize.gtok", "gtars/tokens.gtok",
-             *(f"geniml/gtok_sample/tokens{i}.gtok" for i in range(1, 7))]
-
-
-@pytest.mark.parametrize("name", REAL_GTOK)
-def test_real_gtars_written_gtok_files_round_trip_byte_for_byte(name, tmp_path):
-    """The .gtok files gtars wrote (its own test outputs, geniml's samples) read, and written
-    back by genotok with the width gtars chose, are the same bytes."""
-    from .._shared import SHARED as ROOT_SHARED
-    from .._shared import shared
-
-    p = shared(ROOT_SHARED / "data" / "real" / name)
-    raw = p.read_bytes()
-    ids = read_gtok(p, mmap=False)
-    for w in (2, 4):  # gtars' width for the file (its header says which)
-        out = tmp_path / f"w{w}.gtok"
-        write_gtok(ids, out, width=w)
-        if out.read_bytes() == raw:
-            break
-    else:
-        pytest.fail(f"{name}: written back with neither width, genotok's bytes differ")
-    assert read_gtok(out, mmap=False).tolist() == ids.tolist()
