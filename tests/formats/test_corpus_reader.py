@@ -131,6 +131,10 @@ def _campaign_subprocess(cases: int, seed: int, boundscheck: bool) -> Counts:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+# slow: the subprocess recompiles the corpus kernels with bounds checks and no cache on every
+# run (37 s under load 13, beside 6 s for the same sample in-process, which stays in the
+# default run); like the bounds-checked samples of test_reading, test_fragments, test_bed_fuzz
+@pytest.mark.slow
 def test_campaign_sample_with_boundscheck():
     counts = _campaign_subprocess(40, seed=3, boundscheck=True)
     _clean(counts)
