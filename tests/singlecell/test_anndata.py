@@ -188,8 +188,12 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
             assert got.values is None and got.to_list() == ids
 
 
+# int32 in the slow step: each id dtype compiles the cells kernels again (int32's two cases were
+# 27 s and 50 s under load 12, the default run's costliest compiles after warmup) for the same
+# property, which uint32 keeps in the default run
 @pytest.mark.parametrize("order", ["genomic", "value"])  # fast and general path
-@pytest.mark.parametrize("dtype", [np.uint32, np.int32])
+@pytest.mark.parametrize("dtype", [np.uint32, pytest.param(np.int32, marks=pytest.mark.slow)],
+                         ids=["uint32", "int32"])
 def test_narrow_id_dtypes_give_the_same_ids(order, dtype):
     tok = _tokenizer(FAST_UNIVERSE)
     rows = [[(0, 1.0), (1, 2.0), (5, 1.0)], [], [(3, 1.0), (8, 4.0)]]
