@@ -109,10 +109,26 @@ def _csr(rows, n_vars):
 
 
 # ---------------------------------------------------------------------------------- the kernel
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
-       st.integers(1, 4), st.booleans(), st.booleans())
+_KERNEL_CASES = given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
+                      st.integers(1, 4), st.booleans(), st.booleans())
+
+
+# 60 examples in the default run (150 cost ~15 s of CPU, the examples' own work, not a
+# compile: the same with a warm kernel cache), 400 in the slow step
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_KERNEL_CASES
 def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
+    _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_KERNEL_CASES
+def test_kernel_matches_the_per_cell_loop_long(problem, path, chunk, generic, values):
+    _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values)
+
+
+def _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
     universe, variables, rows, opts, tok_kw = problem
     tok = _tokenizer(universe, **tok_kw)
     vm = gvar._var_map(tok, RegionSet.from_tuples(variables), None)
