@@ -6,6 +6,7 @@ and message), chromosome order included; and the blocks themselves (``_io.line_b
 from __future__ import annotations
 
 import gzip
+import re
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok.bed as B
-from genotok import BedParseError, RegionSet, _io
+from genotok import BedParseError, RegionSet, Tokenizer, _io
 
 from . import naive_regions as naive
 from .test_regions import BAD_LINES, REGION, SOUP, _kind, bed_texts
@@ -334,3 +335,70 @@ def test_bom_is_not_part_of_the_first_chromosome(tmp_path, gz, block):
     bad = _write(tmp_path, b"\xef\xbb\xbfchr1\t9\t5\n", gz, "bad.bed")
     with pytest.raises(BedParseError, match=r"bad.bed(.gz)?:1: end is before start"):
         B.read_file(bad, block_bytes=block)
+
+
+GOOD = "chr1\t100\t200\nchr1\t300\t400\n"
+
+# (name, file bytes, expected line or None, message pattern)
+BED_CASES = [
+    ("too_few_columns", b"chr1\t100\t200\nchr1\t300\n", 2, "too few columns"),
+    ("non_integer", b"chr1\t100\t200\nchr1\tabc\t400\n", 2, "start is not a non-negative integer"),
+    ("non_integer_end", b"chr1\t1\t2\nchr1\t100\t2e5\n", 2, "end is not"),
+    ("negative", b"chr1\t-100\t200\n", 1, "negative coordinate"),
+    ("overflow", b"chr1\t1\t123456789012345678901234\n", 1, "larger than"),
+    ("end_before_start", b"chr1\t100\t200\nchr1\t500\t400\n", 2, "end is before start"),
+    ("mixed_tab_space", b"chr1\t100\t200\nchr1 300\t400\n", 2, "mixed tab and space"),
+    ("stray_header", b"chr1\t100\t200\nchrom\tstart\tend\n", 2, "start is not"),
+    ("nul_byte", b"chr1\t100\t200\nchr1\t3\x0000\t400\n", 2, "binary data"),
+    ("binary_junk", b"\x89PNG\r\n\x1a\n\x00\x00", 3, "binary data"),  # the first NUL
+    ("non_utf8_name", b"chr1\t100\t200\nchr\xff\t1\t2\n", 2, "not valid UTF-8"),
+    ("empty_name", b"\t100\t200\n", 1, "empty chromosome name"),
+]
+
+
+@pytest.mark.parametrize("name, data, line, pattern", BED_CASES, ids=[c[0] for c in BED_CASES])
+def test_bad_bed(tmp_path, name, data, line, pattern):
+    path = tmp_path / f"{name}.bed"
+    path.write_bytes(data)
+    with pytest.raises(BedParseError, match=pattern) as info:
+        RegionSet.from_bed(path)
+    assert info.value.line == line
+    assert str(info.value).startswith(f"{path}:{line}: ")
+    # the same through the tokenizer, as a user meets it
+    tok = Tokenizer(["chr1:0-1000"])
+    if name == "end_before_start":  # a query file gtars tokenizes: the line hits nothing
+        with pytest.warns(UserWarning, match=re.escape(
+                f"{name}.bed:{line}: 1 line(s) with end before start (first: chr1:500-400) "
+                "hit nothing")):
+            assert tok.encode(str(path)).tolist() == [0]
+        tok = Tokenizer(["chr1:0-1000"], strict=True)  # refuses it
+    with pytest.raises(BedParseError, match=re.escape(f"{name}.bed:{line}:")):
+        tok.encode(str(path))
+
+
+@pytest.mark.parametrize("name, mutate, pattern", [
+    ("truncated", lambda b: b[: len(b) // 2], "truncated gzip"),
+    ("corrupt", lambda b: b[:12] + bytes(x ^ 0xFF for x in b[12:40]) + b[40:], "gzip"),
+], ids=["truncated_gz", "corrupt_gz"])
+def test_bad_gzip(tmp_path, name, mutate, pattern):
+    path = tmp_path / f"{name}.bed.gz"
+    path.write_bytes(mutate(gzip.compress(GOOD.encode() * 500)))
+    with pytest.raises(BedParseError, match=pattern) as info:
+        RegionSet.from_bed(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_and_directory(tmp_path):
+    with pytest.raises(BedParseError, match=r"nope.bed: no such file"):
+        RegionSet.from_bed(tmp_path / "nope.bed")
+    with pytest.raises(BedParseError, match="is a directory"):
+        RegionSet.from_bed(tmp_path)
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"#c\n", b"chr1\t1\t2\r\nchr1\t3\t4\r\n", b"chr1\t1\t2"],
+                         ids=["empty", "blank", "comment_only", "crlf", "no_final_newline"])
+def test_valid_edge_files(tmp_path, data):
+    path = tmp_path / "x.bed"
+    path.write_bytes(data)
+    rs = RegionSet.from_bed(path)
+    assert len(rs) == data.count(b"chr1")

@@ -516,3 +516,11 @@ def test_campaign_model_directories_stay_confined(tmp_path):
         assert tok.universe.n_regions == 1  # d/u.bed (or d/sub/u.bed), never the secret
 
     one()
+
+
+def test_bad_config(tmp_path):
+    (tmp_path / "t.toml").write_text("universe = [unclosed\n")
+    with pytest.raises(UniverseError, match=r"t.toml: not valid TOML"):
+        Tokenizer.from_config(tmp_path / "t.toml")
+    with pytest.raises(UniverseError, match=r"missing.toml: no such"):
+        Tokenizer.from_config(tmp_path / "missing.toml")

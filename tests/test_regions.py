@@ -670,3 +670,8 @@ def test_long_lines_and_crlf_cross_newline_blocks(tmp_path, monkeypatch, block):
     assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
     text = text.replace(b"\r\n", b"\n")
     assert _tuples(_parse_text(tmp_path, text)) == naive.parse(text)
+
+
+def test_bad_region_strings_report_positions():
+    with pytest.raises(RegionParseError, match=r"\[1\] 'chr1:x-5'"):
+        RegionSet.from_strings(["chr1:1-5", "chr1:x-5"])

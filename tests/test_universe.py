@@ -9,12 +9,13 @@ universe without its repeated lines, where gtars is right (same vocabulary, so s
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 
 import pytest
 
-from genotok import RegionSet, Tokenizer, Universe
+from genotok import RegionSet, Tokenizer, Universe, UniverseError
 from genotok.errors import BedParseError
 
 REAL = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "real"
@@ -164,3 +165,36 @@ def test_gtok_files_of_a_universe_with_repeated_lines_are_gtars(tmp_path):
     gutils.write_tokens_to_gtok(str(tmp_path / "theirs.gtok"), ref(qpath)["input_ids"])
     assert (tmp_path / "ours.gtok").read_bytes() == (tmp_path / "theirs.gtok").read_bytes()
     assert tok.decode(read_gtok(tmp_path / "ours.gtok").tolist()) == ref.tokenize(qpath)
+
+
+def test_empty_universe(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("# nothing\n")
+    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}: the universe has no regions"):
+        Universe.from_bed(path)
+
+
+def test_duplicate_universe_policy(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("chr1\t1\t2\nchr1\t1\t2\n")
+    with pytest.raises(UniverseError, match=rf"{re.escape(str(path))}:2: 1 duplicate line"):
+        Universe.from_bed(path, duplicates="error")
+    with pytest.warns(UserWarning, match="duplicate"):
+        assert Universe.from_bed(path).vocab_size == 8  # gtars' vocabulary: one region
+    with pytest.warns(UserWarning, match="duplicate"):
+        assert Universe.from_bed(path, duplicates="lines").vocab_size == 9
+
+
+def test_scaffold_assembly_and_big_coordinates(tmp_path):
+    path = tmp_path / "u.bed"
+    path.write_text("".join(f"scaffold{i}\t{2**33 + i}\t{2**33 + i + 5}\n" for i in range(100_500)))
+    tok = Tokenizer.from_bed(path)
+    assert tok.encode([("scaffold100499", 2**33 + 100_500, 2**33 + 100_501)]).tolist() == [100_499]
+
+
+def test_chromosome_naming_mismatch_warns_with_the_fix(tmp_path):
+    tok = Tokenizer(["chr1:0-100"])
+    q = tmp_path / "ensembl.bed"
+    q.write_text("1\t10\t20\n")
+    with pytest.warns(UserWarning, match=r"ensembl.bed: .*'chr' prefix.*'1' vs 'chr1'"):
+        tok.encode(str(q))

@@ -46,7 +46,7 @@ def run(argv, capsys) -> tuple[int, str, str]:
     cap = capsys.readouterr()
     # a kernel this call compiles says so (which ones depends on the test order and the cache:
     # under pytest-xdist a test may be the first of its process to need them); the notice has
-    # its own tests (tests/test_feedback.py)
+    # its own tests (tests/test_warmup.py)
     err = "".join(line for line in cap.err.splitlines(True)
                   if not line.startswith("genotok: compiling "))
     return code, cap.out, err

@@ -1,6 +1,6 @@
 """The adversarial corpus campaigns: byte flips, crafted offsets, crafted ``.gtok`` files.
 
-Imported by tests/formats/test_corpus_adversarial.py (a fast sample in-process) and run as a script
+Imported by tests/formats/test_corpus_reader.py (a fast sample in-process) and run as a script
 in a fresh interpreter (optionally with ``NUMBA_BOUNDSCHECK=1`` and no numba cache, so an
 out-of-bounds access in a kernel raises instead of reading garbage):
 
@@ -15,8 +15,10 @@ open *and* verify accepted), ``wrong`` (a read that disagreed with the oracle) a
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -340,6 +342,21 @@ def run(n_cases: int, seed: int) -> Counts:
         crafted_gtok(counts, tmp, n_cases, seed)
         sharded(counts, tmp, max(1, n_cases // 4), seed)
     return counts
+
+
+@contextmanager
+def no_hang(seconds: int = 20):
+    """Fail (instead of hanging the suite) when the body blocks, e.g. on a FIFO."""
+    def fire(signum, frame):
+        raise TimeoutError(f"hung for {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 if __name__ == "__main__":

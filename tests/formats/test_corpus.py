@@ -730,3 +730,10 @@ def test_infinite_metadata_is_refused_when_appended_not_at_close(tmp_path):
     with pytest.raises(GtokFormatError, match="'score', record 1: inf is not a JSON number"):
         w.append_batch([[1], [2]], meta={"score": np.array([1.0, np.inf])})
     w.abort()
+
+
+def test_corpus_writer_bad_id_leaves_nothing(tmp_path):
+    with pytest.raises(GtokFormatError, match=r"record 0 has id 50"):
+        with CorpusWriter(tmp_path / "c.gtokc", vocab_size=50, fingerprint="fp") as w:
+            w.append([1, 50])
+    assert list(tmp_path.iterdir()) == []

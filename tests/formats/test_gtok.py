@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 import tempfile
 from pathlib import Path
@@ -173,3 +174,25 @@ def test_old_argument_order_is_refused(tmp_path):
     with pytest.raises(TypeError):
         write_gtok(tmp_path / "a.gtok", [1, 2])
     assert not list(tmp_path.iterdir())
+
+
+def _gtok(tmp_path, data: bytes) -> Path:
+    p = tmp_path / "x.gtok"
+    p.write_bytes(data)
+    return p
+
+
+@pytest.mark.parametrize("data, pattern", [
+    (b"GTOX\x01\x00\x00", "bad magic"),
+    (b"GTOK\x07\x00\x00", "unknown width flag"),
+    (b"GTOK\x02\x01\x00\x00", "truncated"),
+], ids=["gtok_bad_magic", "gtok_unknown_flag", "gtok_truncated"])
+def test_bad_gtok(tmp_path, data, pattern):
+    p = _gtok(tmp_path, data)
+    with pytest.raises(GtokFormatError, match=rf"{re.escape(str(p))}: .*{pattern}"):
+        read_gtok(p)
+
+def test_gtok_write_refuses_negative_ids(tmp_path):
+    with pytest.raises(GtokFormatError, match="x.gtok"):
+        write_gtok([-1], tmp_path / "x.gtok")
+    assert list(tmp_path.iterdir()) == []

@@ -15,9 +15,9 @@ from genotok.errors import AnnDataError
 from genotok.kernels import histogram as HK
 from genotok.kernels import values as VK
 from genotok.singlecell.values import ValueEncoding, _Histogram
+from tests.singlecell.test_values import oracle_bins, oracle_normalize
 
 from .. import naive_histogram as naive
-from tests.singlecell.test_values import oracle_bins, oracle_normalize
 
 SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 
@@ -194,3 +194,20 @@ def test_fused_kernels_equal_the_unfused_ones(ch, target, log1p, n_bins, seed):
     for r in range(X.shape[0]):
         dense[r, indices[indptr[r]:indptr[r + 1]]] = got[indptr[r]:indptr[r + 1]]
     np.testing.assert_array_equal(dense, oracle_bins(oracle_normalize(X, target, log1p), n_bins))
+
+
+def test_chunk_keys_reports_the_row_like_its_oracle():
+    import tests.naive_histogram as naive
+    from genotok.kernels import histogram as HK
+
+    indptr = np.array([0, 1, 3, 4], np.int64)
+    indices = np.array([0, 1, 2, 0], np.int64)
+    for data in (np.array([1.0, 1e-320, 1e-320, 2.0]), np.array([1.0, 1e308, 1e308, 2.0]),
+                 np.array([1.0, 1e308, 1e308, np.nan])):  # a bad value first
+        got = HK.chunk_keys(indptr, indices, data, 3, True, 1e4, False, False, 128.0)
+        want = naive.chunk_keys(indptr, indices, data, 3, True, 1e4, False, False, 128.0)
+        assert (got[2], got[3]) == (want[1], want[2])
+        assert got[2] == (HK.BAD_VALUE if np.isnan(data[-1]) else HK.BAD_TOTAL)
+        # without normalize, nothing overflows: the values are counted
+        assert HK.chunk_keys(indptr, indices, data, 3, False, 1e4, False, False,
+                             128.0)[2] == (HK.BAD_VALUE if np.isnan(data[-1]) else HK.OK)

@@ -15,10 +15,18 @@ import numpy as np
 import pytest
 
 import genotok
-from genotok import CellSpec, Corpus, Tokenizer, read_gtok
+from genotok import BedParseError, CellSpec, Corpus, Normalize, RankByMedian, Tokenizer, read_gtok
 from genotok.cli.main import main as cli
-from genotok.pipeline import (PipelineError, RunOptions, expand_inputs, pretokenize,
-                              record_name)
+from genotok.formats.corpus import MANIFEST
+from genotok.pipeline import (
+    PipelineError,
+    RunOptions,
+    expand_inputs,
+    medians,
+    pretokenize,
+    record_name,
+)
+from tests._shared import PBMC, needs_shared
 
 EX = genotok.examples_dir()
 ROOT = Path(__file__).resolve().parents[2]
@@ -660,3 +668,86 @@ def test_non_regular_inputs_listed(tmp_path):
         assert [p.name for p in expand_inputs(d)] == ["a.bed"]
     with pytest.warns(UserWarning, match="pipe.bed"):
         assert [p.name for p in expand_inputs(str(d / "*.bed"))] == ["a.bed"]
+
+
+GOOD = "chr1\t100\t200\nchr1\t300\t400\n"
+
+def test_pipeline_bad_input_leaves_no_partial_shard(tmp_path):
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "a.bed").write_text(GOOD)
+    (d / "b.bed").write_bytes(b"chr1\t1\x00\t2\n")
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    with pytest.raises(BedParseError, match=r"b.bed:1: binary data"):
+        pretokenize(d, tok, tmp_path / "out", progress=False)
+    leftovers = [p.name for p in (tmp_path / "out").iterdir()]
+    assert not [n for n in leftovers if n.endswith(".gtokc") or n.endswith(".tmp") or n == "manifest.json"]
+
+
+# --------------------------------------------------------------------------- run summaries
+def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
+    corpus = genotok.Corpus.open(run.out)
+    flat = corpus.to_ragged().data
+    assert run.n_unk_tokens == int((flat == tok.unk_token_id).sum())
+    assert run.n_unk_records == 0 and run.hit_rate == 1.0
+    assert 0 <= run.unk_share < 0.5
+    text = str(run)
+    assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
+    html = run._repr_html_()  # a notebook shows a table, not the dataclass' one long line
+    assert "genotok.RunSummary" in html and "&lt;unk&gt; share" in html
+    assert corpus.manifest["genotok_run"]["n_unk_tokens"] == run.n_unk_tokens
+    info = corpus.info()  # what `genotok info` prints
+    assert info["unk_share"] == f"{run.unk_share:.1%} of tokens are <unk>"
+    assert info["hit_rate"] == "100.0% of records hit the universe"
+
+
+def test_wrong_universe_warns_and_names_the_cause(tmp_path):
+    # as if from another genome build: the same chromosomes, coordinates far off
+    rows = [line.split("\t") for line in
+            (genotok.examples_dir() / "universe.bed").read_text().splitlines()]
+    (tmp_path / "u.bed").write_text("".join(f"{c}\t{int(s) + 10**8}\t{int(e) + 10**8}\n"
+                                            for c, s, e in rows))
+    wrong = genotok.Tokenizer.from_bed(tmp_path / "u.bed")
+    with pytest.warns(UserWarning, match=r"5 of 5 records hit no region of the universe .*"
+                                         r"genome build.*chromosome names"):
+        run = pretokenize(genotok.examples_dir() / "peaks", wrong, tmp_path / "c", progress=False)
+    assert run.hit_rate == 0.0 and run.unk_share == 1.0
+    assert "0.0% of records hit the universe" in str(run)
+
+
+@needs_shared
+def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
+    # the issue's reproducer: 19 of 20 cells came out [<unk>] and the run said nothing
+    with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):
+        run = pretokenize(PBMC, tok, tmp_path / "x", progress=False)
+    assert run.n_unk_records >= 17  # a few cells touch chr1:0-2M of the example
+    info = genotok.Corpus.open(run.out).info()
+    assert info["hit_rate"] == f"{run.hit_rate:.1%} of records hit the universe"
+
+
+# an input that changes while pretokenize reads it: a fragment file read twice by
+# rank="median" (its medians, then its tokens) must not give a corpus encoded with the medians
+# of another version of it; the run fails naming the file and writes no manifest
+def test_a_fragment_file_changed_between_the_two_passes_is_refused(tmp_path, monkeypatch):
+    a, b = tmp_path / "a.fragments.tsv", tmp_path / "b.fragments.tsv"
+    a.write_text("chr1\t5\t20\tAAA-1\t1\nchr1\t150\t160\tAAA-1\t1\nchr1\t50\t60\tCCC-1\t1\n")
+    b.write_text("chr1\t5\t20\tGGG-1\t1\nchr1\t150\t160\tGGG-1\t1\n")
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200"])
+    real = medians._medians_inputs
+
+    def then_changed(*args):
+        yield from real(*args)
+        a.write_text("chr1\t5\t20\tAAA-1\t1\n" * 7 + "chr1\t150\t160\tTTT-1\t1\n")
+
+    monkeypatch.setattr(medians, "_medians_inputs", then_changed)
+    out = tmp_path / "out"
+    with pytest.raises(PipelineError, match="a.fragments.tsv: changed while the run read it"):
+        pretokenize([a, b], tok, out, progress=False,
+                    cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
+    assert not (out / MANIFEST).exists()
+    monkeypatch.setattr(medians, "_medians_inputs", real)  # once final: the run as asked
+    run = pretokenize([a, b], tok, out, progress=False,
+                      overwrite=True,
+                      cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
+    assert run.n_records == 3

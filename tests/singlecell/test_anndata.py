@@ -109,10 +109,26 @@ def _csr(rows, n_vars):
 
 
 # ---------------------------------------------------------------------------------- the kernel
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
-       st.integers(1, 4), st.booleans(), st.booleans())
+_KERNEL_CASES = given(problems(), st.sampled_from([K.PATH_AUTO, K.PATH_KEYSORT, K.PATH_BITMAP]),
+                      st.integers(1, 4), st.booleans(), st.booleans())
+
+
+# 60 examples in the default run (150 cost ~15 s of CPU, the examples' own work, not a
+# compile: the same with a warm kernel cache), 400 in the slow step
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_KERNEL_CASES
 def test_kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
+    _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_KERNEL_CASES
+def test_kernel_matches_the_per_cell_loop_long(problem, path, chunk, generic, values):
+    _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values)
+
+
+def _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
     universe, variables, rows, opts, tok_kw = problem
     tok = _tokenizer(universe, **tok_kw)
     vm = gvar._var_map(tok, RegionSet.from_tuples(variables), None)
@@ -188,8 +204,12 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
             assert got.values is None and got.to_list() == ids
 
 
+# int32 in the slow step: each id dtype compiles the cells kernels again (int32's two cases were
+# 27 s and 50 s under load 12, the default run's costliest compiles after warmup) for the same
+# property, which uint32 keeps in the default run
 @pytest.mark.parametrize("order", ["genomic", "value"])  # fast and general path
-@pytest.mark.parametrize("dtype", [np.uint32, np.int32])
+@pytest.mark.parametrize("dtype", [np.uint32, pytest.param(np.int32, marks=pytest.mark.slow)],
+                         ids=["uint32", "int32"])
 def test_narrow_id_dtypes_give_the_same_ids(order, dtype):
     tok = _tokenizer(FAST_UNIVERSE)
     rows = [[(0, 1.0), (1, 2.0), (5, 1.0)], [], [(3, 1.0), (8, 4.0)]]

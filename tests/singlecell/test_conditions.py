@@ -231,3 +231,73 @@ def test_prepend_without_condition_tokens_refused():
         condition_ids(a.obs, half, ["assay", "batch"])
     unseen = Tokenizer(PEAKS, extra_tokens=["<batch=d9>"])  # a column's tokens, none seen: <unk>
     assert condition_ids(a.obs, unseen, ["batch"]).ravel().tolist() == [unseen.unk_token_id] * 4
+
+
+VAR = ["chr1:0-100", "chr1:100-200", "chr1:200-300"]
+
+
+# ------------------------------------------------------------------------- condition tokens
+def test_control_characters_in_condition_tokens_round_trip(tmp_path):
+    """A category with a newline (or another control character) made a tokenizer.toml that
+    could not be read back."""
+    toks = ["<c=new\nline>", "<c=tab\there>", "<c=cr\r>", "<c=del\x7f>", '<c=q"\\>', "<c=ünï 😀>"]
+    tok = Tokenizer(VAR, extra_tokens=toks)
+    tok.save_pretrained(tmp_path / "t")
+    back = Tokenizer.from_pretrained(tmp_path / "t")
+    assert back.universe.extra_tokens == tuple(toks)
+    assert back.universe.fingerprint == tok.universe.fingerprint
+    ids = list(range(len(VAR) + 7, len(VAR) + 7 + len(toks)))
+    assert back.decode(ids) == toks
+
+
+def test_nul_in_an_extra_token_is_refused():
+    """NUL joins the extra tokens in the fingerprint: ["a\\0b", "c"] and ["a", "b\\0c"] had the
+    same fingerprint (and vocabulary size) with other ids."""
+    with pytest.raises(UniverseError, match="NUL"):
+        Tokenizer(VAR, extra_tokens=["<c=a>\0<c=b>", "<c=c>"])
+    assert Tokenizer(VAR, extra_tokens=["<c=a>"]).vocab_size == len(VAR) + 8
+
+
+def test_extra_tokens_given_as_one_string_are_refused(tmp_path):
+    """extra_tokens="<batch=a>" (or the same in a hand-written tokenizer.toml) became five
+    one-character tokens '<', 'b', ... silently."""
+    with pytest.raises(UniverseError, match="a list of strings"):
+        Tokenizer(VAR, extra_tokens="<batch=a>")
+    tok = Tokenizer(VAR, extra_tokens=["<batch=a>"])
+    p = tok.save_config(tmp_path / "t.toml")
+    text = p.read_text()
+    assert 'extra_tokens = [\n    "<batch=a>",\n]' in text  # as tomli-w writes it
+    p.write_text(text.replace('extra_tokens = [\n    "<batch=a>",\n]', 'extra_tokens = "<batch=a>"'))
+    with pytest.raises(UniverseError, match="extra_tokens must be an array, got str"):
+        Tokenizer.from_config(p)
+
+
+def test_prepend_as_one_string_is_one_column(tmp_path):
+    """prepend="batch" was read as the columns 'b', 'a', 't', 'c', 'h' (condition_tokens
+    takes a string as one column); condition_unknown was checked only at the first cell."""
+    import pandas as pd
+
+    a = anndata.AnnData(sp.csr_matrix(np.ones((2, 3))),
+                        obs=pd.DataFrame({"batch": ["x", "y"]}, index=["c0", "c1"]),
+                        var=pd.DataFrame(index=VAR))
+    tok = Tokenizer(VAR, extra_tokens=condition_tokens(a, "batch"))
+    want = tokenize_anndata(a, tok, CellSpec(prepend=["batch"]))
+    assert [r[0] for r in want.to_list()] == [10, 11]
+    assert tokenize_anndata(a, tok, CellSpec(prepend="batch")) == want
+    c = tokenize_anndata(a, tok, CellSpec(prepend="batch"), out=tmp_path / "c.gtokc")
+    assert c.to_ragged() == want
+    assert c.header["extra"]["anndata"]["prepend"] == ["batch"]
+    with pytest.raises(ValueError, match="condition_unknown must be one of"):
+        tokenize_anndata(a[:0], tok, CellSpec(prepend="batch", condition_unknown="skip"))
+    with pytest.raises(ValueError, match="condition columns repeat"):
+        tokenize_anndata(a, tok, CellSpec(prepend=["batch", "batch"]), out=tmp_path / "d.gtokc")
+    assert not (tmp_path / "d.gtokc").exists()
+
+
+def test_an_extra_token_named_like_a_region_is_refused():
+    """An extra token 'chr1:0-100' took the region's string in the vocabulary: the region's
+    name then converted to the extra id (convert_tokens_to_ids(convert_ids_to_tokens([0])))."""
+    with pytest.raises(UniverseError, match="'chr1:0-100' is the name of a region"):
+        Tokenizer(VAR, extra_tokens=["<b=x>", "chr1:0-100"])
+    tok = Tokenizer(VAR, extra_tokens=["chr1:0-101", "<b=chr1:0-100>"])  # not region names
+    assert tok.convert_tokens_to_ids(tok.convert_ids_to_tokens([0, 10, 11])) == [0, 10, 11]

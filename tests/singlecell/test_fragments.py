@@ -371,7 +371,7 @@ print(n_ok, n_err)
 
 
 # slow: every kernel recompiled with bounds checks in a subprocess (~20 s on a cold cache);
-# the default run keeps the unchecked hypothesis campaigns (test_fragadv.py)
+# the default run keeps the unchecked hypothesis campaigns (test_fragments_bad_lines.py)
 @pytest.mark.slow
 def test_fuzzed_fragment_files_with_bounds_checked_kernels():
     """The same fuzz in a fresh interpreter whose kernels check every index (an out-of-bounds

@@ -10,6 +10,10 @@ can build without anndata's checks). anndata may refuse a file itself when it re
 counts as refused, not as a failure. A fast sample runs in-process; the same sample in a fresh
 interpreter with ``NUMBA_BOUNDSCHECK=1`` (a segfault shows as a negative return code) and the
 full campaigns are marked ``slow``.
+
+Below them, the named cases: an AnnData without region information, unparsable var_names,
+negative or non-numeric counts, and matrices in memory whose arrays lie (each format, each
+lie), all refused with an AnnDataError before numba or scipy sees them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from genotok import AnnDataOptions, RegionParseError, Tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -509,3 +515,217 @@ if __name__ == "__main__":  # pragma: no cover - python -m tests.singlecell.test
     full = "--all" in sys.argv
     result = main(not full, Path(tempfile.mkdtemp()))
     print(json.dumps(result, indent=1))
+
+
+# ------------------------------------------------------------------ AnnData / .h5ad
+def _h5ad(tmp_path, var_names=None, X=None, name="cells.h5ad"):
+    ad = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    var_names = var_names or ["chr1:0-100", "chr1:100-200", "chr2:0-50"]
+    X = sp.csr_matrix(np.array([[1, 0, 2], [0, 3, 0]], dtype=np.float32)) if X is None else X
+    path = tmp_path / name
+    ad.AnnData(X=X, var=pd.DataFrame(index=var_names)).write_h5ad(path)
+    return path
+
+
+TOK3 = ["chr1:0-100", "chr1:100-200", "chr2:0-50"]
+
+
+def test_anndata_without_region_information(tmp_path):
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, var_names=["geneA", "geneB", "geneC"])
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*(region|chr)") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert "geneA" in str(info.value)  # says what was found
+
+
+def test_anndata_unparsable_var_names_listed(tmp_path):
+    from genotok import AnnDataError, GenotokError, tokenize_anndata
+
+    path = _h5ad(tmp_path, var_names=["chr1:0-100", "chr1:oops", "chr2:0-50"])
+    with pytest.raises(GenotokError, match=r"chr1:oops") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert isinstance(info.value, (AnnDataError, RegionParseError))
+
+
+def test_anndata_negative_counts(tmp_path):
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, X=sp.csr_matrix(np.array([[1, 0, -2], [0, 3, 0]], dtype=np.float32)))
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*negative"):
+        tokenize_anndata(path, Tokenizer(TOK3))
+
+
+def test_anndata_non_numeric_matrix(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from genotok import AnnDataError, GenotokError, tokenize_anndata
+
+    path = _h5ad(tmp_path)
+    with h5py.File(path, "r+") as f:
+        n = f["X/data"].shape[0]
+        del f["X/data"]
+        f["X/data"] = np.array([b"x"] * n)
+    with pytest.raises(GenotokError, match=r"cells.h5ad") as info:
+        tokenize_anndata(path, Tokenizer(TOK3))
+    assert isinstance(info.value, AnnDataError)
+
+
+def test_anndata_backed_matrix_neither_csr_nor_csc(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path)
+    with h5py.File(path, "r+") as f:
+        f["X"].attrs["encoding-type"] = "coo_matrix"
+    with pytest.raises(AnnDataError, match=r"cells.h5ad.*coo_matrix"):
+        tokenize_anndata(path, Tokenizer(TOK3))
+
+
+def test_anndata_corpus_output_leaves_nothing_on_error(tmp_path):
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    path = _h5ad(tmp_path, X=sp.csr_matrix(np.array([[1, 0, 2], [0, -3, 0]], dtype=np.float32)))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(AnnDataError):
+        tokenize_anndata(path, Tokenizer(TOK3), read=AnnDataOptions(chunk_rows=1),
+                         out=out / "c.gtokc")
+    assert list(out.iterdir()) == []
+
+
+# ------------------------------------------------------------------ matrices in memory (issue 19)
+_M = np.array([[1, 0, 2], [0, 3, 0], [1, 1, 1], [0, 0, 5]], dtype=np.float32)
+
+
+def _poke(X, name, fn):
+    """Change one array of a scipy matrix behind scipy's back, as a caller can."""
+    setattr(X, name, fn(getattr(X, name).copy()))
+    return X
+
+
+def _set_at(pos, value, dtype=None):
+    def fn(a):
+        a = a.astype(dtype or a.dtype)
+        a[pos] = value
+        return a
+    return fn
+
+
+# (name, format, array, change, message pattern)
+MEMORY_CASES = [
+    ("csr_indptr_starts_at_1", "csr", "indptr", _set_at(0, 1), r"indptr .*starts at 1"),
+    ("csr_indptr_shortened", "csr", "indptr", lambda a: a[:-1],
+     r"indptr .*has 4 entries, expected 5"),
+    ("csr_indptr_past_nnz", "csr", "indptr", _set_at(-1, 99), r"indptr .*ends at 99"),
+    ("csr_indptr_decreasing", "csr", "indptr", _set_at(2, 1), r"indptr .*decreases at entry"),
+    ("csr_index_out_of_range", "csr", "indices", _set_at(0, 3), r"column index is outside"),
+    ("csr_index_negative", "csr", "indices", _set_at(0, -1), r"row 0, .*column -1"),
+    ("csr_index_float", "csr", "indices", lambda a: a.astype(np.float64),
+     r"must hold integers, got dtype float64"),
+    ("csr_indptr_float", "csr", "indptr", lambda a: a.astype(np.float32),
+     r"must hold integers, got dtype float32"),
+    ("csr_data_short", "csr", "data", lambda a: a[:-1], r"data has shape \(6,\), expected"),
+    ("csr_data_strings", "csr", "data", lambda a: a.astype("S3"), r"must be numeric"),
+    ("csr_data_2d", "csr", "data", lambda a: a.reshape(-1, 1), r"data has shape \(7, 1\)"),
+    ("csc_indices_2d", "csc", "indices", lambda a: a.reshape(-1, 1), r"must be one-dimensional"),
+    ("csc_row_1e9", "csc", "indices", _set_at(0, 10**9, np.int64),
+     r"row index 1000000000 at position 0 is out of range \[0, 4\)"),
+    ("csc_row_5_of_4", "csc", "indices", _set_at(0, 5), r"row index 5 .* \[0, 4\)"),
+    ("csc_row_minus_1000", "csc", "indices", _set_at(0, -1000), r"row index -1000"),
+    ("csc_indptr_decreasing", "csc", "indptr", _set_at(2, 1),
+     r"indptr \(CSC, per column\) decreases"),
+    ("coo_row_1e9", "coo", "row", _set_at(0, 10**9, np.int64), r"row index 1000000000"),
+    ("coo_col_negative", "coo", "col", _set_at(1, -4), r"column index -4"),
+    ("coo_data_short", "coo", "data", lambda a: a[:-1], r"data has 6 entries, expected 7"),
+    ("bsr_index_5", "bsr", "indices", _set_at(0, 5), r"column index 5 .* \[0, 3\)"),
+    ("lil_rows_short", "lil", "rows", lambda a: a[:2], r"lil rows has 2 entries, expected 4"),
+]
+
+
+@pytest.mark.parametrize("name, fmt, array, change, pattern", MEMORY_CASES,
+                         ids=[c[0] for c in MEMORY_CASES])
+def test_bad_matrices_in_memory(name, fmt, array, change, pattern):
+    """Arrays that would index memory are checked before scipy converts them or a kernel
+    reads them: scipy's tocsr() on a CSC row index of 10**9 segfaulted; a CSR indptr starting
+    at 1 shifted every cell; a shortened indptr silently dropped cells."""
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError
+    from genotok.singlecell.sources import _MemorySource
+
+    X = _poke(sp.csr_matrix(_M).asformat(fmt), array, change)
+    with pytest.raises(AnnDataError, match=pattern):
+        _MemorySource(X, "X")
+
+
+# values do not index memory: the kernels check them, with the row and the stored entry
+VALUE_CASES = [
+    ("csr_data_nan", "csr", "data", _set_at(0, np.nan), r"NaN or infinite value at row 0"),
+    ("csr_data_inf", "csr", "data", _set_at(3, np.inf), r"NaN or infinite value at row 2"),
+    ("csc_data_negative", "csc", "data", _set_at(1, -2), r"negative value .* at row 2"),
+]
+ANNDATA_CASES = [c for c in MEMORY_CASES if c[1] in ("csr", "csc")] + VALUE_CASES
+
+
+@pytest.mark.parametrize("name, fmt, array, change, pattern", ANNDATA_CASES,
+                         ids=[c[0] for c in ANNDATA_CASES])
+def test_bad_matrices_in_an_anndata(name, fmt, array, change, pattern):
+    """The same, through tokenize_anndata on an in-memory AnnData (the message names X)."""
+    anndata = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    a = anndata.AnnData(sp.csr_matrix(_M).asformat(fmt),
+                        var=pd.DataFrame(index=["chr1:0-100", "chr1:100-200", "chr2:0-50"]))
+    _poke(a.X, array, change)
+    with pytest.raises(AnnDataError, match=rf"^X: .*{pattern}"):
+        tokenize_anndata(a, Tokenizer(TOK3))
+
+
+def test_a_lying_shape_is_refused_before_scipy_sizes_a_conversion_by_it():
+    """A CSC matrix claiming 10**12 rows: tocsr() would allocate a 10**12-entry indptr."""
+    anndata = pytest.importorskip("anndata")
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sp
+
+    from genotok import AnnDataError, tokenize_anndata
+
+    a = anndata.AnnData(sp.csc_matrix(_M),
+                        var=pd.DataFrame(index=["chr1:0-100", "chr1:100-200", "chr2:0-50"]))
+    a.X._shape = (10**12, 3)
+    with pytest.raises(AnnDataError, match=r"X: 1000000000000 matrix rows but 4 cells in obs"):
+        tokenize_anndata(a, Tokenizer(TOK3))
+
+
+def test_every_sparse_format_gives_the_same_cells():
+    import scipy.sparse as sp
+
+    from genotok.singlecell.sources import _MemorySource
+
+    ref = _MemorySource(sp.csr_matrix(_M), "X")
+    for fmt in ("csc", "coo", "bsr", "lil", "dia", "dok"):
+        src = _MemorySource(sp.csr_matrix(_M).asformat(fmt), "X")
+        got = sp.csr_matrix((src.data, src.indices, src.indptr), shape=_M.shape)
+        assert (got != sp.csr_matrix((ref.data, ref.indices, ref.indptr))).nnz == 0, fmt
+    dense = _MemorySource(_M, "X")
+    assert dense.kind == "dense" and (dense.n_rows, dense.n_cols) == _M.shape
+
+
+@pytest.mark.parametrize("shape, pattern", [
+    ((4, 3, 1), "expected a 2-D matrix"), ((12,), "expected a 2-D matrix"),
+])
+def test_dense_matrices_of_the_wrong_shape(shape, pattern):
+    from genotok import AnnDataError
+    from genotok.singlecell.sources import _MemorySource
+
+    with pytest.raises(AnnDataError, match=pattern):
+        _MemorySource(_M.reshape(shape), "X")

@@ -15,11 +15,23 @@ import pytest
 import scipy.sparse as sp
 
 import genotok
-from genotok import (AnnDataOptions, Bins, CellSpec, FragmentOptions, Log1p, Normalize,
-                     RankByMedian, Tokenizer, fragment_matrix, tokenize_anndata,
-                     tokenize_fragments)
+from genotok import (
+    AnnDataOptions,
+    Bins,
+    CellSpec,
+    FragmentOptions,
+    Log1p,
+    Normalize,
+    RankByMedian,
+    Tokenizer,
+    feature_medians,
+    fragment_matrix,
+    tokenize_anndata,
+    tokenize_fragments,
+)
 from genotok.params import ParameterError
 from genotok.singlecell import spec as S
+from tests.singlecell.test_values import _adata_and_tok
 
 VARS = ["chr1:0-100", "chr1:100-200", "chr1:200-300", "chr2:0-100"]
 #: a rank-value spec over peaks (medians computed from the matrix), a binned one, a preset's
@@ -230,3 +242,51 @@ def test_toml_errors_name_the_file(tmp_path):
         CellSpec.from_toml(bad)
     with pytest.raises(ParameterError, match="missing.toml: cannot read"):
         CellSpec.from_toml(tmp_path / "missing.toml")
+
+
+# ------------------------------------------------------------------------ numeric arguments
+@pytest.mark.parametrize("B", [0, 1.5, np.nan, np.inf, True, "8", 2**20 + 1])
+def test_bins_per_octave_must_be_an_integer_in_range(B):
+    """1.5 was taken as 1 (int(1.5)) and NaN failed inside int() with another message."""
+    a, _ = _adata_and_tok([[1.0, 2.0, 0.0]])
+    with pytest.raises(ValueError, match="bins_per_octave must be an integer in 1..2\\*\\*20"):
+        feature_medians(a, bins_per_octave=B)
+
+
+def test_memory_mb_nan_is_refused_as_such():
+    a, tok = _adata_and_tok([[1.0, 2.0, 0.0]])
+    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+        feature_medians(a, memory_mb=np.nan)
+    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+        tokenize_anndata(a, tok, memory_mb=np.nan)
+
+
+def test_max_length_true_is_refused():
+    """max_length=True (meant: truncation=True) was taken as 1: one token per cell."""
+    a, tok = _adata_and_tok([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="max_length must be an integer in \\[1, inf\\)"):
+        tokenize_anndata(a, tok, CellSpec(max_length=True))
+    assert tokenize_anndata(a, tok, CellSpec(order="value", max_length=2)).to_list() == [[2, 1]]
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, np.nan, True, "1", 2**63, 2**64])
+def test_seed_must_be_an_int64(seed):
+    """2**63 was an OverflowError from the kernel call; 1.5 was silently taken as 1."""
+    a, tok = _adata_and_tok([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="seed must be an integer in \\[0, 9223372036854775807\\]"):
+        tokenize_anndata(a, tok, CellSpec(order="shuffle", seed=seed))
+    assert len(tokenize_anndata(a, tok, CellSpec(order="shuffle", seed=2**63 - 1)).to_list()[0]) == 3
+
+
+@pytest.mark.parametrize("kw", [{"seed": 2**63}, {"seed": 1.5}, {"max_length": True}])
+def test_pretokenize_checks_the_per_cell_settings_like_tokenize_anndata(kw, tmp_path):
+    """pretokenize's plan accepted them, and each input then failed (or took 1.5 as 1): its
+    cells= spec checks them, as tokenize_anndata's does."""
+    from genotok import pretokenize
+
+    a, tok = _adata_and_tok([[1.0, 2.0, 3.0]])
+    a.write_h5ad(tmp_path / "a.h5ad")
+    with pytest.raises(ValueError, match="seed must be|max_length must be"):
+        pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False,
+                    cells=CellSpec(**kw))
+    assert not (tmp_path / "out").exists()

@@ -1,9 +1,9 @@
-"""What a user sees while genotok works: compile notice, progress, run summaries, warnings,
-install hints (issue 20, "The first hour without surprises")."""
+"""genotok._warmup and _config's kernel cache: a compile notice once per group when the cache is
+cold, kernels cached per user (never beside the package), and after warmup() the README
+compiles nothing (issue 20, issue 36)."""
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
@@ -11,132 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import genotok
-from genotok import _progress
-from genotok._optional import MissingDependencyError, require
-from genotok.pipeline.run import RunOptions, pretokenize
-
-from ._shared import PBMC, needs_shared
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-
-
-# --------------------------------------------------------------------------- run summaries
-def test_summary_gives_hit_rate_and_unk_share(tok, tmp_path):
-    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
-    corpus = genotok.Corpus.open(run.out)
-    flat = corpus.to_ragged().data
-    assert run.n_unk_tokens == int((flat == tok.unk_token_id).sum())
-    assert run.n_unk_records == 0 and run.hit_rate == 1.0
-    assert 0 <= run.unk_share < 0.5
-    text = str(run)
-    assert f"{run.unk_share:.1%} <unk>" in text and "100.0% of records hit the universe" in text
-    html = run._repr_html_()  # a notebook shows a table, not the dataclass' one long line
-    assert "genotok.RunSummary" in html and "&lt;unk&gt; share" in html
-    assert corpus.manifest["genotok_run"]["n_unk_tokens"] == run.n_unk_tokens
-    info = corpus.info()  # what `genotok info` prints
-    assert info["unk_share"] == f"{run.unk_share:.1%} of tokens are <unk>"
-    assert info["hit_rate"] == "100.0% of records hit the universe"
-
-
-def test_wrong_universe_warns_and_names_the_cause(tmp_path):
-    # as if from another genome build: the same chromosomes, coordinates far off
-    rows = [line.split("\t") for line in
-            (genotok.examples_dir() / "universe.bed").read_text().splitlines()]
-    (tmp_path / "u.bed").write_text("".join(f"{c}\t{int(s) + 10**8}\t{int(e) + 10**8}\n"
-                                            for c, s, e in rows))
-    wrong = genotok.Tokenizer.from_bed(tmp_path / "u.bed")
-    with pytest.warns(UserWarning, match=r"5 of 5 records hit no region of the universe .*"
-                                         r"genome build.*chromosome names"):
-        run = pretokenize(genotok.examples_dir() / "peaks", wrong, tmp_path / "c", progress=False)
-    assert run.hit_rate == 0.0 and run.unk_share == 1.0
-    assert "0.0% of records hit the universe" in str(run)
-
-
-@needs_shared
-def test_pbmc_with_the_example_universe_is_not_silent(tok, tmp_path):
-    # the issue's reproducer: 19 of 20 cells came out [<unk>] and the run said nothing
-    with pytest.warns(UserWarning, match=r"1\d of 20 records hit no region"):
-        run = pretokenize(PBMC, tok, tmp_path / "x", progress=False)
-    assert run.n_unk_records >= 17  # a few cells touch chr1:0-2M of the example
-    info = genotok.Corpus.open(run.out).info()
-    assert info["hit_rate"] == f"{run.hit_rate:.1%} of records hit the universe"
-
-
-# --------------------------------------------------------------------------- progress
-def test_progress_is_a_tqdm_bar_with_its_summary_on_stderr(monkeypatch):
-    from tqdm.std import tqdm
-
-    err = io.StringIO()
-    monkeypatch.setattr(sys, "stderr", err)
-    bar = _progress.progress(4, "pretokenize", "file")
-    assert isinstance(bar, tqdm) and not bar.disable
-    bar.update(4)
-    bar.set_postfix_str("1,234 regions")
-    bar.refresh()
-    bar.close()
-    assert "pretokenize: 100%" in err.getvalue() and "4/4" in err.getvalue()
-    assert "1,234 regions" in err.getvalue()
-
-
-def test_progress_in_a_notebook_is_shown_without_a_terminal(monkeypatch):
-    monkeypatch.setattr(sys, "stderr", io.StringIO())  # notebooks are not TTYs
-    monkeypatch.setattr(_progress, "_notebook_bar", lambda: True)
-    bar = _progress.progress(3, "cells", "cell", tty_only=True)
-    try:
-        assert not bar.disable
-    finally:
-        bar.close()
-
-
-def test_progress_off_and_off_without_a_terminal(monkeypatch):
-    monkeypatch.setattr(sys, "stderr", io.StringIO())
-    assert _progress.progress(3, "x", enabled=False).disable
-    assert _progress.progress(3, "x", tty_only=True).disable
-    assert sys.stderr.getvalue() == ""
-
-
-def test_anndata_progress_shows_the_cells(tok, capsys):
-    h5ad = genotok.examples_dir() / "pbmc.h5ad"
-    if not h5ad.is_file():
-        pytest.skip("no bundled pbmc.h5ad")
-    cells = genotok.tokenize_anndata(h5ad, tok, progress=True)
-    assert len(cells) == 20
-    err = capsys.readouterr().err  # the bar's first frame at least (tqdm draws every 0.1 s)
-    assert "/20" in err and "cell" in err
-
-
-# --------------------------------------------------------------------------- install hints
-@pytest.mark.parametrize("module, extra", [("torch", "torch"), ("pyarrow", "parquet"),
-                                           ("dask.distributed", "dask"),
-                                           ("matplotlib.pyplot", "plot")])
-def test_every_optional_extra_has_an_install_hint(monkeypatch, module, extra):
-    monkeypatch.setitem(sys.modules, module, None)
-    with pytest.raises(MissingDependencyError, match=rf"pip install 'genotok\[{extra}\]'") as e:
-        require(module, "this feature")
-    assert isinstance(e.value, genotok.GenotokError) and isinstance(e.value, ImportError)
-
-
-def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
-    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
-    monkeypatch.setitem(sys.modules, "pyarrow", None)
-    with pytest.raises(ImportError, match=r"pip install 'genotok\[parquet\]'"):
-        genotok.export_parquet(genotok.Corpus.open(run.out), tmp_path / "t.parquet")
-    monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
-        pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", progress=False,
-                    options=RunOptions(client=object()))
-
-
-def test_return_tensors_pt_without_torch(monkeypatch, tok):
-    monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r"pip install 'genotok\[torch\]'"):
-        tok([["chr1:100-200"]], return_tensors="pt")
 
 
 # --------------------------------------------------------------------------- compile notice
