@@ -1,6 +1,7 @@
 """Fragment files → cells × universe-regions count matrices, the ATAC way.
 
-A 10x ``fragments.tsv(.gz)`` (tab-separated ``chrom start end barcode [count]``, 0-based
+A 10x ``fragments.tsv(.gz)`` (``chrom start end barcode [count]``, separated by tabs or by runs
+of spaces (:func:`genotok.kernels.fragments.parse_fragments`), 0-based
 half-open, ``#`` header lines skipped) is streamed in byte blocks, parsed by the single-cell
 fragment parser and counted into a CSR matrix of cells × universe regions: the matrix a
 :class:`~genotok.singlecell.fragments.FragmentSource` hands to the driver (tokens, and

@@ -161,6 +161,17 @@ def test_space_separated_lines_read_as_their_tab_twins(tmp_path):
     assert got[1].row_values(0).tolist() == want[1].row_values(0).tolist()
 
 
+@pytest.mark.parametrize("sep, found", [("\t", True), ("  ", True), (" \t", False)])
+def test_a_fragment_file_of_another_suffix_is_sniffed_by_its_five_columns(tmp_path, sep, found):
+    """A gzip whose first line has the five fragment columns, separated by tabs or by runs of
+    spaces (as the parser reads them), is a fragment file whatever its suffix."""
+    from genotok.singlecell import FragmentSource
+    from genotok.singlecell.sources import source_class
+
+    p = _write(tmp_path / "f.bed.gz", [sep.join(["chr1", "5", "9", "AAAC-1", "1"])], gz=True)
+    assert (source_class(p) is FragmentSource) is found
+
+
 def _intern_oracle(strings: list[bytes]) -> tuple[list[int], list[int]]:
     number: dict[bytes, int] = {}
     first: list[int] = []
