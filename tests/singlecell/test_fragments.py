@@ -443,8 +443,8 @@ REAL_FRAGMENTS_LARGE = ["macs3/yeast_500k_SRR1822137.frag.gz",
                         "muon/test_rna_atac_fragments.tsv.gz"]
 #: gtars' own fragment test files separate their columns by runs of spaces: read as gtars
 #: reads them (split on runs of spaces; issue 33)
-REAL_FRAGMENTS_SPACED = ["gtars/fragments/fragsplit/fragments1.bed.gz",
-                         "gtars/fragments/region_scoring/fragments1.bed.gz"]
+REAL_FRAGMENTS_SPACED = [*(f"gtars/fragments/fragsplit/fragments{i}.bed.gz" for i in (1, 2, 3)),
+                         *(f"gtars/fragments/region_scoring/fragments{i}.bed.gz" for i in (1, 2))]
 
 
 @pytest.mark.parametrize("rel", [

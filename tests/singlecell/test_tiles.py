@@ -239,8 +239,9 @@ def test_every_real_fragment_file_tiles_as_the_oracle(name):
     assert m.n_obs > 0 and m.X.sum() > 0
 
 
-@pytest.mark.parametrize("name", ["gtars/fragments/fragsplit/fragments1.bed.gz",
-                                  "gtars/fragments/region_scoring/fragments1.bed.gz"])
+@pytest.mark.parametrize("name", [
+    *(f"gtars/fragments/fragsplit/fragments{i}.bed.gz" for i in (1, 2, 3)),
+    *(f"gtars/fragments/region_scoring/fragments{i}.bed.gz" for i in (1, 2))])
 def test_gtars_space_separated_fragment_files_tile_as_their_tab_twins(tmp_path, name):
     """gtars' own test fragments separate their columns by runs of spaces, not tabs (10x's
     format): read as gtars reads them, the same tiles as the file with tabs."""
