@@ -488,7 +488,8 @@ def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
     """The lines of ``buf`` (whole lines) whose chromosome is a key of ``want`` and which
     overlap one of its intervals (``want=None``: every line), and whose length ``end - start``
     is within ``sizes = (min, max)`` (inclusive, ``None``: no bound; ``sizes=None``: any). A
-    line without three tab-separated fields or whose start or end is no integer is kept (the
+    space-separated line (its first separator a space) is read with runs of spaces as one. A
+    line without three tab- or space-separated fields or whose start or end is no integer is kept (the
     parser then names it), a ``#`` line dropped.
 
     Examples
@@ -499,6 +500,8 @@ def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
     b'chr1\\t5\\t9\\tA\\nchr2\\t5\\t9\\tC\\n'
     >>> keep_lines(buf, None, (10, None)).tobytes()
     b'chr1\\t50\\t90\\tB\\n'
+    >>> keep_lines(np.frombuffer(b"chr1  5 9 A\\nchr1 50  90 B\\n", np.uint8), {b"chr1": [(0, 10)]}).tobytes()
+    b'chr1  5 9 A\\n'
     """
     if buf.size == 0:
         return buf
@@ -507,8 +510,8 @@ def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
     nl = np.flatnonzero(buf == 10)
     ls = np.concatenate([[0], nl[:-1] + 1])
     tabs = np.flatnonzero(buf == 9)
-    if tabs.size < 3:
-        return buf
+    if tabs.size < 3:  # no line has three tabs: each is read as the rule below says
+        tabs = np.concatenate([tabs, np.full(3, buf.size)])
     k = np.searchsorted(tabs, ls)
     ok = k + 2 < tabs.size
     k = np.minimum(k, tabs.size - 3)
@@ -538,9 +541,36 @@ def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
             ((sizes[1] is None) | (n <= (sizes[1] if sizes[1] is not None else 0)))
         sel &= fits
     keep |= sel
+    spaced = np.flatnonzero(~ok & (buf[ls] != ord("#")) & (buf[ls] != 10))
+    if spaced.size:  # lines whose first three fields are not tab-separated: space-separated ones
+        keep[spaced] = [_keep_spaced(buf[a:b].tobytes(), want, sizes)
+                        for a, b in zip(ls[spaced], nl[spaced])]
     if keep.all():
         return buf
     return buf[np.repeat(keep, nl - ls + 1)]
+
+
+def _keep_spaced(line: bytes, want, sizes) -> bool:
+    """:func:`keep_lines`' rule for one line that has no three tabs before its newline: a line
+    whose first separator is a space is read as the fragment parser reads it (runs of spaces
+    as one); any other line, or one whose start or end is no integer, is kept (the parser
+    then names it). Python per line: such files are small test files (gtars')."""
+    first = next((c for c in line if c in (9, 32)), None)
+    f = [t for t in line.rstrip(b"\r").split(b" ") if t]
+    if first != 32 or len(f) < 3 or any(9 in t for t in f[:3]) or not (f[1].isdigit() and f[2].isdigit()) \
+            or len(f[1]) > 18 or len(f[2]) > 18:
+        return True
+    start, end = int(f[1]), int(f[2])
+    if want is not None:
+        ivs = want.get(f[0])
+        reach = max(end, start + 1)
+        if ivs is None or not any(start < e and reach > s for s, e in ivs):
+            return False
+    if sizes is not None:
+        n = end - start
+        if (sizes[0] is not None and n < sizes[0]) or (sizes[1] is not None and n > sizes[1]):
+            return False
+    return True
 
 
 def _digits(buf: np.ndarray, a: np.ndarray, b: np.ndarray):

@@ -23,7 +23,15 @@ def parse_line(raw: bytes):
         raw = raw[:-1]
     if not raw or raw[:1] == b"#":
         return None
-    f = raw.split(b"\t")
+    first = next((c for c in raw if c in b"\t "), 9)  # the first separator decides
+    if first == 32:  # runs of spaces, as gtars' split_whitespace
+        f = [t for t in raw.split(b" ") if t]
+        if any(b"\t" in t for t in f[:5]):
+            return "mixed"
+    else:
+        f = raw.split(b"\t")
+        if any(b" " in t for t in f[:5]):
+            return "mixed"
     if len(f) < 4:
         return "columns"
     s, e = _int(f[1]), _int(f[2])

@@ -46,6 +46,7 @@ from .fragments import (  # noqa: F401  (the single-cell room's kernels, importa
     FRAG_COUNT,
     FRAG_END,
     FRAG_END_BEFORE_START,
+    FRAG_MIXED,
     FRAG_OK,
     FRAG_START,
     parse_fragments,

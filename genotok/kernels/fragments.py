@@ -1,4 +1,4 @@
-"""Numba parser of fragment files (``chrom start end barcode [count]``, tab-separated), one
+"""Numba parser of fragment files (``chrom start end barcode [count]``), one
 byte block at a time: arrays of byte spans and integers out, a status code for the first bad line;
 and the fold of (cell, region) pair counts into a CSR matrix (:func:`add_pairs`).
 """
@@ -28,6 +28,7 @@ def _int_field(buf, a, b):
 # parse_fragments status codes
 FRAG_OK, FRAG_COLUMNS, FRAG_START, FRAG_END, FRAG_COUNT, FRAG_END_BEFORE_START = 0, 1, 2, 3, 4, 5
 FRAG_BARCODE = 6  # a control byte (< 0x20 or 0x7f) in the barcode
+FRAG_MIXED = 7  # a tab and a space among the first five columns of one line
 
 
 @njit(**NJIT)
@@ -43,17 +44,39 @@ def _parse_line(buf, pos, n, fs, fe):
         e -= 1
     if e == pos or buf[pos] == 35:
         return 0, 0, 0, -nxt, FRAG_OK
+    sep = 9  # the line's first tab or space decides its separator (a line with neither: tab)
+    for i in range(pos, e):
+        if buf[i] == 9 or buf[i] == 32:
+            sep = buf[i]
+            break
     nf = 0
-    a = pos
-    for i in range(pos, e + 1):
-        if i == e or buf[i] == 9:
-            if nf < 5:
+    if sep == 32:  # runs of spaces count as one, leading and trailing ones too (gtars' rule)
+        a = -1
+        i = pos
+        while i <= e and nf < 5:
+            if i == e or buf[i] == 32:
+                if a >= 0:
+                    fs[nf] = a
+                    fe[nf] = i
+                    nf += 1
+                    a = -1
+            elif buf[i] == 9:
+                return 0, 0, 0, 0, FRAG_MIXED
+            elif a < 0:
+                a = i
+            i += 1
+    else:  # one tab between two columns, an empty column is an error
+        a = pos
+        for i in range(pos, e + 1):
+            if i == e or buf[i] == 9:
                 fs[nf] = a
                 fe[nf] = i
-            nf += 1
-            a = i + 1
-            if nf >= 5:
-                break
+                nf += 1
+                a = i + 1
+                if nf >= 5:
+                    break
+            elif buf[i] == 32:
+                return 0, 0, 0, 0, FRAG_MIXED
     if nf < 4:
         return 0, 0, 0, 0, FRAG_COLUMNS
     s = _int_field(buf, fs[1], fe[1])
@@ -79,9 +102,14 @@ def _parse_line(buf, pos, n, fs, fe):
 
 @njit(**NJIT)
 def parse_fragments(buf):
-    """Parse tab-separated ``chrom start end barcode [count ...]`` lines of a byte block.
+    """Parse ``chrom start end barcode [count ...]`` lines of a byte block.
 
-    Skips blank and ``#`` lines; a missing count column counts 1; a barcode with a control
+    A line's first tab or space decides its separator, as in BED (:mod:`genotok.kernels.parse`):
+    one tab between columns, or runs of spaces (gtars splits fragment lines on any whitespace;
+    its own test files use spaces). A space among the first five tab-separated columns, or a
+    tab among the first five space-separated ones, is an error (``FRAG_MIXED``): gtars would
+    cut such a line (a barcode ``AAAC 1``, say) where the tabs do not, so the two would count
+    different cells; refused rather than guessed. Skips blank and ``#`` lines; a missing count column counts 1; a barcode with a control
     byte (< 0x20 or 0x7f) is an error (``FRAG_BARCODE``). Returns
     ``(chrom_s, chrom_e, starts, ends, bc_s, bc_e, counts, status, bad_line, n_newlines)``
     where ``bad_line`` is the 0-based line (within the block) of the first problem.

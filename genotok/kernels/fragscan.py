@@ -68,11 +68,11 @@ def _fast_line(buf, pos, n, fs, fe, key):
     in one pass: ``(ok, start, end, count, next line, barcode hash)`` with the chromosome and
     barcode spans in ``fs[0]:fe[0]`` and ``fs[3]:fe[3]``, the barcode hashed with ``key``
     (the barcode table's). ``ok`` False sends the line to the
-    general parser (headers, blank lines, CR, extra columns, errors)."""
+    general parser (headers, blank lines, CR, extra columns, space-separated lines, errors)."""
     if buf[pos] == 35 or buf[pos] == 10 or buf[pos] == 9:
         return False, 0, 0, 0, 0, np.uint64(0)
     q = pos
-    while q < n and buf[q] != 9 and buf[q] != 10:
+    while q < n and buf[q] > 32:  # a space (or control byte) sends the line to the parser
         q += 1
     if q >= n or buf[q] != 9:
         return False, 0, 0, 0, 0, np.uint64(0)
@@ -92,7 +92,7 @@ def _fast_line(buf, pos, n, fs, fe, key):
         c = buf[q]
         if c == 9 or c == 10:
             break
-        ctrl |= (c < 32) | (c == 127)
+        ctrl |= (c <= 32) | (c == 127)  # a space too: the parser says "mixed"
         h = _mix(h, q - a, c, key)
         q += 1
     if q == a or ctrl or q >= n:

@@ -1,6 +1,7 @@
 """Fragment files → cells × universe-regions count matrices, the ATAC way.
 
-A 10x ``fragments.tsv(.gz)`` (tab-separated ``chrom start end barcode [count]``, 0-based
+A 10x ``fragments.tsv(.gz)`` (``chrom start end barcode [count]``, separated by tabs or by runs
+of spaces (:func:`genotok.kernels.fragments.parse_fragments`), 0-based
 half-open, ``#`` header lines skipped) is streamed in byte blocks, parsed by the single-cell
 fragment parser and counted into a CSR matrix of cells × universe regions: the matrix a
 :class:`~genotok.singlecell.fragments.FragmentSource` hands to the driver (tokens, and
@@ -207,13 +208,18 @@ def _dup_map(first: np.ndarray) -> Ragged | None:
 
 
 _FRAG_MESSAGES = {
-    FK.FRAG_COLUMNS: "expected tab-separated chrom, start, end, barcode[, count] (non-empty)",
+    FK.FRAG_COLUMNS: "expected chrom, start, end, barcode[, count] (non-empty), separated by "
+                     "tabs or by spaces",
     FK.FRAG_START: "start is not a non-negative integer (of at most 18 digits)",
     FK.FRAG_END: "end is not a non-negative integer (of at most 18 digits)",
     FK.FRAG_COUNT: "count (column 5) is not a non-negative integer (of at most 18 digits)",
     FK.FRAG_END_BEFORE_START: "end is before start",
     FK.FRAG_BARCODE: "the barcode (column 4) holds a control byte (below 0x20, or 0x7f); fix "
                     "or drop the line (re-create the file if it is damaged)",
+    FK.FRAG_MIXED: "mixes tabs and spaces in its first five columns (a line's first separator "
+                   "decides: one tab, or runs of spaces); gtars would split a barcode or name "
+                   "holding a space where the tabs do not, so the line is refused: separate "
+                   "every column by tabs, with no space inside a name",
 }
 
 

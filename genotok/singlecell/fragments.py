@@ -99,7 +99,8 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                        n_threads: int | None = None, progress: bool = False):
     """Per-cell token lists with counts from a 10x fragment file (``.tsv`` or ``.tsv.gz``).
 
-    The file (tab-separated ``chrom start end barcode count``; ``#`` lines skipped) is
+    The file (``chrom start end barcode count`` separated by tabs or by runs of spaces, as
+    gtars reads it; ``#`` lines skipped) is
     streamed in blocks; each fragment line adds 1 to every token it hits in its cell (as gtars
     and SnapATAC2 count; ``CellSpec(use_count=True)``: its column-5 count, a missing count
     counting 1). Memory is bounded by one block plus the distinct (cell, token) pairs, i.e. the
@@ -212,7 +213,8 @@ class FragmentSource(CellSource):
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
-        """A gzip (or BGZF) file whose first data line has the five fragment columns."""
+        """A gzip (or BGZF) file whose first data line has the five fragment columns
+        (separated by tabs or by runs of spaces)."""
         if not head.startswith(GZIP_MAGIC):
             return False
         import zlib
@@ -224,7 +226,9 @@ class FragmentSource(CellSource):
         for line in text.split(b"\n")[:-1]:  # whole lines only
             if line.startswith(b"#") or not line.strip():
                 continue
-            f = line.rstrip(b"\r").split(b"\t")
+            line = line.rstrip(b"\r")
+            spaced = next((c for c in line if c in (9, 32)), 9) == 32  # the parser's rule
+            f = line.split() if spaced and 9 not in line else line.split(b"\t")
             return (len(f) == 5 and f[1].isdigit() and f[2].isdigit() and f[4].isdigit()
                     and not f[3].isdigit())
         return False

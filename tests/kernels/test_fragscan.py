@@ -94,18 +94,37 @@ def _names(tab):
 
 
 chrom = st.sampled_from(["chr1", "chr2", "chrX", "1"])
+#: a line's separators ``(before the first column, between columns, after the last)``: one
+#: tab, or runs of spaces (gtars' test files), which may also lead and trail the line
+runs = st.sampled_from([" ", "  ", "   "])
+sep = st.one_of(st.just(("", ["\t"] * 5, "")),
+                st.tuples(st.sampled_from(["", " ", "  "]), st.lists(runs, min_size=5, max_size=5),
+                          st.sampled_from(["", " ", "  "])))
+
+
+def _line(t):
+    c, s, n, bc, cnt, cr, (lead, gap, trail), sixth = t
+    text = f"{lead}{c}{gap[0]}{s}{gap[1]}{s + n}{gap[2]}{bc}"
+    if cnt is not None:
+        text += f"{gap[3]}{cnt}" + (f"{gap[4]}." if sixth else "")
+    return text + trail + cr + "\n"
+
+
 line = st.one_of(
     st.tuples(chrom, st.integers(0, 70), st.integers(0, 30),
               st.sampled_from(["AAA-1", "CCC-1", "GGG-1", "TTT-1", "ACGTACGTACGTACGT-1"]),
-              st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["", "\r"])).map(
-        lambda t: f"{t[0]}\t{t[1]}\t{t[1] + t[2]}\t{t[3]}"
-                  + ("" if t[4] is None else f"\t{t[4]}") + t[5] + "\n"),
+              st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["", "\r"]), sep,
+              st.booleans()).map(_line),
     st.sampled_from(["# header\n", "\n", "#\n"]))
 region = st.tuples(st.sampled_from(["chr1", "chr2"]), st.integers(0, 60),
                    st.integers(1, 30)).map(lambda t: (t[0], t[1], t[1] + t[2]))
 bad = st.sampled_from(["chr1\t5\n", "chr1\tx\t5\tA\n", "chr1\t9\t5\tA\n",
                        "chr1\t1\t99999999999999999999\tA\n", "chr1\t1\t5\tA\t-1\n",
-                       "chr1\t1\t5\tA\x01B\n", "\t1\t5\tA\n"])
+                       "chr1\t1\t5\tA\x01B\n", "\t1\t5\tA\n",
+                       # a tab and a space among the first five columns: refused ("mixed")
+                       "chr1\t1 5\tA\n", "chr1 1 5\tA\n", "chr1\t1\t5\tA B\t1\n",
+                       "chr1\t1\t5\tA\t1 \n", "chr 1\t1\t5\tA\n", "chr1 1 5 A\t1\n",
+                       "chr1 1  \n", " \n", "chr1 1 5 A many\n"])
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -121,12 +121,16 @@ def test_gzip_crlf_missing_count_and_outputs(tmp_path):
 
 
 @pytest.mark.parametrize("line, problem", [
-    ("chr1\t5\t20", "expected tab-separated"),
+    ("chr1\t5\t20", "expected chrom, start, end, barcode"),
     ("chr1\tx\t20\tA\t1", "start is not"),
     ("chr1\t5\t-2\tA\t1", "end is not"),
     ("chr1\t5\t2\tA\t1", "end is before start"),
     ("chr1\t5\t9\tA\tmany", "count"),
-    ("chr1\t5\t9\t\t1", "expected tab-separated"),
+    ("chr1 5 9 A many", "count"),
+    ("chr1\t5 9\tA\t1", "mixes tabs and spaces"),
+    ("chr1 5 9\tA\t1", "mixes tabs and spaces"),
+    ("chr1\t5\t9\tAAAC 1\t1", "mixes tabs and spaces"),  # a barcode holding a space
+    ("chr1\t5\t9\t\t1", "expected chrom, start, end, barcode"),
 ])
 def test_malformed_lines_name_file_and_line(tmp_path, line, problem):
     p = _write(tmp_path / "bad.tsv", ["# header", "chr1\t1\t2\tA\t1", line])
@@ -142,6 +146,30 @@ def test_parse_fragments_kernel_against_python():
     got = [(text[a:b].decode(), int(s), int(e), text[x:y].decode(), int(n))
            for a, b, s, e, x, y, n in zip(cs, ce, st_, en, bs, be, cnt)]
     assert got == [("chr1", 1, 5, "AC", 2), ("chrUn_1", 10, 10, "G-1", 1), ("chr2", 3, 4, "AC", 9)]
+
+
+def test_space_separated_lines_read_as_their_tab_twins(tmp_path):
+    """Runs of spaces separate columns as one tab does (gtars splits fragment lines on
+    whitespace): leading and trailing spaces, a CR, a 6th column and a 4-column line too."""
+    lines = ["chr1\t1\t5\tAC\t2\t.", "chr1\t40\t60\tG-1", "chr2\t3\t4\tAC\t9"]
+    spaced = ["  chr1   1 5  AC 2 .  ", "chr1 40 60 G-1\r", "chr2 3   4 AC 9"]
+    want = gad.tokenize_fragments(_write(tmp_path / "tab.tsv", lines), _tok(),
+                                  CellSpec(values=True, use_count=True))
+    got = gad.tokenize_fragments(_write(tmp_path / "space.tsv", spaced), _tok(),
+                                 CellSpec(values=True, use_count=True))
+    assert got[0] == want[0] and got[1].to_list() == want[1].to_list()
+    assert got[1].row_values(0).tolist() == want[1].row_values(0).tolist()
+
+
+@pytest.mark.parametrize("sep, found", [("\t", True), ("  ", True), (" \t", False)])
+def test_a_fragment_file_of_another_suffix_is_sniffed_by_its_five_columns(tmp_path, sep, found):
+    """A gzip whose first line has the five fragment columns, separated by tabs or by runs of
+    spaces (as the parser reads them), is a fragment file whatever its suffix."""
+    from genotok.singlecell import FragmentSource
+    from genotok.singlecell.sources import source_class
+
+    p = _write(tmp_path / "f.bed.gz", [sep.join(["chr1", "5", "9", "AAAC-1", "1"])], gz=True)
+    assert (source_class(p) is FragmentSource) is found
 
 
 def _intern_oracle(strings: list[bytes]) -> tuple[list[int], list[int]]:
@@ -413,19 +441,15 @@ REAL_FRAGMENTS = ["archr/PBSmall.tsv.gz", "macs3/test.fragments.tsv.gz",
 #: hundreds of thousands of lines each: the slow step
 REAL_FRAGMENTS_LARGE = ["macs3/yeast_500k_SRR1822137.frag.gz",
                         "muon/test_rna_atac_fragments.tsv.gz"]
-#: gtars' own fragment test files separate their columns by runs of spaces; gtars reads them,
-#: genotok refuses them (a BedParseError naming file:line): a known divergence, issue 33
-REAL_FRAGMENTS_SPACED = ["gtars/fragments/fragsplit/fragments1.bed.gz",
-                         "gtars/fragments/region_scoring/fragments1.bed.gz"]
+#: gtars' own fragment test files separate their columns by runs of spaces: read as gtars
+#: reads them (split on runs of spaces; issue 33)
+REAL_FRAGMENTS_SPACED = [*(f"gtars/fragments/fragsplit/fragments{i}.bed.gz" for i in (1, 2, 3)),
+                         *(f"gtars/fragments/region_scoring/fragments{i}.bed.gz" for i in (1, 2))]
 
 
 @pytest.mark.parametrize("rel", [
-    *REAL_FRAGMENTS,
-    *(pytest.param(r, marks=pytest.mark.slow) for r in REAL_FRAGMENTS_LARGE),
-    *(pytest.param(r, marks=pytest.mark.xfail(raises=BedParseError, strict=True,
-                                              reason="space-separated columns: gtars reads "
-                                                     "them, genotok does not (issue 33)"))
-      for r in REAL_FRAGMENTS_SPACED)])
+    *REAL_FRAGMENTS, *REAL_FRAGMENTS_SPACED,
+    *(pytest.param(r, marks=pytest.mark.slow) for r in REAL_FRAGMENTS_LARGE)])
 def test_real_fragment_files_count_as_gtars(tmp_path, rel):
     """Every real fragment file of ../shared: each cell's token counts equal gtars'
     ``tokenize_fragment_file`` (one token per fragment hit, ``<unk>`` aside) against a universe

@@ -62,7 +62,7 @@ _BAD = [b"chr1\t20\t5\tAAAC-1\t1",            # end before start
         b"chr1\t5\t20\tAAAC-1\t-1",           # negative count
         b"chr1\t5\t20\tAAAC-1\t",             # empty count
         b"chr1\t5\t20\tAAAC-1\t1.0",
-        b"chr1 5 20 AAAC-1 1",                 # spaces, not tabs
+        b"chr1\t5 20\tAAAC-1\t1",             # tabs and spaces mixed
         b"chr1\t5\t20",                        # three columns
         b"chr1\t5\t20\t\t1",                   # empty barcode
         b"\t5\t20\tAAAC-1\t1",                 # empty chromosome
