@@ -106,8 +106,10 @@ def parse(text: bytes):
     """Return ``[(chrom, start, end)]`` or raise :class:`NaiveError` for the first bad line.
 
     A NUL byte in the first 8 KiB makes any failure a ``binary`` one at the NUL's line (the file
-    is not text at all).
+    is not text at all). A leading UTF-8 byte-order mark is dropped, as the readers drop it.
     """
+    if text.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not text (genotok._io.strip_bom)
+        text = text[3:]
     try:
         return _parse_lines(text)
     except NaiveError:
