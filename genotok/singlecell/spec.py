@@ -137,8 +137,12 @@ def _medians_array(medians):
     if isinstance(medians, Mapping):  # keyed by feature id (a gene vocabulary's features)
         out = {}
         for k, v in medians.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                    np.floating)):
                 raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}, not a number")
+            if not (math.isnan(v) or 0 <= v < math.inf):
+                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}; medians are "
+                                     "finite and >= 0 (NaN or 0: a feature without a median)")
             out[str(k)] = float(v)
         return out
     med = np.asarray(medians, dtype=np.float64)
