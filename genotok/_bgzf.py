@@ -593,7 +593,14 @@ def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]]
             futs = [pool.submit(_chunk_lines, f, *job) for job in jobs]
             try:
                 for fut in futs:
-                    for part in fut.result():
+                    try:
+                        parts = fut.result()
+                    except BedParseError as exc:  # where the index points: it may be the
+                        # index that is wrong (another file's, or older than this one)
+                        raise BedParseError(path, None, f"{exc.problem}; or its index "
+                                            f"{idx.path} is not this file's (re-create it "
+                                            "with tabix)") from None
+                    for part in parts:
                         if part.size:
                             yield part
             finally:

@@ -221,6 +221,17 @@ def test_an_index_chunk_past_the_file_is_refused(made, tmp_path):
         tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1"]))
 
 
+
+def test_an_index_of_another_file_is_named(made, tmp_path):
+    """Was: 'the file is damaged or truncated (re-download …)' of a sound data file whose
+    index is another file's: the message now names the index too."""
+    q = write_bgzf(tmp_path / "other.tsv.gz", _fragments(6000, seed=5), block=700)
+    shutil.copy(str(made[0]) + ".tbi", q + ".tbi")
+    with pytest.raises(BedParseError, match=r"other.tsv.gz: BGZF block .*or its index "
+                       r".*other.tsv.gz.tbi is not this file's"):
+        tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1", "chr2"]))
+
+
 def test_the_bins_are_walked_in_one_kernel_call(made, monkeypatch, tmp_path):
     """Issue 33 item 3: the index' bins were walked in Python, one struct read each (~0.3 s
     for the 196k bins of a 2M-fragment file, the floor of a region read); one kernel call
