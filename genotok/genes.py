@@ -96,6 +96,10 @@ class GeneSettings:
         return asdict(self)
 
 
+#: the largest dictionary file read (Geneformer's: a few MiB)
+MAX_DICTIONARY_BYTES = 256 << 20
+
+
 def _plain_dtype(spec, align=False, copy=False):
     """``numpy.dtype`` as a pickle of a number scalar calls it: a numeric type code only.
     Any other argument (a list of fields) is refused: numpy converts a nested field list once
@@ -143,9 +147,13 @@ def read_mapping(path: str | os.PathLike) -> dict:
     """
     where = os.fspath(path)
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as fh:  # a device or a pipe never ends: read a bounded prefix
+            raw = fh.read(MAX_DICTIONARY_BYTES + 1)
     except OSError as exc:
         raise VocabularyError(f"{where}: cannot read the dictionary: {exc}") from None
+    if len(raw) > MAX_DICTIONARY_BYTES:
+        raise VocabularyError(f"{where}: more than {MAX_DICTIONARY_BYTES >> 20} MiB: not a "
+                              "dictionary of names to numbers")
     try:
         if raw[:1] == b"\x80":  # pickle protocol 2+
             try:

@@ -169,3 +169,15 @@ def test_keys_that_are_one_name_are_refused(tmp_path):
     p.write_bytes(pickle.dumps({1: 0, "1": 1}))  # was {'1': 1}: the id 0 silently lost
     with pytest.raises(VocabularyError, match="k.pkl.*'1' is listed twice"):
         GeneTokenizer(p)
+
+
+def test_an_endless_or_deep_dictionary_file_is_refused(tmp_path, monkeypatch):
+    import genotok.genes as genes
+
+    monkeypatch.setattr(genes, "MAX_DICTIONARY_BYTES", 1 << 16)
+    with pytest.raises(VocabularyError, match="/dev/zero: more than"):  # was: read forever
+        read_mapping("/dev/zero")
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 20_000 + "]" * 20_000)  # was a bare RecursionError
+    with pytest.raises(VocabularyError, match="deep.json: not a JSON"):
+        read_mapping(p)
