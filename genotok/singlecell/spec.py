@@ -143,6 +143,9 @@ def _medians_array(medians):
             if not (math.isnan(v) or 0 <= v < math.inf):
                 raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}; medians are "
                                      "finite and >= 0 (NaN or 0: a feature without a median)")
+            if str(k) in out:  # 1 and "1" (a pickle's keys) are one feature id
+                raise ParameterError(f"RankByMedian: feature {str(k)!r} has two medians (keys "
+                                     "of different types with the same text); keep one")
             out[str(k)] = float(v)
         return out
     med = np.asarray(medians, dtype=np.float64)

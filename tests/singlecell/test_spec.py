@@ -230,3 +230,8 @@ def test_toml_errors_name_the_file(tmp_path):
         CellSpec.from_toml(bad)
     with pytest.raises(ParameterError, match="missing.toml: cannot read"):
         CellSpec.from_toml(tmp_path / "missing.toml")
+
+
+def test_rank_by_median_refuses_two_medians_of_one_feature():
+    with pytest.raises(ParameterError, match="feature '1' has two medians"):  # was: one lost
+        RankByMedian({1: 2.0, "1": 3.0})
