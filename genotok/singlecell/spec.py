@@ -133,6 +133,10 @@ class Log1p(Encoding):
     name: ClassVar[str] = "log1p"
 
 
+#: the largest cell spec TOML file read (its medians included)
+MAX_TOML_BYTES = 256 << 20
+
+
 def _medians_array(medians):
     if isinstance(medians, Mapping):  # keyed by feature id (a gene vocabulary's features)
         out = {}
@@ -565,8 +569,12 @@ class CellSpec:
         where = "CellSpec TOML" if text is not None else os.fspath(source)
         try:
             if text is None:
-                with open(source, "rb") as fh:
-                    d = tomllib.load(fh)
+                with open(source, "rb") as fh:  # a device or a pipe never ends: a prefix
+                    raw = fh.read(MAX_TOML_BYTES + 1)
+                if len(raw) > MAX_TOML_BYTES:
+                    raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
+                                         "a cell spec")
+                d = tomllib.loads(raw.decode("utf-8"))
             else:
                 d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
