@@ -362,7 +362,7 @@ class Index:
         ids, ch, counts = self._ref_bins(ref)
         span = 1 << (self.min_shift + 3 * self.depth)
         if beg > 0 or end < span:  # else: the whole reference, every bin
-            want = np.isin(ids, np.array(_reg2bins(beg, end, self.min_shift, self.depth)))
+            want = _region_bins(ids, beg, end, self.min_shift, self.depth)
             ch = ch[np.repeat(want, counts)]
         lin = self.linear[ref]
         if lin.size and ch.size:
@@ -384,18 +384,23 @@ def _merge(ch: np.ndarray) -> np.ndarray:
     return np.stack([ch[starts, 0], reach[ends]], axis=1)
 
 
-def _reg2bins(beg: int, end: int, min_shift: int, depth: int) -> list[int]:
-    """The bins that may hold ``[beg, end)`` (htslib's ``reg2bins``; the region clipped to
-    the index' span, ``2^(min_shift + 3 depth)``, as htslib does)."""
+def _region_bins(ids: np.ndarray, beg: int, end: int, min_shift: int, depth: int) -> np.ndarray:
+    """Which of the bins ``ids`` may hold ``[beg, end)``: htslib's ``reg2bins`` (the region
+    clipped to the index' span, ``2^(min_shift + 3 depth)``, as htslib does), asked of the
+    index' own bins instead of listing every bin of the region (a CSI index may say
+    ``min_shift=1, depth=11``: a 1-Gb region was 5*10^8 bin ids, minutes and GiB)."""
     span = 1 << (min_shift + depth * 3)
     beg, end = min(max(beg, 0), span - 1), min(max(end, beg + 1), span)
     end -= 1
-    out, s, t = [], min_shift + depth * 3, 0
+    ids = np.asarray(ids, np.int64)
+    want = np.zeros(ids.size, bool)
+    s, t = min_shift + depth * 3, 0
     for level in range(depth + 1):
-        out.extend(range(t + (beg >> s), t + (end >> s) + 1))
+        at = ids - t
+        want |= (at >= beg >> s) & (at <= end >> s) & (at < 1 << (level * 3))
         s -= 3
         t += 1 << (level * 3)
-    return out
+    return want
 
 
 _WALK_ERRORS = {TX.TBI_ENDS_EARLY: "it ends early",
@@ -623,7 +628,14 @@ def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]]
             futs = [pool.submit(_chunk_lines, f, *job) for job in jobs]
             try:
                 for fut in futs:
-                    for part in fut.result():
+                    try:
+                        parts = fut.result()
+                    except BedParseError as exc:  # where the index points: it may be the
+                        # index that is wrong (another file's, or older than this one)
+                        raise BedParseError(path, None, f"{exc.problem}; or its index "
+                                            f"{idx.path} is not this file's (re-create it "
+                                            "with tabix)") from None
+                    for part in parts:
                         if part.size:
                             yield part
             finally:

@@ -96,18 +96,40 @@ class GeneSettings:
         return asdict(self)
 
 
+#: the largest dictionary file read (Geneformer's: a few MiB)
+MAX_DICTIONARY_BYTES = 256 << 20
+
+
+def _plain_dtype(spec, align=False, copy=False):
+    """``numpy.dtype`` as a pickle of a number scalar calls it: a numeric type code only.
+    Any other argument (a list of fields) is refused: numpy converts a nested field list once
+    per reference, so a few hundred bytes of shared references took minutes and gigabytes."""
+    if not isinstance(spec, str) or not isinstance(align, bool) or not isinstance(copy, bool):
+        raise pickle.UnpicklingError(f"refused numpy.dtype({spec!r}, ...): a dictionary file "
+                                     "holds only names and numbers")
+    dt = np.dtype(spec)
+    if dt.kind not in "biuf":
+        raise pickle.UnpicklingError(f"refused numpy.dtype({spec!r}): a dictionary file holds "
+                                     "only names and numbers")
+    return np.dtype(spec, align, copy)
+
+
 class _SafeUnpickler(pickle.Unpickler):
     """Builds plain containers, strings and numbers only: a dictionary file is data, and
-    pickle would otherwise run any code the file names."""
+    pickle would otherwise run any code the file names. No callable that turns a structure
+    of shared references into something as large as its expansion (``str``, ``numpy.dtype``
+    of fields) is allowed: a file of a few hundred bytes would otherwise take minutes and
+    gigabytes."""
 
-    ALLOWED = {("builtins", "dict"), ("builtins", "str"), ("builtins", "int"),
-               ("builtins", "float"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+    ALLOWED = {("builtins", "dict"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
                ("numpy._core.multiarray", "scalar")}
 
     def find_class(self, module, name):
         if (module, name) not in self.ALLOWED:
             raise pickle.UnpicklingError(f"refused {module}.{name}: a dictionary file holds "
                                          "only names and numbers")
+        if (module, name) == ("numpy", "dtype"):
+            return _plain_dtype
         return super().find_class(module, name)
 
 
@@ -125,12 +147,23 @@ def read_mapping(path: str | os.PathLike) -> dict:
     """
     where = os.fspath(path)
     try:
-        raw = Path(path).read_bytes()
+        with open(path, "rb") as fh:  # a device or a pipe never ends: read a bounded prefix
+            raw = fh.read(MAX_DICTIONARY_BYTES + 1)
     except OSError as exc:
         raise VocabularyError(f"{where}: cannot read the dictionary: {exc}") from None
+    if len(raw) > MAX_DICTIONARY_BYTES:
+        raise VocabularyError(f"{where}: more than {MAX_DICTIONARY_BYTES >> 20} MiB: not a "
+                              "dictionary of names to numbers")
     try:
         if raw[:1] == b"\x80":  # pickle protocol 2+
-            d = _SafeUnpickler(io.BytesIO(raw)).load()
+            try:
+                d = _SafeUnpickler(io.BytesIO(raw)).load()
+            except pickle.UnpicklingError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a malformed pickle raises what its
+                # opcodes' targets raise (TypeError, AttributeError, OverflowError, a
+                # MemoryError for a length past the file ...): each is this file's fault
+                raise pickle.UnpicklingError(f"{type(exc).__name__}: {exc}") from None
         elif where.endswith(".toml"):
             import tomllib
 
@@ -138,7 +171,8 @@ def read_mapping(path: str | os.PathLike) -> dict:
             d = d.get("tokens", {k: v for k, v in d.items() if not isinstance(v, dict)})
         else:
             d = json.loads(raw.decode("utf-8"))
-    except (pickle.UnpicklingError, EOFError, ValueError, UnicodeDecodeError) as exc:
+    except (pickle.UnpicklingError, EOFError, ValueError, UnicodeDecodeError,
+            RecursionError) as exc:
         raise VocabularyError(f"{where}: not a JSON, TOML or pickled dictionary: {exc}") from None
     if not isinstance(d, dict):
         raise VocabularyError(f"{where}: holds a {type(d).__name__}, not a dictionary of "
@@ -178,6 +212,11 @@ class GeneTokenizer:
             raise VocabularyError(f"{where}: a vocabulary is a non-empty mapping of names to "
                                   f"token ids, got {type(vocab).__name__}")
         names = [str(k) for k in vocab]
+        if len(set(names)) < len(names):  # 1 and "1" (a pickle's keys) are one name
+            seen: set[str] = set()
+            twice = next(n for n in names if n in seen or seen.add(n))
+            raise VocabularyError(f"{where}: the token {twice!r} is listed twice (keys of "
+                                  "different types with the same text); keep one")
         ids = []
         for k, v in vocab.items():
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) \

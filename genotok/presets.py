@@ -34,10 +34,11 @@ formats. scGPT's ``vocab.json``: ``{gene symbol: token id}`` with ``"<pad>"``, `
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from .genes import GeneSettings, GeneTokenizer, read_mapping
-from .params import Flag, Options, validate
+from .params import Flag, Options, ParameterError, validate
 from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
 
 #: Geneformer's input size by version (with V2's <cls> and <eos>)
@@ -74,7 +75,7 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     """
     validate({"version": version}, {"version": [Options(1, 2)]}, "geneformer")
     vocab = _mapping(token_dictionary)
-    medians = {str(k): float(v) for k, v in _mapping(gene_median_dictionary).items()}
+    medians = _mapping(gene_median_dictionary)
     tok = GeneTokenizer(vocab, settings=GeneSettings(
         id_column if id_column is not None else None, "count"), n_threads=n_threads)
     size = GENEFORMER_INPUT_SIZE[version] if input_size is None else int(input_size)
@@ -82,7 +83,13 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     if framed and (tok.cls_token_id is None or tok.eos_token_id is None):
         raise ValueError("Geneformer V2 frames each cell with <cls> and <eos>: the token "
                          "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")
-    spec = CellSpec(encoding=(Normalize(1e4, total="n_counts"), RankByMedian(medians)),
+    try:
+        rank = RankByMedian(dict(medians))
+    except ParameterError as exc:  # name the file the medians came from
+        if isinstance(gene_median_dictionary, Mapping):
+            raise
+        raise ParameterError(f"{os.fspath(gene_median_dictionary)}: {exc}") from None
+    spec = CellSpec(encoding=(Normalize(1e4, total="n_counts"), rank),
                     order="value", max_length=size - 2 if framed else size,
                     add_cls=framed, add_eos=framed, cell_filter="filter_pass")
     return tok, spec

@@ -123,3 +123,61 @@ def test_geneformer_v1_dictionary():
     d = shared(SHARED / "data" / "real" / "geneformer" / "token_dictionary.json")
     tok = GeneTokenizer(d)
     assert len(tok) == 25_426 and tok.special_token_ids == {"pad": 0, "mask": 1}
+
+
+def _laughs(levels: int) -> bytes:
+    """A pickle of a few hundred bytes whose ``str(...)`` is 10**levels strings long."""
+    out = bytearray(b"\x80\x02cbuiltins\nstr\n]X\x01\x00\x00\x00aa")
+    for i in range(levels):
+        out += b"q" + bytes([i]) + b"0](" + (b"h" + bytes([i])) * 10 + b"e"
+    return bytes(out + b"\x85R.")
+
+
+def _dtype_fields(levels: int) -> bytes:
+    """A pickle whose ``numpy.dtype(...)`` converts a field list 10**levels times."""
+    class Fields:
+        def __reduce__(self):
+            fields = [("a", "f8")]
+            for _ in range(levels):
+                fields = [(f"f{i}", fields) for i in range(10)]
+            return (np.dtype, (fields,))
+
+    return pickle.dumps({"A": Fields()}, protocol=2)
+
+
+@pytest.mark.parametrize("raw, match", [
+    (_laughs(9), "refused builtins.str"),           # was minutes and gigabytes of str()
+    (_dtype_fields(8), "refused numpy.dtype"),        # was minutes in numpy.dtype
+    (pickle.dumps({"A": 1})[:-1] + b"}\x94a.", "AttributeError"),  # was a bare AttributeError
+    (b"\x80\x04\x95" + b"\xff" * 8 + b".", "not a JSON, TOML or pickled"),  # a FRAME past the end
+], ids=["str-of-shared-lists", "dtype-of-shared-fields", "append-to-a-dict", "huge-frame"])
+def test_a_pickle_that_amplifies_or_breaks_is_refused(tmp_path, raw, match):
+    p = tmp_path / "bomb.pkl"
+    p.write_bytes(raw)
+    with pytest.raises(VocabularyError, match=f"bomb.pkl.*{match}"):
+        read_mapping(p)
+
+
+def test_a_numpy_scalar_pickle_still_reads(tmp_path):
+    p = tmp_path / "np.pkl"
+    p.write_bytes(pickle.dumps({"A": np.int64(3), "B": np.float32(2.5), "C": 4}))
+    assert read_mapping(p) == {"A": 3, "B": 2.5, "C": 4}
+
+
+def test_keys_that_are_one_name_are_refused(tmp_path):
+    p = tmp_path / "k.pkl"
+    p.write_bytes(pickle.dumps({1: 0, "1": 1}))  # was {'1': 1}: the id 0 silently lost
+    with pytest.raises(VocabularyError, match="k.pkl.*'1' is listed twice"):
+        GeneTokenizer(p)
+
+
+def test_an_endless_or_deep_dictionary_file_is_refused(tmp_path, monkeypatch):
+    import genotok.genes as genes
+
+    monkeypatch.setattr(genes, "MAX_DICTIONARY_BYTES", 1 << 16)
+    with pytest.raises(VocabularyError, match="/dev/zero: more than"):  # was: read forever
+        read_mapping("/dev/zero")
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 20_000 + "]" * 20_000)  # was a bare RecursionError
+    with pytest.raises(VocabularyError, match="deep.json: not a JSON"):
+        read_mapping(p)

@@ -321,3 +321,23 @@ def test_scgpt_against_scgpts_own_functions(name):
         assert ((mine_i >= right) & (mine_i <= left)).all()  # its draw: ceil in (right, left]
         assert one.row_values(i)[1:].astype(np.int64).tolist() == left.tolist()
     assert n_random > 0  # the random spreading was exercised
+
+
+@pytest.mark.parametrize("median, match", [
+    ("2.5", "is '2.5', not a number"),   # was read as 2.5
+    (True, "is True, not a number"),     # was read as 1.0
+    ("abc", "is 'abc', not a number"),   # was a bare ValueError of float()
+    ([1], r"is \[1\], not a number"),     # was a bare TypeError of float()
+    (float("inf"), "is inf; medians are finite"),  # was a ValueError at tokenize time, 'feature 0'
+    (-1.0, "is -1.0; medians are finite"),
+])
+def test_geneformer_refuses_medians_that_are_no_medians(tmp_path, median, match):
+    vocab = {"<pad>": 0, "<mask>": 1, "G1": 2, "G2": 3}
+    with pytest.raises(genotok.params.ParameterError, match=f"median of 'G1' {match}"):
+        genotok.presets.geneformer(vocab, {"G1": median, "G2": 1.0})
+    p = tmp_path / "med.json"
+    p.write_text(json.dumps({"G1": median, "G2": 1.0}, allow_nan=True))
+    with pytest.raises(genotok.params.ParameterError, match=f"med.json: .*median of 'G1' {match}"):
+        genotok.presets.geneformer(vocab, p)
+    _, spec = genotok.presets.geneformer(vocab, {"G1": float("nan"), "G2": 0})  # no median
+    assert np.isnan(spec.encoding[1].medians["G1"]) and spec.encoding[1].medians["G2"] == 0.0

@@ -40,7 +40,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from .. import _io
-from ..errors import UniverseError
+from ..errors import BedParseError, UniverseError
 from ..params import InstanceOf, Integral, Interval, check
 
 #: SnapATAC2's ``exclude_chroms`` default
@@ -52,15 +52,44 @@ HEADER_LINES = 100_000
 _CONTIG = re.compile(r"contig=<ID=([^,>\s]+),(?:[^>]*,)?length=(\d+)")
 
 
+#: the longest ``#`` line read (Cell Ranger's longest: a few hundred bytes)
+HEADER_LINE_BYTES = 1 << 20
+#: the longest contig a header may give (as ``tile_matrix``'s ``bin_size``: int64 bins)
+MAX_CONTIG = 1 << 40
+
+
 def _header(path: str) -> list[str]:
     """The ``#`` lines at the top of a fragment file (``#`` and spaces stripped)."""
     out = []
     with _io.reading(path), _io.open_binary(path) as fh:
-        for raw in fh:
-            if not raw.startswith(b"#") or len(out) >= HEADER_LINES:
+        while len(out) < HEADER_LINES:
+            raw = fh.readline(HEADER_LINE_BYTES + 1)
+            if not raw.startswith(b"#"):
                 break
+            if len(raw) > HEADER_LINE_BYTES:  # a binary file or a bomb, not a header
+                raise BedParseError(path, len(out) + 1, f"a '#' header line of more than "
+                                    f"{HEADER_LINE_BYTES:,} bytes: not a fragment file's header")
             out.append(raw.decode("utf-8", "replace").lstrip("#").strip())
     return out
+
+
+def _contigs(path: str, lines: list[str]) -> list[tuple[str, int]]:
+    """The ``(name, length)`` of the header's contig lines, each checked (file:line)."""
+    sizes: list[tuple[str, int]] = []
+    seen: dict[str, int] = {}
+    for no, m in enumerate(map(_CONTIG.search, lines), start=1):
+        if m is None:
+            continue
+        name, length = m[1], int(m[2])
+        if name in seen:
+            raise BedParseError(path, no, f"contig {name} is listed twice (first on line "
+                                f"{seen[name]}); the header's sizes are ambiguous")
+        if length > MAX_CONTIG:
+            raise BedParseError(path, no, f"contig {name} has length {length:,}, above "
+                                f"{MAX_CONTIG:,}; a damaged header? give chrom_sizes=")
+        seen[name] = no
+        sizes.append((name, length))
+    return sizes
 
 
 def header_chrom_sizes(path) -> list[tuple[str, int]]:
@@ -76,6 +105,9 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
     ------
     UniverseError
         The header gives no lengths; the message names the file and what the header holds.
+    BedParseError
+        A contig listed twice or longer than :data:`MAX_CONTIG`, or a ``#`` line longer than
+        :data:`HEADER_LINE_BYTES` (file:line).
 
     Examples
     --------
@@ -88,7 +120,7 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
     """
     path = os.fspath(path)
     lines = _header(path)
-    sizes = [(m[1], int(m[2])) for m in map(_CONTIG.search, lines) if m is not None]
+    sizes = _contigs(path, lines)
     if sizes:
         return sizes
     keys = [ln.partition("=") for ln in lines if "=" in ln]

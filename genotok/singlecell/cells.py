@@ -630,8 +630,15 @@ def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:
         read = source.obs([column])
     except (AnnDataError, SourceError):
         return None
-    values = read(0, source.n_rows)[1][column]
-    return np.flatnonzero(np.fromiter((v == 1 for v in np.asarray(values).tolist()), bool,
+    values = np.asarray(read(0, source.n_rows)[1][column])
+    if values.dtype.kind not in "biufO" or values.dtype.kind == "O" and any(
+            isinstance(v, (str, bytes)) for v in values.tolist()):  # "1" == 1 is False: every
+        # cell would leave silently (a file's categorical column is objects: None, numbers)
+        raise AnnDataError(f"{source.where}: the cell filter obs column {column!r} holds "
+                           f"{values.dtype} values ({values[:1].tolist()!r} …); it keeps the "
+                           "cells whose value is 1, so it must be numbers or booleans (convert "
+                           "it, or CellSpec(cell_filter=None))")
+    return np.flatnonzero(np.fromiter((v == 1 for v in values.tolist()), bool,
                                       count=source.n_rows))
 
 

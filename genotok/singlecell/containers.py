@@ -436,8 +436,9 @@ def _kind_of(f) -> str | None:
     """:func:`hdf5_kind` of an open ``h5py.File``."""
     import h5py
 
-    if isinstance(f.get("mod"), h5py.Group):
-        return "h5mu"
+    mod = f.get("mod")
+    if isinstance(mod, h5py.Group) and (len(mod) or "X" not in f):  # an empty mod beside an
+        return "h5mu"                                               # X: a .h5ad's stray group
     if "X" not in f and isinstance(f.get("matrix"), h5py.Group) and \
             isinstance(f.get("matrix/features"), h5py.Group) and \
             "feature_type" in f["matrix/features"]:

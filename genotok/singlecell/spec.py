@@ -133,12 +133,23 @@ class Log1p(Encoding):
     name: ClassVar[str] = "log1p"
 
 
+#: the largest cell spec TOML file read (its medians included)
+MAX_TOML_BYTES = 256 << 20
+
+
 def _medians_array(medians):
     if isinstance(medians, Mapping):  # keyed by feature id (a gene vocabulary's features)
         out = {}
         for k, v in medians.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                    np.floating)):
                 raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}, not a number")
+            if not (math.isnan(v) or 0 <= v < math.inf):
+                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}; medians are "
+                                     "finite and >= 0 (NaN or 0: a feature without a median)")
+            if str(k) in out:  # 1 and "1" (a pickle's keys) are one feature id
+                raise ParameterError(f"RankByMedian: feature {str(k)!r} has two medians (keys "
+                                     "of different types with the same text); keep one")
             out[str(k)] = float(v)
         return out
     med = np.asarray(medians, dtype=np.float64)
@@ -558,8 +569,12 @@ class CellSpec:
         where = "CellSpec TOML" if text is not None else os.fspath(source)
         try:
             if text is None:
-                with open(source, "rb") as fh:
-                    d = tomllib.load(fh)
+                with open(source, "rb") as fh:  # a device or a pipe never ends: a prefix
+                    raw = fh.read(MAX_TOML_BYTES + 1)
+                if len(raw) > MAX_TOML_BYTES:
+                    raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
+                                         "a cell spec")
+                d = tomllib.loads(raw.decode("utf-8"))
             else:
                 d = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:

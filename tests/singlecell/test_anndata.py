@@ -730,3 +730,27 @@ def test_an_encoding_counts_with_the_values_at_once(monkeypatch):
     assert 2 not in r.data and len(r) == 40  # G2 has no median: never a token
     for row, toks in zip(dense, _rows_of(r)):
         assert sorted(toks) == sorted({0: 4, 2: 3}[j] for j in np.flatnonzero(row) if j != 1)
+
+
+@pytest.mark.parametrize("column", [["1"] * 20, pd.Categorical(["1", "0"] * 10), ["True"] * 20],
+                         ids=["strings", "categorical-strings", "string-booleans"])
+def test_a_cell_filter_column_of_strings_is_refused(tmp_path, column):
+    """Was: every cell left out silently ("1" == 1 is False), an empty output."""
+    from genotok import examples_dir
+
+    a = anndata.read_h5ad(examples_dir() / "pbmc.h5ad")
+    a.obs["fp"] = column
+    tok = Tokenizer.from_bed(examples_dir() / "universe.bed")
+    with pytest.raises(AnnDataError, match="cell filter obs column 'fp' holds .*numbers or "
+                       "booleans"):
+        gad.tokenize_anndata(a, tok, CellSpec(cell_filter="fp"))
+    a.obs["fp"] = [1.0, np.nan] * 10  # numbers, NaN not 1: those cells left out
+    assert len(gad.tokenize_anndata(a, tok, CellSpec(cell_filter="fp"))) == 10
+    a.obs["fp"] = pd.Categorical([1, 0] * 10)  # categories of numbers are numbers
+    assert len(gad.tokenize_anndata(a, tok, CellSpec(cell_filter="fp"))) == 10
+    a.write_h5ad(tmp_path / "c.h5ad")  # by path: a categorical column is read as objects
+    assert len(gad.tokenize_anndata(tmp_path / "c.h5ad", tok, CellSpec(cell_filter="fp"))) == 10
+    a.obs["fp"] = column
+    a.write_h5ad(tmp_path / "s.h5ad")
+    with pytest.raises(AnnDataError, match="s.h5ad.*cell filter obs column 'fp'"):
+        gad.tokenize_anndata(tmp_path / "s.h5ad", tok, CellSpec(cell_filter="fp"))

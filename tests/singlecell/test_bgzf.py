@@ -222,6 +222,17 @@ def test_an_index_chunk_past_the_file_is_refused(made, tmp_path):
         tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1"]))
 
 
+
+def test_an_index_of_another_file_is_named(made, tmp_path):
+    """Was: 'the file is damaged or truncated (re-download …)' of a sound data file whose
+    index is another file's: the message now names the index too."""
+    q = write_bgzf(tmp_path / "other.tsv.gz", _fragments(6000, seed=5), block=700)
+    shutil.copy(str(made[0]) + ".tbi", q + ".tbi")
+    with pytest.raises(BedParseError, match=r"other.tsv.gz: BGZF block .*or its index "
+                       r".*other.tsv.gz.tbi is not this file's"):
+        tokenize_fragments(q, _tok(), read=FragmentOptions(regions=["chr1", "chr2"]))
+
+
 def test_the_bins_are_walked_in_one_kernel_call(made, monkeypatch, tmp_path):
     """Issue 33 item 3: the index' bins were walked in Python, one struct read each (~0.3 s
     for the 196k bins of a 2M-fragment file, the floor of a region read); one kernel call
@@ -341,10 +352,42 @@ def test_a_whole_chromosome_asks_the_index_for_its_span_only():
     """A chromosome without a range asked reg2bins for 2^40 bases: 67M bin ids at the last
     level, minutes and GiB before the first block; the region is clipped to the index' span
     (2^29 for .tbi), as htslib does."""
-    from genotok._bgzf import _reg2bins
+    from genotok._bgzf import _region_bins
 
-    bins = _reg2bins(0, 1 << 62, 14, 5)
+    bins = np.flatnonzero(_region_bins(np.arange(40_000), 0, 1 << 62, 14, 5))
     assert len(bins) == sum(8 ** k for k in range(6)) and max(bins) == 37448
+
+
+def _reg2bins(beg, end, min_shift, depth):
+    """htslib's reg2bins, every bin of the region listed (the oracle of _region_bins)."""
+    span = 1 << (min_shift + depth * 3)
+    beg, end = min(max(beg, 0), span - 1), min(max(end, beg + 1), span)
+    end -= 1
+    out, s, t = [], min_shift + depth * 3, 0
+    for level in range(depth + 1):
+        out.extend(range(t + (beg >> s), t + (end >> s) + 1))
+        s -= 3
+        t += 1 << (level * 3)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(0, 1 << 20), st.integers(0, 1 << 20))
+def test_region_bins_are_htslibs_reg2bins(min_shift, depth, a, b):
+    from genotok._bgzf import _region_bins
+
+    ids = np.arange(((1 << (3 * depth + 3)) - 1) // 7 + 3)  # every bin, the pseudo-bin, more
+    got = np.flatnonzero(_region_bins(ids, min(a, b), max(a, b), min_shift, depth)).tolist()
+    assert got == _reg2bins(min(a, b), max(a, b), min_shift, depth)
+
+
+def test_a_fine_csi_index_is_not_asked_for_every_bin_of_a_region():
+    """A CSI index of min_shift=1, depth=11 (a span of 2^34): a region of 1 Gb listed 5*10^8
+    bin ids (minutes, GiB); now only the index' own bins are asked."""
+    from genotok._bgzf import _region_bins
+
+    ids = np.array([0, 1, 9, (8 ** 11 - 1) // 7 + 5])
+    assert _region_bins(ids, 0, 1_000_000_000, 1, 11).tolist() == [True, True, True, True]
 
 
 def test_a_corpus_records_the_regions_read(made, tmp_path):

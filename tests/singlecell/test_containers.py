@@ -484,3 +484,20 @@ def test_column_subset_equals_scipy(n, m, seed, density, chunk, data):
         got.append(part.toarray())
     want = X[:, np.flatnonzero(keep)].toarray()
     assert np.array_equal(np.vstack(got) if got else np.zeros((0, src.n_cols)), want)
+
+
+def test_an_h5ad_with_an_empty_mod_group_is_an_h5ad(tmp_path):
+    """Was: read as a .h5mu of no modalities ('cannot tell which modality to read')."""
+    import shutil
+
+    import genotok
+    from genotok.singlecell.containers import hdf5_kind
+
+    p = tmp_path / "x.h5"
+    shutil.copy(genotok.examples_dir() / "pbmc.h5ad", p)
+    with h5py.File(p, "a") as f:
+        f.create_group("mod")
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    assert hdf5_kind(p) == "h5ad"
+    assert tokenize_anndata(p, tok).to_list() == tokenize_anndata(
+        genotok.examples_dir() / "pbmc.h5ad", tok).to_list()

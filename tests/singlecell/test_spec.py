@@ -290,3 +290,14 @@ def test_pretokenize_checks_the_per_cell_settings_like_tokenize_anndata(kw, tmp_
         pretokenize([tmp_path / "a.h5ad"], tok, tmp_path / "out", progress=False,
                     cells=CellSpec(**kw))
     assert not (tmp_path / "out").exists()
+def test_rank_by_median_refuses_two_medians_of_one_feature():
+    with pytest.raises(ParameterError, match="feature '1' has two medians"):  # was: one lost
+        RankByMedian({1: 2.0, "1": 3.0})
+
+
+def test_a_cell_spec_toml_that_never_ends_is_refused(monkeypatch):
+    from genotok.singlecell import spec as spec_module
+
+    monkeypatch.setattr(spec_module, "MAX_TOML_BYTES", 1 << 16)
+    with pytest.raises(ParameterError, match="/dev/zero: more than"):  # was: read forever
+        CellSpec.from_toml("/dev/zero")

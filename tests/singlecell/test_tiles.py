@@ -143,6 +143,28 @@ def test_chrom_sizes_from_a_contig_header(tmp_path):
     assert header_chrom_sizes(q) == list(SIZES.items())
 
 
+
+@pytest.mark.parametrize("head, match", [
+    (b"##contig=<ID=chr1,length=1000>\n##contig=<ID=chr1,length=2000>\n",
+     r"f.tsv(.gz)?:2: contig chr1 is listed twice"),  # was both sizes, then an error naming no file
+    (b"##contig=<ID=chr1,length=99999999999999999999>\n",
+     r"f.tsv(.gz)?:1: contig chr1 has length 99,999,999,999,999,999,999"),  # an OverflowError
+    (b"#" + b"\xff" * (2 << 20) + b"\n", r"f.tsv(.gz)?:1: a '#' header line of more than"),
+], ids=["twice", "absurd-length", "a-huge-line"])  # the last was read whole (a bomb's: all)
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "bgzf"])
+def test_a_damaged_contig_header_is_refused_by_line(tmp_path, head, match, gz):
+    from genotok.errors import BedParseError
+
+    raw = head + b"chr1\t5\t20\tA-1\t1\n"
+    p = (write_bgzf(tmp_path / "f.tsv.gz", raw) if gz else tmp_path / "f.tsv")
+    if not gz:
+        p.write_bytes(raw)
+    with pytest.raises(BedParseError, match=match):
+        header_chrom_sizes(p)
+    with pytest.raises(BedParseError, match=match):
+        tile_matrix(p, bin_size=500)
+
+
 def _real_hg38():
     sizes_file = shared(REAL / "chromsizes" / "hg38.chrom.sizes")
     return [(ln.split()[0], int(ln.split()[1])) for ln in sizes_file.read_text().splitlines()
