@@ -267,5 +267,8 @@ def invalid_values(constraints: list) -> list:
                                       (v is not None and c.accepts(v)) for c in constraints)]
 
 
-__all__ = ["Flag", "InstanceOf", "Integral", "Interval", "Options", "ParameterError", "Real",
-           "check", "invalid_values", "validate"]
+#: the memory budget in MiB of every call that reads in chunks (NaN, 0 and bools refused)
+MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
+
+__all__ = ["MEMORY_MB", "Flag", "InstanceOf", "Integral", "Interval", "Options", "ParameterError",
+           "Real", "check", "invalid_values", "validate"]

@@ -49,6 +49,7 @@ import numpy as np
 from .. import _config, _progress, sink
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
+from ..params import MEMORY_MB, check
 from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
@@ -450,8 +451,7 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     """
     spec, read = _check_call("tokenize_anndata", "adata", adata, tokenizer, spec, read,
                              reading.AnnDataOptions)
-    if not memory_mb > 0:  # NaN too; before the file is opened
-        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    check("memory_mb", memory_mb, MEMORY_MB, "tokenize_anndata")  # before the file is opened
     cls = source_class(adata)  # a path: .h5ad, or a registered container of its kind
     if not (isinstance(cls, type) and issubclass(cls, (AnnDataSource, H5adSource))):
         cls = AnnDataSource if not _is_path(adata) else H5adSource
@@ -534,8 +534,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
 
     spec = CellSpec() if spec is None else spec
     type(source).check(spec, type(source).__name__)
-    if not memory_mb > 0:  # NaN too
-        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    check("memory_mb", memory_mb, MEMORY_MB, "tokenize_cells")
     read = source.read
     by_var = spec.order == "var"
     prepend, values = list(spec.prepend), spec.values

@@ -60,6 +60,7 @@ from .. import _bgzf, _io
 from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
+from ..params import MEMORY_MB, check
 from ..ragged import Ragged
 from ..regions import RegionSet
 from .pairs import _PairCounts, _Spilled
@@ -467,8 +468,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     nfrag = np.zeros(max(len(cells.names), 1), np.int64)
     missed = np.zeros((2, nfrag.size), np.float64)  # per cell: fragments without a hit, weight
     pairs = _PairCounts(n_cols)
-    if memory_mb is not None and not memory_mb > 0:
-        raise ValueError(f"memory_mb must be > 0 or None, got {memory_mb!r}")
+    check("memory_mb", memory_mb, [*MEMORY_MB, None], "fragment_matrix")
     spill = None if memory_mb is None else RowSpill(n_cols, rows_per_bucket=SPILL_ROWS)
     dups = per_universe(u, "dups", lambda u: _dup_map(u.sweep.first)) if repeats else None
     dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else

@@ -66,6 +66,7 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
+from ..params import MEMORY_MB, Integral, Interval, check
 from .chunks import _Chunk
 from .sources import CellSource, _check_rows, _source
 
@@ -318,13 +319,9 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
     [1.5, nan, 4.0]
     """
-    B = bins_per_octave
-    if (isinstance(B, bool) or not isinstance(B, (int, float, np.integer, np.floating))
-            or not (1 <= B <= 2**20 and int(B) == B)):  # NaN fails the range
-        raise ValueError(f"bins_per_octave must be an integer in 1..2**20, got "
-                         f"{bins_per_octave!r}")
-    if not memory_mb > 0:  # NaN too
-        raise ValueError(f"memory_mb must be > 0, got {memory_mb}")
+    B = check("bins_per_octave", bins_per_octave, [Interval(Integral, 1, 2**20)],
+              "feature_medians")
+    check("memory_mb", memory_mb, MEMORY_MB, "feature_medians")
     enc = ValueEncoding(normalize, target_sum, log1p)
     if isinstance(adata, Iterator):  # opened one at a time, when reached
         sources = (_opened(x, layer) for x in adata)

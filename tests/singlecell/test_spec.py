@@ -249,15 +249,15 @@ def test_toml_errors_name_the_file(tmp_path):
 def test_bins_per_octave_must_be_an_integer_in_range(B):
     """1.5 was taken as 1 (int(1.5)) and NaN failed inside int() with another message."""
     a, _ = _adata_and_tok([[1.0, 2.0, 0.0]])
-    with pytest.raises(ValueError, match="bins_per_octave must be an integer in 1..2\\*\\*20"):
+    with pytest.raises(ValueError, match="bins_per_octave must be an integer in \\[1, 1048576\\]"):
         feature_medians(a, bins_per_octave=B)
 
 
 def test_memory_mb_nan_is_refused_as_such():
     a, tok = _adata_and_tok([[1.0, 2.0, 0.0]])
-    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+    with pytest.raises(ValueError, match="memory_mb must be a number in \\(0, inf\\), got nan"):
         feature_medians(a, memory_mb=np.nan)
-    with pytest.raises(ValueError, match="memory_mb must be > 0, got nan"):
+    with pytest.raises(ValueError, match="memory_mb must be a number in \\(0, inf\\), got nan"):
         tokenize_anndata(a, tok, memory_mb=np.nan)
 
 
