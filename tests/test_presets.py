@@ -52,6 +52,19 @@ def _lists(r):
     return [list(map(int, x)) for x in (r.to_list() if hasattr(r, "to_list") else r)]
 
 
+def _every_way(path, tok, spec, want, read=None):
+    """``path`` tokenized by path, in memory and backed (and with ``read``): ``want`` each time."""
+    assert _lists(genotok.tokenize_anndata(path, tok, spec)) == want
+    assert _lists(genotok.tokenize_anndata(_read(path), tok, spec)) == want
+    backed = _read(path, backed="r")
+    try:
+        assert _lists(genotok.tokenize_anndata(backed, tok, spec)) == want
+    finally:
+        backed.file.close()
+    if read is not None:
+        assert _lists(genotok.tokenize_anndata(path, tok, spec, read=read)) == want
+
+
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_geneformer_v1_every_cell_every_way(name, dictionaries, tmp_path):
     tokens, medians, _ = dictionaries
@@ -60,13 +73,7 @@ def test_geneformer_v1_every_cell_every_way(name, dictionaries, tmp_path):
                                            GF / "gene_median_dictionary.json")
     want = _oracle(path, tokens, medians)
     assert sum(map(len, want)) > 0
-    assert _lists(genotok.tokenize_anndata(path, tok, spec)) == want
-    assert _lists(genotok.tokenize_anndata(_read(path), tok, spec)) == want
-    backed = _read(path, backed="r")
-    try:
-        assert _lists(genotok.tokenize_anndata(backed, tok, spec)) == want
-    finally:
-        backed.file.close()
+    _every_way(path, tok, spec, want)
     corpus = genotok.tokenize_anndata(path, tok, spec, out=tmp_path / "c")
     assert [list(map(int, corpus[i])) for i in range(len(corpus))] == want
     genotok.pretokenize([path], tok, tmp_path / "p", cells=spec, progress=False)
@@ -106,15 +113,7 @@ def test_geneformer_keeps_the_cells_filter_pass_keeps_every_way(name, dictionari
     everything = _oracle(path, tokens, medians)
     want = [everything[i] for i in kept]
     names = [_read(path).obs_names[i] for i in kept]
-    assert _lists(genotok.tokenize_anndata(path, tok, spec)) == want
-    assert _lists(genotok.tokenize_anndata(_read(path), tok, spec)) == want
-    backed = _read(path, backed="r")
-    try:
-        assert _lists(genotok.tokenize_anndata(backed, tok, spec)) == want
-    finally:
-        backed.file.close()
-    small = genotok.AnnDataOptions(chunk_rows=7)  # the filter across many chunks
-    assert _lists(genotok.tokenize_anndata(path, tok, spec, read=small)) == want
+    _every_way(path, tok, spec, want, genotok.AnnDataOptions(chunk_rows=7))  # many chunks
     corpus = genotok.tokenize_anndata(path, tok, spec, out=tmp_path / "c",
                                       obs_columns=["filter_pass"])
     assert [list(map(int, corpus[i])) for i in range(len(corpus))] == want
