@@ -105,8 +105,9 @@ def _plain_dtype(spec, align=False, copy=False):
     Any other argument (a list of fields) is refused: numpy converts a nested field list once
     per reference, so a few hundred bytes of shared references took minutes and gigabytes."""
     if not isinstance(spec, str) or not isinstance(align, bool) or not isinstance(copy, bool):
-        raise pickle.UnpicklingError(f"refused numpy.dtype({spec!r}, ...): a dictionary file "
-                                     "holds only names and numbers")
+        # (the argument's type only: the repr of a nested field list is its whole expansion)
+        raise pickle.UnpicklingError(f"refused numpy.dtype of a {type(spec).__name__}: a "
+                                     "dictionary file holds only names and numbers")
     dt = np.dtype(spec)
     if dt.kind not in "biuf":
         raise pickle.UnpicklingError(f"refused numpy.dtype({spec!r}): a dictionary file holds "
