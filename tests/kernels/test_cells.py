@@ -54,14 +54,14 @@ def _value_order_case(rows, dtype, max_tokens, n_blocks):
         assert vals[a:a + k].tolist() == want_vals[r].tolist()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.25]), max_size=9), max_size=12),
        st.integers(0, 5), st.integers(1, 4))
 def test_value_order_rows_matches_a_stable_sort(rows, max_tokens, n_blocks):
     _value_order_case(rows, np.float32, max_tokens, n_blocks)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.lists(st.sampled_from([0.5, 1.0, 2.0, 1.0 + 2**-40, 1.0 - 2**-41, 7.25]),
                          max_size=20), max_size=12),
        st.integers(0, 5), st.integers(1, 4))
@@ -88,7 +88,7 @@ def test_value_order_rows_radix_matches_a_stable_sort(sizes, dtype, max_tokens, 
     _value_order_case(rows, dtype, max_tokens, n_blocks)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(0, 3 * K.RADIX_FROM), max_size=6), st.sampled_from(
     [np.float32, np.float64]), st.integers(0, 2 * K.RADIX_FROM), st.integers(1, 3),
     st.integers(0, 2**32 - 1), st.booleans())

@@ -127,7 +127,7 @@ bad = st.sampled_from(["chr1\t5\n", "chr1\tx\t5\tA\n", "chr1\t9\t5\tA\n",
                        "chr1 1  \n", " \n", "chr1 1 5 A many\n"])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regions=st.lists(region, min_size=1, max_size=10), lines=st.lists(line, max_size=30),
        dup=st.booleans(), mode=st.sampled_from(MODES), shift=st.sampled_from([(0, 0), (4, -5)]),
        use_count=st.booleans(), miss=st.booleans(), repeats=st.booleans(),

@@ -169,7 +169,7 @@ def test_histogram_errors_name_the_file():
 
 
 # ------------------------------------------------------------------ fused encode kernels
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=80, **SETTINGS)
 @given(ch=chunks(), target=st.sampled_from([1.0, 1e4]), log1p=st.booleans(),
        n_bins=st.integers(2, 51), seed=st.integers(0, 3))
 def test_fused_kernels_equal_the_unfused_ones(ch, target, log1p, n_bins, seed):

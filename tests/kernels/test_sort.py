@@ -77,7 +77,7 @@ def buckets_always(monkeypatch):
     monkeypatch.setattr(_sort, "MIN_BUCKET", 1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2**33), st.integers(0, 50)),
                      max_size=300),
        dup=st.integers(1, 3), small=st.booleans(), perm=st.booleans(), data=st.data())
