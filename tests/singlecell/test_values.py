@@ -181,6 +181,27 @@ def _expected(E):
     return ids, vals
 
 
+def _in_memory_equals_the_oracle(X, kw):
+    """``X`` tokenized in memory with the encoding ``kw`` (tokens by value, values returned):
+    the oracle's ids and values. Returns the AnnData, the tokenizer, the spec's options, the
+    in-memory result and the oracle's medians, for the other ways of reading the matrix."""
+    a, tok = _adata(X)
+    med = None
+    if "rank" in kw:
+        med = oracle_feature_medians(oracle_encode(X, kw.get("normalize"),
+                                                   kw.get("target_sum", 1e4),
+                                                   kw.get("log1p", False)))
+    E = oracle_encode(X, kw.get("normalize"), kw.get("target_sum", 1e4), kw.get("log1p", False),
+                      med, kw.get("bins"))
+    want_ids, want_vals = _expected(E)
+    opts = dict(values=True, order="value", **kw)
+    got = tokenize_anndata(a, tok, spec_of(**opts))
+    assert got.to_list() == want_ids
+    np.testing.assert_allclose(got.values, np.asarray([v for row in want_vals for v in row],
+                                                      np.float32), rtol=1e-6)
+    return a, tok, opts, got, med
+
+
 ENCODINGS = [{"normalize": "total"}, {"normalize": "total", "log1p": True, "target_sum": 100.0},
              {"rank": "median"}, {"normalize": "total", "rank": "median"},
              {"bins": 5}, {"normalize": "total", "log1p": True, "bins": 51}]
@@ -191,19 +212,7 @@ def test_tokenize_anndata_memory_backed_csc_corpus_equal(kw, tmp_path):
     rng = np.random.default_rng(3)
     X = rng.integers(0, 4, (30, 9)) * (rng.random((30, 9)) < 0.5)
     X[4] = 0  # an empty cell
-    a, tok = _adata(X)
-    med = None
-    if "rank" in kw:
-        med = oracle_feature_medians(oracle_encode(X, kw.get("normalize"), kw.get("target_sum", 1e4),
-                                           kw.get("log1p", False)))
-    E = oracle_encode(X, kw.get("normalize"), kw.get("target_sum", 1e4), kw.get("log1p", False),
-                      med, kw.get("bins"))
-    want_ids, want_vals = _expected(E)
-    opts = dict(values=True, order="value", **kw)
-    got = tokenize_anndata(a, tok, spec_of(**opts))
-    assert got.to_list() == want_ids
-    np.testing.assert_allclose(got.values, np.concatenate([np.asarray(v, np.float32)
-                                                           for v in want_vals]), rtol=1e-6)
+    a, tok, opts, got, med = _in_memory_equals_the_oracle(X, kw)
     # CSC in memory, the .h5ad path (row chunks), a backed AnnData, a corpus
     csc = a.copy()
     csc.X = sp.csc_matrix(csc.X)
@@ -278,20 +287,7 @@ def test_random_matrices_oracle_memory_backed_csr_csc(X, kw, chunk_rows):
     import tempfile
     from pathlib import Path
 
-    a, tok = _adata(X)
-    med = None
-    if "rank" in kw:
-        med = oracle_feature_medians(oracle_encode(X, kw.get("normalize"),
-                                                   kw.get("target_sum", 1e4),
-                                                   kw.get("log1p", False)))
-    E = oracle_encode(X, kw.get("normalize"), kw.get("target_sum", 1e4), kw.get("log1p", False),
-                      med, kw.get("bins"))
-    want_ids, want_vals = _expected(E)
-    opts = dict(values=True, order="value", **kw)
-    got = tokenize_anndata(a, tok, spec_of(**opts))
-    assert got.to_list() == want_ids
-    np.testing.assert_allclose(got.values, np.asarray([v for row in want_vals for v in row], np.float32),
-                               rtol=1e-6)
+    a, tok, opts, got, _ = _in_memory_equals_the_oracle(X, kw)
     d = Path(tempfile.mkdtemp())
     csc = a.copy()
     csc.X = sp.csc_matrix(csc.X)
