@@ -48,3 +48,8 @@ class HDF5ChunkError(GenotokError, OSError):
 
 class SourceError(GenotokError, ValueError):
     """No cell source reads an input (its type, suffix and first bytes fit none registered)."""
+
+
+class PluginError(GenotokError, ImportError):
+    """A plugin declared in a distribution's entry points cannot be loaded or is not what its
+    group expects. The message names the group, the entry point and the distribution."""
