@@ -128,6 +128,18 @@ def cache_note() -> str:
     return f"cached in {_CACHE_DIR or 'NUMBA_CACHE_DIR'}"
 
 
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython loaded, running an ``IPKernelApp``).
+
+    >>> in_notebook()
+    False
+    """
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if get is not None else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
 def notices_on() -> bool:
     """False when ``GENOTOK_QUIET_COMPILE`` silences the compile notices."""
     return os.environ.get("GENOTOK_QUIET_COMPILE", "") in ("", "0")
@@ -169,12 +181,21 @@ class _CompileNotice(_event.Listener):
         self.compiled += 1
         if group in self.shown:
             return
+        first = not self.shown
         self.shown.add(group)
-        if notices_on() and sys.stderr is not None:
-            try:
+        if not notices_on() or sys.stderr is None:
+            return
+        notebook = in_notebook()
+        if notebook and not first:
+            return  # a notebook gets one tidy line, not one per group in every cell
+        try:
+            if notebook:
+                print("genotok: compiling kernels on first use (seconds; cached for later "
+                      "sessions)…", file=sys.stdout, flush=True)
+            else:
                 print(compile_notice(group), file=sys.stderr, flush=True)
-            except (OSError, ValueError):  # a closed or broken stderr
-                pass
+        except (OSError, ValueError):  # a closed or broken stream
+            pass
 
     def on_end(self, ev) -> None:
         self.depth = max(0, self.depth - 1)

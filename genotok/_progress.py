@@ -1,24 +1,35 @@
 """One progress bar for every long-running loop (pipeline, single cell, universe builds).
 
-tqdm draws it (a required dependency): :mod:`tqdm.auto` gives a widget in Jupyter (with
-ipywidgets installed; tqdm warns and draws text without them) and a text bar in a terminal.
+tqdm draws it (a required dependency): a widget in a Jupyter kernel that has ipywidgets, a text
+bar elsewhere. genotok chooses the class itself, when the first bar is made, instead of
+importing :mod:`tqdm.auto`, which warns (a red ``TqdmWarning`` in the cell) at
+``import genotok`` in a notebook without ipywidgets.
 :func:`progress` only adds genotok's two switches: ``enabled`` and ``tty_only``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
-from tqdm.auto import tqdm
+from ._config import in_notebook
 
 
 def _notebook_bar() -> bool:
-    """Whether :mod:`tqdm.auto` chose the Jupyter widget (a notebook kernel with ipywidgets)."""
-    return any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    """Whether bars are Jupyter widgets: a notebook kernel with ipywidgets installed."""
+    return in_notebook() and importlib.util.find_spec("ipywidgets") is not None
+
+
+def _tqdm():
+    if _notebook_bar():
+        from tqdm.notebook import tqdm
+    else:
+        from tqdm.std import tqdm
+    return tqdm
 
 
 def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = True,
-             tty_only: bool = False) -> tqdm:
+             tty_only: bool = False):
     """A tqdm bar (``update(n)``, ``set_postfix_str(s)``, ``close()``), shown only when asked.
 
     Parameters
@@ -47,4 +58,4 @@ def progress(total: int | None, desc: str, unit: str = "it", *, enabled: bool = 
         disable = sys.stderr is None or isatty is None or not isatty()
     else:
         disable = False
-    return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=disable)
+    return _tqdm()(total=total, desc=desc, unit=unit, leave=False, disable=disable)

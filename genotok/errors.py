@@ -53,3 +53,8 @@ class SourceError(GenotokError, ValueError):
 class PluginError(GenotokError, ImportError):
     """A plugin declared in a distribution's entry points cannot be loaded or is not what its
     group expects. The message names the group, the entry point and the distribution."""
+
+
+class KeywordError(GenotokError, TypeError):
+    """A keyword a callable does not take; the message names the one that was meant, or the
+    object the keyword belongs to (a ``CellSpec`` field given to an entry point)."""

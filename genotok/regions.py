@@ -10,12 +10,12 @@ from __future__ import annotations
 import operator
 import os
 import re
-import warnings
 from collections.abc import Mapping
 
 import numpy as np
 
 from . import bed as _bed
+from ._usage import warn
 from .errors import BedParseError, RegionParseError
 from .kernels import names as _names
 from .kernels import parse as _parse
@@ -236,10 +236,10 @@ class RegionSet:
         rs = cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
         if reversed == "drop":
             bad = rs.ends < rs.starts
-            warnings.warn(
+            warn(
                 f"{p}:{first_line}: {int(bad.sum())} line(s) with end before start (first: "
                 f"{rs._str(int(np.flatnonzero(bad)[0]))}) hit nothing, as in gtars; strict=True "
-                "refuses such a file", UserWarning, stacklevel=3)
+                "refuses such a file")
             rs = rs.take(~bad)
         return rs
 
@@ -268,6 +268,11 @@ class RegionSet:
             try:  # objects with .chr/.start/.end (gtars Region) too
                 c, s, e = (t.chr, t.start, t.end) if hasattr(t, "chr") else (t[0], t[1], t[2])
             except (TypeError, IndexError, KeyError, AttributeError):
+                if isinstance(t, os.PathLike):
+                    raise RegionParseError(
+                        f"region {i} is the path {os.fspath(t)!r}: a list of files is many region "
+                        "sets, one per file; use Tokenizer.encode_batch(paths) (encode takes one "
+                        "set: one file, or a list of regions)") from None
                 raise RegionParseError(f"region {i} ({t!r}) is not a (chrom, start, end) tuple") from None
             chroms.append(c)
             starts.append(s)
@@ -521,12 +526,19 @@ def check_batch(sets):
     >>> check_batch("x.bed")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    TypeError: encode_batch takes a list of region sets (...), got the single str 'x.bed': ...
+    genotok.errors.RegionParseError: encode_batch takes a list of region sets (...), got the single str 'x.bed': ...
     """
     if isinstance(sets, (str, bytes, os.PathLike)):
-        raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "
-                        f"frames), got the single {type(sets).__name__} {sets!r:.80}: use "
-                        f"encode({sets!r:.80}) for one set, or encode_batch([{sets!r:.80}])")
+        path = os.fsdecode(sets)
+        if os.path.isdir(path):
+            raise RegionParseError(
+                f"encode_batch takes a list of region sets (paths, region lists, frames), got "
+                f"the folder {path!r}: give its files, e.g. "
+                f"encode_batch(sorted(pathlib.Path({path!r}).glob('*.bed*')))")
+        raise RegionParseError(
+            f"encode_batch takes a list of region sets (paths, region lists, frames), got the "
+            f"single {type(sets).__name__} {path!r}: use encode({path!r}) for one set, or "
+            f"encode_batch([{path!r}])")
     if not hasattr(sets, "__iter__") or isinstance(sets, (RegionSet, Mapping)) or hasattr(
             sets, "columns"):
         raise TypeError(f"encode_batch takes a list of region sets (paths, region lists, "

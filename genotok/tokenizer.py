@@ -22,6 +22,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from . import _config
+from ._usage import check_keywords
 from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Unknown
@@ -191,6 +192,8 @@ def _is_single_set(obj) -> bool:
 
 #: the settings' field names (keywords of the ``from_*`` constructors)
 _SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(TokenizerSettings))
+#: the keywords the tokenizer itself takes beside its settings
+_SETUP_KEYWORDS = frozenset({"n_threads", "special_tokens", "strict", "extra_tokens"})
 
 
 class Tokenizer:
@@ -294,9 +297,11 @@ class Tokenizer:
             _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
 
     @staticmethod
-    def _with_settings(saved: dict, kwargs: dict) -> dict:
+    def _with_settings(saved: dict, kwargs: dict, call: str = "Tokenizer()") -> dict:
         """``from_*``'s keywords: the settings among them (over ``saved``, a configuration's)
-        as one :class:`TokenizerSettings`, the others as they are."""
+        as one :class:`TokenizerSettings`, the others as they are (a keyword that is neither
+        says which was meant)."""
+        check_keywords(call, kwargs, _SETTING_NAMES | _SETUP_KEYWORDS)
         given = {**saved, **{k: v for k, v in kwargs.items() if k in _SETTING_NAMES}}
         ttype = given.get("tokenizer_type", "bits")
         if ttype not in TOKENIZER_TYPES:
@@ -321,7 +326,7 @@ class Tokenizer:
         dups, so = kwargs.pop("duplicates", "unique"), kwargs.pop("storage_options", None)
         return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups,
                                      storage_options=so), strict=strict,
-                   **cls._with_settings({}, kwargs))
+                   **cls._with_settings({}, kwargs, "Tokenizer.from_bed()"))
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -339,7 +344,8 @@ class Tokenizer:
 
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved = read_config(path, special, strict)
-        return cls(universe, strict=strict, **cls._with_settings(saved, overrides))
+        return cls(universe, strict=strict,
+                   **cls._with_settings(saved, overrides, "Tokenizer.from_config()"))
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
@@ -367,7 +373,8 @@ class Tokenizer:
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
         universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
                                                             special, strict)
-        tok = cls(universe, strict=strict, **cls._with_settings(saved, overrides))
+        tok = cls(universe, strict=strict,
+                  **cls._with_settings(saved, overrides, "Tokenizer.from_pretrained()"))
         _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
         return tok
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import warnings
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from ._usage import warn
 from ._io import fetch_url, is_url
 from .errors import BedParseError, UniverseError
 from .kernels import names as _names
@@ -201,7 +201,7 @@ class Universe:
             else:
                 msg += ("; ids stay line positions and overlaps report the first occurrence's "
                         "id; the default duplicates='unique' gives gtars' vocabulary")
-            warnings.warn(msg, UserWarning, stacklevel=2)
+            warn(msg)
         self.regions: RegionSet = rs
         self._order, self._first = order, first
         self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}
@@ -425,11 +425,10 @@ class Universe:
         if flipped:
             where = regions.source or "the query regions"
             style = "without" if flipped[0].startswith("chr") else "with"
-            warnings.warn(
+            warn(
                 f"{where}: no chromosome name matches the universe ({self._where()}), but "
                 f"{len(flipped)} would {style} a 'chr' prefix (e.g. {flipped[0]!r} vs "
-                f"{flip(flipped[0])!r}); rename the chromosomes so that both use one convention",
-                UserWarning, stacklevel=4)
+                f"{flip(flipped[0])!r}); rename the chromosomes so that both use one convention")
 
     # ------------------------------------------------------------------ decoding
     def _token_of(self, i: int) -> str:
@@ -582,10 +581,10 @@ def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
         first_line = exc.line
     rs = RegionSet.from_bed(path, reversed="keep")
     bad = np.flatnonzero(rs.ends < rs.starts)
-    warnings.warn(
+    warn(
         f"{os.fspath(path)}:{first_line}: {bad.size} line(s) with end before start (first: id "
         f"{int(bad[0])}, {rs._str(int(bad[0]))}); kept as inert tokens with the ids gtars gives "
-        "them (no query hits them); strict=True refuses such a file", UserWarning, stacklevel=3)
+        "them (no query hits them); strict=True refuses such a file")
     return rs
 
 

@@ -162,10 +162,82 @@ def all_blocks() -> list[Block]:
     return [b for p in pages() for b in blocks(p)]
 
 
-def _env() -> dict:
-    """The user's environment, with this checkout importable and this Python first on PATH."""
-    env = dict(os.environ, MPLBACKEND="Agg")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+# --------------------------------------------------------------------------- extras per block
+#: a block's first line names the extras it needs: ``# needs the [torch,lightning] extras``
+NEEDS = re.compile(r"^#\s*needs the \[(?P<extras>[\w,-]+)\] extras?\b")
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """The installed distributions (normalised names) these requirement strings bring, with
+    what they depend on, recursively (markers evaluated; ``genotok[x]`` expands extra x)."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    extras = _pyproject()["optional-dependencies"]
+    seen: set[str] = set()
+    todo = [(r, frozenset()) for r in requirements]
+    while todo:
+        text, with_extras = todo.pop()
+        req = Requirement(text)
+        if req.marker is not None and not any(
+                req.marker.evaluate({"extra": e}) for e in (with_extras or {""})):
+            continue
+        name = canonicalize_name(req.name)
+        if name == "genotok":
+            todo += [(r, frozenset()) for e in req.extras for r in extras.get(e, [])]
+            continue
+        key = name + "[" + ",".join(sorted(req.extras)) + "]"
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            todo += [(r, frozenset(req.extras)) for r in metadata.requires(name) or []]
+        except metadata.PackageNotFoundError:
+            continue
+    return {k.split("[")[0] for k in seen}
+
+
+def _modules(dists: set[str]) -> set[str]:
+    """The top-level modules these installed distributions provide."""
+    from importlib import metadata
+
+    from packaging.utils import canonicalize_name
+
+    return {mod for mod, owners in metadata.packages_distributions().items()
+            if any(canonicalize_name(d) in dists for d in owners) and not mod.startswith("_")}
+
+
+def needs(b: "Block") -> list[str]:
+    """The extras a block names on its first line (``# needs the [torch] extra``)."""
+    first = b.code.lstrip().splitlines()[0] if b.code.strip() else ""
+    m = NEEDS.match(first)
+    return m["extras"].split(",") if m else []
+
+
+def hidden_modules(extras: list[str]) -> set[str]:
+    """What a user who installed genotok with exactly ``extras`` does not have: the modules of
+    every optional extra's packages, less those of the core and of ``extras``."""
+    project = _pyproject()
+    optional = [r for e, reqs in project["optional-dependencies"].items() if e != "test"
+                for r in reqs]
+    kept = _closure(project["dependencies"] + [f"genotok[{e}]" for e in extras])
+    return _modules(_closure(optional) - kept) - _modules(kept) - set(sys.stdlib_module_names)
+
+
+def _env(hide: set[str] = frozenset()) -> dict:
+    """The user's environment, with this checkout importable and this Python first on PATH;
+    the modules in ``hide`` made unimportable (tests/_docs_env/sitecustomize.py)."""
+    env = dict(os.environ, MPLBACKEND="Agg", GENOTOK_DOCS_HIDE=",".join(sorted(hide)))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "tests" / "_docs_env"), str(ROOT),
+                                                      env.get("PYTHONPATH")]))
     env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
     return env
 
@@ -192,8 +264,8 @@ def run_block(b: Block, folder: Path, timeout: float = 600) -> str | None:
             cmd = [sys.executable, str(script)]
         else:
             cmd = ["bash", "-euo", "pipefail", "-c", b.code]
-        run = subprocess.run(cmd, cwd=folder, env=_env(), capture_output=True, text=True,
-                             timeout=timeout)
+        run = subprocess.run(cmd, cwd=folder, env=_env(hidden_modules(needs(b))),
+                             capture_output=True, text=True, timeout=timeout)
     if run.returncode == 0:
         return None
     at = ""
@@ -205,24 +277,46 @@ def run_block(b: Block, folder: Path, timeout: float = 600) -> str | None:
     return f"{b.where}{at}: {last}\n--- stderr ---\n{run.stderr[-3000:]}\n--- the block ---\n{b.code}"
 
 
+_MISSING = re.compile(r"No module named '([\w.]+)'|needs ([\w.]+): pip install|"
+                      r"import of ([\w.]+) halted")
+
+
 def missing_optional(problem: str | None) -> str | None:
     """The optional package a failure names, if it is not installed here (the block then skips)."""
-    for m in re.finditer(r"No module named '([\w.]+)'|needs ([\w.]+): pip install", problem or ""):
-        name = (m[1] or m[2]).split(".")[0].lower()
+    for m in _MISSING.finditer(problem or ""):
+        name = (m[1] or m[2] or m[3]).split(".")[0].lower()
         if name in OPTIONAL and importlib.util.find_spec(name) is None:
             return name
     return None
 
 
+def unnamed_extra(b: Block, problem: str | None) -> str | None:
+    """A package the block needs, installed here but hidden because the block names no extra
+    that brings it: what the block must say (``None`` when the failure is something else)."""
+    for m in _MISSING.finditer(problem or ""):
+        name = (m[1] or m[2] or m[3]).split(".")[0]
+        if name in hidden_modules(needs(b)) and importlib.util.find_spec(name) is not None:
+            declared = _pyproject()["optional-dependencies"]
+            extras = sorted((e for e in declared if e not in ("test", "test-all")
+                             and name not in hidden_modules([e])),
+                            key=lambda e: (not any(r.startswith(name) for r in declared[e]),
+                                           len(_closure([f"genotok[{e}]"]))))
+            return (f"{b.where} imports {name}, which none of the extras it names "
+                    f"({needs(b) or 'none'}) brings: start it with '# needs the [{extras[0] if extras else '?'}]"
+                    f" extra' (extras that bring {name}: {extras})")
+    return None
+
+
 def run_twice(b: Block, folder: Path) -> str | None:
-    """Run ``b`` alone in ``folder``, then again in the same folder; ``None`` or what failed."""
+    """Run ``b`` alone in ``folder`` with only the extras it names, then again in the same folder;
+    ``None`` or what failed."""
     for attempt in ("first run", "second run, in the same folder"):
         problem = run_block(b, folder)
         if problem is not None:
             name = missing_optional(problem)
             if name:
                 pytest.skip(f"{b.where} needs {name}, which is not installed")
-            return f"{attempt}: {problem}"
+            return unnamed_extra(b, problem) or f"{attempt}: {problem}"
     return None
 
 
@@ -303,6 +397,33 @@ def test_editable_installs_are_compat_mode():
            for k, line in enumerate(p.read_text().splitlines(), 1)
            if editable.search(line) and "editable_mode=compat" not in line]
     assert not bad, f"'pip install -e' without --config-settings editable_mode=compat at {bad}"
+
+
+def test_extras_are_installed_beside_the_editable_install():
+    """``pip install '.[torch]'`` replaced the README's editable install with a copy (and every
+    kernel compiled again): an extra from the checkout is installed with ``-e``."""
+    plain = re.compile(r"pip install +(?:-U +|--upgrade +)?['\"]?\.(?:\[|['\"]?(?:\s|$))")
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    bad = [f"{p.relative_to(ROOT)}:{k}" for p in pages
+           for k, line in enumerate(p.read_text().splitlines(), 1)
+           if plain.search(re.sub(r"(?:a plain|an earlier) `pip install [^`]*`", "", line))]
+    assert not bad, f"'pip install .' or '.[extra]' without -e at {bad}"
+
+
+def test_every_named_extra_exists():
+    extras = set(_pyproject()["optional-dependencies"])
+    unknown = {(b.where, e) for b in all_blocks() for e in needs(b) if e not in extras}
+    assert not unknown, f"blocks naming extras pyproject.toml does not declare: {unknown}"
+
+
+def test_hidden_packages_are_what_a_user_lacks():
+    """The doc blocks run with only the extras they name: torch is hidden from a block that
+    names none, visible to one that names [torch]; the core's packages are never hidden."""
+    assert {"numpy", "numba", "scipy", "h5py", "anndata"}.isdisjoint(hidden_modules([]))
+    if importlib.util.find_spec("torch") is not None:
+        assert "torch" in hidden_modules([]) and "torch" not in hidden_modules(["torch"])
+    b = Block("x.md", 1, 1, "python", "# needs the [torch,hf] extras\nimport torch\n")
+    assert needs(b) == ["torch", "hf"]
 
 
 # --------------------------------------------------------------------------- the rendered site

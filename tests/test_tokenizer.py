@@ -253,7 +253,7 @@ def test_from_bed_takes_duplicates_as_the_docs_say(tmp_path):
 def test_encode_batch_refuses_one_path_for_a_list(given):
     """A str was iterated character by character ("/: is a directory")."""
     tok = Tokenizer(["chr1:0-100"])
-    with pytest.raises(TypeError, match=r"encode_batch takes a list of region sets.*got the "
+    with pytest.raises(genotok.RegionParseError, match=r"encode_batch takes a list of region sets.*got the "
                                         r"single .*x\.bed.*encode\("):
         tok.encode_batch(given)
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .. import _config, _io
+from .._usage import warn
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
 from ..params import Integral, Interval, Real, validate
@@ -329,8 +329,8 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
         k = (min_inputs if min_inputs is not None
              else max(1, _fraction_count(min_input_fraction, n)))
         if k > n:
-            warnings.warn(f"min_inputs {k} is more than the {n} inputs: no position can be "
-                          f"covered that often, the consensus is empty", UserWarning, stacklevel=2)
+            warn(f"min_inputs {k} is more than the {n} inputs: no position can be covered "
+                 "that often, the consensus is empty")
         oc, os_, oe = (np.empty(codes.size, np.int32), np.empty(codes.size, np.int64),
                        np.empty(codes.size, np.int64))
         m = _bk.runs_at_least(codes, pos, delta, np.int64(k), np.int64(min_width), oc, os_, oe)
@@ -428,10 +428,10 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     best = np.lexsort((eligible, -counts[eligible]))[:max_regions]
     keep = np.sort(eligible[best])
     if keep.size < max_regions:
-        warnings.warn(f"only {keep.size:,} of {m:,} candidate regions are hit by >= {min_inputs} "
-                      f"input set(s); the vocabulary has {keep.size:,} regions, "
-                      f"not {max_regions:,}",
-                      UserWarning, stacklevel=2)
+        why = (f"the candidates hold {m:,} distinct regions" if keep.size == m else
+               f"only {keep.size:,} of the {m:,} candidate regions are hit by >= {min_inputs} "
+               "input set(s)")
+        warn(f"{why}: the vocabulary has {keep.size:,} regions, not {max_regions:,}")
     out = _finish(nat_names, c[keep], s[keep], e[keep])
     cinfo = _describe(cand, hash_inputs)
     cinfo["n_unique"] = int(m)

@@ -7,9 +7,12 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -234,11 +237,12 @@ def cmd_pretokenize(args) -> int:
         Client = require("dask.distributed", "--scheduler").Client
 
         client = Client(args.scheduler, timeout=args.scheduler_timeout)
-    # the run's summary is for the user, as every command's: on stderr (silenced by -q)
-    summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
+    # the run's summary is for the user, as every command's: on stderr (silenced by -q), with
+    # the time of the whole command (loading the tokenizer and compiling kernels included)
+    summary_to_stderr = contextlib.redirect_stdout(io.StringIO())
     summary_to_stderr.__enter__()
     try:
-        pretokenize(args.inputs, tok, args.out, cells=cells, format=args.format,
+        summary = pretokenize(args.inputs, tok, args.out, cells=cells, format=args.format,
                     n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
                     overwrite=args.overwrite,
                     options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
@@ -248,6 +252,9 @@ def cmd_pretokenize(args) -> int:
         summary_to_stderr.__exit__(None, None, None)
         if client is not None:
             client.close()
+    if not args.quiet:
+        print(dataclasses.replace(summary, seconds=time.perf_counter() - args.started),
+              file=sys.stderr)
     return 0
 
 
@@ -261,10 +268,12 @@ def cmd_info(args) -> int:
     if args.json:
         print(json.dumps(info, indent=1, default=str))
     else:
+        if "format_version" in info:  # one version line, not [1, 0] and 1.0
+            info.pop("version", None)
         width = max(map(len, info))
         for k, v in info.items():
-            if isinstance(v, (dict, list)) and k not in ("special_tokens", "settings", "version"):
-                v = f"{len(v)} entries" if v else "none"
+            if isinstance(v, (dict, list)) and k not in ("special_tokens", "settings"):
+                v = f"{len(v)} {'entry' if len(v) == 1 else 'entries'}" if v else "none"
             print(f"{k:<{width}}  {v}")
     return 0
 

@@ -19,8 +19,10 @@ variable ``GENOTOK_DEBUG=1``) shows the traceback instead. The subcommands thems
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import sys
+import time
 import warnings
 
 from .._optional import EXTRAS
@@ -82,10 +84,46 @@ ADVICE = {"pass overwrite=True": "add --overwrite",
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors raised (as :class:`UsageError`) for :func:`main` to report."""
+    """argparse, with its errors raised (as :class:`UsageError`) for :func:`main` to report; an
+    unknown option is named first, with the one that was meant (argparse reported a missing
+    required option instead, and never said that ``--output`` is not an option)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_option(self, given: list[str] | None = None) -> str | None:
+        known = sorted(self._option_string_actions)
+        commands = next((a.choices for a in self._actions
+                         if isinstance(a, argparse._SubParsersAction)), {})
+        given = getattr(self, "_given", []) if given is None else given
+        for i, arg in enumerate(given):
+            if arg == "--":
+                break
+            if arg in commands:  # the options after it are the command's
+                return commands[arg]._unknown_option(given[i + 1:])
+            flag = arg.split("=", 1)[0]
+            if not flag.startswith("-") or flag in known or _is_number(flag):
+                continue
+            if any(k.startswith(flag) for k in known if k.startswith("--") and
+                   flag.startswith("--")):  # an abbreviation argparse accepts
+                continue
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            return (f"unrecognized option {flag}" +
+                    (f": did you mean {close[0]}?" if close else "") +
+                    f" (see '{self.prog} --help')")
+        return None
 
     def error(self, message):
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(self._unknown_option() or f"{message} (see '{self.prog} --help')")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------- argument types
@@ -461,6 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     sample0.narrowPeak 530 tokens 464 distinct regions 0 special
     0
     """
+    started = time.perf_counter()
     argv = sys.argv[1:] if argv is None else [os.fspath(a) for a in argv]
     debug = "--debug" in argv or os.environ.get("GENOTOK_DEBUG", "") not in ("", "0")
     args = None
@@ -473,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
             warnings.simplefilter("default", RuntimeWarning)
             warnings.showwarning = _show_warning
             args = build_parser().parse_args(argv)
+            args.started = started
             if args.quiet:
                 warnings.simplefilter("ignore")
             return args.func(args)

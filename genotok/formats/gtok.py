@@ -95,6 +95,10 @@ def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
     >>> write_gtok([0, 1, 70000], p); read_gtok(p, mmap=False).tolist()
     [0, 1, 70000]
     """
+    if isinstance(ids, (str, os.PathLike)) and not isinstance(out, (str, os.PathLike)):
+        raise GtokFormatError(
+            f"write_gtok takes (ids, path), got the path {os.fspath(ids)!r} first (gtars' "
+            f"write_tokens_to_gtok order): call write_gtok(ids, {os.fspath(ids)!r})")
     p = os.fspath(local_path(out, "a .gtok file"))
     a = _as_ids(ids, p)
     if width is None:

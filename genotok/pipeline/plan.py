@@ -13,6 +13,7 @@ import stat
 import zlib
 from pathlib import Path
 
+from .._usage import warn
 from ..errors import GenotokError
 from ..singlecell import sources
 
@@ -179,11 +180,8 @@ def _expand(inputs, lists: tuple) -> list[Path]:
             out.extend(Path(m) for m in matches if os.path.isfile(m))
             skipped += [m for m in matches if not os.path.isfile(m) and _is_input(m)]
     if skipped:
-        import warnings
-
-        warnings.warn(f"{len(skipped)} input(s) skipped, not regular files: "
-                      f"{', '.join(skipped[:10])}{' …' if len(skipped) > 10 else ''}",
-                      UserWarning, stacklevel=3)
+        warn(f"{len(skipped)} input(s) skipped, not regular files: "
+             f"{', '.join(skipped[:10])}{' …' if len(skipped) > 10 else ''}")
     return out
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from typing import ClassVar
 from .._io import default_hash, is_url
 from .._optional import require
 from .._progress import progress
+from .._usage import warn
 from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.reading import AnnDataOptions
@@ -126,11 +126,10 @@ def _warn_if_mostly_unknown(summary: RunSummary, tokenizer) -> None:
     """Most records without a single universe region: almost always the wrong universe."""
     n, bad = summary.n_records, summary.n_unk_records
     if n and bad * 2 > n:
-        warnings.warn(
+        warn(
             f"{bad:,} of {n:,} records hit no region of the universe (only <unk>): is "
             f"{_vocab_source(tokenizer) or 'the universe'} the right universe for these inputs "
-            "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?",
-            UserWarning, stacklevel=3)
+            "(same genome build, same chromosome names, e.g. 'chr1' vs '1')?")
 
 
 def _vocab_source(tokenizer) -> str | None:

@@ -403,7 +403,7 @@ def test_universe_inputs_are_read_as_pretokenize_reads_them(tmp_path, capsys):
     (["tokenize", "--universe", U, "--unknown", "keep", Q], "argument --unknown: invalid choice"),
     (["tokenize", "--universe", U, "--order", "random", Q], "argument --order: invalid choice"),
     (["tokenize", "--universe", U, "--tokens", "--summary", Q], "not allowed with"),
-    (["tokenize", "--universe", U, "--no-such-flag", Q], "unrecognized arguments: --no-such-flag"),
+    (["tokenize", "--universe", U, "--no-such-flag", Q], "unrecognized option --no-such-flag"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     ([], "required: COMMAND"),
 ])
