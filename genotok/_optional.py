@@ -25,6 +25,9 @@ EXTRAS = {
     "s3fs": "remote",
     "lightning": "lightning",
     "datasets": "hf",
+    "transformers": "hf",
+    "accelerate": "hf",
+    "mudata": "mudata",
 }
 
 

@@ -406,7 +406,7 @@ def test_extras_are_installed_beside_the_editable_install():
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     bad = [f"{p.relative_to(ROOT)}:{k}" for p in pages
            for k, line in enumerate(p.read_text().splitlines(), 1)
-           if plain.search(re.sub(r"(?:a plain|an earlier) `pip install [^`]*`", "", line))]
+           if plain.search(re.sub(r"(?:plain|earlier) `pip install [^`]*`", "", line))]
     assert not bad, f"'pip install .' or '.[extra]' without -e at {bad}"
 
 
