@@ -31,7 +31,7 @@ def _rows(n=10, seed=0):
 
 
 def test_registry_by_name_or_instance():
-    assert set(STORES) == {"memory", "corpus", "gtok-dir", "parquet", "arrow"}
+    assert {"memory", "corpus", "gtok-dir", "parquet", "arrow", "jsonl"} <= set(STORES)
     s = ParquetStore(rows_per_shard=3)
     assert get_store(s) is s and isinstance(get_store("arrow"), ArrowStore)
     with pytest.raises(ParameterError, match="format must be one of"):
@@ -146,6 +146,7 @@ def test_adding_a_store_is_one_class_and_one_registry_line(tok, tmp_path):
     from typing import ClassVar
 
     from genotok.formats import stores
+    from genotok.formats.store import ArrayShard
 
     @dataclass
     class Lines(Store):
@@ -164,10 +165,17 @@ def test_adding_a_store_is_one_class_and_one_registry_line(tok, tmp_path):
             self._fh.close()
             return [f"{self.part}.txt"]
 
+        @classmethod
+        def read_file(cls, path, header):  # the reader, registered beside the writer
+            rows = Ragged.from_list([[int(x) for x in line.split()]
+                                     for line in path.read_text().splitlines()])
+            return ArrayShard(path, rows.data, rows.offsets, None, header, None, {})
+
     stores.STORES[Lines.name] = Lines
     try:
         pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path, format="lines",
                     progress=False)
+        assert len(Corpus.open(tmp_path)) == 5  # and it reads back
     finally:
         del stores.STORES[Lines.name]
     assert (tmp_path / "shard-00000.txt").read_text().count("\n") == 5
