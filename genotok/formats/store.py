@@ -284,7 +284,8 @@ class Store:
                                       "after its batch was journaled); re-run with "
                                       "overwrite=True to write the output again")
         shards = self.read_output(directory, [directory / f for f in files], header)
-        run = extra.get("genotok_run") or {}
+        # the run's totals (a split output's two halves share them: each checks its files only)
+        run = {} if "split" in extra else (extra.get("genotok_run") or {})
         n, t = sum(s.n for s in shards), sum(s.t for s in shards)
         if (_is_int(run.get("n_records")) and run["n_records"] != n) or (
                 _is_int(run.get("n_tokens")) and run["n_tokens"] != t):
