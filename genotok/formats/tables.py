@@ -236,12 +236,22 @@ class ArrowStore(TableStore):
         return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
-def read_table_file(path) -> ArrayShard:
-    """A Parquet (``.parquet``) or Arrow IPC (any other suffix) file as an
-    :class:`ArrayShard` (what :func:`genotok.formats.interop.import_parquet` packs)."""
-    store = ParquetStore if str(path).endswith(".parquet") else ArrowStore
-    return store.read_file(Path(path))
+def read_any_table(path):
+    """A Parquet or Arrow IPC file (told apart by its first bytes) as a pyarrow table; a
+    file that is neither, or damaged, is a :class:`~genotok.GtokFormatError` naming it."""
+    pa = require("pyarrow", f"reading {path}")
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(6)
+    except IsADirectoryError:
+        raise GtokFormatError(f"{path}: is a directory, not a Parquet or Arrow file") from None
+    store = ArrowStore if magic == b"ARROW1" else ParquetStore
+    try:
+        return store._read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        kind = "Arrow" if store is ArrowStore else "Parquet"
+        raise GtokFormatError(f"{path}: not a readable {kind} file ({str(exc)[:200]})") from None
 
 
-__all__ = ["IDS", "ArrowStore", "ParquetStore", "TableStore", "read_table_file",
+__all__ = ["IDS", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore", "read_any_table",
            "shard_of_table"]
