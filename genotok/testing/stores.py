@@ -25,6 +25,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -39,7 +40,7 @@ import numpy as np
 from .._examples import examples_dir
 from ..errors import GenotokError
 from ..formats.corpus import MANIFEST, Corpus
-from ..formats.stores import Store
+from ..formats.stores import Store, stores
 from ..pipeline import RunOptions, pretokenize
 from ..ragged import Ragged
 from ..tokenizer import Tokenizer
@@ -327,15 +328,32 @@ def check_store(store: type[Store] | Store, *, remote: tuple[str, dict] | None =
     if not isinstance(s, Store):
         raise TypeError(f"check_store takes a Store subclass or instance, got {store!r}")
     rules = RULES if s.writes_files else (check_read_back,)
-    for rule in rules:
-        tmp = Path(tempfile.mkdtemp(prefix=f"check-store-{s.name}-"))
-        try:
-            if rule is check_overwrite:
-                rule(s, tmp, remote)
-            else:
-                rule(s, tmp)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    with _registered(type(s)):
+        for rule in rules:
+            tmp = Path(tempfile.mkdtemp(prefix=f"check-store-{s.name}-"))
+            try:
+                if rule is check_overwrite:
+                    rule(s, tmp, remote)
+                else:
+                    rule(s, tmp)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _registered(cls: type[Store]):
+    """``cls`` is the registry's store of its name for the block (its output is read back by
+    its own reader, registered or not), the registry as it was after."""
+    registry = stores()
+    before = registry.get(cls.name)
+    registry[cls.name] = cls
+    try:
+        yield
+    finally:
+        if before is None:
+            del registry[cls.name]
+        else:
+            registry[cls.name] = before
 
 
 __all__ = ["RULES", "check_abort", "check_damage", "check_overwrite", "check_read_back",
