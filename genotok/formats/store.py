@@ -298,7 +298,7 @@ class Store:
                    for f, s in self._entries(files, shards)]
         manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
                     "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
-                    "files": files, "entries": entries, **extra}
+                    "files": files, "shards": entries, **extra}
         manifest["digest"] = _digest(manifest)
         with atomic_write(directory / MANIFEST, "w") as fh:
             json.dump(manifest, fh, indent=1)
@@ -332,9 +332,9 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
     if manifest.get("digest") != _digest(manifest):
         raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
                               "it was written; re-create the output")
-    entries, header = manifest.get("entries"), manifest.get("header")
+    entries, header = manifest.get("shards"), manifest.get("header")
     if not isinstance(entries, list) or not isinstance(header, dict):
-        raise corrupt("entries or header missing")
+        raise corrupt("shards or header missing")
     header = check_header(header, mpath)
     paths = []
     for k, e in enumerate(entries):

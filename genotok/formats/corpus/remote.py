@@ -513,11 +513,11 @@ def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> P
     output), one directory per URL and manifest under the cache; files of the right size
     already there are kept, others fetched into a temporary name and renamed; the manifest
     last. The local reader then checks every file against the manifest."""
-    entries = manifest.get("entries")
+    entries = manifest.get("shards")
     if not isinstance(entries, list):
         raise GtokFormatError(f"{url}/{MANIFEST}: the manifest's format "
                               f"{str(manifest.get('format'))[:40]!r} is no store's this install "
-                              "reads from a URL (no entries)")
+                              "reads from a URL (no shards)")
     key = hashlib.blake2b(url.encode() + raw, digest_size=8).hexdigest()
     root = Path(cache_dir or os.environ.get("GENOTOK_CACHE") or DEFAULT_CACHE) / "stores" / key
     root.mkdir(parents=True, exist_ok=True)
