@@ -260,6 +260,15 @@ def check_overwrite(store: Store, tmp: Path, remote: tuple[str, dict] | None = N
         if left:
             _fail(store, "overwrite", f"overwrite=True left {sorted(left)[:5]} of the old run "
                                       f"in {out}")
+    killed = tmp / "killed"  # what a killed run leaves is the run's, removed by overwrite=True
+    _killed_run(small, killed, inputs)
+    try:
+        _run(small, killed, inputs[:2], overwrite=True)
+    except GenotokError as exc:
+        _fail(store, "overwrite", f"overwrite=True refused the output of a killed run: {exc}")
+    left = _leftovers(killed, None)
+    if left:
+        _fail(store, "overwrite", f"overwrite=True left {sorted(left)[:5]} of a killed run")
 
 
 def _check_part_overwrite(store: Store, tok: Tokenizer, part: Path) -> None:
