@@ -40,7 +40,13 @@ MAX_LINE = 256 << 20
 @dataclass
 class JsonlStore(ShardedStore):
     """JSON Lines shards ``PART-000.jsonl`` (``.jsonl.gz`` with ``gzip=True``) of at most
-    ``rows_per_shard`` records."""
+    ``rows_per_shard`` records.
+
+    Examples
+    --------
+    >>> JsonlStore(gzip=True).suffix
+    '.jsonl.gz'
+    """
 
     rows_per_shard: int = 100_000
     bytes_per_shard: int = 256 << 20

@@ -44,7 +44,7 @@ from ..errors import GenotokError, GtokFormatError
 from ..params import validate
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
-from .corpus.manifest import MANIFEST_MAX_BYTES, _read_manifest, _rel_problem
+from .corpus.manifest import _rel_problem
 
 #: the part a run whose every input failed writes (an empty, valid output)
 EMPTY = "shard-empty"
@@ -165,7 +165,13 @@ class ArrayShard:
 
 
 def ragged_of(lists, path) -> tuple[np.ndarray, np.ndarray]:
-    """Flat ids and offsets of a list of integer lists (a JSON reader's records)."""
+    """Flat ids and offsets of a list of integer lists (a JSON reader's records).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in ragged_of([[1, 2], [], [3]], "x.jsonl")]
+    [[1, 2, 3], [0, 2, 2, 3]]
+    """
     lengths = np.fromiter((len(x) for x in lists), np.int64, len(lists))
     offsets = np.zeros(len(lists) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -186,6 +192,12 @@ class Store:
 
     ``supports`` says what a store keeps: ``"values"`` (the value channel), ``"names"``,
     ``"metadata"`` (per-record columns), ``"sources"`` (the inputs, per file).
+
+    Examples
+    --------
+    >>> from genotok.formats.stores import STORES
+    >>> sorted(STORES["corpus"].supports), STORES["gtok-dir"].per_record_files
+    (['metadata', 'names', 'sources', 'values'], True)
     """
 
     name: ClassVar[str] = ""
@@ -315,15 +327,24 @@ def _digest(manifest: dict) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def read_manifest(directory: Path) -> dict:
-    """``directory/manifest.json`` parsed (a regular file, at most the size cap)."""
-    return _read_manifest(Path(directory) / MANIFEST)
-
-
 def open_output(store: type[Store], directory: Path, manifest: dict, *,
                 trusted: bool = False) -> list[ArrayShard]:
     """The shards of a store's output, every file checked against its manifest entry
-    (inside the directory, same size and counts) and the manifest against its digest."""
+    (inside the directory, same size and counts) and the manifest against its digest.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> from pathlib import Path
+    >>> from genotok import Tokenizer
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> d, tok = Path(tempfile.mkdtemp()), Tokenizer(["chr1:0-10"])
+    >>> w = JsonlStore().open(d, "part", tok)
+    >>> w.write(Ragged.from_list([[0], [0, 0]]), {"names": ["a", "b"]})
+    >>> JsonlStore().finish(d, w.commit(), tok, {})
+    >>> [s.n for s in open_output(JsonlStore, d, json.loads((d / MANIFEST).read_text()))]
+    [2]
+    """
     mpath = Path(directory) / MANIFEST
 
     def corrupt(why: str) -> GtokFormatError:
@@ -371,7 +392,18 @@ class ShardedStore(Store):
     ``rows_per_shard`` records and about ``bytes_per_shard`` bytes of tokens (and values):
     the splitting, the temporary names, the ``overwrite`` rule and ``abort`` for every such
     store. Subclasses implement :meth:`_open_writer`, :meth:`_write_rows` and
-    :meth:`_close_writer` (and :meth:`Store.read_file`)."""
+    :meth:`_close_writer` (and :meth:`Store.read_file`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from genotok import Tokenizer
+    >>> from genotok.formats.jsonl import JsonlStore  # one of them
+    >>> w = JsonlStore(rows_per_shard=1).open(tempfile.mkdtemp(), "p", Tokenizer(["chr1:0-10"]))
+    >>> w.write(Ragged.from_list([[0], [0]]), {"names": ["a", "b"]})
+    >>> w.commit()
+    ['p-000.jsonl', 'p-001.jsonl']
+    """
 
     rows_per_shard: int = 100_000
     bytes_per_shard: int = 256 << 20
@@ -453,5 +485,5 @@ class ShardedStore(Store):
         raise NotImplementedError
 
 
-__all__ = ["EMPTY", "MANIFEST_MAX_BYTES", "ArrayShard", "ShardedStore", "Store", "check_header",
-           "open_output", "ragged_of", "read_manifest"]
+__all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "check_header", "open_output",
+           "ragged_of"]

@@ -37,7 +37,7 @@ from ..params import InstanceOf, Options, validate
 from ..ragged import Ragged
 from . import gtok
 from .corpus import MANIFEST, Corpus, write_manifest
-from .corpus.manifest import set_store_opener
+from .corpus.manifest import _set_store_opener
 from .corpus.writer import CorpusWriter
 from .jsonl import JsonlStore
 from .store import EMPTY, ArrayShard, Store, open_output
@@ -248,7 +248,15 @@ def get_store(format: str | Store) -> Store:
 def open_store_output(directory: Path, manifest: dict, trusted: bool = False) -> list:
     """The shards of the output in ``directory`` whose ``manifest`` names a store
     (``format: genotok-<name>``): what :meth:`genotok.Corpus.open` calls for any store's
-    output but the corpus'."""
+    output but the corpus'.
+
+    Examples
+    --------
+    >>> open_store_output(Path("out"), {"format": "genotok-csv"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GtokFormatError: out/manifest.json: the manifest's format 'genotok-csv' is no store's ...
+    """
     fmt = manifest.get("format") if isinstance(manifest, dict) else None
     name = fmt[len("genotok-"):] if isinstance(fmt, str) and fmt.startswith("genotok-") else None
     known = stores()
@@ -260,7 +268,7 @@ def open_store_output(directory: Path, manifest: dict, trusted: bool = False) ->
     return open_output(known[name], Path(directory), manifest, trusted=trusted)
 
 
-set_store_opener(open_store_output)  # Corpus.open(dir) comes here for a store's manifest
+_set_store_opener(open_store_output)  # Corpus.open(dir) comes here for a store's manifest
 
 
 __all__ = ["EMPTY", "STORES", "ArrowStore", "CorpusStore", "GtokDirStore", "JsonlStore",

@@ -33,7 +33,13 @@ NAME = "name"
 @dataclass
 class TableStore(ShardedStore):
     """Parquet and Arrow IPC: see the module documentation. Each file is written under a
-    temporary name and renamed into place when full or committed."""
+    temporary name and renamed into place when full or committed.
+
+    Examples
+    --------
+    >>> sorted(TableStore.supports)
+    ['metadata', 'names', 'sources', 'values']
+    """
 
     rows_per_shard: int = 100_000
     bytes_per_shard: int = 256 << 20
@@ -111,7 +117,16 @@ class TableStore(ShardedStore):
 
 def shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
     """A pyarrow table with an ``input_ids`` column as an :class:`ArrayShard` (its schema's
-    ``genotok`` metadata is its header; else ``header``)."""
+    ``genotok`` metadata is its header; else ``header``).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> t = pa.table({"input_ids": [[1, 2], [3]], "name": ["a", "b"]})
+    >>> s = shard_of_table(t, "t.parquet", {"fingerprint": "fp", "vocab_size": 9})
+    >>> s.n, s.tokens.tolist(), s.records["names"]
+    (2, [1, 2, 3], ['a', 'b'])
+    """
     pa = require("pyarrow", f"reading {path}")
     stored = (table.schema.metadata or {}).get(b"genotok")
     if stored is not None:
@@ -238,7 +253,18 @@ class ArrowStore(TableStore):
 
 def read_any_table(path):
     """A Parquet or Arrow IPC file (told apart by its first bytes) as a pyarrow table; a
-    file that is neither, or damaged, is a :class:`~genotok.GtokFormatError` naming it."""
+    file that is neither, or damaged, is a :class:`~genotok.GtokFormatError` naming it.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pyarrow as pa
+    >>> p = os.path.join(tempfile.mkdtemp(), "t.bin")  # an Arrow IPC file, whatever its name
+    >>> with pa.ipc.new_file(p, pa.schema([("input_ids", pa.list_(pa.int32()))])) as w:
+    ...     w.write_table(pa.table({"input_ids": [[1, 2]]}))
+    >>> read_any_table(p).column("input_ids").to_pylist()
+    [[1, 2]]
+    """
     pa = require("pyarrow", f"reading {path}")
     try:
         with open(path, "rb") as fh:

@@ -19,8 +19,8 @@ rule it broke. The rules:
 
 Examples
 --------
->>> from genotok.formats.stores import ParquetStore
->>> check_store(ParquetStore)  # silent when the store keeps the contract
+>>> [rule.__name__ for rule in RULES]
+['check_read_back', 'check_abort', 'check_overwrite', 'check_resume', 'check_damage']
 """
 
 from __future__ import annotations
@@ -94,7 +94,13 @@ def _on_disk(out: Path) -> set[str]:
 
 
 def check_read_back(store: Store, tmp: Path) -> None:
-    """Write two batches (names, values, a metadata column, an input), read them back."""
+    """Write two batches (names, values, a metadata column, an input), read them back.
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_read_back(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
     tok = _tokenizer()
     values = "values" in store.supports
     rows = [_rows(tok, 3, 0), _rows(tok, 4, 1)]
@@ -199,7 +205,13 @@ def _same(store: Store, rule: str, got: Corpus, ref: Corpus) -> None:
 
 
 def check_resume(store: Store, tmp: Path) -> None:
-    """A run killed in the middle of a part, then resumed: every record once."""
+    """A run killed in the middle of a part, then resumed: every record once.
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_resume(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
     store = _small(store)
     inputs = _inputs()
     out = tmp / "out"
@@ -209,7 +221,13 @@ def check_resume(store: Store, tmp: Path) -> None:
 
 
 def check_damage(store: Store, tmp: Path) -> None:
-    """A committed part truncated, or deleted, before the resume: refused."""
+    """A committed part truncated, or deleted, before the resume: refused.
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_damage(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
     store = _small(store)
     inputs = _inputs()
     for how in ("truncated", "deleted"):
@@ -234,7 +252,13 @@ def check_damage(store: Store, tmp: Path) -> None:
 
 def check_overwrite(store: Store, tmp: Path, remote: tuple[str, dict] | None = None) -> None:
     """``overwrite=False`` refuses, ``overwrite=True`` leaves no stale file: a part, a run
-    (local), and a run in an object store (``remote``: a URL prefix and storage options)."""
+    (local), and a run in an object store (``remote``: a URL prefix and storage options).
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_overwrite(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
     tok = _tokenizer()
     small = _small(store)
     if not store.per_record_files:  # (a file per record: its part has no files of its own)
@@ -311,7 +335,13 @@ def _leftovers(out, so) -> set[str]:
 
 
 def check_abort(store: Store, tmp: Path) -> None:
-    """``abort()`` leaves nothing of the part."""
+    """``abort()`` leaves nothing of the part.
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_abort(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
     tok = _tokenizer()
     w = _small(store).open(tmp, "p", tok, overwrite=False)
     for seed in range(3):
@@ -332,6 +362,11 @@ def check_store(store: type[Store] | Store, *, remote: tuple[str, dict] | None =
 
     ``remote``: ``(url_prefix, storage_options)`` of a writable object store (an S3 server such
     as moto's on 127.0.0.1): the overwrite rules are checked there too.
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_store(JsonlStore(gzip=True))
     """
     s = store() if isinstance(store, type) else store
     if not isinstance(s, Store):

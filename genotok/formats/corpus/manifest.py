@@ -33,7 +33,7 @@ MANIFEST_VERSION = (1, 1)
 _store_opener = None
 
 
-def set_store_opener(opener) -> None:
+def _set_store_opener(opener) -> None:
     """Register the opener of other stores' outputs (``opener(directory, manifest, trusted)``
     gives their shards)."""
     global _store_opener
