@@ -305,3 +305,33 @@ def test_import_takes_a_stores_files_many_at_once_parquet_or_arrow(tok, tmp_path
     assert len(files) == 3 and back.to_ragged().to_list() == ref.to_ragged().to_list()
     assert back.names == ref.names and back.meta == ref.meta
     assert back.special_token_ids == tok.universe.special_token_ids
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl", "gtok-dir"])
+def test_every_stores_output_trains_as_the_corpus_does(tok, tmp_path, fmt):
+    """Issue 40 item 1: Corpus.open, mix and the torch dataset read any store's output (the
+    misleading "corrupt manifest (format 'genotok-parquet' …)" is gone)."""
+    pytest.importorskip("pyarrow")
+    peaks = genotok.examples_dir() / "peaks"
+    out = pretokenize(peaks, tok, tmp_path / "o", format=fmt, progress=False,
+                      options=RunOptions(files_per_shard=2)).out
+    ref = Corpus.open(pretokenize(peaks, tok, tmp_path / "c", progress=False).out)
+    c = Corpus.open(out, expect=tok)
+    assert c.to_ragged().to_list() == ref.to_ragged().to_list() and c.names == ref.names
+    assert c.get_batch([4, 0]).to_list() == ref.get_batch([4, 0]).to_list()
+    assert c.verify() == [] and c.info()["n_records"] == 5
+    m = genotok.mix([out, ref.path], [1, 1], seed=3, shuffle=False)
+    assert sorted(map(len, (m[i] for i in range(len(m))))) == sorted(
+        2 * [len(r) for r in ref.to_ragged().to_list()])
+    torch_data = pytest.importorskip("genotok.torch_data")
+    ds = torch_data.CorpusDataset(out)
+    assert [x.tolist() for x in (ds[i] for i in range(len(ds)))] == ref.to_ragged().to_list()
+    import pickle
+
+    assert pickle.loads(pickle.dumps(c)).names == c.names  # as DataLoader workers get it
+
+
+def test_an_unknown_store_format_is_named_not_called_a_corrupt_corpus(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "genotok-csv"}))
+    with pytest.raises(genotok.GtokFormatError, match="'genotok-csv' is no store's"):
+        Corpus.open(tmp_path)
