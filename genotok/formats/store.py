@@ -120,11 +120,11 @@ class ArrayShard:
         vocab = self.header["vocab_size"]
         self.dtype = _token_dtype(vocab)
         tokens = np.asarray(tokens)
+        if tokens.dtype.kind not in "iu" and tokens.size:
+            raise GtokFormatError(f"{path}: token ids of dtype {tokens.dtype}, expected integers")
         if tokens.size and tokens.dtype.kind == "i" and int(tokens.min()) < 0:
             raise GtokFormatError(f"{path}: negative token id {int(tokens.min())}: the file is "
                                   "corrupt")
-        if tokens.dtype.kind not in "iu" and tokens.size:
-            raise GtokFormatError(f"{path}: token ids of dtype {tokens.dtype}, expected integers")
         if tokens.size and int(tokens.max()) >= vocab:
             raise GtokFormatError(f"{path}: token id {int(tokens.max())} >= vocab_size {vocab}: "
                                   "the file is corrupt or of another universe")
@@ -295,19 +295,18 @@ class Store:
                 raise GtokFormatError(f"{directory / f}: a file the run wrote is missing (deleted "
                                       "after its batch was journaled); re-run with "
                                       "overwrite=True to write the output again")
-        shards = self.read_output(directory, [directory / f for f in files], header)
+        counted = list(self.count_files(directory, files, header))  # one file at a time
         # the run's totals (a split output's two halves share them: each checks its files only)
         run = {} if "split" in extra else (extra.get("genotok_run") or {})
-        n, t = sum(s.n for s in shards), sum(s.t for s in shards)
+        n, t = sum(c[1] for c in counted), sum(c[2] for c in counted)
         if (_is_int(run.get("n_records")) and run["n_records"] != n) or (
                 _is_int(run.get("n_tokens")) and run["n_tokens"] != t):
             raise GtokFormatError(f"{directory}: its files hold {n} records and {t} tokens, the "
                                   f"run wrote {run.get('n_records')} and {run.get('n_tokens')}: a "
                                   "file was truncated, replaced or deleted after its batch was "
                                   "journaled; re-run with overwrite=True")
-        entries = [{"path": f, "n_records": s.n, "n_tokens": s.t,
-                    "bytes": (directory / f).stat().st_size}
-                   for f, s in self._entries(files, shards)]
+        entries = [{"path": f, "n_records": fn, "n_tokens": ft,
+                    "bytes": (directory / f).stat().st_size} for f, fn, ft in counted]
         manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
                     "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
                     "files": files, "shards": entries, **extra}
@@ -315,10 +314,12 @@ class Store:
         with atomic_write(directory / MANIFEST, "w") as fh:
             json.dump(manifest, fh, indent=1)
 
-    def _entries(self, files, shards):
-        """``(file, shard)`` pairs: one per file (a store joining its files into one shard
-        counts per file itself)."""
-        return zip(files, shards)
+    def count_files(self, directory: Path, files: list[str], header: dict):
+        """``(file, records, tokens)`` of each file, read back one at a time through the
+        store's reader (so damage is found; a store may count more cheaply)."""
+        for f in files:
+            s = self.read_file(Path(directory) / f, header)
+            yield f, s.n, s.t
 
 
 def _digest(manifest: dict) -> str:
@@ -373,13 +374,16 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
             raise GtokFormatError(f"{p}: {p.stat().st_size} bytes, the manifest says {e['bytes']}: "
                                   "truncated or replaced after it was written; re-create it")
         paths.append(p)
-    s = store()
     shards = store.read_output(Path(directory), paths, header)
-    for (f, sh), e in zip(s._entries([e["path"] for e in entries], shards), entries):
-        if (sh.n, sh.t) != (e["n_records"], e["n_tokens"]):
-            raise GtokFormatError(f"{Path(directory) / f}: {sh.n} records and {sh.t} tokens, the "
-                                  f"manifest says {e['n_records']} and {e['n_tokens']}: replaced "
-                                  "after it was written; re-create it")
+    got = [(p, sh.n, sh.t) for p, sh in zip(paths, shards)]
+    want = [(e["n_records"], e["n_tokens"]) for e in entries]
+    if len(shards) != len(entries):  # files joined into one shard (a file per record)
+        got = [(Path(directory), sum(g[1] for g in got), sum(g[2] for g in got))]
+        want = [(sum(w[0] for w in want), sum(w[1] for w in want))]
+    for (p, n, t), (wn, wt) in zip(got, want):
+        if (n, t) != (wn, wt):
+            raise GtokFormatError(f"{p}: {n} records and {t} tokens, the manifest says {wn} and "
+                                  f"{wt}: replaced after it was written; re-create it")
     for sh in shards:
         if sh.header["fingerprint"] != header["fingerprint"]:
             raise GtokFormatError(f"{sh.path}: tokenized with another universe than {mpath} says")
