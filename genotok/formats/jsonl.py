@@ -78,7 +78,7 @@ class JsonlStore(ShardedStore):
             for c in self.columns:
                 col = meta.get(c)
                 rec[c] = None if col is None else col[i]
-            lines.append(json.dumps(rec, allow_nan=False))
+            lines.append(json.dumps(rec))
         self._writer.write(("\n".join(lines) + "\n").encode())
 
     def _close_writer(self) -> None:
