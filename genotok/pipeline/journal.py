@@ -33,8 +33,10 @@ LOCK = ".genotok.lock"
 #: ``.tmp``) for the names a run writes; a killed run leaves them, the next run removes them
 _TEMP = re.compile(r"\.(?:journal\.json|manifest\.json"
                    r"|\.?shard-\d{5,}\.gtokc(?:\.[a-z0-9_]{8}\.tmp)?"  # a staged shard (batch.py)
-                   r"|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))"
-                   r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)\.[a-z0-9_]{8}\.tmp")
+                   r"|shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.[a-z0-9][a-z0-9.]*)"
+                   r"|[A-Za-z0-9_%-][A-Za-z0-9_%.@-]*\.gtok)"
+                   # the sink's temporary name, or a corpus writer's (``.writing-HOST-PID-….tmp``)
+                   r"\.(?:[a-z0-9_]{8}|writing-[A-Za-z0-9_.-]+)\.tmp")
 
 
 @contextlib.contextmanager
@@ -104,7 +106,8 @@ def _holder(path: Path) -> str:
 def clean_temp_files(out: Path) -> list[str]:
     """Remove the temporary files a killed run left in ``out``: only names that our own
     writers make (``.journal.json.XXXXXXXX.tmp``, ``.shard-00003.gtokc.XXXXXXXX.tmp`` and the
-    sink's temporary file of it, ``..shard-00003.gtokc.XXXXXXXX.tmp.XXXXXXXX.tmp``,
+    sink's temporary file of it, ``..shard-00003.gtokc.XXXXXXXX.tmp.XXXXXXXX.tmp`` or
+    ``..shard-00003.gtokc.XXXXXXXX.tmp.writing-HOST-PID-XXXXXXXX.tmp``,
     ``.NAME.gtok.XXXXXXXX.tmp``, ``.manifest.json.XXXXXXXX.tmp``), never anything else.
     Called with the directory's lock held, so no live run owns them.
 
@@ -212,8 +215,9 @@ def load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
     return journal
 
 
-#: the parts a run writes: corpus shards, Parquet / Arrow shards (see genotok.formats.stores)
-_SHARD = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.(?:parquet|arrow))")
+#: the parts a run writes: corpus shards, the numbered files of any other store (Parquet,
+#: Arrow, JSON Lines, a plugin's: ``shard-00000-000.SUFFIX``, see genotok.formats.store)
+_SHARD = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.[a-z0-9][a-z0-9.]*)")
 
 
 def _journaled_files(out: Path) -> set[str]:
