@@ -70,8 +70,10 @@ def test_bad_specs_say_what_is_wrong():
         CellSpec(cell_filter=1)
     with pytest.raises(ParameterError, match="order='var' .* cannot be unique=True"):
         CellSpec(order="var", unique=True)
-    with pytest.raises(ParameterError, match="out of place"):
-        CellSpec(encoding=(Bins(5), Normalize()))
+    with pytest.raises(ParameterError, match="needs its medians given as an array"):
+        CellSpec(encoding=(Bins(5), RankByMedian()))
+    with pytest.raises(ParameterError, match="Normalize.total=.... reads each cell's total"):
+        CellSpec(encoding=(Log1p(), Normalize(total="n_counts")))
     with pytest.raises(ParameterError, match="unknown field"):
         CellSpec.from_json('{"rank": "median"}')
     with pytest.raises(ParameterError, match="unknown value encoding 'clip'"):
@@ -191,8 +193,8 @@ def test_a_new_encoding_is_one_class_and_one_registry_line(monkeypatch):
         top: float = 2.0
         name: ClassVar[str] = "clip"
 
-        def encode(self, indptr, indices, data, n_cols):
-            return np.minimum(data, self.top)
+        def encode(self, chunk):
+            return np.minimum(chunk.data, self.top)
 
     monkeypatch.setitem(S.ENCODINGS, Clip.name, Clip)
     spec = CellSpec(encoding=(Normalize(10.0), Clip(3.0)), values=True)
