@@ -363,18 +363,27 @@ def _extra_encoder(steps, encode, n_cols: int, where: str):
         if encode is not None:
             ch = encode(ch)
         ch = ch.rebased()
-        ch = Chunk(ch.row0, ch.indptr, ch.indices, np.asarray(ch.data, np.float64), n_cols)
-        for step in steps:
-            data = np.asarray(step.encode(ch))
-            if data.shape != ch.data.shape or data.dtype.kind not in "biuf":
+        ptr, idx = _read_only(ch.indptr), _read_only(ch.indices)
+        data = np.asarray(ch.data, np.float64)
+        for step in steps:  # each sees read-only arrays: the input's own may be among them
+            new = np.asarray(step.encode(Chunk(ch.row0, ptr, idx, _read_only(data), n_cols)))
+            if new.shape != data.shape or new.dtype.kind not in "biuf":
                 raise AnnDataError(f"{where}: the value encoding {step.name!r} returned "
-                                   f"{data.dtype} values of shape {data.shape} for "
-                                   f"{ch.data.size} stored entries (rows {ch.row0}..); an "
+                                   f"{new.dtype} values of shape {new.shape} for "
+                                   f"{data.size} stored entries (rows {ch.row0}..); an "
                                    "encoding returns one number per stored entry")
-            ch = Chunk(ch.row0, ch.indptr, ch.indices, data.astype(np.float64, copy=False),
-                       n_cols)
-        return ch
+            data = new.astype(np.float64, copy=False)
+        if not data.flags.writeable:  # a step handed its input back: the kernels' own copy
+            data = data.copy()
+        return Chunk(ch.row0, ch.indptr, ch.indices, data, n_cols)
     return run
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A view of ``a`` that cannot be written (an encoding writing its input fails loudly)."""
+    v = np.asarray(a).view()
+    v.flags.writeable = False
+    return v
 
 
 def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
