@@ -401,18 +401,24 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     ----------
     adata
         ``anndata.AnnData`` (in memory or ``backed="r"``) or the path of a ``.h5ad`` file, read
-        in row chunks with h5py (the matrix is never loaded whole).
+        in row chunks with h5py (the matrix is never loaded whole); any input the registry of
+        cell sources reads (:func:`~genotok.open_source`: ``.h5mu``, 10x ``.h5``, a registered
+        format) is opened by its class.
     tokenizer
         A :class:`~genotok.tokenizer.Tokenizer`.
     spec
         A :class:`~genotok.CellSpec`: what a cell becomes (default: ``CellSpec()``).
     read
-        :class:`~genotok.AnnDataOptions`: the layer, where the peaks' regions come from, the
-        chunking and the ids' dtype of an in-memory result.
+        The read options of the input's source: :class:`~genotok.AnnDataOptions` (the layer,
+        where the peaks' regions come from, the chunking and the ids' dtype of an in-memory
+        result) for AnnData inputs.
     out
         A corpus path: the cells are written chunk by chunk (the result is never held whole)
         with ``obs_names`` as record names and ``obs_columns`` as metadata, and the opened
-        :class:`~genotok.Corpus` is returned (its header holds the spec). Without it, a
+        :class:`~genotok.Corpus` is returned (its header holds the spec). A pair
+        ``(directory, format)`` writes any store instead, as ``pretokenize(format=)`` does
+        (``"parquet"``, ``"arrow"``, ``"gtok-dir"``, a registered name or a configured store),
+        and returns it opened (:meth:`~genotok.Corpus.open`). Without it, a
         :class:`~genotok.ragged.Ragged` (with ``values`` when the spec asks): ``.to_list()``
         gives arrays, ``tokenizer.pad(result, padding=True, return_tensors="pt")`` padded
         tensors.

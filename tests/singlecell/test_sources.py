@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from dataclasses import dataclass
+from typing import ClassVar
 
 import anndata
 import numpy as np
@@ -181,3 +183,169 @@ def test_pipeline_kinds_are_the_registry_answer(tmp_path):
     shutil.copy(EX / "fragments.tsv.gz", frag)
     assert input_kind(frag) == "bed"  # a BED suffix decides first: the pipeline's own input
     assert input_kind("x.tsv.bgz") == "fragments" and input_kind("a.narrowPeak") == "bed"
+
+
+# ------------------------------------------------------------------------- the seam's edges
+def test_the_entry_points_are_public_and_cell_source_is_abstract():
+    assert genotok.tokenize_cells is tokenize_cells and genotok.open_source is open_source
+    assert genotok.Chunk is genotok.singlecell.Chunk
+    assert CellSource.has_obs is False  # a source says it has obs
+    with pytest.raises(TypeError, match="abstract"):
+        CellSource()
+
+    class Half(CellSource):
+        kind = "half"
+
+        def features(self):
+            return None
+
+    with pytest.raises(TypeError, match="implements names, open"):
+        register_source(Half)
+
+
+class _NoObs(_NpzCells):
+    """The toy source, whose chunks must not be read before the obs error."""
+
+    kind = "npz-no-obs"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        raise AssertionError("read before the obs columns were refused")
+
+
+def test_a_source_without_obs_refuses_obs_early(tmp_path):
+    p = tmp_path / "a.cells.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1"])
+    tok = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    src = _NoObs.open(p)
+    with pytest.raises(SourceError, match=r"a.cells.npz: a npz-no-obs input has no obs columns "
+                                          r"\(asked: \['batch'\]\)"):
+        tokenize_cells(src, tok, obs_columns=["batch"], out=tmp_path / "c.gtokc")
+    with pytest.raises(SourceError, match="prepend=\\['batch'\\] takes obs columns"):
+        tokenize_cells(src, tok, CellSpec(prepend="batch"))
+    assert not (tmp_path / "c.gtokc").exists()
+
+
+def test_every_entry_point_finds_a_path_through_the_registry(tmp_path, tok):
+    """tokenize_anndata and tokenize_cells open what the registry says (it forced H5adSource
+    on any path that was not an AnnData's: a registered format was an AnnDataError)."""
+    p = tmp_path / "pbmc.cells.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3], [2, 2]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1", "GGG-1"])
+    toy = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    register_source(_NpzCells)
+    try:
+        assert tokenize_anndata(p, toy).to_list() == [[0], [1], [0, 1]]
+        assert tokenize_cells(p, toy).to_list() == [[0], [1], [0, 1]]
+        with pytest.raises(TypeError, match="read must be a ReadOptions"):
+            tokenize_cells(p, toy, read=genotok.FragmentOptions())
+    finally:
+        unregister_source(_NpzCells)
+    frag = EX / "fragments.tsv.gz"
+    names, want = tokenize_fragments(frag, tok)
+    assert tokenize_cells(frag, tok) == want == tokenize_anndata(frag, tok)
+    read = genotok.FragmentOptions(min_fragments=40)
+    few = tokenize_cells(frag, tok, read=read)
+    assert few == tokenize_fragments(frag, tok, read=read)[1] and len(few) < len(names)
+    with pytest.raises(TypeError, match="opened already"):
+        tokenize_cells(open_source(EX / "pbmc.h5ad"), tok, read=genotok.AnnDataOptions())
+
+
+@pytest.mark.parametrize("read", [
+    genotok.AnnDataOptions(), genotok.AnnDataOptions(layer="counts", region_columns=["c", "s", "e"],
+                                                     dtype=np.uint32, chunk_rows=7, raw=True),
+    genotok.FragmentOptions(), genotok.FragmentOptions(
+        barcodes=["A-1", b"B-1"], min_fragments=0, mode="insertion", shift=[4, -5],
+        regions=["chr1", "chr2:0-100"], fragment_size=(10, None)),
+    genotok.FragmentOptions(barcodes=EX / "fragments.tsv.gz"), genotok.ReadOptions()])
+def test_read_options_round_trip_their_json(read):
+    import json
+
+    from genotok.singlecell.reading import read_options_from_json
+
+    d = json.loads(json.dumps(read.to_json(), allow_nan=False))
+    assert read_options_from_json(d) == read and type(read).from_json(d) == read
+
+
+def test_read_options_refuse_unknown_json():
+    from genotok.params import ParameterError
+    from genotok.singlecell.reading import read_options_from_json
+
+    with pytest.raises(ParameterError, match="unknown read options 'zarr'"):
+        read_options_from_json({"name": "zarr"})
+    with pytest.raises(ParameterError, match=r"AnnDataOptions: unknown field\(s\) \['lyer'\]"):
+        read_options_from_json({"name": "anndata", "lyer": "x"})
+
+
+@dataclass(frozen=True)
+class _NpzOptions(genotok.ReadOptions):
+    """The toy's read options: which array holds the matrix."""
+
+    key: str = "X"
+    name: ClassVar[str] = "npz-cells"
+
+
+class _NpzWithOptions(_NpzCells):
+    kind, suffixes, options = "npz-opts", (".opts.npz",), _NpzOptions
+
+    @classmethod
+    def open(cls, path, read=None, **context):
+        read = cls.read_options(read)
+        f = np.load(path)
+        src = cls(path)
+        src.read = read
+        src.matrix = memory_matrix(f[read.key], src.where)
+        src.n_rows, src.n_cols = src.matrix.n_rows, src.matrix.n_cols
+        return src
+
+
+def test_any_source_options_go_into_the_run_and_its_plan(tmp_path):
+    """RunOptions.read takes any source's options (one per kind): each input is read with its
+    class's, and the plan records them by name (no field listed by hand)."""
+    from genotok.pipeline.plan import read_json
+
+    p = tmp_path / "a.opts.npz"
+    np.savez(p, X=np.array([[1, 0]]), Y=np.array([[0, 5]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1"])
+    tok = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    register_source(_NpzWithOptions)
+    try:
+        read = (_NpzOptions(key="Y"), genotok.FragmentOptions(min_fragments=40))
+        frag = EX / "fragments.tsv.gz"
+        run = genotok.pretokenize([p, frag], tok, tmp_path / "c", progress=False,
+                                  options=genotok.RunOptions(read=read))
+        corpus = genotok.Corpus.open(run.out)
+        want = tokenize_fragments(frag, tok, read=read[1])[0]
+        assert list(corpus[0]) == [1] and corpus.names[1:] == want  # Y, and the 40+ cells
+        assert read_json(read) == [{"name": "npz-cells", "key": "Y"},
+                                   genotok.FragmentOptions(min_fragments=40).to_json()]
+        with pytest.raises(genotok.pipeline.PipelineError, match="(?i)read|plan"):
+            genotok.pretokenize([p, frag], tok, tmp_path / "c", progress=False,
+                                options=genotok.RunOptions(read=read[:1]))
+    finally:
+        unregister_source(_NpzWithOptions)
+    from genotok.params import ParameterError
+    with pytest.raises(ParameterError, match="two FragmentOptions"):
+        genotok.RunOptions(read=[genotok.FragmentOptions(), genotok.FragmentOptions()])
+
+
+def test_a_source_plugin_is_found_by_python_and_the_registry(tmp_path, monkeypatch):
+    """A distribution declaring a genotok.sources entry point, on sys.path, is registered when
+    the registry is first read."""
+    from genotok import _plugins
+
+    dist = tmp_path / "toysrc-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toysrc\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[genotok.sources]\nnpz = toysrc_mod:NpzPlugin\n")
+    (tmp_path / "toysrc_mod.py").write_text(
+        "from tests.singlecell.test_sources import _NpzCells\n"
+        "class NpzPlugin(_NpzCells):\n    kind, suffixes = 'npz-plugin', ('.plug.npz',)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _plugins.reset("genotok.sources")
+    try:
+        assert source_class("x.plug.npz").kind == "npz-plugin"
+    finally:
+        sources.SOURCES[:] = [c for c in sources.SOURCES if c.kind != "npz-plugin"]
+        _plugins.reset("genotok.sources")
