@@ -355,6 +355,9 @@ class CellSource(abc.ABC):
     @classmethod
     def read_options(cls, read) -> ReadOptions:
         """``read`` checked to be this class's :attr:`options` (``None``: their defaults)."""
+        if cls.options is ReadOptions and read is not None and type(read) is not ReadOptions:
+            raise TypeError(f"{cls.__name__} ({cls.kind} inputs) takes no read options; got "
+                            f"read={type(read).__name__}(...)")
         return _checked(read, cls.options, cls.__name__)
 
     # ----- what the driver asks
@@ -581,7 +584,7 @@ def open_source(obj, read=None, **context) -> CellSource:
             raise SourceError(f"{path}: {why}; the cell sources read {known}")
         raise SourceError(f"a {type(obj).__name__} is not a cell input; the cell sources read "
                           f"{known} (an AnnData, or a file path)")
-    return cls.open(obj, read, **context)
+    return cls.open(obj, cls.read_options(read), **context)
 
 
 class _AnnDataBase(CellSource):

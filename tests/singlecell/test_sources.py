@@ -237,7 +237,8 @@ def test_every_entry_point_finds_a_path_through_the_registry(tmp_path, tok):
     try:
         assert tokenize_anndata(p, toy).to_list() == [[0], [1], [0, 1]]
         assert tokenize_cells(p, toy).to_list() == [[0], [1], [0, 1]]
-        with pytest.raises(TypeError, match="read must be a ReadOptions"):
+        with pytest.raises(TypeError, match=r"_NpzCells \(npz-cells inputs\) takes no read "
+                                            r"options; got read=FragmentOptions"):
             tokenize_cells(p, toy, read=genotok.FragmentOptions())
     finally:
         unregister_source(_NpzCells)
@@ -299,6 +300,7 @@ class _NpzWithOptions(_NpzCells):
         return src
 
 
+@pytest.mark.filterwarnings("ignore:.*hit no region of the universe")
 def test_any_source_options_go_into_the_run_and_its_plan(tmp_path):
     """RunOptions.read takes any source's options (one per kind): each input is read with its
     class's, and the plan records them by name (no field listed by hand)."""
@@ -319,7 +321,8 @@ def test_any_source_options_go_into_the_run_and_its_plan(tmp_path):
         assert list(corpus[0]) == [1] and corpus.names[1:] == want  # Y, and the 40+ cells
         assert read_json(read) == [{"name": "npz-cells", "key": "Y"},
                                    genotok.FragmentOptions(min_fragments=40).to_json()]
-        with pytest.raises(genotok.pipeline.PipelineError, match="(?i)read|plan"):
+        with pytest.raises(genotok.pipeline.PipelineError, match="holds a run with other inputs "
+                                                                 "or settings"):
             genotok.pretokenize([p, frag], tok, tmp_path / "c", progress=False,
                                 options=genotok.RunOptions(read=read[:1]))
     finally:
@@ -329,23 +332,85 @@ def test_any_source_options_go_into_the_run_and_its_plan(tmp_path):
         genotok.RunOptions(read=[genotok.FragmentOptions(), genotok.FragmentOptions()])
 
 
-def test_a_source_plugin_is_found_by_python_and_the_registry(tmp_path, monkeypatch):
-    """A distribution declaring a genotok.sources entry point, on sys.path, is registered when
-    the registry is first read."""
-    from genotok import _plugins
+PLUGIN = """
+import numpy as np
+import pandas as pd
+from dataclasses import dataclass
+from typing import ClassVar
 
-    dist = tmp_path / "toysrc-0.1.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toysrc\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[genotok.sources]\nnpz = toysrc_mod:NpzPlugin\n")
-    (tmp_path / "toysrc_mod.py").write_text(
-        "from tests.singlecell.test_sources import _NpzCells\n"
-        "class NpzPlugin(_NpzCells):\n    kind, suffixes = 'npz-plugin', ('.plug.npz',)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    _plugins.reset("genotok.sources")
+from genotok import SourceError
+from genotok.singlecell import CellSource, Encoding, memory_matrix
+
+
+class NpzPlugin(CellSource):
+    kind, suffixes = "npz-plugin", (".plug.npz",)
+
+    @classmethod
+    def open(cls, path, read=None, **context):
+        src = cls()
+        try:
+            with open(path, "rb") as fh:  # numpy leaves its own handle open on a bad zip
+                f = dict(np.load(fh))
+        except Exception as exc:  # a damaged file is an error naming it (check_source)
+            raise SourceError(f"{path}: not a readable .npz ({exc})") from None
+        src.read, src.path = cls.read_options(read), str(path)
+        src.where = src.path
+        src.matrix = memory_matrix(f["X"], src.where)
+        src.n_rows, src.n_cols = src.matrix.n_rows, src.matrix.n_cols
+        src.peaks, src.cells = [str(p) for p in f["peaks"]], [str(c) for c in f["cells"]]
+        return src
+
+    def features(self):
+        return pd.DataFrame(index=self.peaks)
+
+    def names(self):
+        return self.cells
+
+
+@dataclass(frozen=True)
+class Double(Encoding):
+    name: ClassVar[str] = "double"
+
+    def encode(self, chunk):
+        return chunk.data * 2.0
+"""
+
+
+def test_source_and_encoding_plugins_are_found_by_python_and_the_cli(tmp_path):
+    """A distribution declaring genotok.sources and genotok.encodings entry points, on the
+    path: Python's registries and the CLI's pretokenize both see them."""
+    import subprocess
+    import sys
+
+    from genotok.singlecell import spec as S
+    from genotok.testing import check_encoding, check_source
+    from tests._plugin_dist import cli_env, on_sys_path, plugin_dist
+
+    site = plugin_dist(tmp_path, "genotok-npz", {"genotok.sources": {"npz": "npzdemo:NpzPlugin"},
+                                                 "genotok.encodings": {"double": "npzdemo:Double"}},
+                       {"npzdemo.py": PLUGIN})
+    p = tmp_path / "a.plug.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1"])
+    toy = Tokenizer(["chr1:0-150", "chr1:900-1000"])
     try:
-        assert source_class("x.plug.npz").kind == "npz-plugin"
+        with on_sys_path(site, "genotok.sources", "genotok.encodings"):
+            assert source_class(p).kind == "npz-plugin" and input_kind(p) == "npz-plugin"
+            spec = CellSpec.from_json('{"encoding": [{"name": "double"}], "values": true}')
+            rows = tokenize_cells(p, toy, spec)
+            assert rows.to_list() == [[0], [1]] and rows.values.tolist() == [2.0, 6.0]
+            check_source(source_class(p), p)
+            check_encoding(S.encodings()["double"])
     finally:
         sources.SOURCES[:] = [c for c in sources.SOURCES if c.kind != "npz-plugin"]
-        _plugins.reset("genotok.sources")
+        S.ENCODINGS.pop("double", None)
+    assert source_class(p) is None
+    (tmp_path / "u.bed").write_text("chr1\t0\t150\nchr1\t900\t1000\n")
+    (tmp_path / "cells.toml").write_text('values = true\n[[encoding]]\nname = "double"\n')
+    run = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--universe",
+                          str(tmp_path / "u.bed"), "--out", str(tmp_path / "c"), "-q",
+                          "--cells", str(tmp_path / "cells.toml"), str(p)],
+                         env=cli_env(site), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    corpus = genotok.Corpus.open(tmp_path / "c")
+    assert corpus.names == ["AAA-1", "CCC-1"] and [list(x) for x in corpus] == [[0], [1]]
