@@ -216,12 +216,13 @@ def _cell_spec(args):
 
 def _read_options(args):
     """The run's read options: each ``--read JSON`` (any source's options by name, read by
-    :func:`~genotok.singlecell.reading.read_options_from_json`) and ``--modality``/``--raw``/
+    :func:`~genotok.singlecell.sources.read_options_from_json`) and ``--modality``/``--raw``/
     ``--layer`` as ``AnnDataOptions``; ``None``: none given, every input read with its
     defaults."""
     import json
 
-    from ..singlecell.reading import AnnDataOptions, read_options_from_json
+    from ..singlecell.reading import AnnDataOptions
+    from ..singlecell.sources import read_options_from_json
 
     given = []
     for text in args.read or ():

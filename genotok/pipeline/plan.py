@@ -105,7 +105,7 @@ def read_tuple(read) -> tuple:
 def read_json(read) -> dict | list | None:
     """The run's read options as the plan keeps them (a resumed run must read alike): each
     :meth:`~genotok.ReadOptions.to_json` (a list for a tuple), read back by
-    :func:`~genotok.singlecell.reading.read_options_from_json`.
+    :func:`~genotok.singlecell.sources.read_options_from_json`.
 
     Examples
     --------

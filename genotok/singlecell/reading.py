@@ -6,8 +6,9 @@ matrix's regions come from, which layer, chunking, the ids' dtype of an in-memor
 :class:`FragmentOptions` (which cells of a fragment file, how a fragment hits a region). A
 source names its class (``CellSource.options``) and keeps the options as ``read``; the options
 serialise themselves (:meth:`ReadOptions.to_json`, read back by name with
-:func:`read_options_from_json`), which is how a ``pretokenize`` run's plan records how its
-inputs were read. Registering a source registers its options class (:data:`READ_OPTIONS`).
+:func:`~genotok.singlecell.sources.read_options_from_json`), which is how a ``pretokenize``
+run's plan records how its inputs were read. Registering a source registers its options class
+(:data:`READ_OPTIONS`).
 
 Examples
 --------
@@ -59,7 +60,7 @@ class ReadOptions:
     --------
     >>> ReadOptions().to_json()
     {'name': 'none'}
-    >>> read_options_from_json(AnnDataOptions(layer="counts").to_json()).layer
+    >>> AnnDataOptions.from_json(AnnDataOptions(layer="counts").to_json()).layer
     'counts'
     """
 
@@ -90,6 +91,25 @@ class ReadOptions:
 READ_OPTIONS: dict[str, type[ReadOptions]] = {ReadOptions.name: ReadOptions}
 
 
+def registrable(cls, base: type, key: str, what: str) -> None:
+    """Refuse to register ``cls`` unless it is a concrete subclass of ``base`` naming itself
+    by ``key`` (a registry's one check: sources, encodings, read options).
+
+    >>> registrable(dict, ReadOptions, "name", "read options")
+    Traceback (most recent call last):
+    ...
+    TypeError: a read options class derives from ReadOptions, got <class 'dict'>
+    """
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"a {what} class derives from {base.__name__}, got {cls!r}")
+    if not getattr(cls, key):
+        raise TypeError(f"{cls.__name__}: a {what} class names its {key} ({key} = '...')")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise TypeError(f"{cls.__name__}: a {what} class implements {', '.join(missing)} "
+                        f"(see genotok.{base.__name__})")
+
+
 def register_read_options(cls: type[ReadOptions]) -> type[ReadOptions]:
     """Add a :class:`ReadOptions` subclass to :data:`READ_OPTIONS` (``register_source`` does it
     for a source's ``options``); another class of the same name is refused.
@@ -97,31 +117,13 @@ def register_read_options(cls: type[ReadOptions]) -> type[ReadOptions]:
     >>> register_read_options(AnnDataOptions) is AnnDataOptions
     True
     """
-    if not (isinstance(cls, type) and issubclass(cls, ReadOptions)):
-        raise TypeError(f"read options derive from genotok.ReadOptions, got {cls!r}")
-    if not cls.name:
-        raise TypeError(f"{cls.__name__}: read options name themselves (name = '...')")
+    registrable(cls, ReadOptions, "name", "read options")
     other = READ_OPTIONS.get(cls.name)
     if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
         raise TypeError(f"{cls.__name__}: the read options name {cls.name!r} is taken by "
                         f"{other.__module__}.{other.__qualname__}")
     READ_OPTIONS[cls.name] = cls
     return cls
-
-
-def read_options_from_json(d: dict) -> ReadOptions:
-    """The options of a :meth:`ReadOptions.to_json` dict, by its ``name``.
-
-    >>> read_options_from_json({"name": "fragments", "min_fragments": 3}).min_fragments
-    3
-    """
-    from . import sources
-
-    sources.registry()  # the plugins' sources, and so their options classes
-    name = d.get("name") if isinstance(d, dict) else None
-    if name not in READ_OPTIONS:
-        raise ParameterError(f"unknown read options {name!r}; known: {sorted(READ_OPTIONS)}")
-    return READ_OPTIONS[name].from_json(d)
 
 
 @dataclass(frozen=True)
@@ -274,4 +276,4 @@ for _cls in (AnnDataOptions, FragmentOptions):
     register_read_options(_cls)
 
 __all__ = ["AnnDataOptions", "FragmentOptions", "READ_OPTIONS", "ReadOptions",
-           "read_options_from_json", "register_read_options"]
+           "register_read_options", "registrable"]

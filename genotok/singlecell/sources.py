@@ -32,7 +32,9 @@ import numpy as np
 from ..errors import AnnDataError, SourceError
 from .. import _plugins
 from .chunks import Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
-from .reading import AnnDataOptions, ReadOptions, _checked, register_read_options
+from ..params import ParameterError
+from .reading import (READ_OPTIONS, AnnDataOptions, ReadOptions, _checked,
+                      register_read_options, registrable)
 
 
 # ---------------------------------------------------------------------------------- var → regions
@@ -485,17 +487,23 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
     'toy'
     >>> unregister_source(Toy)
     """
-    if not (isinstance(source, type) and issubclass(source, CellSource)):
-        raise TypeError(f"register_source takes a CellSource subclass, got {source!r}")
-    if not source.kind:
-        raise TypeError(f"{source.__name__}: a cell source names its kind (kind = '...')")
-    missing = sorted(getattr(source, "__abstractmethods__", ()))
-    if missing:
-        raise TypeError(f"{source.__name__}: a cell source implements {', '.join(missing)} "
-                        "(see genotok.CellSource)")
+    registrable(source, CellSource, "kind", "cell source")
     register_read_options(source.options)
     SOURCES[:] = [c for c in SOURCES if c.__name__ != source.__name__] + [source]
     return source
+
+
+def read_options_from_json(d: dict) -> ReadOptions:
+    """The options of a :meth:`ReadOptions.to_json` dict, by its ``name``.
+
+    >>> read_options_from_json({"name": "fragments", "min_fragments": 3}).min_fragments
+    3
+    """
+    registry()  # the plugins' sources, and so their options classes
+    name = d.get("name") if isinstance(d, dict) else None
+    if name not in READ_OPTIONS:
+        raise ParameterError(f"unknown read options {name!r}; known: {sorted(READ_OPTIONS)}")
+    return READ_OPTIONS[name].from_json(d)
 
 
 def unregister_source(source: type[CellSource]) -> None:
@@ -654,5 +662,6 @@ register_source(AnnDataSource)  # H5adSource and the HDF5 containers: .container
 
 
 __all__ = ["AnnDataSource", "CellSource", "Chunk", "SOURCES", "memory_matrix", "obs_names",
-           "open_source", "register_source", "registry", "source_class", "suffixes",
+           "open_source", "read_options_from_json", "register_source", "registry",
+           "source_class", "suffixes",
            "unregister_source", "var_names"]

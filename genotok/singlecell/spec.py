@@ -116,13 +116,9 @@ def register_encoding(cls: type[Encoding]) -> type[Encoding]:
     >>> register_encoding(Log1p) is Log1p
     True
     """
-    if not (isinstance(cls, type) and issubclass(cls, Encoding)):
-        raise TypeError(f"register_encoding takes an Encoding subclass, got {cls!r}")
-    if not cls.name:
-        raise TypeError(f"{cls.__name__}: a value encoding names itself (name = '...')")
-    missing = sorted(getattr(cls, "__abstractmethods__", ()))
-    if missing:
-        raise TypeError(f"{cls.__name__}: a value encoding implements {', '.join(missing)}")
+    from .reading import registrable
+
+    registrable(cls, Encoding, "name", "value encoding")
     ENCODINGS[cls.name] = cls
     return cls
 

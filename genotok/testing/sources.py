@@ -111,8 +111,8 @@ def check_source(source_class, example, **context) -> None:
 def _check_declaration(cls) -> None:
     import inspect
 
-    from ..singlecell.reading import ReadOptions, read_options_from_json
-    from ..singlecell.sources import CellSource
+    from ..singlecell.reading import ReadOptions
+    from ..singlecell.sources import CellSource, read_options_from_json
 
     if not (isinstance(cls, type) and issubclass(cls, CellSource)) or inspect.isabstract(cls):
         raise AssertionError(f"check_source: {cls!r} is not a concrete genotok.CellSource "

@@ -92,7 +92,7 @@ def test_open_source_names_what_no_source_reads(tmp_path):
 
 
 def test_register_source_refuses_what_is_not_a_source():
-    with pytest.raises(TypeError, match="CellSource subclass"):
+    with pytest.raises(TypeError, match="a cell source class derives from CellSource"):
         register_source(dict)
 
     class Nameless(CellSource):
@@ -199,7 +199,7 @@ def test_the_entry_points_are_public_and_cell_source_is_abstract():
         def features(self):
             return None
 
-    with pytest.raises(TypeError, match="implements names, open"):
+    with pytest.raises(TypeError, match="Half: a cell source class implements names, open"):
         register_source(Half)
 
 
@@ -262,7 +262,7 @@ def test_every_entry_point_finds_a_path_through_the_registry(tmp_path, tok):
 def test_read_options_round_trip_their_json(read):
     import json
 
-    from genotok.singlecell.reading import read_options_from_json
+    from genotok.singlecell.sources import read_options_from_json
 
     d = json.loads(json.dumps(read.to_json(), allow_nan=False))
     assert read_options_from_json(d) == read and type(read).from_json(d) == read
@@ -270,7 +270,7 @@ def test_read_options_round_trip_their_json(read):
 
 def test_read_options_refuse_unknown_json():
     from genotok.params import ParameterError
-    from genotok.singlecell.reading import read_options_from_json
+    from genotok.singlecell.sources import read_options_from_json
 
     with pytest.raises(ParameterError, match="unknown read options 'zarr'"):
         read_options_from_json({"name": "zarr"})
