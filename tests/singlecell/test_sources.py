@@ -453,3 +453,23 @@ def test_a_failed_store_output_leaves_nothing(tmp_path, tok):
         tokenize_anndata(bad, tok, out=3)
     with pytest.raises(genotok.params.ParameterError, match="format must be one of"):
         tokenize_anndata(bad, tok, out=(tmp_path / "x", "csv"))
+
+
+def test_the_cli_reads_any_source_options_as_json(tmp_path, tok, capsys):
+    from genotok.cli.main import main
+
+    frag = EX / "fragments.tsv.gz"
+    read = genotok.FragmentOptions(min_fragments=40)
+    base = ["pretokenize", "-q", "--universe", str(EX / "universe.bed"), "--out"]
+    assert main(base + [str(tmp_path / "c"), "--read", '{"name": "fragments", '
+                        '"min_fragments": 40}', str(frag)]) == 0
+    names, rows = tokenize_fragments(frag, tok, read=read)
+    corpus = genotok.Corpus.open(tmp_path / "c")
+    assert corpus.names == names and [list(x) for x in corpus] == rows.to_list()
+    assert main(base + [str(tmp_path / "d"), "--read", "{min", str(frag)]) == 2
+    assert "is not JSON" in capsys.readouterr().err
+    assert main(base + [str(tmp_path / "d"), "--read", '{"name": "zarr"}', str(frag)]) == 2
+    assert "unknown read options 'zarr'" in capsys.readouterr().err
+    assert main(base + [str(tmp_path / "d"), "--layer", "x", "--read",
+                        '{"name": "anndata", "raw": true}', str(frag)]) == 2
+    assert "both set the AnnData options" in capsys.readouterr().err
