@@ -218,13 +218,33 @@ def _cell_spec(args):
 
 
 def _read_options(args):
-    """``--modality``/``--raw``/``--layer`` as the run's ``AnnDataOptions`` (``None``: none
-    given, every input read with its defaults)."""
-    from ..singlecell.reading import AnnDataOptions
+    """The run's read options: each ``--read JSON`` (any source's options by name, read by
+    :func:`~genotok.singlecell.sources.read_options_from_json`) and ``--modality``/``--raw``/
+    ``--layer`` as ``AnnDataOptions``; ``None``: none given, every input read with its
+    defaults."""
+    import json
 
-    if args.modality is None and not args.raw and args.layer is None:
+    from ..params import ParameterError
+    from ..singlecell.reading import AnnDataOptions
+    from ..singlecell.sources import read_options_from_json
+
+    given = []
+    for text in args.read or ():
+        try:
+            given.append(read_options_from_json(json.loads(text)))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--read {text!r} is not JSON ({exc.msg}); write it as "
+                             '\'{"name": "fragments", "min_fragments": 10}\'') from None
+        except (ParameterError, TypeError) as exc:
+            raise UsageError(f"--read {text!r}: {exc}") from None
+    if args.modality is not None or args.raw or args.layer is not None:
+        if any(isinstance(r, AnnDataOptions) for r in given):
+            raise UsageError("--modality/--raw/--layer and --read '{\"name\": \"anndata\", "
+                             "...}' both set the AnnData options; give one of them")
+        given.append(AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer))
+    if not given:
         return None
-    return AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer)
+    return given[0] if len(given) == 1 else tuple(given)
 
 
 def cmd_pretokenize(args) -> int:

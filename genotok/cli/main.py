@@ -343,12 +343,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
                    help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
                         "xxhash is installed) or sha256 (the default without it)")
-    r = t.add_argument_group("how the .h5ad / .h5mu / 10x .h5 inputs are read (AnnDataOptions)")
+    r = t.add_argument_group("how the cell inputs are read (AnnDataOptions, FragmentOptions, …)")
     r.add_argument("--modality", metavar="NAME", help="the .h5mu modality (mod/NAME; default "
                    "atac, else the only one whose features are regions)")
     r.add_argument("--raw", action="store_true", help="read raw/X and raw/var instead of X "
                    "and var")
     r.add_argument("--layer", metavar="NAME", help="read layers/NAME instead of X")
+    r.add_argument("--read", action="append", metavar="JSON",
+                   help="any cell source's read options as JSON, by name: "
+                        "'{\"name\": \"fragments\", \"min_fragments\": 10}' (repeat it, one "
+                        "per kind of input)")
     cell_spec_args(t)
     gene_args(t)
 
