@@ -26,6 +26,7 @@ from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOptions, Log1p,
                          Normalize, QuantileBins, RankByMedian, register_source)
+from .singlecell import MtxOptions, SomaOptions, ZarrOptions
 from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
 from .singlecell.conditions import condition_tokens
 from .singlecell.matrix import fragment_matrix
@@ -47,4 +48,5 @@ __all__ = [
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
     "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
+    "MtxOptions", "SomaOptions", "ZarrOptions",
 ]

@@ -452,10 +452,12 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     spec, read = _check_call("tokenize_anndata", "adata", adata, tokenizer, spec, read,
                              reading.AnnDataOptions)
     check("memory_mb", memory_mb, MEMORY_MB, "tokenize_anndata")  # before the file is opened
-    cls = source_class(adata)  # a path: .h5ad, or a registered container of its kind
-    if not (isinstance(cls, type) and issubclass(cls, (AnnDataSource, H5adSource))):
+    cls = source_class(adata)  # a path: .h5ad, or a registered container read as AnnData
+    if not (isinstance(cls, type) and issubclass(cls, CellSource)
+            and issubclass(cls.options, reading.AnnDataOptions)):
         cls = AnnDataSource if not _is_path(adata) else H5adSource
-    return tokenize_cells(cls.open(adata, read), tokenizer, spec, out=out, overwrite=overwrite,
+    return tokenize_cells(cls.open(adata, read, tokenizer=tokenizer), tokenizer, spec, out=out,
+                          overwrite=overwrite,
                           obs_columns=obs_columns, memory_mb=memory_mb, n_threads=n_threads,
                           progress=progress)
 
