@@ -25,6 +25,8 @@ EXTRAS = {
     "s3fs": "remote",
     "lightning": "lightning",
     "datasets": "hf",
+    "zarr": "zarr",
+    "tiledbsoma": "soma",
 }
 
 

@@ -219,6 +219,16 @@ def _read_options(args):
     given, every input read with its defaults)."""
     from ..singlecell.reading import AnnDataOptions
 
+    if args.measurement is not None or args.obs_filter is not None:
+        from ..singlecell.soma import SomaOptions
+
+        return SomaOptions(modality=args.modality, raw=args.raw, layer=args.layer,
+                           measurement=args.measurement or "RNA", obs_filter=args.obs_filter)
+    if args.feature_type is not None:
+        from ..singlecell.cellranger import MtxOptions
+
+        return MtxOptions(modality=args.modality, raw=args.raw, layer=args.layer,
+                          feature_type=args.feature_type)
     if args.modality is None and not args.raw and args.layer is None:
         return None
     return AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer)

@@ -308,7 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
                    "atac, else the only one whose features are regions)")
     r.add_argument("--raw", action="store_true", help="read raw/X and raw/var instead of X "
                    "and var")
-    r.add_argument("--layer", metavar="NAME", help="read layers/NAME instead of X")
+    r.add_argument("--layer", metavar="NAME", help="read layers/NAME instead of X (a SOMA "
+                   "experiment: its X layer NAME)")
+    r.add_argument("--measurement", metavar="NAME", help="a SOMA experiment's measurement "
+                   "(default RNA; SomaOptions)")
+    r.add_argument("--obs-filter", metavar="EXPR", help="a SOMA experiment's cells: a "
+                   "tiledbsoma value filter on obs, e.g. \"cell_type == 'B cell'\"")
+    r.add_argument("--feature-type", metavar="TYPE", help="a Cell Ranger matrix folder's "
+                   "features (default: Peaks for a universe, Gene Expression for a vocabulary)")
     cell_spec_args(t)
     gene_args(t)
 

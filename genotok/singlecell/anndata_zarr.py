@@ -188,6 +188,15 @@ def open_zarr(path, storage_options: dict | None = None):
     return root
 
 
+def _read_elem():
+    """anndata's element reader (``anndata.io`` since 0.11, ``anndata.experimental`` before)."""
+    try:
+        from anndata.io import read_elem
+    except ImportError:  # pragma: no cover - anndata < 0.11
+        from anndata.experimental import read_elem
+    return read_elem
+
+
 def is_anndata_zarr(path: str) -> bool:
     """Whether the local directory ``path`` is an AnnData Zarr store (format 2 or 3), told by
     its metadata files, without zarr.
@@ -287,8 +296,8 @@ class ZarrSource(S.CellSource):
 
     def _column(self, key: str, name: str) -> np.ndarray:
         import pandas as pd
-        from anndata.io import read_elem
 
+        read_elem = _read_elem()
         where = f"{self.where}:{self._frame_key(key)}/{name}"
         with _errors(where):
             values = read_elem(self._group(key)[name])
@@ -304,8 +313,8 @@ class ZarrSource(S.CellSource):
     def features(self):
         if self._var is None:
             import pandas as pd
-            from anndata.io import read_elem
 
+            read_elem = _read_elem()
             with _errors(f"{self.where}:{self._frame_key('var')}"):
                 var = read_elem(self._group("var"))
             if not isinstance(var, pd.DataFrame) or len(var) != self.n_cols:
