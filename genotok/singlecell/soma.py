@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -199,8 +200,16 @@ class SomaSource(S.CellSource):
             yield C._Chunk(0, np.zeros(1, np.int64), np.zeros(0, np.int32),
                            np.zeros(0, np.float32))
             return
-        for lo in range(0, self.n_rows, step):
-            yield self._chunk(lo, min(lo + step, self.n_rows))
+        if chunk_rows is None:
+            step = max(1, step // 2)  # two chunks are held: the one read ahead
+        los = range(0, self.n_rows, step)
+        with ThreadPoolExecutor(1, thread_name_prefix="genotok-soma") as pool:
+            ahead = pool.submit(self._chunk, 0, min(step, self.n_rows))
+            for lo in los:  # the next chunk is read (TileDB, GIL released) while this one runs
+                chunk = ahead.result()
+                if lo + step < self.n_rows:
+                    ahead = pool.submit(self._chunk, lo + step, min(lo + 2 * step, self.n_rows))
+                yield chunk
 
     def _chunk(self, lo: int, hi: int) -> C._Chunk:
         import scipy.sparse as sp
@@ -216,17 +225,25 @@ class SomaSource(S.CellSource):
         col = self._positions(self.var_ids, dim1, "soma_dim_1", "a var soma_joinid", lo)
         if data.dtype.kind not in "biuf":
             raise AnnDataError(f"{self.where}: values must be numeric, got dtype {data.dtype}")
-        m = sp.csr_matrix((data, (row, col)), shape=(hi - lo, self.n_cols))  # checked above
-        indices, values = C._clean_dtypes(m.indices, m.data, self.where)
-        return C._Chunk(lo, np.asarray(m.indptr, np.int64), indices, values)
+        n = hi - lo
+        if row.size < 2 or bool(np.all(row[1:] >= row[:-1])):  # row-major: CSR as it comes
+            indptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+            indices, values = col, data
+        else:  # checked above: scipy may index with them
+            m = sp.csr_matrix((data, (row, col)), shape=(n, self.n_cols))
+            indptr, indices, values = np.asarray(m.indptr, np.int64), m.indices, m.data
+        indices, values = C._clean_dtypes(indices, values, self.where)
+        return C._Chunk(lo, indptr, indices, values)
 
     def _positions(self, keys: np.ndarray, found: np.ndarray, name: str, what: str,
                    lo: int) -> np.ndarray:
         """Each of ``found`` as its position in the sorted ``keys``; one not there is an
         AnnDataError (a damaged array, or an index outside the experiment)."""
         found = np.asarray(found, dtype=np.int64)
-        if keys.size and keys[0] == 0 and keys[-1] == keys.size - 1:  # 0..n-1: itself
-            pos, ok = found, (found >= 0) & (found < keys.size)
+        if keys.size and keys[-1] - keys[0] == keys.size - 1:  # a run of joinids: an offset
+            pos = found - keys[0] if keys[0] else found
+            ok = (pos >= 0) & (pos < keys.size)
         else:
             pos = np.minimum(np.searchsorted(keys, found), max(keys.size - 1, 0))
             ok = keys[pos] == found if keys.size else np.zeros(found.size, bool)
