@@ -6,7 +6,8 @@ An experiment holds measurements (``RNA``, ``ATAC``), each with ``X`` layers (``
 measurement's layer (``pip install 'genotok[soma]'``), the cells an ``obs`` value filter keeps
 (tiledbsoma's query syntax: ``"cell_type == 'B cell' and n_counts > 500"``), in
 ``soma_joinid`` order, out of core: the cells are read by row chunks sized to the memory
-budget (from the layer's mean entries per cell), each chunk one coordinate read of the sparse
+budget (from the mean entries per cell of the chunks read so far; the first has
+:data:`FIRST_ROWS` cells), each chunk one coordinate read of the sparse
 array. The ``obs`` columns are the cells' metadata and condition tokens (``obs_id``, as
 ``tiledbsoma.io.from_anndata`` writes the index, names the cells); ``var``'s ``var_id`` names
 the features (a gene vocabulary's ids, or region strings; ``chrom``/``start``/``end`` columns
@@ -46,6 +47,8 @@ from .reading import AnnDataOptions
 
 #: the obs / var columns that name the cells / features (``tiledbsoma.io.from_anndata``'s)
 OBS_ID, VAR_ID, JOINID = "obs_id", "var_id", "soma_joinid"
+#: cells of the first chunk, before the entries per cell are known
+FIRST_ROWS = 2048
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,6 @@ class SomaSource(S.CellSource):
             self.ids = np.sort(_column(obs_ids.concat(), JOINID).astype(np.int64))
             var = ms.var.read().concat().to_pandas()
             self.n_obs_total = int(self.exp.obs.count)
-            self.entries = int(self.X.nnz)
         var = var.sort_values(JOINID, kind="stable")
         self.var_ids = var[JOINID].to_numpy(np.int64)
         if np.unique(self.var_ids).size != self.var_ids.size:
@@ -177,7 +179,7 @@ class SomaSource(S.CellSource):
         self.var = var.drop(columns=[c for c in (JOINID, VAR_ID) if c in var])
         self.var.index = index.to_numpy(object)
         self.n_rows, self.n_cols = int(self.ids.size), int(len(self.var))
-        self.nnz = self.entries  # an upper bound of the query's entries
+        self.nnz = None  # not known without a pass over the array (TileDB counts it slowly)
         self._obs = None
 
     @classmethod
@@ -189,26 +191,33 @@ class SomaSource(S.CellSource):
         return os.path.isdir(path) and is_experiment(path)
 
     # ----- the matrix
-    def _rows_per_chunk(self, budget: int, per_nnz: int) -> int:
-        mean = self.entries / max(1, self.n_obs_total)
-        return max(1, int(budget // per_nnz // max(mean, 1.0)))
-
     def chunks(self, budget, per_nnz, chunk_rows):
-        step = int(chunk_rows) if chunk_rows is not None else self._rows_per_chunk(budget,
-                                                                                   per_nnz)
         if self.n_rows == 0:
             yield C._Chunk(0, np.zeros(1, np.int64), np.zeros(0, np.int32),
                            np.zeros(0, np.float32))
             return
-        if chunk_rows is None:
-            step = max(1, step // 2)  # two chunks are held: the one read ahead
-        los = range(0, self.n_rows, step)
+        fixed = chunk_rows is not None
+        # two chunks are held (the one read ahead): each gets half the budget
+        entries = max(1, budget // per_nnz // (1 if fixed else 2))
+        seen = [0, 0]  # cells, entries read so far
+
+        def step() -> int:
+            if fixed:
+                return int(chunk_rows)
+            if not seen[0]:
+                return FIRST_ROWS
+            return max(1, int(entries // max(seen[1] / seen[0], 1.0)))
+
         with ThreadPoolExecutor(1, thread_name_prefix="genotok-soma") as pool:
-            ahead = pool.submit(self._chunk, 0, min(step, self.n_rows))
-            for lo in los:  # the next chunk is read (TileDB, GIL released) while this one runs
-                chunk = ahead.result()
-                if lo + step < self.n_rows:
-                    ahead = pool.submit(self._chunk, lo + step, min(lo + 2 * step, self.n_rows))
+            lo, hi = 0, min(step(), self.n_rows)
+            ahead = pool.submit(self._chunk, lo, hi)
+            while lo < self.n_rows:  # the next chunk is read (by TileDB, without the GIL)
+                chunk = ahead.result()  # while the kernels run on this one
+                seen[0] += hi - lo
+                seen[1] += int(chunk.indptr[-1])
+                lo, hi = hi, min(hi + step(), self.n_rows)
+                if lo < self.n_rows:
+                    ahead = pool.submit(self._chunk, lo, hi)
                 yield chunk
 
     def _chunk(self, lo: int, hi: int) -> C._Chunk:
