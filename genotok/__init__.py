@@ -24,10 +24,12 @@ from . import presets
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
-from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOptions, Log1p,
-                         Normalize, QuantileBins, RankByMedian, register_source)
+from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, Chunk, Encoding,
+                         FragmentOptions, Log1p, Normalize, QuantileBins, RankByMedian,
+                         ReadOptions, open_source, register_encoding, register_source)
 from .singlecell import MtxOptions, SomaOptions, ZarrOptions
-from .singlecell import fragment_counts, tokenize_anndata, tokenize_fragments, var_regions
+from .singlecell import (fragment_counts, tokenize_anndata, tokenize_cells, tokenize_fragments,
+                         var_regions)
 from .singlecell.conditions import condition_tokens
 from .singlecell.matrix import fragment_matrix
 from .pipeline.tiles import tile_matrix, tile_tokenizer
@@ -48,5 +50,6 @@ __all__ = [
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
     "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
+    "Chunk", "Encoding", "ReadOptions", "open_source", "register_encoding", "tokenize_cells",
     "MtxOptions", "SomaOptions", "ZarrOptions",
 ]

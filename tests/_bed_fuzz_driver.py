@@ -197,9 +197,11 @@ def fuzz_cells(indptr, indices, data, unique, unknown, values, min_count, order,
     n = min(len(indices), len(data))
     vm = gvar._var_map(CELL_TOK, CELL_VARS, None)
     vm.monotone = vm.monotone and not generic
-    ch = gsrc._Chunk(0, np.array([0, *indptr], np.int64), np.array(indices[:n], np.int32),
-                     np.array(data[:n], np.float32))
-    opt = gcells._options(CELL_TOK, min_count, order, 0, None, "top", unique, unknown, values)
+    from tests._cellspec import kernel_options
+
+    ch = gsrc.Chunk(0, np.array([0, *indptr], np.int64), np.array(indices[:n], np.int32),
+                    np.array(data[:n], np.float32), len(CELL_VARS))
+    opt = kernel_options(CELL_TOK, min_count, order, 0, None, "top", unique, unknown, values)
     try:
         gcells._run_chunk(ch, vm, opt, "X")
     except GenotokError:

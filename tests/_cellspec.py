@@ -18,3 +18,14 @@ def spec_of(*, normalize=None, target_sum=1e4, log1p=False, rank=None, bins=None
     if bins is not None:
         steps.append(Bins(bins))
     return CellSpec(encoding=tuple(steps), **fields)
+
+
+def kernel_options(tokenizer, min_count=None, order="genomic", seed=0, max_tokens=None,
+                   truncate="top", unique=True, unknown=None, values=True):
+    """The cell kernels' options of the CellSpec with these fields (the kernel tests drive
+    ``cells._stream``/``_run_chunk`` directly)."""
+    from genotok.singlecell import cells
+
+    spec = CellSpec(min_count=min_count, order=order, seed=seed, max_length=max_tokens,
+                    truncation=truncate, unique=unique, unknown=unknown, values=values)
+    return cells._kernel_options(tokenizer, spec, order, unique)

@@ -215,23 +215,30 @@ def _cell_spec(args):
 
 
 def _read_options(args):
-    """``--modality``/``--raw``/``--layer`` as the run's ``AnnDataOptions`` (``None``: none
-    given, every input read with its defaults)."""
+    """The run's read options: each ``--read JSON`` (any source's options by name, read by
+    :func:`~genotok.singlecell.sources.read_options_from_json`) and ``--modality``/``--raw``/
+    ``--layer`` as ``AnnDataOptions``; ``None``: none given, every input read with its
+    defaults."""
+    import json
+
     from ..singlecell.reading import AnnDataOptions
+    from ..singlecell.sources import read_options_from_json
 
-    if args.measurement is not None or args.obs_filter is not None:
-        from ..singlecell.soma import SomaOptions
-
-        return SomaOptions(modality=args.modality, raw=args.raw, layer=args.layer,
-                           measurement=args.measurement or "RNA", obs_filter=args.obs_filter)
-    if args.feature_type is not None:
-        from ..singlecell.cellranger import MtxOptions
-
-        return MtxOptions(modality=args.modality, raw=args.raw, layer=args.layer,
-                          feature_type=args.feature_type)
-    if args.modality is None and not args.raw and args.layer is None:
+    given = []
+    for text in args.read or ():
+        try:
+            given.append(read_options_from_json(json.loads(text)))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--read {text!r} is not JSON ({exc.msg}); write it as "
+                             '\'{"name": "fragments", "min_fragments": 10}\'') from None
+    if args.modality is not None or args.raw or args.layer is not None:
+        if any(isinstance(r, AnnDataOptions) for r in given):
+            raise UsageError("--modality/--raw/--layer and --read '{\"name\": \"anndata\", "
+                             "...}' both set the AnnData options; give one of them")
+        given.append(AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer))
+    if not given:
         return None
-    return AnnDataOptions(modality=args.modality, raw=args.raw, layer=args.layer)
+    return given[0] if len(given) == 1 else tuple(given)
 
 
 def cmd_pretokenize(args) -> int:

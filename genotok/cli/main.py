@@ -25,6 +25,7 @@ import warnings
 
 from .._optional import EXTRAS
 from ..errors import GenotokError
+from ..formats.stores import stores
 from . import commands as C
 from .commands import UsageError, cell_flag
 
@@ -286,9 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
              required=True)
     t.add_argument("inputs", nargs="+", help="files, directories, globs or @list.txt")
     threads(t)
-    t.add_argument("--format", choices=("corpus", "gtok-dir", "parquet", "arrow"),
+    t.add_argument("--format", choices=[n for n, c in stores().items() if c.writes_files],
                    default="corpus", help="a corpus (default), one gtars .gtok file per "
-                   "input, or Parquet / Arrow IPC shards (genotok[parquet])")
+                   "input, Parquet / Arrow IPC shards (genotok[parquet]), JSON Lines, or a "
+                   "plugin's store (the registry: genotok.formats.stores.stores())")
     t.add_argument("--validation", type=_float_in(0.0, 1.0), default=0.0, metavar="FRACTION",
                    help="hold out this share of the records (by a hash of their names) as a "
                         "validation split in DIR/validation/ (default 0: none)")
@@ -303,19 +305,16 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--hash", type=_hash_name, default=None, metavar="ALGO",
                    help="input fingerprint in the manifest: xxh3_128 (fast; the default when "
                         "xxhash is installed) or sha256 (the default without it)")
-    r = t.add_argument_group("how the .h5ad / .h5mu / 10x .h5 inputs are read (AnnDataOptions)")
+    r = t.add_argument_group("how the cell inputs are read (AnnDataOptions, FragmentOptions, …)")
     r.add_argument("--modality", metavar="NAME", help="the .h5mu modality (mod/NAME; default "
                    "atac, else the only one whose features are regions)")
     r.add_argument("--raw", action="store_true", help="read raw/X and raw/var instead of X "
                    "and var")
-    r.add_argument("--layer", metavar="NAME", help="read layers/NAME instead of X (a SOMA "
-                   "experiment: its X layer NAME)")
-    r.add_argument("--measurement", metavar="NAME", help="a SOMA experiment's measurement "
-                   "(default RNA; SomaOptions)")
-    r.add_argument("--obs-filter", metavar="EXPR", help="a SOMA experiment's cells: a "
-                   "tiledbsoma value filter on obs, e.g. \"cell_type == 'B cell'\"")
-    r.add_argument("--feature-type", metavar="TYPE", help="a Cell Ranger matrix folder's "
-                   "features (default: Peaks for a universe, Gene Expression for a vocabulary)")
+    r.add_argument("--layer", metavar="NAME", help="read layers/NAME instead of X")
+    r.add_argument("--read", action="append", metavar="JSON",
+                   help="any cell source's read options as JSON, by name: "
+                        "'{\"name\": \"fragments\", \"min_fragments\": 10}' (repeat it, one "
+                        "per kind of input)")
     cell_spec_args(t)
     gene_args(t)
 

@@ -34,7 +34,7 @@ from ..errors import GenotokError
 from ..formats.stores import CorpusStore, Store
 from ..ragged import Ragged
 from ..regions import RegionSet
-from ..singlecell.reading import AnnDataOptions
+from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec
 from ..sink import write_records
 from .journal import save_journal
@@ -88,7 +88,7 @@ class Batches:
     spec: CellSpec
     n_threads: int | None = None
     upload: Upload | None = None
-    read: AnnDataOptions | None = None  # RunOptions.read: how the cell inputs are read
+    read: ReadOptions | tuple | None = None  # RunOptions.read: how the cell inputs are read
 
     def inputs(self, b: int) -> list[Path]:
         """The input files of batch ``b``."""
@@ -121,7 +121,7 @@ class Batches:
 def run_batch(tokenizer, paths: list[Path], out: Path, b: int, store: Store,
               n_threads: int | None, on_error: str, algo: str = "sha256",
               spec: CellSpec | None = None, staged: Staged | None = None,
-              read: AnnDataOptions | None = None) -> dict:
+              read: ReadOptions | tuple | None = None) -> dict:
     """Tokenize one batch of inputs into part ``b`` of ``store`` (a shard, or .gtok files);
     return its journal entry once the part is durably written. ``spec``: the cell spec of the
     single-cell inputs (medians fitted); ``staged``: the batch already tokenized by

@@ -17,7 +17,7 @@ from ..errors import GenotokError
 from ..singlecell import sources
 
 __all__ = ["PipelineError", "cell_class", "expand_inputs", "input_kind", "input_read",
-           "record_name"]
+           "read_json", "read_tuple", "record_name"]
 
 #: the pipeline's own inputs: one record of regions per file (every other input is a cell
 #: source of the registry, :mod:`genotok.singlecell.sources`)
@@ -53,26 +53,59 @@ def cell_class(path: str | os.PathLike):
 
 
 def input_read(path: str | os.PathLike, read):
-    """The ``read=`` options an input is opened with: the run's
-    :class:`~genotok.AnnDataOptions` (``RunOptions(read=...)``: a ``.h5mu`` modality, ``raw``,
-    a layer…) for the inputs whose source takes them (``.h5ad``, ``.h5mu``, 10x ``.h5``),
-    ``None`` (their defaults) for the others.
+    """The ``read=`` options an input is opened with: of the run's options
+    (``RunOptions(read=...)``: one :class:`~genotok.ReadOptions`, or a tuple of them), the
+    one its source class takes (a ``.h5mu`` modality for the HDF5 inputs, ``min_fragments``
+    for fragment files…), else ``None`` (its defaults).
 
     Examples
     --------
-    >>> from genotok import AnnDataOptions
+    >>> from genotok import AnnDataOptions, FragmentOptions
     >>> input_read("a.h5mu", AnnDataOptions(modality="atac")).modality
     'atac'
     >>> input_read("fragments.tsv.gz", AnnDataOptions(modality="atac")) is None
     True
+    >>> both = (AnnDataOptions(raw=True), FragmentOptions(min_fragments=5))
+    >>> input_read("fragments.tsv.gz", both).min_fragments
+    5
     """
     cls = cell_class(path)
-    return read if read is not None and cls is not None and isinstance(read, cls.options) \
-        else None
+    if read is None or cls is None:
+        return None
+    return next((r for r in (read if isinstance(read, tuple) else (read,))
+                 if isinstance(r, cls.options)), None)
 
 
-def read_json(read) -> dict | None:
-    """The run's ``AnnDataOptions`` as the plan keeps them (a resumed run must read alike).
+def read_tuple(read) -> tuple:
+    """A sequence of read options as a tuple, each a :class:`~genotok.ReadOptions`, at most
+    one of a class.
+
+    >>> from genotok import FragmentOptions
+    >>> read_tuple([FragmentOptions(), FragmentOptions()])
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: RunOptions: read holds two FragmentOptions; give one per kind of input
+    """
+    from ..params import ParameterError
+    from ..singlecell.reading import ReadOptions
+
+    out = tuple(read)
+    seen = set()
+    for r in out:
+        if not isinstance(r, ReadOptions):
+            raise ParameterError(f"RunOptions: read holds {r!r}, not read options "
+                                 "(AnnDataOptions(), FragmentOptions(), ...)")
+        if type(r) in seen:
+            raise ParameterError(f"RunOptions: read holds two {type(r).__name__}; give one "
+                                 "per kind of input")
+        seen.add(type(r))
+    return out
+
+
+def read_json(read) -> dict | list | None:
+    """The run's read options as the plan keeps them (a resumed run must read alike): each
+    :meth:`~genotok.ReadOptions.to_json` (a list for a tuple), read back by
+    :func:`~genotok.singlecell.sources.read_options_from_json`.
 
     Examples
     --------
@@ -82,11 +115,9 @@ def read_json(read) -> dict | None:
     """
     if read is None:
         return None
-    out = {k: getattr(read, k) for k in ("layer", "region_columns", "var_names_sep",
-                                         "one_based", "chunk_rows", "modality", "raw")}
-    if out["region_columns"] is not None:
-        out["region_columns"] = list(out["region_columns"])
-    return out
+    if isinstance(read, tuple):
+        return [r.to_json() for r in read]
+    return read.to_json()
 
 
 def input_kind(path: str | os.PathLike) -> str:

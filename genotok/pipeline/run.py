@@ -37,7 +37,7 @@ from .._optional import require
 from .._progress import progress
 from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
-from ..singlecell.reading import AnnDataOptions
+from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec
 from . import remote
 from .batch import Batches
@@ -57,6 +57,7 @@ from .plan import (
     _input_id,
     _plan,
     expand_inputs,
+    read_tuple,
     record_name,
 )
 from .split import SplitStore
@@ -169,10 +170,13 @@ class RunOptions:
         of the run: an ``out`` or inputs such as ``s3://bucket/prefix`` (see
         :mod:`genotok.pipeline.remote`).
     read
-        :class:`~genotok.AnnDataOptions`: how the ``.h5ad`` / ``.h5mu`` / 10x ``.h5`` inputs
-        are read (a ``.h5mu``'s ``modality``, ``raw``, a ``layer``…), as
-        ``tokenize_anndata(read=...)`` reads them; part of the plan (a resumed run reading
-        otherwise is refused). Other inputs are read with their defaults.
+        How the cell inputs are read: any source's read options (a
+        :class:`~genotok.ReadOptions`: :class:`~genotok.AnnDataOptions` for the ``.h5ad`` /
+        ``.h5mu`` / 10x ``.h5`` inputs, :class:`~genotok.FragmentOptions` for fragment files,
+        a registered source's own), or a tuple of them, one per kind; each input whose source
+        takes one of them is read with it, as ``tokenize_cells(read=...)`` reads it, the
+        others with their defaults. Part of the plan (a resumed run reading otherwise is
+        refused).
 
     Examples
     --------
@@ -189,17 +193,20 @@ class RunOptions:
     client: object = None
     validation: float = 0.0
     storage_options: dict | None = None
-    read: AnnDataOptions | None = None
+    read: ReadOptions | tuple | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
                                    "validation": [Interval(Real, 0, 1, closed="left")],
                                    "storage_options": [InstanceOf(dict), None],
-                                   "read": [InstanceOf(AnnDataOptions), None]}
+                                   "read": [InstanceOf(ReadOptions), InstanceOf(tuple, list),
+                                            None]}
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
         object.__setattr__(self, "files_per_shard", int(self.files_per_shard))
+        if isinstance(self.read, (tuple, list)):
+            object.__setattr__(self, "read", read_tuple(self.read))
 
 
 #: what ``pretokenize`` checks its other keywords against (:mod:`genotok.params`)

@@ -15,8 +15,10 @@ one sink, :mod:`genotok.sink`.
 from .cells import tokenize_anndata, tokenize_cells
 from .conditions import condition_tokens
 from .matrix import CountMatrix, FragmentMatrix, fragment_matrix
-from .reading import AnnDataOptions, FragmentOptions
-from .spec import Bins, CellSpec, Log1p, Normalize, QuantileBins, RankByMedian
+from .chunks import Chunk
+from .reading import AnnDataOptions, FragmentOptions, ReadOptions
+from .spec import (Bins, CellSpec, Encoding, Log1p, Normalize, QuantileBins, RankByMedian,
+                   register_encoding)
 from .fragments import FragmentSource, fragment_count_chunks, fragment_counts, tokenize_fragments
 from .containers import Container, H5adSource, H5muSource, TenxH5Source, open_container
 from .sources import (AnnDataSource, CellSource, memory_matrix, obs_names,
@@ -25,7 +27,8 @@ from .values import feature_medians
 from .varnames import var_regions
 from .._bgzf import write_bgzf
 
-__all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "Container",
+__all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "Chunk",
+           "Container", "Encoding", "ReadOptions", "register_encoding",
            "FragmentSource", "H5adSource", "H5muSource", "TenxH5Source", "memory_matrix",
            "open_container", "open_source", "register_source", "source_class",
            "tokenize_cells", "unregister_source", "CountMatrix", "FragmentMatrix", "FragmentOptions", "Log1p",

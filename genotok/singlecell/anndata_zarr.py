@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
@@ -54,6 +54,7 @@ class ZarrOptions(AnnDataOptions):
 
     storage_options: dict | None = None
 
+    name: ClassVar[str] = "zarr"
     CONSTRAINTS: ClassVar[dict] = {**AnnDataOptions.CONSTRAINTS,
                                    "storage_options": [InstanceOf(dict), None]}
 
@@ -135,7 +136,7 @@ class _ZarrMatrix(C._Source):
                 self.itemsize = np.dtype(node.dtype).itemsize
                 self.nnz = None
 
-    def chunks(self, budget, per_nnz, chunk_rows, rows=None) -> Iterator[C._Chunk]:
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None) -> Iterator[C.Chunk]:
         err, where, node = AnnDataError, self.where, self.node
         lo0, hi0 = (0, self.n_rows) if rows is None else rows
         with _errors(where):
@@ -151,7 +152,7 @@ class _ZarrMatrix(C._Source):
                     indices = C._check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
                                                int(lo))
                     indices, data = C._clean_dtypes(indices, np.asarray(dat[a:b]), where)
-                    yield C._Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
+                    yield C.Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
             elif self.kind == "dense":
                 step = C._dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
                 for lo in range(lo0, hi0, step):
@@ -186,6 +187,18 @@ def open_zarr(path, storage_options: dict | None = None):
             raise AnnDataError(f"{where}: a Zarr group that is not an AnnData (no "
                                "encoding-type 'anndata' and no X)")
     return root
+
+
+def as_options(read, kind: type):
+    """A plain :class:`~genotok.AnnDataOptions` as the ``kind`` (its subclass) of the same
+    fields; anything else as it is (checked by the source's ``read_options``).
+
+    >>> as_options(AnnDataOptions(layer="x"), ZarrOptions)
+    ZarrOptions(layer='x', region_columns=None, var_names_sep=None, one_based=False, chunk_rows=None, dtype=<class 'numpy.int64'>, modality=None, raw=False, storage_options=None)
+    """
+    if type(read) is AnnDataOptions and kind is not AnnDataOptions:
+        return kind(**{f.name: getattr(read, f.name) for f in fields(read)})
+    return read
 
 
 def _read_elem():
@@ -234,15 +247,12 @@ class ZarrSource(S.CellSource):
 
     kind = "zarr"
     suffixes = (".zarr",)
-    options = AnnDataOptions
+    options = ZarrOptions
     has_obs = True
     header = "anndata"
 
-    def __init__(self, path, read: AnnDataOptions | None = None):
-        read = AnnDataOptions() if read is None else read
-        if not isinstance(read, AnnDataOptions):
-            raise TypeError(f"ZarrSource: read must be AnnDataOptions or ZarrOptions, got "
-                            f"{type(read).__name__}")
+    def __init__(self, path, read: ZarrOptions | None = None):
+        read = type(self).read_options(read)
         if read.modality is not None:
             raise AnnDataError(f"{os.fspath(path)}: modality={read.modality!r} asked, but an "
                                "AnnData Zarr store has one matrix, no modalities")
@@ -273,8 +283,16 @@ class ZarrSource(S.CellSource):
         return cls(obj, read)
 
     @classmethod
+    def read_options(cls, read) -> ZarrOptions:
+        """:class:`ZarrOptions`; a plain :class:`~genotok.AnnDataOptions` reads a store too."""
+        return super().read_options(as_options(read, ZarrOptions))
+
+    @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
         return os.path.isdir(path) and is_anndata_zarr(path)
+
+    def names(self) -> list[str]:
+        return self.obs(())(0, self.n_rows)[0]
 
     def _frame_key(self, key: str) -> str:
         return "raw/var" if key == "var" and self.read.raw else key

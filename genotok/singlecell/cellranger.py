@@ -58,6 +58,7 @@ from ..errors import AnnDataError, GenotokError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
+from .anndata_zarr import as_options
 from .reading import AnnDataOptions
 
 PEAKS, GENES = "Peaks", "Gene Expression"
@@ -85,6 +86,7 @@ class MtxOptions(AnnDataOptions):
 
     feature_type: str | None = None
 
+    name: ClassVar[str] = "10x-mtx"
     CONSTRAINTS: ClassVar[dict] = {**AnnDataOptions.CONSTRAINTS,
                                    "feature_type": [InstanceOf(str), None]}
 
@@ -294,19 +296,16 @@ class MtxSource(S.CellSource):
     Examples
     --------
     >>> MtxSource.kind, MtxSource.options.__name__
-    ('10x-mtx', 'AnnDataOptions')
+    ('10x-mtx', 'MtxOptions')
     """
 
     kind = "10x-mtx"
-    options = AnnDataOptions
+    options = MtxOptions
     has_obs = False
     header = "anndata"
 
-    def __init__(self, path, read: AnnDataOptions | None = None, tokenizer=None):
-        read = AnnDataOptions() if read is None else read
-        if not isinstance(read, AnnDataOptions):
-            raise TypeError(f"MtxSource: read must be AnnDataOptions or MtxOptions, got "
-                            f"{type(read).__name__}")
+    def __init__(self, path, read: MtxOptions | None = None, tokenizer=None):
+        read = type(self).read_options(read)
         self.path = self.where = os.fspath(path)
         for name in ("layer", "modality"):
             if getattr(read, name) is not None:
@@ -357,6 +356,11 @@ class MtxSource(S.CellSource):
     @classmethod
     def open(cls, obj, read=None, **context) -> S.CellSource:
         return cls(obj, read, context.get("tokenizer"))
+
+    @classmethod
+    def read_options(cls, read) -> MtxOptions:
+        """:class:`MtxOptions`; a plain :class:`~genotok.AnnDataOptions` reads a folder too."""
+        return super().read_options(as_options(read, MtxOptions))
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
@@ -439,19 +443,13 @@ class MtxSource(S.CellSource):
                 np.cumsum(np.bincount(row[kept], minlength=hi - lo), out=ptr[1:])
             m = sp.csr_matrix((v[:need][kept], cols[kept], ptr), shape=(hi - lo, self.n_cols))
             m.sum_duplicates()  # as scipy's COO -> CSR that scanpy reads
-            yield C._Chunk(int(lo), np.asarray(m.indptr, np.int64), *C._clean_dtypes(
-                m.indices, m.data, self.where))
+            yield C.Chunk(int(lo), np.asarray(m.indptr, np.int64), *C._clean_dtypes(
+                m.indices, m.data, self.where), self.n_cols)
         blocks.close()
 
     # ----- the rest of the protocol
     def features(self):
         return self.var
-
-    def obs(self, columns):
-        if list(columns):
-            raise AnnDataError(f"{self.path}: a Cell Ranger matrix folder has no obs columns "
-                               f"({list(columns)} asked)")
-        return lambda lo, hi: (self.barcodes[lo:hi], {})
 
     def names(self) -> list[str]:
         return list(self.barcodes)

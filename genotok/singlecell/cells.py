@@ -39,9 +39,10 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
-import inspect
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -53,9 +54,9 @@ from ..params import MEMORY_MB, check
 from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
-from .containers import H5adSource
-from .chunks import _CSR_MESSAGES, _Chunk, _Source
-from .sources import AnnDataSource, CellSource, _is_frame, _is_path, source_class
+from . import containers  # noqa: F401  (registers the HDF5 containers' sources)
+from .chunks import _CSR_MESSAGES, Chunk, _Source
+from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
 from .spec import Normalize
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
@@ -65,7 +66,7 @@ TRUNCATE = {"top": K.TRUNC_TOP, "sample": K.TRUNC_SAMPLE}
 UNKNOWN = {"drop": K.UNK_DROP, "set": K.UNK_SET, "region": K.UNK_REGION}
 
 
-def _entries_as_vars(ch: _Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
+def _entries_as_vars(ch: Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
     """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
     are pseudo tokens ranked by entry, then by the tokenizer's hit order. The kernels' genomic
     order is then storage order (geniml's ``X[row].nonzero()``). Returns the rewritten chunk,
@@ -88,8 +89,8 @@ def _entries_as_vars(ch: _Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
     table = np.append(ids[np.repeat(vm.var_ptr[cols], n_tok) + within], vm.unk_id).astype(dtype)
     pseudo = np.arange(ptr[-1], dtype=np.int64)
     pm = _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, int(ptr[-1]))
-    entries = _Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
-                     np.arange(cols.size, dtype=np.int64), ch.data[lo:hi])
+    entries = Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
+                    np.arange(cols.size, dtype=np.int64), ch.data[lo:hi], int(ptr[-1]))
     return entries, pm, table
 
 
@@ -122,7 +123,7 @@ def _blocks(indptr: np.ndarray, n_blocks: int) -> np.ndarray:
     return np.maximum.accumulate(np.clip(b, 0, n))
 
 
-def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
+def _run_chunk(ch: Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
     """Validate one chunk, then count, fill and compact. Returns (ids, vals or None, lengths);
     with ``table`` (pseudo token → token id, covering ``vm.var_ids``) the ids are looked up in
     it."""
@@ -130,7 +131,7 @@ def _run_chunk(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
     return (ids if table is None or looked_up else table[ids]), vals, lengths
 
 
-def _tokens(ch: _Chunk, vm: _VarMap, opt: _Options, where: str, table):
+def _tokens(ch: Chunk, vm: _VarMap, opt: _Options, where: str, table):
     """:func:`_run_chunk`, and whether the ids are already looked up in ``table``."""
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
@@ -208,7 +209,7 @@ def _one_token_each(vm: _VarMap, opt: _Options) -> bool:
             and int(vm.lut_n.min()) >= 0 and int(vm.lut_n.max()) <= 1)
 
 
-def _value_rows(ch: _Chunk, vm: _VarMap, opt: _Options, blocks: np.ndarray, counts, table):
+def _value_rows(ch: Chunk, vm: _VarMap, opt: _Options, blocks: np.ndarray, counts, table):
     """``order="value"`` with one token per variable: each row's kept entries sorted by value,
     cut to ``max_length`` and looked up in ``table`` in one kernel (``counts``: its tokens,
     counted with the values)."""
@@ -246,34 +247,16 @@ def _fast_path(vm: _VarMap, opt: _Options) -> bool:
     return opt.order == K.ORDER_GENOMIC and opt.max_tokens == 0
 
 
-def _options(tokenizer, min_count, order, seed, max_tokens, truncate, unique, unknown,
-             values: bool = True) -> _Options:
-    """The per-cell options, checked (``max_tokens``/``truncate``: the public ``max_length``/
-    ``truncation``; ``False``/``None``: no cut, Hugging Face's spelling; ``True``: ``"top"``)."""
-    if order not in ORDERS:
-        raise ValueError(f"order must be one of {list(ORDERS)}, got {order!r}")
-    if truncate is None or truncate is False:
-        truncate, max_tokens = "top", None
-    elif truncate is True:
-        truncate = "top"
-    if truncate not in TRUNCATE:
-        raise ValueError(f"truncation must be one of {list(TRUNCATE)}, False or None, got "
-                         f"{truncate!r}")
-    unknown = tokenizer.settings.unknown if unknown is None else unknown
-    if unknown not in UNKNOWN:
-        raise ValueError(f"unknown must be one of {list(UNKNOWN)}, got {unknown!r}")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or int(max_tokens) != max_tokens
-                                   or max_tokens < 1):  # True is no length (truncation=True is)
-        raise ValueError(f"max_length must be a positive integer or None, got {max_tokens!r}")
-    if min_count is not None and not np.isfinite(min_count):
-        raise ValueError(f"min_count must be a finite number or None, got {min_count!r}")
-    if (isinstance(seed, bool) or not isinstance(seed, (int, float, np.integer, np.floating))
-            or not (0 <= seed < 2**63 and int(seed) == seed)):  # NaN fails the range
-        raise ValueError(f"seed must be an integer in 0..2**63 - 1, got {seed!r}")
-    return _Options(K.keep_threshold(-np.inf if min_count is None else min_count),
-                    UNKNOWN[unknown],
-                    bool(unique), ORDERS[order], 0 if max_tokens is None else int(max_tokens),
-                    TRUNCATE[truncate], int(seed), values=bool(values))
+def _kernel_options(tokenizer, spec, order: str, unique: bool) -> _Options:
+    """The kernels' options of a :class:`~genotok.CellSpec` (validated when it was made:
+    nothing is checked again here); ``order``/``unique``: the driver's (``order="var"`` runs
+    the genomic kernels over pseudo variables; a count matrix is always unique)."""
+    unknown = tokenizer.settings.unknown if spec.unknown is None else spec.unknown
+    cut = spec.max_length is not None
+    return _Options(K.keep_threshold(-np.inf if spec.min_count is None else spec.min_count),
+                    UNKNOWN[unknown], bool(unique), ORDERS[order],
+                    int(spec.max_length) if cut else 0, TRUNCATE[spec.truncation],
+                    int(spec.seed), values=bool(spec.values))
 
 
 def _bar(total: int, enabled: bool, desc: str):
@@ -286,7 +269,7 @@ def _bar(total: int, enabled: bool, desc: str):
 SERIAL_BELOW = 1 << 16
 
 
-def _small(ch: _Chunk) -> bool:
+def _small(ch: Chunk) -> bool:
     """Whether chunk ``ch`` is too small for numba's worker threads (:data:`SERIAL_BELOW`)."""
     return int(ch.indptr[-1]) - int(ch.indptr[0]) < SERIAL_BELOW
 
@@ -323,9 +306,9 @@ def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_r
 
 
 # ---------------------------------------------------------------------------------- public API
-def _check_call(func: str, first_name: str, first, tokenizer, spec, read, read_kind):
+def _check_call(func: str, first_name: str, first, tokenizer, spec):
     """The types of an entry point's first arguments (said plainly: a swap is the usual
-    mistake); returns ``(spec, read options)``."""
+    mistake); returns the spec (``None``: ``CellSpec()``)."""
     from ..genes import GeneTokenizer
     from ..tokenizer import Tokenizer
     from .spec import CellSpec
@@ -338,12 +321,12 @@ def _check_call(func: str, first_name: str, first, tokenizer, spec, read, read_k
         raise TypeError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
                         f"`tokenizer`, got {type(tokenizer).__name__}{hint}")
     if spec is None:
-        spec = CellSpec()
-    elif not isinstance(spec, CellSpec):
+        return CellSpec()
+    if not isinstance(spec, CellSpec):
         raise TypeError(f"{func}() takes a genotok.CellSpec as `spec`, got "
                         f"{type(spec).__name__}: write {func}({first_name}, tokenizer, "
                         "CellSpec(...))")
-    return spec, reading._checked(read, read_kind, func)
+    return spec
 
 
 def _header(spec, enc, tokenizer, **source) -> dict:
@@ -370,24 +353,37 @@ def _header(spec, enc, tokenizer, **source) -> dict:
     return out
 
 
-def _extra_encoder(steps, encode, n_cols: int):
-    """The chunk encoder of the built-in steps followed by any further steps (their own
-    ``encode``)."""
+def _extra_encoder(steps, encode, n_cols: int, where: str):
+    """The chunk encoder of the fused head followed by the further steps, in order, each
+    through its own ``encode(chunk)`` (a :class:`Chunk` of rebased rows, ``n_cols`` wide)."""
     if not steps:
         return encode
 
     def run(ch):
         if encode is not None:
             ch = encode(ch)
-        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
-        ptr = np.asarray(ch.indptr, np.int64) - a
-        data = np.asarray(ch.data[a:b], np.float64)
-        for step in steps:  # a step that takes row0 is told where the chunk starts
-            kw = {"row0": ch.row0} if "row0" in inspect.signature(step.encode).parameters \
-                else {}
-            data = np.asarray(step.encode(ptr, ch.indices[a:b], data, n_cols, **kw), np.float64)
-        return _Chunk(ch.row0, ptr, ch.indices[a:b], data)
+        ch = ch.rebased()
+        ptr, idx = _read_only(ch.indptr), _read_only(ch.indices)
+        data = np.asarray(ch.data, np.float64)
+        for step in steps:  # each sees read-only arrays: the input's own may be among them
+            new = np.asarray(step.encode(Chunk(ch.row0, ptr, idx, _read_only(data), n_cols)))
+            if new.shape != data.shape or new.dtype.kind not in "biuf":
+                raise AnnDataError(f"{where}: the value encoding {step.name!r} returned "
+                                   f"{new.dtype} values of shape {new.shape} for "
+                                   f"{data.size} stored entries (rows {ch.row0}..); an "
+                                   "encoding returns one number per stored entry")
+            data = new.astype(np.float64, copy=False)
+        if not data.flags.writeable:  # a step handed its input back: the kernels' own copy
+            data = data.copy()
+        return Chunk(ch.row0, ch.indptr, ch.indices, data, n_cols)
     return run
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """A view of ``a`` that cannot be written (an encoding writing its input fails loudly)."""
+    v = np.asarray(a).view()
+    v.flags.writeable = False
+    return v
 
 
 def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
@@ -405,18 +401,24 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     ----------
     adata
         ``anndata.AnnData`` (in memory or ``backed="r"``) or the path of a ``.h5ad`` file, read
-        in row chunks with h5py (the matrix is never loaded whole).
+        in row chunks with h5py (the matrix is never loaded whole); any input the registry of
+        cell sources reads (:func:`~genotok.open_source`: ``.h5mu``, 10x ``.h5``, a registered
+        format) is opened by its class.
     tokenizer
         A :class:`~genotok.tokenizer.Tokenizer`.
     spec
         A :class:`~genotok.CellSpec`: what a cell becomes (default: ``CellSpec()``).
     read
-        :class:`~genotok.AnnDataOptions`: the layer, where the peaks' regions come from, the
-        chunking and the ids' dtype of an in-memory result.
+        The read options of the input's source: :class:`~genotok.AnnDataOptions` (the layer,
+        where the peaks' regions come from, the chunking and the ids' dtype of an in-memory
+        result) for AnnData inputs.
     out
         A corpus path: the cells are written chunk by chunk (the result is never held whole)
         with ``obs_names`` as record names and ``obs_columns`` as metadata, and the opened
-        :class:`~genotok.Corpus` is returned (its header holds the spec). Without it, a
+        :class:`~genotok.Corpus` is returned (its header holds the spec). A pair
+        ``(directory, format)`` writes any store instead, as ``pretokenize(format=)`` does
+        (``"parquet"``, ``"arrow"``, ``"gtok-dir"``, a registered name or a configured store),
+        and returns it opened (:meth:`~genotok.Corpus.open`). Without it, a
         :class:`~genotok.ragged.Ragged` (with ``values`` when the spec asks): ``.to_list()``
         gives arrays, ``tokenizer.pad(result, padding=True, return_tensors="pt")`` padded
         tensors.
@@ -449,17 +451,23 @@ def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
     >>> tokenize_anndata(a, tok, CellSpec(order="value", max_length=1)).to_list()
     [[2], [3]]
     """
-    spec, read = _check_call("tokenize_anndata", "adata", adata, tokenizer, spec, read,
-                             reading.AnnDataOptions)
-    check("memory_mb", memory_mb, MEMORY_MB, "tokenize_anndata")  # before the file is opened
-    cls = source_class(adata)  # a path: .h5ad, or a registered container read as AnnData
-    if not (isinstance(cls, type) and issubclass(cls, CellSource)
-            and issubclass(cls.options, reading.AnnDataOptions)):
-        cls = AnnDataSource if not _is_path(adata) else H5adSource
-    return tokenize_cells(cls.open(adata, read, tokenizer=tokenizer), tokenizer, spec, out=out,
-                          overwrite=overwrite,
-                          obs_columns=obs_columns, memory_mb=memory_mb, n_threads=n_threads,
-                          progress=progress)
+    return _by_path("tokenize_anndata", "adata", adata, tokenizer, spec, read, out, overwrite,
+                    obs_columns, memory_mb, n_threads, progress)
+
+
+def _by_path(func, first_name, obj, tokenizer, spec, read, out, overwrite, obs_columns,
+             memory_mb, n_threads, progress):
+    """An entry point's input opened by the registry (:func:`~genotok.singlecell.sources.
+    open_source`: whatever class reads it, with ``read=`` checked to be its options), then
+    the driver; the source is closed after."""
+    spec = _check_call(func, first_name, obj, tokenizer, spec)
+    check("memory_mb", memory_mb, MEMORY_MB, func)  # before the file is opened
+    _refuse_existing(out, overwrite)  # before a fragment file is counted, not after
+    with open_source(obj, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+                     memory_mb=memory_mb, out=out) as source:
+        return tokenize_cells(source, tokenizer, spec, out=out, overwrite=overwrite,
+                              obs_columns=obs_columns, memory_mb=memory_mb,
+                              n_threads=n_threads, progress=progress)
 
 
 # ---------------------------------------------------------------------------------- the driver
@@ -507,42 +515,54 @@ class _Vars:
     var: object
 
 
-def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
+def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
                    overwrite: bool = False, obs_columns: Sequence[str] = (),
                    memory_mb: float = 256, n_threads: int | None = None,
                    progress: bool = False):
-    """The one driver: a :class:`~genotok.CellSource`'s rows → the tokenizer → the
-    :class:`~genotok.CellSpec` → the output (a ``Ragged``, or the corpus ``out``).
+    """The one driver: a cell source's rows → the tokenizer → the :class:`~genotok.CellSpec`
+    → the output (a ``Ragged``, or the store at ``out``).
 
-    :func:`tokenize_anndata`, :func:`~genotok.tokenize_fragments` and ``pretokenize``'s cell
-    inputs all run here: the features are mapped to tokens once (a region tokenizer: their
-    regions; a :class:`~genotok.GeneTokenizer`: their ids, :mod:`.features`), the rows go
-    through the value encodings and the cell kernels chunk by chunk (``memory_mb`` of working
-    memory per chunk), condition tokens are prepended (``<eos>`` appended), and the batches go
-    to one output call (:func:`_emit`). Parameters as :func:`tokenize_anndata`'s; ``out`` may
-    also be an output object (:class:`~genotok.singlecell.matrix.CountMatrix`: the rows as a
-    count matrix, how :func:`~genotok.fragment_matrix` runs here).
+    ``source`` is a :class:`~genotok.CellSource`, or anything the registry reads (an AnnData,
+    a ``.h5ad``, ``.h5mu``, 10x ``.h5`` or fragment file, a registered format: found by
+    :func:`~genotok.open_source`, opened with ``read=``, the class's own read options, and
+    closed after). :func:`tokenize_anndata`, :func:`~genotok.tokenize_fragments` and
+    ``pretokenize``'s cell inputs all run here: the features are mapped to tokens once (a
+    region tokenizer: their regions; a :class:`~genotok.GeneTokenizer`: their ids,
+    :mod:`.features`), the rows go through the value encodings and the cell kernels chunk by
+    chunk (``memory_mb`` of working memory per chunk), condition tokens are prepended
+    (``<eos>`` appended), and the batches go to one output call (:func:`_emit`). Parameters
+    as :func:`tokenize_anndata`'s; ``out`` may also be an output object
+    (:class:`~genotok.singlecell.matrix.CountMatrix`: the rows as a count matrix, how
+    :func:`~genotok.fragment_matrix` runs here).
 
     Examples
     --------
     >>> import genotok
-    >>> from genotok.singlecell.sources import open_source
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
-    >>> src = open_source(genotok.examples_dir() / "pbmc.h5ad")
+    >>> src = genotok.open_source(genotok.examples_dir() / "pbmc.h5ad")
     >>> len(tokenize_cells(src, tok)) == src.n_rows
     True
+    >>> tokenize_cells(genotok.examples_dir() / "pbmc.h5ad", tok) == tokenize_cells(src, tok)
+    True
     """
-    from .spec import CellSpec
-
-    spec = CellSpec() if spec is None else spec
+    if not isinstance(source, CellSource):  # an input: opened by the registry, closed after
+        return _by_path("tokenize_cells", "source", source, tokenizer, spec, read, out,
+                        overwrite, obs_columns, memory_mb, n_threads, progress)
+    if read is not None:
+        raise TypeError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
+                        "opened already (pass the path or object instead)")
+    spec = _check_call("tokenize_cells", "source", source, tokenizer, spec)
     type(source).check(spec, type(source).__name__)
     check("memory_mb", memory_mb, MEMORY_MB, "tokenize_cells")
+    if (obs_columns or spec.prepend) and not source.has_obs:
+        raise SourceError(f"{source.where}: a {source.kind or type(source).__name__} input has "
+                          f"no obs columns (asked: {list(obs_columns) or list(spec.prepend)}); "
+                          "only its row names")
     read = source.read
     by_var = spec.order == "var"
     prepend, values = list(spec.prepend), spec.values
     unique = spec.unique if source.features_are == "var" else True
-    opt = _options(tokenizer, spec.min_count, "genomic" if by_var else spec.order, spec.seed,
-                   spec.max_length, spec.truncation, unique, spec.unknown, values)
+    opt = _kernel_options(tokenizer, spec, "genomic" if by_var else spec.order, unique)
     # the writer stores its own width; uint32 halves the chunks' memory
     opt.dtype = _ids_dtype(np.uint32 if out is not None else getattr(read, "dtype", np.int64),
                            tokenizer)
@@ -576,7 +596,7 @@ def tokenize_cells(source: CellSource, tokenizer, spec=None, *, out=None,
     elif total is not None:
         raise ValueError("Normalize(total=...) takes each cell's total from obs with a "
                          "GeneTokenizer only")
-    encode = _extra_encoder(spec.extra_steps(), encode, n_enc)
+    encode = _extra_encoder(spec.extra_steps(), encode, n_enc, source.where)
     budget = int(memory_mb * (1 << 20))
     if by_var:  # each chunk also holds a map per stored entry (about twice the working memory)
         budget //= 2
@@ -669,18 +689,94 @@ def _kept_records(read, kept: np.ndarray):
 
 def _emit(batches, meta: dict, tokenizer, out, overwrite: bool):
     """The driver's one output step: the token batches and what describes them (``meta``:
-    record names and metadata, the value channel, the corpus header) → a corpus at ``out``
-    (returned opened), an output object's ``out.emit(batches, meta, tokenizer)`` (a count
-    matrix, :class:`~genotok.singlecell.matrix.CountMatrix`), or an in-memory ``Ragged``."""
+    record names and metadata, the value channel, the corpus header) → a store's output at
+    ``out`` (returned opened, :func:`_write_store`), an output object's
+    ``out.emit(batches, meta, tokenizer)`` (a count matrix,
+    :class:`~genotok.singlecell.matrix.CountMatrix`), or an in-memory ``Ragged``."""
     if out is not None and hasattr(out, "emit"):  # an output of its own (matrix.CountMatrix)
         return out.emit(batches, meta, tokenizer)
     if out is not None:
-        return sink.write_corpus(out, tokenizer, batches, records=meta["records"],
+        path, store = _store_out(out)
+        if store is not None:
+            return _write_store(path, store, batches, meta, tokenizer, overwrite)
+        return sink.write_corpus(path, tokenizer, batches, records=meta["records"],
                                  metadata_columns=meta["metadata_columns"],
                                  values=meta["values"], extra=meta["extra"],
                                  source=meta["source"], overwrite=overwrite)
     return sink.collect(batches, "ragged", values=meta["values"],
                         pad_token_id=_pad_id(tokenizer), capacity=meta["capacity"])
+
+
+def _store_out(out):
+    """``out`` as ``(path, store)``: a path is the corpus file (``store`` ``None``); a pair
+    ``(directory, format)`` names any store as ``pretokenize(format=)`` does (a registered
+    name such as ``"parquet"``, or a configured :class:`~genotok.formats.stores.Store`)."""
+    if isinstance(out, tuple):
+        from ..formats.stores import get_store
+
+        if len(out) != 2:
+            raise TypeError(f"out= is a path, or a (directory, format) pair; got {out!r}")
+        store = get_store(out[1])
+        return out[0], None if store.name == "corpus" else store
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out= is a path, or a (directory, format) pair such as "
+                        f"('cells/', 'parquet'); got {type(out).__name__}")
+    return out, None
+
+
+def _refuse_existing(out, overwrite: bool) -> None:
+    """An existing output is refused before anything is read (``overwrite=False``)."""
+    if out is None or overwrite or hasattr(out, "emit"):
+        return
+    path = _store_out(out)[0]
+    if os.path.exists(path):
+        raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
+
+
+def _write_store(path, store, batches, meta: dict, tokenizer, overwrite: bool):
+    """The batches as the output of ``store`` in the directory ``path`` (one part, then the
+    store's manifest), written under a temporary name and renamed into place, so an error
+    leaves nothing and ``overwrite=True`` leaves no file of the output it replaces; returns
+    the output opened (:meth:`~genotok.Corpus.open`)."""
+    import shutil
+    import tempfile
+
+    from ..formats.corpus import Corpus
+
+    final = Path(path)
+    if final.exists() and not overwrite:
+        raise FileExistsError(f"{final} exists; pass overwrite=True to replace it")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    records = meta["records"]
+
+    def named():
+        row0 = 0
+        for rows in batches:
+            names, cols = records(row0, row0 + len(rows)) if records is not None else (None, {})
+            yield rows, {"names": names,
+                         "meta": {k: sink.json_scalars(v) for k, v in cols.items()}}
+            row0 += len(rows)
+
+    src = meta["source"]
+    sources = [] if src is None else [(os.path.basename(src), {"size": os.path.getsize(src)})]
+    try:
+        files = sink.write_records(named(), tmp / "cells", tokenizer, store=store,
+                                   sources=sources, metadata_columns=meta["metadata_columns"],
+                                   values=meta["values"], extra=meta["extra"], overwrite=True)
+        store.finish(tmp, files, tokenizer, dict(meta["extra"]))
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".old",
+                                        dir=final.parent))
+            os.replace(final, old / final.name)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Corpus.open(final)
 
 
 def _pad_id(tokenizer) -> int:
@@ -748,13 +844,14 @@ def warmup() -> None:
     vm = _var_map_from_hits(Ragged(np.array([0], np.int64), np.array([0, 1, 1], np.int64)),
                             np.array([0], np.int64), np.array([0], np.int64), 1)
     for data in (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0], np.float64)):
-        ch = _Chunk(0, np.array([0, 2], np.int64), np.array([0, 1], np.int32), data)
+        ch = Chunk(0, np.array([0, 2], np.int64), np.array([0, 1], np.int32), data, 2)
         _run_chunk(ch, vm, _options_default(), "warmup")
     K.parse_fragments(np.frombuffer(b"chr1\t1\t2\tA\t1\n", np.uint8))
 
 
 def _options_default() -> _Options:
     return _Options(K.KEEP_POSITIVE, K.UNK_SET, True, K.ORDER_GENOMIC, 0, K.TRUNC_TOP, 0)
+
 
 
 __all__ = ["kept_cells", "tokenize_anndata", "tokenize_cells", "warmup"]

@@ -1,6 +1,6 @@
 """Row chunks of a cells x features matrix, wherever it lives: in memory (any scipy sparse
 format, or dense), in a ``.h5ad`` file read with h5py, or a backed AnnData view. A chunk
-(``_Chunk``: ``indptr``/``indices``/``data`` of whole rows) holds at most a memory budget's
+(:class:`Chunk`: ``indptr``/``indices``/``data`` of whole rows) holds at most a memory budget's
 stored entries; the cell sources (:mod:`.sources`) hand them to the one driver
 (:mod:`.cells`).
 
@@ -56,12 +56,50 @@ _CSR_MESSAGES = {
 }
 
 
-@dataclass
-class _Chunk:
+@dataclass(frozen=True)
+class Chunk:
+    """Whole rows of a cells x features matrix, as CSR: what a
+    :class:`~genotok.CellSource` yields (:meth:`~genotok.CellSource.chunks`) and what a value
+    encoding's ``encode(chunk)`` takes.
+
+    ``row0`` is the first row's number in the source; ``indptr`` (``n_rows + 1`` int64
+    positions into ``indices``/``data``; a source may hand over views of larger arrays, so
+    ``indptr[0]`` need not be 0: :meth:`rebased` gives the chunk's own entries); ``indices``
+    the column of each stored entry (in ``[0, n_cols)``), ``data`` its value; ``n_cols`` the
+    matrix' number of columns. A chunk is read, never written: an encoding returns new values.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ch = Chunk(5, np.array([2, 3, 5]), np.arange(5), np.arange(5.0), 9)
+    >>> ch.n_rows, ch.nnz, ch.rebased().indptr.tolist(), ch.rebased().data.tolist()
+    (2, 3, [0, 1, 3], [2.0, 3.0, 4.0])
+    """
+
     row0: int
     indptr: np.ndarray   # absolute positions into indices/data (n_rows + 1)
     indices: np.ndarray
     data: np.ndarray
+    n_cols: int
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.indptr.size) - 1
+
+    @property
+    def nnz(self) -> int:
+        """The chunk's stored entries (``indptr[-1] - indptr[0]``)."""
+        return int(self.indptr[-1]) - int(self.indptr[0]) if self.indptr.size else 0
+
+    def rebased(self) -> Chunk:
+        """The same rows with ``indptr[0] == 0`` and only their own entries (views, no copy
+        when already so)."""
+        a = int(self.indptr[0]) if self.indptr.size else 0
+        b = a + self.nnz
+        if a == 0 and self.indices.size == b and self.data.size == b:
+            return self
+        return Chunk(self.row0, np.asarray(self.indptr, np.int64) - a, self.indices[a:b],
+                     self.data[a:b], self.n_cols)
 
 
 def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str):
@@ -97,7 +135,7 @@ def _dense_rows(n_vars: int, itemsize: int, budget: int, chunk_rows: int | None)
     return max(1, budget // max(1, 3 * n_vars * itemsize))
 
 
-def _dense_chunk(block: np.ndarray, row0: int, where: str) -> _Chunk:
+def _dense_chunk(block: np.ndarray, row0: int, where: str) -> Chunk:
     if block.dtype.kind not in "biuf":
         raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {block.dtype}")
     rows, cols = np.nonzero(block)
@@ -105,7 +143,7 @@ def _dense_chunk(block: np.ndarray, row0: int, where: str) -> _Chunk:
     np.cumsum(np.bincount(rows, minlength=block.shape[0]), out=indptr[1:])
     indices, data = _clean_dtypes(cols.astype(np.int32 if block.shape[1] < 2**31 else np.int64),
                                   block[rows, cols], where)
-    return _Chunk(row0, indptr, indices, data)
+    return Chunk(row0, indptr, indices, data, int(block.shape[1]))
 
 
 class _Source:
@@ -115,7 +153,7 @@ class _Source:
     n_cols: int
     where: str
 
-    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[_Chunk]:
+    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[Chunk]:
         raise AnnDataError("internal: abstract source")  # pragma: no cover
 
 
@@ -222,7 +260,8 @@ class _MemorySource(_Source):
             bounds = lo0 + _row_bounds(self.indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
                                        chunk_rows)
             for lo, hi in zip(bounds[:-1], bounds[1:]):
-                yield _Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data)
+                yield Chunk(int(lo), self.indptr[lo:hi + 1], self.indices, self.data,
+                            self.n_cols)
         else:
             step = _dense_rows(self.n_cols, self.X.dtype.itemsize, budget, chunk_rows)
             for lo in range(lo0, hi0, step):
@@ -344,7 +383,7 @@ class _H5Source(_Source):
                     indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
                                              int(lo))
                     indices, data = _clean_dtypes(indices, dat[a:b], where)
-                    yield _Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data)
+                    yield Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
             elif self.kind == "dense":
                 step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
                 for lo in range(lo0, hi0, step):

@@ -51,7 +51,7 @@ from .. import _validate as V
 from ..errors import AnnDataError, SourceError
 from . import chunks as C
 from . import sources as S
-from .reading import AnnDataOptions, _checked
+from .reading import AnnDataOptions
 
 KINDS = ("h5ad", "h5mu", "10x")
 PEAKS = "Peaks"
@@ -300,7 +300,8 @@ class _Columns(C._Source):
             indptr = np.zeros(n + 1, np.int64)
             np.cumsum(np.bincount(row[kept], minlength=n), out=indptr[1:])
             indices = cols[kept].astype(ch.indices.dtype)
-            yield C._Chunk(ch.row0, indptr, indices, np.ascontiguousarray(ch.data[a:b][kept]))
+            yield C.Chunk(ch.row0, indptr, indices, np.ascontiguousarray(ch.data[a:b][kept]),
+                          self.n_cols)
 
 
 def _tenx_features(path: str) -> dict:
@@ -409,7 +410,7 @@ class H5adSource(S._AnnDataBase):
 
     @classmethod
     def open(cls, obj, read=None, **context) -> S.CellSource:
-        read = _checked(read, AnnDataOptions, cls.__name__)
+        read = cls.read_options(read)
         return cls(cls.container(obj, read) if S._is_path(obj) else obj, read)
 
 

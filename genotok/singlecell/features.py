@@ -38,7 +38,7 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..genes import ID_COLUMNS
 from ..ragged import Ragged
-from .chunks import _Chunk
+from .chunks import Chunk
 from .sources import _h5_frame, _is_path
 from .values import _summed_duplicates
 from .varnames import _adata_frame, _var_map_from_hits, _VarMap
@@ -150,10 +150,10 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     cell's total from ``obs``, or ``None``).
 
     >>> import numpy as np
-    >>> from genotok.singlecell.chunks import _Chunk
+    >>> from genotok.singlecell.chunks import Chunk
     >>> fm = FeatureMap(np.array([0, 1, 0]), ["A"], np.array([5]), 1, "var_names", "X")
-    >>> ch = remapper(fm, 3, "X")(_Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
-    ...                                   np.array([1.0, 2.0, 3.0])))
+    >>> ch = remapper(fm, 3, "X")(Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
+    ...                                  np.array([1.0, 2.0, 3.0]), 3))
     >>> ch.indices.tolist(), ch.data.tolist()
     ([0, 1], [4.0, 2.0])
     """
@@ -161,7 +161,7 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     every_kept = bool(col_new.size == 0 or col_new.min() >= 0)
     identity = every_kept and np.array_equal(col_new, np.arange(col_new.size))
 
-    def remap(ch: _Chunk) -> _Chunk:
+    def remap(ch: Chunk) -> Chunk:
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
         ptr = _validate.offsets(np.asarray(ch.indptr, np.int64) - a, b - a, where,
                                 error=AnnDataError)
@@ -172,7 +172,7 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
         if totals is None and every_kept:  # no entry leaves: the rows keep their pointers
             new = cols if identity else col_new[cols]
             out_ptr, new, data = _summed_duplicates(ptr, new, data, fm.n_new)
-            return _Chunk(ch.row0, out_ptr, new, data)
+            return Chunk(ch.row0, out_ptr, new, data, fm.n_new)
         rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(ptr))
         new = col_new[cols]
         keep = new >= 0
@@ -198,8 +198,8 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
         out_ptr = np.zeros(n_rows + 1, np.int64)
         np.cumsum(np.bincount(rows, minlength=n_rows), out=out_ptr[1:])
         out_ptr, new, data = _summed_duplicates(out_ptr, new, data, fm.n_new)
-        return _Chunk(ch.row0, out_ptr, np.ascontiguousarray(new, np.int64),
-                      np.ascontiguousarray(data))
+        return Chunk(ch.row0, out_ptr, np.ascontiguousarray(new, np.int64),
+                     np.ascontiguousarray(data), fm.n_new)
     return remap
 
 

@@ -12,12 +12,12 @@ import os
 from collections.abc import Sequence
 
 from ..errors import AnnDataError
-from .cells import _check_call, tokenize_cells
-from .chunks import _Chunk, _MemorySource, _Source
+from .cells import _check_call, _refuse_existing, tokenize_cells
+from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
-from .reading import FragmentOptions, _checked
-from .sources import CellSource, register_source
+from .reading import FragmentOptions
+from .sources import CellSource, register_source, source_class
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -156,17 +156,17 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     >>> tokenize_fragments(p, tok, CellSpec(values=True, use_count=True))[1].values.tolist()
     [2.0, 1.0, 1.0]
     """
-    spec, read = _check_call("tokenize_fragments", "path", path, tokenizer, spec, read,
-                             FragmentOptions)
-    FragmentSource.check(spec, "tokenize_fragments")
+    spec = _check_call("tokenize_fragments", "path", path, tokenizer, spec)
     if getattr(tokenizer, "tokenizer_type", None) == "genes":  # before the file is counted
         raise TypeError("tokenize_fragments() counts fragments over a universe's regions; a "
                         "GeneTokenizer has none (it maps named features: use a region "
                         "Tokenizer, or tokenize_anndata on a cell x gene matrix)")
-    if out is not None and os.path.exists(out) and not overwrite:  # before the count, not after
-        raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
-    with FragmentSource.open(path, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
-                             memory_mb=memory_mb, out=out) as source:
+    _refuse_existing(out, overwrite)  # before the count, not after
+    cls = source_class(path)  # a registered fragment source (a subclass), else a text file
+    cls = cls if isinstance(cls, type) and issubclass(cls, FragmentSource) else FragmentSource
+    cls.check(spec, "tokenize_fragments")
+    with cls.open(path, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
+                  memory_mb=memory_mb, out=out) as source:
         rows = tokenize_cells(source, tokenizer, spec, out=out, overwrite=overwrite,
                               n_threads=n_threads, progress=progress)
         return rows if out is not None else (source.names(), rows)
@@ -251,7 +251,7 @@ class FragmentSource(CellSource):
         if tokenizer is None:
             raise TypeError(f"{os.fspath(obj)}: a fragment file is counted over a tokenizer's "
                             "universe: open it with tokenizer=")
-        read = _checked(read, FragmentOptions, "FragmentSource")
+        read = cls.read_options(read)
         mode = "fragment" if read.mode is None else read.mode
         names, X, nfrag = _counts(obj, tokenizer, barcodes=read.barcodes,
                               min_fragments=read.min_fragments, block_bytes=read.block_bytes,
@@ -266,16 +266,6 @@ class FragmentSource(CellSource):
 
     def names(self) -> list[str]:
         return list(self.barcodes)
-
-    def obs(self, columns):
-        if list(columns):
-            raise AnnDataError(f"{self.where}: a fragment file has no obs columns "
-                               f"({list(columns)} asked); only barcodes")
-        names = self.barcodes
-
-        def read(lo, hi):
-            return names[lo:hi], {}
-        return read
 
     def settings(self) -> dict:
         settings = {"min_fragments": self.read.min_fragments, "mode": self.mode,
@@ -318,7 +308,7 @@ class _ChunkedSource(_Source):
                 raise AssertionError(f"{self.where}: a chunk of {m.shape[1]} columns, not "
                                      f"{self.n_cols}")
             for ch in _MemorySource(m, self.where).chunks(budget, per_nnz, chunk_rows):
-                yield _Chunk(row0 + ch.row0, ch.indptr, ch.indices, ch.data)
+                yield Chunk(row0 + ch.row0, ch.indptr, ch.indices, ch.data, self.n_cols)
             row0 += m.shape[0]
         if row0 != self.n_rows:
             raise AssertionError(f"{self.where}: {row0} rows in the chunks, not {self.n_rows}")

@@ -1,9 +1,14 @@
-"""How an input is read: the source options of the single-cell entry points.
+"""How an input is read: the read options of the cell sources.
 
-:class:`AnnDataOptions` (where a matrix's regions come from, which layer, chunking, the ids'
-dtype of an in-memory result) and :class:`FragmentOptions` (which cells of a fragment file,
-how a fragment hits a region). Validated once (:mod:`genotok.params`); each cell source
-(:mod:`.sources`) names its options class (``CellSource.options``) and keeps them as ``read``.
+Every cell source kind has its own options class, a frozen dataclass deriving from
+:class:`ReadOptions` (validated once, :mod:`genotok.params`): :class:`AnnDataOptions` (where a
+matrix's regions come from, which layer, chunking, the ids' dtype of an in-memory result) and
+:class:`FragmentOptions` (which cells of a fragment file, how a fragment hits a region). A
+source names its class (``CellSource.options``) and keeps the options as ``read``; the options
+serialise themselves (:meth:`ReadOptions.to_json`, read back by name with
+:func:`~genotok.singlecell.sources.read_options_from_json`), which is how a ``pretokenize``
+run's plan records how its inputs were read. Registering a source registers its options class
+(:data:`READ_OPTIONS`).
 
 Examples
 --------
@@ -18,7 +23,7 @@ genotok.params.ParameterError: FragmentOptions: min_fragments must be an integer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
@@ -27,8 +32,102 @@ from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterEr
                       validate)
 
 
+def _json_value(v):
+    """A field's value as JSON: tuples as lists, a NumPy dtype or scalar type by its name,
+    paths as strings."""
+    import os
+
+    if isinstance(v, (tuple, list)):
+        return [_json_value(x) for x in v]
+    if isinstance(v, type) and issubclass(v, np.generic) or isinstance(v, np.dtype):
+        return np.dtype(v).name
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
 @dataclass(frozen=True)
-class AnnDataOptions:
+class ReadOptions:
+    """The base of every source's read options: a frozen dataclass whose fields are its JSON.
+
+    ``name`` names the class in JSON (:data:`READ_OPTIONS`); :meth:`to_json` gives
+    ``{"name": ..., field: value, ...}`` and :meth:`from_json` reads it back (equal options).
+    A source that takes no options has ``options = ReadOptions``.
+
+    Examples
+    --------
+    >>> ReadOptions().to_json()
+    {'name': 'none'}
+    >>> AnnDataOptions.from_json(AnnDataOptions(layer="counts").to_json()).layer
+    'counts'
+    """
+
+    name: ClassVar[str] = "none"
+    CONSTRAINTS: ClassVar[dict] = {}
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
+
+    def to_json(self) -> dict:
+        """The options as plain JSON values (``name`` first)."""
+        return {"name": self.name, **{f.name: _json_value(getattr(self, f.name))
+                                      for f in fields(self)}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> ReadOptions:
+        """The options of :meth:`to_json`'s dict (an unknown field is refused)."""
+        d = {k: v for k, v in dict(d).items() if k != "name"}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ParameterError(f"{cls.__name__}: unknown field(s) {unknown}; the fields are "
+                                 f"{sorted(known)}")
+        return cls(**d)
+
+
+#: the read options classes by name: a cell source's ``options`` is added when it is registered
+READ_OPTIONS: dict[str, type[ReadOptions]] = {ReadOptions.name: ReadOptions}
+
+
+def registrable(cls, base: type, key: str, what: str) -> None:
+    """Refuse to register ``cls`` unless it is a concrete subclass of ``base`` naming itself
+    by ``key`` (a registry's one check: sources, encodings, read options).
+
+    >>> registrable(dict, ReadOptions, "name", "read options")
+    Traceback (most recent call last):
+    ...
+    TypeError: a read options class derives from ReadOptions, got <class 'dict'>
+    """
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"a {what} class derives from {base.__name__}, got {cls!r}")
+    if not getattr(cls, key):
+        raise TypeError(f"{cls.__name__}: a {what} class names its {key} ({key} = '...')")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise TypeError(f"{cls.__name__}: a {what} class implements {', '.join(missing)} "
+                        f"(see genotok.{base.__name__})")
+
+
+def register_read_options(cls: type[ReadOptions]) -> type[ReadOptions]:
+    """Add a :class:`ReadOptions` subclass to :data:`READ_OPTIONS` (``register_source`` does it
+    for a source's ``options``); another class of the same name is refused.
+
+    >>> register_read_options(AnnDataOptions) is AnnDataOptions
+    True
+    """
+    registrable(cls, ReadOptions, "name", "read options")
+    other = READ_OPTIONS.get(cls.name)
+    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+        raise TypeError(f"{cls.__name__}: the read options name {cls.name!r} is taken by "
+                        f"{other.__module__}.{other.__qualname__}")
+    READ_OPTIONS[cls.name] = cls
+    return cls
+
+
+@dataclass(frozen=True)
+class AnnDataOptions(ReadOptions):
     """How :func:`~genotok.tokenize_anndata` reads an AnnData or ``.h5ad``.
 
     Examples
@@ -64,6 +163,7 @@ class AnnDataOptions:
     modality: str | None = None
     raw: bool = False
 
+    name: ClassVar[str] = "anndata"
     CONSTRAINTS: ClassVar[dict] = {
         "layer": [InstanceOf(str), None],
         "region_columns": [InstanceOf(list, tuple), None],
@@ -76,10 +176,19 @@ class AnnDataOptions:
 
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "AnnDataOptions")
+        if self.region_columns is not None:
+            object.__setattr__(self, "region_columns", tuple(self.region_columns))
+
+    @classmethod
+    def from_json(cls, d: dict) -> AnnDataOptions:
+        d = dict(d)
+        if isinstance(d.get("dtype"), str):  # written by name
+            d["dtype"] = np.dtype(d["dtype"]).type
+        return super().from_json(d)
 
 
 @dataclass(frozen=True)
-class FragmentOptions:
+class FragmentOptions(ReadOptions):
     """How a fragment file is read and counted.
 
     Examples
@@ -121,6 +230,7 @@ class FragmentOptions:
     regions: tuple | None = None
     fragment_size: tuple | None = None
 
+    name: ClassVar[str] = "fragments"
     CONSTRAINTS: ClassVar[dict] = {
         "min_fragments": [Interval(Integral, 0, None)],
         "mode": [Options("fragment", "insertion", "paired-insertion"), None],
@@ -133,6 +243,13 @@ class FragmentOptions:
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "FragmentOptions")
         object.__setattr__(self, "shift", tuple(self.shift))
+        if self.barcodes is not None:  # a file by its path, or the list itself (equal JSON)
+            import os
+
+            bcs = self.barcodes
+            object.__setattr__(self, "barcodes", os.fspath(bcs) if isinstance(
+                bcs, (str, os.PathLike)) else tuple(b.decode("utf-8") if isinstance(b, bytes)
+                                                    else str(b) for b in bcs))
         if self.regions is not None:
             from .._bgzf import parse_regions
 
@@ -155,4 +272,8 @@ def _checked(read, kind: type, where: str):
     return check("read", read, [InstanceOf(kind)], where, error=TypeError)
 
 
-__all__ = ["AnnDataOptions", "FragmentOptions"]
+for _cls in (AnnDataOptions, FragmentOptions):
+    register_read_options(_cls)
+
+__all__ = ["AnnDataOptions", "FragmentOptions", "READ_OPTIONS", "ReadOptions",
+           "register_read_options", "registrable"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ from ..errors import AnnDataError, GenotokError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
+from .anndata_zarr import as_options
 from .reading import AnnDataOptions
 
 #: the obs / var columns that name the cells / features (``tiledbsoma.io.from_anndata``'s)
@@ -76,6 +77,7 @@ class SomaOptions(AnnDataOptions):
     measurement: str = "RNA"
     obs_filter: str | None = None
 
+    name: ClassVar[str] = "soma"
     CONSTRAINTS: ClassVar[dict] = {**AnnDataOptions.CONSTRAINTS,
                                    "measurement": [InstanceOf(str)],
                                    "obs_filter": [InstanceOf(str), None]}
@@ -125,12 +127,7 @@ class SomaSource(S.CellSource):
 
     def __init__(self, uri, read: SomaOptions | None = None):
         soma = require("tiledbsoma", "reading a SOMA experiment")
-        read = SomaOptions() if read is None else read
-        if type(read) is AnnDataOptions:  # a call's default options: SOMA's defaults beside
-            read = SomaOptions(**{f.name: getattr(read, f.name) for f in fields(read)})
-        if not isinstance(read, SomaOptions):
-            raise TypeError(f"SomaSource: read must be genotok.SomaOptions, got "
-                            f"{type(read).__name__}")
+        read = type(self).read_options(read)
         self.path = self.where = os.fspath(uri).rstrip("/")
         if read.modality is not None or read.raw:
             raise AnnDataError(f"{self.where}: modality and raw are AnnData's; a SOMA experiment "
@@ -187,14 +184,23 @@ class SomaSource(S.CellSource):
         return cls(obj, read)
 
     @classmethod
+    def read_options(cls, read) -> SomaOptions:
+        """:class:`SomaOptions`; a plain :class:`~genotok.AnnDataOptions` (its ``layer``,
+        region columns, chunking) reads an experiment's ``RNA`` measurement."""
+        return super().read_options(as_options(read, SomaOptions))
+
+    @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:
         return os.path.isdir(path) and is_experiment(path)
+
+    def names(self) -> list[str]:
+        return self.obs(())(0, self.n_rows)[0]
 
     # ----- the matrix
     def chunks(self, budget, per_nnz, chunk_rows):
         if self.n_rows == 0:
-            yield C._Chunk(0, np.zeros(1, np.int64), np.zeros(0, np.int32),
-                           np.zeros(0, np.float32))
+            yield C.Chunk(0, np.zeros(1, np.int64), np.zeros(0, np.int32),
+                          np.zeros(0, np.float32), self.n_cols)
             return
         fixed = chunk_rows is not None
         # two chunks are held (the one read ahead): each gets half the budget
@@ -218,9 +224,16 @@ class SomaSource(S.CellSource):
                 lo, hi = hi, min(hi + step(), self.n_rows)
                 if lo < self.n_rows:
                     ahead = pool.submit(self._chunk, lo, hi)
-                yield chunk
+                if fixed:
+                    yield chunk
+                    continue
+                # sized by an estimate: cut to the budget (views of the chunk read)
+                bounds = C._row_bounds(chunk.indptr, max(1, budget // per_nnz), None)
+                for a, b in zip(bounds[:-1], bounds[1:]):
+                    yield C.Chunk(chunk.row0 + int(a), chunk.indptr[a:b + 1], chunk.indices,
+                                  chunk.data, self.n_cols)
 
-    def _chunk(self, lo: int, hi: int) -> C._Chunk:
+    def _chunk(self, lo: int, hi: int) -> C.Chunk:
         import scipy.sparse as sp
 
         ids = self.ids[lo:hi]
@@ -243,7 +256,7 @@ class SomaSource(S.CellSource):
             m = sp.csr_matrix((data, (row, col)), shape=(n, self.n_cols))
             indptr, indices, values = np.asarray(m.indptr, np.int64), m.indices, m.data
         indices, values = C._clean_dtypes(indices, values, self.where)
-        return C._Chunk(lo, indptr, indices, values)
+        return C.Chunk(lo, indptr, indices, values, self.n_cols)
 
     def _positions(self, keys: np.ndarray, found: np.ndarray, name: str, what: str,
                    lo: int) -> np.ndarray:

@@ -10,7 +10,7 @@ reads AnnData objects (:class:`AnnDataSource`); files are ``H5adSource`` and its
 matrix, cells and features) and :class:`~genotok.singlecell.fragments.FragmentSource`.
 
 Below them, a matrix reader (in memory, h5py, or a backed AnnData view: :mod:`.chunks`, with
-its memory budget and its checks of untrusted input) yields row chunks (``_Chunk``:
+its memory budget and its checks of untrusted input) yields row chunks (:class:`Chunk`:
 ``indptr``/``indices``/``data`` of whole rows) for :mod:`.cells`; a file's ``obs``/``var``
 frames are read with h5py here (:func:`obs_names`, :func:`var_names`, obs readers), under the
 same checks: anything wrong is an :class:`AnnDataError` naming the file and the key. Fragment
@@ -20,6 +20,7 @@ not UTF-8 is a :class:`~genotok.errors.BedParseError` naming the file (and line)
 
 from __future__ import annotations
 
+import abc
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -29,8 +30,11 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import AnnDataError, SourceError
-from .chunks import _Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
-from .reading import AnnDataOptions, _checked
+from .. import _plugins
+from .chunks import Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
+from ..params import ParameterError
+from .reading import (READ_OPTIONS, AnnDataOptions, ReadOptions, _checked,
+                      register_read_options, registrable)
 
 
 # ---------------------------------------------------------------------------------- var → regions
@@ -265,13 +269,16 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
 
 
 # ---------------------------------------------------------------------------------- cell sources
-class CellSource:
-    """The protocol of a cell source: the rows (cells) of one input, read in chunks.
+class CellSource(abc.ABC):
+    """A cell source: the rows (cells) of one input, read in chunks (an abstract base class).
 
     A subclass declares what it reads (class attributes, used by :func:`open_source` and by
-    ``pretokenize``) and implements :meth:`open` and the few members below; the driver
+    ``pretokenize``) and implements :meth:`open`, :meth:`features` and :meth:`names` (and
+    :meth:`obs` when it has ``obs`` columns); its rows come from :meth:`chunks` (by default
+    those of ``self.matrix``, a matrix reader such as :func:`memory_matrix`'s). The driver
     (:func:`~genotok.singlecell.cells.tokenize_cells`) does the rest: features → token ids,
-    the :class:`~genotok.CellSpec`, the output.
+    the :class:`~genotok.CellSpec`, the output. :func:`genotok.testing.check_source` holds the
+    contract every source must keep.
 
     Class attributes
     ----------------
@@ -281,22 +288,24 @@ class CellSource:
         File name endings (lower case) and leading bytes this class reads; ``by_content``: the
         suffix does not decide for an existing file (``.h5``: any HDF5), its contents do.
     options
-        The class of its ``read=`` options (:class:`~genotok.AnnDataOptions` …).
+        The class of its ``read=`` options, a :class:`~genotok.ReadOptions` subclass
+        (:class:`~genotok.AnnDataOptions` …; ``ReadOptions``: none).
     features_are
         ``"var"``: the columns are named features (var names or region columns → regions);
         ``"universe"``: column ``i`` is the universe's region ``i`` (counted fragments).
         ``pretokenize`` fits one set of medians only over inputs of one feature space.
     has_obs
-        The rows have ``obs`` columns (metadata, condition tokens).
+        The rows have ``obs`` columns (metadata, condition tokens); default ``False``: asking
+        a source without them for ``obs_columns`` or condition tokens is an error at once.
     header
         The key of the corpus header's ``extra`` that records how the input was read.
 
     Instance members
     ----------------
     ``n_rows``, ``n_cols``, ``where`` (the file, or ``"X"``, for messages), ``path`` (the file
-    or ``None``), ``read`` (the options), ``chunks(budget, per_nnz, chunk_rows)`` (CSR row
-    chunks of whole rows, at most ``budget`` bytes at ``per_nnz`` bytes per stored entry),
-    :meth:`features`, :meth:`names`, :meth:`obs`, :meth:`settings`, :meth:`close`.
+    or ``None``), ``read`` (the options), :meth:`chunks` (:class:`Chunk` s of whole rows, in
+    order, within a memory budget), :meth:`features`, :meth:`names`, :meth:`obs`,
+    :meth:`settings`, :meth:`close`.
 
     Examples
     --------
@@ -310,16 +319,16 @@ class CellSource:
     suffixes: ClassVar[tuple[str, ...]] = ()
     magic: ClassVar[tuple[bytes, ...]] = ()
     by_content: ClassVar[bool] = False
-    options: ClassVar[type] = AnnDataOptions
+    options: ClassVar[type[ReadOptions]] = ReadOptions
     features_are: ClassVar[str] = "var"
-    has_obs: ClassVar[bool] = True
+    has_obs: ClassVar[bool] = False
     header: ClassVar[str] = "cells"
 
     n_rows: int
     n_cols: int
     where: str
     path: str | None = None
-    read: object = None
+    read: ReadOptions | None = None
     #: the stored entries when known (an upper bound of the tokens of an in-memory result)
     nnz: int | None = None
     #: an in-memory matrix: the driver may run it as one chunk
@@ -338,23 +347,38 @@ class CellSource:
         return any(head.startswith(m) for m in cls.magic)
 
     @classmethod
-    def open(cls, obj, read=None, **context) -> CellSource:
-        """The source of ``obj`` read as ``read`` says. ``context``: ``tokenizer``,
-        ``n_threads``, ``memory_mb``, ``spec`` and ``out`` of the call, for sources that need
-        them to read (a fragment file is counted over the tokenizer's universe)."""
-        raise NotImplementedError(f"{cls.__name__}.open")  # pragma: no cover
+    @abc.abstractmethod
+    def open(cls, obj, read: ReadOptions | None = None, **context) -> CellSource:
+        """The source of ``obj`` read as ``read`` says (``None``: the defaults of
+        :attr:`options`). ``context``: ``tokenizer``, ``n_threads``, ``memory_mb``, ``spec``
+        and ``out`` of the call, for sources that need them to read (a fragment file is
+        counted over the tokenizer's universe); a source ignores what it does not need."""
+
+    @classmethod
+    def read_options(cls, read) -> ReadOptions:
+        """``read`` checked to be this class's :attr:`options` (``None``: their defaults)."""
+        if cls.options is ReadOptions and read is not None and type(read) is not ReadOptions:
+            raise TypeError(f"{cls.__name__} ({cls.kind} inputs) takes no read options; got "
+                            f"read={type(read).__name__}(...)")
+        return _checked(read, cls.options, cls.__name__)
 
     # ----- what the driver asks
-    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[_Chunk]:
-        """Row chunks (``_Chunk``: ``row0``, ``indptr`` of absolute positions, ``indices``,
-        ``data``), in row order (default: those of ``self.matrix``, a matrix reader)."""
-        return self.matrix.chunks(budget, per_nnz, chunk_rows)
+    def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[Chunk]:
+        """The rows as :class:`Chunk` s, every row once, in order: each of ``chunk_rows``
+        rows when given, else of at most ``budget`` bytes at ``per_nnz`` bytes per stored
+        entry (a row larger than that alone). Default: those of ``self.matrix``, a matrix
+        reader (:func:`memory_matrix`)."""
+        matrix = getattr(self, "matrix", None)
+        if matrix is None:
+            raise NotImplementedError(f"{type(self).__name__}: a cell source sets `matrix` "
+                                      "(memory_matrix(X)) or implements chunks()")
+        return matrix.chunks(budget, per_nnz, chunk_rows)
 
+    @abc.abstractmethod
     def features(self):
         """What the tokenizer maps to token ids, one per column: an AnnData-like object with
         ``var`` (var names or region columns), a ``.h5ad`` path, a pandas data frame (the
         ``var`` frame itself), or ``None`` when column ``i`` is the universe's region ``i``."""
-        raise NotImplementedError(f"{type(self).__name__}.features")  # pragma: no cover
 
     def feature_names(self) -> list[str] | None:
         """The columns' names (var names), or ``None`` when the columns are the universe's
@@ -366,14 +390,20 @@ class CellSource:
             return var_names(feats)
         return [str(x) for x in (feats if _is_frame(feats) else feats.var).index]
 
+    @abc.abstractmethod
     def names(self) -> list[str]:
-        """The rows' names (cell barcodes), as strings."""
-        return self.obs(())(0, self.n_rows)[0]
+        """The rows' names (cell barcodes), as strings, one per row, unique."""
 
     def obs(self, columns: Sequence[str]) -> Callable[[int, int], tuple[list, dict]]:
         """``read(lo, hi) -> (names, {column: values})`` of rows ``lo:hi``; an unknown column
-        is an error now, naming the input."""
-        raise NotImplementedError(f"{type(self).__name__}.obs")  # pragma: no cover
+        is an error now, naming the input. Default (no ``obs``): the names, and any column
+        asked is a :class:`~genotok.SourceError`."""
+        columns = list(columns)
+        if columns:
+            raise SourceError(f"{self.where}: a {self.kind or type(self).__name__} input has "
+                              f"no obs columns ({columns} asked); only its row names")
+        names = self.names()
+        return lambda lo, hi: (names[lo:hi], {})
 
     def settings(self) -> dict:
         """How the input was read, for the corpus header (``extra[header]``)."""
@@ -381,7 +411,11 @@ class CellSource:
 
     @classmethod
     def check(cls, spec, func: str) -> None:
-        """Refuse a :class:`~genotok.CellSpec` this input cannot honour (default: any)."""
+        """Refuse a :class:`~genotok.CellSpec` this input cannot honour (default: condition
+        tokens without ``obs`` columns)."""
+        if spec.prepend and not cls.has_obs:
+            raise SourceError(f"{func}: prepend={list(spec.prepend)} takes obs columns, which "
+                              f"a {cls.kind or cls.__name__} input has not")
 
     def value_input(self):
         """``(matrix, layer)`` for the medians pass of ``RankByMedian()``
@@ -390,7 +424,8 @@ class CellSource:
         return self, None
 
     def close(self) -> None:
-        """Free what reading held (temporary files); the source is not read after."""
+        """Free what reading held (temporary files); the source is not read after. Closing
+        twice is harmless."""
 
     def __enter__(self):
         return self
@@ -416,30 +451,59 @@ def memory_matrix(X, where: str = "X"):
     return _MemorySource(X, where)
 
 
-#: the cell sources, tried in order (:func:`open_source`); :func:`register_source` adds one
+#: the cell sources, tried in order (:func:`open_source`); :func:`register_source` adds one,
+#: and the distributions' ``genotok.sources`` entry points are added when it is first read
+#: (:func:`registry`)
 SOURCES: list[type[CellSource]] = []
 
 
+def registry() -> list[type[CellSource]]:
+    """:data:`SOURCES`, after loading the plugins of the ``genotok.sources`` entry point group
+    once (:mod:`genotok._plugins`): what every lookup by path or object reads.
+
+    >>> [c.kind for c in registry()][:2]
+    ['anndata', 'h5ad']
+    """
+    _plugins.load("genotok.sources", register_source)
+    return SOURCES
+
+
 def register_source(source: type[CellSource]) -> type[CellSource]:
-    """Add a :class:`CellSource` class to the registry (a class decorator, too). A class of
-    the same name replaces the one registered before; a class with a suffix is tried before
-    those of a shorter suffix of it.
+    """Add a :class:`CellSource` class to the registry (a class decorator, too), and its
+    read options class to :data:`~genotok.singlecell.reading.READ_OPTIONS`. A class of the
+    same name replaces the one registered before; a class with a suffix is tried before those
+    of a shorter suffix of it. A class that names no ``kind`` or leaves an abstract method
+    unimplemented is refused.
 
     Examples
     --------
     >>> class Toy(CellSource):
     ...     kind, suffixes = "toy", (".toy",)
+    ...     open = classmethod(lambda cls, obj, read=None, **context: cls())
+    ...     features = lambda self: None
+    ...     names = lambda self: []
     >>> _ = register_source(Toy)
     >>> source_class("cells.TOY").kind
     'toy'
     >>> unregister_source(Toy)
     """
-    if not (isinstance(source, type) and issubclass(source, CellSource)):
-        raise TypeError(f"register_source takes a CellSource subclass, got {source!r}")
-    if not source.kind:
-        raise TypeError(f"{source.__name__}: a cell source names its kind (kind = '...')")
+    registrable(source, CellSource, "kind", "cell source")
+    register_read_options(source.options)
     SOURCES[:] = [c for c in SOURCES if c.__name__ != source.__name__] + [source]
     return source
+
+
+def read_options_from_json(d: dict) -> ReadOptions:
+    """The options of a :meth:`ReadOptions.to_json` dict, by its ``name``.
+
+    >>> read_options_from_json({"name": "fragments", "min_fragments": 3}).min_fragments
+    3
+    """
+    registry()  # the plugins' sources, and so their options classes
+    name = d.get("name") if isinstance(d, dict) else None
+    if name not in READ_OPTIONS:
+        raise ParameterError(f"unknown read options {name!r}; known: {sorted(READ_OPTIONS)}")
+    return READ_OPTIONS[name].from_json(d)
 
 
 def unregister_source(source: type[CellSource]) -> None:
@@ -452,7 +516,7 @@ def unregister_source(source: type[CellSource]) -> None:
 def _suffix_class(name: str) -> type[CellSource] | None:
     low = name.lower()
     best, length = None, 0
-    for cls in SOURCES:
+    for cls in registry():
         for suf in cls.suffixes:
             if low.endswith(suf) and len(suf) > length:
                 best, length = cls, len(suf)
@@ -464,7 +528,7 @@ def suffixes() -> tuple[str, ...]:
     >>> ".h5ad" in suffixes() and ".tsv.gz" in suffixes()
     True
     """
-    return tuple(s for cls in SOURCES for s in cls.suffixes)
+    return tuple(s for cls in registry() for s in cls.suffixes)
 
 
 def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
@@ -482,7 +546,7 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     True
     """
     if not _is_path(obj):  # the latest registered first: a MuData is an AnnData-like too
-        return next((cls for cls in reversed(SOURCES) if cls.accepts(obj)), None)
+        return next((cls for cls in reversed(registry()) if cls.accepts(obj)), None)
     path = os.fspath(obj)
     cls = _suffix_class(os.path.basename(path))
     if (cls is not None and not cls.by_content) or not sniff:
@@ -497,7 +561,7 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
             head = fh.read(512)
     except OSError:
         return cls  # not there (yet): the suffix's class says so when it opens it
-    return next((c for c in reversed(SOURCES) if c.sniff(head, path)), None)
+    return next((c for c in reversed(registry()) if c.sniff(head, path)), None)
 
 
 def open_source(obj, read=None, **context) -> CellSource:
@@ -523,14 +587,15 @@ def open_source(obj, read=None, **context) -> CellSource:
     """
     cls = source_class(obj)
     if cls is None:
-        known = ", ".join(f"{c.kind} ({', '.join(c.suffixes) or 'objects'})" for c in SOURCES)
+        known = ", ".join(f"{c.kind} ({', '.join(c.suffixes) or 'objects'})"
+                          for c in registry())
         if _is_path(obj):
             path = os.fspath(obj)
             why = "no such file" if not os.path.exists(path) else "not a cell input"
             raise SourceError(f"{path}: {why}; the cell sources read {known}")
         raise SourceError(f"a {type(obj).__name__} is not a cell input; the cell sources read "
                           f"{known} (an AnnData, or a file path)")
-    return cls.open(obj, read, **context)
+    return cls.open(obj, cls.read_options(read), **context)
 
 
 class _AnnDataBase(CellSource):
@@ -539,6 +604,7 @@ class _AnnDataBase(CellSource):
 
     options = AnnDataOptions
     header = "anndata"
+    has_obs = True
 
     def __init__(self, adata, read: AnnDataOptions | None = None):
         self.read = _checked(read, AnnDataOptions, type(self).__name__)
@@ -598,6 +664,7 @@ class AnnDataSource(_AnnDataBase):
 register_source(AnnDataSource)  # H5adSource and the HDF5 containers: .containers
 
 
-__all__ = ["AnnDataSource", "CellSource", "SOURCES", "memory_matrix", "obs_names",
-           "open_source", "register_source", "source_class", "suffixes", "unregister_source",
-           "var_names"]
+__all__ = ["AnnDataSource", "CellSource", "Chunk", "SOURCES", "memory_matrix", "obs_names",
+           "open_source", "read_options_from_json", "register_source", "registry",
+           "source_class", "suffixes",
+           "unregister_source", "var_names"]

@@ -21,8 +21,9 @@ Defaults
 
 Adding a value encoding
 -----------------------
-One class (a frozen dataclass with ``name``, ``encode`` and the JSON of its fields) and one
-registry line, ``ENCODINGS[MyEncoding.name] = MyEncoding``: see ``docs/architecture.md``.
+One class (a frozen dataclass with ``name``, ``encode(chunk)`` and the JSON of its fields) and
+one registry line, ``register_encoding(MyEncoding)`` (or a ``genotok.encodings`` entry point):
+see ``docs/architecture.md``.
 
 Examples
 --------
@@ -37,6 +38,7 @@ False
 
 from __future__ import annotations
 
+import abc
 import json
 import math
 from collections.abc import Mapping
@@ -57,12 +59,18 @@ UNKNOWN = ("drop", "set", "region")
 
 
 # ---------------------------------------------------------------------------- value encodings
-class Encoding:
-    """A value encoding step. Subclasses are frozen dataclasses with a unique ``name``; their
-    fields are their JSON. ``encode(indptr, indices, data, n_cols)`` returns the new float64
-    values of CSR rows (``indptr`` rebased to 0). The four built-in steps run fused in the
-    kernels of :mod:`genotok.singlecell.values`; any other step runs after them, chunk by
-    chunk, through its own ``encode``.
+class Encoding(abc.ABC):
+    """A value encoding step (an abstract base class). Subclasses are frozen dataclasses with
+    a unique ``name``; their fields are their JSON (:meth:`to_json`, :meth:`from_json`).
+
+    ``encode(chunk)`` takes a :class:`~genotok.singlecell.Chunk` (whole CSR rows, ``indptr``
+    rebased to 0, ``row0`` the first row's number in the input, ``n_cols`` the columns) and
+    returns the new values of its stored entries: a float array of ``chunk.data``'s shape,
+    computed from the chunk alone (never written into it), the same for the same chunk. The
+    built-in steps at the head of a spec's chain (``Normalize``/``Log1p``, then
+    ``RankByMedian``/``Bins``) run fused in the kernels of :mod:`genotok.singlecell.values`;
+    every step after them, built in or not, runs chunk by chunk through its own ``encode``, in
+    the order given. :func:`genotok.testing.check_encoding` holds the contract.
 
     Examples
     --------
@@ -72,9 +80,9 @@ class Encoding:
 
     name: ClassVar[str] = ""
 
-    def encode(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-               n_cols: int) -> np.ndarray:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def encode(self, chunk) -> np.ndarray:
+        """The new values of ``chunk``'s stored entries (``chunk.data``'s shape)."""
 
     def to_json(self) -> dict:
         return {"name": self.name, **{f.name: getattr(self, f.name) for f in fields(self)}}
@@ -82,6 +90,49 @@ class Encoding:
     @classmethod
     def from_json(cls, d: dict) -> Encoding:
         return cls(**{k: v for k, v in d.items() if k != "name"})
+
+    def _alone(self):
+        """The :class:`~genotok.singlecell.values.ValueEncoding` that runs this built-in step
+        alone (its ``encode``: the fused kernels on one step)."""
+        from .values import value_encoding
+
+        kw = _fused((self,))[0]
+        if isinstance(kw["rank"], str):
+            raise ParameterError("RankByMedian() computes its medians from the matrix; after "
+                                 "another step it needs them given: RankByMedian(medians)")
+        return value_encoding(**kw)
+
+    def _encode_builtin(self, chunk) -> np.ndarray:
+        ch = chunk.rebased()
+        return self._alone().encode(ch.indptr, ch.indices, ch.data, ch.n_cols,
+                                    f"{self.name} (rows {ch.row0}..)", ch.row0)
+
+
+def register_encoding(cls: type[Encoding]) -> type[Encoding]:
+    """Add a value encoding class to :data:`ENCODINGS` by its ``name`` (a class decorator,
+    too): :meth:`CellSpec.from_json` then finds it. The ``genotok.encodings`` entry points of
+    installed distributions are registered the same way when the registry is first read.
+
+    >>> register_encoding(Log1p) is Log1p
+    True
+    """
+    from .reading import registrable
+
+    registrable(cls, Encoding, "name", "value encoding")
+    ENCODINGS[cls.name] = cls
+    return cls
+
+
+def encodings() -> dict[str, type[Encoding]]:
+    """:data:`ENCODINGS`, after loading the ``genotok.encodings`` plugins once.
+
+    >>> "bins" in encodings()
+    True
+    """
+    from .. import _plugins
+
+    _plugins.load("genotok.encodings", register_encoding)
+    return ENCODINGS
 
 
 @dataclass(frozen=True)
@@ -119,6 +170,12 @@ class Normalize(Encoding):
         object.__setattr__(self, "log1p", bool(self.log1p))
         object.__setattr__(self, "target_sum", float(self.target_sum))
 
+    def encode(self, chunk) -> np.ndarray:
+        if self.total is not None:
+            raise ParameterError("Normalize(total=...) reads each cell's total from obs: it "
+                                 "runs first in the chain only")
+        return self._encode_builtin(chunk)
+
 
 @dataclass(frozen=True)
 class Log1p(Encoding):
@@ -131,6 +188,9 @@ class Log1p(Encoding):
     """
 
     name: ClassVar[str] = "log1p"
+
+    def encode(self, chunk) -> np.ndarray:
+        return self._encode_builtin(chunk)
 
 
 #: the largest cell spec TOML file read (its medians included)
@@ -222,6 +282,12 @@ class RankByMedian(Encoding):
 
     __hash__ = None  # an array inside: compared by value, not hashed
 
+    def encode(self, chunk) -> np.ndarray:
+        if isinstance(self.medians, dict):
+            raise ParameterError("RankByMedian with medians keyed by feature id runs in the "
+                                 "fused head of the chain only (a GeneTokenizer's columns)")
+        return self._encode_builtin(chunk)
+
     def to_json(self) -> dict:
         if isinstance(self.medians, dict):
             med = {k: None if not math.isfinite(x) else x for k, x in self.medians.items()}
@@ -260,6 +326,9 @@ class Bins(Encoding):
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "Bins")
 
+    def encode(self, chunk) -> np.ndarray:
+        return self._encode_builtin(chunk)
+
 
 @dataclass(frozen=True)
 class QuantileBins(Encoding):
@@ -275,7 +344,9 @@ class QuantileBins(Encoding):
     Examples
     --------
     >>> import numpy as np
-    >>> QuantileBins(5, side="one").encode(np.array([0, 4]), None, np.array([1., 2, 3, 4]), 4)
+    >>> from genotok.singlecell import Chunk
+    >>> QuantileBins(5, side="one").encode(Chunk(0, np.array([0, 4]), np.arange(4),
+    ...                                          np.array([1., 2, 3, 4]), 4))
     array([1., 2., 3., 4.])
     """
 
@@ -290,7 +361,9 @@ class QuantileBins(Encoding):
     def __post_init__(self):
         validate(self.__dict__, self.CONSTRAINTS, "QuantileBins")
 
-    def encode(self, indptr, indices, data, n_cols, row0: int = 0):
+    def encode(self, chunk) -> np.ndarray:
+        ch = chunk.rebased()
+        indptr, data, row0 = ch.indptr, ch.data, ch.row0
         out = np.zeros(data.size, np.float64)
         grid = np.linspace(0, 1, self.n - 1)
         for r in range(indptr.size - 1):
@@ -310,7 +383,8 @@ class QuantileBins(Encoding):
         return out
 
 
-#: the value encodings by name: a new encoding is one class and one line here
+#: the value encodings by name (:func:`register_encoding`; the ``genotok.encodings`` plugins
+#: are added when :func:`encodings` first reads it)
 ENCODINGS: dict[str, type[Encoding]] = {
     Normalize.name: Normalize,
     Log1p.name: Log1p,
@@ -318,6 +392,8 @@ ENCODINGS: dict[str, type[Encoding]] = {
     Bins.name: Bins,
     QuantileBins.name: QuantileBins,
 }
+#: the steps that run fused at the head of a chain
+BUILTIN = (Normalize, Log1p, RankByMedian, Bins)
 
 
 def _encoding_chain(encoding) -> tuple:
@@ -332,8 +408,9 @@ def _encoding_chain(encoding) -> tuple:
 
 
 def _fused(steps: tuple) -> tuple[dict, tuple]:
-    """The built-in prefix of ``steps`` as :func:`~genotok.singlecell.values.value_encoding`'s
-    keywords, and the steps after it (run through their own ``encode``)."""
+    """The built-in head of ``steps`` (``Normalize`` or ``Log1p``, then ``RankByMedian`` or
+    ``Bins``) as :func:`~genotok.singlecell.values.value_encoding`'s keywords, and the steps
+    after it, in order (each run through its own ``encode(chunk)``)."""
     kw = {"normalize": None, "target_sum": 1e4, "log1p": False, "rank": None, "bins": None}
     i = 0
     if i < len(steps) and isinstance(steps[i], Normalize):
@@ -351,10 +428,14 @@ def _fused(steps: tuple) -> tuple[dict, tuple]:
         kw["bins"] = int(steps[i].n)
         i += 1
     rest = steps[i:]
-    for s in rest:
-        if type(s) in (Normalize, Log1p, RankByMedian, Bins):
-            raise ParameterError(f"CellSpec: encoding steps come as Normalize() or Log1p(), "
-                                 f"then RankByMedian() or Bins(n); {s!r} is out of place")
+    for s in rest:  # what a step after the head cannot do alone
+        if isinstance(s, RankByMedian) and (s.medians is None or isinstance(s.medians, dict)):
+            raise ParameterError(f"CellSpec: {s!r} after {steps[i - 1] if i else 'the head'} "
+                                 "needs its medians given as an array (medians computed from "
+                                 "the matrix, or keyed by feature id, are of the head's values)")
+        if isinstance(s, Normalize) and s.total is not None:
+            raise ParameterError("CellSpec: Normalize(total=...) reads each cell's total from "
+                                 "obs: it comes first in the chain")
     return kw, rest
 
 
@@ -511,10 +592,11 @@ class CellSpec:
         steps = []
         for s in d.get("encoding") or ():
             name = s.get("name") if isinstance(s, dict) else None
-            if name not in ENCODINGS:
+            known = encodings()
+            if name not in known:
                 raise ParameterError(f"CellSpec: unknown value encoding {name!r}; known: "
-                                     f"{sorted(ENCODINGS)}")
-            steps.append(ENCODINGS[name].from_json(s))
+                                     f"{sorted(known)}")
+            steps.append(known[name].from_json(s))
         d["encoding"] = tuple(steps)
         d["prepend"] = tuple(d.get("prepend") or ())
         return cls(**d)
@@ -602,4 +684,4 @@ class CellSpec:
 
 
 __all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "QuantileBins",
-           "RankByMedian"]
+           "RankByMedian", "encodings", "register_encoding"]

@@ -67,7 +67,7 @@ from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
 from ..params import MEMORY_MB, Integral, Interval, check
-from .chunks import _Chunk
+from .chunks import Chunk
 from .sources import CellSource, _check_rows, _source
 
 _OFF = np.int64(1) << np.int64(31)
@@ -177,8 +177,8 @@ class ValueEncoding:
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, where, error=AnnDataError)
             ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b], n_cols)
-            return _Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, data, n_cols, where,
-                                                         ch.row0))
+            return Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, data, n_cols, where, ch.row0),
+                         n_cols)
         return encode
 
     def to_json(self) -> dict:

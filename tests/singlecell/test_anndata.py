@@ -27,6 +27,7 @@ from genotok.singlecell import cells as gcells
 from genotok.singlecell import chunks as gsrc
 from genotok.singlecell import varnames as gvar
 from tests import naive_cells as naive
+from tests._cellspec import kernel_options
 
 from .._shared import GENDATA, PBMC, needs_shared
 
@@ -134,7 +135,7 @@ def _kernel_matches_the_per_cell_loop(problem, path, chunk, generic, values):
     vm = gvar._var_map(tok, RegionSet.from_tuples(variables), None)
     if generic:
         vm.monotone = False  # the general paths must agree on monotone maps too
-    opt = gcells._options(tok, **opts, values=values)
+    opt = kernel_options(tok, **opts, values=values)
     opt.path = path
     indptr, indices, data = _csr(rows, len(variables))
     src = gsrc._MemorySource(sp.csr_matrix((data, indices, indptr),
@@ -186,7 +187,7 @@ def test_fast_path_matches_the_per_cell_loop(monkeypatch, unknown, unique, value
     monkeypatch.setattr(K, "mono_fill", lambda *a: calls.append(1) or fill(*a))
     opts = dict(min_count=min_count, unique=unique, unknown=unknown, order=order,
                 max_tokens=max_tokens, truncate="top", seed=0)
-    opt = gcells._options(tok, **opts, values=values)
+    opt = kernel_options(tok, **opts, values=values)
     indptr, indices, data = _csr(rows, len(FAST_VARS))
     src = gsrc._MemorySource(sp.csr_matrix((data, indices, indptr),
                                            shape=(len(rows), len(FAST_VARS))), "X")
@@ -240,7 +241,7 @@ def test_fast_path_falls_back_on_unsorted_columns():
         assert status == K.MONO_UNSORTED
     got = gsink.concat([r for _, r in gcells._stream(
         gsrc._MemorySource(sp.csr_matrix((data, indices, indptr), shape=(2, len(FAST_VARS))), "X"),
-        vm, gcells._options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
+        vm, kernel_options(tok, None, "genomic", 0, None, "top", True, None), budget=1 << 20,
         chunk_rows=None, n_threads=None, progress=False, desc="")])
     ids, vals = naive.cells(FAST_UNIVERSE, FAST_VARS, rows, unk_id=tok.unk_token_id, overlap="all",
                             min_overlap=0, min_count=None, unique=True, unknown="set",
@@ -261,9 +262,9 @@ def test_fast_path_falls_back_on_unsorted_columns():
 def test_fast_path_validates_like_the_general_path(indptr, indices, data, message):
     tok = _tokenizer(FAST_UNIVERSE)
     vm = gvar._var_map(tok, RegionSet.from_tuples(FAST_VARS), None)
-    ch = gsrc._Chunk(0, np.array(indptr, np.int64), np.array(indices, np.int32),
-                     np.array(data, np.float32))
-    opt = gcells._options(tok, None, "genomic", 0, None, "top", True, None)
+    ch = gsrc.Chunk(0, np.array(indptr, np.int64), np.array(indices, np.int32),
+                    np.array(data, np.float32), len(FAST_VARS))
+    opt = kernel_options(tok, None, "genomic", 0, None, "top", True, None)
     with pytest.raises(AnnDataError, match=re.escape(message)):
         gcells._run_chunk(ch, vm, opt, "X")
 

@@ -210,3 +210,13 @@ def test_pretokenize_and_cli(tmp_path, tok):
     assert done.returncode == 0, done.stderr
     cli = Corpus.open(tmp_path / "cli")
     assert [list(cli[i]) for i in range(len(cli))] == [list(run[i]) for i in range(len(run))]
+
+
+@pytest.mark.parametrize("layout,order", [("atac", "feature"), ("arc", "barcode")])
+def test_check_source(tmp_path, layout, order):
+    from genotok.testing import check_source
+
+    a = adata(counts(7, 6, 0.5, 3))
+    folder = write_folder(tmp_path / "filtered_bc_matrix", a, layout=layout, order=order,
+                          gz=layout == "arc")
+    check_source(MtxSource, folder)

@@ -132,3 +132,9 @@ def test_presets_equal_h5ad_export(tmp_path):
     tok, spec = genotok.presets.scgpt(vocab, n_bins=11)
     _same(tokenize_anndata(uri, tok, spec, read=read),
           tokenize_anndata(tmp_path / "b.h5ad", tok, spec))
+
+
+def test_check_source(tmp_path):
+    from genotok.testing import check_source
+
+    check_source(SomaSource, write(adata(counts(7, 6, 0.5, 3)), tmp_path / "exp"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import shutil
+from dataclasses import dataclass
+from typing import ClassVar
 
 import anndata
 import numpy as np
@@ -90,7 +92,7 @@ def test_open_source_names_what_no_source_reads(tmp_path):
 
 
 def test_register_source_refuses_what_is_not_a_source():
-    with pytest.raises(TypeError, match="CellSource subclass"):
+    with pytest.raises(TypeError, match="a cell source class derives from CellSource"):
         register_source(dict)
 
     class Nameless(CellSource):
@@ -122,7 +124,7 @@ def test_sources_describe_themselves(tok):
         assert (fr.kind, fr.features_are, fr.has_obs, fr.feature_names()) == (
             "fragments", "universe", False, None)
         assert fr.n_cols == tok.universe.n_regions + 1  # the universe's tokens and a miss column
-        with pytest.raises(genotok.AnnDataError, match="no obs columns"):
+        with pytest.raises(SourceError, match="no obs columns"):
             fr.obs(["cell_type"])
     with pytest.raises(ValueError, match="prepend= and add_cls= take obs columns"):
         FragmentSource.check(CellSpec(add_cls=True), "f")
@@ -147,8 +149,8 @@ class _NpzCells(CellSource):
     def features(self):
         return pd.DataFrame(index=self.peaks)
 
-    def obs(self, columns):
-        return lambda lo, hi: (self.cells[lo:hi], {})
+    def names(self):
+        return self.cells
 
 
 def test_a_registered_source_drives_pretokenize(tmp_path):
@@ -181,3 +183,234 @@ def test_pipeline_kinds_are_the_registry_answer(tmp_path):
     shutil.copy(EX / "fragments.tsv.gz", frag)
     assert input_kind(frag) == "bed"  # a BED suffix decides first: the pipeline's own input
     assert input_kind("x.tsv.bgz") == "fragments" and input_kind("a.narrowPeak") == "bed"
+
+
+# ------------------------------------------------------------------------- the seam's edges
+def test_the_entry_points_are_public_and_cell_source_is_abstract():
+    assert genotok.tokenize_cells is tokenize_cells and genotok.open_source is open_source
+    assert genotok.Chunk is genotok.singlecell.Chunk
+    assert CellSource.has_obs is False  # a source says it has obs
+    with pytest.raises(TypeError, match="abstract"):
+        CellSource()
+
+    class Half(CellSource):
+        kind = "half"
+
+        def features(self):
+            return None
+
+    with pytest.raises(TypeError, match="Half: a cell source class implements names, open"):
+        register_source(Half)
+
+
+class _NoObs(_NpzCells):
+    """The toy source, whose chunks must not be read before the obs error."""
+
+    kind = "npz-no-obs"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        raise AssertionError("read before the obs columns were refused")
+
+
+def test_a_source_without_obs_refuses_obs_early(tmp_path):
+    p = tmp_path / "a.cells.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1"])
+    tok = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    src = _NoObs.open(p)
+    with pytest.raises(SourceError, match=r"a.cells.npz: a npz-no-obs input has no obs columns "
+                                          r"\(asked: \['batch'\]\)"):
+        tokenize_cells(src, tok, obs_columns=["batch"], out=tmp_path / "c.gtokc")
+    with pytest.raises(SourceError, match="prepend=\\['batch'\\] takes obs columns"):
+        tokenize_cells(src, tok, CellSpec(prepend="batch"))
+    assert not (tmp_path / "c.gtokc").exists()
+
+
+def test_every_entry_point_finds_a_path_through_the_registry(tmp_path, tok):
+    """tokenize_anndata and tokenize_cells open what the registry says (it forced H5adSource
+    on any path that was not an AnnData's: a registered format was an AnnDataError)."""
+    p = tmp_path / "pbmc.cells.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3], [2, 2]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1", "GGG-1"])
+    toy = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    register_source(_NpzCells)
+    try:
+        assert tokenize_anndata(p, toy).to_list() == [[0], [1], [0, 1]]
+        assert tokenize_cells(p, toy).to_list() == [[0], [1], [0, 1]]
+        with pytest.raises(TypeError, match=r"_NpzCells \(npz-cells inputs\) takes no read "
+                                            r"options; got read=FragmentOptions"):
+            tokenize_cells(p, toy, read=genotok.FragmentOptions())
+    finally:
+        unregister_source(_NpzCells)
+    frag = EX / "fragments.tsv.gz"
+    names, want = tokenize_fragments(frag, tok)
+    assert tokenize_cells(frag, tok) == want == tokenize_anndata(frag, tok)
+    read = genotok.FragmentOptions(min_fragments=40)
+    few = tokenize_cells(frag, tok, read=read)
+    assert few == tokenize_fragments(frag, tok, read=read)[1] and len(few) < len(names)
+    with pytest.raises(TypeError, match="opened already"):
+        tokenize_cells(open_source(EX / "pbmc.h5ad"), tok, read=genotok.AnnDataOptions())
+
+
+@pytest.mark.parametrize("read", [
+    genotok.AnnDataOptions(), genotok.AnnDataOptions(layer="counts", region_columns=["c", "s", "e"],
+                                                     dtype=np.uint32, chunk_rows=7, raw=True),
+    genotok.FragmentOptions(), genotok.FragmentOptions(
+        barcodes=["A-1", b"B-1"], min_fragments=0, mode="insertion", shift=[4, -5],
+        regions=["chr1", "chr2:0-100"], fragment_size=(10, None)),
+    genotok.FragmentOptions(barcodes=EX / "fragments.tsv.gz"), genotok.ReadOptions()])
+def test_read_options_round_trip_their_json(read):
+    import json
+
+    from genotok.singlecell.sources import read_options_from_json
+
+    d = json.loads(json.dumps(read.to_json(), allow_nan=False))
+    assert read_options_from_json(d) == read and type(read).from_json(d) == read
+
+
+def test_read_options_refuse_unknown_json():
+    from genotok.params import ParameterError
+    from genotok.singlecell.sources import read_options_from_json
+
+    with pytest.raises(ParameterError, match="unknown read options 'zarr'"):
+        read_options_from_json({"name": "zarr"})
+    with pytest.raises(ParameterError, match=r"AnnDataOptions: unknown field\(s\) \['lyer'\]"):
+        read_options_from_json({"name": "anndata", "lyer": "x"})
+
+
+@dataclass(frozen=True)
+class _NpzOptions(genotok.ReadOptions):
+    """The toy's read options: which array holds the matrix."""
+
+    key: str = "X"
+    name: ClassVar[str] = "npz-cells"
+
+
+class _NpzWithOptions(_NpzCells):
+    kind, suffixes, options = "npz-opts", (".opts.npz",), _NpzOptions
+
+    @classmethod
+    def open(cls, path, read=None, **context):
+        read = cls.read_options(read)
+        f = np.load(path)
+        src = cls(path)
+        src.read = read
+        src.matrix = memory_matrix(f[read.key], src.where)
+        src.n_rows, src.n_cols = src.matrix.n_rows, src.matrix.n_cols
+        return src
+
+
+@pytest.mark.filterwarnings("ignore:.*hit no region of the universe")
+def test_any_source_options_go_into_the_run_and_its_plan(tmp_path):
+    """RunOptions.read takes any source's options (one per kind): each input is read with its
+    class's, and the plan records them by name (no field listed by hand)."""
+    from genotok.pipeline.plan import read_json
+
+    p = tmp_path / "a.opts.npz"
+    np.savez(p, X=np.array([[1, 0]]), Y=np.array([[0, 5]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1"])
+    tok = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    register_source(_NpzWithOptions)
+    try:
+        read = (_NpzOptions(key="Y"), genotok.FragmentOptions(min_fragments=40))
+        frag = EX / "fragments.tsv.gz"
+        run = genotok.pretokenize([p, frag], tok, tmp_path / "c", progress=False,
+                                  options=genotok.RunOptions(read=read))
+        corpus = genotok.Corpus.open(run.out)
+        want = tokenize_fragments(frag, tok, read=read[1])[0]
+        assert list(corpus[0]) == [1] and corpus.names[1:] == want  # Y, and the 40+ cells
+        assert read_json(read) == [{"name": "npz-cells", "key": "Y"},
+                                   genotok.FragmentOptions(min_fragments=40).to_json()]
+        with pytest.raises(genotok.pipeline.PipelineError, match="holds a run with other inputs "
+                                                                 "or settings"):
+            genotok.pretokenize([p, frag], tok, tmp_path / "c", progress=False,
+                                options=genotok.RunOptions(read=read[:1]))
+    finally:
+        unregister_source(_NpzWithOptions)
+    from genotok.params import ParameterError
+    with pytest.raises(ParameterError, match="two FragmentOptions"):
+        genotok.RunOptions(read=[genotok.FragmentOptions(), genotok.FragmentOptions()])
+
+
+PLUGIN = """
+import numpy as np
+import pandas as pd
+from dataclasses import dataclass
+from typing import ClassVar
+
+from genotok import SourceError
+from genotok.singlecell import CellSource, Encoding, memory_matrix
+
+
+class NpzPlugin(CellSource):
+    kind, suffixes = "npz-plugin", (".plug.npz",)
+
+    @classmethod
+    def open(cls, path, read=None, **context):
+        src = cls()
+        try:
+            with open(path, "rb") as fh:  # numpy leaves its own handle open on a bad zip
+                f = dict(np.load(fh))
+        except Exception as exc:  # a damaged file is an error naming it (check_source)
+            raise SourceError(f"{path}: not a readable .npz ({exc})") from None
+        src.read, src.path = cls.read_options(read), str(path)
+        src.where = src.path
+        src.matrix = memory_matrix(f["X"], src.where)
+        src.n_rows, src.n_cols = src.matrix.n_rows, src.matrix.n_cols
+        src.peaks, src.cells = [str(p) for p in f["peaks"]], [str(c) for c in f["cells"]]
+        return src
+
+    def features(self):
+        return pd.DataFrame(index=self.peaks)
+
+    def names(self):
+        return self.cells
+
+
+@dataclass(frozen=True)
+class Double(Encoding):
+    name: ClassVar[str] = "double"
+
+    def encode(self, chunk):
+        return chunk.data * 2.0
+"""
+
+
+def test_source_and_encoding_plugins_are_found_by_python_and_the_cli(tmp_path):
+    """A distribution declaring genotok.sources and genotok.encodings entry points, on the
+    path: Python's registries and the CLI's pretokenize both see them."""
+    import subprocess
+    import sys
+
+    from genotok.singlecell import spec as S
+    from genotok.testing import check_encoding, check_source
+    from tests._plugin_dist import cli_env, on_sys_path, plugin_dist
+
+    site = plugin_dist(tmp_path, "genotok-npz", {"genotok.sources": {"npz": "npzdemo:NpzPlugin"},
+                                                 "genotok.encodings": {"double": "npzdemo:Double"}},
+                       {"npzdemo.py": PLUGIN})
+    p = tmp_path / "a.plug.npz"
+    np.savez(p, X=np.array([[1, 0], [0, 3]]), peaks=["chr1:100-200", "chr1:900-950"],
+             cells=["AAA-1", "CCC-1"])
+    toy = Tokenizer(["chr1:0-150", "chr1:900-1000"])
+    try:
+        with on_sys_path(site, "genotok.sources", "genotok.encodings"):
+            assert source_class(p).kind == "npz-plugin" and input_kind(p) == "npz-plugin"
+            spec = CellSpec.from_json('{"encoding": [{"name": "double"}], "values": true}')
+            rows = tokenize_cells(p, toy, spec)
+            assert rows.to_list() == [[0], [1]] and rows.values.tolist() == [2.0, 6.0]
+            check_source(source_class(p), p)
+            check_encoding(S.encodings()["double"])
+    finally:
+        sources.SOURCES[:] = [c for c in sources.SOURCES if c.kind != "npz-plugin"]
+        S.ENCODINGS.pop("double", None)
+    assert source_class(p) is None
+    (tmp_path / "u.bed").write_text("chr1\t0\t150\nchr1\t900\t1000\n")
+    (tmp_path / "cells.toml").write_text('values = true\n[[encoding]]\nname = "double"\n')
+    run = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--universe",
+                          str(tmp_path / "u.bed"), "--out", str(tmp_path / "c"), "-q",
+                          "--cells", str(tmp_path / "cells.toml"), str(p)],
+                         env=cli_env(site), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    corpus = genotok.Corpus.open(tmp_path / "c")
+    assert corpus.names == ["AAA-1", "CCC-1"] and [list(x) for x in corpus] == [[0], [1]]

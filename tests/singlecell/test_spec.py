@@ -70,8 +70,10 @@ def test_bad_specs_say_what_is_wrong():
         CellSpec(cell_filter=1)
     with pytest.raises(ParameterError, match="order='var' .* cannot be unique=True"):
         CellSpec(order="var", unique=True)
-    with pytest.raises(ParameterError, match="out of place"):
-        CellSpec(encoding=(Bins(5), Normalize()))
+    with pytest.raises(ParameterError, match="needs its medians given as an array"):
+        CellSpec(encoding=(Bins(5), RankByMedian()))
+    with pytest.raises(ParameterError, match="Normalize.total=.... reads each cell's total"):
+        CellSpec(encoding=(Log1p(), Normalize(total="n_counts")))
     with pytest.raises(ParameterError, match="unknown field"):
         CellSpec.from_json('{"rank": "median"}')
     with pytest.raises(ParameterError, match="unknown value encoding 'clip'"):
@@ -191,8 +193,8 @@ def test_a_new_encoding_is_one_class_and_one_registry_line(monkeypatch):
         top: float = 2.0
         name: ClassVar[str] = "clip"
 
-        def encode(self, indptr, indices, data, n_cols):
-            return np.minimum(data, self.top)
+        def encode(self, chunk):
+            return np.minimum(chunk.data, self.top)
 
     monkeypatch.setitem(S.ENCODINGS, Clip.name, Clip)
     spec = CellSpec(encoding=(Normalize(10.0), Clip(3.0)), values=True)
@@ -301,3 +303,49 @@ def test_a_cell_spec_toml_that_never_ends_is_refused(monkeypatch):
     monkeypatch.setattr(spec_module, "MAX_TOML_BYTES", 1 << 16)
     with pytest.raises(ParameterError, match="/dev/zero: more than"):  # was: read forever
         CellSpec.from_toml("/dev/zero")
+
+
+@dataclass(frozen=True)
+class _Same(S.Encoding):
+    """The values as they are: a step that is not built in, so every step after it runs
+    through its own ``encode(chunk)`` instead of the fused kernels."""
+
+    name: ClassVar[str] = "same"
+
+    def encode(self, chunk):
+        return np.array(chunk.data, np.float64)
+
+
+@pytest.mark.parametrize("steps", [
+    (Normalize(100.0),), (Normalize(100.0, log1p=True), Bins(5)), (Log1p(), Bins(3)),
+    (Normalize(10.0), RankByMedian(np.array([1.0, 2.0, np.nan, 0.5]))), (Log1p(),)])
+def test_built_in_steps_after_a_custom_one_equal_the_fused_chain(monkeypatch, steps):
+    """A custom step first moves every built-in after it out of the fused kernels: each then
+    runs alone through its encode(chunk), in order, and gives the fused chain's values."""
+    monkeypatch.setitem(S.ENCODINGS, _Same.name, _Same)
+    a = _adata([[1, 4, 9, 0], [5, 0, 1, 2], [0, 0, 0, 0]])
+    tok = Tokenizer(VARS)
+    fused = tokenize_anndata(a, tok, CellSpec(encoding=steps, values=True, order="genomic"))
+    alone = CellSpec(encoding=(_Same(),) + steps, values=True, order="genomic")
+    assert alone.extra_steps() == (_Same(),) + steps
+    got = tokenize_anndata(a, tok, alone, read=genotok.AnnDataOptions(chunk_rows=1))
+    assert got.to_list() == fused.to_list()
+    np.testing.assert_allclose(got.values, fused.values, rtol=1e-6)
+
+
+def test_custom_steps_run_in_any_order_after_the_fused_head(monkeypatch):
+    @dataclass(frozen=True)
+    class Plus(S.Encoding):
+        k: float = 1.0
+        name: ClassVar[str] = "plus"
+
+        def encode(self, chunk):
+            return chunk.data + self.k
+
+    monkeypatch.setitem(S.ENCODINGS, Plus.name, Plus)
+    a = _adata([[1, 4, 0, 5]])
+    tok = Tokenizer(VARS)
+    spec = CellSpec(encoding=(Normalize(10.0), Plus(1.0), Log1p(), Plus(2.0)), values=True)
+    assert CellSpec.from_json(spec.to_json()) == spec
+    got = tokenize_anndata(a, tok, spec).values
+    np.testing.assert_allclose(got, np.log1p(np.array([1, 4, 5]) + 1.0) + 2.0, rtol=1e-6)

@@ -141,3 +141,9 @@ def test_s3_store_equals_memory(tmp_path, tok):
         _same(got, tokenize_anndata(a, tok, SPEC))
         with pytest.raises(AnnDataError, match="s3://cells/none.zarr"):
             tokenize_anndata("s3://cells/none.zarr", tok, read=ZarrOptions(storage_options=so))
+
+
+def test_check_source(tmp_path):
+    from genotok.testing import check_source
+
+    check_source(ZarrSource, _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3))

@@ -1,0 +1,232 @@
+"""The conformance suites of the cell-source and value-encoding seams (genotok.testing) run on
+every registered implementation, and catch planted broken ones: a source that skips a row,
+an encoding that writes into its input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import pytest
+
+ad = pytest.importorskip("anndata")
+pd = pytest.importorskip("pandas")
+
+import genotok
+from genotok import Tokenizer
+from genotok.singlecell import (AnnDataSource, CellSource, H5adSource, memory_matrix,
+                                register_source, unregister_source)
+from genotok.singlecell import spec as S
+from genotok.singlecell.sources import registry
+from genotok.testing import check_encoding, check_source
+from tests.singlecell.test_containers import PEAKS, UNIVERSE, _mods, _tenx, _write_h5mu
+
+EX = genotok.examples_dir()
+
+
+def _anndata(tmp_path):
+    atac, _ = _mods()
+    return atac, {}
+
+
+def _h5ad(tmp_path):
+    return EX / "pbmc.h5ad", {}
+
+
+def _h5mu(tmp_path):
+    atac, rna = _mods()
+    p = tmp_path / "cells.h5mu"
+    _write_h5mu(p, {"rna": rna, "atac": atac})
+    return p, {}
+
+
+def _10x(tmp_path):
+    return _tenx(tmp_path)[0], {"tokenizer": Tokenizer(UNIVERSE)}
+
+
+def _fragments(tmp_path):
+    return EX / "fragments.tsv.gz", {"tokenizer": Tokenizer.from_bed(EX / "universe.bed")}
+
+
+def _zarr(tmp_path):
+    pytest.importorskip("zarr")
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_zarr import _write
+
+    return _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3), {}
+
+
+def _mtx(tmp_path):
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_cellranger import write_folder
+
+    return write_folder(tmp_path / "filtered_peak_bc_matrix", adata(counts(7, 6, 0.5, 3)),
+                        layout="atac", order="feature"), {}
+
+
+def _soma(tmp_path):
+    pytest.importorskip("tiledbsoma")
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_soma import write
+
+    return write(adata(counts(7, 6, 0.5, 3)), tmp_path / "exp"), {}
+
+
+#: an example input of every registered source kind: a new source adds its own here
+EXAMPLES = {"anndata": _anndata, "h5ad": _h5ad, "h5mu": _h5mu, "10x": _10x,
+            "fragments": _fragments, "zarr": _zarr, "10x-mtx": _mtx, "soma": _soma}
+
+
+@pytest.mark.parametrize("kind", [c.kind for c in registry()])
+def test_every_registered_source_keeps_the_contract(tmp_path, kind):
+    cls = next(c for c in registry() if c.kind == kind)
+    assert kind in EXAMPLES, f"no example input for the registered source {kind!r}"
+    example, context = EXAMPLES[kind](tmp_path)
+    check_source(cls, example, **context)
+
+
+#: instances of the encodings that need arguments (per-column state for check_encoding's
+#: N_COLS columns)
+INSTANCES = {"rank_by_median": S.RankByMedian(np.array([1.0, 2.0, np.nan, 0.5, 3.0, 1.0]))}
+
+
+@pytest.mark.parametrize("name", sorted(S.encodings()))
+def test_every_registered_encoding_keeps_the_contract(name):
+    check_encoding(INSTANCES.get(name, S.encodings()[name]))
+
+
+# ------------------------------------------------------------------------- planted broken ones
+class _SkipsARow(AnnDataSource):
+    """Drops row 1 of its first chunk, and says nothing."""
+
+    kind = "planted-skips-a-row"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        from genotok.singlecell import Chunk
+
+        for ch in super().chunks(budget, per_nnz, chunk_rows):
+            if ch.row0 == 0 and ch.n_rows > 2:
+                ptr = np.delete(np.asarray(ch.indptr), 1)
+                yield Chunk(ch.row0, ptr, ch.indices, ch.data, ch.n_cols)
+            else:
+                yield ch
+
+
+class _SameNames(AnnDataSource):
+    """Every row named alike."""
+
+    kind = "planted-same-names"
+
+    def names(self):
+        return ["cell"] * self.n_rows
+
+
+class _ReadsDamaged(CellSource):
+    """A ``.npy`` matrix read with NumPy's own errors (a truncated file: ValueError)."""
+
+    kind, suffixes = "planted-npy", (".planted.npy",)
+
+    @classmethod
+    def open(cls, path, read=None, **context):
+        return cls(path)
+
+    def __init__(self, path):
+        self.read = self.options()
+        self.path = self.where = str(path)
+        self.matrix = memory_matrix(np.load(path), self.where)
+        self.n_rows, self.n_cols = self.matrix.n_rows, self.matrix.n_cols
+
+    def features(self):
+        return pd.DataFrame(index=PEAKS[:self.n_cols])
+
+    def names(self):
+        return [f"c{i}" for i in range(self.n_rows)]
+
+
+@pytest.mark.parametrize("planted, rule", [
+    (_SkipsARow, "chunks cover every row once, in order"),
+    (_SameNames, "row names are unique"),
+])
+def test_planted_broken_sources_fail(planted, rule):
+    a, _ = _mods()
+    register_source(planted)
+    try:
+        with pytest.raises(AssertionError, match=rule):
+            check_source(planted, a)
+    finally:
+        unregister_source(planted)
+
+
+def test_a_source_whose_damaged_file_is_not_a_genotok_error_fails(tmp_path):
+    p = tmp_path / "x.planted.npy"
+    np.save(p, np.arange(600, dtype=np.float64).reshape(100, 6) % 3)
+    register_source(_ReadsDamaged)
+    try:
+        with pytest.raises(AssertionError, match="damaged input is a GenotokError"):
+            check_source(_ReadsDamaged, p, tokenizer=Tokenizer(UNIVERSE))
+    finally:
+        unregister_source(_ReadsDamaged)
+
+
+def test_an_unregistered_source_fails():
+    a, _ = _mods()
+    with pytest.raises(AssertionError, match="registered"):
+        check_source(_SameNames, a)
+
+
+@dataclass(frozen=True)
+class _Mutates(S.Encoding):
+    """Doubles the values in place."""
+
+    name: ClassVar[str] = "planted_mutates"
+
+    def encode(self, chunk):
+        chunk.data *= 2
+        return chunk.data
+
+
+@dataclass(frozen=True)
+class _Noisy(S.Encoding):
+    """A fresh random draw every call."""
+
+    name: ClassVar[str] = "planted_noisy"
+
+    def encode(self, chunk):
+        return chunk.data * np.random.default_rng().random(chunk.data.size)
+
+
+@dataclass(frozen=True)
+class _ByChunk(S.Encoding):
+    """Each value divided by the chunk's first row's total: depends on the chunking."""
+
+    name: ClassVar[str] = "planted_by_chunk"
+
+    def encode(self, chunk):
+        return chunk.data / max(1.0, float(chunk.data[:int(chunk.indptr[1])].sum()))
+
+
+@pytest.mark.parametrize("planted, rule", [
+    (_Mutates, "changed its input chunk|writes into its input chunk"),
+    (_Noisy, "deterministic"),
+    (_ByChunk, "do not depend on chunking"),
+])
+def test_planted_broken_encodings_fail(monkeypatch, planted, rule):
+    monkeypatch.setitem(S.ENCODINGS, planted.name, planted)
+    with pytest.raises(AssertionError, match=rule):
+        check_encoding(planted)
+
+
+def test_an_unregistered_encoding_fails():
+    with pytest.raises(AssertionError, match="not registered by its name 'planted_mutates'"):
+        check_encoding(_Mutates)
+
+
+def test_the_driver_refuses_a_step_that_writes_its_input(monkeypatch):
+    """The driver hands the steps read-only views: the input's own arrays can be among them."""
+    monkeypatch.setitem(S.ENCODINGS, _Mutates.name, _Mutates)
+    X = np.array([[1.0, 0, 2, 0, 0, 0]], np.float32)
+    a = ad.AnnData(X.copy(), var=pd.DataFrame(index=PEAKS))
+    with pytest.raises(ValueError, match="read-only"):
+        genotok.tokenize_anndata(a, Tokenizer(UNIVERSE), genotok.CellSpec(encoding=_Mutates()))
+    np.testing.assert_array_equal(np.asarray(a.X), X)
