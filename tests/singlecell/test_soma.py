@@ -6,6 +6,10 @@ equal the presets on the same cells exported to ``.h5ad``."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -84,6 +88,16 @@ def test_obs_metadata_condition_tokens_and_pipeline(tmp_path, tok):
     pretokenize([uri], tok, tmp_path / "run", progress=False, options=RunOptions(read=read))
     run = Corpus.open(tmp_path / "run")
     assert [list(run[i]) for i in range(len(run))] == rows(tokenize_anndata(sub, tok))
+    (tmp_path / "u.bed").write_text("".join(
+        f"{r.split(':')[0]}\t{r.split(':')[1].replace('-', chr(9))}\n" for r in UNIVERSE))
+    done = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--universe",
+                           str(tmp_path / "u.bed"), "--out", str(tmp_path / "cli"), "--quiet",
+                           "--read", json.dumps(read.to_json()), uri],
+                          capture_output=True, text=True, env=dict(os.environ,
+                                                                   PYTHONPATH=os.getcwd()))
+    assert done.returncode == 0, done.stderr
+    cli = Corpus.open(tmp_path / "cli")
+    assert [list(cli[i]) for i in range(len(cli))] == [list(run[i]) for i in range(len(run))]
 
 
 def test_errors_name_the_experiment(tmp_path, tok):
