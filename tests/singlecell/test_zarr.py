@@ -147,3 +147,13 @@ def test_check_source(tmp_path):
     from genotok.testing import check_source
 
     check_source(ZarrSource, _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3))
+
+
+def test_csc_store_within_and_beyond_the_budget(tmp_path, tok):
+    import scipy.sparse as sp
+
+    a = adata(sp.csc_matrix(counts(8, 7, 0.5, 13)))
+    path = _write(a, tmp_path / "csc.zarr", 3)
+    _same(tokenize_anndata(path, tok, SPEC), tokenize_anndata(a, tok, SPEC))
+    with pytest.raises(AnnDataError, match=r"csc\.zarr:X: X is stored column-major"):
+        tokenize_anndata(path, tok, memory_mb=1e-5)
