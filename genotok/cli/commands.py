@@ -221,6 +221,7 @@ def _read_options(args):
     defaults."""
     import json
 
+    from ..params import ParameterError
     from ..singlecell.reading import AnnDataOptions
     from ..singlecell.sources import read_options_from_json
 
@@ -231,6 +232,8 @@ def _read_options(args):
         except json.JSONDecodeError as exc:
             raise UsageError(f"--read {text!r} is not JSON ({exc.msg}); write it as "
                              '\'{"name": "fragments", "min_fragments": 10}\'') from None
+        except (ParameterError, TypeError) as exc:
+            raise UsageError(f"--read {text!r}: {exc}") from None
     if args.modality is not None or args.raw or args.layer is not None:
         if any(isinstance(r, AnnDataOptions) for r in given):
             raise UsageError("--modality/--raw/--layer and --read '{\"name\": \"anndata\", "

@@ -16,11 +16,6 @@ encoding, built in or plugged in, must do:
   and the rows split into two chunks (``row0`` telling where the second starts) give the values
   of the whole;
 - **run in the driver**: a spec with the encoding, after a built-in head, tokenizes a matrix.
-
-Examples
---------
->>> from genotok import Bins
->>> check_encoding(Bins)
 """
 
 from __future__ import annotations
@@ -94,6 +89,13 @@ def check_encoding(encoding) -> None:
         An :class:`~genotok.Encoding` subclass (checked with its defaults) or an instance (an
         encoding that needs arguments, such as ``RankByMedian(medians)``; per-column state
         is for :data:`N_COLS` columns).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from genotok import Bins, RankByMedian
+    >>> check_encoding(Bins)
+    >>> check_encoding(RankByMedian(np.ones(N_COLS)))
     """
     from ..singlecell.chunks import Chunk
     from ..singlecell.spec import CellSpec, Encoding, Normalize, encodings

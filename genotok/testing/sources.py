@@ -26,12 +26,6 @@ learnt from a defect of one of them):
 - **refuse a damaged input**: the example's file (or the largest file of its directory) cut
   to half its size is a :class:`~genotok.GenotokError` naming the file when opened and read,
   never another exception or silent rows.
-
-Examples
---------
->>> import genotok
->>> from genotok.singlecell import H5adSource
->>> check_source(H5adSource, genotok.examples_dir() / "pbmc.h5ad")
 """
 
 from __future__ import annotations
@@ -72,6 +66,15 @@ def check_source(source_class, example, **context) -> None:
         What :meth:`~genotok.CellSource.open` needs besides (``tokenizer=`` for a source whose
         columns are a universe's regions; by default, a tokenizer is made of the example's
         feature regions).
+
+    Examples
+    --------
+    >>> import genotok
+    >>> from genotok.singlecell import FragmentSource, H5adSource
+    >>> ex = genotok.examples_dir()
+    >>> check_source(H5adSource, ex / "pbmc.h5ad")
+    >>> check_source(FragmentSource, ex / "fragments.tsv.gz",
+    ...              tokenizer=genotok.Tokenizer.from_bed(ex / "universe.bed"))
     """
     from ..singlecell.sources import CellSource, registry, source_class as found
 

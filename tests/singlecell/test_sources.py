@@ -414,3 +414,62 @@ def test_source_and_encoding_plugins_are_found_by_python_and_the_cli(tmp_path):
     assert run.returncode == 0, run.stderr
     corpus = genotok.Corpus.open(tmp_path / "c")
     assert corpus.names == ["AAA-1", "CCC-1"] and [list(x) for x in corpus] == [[0], [1]]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "gtok-dir", "corpus"])
+def test_out_takes_any_store(tmp_path, tok, fmt):
+    """out=(directory, format) writes any store, as pretokenize(format=) does, and returns it
+    opened: the records, names and values equal the in-memory result."""
+    pytest.importorskip("pyarrow")
+    spec = CellSpec(values=fmt != "gtok-dir")
+    want = tokenize_anndata(EX / "pbmc.h5ad", tok, spec)
+    out = tmp_path / "cells"
+    got = tokenize_anndata(EX / "pbmc.h5ad", tok, spec, out=(out, fmt),
+                           obs_columns=["cell_type"] if fmt != "gtok-dir" else ())
+    assert [list(x) for x in got] == want.to_list()
+    assert list(got.names) == genotok.singlecell.obs_names(EX / "pbmc.h5ad")
+    if spec.values:
+        np.testing.assert_array_equal(got.to_ragged(values=True).values, want.values)
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
+        tokenize_anndata(EX / "pbmc.h5ad", tok, spec, out=(out, fmt))
+    names, frags = tokenize_fragments(EX / "fragments.tsv.gz", tok, spec)
+    again = tokenize_fragments(EX / "fragments.tsv.gz", tok, spec, out=(out, fmt),
+                               overwrite=True)
+    assert [list(x) for x in again] == frags.to_list() and list(again.names) == names
+    if fmt != "corpus":  # nothing of the replaced output is left beside the new one
+        assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
+        reread = genotok.Corpus.open(out)
+        assert len(reread) == len(names)
+
+
+def test_a_failed_store_output_leaves_nothing(tmp_path, tok):
+    pytest.importorskip("pyarrow")
+    bad = anndata.AnnData(np.array([[1.0, -2.0]], np.float32),
+                     var=pd.DataFrame(index=["chr1:0-10", "chr1:20-30"]))
+    with pytest.raises(genotok.AnnDataError, match="negative value"):
+        tokenize_anndata(bad, tok, out=(tmp_path / "cells", "parquet"))
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TypeError, match=r"out= is a path, or a \(directory, format\) pair"):
+        tokenize_anndata(bad, tok, out=3)
+    with pytest.raises(genotok.params.ParameterError, match="format must be one of"):
+        tokenize_anndata(bad, tok, out=(tmp_path / "x", "csv"))
+
+
+def test_the_cli_reads_any_source_options_as_json(tmp_path, tok, capsys):
+    from genotok.cli.main import main
+
+    frag = EX / "fragments.tsv.gz"
+    read = genotok.FragmentOptions(min_fragments=40)
+    base = ["pretokenize", "-q", "--universe", str(EX / "universe.bed"), "--out"]
+    assert main(base + [str(tmp_path / "c"), "--read", '{"name": "fragments", '
+                        '"min_fragments": 40}', str(frag)]) == 0
+    names, rows = tokenize_fragments(frag, tok, read=read)
+    corpus = genotok.Corpus.open(tmp_path / "c")
+    assert corpus.names == names and [list(x) for x in corpus] == rows.to_list()
+    assert main(base + [str(tmp_path / "d"), "--read", "{min", str(frag)]) == 2
+    assert "is not JSON" in capsys.readouterr().err
+    assert main(base + [str(tmp_path / "d"), "--read", '{"name": "zarr"}', str(frag)]) == 2
+    assert "unknown read options 'zarr'" in capsys.readouterr().err
+    assert main(base + [str(tmp_path / "d"), "--layer", "x", "--read",
+                        '{"name": "anndata", "raw": true}', str(frag)]) == 2
+    assert "both set the AnnData options" in capsys.readouterr().err
