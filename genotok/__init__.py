@@ -27,6 +27,7 @@ from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, Chunk, Encoding,
                          FragmentOptions, Log1p, Normalize, QuantileBins, RankByMedian,
                          ReadOptions, open_source, register_encoding, register_source)
+from .singlecell import MtxOptions, SomaOptions, ZarrOptions
 from .singlecell import (fragment_counts, tokenize_anndata, tokenize_cells, tokenize_fragments,
                          var_regions)
 from .singlecell.conditions import condition_tokens
@@ -50,4 +51,5 @@ __all__ = [
     "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
     "Chunk", "Encoding", "ReadOptions", "open_source", "register_encoding", "tokenize_cells",
+    "MtxOptions", "SomaOptions", "ZarrOptions",
 ]

@@ -541,6 +541,14 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
         h = require("xxhash", "hashing with xxh3_128").xxh3_128()
     else:
         h = hashlib.new(algorithm)
+    if os.path.isdir(path):  # a store of files (Zarr, SOMA, a Cell Ranger folder): its tree
+        for root, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                p = os.path.join(root, name)
+                h.update(os.path.relpath(p, path).encode("utf-8", "surrogateescape") + b"\0")
+                h.update(file_digest(p, algorithm, chunk).encode())
+        return h.hexdigest()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)

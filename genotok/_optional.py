@@ -28,6 +28,8 @@ EXTRAS = {
     "transformers": "hf",
     "accelerate": "hf",
     "mudata": "mudata",
+    "zarr": "zarr",
+    "tiledbsoma": "soma",
 }
 
 

@@ -195,6 +195,8 @@ def _expand(inputs, lists: tuple) -> list[Path]:
                     p = Path(line[len(at):])
                     p = p if p.is_absolute() else lst.parent / p
                     out.extend(_expand([f"{at}{p}"], lists + (key,)))
+        elif os.path.isdir(s) and sources.source_class(s) is not None:
+            out.append(Path(s))  # a store or folder of cells (Zarr, SOMA, Cell Ranger) is one
         elif os.path.isdir(s):
             entries = [p for p in sorted(Path(s).iterdir()) if _is_input(p.name)]
             found = [p for p in entries if p.is_file()]
@@ -364,6 +366,9 @@ def _message(exc: BaseException, path: Path) -> str:
 def _check_regular(path: Path) -> None:
     """Refuse what is not a regular file before reading it: a FIFO blocks the run forever and
     ``/dev/zero`` fills the memory (both pass an ``exists`` test)."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode) and sources.source_class(path) is not None:
+        return  # a store or folder of cells, read by its source
+    if not stat.S_ISREG(mode):
         raise PipelineError(f"{path}: not a regular file (a FIFO, socket or device); give "
                             "pretokenize files (copy a stream to a file first)")

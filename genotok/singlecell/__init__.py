@@ -36,4 +36,8 @@ __all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", 
            "fragment_count_chunks",
            "fragment_counts", "fragment_matrix",
            "obs_names", "tokenize_anndata", "tokenize_fragments", "var_names", "var_regions",
-           "write_bgzf"]
+           "write_bgzf", "MtxOptions", "MtxSource", "SomaOptions", "SomaSource", "ZarrOptions",
+           "ZarrSource"]
+from .anndata_zarr import ZarrOptions, ZarrSource  # noqa: E402  (each registers its source)
+from .cellranger import MtxOptions, MtxSource  # noqa: E402
+from .soma import SomaOptions, SomaSource  # noqa: E402

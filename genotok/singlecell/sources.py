@@ -552,7 +552,10 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     if (cls is not None and not cls.by_content) or not sniff:
         return cls
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode) and cls is None:  # a store or a folder (Zarr, SOMA, Cell Ranger)
+            return next((c for c in reversed(SOURCES) if c.sniff(b"", path)), None)
+        if not stat.S_ISREG(mode):
             return cls
         with open(path, "rb") as fh:
             head = fh.read(512)

@@ -49,9 +49,33 @@ def _fragments(tmp_path):
     return EX / "fragments.tsv.gz", {"tokenizer": Tokenizer.from_bed(EX / "universe.bed")}
 
 
+def _zarr(tmp_path):
+    pytest.importorskip("zarr")
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_zarr import _write
+
+    return _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3), {}
+
+
+def _mtx(tmp_path):
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_cellranger import write_folder
+
+    return write_folder(tmp_path / "filtered_peak_bc_matrix", adata(counts(7, 6, 0.5, 3)),
+                        layout="atac", order="feature"), {}
+
+
+def _soma(tmp_path):
+    pytest.importorskip("tiledbsoma")
+    from tests.singlecell._cells import adata, counts
+    from tests.singlecell.test_soma import write
+
+    return write(adata(counts(7, 6, 0.5, 3)), tmp_path / "exp"), {}
+
+
 #: an example input of every registered source kind: a new source adds its own here
 EXAMPLES = {"anndata": _anndata, "h5ad": _h5ad, "h5mu": _h5mu, "10x": _10x,
-            "fragments": _fragments}
+            "fragments": _fragments, "zarr": _zarr, "10x-mtx": _mtx, "soma": _soma}
 
 
 @pytest.mark.parametrize("kind", [c.kind for c in registry()])

@@ -272,8 +272,8 @@ def test_read_options_refuse_unknown_json():
     from genotok.params import ParameterError
     from genotok.singlecell.sources import read_options_from_json
 
-    with pytest.raises(ParameterError, match="unknown read options 'zarr'"):
-        read_options_from_json({"name": "zarr"})
+    with pytest.raises(ParameterError, match="unknown read options 'no-such-kind'"):
+        read_options_from_json({"name": "no-such-kind"})
     with pytest.raises(ParameterError, match=r"AnnDataOptions: unknown field\(s\) \['lyer'\]"):
         read_options_from_json({"name": "anndata", "lyer": "x"})
 
