@@ -30,16 +30,23 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_in
 
 from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
+from ._io import is_url  # noqa: E402
 from .errors import GenotokError  # noqa: E402
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
+from .mixture import MIXTURE_FILE, mix  # noqa: E402
+from .sampling import BatchPlan  # noqa: E402,F401 (what the datasets take)
 
 
-def _open(corpus, expect):
-    """A path is opened as a corpus; a corpus, or anything read like one (a
-    :func:`genotok.mix` mixture), is used as it is."""
+def _open(corpus, expect=None, **open_kwargs):
+    """A path is opened as a corpus (any store), a run folder with ``mixture.json`` as its
+    mixture (:func:`genotok.mix`); a corpus, or anything read like one (a mixture), is used as
+    it is."""
     if isinstance(corpus, (str, os.PathLike)):
-        return Corpus.open(corpus, expect=expect)
+        if not is_url(str(corpus)) and (Path(corpus) / MIXTURE_FILE).is_file():
+            corpus = mix(corpus)
+        else:
+            return Corpus.open(corpus, expect=expect, **open_kwargs)
     _corpus.check_expected(corpus.fingerprint, expect, getattr(corpus, "path", "corpus"))
     return corpus
 
@@ -220,8 +227,14 @@ class CorpusDataset(Dataset):
 class CorpusIterableDataset(IterableDataset):
     """Batches of an epoch, split over ranks and workers: every record exactly once per epoch.
 
+    ``corpus`` is a corpus of any store, a path or URL (``Corpus.open``), a mixture
+    (:func:`genotok.mix`) or a run folder holding ``mixture.json``; ``plan`` is a
+    :class:`~genotok.sampling.BatchPlan` of settings (bound to the corpus here; a token budget
+    takes its ``max_length`` from the collator unless the plan gives one); ``collate`` makes
+    the batches (:class:`Collator`, :class:`MLMCollator`, :class:`PackingCollator`…).
+
     The epoch's record order and its cut into global batches depend only on ``(corpus, seed,
-    epoch)`` and the batching settings (:class:`genotok.sampling.BatchPlan`): ``shuffle`` is
+    epoch)`` and the plan's settings: ``shuffle`` is
     ``True``/``"full"``, ``"block"`` (shards, then records within ``window`` shards) or
     ``False``; batches hold ``batch_size`` records, or up to ``max_tokens`` padded tokens of
     records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``, and
@@ -246,25 +259,26 @@ class CorpusIterableDataset(IterableDataset):
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append_batch([[1, 2], [3], [4]])
-    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, shuffle=False)
+    >>> ds = CorpusIterableDataset(p, BatchPlan(batch_size=2, shuffle=False),
+                                   Collator(pad_token_id=8))
     >>> [b["input_ids"].tolist() for b in ds]
     [[[1, 2], [3, 8]], [[4]]]
     """
 
-    def __init__(self, corpus, collate, *, batch_size: int | None = None, shuffle=True,
-                 seed: int = 0, rank: int | None = None, world_size: int | None = None,
-                 split: str = "even", drop_last_batch: bool = False, values: bool = False,
-                 expect=None, max_tokens: int | None = None, window: int = 4):
+    def __init__(self, corpus, plan: _sampling.BatchPlan, collate, *, values: bool = False,
+                 rank: int | None = None, world_size: int | None = None, expect=None):
         self.corpus = _open(corpus, expect)
-        self.plan = _sampling.plan_for(self.corpus, batch_size=batch_size, max_tokens=max_tokens,
-                                       shuffle=shuffle, seed=seed, window=window, split=split,
-                                       drop_last_batch=drop_last_batch,
-                                       max_length=getattr(collate, "max_length", None))
+        if not isinstance(plan, _sampling.BatchPlan):
+            raise TypeError(f"plan must be a genotok.sampling.BatchPlan (e.g. BatchPlan(batch_size"
+                            f"=64, seed=0)), got {type(plan).__name__}")
+        if plan.max_tokens is not None and plan.max_length is None and \
+                getattr(collate, "max_length", None) is not None:  # budgets count truncated rows
+            plan = plan.replace(max_length=collate.max_length)
+        self.plan = plan.over(self.corpus)
         env_rank, env_world = _data._env_rank()
         self.rank = env_rank if rank is None else int(rank)
         self.world_size = env_world if world_size is None else int(world_size)
-        self.collate, self.batch_size, self.shuffle, self.seed = collate, batch_size, shuffle, seed
-        self.split, self.drop_last_batch, self.values = split, drop_last_batch, values
+        self.collate, self.values, self.seed = collate, values, self.plan.seed
         self.epoch = 0
         self.start_batch = 0
         self.resume_at = (0, 0)  # (epoch, records consumed globally) where this run began
@@ -559,12 +573,13 @@ class ResumableLoader:
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append_batch([[1, 2], [3], [4], [5, 6, 7]])
-    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, seed=0)
+    >>> plan = BatchPlan(batch_size=2, seed=0)
+    >>> ds = CorpusIterableDataset(p, plan, Collator(pad_token_id=8))
     >>> loader = ResumableLoader(ds)
     >>> it = iter(loader); first = next(it)
     >>> state = loader.state_dict(); state["epoch"], state["batches_delivered"]
     (0, 1)
-    >>> again = ResumableLoader(CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2))
+    >>> again = ResumableLoader(CorpusIterableDataset(p, plan, Collator(pad_token_id=8)))
     >>> again.load_state_dict(state); len(list(again))  # the rest of epoch 0
     1
     """

@@ -12,6 +12,7 @@ L = pytest.importorskip("lightning.pytorch", reason="pip install lightning")
 
 from genotok import CorpusWriter
 from genotok.lightning import CorpusDataModule
+from genotok.sampling import BatchPlan
 from genotok.torch_data import MLMCollator
 
 pytestmark = [pytest.mark.filterwarnings("ignore::lightning.fabric.utilities.warnings.PossibleUserWarning"),
@@ -58,7 +59,8 @@ def corpus_path(tmp_path_factory):
 
 def _dm(path, **kw):
     collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32, mask_prob=0.3)
-    return CorpusDataModule(path, collate, seed=4, **{"batch_size": 4, **kw})
+    plan = {"batch_size": 4, "seed": 4, **kw}
+    return CorpusDataModule(path, BatchPlan(**plan), collate)
 
 
 def _trainer(tmp_path, **kw):
@@ -144,9 +146,9 @@ def test_batch_size_and_seed_checked_when_made(corpus_path):
     from genotok.params import ParameterError
 
     collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32)
-    with pytest.raises(ParameterError, match="CorpusDataModule: seed"):
-        CorpusDataModule(corpus_path, collate, batch_size=4, seed=-1)
-    with pytest.raises(ParameterError, match="CorpusDataModule: batch_size"):
+    with pytest.raises(ParameterError, match="BatchPlan: seed"):
+        CorpusDataModule(corpus_path, BatchPlan(batch_size=4, seed=-1), collate)
+    with pytest.raises(ParameterError, match="BatchPlan: batch_size"):
         _dm(corpus_path, batch_size=1.5)
 
 

@@ -149,11 +149,12 @@ def _indices(batches):
 
 def test_loader_reads_a_mixture_and_resumes_mid_epoch(paths):
     torch = pytest.importorskip("torch")
-    from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
     def loader(**kw):
         ds = CorpusIterableDataset(mix(paths, [0.5, 0.3, 0.2], seed=2, window=10),
-                                   Collator(pad_token_id=0), batch_size=10, shuffle=False)
+                                   BatchPlan(batch_size=10, shuffle=False),
+                                   Collator(pad_token_id=0))
         return ResumableLoader(ds, **kw)
 
     full = loader()
@@ -179,7 +180,8 @@ def test_loader_reads_a_mixture_and_resumes_mid_epoch(paths):
         [b["input_ids"].tolist() for b in epoch1]
     # a state of another mixture is refused
     other = CorpusIterableDataset(mix(paths, [0.5, 0.3, 0.2], seed=9, window=10),
-                                  Collator(pad_token_id=0), batch_size=10, shuffle=False)
+                                  BatchPlan(batch_size=10, shuffle=False),
+                                  Collator(pad_token_id=0))
     with pytest.raises(ValueError, match="another corpus"):
         other.load_state_dict(state)
 
@@ -217,10 +219,11 @@ def test_the_lightning_data_module_reads_a_mixture(paths):
     pytest.importorskip("torch")
     pytest.importorskip("lightning")
     from genotok.lightning import CorpusDataModule
+    from genotok.sampling import BatchPlan
     from genotok.torch_data import Collator
 
     m = mix(paths, [0.5, 0.3, 0.2], seed=2, window=10)
-    dm = CorpusDataModule(m, Collator(pad_token_id=0), batch_size=10, shuffle=False)
+    dm = CorpusDataModule(m, BatchPlan(batch_size=10, shuffle=False), Collator(pad_token_id=0))
     batches = list(dm.train_dataloader())
     assert len(batches) == -(-len(m) // 10)
     firsts = [b["input_ids"][:, 0].tolist() for b in batches]
