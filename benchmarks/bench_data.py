@@ -64,8 +64,9 @@ def main(argv=None) -> int:
         path = write(args.records)
         results = []
         plain = Collator(pad_token_id=vocab - 6, max_length=args.max_length, truncation="subsample_ordered")
-        mlm = MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7, mask_token_id=vocab - 5,
-                          max_length=args.max_length, truncation="subsample_ordered")
+        mlm = MLMCollator(Collator(pad_token_id=vocab - 6, max_length=args.max_length,
+                                   truncation="subsample_ordered"), n_regions=vocab - 7,
+                          mask_token_id=vocab - 5)
         spawn = dict(num_workers=2, multiprocessing_context="spawn")
         for name, collate, make in (
                 ("genotok corpus, Collator", plain, ResumableLoader),

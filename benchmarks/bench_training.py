@@ -188,13 +188,14 @@ def main(argv=None) -> int:
     ap.add_argument("--max-length", type=int, default=512)
     args = ap.parse_args(argv)
     try:
-        from genotok.torch_data import MLMCollator
+        from genotok.torch_data import Collator, MLMCollator
     except ImportError:
         print("torch is not installed (pip install 'genotok[torch]'): nothing to measure")
         return 0
     vocab = 100_007
-    collate = MLMCollator(pad_token_id=vocab - 7, n_regions=vocab - 8, mask_token_id=vocab - 6,
-                          max_length=args.max_length, truncation="head")
+    collate = MLMCollator(Collator(pad_token_id=vocab - 7, max_length=args.max_length,
+                                   truncation="head"), n_regions=vocab - 8,
+                          mask_token_id=vocab - 6)
     d = Path(tempfile.mkdtemp(prefix="genotok-train-"))
     try:
         _make_corpus(d, args.records, args.shards, args.mean_length, vocab)

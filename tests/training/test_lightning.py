@@ -13,7 +13,7 @@ L = pytest.importorskip("lightning.pytorch", reason="pip install lightning")
 from genotok import CorpusWriter
 from genotok.lightning import CorpusDataModule
 from genotok.sampling import BatchPlan
-from genotok.torch_data import MLMCollator
+from genotok.torch_data import Collator, MLMCollator
 
 pytestmark = [pytest.mark.filterwarnings("ignore::lightning.fabric.utilities.warnings.PossibleUserWarning"),
               pytest.mark.filterwarnings("ignore:.*does not have many workers:UserWarning"),
@@ -58,7 +58,8 @@ def corpus_path(tmp_path_factory):
 
 
 def _dm(path, **kw):
-    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32, mask_prob=0.3)
+    collate = MLMCollator(Collator(pad_token_id=31), n_regions=30, mask_token_id=32,
+                          mask_prob=0.3)
     plan = {"batch_size": 4, "seed": 4, **kw}
     return CorpusDataModule(path, BatchPlan(**plan), collate)
 
@@ -145,7 +146,7 @@ def test_batch_size_and_seed_checked_when_made(corpus_path):
     built; the data module checks them when made."""
     from genotok.params import ParameterError
 
-    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32)
+    collate = MLMCollator(Collator(pad_token_id=31), n_regions=30, mask_token_id=32)
     with pytest.raises(ParameterError, match="BatchPlan: seed"):
         CorpusDataModule(corpus_path, BatchPlan(batch_size=4, seed=-1), collate)
     with pytest.raises(ParameterError, match="BatchPlan: batch_size"):

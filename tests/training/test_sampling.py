@@ -232,7 +232,8 @@ def test_corpus_dataset_resumes_on_another_world_size(tmp_path):
 
     def loaders(world, **kw):
         plan = torch_data.BatchPlan(seed=9, **kw)
-        collate = torch_data.MLMCollator(pad_token_id=55, n_regions=50, mask_token_id=56)
+        collate = torch_data.MLMCollator(torch_data.Collator(pad_token_id=55), n_regions=50,
+                                         mask_token_id=56)
         return [torch_data.ResumableLoader(torch_data.CorpusIterableDataset(
             path, plan, collate, rank=r, world_size=world)) for r in range(world)]
 

@@ -101,9 +101,9 @@ def test_resume_mid_epoch(corpus_path, workers):
 
 def test_workers_hand_over_the_same_tensors(corpus_path):
     def batches(workers):
-        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=4, seed=3),
-                                   MLMCollator(pad_token_id=51, n_regions=50,
-                                                            mask_token_id=52), values=True)
+        collate = MLMCollator(Collator(pad_token_id=51), n_regions=50, mask_token_id=52)
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=4, seed=3), collate,
+                                   values=True)
         return list(ResumableLoader(ds, num_workers=workers))
 
     for a, b in zip(batches(0), batches(2), strict=True):
@@ -355,8 +355,11 @@ def test_collators_take_the_row_dicts_a_hf_trainer_hands_them(kind, collator):
             np.zeros(0, np.float32)]
     as_kind = {"list": lambda a: a.tolist(), "array": lambda a: a,
                "tensor": torch.from_numpy}[kind]
-    kw = {} if collator is Collator else {"n_regions": 5}
-    make = lambda: collator(pad_token_id=9, seed=4, **kw)
+    if collator is Collator:
+        make = lambda: Collator(pad_token_id=9, seed=4)
+    else:
+        make = lambda: collator(Collator(pad_token_id=9, seed=4), n_regions=5,
+                                **({"mask_token_id": 6} if collator is MLMCollator else {}))
     plain = make()([(r, v) for r, v in zip(rows, vals)])
     feats = [{"input_ids": as_kind(r), "values": as_kind(v), "length": len(r), "name": "x"}
              for r, v in zip(rows, vals)]
