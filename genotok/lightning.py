@@ -30,6 +30,43 @@ class _CountingLoader:
         yield from self.loader
 
 
+def _rewind_epoch(progress: dict, epoch: int) -> None:
+    """Lightning's epoch counters (a checkpoint's ``epoch_progress``) back to ``epoch`` begun
+    and not finished: what a checkpoint taken within that epoch says."""
+    for part in ("total", "current"):
+        counts = progress.get(part)
+        if isinstance(counts, dict):
+            over = max(0, int(counts.get("completed", 0)) - epoch)
+            for key in ("processed", "completed"):
+                counts[key] = max(0, int(counts.get(key, 0)) - over)
+
+
+class _LoopAgreement(L.Callback):
+    """Makes a checkpoint's loop state agree with the data module's position.
+
+    A fit stopped by ``max_steps`` within an epoch ends that epoch as Lightning counts
+    (``trainer.save_checkpoint`` afterwards says the next epoch) while the data still has the
+    epoch's other batches to give: resumed, they were counted as the next epoch, so every later
+    epoch started one short and ``max_epochs`` stopped training early. The checkpoint then
+    says what one taken at that step within the epoch says (the epoch begun, not finished).
+    """
+
+    def __init__(self, module: CorpusDataModule):
+        self.module = module
+
+    def on_save_checkpoint(self, trainer, pl_module, checkpoint: dict) -> None:
+        state = checkpoint.get(type(self.module).__qualname__)
+        loop = checkpoint.get("loops", {}).get("fit_loop", {})
+        progress = loop.get("epoch_progress")
+        if not state or not isinstance(progress, dict) or not state.get("records_seen"):
+            return  # at an epoch's start both say the same
+        epoch = int(state["epoch"])
+        done = int(progress.get("current", {}).get("completed", epoch))
+        if done > epoch:  # Lightning finished an epoch the data is still in
+            _rewind_epoch(progress, epoch)
+            checkpoint["epoch"] = epoch
+
+
 class CorpusDataModule(L.LightningDataModule):
     """Training batches of a corpus, resumable from Lightning checkpoints.
 
@@ -91,6 +128,10 @@ class CorpusDataModule(L.LightningDataModule):
         ds = CorpusIterableDataset(_open(self.corpus, **self.open_kwargs), self.plan,
                                    self.collate, values=self.values, rank=rank, world_size=world)
         self._loader = ResumableLoader(ds, **self.loader_kwargs)
+        t = getattr(self, "trainer", None)
+        if t is not None and not any(isinstance(c, _LoopAgreement) and c.module is self
+                                     for c in t.callbacks):
+            t.callbacks.append(_LoopAgreement(self))
         if self._pending is not None:
             self._loader.load_state_dict(self._pending)
             self._pending = None
