@@ -534,7 +534,8 @@ class BatchPlan:
 
 
 def shard_starts(corpus) -> np.ndarray:
-    """First record of every shard of a corpus (from its manifest), and the total at the end.
+    """First record of every shard of a corpus (from its manifest: the corpus store's shards,
+    another store's files), and the total at the end; one chunk when the manifest says nothing.
 
     Examples
     --------
@@ -547,10 +548,14 @@ def shard_starts(corpus) -> np.ndarray:
     [0, 2]
     """
     m = getattr(corpus, "manifest", None)
-    shards = m.get("shards") if isinstance(m, dict) else None
-    counts = [e["n_records"] for e in shards] if isinstance(shards, list) and shards and \
-        all(isinstance(e, dict) and "n_records" in e for e in shards) else [len(corpus)]
-    if sum(counts) != len(corpus):  # a store whose manifest counts otherwise: one chunk
+    m = m if isinstance(m, dict) else {}
+    # the corpus store lists its shards, the other stores their files ("entries"), with counts
+    parts = m.get("shards") if isinstance(m.get("shards"), list) else m.get("entries")
+    ok = isinstance(parts, list) and parts and all(
+        isinstance(e, dict) and isinstance(e.get("n_records"), int) and e["n_records"] >= 0
+        for e in parts)
+    counts = [e["n_records"] for e in parts] if ok else [len(corpus)]
+    if sum(counts) != len(corpus):  # counted otherwise: one chunk
         counts = [len(corpus)]
     return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
 

@@ -207,11 +207,11 @@ class MLMCollator(ObjectiveCollator):
     def _tokenizer_ids(tokenizer) -> dict:
         return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
 
-    def apply(self, b, rng):
-        b["input_ids"], b["labels"] = _data.mlm_mask(
-            b["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.mlm_mask(
+            batch["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
             mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
-        return b
+        return batch
 
 
 @dataclass
@@ -230,10 +230,10 @@ class RTDCollator(ObjectiveCollator):
     n_regions: int
     replace_prob: float = 0.15
 
-    def apply(self, b, rng):
-        b["input_ids"], b["labels"] = _data.rtd_replace(
-            b["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
-        return b
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.rtd_replace(
+            batch["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
+        return batch
 
 
 @dataclass
