@@ -1,9 +1,15 @@
-"""pretokenize into each store: the corpus (the anchor) against Parquet and Arrow IPC shards.
+"""Each store against the corpus (the anchor): writing, and reading back for training.
 
-Generated narrowPeak files (the inputs of ``bench_pipeline.py``) → each store, alternating,
-best of ``--repeat``; the goal (issue 34): Parquet / Arrow output within 1.5x the corpus time.
+``write``: generated narrowPeak files (the inputs of ``bench_pipeline.py``) → each store,
+alternating, best of ``--repeat``; the goal (issue 34): Parquet / Arrow output within 1.5x the
+corpus time.
 
-    python benchmarks/bench_stores.py [--files 40] [--lines 50000] [--repeat 3]
+``read``: the same generated records (``--records``, log-normal lengths) in a corpus, Parquet
+and Arrow shards, opened with ``Corpus.open`` and trained through: one epoch of
+``CorpusIterableDataset`` (MLM batches) and of a two-corpus ``mix``, alternating, best of
+``--repeat``; the goal (issue 40): Parquet / Arrow at >= 0.9x the corpus loader's throughput.
+
+    python benchmarks/bench_stores.py [write|read|all] [--files 40] [--lines 50000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -14,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from _common import gendata, goal, machine, table, universe_file
-from bench_pipeline import input_dir
 
 import genotok
 from genotok.pipeline.run import pretokenize
@@ -24,11 +30,108 @@ from genotok.pipeline.run import pretokenize
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", nargs="?", choices=("write", "read", "all"), default="all")
     ap.add_argument("--files", type=int, default=40)
     ap.add_argument("--lines", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n-universe", type=int, default=1_000_000)
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--mean-length", type=float, default=150)
     args = ap.parse_args(argv)
+    if args.what in ("read", "all"):
+        read_section(args)
+    if args.what in ("write", "all"):
+        write_section(args)
+    return 0
+
+
+def _records(n: int, mean: float, vocab: int):
+    """Batches of generated records (log-normal lengths), the same for every store."""
+    rng = np.random.default_rng(0)
+    for a in range(0, n, 20_000):
+        m = min(20_000, n - a)
+        lens = np.maximum(1, rng.lognormal(np.log(mean), 0.8, m).astype(np.int64))
+        offs = np.concatenate([[0], np.cumsum(lens)])
+        yield genotok.Ragged(rng.integers(0, vocab - 8, int(offs[-1])), offs), \
+            {"names": [f"r{a + i}" for i in range(m)]}
+
+
+def _epoch(corpus, collate, batch: int) -> tuple[float, int]:
+    """Seconds and tokens of one epoch of MLM batches (no workers: the reader's cost)."""
+    from genotok.torch_data import CorpusIterableDataset
+
+    ds = CorpusIterableDataset(corpus, collate, batch_size=batch, seed=1)
+    t0 = time.perf_counter()
+    toks = 0
+    for b in ds:
+        toks += int(b["attention_mask"].sum())
+    return time.perf_counter() - t0, toks
+
+
+def _mix_epoch(corpus, batch: int) -> tuple[float, int]:
+    """Seconds and tokens of reading a two-corpus mixture's epoch in batches."""
+    m = genotok.mix([corpus, corpus], [0.5, 0.5], seed=1)
+    t0 = time.perf_counter()
+    toks = 0
+    for a in range(0, len(m), batch):
+        toks += int(m[a:min(a + batch, len(m))].data.size)
+    return time.perf_counter() - t0, toks
+
+
+def read_section(args) -> None:
+    try:
+        from genotok.torch_data import MLMCollator
+    except ImportError:
+        print("torch is not installed (pip install 'genotok[torch]'): no read section")
+        return
+    from genotok.formats.stores import get_store
+
+    vocab, batch = 100_007, 64
+    tok = genotok.Tokenizer([f"chr1:{10 * i}-{10 * i + 10}" for i in range(vocab - 7)])
+    collate = MLMCollator(pad_token_id=tok.universe.special_token_ids["pad"],
+                          n_regions=vocab - 7, mask_token_id=tok.universe.special_token_ids["mask"],
+                          max_length=512, truncation="head")
+    tmp = Path(tempfile.mkdtemp(prefix="genotok-stores-read-"))
+    formats = ("corpus", "parquet", "arrow")
+    opened, best_ds, best_mix, toks = {}, {}, {}, 0
+    try:
+        for fmt in formats:
+            out = tmp / fmt
+            out.mkdir()
+            store = get_store(fmt)
+            w = store.open(out, "shard-00000", tok)
+            for rows, meta in _records(args.records, args.mean_length, vocab):
+                w.write(rows, meta)
+            store.finish(out, w.commit(), tok, {})
+            t0 = time.perf_counter()
+            genotok.Corpus.open(out)
+            opened[fmt] = time.perf_counter() - t0
+        for _ in range(args.repeat):  # alternating, best of each: the box is shared
+            for fmt in formats:
+                c = genotok.Corpus.open(tmp / fmt)
+                sec, toks = _epoch(c, collate, batch)
+                best_ds[fmt] = min(best_ds.get(fmt, float("inf")), sec)
+                sec, _ = _mix_epoch(c, batch)
+                best_mix[fmt] = min(best_mix.get(fmt, float("inf")), sec)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"# read back for training: {args.records:,} records, {toks:,} tokens per epoch, "
+          f"batch {batch}, {machine()}\n")
+    rows = [[fmt, f"{opened[fmt]:.2f}", f"{toks / best_ds[fmt] / 1e6:.1f}",
+             f"{best_ds['corpus'] / best_ds[fmt]:.2f}x", f"{best_mix['corpus'] / best_mix[fmt]:.2f}x"]
+            for fmt in formats]
+    print(table(rows, ["store", "open (s)", "CorpusIterableDataset M tokens/s",
+                       "throughput vs corpus", "mix throughput vs corpus"]))
+    worst = min(best_ds["corpus"] / best_ds[f] for f in ("parquet", "arrow"))
+    worst_mix = min(best_mix["corpus"] / best_mix[f] for f in ("parquet", "arrow"))
+    goal("Parquet / Arrow through CorpusIterableDataset", ">= 0.9x the corpus",
+         f"{worst:.2f}x", worst >= 0.9)
+    goal("Parquet / Arrow through mix", ">= 0.9x the corpus", f"{worst_mix:.2f}x",
+         worst_mix >= 0.9)
+
+
+def write_section(args) -> None:
+    from bench_pipeline import input_dir
     upath = universe_file(args.n_universe)
     base = [gendata("query", f"pipe_{args.lines}_{k}.narrowPeak", "--n", str(args.lines),
                     "--seed", str(500 + k), inputs=(upath,)) for k in range(min(20, args.files))]
@@ -58,7 +161,6 @@ def main(argv=None) -> int:
     print(table(rows, ["store", "seconds (best)", "MB written", "vs corpus"]))
     worst = max(best["parquet"], best["arrow"]) / best["corpus"]
     goal("pretokenize into Parquet / Arrow", "<= 1.5x the corpus", f"{worst:.2f}x", worst <= 1.5)
-    return 0
 
 
 if __name__ == "__main__":

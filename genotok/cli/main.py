@@ -25,6 +25,7 @@ import warnings
 
 from .._optional import EXTRAS
 from ..errors import GenotokError
+from ..formats.stores import stores
 from . import commands as C
 from .commands import UsageError, cell_flag
 
@@ -286,9 +287,10 @@ def build_parser() -> argparse.ArgumentParser:
              required=True)
     t.add_argument("inputs", nargs="+", help="files, directories, globs or @list.txt")
     threads(t)
-    t.add_argument("--format", choices=("corpus", "gtok-dir", "parquet", "arrow"),
+    t.add_argument("--format", choices=[n for n, c in stores().items() if c.writes_files],
                    default="corpus", help="a corpus (default), one gtars .gtok file per "
-                   "input, or Parquet / Arrow IPC shards (genotok[parquet])")
+                   "input, Parquet / Arrow IPC shards (genotok[parquet]), JSON Lines, or a "
+                   "plugin's store (the registry: genotok.formats.stores.stores())")
     t.add_argument("--validation", type=_float_in(0.0, 1.0), default=0.0, metavar="FRACTION",
                    help="hold out this share of the records (by a hash of their names) as a "
                         "validation split in DIR/validation/ (default 0: none)")

@@ -166,9 +166,9 @@ def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tup
 
 
 def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
-    """One row per record: ``tokens`` (list<int32>), ``name`` and the metadata columns.
+    """One row per record: ``input_ids`` (list<int32>), ``name`` and the metadata columns.
 
-    That is what geniml's ``Region2VecDataset`` reads, and what pandas, DuckDB and Hugging Face
+    The column names are the stores' (:mod:`genotok.formats.tables`); pandas, DuckDB and Hugging Face
     datasets open. Streamed in row groups of up to ``row_group_size`` records (and under 2**31
     tokens, the limit of a list<int32> column's offsets); written atomically. The universe
     fingerprint, vocabulary size, special tokens and settings ride along in the schema metadata
@@ -182,18 +182,18 @@ def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: in
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append([1, 2], name="s1")
     >>> import pyarrow.parquet as pq
-    >>> pq.read_table(export_parquet(Corpus.open(p), p + ".parquet")).column("tokens").to_pylist()
+    >>> pq.read_table(export_parquet(Corpus.open(p), p + ".parquet")).column("input_ids").to_pylist()
     [[1, 2]]
     """
     pa, pq = _pyarrow()
     if corpus.vocab_size > 2**31:
         raise GtokFormatError(f"{corpus.path}: vocab_size {corpus.vocab_size} does not fit the "
-                              "list<int32> tokens column")
+                              "list<int32> input_ids column")
     names, meta = corpus.names, corpus.meta
     info = json.dumps({k: corpus.header.get(k) for k in
                        ("fingerprint", "vocab_size", "special_tokens", "settings")}).encode()
     # one type per column for the whole file (a column may start with nulls)
-    fields = [pa.field("tokens", pa.list_(pa.int32())), pa.field("name", pa.string())]
+    fields = [pa.field("input_ids", pa.list_(pa.int32())), pa.field("name", pa.string())]
     for k, v in meta.items():
         t = pa.array(v).type
         fields.append(pa.field(k, pa.string() if pa.types.is_null(t) else t))
@@ -209,15 +209,19 @@ def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: in
     return Path(out)
 
 
-def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int | None = None,
-                   fingerprint: str | None = None, tokens_column: str = "tokens",
+def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = None,
+                   fingerprint: str | None = None, ids_column: str = "input_ids",
                    name_column: str | None = "name", **kwargs) -> Path:
-    """Pack a Parquet file with a ``list<int>`` tokens column into a corpus (streamed).
+    """Pack Parquet or Arrow IPC files (one, or a list: told apart by their first bytes) with
+    a ``list<int>`` token ids column (``input_ids``, as every genotok store and
+    :func:`export_parquet` write it) into one corpus.
 
-    Every other column becomes a metadata column (``name_column`` gives the record names). The
-    universe fingerprint and vocabulary size come from the file's genotok metadata when it has
-    some (an exported corpus), else they must be given; giving a fingerprint that differs from
-    the stored one raises :class:`~genotok.UniverseMismatchError`.
+    A ``values`` column (a list of numbers per record) becomes the value channel; every other
+    column a metadata column (``name_column`` gives the record names). The universe
+    fingerprint, vocabulary size, special tokens and settings come from each file's genotok
+    metadata when it has some (a genotok output), else they must be given; a fingerprint
+    that differs from a stored one raises :class:`~genotok.UniverseMismatchError`, tampered
+    metadata a :class:`~genotok.GtokFormatError` naming the file.
 
     Examples
     --------
@@ -227,51 +231,58 @@ def import_parquet(path: str | os.PathLike, out: str | os.PathLike, *, vocab_siz
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append([1, 2], name="s1")
     >>> q = export_parquet(Corpus.open(p), p + ".parquet")
-    >>> Corpus.open(import_parquet(q, p + ".back")).to_ragged().to_list()
-    [[1, 2]]
+    >>> Corpus.open(import_parquet([q, q], p + ".back")).to_ragged().to_list()
+    [[1, 2], [1, 2]]
     """
-    pa, pq = _pyarrow()
-    try:
-        pf = pq.ParquetFile(path)
-    except (OSError, pa.ArrowException) as exc:
-        raise GtokFormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    schema = pf.schema_arrow
-    stored = (schema.metadata or {}).get(b"genotok")
-    info = json.loads(stored) if stored else {}
-    if fingerprint is not None and info.get("fingerprint") not in (None, fingerprint):
-        raise UniverseMismatchError(f"{path}: tokenized with universe {info['fingerprint'][:12]}…, "
-                                    f"but fingerprint {fingerprint[:12]}… was given; token ids are "
-                                    "specific to their universe")
-    vocab_size = vocab_size or info.get("vocab_size")
-    fingerprint = fingerprint or info.get("fingerprint")
-    if vocab_size is None or fingerprint is None:
-        raise GtokFormatError(f"{path}: no genotok metadata in the file: give vocab_size= and "
-                              "fingerprint= (e.g. from the Tokenizer that made the tokens)")
-    if tokens_column not in schema.names:
-        raise GtokFormatError(f"{path}: no {tokens_column!r} column (have {schema.names})")
-    ttype = schema.field(tokens_column).type
-    if not ((pa.types.is_list(ttype) or pa.types.is_large_list(ttype))
-            and pa.types.is_integer(ttype.value_type)):
-        raise GtokFormatError(f"{path}: column {tokens_column!r} is {ttype}, expected a list of "
-                              "integers (list<int32>)")
-    cols = [c for c in schema.names if c not in (tokens_column, name_column)]
-    if "special_tokens" not in kwargs:  # the old keyword, passed on to warn in CorpusWriter
-        kwargs.setdefault("special_token_ids", info.get("special_tokens"))
-    kwargs.setdefault("settings", info.get("settings"))
-    with CorpusWriter(out, vocab_size=vocab_size, fingerprint=fingerprint,
-                      metadata_columns=cols, **kwargs) as w:
-        for rb in pf.iter_batches():
-            lst = rb.column(tokens_column)
-            if lst.null_count or lst.values.null_count:
-                raise GtokFormatError(f"{path}: column {tokens_column!r} has nulls near record "
-                                      f"{w.n_records}; every row needs a list of ids")
-            offs = np.asarray(lst.offsets, dtype=np.int64)
-            data = np.asarray(lst.values)[offs[0]:offs[-1]]
-            names = (rb.column(name_column).to_pylist()
-                     if name_column and name_column in rb.schema.names else None)
-            w.append_batch(Ragged(data, offs - offs[0]), names=names,
-                           meta={c: rb.column(c).to_pylist() for c in cols})
-        w.add_source(Path(path).name, size=os.path.getsize(path))
+    from .tables import IDS, NAME, VALUES, read_any_table, shard_of_table
+
+    pa = require("pyarrow", "Parquet / Arrow import")
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not paths:
+        raise ValueError("import_parquet needs at least one file")
+    given = None
+    if vocab_size is not None and fingerprint is not None:
+        given = {"fingerprint": fingerprint, "vocab_size": vocab_size}
+    shards = []
+    for path in paths:
+        table = read_any_table(path)
+        if ids_column not in table.column_names:
+            raise GtokFormatError(f"{path}: no {ids_column!r} column (have {table.column_names})")
+        if ids_column != IDS:
+            table = table.drop_columns([c for c in (IDS,) if c in table.column_names])
+            table = table.rename_columns([IDS if c == ids_column else c
+                                          for c in table.column_names])
+        if name_column != NAME:
+            table = table.drop_columns([c for c in (NAME,) if c in table.column_names])
+            if name_column in table.column_names:
+                table = table.rename_columns([NAME if c == name_column else c
+                                              for c in table.column_names])
+        try:
+            sh = shard_of_table(table, path, given)
+        except pa.ArrowInvalid as exc:
+            raise GtokFormatError(f"{path}: not a readable table ({exc})") from None
+        if fingerprint is not None and sh.header["fingerprint"] != fingerprint:
+            raise UniverseMismatchError(f"{path}: tokenized with universe "
+                                        f"{sh.header['fingerprint'][:12]}…, but fingerprint "
+                                        f"{fingerprint[:12]}… was given; token ids are specific "
+                                        "to their universe")
+        if shards and sh.header["fingerprint"] != shards[0].header["fingerprint"]:
+            raise UniverseMismatchError(f"{path}: tokenized with another universe than "
+                                        f"{paths[0]}")
+        shards.append(sh)
+    head = shards[0].header
+    cols = list(dict.fromkeys(c for sh in shards for c in sh.meta_columns))
+    kwargs.setdefault("special_token_ids", head.get("special_tokens") or None)
+    kwargs.setdefault("settings", head.get("settings") or None)
+    has_values = any(sh.values is not None for sh in shards)
+    if has_values and not all(sh.values is not None for sh in shards):
+        raise GtokFormatError(f"{paths[0]}: some files have a {VALUES!r} column and others not")
+    with CorpusWriter(out, vocab_size=vocab_size or head["vocab_size"],
+                      fingerprint=fingerprint or head["fingerprint"], metadata_columns=cols,
+                      values_dtype="float32" if has_values else None, **kwargs) as w:
+        for path, sh in zip(paths, shards):
+            meta = sh.records["meta"]
+            w.append_batch(Ragged(sh.tokens, sh.offsets, sh.values), names=sh.records["names"],
+                           meta={c: meta.get(c) or [None] * sh.n for c in cols})
+            w.add_source(Path(path).name, size=os.path.getsize(path))
     return Path(out)
-
-

@@ -1,21 +1,16 @@
-"""Stores: where token batches go. One class per backend, found by name in :data:`STORES`.
+"""Stores: where token batches go, and how they read back. One class per backend, found by
+name in :data:`STORES` (and plugins: the entry point group ``genotok.stores``).
 
-A store is configured once (``ParquetStore(rows_per_shard=50_000)``) and then opened for each
-part of an output: ``open(directory, part, tokenizer, ...)`` gives a writing copy that takes
-``write(batch, meta)`` calls (``batch``: a :class:`~genotok.ragged.Ragged` of consecutive
-records, with its value channel; ``meta``: ``{"names": [...], column: [...]}`` for those
-records) and ends with ``commit()`` (the files are durably in place, their names returned) or
-``abort()`` (nothing of the part is left). ``finish(directory, files, extra)`` joins the parts
-of a run (the pipeline calls it last: the manifest). What a store keeps is in ``supports``
-(``"values"``, ``"names"``, ``"metadata"``): a caller asks before it writes.
+The protocol and the rules every store shares are in :mod:`genotok.formats.store`; each store
+registers its reader beside its writer (:meth:`Store.read_file`), so :meth:`genotok.Corpus.open`
+opens any store's output by its manifest's format and gives the one reader API.
 
 Built in: ``"memory"`` (a :class:`~genotok.ragged.Ragged`), ``"corpus"`` (the indexed corpus,
 :class:`~genotok.formats.corpus.CorpusWriter`), ``"gtok-dir"`` (one gtars ``.gtok`` file per
-record), ``"parquet"`` and ``"arrow"`` (shards of a chosen size, one row per record, the
-tokenizer's fingerprint, vocabulary size and the run's spec in the schema metadata under the
-key ``genotok``: what ``datasets.load_dataset("parquet", …)``, polars and DuckDB read as they
-are). A new backend is one class and one line ``STORES[MyStore.name] = MyStore`` (see
-``docs/architecture.md``).
+record), ``"parquet"`` and ``"arrow"`` (:mod:`genotok.formats.tables`), ``"jsonl"``
+(:mod:`genotok.formats.jsonl`). A new backend is one class and one registry line (here, or an
+entry point of its own package: see ``docs/architecture.md``); ``genotok.testing.check_store``
+says whether it keeps the contract.
 
 Examples
 --------
@@ -29,113 +24,24 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import json
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 
-from .._io import atomic_write, local_path, make_temp
-from .._names import to_file_stem
-from .._optional import require
-from ..errors import GenotokError
-from ..params import Integral, Interval, InstanceOf, Options, validate
+from .. import _plugins
+from .._names import from_file_stem, to_file_stem
+from ..errors import GtokFormatError
+from ..params import InstanceOf, Options, validate
 from ..ragged import Ragged
 from . import gtok
 from .corpus import MANIFEST, Corpus, write_manifest
+from .corpus.manifest import set_store_opener
 from .corpus.writer import CorpusWriter
-
-
-#: the part a run whose every input failed writes (an empty, valid output)
-EMPTY = "shard-empty"
-
-
-@dataclass
-class Store:
-    """The protocol (and the bookkeeping every store shares). Subclasses set ``name``,
-    ``supports`` and ``suffix``, and implement :meth:`_begin`, :meth:`write`, :meth:`commit`
-    and :meth:`abort` (``docs/architecture.md`` adds one).
-
-    Examples
-    --------
-    >>> sorted(STORES["corpus"].supports), STORES["gtok-dir"].per_record_files
-    (['metadata', 'names', 'values'], True)
-    """
-
-    name: ClassVar[str] = ""
-    supports: ClassVar[frozenset] = frozenset()
-    suffix: ClassVar[str] = ""
-    #: one file per record, named by the record (a name that cannot be a file is an error)
-    per_record_files: ClassVar[bool] = False
-    CONSTRAINTS: ClassVar[dict] = {}
-
-    directory: Path | None = field(default=None, init=False, repr=False, compare=False)
-    part: str = field(default="", init=False, repr=False, compare=False)
-    tokenizer: object = field(default=None, init=False, repr=False, compare=False)
-    values: bool = field(default=False, init=False, repr=False, compare=False)
-    columns: tuple = field(default=(), init=False, repr=False, compare=False)
-    extra: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-    sources: list = field(default_factory=list, init=False, repr=False, compare=False)
-    overwrite: bool = field(default=True, init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
-
-    def config(self) -> dict:
-        """What the store was configured with (part of a run's plan: a resumed run with
-        another store is refused)."""
-        return {"name": self.name, **{k: getattr(self, k) for k in self.CONSTRAINTS}}
-
-    def open(self, directory, part: str, tokenizer, *, values: bool = False, columns=(),
-             extra: dict | None = None, sources=(), overwrite: bool = True) -> Store:
-        """A writing copy of this store for ``part`` of ``directory``: ``values`` keeps the
-        value channel, ``columns`` the metadata columns, ``extra`` goes to the header (or
-        schema metadata), ``sources`` are ``(name, keywords)`` pairs of the inputs;
-        ``overwrite=False`` refuses a part that exists."""
-        if values and "values" not in self.supports:
-            raise GenotokError(f"format={self.name!r} stores token ids only, not the values "
-                               "(values=True); use format='corpus', 'parquet' or 'arrow'")
-        s = copy.copy(self)
-        s.directory = None if directory is None else local_path(directory, "a store's part")
-        s.part, s.tokenizer, s.values = part, tokenizer, bool(values)
-        s.columns = tuple(columns) if "metadata" in self.supports else ()
-        s.extra, s.sources = dict(extra or {}), list(sources)
-        s.overwrite = bool(overwrite)
-        s._begin()
-        return s
-
-    def _begin(self) -> None:
-        """Prepare the part (called by :meth:`open` on the copy)."""
-
-    def write(self, batch: Ragged, meta: dict) -> None:  # pragma: no cover - the protocol
-        raise NotImplementedError
-
-    def commit(self) -> list[str]:  # pragma: no cover - the protocol
-        raise NotImplementedError
-
-    def abort(self) -> None:
-        """Leave nothing of the part behind."""
-
-    def finish(self, directory: Path, files: list[str], tokenizer, extra: dict) -> None:
-        """Join a run's parts: ``manifest.json`` naming the files (written last; a run whose
-        every input failed gets one empty part, so it is an empty, valid output)."""
-        if not files and not self.per_record_files:
-            files = self.open(directory, EMPTY, tokenizer).commit()
-        with atomic_write(Path(directory) / MANIFEST, "w") as fh:
-            json.dump({"format": f"genotok-{self.name}", "store": self.config(),
-                       "files": files, **extra}, fh, indent=1)
-
-    def _header(self) -> dict:
-        """The tokenizer's identity and the part's extra, for a file's own metadata."""
-        t = self.tokenizer
-        return {"fingerprint": t.fingerprint, "vocab_size": t.vocab_size,
-                "special_tokens": t.universe.special_token_ids,
-                "settings": t.settings.as_dict(), "extra": self.extra,
-                "sources": [{"name": n, **kw} for n, kw in self.sources]}
+from .jsonl import JsonlStore
+from .store import EMPTY, ArrayShard, Store, open_output
+from .tables import ArrowStore, ParquetStore
 
 
 @dataclass
@@ -153,6 +59,7 @@ class MemoryStore(Store):
 
     name: ClassVar[str] = "memory"
     supports: ClassVar[frozenset] = frozenset({"values", "names"})
+    writes_files: ClassVar[bool] = False
 
     def _begin(self) -> None:
         self._parts: list[Ragged] = []
@@ -192,7 +99,7 @@ class CorpusStore(Store):
     """
 
     name: ClassVar[str] = "corpus"
-    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata"})
+    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata", "sources"})
     suffix: ClassVar[str] = ".gtokc"
 
     def _begin(self) -> None:
@@ -220,6 +127,11 @@ class CorpusStore(Store):
             files = self.open(directory, EMPTY, tokenizer).commit()
         write_manifest([Path(directory) / f for f in files], directory, extra=extra)
         Corpus.open(directory, expect=tokenizer)  # the cheap checks, before saying it is done
+
+    @classmethod
+    def read_file(cls, path: Path, header: dict | None = None):
+        """A corpus file: read by :class:`~genotok.formats.corpus.Corpus` itself."""
+        return Corpus.open(path)._shards[0]
 
 
 @dataclass
@@ -259,189 +171,62 @@ class GtokDirStore(Store):
         for f in self._files:
             (self.directory / f).unlink(missing_ok=True)
 
+    @classmethod
+    def read_output(cls, directory: Path, files: list[Path], header: dict) -> list[ArrayShard]:
+        """Every record's file joined into one shard (record name: the file's stem)."""
+        ids, names = [], []
+        for f in files:
+            ids.append(gtok.read_gtok(f, mmap=False))
+            try:
+                names.append(from_file_stem(f.name[:-len(cls.suffix)]))
+            except (UnicodeError, ValueError):  # not a stem genotok wrote: keep it as is
+                names.append(f.name[:-len(cls.suffix)])
+        offsets = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum([x.size for x in ids], out=offsets[1:])
+        data = np.concatenate(ids) if ids else np.zeros(0, np.uint32)
+        return [ArrayShard(directory, data, offsets, None, header, names, {})]
 
-@dataclass
-class _TableStore(Store):
-    """Parquet and Arrow IPC: a part is one or more files ``PART-000.SUFFIX`` … of at most
-    ``rows_per_shard`` records and about ``bytes_per_shard`` bytes of tokens (and values);
-    columns ``input_ids`` (list<int32>), ``values`` (list<float32>, when kept), ``name`` and
-    the metadata columns. Each file is written under a temporary name and renamed into place
-    when full or committed."""
-
-    rows_per_shard: int = 100_000
-    bytes_per_shard: int = 256 << 20
-    compression: str | None = None
-
-    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata"})
-    CONSTRAINTS: ClassVar[dict] = {"rows_per_shard": [Interval(Integral, 1, None)],
-                                   "bytes_per_shard": [Interval(Integral, 1, None)],
-                                   "compression": [Options("zstd", "lz4", "snappy", "gzip"),
-                                                   None]}
-
-    def _begin(self) -> None:
-        self._pa = require("pyarrow", f"format={self.name!r}")
-        if self.tokenizer.vocab_size > 2**31:
-            raise GenotokError(f"vocab_size {self.tokenizer.vocab_size} does not fit the "
-                               "list<int32> input_ids column")
-        stem, dot, ext = self.part.rpartition(".")
-        stem = stem if dot and f".{ext}" in (self.suffix, CorpusStore.suffix) else self.part
-        self._stem = stem
-        for old in self.directory.glob(f"{stem}-[0-9][0-9][0-9]{self.suffix}"):
-            if not self.overwrite:
-                raise FileExistsError(f"{old} exists; pass overwrite=True to replace it")
-            old.unlink()  # a part of a killed run that never reached the journal
-        self._files: list[str] = []
-        self._writer = self._tmp = None
-        self._schema = None
-        self._rows = self._bytes = 0
-
-    def _schema_for(self, meta: dict):
-        pa = self._pa
-        fields = [pa.field("input_ids", pa.list_(pa.int32()))]
-        if self.values:
-            fields.append(pa.field("values", pa.list_(pa.float32())))
-        fields.append(pa.field("name", pa.string()))
-        for c in self.columns:
-            t = pa.array(meta.get(c, [])).type
-            fields.append(pa.field(c, pa.string() if pa.types.is_null(t) else t))
-        header = json.dumps(self._header()).encode()
-        return pa.schema(fields, metadata={b"genotok": header})
-
-    def write(self, batch: Ragged, meta: dict) -> None:
-        pa = self._pa
-        if self._schema is None:
-            self._schema = self._schema_for(meta)
-        n, offsets = len(batch), np.asarray(batch.offsets, np.int64)
-        per_row = np.diff(offsets) * (8 if self.values else 4)
-        a = 0
-        while a < n:
-            if self._writer is None:
-                self._new_file()
-            room = self.rows_per_shard - self._rows
-            cum = np.cumsum(per_row[a:a + room])
-            fit = int(np.searchsorted(cum, self.bytes_per_shard - self._bytes, side="right"))
-            b = a + max(fit, 1 if self._rows == 0 else 0)
-            b = min(b, a + room, n)
-            if b > a:
-                lo, hi = int(offsets[a]), int(offsets[b])
-                offs = pa.array((offsets[a:b + 1] - lo).astype(np.int32))
-                cols = [pa.ListArray.from_arrays(offs, pa.array(
-                    np.asarray(batch.data[lo:hi]).astype(np.int32)))]
-                if self.values:
-                    cols.append(pa.ListArray.from_arrays(offs, pa.array(
-                        np.asarray(batch.values[lo:hi], np.float32))))
-                names = meta.get("names")
-                cols.append(pa.array(list(names[a:b]) if names is not None else [None] * (b - a),
-                                     type=pa.string()))
-                for f in list(self._schema)[len(cols):]:
-                    col = meta.get(f.name)
-                    cols.append(pa.array(list(col[a:b]) if col is not None else [None] * (b - a),
-                                         type=f.type))
-                self._writer.write_table(pa.Table.from_arrays(cols, schema=self._schema))
-                self._rows += b - a
-                self._bytes += int(per_row[a:b].sum())
-                a = b
-            if a < n:
-                self._close_file()
-
-    def _new_file(self) -> None:
-        final = self.directory / f"{self._stem}-{len(self._files):03d}{self.suffix}"
-        fd, self._tmp = make_temp(final)
-        self._final = final
-        self._fh = os.fdopen(fd, "wb")
-        self._writer = self._open_writer(self._fh, self._schema)
-        self._rows = self._bytes = 0
-
-    def _close_file(self) -> None:
-        self._writer.close()
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
-        os.replace(self._tmp, self._final)
-        self._files.append(self._final.name)
-        self._writer = self._tmp = None
-
-    def commit(self) -> list[str]:
-        if self._writer is None and not self._files:  # no records: one empty file
-            if self._schema is None:
-                self._schema = self._schema_for({})
-            self._new_file()
-        if self._writer is not None:
-            self._close_file()
-        return self._files
-
-    def abort(self) -> None:
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer.close()
-            self._fh.close()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._tmp)
-            self._writer = None
-        for f in self._files:
-            (self.directory / f).unlink(missing_ok=True)
+    def _entries(self, files, shards):
+        """One entry per record's file (each holds one record)."""
+        lengths = np.diff(shards[0].offsets) if shards else []
+        return zip(files, [_One(int(t)) for t in lengths])
 
 
-@dataclass
-class ParquetStore(_TableStore):
-    """Parquet shards, zstd-compressed by default.
+class _One:
+    """The counts of one ``.gtok`` file (one record) for a manifest entry."""
 
-    Examples
-    --------
-    >>> import tempfile
-    >>> import pyarrow.parquet as pq
-    >>> from genotok import Tokenizer
-    >>> d = tempfile.mkdtemp()
-    >>> s = ParquetStore(rows_per_shard=2).open(d, "part", Tokenizer(["chr1:0-10"]))
-    >>> s.write(Ragged.from_list([[0], [1], [0, 1]]), {"names": ["a", "b", "c"]})
-    >>> s.commit()
-    ['part-000.parquet', 'part-001.parquet']
-    >>> pq.read_table(f"{d}/part-001.parquet").to_pydict()
-    {'input_ids': [[0, 1]], 'name': ['c']}
-    """
+    n = 1
 
-    compression: str | None = "zstd"
-    name: ClassVar[str] = "parquet"
-    suffix: ClassVar[str] = ".parquet"
-
-    def _open_writer(self, fh, schema):
-        pq = require("pyarrow.parquet", "format='parquet'")
-        return pq.ParquetWriter(fh, schema, compression=self.compression or "none")
+    def __init__(self, t: int):
+        self.t = t
 
 
-@dataclass
-class ArrowStore(_TableStore):
-    """Arrow IPC files (the random-access file format; uncompressed by default, so readers
-    can memory-map them).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> import pyarrow as pa
-    >>> from genotok import Tokenizer
-    >>> d = tempfile.mkdtemp()
-    >>> s = ArrowStore().open(d, "part", Tokenizer(["chr1:0-10"]))
-    >>> s.write(Ragged.from_list([[0], [1]]), {"names": ["a", "b"]})
-    >>> s.commit()
-    ['part-000.arrow']
-    >>> pa.ipc.open_file(f"{d}/part-000.arrow").read_all().column("input_ids").to_pylist()
-    [[0], [1]]
-    """
-
-    name: ClassVar[str] = "arrow"
-    suffix: ClassVar[str] = ".arrow"
-    CONSTRAINTS: ClassVar[dict] = {**_TableStore.CONSTRAINTS,
-                                   "compression": [Options("zstd", "lz4"), None]}
-
-    def _open_writer(self, fh, schema):
-        pa = self._pa
-        opts = pa.ipc.IpcWriteOptions(compression=self.compression)
-        return pa.ipc.new_file(fh, schema, options=opts)
-
-
-#: the stores by name: ``format="parquet"`` finds :class:`ParquetStore` here
+#: the stores by name: ``format="parquet"`` finds :class:`ParquetStore` here; plugins (the
+#: entry point group ``genotok.stores``) are added on the first lookup (:func:`stores`)
 STORES: dict[str, type[Store]] = {c.name: c for c in (MemoryStore, CorpusStore, GtokDirStore,
-                                                       ParquetStore, ArrowStore)}
+                                                       ParquetStore, ArrowStore, JsonlStore)}
+
+
+def _register(cls) -> None:
+    if not (isinstance(cls, type) and issubclass(cls, Store)) or not cls.name:
+        raise TypeError(f"{cls!r} is not a Store subclass with a name")
+    if cls.name in STORES and STORES[cls.name] is not cls:
+        raise ValueError(f"a store named {cls.name!r} is registered already "
+                         f"({STORES[cls.name].__module__}.{STORES[cls.name].__qualname__})")
+    STORES[cls.name] = cls
+
+
+def stores() -> dict[str, type[Store]]:
+    """:data:`STORES` with the plugins of the entry point group ``genotok.stores`` loaded
+    (once per process): what ``format=`` and the CLI's ``--format`` accept.
+
+    Examples
+    --------
+    >>> sorted(stores())[:3]
+    ['arrow', 'corpus', 'gtok-dir']
+    """
+    _plugins.load("genotok.stores", _register)
+    return STORES
 
 
 def get_store(format: str | Store) -> Store:
@@ -456,9 +241,28 @@ def get_store(format: str | Store) -> Store:
     ...
     genotok.params.ParameterError: format must be one of 'memory', 'corpus', ... or a Store, got 'csv'
     """
-    validate({"format": format}, {"format": [Options(*STORES), InstanceOf(Store)]}, "")
+    validate({"format": format}, {"format": [Options(*stores()), InstanceOf(Store)]}, "")
     return format if isinstance(format, Store) else STORES[format]()
 
 
-__all__ = ["ArrowStore", "CorpusStore", "GtokDirStore", "MANIFEST", "MemoryStore",
-           "ParquetStore", "STORES", "Store", "get_store"]
+def open_store_output(directory: Path, manifest: dict, trusted: bool = False) -> list:
+    """The shards of the output in ``directory`` whose ``manifest`` names a store
+    (``format: genotok-<name>``): what :meth:`genotok.Corpus.open` calls for any store's
+    output but the corpus'."""
+    fmt = manifest.get("format") if isinstance(manifest, dict) else None
+    name = fmt[len("genotok-"):] if isinstance(fmt, str) and fmt.startswith("genotok-") else None
+    known = stores()
+    if name not in known or not known[name].writes_files or name == "corpus":
+        raise GtokFormatError(f"{Path(directory) / MANIFEST}: the manifest's format "
+                              f"{str(fmt)[:40]!r} is no store's this install knows (stores: "
+                              f"{', '.join(sorted(known))}); a plugin store's output needs its "
+                              "package installed")
+    return open_output(known[name], Path(directory), manifest, trusted=trusted)
+
+
+set_store_opener(open_store_output)  # Corpus.open(dir) comes here for a store's manifest
+
+
+__all__ = ["EMPTY", "STORES", "ArrowStore", "CorpusStore", "GtokDirStore", "JsonlStore",
+           "MANIFEST", "MemoryStore", "ParquetStore", "Store", "get_store", "open_store_output",
+           "stores"]

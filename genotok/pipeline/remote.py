@@ -20,16 +20,18 @@ copy of the same size is reused, so a resumed run sees the same input.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._io import atomic_write, cache_root, fetch_url, is_url, url_fs
 from ..formats.corpus import MANIFEST
-from .journal import LOCK
+from .journal import JOURNAL, LOCK
 from .plan import PipelineError
 
 #: schemes fsspec can read but not write
@@ -52,8 +54,11 @@ def staging_dir(url: str) -> Path:
 
 
 def check_output(url: str, storage_options: dict | None, overwrite: bool) -> Path:
-    """Refuse an output URL that cannot be written, before any work; with ``overwrite``,
-    delete its manifests first. Returns the staging directory.
+    """Refuse an output URL that cannot be written, before any work, as a local output would
+    be refused: a read-only scheme, a bucket that does not exist, or (``overwrite=False``) a
+    prefix holding a run this machine is not resuming. With ``overwrite``, every object an
+    earlier run wrote there is deleted first (its shards too, so a glob read never mixes two
+    runs), and a prefix holding objects no run wrote is refused. Returns the staging directory.
 
     Examples
     --------
@@ -67,14 +72,89 @@ def check_output(url: str, storage_options: dict | None, overwrite: bool) -> Pat
         raise PipelineError(f"{url}: {scheme}:// is read-only; write the corpus to a local "
                             "directory or an object store (s3://, gs://, az://…)")
     fs, root = url_fs(url, storage_options)
+    root = root.rstrip("/")
+    if scheme in BUCKETS:
+        bucket = root.split("/", 1)[0]
+        try:
+            there = fs.exists(bucket)
+        except (OSError, PermissionError, ValueError) as exc:
+            raise PipelineError(f"{url}: the bucket {bucket!r} cannot be reached "
+                                f"({type(exc).__name__}: {exc})") from None
+        if not there:
+            raise PipelineError(f"{url}: the bucket {bucket!r} does not exist; create it first "
+                                "(nothing was tokenized)")
     stage = staging_dir(url)
+    objects = _objects(fs, root)
     if overwrite:
-        for name in (MANIFEST, f"validation/{MANIFEST}"):
-            if fs.exists(f"{root}/{name}"):
-                fs.rm(f"{root}/{name}")
+        _remove_remote_run(fs, root, url, objects)
         _record(stage).unlink(missing_ok=True)
+    elif objects and not (stage / JOURNAL).is_file():
+        what = ("holds a finished genotok run" if MANIFEST in objects else
+                "holds a genotok run this machine is not resuming" if _ours(objects, set())
+                else "is not empty and holds no genotok run")
+        raise PipelineError(f"{url}: {what}; pass overwrite=True to replace it, or choose "
+                            "another prefix")
     stage.mkdir(parents=True, exist_ok=True)
     return stage
+
+
+#: the schemes whose first path component is a bucket, checked before any work
+BUCKETS = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
+
+
+def _objects(fs, root: str) -> list[str]:
+    """Every object under ``root``, relative to it."""
+    with contextlib.suppress(Exception):
+        fs.invalidate_cache(root)  # a listing cached before this run's (or another's) writes
+    try:
+        found = fs.find(root)
+    except FileNotFoundError:
+        return []
+    return sorted(p[len(root) + 1:] for p in found if p.startswith(root + "/"))
+
+
+def _ours(objects: list[str], listed: set[str]) -> list[str]:
+    """The objects a genotok run wrote: its manifests and journal, the files a manifest lists,
+    and files named as a run's parts."""
+    return [o for o in objects if o.rsplit("/", 1)[-1] in (MANIFEST, JOURNAL) or o in listed
+            or _PART.fullmatch(o.rsplit("/", 1)[-1])]
+
+
+#: the files a run's parts are named (``shard-00000.gtokc``, ``shard-00000-000.parquet``…)
+_PART = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.[a-z.]+)")
+
+
+def _remove_remote_run(fs, root: str, url: str, objects: list[str]) -> None:
+    """``overwrite=True`` on an object store: delete every object of the earlier run (the
+    manifests first, so a reader never sees a manifest without its files); refuse a prefix
+    that holds objects no run wrote (nothing is deleted then), as a local directory is."""
+    listed: set[str] = set()
+    for m in (o for o in objects if o.rsplit("/", 1)[-1] == MANIFEST):
+        try:
+            files = json.loads(fs.cat_file(f"{root}/{m}")).get("files") or []
+        except (OSError, ValueError, AttributeError):
+            files = []
+        base = m[:-len(MANIFEST)]
+        listed.update(f"{base}{f}" for f in files if isinstance(f, str))
+        listed.update(f"{base}{e['path']}" for e in _shards_of(fs, f"{root}/{m}"))
+    ours = _ours(objects, listed)
+    foreign = sorted(set(objects) - set(ours))
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:5]) + (" …" if len(foreign) > 5 else "")
+        raise PipelineError(f"{url}: overwrite would replace a genotok run, but the prefix also "
+                            f"holds {len(foreign)} object(s) no run wrote ({shown}); it deletes "
+                            "nothing it did not write: choose another prefix, or move them")
+    for o in sorted(ours, key=lambda o: o.rsplit("/", 1)[-1] != MANIFEST):
+        fs.rm(f"{root}/{o}")
+
+
+def _shards_of(fs, murl: str) -> list[dict]:
+    """The entries of a corpus manifest (``shards``), or none."""
+    try:
+        entries = json.loads(fs.cat_file(murl)).get("shards") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)]
 
 
 def _record(stage: Path) -> Path:

@@ -6,3 +6,7 @@ Every implementation of a seam, built in or plugged in, must pass its suite:
 ``AssertionError`` naming the rule an implementation broke; genotok's own test suite runs each on
 every registered implementation and on planted broken ones that must fail.
 """
+
+from .stores import check_store
+
+__all__ = ["check_store"]

@@ -336,7 +336,7 @@ def test_import_errors(tmp_path, capsys):
     import pyarrow.parquet as pq
 
     plain = tmp_path / "plain.parquet"  # not exported by genotok: no universe recorded
-    pq.write_table(pa.table({"tokens": [[1, 2], [3]]}), plain)
+    pq.write_table(pa.table({"input_ids": [[1, 2], [3]]}), plain)
     assert_error(run(["import", str(plain), str(tmp_path / "p.gtokc")], capsys), 1,
                  "no genotok metadata", "give --universe U.bed or --config TOK.toml")
     assert run(["import", "-q", "--universe", U, str(plain), str(tmp_path / "p.gtokc")],

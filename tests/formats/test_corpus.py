@@ -605,10 +605,10 @@ def test_parquet_round_trip(tmp_path):
     export_parquet(c, tmp_path / "c.parquet", row_group_size=2)  # nulls first, then strings
     f = pq.ParquetFile(tmp_path / "c.parquet")
     assert f.metadata.num_row_groups == 2
-    ttype = f.schema_arrow.field("tokens").type
+    ttype = f.schema_arrow.field("input_ids").type
     assert pa.types.is_list(ttype) and ttype.value_type == pa.int32()
     table = f.read()
-    assert table.column("tokens").to_pylist() == rows
+    assert table.column("input_ids").to_pylist() == rows
     assert table.column("name").to_pylist() == ["a", "b", None, "d"]
     assert table.column("kind").to_pylist() == [None, None, "z", "w"]
     back = Corpus.open(import_parquet(tmp_path / "c.parquet", tmp_path / "back.gtokc"), verify=True)
@@ -619,17 +619,17 @@ def test_parquet_round_trip(tmp_path):
         import_parquet(tmp_path / "c.parquet", tmp_path / "x.gtokc", fingerprint="other")
     pd = pytest.importorskip("pandas")
     # a plain file as geniml's Region2VecDataset reads it: no genotok metadata
-    pd.DataFrame({"tokens": [[1, 2], [3]]}).to_parquet(tmp_path / "plain.parquet")
+    pd.DataFrame({"input_ids": [[1, 2], [3]]}).to_parquet(tmp_path / "plain.parquet")
     with pytest.raises(GtokFormatError, match="give vocab_size= and fingerprint="):
         import_parquet(tmp_path / "plain.parquet", tmp_path / "p.gtokc")
     plain = Corpus.open(import_parquet(tmp_path / "plain.parquet", tmp_path / "p.gtokc",
                                        vocab_size=5, fingerprint="fp"))
     assert plain.to_ragged().to_list() == [[1, 2], [3]] and plain.names == [None, None]
-    pd.DataFrame({"tokens": ["x"]}).to_parquet(tmp_path / "bad.parquet")
+    pd.DataFrame({"input_ids": ["x"]}).to_parquet(tmp_path / "bad.parquet")
     with pytest.raises(GtokFormatError, match="expected a list of integers"):
         import_parquet(tmp_path / "bad.parquet", tmp_path / "b.gtokc", vocab_size=5, fingerprint="fp")
-    pd.DataFrame({"tokens": [[1], None]}).to_parquet(tmp_path / "null.parquet")
-    with pytest.raises(GtokFormatError, match="nulls"):
+    pd.DataFrame({"input_ids": [[1], None]}).to_parquet(tmp_path / "null.parquet")
+    with pytest.raises(GtokFormatError, match="null"):
         import_parquet(tmp_path / "null.parquet", tmp_path / "n.gtokc", vocab_size=5, fingerprint="fp")
     with pytest.raises(GtokFormatError, match="not a readable Parquet"):
         import_parquet(path, tmp_path / "q.gtokc", vocab_size=5, fingerprint="fp")
@@ -643,10 +643,12 @@ def test_import_parquet_of_genimls_real_sample(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     path = shared(SHARED / "data" / "real" / "geniml" / "gtok_sample" / "tokens.parquet.sample")
     want = pq.read_table(path).column("tokens").to_pylist()
-    with pytest.raises(GtokFormatError, match="give vocab_size= and fingerprint="):
+    with pytest.raises(GtokFormatError, match="no 'input_ids' column"):
         import_parquet(path, tmp_path / "a.gtokc")
+    with pytest.raises(GtokFormatError, match="give vocab_size= and fingerprint="):
+        import_parquet(path, tmp_path / "a.gtokc", ids_column="tokens")
     c = Corpus.open(import_parquet(path, tmp_path / "b.gtokc", vocab_size=max(map(max, want)) + 1,
-                                   fingerprint="geniml"), verify=True)
+                                   fingerprint="geniml", ids_column="tokens"), verify=True)
     assert c.to_ragged().to_list() == want and len(want) == 3
 
 

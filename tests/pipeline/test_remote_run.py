@@ -5,6 +5,8 @@ inputs and universes are read; no URL is ever taken as a local directory."""
 
 from __future__ import annotations
 
+import json
+
 
 import pytest
 
@@ -122,3 +124,64 @@ def test_a_read_only_or_unknown_scheme_is_refused_before_any_work(tok, tmp_path,
         with pytest.raises(genotok.GenotokError, match=why):
             pretokenize(tmp_path / "missing.bed", tok, url, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_false_refuses_a_prefix_holding_a_run_as_a_local_output(server, so, tok):
+    """Issue 43 item 2: an s3:// run over a finished one is refused, not silently replaced."""
+    peaks = genotok.examples_dir() / "peaks"
+    pretokenize(peaks, tok, "s3://bkt/keep", progress=False,
+                options=RunOptions(storage_options=so))
+    before = _keys(server[1], "keep/")
+    with pytest.raises(genotok.pipeline.PipelineError, match="holds a finished genotok run"):
+        pretokenize(sorted(peaks.iterdir())[:2], tok, "s3://bkt/keep", progress=False,
+                    options=RunOptions(storage_options=so))
+    assert _keys(server[1], "keep/") == before
+    server[1].put_object(Bucket="bkt", Key="other/notes.txt", Body=b"mine")
+    with pytest.raises(genotok.pipeline.PipelineError, match="holds no genotok run"):
+        pretokenize(peaks, tok, "s3://bkt/other", progress=False,
+                    options=RunOptions(storage_options=so))
+    with pytest.raises(genotok.pipeline.PipelineError, match="no run wrote"):
+        pretokenize(peaks, tok, "s3://bkt/other", progress=False, overwrite=True,
+                    options=RunOptions(storage_options=so))
+    assert _keys(server[1], "other/") == ["notes.txt"]
+
+
+@pytest.mark.parametrize("fmt", ["corpus", "parquet"])
+def test_overwrite_true_leaves_no_object_of_the_old_run(server, so, tok, tmp_path, fmt):
+    """Issue 43 item 3: a glob read after overwrite=True returns the new run's rows only."""
+    pytest.importorskip("pyarrow")
+    peaks = sorted((genotok.examples_dir() / "peaks").iterdir())
+    pretokenize(peaks, tok, f"s3://bkt/ow-{fmt}", format=fmt, progress=False,
+                options=RunOptions(storage_options=so, files_per_shard=1))
+    pretokenize(peaks[:2], tok, f"s3://bkt/ow-{fmt}", format=fmt, progress=False,
+                overwrite=True, options=RunOptions(storage_options=so, files_per_shard=1))
+    keys = _keys(server[1], f"ow-{fmt}/")
+    manifest = json.loads(server[1].get_object(Bucket="bkt", Key=f"ow-{fmt}/manifest.json")
+                          ["Body"].read())
+    parts = manifest["files"] if fmt != "corpus" else [e["path"] for e in manifest["shards"]]
+    assert sorted(keys) == sorted(parts + ["journal.json", "manifest.json"])
+    c = Corpus.open(f"s3://bkt/ow-{fmt}", storage_options=so, cache_dir=str(tmp_path / "c"))
+    assert len(c) == 2
+
+
+def test_a_missing_bucket_is_refused_before_any_work(server, so, tok, monkeypatch):
+    """Issue 43 item 12: no batch is tokenized for an output that cannot be written."""
+    def never(*a, **k):
+        raise AssertionError("a batch was tokenized")
+
+    monkeypatch.setattr(genotok.pipeline.run, "run_serial", never)
+    with pytest.raises(genotok.pipeline.PipelineError, match="bucket 'nosuchbucket' does not"):
+        pretokenize(genotok.examples_dir() / "peaks", tok, "s3://nosuchbucket/run",
+                    progress=False, options=RunOptions(storage_options=so))
+    assert not remote_run.staging_dir("s3://nosuchbucket/run").exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl"])
+def test_every_store_reads_back_from_the_bucket(server, so, tok, tmp_path, fmt):
+    pytest.importorskip("pyarrow")
+    peaks = genotok.examples_dir() / "peaks"
+    pretokenize(peaks, tok, f"s3://bkt/rb-{fmt}", format=fmt, progress=False,
+                options=RunOptions(storage_options=so, files_per_shard=2))
+    c = Corpus.open(f"s3://bkt/rb-{fmt}", storage_options=so, cache_dir=str(tmp_path / "c"))
+    ref = Corpus.open(pretokenize(peaks, tok, tmp_path / "l", progress=False).out)
+    assert c.to_ragged().to_list() == ref.to_ragged().to_list() and c.names == ref.names

@@ -28,6 +28,18 @@ MANIFEST_MAX_BYTES = 256 << 20
 MANIFEST_FORMAT = "genotok-corpus-manifest"
 #: manifest 1.1 adds per-shard index and header digest, totals and a digest of the manifest
 MANIFEST_VERSION = (1, 1)
+#: how a directory whose manifest names another store is opened: ``stores.open_store_output``,
+#: registered by :mod:`genotok.formats.stores` when it is imported (this package never imports it)
+_store_opener = None
+
+
+def set_store_opener(opener) -> None:
+    """Register the opener of other stores' outputs (``opener(directory, manifest, trusted)``
+    gives their shards)."""
+    global _store_opener
+    _store_opener = opener
+
+
 _MANIFEST_CORE = ("format", "version", "fingerprint", "checksum", "n_shards", "n_records",
                   "n_tokens", "shards", "digest")
 
@@ -186,6 +198,8 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
         raise GtokFormatError(f"{directory}: a directory corpus needs {MANIFEST} "
                               "(write one with write_manifest)")
     m = _read_manifest(mpath)
+    if isinstance(m, dict) and m.get("format") != MANIFEST_FORMAT and _store_opener is not None:
+        return _store_opener(directory, m, trusted), m, []  # a Parquet, Arrow… store's output
     entries, later = _check_manifest(m, mpath, remote=False)
 
     def corrupt(why: str) -> GtokFormatError:

@@ -50,7 +50,7 @@ from .layout import (
     _make_temp,
     _width_dtype,
 )
-from .manifest import MANIFEST_MAX_BYTES, _check_manifest
+from .manifest import MANIFEST_FORMAT, MANIFEST_MAX_BYTES, _check_manifest, _rel_problem
 from .reader import Corpus, _set_url_opener, check_expected, check_identity, is_url  # noqa: F401 - is_url: here too
 from ..gtok import open_regular
 from .shard import _Shard
@@ -508,6 +508,43 @@ def _remote_lengths(cache: ShardCache, shards: list) -> list[np.ndarray]:
             if k in got or sh.check_offsets(0, sh.n) is None]
 
 
+def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> Path:
+    """A local copy of a store's output at ``url`` (not a corpus: a Parquet, Arrow, JSONL…
+    output), one directory per URL and manifest under the cache; files of the right size
+    already there are kept, others fetched into a temporary name and renamed; the manifest
+    last. The local reader then checks every file against the manifest."""
+    entries = manifest.get("shards")
+    if not isinstance(entries, list):
+        raise GtokFormatError(f"{url}/{MANIFEST}: the manifest's format "
+                              f"{str(manifest.get('format'))[:40]!r} is no store's this install "
+                              "reads from a URL (no shards)")
+    key = hashlib.blake2b(url.encode() + raw, digest_size=8).hexdigest()
+    root = Path(cache_dir or os.environ.get("GENOTOK_CACHE") or DEFAULT_CACHE) / "stores" / key
+    root.mkdir(parents=True, exist_ok=True)
+    for k, e in enumerate(entries):
+        rel = e.get("path") if isinstance(e, dict) else None
+        why = _rel_problem(rel, remote=True)
+        if why:
+            raise GtokFormatError(f"{url}/{MANIFEST}: corrupt manifest (entry {k}: path "
+                                  f"{str(rel)[:200]!r} {why})")
+        local = root.joinpath(*rel.split("/"))
+        if local.is_file() and not local.is_symlink() and local.stat().st_size == e.get("bytes"):
+            continue
+        local.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = _make_temp(local.parent, f".{local.name}.fetching-")
+        os.close(fd)
+        try:
+            fs.get_file(f"{url}/{rel}", tmp)
+        except FileNotFoundError:
+            os.unlink(tmp)
+            raise GtokFormatError(f"{url}/{rel}: listed by the manifest but missing: the output "
+                                  "is incomplete; re-create it") from None
+        os.replace(tmp, local)
+    with atomic_write(root / MANIFEST, "wb") as fh:
+        fh.write(raw)
+    return root
+
+
 def _reopen(url, options, identity=None):
     return check_identity(open_corpus(url, **options), identity)
 
@@ -556,6 +593,10 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     if len(raw) > MANIFEST_MAX_BYTES:
         raise GtokFormatError(f"{murl}: larger than a manifest may be")
     manifest = _json_load(raw, "manifest", murl)
+    if isinstance(manifest, dict) and manifest.get("format") != MANIFEST_FORMAT:
+        # another store's output (Parquet, Arrow…): copied whole, then read as a local one
+        local = _copy_store_output(fs, url, raw, manifest, cache_dir)
+        return Corpus.open(local, expect=expect, verify=verify)
     _check_manifest(manifest, murl, remote=True)  # the local checks, every digest required
     cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
     shards = [_RemoteShard(cache, k, header, pre)

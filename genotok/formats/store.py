@@ -1,0 +1,457 @@
+"""The store protocol, and the rules every store shares, in one place.
+
+A store is configured once (``ParquetStore(rows_per_shard=50_000)``) and then opened for each
+part of an output: ``open(directory, part, tokenizer, ...)`` gives a writing copy that takes
+``write(batch, meta)`` calls and ends with ``commit()`` (the files durably in place, their
+names returned) or ``abort()`` (nothing of the part left). ``finish(directory, files, ...)``
+joins the parts of a run: it reads every file back through the store's own reader, checks the
+counts against the run's, and writes ``manifest.json`` last. A store registers its reader
+beside its writer: :meth:`Store.read_output` (the files of a manifest as shards), so that
+:meth:`genotok.Corpus.open` opens any store's output by its manifest's format.
+
+The shared rules (one place, every store inherits them; ``genotok.testing.check_store`` tests
+them on every registered store):
+
+* ``overwrite=False`` refuses a part whose files exist; ``overwrite=True`` removes them first
+  (:class:`ShardedStore`: the numbered files ``PART-000.SUFFIX`` …);
+* every file is written under a temporary name, fsynced and renamed into place;
+* ``abort()`` removes every file of the part;
+* ``finish`` re-reads what a resumed run trusts (each file listed by the journal) and refuses a
+  file that is missing, unreadable, or holds other counts than the run wrote;
+* the manifest records each file's records, tokens and size, and a digest of itself: a reader
+  refuses a file truncated, replaced or dropped after it was written.
+
+:class:`ArrayShard` is the in-memory form a reader gives: the arrays
+:class:`~genotok.formats.corpus.Corpus` gathers from, so every store reads back through the one
+reader API (records, names, value channel, metadata).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+from .._io import atomic_write, local_path, make_temp
+from ..errors import GenotokError, GtokFormatError
+from ..params import validate
+from ..ragged import Ragged
+from .corpus.layout import MANIFEST, _is_int, _token_dtype
+from .corpus.manifest import MANIFEST_MAX_BYTES, _read_manifest, _rel_problem
+
+#: the part a run whose every input failed writes (an empty, valid output)
+EMPTY = "shard-empty"
+#: the version of a store's manifest (``format: genotok-<store name>``)
+STORE_MANIFEST_VERSION = [1, 0]
+#: header keys a reader needs, and their types
+_HEADER_TYPES = {"fingerprint": str, "vocab_size": int, "special_tokens": dict,
+                 "settings": dict, "extra": dict, "sources": list}
+
+
+def check_header(h, where) -> dict:
+    """A store's header (a file's schema metadata, or a manifest's ``header``) checked: a
+    JSON object with the keys a reader needs, of the right types; a clear
+    :class:`~genotok.GtokFormatError` naming ``where`` otherwise.
+
+    Examples
+    --------
+    >>> check_header({"fingerprint": "fp", "vocab_size": 9}, "x.parquet")["special_tokens"]
+    {}
+    >>> check_header({"fingerprint": "fp", "vocab_size": "9"}, "x.parquet")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GtokFormatError: x.parquet: corrupt genotok metadata: vocab_size is str, ...
+    """
+    def bad(why: str) -> GtokFormatError:
+        return GtokFormatError(f"{where}: corrupt genotok metadata: {why}; the file was edited "
+                               "or damaged: re-create it")
+
+    if isinstance(h, (bytes, str)):
+        try:
+            h = json.loads(h)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise bad("not JSON") from None
+    if not isinstance(h, dict):
+        raise bad(f"a {type(h).__name__}, not a JSON object")
+    out = {"special_tokens": {}, "settings": {}, "extra": {}, "sources": [], **h}
+    for key, typ in _HEADER_TYPES.items():
+        v = out.get(key)
+        if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
+            raise bad(f"{key} is {type(v).__name__}, expected {typ.__name__}")
+    if out["vocab_size"] < 1 or not out["fingerprint"]:
+        raise bad("vocab_size below 1 or an empty fingerprint")
+    if not all(isinstance(k, str) and _is_int(v) and 0 <= v < out["vocab_size"]
+               for k, v in out["special_tokens"].items()):
+        raise bad("special_tokens is not a mapping of names to ids in the vocabulary")
+    if not all(isinstance(s, dict) for s in out["sources"]):
+        raise bad("sources is not a list of objects")
+    return out
+
+
+class ArrayShard:
+    """One file (or one output) of a store, read back as arrays: what
+    :class:`~genotok.formats.corpus.Corpus` gathers from (the interface of a corpus shard).
+
+    ``tokens`` and ``offsets`` are checked here (offsets from 0, non-decreasing, ending at the
+    token count; ``values`` one per token); ids against the vocabulary by :meth:`verify`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = ArrayShard("x", np.array([1, 2, 3]), np.array([0, 2, 3]), None,
+    ...                {"fingerprint": "fp", "vocab_size": 9}, ["a", "b"], {})
+    >>> s.n, s.t, s.tokens.dtype.name, s.bounds(1), s.verify()
+    (2, 3, 'uint16', (2, 3), [])
+    """
+
+    version = (1, 0)
+    trusted = False
+
+    def __init__(self, path, tokens, offsets, values, header: dict, names, meta: dict):
+        self.path = path
+        self.header = check_header(header, path)
+        vocab = self.header["vocab_size"]
+        self.dtype = _token_dtype(vocab)
+        tokens = np.asarray(tokens)
+        if tokens.size and tokens.dtype.kind == "i" and int(tokens.min()) < 0:
+            raise GtokFormatError(f"{path}: negative token id {int(tokens.min())}: the file is "
+                                  "corrupt")
+        if tokens.dtype.kind not in "iu" and tokens.size:
+            raise GtokFormatError(f"{path}: token ids of dtype {tokens.dtype}, expected integers")
+        if tokens.size and int(tokens.max()) >= vocab:
+            raise GtokFormatError(f"{path}: token id {int(tokens.max())} >= vocab_size {vocab}: "
+                                  "the file is corrupt or of another universe")
+        self.tokens = tokens.astype(self.dtype, copy=False)
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.n, self.t = self.offsets.size - 1, int(self.tokens.size)
+        o = self.offsets
+        if self.n < 0 or o[0] != 0 or o[-1] != self.t or np.any(o[1:] < o[:-1]):
+            raise GtokFormatError(f"{path}: corrupt record offsets: the file is corrupt")
+        self.values = None if values is None else np.ascontiguousarray(values, np.float32)
+        if self.values is not None and self.values.size != self.t:
+            raise GtokFormatError(f"{path}: {self.values.size} values for {self.t} tokens: "
+                                  "the value channel must hold one value per token")
+        self.values_dtype = None if self.values is None else self.values.dtype
+        names = list(names) if names is not None else [None] * self.n
+        if len(names) != self.n or any(m is not None and len(m) != self.n for m in meta.values()):
+            raise GtokFormatError(f"{path}: names or metadata columns do not have one entry "
+                                  f"per record ({self.n})")
+        self.header["meta_columns"] = list(meta)
+        self.records = {"names": names, "meta": {k: list(v) for k, v in meta.items()}}
+        h = hashlib.blake2b(digest_size=8)
+        h.update(f"{path}:{self.n}:{self.t}:{self.header['fingerprint']}".encode())
+        self.head_sum = h.digest()
+
+    @property
+    def meta_columns(self) -> list[str]:
+        return list(self.records["meta"])
+
+    def bounds(self, j: int) -> tuple[int, int]:
+        return int(self.offsets[j]), int(self.offsets[j + 1])
+
+    def check_offsets(self, ja: int, jb: int) -> None:
+        """Checked on open: nothing to do."""
+
+    def verify(self) -> list[str]:
+        """Nothing left to check: ids, offsets and values were checked when read."""
+        return []
+
+
+def ragged_of(lists, path) -> tuple[np.ndarray, np.ndarray]:
+    """Flat ids and offsets of a list of integer lists (a JSON reader's records)."""
+    lengths = np.fromiter((len(x) for x in lists), np.int64, len(lists))
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    flat = [v for x in lists for v in x]
+    if not all(_is_int(v) for v in flat):
+        raise GtokFormatError(f"{path}: input_ids holds a value that is not a whole number")
+    try:
+        return np.asarray(flat, np.int64), offsets
+    except OverflowError:
+        raise GtokFormatError(f"{path}: input_ids holds an id beyond 64 bits") from None
+
+
+@dataclass
+class Store:
+    """The protocol (and the bookkeeping every store shares). Subclasses set ``name``,
+    ``supports`` and ``suffix``, and implement :meth:`_begin`, :meth:`write`, :meth:`commit`,
+    :meth:`abort` and :meth:`read_file` (``docs/architecture.md`` adds one).
+
+    ``supports`` says what a store keeps: ``"values"`` (the value channel), ``"names"``,
+    ``"metadata"`` (per-record columns), ``"sources"`` (the inputs, per file).
+    """
+
+    name: ClassVar[str] = ""
+    supports: ClassVar[frozenset] = frozenset()
+    suffix: ClassVar[str] = ""
+    #: one file per record, named by the record (a name that cannot be a file is an error)
+    per_record_files: ClassVar[bool] = False
+    #: whether the store writes files (the memory store does not)
+    writes_files: ClassVar[bool] = True
+    CONSTRAINTS: ClassVar[dict] = {}
+
+    directory: Path | None = field(default=None, init=False, repr=False, compare=False)
+    part: str = field(default="", init=False, repr=False, compare=False)
+    tokenizer: object = field(default=None, init=False, repr=False, compare=False)
+    values: bool = field(default=False, init=False, repr=False, compare=False)
+    columns: tuple = field(default=(), init=False, repr=False, compare=False)
+    extra: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    sources: list = field(default_factory=list, init=False, repr=False, compare=False)
+    overwrite: bool = field(default=True, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
+
+    def config(self) -> dict:
+        """What the store was configured with (part of a run's plan: a resumed run with
+        another store is refused)."""
+        return {"name": self.name, **{k: getattr(self, k) for k in self.CONSTRAINTS}}
+
+    def open(self, directory, part: str, tokenizer, *, values: bool = False, columns=(),
+             extra: dict | None = None, sources=(), overwrite: bool = True) -> Store:
+        """A writing copy of this store for ``part`` of ``directory``: ``values`` keeps the
+        value channel, ``columns`` the metadata columns, ``extra`` goes to the header (or
+        schema metadata), ``sources`` are ``(name, keywords)`` pairs of the inputs;
+        ``overwrite=False`` refuses a part that exists."""
+        if values and "values" not in self.supports:
+            raise GenotokError(f"format={self.name!r} stores token ids only, not the values "
+                               "(values=True); use format='corpus', 'parquet' or 'arrow'")
+        s = copy.copy(self)
+        s.directory = None if directory is None else local_path(directory, "a store's part")
+        s.part, s.tokenizer, s.values = part, tokenizer, bool(values)
+        s.columns = tuple(columns) if "metadata" in self.supports else ()
+        s.extra, s.sources = dict(extra or {}), list(sources)
+        s.overwrite = bool(overwrite)
+        s._begin()
+        return s
+
+    def _begin(self) -> None:
+        """Prepare the part (called by :meth:`open` on the copy)."""
+
+    def write(self, batch: Ragged, meta: dict) -> None:  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+    def commit(self) -> list[str]:  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Leave nothing of the part behind."""
+
+    def _header(self) -> dict:
+        """The tokenizer's identity and the part's extra, for a file's own metadata."""
+        t = self.tokenizer
+        return {"fingerprint": t.fingerprint, "vocab_size": t.vocab_size,
+                "special_tokens": t.universe.special_token_ids,
+                "settings": t.settings.as_dict(), "extra": self.extra,
+                "sources": [{"name": n, "size": None, "sha256": None, **kw}
+                            for n, kw in self.sources]}
+
+    # -- reading back (the reader registered beside the writer)
+    @classmethod
+    def read_file(cls, path: Path, header: dict) -> ArrayShard:  # pragma: no cover - protocol
+        """One file of this store as an :class:`ArrayShard` (``header``: the manifest's, for
+        files that carry none; a file's own metadata wins). Damage is a
+        :class:`~genotok.GtokFormatError` naming the file."""
+        raise NotImplementedError
+
+    @classmethod
+    def read_output(cls, directory: Path, files: list[Path], header: dict) -> list[ArrayShard]:
+        """The files of an output as shards (one per file; a store of one file per record
+        joins them)."""
+        return [cls.read_file(f, header) for f in files]
+
+    # -- joining a run's parts
+    def finish(self, directory: Path, files: list[str], tokenizer, extra: dict) -> None:
+        """Join a run's parts: every file is read back (a file a resumed run trusted but that
+        was truncated, replaced or deleted since is refused here, before any manifest), the
+        counts checked against the run's, then ``manifest.json`` written last."""
+        directory = Path(directory)
+        if not files and not self.per_record_files:
+            files = self.open(directory, EMPTY, tokenizer).commit()
+        header = {"fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
+                  "special_tokens": tokenizer.universe.special_token_ids,
+                  "settings": tokenizer.settings.as_dict()}
+        for f in files:
+            if not (directory / f).is_file():
+                raise GtokFormatError(f"{directory / f}: a file the run wrote is missing (deleted "
+                                      "after its batch was journaled); re-run with "
+                                      "overwrite=True to write the output again")
+        shards = self.read_output(directory, [directory / f for f in files], header)
+        # the run's totals (a split output's two halves share them: each checks its files only)
+        run = {} if "split" in extra else (extra.get("genotok_run") or {})
+        n, t = sum(s.n for s in shards), sum(s.t for s in shards)
+        if (_is_int(run.get("n_records")) and run["n_records"] != n) or (
+                _is_int(run.get("n_tokens")) and run["n_tokens"] != t):
+            raise GtokFormatError(f"{directory}: its files hold {n} records and {t} tokens, the "
+                                  f"run wrote {run.get('n_records')} and {run.get('n_tokens')}: a "
+                                  "file was truncated, replaced or deleted after its batch was "
+                                  "journaled; re-run with overwrite=True")
+        entries = [{"path": f, "n_records": s.n, "n_tokens": s.t,
+                    "bytes": (directory / f).stat().st_size}
+                   for f, s in self._entries(files, shards)]
+        manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
+                    "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
+                    "files": files, "shards": entries, **extra}
+        manifest["digest"] = _digest(manifest)
+        with atomic_write(directory / MANIFEST, "w") as fh:
+            json.dump(manifest, fh, indent=1)
+
+    def _entries(self, files, shards):
+        """``(file, shard)`` pairs: one per file (a store joining its files into one shard
+        counts per file itself)."""
+        return zip(files, shards)
+
+
+def _digest(manifest: dict) -> str:
+    body = {k: v for k, v in manifest.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def read_manifest(directory: Path) -> dict:
+    """``directory/manifest.json`` parsed (a regular file, at most the size cap)."""
+    return _read_manifest(Path(directory) / MANIFEST)
+
+
+def open_output(store: type[Store], directory: Path, manifest: dict, *,
+                trusted: bool = False) -> list[ArrayShard]:
+    """The shards of a store's output, every file checked against its manifest entry
+    (inside the directory, same size and counts) and the manifest against its digest."""
+    mpath = Path(directory) / MANIFEST
+
+    def corrupt(why: str) -> GtokFormatError:
+        return GtokFormatError(f"{mpath}: corrupt manifest ({why}); re-create the output")
+
+    if manifest.get("digest") != _digest(manifest):
+        raise GtokFormatError(f"{mpath}: manifest digest mismatch: the manifest was edited after "
+                              "it was written; re-create the output")
+    entries, header = manifest.get("shards"), manifest.get("header")
+    if not isinstance(entries, list) or not isinstance(header, dict):
+        raise corrupt("shards or header missing")
+    header = check_header(header, mpath)
+    paths = []
+    for k, e in enumerate(entries):
+        if not isinstance(e, dict) or not all(_is_int(e.get(x)) for x in
+                                              ("n_records", "n_tokens", "bytes")):
+            raise corrupt(f"entry {k} is not an object with counts")
+        why = _rel_problem(e.get("path"))
+        if why:
+            raise corrupt(f"entry {k}: path {str(e.get('path'))[:200]!r} {why}")
+        p = Path(directory) / e["path"]
+        if p.is_symlink() or not p.is_file():
+            raise GtokFormatError(f"{p}: listed by {mpath} but missing (or not a regular file): "
+                                  "the output is incomplete; re-create it")
+        if p.stat().st_size != e["bytes"]:
+            raise GtokFormatError(f"{p}: {p.stat().st_size} bytes, the manifest says {e['bytes']}: "
+                                  "truncated or replaced after it was written; re-create it")
+        paths.append(p)
+    s = store()
+    shards = store.read_output(Path(directory), paths, header)
+    for (f, sh), e in zip(s._entries([e["path"] for e in entries], shards), entries):
+        if (sh.n, sh.t) != (e["n_records"], e["n_tokens"]):
+            raise GtokFormatError(f"{Path(directory) / f}: {sh.n} records and {sh.t} tokens, the "
+                                  f"manifest says {e['n_records']} and {e['n_tokens']}: replaced "
+                                  "after it was written; re-create it")
+    for sh in shards:
+        if sh.header["fingerprint"] != header["fingerprint"]:
+            raise GtokFormatError(f"{sh.path}: tokenized with another universe than {mpath} says")
+    return shards
+
+
+@dataclass
+class ShardedStore(Store):
+    """A store whose part is one or more numbered files ``PART-000.SUFFIX`` … of at most
+    ``rows_per_shard`` records and about ``bytes_per_shard`` bytes of tokens (and values):
+    the splitting, the temporary names, the ``overwrite`` rule and ``abort`` for every such
+    store. Subclasses implement :meth:`_open_writer`, :meth:`_write_rows` and
+    :meth:`_close_writer` (and :meth:`Store.read_file`)."""
+
+    rows_per_shard: int = 100_000
+    bytes_per_shard: int = 256 << 20
+
+    def _begin(self) -> None:
+        stem, dot, ext = self.part.rpartition(".")
+        stem = stem if dot and f".{ext}" in (self.suffix, ".gtokc") else self.part
+        self._stem = stem
+        for old in self.directory.glob(f"{stem}-[0-9][0-9][0-9]{self.suffix}"):
+            if not self.overwrite:
+                raise FileExistsError(f"{old} exists; pass overwrite=True to replace it")
+            old.unlink()  # a part of a killed run that never reached the journal
+        self._files: list[str] = []
+        self._writer = self._tmp = None
+        self._rows = self._bytes = 0
+
+    def write(self, batch: Ragged, meta: dict) -> None:
+        n, offsets = len(batch), np.asarray(batch.offsets, np.int64)
+        per_row = np.diff(offsets) * (8 if self.values else 4)
+        a = 0
+        while a < n:
+            if self._writer is None:
+                self._new_file(meta)
+            room = self.rows_per_shard - self._rows
+            cum = np.cumsum(per_row[a:a + room])
+            fit = int(np.searchsorted(cum, self.bytes_per_shard - self._bytes, side="right"))
+            b = a + max(fit, 1 if self._rows == 0 else 0)
+            b = min(b, a + room, n)
+            if b > a:
+                self._write_rows(batch, meta, a, b)
+                self._rows += b - a
+                self._bytes += int(per_row[a:b].sum())
+                a = b
+            if a < n:
+                self._close_file()
+
+    def _new_file(self, meta: dict) -> None:
+        final = self.directory / f"{self._stem}-{len(self._files):03d}{self.suffix}"
+        fd, self._tmp = make_temp(final)
+        self._final = final
+        self._fh = os.fdopen(fd, "wb")
+        self._writer = self._open_writer(self._fh, meta, first=not self._files)
+        self._rows = self._bytes = 0
+
+    def _close_file(self) -> None:
+        self._close_writer()
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self._tmp, self._final)
+        self._files.append(self._final.name)
+        self._writer = self._tmp = None
+
+    def commit(self) -> list[str]:
+        if self._writer is None and not self._files:  # no records: one empty file
+            self._new_file({})
+        if self._writer is not None:
+            self._close_file()
+        return self._files
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._close_writer()
+            self._fh.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
+            self._writer = None
+        for f in self._files:
+            (self.directory / f).unlink(missing_ok=True)
+
+    def _open_writer(self, fh, meta: dict, first: bool):  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+    def _write_rows(self, batch: Ragged, meta: dict, a: int, b: int) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _close_writer(self) -> None:  # pragma: no cover - the protocol
+        raise NotImplementedError
+
+
+__all__ = ["EMPTY", "MANIFEST_MAX_BYTES", "ArrayShard", "ShardedStore", "Store", "check_header",
+           "open_output", "ragged_of", "read_manifest"]

@@ -1,0 +1,92 @@
+"""``genotok.testing.check_store`` on every registered store, local and in an S3 server (moto on
+127.0.0.1), and on planted broken stores that must fail it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from genotok.formats.stores import ParquetStore, stores
+from genotok.testing import check_store
+
+pytest.importorskip("pyarrow")
+
+
+@pytest.mark.parametrize("name", sorted(stores()))
+def test_every_registered_store_keeps_the_contract(name):
+    check_store(stores()[name])
+
+
+@pytest.fixture(scope="module")
+def s3():
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    from tests._s3 import moto_s3
+
+    with moto_s3("contract") as (endpoint, _):
+        yield ("s3://contract/check", {"key": "testing", "secret": "testing",
+                                       "client_kwargs": {"endpoint_url": endpoint,
+                                                         "region_name": "us-east-1"}})
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in stores().items() if c.writes_files))
+def test_every_store_keeps_the_overwrite_rules_in_an_object_store(name, s3, tmp_path,
+                                                                  monkeypatch):
+    from genotok.testing.stores import check_overwrite
+
+    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
+    check_overwrite(stores()[name](), tmp_path, s3)
+
+
+# -- planted broken stores: each must fail the rule it breaks
+
+
+@dataclass
+class DropsARecord(ParquetStore):
+    """Loses the last record of every batch."""
+
+    def write(self, batch, meta):
+        keep = len(batch) - 1
+        super().write(batch[:keep], {k: None if v is None else v[:keep] for k, v in meta.items()})
+
+
+@dataclass
+class AcceptsDamage(ParquetStore):
+    """Joins whatever files are still readable: a damaged part goes unnoticed."""
+
+    def finish(self, directory, files, tokenizer, extra):
+        good = []
+        for f in files:
+            try:
+                self.read_file(directory / f, None)
+                good.append(f)
+            except Exception:
+                pass
+        extra = {k: v for k, v in extra.items() if k != "genotok_run"}
+        super().finish(directory, good, tokenizer, extra)
+
+
+@dataclass
+class LeavesStaleFiles(ParquetStore):
+    """Opens a part over the files of an earlier one without removing them."""
+
+    def _begin(self):
+        self._pa = __import__("pyarrow")
+        self._types = None
+        stem, dot, ext = self.part.rpartition(".")
+        self._stem = stem if dot and f".{ext}" == self.suffix else self.part
+        self._files, self._writer, self._tmp, self._rows, self._bytes = [], None, None, 0, 0
+
+
+@pytest.mark.parametrize("broken, rule", [(DropsARecord, "read back"),
+                                          (AcceptsDamage, "damage"),
+                                          (LeavesStaleFiles, "overwrite")])
+def test_a_planted_broken_store_fails_the_rule_it_breaks(broken, rule):
+    with pytest.raises(AssertionError, match=rule):
+        check_store(broken)
+
+
+def test_check_store_refuses_what_is_not_a_store():
+    with pytest.raises(TypeError, match="Store subclass"):
+        check_store(dict)
