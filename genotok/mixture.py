@@ -467,8 +467,10 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
         renamed), and nothing is written when anything is refused.
     datasets
         ``{name: path}`` (or a sequence of paths, named by their folder or file names):
-        outputs of any store that ``Corpus.open`` reads. A path inside ``run_folder`` is
-        written relative to it (the folder can move); others as given (absolute, or a URL).
+        outputs of any store that ``Corpus.open`` reads. A relative path is taken from the
+        current folder, or else from ``run_folder`` (``"peaks"`` for ``run_folder/peaks``). A
+        path inside ``run_folder`` is written relative to it (the folder can move); others
+        absolute; URLs as given.
     weights
         ``{name: weight}``, or a sequence in the order of ``datasets``: positive, finite.
     seed
@@ -520,7 +522,9 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
     for name, p in zip(names, paths):
         s = str(p)
         if not is_url(s):
-            q = Path(s) if Path(s).is_absolute() else folder / s
+            q = Path(s)
+            if not q.is_absolute() and not q.exists():  # a name in the run folder ('peaks')
+                q = folder / s
             try:
                 s = q.resolve().relative_to(folder.resolve()).as_posix()
             except ValueError:  # outside the run folder: kept absolute

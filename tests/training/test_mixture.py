@@ -384,3 +384,50 @@ def genotok_write(*args, **kwargs):
     from genotok import write_mixture
 
     return write_mixture(*args, **kwargs)
+
+
+# ------------------------------------------------------------------ every store's output
+
+
+def _store_formats():
+    from genotok.formats.stores import stores
+
+    return sorted(n for n, s in stores().items() if s.writes_files and n != "corpus")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    import genotok
+    from genotok import Tokenizer, pretokenize
+
+    d = tmp_path_factory.mktemp("stores")
+    ex = genotok.examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
+    files = sorted((ex / "peaks").iterdir())
+    out = {}
+    for fmt in ["corpus"] + _store_formats():
+        out[fmt] = d / fmt
+        pretokenize(files, tok, out[fmt], progress=False, format=fmt)
+    return out
+
+
+@pytest.mark.parametrize("fmt", _store_formats())
+def test_mix_and_the_loaders_read_every_store(outputs, fmt, tmp_path):
+    """The training room reads any store through the Corpus reader API: a mixture of a store's
+    output draws the records the corpus store holds for the same inputs."""
+    torch = pytest.importorskip("torch")
+    from genotok import Corpus, write_mixture
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset
+
+    ref = Corpus.open(outputs["corpus"])
+    other = Corpus.open(outputs[fmt])
+    m = mix([outputs["corpus"], outputs[fmt]], [1, 1], seed=3)
+    k, r = m.sources(np.arange(len(m)))
+    for i in range(len(m)):
+        assert m[i].tolist() == ref[int(r[i])].tolist()  # both corpora hold the same records
+    write_mixture(tmp_path, {"ref": outputs["corpus"], fmt: outputs[fmt]}, [1, 1], seed=3)
+    assert mix(tmp_path).identity == m.identity
+    ds = CorpusIterableDataset(other, BatchPlan(batch_size=2, seed=1), Collator(pad_token_id=0))
+    want = CorpusIterableDataset(ref, BatchPlan(batch_size=2, seed=1), Collator(pad_token_id=0))
+    for a, b in zip(ds, want, strict=True):
+        assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["index"], b["index"])
