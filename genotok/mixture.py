@@ -182,7 +182,7 @@ class Mixture(Sequence):
                 f"{den} draws, so a window must be a multiple of {den} (e.g. "
                 f"{den * max(1, int(window) // den)}; or leave window=None)")
         self.window = int(window) if window is not None else den * -(-WINDOW // den)
-        if self.window > MAX_WINDOW and self.window < self.length:
+        if min(self.window, self.length) > MAX_WINDOW:
             raise GenotokError(
                 f"mix: a window of {self.window:,} draws (the weights' grid is {den:,} draws) "
                 f"is shuffled in memory; at most {MAX_WINDOW:,} draws per window: give coarser "

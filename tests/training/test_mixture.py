@@ -297,6 +297,12 @@ def test_a_tiny_weight_or_a_huge_length_draws_lazily(paths):
     assert all(r.size for r in rows) and peak < 200 * 2**20  # was: gigabytes per epoch
     with pytest.raises(GenotokError, match="epoch_lengths"):
         big.epoch_lengths()
+    with pytest.raises(GenotokError, match="at most 16,777,216 draws per window"):
+        mix(paths[:2], [1, 1], window=2**26, length=2**40)
+    torch_data = pytest.importorskip("genotok.torch_data")
+    with pytest.raises(GenotokError, match="at most 268,435,456"):  # a loader orders an epoch
+        torch_data.CorpusIterableDataset(big, torch_data.BatchPlan(batch_size=8, shuffle=False),
+                                         torch_data.Collator(pad_token_id=0))
 
 
 def test_lazy_windows_keep_exact_counts_and_whole_passes(paths):
