@@ -322,6 +322,8 @@ class Mixture(Sequence):
                 self._passes = {k: v for k, v in self._passes.items() if k in keep}
             for p, order in zip(missing.tolist(), _pass_orders(self.seed, j, missing, size)):
                 self._passes[(j, p)] = order
+        if todo.size == 1:  # a window within one pass (the common case): no copy
+            return self._passes[(j, int(todo[0]))][at]
         perms = np.stack([self._passes[(j, p)] for p in todo.tolist()])
         return perms[np.searchsorted(todo, passes), at]
 
