@@ -437,3 +437,10 @@ def test_mix_and_the_loaders_read_every_store(outputs, fmt, tmp_path):
     want = CorpusIterableDataset(ref, BatchPlan(batch_size=2, seed=1), Collator(pad_token_id=0))
     for a, b in zip(ds, want, strict=True):
         assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["index"], b["index"])
+    from genotok.data import PretokenizedDataset
+    from genotok.windows import windows
+
+    assert [x.tolist() for x in PretokenizedDataset(outputs[fmt])] == \
+        [x.tolist() for x in PretokenizedDataset(outputs["corpus"])]  # the manifest's order
+    for got, exp in zip(windows(other, 16, 4, seed=2), windows(ref, 16, 4, seed=2)):
+        assert (got == exp).all()
