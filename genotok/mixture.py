@@ -566,6 +566,10 @@ def _open_dataset(folder: Path, path: str, where: str, **open_kwargs):
 
 def read_mixture(run_folder) -> dict:
     """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`)."""
+    if is_url(str(run_folder)):
+        raise GenotokError(f"{run_folder}: mixture.json is read from a run folder on this "
+                           "machine; for a remote run, give mix the datasets' URLs and the "
+                           "weights (mix(urls, weights, seed))")
     path = _mixture_file(run_folder)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))

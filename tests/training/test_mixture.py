@@ -353,6 +353,10 @@ def test_bad_mixture_files_are_refused(tmp_path, paths):
         mix(tmp_path)
     with pytest.raises(GenotokError, match="neither"):
         mix(tmp_path, [1])
+    with pytest.raises(GenotokError, match="on this machine"):
+        mix("s3://bucket/run")
+    with pytest.raises(GenotokError, match="on this machine"):
+        write_mixture("s3://bucket/run", {"a": paths[0]}, [1])
     other = _write(tmp_path / "o.gtokc", 3, 9, fingerprint="other")
     with pytest.raises(UniverseMismatchError):
         write_mixture(tmp_path, {"a": paths[0], "o": other}, [1, 1])
