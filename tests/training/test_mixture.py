@@ -305,6 +305,18 @@ def test_a_tiny_weight_or_a_huge_length_draws_lazily(paths):
                                          torch_data.Collator(pad_token_id=0))
 
 
+@settings(max_examples=25, deadline=None)
+@given(a=st.lists(st.integers(1, 7), min_size=1, max_size=3), n=st.integers(1, 200))
+def test_one_period_of_the_interleave_gives_the_whole_epoch(paths, a, n):
+    # the draws are made from one period of D slots; unshuffled, the epoch is exactly the
+    # interleave of the whole epoch (the oracle) and each corpus's draws number 0, 1, 2, …
+    m = mix(paths[:len(a)], a, seed=0, length=n, shuffle=False)
+    k, r = m.sources(np.arange(n))
+    assert k.tolist() == naive.interleave([x // np.gcd.reduce(a) for x in a], n)
+    for j in range(len(a)):
+        assert r[k == j].tolist() == [i % SIZES[j] for i in range(int((k == j).sum()))]
+
+
 def test_lazy_windows_keep_exact_counts_and_whole_passes(paths):
     # the draws of a window are made when read: an epoch read in pieces equals one read whole
     m = mix(paths, [0.5, 0.3, 0.2], seed=3, window=20)
