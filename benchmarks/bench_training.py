@@ -61,7 +61,7 @@ def _epoch(corpus, collate, **kw) -> tuple[float, int, int]:
     """Seconds, records and tokens of one epoch of MLM batches (no workers: the reader's cost)."""
     from genotok.torch_data import BatchPlan, CorpusIterableDataset
 
-    ds = CorpusIterableDataset(corpus, BatchPlan(seed=1), collate, **kw)
+    ds = CorpusIterableDataset(corpus, BatchPlan(**{"seed": 1, **kw}), collate)
     t0 = time.perf_counter()
     recs = toks = 0
     for b in ds:
