@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import atomic_write, is_url
+from ._io import atomic_write, is_url, url_fs
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .kernels import mixing as _k
@@ -452,13 +452,34 @@ def _mixture_file(run_folder) -> Path:
     return p if p.name == MIXTURE_FILE and not p.is_dir() else p / MIXTURE_FILE
 
 
+def _run_folder(run_folder) -> str:
+    """The run folder as a string (a URL, or a local path), without a trailing mixture.json."""
+    if is_url(str(run_folder)):
+        url = str(run_folder).rstrip("/")
+        return url[:-len(MIXTURE_FILE) - 1] if url.endswith("/" + MIXTURE_FILE) else url
+    return str(_mixture_file(run_folder).parent)
+
+
+def _join(folder: str, path: str) -> str:
+    """A dataset's path in a mixture file, from its run folder (a URL or a local folder)."""
+    if is_url(path) or Path(path).is_absolute():
+        return path
+    return f"{folder}/{path}" if is_url(folder) else str(Path(folder) / path)
+
+
+def _remote(folder: str, open_kwargs: dict):
+    """``(filesystem, path)`` of a remote run folder (fsspec, with the storage options)."""
+    return url_fs(folder, open_kwargs.get("storage_options"))
+
+
 def _bad(path, why: str) -> GenotokError:
     return GenotokError(f"{path}: {why} (a mixture file written by genotok.write_mixture: "
                         '{"format": "genotok-mixture", "version": 1, "seed": …, "weights": '
                         '{name: weight}, "datasets": [{"name", "path", "fingerprint"}]})')
 
 
-def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
+def write_mixture(run_folder, datasets, weights, seed: int = 0, *,
+                  open_kwargs: dict | None = None) -> Path | str:
     """Write ``run_folder/mixture.json``: the datasets, their weights and the seed, so that
     ``mix(run_folder)`` draws what ``mix(paths, weights, seed)`` draws.
 
@@ -477,8 +498,11 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
         ``{name: weight}``, or a sequence in the order of ``datasets``: positive, finite.
     seed
         The mixture's seed.
+    open_kwargs
+        Passed to ``Corpus.open`` for each dataset (``storage_options``, ``cache_dir``… of a
+        remote one); for a remote run folder (``s3://…``), its ``storage_options`` reach it.
 
-    Returns the file's path. Each dataset is opened (the readers' cheap checks) to record its
+    Returns the file's path (a URL for a remote run folder, written in one piece). Each dataset is opened (the readers' cheap checks) to record its
     universe fingerprint; datasets of different universes are refused.
 
     Examples
@@ -496,11 +520,11 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
     (7, [0.6, 0.4], ['peaks', 'cells'])
     """
     check("seed", seed, CONSTRAINTS["seed"], "write_mixture")
-    folder = Path(run_folder)
-    if is_url(str(run_folder)):
-        raise GenotokError(f"write_mixture: {run_folder}: a run folder on this machine, please "
-                           "(the datasets themselves may be URLs)")
-    if not folder.is_dir():
+    open_kwargs = dict(open_kwargs or {})
+    remote = is_url(str(run_folder))
+    base = _run_folder(run_folder) if remote else str(run_folder)
+    folder = Path(base)
+    if not remote and not folder.is_dir():
         raise GenotokError(f"write_mixture: {run_folder} is not a folder")
     if isinstance(datasets, Mapping):
         names, paths = [str(k) for k in datasets], list(datasets.values())
@@ -523,7 +547,11 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
     entries = []
     for name, p in zip(names, paths):
         s = str(p)
-        if not is_url(s):
+        if remote and not is_url(s) and not Path(s).is_absolute():
+            s = _join(base, s)  # a name in the remote run folder
+        if remote and s.startswith(base + "/"):
+            s = s[len(base) + 1:]  # inside the run folder: relative
+        elif not is_url(s):
             q = Path(s)
             if not q.is_absolute() and not q.exists():  # a name in the run folder ('peaks')
                 q = folder / s
@@ -531,7 +559,7 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
                 s = q.resolve().relative_to(folder.resolve()).as_posix()
             except ValueError:  # outside the run folder: kept absolute
                 s = str(q.resolve())
-        corpus = _open_dataset(folder, s, f"write_mixture: dataset {name!r}")
+        corpus = _open_dataset(base, s, f"write_mixture: dataset {name!r}", **open_kwargs)
         entries.append({"name": name, "path": s, "fingerprint": corpus.fingerprint})
     for e in entries[1:]:
         if e["fingerprint"] != entries[0]["fingerprint"]:
@@ -541,9 +569,14 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
                 f"{entries[0]['fingerprint'][:12]}…: their ids mean different regions")
     doc = {"format": "genotok-mixture", "version": 1, "seed": int(seed),
            "weights": dict(zip(names, w)), "datasets": entries}
+    text = json.dumps(doc, indent=1)
+    if remote:  # one object, written whole (an object store has no partial object)
+        fs, root = _remote(base, open_kwargs)
+        fs.pipe_file(f"{root}/{MIXTURE_FILE}", text.encode())
+        return f"{base}/{MIXTURE_FILE}"
     out = folder / MIXTURE_FILE
     with atomic_write(out, "w") as fh:
-        json.dump(doc, fh, indent=1)
+        fh.write(text)
     return out
 
 
@@ -554,25 +587,38 @@ def _weight(x, what: str) -> float:
     return float(x)
 
 
-def _open_dataset(folder: Path, path: str, where: str, **open_kwargs):
+def _open_dataset(folder: str, path: str, where: str, **open_kwargs):
     """A mixture's dataset, by its path in the file (relative to the run folder)."""
-    full = path if is_url(path) or Path(path).is_absolute() else str(folder / path)
+    full = _join(folder, path)
     try:
-        return Corpus.open(full, **open_kwargs)
+        return _open_path(full, open_kwargs)
     except (OSError, GenotokError) as e:
         raise type(e)(f"{where} ({full}): {e}") if isinstance(e, GenotokError) else \
             GenotokError(f"{where}: cannot open {full}: {e}") from e
 
 
-def read_mixture(run_folder) -> dict:
+def _open_path(path: str, open_kwargs: dict):
+    """``Corpus.open(path)``: with every option for a URL, the local ones for a local path."""
+    if not is_url(path):
+        open_kwargs = {k: v for k, v in open_kwargs.items() if k in LOCAL_OPTIONS}
+    return Corpus.open(path, **open_kwargs)
+
+
+#: the options of ``Corpus.open`` that a local path takes (the others are a remote corpus's)
+LOCAL_OPTIONS = ("expect", "verify", "trusted")
+
+
+def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
     """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`)."""
-    if is_url(str(run_folder)):
-        raise GenotokError(f"{run_folder}: mixture.json is read from a run folder on this "
-                           "machine; for a remote run, give mix the datasets' URLs and the "
-                           "weights (mix(urls, weights, seed))")
-    path = _mixture_file(run_folder)
+    remote = is_url(str(run_folder))
+    path = f"{_run_folder(run_folder)}/{MIXTURE_FILE}" if remote else _mixture_file(run_folder)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        if remote:
+            fs, root = url_fs(_run_folder(run_folder), storage_options)
+            text = fs.cat_file(f"{root}/{MIXTURE_FILE}").decode("utf-8")
+        else:
+            text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
     except FileNotFoundError:
         raise GenotokError(f"{run_folder}: no {MIXTURE_FILE} here: write one with "
                            "genotok.write_mixture (genotok run writes it), or give mix the "
@@ -607,7 +653,8 @@ def read_mixture(run_folder) -> dict:
 
 
 def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = None,
-        window: int | None = None, shuffle: bool = True) -> Mixture:
+        window: int | None = None, shuffle: bool = True,
+        open_kwargs: dict | None = None) -> Mixture:
     """A weighted mixture of corpora, read as one corpus (see :mod:`genotok.mixture`).
 
     Parameters
@@ -628,6 +675,9 @@ def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = 
         denominator (default: the smallest such multiple that is at least 1024).
     shuffle
         Shuffle within windows and each corpus's passes (``False``: in order, for tests).
+    open_kwargs
+        Passed to ``Corpus.open`` for each path (``storage_options``, ``cache_dir``… of remote
+        corpora; the storage options reach a remote run folder's ``mixture.json`` too).
 
     Examples
     --------
@@ -649,15 +699,17 @@ def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = 
             raise GenotokError(f"mix: {corpora} is a run folder whose mixture.json holds the "
                                "weights and the seed: give neither (or give mix the datasets "
                                "themselves)")
-        doc = read_mixture(corpora)
-        folder = _mixture_file(corpora).parent
+        open_kwargs = dict(open_kwargs or {})
+        doc = read_mixture(corpora, storage_options=open_kwargs.get("storage_options"))
+        folder = _run_folder(corpora)
+        where = f"{folder}/{MIXTURE_FILE}"
         opened = []
         for e in doc["datasets"]:
-            c = _open_dataset(folder, e["path"], f"mix: dataset {e['name']!r} of "
-                                                  f"{folder / MIXTURE_FILE}")
+            c = _open_dataset(folder, e["path"], f"mix: dataset {e['name']!r} of {where}",
+                              **open_kwargs)
             if c.fingerprint != e["fingerprint"]:
                 raise UniverseMismatchError(
-                    f"{folder / MIXTURE_FILE}: dataset {e['name']!r} ({e['path']}) now holds "
+                    f"{where}: dataset {e['name']!r} ({e['path']}) now holds "
                     f"universe {c.fingerprint[:12]}…, the mixture was written for "
                     f"{e['fingerprint'][:12]}…: it was re-tokenized since; write the mixture "
                     "again")
@@ -668,6 +720,7 @@ def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = 
         return m
     if weights is None:
         raise GenotokError("mix: give one weight per corpus (or a run folder with mixture.json)")
-    opened = [c if not isinstance(c, (str, os.PathLike)) else Corpus.open(c) for c in corpora]
+    opened = [_open_path(str(c), dict(open_kwargs or {}))
+              if isinstance(c, (str, os.PathLike)) else c for c in corpora]
     return Mixture(opened, weights, seed=0 if seed is None else seed, length=length,
                    window=window, shuffle=shuffle)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -365,10 +366,6 @@ def test_bad_mixture_files_are_refused(tmp_path, paths):
         mix(tmp_path)
     with pytest.raises(GenotokError, match="neither"):
         mix(tmp_path, [1])
-    with pytest.raises(GenotokError, match="on this machine"):
-        mix("s3://bucket/run")
-    with pytest.raises(GenotokError, match="on this machine"):
-        write_mixture("s3://bucket/run", {"a": paths[0]}, [1])
     other = _write(tmp_path / "o.gtokc", 3, 9, fingerprint="other")
     with pytest.raises(UniverseMismatchError):
         write_mixture(tmp_path, {"a": paths[0], "o": other}, [1, 1])
@@ -460,3 +457,38 @@ def test_mix_and_the_loaders_read_every_store(outputs, fmt, tmp_path):
         [x.tolist() for x in PretokenizedDataset(outputs["corpus"])]  # the manifest's order
     for got, exp in zip(windows(other, 16, 4, seed=2), windows(ref, 16, 4, seed=2)):
         assert (got == exp).all()
+
+
+def test_a_remote_run_folder_mixes_as_a_local_one(tmp_path, paths):
+    """A run written to s3:// (moto on 127.0.0.1): write_mixture there, mix(URL) reads it."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    from genotok import write_manifest, write_mixture
+
+    from .._s3 import moto_s3
+
+    with moto_s3("bucket") as (endpoint, client):
+        for name, src in (("a", paths[0]), ("b", paths[1])):
+            d = tmp_path / name
+            d.mkdir()
+            (d / "part.gtokc").write_bytes(src.read_bytes())
+            write_manifest([d / "part.gtokc"], d)
+            for f in d.iterdir():
+                client.put_object(Bucket="bucket", Key=f"run/{name}/{f.name}",
+                                  Body=f.read_bytes())
+        opts = {"cache_dir": str(tmp_path / "cache"),
+                "storage_options": {"key": "testing", "secret": "testing",
+                                    "client_kwargs": {"endpoint_url": endpoint,
+                                                      "region_name": "us-east-1"}}}
+        out = write_mixture("s3://bucket/run", {"a": "s3://bucket/run/a", "b": "b"}, [2, 1],
+                            seed=5, open_kwargs=opts)
+        assert out == "s3://bucket/run/mixture.json"
+        doc = json.loads(client.get_object(Bucket="bucket", Key="run/mixture.json")["Body"]
+                         .read())
+        assert [e["path"] for e in doc["datasets"]] == ["a", "b"]  # relative to the folder
+        remote = mix("s3://bucket/run", open_kwargs=opts)
+        local = mix([tmp_path / "a", tmp_path / "b"], [2, 1], seed=5)
+        assert remote.identity == local.identity
+        assert remote[:len(remote)].to_list() == local[:len(local)].to_list()
+        with pytest.raises(GenotokError, match="no mixture.json"):
+            mix("s3://bucket/elsewhere", open_kwargs=opts)
