@@ -44,7 +44,8 @@ def main(argv=None) -> int:
         return 0
     from torch.utils.data import DataLoader
 
-    from genotok.torch_data import Collator, CorpusIterableDataset, MLMCollator, ResumableLoader
+    from genotok.torch_data import (BatchPlan, Collator, CorpusIterableDataset, MLMCollator,
+                                    ResumableLoader)
 
     vocab = 1_000_007
     rng = np.random.default_rng(0)
@@ -63,8 +64,9 @@ def main(argv=None) -> int:
         path = write(args.records)
         results = []
         plain = Collator(pad_token_id=vocab - 6, max_length=args.max_length, truncation="subsample_ordered")
-        mlm = MLMCollator(pad_token_id=vocab - 6, n_regions=vocab - 7, mask_token_id=vocab - 5,
-                          max_length=args.max_length, truncation="subsample_ordered")
+        mlm = MLMCollator(Collator(pad_token_id=vocab - 6, max_length=args.max_length,
+                                   truncation="subsample_ordered"), n_regions=vocab - 7,
+                          mask_token_id=vocab - 5)
         spawn = dict(num_workers=2, multiprocessing_context="spawn")
         for name, collate, make in (
                 ("genotok corpus, Collator", plain, ResumableLoader),
@@ -72,10 +74,11 @@ def main(argv=None) -> int:
                 ("genotok corpus, MLMCollator, 2 workers", mlm, lambda ds: ResumableLoader(ds, num_workers=2)),
                 ("torch DataLoader (tensor hand-over), MLMCollator, 2 workers", mlm,
                  lambda ds: DataLoader(ds, batch_size=None, **spawn))):
-            ds = CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0)
+            ds = CorpusIterableDataset(path, BatchPlan(batch_size=args.batch, seed=0), collate)
             for _, _b in zip(range(3), ResumableLoader(ds)):  # compile / cache-load outside the timing
                 pass
-            loader = make(CorpusIterableDataset(path, collate, batch_size=args.batch, seed=0))
+            loader = make(CorpusIterableDataset(path, BatchPlan(batch_size=args.batch, seed=0),
+                                                collate))
             t0 = time.perf_counter()
             n_b = n_t = 0
             for b in loader:
@@ -128,11 +131,12 @@ def main(argv=None) -> int:
         print(f"\nfor scale: a 64-d EmbeddingBag training step on one such batch takes {step * 1e3:.1f} ms "
               f"({1 / step:,.0f} steps/s)\n")
 
-        setup = ("from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader\n"
+        setup = ("from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, "
+                 "ResumableLoader\n"
                  f"collate = Collator(pad_token_id={vocab - 6}, max_length={args.max_length}, "
                  "truncation='subsample_ordered')\npath = {!r}").format
-        call = ("for b in ResumableLoader(CorpusIterableDataset(path, collate, "
-                f"batch_size={args.batch}, seed=0)): pass")
+        call = ("for b in ResumableLoader(CorpusIterableDataset(path, BatchPlan("
+                f"batch_size={args.batch}, seed=0), collate)): pass")
         label = "one epoch, Collator, no workers"
         print(cold_warm_section(label, setup(str(path)), call, f"{args.records:,} records",
                                 repeat=2))

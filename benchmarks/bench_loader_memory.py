@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         print("torch is not installed: nothing to measure")
         return 0
     from genotok import Corpus, CorpusWriter, write_manifest
-    from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
     tmp = Path(tempfile.mkdtemp(prefix="loader-mem-"))
     per_shard = args.shard_mb * 2**20 // 4 // args.record_tokens
@@ -76,9 +76,9 @@ def main(argv=None) -> int:
             state["shard"] = k
         return rollup()
 
-    ds = CorpusIterableDataset(corpus, Collator(pad_token_id=0, max_length=512,
-                                                 truncation="head"),
-                               batch_size=args.batch, shuffle=False)
+    ds = CorpusIterableDataset(corpus, BatchPlan(batch_size=args.batch, shuffle=False),
+                               Collator(pad_token_id=0, max_length=512,
+                                                 truncation="head"))
     orig = ds._batches
 
     def batches():

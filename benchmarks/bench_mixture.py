@@ -33,7 +33,7 @@ def main(argv=None) -> int:
         print("torch is not installed: nothing to measure")
         return 0
     from genotok import Corpus, CorpusWriter, mix
-    from genotok.torch_data import Collator, CorpusIterableDataset
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-mix-"))
     rng = np.random.default_rng(0)
@@ -58,9 +58,10 @@ def main(argv=None) -> int:
         n = sum(int(b["attention_mask"].sum()) for b in ds)
         return n, time.perf_counter() - t
 
-    one = CorpusIterableDataset(single, collate, batch_size=args.batch, shuffle=True, seed=0)
+    one = CorpusIterableDataset(single, BatchPlan(batch_size=args.batch, shuffle=True, seed=0),
+                                collate)
     m = mix(parts, [0.5, 0.3, 0.2], seed=0, length=args.records)
-    mixed = CorpusIterableDataset(m, collate, batch_size=args.batch, shuffle=False)
+    mixed = CorpusIterableDataset(m, BatchPlan(batch_size=args.batch, shuffle=False), collate)
     epoch(one, 99), epoch(mixed, 99)  # warm: kernels loaded, pages in the cache
     best = {"one": 0.0, "mix": 0.0}
     for e in range(args.repeat):  # alternating, a new epoch (new order) each time

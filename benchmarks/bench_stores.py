@@ -63,9 +63,9 @@ def _records(n: int, mean: float, vocab: int):
 
 def _epoch(corpus, collate, batch: int) -> tuple[float, int]:
     """Seconds and tokens of one epoch of MLM batches (no workers: the reader's cost)."""
-    from genotok.torch_data import CorpusIterableDataset
+    from genotok.torch_data import BatchPlan, CorpusIterableDataset
 
-    ds = CorpusIterableDataset(corpus, collate, batch_size=batch, seed=1)
+    ds = CorpusIterableDataset(corpus, BatchPlan(batch_size=batch, seed=1), collate)
     t0 = time.perf_counter()
     toks = 0
     for b in ds:
@@ -85,7 +85,7 @@ def _mix_epoch(corpus, batch: int) -> tuple[float, int]:
 
 def read_section(args) -> None:
     try:
-        from genotok.torch_data import MLMCollator
+        from genotok.torch_data import Collator, MLMCollator
     except ImportError:
         print("torch is not installed (pip install 'genotok[torch]'): no read section")
         return
@@ -93,9 +93,9 @@ def read_section(args) -> None:
 
     vocab, batch = 100_007, 64
     tok = genotok.Tokenizer([f"chr1:{10 * i}-{10 * i + 10}" for i in range(vocab - 7)])
-    collate = MLMCollator(pad_token_id=tok.universe.special_token_ids["pad"],
-                          n_regions=vocab - 7, mask_token_id=tok.universe.special_token_ids["mask"],
-                          max_length=512, truncation="head")
+    collate = MLMCollator(Collator(pad_token_id=tok.universe.special_token_ids["pad"],
+                                   max_length=512, truncation="head"),
+                          n_regions=vocab - 7, mask_token_id=tok.universe.special_token_ids["mask"])
     tmp = Path(tempfile.mkdtemp(prefix="genotok-stores-read-"))
     formats = ("corpus", "parquet", "arrow")
     opened, times_ds, times_mix, toks = {}, {}, {}, 0

@@ -59,9 +59,9 @@ def _drop_page_cache(d: Path) -> None:
 
 def _epoch(corpus, collate, **kw) -> tuple[float, int, int]:
     """Seconds, records and tokens of one epoch of MLM batches (no workers: the reader's cost)."""
-    from genotok.torch_data import CorpusIterableDataset
+    from genotok.torch_data import BatchPlan, CorpusIterableDataset
 
-    ds = CorpusIterableDataset(corpus, collate, seed=1, **kw)
+    ds = CorpusIterableDataset(corpus, BatchPlan(**{"seed": 1, **kw}), collate)
     t0 = time.perf_counter()
     recs = toks = 0
     for b in ds:
@@ -170,8 +170,8 @@ def budget_section(d: Path, collate, batch: int, max_length: int) -> None:
     print("| batches | padding waste | records/s | batches |")
     print("|---------|--------------:|----------:|--------:|")
     for name, kw in (("fixed", {"batch_size": batch}), ("token budget", {"max_tokens": budget})):
-        plan = BatchPlan(lens if "max_tokens" in kw else len(c), max_length=max_length,
-                         shard_starts=shard_starts(c), seed=1, **kw)
+        plan = BatchPlan(max_length=max_length, seed=1, **kw).bind(
+            lens if "max_tokens" in kw else len(c), shard_starts(c))
         seq, bounds = plan.batches(0)
         waste = padding_waste(lens, seq, bounds, max_length)
         sec, recs, _ = _epoch(c, collate, **kw)
@@ -188,13 +188,14 @@ def main(argv=None) -> int:
     ap.add_argument("--max-length", type=int, default=512)
     args = ap.parse_args(argv)
     try:
-        from genotok.torch_data import MLMCollator
+        from genotok.torch_data import Collator, MLMCollator
     except ImportError:
         print("torch is not installed (pip install 'genotok[torch]'): nothing to measure")
         return 0
     vocab = 100_007
-    collate = MLMCollator(pad_token_id=vocab - 7, n_regions=vocab - 8, mask_token_id=vocab - 6,
-                          max_length=args.max_length, truncation="head")
+    collate = MLMCollator(Collator(pad_token_id=vocab - 7, max_length=args.max_length,
+                                   truncation="head"), n_regions=vocab - 8,
+                          mask_token_id=vocab - 6)
     d = Path(tempfile.mkdtemp(prefix="genotok-train-"))
     try:
         _make_corpus(d, args.records, args.shards, args.mean_length, vocab)

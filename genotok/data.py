@@ -38,7 +38,8 @@ class PretokenizedDataset(Sequence):
     Parameters
     ----------
     source
-        A :class:`~genotok.Corpus`, a corpus path (file or sharded directory), a folder of
+        A :class:`~genotok.Corpus`, a corpus path (file or sharded directory), any store's
+        output (a folder with ``manifest.json``, read by ``Corpus.open``), a folder of
         ``.gtok`` files (sorted by name) or a list of ``.gtok`` paths.
     shuffle, seed
         Iterate in a seeded random order that changes with :meth:`set_epoch`.
@@ -68,12 +69,12 @@ class PretokenizedDataset(Sequence):
             self.files = [Path(p) for p in source]
         else:
             p = Path(source)
-            gtoks = sorted(p.glob("*.gtok")) if p.is_dir() else []
-            if gtoks:  # a folder of gtars files (a gtok-dir run also has a manifest.json)
-                self.files = gtoks
-            elif p.is_dir() and not (p / "manifest.json").exists():
-                raise GtokFormatError(f"{p}: folder holds no .gtok files and no manifest.json")
-            else:
+            if p.is_dir() and not (p / "manifest.json").exists():  # a folder of gtars files
+                self.files = sorted(p.glob("*.gtok"))
+                if not self.files:
+                    raise GtokFormatError(f"{p}: folder holds no .gtok files and no "
+                                          "manifest.json")
+            else:  # a corpus file, or any store's output (its manifest: records in its order)
                 self.corpus = Corpus.open(p)
         if self.corpus is not None and expect is not None:
             want = expect if isinstance(expect, str) else expect.fingerprint

@@ -31,10 +31,13 @@ import numpy as np
 from numba import njit
 
 from ._config import NJIT
+from .errors import GenotokError
 from .params import Flag, Integral, Interval, Options, validate
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
+#: a plan orders an epoch in memory (8 bytes a record): at most this many records
+MAX_PLANNED = 1 << 28
 
 
 def _shuffle_mode(shuffle) -> str:
@@ -239,7 +242,7 @@ class Schedule:
 
     Examples
     --------
-    >>> s = BatchPlan(5, batch_size=2, shuffle=False).schedule(0, rank=1, world_size=2)
+    >>> s = BatchPlan(batch_size=2, shuffle=False).bind(5).schedule(0, rank=1, world_size=2)
     >>> [s.batch(k)[1].tolist() for k in range(len(s))], s.weights(1).tolist()
     ([[2, 3], [4]], [0.0])
     >>> s.consumed(1), s.consumed(2)  # rank 0 makes [0, 1] and [4]: record 4 counts once
@@ -309,18 +312,21 @@ PLAN_CONSTRAINTS = {"batch_size": [Interval(Integral, 1, None), None],
 class BatchPlan:
     """How an epoch is ordered and batched: the settings, independent of ranks and workers.
 
+    A plan is made of settings alone and then bound to the records it orders (:meth:`over` a
+    corpus or a mixture, :meth:`bind` to lengths or a count): the datasets and the Lightning
+    data module take a plan and bind it to their corpus, so its settings are written once.
+
     Parameters
     ----------
-    lengths
-        Tokens of every record (``Corpus.lengths``), or just the number of records when
-        batches hold ``batch_size`` records.
     batch_size
         Records per batch (per rank), when ``max_tokens`` is not given.
     max_tokens
         Padded tokens per batch instead (:func:`token_budget_batches`); ``bucket`` and
-        ``max_length`` go there.
-    shuffle, seed, window, shard_starts, chunk_records
-        The epoch order (:func:`epoch_order`, :func:`chunk_bounds`).
+        ``max_length`` (the collator's truncation; a dataset fills it from its collator) go
+        there.
+    shuffle, seed, window, chunk_records
+        The epoch order (:func:`epoch_order`; the block shuffle's chunks are the corpus's
+        shards cut to ``chunk_records``, :func:`chunk_bounds`).
     split
         The epoch's last global batches when they do not divide among the ranks (``tail =
         (batches left) % world_size`` of them). Every rank makes as many batches as every other,
@@ -339,7 +345,7 @@ class BatchPlan:
     Examples
     --------
     >>> import numpy as np
-    >>> plan = BatchPlan(np.ones(10), batch_size=2, shuffle=False)
+    >>> plan = BatchPlan(batch_size=2, shuffle=False).bind(10)
     >>> [plan.schedule(0, 0, rank=r, world_size=2).records().tolist() for r in range(2)]
     [[0, 1, 4, 5, 8], [2, 3, 6, 7, 9]]
     >>> state = plan.state(epoch=0, first=0, steps=2, world_size=2); state["records_seen"]
@@ -348,17 +354,11 @@ class BatchPlan:
     [8, 9]
     """
 
-    def __init__(self, lengths, *, batch_size: int | None = None, max_tokens: int | None = None,
-                 shuffle="full", seed: int = 0, window: int = 4, shard_starts=None,
+    def __init__(self, batch_size: int | None = None, *, max_tokens: int | None = None,
+                 shuffle="full", seed: int = 0, window: int = 4,
                  chunk_records: int | None = None, split: str = "even",
                  drop_last_batch: bool = False, bucket: int = 4096,
                  max_length: int | None = None):
-        if np.ndim(lengths) == 0:
-            if max_tokens is not None:
-                raise ValueError("max_tokens needs the length of every record, not a count")
-            lengths = np.zeros(int(lengths), np.int64)
-        self.lengths = np.asarray(lengths)
-        n = self.lengths.size
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
         validate({"batch_size": batch_size, "max_tokens": max_tokens, "seed": seed,
@@ -367,13 +367,61 @@ class BatchPlan:
                   "max_length": max_length}, PLAN_CONSTRAINTS, "BatchPlan")
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shuffle, self.seed, self.window = _shuffle_mode(shuffle), int(seed), int(window)
-        self.bounds = chunk_bounds(n, shard_starts, chunk_records)
+        self.chunk_records = chunk_records
         self.split, self.drop_last_batch = split, bool(drop_last_batch)
         self.bucket, self.max_length = int(bucket), max_length
+        self.lengths: np.ndarray | None = None  # bound: tokens of every record (or zeros)
+        self.bounds: np.ndarray | None = None
+        self._n: int | None = None
         self._cache: tuple | None = None
 
+    def settings(self) -> dict:
+        """The plan's settings (what it was made with), e.g. to make a changed copy."""
+        return {"batch_size": self.batch_size, "max_tokens": self.max_tokens,
+                "shuffle": self.shuffle, "seed": self.seed, "window": self.window,
+                "chunk_records": self.chunk_records, "split": self.split,
+                "drop_last_batch": self.drop_last_batch, "bucket": self.bucket,
+                "max_length": self.max_length}
+
+    def replace(self, **changes) -> BatchPlan:
+        """An unbound copy with some settings changed."""
+        return BatchPlan(**{**self.settings(), **changes})
+
+    def bind(self, lengths, shard_starts=None) -> BatchPlan:
+        """A copy of this plan over records of ``lengths`` (tokens of every record), or over
+        a number of records when batches hold ``batch_size`` records; ``shard_starts`` are
+        the chunks of a block shuffle (:func:`shard_starts`)."""
+        if np.ndim(lengths) == 0:
+            if self.max_tokens is not None:
+                raise ValueError("max_tokens needs the length of every record, not a count")
+            n, lengths = int(lengths), None
+        else:
+            lengths = np.asarray(lengths)
+            n = int(lengths.size)
+        if n > MAX_PLANNED:
+            raise GenotokError(
+                f"BatchPlan: an epoch of {n:,} records is ordered in memory (8 bytes a record), "
+                f"at most {MAX_PLANNED:,}: give a mixture a smaller length= (draws per epoch), "
+                "or split the corpus")
+        plan = self.replace()
+        plan._n, plan.lengths = n, lengths
+        plan.bounds = chunk_bounds(n, shard_starts, self.chunk_records)
+        return plan
+
+    def over(self, corpus) -> BatchPlan:
+        """A copy of this plan bound to a corpus (or a mixture): its shards are the block
+        shuffle's chunks; the record lengths are read only for ``max_tokens``."""
+        lengths = corpus.lengths if self.max_tokens is not None else len(corpus)
+        return self.bind(lengths, shard_starts(corpus))
+
+    def _bound(self) -> int:
+        if self._n is None:
+            raise GenotokError("this BatchPlan holds settings only: bind it to its records "
+                               "first (plan.over(corpus), plan.bind(lengths))")
+        return self._n
+
     def __len__(self) -> int:
-        return int(self.lengths.size)
+        return self._bound()
 
     def order(self, epoch: int) -> np.ndarray:
         """The epoch's global record order."""
@@ -391,7 +439,7 @@ class BatchPlan:
             return self._cache[1]
         order = self.order(epoch)
         if self.max_tokens is None:
-            n, b, f = order.size, self.batch_size, key[1]
+            n, b, f = order.size, int(self.batch_size), key[1]
             last = n if not self.drop_last_batch else f + (n - f) // b * b
             # the records before the resume point form batch 0 (consumed); then batches of b
             cuts = np.concatenate([[0], np.arange(f, last, b, dtype=np.int64), [last]])
@@ -455,7 +503,7 @@ class BatchPlan:
 
         Examples
         --------
-        >>> BatchPlan(500, batch_size=64, split="drop_last").dropped(0, world_size=3)
+        >>> BatchPlan(batch_size=64, split="drop_last").bind(500).dropped(0, world_size=3)
         116
         """
         return self.schedule(epoch, first_record, world_size=world_size).dropped
@@ -486,7 +534,8 @@ class BatchPlan:
 
 
 def shard_starts(corpus) -> np.ndarray:
-    """First record of every shard of a corpus (from its manifest), and the total at the end.
+    """First record of every shard of a corpus (from its manifest: the corpus store's shards,
+    another store's files), and the total at the end; one chunk when the manifest says nothing.
 
     Examples
     --------
@@ -499,15 +548,21 @@ def shard_starts(corpus) -> np.ndarray:
     [0, 2]
     """
     m = getattr(corpus, "manifest", None)
-    counts = [e["n_records"] for e in m["shards"]] if m else [len(corpus)]
+    m = m if isinstance(m, dict) else {}
+    # the corpus store lists its shards, the other stores their files ("entries"), with counts
+    parts = m.get("shards") if isinstance(m.get("shards"), list) else m.get("entries")
+    ok = isinstance(parts, list) and parts and all(
+        isinstance(e, dict) and isinstance(e.get("n_records"), int) and e["n_records"] >= 0
+        for e in parts)
+    counts = [e["n_records"] for e in parts] if ok else [len(corpus)]
+    if sum(counts) != len(corpus):  # counted otherwise: one chunk
+        counts = [len(corpus)]
     return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
 
 
 def plan_for(corpus, *, batch_size: int | None = None, max_tokens: int | None = None,
              **kwargs) -> BatchPlan:
-    """A :class:`BatchPlan` over a corpus: its shards are the block shuffle's chunks.
-
-    The record lengths are read only for ``max_tokens``. ``kwargs`` go to :class:`BatchPlan`.
+    """A :class:`BatchPlan` of these settings bound to a corpus (``BatchPlan(...).over(corpus)``).
 
     Examples
     --------
@@ -521,9 +576,7 @@ def plan_for(corpus, *, batch_size: int | None = None, max_tokens: int | None = 
     >>> sorted(sched.batch(k)[1].tolist() for k in range(len(sched)))  # 2 tokens per batch
     [[0, 2], [1]]
     """
-    lengths = corpus.lengths if max_tokens is not None else len(corpus)
-    return BatchPlan(lengths, batch_size=batch_size, max_tokens=max_tokens,
-                     shard_starts=shard_starts(corpus), **kwargs)
+    return BatchPlan(batch_size, max_tokens=max_tokens, **kwargs).over(corpus)
 
 
 class BatchSampler:
@@ -537,7 +590,7 @@ class BatchSampler:
     Examples
     --------
     >>> import numpy as np
-    >>> plan = BatchPlan(np.array([5, 1, 1, 5, 2]), max_tokens=5, shuffle=False)
+    >>> plan = BatchPlan(max_tokens=5, shuffle=False).bind(np.array([5, 1, 1, 5, 2]))
     >>> sampler = BatchSampler(plan)
     >>> sorted(sorted(b) for b in sampler), len(sampler)  # at most 5 padded tokens each
     ([[0], [1, 2], [3], [4]], 4)

@@ -30,16 +30,23 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_in
 
 from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
+from ._io import is_url  # noqa: E402
 from .errors import GenotokError  # noqa: E402
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
+from .mixture import MIXTURE_FILE, mix  # noqa: E402
+from .sampling import BatchPlan  # noqa: E402,F401 (what the datasets take)
 
 
-def _open(corpus, expect):
-    """A path is opened as a corpus; a corpus, or anything read like one (a
-    :func:`genotok.mix` mixture), is used as it is."""
+def _open(corpus, expect=None, **open_kwargs):
+    """A path is opened as a corpus (any store), a run folder with ``mixture.json`` as its
+    mixture (:func:`genotok.mix`); a corpus, or anything read like one (a mixture), is used as
+    it is."""
     if isinstance(corpus, (str, os.PathLike)):
-        return Corpus.open(corpus, expect=expect)
+        if not is_url(str(corpus)) and (Path(corpus) / MIXTURE_FILE).is_file():
+            corpus = mix(corpus)
+        else:
+            return Corpus.open(corpus, expect=expect, **open_kwargs)
     _corpus.check_expected(corpus.fingerprint, expect, getattr(corpus, "path", "corpus"))
     return corpus
 
@@ -119,7 +126,8 @@ class Collator:
                                 eos_token_id=self.eos_token_id, values=values,
                                 rng=rng if rng is not None else self._rng)
 
-    def __call__(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
+    def __call__(self, records: Sequence,
+                 rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
         return _tensors(self.arrays(records, rng))
 
     @classmethod
@@ -128,67 +136,179 @@ class Collator:
         return cls(pad_token_id=tokenizer.pad_token_id, **kwargs)
 
 
+class ObjectiveCollator:
+    """A training objective over a :class:`Collator`: the collator pads and truncates, the
+    objective changes the padded batch (masks tokens, replaces them) and adds ``labels``.
+
+    Subclasses implement :meth:`apply`; ``max_length``, ``pad_token_id`` and the random stream
+    are the collator's.
+    """
+
+    collator: Collator
+
+    @property
+    def max_length(self) -> int | None:
+        return self.collator.max_length
+
+    @property
+    def pad_token_id(self) -> int:
+        return self.collator.pad_token_id
+
+    def apply(self, batch: dict, rng: np.random.Generator) -> dict:  # pragma: no cover
+        raise NotImplementedError
+
+    def arrays(self, records, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """The batch as NumPy arrays (see :meth:`Collator.arrays`), the objective applied."""
+        rng = rng if rng is not None else self.collator._rng
+        return self.apply(self.collator.arrays(records, rng), rng)
+
+    def __call__(self, records: Sequence,
+                 rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
+        return _tensors(self.arrays(records, rng))
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, **kwargs):
+        """The objective with the tokenizer's ids over ``Collator.for_tokenizer(tokenizer)``;
+        ``kwargs`` are the objective's settings and the collator's (``max_length``…)."""
+        own = {k: kwargs.pop(k) for k in list(kwargs) if k in cls.__dataclass_fields__}
+        return cls(Collator.for_tokenizer(tokenizer, **kwargs), **cls._tokenizer_ids(tokenizer),
+                   **own)
+
+    @staticmethod
+    def _tokenizer_ids(tokenizer) -> dict:
+        return {"n_regions": tokenizer.universe.n_regions}
+
+
 @dataclass
-class MLMCollator(Collator):
+class MLMCollator(ObjectiveCollator):
     """Masked-language-model batches: ``input_ids``, ``attention_mask``, ``labels`` (-100 = ignore).
 
-    ``n_regions`` and ``mask_token_id`` come from the tokenizer (:meth:`for_tokenizer`); special
-    tokens and padding are never masked.
+    ``collator`` pads and truncates (a :class:`Collator`); ``n_regions`` and ``mask_token_id``
+    come from the tokenizer (:meth:`for_tokenizer`); special tokens and padding are never
+    masked.
 
     Examples
     --------
     >>> import numpy as np
-    >>> c = MLMCollator(pad_token_id=6, n_regions=5, mask_token_id=7, mask_prob=1.0, random_prob=0.0,
-    ...                 replace_prob=1.0)
+    >>> c = MLMCollator(Collator(pad_token_id=6), n_regions=5, mask_token_id=7, mask_prob=1.0,
+    ...                 random_prob=0.0, replace_prob=1.0)
     >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
     [[1, 2], [3, -100]]
     """
 
-    n_regions: int = 0
-    mask_token_id: int = 0
+    collator: Collator
+    n_regions: int
+    mask_token_id: int
     mask_prob: float = 0.15
     replace_prob: float = 0.8
     random_prob: float = 0.1
 
-    @classmethod
-    def for_tokenizer(cls, tokenizer, **kwargs):
-        return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions,
-                   mask_token_id=tokenizer.mask_token_id, **kwargs)
+    @staticmethod
+    def _tokenizer_ids(tokenizer) -> dict:
+        return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
 
-    def arrays(self, records, rng=None):
-        rng = rng if rng is not None else self._rng
-        b = super().arrays(records, rng)
-        b["input_ids"], b["labels"] = _data.mlm_mask(
-            b["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.mlm_mask(
+            batch["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
             mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
-        return b
+        return batch
 
 
 @dataclass
-class RTDCollator(Collator):
+class RTDCollator(ObjectiveCollator):
     """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special.
 
     Examples
     --------
     >>> import numpy as np
-    >>> c = RTDCollator(pad_token_id=6, n_regions=5, replace_prob=0.0)
+    >>> c = RTDCollator(Collator(pad_token_id=6), n_regions=5, replace_prob=0.0)
     >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
     [[0, 0], [0, -100]]
     """
 
-    n_regions: int = 0
+    collator: Collator
+    n_regions: int
     replace_prob: float = 0.15
 
-    @classmethod
-    def for_tokenizer(cls, tokenizer, **kwargs):
-        return cls(pad_token_id=tokenizer.pad_token_id, n_regions=tokenizer.universe.n_regions, **kwargs)
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.rtd_replace(
+            batch["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
+        return batch
 
-    def arrays(self, records, rng=None):
-        rng = rng if rng is not None else self._rng
-        b = super().arrays(records, rng)
-        b["input_ids"], b["labels"] = _data.rtd_replace(
-            b["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
-        return b
+
+@dataclass
+class PackingCollator:
+    """Records packed into sequences of ``seq_len`` tokens (:func:`genotok.packing.pack`),
+    every record kept whole and once, and each token traceable to its record.
+
+    A batch of ``B`` records becomes ``input_ids``, ``attention_mask``, ``segment_ids`` (1, 2, …
+    within a sequence, 0 on padding: for block-diagonal attention), ``position_ids`` (from 0
+    in each segment) and ``record_ids``, all ``(sequences, seq_len)``: ``record_ids`` is the row
+    (0 … ``B - 1``) of the batch's record each token belongs to, -1 on padding (a record longer
+    than the room left is split over sequences; its pieces share its row). With values, a
+    ``values`` array of the same shape. The datasets add ``index`` and ``sample_weight`` per
+    record (``B`` of each), as for padded batches: ``sample_weight[record_ids]`` weights each
+    token by its record's weight, and a loss summed per record (``scatter_add`` over
+    ``record_ids``) counts every record once. An empty record has no token (unless
+    ``sep_token_id`` is given) but keeps its row in ``index`` and ``sample_weight``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = PackingCollator(seq_len=4, pad_token_id=0, strategy="greedy")
+    >>> b = c([np.array([5, 6]), np.array([7, 8, 9]), np.array([4])])
+    >>> b["input_ids"].tolist(), b["record_ids"].tolist()
+    ([[5, 6, 0, 0], [7, 8, 9, 4]], [[0, 0, -1, -1], [1, 1, 1, 2]])
+    """
+
+    seq_len: int
+    pad_token_id: int
+    sep_token_id: int | None = None
+    strategy: str = "ffd"
+
+    #: packing keeps every token: nothing is truncated (a token budget counts whole records)
+    max_length = None
+
+    def arrays(self, records, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """The packed batch as NumPy arrays (``rng`` is not used: packing draws nothing)."""
+        from .packing import pack
+
+        values = None
+        if records and isinstance(records[0], Mapping):
+            records, values = _row_dicts(records)
+        elif records and isinstance(records[0], tuple):
+            records, values = [r[0] for r in records], [r[1] for r in records]
+        rows = [np.asarray(r).ravel() for r in records]
+        out = dict(pack(rows, self.seq_len, self.pad_token_id, self.sep_token_id,
+                        strategy=self.strategy))
+        out["input_ids"] = out["input_ids"].astype(np.int64, copy=False)
+        # where every token came from: the same placement (it depends on the lengths alone)
+        # of rows holding their own row number and each token's place in its row
+        extra = int(self.sep_token_id is not None)
+        sizes = [r.size + extra for r in rows]
+        rec = pack([np.full(n, k, np.int64) for k, n in enumerate(sizes)], self.seq_len, -1,
+                   strategy=self.strategy)["input_ids"]
+        out["record_ids"] = rec
+        if values is not None:
+            at = pack([np.arange(n, dtype=np.int64) for n in sizes], self.seq_len, -1,
+                      strategy=self.strategy)["input_ids"]
+            padded = [np.append(np.asarray(v, np.float32).ravel(), np.float32(0))
+                      for v in values]  # the separator's value: 0
+            starts = np.concatenate([[0], np.cumsum([p.size for p in padded])])
+            flat = np.concatenate(padded) if padded else np.zeros(0, np.float32)
+            real = rec >= 0
+            vals = np.zeros(rec.shape, np.float32)
+            vals[real] = flat[starts[rec[real]] + at[real]]
+            out["values"] = vals
+        return out
+
+    def __call__(self, records: Sequence,
+                 rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
+        return _tensors(self.arrays(records, rng))
+
+
+#: genotok's own collators: they use no numba parallel kernel (safe in forked workers)
+COLLATORS = (Collator, ObjectiveCollator, PackingCollator)
 
 
 class CorpusDataset(Dataset):
@@ -220,8 +340,14 @@ class CorpusDataset(Dataset):
 class CorpusIterableDataset(IterableDataset):
     """Batches of an epoch, split over ranks and workers: every record exactly once per epoch.
 
+    ``corpus`` is a corpus of any store, a path or URL (``Corpus.open``), a mixture
+    (:func:`genotok.mix`) or a run folder holding ``mixture.json``; ``plan`` is a
+    :class:`~genotok.sampling.BatchPlan` of settings (bound to the corpus here; a token budget
+    takes its ``max_length`` from the collator unless the plan gives one); ``collate`` makes
+    the batches (:class:`Collator`, :class:`MLMCollator`, :class:`PackingCollator`…).
+
     The epoch's record order and its cut into global batches depend only on ``(corpus, seed,
-    epoch)`` and the batching settings (:class:`genotok.sampling.BatchPlan`): ``shuffle`` is
+    epoch)`` and the plan's settings: ``shuffle`` is
     ``True``/``"full"``, ``"block"`` (shards, then records within ``window`` shards) or
     ``False``; batches hold ``batch_size`` records, or up to ``max_tokens`` padded tokens of
     records of similar length. Rank ``r`` of ``W`` makes global batches ``r, r + W, …``, and
@@ -246,25 +372,26 @@ class CorpusIterableDataset(IterableDataset):
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append_batch([[1, 2], [3], [4]])
-    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, shuffle=False)
+    >>> ds = CorpusIterableDataset(p, BatchPlan(batch_size=2, shuffle=False),
+    ...                            Collator(pad_token_id=8))
     >>> [b["input_ids"].tolist() for b in ds]
     [[[1, 2], [3, 8]], [[4]]]
     """
 
-    def __init__(self, corpus, collate, *, batch_size: int | None = None, shuffle=True,
-                 seed: int = 0, rank: int | None = None, world_size: int | None = None,
-                 split: str = "even", drop_last_batch: bool = False, values: bool = False,
-                 expect=None, max_tokens: int | None = None, window: int = 4):
+    def __init__(self, corpus, plan: _sampling.BatchPlan, collate, *, values: bool = False,
+                 rank: int | None = None, world_size: int | None = None, expect=None):
         self.corpus = _open(corpus, expect)
-        self.plan = _sampling.plan_for(self.corpus, batch_size=batch_size, max_tokens=max_tokens,
-                                       shuffle=shuffle, seed=seed, window=window, split=split,
-                                       drop_last_batch=drop_last_batch,
-                                       max_length=getattr(collate, "max_length", None))
+        if not isinstance(plan, _sampling.BatchPlan):
+            raise TypeError(f"plan must be a genotok.sampling.BatchPlan (e.g. BatchPlan(batch_size"
+                            f"=64, seed=0)), got {type(plan).__name__}")
+        if plan.max_tokens is not None and plan.max_length is None and \
+                getattr(collate, "max_length", None) is not None:  # budgets count truncated rows
+            plan = plan.replace(max_length=collate.max_length)
+        self.plan = plan.over(self.corpus)
         env_rank, env_world = _data._env_rank()
         self.rank = env_rank if rank is None else int(rank)
         self.world_size = env_world if world_size is None else int(world_size)
-        self.collate, self.batch_size, self.shuffle, self.seed = collate, batch_size, shuffle, seed
-        self.split, self.drop_last_batch, self.values = split, drop_last_batch, values
+        self.collate, self.values, self.seed = collate, values, self.plan.seed
         self.epoch = 0
         self.start_batch = 0
         self.resume_at = (0, 0)  # (epoch, records consumed globally) where this run began
@@ -438,7 +565,7 @@ def _fork_problem(collate) -> str | None:
     """Why forking DataLoader workers would be unsafe here, or ``None`` when it is safe."""
     if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
         return f"fork is not safe on {sys.platform}"
-    if collate is not None and not isinstance(collate, Collator) and _numba_openmp_started():
+    if collate is not None and not isinstance(collate, COLLATORS) and _numba_openmp_started():
         return ("numba's OpenMP threads run in this process and the custom collate could enter "
                 "a parallel kernel, which GNU OpenMP forbids after fork")
     return None
@@ -559,12 +686,13 @@ class ResumableLoader:
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append_batch([[1, 2], [3], [4], [5, 6, 7]])
-    >>> ds = CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2, seed=0)
+    >>> plan = BatchPlan(batch_size=2, seed=0)
+    >>> ds = CorpusIterableDataset(p, plan, Collator(pad_token_id=8))
     >>> loader = ResumableLoader(ds)
     >>> it = iter(loader); first = next(it)
     >>> state = loader.state_dict(); state["epoch"], state["batches_delivered"]
     (0, 1)
-    >>> again = ResumableLoader(CorpusIterableDataset(p, Collator(pad_token_id=8), batch_size=2))
+    >>> again = ResumableLoader(CorpusIterableDataset(p, plan, Collator(pad_token_id=8)))
     >>> again.load_state_dict(state); len(list(again))  # the rest of epoch 0
     1
     """

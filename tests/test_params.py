@@ -99,7 +99,7 @@ def _more_constrained():
     for name, allowed in PLAN_CONSTRAINTS.items():
         args = {} if name in ("batch_size", "max_tokens") else {"batch_size": 2}
         yield f"BatchPlan.{name}", allowed, \
-            lambda v, n=name, a=args: BatchPlan(lengths, **{**a, n: v})
+            lambda v, n=name, a=args: BatchPlan(**{**a, n: v}).bind(lengths)
     sets = [["chr1:0-10"]]
     calls = {"tile": lambda kw: build.tile({"chr1": 100}, **{"size": 10, **kw}),
              "merge": lambda kw: build.merge(sets, **kw),

@@ -69,7 +69,7 @@ def test_hf_trainer_trains_a_tiny_bert(sharded, tmp_path):
     the Trainer's row dicts), on to_hf_dataset() as it is: empty rows and extra columns too."""
     transformers = pytest.importorskip("transformers", reason="pip install transformers")
     torch = pytest.importorskip("torch")
-    from genotok.torch_data import MLMCollator
+    from genotok.torch_data import Collator, MLMCollator
 
     config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=1,
                                      num_attention_heads=2, intermediate_size=32,
@@ -80,7 +80,8 @@ def test_hf_trainer_trains_a_tiny_bert(sharded, tmp_path):
         output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=8, use_cpu=True,
         report_to=[], save_strategy="no", logging_strategy="no", dataloader_num_workers=0,
         disable_tqdm=True, learning_rate=1e-2)
-    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32, mask_prob=0.5, seed=1)
+    collate = MLMCollator(Collator(pad_token_id=31, seed=1), n_regions=30, mask_token_id=32,
+                          mask_prob=0.5)
     trainer = transformers.Trainer(model=model, args=args, train_dataset=sharded.to_hf_dataset(),
                                    data_collator=collate)
     out = trainer.train()

@@ -192,8 +192,8 @@ def test_training_batches_from_a_remote_corpus(server, local, url, tmp_path):
     opts = _opts(server, tmp_path, cache_limit=None)
 
     def seen(corpus, workers):
-        ds = torch_data.CorpusIterableDataset(corpus, torch_data.Collator(pad_token_id=2999),
-                                              batch_size=16, seed=3, shuffle="block", window=2)
+        plan = torch_data.BatchPlan(batch_size=16, seed=3, shuffle="block", window=2)
+        ds = torch_data.CorpusIterableDataset(corpus, plan, torch_data.Collator(pad_token_id=2999))
         return [i for b in torch_data.ResumableLoader(ds, num_workers=workers)
                 for i in b["index"].tolist()]
 

@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from genotok import CorpusWriter
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ def _rank_main(rank: int, world: int, port: int, path: str, out: str) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     report = {}
     for split in ("even", "pad", "drop_last"):
-        ds = CorpusIterableDataset(path, Collator(pad_token_id=0), batch_size=64, seed=1,
-                                   split=split)  # rank and world size from torch.distributed
+        ds = CorpusIterableDataset(path, BatchPlan(batch_size=64, seed=1, split=split),
+                                   Collator(pad_token_id=0))  # rank, world size: torch.distributed
         loader = ResumableLoader(ds)
         seen, steps, states = [], 0, []
         for batch in loader:
@@ -50,8 +50,9 @@ def _rank_main(rank: int, world: int, port: int, path: str, out: str) -> None:
             seen += batch["index"][w > 0].tolist()
             steps += 1
             states.append(loader.state_dict())
-        again = ResumableLoader(CorpusIterableDataset(path, Collator(pad_token_id=0),
-                                                      batch_size=64, seed=1, split=split))
+        again = ResumableLoader(CorpusIterableDataset(path,
+                                                      BatchPlan(batch_size=64, seed=1, split=split),
+                                                      Collator(pad_token_id=0)))
         again.load_state_dict(states[-1])  # saved at the last step: the next epoch, whole
         report[split] = {"seen": seen, "steps": steps, "dropped": ds.dropped,
                          "last_state": states[-1], "next_epoch_steps": len(list(again)),

@@ -12,7 +12,8 @@ L = pytest.importorskip("lightning.pytorch", reason="pip install lightning")
 
 from genotok import CorpusWriter
 from genotok.lightning import CorpusDataModule
-from genotok.torch_data import MLMCollator
+from genotok.sampling import BatchPlan
+from genotok.torch_data import Collator, MLMCollator
 
 pytestmark = [pytest.mark.filterwarnings("ignore::lightning.fabric.utilities.warnings.PossibleUserWarning"),
               pytest.mark.filterwarnings("ignore:.*does not have many workers:UserWarning"),
@@ -57,8 +58,10 @@ def corpus_path(tmp_path_factory):
 
 
 def _dm(path, **kw):
-    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32, mask_prob=0.3)
-    return CorpusDataModule(path, collate, seed=4, **{"batch_size": 4, **kw})
+    collate = MLMCollator(Collator(pad_token_id=31), n_regions=30, mask_token_id=32,
+                          mask_prob=0.3)
+    plan = {"batch_size": 4, "seed": 4, **kw}
+    return CorpusDataModule(path, BatchPlan(**plan), collate)
 
 
 def _trainer(tmp_path, **kw):
@@ -143,10 +146,10 @@ def test_batch_size_and_seed_checked_when_made(corpus_path):
     built; the data module checks them when made."""
     from genotok.params import ParameterError
 
-    collate = MLMCollator(pad_token_id=31, n_regions=30, mask_token_id=32)
-    with pytest.raises(ParameterError, match="CorpusDataModule: seed"):
-        CorpusDataModule(corpus_path, collate, batch_size=4, seed=-1)
-    with pytest.raises(ParameterError, match="CorpusDataModule: batch_size"):
+    collate = MLMCollator(Collator(pad_token_id=31), n_regions=30, mask_token_id=32)
+    with pytest.raises(ParameterError, match="BatchPlan: seed"):
+        CorpusDataModule(corpus_path, BatchPlan(batch_size=4, seed=-1), collate)
+    with pytest.raises(ParameterError, match="BatchPlan: batch_size"):
         _dm(corpus_path, batch_size=1.5)
 
 
@@ -184,3 +187,80 @@ def test_ddp_spawn_on_uneven_data_steps_together(corpus_path, tmp_path, split):
     r0, r1 = a["seen"], b["seen"]
     assert not set(r0) & set(r1) and len(set(r0)) == len(r0) and len(set(r1)) == len(r1)
     assert len(r0 + r1) == (50 if split == "drop_last" else 53)  # drop_last: 1 batch of 3
+
+
+def test_save_checkpoint_after_a_max_steps_stop_resumes_exactly(corpus_path, tmp_path):
+    """Issue 43 item 20: after a max_steps stop within an epoch, trainer.save_checkpoint wrote
+    Lightning's epoch as finished (epoch 1) while the data module was within epoch 0; resumed,
+    the rest of epoch 0 was counted as epoch 1 and max_epochs stopped training one epoch short.
+    The checkpoint now says the epoch the data is in, and the resumed fit trains what a fit
+    that never stopped trains."""
+    full = TinyMLM()
+    _trainer(tmp_path, max_epochs=2).fit(full, datamodule=_dm(corpus_path))  # 2 x 14 steps
+    first = TinyMLM()
+    trainer = _trainer(tmp_path, max_epochs=2, max_steps=5)
+    trainer.fit(first, datamodule=_dm(corpus_path))
+    trainer.save_checkpoint(tmp_path / "stop.ckpt")
+    ckpt = torch.load(tmp_path / "stop.ckpt", weights_only=False)
+    assert ckpt["epoch"] == ckpt["CorpusDataModule"]["epoch"] == 0
+    assert ckpt["CorpusDataModule"]["records_seen"] == 20
+    rest = TinyMLM()
+    again = _trainer(tmp_path, max_epochs=2)
+    again.fit(rest, datamodule=_dm(corpus_path), ckpt_path=tmp_path / "stop.ckpt")
+    assert again.global_step == 28 and first.seen + rest.seen == full.seen
+
+
+_DDP_SCRIPT = """
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import lightning.pytorch as L
+sys.path.insert(0, {root!r})
+from tests.training.test_lightning import TinyMLM, _dm
+
+phase, out = sys.argv[1], {out!r}
+stop = {{"full": -1, "stop": 5, "resume": -1}}[phase]
+trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_epochs=2, max_steps=stop,
+                    logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                    enable_model_summary=False, default_root_dir=out)
+model = TinyMLM()
+ckpt = out + "/stop.ckpt" if phase == "resume" else None
+trainer.fit(model, datamodule=_dm({path!r}, batch_size=3), ckpt_path=ckpt)
+if phase == "stop":
+    trainer.save_checkpoint(out + "/stop.ckpt")
+with open(f"{{out}}/{{phase}}{{trainer.global_rank}}.json", "w") as fh:
+    json.dump({{"seen": model.seen, "steps": trainer.global_step}}, fh)
+"""
+
+
+@pytest.mark.slow  # 3 Lightning DDP launches of 2 processes: about 2 min on 2 busy cores
+def test_two_processes_resume_exactly_from_save_checkpoint_after_max_steps(corpus_path,
+                                                                           tmp_path):
+    """Issue 43 item 20 on 2 processes (Lightning DDP, gloo on 127.0.0.1): 53 records in
+    batches of 3 are 18 global batches, 9 steps an epoch per rank; a fit stopped at step 5 and
+    saved with trainer.save_checkpoint resumes to the 18 steps of 2 epochs, on the records a
+    fit that never stopped sees."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    script = tmp_path / "ddp.py"
+    script.write_text(_DDP_SCRIPT.format(root=root, out=str(tmp_path), path=str(corpus_path)))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+           "GLOO_SOCKET_IFNAME": "lo", "PYTHONPATH": root}
+    for phase in ("full", "stop", "resume"):
+        subprocess.run([sys.executable, str(script), phase], env=env, check=True, timeout=120,
+                       cwd=tmp_path, capture_output=True)
+    got = {p: [json.loads((tmp_path / f"{p}{r}.json").read_text()) for r in (0, 1)]
+           for p in ("full", "stop", "resume")}
+    ckpt = torch.load(tmp_path / "stop.ckpt", weights_only=False)
+    assert ckpt["epoch"] == ckpt["CorpusDataModule"]["epoch"] == 0
+    assert ckpt["CorpusDataModule"]["records_seen"] == 30  # 5 steps x 2 ranks x 3 records
+    for r in (0, 1):
+        assert got["full"][r]["steps"] == got["resume"][r]["steps"] == 18
+        assert got["stop"][r]["seen"] + got["resume"][r]["seen"] == got["full"][r]["seen"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -149,11 +150,12 @@ def _indices(batches):
 
 def test_loader_reads_a_mixture_and_resumes_mid_epoch(paths):
     torch = pytest.importorskip("torch")
-    from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
     def loader(**kw):
         ds = CorpusIterableDataset(mix(paths, [0.5, 0.3, 0.2], seed=2, window=10),
-                                   Collator(pad_token_id=0), batch_size=10, shuffle=False)
+                                   BatchPlan(batch_size=10, shuffle=False),
+                                   Collator(pad_token_id=0))
         return ResumableLoader(ds, **kw)
 
     full = loader()
@@ -179,7 +181,8 @@ def test_loader_reads_a_mixture_and_resumes_mid_epoch(paths):
         [b["input_ids"].tolist() for b in epoch1]
     # a state of another mixture is refused
     other = CorpusIterableDataset(mix(paths, [0.5, 0.3, 0.2], seed=9, window=10),
-                                  Collator(pad_token_id=0), batch_size=10, shuffle=False)
+                                  BatchPlan(batch_size=10, shuffle=False),
+                                  Collator(pad_token_id=0))
     with pytest.raises(ValueError, match="another corpus"):
         other.load_state_dict(state)
 
@@ -217,10 +220,11 @@ def test_the_lightning_data_module_reads_a_mixture(paths):
     pytest.importorskip("torch")
     pytest.importorskip("lightning")
     from genotok.lightning import CorpusDataModule
+    from genotok.sampling import BatchPlan
     from genotok.torch_data import Collator
 
     m = mix(paths, [0.5, 0.3, 0.2], seed=2, window=10)
-    dm = CorpusDataModule(m, Collator(pad_token_id=0), batch_size=10, shuffle=False)
+    dm = CorpusDataModule(m, BatchPlan(batch_size=10, shuffle=False), Collator(pad_token_id=0))
     batches = list(dm.train_dataloader())
     assert len(batches) == -(-len(m) // 10)
     firsts = [b["input_ids"][:, 0].tolist() for b in batches]
@@ -244,3 +248,247 @@ def test_a_tiny_corpus_upweighted_is_cheap(tmp_path, paths):
     m = mix([one, paths[0]], [0.5, 0.5], seed=0, length=100_000)  # 50,000 passes of 1 record
     k, r = m.sources(np.arange(len(m)))
     assert (r[k == 0] == 0).all() and int((k == 0).sum()) == 50_000
+
+
+# ------------------------------------------------------------------ issue 43: hostile inputs
+
+
+def test_huge_weights_keep_their_ratio(paths):
+    # [1.7e308, 1e308] summed to inf: every weight became 0 and the draws 50/50
+    m = mix(paths[:2], [1.7e308, 1e308], seed=0, length=10_000)
+    assert np.allclose(m.weights, [1.7 / 2.7, 1 / 2.7]) and np.isfinite(m.weights).all()
+    kinds = m.sources(np.arange(len(m)))[0]
+    assert abs((kinds == 0).mean() - 1.7 / 2.7) < 1e-3
+    tiny = mix(paths[:2], [1.7e-308, 1e-308], seed=0, length=10_000)  # subnormal-ish: same
+    assert np.allclose(tiny.weights, m.weights)
+
+
+def test_a_window_that_cannot_hold_the_weights_is_refused(paths):
+    # 1:1 weights over a window of 3 held 2:1 and 1:2: a window is a multiple of the grid
+    with pytest.raises(GenotokError, match="multiple of 2"):
+        mix(paths[:2], [1, 1], window=3)
+    with pytest.raises(GenotokError, match="multiple of 10"):
+        mix(paths, [0.5, 0.3, 0.2], window=15)
+    m = mix(paths[:2], [1, 1], window=4, length=40)
+    kinds = m.sources(np.arange(40))[0].reshape(-1, 4)
+    assert ((kinds == 0).sum(axis=1) == 2).all()
+
+
+def test_a_seed_beyond_uint64_is_refused_up_front(paths):
+    with pytest.raises(ParameterError, match="seed"):
+        mix(paths, [1, 1, 1], seed=2**64)
+    m = mix(paths, [1, 1, 1], seed=2**64 - 1)  # the largest one reads
+    assert m[0] is not None
+
+
+def test_a_tiny_weight_or_a_huge_length_draws_lazily(paths):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        m = mix(paths[:2], [1, 1e-6], seed=0)  # an epoch of ~10^8 draws (every corpus whole)
+        assert len(m) > 10**7
+        rows = [m[0], m[len(m) - 1], m[len(m) // 2]]
+        big = mix(paths[:2], [1, 1], seed=0, length=2**40)
+        rows += [big[0], big[2**40 - 1]]
+        assert big.get_batch(np.arange(2**39, 2**39 + 64)).data.size > 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(r.size for r in rows) and peak < 200 * 2**20  # was: gigabytes per epoch
+    with pytest.raises(GenotokError, match="epoch_lengths"):
+        big.epoch_lengths()
+    with pytest.raises(GenotokError, match="at most 16,777,216 draws per window"):
+        mix(paths[:2], [1, 1], window=2**26, length=2**40)
+    torch_data = pytest.importorskip("genotok.torch_data")
+    with pytest.raises(GenotokError, match="at most 268,435,456"):  # a loader orders an epoch
+        torch_data.CorpusIterableDataset(big, torch_data.BatchPlan(batch_size=8, shuffle=False),
+                                         torch_data.Collator(pad_token_id=0))
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=st.lists(st.integers(1, 7), min_size=1, max_size=3), n=st.integers(1, 200))
+def test_one_period_of_the_interleave_gives_the_whole_epoch(paths, a, n):
+    # the draws are made from one period of D slots; unshuffled, the epoch is exactly the
+    # interleave of the whole epoch (the oracle) and each corpus's draws number 0, 1, 2, …
+    m = mix(paths[:len(a)], a, seed=0, length=n, shuffle=False)
+    k, r = m.sources(np.arange(n))
+    assert k.tolist() == naive.interleave([x // np.gcd.reduce(a) for x in a], n)
+    for j in range(len(a)):
+        assert r[k == j].tolist() == [i % SIZES[j] for i in range(int((k == j).sum()))]
+
+
+def test_lazy_windows_keep_exact_counts_and_whole_passes(paths):
+    # the draws of a window are made when read: an epoch read in pieces equals one read whole
+    m = mix(paths, [0.5, 0.3, 0.2], seed=3, window=20)
+    m.set_epoch(2)
+    whole = m.sources(np.arange(len(m)))
+    parts = [m.sources(np.arange(a, min(a + 7, len(m)))) for a in range(0, len(m), 7)]
+    assert (np.concatenate([p[0] for p in parts]) == whole[0]).all()
+    assert (np.concatenate([p[1] for p in parts]) == whole[1]).all()
+
+
+# ------------------------------------------------------------------ issue 41: mixtures on disk
+
+
+def test_write_mixture_then_mix_the_run_folder_draws_the_same(tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    (run / "peaks").mkdir(parents=True)
+    a = _write(run / "peaks" / "p.gtokc", 30, 1)
+    b = _write(tmp_path / "elsewhere.gtokc", 12, 2)
+    out = genotok_write(run, {"peaks": a, "cells": b}, {"peaks": 0.6, "cells": 0.4}, seed=7)
+    doc = json.loads(out.read_text())
+    assert doc == {"format": "genotok-mixture", "version": 1, "seed": 7,
+                   "weights": {"peaks": 0.6, "cells": 0.4},
+                   "datasets": [{"name": "peaks", "path": "peaks/p.gtokc", "fingerprint": "fp"},
+                                {"name": "cells", "path": str(b.resolve()),
+                                 "fingerprint": "fp"}]}
+    on_disk, direct = mix(run), mix([a, b], [0.6, 0.4], seed=7)
+    assert on_disk.identity == direct.identity and on_disk.dataset_names == ["peaks", "cells"]
+    for e in (0, 1):
+        on_disk.set_epoch(e), direct.set_epoch(e)
+        idx = np.arange(len(direct))
+        assert all((x == y).all() for x, y in zip(on_disk.sources(idx), direct.sources(idx)))
+    assert mix(out).identity == direct.identity  # the file itself names the run too
+    moved = tmp_path / "moved"
+    run.rename(moved)  # paths inside the folder are relative: the run folder moves whole
+    assert mix(moved).identity != "" and len(mix(moved)) == len(direct)
+
+
+def test_bad_mixture_files_are_refused(tmp_path, paths):
+    import json
+
+    from genotok import write_mixture
+
+    with pytest.raises(GenotokError, match="no mixture.json"):
+        mix(tmp_path)
+    with pytest.raises(GenotokError, match="neither"):
+        mix(tmp_path, [1])
+    other = _write(tmp_path / "o.gtokc", 3, 9, fingerprint="other")
+    with pytest.raises(UniverseMismatchError):
+        write_mixture(tmp_path, {"a": paths[0], "o": other}, [1, 1])
+    with pytest.raises(GenotokError, match="one weight per dataset"):
+        write_mixture(tmp_path, {"a": paths[0]}, {"b": 1})
+    with pytest.raises(GenotokError, match="> 0"):
+        write_mixture(tmp_path, {"a": paths[0]}, {"a": float("nan")})
+    with pytest.raises(ParameterError):
+        write_mixture(tmp_path, {"a": paths[0]}, [1], seed=2**64)
+    with pytest.raises(GenotokError, match="missing"):
+        write_mixture(tmp_path, {"a": tmp_path / "missing"}, [1])
+    assert not (tmp_path / "mixture.json").exists()  # nothing written by a refusal
+    write_mixture(tmp_path, {"a": paths[0], "b": paths[1]}, [1, 2], seed=3)
+    f = tmp_path / "mixture.json"
+    good = json.loads(f.read_text())
+    for bad, match in (({**good, "format": "x"}, "not a genotok mixture"),
+                       ({**good, "version": 2}, "version"),
+                       ({**good, "seed": -1}, "seed"),
+                       ({**good, "weights": {"a": 1}}, "same"),
+                       ({**good, "weights": {"a": 1, "b": "2"}}, "weight of 'b'"),
+                       ({**good, "datasets": [{"name": "a"}]}, "lacks")):
+        f.write_text(json.dumps(bad))
+        with pytest.raises(GenotokError, match=match):
+            mix(tmp_path)
+    f.write_text("{not json")
+    with pytest.raises(GenotokError, match="JSON"):
+        mix(tmp_path)
+    f.write_text(json.dumps({**good, "datasets": [{**good["datasets"][0], "fingerprint": "zz"},
+                                                  good["datasets"][1]]}))
+    with pytest.raises(UniverseMismatchError, match="re-tokenized"):
+        mix(tmp_path)
+
+
+def genotok_write(*args, **kwargs):
+    from genotok import write_mixture
+
+    return write_mixture(*args, **kwargs)
+
+
+# ------------------------------------------------------------------ every store's output
+
+
+def _store_formats():
+    from genotok.formats.stores import stores
+
+    return sorted(n for n, s in stores().items() if s.writes_files and n != "corpus")
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    import genotok
+    from genotok import Tokenizer, pretokenize
+
+    d = tmp_path_factory.mktemp("stores")
+    ex = genotok.examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
+    files = sorted((ex / "peaks").iterdir())
+    out = {}
+    for fmt in ["corpus"] + _store_formats():
+        out[fmt] = d / fmt
+        pretokenize(files, tok, out[fmt], progress=False, format=fmt)
+    return out
+
+
+@pytest.mark.parametrize("fmt", _store_formats())
+def test_mix_and_the_loaders_read_every_store(outputs, fmt, tmp_path):
+    """The training room reads any store through the Corpus reader API: a mixture of a store's
+    output draws the records the corpus store holds for the same inputs."""
+    torch = pytest.importorskip("torch")
+    from genotok import Corpus, write_mixture
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset
+
+    ref = Corpus.open(outputs["corpus"])
+    other = Corpus.open(outputs[fmt])
+    m = mix([outputs["corpus"], outputs[fmt]], [1, 1], seed=3)
+    k, r = m.sources(np.arange(len(m)))
+    for i in range(len(m)):
+        assert m[i].tolist() == ref[int(r[i])].tolist()  # both corpora hold the same records
+    write_mixture(tmp_path, {"ref": outputs["corpus"], fmt: outputs[fmt]}, [1, 1], seed=3)
+    assert mix(tmp_path).identity == m.identity
+    ds = CorpusIterableDataset(other, BatchPlan(batch_size=2, seed=1), Collator(pad_token_id=0))
+    want = CorpusIterableDataset(ref, BatchPlan(batch_size=2, seed=1), Collator(pad_token_id=0))
+    for a, b in zip(ds, want, strict=True):
+        assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["index"], b["index"])
+    from genotok.data import PretokenizedDataset
+    from genotok.windows import windows
+
+    assert [x.tolist() for x in PretokenizedDataset(outputs[fmt])] == \
+        [x.tolist() for x in PretokenizedDataset(outputs["corpus"])]  # the manifest's order
+    for got, exp in zip(windows(other, 16, 4, seed=2), windows(ref, 16, 4, seed=2)):
+        assert (got == exp).all()
+
+
+def test_a_remote_run_folder_mixes_as_a_local_one(tmp_path, paths):
+    """A run written to s3:// (moto on 127.0.0.1): write_mixture there, mix(URL) reads it."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    from genotok import write_manifest, write_mixture
+
+    from .._s3 import moto_s3
+
+    with moto_s3("bucket") as (endpoint, client):
+        for name, src in (("a", paths[0]), ("b", paths[1])):
+            d = tmp_path / name
+            d.mkdir()
+            (d / "part.gtokc").write_bytes(src.read_bytes())
+            write_manifest([d / "part.gtokc"], d)
+            for f in d.iterdir():
+                client.put_object(Bucket="bucket", Key=f"run/{name}/{f.name}",
+                                  Body=f.read_bytes())
+        opts = {"cache_dir": str(tmp_path / "cache"),
+                "storage_options": {"key": "testing", "secret": "testing",
+                                    "client_kwargs": {"endpoint_url": endpoint,
+                                                      "region_name": "us-east-1"}}}
+        out = write_mixture("s3://bucket/run", {"a": "s3://bucket/run/a", "b": "b"}, [2, 1],
+                            seed=5, open_kwargs=opts)
+        assert out == "s3://bucket/run/mixture.json"
+        doc = json.loads(client.get_object(Bucket="bucket", Key="run/mixture.json")["Body"]
+                         .read())
+        assert [e["path"] for e in doc["datasets"]] == ["a", "b"]  # relative to the folder
+        remote = mix("s3://bucket/run", open_kwargs=opts)
+        local = mix([tmp_path / "a", tmp_path / "b"], [2, 1], seed=5)
+        assert remote.identity == local.identity
+        assert remote[:len(remote)].to_list() == local[:len(local)].to_list()
+        with pytest.raises(GenotokError, match="no mixture.json"):
+            mix("s3://bucket/elsewhere", open_kwargs=opts)

@@ -43,7 +43,7 @@ def test_one_global_order_for_every_world_and_worker_count(shuffle, max_tokens):
     rng = np.random.default_rng(1)
     lengths = rng.integers(1, 20, 103)
     kw = {"batch_size": 4} if max_tokens is None else {"max_tokens": max_tokens}
-    plan = BatchPlan(lengths, shuffle=shuffle, seed=3, shard_starts=[0, 30, 31, 70, 103], **kw)
+    plan = BatchPlan(shuffle=shuffle, seed=3, **kw).bind(lengths, [0, 30, 31, 70, 103])
     seq, _ = plan.batches(2)
     for world, workers in [(1, 1), (2, 2), (3, 1), (4, 2), (5, 3)]:
         got, _ = _stream(plan, 2, 0, world, workers)
@@ -66,7 +66,7 @@ def test_resume_on_another_world_size_loses_and_repeats_nothing(n, b1, b2, w1, w
     def plan(b):
         # a token budget resumes with the same budget; a batch size may change
         kw = {"max_tokens": 3 * b1 + 10, "bucket": 17} if budget else {"batch_size": b}
-        return BatchPlan(lengths, shuffle=shuffle, seed=seed, shard_starts=starts, window=2, **kw)
+        return BatchPlan(shuffle=shuffle, seed=seed, window=2, **kw).bind(lengths, starts)
 
     before, after = plan(b1), plan(b2)
     first, steps = _stream(before, 0, 0, w1, k1, steps=stop)
@@ -84,7 +84,7 @@ def test_resume_on_another_world_size_loses_and_repeats_nothing(n, b1, b2, w1, w
 
 @pytest.mark.parametrize("split", ["even", "drop_last", "pad"])
 def test_the_last_batches_follow_split(split):
-    plan = BatchPlan(11, batch_size=2, shuffle=False, split=split)  # 6 global batches
+    plan = BatchPlan(batch_size=2, shuffle=False, split=split).bind(11)  # 6 global batches
     scheds = [plan.schedule(0, rank=r, world_size=4) for r in range(4)]
     per_rank = [s.records().tolist() for s in scheds]
     weights = [np.concatenate([s.weights(k) for k in range(len(s))]).tolist() for s in scheds]
@@ -98,18 +98,18 @@ def test_the_last_batches_follow_split(split):
         assert per_rank == [[0, 1, 8, 9], [2, 3, 10], [4, 5, 0, 1], [6, 7, 2, 3]]
         assert weights[2] == weights[3] == [1, 1, 0, 0] and weights[1] == [1, 1, 1]
     assert {len(s) for s in scheds} == {1 if split == "drop_last" else 2}
-    assert BatchPlan(11, batch_size=2, shuffle=False, drop_last_batch=True).schedule(0) \
+    assert BatchPlan(batch_size=2, shuffle=False, drop_last_batch=True).bind(11).schedule(0) \
         .records().tolist() == list(range(10))
 
 
 def test_500_records_in_batches_of_64_on_3_ranks_make_3_batches_each():
     """Issue 34: the default split gave 3/3/2 batches (a DDP all-reduce then waits forever)."""
-    plan = BatchPlan(500, batch_size=64, seed=0)
+    plan = BatchPlan(batch_size=64, seed=0).bind(500)
     scheds = [plan.schedule(0, rank=r, world_size=3) for r in range(3)]
     assert [len(s) for s in scheds] == [3, 3, 3]
     assert [s.batch(2)[1].size for s in scheds] == [39, 39, 38]  # 64 + 52 records shared out
     assert sorted(np.concatenate([s.records() for s in scheds]).tolist()) == list(range(500))
-    assert plan.dropped(0, 3) == 0 and BatchPlan(500, batch_size=64, split="drop_last") \
+    assert plan.dropped(0, 3) == 0 and BatchPlan(batch_size=64, split="drop_last").bind(500) \
         .dropped(0, 3) == 116
 
 
@@ -121,7 +121,7 @@ def test_every_rank_makes_as_many_batches_and_weighted_records_count_once(
         n, b, world, split, budget, first, drop_short, seed):
     lengths = np.random.default_rng(seed).integers(1, 30, n)
     kw = {"max_tokens": b + 29} if budget else {"batch_size": b, "drop_last_batch": drop_short}
-    plan = BatchPlan(lengths, seed=seed, split=split, **kw)
+    plan = BatchPlan(seed=seed, split=split, **kw).bind(lengths)
     seq, bounds = plan.batches(1, 0)
     first = 0 if budget else min(first, n)  # a fixed batch size resumes from any record
     seq, bounds = plan.batches(1, first)
@@ -149,7 +149,7 @@ def test_every_rank_makes_as_many_batches_and_weighted_records_count_once(
 def test_a_state_saved_at_the_last_step_resumes_at_the_next_epoch(split):
     """Issue 34: a drop_last state saved at the epoch's last step never rolled over, so the
     resumed run spent the next epoch with 0 steps."""
-    plan = BatchPlan(11, batch_size=2, seed=0, split=split)  # 6 batches, 4 ranks
+    plan = BatchPlan(batch_size=2, seed=0, split=split).bind(11)  # 6 batches, 4 ranks
     steps = len(plan.schedule(0, rank=0, world_size=4))
     state = plan.state(epoch=0, first=0, steps=steps, world_size=4, roll=True)
     assert (state["epoch"], state["records_seen"]) == (1, 0)
@@ -160,7 +160,7 @@ def test_a_state_saved_at_the_last_step_resumes_at_the_next_epoch(split):
 
 
 def test_state_is_small_and_a_finished_epoch_moves_on():
-    plan = BatchPlan(10**6, batch_size=256, seed=4)
+    plan = BatchPlan(batch_size=256, seed=4).bind(10**6)
     state = plan.state(epoch=3, first=0, steps=100, world_size=8)
     assert len(json.dumps(state)) < 200
     assert state == {"epoch": 3, "seed": 4, "records_seen": 204800, "batches_seen": 800,
@@ -169,9 +169,9 @@ def test_state_is_small_and_a_finished_epoch_moves_on():
     assert done["records_seen"] == 10**6
     assert len(plan.schedule(3, done["records_seen"], rank=1, world_size=2)) == 0
     with pytest.raises(ValueError, match="seed"):
-        BatchPlan(10**6, batch_size=256, seed=5).resume(state)
+        BatchPlan(batch_size=256, seed=5).bind(10**6).resume(state)
     with pytest.raises(ValueError, match="max_tokens"):
-        BatchPlan(np.ones(10**6), max_tokens=512, seed=4).resume(state)
+        BatchPlan(max_tokens=512, seed=4).bind(np.ones(10**6)).resume(state)
 
 
 def test_block_shuffle_keeps_reads_within_a_window_of_chunks():
@@ -231,9 +231,11 @@ def test_corpus_dataset_resumes_on_another_world_size(tmp_path):
         w.append_batch([np.arange(1 + i % 7) for i in range(41)])
 
     def loaders(world, **kw):
+        plan = torch_data.BatchPlan(seed=9, **kw)
+        collate = torch_data.MLMCollator(torch_data.Collator(pad_token_id=55), n_regions=50,
+                                         mask_token_id=56)
         return [torch_data.ResumableLoader(torch_data.CorpusIterableDataset(
-            path, torch_data.MLMCollator(pad_token_id=55, n_regions=50, mask_token_id=56),
-            seed=9, rank=r, world_size=world, **kw)) for r in range(world)]
+            path, plan, collate, rank=r, world_size=world)) for r in range(world)]
 
     def run(ls, steps=None):
         its = [iter(x) for x in ls]
@@ -273,9 +275,9 @@ def test_real_workers_follow_the_global_order(tmp_path):
     for world, workers in [(1, 0), (2, 2)]:
         per_rank = []
         for r in range(world):
-            ds = torch_data.CorpusIterableDataset(path, torch_data.Collator(pad_token_id=55),
-                                                  batch_size=4, seed=2, rank=r, world_size=world,
-                                                  shuffle="block")
+            ds = torch_data.CorpusIterableDataset(
+                path, torch_data.BatchPlan(batch_size=4, seed=2, shuffle="block"),
+                torch_data.Collator(pad_token_id=55), rank=r, world_size=world)
             ds.set_epoch(1)
             per_rank.append([b["index"].tolist()
                              for b in torch_data.ResumableLoader(ds, num_workers=workers)])
@@ -291,13 +293,13 @@ def _gloo_rank(rank, world, port, path, steps, state, out):
 
     import torch.distributed as dist
 
-    from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+    from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
     try:
-        ds = CorpusIterableDataset(path, Collator(pad_token_id=55), batch_size=2, seed=5,
-                                   shuffle="block")  # rank and world size from torch.distributed
+        ds = CorpusIterableDataset(path, BatchPlan(batch_size=2, seed=5, shuffle="block"),
+                                   Collator(pad_token_id=55))  # rank, world size: torch.distributed
         loader = ResumableLoader(ds)
         if state is not None:
             loader.load_state_dict(state)
@@ -353,8 +355,8 @@ def test_a_state_saved_before_elastic_states_still_resumes(tmp_path):
 
     def loader(world=1):
         return torch_data.ResumableLoader(torch_data.CorpusIterableDataset(
-            path, torch_data.Collator(pad_token_id=55), batch_size=3, seed=1, rank=0,
-            world_size=world))
+            path, torch_data.BatchPlan(batch_size=3, seed=1), torch_data.Collator(pad_token_id=55),
+            rank=0, world_size=world))
 
     old = {"epoch": 0, "batches_delivered": 2, "seed": 1, "rank": 0, "world_size": 1}
     again = loader()
@@ -403,8 +405,8 @@ def test_batch_size_and_seed_checked_when_made(tmp_path):
                      ({"batch_size": 2, "seed": -1}, "seed"),
                      ({"batch_size": 2, "seed": 0.5}, "seed")]:
         with pytest.raises(ParameterError, match=f"BatchPlan: {word} must be an integer"):
-            BatchPlan(np.ones(5, np.int64), **kw)
-    assert BatchPlan(5, batch_size=2.0, seed=3).schedule(0).records().size == 5
+            BatchPlan(**kw).bind(np.ones(5, np.int64))
+    assert BatchPlan(batch_size=2.0, seed=3).bind(5).schedule(0).records().size == 5
     path = tmp_path / "c.gtokc"
     with CorpusWriter(path, vocab_size=9, fingerprint="fp") as w:
         w.append_batch([[1], [2, 3], [4]])
@@ -415,6 +417,6 @@ def test_batch_size_and_seed_checked_when_made(tmp_path):
     torch_data = pytest.importorskip("genotok.torch_data")
     collate = torch_data.Collator(pad_token_id=8)
     with pytest.raises(ParameterError, match="seed must be an integer in \\[0, inf\\)"):
-        torch_data.CorpusIterableDataset(path, collate, batch_size=2, seed=-1)
+        torch_data.CorpusIterableDataset(path, torch_data.BatchPlan(batch_size=2, seed=-1), collate)
     with pytest.raises(ParameterError, match="batch_size"):
-        torch_data.CorpusIterableDataset(path, collate, batch_size=1.5)
+        torch_data.CorpusIterableDataset(path, torch_data.BatchPlan(batch_size=1.5), collate)

@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 
 from genotok import CorpusWriter, Tokenizer  # noqa: E402
 from genotok.torch_data import (  # noqa: E402
+    BatchPlan,
     Collator,
     CorpusDataset,
     CorpusIterableDataset,
@@ -44,8 +45,8 @@ def _seen(ds, workers):
 def test_every_record_exactly_once(corpus_path, workers, world):
     seen = []
     for rank in range(world):
-        ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=4, seed=5,
-                                   rank=rank, world_size=world)
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=4, seed=5),
+                                   Collator(pad_token_id=51), rank=rank, world_size=world)
         ds.set_epoch(2)
         got = _seen(ds, workers)
         assert got == ds.records().tolist()  # in the epoch's order, whatever the worker count
@@ -59,14 +60,15 @@ def test_every_record_exactly_once(corpus_path, workers, world):
 def test_every_record_exactly_once_more_workers(corpus_path, workers, world):
     seen = []
     for rank in range(world):
-        ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=3,
-                                   rank=rank, world_size=world)
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=3),
+                                   Collator(pad_token_id=51), rank=rank, world_size=world)
         seen.extend(_seen(ds, workers))
     assert sorted(seen) == list(range(N))
 
 
 def test_epochs_differ_and_repeat(corpus_path):
-    ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=5, seed=1)
+    ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=5, seed=1),
+                               Collator(pad_token_id=51))
     e0 = _seen(ds, 0)
     ds.set_epoch(1)
     e1 = _seen(ds, 0)
@@ -77,9 +79,9 @@ def test_epochs_differ_and_repeat(corpus_path):
 @pytest.mark.parametrize("workers", [0, 2])
 def test_resume_mid_epoch(corpus_path, workers):
     def make():
-        ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51, max_length=4,
-                                                        truncation="subsample"),
-                                   batch_size=3, seed=7)
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=3, seed=7),
+                                   Collator(pad_token_id=51, max_length=4,
+                                                        truncation="subsample"))
         return ResumableLoader(ds, num_workers=workers)
 
     full = [{k: v.clone() for k, v in b.items()} for b in make()]
@@ -99,8 +101,8 @@ def test_resume_mid_epoch(corpus_path, workers):
 
 def test_workers_hand_over_the_same_tensors(corpus_path):
     def batches(workers):
-        ds = CorpusIterableDataset(corpus_path, MLMCollator(pad_token_id=51, n_regions=50,
-                                                            mask_token_id=52), batch_size=4, seed=3,
+        collate = MLMCollator(Collator(pad_token_id=51), n_regions=50, mask_token_id=52)
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=4, seed=3), collate,
                                    values=True)
         return list(ResumableLoader(ds, num_workers=workers))
 
@@ -113,7 +115,7 @@ def test_workers_hand_over_the_same_tensors(corpus_path):
 
 
 def test_loader_keeps_its_own_batching(corpus_path):
-    ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=4)
+    ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=4), Collator(pad_token_id=51))
     for kw in ({"collate_fn": list}, {"batch_size": 2}):
         with pytest.raises(TypeError, match="sets .* itself"):
             ResumableLoader(ds, **kw)
@@ -128,7 +130,7 @@ def test_stopping_mid_epoch_shuts_workers_down_cleanly(tmp_path):
     path = tmp_path / "big.gtokc"
     with CorpusWriter(path, vocab_size=5000, fingerprint="fp") as w:
         w.append_batch([np.arange(4000) % 4990 for _ in range(400)])
-    ds = CorpusIterableDataset(path, Collator(pad_token_id=4991), batch_size=20, seed=1)
+    ds = CorpusIterableDataset(path, BatchPlan(batch_size=20, seed=1), Collator(pad_token_id=4991))
     loader = ResumableLoader(ds, num_workers=2, prefetch_factor=8)
     for _ in range(8):
         it = iter(loader)
@@ -187,7 +189,7 @@ def test_plain_script_without_main_guard_keeps_its_workers(tmp_path, corpus_path
     code = f"""
 import os
 import numpy as np
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
 class PidCollator(Collator):
     def arrays(self, records, rng=None):
@@ -195,7 +197,8 @@ class PidCollator(Collator):
         out["pid"] = np.array([os.getpid()])
         return out
 
-ds = CorpusIterableDataset({str(corpus_path)!r}, PidCollator(pad_token_id=51), batch_size=4, seed=3)
+ds = CorpusIterableDataset({str(corpus_path)!r}, BatchPlan(batch_size=4, seed=3),
+                           PidCollator(pad_token_id=51))
 loader = ResumableLoader(ds, num_workers=2)
 pids = []
 for epoch in range(2):
@@ -222,7 +225,8 @@ import numpy as np
 import genotok
 from genotok import CorpusWriter
 from genotok.formats.corpus import reader as corpus
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader, _numba_openmp_started
+from genotok.torch_data import (BatchPlan, Collator, CorpusIterableDataset, ResumableLoader,
+                                _numba_openmp_started)
 
 n = corpus.PARALLEL_GATHER_MIN // 8 + 1
 with CorpusWriter("big.gtokc", vocab_size=5000, fingerprint="fp") as w:
@@ -231,7 +235,7 @@ c = genotok.Corpus.open("big.gtokc")
 c.get_batch(np.arange(24))          # the parallel gather, here in the parent
 import numba
 started = _numba_openmp_started() or numba.threading_layer() != "omp"
-ds = CorpusIterableDataset(c, Collator(pad_token_id=4991), batch_size=12, shuffle=False)
+ds = CorpusIterableDataset(c, BatchPlan(batch_size=12, shuffle=False), Collator(pad_token_id=4991))
 got = [b["input_ids"].shape for b in ResumableLoader(ds, num_workers=2)]
 assert got == [(12, n), (12, n)], got
 import torch
@@ -247,9 +251,9 @@ print("ok", started)
 
 def test_spawn_without_main_guard_says_what_to_add(tmp_path, corpus_path):
     code = f"""
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
-ds = CorpusIterableDataset({str(corpus_path)!r}, Collator(pad_token_id=51), batch_size=4)
+ds = CorpusIterableDataset({str(corpus_path)!r}, BatchPlan(batch_size=4), Collator(pad_token_id=51))
 for batch in ResumableLoader(ds, num_workers=2, multiprocessing_context="spawn"):
     pass
 """
@@ -264,10 +268,11 @@ for batch in ResumableLoader(ds, num_workers=2, multiprocessing_context="spawn")
 @pytest.mark.slow
 def test_spawn_with_main_guard_works(tmp_path, corpus_path):
     code = f"""
-from genotok.torch_data import Collator, CorpusIterableDataset, ResumableLoader
+from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
 
 def main():
-    ds = CorpusIterableDataset({str(corpus_path)!r}, Collator(pad_token_id=51), batch_size=4)
+    ds = CorpusIterableDataset({str(corpus_path)!r}, BatchPlan(batch_size=4),
+                               Collator(pad_token_id=51))
     print(sum(len(b["index"]) for b in ResumableLoader(ds, num_workers=2,
                                                        multiprocessing_context="spawn")))
 
@@ -279,7 +284,8 @@ if __name__ == "__main__":
 
 
 def test_persistent_workers_get_each_epoch_and_resume_point(corpus_path):
-    ds = CorpusIterableDataset(corpus_path, Collator(pad_token_id=51), batch_size=3, seed=9)
+    ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=3, seed=9),
+                               Collator(pad_token_id=51))
     loader = ResumableLoader(ds, num_workers=2)
     orders = []
     for _ in range(2):
@@ -323,13 +329,15 @@ def test_a_state_of_another_corpus_or_out_of_range_is_refused(tmp_path):
             w.append_batch([[1 + i % 5] for i in range(n)])
         return p
 
-    big = CorpusIterableDataset(make("big.gtokc", 1000), Collator(pad_token_id=8), batch_size=10)
-    small = CorpusIterableDataset(make("small.gtokc", 10), Collator(pad_token_id=8), batch_size=10)
+    big = CorpusIterableDataset(make("big.gtokc", 1000), BatchPlan(batch_size=10),
+                                Collator(pad_token_id=8))
+    small = CorpusIterableDataset(make("small.gtokc", 10), BatchPlan(batch_size=10),
+                                  Collator(pad_token_id=8))
     state = big.state_dict(delivered=50)
     assert state["n_records"] == 1000 and state["corpus"] == big.corpus.identity
     with pytest.raises(ValueError, match="belongs to another corpus"):
         small.load_state_dict(state)
-    same = CorpusIterableDataset(big.corpus, Collator(pad_token_id=8), batch_size=10)
+    same = CorpusIterableDataset(big.corpus, BatchPlan(batch_size=10), Collator(pad_token_id=8))
     same.load_state_dict(state)
     assert len(same) == 50
     for bad in (-1, 1001, 2.5, True):
@@ -347,8 +355,11 @@ def test_collators_take_the_row_dicts_a_hf_trainer_hands_them(kind, collator):
             np.zeros(0, np.float32)]
     as_kind = {"list": lambda a: a.tolist(), "array": lambda a: a,
                "tensor": torch.from_numpy}[kind]
-    kw = {} if collator is Collator else {"n_regions": 5}
-    make = lambda: collator(pad_token_id=9, seed=4, **kw)
+    if collator is Collator:
+        make = lambda: Collator(pad_token_id=9, seed=4)
+    else:
+        make = lambda: collator(Collator(pad_token_id=9, seed=4), n_regions=5,
+                                **({"mask_token_id": 6} if collator is MLMCollator else {}))
     plain = make()([(r, v) for r, v in zip(rows, vals)])
     feats = [{"input_ids": as_kind(r), "values": as_kind(v), "length": len(r), "name": "x"}
              for r, v in zip(rows, vals)]

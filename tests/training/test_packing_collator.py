@@ -1,0 +1,118 @@
+"""Issue 40 item 10: packed training counts every record once, its weight recoverable per
+record; and the training room takes a BatchPlan (and a collator), not copies of its fields."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from genotok import Corpus, CorpusWriter  # noqa: E402
+from genotok.torch_data import (  # noqa: E402
+    BatchPlan,
+    Collator,
+    CorpusIterableDataset,
+    MLMCollator,
+    PackingCollator,
+    ResumableLoader,
+)
+
+N = 37
+
+
+@pytest.fixture(scope="module")
+def corpus_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("p") / "c.gtokc"
+    with CorpusWriter(path, vocab_size=5000, fingerprint="fp", values_dtype="float32") as w:
+        for i in range(N):  # record i: tokens 100*i + 1 … (lengths 0..12; some longer than 8)
+            k = (i * 5) % 13
+            w.append(100 * i + 1 + np.arange(k), values=np.full(k, i + 0.5, np.float32))
+    return path
+
+
+def _records(batch):
+    """{record index: (its tokens in packed order, its values, its weight)} from one batch."""
+    out = {}
+    rec = batch["record_ids"].numpy()
+    ids, vals = batch["input_ids"].numpy(), batch["values"].numpy()
+    for row, (i, w) in enumerate(zip(batch["index"].tolist(), batch["sample_weight"].tolist())):
+        at = rec == row
+        out.setdefault(i, []).append((ids[at].tolist(), vals[at].tolist(), w))
+    return out
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "ffd"])
+@pytest.mark.parametrize("world,split", [(1, "even"), (2, "pad"), (3, "even")])
+def test_a_packed_epoch_sees_every_record_once_with_its_weight(corpus_path, strategy, world,
+                                                               split):
+    corpus = Corpus.open(corpus_path)
+    collate = PackingCollator(seq_len=8, pad_token_id=0, strategy=strategy)
+    counted = {}
+    for rank in range(world):
+        ds = CorpusIterableDataset(corpus_path, BatchPlan(batch_size=5, seed=3, split=split),
+                                   collate, values=True, rank=rank, world_size=world)
+        for batch in ResumableLoader(ds):
+            assert batch["input_ids"].shape[1] == 8
+            seg, rec = batch["segment_ids"], batch["record_ids"]
+            assert ((seg == 0) == (rec == -1)).all()  # padding is the only token without a record
+            assert batch["index"].shape == batch["sample_weight"].shape  # one of each per record
+            for i, pieces in _records(batch).items():
+                for toks, vals, w in pieces:
+                    if w > 0:
+                        counted.setdefault(i, []).append((toks, vals, w))
+    assert sorted(counted) == list(range(N))  # every record counted, none twice
+    for i, pieces in counted.items():
+        assert len(pieces) == 1
+        toks, vals, w = pieces[0]
+        assert sorted(toks) == sorted(corpus[i].tolist()) and w == 1.0  # whole, once
+        assert vals == [i + 0.5] * len(toks)  # the values travel with their tokens
+
+
+def test_packed_batches_resume_mid_epoch(corpus_path):
+    def loader():
+        return ResumableLoader(CorpusIterableDataset(
+            corpus_path, BatchPlan(batch_size=4, seed=1), PackingCollator(8, 0)))
+
+    full = [b["input_ids"].tolist() for b in loader()]
+    run = loader()
+    it = iter(run)
+    first = [next(it)["input_ids"].tolist() for _ in range(3)]
+    state = run.state_dict()
+    again = loader()
+    again.load_state_dict(state)
+    assert first + [b["input_ids"].tolist() for b in again] == full
+
+
+def test_packing_collator_keeps_separators_and_rows():
+    c = PackingCollator(seq_len=4, pad_token_id=0, sep_token_id=9, strategy="greedy")
+    b = c.arrays([np.array([5, 6]), np.array([], np.int64), np.array([7, 8, 3, 2, 1])])
+    assert b["input_ids"].tolist() == [[5, 6, 9, 9], [7, 8, 3, 2], [1, 9, 0, 0]]
+    assert b["record_ids"].tolist() == [[0, 0, 0, 1], [2, 2, 2, 2], [2, 2, -1, -1]]
+    rows = [{"input_ids": [1, 2], "values": [0.5, 1.5]}, {"input_ids": [3], "values": [2.5]}]
+    got = PackingCollator(seq_len=3, pad_token_id=0, strategy="greedy").arrays(rows)
+    assert got["values"].tolist() == [[0.5, 1.5, 2.5]] and got["record_ids"].tolist() == [[0, 0, 1]]
+
+
+TRAINING = {"CorpusIterableDataset": CorpusIterableDataset, "Collator": Collator,
+            "MLMCollator": MLMCollator, "PackingCollator": PackingCollator,
+            "BatchPlan": BatchPlan}
+
+
+@pytest.mark.parametrize("name", sorted(TRAINING))
+def test_the_training_room_takes_at_most_10_parameters(name):
+    sig = inspect.signature(TRAINING[name])
+    assert len(sig.parameters) <= 10, (name, list(sig.parameters))
+
+
+def test_the_data_module_takes_a_plan_and_a_collator():
+    pytest.importorskip("lightning")
+    from genotok.lightning import CorpusDataModule
+
+    params = list(inspect.signature(CorpusDataModule).parameters)
+    assert len(params) <= 10 and params[:3] == ["corpus", "plan", "collate"]
+    assert "batch_size" not in params and "seed" not in params
+    with pytest.raises(TypeError, match="BatchPlan"):
+        CorpusDataModule("x", Collator(pad_token_id=0), BatchPlan(batch_size=2))
