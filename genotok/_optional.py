@@ -25,6 +25,7 @@ EXTRAS = {
     "s3fs": "remote",
     "lightning": "lightning",
     "datasets": "hf",
+    "ray": "ray",
 }
 
 

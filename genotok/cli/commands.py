@@ -225,7 +225,7 @@ def _read_options(args):
 
 
 def cmd_pretokenize(args) -> int:
-    from ..pipeline import RunOptions, pretokenize
+    from ..pipeline import DaskExecutor, RunOptions, pretokenize
 
     genes = _gene_run(args)
     tok, cells = genes if genes is not None else (_tokenizer(args), _cell_spec(args))
@@ -242,7 +242,9 @@ def cmd_pretokenize(args) -> int:
                     n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
                     overwrite=args.overwrite,
                     options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
-                                       client=client, validation=args.validation,
+                                       executor=None if client is None
+                                       else DaskExecutor(client),
+                                       validation=args.validation,
                                        read=_read_options(args)))
     finally:
         summary_to_stderr.__exit__(None, None, None)
