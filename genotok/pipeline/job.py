@@ -147,6 +147,11 @@ class Job:
         if not isinstance(entry, dict) or not isinstance(entry.get("files"), list):
             raise PipelineError(f"{self.out}: an executor recorded batch {b} with an entry that "
                                 f"is not a batch's result ({type(entry).__name__})")
+        taken = {f for d in self.journal["done"].values() for f in d.get("files") or ()}
+        clash = sorted(taken.intersection(entry["files"]))
+        if clash:
+            raise PipelineError(f"{self.out}: an executor recorded batch {b} with files another "
+                                f"batch wrote ({clash[:3]}): each batch has parts of its own")
         self.batches.record(self.journal, b, entry)
         if self.bar is not None:
             self.bar.update(len(self.batches.batches[b]))

@@ -20,6 +20,7 @@ cluster belongs on a private network (``docs/ray.md``).
 from __future__ import annotations
 
 import os
+import sys
 
 from .._config import kernel_cache_dir
 from .._optional import require
@@ -70,6 +71,10 @@ class RayExecutor(Executor):
                 "max_retries": self.max_retries}
 
     def _ray(self):
+        if self.address == "local" and "ray" not in sys.modules:
+            # Ray resolves 127.0.0.1 to the machine's address (and binds its servers there)
+            # unless clusters are off: a local Ray then stays on the loopback interface
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         ray = require("ray", "executor='ray'")
         if not ray.is_initialized():
             env = {"GENOTOK_KERNEL_CACHE": kernel_cache_dir() or ""}
@@ -79,9 +84,18 @@ class RayExecutor(Executor):
                 ray.init(num_cpus=self.num_workers, include_dashboard=False,
                          _node_ip_address="127.0.0.1", log_to_driver=False,
                          runtime_env={"env_vars": env})
+                self._started = True
+                if ray.util.get_node_ip_address() not in ("127.0.0.1", "::1"):
+                    ray.shutdown()
+                    self._started = False
+                    raise PipelineError(
+                        "RayExecutor(address='local'): Ray bound to the machine's network "
+                        "address, not 127.0.0.1 (ray was imported before genotok could keep it "
+                        "on the loopback interface); set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 "
+                        "before importing ray, or start Ray yourself")
             else:
                 ray.init(address=self.address, log_to_driver=False)
-            self._started = True
+                self._started = True
         return ray
 
     def run(self, job: Job) -> None:

@@ -6,3 +6,5 @@ Every implementation of a seam, built in or plugged in, must pass its suite:
 ``AssertionError`` naming the rule an implementation broke; genotok's own test suite runs each on
 every registered implementation and on planted broken ones that must fail.
 """
+
+from .executors import check_executor  # noqa: E402  (the executor seam)
