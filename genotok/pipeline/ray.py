@@ -77,7 +77,8 @@ class RayExecutor(Executor):
             os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
         ray = require("ray", "executor='ray'")
         if not ray.is_initialized():
-            env = {"GENOTOK_KERNEL_CACHE": kernel_cache_dir() or ""}
+            env = {} if kernel_cache_dir() is None else {"GENOTOK_KERNEL_CACHE":
+                                                           kernel_cache_dir()}
             if os.environ.get("PYTHONPATH"):
                 env["PYTHONPATH"] = os.environ["PYTHONPATH"]
             if self.address == "local":
