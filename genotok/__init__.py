@@ -19,7 +19,7 @@ from .formats.corpus import Corpus, CorpusWriter, write_manifest
 from .formats.gtok import read_gtok, write_gtok
 from .genes import GeneSettings, GeneTokenizer
 from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
-from .mixture import mix
+from .mixture import mix, write_mixture
 from . import presets
 from .pipeline import RunOptions, pretokenize
 from .ragged import Ragged
@@ -45,6 +45,6 @@ __all__ = [
     "coverage_cutoff", "merge", "tile", "top_k", "write_universe",
     "condition_tokens", "feature_medians", "fragment_matrix", "pretokenize",
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
-    "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix",
+    "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix", "write_mixture",
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
 ]

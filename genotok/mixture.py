@@ -8,8 +8,10 @@ is, for each epoch, a sequence of ``len(mixture)`` draws:
    holds each corpus's share to within one draw. The weights are made integers ``a_k / D``
    (exact fractions: 0.5, 0.3, 0.2 become 5, 3, 2 of 10), and a *window* of ``window`` draws, a
    multiple of ``D``, holds exactly ``a_k * window / D`` draws of corpus ``k``.
-2. **Shuffled within each window** by ``(seed, epoch)``: the order changes every epoch, the
-   counts of every window stay exact.
+   A window that is not a multiple of ``D`` is refused: no shuffle of a shorter window could
+   hold the weights exactly (1:1 weights over a window of 3 would give 2:1 and 1:2).
+2. **Shuffled within each window** by ``(seed, epoch, window)``: the order changes every
+   epoch, the counts of every window stay exact.
 3. **Which record.** Corpus ``k`` is read as an endless stream of passes, each pass a
    permutation of its records fixed by ``(seed, k, pass)`` (records ranked by a hash; in
    order with ``shuffle=False``); the mixture's ``c``-th draw of corpus ``k`` in epoch ``e`` is draw
@@ -20,6 +22,17 @@ is, for each epoch, a sequence of ``len(mixture)`` draws:
 ``max_k ceil(n_k / w_k)`` draws (the corpus with the largest size per weight sets it; smaller
 shares are repeated, each repeat in a fresh order). Give ``length=`` for another size (e.g. a
 fixed number of draws per epoch, where large corpora are seen in parts over several epochs).
+
+**Memory.** Nothing is made per epoch: the interleave repeats every ``D`` draws (after ``D``
+draws each corpus has exactly its ``a_k``), so draw ``i``'s corpus and its number within that
+corpus come from one period of ``D`` slots, and a window is shuffled (and its records looked
+up) when it is read, one window at a time. An epoch of 10^8 draws, or ``length=2**40``, costs
+what one window costs; only :meth:`Mixture.epoch_lengths` (the whole epoch at once) is bounded
+(:data:`MAX_EAGER`).
+
+**On disk.** :func:`write_mixture` writes a run folder's ``mixture.json`` (the datasets by path
+relative to the folder, their fingerprints, the weights and the seed); ``mix(run_folder)``
+opens it with the same draws as ``mix(paths, weights, seed)``.
 
 Everything is a function of ``(corpora, weights, seed, length, window, shuffle, epoch)``: a
 mixture is elastic and resumable exactly as a single corpus (the loaders' state is the epoch
@@ -33,22 +46,25 @@ token budgets are refused).
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 
+from ._io import atomic_write, is_url
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .kernels import mixing as _k
 from .kernels.gather import gather as _gather_rows
-from .params import Flag, Integral, Interval, validate
+from .params import Flag, Integral, Interval, check, validate
 from .ragged import Ragged
 
 #: what :func:`mix` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"seed": [Interval(Integral, 0, None)],
+CONSTRAINTS = {"seed": [Interval(Integral, 0, 2**64 - 1)],  # a uint64: the hashes' seed
                "length": [Interval(Integral, 1, None), None],
                "window": [Interval(Integral, 1, None), None],
                "shuffle": [Flag()]}
@@ -59,6 +75,14 @@ WINDOW = 1024
 BLOCK = 1024
 #: weights are made fractions with denominators up to this (a finer weight is rounded to it)
 MAX_DENOMINATOR = 1 << 20
+#: a window holds at most this many draws (one window is shuffled in memory at a time)
+MAX_WINDOW = 1 << 24
+#: :meth:`Mixture.epoch_lengths` makes one int64 per draw of the epoch: at most this many
+MAX_EAGER = 1 << 27
+#: the record orders of passes kept at once (int64 entries; one pass is always kept)
+PASS_CACHE = 1 << 22
+#: the name of a run folder's mixture file (:func:`write_mixture`)
+MIXTURE_FILE = "mixture.json"
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -78,9 +102,16 @@ def _pass_orders(seed: int, j: int, passes: np.ndarray, size: int) -> np.ndarray
     return np.argsort(keys, axis=1, kind="stable")
 
 
+def _shares(weights: np.ndarray) -> np.ndarray:
+    """Finite positive weights normalised to sum to 1, without overflow: divided by the
+    largest first (``[1.7e308, 1e308]`` sums to inf, ``[0.63, 0.37]`` does not)."""
+    w = np.asarray(weights, dtype=np.float64) / np.max(weights)
+    return w / w.sum()
+
+
 def _integer_weights(weights) -> tuple[np.ndarray, int]:
     """Positive weights as integers ``a`` and their sum ``D``: the shares ``a / D``."""
-    w = [float(x) for x in np.asarray(weights, dtype=np.float64).ravel()]
+    w = [float(x) for x in _shares(np.asarray(weights, dtype=np.float64).ravel())]
     total = sum(w)
     fracs = [Fraction(x / total).limit_denominator(MAX_DENOMINATOR) for x in w]
     den = math.lcm(*(f.denominator for f in fracs))
@@ -116,7 +147,7 @@ class Mixture(Sequence):
     [0, 1, 2, 3]
     """
 
-    def __init__(self, corpora: Sequence[Corpus], weights, *, seed: int = 0,
+    def __init__(self, corpora: Sequence, weights, *, seed: int = 0,
                  length: int | None = None, window: int | None = None, shuffle: bool = True):
         validate({"seed": seed, "length": length, "window": window, "shuffle": shuffle},
                  CONSTRAINTS, "mix")
@@ -137,16 +168,31 @@ class Mixture(Sequence):
                     f"mix: corpus {k} ({getattr(c, 'path', c)}) was tokenized with universe "
                     f"{c.fingerprint[:12]}…, corpus 0 ({getattr(self.corpora[0], 'path', '')}) "
                     f"with {self.corpora[0].fingerprint[:12]}…: their ids mean different regions")
-        self.weights = w / w.sum()
+        self.weights = _shares(w)
         self.seed, self.shuffle = int(seed), bool(shuffle)
         self._a, self._den = _integer_weights(w)
+        den = self._den
         sizes = np.array([len(c) for c in self.corpora], np.int64)
         self.length = int(length) if length is not None else \
-            int(max(-(-int(n) * self._den // int(a)) for n, a in zip(sizes, self._a)))
-        self.window = int(window) if window is not None else self._den * -(-WINDOW // self._den)
+            int(max(-(-int(n) * den // int(a)) for n, a in zip(sizes, self._a)))
+        if window is not None and int(window) % den:
+            shares = ":".join(str(int(x)) for x in self._a)
+            raise GenotokError(
+                f"mix: window={window} cannot hold the weights exactly: they are {shares} in "
+                f"{den} draws, so a window must be a multiple of {den} (e.g. "
+                f"{den * max(1, int(window) // den)}; or leave window=None)")
+        self.window = int(window) if window is not None else den * -(-WINDOW // den)
+        if self.window > MAX_WINDOW and self.window < self.length:
+            raise GenotokError(
+                f"mix: a window of {self.window:,} draws (the weights' grid is {den:,} draws) "
+                f"is shuffled in memory; at most {MAX_WINDOW:,} draws per window: give coarser "
+                "weights or a smaller window")
+        #: what each corpus is called (a run folder's dataset names, else their paths)
+        self.dataset_names = [str(getattr(c, "path", k)) for k, c in enumerate(self.corpora)]
         self.epoch = 0
-        self._slots: tuple | None = None
-        self._cache: tuple | None = None
+        self._period: tuple | None = None
+        self._win: tuple | None = None
+        self._passes: dict = {}
         self._block: tuple | None = None
 
     # -- what a corpus offers the loaders
@@ -191,12 +237,18 @@ class Mixture(Sequence):
                            "over a mixture); epoch_lengths() gives this epoch's lengths")
 
     def epoch_lengths(self) -> np.ndarray:
-        """Tokens of every draw of the current epoch (int64)."""
-        k, r = self._mapping()
+        """Tokens of every draw of the current epoch (int64; at most :data:`MAX_EAGER` draws)."""
+        if self.length > MAX_EAGER:
+            raise GenotokError(f"epoch_lengths: this mixture has {self.length:,} draws per "
+                               f"epoch, more than the {MAX_EAGER:,} it lists at once (8 bytes "
+                               "each): read lengths of a range of draws with get_batch")
         out = np.empty(self.length, np.int64)
-        for j, c in enumerate(self.corpora):
-            sel = k == j
-            out[sel] = c.lengths[r[sel]]
+        for lo in range(0, self.length, self.window):
+            idx = np.arange(lo, min(lo + self.window, self.length))
+            k, r = self.sources(idx)
+            for j, c in enumerate(self.corpora):
+                sel = k == j
+                out[idx[sel]] = c.lengths[r[sel]]
         return out
 
     def __len__(self) -> int:
@@ -206,64 +258,84 @@ class Mixture(Sequence):
         """Choose the epoch whose draws indexing returns (the loaders call it)."""
         self.epoch = int(epoch)
 
-    # -- the draws
-    def _interleave(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(corpus of each slot, its draw number within that corpus, draws per corpus)``:
-        the same for every epoch."""
-        if self._slots is None:
-            kinds = np.empty(self.length, np.int32)
-            _k.interleave(self._a, self._den, kinds)
-            counts = np.bincount(kinds, minlength=len(self.corpora)).astype(np.int64)
-            number = np.empty(self.length, np.int64)
-            for j in range(len(self.corpora)):
+    # -- the draws, one window at a time
+    def _period_slots(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One period of the interleave (it repeats every ``D`` draws): the corpus of each of
+        its slots, the slot's number within that corpus, and the draws per corpus per epoch."""
+        if self._period is None:
+            den, k_n = self._den, len(self.corpora)
+            kinds = np.empty(den, np.int32)
+            _k.interleave(self._a, den, kinds)
+            number = np.empty(den, np.int64)
+            for j in range(k_n):
                 sel = np.flatnonzero(kinds == j)
                 number[sel] = np.arange(sel.size)
-            self._slots = (kinds, number, counts)
-        return self._slots
+            whole, part = divmod(self.length, den)
+            counts = whole * self._a + np.bincount(kinds[:part], minlength=k_n)
+            self._period = (kinds, number, counts.astype(np.int64))
+        return self._period
 
-    def _mapping(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(corpus, record)`` of every draw of the current epoch (cached per epoch)."""
-        if self._cache is not None and self._cache[0] == self.epoch:
-            return self._cache[1]
-        kinds, number, counts = self._interleave()
-        n = self.length
-        if self.shuffle:  # a permutation within each window, from (seed, epoch)
-            rng = np.random.default_rng([self.seed, self.epoch, 0x6D6978])
-            key = (np.arange(n, dtype=np.int64) // self.window << 32) | \
-                rng.integers(0, 1 << 32, n, dtype=np.int64)
-            perm = np.argsort(key, kind="stable")
-        else:
-            perm = np.arange(n, dtype=np.int64)
-        kind = kinds[perm].astype(np.int64)
-        record = np.empty(n, np.int64)
-        for j, c in enumerate(self.corpora):
+    def _window(self, w: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(corpus, record)`` of every draw of window ``w`` of the current epoch (the last
+        window read is kept)."""
+        key = (self.epoch, w)
+        if self._win is not None and self._win[0] == key:
+            return self._win[1]
+        kinds, number, counts = self._period_slots()
+        lo = w * self.window
+        slots = np.arange(lo, min(lo + self.window, self.length), dtype=np.int64)
+        if self.shuffle:  # a permutation within the window, from (seed, epoch, window)
+            rng = np.random.default_rng([self.seed, self.epoch, w, 0x6D6978])
+            slots = slots[rng.permutation(slots.size)]
+        turn, at = np.divmod(slots, self._den)
+        kind = kinds[at].astype(np.int64)
+        record = np.empty(slots.size, np.int64)
+        for j in range(len(self.corpora)):
             sel = np.flatnonzero(kind == j)
-            g = self.epoch * counts[j] + number[perm[sel]]  # draws of corpus j's stream
+            # the draw's number in corpus j's stream: epochs before, periods before, this slot
+            g = self.epoch * counts[j] + turn[sel] * self._a[j] + number[at[sel]]
             record[sel] = self._stream(j, g)
-        self._cache = (self.epoch, (kind, record))
+        self._win = (key, (kind, record))
         return kind, record
 
     def _stream(self, j: int, g: np.ndarray) -> np.ndarray:
         """Record of draws ``g`` of corpus ``j``'s stream of passes."""
         size = len(self.corpora[j])
         passes, at = np.divmod(g, size)
-        if not self.shuffle:
+        if not self.shuffle or g.size == 0:
             return at
-        out = np.empty(g.size, np.int64)
         todo = np.unique(passes)
-        step = max(1, (1 << 22) // size)  # passes ranked at once: at most 4 M keys in memory
-        for a in range(0, todo.size, step):
-            chunk = todo[a:a + step]
-            perms = _pass_orders(self.seed, j, chunk, size)
-            sel = (passes >= chunk[0]) & (passes <= chunk[-1])
-            out[sel] = perms[np.searchsorted(chunk, passes[sel]), at[sel]]
-        return out
+        if todo.size * size > PASS_CACHE:  # many passes of a small corpus: ranked, not kept
+            out = np.empty(g.size, np.int64)
+            step = max(1, PASS_CACHE // size)
+            for a in range(0, todo.size, step):
+                chunk = todo[a:a + step]
+                sel = (passes >= chunk[0]) & (passes <= chunk[-1])
+                perms = _pass_orders(self.seed, j, chunk, size)
+                out[sel] = perms[np.searchsorted(chunk, passes[sel]), at[sel]]
+            return out
+        # a few passes (of a large corpus): kept, the next windows read them again
+        keep = {(j, p) for p in todo.tolist()}
+        missing = np.array([p for p in todo.tolist() if (j, p) not in self._passes], np.int64)
+        if missing.size:
+            if sum(v.size for v in self._passes.values()) + missing.size * size > PASS_CACHE:
+                self._passes = {k: v for k, v in self._passes.items() if k in keep}
+            for p, order in zip(missing.tolist(), _pass_orders(self.seed, j, missing, size)):
+                self._passes[(j, p)] = order
+        perms = np.stack([self._passes[(j, p)] for p in todo.tolist()])
+        return perms[np.searchsorted(todo, passes), at]
 
     def sources(self, indices) -> tuple[np.ndarray, np.ndarray]:
         """``(corpus, record)`` arrays of draws ``indices`` of the current epoch."""
         idx = self._check(indices)
-        kind, record = self._mapping()
-        return kind[idx], record[idx]
+        kind = np.empty(idx.size, np.int64)
+        record = np.empty(idx.size, np.int64)
+        win, local = np.divmod(idx, self.window)
+        for w in np.unique(win).tolist():
+            sel = win == w
+            k, r = self._window(w)
+            kind[sel], record[sel] = k[local[sel]], r[local[sel]]
+        return kind, record
 
     def source(self, i: int) -> tuple[int, int]:
         """``(corpus, record)`` of draw ``i`` of the current epoch."""
@@ -364,7 +436,7 @@ class Mixture(Sequence):
                 c.prefetch(record[kind == j])
 
     def __getstate__(self):  # pickled without the per-epoch arrays (workers rebuild them)
-        return {**self.__dict__, "_slots": None, "_cache": None, "_block": None}
+        return {**self.__dict__, "_period": None, "_win": None, "_passes": {}, "_block": None}
 
     def __repr__(self) -> str:
         shares = ", ".join(f"{w:.3g}" for w in self.weights)
@@ -372,23 +444,178 @@ class Mixture(Sequence):
                 f"per epoch, window {self.window}, seed {self.seed}, epoch {self.epoch})")
 
 
-def mix(corpora, weights, seed: int = 0, *, length: int | None = None,
+# ---------------------------------------------------------------------------------- on disk
+def _mixture_file(run_folder) -> Path:
+    p = Path(run_folder)
+    return p if p.name == MIXTURE_FILE and not p.is_dir() else p / MIXTURE_FILE
+
+
+def _bad(path, why: str) -> GenotokError:
+    return GenotokError(f"{path}: {why} (a mixture file written by genotok.write_mixture: "
+                        '{"format": "genotok-mixture", "version": 1, "seed": …, "weights": '
+                        '{name: weight}, "datasets": [{"name", "path", "fingerprint"}]})')
+
+
+def write_mixture(run_folder, datasets, weights, seed: int = 0) -> Path:
+    """Write ``run_folder/mixture.json``: the datasets, their weights and the seed, so that
+    ``mix(run_folder)`` draws what ``mix(paths, weights, seed)`` draws.
+
+    Parameters
+    ----------
+    run_folder
+        The run's folder (local); the file is written atomically (a temporary name, then
+        renamed), and nothing is written when anything is refused.
+    datasets
+        ``{name: path}`` (or a sequence of paths, named by their folder or file names):
+        outputs of any store that ``Corpus.open`` reads. A path inside ``run_folder`` is
+        written relative to it (the folder can move); others as given (absolute, or a URL).
+    weights
+        ``{name: weight}``, or a sequence in the order of ``datasets``: positive, finite.
+    seed
+        The mixture's seed.
+
+    Returns the file's path. Each dataset is opened (the readers' cheap checks) to record its
+    universe fingerprint; datasets of different universes are refused.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter, mix
+    >>> run = tempfile.mkdtemp()
+    >>> for name, n in (("peaks", 6), ("cells", 3)):
+    ...     with CorpusWriter(os.path.join(run, name + ".gtokc"), vocab_size=9, fingerprint="fp") as w:
+    ...         w.append_batch([[1]] * n)
+    >>> p = write_mixture(run, {"peaks": os.path.join(run, "peaks.gtokc"), "cells": "cells.gtokc"},
+    ...                   {"peaks": 0.6, "cells": 0.4}, seed=7)
+    >>> m = mix(run)
+    >>> m.seed, m.weights.round(2).tolist(), m.dataset_names
+    (7, [0.6, 0.4], ['peaks', 'cells'])
+    """
+    check("seed", seed, CONSTRAINTS["seed"], "write_mixture")
+    folder = Path(run_folder)
+    if is_url(str(run_folder)):
+        raise GenotokError(f"write_mixture: {run_folder}: a run folder on this machine, please "
+                           "(the datasets themselves may be URLs)")
+    if not folder.is_dir():
+        raise GenotokError(f"write_mixture: {run_folder} is not a folder")
+    if isinstance(datasets, Mapping):
+        names, paths = [str(k) for k in datasets], list(datasets.values())
+    else:
+        paths = list(datasets)
+        names = [Path(str(p).rstrip("/")).stem for p in paths]
+    if not names or len(set(names)) != len(names):
+        raise GenotokError(f"write_mixture: datasets need distinct names, got {names}")
+    if isinstance(weights, Mapping):
+        unknown = sorted(set(map(str, weights)) ^ set(names))
+        if unknown:
+            raise GenotokError(f"write_mixture: weights name {sorted(map(str, weights))}, the "
+                               f"datasets are {names}: give one weight per dataset")
+        w = [weights[n] for n in names]
+    else:
+        w = list(weights)
+    w = [_weight(x, f"weights[{n!r}]") for n, x in zip(names, w)]
+    if len(w) != len(names):
+        raise GenotokError(f"write_mixture: {len(names)} datasets and {len(w)} weights")
+    entries = []
+    for name, p in zip(names, paths):
+        s = str(p)
+        if not is_url(s):
+            q = Path(s) if Path(s).is_absolute() else folder / s
+            try:
+                s = q.resolve().relative_to(folder.resolve()).as_posix()
+            except ValueError:  # outside the run folder: kept absolute
+                s = str(q.resolve())
+        corpus = _open_dataset(folder, s, f"write_mixture: dataset {name!r}")
+        entries.append({"name": name, "path": s, "fingerprint": corpus.fingerprint})
+    for e in entries[1:]:
+        if e["fingerprint"] != entries[0]["fingerprint"]:
+            raise UniverseMismatchError(
+                f"write_mixture: dataset {e['name']!r} was tokenized with universe "
+                f"{e['fingerprint'][:12]}…, {entries[0]['name']!r} with "
+                f"{entries[0]['fingerprint'][:12]}…: their ids mean different regions")
+    doc = {"format": "genotok-mixture", "version": 1, "seed": int(seed),
+           "weights": dict(zip(names, w)), "datasets": entries}
+    out = folder / MIXTURE_FILE
+    with atomic_write(out, "w") as fh:
+        json.dump(doc, fh, indent=1)
+    return out
+
+
+def _weight(x, what: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or \
+            not math.isfinite(float(x)) or float(x) <= 0:
+        raise GenotokError(f"write_mixture: {what} must be a finite number > 0, got {x!r}")
+    return float(x)
+
+
+def _open_dataset(folder: Path, path: str, where: str, **open_kwargs):
+    """A mixture's dataset, by its path in the file (relative to the run folder)."""
+    full = path if is_url(path) or Path(path).is_absolute() else str(folder / path)
+    try:
+        return Corpus.open(full, **open_kwargs)
+    except (OSError, GenotokError) as e:
+        raise type(e)(f"{where} ({full}): {e}") if isinstance(e, GenotokError) else \
+            GenotokError(f"{where}: cannot open {full}: {e}") from e
+
+
+def read_mixture(run_folder) -> dict:
+    """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`)."""
+    path = _mixture_file(run_folder)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise GenotokError(f"{run_folder}: no {MIXTURE_FILE} here: write one with "
+                           "genotok.write_mixture (genotok run writes it), or give mix the "
+                           "datasets and their weights") from None
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise _bad(path, f"not a readable JSON file ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != "genotok-mixture":
+        raise _bad(path, "not a genotok mixture")
+    if doc.get("version") != 1:
+        raise _bad(path, f"version {doc.get('version')!r}, this genotok reads version 1")
+    seed = doc.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _bad(path, f"seed {seed!r} is not a whole number in [0, 2**64)")
+    ds, weights = doc.get("datasets"), doc.get("weights")
+    if not isinstance(ds, list) or not ds or not isinstance(weights, dict):
+        raise _bad(path, "'datasets' must be a non-empty list and 'weights' an object")
+    for e in ds:
+        if not isinstance(e, dict) or not all(isinstance(e.get(k), str)
+                                              for k in ("name", "path", "fingerprint")):
+            raise _bad(path, f"dataset entry {str(e)[:80]} lacks a string name, path or "
+                             "fingerprint")
+    names = [e["name"] for e in ds]
+    if len(set(names)) != len(names) or set(weights) != set(names):
+        raise _bad(path, f"the datasets {names} and the weights {sorted(weights)} must name "
+                         "the same, distinct datasets")
+    for n in names:
+        w = weights[n]
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) \
+                or w <= 0:
+            raise _bad(path, f"weight of {n!r} is {w!r}, not a finite number > 0")
+    return doc
+
+
+def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = None,
         window: int | None = None, shuffle: bool = True) -> Mixture:
     """A weighted mixture of corpora, read as one corpus (see :mod:`genotok.mixture`).
 
     Parameters
     ----------
     corpora
-        :class:`~genotok.Corpus` objects or paths (opened with ``Corpus.open``), of one universe.
+        :class:`~genotok.Corpus` objects or paths (opened with ``Corpus.open``, any store),
+        of one universe; or a run folder holding ``mixture.json`` (:func:`write_mixture`,
+        ``genotok run``), whose datasets, weights and seed are then used (give neither
+        ``weights`` nor ``seed``).
     weights
         One positive weight per corpus (normalised).
     seed
-        Fixes every draw (with the epoch).
+        Fixes every draw (with the epoch); 0 when not given.
     length
         Draws per epoch (default: enough to see every corpus whole at least once).
     window
-        Draws over which the weights hold exactly (default: the smallest multiple of the
-        weights' common denominator that is at least 1024).
+        Draws over which the weights hold exactly: a multiple of the weights' common
+        denominator (default: the smallest such multiple that is at least 1024).
     shuffle
         Shuffle within windows and each corpus's passes (``False``: in order, for tests).
 
@@ -407,5 +634,30 @@ def mix(corpora, weights, seed: int = 0, *, length: int | None = None,
     >>> len(m), [int((kinds[:10] == k).sum()) for k in range(3)]  # 5, 3, 2 in every window
     (120, [5, 3, 2])
     """
+    if isinstance(corpora, (str, os.PathLike)):
+        if weights is not None or seed is not None:
+            raise GenotokError(f"mix: {corpora} is a run folder whose mixture.json holds the "
+                               "weights and the seed: give neither (or give mix the datasets "
+                               "themselves)")
+        doc = read_mixture(corpora)
+        folder = _mixture_file(corpora).parent
+        opened = []
+        for e in doc["datasets"]:
+            c = _open_dataset(folder, e["path"], f"mix: dataset {e['name']!r} of "
+                                                  f"{folder / MIXTURE_FILE}")
+            if c.fingerprint != e["fingerprint"]:
+                raise UniverseMismatchError(
+                    f"{folder / MIXTURE_FILE}: dataset {e['name']!r} ({e['path']}) now holds "
+                    f"universe {c.fingerprint[:12]}…, the mixture was written for "
+                    f"{e['fingerprint'][:12]}…: it was re-tokenized since; write the mixture "
+                    "again")
+            opened.append(c)
+        m = Mixture(opened, [doc["weights"][e["name"]] for e in doc["datasets"]],
+                    seed=doc["seed"], length=length, window=window, shuffle=shuffle)
+        m.dataset_names = [e["name"] for e in doc["datasets"]]
+        return m
+    if weights is None:
+        raise GenotokError("mix: give one weight per corpus (or a run folder with mixture.json)")
     opened = [c if not isinstance(c, (str, os.PathLike)) else Corpus.open(c) for c in corpora]
-    return Mixture(opened, weights, seed=seed, length=length, window=window, shuffle=shuffle)
+    return Mixture(opened, weights, seed=0 if seed is None else seed, length=length,
+                   window=window, shuffle=shuffle)

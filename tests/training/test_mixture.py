@@ -244,3 +244,140 @@ def test_a_tiny_corpus_upweighted_is_cheap(tmp_path, paths):
     m = mix([one, paths[0]], [0.5, 0.5], seed=0, length=100_000)  # 50,000 passes of 1 record
     k, r = m.sources(np.arange(len(m)))
     assert (r[k == 0] == 0).all() and int((k == 0).sum()) == 50_000
+
+
+# ------------------------------------------------------------------ issue 43: hostile inputs
+
+
+def test_huge_weights_keep_their_ratio(paths):
+    # [1.7e308, 1e308] summed to inf: every weight became 0 and the draws 50/50
+    m = mix(paths[:2], [1.7e308, 1e308], seed=0, length=10_000)
+    assert np.allclose(m.weights, [1.7 / 2.7, 1 / 2.7]) and np.isfinite(m.weights).all()
+    kinds = m.sources(np.arange(len(m)))[0]
+    assert abs((kinds == 0).mean() - 1.7 / 2.7) < 1e-3
+    tiny = mix(paths[:2], [1.7e-308, 1e-308], seed=0, length=10_000)  # subnormal-ish: same
+    assert np.allclose(tiny.weights, m.weights)
+
+
+def test_a_window_that_cannot_hold_the_weights_is_refused(paths):
+    # 1:1 weights over a window of 3 held 2:1 and 1:2: a window is a multiple of the grid
+    with pytest.raises(GenotokError, match="multiple of 2"):
+        mix(paths[:2], [1, 1], window=3)
+    with pytest.raises(GenotokError, match="multiple of 10"):
+        mix(paths, [0.5, 0.3, 0.2], window=15)
+    m = mix(paths[:2], [1, 1], window=4, length=40)
+    kinds = m.sources(np.arange(40))[0].reshape(-1, 4)
+    assert ((kinds == 0).sum(axis=1) == 2).all()
+
+
+def test_a_seed_beyond_uint64_is_refused_up_front(paths):
+    with pytest.raises(ParameterError, match="seed"):
+        mix(paths, [1, 1, 1], seed=2**64)
+    m = mix(paths, [1, 1, 1], seed=2**64 - 1)  # the largest one reads
+    assert m[0] is not None
+
+
+def test_a_tiny_weight_or_a_huge_length_draws_lazily(paths):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        m = mix(paths[:2], [1, 1e-6], seed=0)  # an epoch of ~10^8 draws (every corpus whole)
+        assert len(m) > 10**7
+        rows = [m[0], m[len(m) - 1], m[len(m) // 2]]
+        big = mix(paths[:2], [1, 1], seed=0, length=2**40)
+        rows += [big[0], big[2**40 - 1]]
+        assert big.get_batch(np.arange(2**39, 2**39 + 64)).data.size > 0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(r.size for r in rows) and peak < 200 * 2**20  # was: gigabytes per epoch
+    with pytest.raises(GenotokError, match="epoch_lengths"):
+        big.epoch_lengths()
+
+
+def test_lazy_windows_keep_exact_counts_and_whole_passes(paths):
+    # the draws of a window are made when read: an epoch read in pieces equals one read whole
+    m = mix(paths, [0.5, 0.3, 0.2], seed=3, window=20)
+    m.set_epoch(2)
+    whole = m.sources(np.arange(len(m)))
+    parts = [m.sources(np.arange(a, min(a + 7, len(m)))) for a in range(0, len(m), 7)]
+    assert (np.concatenate([p[0] for p in parts]) == whole[0]).all()
+    assert (np.concatenate([p[1] for p in parts]) == whole[1]).all()
+
+
+# ------------------------------------------------------------------ issue 41: mixtures on disk
+
+
+def test_write_mixture_then_mix_the_run_folder_draws_the_same(tmp_path):
+    import json
+
+    run = tmp_path / "run"
+    (run / "peaks").mkdir(parents=True)
+    a = _write(run / "peaks" / "p.gtokc", 30, 1)
+    b = _write(tmp_path / "elsewhere.gtokc", 12, 2)
+    out = genotok_write(run, {"peaks": a, "cells": b}, {"peaks": 0.6, "cells": 0.4}, seed=7)
+    doc = json.loads(out.read_text())
+    assert doc == {"format": "genotok-mixture", "version": 1, "seed": 7,
+                   "weights": {"peaks": 0.6, "cells": 0.4},
+                   "datasets": [{"name": "peaks", "path": "peaks/p.gtokc", "fingerprint": "fp"},
+                                {"name": "cells", "path": str(b.resolve()),
+                                 "fingerprint": "fp"}]}
+    on_disk, direct = mix(run), mix([a, b], [0.6, 0.4], seed=7)
+    assert on_disk.identity == direct.identity and on_disk.dataset_names == ["peaks", "cells"]
+    for e in (0, 1):
+        on_disk.set_epoch(e), direct.set_epoch(e)
+        idx = np.arange(len(direct))
+        assert all((x == y).all() for x, y in zip(on_disk.sources(idx), direct.sources(idx)))
+    assert mix(out).identity == direct.identity  # the file itself names the run too
+    moved = tmp_path / "moved"
+    run.rename(moved)  # paths inside the folder are relative: the run folder moves whole
+    assert mix(moved).identity != "" and len(mix(moved)) == len(direct)
+
+
+def test_bad_mixture_files_are_refused(tmp_path, paths):
+    import json
+
+    from genotok import write_mixture
+
+    with pytest.raises(GenotokError, match="no mixture.json"):
+        mix(tmp_path)
+    with pytest.raises(GenotokError, match="neither"):
+        mix(tmp_path, [1])
+    other = _write(tmp_path / "o.gtokc", 3, 9, fingerprint="other")
+    with pytest.raises(UniverseMismatchError):
+        write_mixture(tmp_path, {"a": paths[0], "o": other}, [1, 1])
+    with pytest.raises(GenotokError, match="one weight per dataset"):
+        write_mixture(tmp_path, {"a": paths[0]}, {"b": 1})
+    with pytest.raises(GenotokError, match="> 0"):
+        write_mixture(tmp_path, {"a": paths[0]}, {"a": float("nan")})
+    with pytest.raises(ParameterError):
+        write_mixture(tmp_path, {"a": paths[0]}, [1], seed=2**64)
+    with pytest.raises(GenotokError, match="missing"):
+        write_mixture(tmp_path, {"a": tmp_path / "missing"}, [1])
+    assert not (tmp_path / "mixture.json").exists()  # nothing written by a refusal
+    write_mixture(tmp_path, {"a": paths[0], "b": paths[1]}, [1, 2], seed=3)
+    f = tmp_path / "mixture.json"
+    good = json.loads(f.read_text())
+    for bad, match in (({**good, "format": "x"}, "not a genotok mixture"),
+                       ({**good, "version": 2}, "version"),
+                       ({**good, "seed": -1}, "seed"),
+                       ({**good, "weights": {"a": 1}}, "same"),
+                       ({**good, "weights": {"a": 1, "b": "2"}}, "weight of 'b'"),
+                       ({**good, "datasets": [{"name": "a"}]}, "lacks")):
+        f.write_text(json.dumps(bad))
+        with pytest.raises(GenotokError, match=match):
+            mix(tmp_path)
+    f.write_text("{not json")
+    with pytest.raises(GenotokError, match="JSON"):
+        mix(tmp_path)
+    f.write_text(json.dumps({**good, "datasets": [{**good["datasets"][0], "fingerprint": "zz"},
+                                                  good["datasets"][1]]}))
+    with pytest.raises(UniverseMismatchError, match="re-tokenized"):
+        mix(tmp_path)
+
+
+def genotok_write(*args, **kwargs):
+    from genotok import write_mixture
+
+    return write_mixture(*args, **kwargs)
