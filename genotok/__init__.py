@@ -22,6 +22,7 @@ from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, i
 from .mixture import mix, write_mixture
 from . import presets
 from .pipeline import RunOptions, pretokenize
+from .runfile import Pipeline
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, FragmentOptions, Log1p,
@@ -47,4 +48,5 @@ __all__ = [
     "AnnDataOptions", "Bins", "CellSpec", "FragmentOptions", "Log1p", "Normalize",
     "RankByMedian", "RunOptions", "CellSource", "SourceError", "register_source", "mix", "write_mixture",
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
+    "Pipeline",
 ]

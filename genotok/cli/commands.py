@@ -253,6 +253,25 @@ def cmd_pretokenize(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from ..runfile import Pipeline, RunFileError
+
+    try:
+        pipeline = Pipeline.from_toml(args.file)
+    except RunFileError as exc:  # the file is the command line's argument: a usage error
+        raise UsageError(str(exc)) from None
+    if args.dry_run:
+        print(pipeline.plan())
+        return 0
+    summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
+    with summary_to_stderr:
+        try:
+            pipeline.run(overwrite=args.overwrite, progress=not args.quiet)
+        except RunFileError as exc:  # another run file's run in out
+            raise UsageError(str(exc)) from None
+    return 0
+
+
 def cmd_info(args) -> int:
     corpus, single = _open_any(args.path)
     if single is not None:
