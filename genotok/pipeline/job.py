@@ -110,6 +110,8 @@ class Job:
 
     def __init__(self, batches: Batches, journal: dict, bar=None):
         self.batches, self.journal, self.bar = batches, journal, bar
+        #: the files the journal's batches wrote (a batch claiming one of them is refused)
+        self._files = {f for d in journal["done"].values() for f in d.get("files") or ()}
 
     @property
     def tokenizer(self):
@@ -147,12 +149,12 @@ class Job:
         if not isinstance(entry, dict) or not isinstance(entry.get("files"), list):
             raise PipelineError(f"{self.out}: an executor recorded batch {b} with an entry that "
                                 f"is not a batch's result ({type(entry).__name__})")
-        taken = {f for d in self.journal["done"].values() for f in d.get("files") or ()}
-        clash = sorted(taken.intersection(entry["files"]))
+        clash = sorted(self._files.intersection(entry["files"]))
         if clash:
             raise PipelineError(f"{self.out}: an executor recorded batch {b} with files another "
                                 f"batch wrote ({clash[:3]}): each batch has parts of its own")
         self.batches.record(self.journal, b, entry)
+        self._files.update(entry["files"])
         if self.bar is not None:
             self.bar.update(len(self.batches.batches[b]))
 
