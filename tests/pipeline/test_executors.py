@@ -128,3 +128,32 @@ def test_dask_resumes_after_its_driver_is_killed():
     pytest.importorskip("dask.distributed")
     with DaskExecutor(address="local", n_workers=2) as ex:
         assert check_executor(ex, n_files=4) == {"worker_killed": True, "driver_killed": True}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning",
+                            "ignore::UserWarning")
+def test_an_s3_output_is_the_same_on_every_executor(tmp_path, monkeypatch):
+    """The journal and the upload stay in the driver: an s3:// output written through Dask
+    workers is the serial run's, object for object."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    distributed = pytest.importorskip("dask.distributed")
+    from tests._s3 import moto_s3
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
+    tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    with moto_s3("bkt") as server:
+        so = {"key": "testing", "secret": "testing",
+              "client_kwargs": {"endpoint_url": server[0], "region_name": "us-east-1"}}
+        peaks = genotok.examples_dir() / "peaks"
+        pretokenize(peaks, tok, "s3://bkt/serial", progress=False,
+                    options=RunOptions(files_per_shard=2, storage_options=so, hash="sha256"))
+        with distributed.Client(processes=False, n_workers=2, threads_per_worker=1,
+                                dashboard_address=None) as client:
+            pretokenize(peaks, tok, "s3://bkt/dask", progress=False,
+                        options=RunOptions(files_per_shard=2, storage_options=so,
+                                           hash="sha256", executor=DaskExecutor(client)))
+        a = genotok.Corpus.open("s3://bkt/serial", storage_options=so)
+        b = genotok.Corpus.open("s3://bkt/dask", storage_options=so)
+        assert a.names == b.names and a.to_ragged() == b.to_ragged() and len(b) == 5

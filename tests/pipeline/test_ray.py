@@ -125,3 +125,20 @@ def test_ray_resumes_after_its_driver_is_killed(local_ray):
     report = check_executor(RayExecutor(num_workers=2), n_files=4,
                             driver_options={"address": address, "num_workers": 2})
     assert report == {"worker_killed": True, "driver_killed": True}
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::ResourceWarning")
+def test_a_run_file_on_ray_gives_the_serial_records(local_ray, tok, tmp_path):
+    from genotok.runfile import Pipeline
+
+    d = _many_files(tmp_path, n=5)
+    text = (f'[run]\nout = "{{}}"\nfiles_per_shard = 2\n{{}}\n[[dataset]]\nname = "p"\n'
+            f'inputs = ["{d}"]\ntokenizer = "{genotok.examples_dir() / "universe.bed"}"\n')
+    (tmp_path / "serial.toml").write_text(text.format("serial", ""))
+    (tmp_path / "ray.toml").write_text(text.format(
+        "ray", 'executor = "ray"\n[run.ray]\naddress = "local"\nnum_workers = 2'))
+    Pipeline.from_toml(tmp_path / "serial.toml").run(progress=False)
+    Pipeline.from_toml(tmp_path / "ray.toml").run(progress=False)
+    assert Corpus.open(tmp_path / "ray" / "p", verify=True).to_ragged() == \
+        Corpus.open(tmp_path / "serial" / "p").to_ragged()
+    assert ray.is_initialized()  # the module's Ray: used, not stopped, by the run
