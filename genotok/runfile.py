@@ -75,7 +75,19 @@ _MAX_BYTES = 1 << 20  # a run file is a page of TOML, not a data file
 
 class RunFileError(GenotokError, ValueError):
     """A run file that cannot run: not TOML, an unknown key, a wrong type, a missing input;
-    the message names the file and the key (``genotok run`` exits with 2)."""
+    the message names the file and the key (``genotok run`` exits with 2).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "run.toml"
+    >>> _ = f.write_text('[run]\\nout = "o"\\nexecutr = "ray"\\n[[dataset]]\\n')
+    >>> try:
+    ...     Pipeline.from_toml(f)
+    ... except RunFileError as exc:
+    ...     print(str(exc).split(": ", 1)[1])
+    [run].executr: unknown key (did you mean 'executor'?); the keys are out, executor, threads, files_per_shard, hash, on_error, validation, storage_options
+    """
 
 
 # ------------------------------------------------------------------------------ the schema
@@ -98,7 +110,11 @@ _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", list: "an 
 
 @dataclass
 class Dataset:
-    """One ``[[dataset]]``: its inputs found, its tokenizer's source, store and cell spec."""
+    """One ``[[dataset]]``: its inputs found, its tokenizer's source, store and cell spec.
+
+    >>> Dataset("peaks", ["a.bed"], "universe.bed").format
+    'corpus'
+    """
 
     name: str
     inputs: list
@@ -110,7 +126,11 @@ class Dataset:
 
 @dataclass
 class PackReport:
-    """What the pack stage wrote: rows, tokens, and their fill (tokens over rows × seq_length)."""
+    """What the pack stage wrote: rows, tokens, and their fill (tokens over rows × seq_length).
+
+    >>> print(PackReport(Path("packed"), 2, 1000, 512, "ffd"))
+    packed 1,000 tokens into 2 rows of at most 512 (ffd, fill 97.7%) -> packed
+    """
 
     out: Path
     n_rows: int
@@ -473,6 +493,20 @@ def pack_mixture(folder: Path, tokenizer, out: Path, *, seq_length: int, strateg
     its segment ids as its value channel, and a ``segments`` column lists, per segment, the
     draw, the dataset, the record, the offset in the record and the length: the records'
     weights and positions are recoverable (:func:`read_packed`).
+
+    Examples
+    --------
+    >>> import genotok, tempfile
+    >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    >>> d = Path(tempfile.mkdtemp())
+    >>> run = genotok.pretokenize(genotok.examples_dir() / "peaks", tok, d / "peaks",
+    ...                           progress=False)
+    >>> report = pack_mixture(d / "peaks", tok, d / "packed", seq_length=256, mixture=False)
+    >>> report.n_tokens == run.n_tokens, report.n_rows, report.fill > 0.95
+    (True, 13, True)
+    >>> p = read_packed(d / "packed")
+    >>> p["input_ids"].shape, sorted(set(p["record"].tolist()))
+    ((13, 256), [0, 1, 2, 3, 4])
     """
     from .formats.corpus import Corpus
 
@@ -547,6 +581,13 @@ def read_packed(path) -> dict:
     ``pad_token_id``, default 0), ``segment_ids``, ``position_ids``, ``attention_mask``
     (``rows × seq_length``), and per segment ``draw``, ``dataset``, ``record``, ``offset``,
     ``length``, ``row`` and ``weight`` (its dataset's weight in the mixture).
+
+    Examples
+    --------
+    >>> read_packed(Path("no-such-folder"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GenotokError: no-such-folder: not the output of a pack stage ...
     """
     from .formats.corpus import Corpus
 

@@ -174,6 +174,17 @@ class Executor:
     (``type(ex)(**ex.options())``, in another process too: the run file's ``[run.NAME]``
     table). An executor that starts an engine of its own (a local cluster) stops it in
     :meth:`close` (also a ``with`` block).
+
+    Examples
+    --------
+    >>> class InOrder(Executor):
+    ...     name = "in-order"
+    ...     def run(self, job):
+    ...         for b in job.pending():
+    ...             job.record(b, job.task(b)(job.tokenizer))
+    >>> with InOrder() as ex:
+    ...     print(ex, ex.options())
+    InOrder() {}
     """
 
     name: ClassVar[str] = ""

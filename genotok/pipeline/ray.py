@@ -31,7 +31,7 @@ from .plan import PipelineError
 __all__ = ["RayExecutor"]
 
 
-def run_task(task: BatchTask, tokenizer) -> dict:
+def _run_task(task: BatchTask, tokenizer) -> dict:
     """What a Ray worker runs (the tokenizer: from Ray's object store)."""
     return task(tokenizer)
 
@@ -104,7 +104,7 @@ class RayExecutor(Executor):
         if not todo:
             return
         ray = self._ray()
-        remote = ray.remote(num_cpus=1, max_retries=self.max_retries)(run_task)
+        remote = ray.remote(num_cpus=1, max_retries=self.max_retries)(_run_task)
         tok = ray.put(job.tokenizer)
         waiting: dict = {}
         queue = list(reversed(todo))
