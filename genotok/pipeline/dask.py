@@ -23,6 +23,8 @@ an executor at a scheduler you do not control. ``DaskExecutor(address="local")``
 
 from __future__ import annotations
 
+import uuid
+
 from .._optional import require
 from ..params import InstanceOf, Integral, Interval, Real, validate
 from .job import Executor, Job
@@ -139,10 +141,14 @@ def run_batches(client, job: Job) -> None:
     # tokenizer while the scheduler still forgets the first run's copy, and its tasks then
     # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
     tok = client.scatter(job.tokenizer, broadcast=True, hash=False)
+    # task keys of this run's own: a driver killed and started again submits the same batches
+    # while the scheduler may still hold the killed client's tasks under their keys (then
+    # cancelled under the new client's feet when the old client is removed)
+    run = uuid.uuid4().hex[:12]
     futures = {}
     for b in todo:
         task = job.task(b)
-        futures[client.submit(task, tok, key=f"{task.key}-{job.tokenizer.fingerprint[:8]}")] = b
+        futures[client.submit(task, tok, key=f"{task.key}-{run}")] = b
     try:
         for fut in as_completed(futures):
             b = futures.pop(fut)
