@@ -22,6 +22,7 @@ from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, i
 from .mixture import mix, write_mixture
 from . import presets
 from .pipeline import RunOptions, pretokenize
+from .runfile import Pipeline
 from .ragged import Ragged
 from .regions import RegionSet, as_regions
 from .singlecell import (AnnDataOptions, Bins, CellSource, CellSpec, Chunk, Encoding,
@@ -52,4 +53,5 @@ __all__ = [
     "GeneSettings", "GeneTokenizer", "QuantileBins", "presets",
     "Chunk", "Encoding", "ReadOptions", "open_source", "register_encoding", "tokenize_cells",
     "MtxOptions", "SomaOptions", "ZarrOptions",
+    "Pipeline",
 ]

@@ -30,6 +30,7 @@ EXTRAS = {
     "mudata": "mudata",
     "zarr": "zarr",
     "tiledbsoma": "soma",
+    "ray": "ray",
 }
 
 

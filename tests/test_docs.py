@@ -49,7 +49,7 @@ SKIP_MARK = re.compile(r"<!--\s*docs-test:\s*skip\b\s*(?P<reason>.*?)\s*-->")
 RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
 SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\b\s*(?P<reason>.*?)\s*-->")
 #: packages outside the lean ``[test]`` extra: a block needing one skips where it is absent
-OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "matplotlib", "tqdm", "xxhash", "lightning",
+OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "ray", "matplotlib", "tqdm", "xxhash", "lightning",
             "datasets", "huggingface_hub", "fsspec", "s3fs", "transformers", "mudata"}
 #: what a block's language tag says about how it runs
 LANGS = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash",

@@ -36,7 +36,7 @@ def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
         pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", progress=False,
-                    options=RunOptions(client=object()))
+                    options=RunOptions(executor="dask"))
 
 
 def test_return_tensors_pt_without_torch(monkeypatch, tok):

@@ -248,7 +248,7 @@ def _read_options(args):
 
 
 def cmd_pretokenize(args) -> int:
-    from ..pipeline import RunOptions, pretokenize
+    from ..pipeline import DaskExecutor, RunOptions, pretokenize
 
     genes = _gene_run(args)
     tok, cells = genes if genes is not None else (_tokenizer(args), _cell_spec(args))
@@ -266,7 +266,9 @@ def cmd_pretokenize(args) -> int:
                     n_threads=args.threads, on_error=args.on_error, progress=not args.quiet,
                     overwrite=args.overwrite,
                     options=RunOptions(files_per_shard=args.files_per_shard, hash=args.hash,
-                                       client=client, validation=args.validation,
+                                       executor=None if client is None
+                                       else DaskExecutor(client),
+                                       validation=args.validation,
                                        read=_read_options(args)))
     finally:
         summary_to_stderr.__exit__(None, None, None)
@@ -275,6 +277,25 @@ def cmd_pretokenize(args) -> int:
     if not args.quiet:
         print(dataclasses.replace(summary, seconds=time.perf_counter() - args.started),
               file=sys.stderr)
+    return 0
+
+
+def cmd_run(args) -> int:
+    from ..runfile import Pipeline, RunFileError
+
+    try:
+        pipeline = Pipeline.from_toml(args.file)
+    except RunFileError as exc:  # the file is the command line's argument: a usage error
+        raise UsageError(str(exc)) from None
+    if args.dry_run:
+        print(pipeline.plan())
+        return 0
+    summary_to_stderr = contextlib.redirect_stdout(sys.stderr)
+    with summary_to_stderr:
+        try:
+            pipeline.run(overwrite=args.overwrite, progress=not args.quiet)
+        except RunFileError as exc:  # another run file's run in out
+            raise UsageError(str(exc)) from None
     return 0
 
 

@@ -54,6 +54,9 @@ EXAMPLES = {
   genotok decode --universe universe.bed corpus/ --record 0 > record0.bed
   genotok decode --universe universe.bed -o x.bed x.gtok""",
     "verify": "examples:\n  genotok verify corpus/",
+    "run": "examples:\n  genotok run pipeline.toml --dry-run\n  genotok run pipeline.toml"
+           "\n  genotok run pipeline.toml --overwrite   # start again (default: resume)"
+           "\n(the schema: docs/run.md)",
     "export": """examples:
   genotok export corpus/ gtoks/                 # one gtars .gtok per record (a directory)
   genotok export corpus/ tokens.parquet         # Parquet, a row per record
@@ -380,6 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only record I (default: all)")
     out_flag(t, "FILE", "write to FILE instead of stdout")
     overwrite(t)
+
+    t = cmd(sub, "run", "run a run file: its datasets, mixture and pack stage (resumable)",
+            C.cmd_run)
+    t.add_argument("file", metavar="FILE.toml", help="the run file (docs/run.md)")
+    t.add_argument("--dry-run", action="store_true",
+                   help="print the plan (datasets, inputs, tokenizers, outputs); write nothing")
+    overwrite(t, "discard an earlier run in the file's [run].out (default: resume it)")
 
     t = cmd(sub, "verify", "check a corpus: sizes, offsets, ids, checksums", C.cmd_verify)
     t.add_argument("path", help="a corpus file or directory")

@@ -1,4 +1,5 @@
-"""Running :func:`genotok.pipeline.pretokenize` on a Dask cluster (``pip install 'genotok[dask]'``).
+"""Running :func:`genotok.pipeline.pretokenize` on a Dask cluster (``pip install 'genotok[dask]'``):
+:class:`DaskExecutor`.
 
 Each batch of inputs is tokenized on a worker, which writes its own shard straight into the
 output directory (a filesystem every worker sees: NFS, Lustre, a cloud mount); the client only
@@ -16,34 +17,97 @@ journaled, so the scheduler has no reason to run it again.
 Security: Dask sends tasks and results as pickles, and unpickling runs code. A scheduler that
 anyone on the network can reach runs anyone's code on your workers: keep it on a private network
 or start it with TLS and authentication (``distributed.security.Security``), and never point
-``client=`` at a scheduler you do not control.
+an executor at a scheduler you do not control. ``DaskExecutor(address="local")`` starts a
+``LocalCluster`` bound to 127.0.0.1, with no dashboard.
 """
 
 from __future__ import annotations
 
+import uuid
+
 from .._optional import require
-from .batch import Batches, run_batch
+from ..params import InstanceOf, Integral, Interval, Real, validate
+from .job import Executor, Job
+
+__all__ = ["DaskExecutor"]
 
 
-def run_batches(client, job: Batches, journal: dict) -> None:
-    """Submit the batches of ``job`` not yet in ``journal`` to ``client``; record each as it
-    finishes.
+class DaskExecutor(Executor):
+    """The batches on a Dask cluster: ``client`` (a ``dask.distributed.Client``), or
+    ``address``: a scheduler's (``"tcp://host:8786"``), or ``"local"`` (the default) for a ``LocalCluster``
+    of ``n_workers`` processes (one thread each) on 127.0.0.1, started at the first run and
+    stopped by :meth:`close`. A client given is the caller's to close.
 
-    A worker runs :func:`~genotok.pipeline.batch.run_batch` on its batch (with one numba
+    Examples
+    --------
+    >>> DaskExecutor(address="local", n_workers=2)
+    DaskExecutor(address='local', n_workers=2, timeout=30.0)
+    >>> DaskExecutor(object(), address="local")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.pipeline.plan.PipelineError: DaskExecutor: give a client or an address, not both
+    """
+
+    name = "dask"
+    CONSTRAINTS = {"address": [InstanceOf(str), None],
+                   "n_workers": [Interval(Integral, 1, None)],
+                   "timeout": [Interval(Real, 0, None, closed="neither")]}
+
+    def __init__(self, client=None, *, address: str | None = None, n_workers: int = 2,
+                 timeout: float = 30.0):
+        from .plan import PipelineError
+
+        validate({"address": address, "n_workers": n_workers, "timeout": timeout},
+                 self.CONSTRAINTS, "DaskExecutor")
+        if client is not None and address is not None:
+            raise PipelineError("DaskExecutor: give a client or an address, not both")
+        if client is None and address is None:
+            address = "local"
+        self._client, self.address = client, address
+        self.n_workers, self.timeout = int(n_workers), float(timeout)
+        self._cluster = self._own = None
+
+    def options(self) -> dict:
+        if self.address is None:
+            return {"address": self._client.scheduler.address}
+        return {"address": self.address, "n_workers": self.n_workers, "timeout": self.timeout}
+
+    @property
+    def client(self):
+        """The client (connected, or its local cluster started, on first use)."""
+        if self._client is None:
+            distributed = require("dask.distributed", "executor='dask'")
+            if self.address == "local":
+                self._cluster = distributed.LocalCluster(
+                    n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                    host="127.0.0.1", dashboard_address=None)
+                self._client = distributed.Client(self._cluster, timeout=self.timeout)
+            else:
+                self._client = distributed.Client(self.address, timeout=self.timeout)
+            self._own = self._client
+        return self._client
+
+    def run(self, job: Job) -> None:
+        run_batches(self.client, job)
+
+    def close(self) -> None:
+        if self._own is not None:
+            self._own.close()
+            self._own = self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def run_batches(client, job: Job) -> None:
+    """Submit the pending batches of ``job`` to ``client``; record each as it finishes.
+
+    A worker runs the batch's :class:`~genotok.pipeline.job.BatchTask` (with one numba
     thread: the workers are the parallelism) and returns its journal entry; the client records
-    it (:meth:`~genotok.pipeline.batch.Batches.record`: the journal saved, the files uploaded
+    it (:meth:`~genotok.pipeline.job.Job.record`: the journal saved, the files uploaded
     to an object store), in the order the batches finish. A worker's error is raised here,
-    after the batches that finished are recorded.
-
-    Parameters
-    ----------
-    client
-        A ``dask.distributed.Client``.
-    job
-        The run's batches and what they share; its tokenizer is scattered to every worker once.
-    journal
-        The run's journal (its ``"done"`` maps batch numbers, as strings, to entries; batches
-        already there are not submitted).
+    after the batches that finished are recorded. The tokenizer is scattered to every worker
+    once.
 
     Examples
     --------
@@ -53,37 +117,42 @@ def run_batches(client, job: Batches, journal: dict) -> None:
     >>> from pathlib import Path
     >>> from dask.distributed import Client
     >>> from genotok.formats.stores import get_store
+    >>> from genotok.pipeline.batch import Batches
     >>> tok = genotok.Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
     >>> paths = sorted((genotok.examples_dir() / "peaks").iterdir())
-    >>> job = Batches(tok, paths, [[0, 1], [2, 3, 4]], Path(tempfile.mkdtemp()),
-    ...               get_store("corpus"), "fail", "sha256", genotok.CellSpec())
-    >>> journal = {"done": {"0": {"files": ["shard-00000.gtokc"], "records": 2}}}
+    >>> batches = Batches(tok, paths, [[0, 1], [2, 3, 4]], Path(tempfile.mkdtemp()),
+    ...                   get_store("corpus"), "fail", "sha256", genotok.CellSpec())
+    >>> job = Job(batches, {"done": {"0": {"files": ["shard-00000.gtokc"], "records": 2}}})
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore")   # dask's own start-up warnings
     ...     with Client(processes=False, n_workers=1, dashboard_address=None) as client:
-    ...         run_batches(client, job, journal)
-    >>> journal["done"]["1"]["files"], journal["done"]["1"]["records"]
+    ...         run_batches(client, job)
+    >>> job.journal["done"]["1"]["files"], job.journal["done"]["1"]["records"]
     (['shard-00001.gtokc'], 3)
     >>> sorted(p.name for p in job.out.iterdir())
     ['journal.json', 'shard-00001.gtokc']
     """
     as_completed = require("dask.distributed", "running on a Dask cluster").as_completed
 
-    todo = [b for b in range(len(job.batches)) if str(b) not in journal["done"]]
+    todo = job.pending()
     if not todo:
         return
     # a key of its own (hash=False): a run right after another would reuse the key of the same
     # tokenizer while the scheduler still forgets the first run's copy, and its tasks then
     # failed with "lost dependencies" (seen in the kill loop of tests/pipeline/test_recompute.py)
     tok = client.scatter(job.tokenizer, broadcast=True, hash=False)
-    futures = {client.submit(run_batch, tok, job.inputs(b), job.out, b, job.store, 1,
-                             job.on_error, job.algo, job.spec, read=job.read,
-                             key=f"genotok-batch-{b}-{job.tokenizer.fingerprint[:8]}"): b
-               for b in todo}
+    # task keys of this run's own: a driver killed and started again submits the same batches
+    # while the scheduler may still hold the killed client's tasks under their keys (then
+    # cancelled under the new client's feet when the old client is removed)
+    run = uuid.uuid4().hex[:12]
+    futures = {}
+    for b in todo:
+        task = job.task(b)
+        futures[client.submit(task, tok, key=f"{task.key}-{run}")] = b
     try:
         for fut in as_completed(futures):
             b = futures.pop(fut)
-            job.record(journal, b, fut.result())  # re-raises a worker's error
+            job.record(b, fut.result())  # re-raises a worker's error
             # journaled: let the scheduler forget the task, so that it is not run again when
             # the worker holding its result dies (a run again that does start, before this,
             # keeps the shard in place: genotok._io.place_once)

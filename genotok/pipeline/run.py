@@ -18,8 +18,8 @@ Safe against what it reads and against being killed (issue 19):
 
 This module composes the run: the plan (inputs, kinds, batches, settings:
 :mod:`genotok.pipeline.plan`), then the batches (what each becomes:
-:mod:`genotok.pipeline.batch`; run in this process by :mod:`genotok.pipeline.writer`, or on a
-Dask cluster by :mod:`genotok.pipeline.dask`), then the manifest and the summary.
+:mod:`genotok.pipeline.batch`; run by an executor, :mod:`genotok.pipeline.executors`: in this
+process, on Dask or on Ray), then the manifest and the summary.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import ClassVar
 
@@ -41,7 +41,7 @@ from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec
 from . import remote
 from .batch import Batches
-from .dask import run_batches
+from .executors import get_executor
 from .journal import (
     clean_temp_files,
     clean_unjournaled_shards,
@@ -60,8 +60,8 @@ from .plan import (
     read_tuple,
     record_name,
 )
+from .job import Executor, Job
 from .split import SplitStore
-from .writer import run_serial
 
 __all__ = ["RunOptions", "RunSummary", "pretokenize"]
 
@@ -156,9 +156,12 @@ class RunOptions:
         How inputs are fingerprinted in the manifest: ``"xxh3_128"`` (default when xxhash is
         installed; fast) or ``"sha256"`` (for comparing with ``sha256sum``), any hashlib name.
         A resumed run keeps the hash it started with.
-    client
-        A ``dask.distributed.Client``: batches are tokenized on its workers, each writing its
-        own shard; the shards are joined by the manifest (see :mod:`genotok.pipeline.dask`).
+    executor
+        Where the batches run (:mod:`genotok.pipeline.executors`): ``None`` or ``"serial"``
+        (this process, the default), an executor such as ``DaskExecutor(client)`` or
+        ``RayExecutor(address="local", num_workers=4)``, or a registered name (made with its
+        defaults, and closed at the end of the run). Every executor gives the same output,
+        record for record; not part of the plan (a run may resume on another engine).
     validation
         The share of records held out as a validation split (default 0: none), chosen by a
         hash of each record's name, so a record stays on its side when inputs are added
@@ -189,7 +192,7 @@ class RunOptions:
 
     files_per_shard: int = 64
     hash: str | None = None
-    client: object = None
+    executor: Executor | str | None = None
     validation: float = 0.0
     storage_options: dict | None = None
     read: ReadOptions | tuple | None = None
@@ -197,6 +200,7 @@ class RunOptions:
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
                                    "validation": [Interval(Real, 0, 1, closed="left")],
+                                   "executor": [InstanceOf(Executor), InstanceOf(str), None],
                                    "storage_options": [InstanceOf(dict), None],
                                    "read": [InstanceOf(ReadOptions), InstanceOf(tuple, list),
                                             None]}
@@ -206,6 +210,23 @@ class RunOptions:
         object.__setattr__(self, "files_per_shard", int(self.files_per_shard))
         if isinstance(self.read, (tuple, list)):
             object.__setattr__(self, "read", read_tuple(self.read))
+
+    def __repr__(self) -> str:
+        # storage_options hold credentials: their keys are shown, never their values
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.storage_options is not None:
+            shown["storage_options"] = _Masked(self.storage_options)
+        return f"RunOptions({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+class _Masked:
+    """A mapping shown by its keys only: ``{'key': ***, 'secret': ***}``."""
+
+    def __init__(self, mapping: dict):
+        self.keys = list(mapping)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: ***" for k in self.keys) + "}"
 
 
 #: what ``pretokenize`` checks its other keywords against (:mod:`genotok.params`)
@@ -289,7 +310,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         Discard an earlier run in ``out`` (default: resume it).
     options
         The rarely changed settings: :class:`RunOptions` (inputs per shard, the input hash,
-        a Dask client).
+        the executor: this process, Dask, Ray…).
 
     Examples
     --------
@@ -343,17 +364,12 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
         fitted = fit_medians(spec, paths, out, journal, tokenizer, n_threads, batches,
                               on_error, read=opts.read)
-        job = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted, n_threads,
-                      # to an object store: each batch's files are uploaded once journaled
-                      None if url is None else remote.Upload(url, opts.storage_options),
-                      opts.read)
-        if opts.client is not None:
-            run_batches(opts.client, job, journal)
-        else:
-            bar = _progress(len(paths), progress, "pretokenize")
-            run_serial(job, journal, bar)
-            if bar is not None:
-                bar.close()
+        batches_ = Batches(tokenizer, paths, batches, out, store, on_error, algo, fitted,
+                           n_threads,
+                           # to an object store: each batch's files are uploaded once journaled
+                           None if url is None else remote.Upload(url, opts.storage_options),
+                           opts.read)
+        _run_batches(batches_, journal, opts.executor, progress, resumed)
         summary = _finish(out, journal, batches, paths, tokenizer, store, t0)
         summary.skipped_done = resumed
     if url is not None:  # shards, then the manifests; the staging directory goes
@@ -363,6 +379,24 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         print(summary)
     _warn_if_mostly_unknown(summary, tokenizer)
     return summary
+
+
+def _run_batches(batches: Batches, journal: dict, executor, show: bool, resumed: int) -> None:
+    """The pending batches run by the executor; every batch recorded once it returns. An
+    executor made here from a name is closed here."""
+    ex = get_executor(executor)
+    bar = _progress(len(batches.paths), show, "pretokenize")
+    if bar is not None and resumed:
+        bar.update(resumed)
+    job = Job(batches, journal, bar)
+    try:
+        ex.run(job)
+    finally:
+        if bar is not None:
+            bar.close()
+        if ex is not executor:
+            ex.close()
+    job.check_done(ex)
 
 
 def _finish(out: Path, journal: dict, batches, paths, tokenizer, store: Store,

@@ -8,7 +8,8 @@ every registered implementation and on planted broken ones that must fail.
 """
 
 from .encodings import check_encoding
+from .executors import check_executor
 from .sources import check_source
 from .stores import check_store
 
-__all__ = ["check_encoding", "check_source", "check_store"]
+__all__ = ["check_encoding", "check_executor", "check_source", "check_store"]

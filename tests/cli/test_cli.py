@@ -570,12 +570,20 @@ def _gtok_dir(t: Path) -> str:
     return str(t / "gtoks")
 
 
+def _run_file(t: Path, key: str = "tokenizer") -> str:
+    (t / "run.toml").write_text(f'[run]\nout = "out"\n[[dataset]]\nname = "a"\n'
+                                f'inputs = ["{Q}"]\n{key} = "{U}"\n')
+    return str(t / "run.toml")
+
+
 #: command -> (argv of a success, argv of a failure, its exit code, a fragment of its message);
 #: each argv is a function of (a fresh directory, the module's corpus)
 CASES = {
     "pretokenize": (lambda t, c: ["pretokenize", "-q", "--universe", U, "--out", str(t / "p"), Q],
                     lambda t, c: ["pretokenize", "--universe", U, "--out", str(t / "p"),
                                   str(t / "missing.bed")], 1, "missing.bed: no such file"),
+    "run": (lambda t, c: ["run", "-q", _run_file(t)],
+            lambda t, c: ["run", _run_file(t, "tokeniser")], 2, "did you mean 'tokenizer'"),
     "tokenize": (lambda t, c: ["tokenize", "--universe", U, "--summary", Q],
                  lambda t, c: ["tokenize", "--universe", U, "--order", "random", Q], 2,
                  "argument --order: invalid choice"),

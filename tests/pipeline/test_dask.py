@@ -8,7 +8,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 import genotok  # noqa: E402
 from genotok import Corpus, Tokenizer  # noqa: E402
-from genotok.pipeline import RunOptions, pretokenize  # noqa: E402
+from genotok.pipeline import DaskExecutor, RunOptions, pretokenize  # noqa: E402
 
 from .test_pipeline import _many_files  # noqa: E402
 
@@ -25,7 +25,8 @@ def test_local_cluster_equals_single_machine(tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         run = pretokenize(d, tok, tmp_path / "dask", progress=False,
-                          on_error="skip", options=RunOptions(files_per_shard=2, client=client))
+                          on_error="skip",
+                          options=RunOptions(files_per_shard=2, executor=DaskExecutor(client)))
     got = Corpus.open(run.out, expect=tok, verify=True)
     assert got.names == ref.names and got.to_ragged() == ref.to_ragged() and len(got) == 9
     assert run.failed == refrun.failed and run.failed[0]["path"].endswith("f99.bed.gz")
@@ -49,7 +50,7 @@ def test_local_cluster_value_encodings(tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, distributed.Client(cluster) as client:
         run = pretokenize(files, tok, tmp_path / "dask", progress=False, **kw,
-                          options=RunOptions(client=client))
+                          options=RunOptions(executor=DaskExecutor(client)))
     got = Corpus.open(run.out, expect=tok, verify=True)
     assert got.to_ragged(values=True) == ref.to_ragged(values=True)
     assert got.header["extra"] == ref.header["extra"]

@@ -14,7 +14,7 @@ import pytest
 import genotok
 from genotok import Corpus, Tokenizer
 from genotok.formats.stores import get_store
-from genotok.pipeline import RunOptions, pretokenize
+from genotok.pipeline import DaskExecutor, RunOptions, pretokenize
 from genotok.pipeline.batch import run_batch
 
 from .test_pipeline import _many_files
@@ -122,7 +122,8 @@ def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
             def go(out=out, errors=errors):
                 try:
                     pretokenize(d, tok, out, progress=False,
-                                options=RunOptions(files_per_shard=1, client=client))
+                                options=RunOptions(files_per_shard=1,
+                                                   executor=DaskExecutor(client)))
                 except Exception as exc:  # noqa: BLE001 - reported below
                     errors.append(exc)
 
@@ -138,7 +139,8 @@ def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
             assert not t.is_alive()
             if errors:  # a killed worker may fail the run (KilledWorker): a re-run completes it
                 pretokenize(d, tok, out, progress=False,
-                            options=RunOptions(files_per_shard=1, client=client))
+                            options=RunOptions(files_per_shard=1,
+                                               executor=DaskExecutor(client)))
             time.sleep(1.0)  # room for a late recompute's write, after the manifest
             got = Corpus.open(out, expect=tok)
             assert got.verify() == [], f"round {k}"
