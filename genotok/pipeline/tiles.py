@@ -145,12 +145,22 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
                         ".chrom.sizes file of the genome the fragments were aligned to, or "
                         "{chrom: size})")
 
+#: the most bins a tile matrix may have: each one holds ~230 bytes before a fragment is read
+#: and ~340 at the peak (the universe's arrays and sweep, the ``var`` frame's name and
+#: columns; measured: hg38 at 500 bp, 6.06M bins, 2.07 GB), so 2**24 bins (hg38 at 200 bp:
+#: 15.5M) is ~5.7 GB; chromosome sizes from a damaged or crafted header (one 10-Gb contig in
+#: a 57-byte file: 20M bins of 500 bp) are refused here, before anything is allocated
+MAX_TILES = 1 << 24
 #: the tile width's constraint (tile_tokenizer and tile_matrix check it before any tile is made)
 CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
 
 
-def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE):
+def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE,
+                   *, source: str | None = None):
     """A :class:`~genotok.Tokenizer` whose universe is the bins (kept for the next call).
+
+    More than :data:`MAX_TILES` bins is a :class:`~genotok.UniverseError`, raised before a
+    bin is made (naming ``source``, the fragment file whose header gave the sizes, if any).
 
     Examples
     --------
@@ -168,6 +178,14 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     sizes = tuple((c, n) for c, n in read_chrom_sizes(chrom_sizes) if c not in drop)
     if not sizes:
         raise UniverseError("tile_tokenizer: every chromosome of chrom_sizes is excluded")
+    n_bins = sum(-(-int(n) // int(bin_size)) for _, n in sizes)
+    if n_bins > MAX_TILES:
+        where = f"{source}: its header's" if source is not None else "chrom_sizes:"
+        raise UniverseError(f"{where} {len(sizes)} chromosome(s) of {sum(n for _, n in sizes):,} "
+                            f"bp make {n_bins:,} bins of {int(bin_size):,} bp, above the "
+                            f"{MAX_TILES:,} a tile matrix may have (~340 bytes each at the "
+                            "peak); choose a larger bin_size, or give the genome's "
+                            "real sizes as chrom_sizes=")
     key = (sizes, int(bin_size))
     tok = _TILES.get(key)
     if tok is None:
@@ -226,9 +244,10 @@ def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
         "read", read, [InstanceOf(FragmentOptions)], "tile_matrix", error=TypeError)
     if read.mode is None:
         read = FragmentOptions(**{**read.__dict__, "mode": "paired-insertion"})
+    source = None
     if chrom_sizes is None:
-        chrom_sizes = header_chrom_sizes(path)
-    tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms)
+        chrom_sizes, source = header_chrom_sizes(path), os.fspath(path)
+    tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms, source=source)
     return fragment_matrix(path, tok, read=read, use_count=use_count, out=out,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)
 
