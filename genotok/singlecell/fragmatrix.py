@@ -439,6 +439,9 @@ class _Piece:
 
     def __init__(self, chroms: _Names, cells: _Names, cursors: np.ndarray):
         self.ctab, self.btab = _table_copy(chroms.table), _table_copy(cells.table)
+        #: how many names of each table are the file's (with their ids): the rest are
+        #: replaced by the file's before the next scan (:meth:`sync`)
+        self.keep = (chroms.table[-1], cells.table[-1])
         self.cursors = cursors.copy()
         self.nfrag = np.zeros(1, np.int64)
         self.missed = np.zeros((2, 1), np.float64)
@@ -447,8 +450,13 @@ class _Piece:
         self.m = self.lines = 0
         self.status = FS.FRAG_OK
 
-    def scan(self, buf: np.ndarray, n_known: int, n_allow: int, search: tuple) -> None:
-        """Count the whole lines of ``buf`` (lines numbered from 0 in the tables)."""
+    def scan(self, buf: np.ndarray, chroms: _Names, cells: _Names, n_allow: int,
+             search: tuple) -> None:
+        """Count the whole lines of ``buf`` (lines numbered from 0 in the tables), the
+        tables first made the file's again (on this thread: the file's are not changed while
+        pieces scan)."""
+        self.sync(chroms, cells)
+        n_known = chroms.n_known
         pos, line, m, status = 0, 0, 0, FS.FRAG_OK
         while pos < buf.size and status == FS.FRAG_OK:
             self.keys, self.weights, m, self.ctab, self.btab, self.nfrag, self.missed, pos, \
@@ -488,15 +496,17 @@ class _Piece:
             arr[..., ids[keep:]] += moved
             setattr(self, name, arr)
 
-    def sync(self, chroms: _Names, cells: _Names, keep_c: int, keep_b: int) -> None:
-        """Make this piece's tables the file's again: its names from ``keep`` on replaced by
-        the file's (one table's names merged into the other's, nothing counted)."""
-        for attr, names, keep in (("ctab", chroms, keep_c), ("btab", cells, keep_b)):
+    def sync(self, chroms: _Names, cells: _Names) -> None:
+        """Make this piece's tables the file's again: its names from :attr:`keep` on
+        replaced by the file's (one table's names merged into the other's, nothing counted).
+        A piece left idle by small blocks pays for the names it missed only when it scans."""
+        for attr, names, keep in (("ctab", chroms, self.keep[0]), ("btab", cells, self.keep[1])):
             mine = _truncated(getattr(self, attr), keep)
             _, off, _, arena, lines, n = names.table
             if n > keep:
                 mine, _ = FS.merge_names(arena, off, lines, keep, n, 0, *mine)
             setattr(self, attr, mine)
+        self.keep = (chroms.table[-1], cells.table[-1])
 
 
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
@@ -530,14 +540,14 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
         for buf in blocks():
             n = max(1, min(n_threads, buf.size // PIECE_BYTES))
             cuts = _cut(buf, n)
-            args = (chroms.n_known, n_allow, search)
+            args = (chroms, cells, n_allow, search)
             futs = [pool.submit(pieces[i].scan, buf[cuts[i]:cuts[i + 1]], *args)
                     for i in range(1, n)]
             pieces[0].scan(buf[:cuts[1]], *args)
             for f in futs:
                 f.result()
             nc0, nb0 = chroms.table[-1], cells.table[-1]
-            bad, keeps = [], []
+            bad = []
             for p in pieces[:n]:
                 p_c = _first_seen(p.ctab, chroms)
                 _, keep_c = p.merge_into(chroms, p.ctab, nc0, line)
@@ -557,11 +567,9 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                 pairs.fold_if_full(n_cells)
                 if spill is not None and (pairs.nnz + pairs.n_pending) * 16 > spill_bytes:
                     pairs.spill_to(spill, n_cells)  # to disk by buckets of cells, and afresh
-                keeps.append((nc0 + keep_c, nb0 + keep_b))
+                p.keep = (nc0 + keep_c, nb0 + keep_b)
             if bad:
                 raise BedParseError(path, *min(bad))
-            for p, keep in zip(pieces, keeps + [(nc0, nb0)] * (len(pieces) - len(keeps))):
-                p.sync(chroms, cells, *keep)  # every piece learns the block's new names
             if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
                 warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
                 unknown = chroms.names[chroms.n_known:]
