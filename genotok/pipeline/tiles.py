@@ -155,12 +155,23 @@ MAX_TILES = 1 << 24
 CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
 
 
-def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE,
-                   *, source: str | None = None):
+def _check_bins(sizes, bin_size: int, where: str) -> None:
+    """Refuse ``sizes`` (``(chrom, size)`` pairs) that make more than :data:`MAX_TILES` bins
+    of ``bin_size``, before any is made; ``where`` opens the message."""
+    n_bins = sum(-(-int(n) // int(bin_size)) for _, n in sizes)
+    if n_bins > MAX_TILES:
+        raise UniverseError(f"{where} {len(sizes)} chromosome(s) of {sum(n for _, n in sizes):,} "
+                            f"bp make {n_bins:,} bins of {int(bin_size):,} bp, above the "
+                            f"{MAX_TILES:,} a tile matrix may have (~340 bytes each at the "
+                            "peak); choose a larger bin_size, or give the genome's real sizes "
+                            "as chrom_sizes=")
+
+
+def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE):
     """A :class:`~genotok.Tokenizer` whose universe is the bins (kept for the next call).
 
     More than :data:`MAX_TILES` bins is a :class:`~genotok.UniverseError`, raised before a
-    bin is made (naming ``source``, the fragment file whose header gave the sizes, if any).
+    bin is made.
 
     Examples
     --------
@@ -178,14 +189,7 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     sizes = tuple((c, n) for c, n in read_chrom_sizes(chrom_sizes) if c not in drop)
     if not sizes:
         raise UniverseError("tile_tokenizer: every chromosome of chrom_sizes is excluded")
-    n_bins = sum(-(-int(n) // int(bin_size)) for _, n in sizes)
-    if n_bins > MAX_TILES:
-        where = f"{source}: its header's" if source is not None else "chrom_sizes:"
-        raise UniverseError(f"{where} {len(sizes)} chromosome(s) of {sum(n for _, n in sizes):,} "
-                            f"bp make {n_bins:,} bins of {int(bin_size):,} bp, above the "
-                            f"{MAX_TILES:,} a tile matrix may have (~340 bytes each at the "
-                            "peak); choose a larger bin_size, or give the genome's "
-                            "real sizes as chrom_sizes=")
+    _check_bins(sizes, bin_size, "chrom_sizes:")
     key = (sizes, int(bin_size))
     tok = _TILES.get(key)
     if tok is None:
@@ -244,10 +248,13 @@ def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
         "read", read, [InstanceOf(FragmentOptions)], "tile_matrix", error=TypeError)
     if read.mode is None:
         read = FragmentOptions(**{**read.__dict__, "mode": "paired-insertion"})
-    source = None
-    if chrom_sizes is None:
-        chrom_sizes, source = header_chrom_sizes(path), os.fspath(path)
-    tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms, source=source)
+    if chrom_sizes is None:  # untrusted sizes: refused by the file's name when too many bins
+        chrom_sizes = header_chrom_sizes(path)
+        check("bin_size", bin_size, CONSTRAINTS["bin_size"], "tile_matrix")
+        if isinstance(exclude_chroms, (list, tuple, set, frozenset)):
+            _check_bins([(c, n) for c, n in chrom_sizes if c not in set(exclude_chroms)],
+                        bin_size, f"{os.fspath(path)}: its header's")
+    tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms)
     return fragment_matrix(path, tok, read=read, use_count=use_count, out=out,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)
 
