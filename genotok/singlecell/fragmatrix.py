@@ -478,6 +478,8 @@ class _Piece:
     def renumber(self, ids: np.ndarray, n0: int, keep: int, n_cols: int) -> None:
         """Give the cells numbered here from ``n0 + keep`` (new in this block, numbered
         otherwise in the file) their file ids ``ids`` in the pairs and the counters."""
+        if keep == ids.size:  # every new cell has its file id already (the first piece)
+            return
         lo = n0 + keep
         if self.m:
             keys = self.keys[:self.m]

@@ -292,14 +292,6 @@ class FragmentSource(CellSource):
 register_source(FragmentSource)
 
 
-def _fragment_var_map(u):
-    """The cell kernels' map of a count matrix' columns (the universe's regions, then the
-    column of fragments without a hit) to token ids; made once per universe."""
-    ids = np.arange(u.n_regions, dtype=np.int64)
-    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
-    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
-
-
 class _ChunkedSource(_Source):
     """A matrix handed over as CSR row chunks in row order (a count matrix spilled to disk,
     read back a bucket of cells at a time); ``make_chunks()`` starts a pass over them."""
