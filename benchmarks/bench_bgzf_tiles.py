@@ -17,12 +17,24 @@
    Goals (at 50M, 2 threads): tokens >= 10x gtars, within 1.5x of the inflate limit; tile
    matrix >= 5x SnapATAC2 at <= half its peak memory.
 
+3. **Issue 44** (``--peaks 200000 --cells 4000 --fragments 5000000``): the same rows over a
+   universe of ``--peaks`` random 500-bp peaks instead of the tiles, ``fragment_matrix`` on
+   the same file, and htslib's own parallel inflate (``bgzip -@threads -dc > /dev/null``) as
+   the anchor. Goals: tokens >= 10x gtars and <= 1.5x bgzip's inflate; matrices within 1.2x
+   of the tokens.
+4. **muon tiles** (``--skip muon`` to leave out): the real muon PBMC fragment file (367k
+   fragments, 24,508 cells) into 500-bp hg38 tiles (6.06M columns, the AnnData included)
+   against SnapATAC2 (``import_fragments`` + ``add_tile_matrix``), in the interpreter of
+   ``--snapatac2-python`` or this one when it has snapatac2. Goal: >= 5x SnapATAC2.
+
 The generated files go to ``--data`` (default ``/tmp/genotok-bench-bgzf``; never committed):
 the text written by pyarrow's CSV writer a million lines at a time, then ``bgzip`` +
 ``tabix -p bed`` when on ``PATH`` (genotok's own ``write_bgzf`` otherwise, which holds the file
 in memory: fine at 2M, not at 50M), and the one-member gzip by ``isal``'s ``igzip``.
 
     python benchmarks/bench_bgzf_tiles.py --fragments 2000000 --runs 2
+    python benchmarks/bench_bgzf_tiles.py --fragments 5000000 --cells 4000 --peaks 200000 \
+        --runs 1 --skip liver gzip regions
     python benchmarks/bench_bgzf_tiles.py --fragments 50000000 --runs 1 --skip liver \
         --snapatac2-python /work/ciclone/.ci-venv/bin/python
 """
@@ -41,9 +53,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DATA, in_subprocess  # noqa: E402
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+#: ../shared beside the repository, or where ``GENOTOK_SHARED`` says (a worktree's checkout)
+SHARED = Path(os.environ.get("GENOTOK_SHARED", Path(__file__).resolve().parents[2] / "shared")) \
+    / "data" / "real"
 LIVER = SHARED / "scframework" / "homo_sapiens_liver_fragments_sorted_test.bed"
 SIZES = SHARED / "chromsizes" / "hg38.chrom.sizes"
+MUON = SHARED / "muon" / "test_rna_atac_fragments.tsv.gz"
 
 CHILD = """
 import json, sys, time
@@ -69,9 +84,15 @@ tokenize_fragments({warm!r}, tok); genotok.tile_matrix({warm!r}, {sizes!r}, 5000
 """
 
 SETUP_TOKENS = """
-from genotok import FragmentOptions, tile_tokenizer, tokenize_fragments
-tok = tile_tokenizer({sizes!r}, 5000)
+from genotok import FragmentOptions, Tokenizer, fragment_matrix, tile_tokenizer, tokenize_fragments
+tok = tile_tokenizer({sizes!r}, 5000) if {peaks!r} is None else Tokenizer({peaks!r})
 tokenize_fragments({path!r}, tok); tokenize_fragments({warm!r}, tok)  # kernels, BGZF path
+fragment_matrix({warm!r}, tok)
+"""
+
+SETUP_MUON = """
+import genotok
+genotok.tile_matrix({path!r}, {sizes!r}, 500)  # kernels, the tiles and their var frame
 """
 
 # the tile matrix builds its own tiles: no tokenizer held beside it (its peak is its own)
@@ -104,19 +125,55 @@ def run(setup: str, call: str, repeat: int, threads: int) -> dict:
     return json.loads(in_subprocess(code, env).strip().splitlines()[-1])
 
 
-def make_fragments(n: int, out: Path, seed: int = 0) -> tuple[Path, Path]:
+def make_peaks(n: int, out: Path, seed: int = 1) -> Path:
+    """``n`` random 500-bp peaks over chr1..chr22 (sorted, overlaps allowed), reused when
+    present."""
+    path = out / f"peaks{n}.bed"
+    if path.exists():
+        return path
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    sizes = {ln.split()[0]: int(ln.split()[1]) for ln in SIZES.read_text().splitlines()}
+    chroms = [f"chr{i}" for i in range(1, 23)]
+    w = np.array([sizes[c] for c in chroms], float)
+    lines = []
+    for c, k in zip(chroms, rng.multinomial(n, w / w.sum())):
+        for x in np.sort(rng.integers(0, sizes[c] - 1000, k)).tolist():
+            lines.append(f"{c}\t{x}\t{x + 500}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+def time_bgzip(path: Path, threads: int, repeat: int) -> dict:
+    """htslib's own parallel inflate of the file to /dev/null, best of ``repeat``."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("bgzip"):
+        return {}
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        subprocess.run(["bgzip", "-@", str(threads), "-dc", str(path)],
+                       stdout=subprocess.DEVNULL, check=True)
+        best = min(best, time.perf_counter() - t0)
+    return dict(seconds=best, rss=float("nan"), setup=float("nan"))
+
+
+def make_fragments(n: int, out: Path, seed: int = 0, cells: int = 2000) -> tuple[Path, Path]:
     """``n`` fragment lines over chr1..chr22 (sorted), written BGZF (+ .tbi) and one-member
     gzip; reused when present. Written a chunk of lines at a time (50M lines are ~1.5 GB of
     text): never the whole file in memory when ``bgzip``/``tabix`` are there."""
     import shutil
     import subprocess
 
-    bg, gz = out / f"frag{n}.bgzf.tsv.gz", out / f"frag{n}.gzip.tsv.gz"
+    tag = f"{n}" if cells == 2000 else f"{n}x{cells}"
+    bg, gz = out / f"frag{tag}.bgzf.tsv.gz", out / f"frag{tag}.gzip.tsv.gz"
     if bg.exists() and gz.exists():
         return bg, gz
     out.mkdir(parents=True, exist_ok=True)
-    txt = out / f"frag{n}.tsv"
-    _write_text(n, txt, seed)
+    txt = out / f"frag{tag}.tsv"
+    _write_text(n, txt, seed, cells)
     if shutil.which("bgzip") and shutil.which("tabix"):
         with open(str(bg) + ".part", "wb") as fh:
             subprocess.run(["bgzip", "-@", "2", "-c", str(txt)], stdout=fh, check=True)
@@ -134,7 +191,7 @@ def make_fragments(n: int, out: Path, seed: int = 0) -> tuple[Path, Path]:
     return bg, gz
 
 
-def _write_text(n: int, txt: Path, seed: int, chunk: int = 1_000_000) -> None:
+def _write_text(n: int, txt: Path, seed: int, cells: int, chunk: int = 1_000_000) -> None:
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -143,7 +200,7 @@ def _write_text(n: int, txt: Path, seed: int, chunk: int = 1_000_000) -> None:
     chroms = [f"chr{i}" for i in range(1, 23)]
     w = np.array([sizes[c] for c in chroms], float)
     per = rng.multinomial(n, w / w.sum())
-    bcs = np.array([f"{''.join(rng.choice(list('ACGT'), 16))}-1" for _ in range(2000)])
+    bcs = np.array([f"{''.join(rng.choice(list('ACGT'), 16))}-1" for _ in range(cells)])
     opts = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
     with open(str(txt) + ".part", "wb") as fh:
         for c, k in zip(chroms, per):
@@ -174,7 +231,7 @@ for _ in range({repeat}):
     t0 = time.perf_counter()
     ad = snap.pp.import_fragments({path!r}, chrom_sizes=sizes, file=None, min_num_fragments=1,
                                   sorted_by_barcode=False, n_jobs={threads})
-    snap.pp.add_tile_matrix(ad, bin_size=5000, counting_strategy="paired-insertion",
+    snap.pp.add_tile_matrix(ad, bin_size={bin_size}, counting_strategy="paired-insertion",
                             exclude_chroms=None, n_jobs={threads})
     best = min(best, time.perf_counter() - t0)
 print(json.dumps(dict(seconds=best, rss=peak(), setup=setup, shape=list(ad.X.shape),
@@ -182,10 +239,12 @@ print(json.dumps(dict(seconds=best, rss=peak(), setup=setup, shape=list(ad.X.sha
 """
 
 
-def run_snapatac2(python: str, path: Path, repeat: int, threads: int) -> dict:
+def run_snapatac2(python: str, path: Path, repeat: int, threads: int,
+                  bin_size: int = 5000) -> dict:
     import subprocess
 
-    code = SNAPATAC2.format(sizes=str(SIZES), path=str(path), repeat=repeat, threads=threads)
+    code = SNAPATAC2.format(sizes=str(SIZES), path=str(path), repeat=repeat, threads=threads,
+                            bin_size=bin_size)
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     res = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env,
@@ -200,8 +259,11 @@ def main() -> None:
     ap.add_argument("--fragments", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--cells", type=int, default=2000, help="barcodes of the generated file")
+    ap.add_argument("--peaks", type=int, default=0,
+                    help="a universe of this many random 500-bp peaks (0: 5-kb tiles)")
     ap.add_argument("--skip", nargs="*", default=[],
-                    choices=["liver", "bgzf", "gzip", "regions", "gtars"])
+                    choices=["liver", "bgzf", "gzip", "regions", "gtars", "muon"])
     ap.add_argument("--data", type=Path, default=Path("/tmp/genotok-bench-bgzf"),
                     help="where the generated fragment files go (never committed)")
     ap.add_argument("--snapatac2-python", default=None,
@@ -256,10 +318,22 @@ def main() -> None:
         print(f"liver: fragment_matrix / tokens = {t_fm['seconds'] / t_tok['seconds']:.2f} "
               f"(goal <= 2)")
     if "bgzf" not in a.skip:
-        bg, gz = make_fragments(a.fragments, a.data)
-        g = SETUP_TOKENS.format(sizes=str(SIZES), path=str(LIVER), warm=str(warm))
+        bg, gz = make_fragments(a.fragments, a.data, cells=a.cells)
+        peaks = str(make_peaks(a.peaks, a.data)) if a.peaks else None
+        if peaks:
+            tiles = Path(peaks)  # gtars' universe too
+        g = SETUP_TOKENS.format(sizes=str(SIZES), path=str(LIVER), warm=str(warm), peaks=peaks)
         t_b = add(f"{a.fragments:,} BGZF: genotok tokenize_fragments", g,
                   f"tokenize_fragments({str(bg)!r}, tok, n_threads={a.threads})")
+        t_fm = add(f"{a.fragments:,} BGZF: genotok fragment_matrix", g,
+                   f"fragment_matrix({str(bg)!r}, tok, n_threads={a.threads})")
+        t_h = time_bgzip(bg, a.threads, a.runs)
+        if t_h:
+            rows.append((f"{a.fragments:,} BGZF: htslib bgzip -@{a.threads} -dc > /dev/null",
+                         t_h, {}))
+            print(f"bgzip -@{a.threads} -dc: {t_h['seconds']:.3f} s; tokens / bgzip = "
+                  f"{t_b['seconds'] / t_h['seconds']:.2f} (goal <= 1.5); fragment_matrix / "
+                  f"tokens = {t_fm['seconds'] / t_b['seconds']:.2f} (goal <= 1.2)", flush=True)
         t_z = t_b if "gzip" in a.skip else add(
             f"{a.fragments:,} one-member gzip: genotok tokenize_fragments", g,
             f"tokenize_fragments({str(gz)!r}, tok, n_threads={a.threads})")
@@ -294,6 +368,22 @@ def main() -> None:
                       f"tokenize_fragment_file({str(bg)!r}, tok)")
             print(f"BGZF: gtars / genotok tokens = {t_g['seconds'] / t_b['seconds']:.2f} "
                   "(goal >= 10 at 50M)")
+    if "muon" not in a.skip and MUON.exists():
+        t_mu = add("muon PBMC: genotok tile_matrix 500 bp (AnnData)",
+                   SETUP_MUON.format(path=str(MUON), sizes=str(SIZES)),
+                   f"genotok.tile_matrix({str(MUON)!r}, {str(SIZES)!r}, 500, "
+                   f"n_threads={a.threads})")
+        python = a.snapatac2_python
+        if python is None:
+            import importlib.util
+
+            python = sys.executable if importlib.util.find_spec("snapatac2") else None
+        if python:
+            r = run_snapatac2(python, MUON, a.runs, a.threads, bin_size=500)
+            rows.append(("muon PBMC: SnapATAC2 import_fragments + add_tile_matrix 500 bp", r,
+                         {}))
+            print(f"muon: SnapATAC2 {r['seconds']:.3f} s, {r['shape']}; SnapATAC2 / genotok "
+                  f"= {r['seconds'] / t_mu['seconds']:.2f} (goal >= 5)", flush=True)
     print("\n| workload | best s | peak RSS MiB | RSS after setup MiB |\n|---|---|---|---|")
     for label, r, _ in rows:
         print(f"| {label} | {r['seconds']:.3f} | {r['rss']:.0f} | {r['setup']:.0f} |")

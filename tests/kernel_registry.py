@@ -437,6 +437,8 @@ COMPARISONS: dict[str, Comparison] = {
                                           tested_in="tests/kernels/test_fragscan.py"),
     "fragscan.add_names": Comparison(covered_by="fragscan.scan_fragments"),
     "fragscan.name_table": Comparison(covered_by="fragscan.scan_fragments"),
+    "fragscan.merge_names": Comparison(oracle=naive_fragments.scan,
+                                       tested_in="tests/singlecell/test_fragscan_pieces.py"),
     "tabix.index_bins": Comparison(
         oracle=naive_fragments.index_bins, inputs=lambda: _sized(_tabix_body),
         make=lambda n, rng: _tabix_body(n, rng), sizes=(10_000, 400_000)),

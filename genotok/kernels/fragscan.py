@@ -304,7 +304,7 @@ _GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
 def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslots, boff,
          bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed, cursors, chrom_ptr,
          starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
-         miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs, fe):
+         miss_col, n_cols, keys, weights, m, found, fs, fe):
     """The line loop of :func:`scan_fragments`. No array is replaced in it (numba would count
     references on every line): when a table, ``found`` or the pair arrays are full it stops
     before the line with a ``_GROW_*`` status and the size it needs, and is called again.
@@ -394,13 +394,8 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                         k = kk
             if k > found.size:
                 return pos, line, m, nc, nb, _GROW_FOUND, k
-        need = k
-        if k and dup_off.size:
-            need = 0
-            for q in range(k):
-                need += dup_off[found[q] + 1] - dup_off[found[q]]
-        if m + need > keys.size:
-            return pos, line, m, nc, nb, _GROW_OUT, need
+        if m + k > keys.size:
+            return pos, line, m, nc, nb, _GROW_OUT, k
         nfrag[cell] += 1
         w = float(cnt) if use_count else 1.0
         row = cell * n_cols
@@ -408,18 +403,11 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
             if miss_col >= 0:  # summed per cell here, not one pair per fragment
                 missed[0, cell] += 1
                 missed[1, cell] += w
-        elif dup_off.size == 0:
+        else:
             for q in range(k):
                 keys[m] = row + found[q]
                 weights[m] = w
                 m += 1
-        else:
-            for q in range(k):
-                t = found[q]
-                for r in range(dup_off[t], dup_off[t + 1]):
-                    keys[m] = row + dup_ids[r]
-                    weights[m] = w
-                    m += 1
         pos = nxt
         line += 1
         done += 1
@@ -430,7 +418,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
 def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_known_chroms,
                    n_allow, nfrag, missed, cursors, chrom_ptr, starts, ends, maxend, ids,
                    min_overlap, frac_q, frac_r, best, mode, left, right, use_count, miss_col,
-                   n_cols, dup_off, dup_ids):
+                   n_cols):
     """Parse, name, search and count up to ``max_lines`` lines of a block from byte ``pos``
     (file line ``line0``); see the module documentation.
 
@@ -441,9 +429,9 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
     (grown here); ``missed`` (2, cells) float64, per cell the count and the summed weight of
     its fragments without a hit (with ``miss_col``; grown here); ``cursors`` (2, n chroms) the search's per-chromosome rows; the sweep arrays
     and thresholds as :func:`genotok.kernels.overlap.overlap` takes them; ``miss_col`` the
-    column of fragments without a hit (-1: none; they are summed in ``missed``); ``dup_off``/``dup_ids`` the identical regions
-    each id stands for (``dup_off.size == 0``: none). Each pair is ``cell * n_cols + column``
-    with its weight. Returns ``(keys, weights, m, ctab, btab, nfrag, missed, pos, line,
+    column of fragments without a hit (-1: none; they are summed in ``missed``). Each pair is
+    ``cell * n_cols + column`` with its weight (a repeated universe line counts as its first
+    occurrence: the sweep's ids are the tokenizer's). Returns ``(keys, weights, m, ctab, btab, nfrag, missed, pos, line,
     status)``: ``pos`` and ``line`` where the next call goes on; on a bad line (``status`` a
     ``FRAG_*`` code) ``line`` is its number and the pairs of the lines before it are in.
     """
@@ -467,8 +455,7 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
             buf, pos, line, max_lines - (line - line0), cslots, coff, chash, carena, cline, nc,
             bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed,
             cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
-            right, use_count, miss_col, n_cols, dup_off, dup_ids, keys, weights, m, found, fs,
-            fe)
+            right, use_count, miss_col, n_cols, keys, weights, m, found, fs, fe)
         if status == _GROW_CHROMS:
             cslots, coff, chash, carena, cline = _grown(cslots, coff, chash, carena, cline, nc,
                                                         need)
@@ -487,3 +474,37 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
             break
     return (keys, weights, m, (cslots, coff, chash, carena, cline, nc),
             (bslots, boff, bhash, barena, bline, nb), nfrag, missed, min(pos, n), line, status)
+
+
+@njit(**NJIT)
+def merge_names(arena, off, lines, lo, hi, base, slots, doff, dhash, darena, dlines, n):
+    """Names ``lo .. hi - 1`` of one table (its ``arena``, ``offsets`` and first ``lines``)
+    looked up in another (:func:`name_table`'s tuple, unpacked), each one it lacks added in
+    that order as first seen at line ``base + lines[i]``: how the tables of the pieces a
+    block was cut into join the file's (in the pieces' order, so a name's id is its first
+    appearance in the file). Returns ``(table, ids)``: ``ids[i - lo]`` the name's id there.
+
+    Examples
+    --------
+    >>> a = add_names(np.frombuffer(b"AC", np.uint8), np.array([0, 1, 2]), *name_table())
+    >>> b = add_names(np.frombuffer(b"C", np.uint8), np.array([0, 1]), *name_table())
+    >>> t, ids = merge_names(a[3], a[1], a[4], 0, 2, 10, *b)
+    >>> ids.tolist(), t[-1], t[4][:2].tolist()
+    ([1, 0], 2, [0, 10])
+    """
+    ids = np.empty(max(hi - lo, 0), np.int64)
+    key = _key(slots)
+    for i in range(lo, hi):
+        a, b = off[i], off[i + 1]
+        h = _hash(arena, a, b, key)
+        c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
+        if c < 0:
+            if not _fits(slots, doff, dhash, darena, n, b - a):
+                slots, doff, dhash, darena, dlines = _grown(slots, doff, dhash, darena, dlines,
+                                                            n, b - a)
+                c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
+            _put(arena, a, b, h, slot, base + lines[i], slots, doff, dhash, darena, dlines, n)
+            c = n
+            n += 1
+        ids[i - lo] = c
+    return (slots, doff, dhash, darena, dlines, n), ids

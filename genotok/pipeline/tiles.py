@@ -145,12 +145,33 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
                         ".chrom.sizes file of the genome the fragments were aligned to, or "
                         "{chrom: size})")
 
+#: the most bins a tile matrix may have: each one holds ~230 bytes before a fragment is read
+#: and ~340 at the peak (the universe's arrays and sweep, the ``var`` frame's name and
+#: columns; measured: hg38 at 500 bp, 6.06M bins, 2.07 GB), so 2**24 bins (hg38 at 200 bp:
+#: 15.5M) is ~5.7 GB; chromosome sizes from a damaged or crafted header (one 10-Gb contig in
+#: a 57-byte file: 20M bins of 500 bp) are refused here, before anything is allocated
+MAX_TILES = 1 << 24
 #: the tile width's constraint (tile_tokenizer and tile_matrix check it before any tile is made)
 CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
 
 
+def _check_bins(sizes, bin_size: int, where: str) -> None:
+    """Refuse ``sizes`` (``(chrom, size)`` pairs) that make more than :data:`MAX_TILES` bins
+    of ``bin_size``, before any is made; ``where`` opens the message."""
+    n_bins = sum(-(-int(n) // int(bin_size)) for _, n in sizes)
+    if n_bins > MAX_TILES:
+        raise UniverseError(f"{where} {len(sizes)} chromosome(s) of {sum(n for _, n in sizes):,} "
+                            f"bp make {n_bins:,} bins of {int(bin_size):,} bp, above the "
+                            f"{MAX_TILES:,} a tile matrix may have (~340 bytes each at the "
+                            "peak); choose a larger bin_size, or give the genome's real sizes "
+                            "as chrom_sizes=")
+
+
 def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE):
     """A :class:`~genotok.Tokenizer` whose universe is the bins (kept for the next call).
+
+    More than :data:`MAX_TILES` bins is a :class:`~genotok.UniverseError`, raised before a
+    bin is made.
 
     Examples
     --------
@@ -168,6 +189,7 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     sizes = tuple((c, n) for c, n in read_chrom_sizes(chrom_sizes) if c not in drop)
     if not sizes:
         raise UniverseError("tile_tokenizer: every chromosome of chrom_sizes is excluded")
+    _check_bins(sizes, bin_size, "chrom_sizes:")
     key = (sizes, int(bin_size))
     tok = _TILES.get(key)
     if tok is None:
@@ -226,8 +248,12 @@ def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
         "read", read, [InstanceOf(FragmentOptions)], "tile_matrix", error=TypeError)
     if read.mode is None:
         read = FragmentOptions(**{**read.__dict__, "mode": "paired-insertion"})
-    if chrom_sizes is None:
+    if chrom_sizes is None:  # untrusted sizes: refused by the file's name when too many bins
         chrom_sizes = header_chrom_sizes(path)
+        check("bin_size", bin_size, CONSTRAINTS["bin_size"], "tile_matrix")
+        if isinstance(exclude_chroms, (list, tuple, set, frozenset)):
+            _check_bins([(c, n) for c, n in chrom_sizes if c not in set(exclude_chroms)],
+                        bin_size, f"{os.fspath(path)}: its header's")
     tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms)
     return fragment_matrix(path, tok, read=read, use_count=use_count, out=out,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)

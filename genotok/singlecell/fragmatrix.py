@@ -371,7 +371,7 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             blocks = _bgzf.region_lines(path, want, n_threads)
             want = None  # the index' lines are the regions' already
         else:
-            blocks = _bgzf.line_blocks(path, block_bytes, n_threads)
+            blocks = _bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads)
     elif os.path.getsize(path) <= SYNC_BYTES:
         blocks = _blocks_of_lines(path, block_bytes)
     else:
@@ -387,13 +387,147 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
         blocks.close()
 
 
+#: the inflated bytes of a BGZF file handed over at a time (at most; ``block_bytes`` when
+#: smaller): ``n_threads + 1`` batches inflate ahead, so the blocks in memory stay a few
+#: dozen MB, and fresh 32 MiB buffers cost more in page faults than their inflate (0.42 CPU s
+#: against 0.28 for 8 MiB, the 224 MB of a 5M-fragment file; htslib's bgzip: 0.29)
+BGZF_BATCH = 8 << 20
+#: a block is cut into pieces of at least this many bytes, one a thread (a smaller block is
+#: scanned whole: a hand-over to a thread costs more than so small a scan)
+PIECE_BYTES = 1 << 20
+
+
+def _cut(buf: np.ndarray, n: int) -> list[int]:
+    """``n + 1`` offsets cutting ``buf`` into ``n`` pieces of whole lines (about equal; a
+    piece may be empty when a line is longer than a piece); the last piece ends with ``buf``.
+
+    >>> _cut(np.frombuffer(b"a\\nbb\\nc\\nd", np.uint8), 3)
+    [0, 5, 7, 8]
+    """
+    cuts = [0]
+    for i in range(1, n):
+        at = max(cuts[-1], buf.size * i // n)
+        nl = -1
+        while at < buf.size and nl < 0:
+            window = buf[at:at + (1 << 16)]
+            hit = np.flatnonzero(window == 10)
+            nl = at + int(hit[0]) if hit.size else -1
+            at += window.size
+        cuts.append(buf.size if nl < 0 else nl + 1)
+    return cuts + [buf.size]
+
+
+def _truncated(table: tuple, keep: int) -> tuple:
+    """A name table (:func:`genotok.kernels.fragscan.name_table`) holding its first ``keep``
+    names only: the slots of the later ones emptied (a linear-probing table loses no probe
+    chain of an earlier name when every later one goes)."""
+    slots, off, hashes, arena, lines, n = table
+    if n > keep:
+        head = slots[:-1]  # the last element is the key
+        head[head >= keep] = -1
+    return slots, off, hashes, arena, lines, min(n, keep)
+
+
+def _table_copy(table: tuple) -> tuple:
+    return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in table)
+
+
+class _Piece:
+    """One thread's share of each block: copies of the file's chromosome and barcode tables
+    (ids equal to the file's up to the last merge, names new in this block after them), its
+    own search cursors, per-cell counters (by the file's cell ids) and pair buffers."""
+
+    def __init__(self, chroms: _Names, cells: _Names, cursors: np.ndarray):
+        self.ctab, self.btab = _table_copy(chroms.table), _table_copy(cells.table)
+        #: how many names of each table are the file's (with their ids): the rest are
+        #: replaced by the file's before the next scan (:meth:`sync`)
+        self.keep = (chroms.table[-1], cells.table[-1])
+        self.cursors = cursors.copy()
+        self.nfrag = np.zeros(1, np.int64)
+        self.missed = np.zeros((2, 1), np.float64)
+        self.keys = np.empty(1 << 16, np.int64)
+        self.weights = np.empty(1 << 16, np.float64)
+        self.m = self.lines = 0
+        self.status = FS.FRAG_OK
+
+    def scan(self, buf: np.ndarray, chroms: _Names, cells: _Names, n_allow: int,
+             search: tuple) -> None:
+        """Count the whole lines of ``buf`` (lines numbered from 0 in the tables), the
+        tables first made the file's again (on this thread: the file's are not changed while
+        pieces scan)."""
+        self.sync(chroms, cells)
+        n_known = chroms.n_known
+        pos, line, m, status = 0, 0, 0, FS.FRAG_OK
+        while pos < buf.size and status == FS.FRAG_OK:
+            self.keys, self.weights, m, self.ctab, self.btab, self.nfrag, self.missed, pos, \
+                line, status = FS.scan_fragments(
+                    buf, pos, line, _HIT_SLICE, self.keys, self.weights, m, self.ctab,
+                    self.btab, n_known, n_allow, self.nfrag, self.missed, self.cursors, *search)
+        self.m, self.lines, self.status = m, line, status
+
+    def merge_into(self, names: _Names, mine: tuple, n0: int, base: int) -> tuple:
+        """Add this piece's names new in this block (ids from ``n0``) to the file's table in
+        ``names`` (first seen at ``base`` + their line here); returns ``(ids, keep)``, their
+        file ids and how many of them already have those ids here."""
+        _, off, _, arena, lines, n = mine
+        names.table, ids = FS.merge_names(arena, off, lines, n0, n, base, *names.table)
+        same = ids == np.arange(n0, n0 + ids.size)
+        keep = ids.size if same.all() else int(np.argmin(same))
+        return ids, keep
+
+    def renumber(self, ids: np.ndarray, n0: int, keep: int, n_cols: int) -> None:
+        """Give the cells numbered here from ``n0 + keep`` (new in this block, numbered
+        otherwise in the file) their file ids ``ids`` in the pairs and the counters."""
+        if keep == ids.size:  # every new cell has its file id already (the first piece)
+            return
+        lo = n0 + keep
+        if self.m:
+            keys = self.keys[:self.m]
+            cell = keys // n_cols
+            at = np.flatnonzero(cell >= lo)
+            if at.size:
+                keys[at] = ids[cell[at] - n0] * n_cols + keys[at] % n_cols
+        need = int(ids.max()) + 1 if ids.size else 0
+        for name in ("nfrag", "missed"):
+            arr = getattr(self, name)
+            moved = arr[..., lo:n0 + ids.size].copy()
+            arr[..., lo:] = 0
+            if arr.shape[-1] < need:
+                arr = np.concatenate([arr, np.zeros(arr.shape[:-1] + (need - arr.shape[-1],),
+                                                    arr.dtype)], axis=-1)
+            arr[..., ids[keep:]] += moved
+            setattr(self, name, arr)
+
+    def sync(self, chroms: _Names, cells: _Names) -> None:
+        """Make this piece's tables the file's again: its names from :attr:`keep` on
+        replaced by the file's (one table's names merged into the other's, nothing counted).
+        A piece left idle by small blocks pays for the names it missed only when it scans."""
+        for attr, names, keep in (("ctab", chroms, self.keep[0]), ("btab", cells, self.keep[1])):
+            mine = _truncated(getattr(self, attr), keep)
+            _, off, _, arena, lines, n = names.table
+            if n > keep:
+                mine, _ = FS.merge_names(arena, off, lines, keep, n, 0, *mine)
+            setattr(self, attr, mine)
+        self.keep = (chroms.table[-1], cells.table[-1])
+
+
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
                universe, spill=None, spill_bytes: float = 0, regions=None, n_threads=None,
                sizes=None):
-    """The block loop of :func:`_count`: each block through the kernel, new names decoded,
-    the first bad line raised; ``state`` (``[nfrag, missed]``) is updated in place. With a
-    ``spill``, the pairs go to disk whenever they hold more than ``spill_bytes``."""
-    nfrag, missed = state
+    """The block loop of :func:`_count`: each block cut into pieces of whole lines scanned on
+    ``n_threads`` threads at once (:class:`_Piece`: the kernel releases the GIL), while the
+    next blocks inflate; then, in the pieces' order, their new names join the file's tables
+    (so cells keep the order of first appearance and the ids of a scan on one thread), their
+    pairs the counts; the first bad line raised. ``state`` (``[nfrag, missed]``) is set at
+    the end. With a ``spill``, the pairs go to disk whenever they hold more than
+    ``spill_bytes``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numba
+
+    n_threads = numba.get_num_threads() if n_threads is None else max(int(n_threads), 1)
+    pieces = [_Piece(chroms, cells, cursors) for _ in range(n_threads)]
+    n_cols = search[-1]
     line, warned = 1, False
 
     def blocks():
@@ -403,47 +537,79 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
             raise BedParseError(path, line, f"a line of more than {MAX_LINE_BYTES >> 20} MiB: "
                                 "not a fragment file") from None
 
-    for buf in blocks():
-        pos = 0
-        while pos < buf.size:
-            pairs.keys, pairs.weights, pairs.n_pending, chroms.table, cells.table, nfrag, \
-                missed, pos, line, status = FS.scan_fragments(
-                    buf, pos, line, _HIT_SLICE, pairs.keys, pairs.weights, pairs.n_pending,
-                    chroms.table, cells.table, chroms.n_known, n_allow, nfrag, missed, cursors,
-                    *search)
-            bad = [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
-            if status != FS.FRAG_OK:
-                bad.append((line, _FRAG_MESSAGES[int(status)]))
+    pool = ThreadPoolExecutor(n_threads - 1, "genotok-scan") if n_threads > 1 else None
+    try:
+        for buf in blocks():
+            n = max(1, min(n_threads, buf.size // PIECE_BYTES))
+            cuts = _cut(buf, n)
+            args = (chroms, cells, n_allow, search)
+            futs = [pool.submit(pieces[i].scan, buf[cuts[i]:cuts[i + 1]], *args)
+                    for i in range(1, n)]
+            pieces[0].scan(buf[:cuts[1]], *args)
+            for f in futs:
+                f.result()
+            nc0, nb0 = chroms.table[-1], cells.table[-1]
+            bad = []
+            for p in pieces[:n]:
+                p_c = _first_seen(p.ctab, chroms)
+                _, keep_c = p.merge_into(chroms, p.ctab, nc0, line)
+                ids_b, keep_b = p.merge_into(cells, p.btab, nb0, line)
+                if p_c.size:  # a known chromosome's first line (for the naming hint)
+                    chroms.table[4][p_c] = np.where(chroms.table[4][p_c] < 0, line,
+                                                    chroms.table[4][p_c])
+                p.renumber(ids_b, nb0, keep_b, n_cols)
+                bad += [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
+                if p.status != FS.FRAG_OK:
+                    bad.append((line + p.lines, _FRAG_MESSAGES[int(p.status)]))
+                    break
+                line += p.lines
+                pairs.extend(p.keys[:p.m], p.weights[:p.m])
+                p.m = 0
+                n_cells = len(cells.names) if n_allow < 0 else n_allow
+                pairs.fold_if_full(n_cells)
+                if spill is not None and (pairs.nnz + pairs.n_pending) * 16 > spill_bytes:
+                    pairs.spill_to(spill, n_cells)  # to disk by buckets of cells, and afresh
+                p.keep = (nc0 + keep_c, nb0 + keep_b)
             if bad:
                 raise BedParseError(path, *min(bad))
-            n_cells = len(cells.names) if n_allow < 0 else n_allow
-            pairs.fold_if_full(n_cells)
-            if spill is not None and (pairs.nnz + pairs.n_pending) * 16 > spill_bytes:
-                pairs.spill_to(spill, n_cells)  # to disk by buckets of cells, and afresh
-        if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
-            warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
-            unknown = chroms.names[chroms.n_known:]
-            universe.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1],
-                                         source=path, validate=False))
+            if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
+                warned = True  # the universe's chr-prefix naming hint, as the tokenizer gives it
+                unknown = chroms.names[chroms.n_known:]
+                universe.map_codes(RegionSet(unknown, np.zeros(1, np.int32), [0], [1],
+                                             source=path, validate=False))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    n_cells = len(cells.names) if n_allow < 0 else n_allow
+    nfrag = np.zeros(max(n_cells, 1), np.int64)
+    missed = np.zeros((2, nfrag.size), np.float64)
+    for p in pieces:
+        k = min(p.nfrag.size, nfrag.size)
+        nfrag[:k] += p.nfrag[:k]
+        k = min(p.missed.shape[1], nfrag.size)
+        missed[:, :k] += p.missed[:, :k]
     state[:] = [nfrag, missed]
 
 
+def _first_seen(table: tuple, names: _Names) -> np.ndarray:
+    """The known names (of ``names``' first ``n_known``) a piece's table saw a line of."""
+    return np.flatnonzero(table[4][:names.n_known] >= 0)
+
+
 def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_fragments: int,
-           block_bytes: int, n_threads, miss_column: bool = False, repeats: bool = True,
-           memory_mb: float | None = None, regions=None, sizes=None):
-    """Stream the file; returns ``(names, csr of cells × n_regions, n_fragments)``; with
-    ``miss_column`` a last column counts the fragments none of whose sites/overlaps hit a
-    region (what :func:`genotok.tokenize_fragments` turns into ``<unk>``). ``repeats``: a hit
-    on a repeated universe line also counts in its repeats (a matrix over universe lines);
-    without it only the first occurrence counts (token semantics, as the tokenizer's ids).
+           block_bytes: int, n_threads, memory_mb: float | None = None, regions=None,
+           sizes=None):
+    """Stream the file; returns ``(names, csr of cells × (n_regions + 1), n_fragments)``: the
+    last column counts the fragments none of whose sites/overlaps hit a region (what
+    :func:`genotok.tokenize_fragments` turns into ``<unk>``); a hit on a repeated universe
+    line counts at its first occurrence only (token semantics, as the tokenizer's ids).
 
-    Each block goes through one kernel (:func:`genotok.kernels.fragscan.scan_fragments`:
-    parse, barcode and chromosome tables kept across blocks, the search of each fragment or
-    cut site, the pairs) while the next block is inflated on a thread.
+    Each block is cut into pieces scanned on threads by one kernel
+    (:func:`genotok.kernels.fragscan.scan_fragments`: parse, barcode and chromosome tables,
+    the search of each fragment or cut site, the pairs) while the next blocks inflate
+    (:func:`_scan_file`).
 
-    ``miss_column="obs"``: the fragments without a hit are counted per cell and returned as
-    the fourth item (``None`` otherwise) instead of a column. ``memory_mb``: the counted pairs
-    held in memory (16 bytes each) before they spill to disk
+    ``memory_mb``: the counted pairs held in memory (16 bytes each) before they spill to disk
     (:class:`~genotok.singlecell.spill.RowSpill`); the matrix is then a :class:`_Spilled`
     (read back a bucket of cells at a time; the caller closes it)."""
     if mode not in MODES:
@@ -460,28 +626,22 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
                             "or device); copy the stream to a file first"
                             if os.path.exists(path) else "no such fragment file")
     u, s = tokenizer.universe, tokenizer.settings
-    n_cols = u.n_regions + (miss_column is True)  # "obs": misses counted, not a column
+    n_cols = u.n_regions + 1
     allow = None if barcodes is None else read_barcodes(barcodes)
     chroms = _Names(list(u.chrom_names), "chromosome name")
     cells = _Names([] if allow is None else allow, "barcode")
     n_allow = -1 if allow is None else len(allow)
-    nfrag = np.zeros(max(len(cells.names), 1), np.int64)
-    missed = np.zeros((2, nfrag.size), np.float64)  # per cell: fragments without a hit, weight
     pairs = _PairCounts(n_cols)
     check("memory_mb", memory_mb, [*MEMORY_MB, None], "fragment_matrix")
     spill = None if memory_mb is None else RowSpill(n_cols, rows_per_bucket=SPILL_ROWS)
-    dups = per_universe(u, "dups", lambda u: _dup_map(u.sweep.first)) if repeats else None
-    dup_off, dup_ids = ((np.zeros(0, np.int64),) * 2 if dups is None else
-                        (np.ascontiguousarray(dups.offsets, np.int64),
-                         np.ascontiguousarray(dups.data, np.int64)))
     sw = u.sweep
     cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
     search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
               float(s.min_fraction) if s.fraction_of == "query" else 0.0,
               float(s.min_fraction) if s.fraction_of == "region" else 0.0,
               s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
-              u.n_regions if miss_column else -1, n_cols, dup_off, dup_ids)
-    state = [nfrag, missed]
+              u.n_regions, n_cols)
+    state: list = []
     try:
         _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search, u,
                    spill, 0 if memory_mb is None else memory_mb * 2 ** 20, regions, n_threads,
@@ -494,11 +654,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         pairs.close()
     nfrag, missed = state
     n_cells = len(cells.names) if allow is None else len(allow)
-    if miss_column is True:
-        who = np.flatnonzero(missed[0, :n_cells])
-        pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
-    nfrag = nfrag[:n_cells] if nfrag.size >= n_cells else \
-        np.concatenate([nfrag, np.zeros(n_cells - nfrag.size, np.int64)])
+    who = np.flatnonzero(missed[0, :n_cells])
+    pairs.add(who * n_cols + u.n_regions, missed[1, who], n_cells)
+    nfrag = nfrag[:n_cells]
     names = cells.names[:n_cells]
     keep = np.flatnonzero(nfrag >= min_fragments)
     if spill is not None:
@@ -510,14 +668,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
         if keep.size != n_cells:
             X = X[keep]
     del pairs
-    unknown = None
-    if miss_column == "obs":  # the fragments without a hit, as a count per cell
-        unknown = np.pad(missed[1, :n_cells], (0, max(0, n_cells - missed.shape[1])))
-        unknown = unknown[keep].astype(np.int64)
     if keep.size != n_cells:
         names = [names[i] for i in keep]
         nfrag = nfrag[keep]
-    return names, X, nfrag, unknown
+    return names, X, nfrag
 
 
 __all__ = ["read_barcodes"]

@@ -44,7 +44,7 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     """
     return _count(path, tokenizer, mode="fragment", shift=(0, 0), use_count=use_count,
                   barcodes=barcodes, min_fragments=min_fragments, block_bytes=block_bytes,
-                  n_threads=n_threads, miss_column=True, repeats=False)[:3]
+                  n_threads=n_threads)
 
 
 def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -90,8 +90,7 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
     return _count(path, tokenizer, mode=mode, shift=shift, use_count=use_count,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
-                  miss_column=True, repeats=False, memory_mb=memory_mb,
-                  regions=regions, sizes=sizes)[:3]
+                  memory_mb=memory_mb, regions=regions, sizes=sizes)
 
 
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
@@ -281,14 +280,6 @@ class FragmentSource(CellSource):
 
 
 register_source(FragmentSource)
-
-
-def _fragment_var_map(u):
-    """The cell kernels' map of a count matrix' columns (the universe's regions, then the
-    column of fragments without a hit) to token ids; made once per universe."""
-    ids = np.arange(u.n_regions, dtype=np.int64)
-    hits = Ragged(ids, np.append(np.arange(u.n_regions + 1, dtype=np.int64), u.n_regions))
-    return _var_map_from_hits(hits, u.sweep.rank, u.sweep.ids, u.unk_token_id)
 
 
 class _ChunkedSource(_Source):

@@ -310,7 +310,11 @@ def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=No
             return anndata.read_h5ad(out, backed="r")
         X, unknown = tokenize_cells(src, tok, spec, out=CountMatrix(u), n_threads=n_threads)
         obs["unknown_count"] = unknown
-        return anndata.AnnData(X, obs=obs, var=var)
+        # both indexes are unique by construction (a name table's barcodes; the regions'
+        # names, a repeated line's made unique): AnnData's own check hashes every name again,
+        # three times over 6M tile names (2.5 of 3.1 s of a 500-bp tile matrix)
+        with anndata.settings.override(check_uniqueness=False):
+            return anndata.AnnData(X, obs=obs, var=var)
 
 
 def _joined(parts: list) -> np.ndarray:

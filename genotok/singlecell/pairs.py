@@ -59,6 +59,21 @@ class _PairCounts:
         if self.n_pending > self._limit():
             self.reduce(n_rows)
 
+    def extend(self, keys: np.ndarray, counts: np.ndarray) -> None:
+        """Append pairs to the pending ones (the buffer grown as needed; the caller then
+        calls :meth:`fold_if_full`)."""
+        end = self.n_pending + keys.size
+        if end > self.keys.size:
+            cap = max(end, 2 * self.keys.size)
+            k2 = np.empty(cap, np.int64)
+            k2[:self.n_pending] = self.keys[:self.n_pending]
+            w2 = np.empty(cap, np.float64)
+            w2[:self.n_pending] = self.weights[:self.n_pending]
+            self.keys, self.weights = k2, w2
+        self.keys[self.n_pending:end] = keys
+        self.weights[self.n_pending:end] = counts
+        self.n_pending = end
+
     def fold_if_full(self, n_rows: int) -> None:
         """Start folding when the pending pairs (written into ``keys``/``weights`` by the
         block kernel) passed the bound: on a thread (``add_pairs`` releases the GIL), the

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from genotok import Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import fragscan as FS
-from genotok.singlecell.fragmatrix import MODES, _dup_map
+from genotok.singlecell.fragmatrix import MODES
 
 from ..naive_fragments import scan as oracle_scan
 
@@ -35,15 +35,13 @@ def _table(names):
 
 
 def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_count=False,
-               miss=False, repeats=True, allow=None):
+               miss=False, allow=None):
     """Feed ``text`` as ``_count`` does: blocks cut after the last newline before each cut,
     the rest carried over, each block in calls of ``max_lines`` lines. Returns the oracle's
     ``(pairs, nfrag, barcodes, error_line)``."""
     u, s = tok.universe, tok.settings
     sw = u.sweep
     n_cols = u.n_regions + 1
-    dups = _dup_map(sw.first) if repeats else None
-    dup = (np.zeros(0, np.int64),) * 2 if dups is None else (dups.offsets, dups.data)
     ctab = _table(list(u.chrom_names))
     btab = _table([] if allow is None else allow)
     nfrag = np.zeros(1, np.int64)
@@ -70,7 +68,7 @@ def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_
                 -1 if allow is None else len(allow), nfrag, missed, cursors, sw.chrom_ptr, sw.starts,
                 sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, False,
                 MODES.index(mode), left, right, use_count, u.n_regions if miss else -1,
-                n_cols, *dup)
+                n_cols)
             for k, x in zip(keys[:m].tolist(), w[:m].tolist()):
                 pairs[divmod(k, n_cols)] += x
             if status != FS.FRAG_OK:
@@ -130,24 +128,24 @@ bad = st.sampled_from(["chr1\t5\n", "chr1\tx\t5\tA\n", "chr1\t9\t5\tA\n",
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regions=st.lists(region, min_size=1, max_size=10), lines=st.lists(line, max_size=30),
        dup=st.booleans(), mode=st.sampled_from(MODES), shift=st.sampled_from([(0, 0), (4, -5)]),
-       use_count=st.booleans(), miss=st.booleans(), repeats=st.booleans(),
+       use_count=st.booleans(), miss=st.booleans(),
        allow=st.one_of(st.none(), st.lists(st.sampled_from(["CCC-1", "AAA-1", "NNN-1"]),
                                             unique=True)),
        cuts=st.lists(st.integers(0, 600), max_size=6), max_lines=st.sampled_from([1, 3, 1000]),
        bad_line=st.one_of(st.none(), st.tuples(st.integers(0, 30), bad)))
-def test_scan_matches_the_oracle(regions, lines, dup, mode, shift, use_count, miss, repeats,
-                                 allow, cuts, max_lines, bad_line):
-    if dup:  # a universe line repeated (its counts go to every copy with repeats)
+def test_scan_matches_the_oracle(regions, lines, dup, mode, shift, use_count, miss, allow, cuts,
+                                 max_lines, bad_line):
+    if dup:  # a universe line repeated (a hit counts at its first occurrence)
         regions = regions + regions[:1]
     if bad_line is not None:
         lines = lines[:bad_line[0]] + [bad_line[1]] + lines[bad_line[0]:]
     text = "".join(lines).encode()
     tok = _tok(regions)
     kw = dict(mode=mode, left=shift[0], right=shift[1], use_count=use_count, miss=miss,
-              repeats=repeats, allow=allow)
+              allow=allow)
     got = run_kernel(text, tok, cuts, max_lines, **kw)
     enc = [(c.encode(), s, e) for c, s, e in regions]
-    want = oracle_scan(text, enc, **kw)
+    want = oracle_scan(text, enc, repeats=False, **kw)  # a hit is its first line's id
     assert got[3] == want[3]  # the bad line, if any
     assert got[2] == want[2]  # the barcode table, in order
     assert got[1] == want[1]
@@ -176,8 +174,7 @@ def test_thresholds_match_region_hits(regions, frags, opts):
         sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
         float(s.min_fraction) if s.fraction_of == "query" else 0.0,
         float(s.min_fraction) if s.fraction_of == "region" else 0.0, s.overlap == "best",
-        MODES.index("fragment"), 0, 0, False, -1, u.n_regions + 1, np.zeros(0, np.int64),
-        np.zeros(0, np.int64))
+        MODES.index("fragment"), 0, 0, False, -1, u.n_regions + 1)
     got = Counter(keys[:m].tolist())
     hits = tok.region_hits([(c, a, a + n) for c, a, n in frags]) if frags else None
     want = Counter(hits.data.tolist()) if frags else Counter()

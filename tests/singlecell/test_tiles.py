@@ -149,6 +149,27 @@ def test_chrom_sizes_from_a_contig_header(tmp_path):
 
 
 
+def test_a_header_of_a_huge_contig_is_refused_before_any_bin(tmp_path):
+    """Issue 43 item 18: a 57-byte file whose header declares one 10-Gb contig took memory
+    until the box ran out (20M bins, each a region, a name and a var row); a genome of more
+    bins than MAX_TILES is refused, naming the file, before any is made."""
+    import resource
+
+    from genotok.errors import UniverseError
+    from genotok.pipeline.tiles import MAX_TILES
+
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"##contig=<ID=chr1,length=10000000000>\nchr1\t5\t9\tA-1\t1\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(UniverseError, match=r"f\.tsv: its header's 1 chromosome\(s\) of "
+                                            r"10,000,000,000 bp make 20,000,000 bins of 500"):
+        tile_matrix(p)
+    with pytest.raises(UniverseError, match=rf"chrom_sizes: .* above the {MAX_TILES:,}"):
+        tile_tokenizer({"chr1": 1 << 40}, 500)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 100_000  # KiB
+    assert tile_matrix(p, {"chr1": 1000}, 500).X.sum() == 1  # real sizes: counted
+
+
 @pytest.mark.parametrize("head, match", [
     (b"##contig=<ID=chr1,length=1000>\n##contig=<ID=chr1,length=2000>\n",
      r"f.tsv(.gz)?:2: contig chr1 is listed twice"),  # was both sizes, then an error naming no file
