@@ -56,7 +56,7 @@ def readme_snippets() -> dict[str, str]:
 def run(code: str, cache: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=str(ROOT), _BENCH_LOG=os.path.join(tmp, "log.json"),
-                   GENOTOK_CACHE_DIR=cache or os.path.join(tmp, "cache"),
+                   GENOTOK_KERNEL_CACHE=cache or os.path.join(tmp, "cache"),
                    NUMBA_CACHE_DIR=cache or os.path.join(tmp, "cache"))
         env.pop("GENOTOK_NO_CACHE", None)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
