@@ -77,7 +77,7 @@ def main() -> None:
             arrays = (np.array([c for c, _, _ in fields]),
                       np.array([int(s) for _, s, _ in fields], np.int64),
                       np.array([int(e) for _, _, e in fields], np.int64))
-            regions = [Region(c, int(s), int(e)) for c, s, e in fields]
+            regions = [Region(c, int(s), int(e), None) for c, s, e in fields]
             ours = [tok.encode(str(path)).tolist(), tok.encode(strings).tolist(),
                     tok.encode(arrays).tolist()]
             theirs = [list(gt(str(path))["input_ids"]), list(gt(regions)["input_ids"])]

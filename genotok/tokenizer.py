@@ -22,6 +22,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from . import _config
+from ._small import encode_small
 from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Unknown
@@ -607,6 +608,10 @@ class Tokenizer:
 
     def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
+        # a few regions: no machinery (genotok._small); n_threads is checked by the full path
+        ids = encode_small(self, regions) if n_threads is None else None
+        if ids is not None:
+            return ids
         return self._overlaps([self._regions(regions)], n_threads).ids
 
     def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False,
