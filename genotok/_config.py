@@ -26,6 +26,7 @@ import types
 from collections.abc import Iterator
 
 import numba
+import numpy as np
 from numba.core import caching as _caching
 from numba.core import event as _event
 
@@ -208,3 +209,29 @@ def threads(n: int | None) -> Iterator[int]:
         yield numba.get_num_threads()
     finally:
         numba.set_num_threads(previous)
+
+
+_READY: set = set()
+
+
+def kernel_ready(disp) -> bool:
+    """Whether the numba kernel ``disp`` runs without compiling: compiled or loaded in this
+    process, or in the on-disk cache (its index file is there). False on a new install's first
+    calls, when the tiny-input paths (:mod:`genotok._small`) serve small inputs in plain Python
+    instead of compiling for seconds. Once true, it is remembered (no more ``stat``)."""
+    if disp in _READY:
+        return True
+    ok = bool(disp.signatures)
+    if not ok and _CACHE:
+        index = getattr(getattr(getattr(disp, "_cache", None), "_cache_file", None),
+                        "_index_path", None)
+        ok = index is not None and os.path.exists(index)
+    if ok:
+        _READY.add(disp)
+    return ok
+
+
+def valid_threads(n) -> bool:
+    """Whether ``n`` is a thread count :func:`threads` takes as it is (``None`` or an integer
+    >= 1): the tiny-input paths, which run no kernel, skip the check only then."""
+    return n is None or (isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1)

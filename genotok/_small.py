@@ -14,22 +14,33 @@ the full path: settings other than ``overlap="all"`` without thresholds, ``token
 "bits"`` and the ``gtars`` or ``input`` order; a file that is not plain ASCII BED lines
 (``chrom<TAB>start<TAB>end[<TAB>...]``, no header, no empty line, no carriage return, a start
 not after its end); a chromosome the universe lacks (the full path warns about ``chr`` naming);
-a region string other than ``chrom:start-end`` with plain digits. So every answer equals the
+a region string other than ``chrom:start-end`` with plain digits. Below
+:data:`COLD_REGIONS` lines it also serves larger sets while the overlap kernels are neither
+compiled nor cached (and :func:`genotok.bed.read_file` reads such files through
+:func:`read_plain` while the parse kernel is not): a new install's first calls, the README's
+Quick start, do not wait for numba. So every answer equals the
 full path's (checked against ``tests/naive_tokenizer.py`` by ``tests/test_small.py``).
 """
 
 from __future__ import annotations
 
+import gzip
 import operator
 import os
 import re
 
 import numpy as np
 
+from . import _config
+
 #: the most regions (lines, strings, array rows) a set may have for this path
 MAX_REGIONS = 256
 #: the most bytes of a file this path reads (a longer file takes the full path)
 MAX_BYTES = 32768
+#: the same while the overlap or parse kernels would have to be compiled first (a new
+#: install's first calls: compiling takes seconds, this path milliseconds)
+COLD_REGIONS = 1 << 16
+COLD_BYTES = 4 << 20
 _DIGITS = 15  # a coordinate of at most 15 digits (far inside every parser's bound)
 # region strings chrom:start-end, plain digits, a name without ":", "-", "_" or space
 _STRING_TEXT = r"([!-~]+):([0-9]{1,15})-([0-9]{1,15})"
@@ -49,15 +60,17 @@ def encode_small(tok, regions) -> np.ndarray | None:
     if (s.overlap != "all" or s.min_overlap or s.min_fraction or s.order not in _SORTED
             or s.tokenizer_type != "bits"):
         return None
-    parsed = _parse(regions)
+    cold = not _config.kernel_ready(_overlap_kernel())
+    parsed = _parse(regions, COLD_REGIONS if cold else MAX_REGIONS,
+                    COLD_BYTES if cold else MAX_BYTES)
     if parsed is None:
         return None
     names, starts, ends, from_file = parsed
     u = tok.universe
     code = u.chrom_code
     codes = [code(n) for n in names]
-    if -1 in codes:  # the full path warns about a chr-prefix mismatch
-        return None
+    if max(codes) < 0:  # no name known: the full path warns about a chr-prefix mismatch
+        return None  # (a query on an unknown chromosome: code -1, a key below every row's)
     n = len(codes)
     if from_file and s.order == "gtars" and n > 1:  # gtars sorts a file by (name bytes, start)
         order = sorted(range(n), key=lambda k: (names[k].encode(), starts[k]))
@@ -132,15 +145,22 @@ def _keys(u):
     return keys or None
 
 
-def _parse(obj):
+def _overlap_kernel():
+    """The first kernel a call of the overlap kernels compiles (lazy: kernels import later)."""
+    from .kernels import overlap  # noqa: PLC0415 (the kernels sit on the floor above)
+
+    return overlap._SERIAL[overlap._windows]
+
+
+def _parse(obj, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
     """``(names, starts, ends, from_file)`` as Python lists, or ``None`` (not for this path)."""
     if isinstance(obj, os.PathLike) or isinstance(obj, str) and os.path.exists(obj):
-        return _parse_file(os.fspath(obj))
+        return read_plain(os.fspath(obj), max_regions, max_bytes)
     if isinstance(obj, str):
         one = _region_string(obj)
         return None if one is None else ([one[0]], [one[1]], [one[2]], False)
     if isinstance(obj, list):
-        if not 0 < len(obj) <= MAX_REGIONS or not all(type(x) is str for x in obj):
+        if not 0 < len(obj) <= max_regions or not all(type(x) is str for x in obj):
             return None
         text = "\n".join(obj)
         if _STRINGS.fullmatch(text) is None:
@@ -151,7 +171,7 @@ def _parse(obj):
             return None
         return list(names), starts, ends, False
     if type(obj) is tuple and len(obj) == 3:
-        return _arrays(*obj)
+        return _arrays(*obj, max_regions)
     return None
 
 
@@ -170,13 +190,13 @@ def _number(x: str) -> bool:
     return 0 < len(x) <= _DIGITS and x.isdigit() and x.isascii()
 
 
-def _arrays(chroms, starts, ends):
+def _arrays(chroms, starts, ends, max_regions: int):
     """Three 1-D arrays (names; integer starts and ends) → lists, or ``None``."""
     if not (isinstance(starts, np.ndarray) and isinstance(ends, np.ndarray)
             and isinstance(chroms, np.ndarray)):
         return None
     n = chroms.shape[0] if chroms.ndim == 1 else -1
-    if (not 0 < n <= MAX_REGIONS or starts.shape != (n,) or ends.shape != (n,)
+    if (not 0 < n <= max_regions or starts.shape != (n,) or ends.shape != (n,)
             or starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu"
             or chroms.dtype.kind != "U"):
         return None
@@ -186,20 +206,24 @@ def _arrays(chroms, starts, ends):
     return chroms.tolist(), s, e, False
 
 
-def _parse_file(path: str):
-    """A short plain BED file's regions, or ``None`` (see the module documentation)."""
+def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
+    """``(names, starts, ends, True)`` of a short plain BED file (gzip allowed), or ``None``
+    (see the module documentation): at most ``max_regions`` lines and ``max_bytes`` bytes."""
     try:
         with open(path, "rb") as f:
-            data = f.read(MAX_BYTES + 1)
-    except OSError:
+            data = f.read(max_bytes + 1)
+        if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
+            with gzip.open(path, "rb") as f:
+                data = f.read(max_bytes + 1)
+    except (OSError, EOFError, ValueError):  # damaged gzip: the full path names the problem
         return None
-    if not data or len(data) > MAX_BYTES or not data.isascii() or b"\r" in data or b"\0" in data:
+    if not data or len(data) > max_bytes or not data.isascii() or b"\r" in data or b"\0" in data:
         return None
     if data[-1:] != b"\n":
         data += b"\n"
     lines = data.decode("ascii").split("\n")
     lines.pop()  # after the last newline
-    if len(lines) > MAX_REGIONS:
+    if len(lines) > max_regions:
         return None
     try:
         names, starts, ends = zip(*[line.split("\t", 3)[:3] for line in lines])
