@@ -98,6 +98,11 @@ def main(argv: list[str]) -> None:
                 f"{g} {c:.1f}" for g, c in sorted(groups.items(), key=lambda x: -x[1])))
             for kernel, w, c in sorted(r["compiled"], key=lambda x: -x[2]):
                 print(f"    {c:6.2f} cpu s {w:6.2f} wall s  {kernel}")
+            limit = {"quickstart": 5, "warmup": 30}.get(name)
+            if limit:
+                print(f"GOAL\t{name}, empty kernel cache\t<= {limit} s wall\t{r['wall']:.1f} s "
+                      f"wall, {r['cpu']:.1f} s CPU (load {os.getloadavg()[0]:.1f})\t"
+                      f"{'met' if r['wall'] <= limit else 'NOT met'}", flush=True)
 
 
 if __name__ == "__main__":

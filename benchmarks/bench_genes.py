@@ -46,7 +46,9 @@ sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("GENOTOK_SHARED", ROOT.parent / "shared"))
 REAL = SHARED / "data" / "real"
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import genotok  # noqa: E402
+from _common import goal  # noqa: E402
 from genotok import CellSpec  # noqa: E402
 
 
@@ -209,13 +211,34 @@ def main() -> None:
         rows.append(row)
         print(json.dumps(row))
     print(f"load average: {os.getloadavg()}")
+    for r in rows:
+        if "h5py read s" not in r:
+            continue
+        size = r["file"].replace("synthetic ", "")
+        if r["ratio"] is not None:
+            goal(f"Geneformer V1 preset, {size} h5ad", ">= 20x Geneformer's tokenizer",
+                 f"{r['ratio']:.1f}x ({r['genotok s']:.2f} vs {r['Geneformer s']:.2f} s)",
+                 r["ratio"] >= 20)
+        for key, what in (("genotok / read", "Geneformer V1 preset"), ("scGPT / read", "scGPT "
+                          "preset"), ("pretokenize / read", "pretokenize, Geneformer preset")):
+            goal(f"{what}, {size} h5ad", "within 2x of h5py reading the matrix",
+                 f"{r[key]:.1f}x ({r['h5py read s']:.3f} s read)", r[key] <= 2)
     print("\n| file | genotok | Geneformer's tokenizer | ratio | equal |")
     print("|---|---|---|---|---|")
     for r in rows:
         ref = "skipped" if r["Geneformer s"] is None else f"{r['Geneformer s']:.3f} s"
-        ratio = "" if r["ratio"] is None else f"{r['ratio']:.0f}x"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.1f}x"
         print(f"| {r['file']} | {r['genotok s']:.3f} s | {ref} | {ratio} | "
               f"{r['equal input_ids']} |")
+    for r in rows:
+        if "h5py read s" in r:
+            print("\n| workload | genotok s | h5py read s | genotok / read |\n|---|---|---|---|")
+            for key, what in (("genotok s", "Geneformer V1 preset"), ("scGPT s", "scGPT preset"),
+                              ("pretokenize s", "pretokenize, Geneformer preset"),
+                              ("Geneformer corpus s", "Geneformer preset to a corpus"),
+                              ("plain corpus s", "plain CellSpec() to a corpus")):
+                print(f"| {what} | {r[key]:.3f} | {r['h5py read s']:.3f} | "
+                      f"{r[key] / r['h5py read s']:.1f}x |")
 
 
 if __name__ == "__main__":

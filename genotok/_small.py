@@ -60,7 +60,7 @@ def encode_small(tok, regions) -> np.ndarray | None:
     if (s.overlap != "all" or s.min_overlap or s.min_fraction or s.order not in _SORTED
             or s.tokenizer_type != "bits"):
         return None
-    cold = not _config.kernel_ready(_overlap_kernel())
+    cold = not (_WARM or _warm())
     parsed = _parse(regions, COLD_REGIONS if cold else MAX_REGIONS,
                     COLD_BYTES if cold else MAX_BYTES)
     if parsed is None:
@@ -145,11 +145,17 @@ def _keys(u):
     return keys or None
 
 
-def _overlap_kernel():
-    """The first kernel a call of the overlap kernels compiles (lazy: kernels import later)."""
-    from .kernels import overlap  # noqa: PLC0415 (the kernels sit on the floor above)
+_WARM = False  # the overlap kernels run without compiling (remembered once true)
 
-    return overlap._SERIAL[overlap._windows]
+
+def _warm() -> bool:
+    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.kernel_ready`
+    of the first one a call compiles)."""
+    global _WARM
+    from .kernels import overlap  # noqa: PLC0415 (lazy: the kernels import numba's machinery)
+
+    _WARM = _config.kernel_ready(overlap._SERIAL[overlap._windows])
+    return _WARM
 
 
 def _parse(obj, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
