@@ -155,8 +155,9 @@ class _CompileNotice(_event.Listener):
     def __init__(self) -> None:
         self.shown: set[str] = set()
         self.depth = 0
-        #: top-level compilations of genotok's kernels so far
+        #: top-level compilations of genotok's kernels so far, and their groups
         self.compiled = 0
+        self.groups: set[str] = set()
         #: said after the estimate (``warmup 2/4``), "" for none
         self.context = ""
 
@@ -168,6 +169,7 @@ class _CompileNotice(_event.Listener):
         if not group:
             return
         self.compiled += 1
+        self.groups.add(group)
         if group in self.shown:
             return
         self.shown.add(group)
@@ -235,3 +237,22 @@ def valid_threads(n) -> bool:
     """Whether ``n`` is a thread count :func:`threads` takes as it is (``None`` or an integer
     >= 1): the tiny-input paths, which run no kernel, skip the check only then."""
     return n is None or (isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1)
+
+
+def group_ready(group: str) -> bool:
+    """Whether the kernels of ``group`` (a module of ``genotok.kernels``: ``"overlap"``) run
+    without compiling, as far as a cheap look tells: one of them compiled in this process, or
+    an index file of the group in the kernel cache. Remembered once true."""
+    if group in _READY:
+        return True
+    ok = group in NOTICE.groups
+    if not ok and _CACHE and _CACHE_DIR is not None:
+        src = os.path.join(_PACKAGE_DIR, "kernels", group + ".py")
+        folder = os.path.join(_CACHE_DIR, _KernelCacheLocator.get_suitable_cache_subpath(src))
+        try:
+            ok = any(n.startswith(group + ".") and n.endswith(".nbi") for n in os.listdir(folder))
+        except OSError:  # no cache folder yet
+            ok = False
+    if ok:
+        _READY.add(group)
+    return ok

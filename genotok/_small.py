@@ -149,12 +149,9 @@ _WARM = False  # the overlap kernels run without compiling (remembered once true
 
 
 def _warm() -> bool:
-    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.kernel_ready`
-    of the first one a call compiles)."""
+    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.group_ready`)."""
     global _WARM
-    from .kernels import overlap  # noqa: PLC0415 (lazy: the kernels import numba's machinery)
-
-    _WARM = _config.kernel_ready(overlap._SERIAL[overlap._windows])
+    _WARM = _config.group_ready("overlap")
     return _WARM
 
 

@@ -186,6 +186,15 @@ def _remap_rows(n: int, rng: np.random.Generator):
     return indptr, cols, data, col_new, k, totals, has_totals, out
 
 
+def _quantile_rows(n: int, rng: np.random.Generator):
+    """Rows of small counts (ties), normalised-looking reals and zeros; a bin grid."""
+    indptr, _ = _csr_rows(n, rng)
+    size = int(indptr[-1])
+    data = np.where(rng.random(size) < 0.5, rng.integers(0, 4, size).astype(np.float64),
+                    np.log1p(rng.random(size) * 50))
+    return indptr, data, np.linspace(0, 1, int(rng.integers(2, 12)))
+
+
 def _counts(n: int, rng: np.random.Generator):
     k1 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
     k2 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
@@ -418,6 +427,9 @@ COMPARISONS: dict[str, Comparison] = {
     # a gene vocabulary's column remap: dropped ids, duplicate ids summed, the n_counts sink
     "values.remap_rows": Comparison(oracle=naive_cells.remap_rows,
                                     inputs=lambda: _sized(_remap_rows, 30)),
+    # scGPT's per-cell quantile bins (the edges as numpy.quantile computes them)
+    "values.quantile_bins": Comparison(oracle=naive_cells.quantile_bins,
+                                       inputs=lambda: _sized(_quantile_rows, 30)),
     "values.merge_counts": Comparison(
         oracle=_merge_counts, inputs=lambda: _sized(_counts, 60),
         make=_counts, sizes=(100_000, 1_000_000)),

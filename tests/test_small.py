@@ -126,7 +126,7 @@ def test_larger_sets_while_the_kernels_are_cold(tmp_path, monkeypatch):
     tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", universe))
     path = str(_write(tmp_path / "q.bed", queries))
     assert encode_small(tok, path) is None  # warm: too many lines
-    monkeypatch.setattr(_small._config, "kernel_ready", lambda disp: False)
+    monkeypatch.setattr(_small._config, "group_ready", lambda group: False)
     monkeypatch.setattr(_small, "_WARM", False)
     got = encode_small(tok, path)
     assert got is not None

@@ -342,3 +342,54 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto)
             out_new[j] = sink
             out_val[j] = rests[r]
     return ptr, out_new, out_val, first_bad
+
+
+@njit(**NJIT_PARALLEL)
+def quantile_bins(indptr, data, grid):
+    """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`) without the draw:
+    for each row's positive values ``v`` (float64), the edges are ``numpy.quantile(v, grid)``
+    (method ``linear``, NumPy's arithmetic: index ``(m - 1) * q``, ``a + (b - a) * t``, or
+    ``b - (b - a) * (1 - t)`` from ``t >= 0.5``) and a value gets ``left =
+    searchsorted(edges, v, "right")`` (``numpy.digitize``) and ``right = searchsorted(edges,
+    v, "left")`` (``right=True``); zeros elsewhere. Returns ``(left, right, rows where some
+    right != left)``. The caller has checked that ``indptr`` increases within ``data``."""
+    n_rows = indptr.size - 1
+    left = np.zeros(data.size, np.float64)
+    right = np.zeros(data.size, np.float64)
+    ties = np.zeros(n_rows, np.bool_)
+    for r in prange(n_rows):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        m = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                m += 1
+        if m == 0:
+            continue
+        s = np.empty(m, np.float64)
+        j = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                s[j] = data[k]
+                j += 1
+        s.sort()
+        edges = np.empty(grid.size, np.float64)
+        for i in range(grid.size):
+            virtual = (m - 1) * grid[i]
+            if virtual >= m - 1:
+                edges[i] = s[m - 1]
+                continue
+            p = int(np.floor(virtual))
+            t = virtual - p
+            lo, hi = s[p], s[p + 1]
+            d = hi - lo
+            edges[i] = hi - d * (1 - t) if t >= 0.5 else lo + d * t
+        for k in range(a, b):
+            x = np.float64(data[k])
+            if x > 0:
+                lft = np.searchsorted(edges, x, side="right")
+                rgt = np.searchsorted(edges, x, side="left")
+                left[k] = lft
+                right[k] = rgt
+                if rgt != lft:
+                    ties[r] = True
+    return left, right, ties
