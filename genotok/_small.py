@@ -28,6 +28,7 @@ import gzip
 import operator
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -213,6 +214,9 @@ def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_B
     """``(names, starts, ends, True)`` of a short plain BED file (gzip allowed), or ``None``
     (see the module documentation): at most ``max_regions`` lines and ``max_bytes`` bytes."""
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:  # a pipe is read once:
+            return None  # by the full path (and a long file is not read twice)
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
         if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:

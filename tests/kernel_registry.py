@@ -183,7 +183,8 @@ def _remap_rows(n: int, rng: np.random.Generator):
     totals = (rng.integers(-2, 40, n) + rng.random(n) * rng.integers(0, 2)).astype(np.float64)
     out = np.empty(0, np.float64 if has_totals else data.dtype)
     cols = indices.astype(np.int64) if rng.integers(0, 2) else indices
-    return indptr, cols, data, col_new, k, totals, has_totals, out
+    new = np.empty(0, np.int32 if rng.integers(0, 2) else np.int64)
+    return indptr, cols, data, col_new, k, totals, has_totals, out, new
 
 
 def _quantile_rows(n: int, rng: np.random.Generator):

@@ -241,7 +241,7 @@ def value_rows(indptr, indices, data, col_ids, keep_from, max_tokens):
     return out_ids, out_vals
 
 
-def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto):
+def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto, new_proto):
     """Plain-Python oracle of ``kernels.values.remap_rows``: each row's entries in new columns
     (dropped below 0; with totals, the sink's entries dropped and one sink entry of the
     cell's total minus its kept values appended), a repeated column summed in storage order
@@ -271,7 +271,7 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto)
         new += [c for c, _ in row]
         vals += [v for _, v in row]
         ptr.append(len(new))
-    return (np.array(ptr, np.int64), np.array(new, np.int64),
+    return (np.array(ptr, np.int64), np.array(new, new_proto.dtype),
             np.array(vals, out_proto.dtype), first_bad)
 
 

@@ -84,6 +84,15 @@ def test_anything_unusual_takes_the_full_path(tmp_path, text):
     assert encode_small(tok, str(path)) is None
 
 
+def test_a_pipe_is_left_to_the_full_path(tmp_path):
+    """A FIFO is read once: the small path must not consume it."""
+    import os
+
+    fifo = tmp_path / "q.fifo"
+    os.mkfifo(fifo)
+    assert _small.read_plain(str(fifo)) is None
+
+
 def test_what_it_does_not_take(tmp_path):
     u = _write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr1", 50, 150)])
     tok = Tokenizer.from_bed(u)

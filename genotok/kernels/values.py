@@ -247,7 +247,7 @@ def _merge_row(new, val, a, b):
 
 
 @njit(**NJIT_PARALLEL)
-def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto):
+def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto, new_proto):
     """CSR rows (``indptr`` rebased) in new columns: column ``c`` becomes ``col_new[c]``
     (``< 0``: the entry is dropped), entries of one new column in a row summed (each row then
     sorted by new column; a row where no new column repeats keeps its storage order, and so
@@ -257,7 +257,8 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto)
     entry ``sink`` (its last) of ``totals[r]`` minus the float64 sum of its kept values (in
     storage order), when that is ``> 0``; a row where it is not ``>= 0`` is returned as the
     first bad row. Values come out in ``out_proto.dtype``. Returns ``(indptr, columns,
-    values, first bad row or -1)``; the caller has checked ``0 <= cols < col_new.size``,
+    values, first bad row or -1)``, the columns in ``new_proto.dtype`` (int32 halves the
+    fresh memory the chunk's output touches); the caller has checked ``0 <= cols < col_new.size``,
     ``totals.size == indptr.size - 1`` when ``has_totals``, and that ``sink`` (a new column
     above every kept one) is ``>= 0`` then."""
     n_rows = indptr.size - 1
@@ -313,14 +314,14 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto)
         if bad[r] and first_bad < 0:
             first_bad = r
         ptr[r + 1] = ptr[r] + lens[r]
-    out_new = np.empty(ptr[n_rows], np.int64)
+    out_new = np.empty(ptr[n_rows], new_proto.dtype)
     out_val = np.empty(ptr[n_rows], out_proto.dtype)
     for r in prange(n_rows):  # pass 2: the rows written in place
         a, b = indptr[r], indptr[r + 1]
         o = ptr[r]
         if merged[r]:
             m = lens[r] + (b - a)  # room for every kept entry before the merge
-            new = np.empty(m, np.int64)
+            new = np.empty(m, new_proto.dtype)
             val = np.empty(m, out_proto.dtype)
         else:
             new, val = out_new, out_val

@@ -164,6 +164,7 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     identity = np.array_equal(col_new, np.arange(col_new.size))
 
     sink = -1 if fm.sink is None else int(fm.sink)
+    new_proto = np.empty(0, np.int32 if fm.n_new < 2**31 else np.int64)
 
     def remap(ch: _Chunk) -> _Chunk:
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
@@ -185,7 +186,7 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
         proto = np.empty(0, np.float64 if totals is not None else vals.dtype)
         # one fused pass (genotok.kernels.values.remap_rows): rows are already grouped
         out_ptr, new, out, bad = VK.remap_rows(ptr, _kernel_ints(cols), vals, col_new, sink,
-                                               tot, totals is not None, proto)
+                                               tot, totals is not None, proto, new_proto)
         if bad >= 0:
             keep = col_new[cols[ptr[bad]:ptr[bad + 1]]]
             keep = (keep >= 0) & (keep != sink)
