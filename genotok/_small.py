@@ -164,6 +164,9 @@ def _parse(obj, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
         one = _region_string(obj)
         return None if one is None else ([one[0]], [one[1]], [one[2]], False)
     if isinstance(obj, list):
+        if len(obj) == 1 and type(obj[0]) is str:  # one string: no join, no regex
+            one = _region_string(obj[0])
+            return None if one is None else ([one[0]], [one[1]], [one[2]], False)
         if not 0 < len(obj) <= max_regions or not all(type(x) is str for x in obj):
             return None
         text = "\n".join(obj)
@@ -184,8 +187,8 @@ def _region_string(x: str):
     head, _, e = x.rpartition("-")
     chrom, _, st = head.rpartition(":")
     if (not chrom or not _number(st) or not _number(e) or "-" in chrom or "_" in chrom
-            or ":" in chrom):
-        return None
+            or ":" in chrom or not chrom.isascii() or not chrom.isprintable() or " " in chrom):
+        return None  # (the names _STRING takes)
     a, b = int(st), int(e)
     return None if a > b else (chrom, a, b)
 

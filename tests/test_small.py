@@ -97,7 +97,9 @@ def test_what_it_does_not_take(tmp_path):
     u = _write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr1", 50, 150)])
     tok = Tokenizer.from_bed(u)
     assert encode_small(tok, ["chr1:5-10"]).tolist() == [0]
+    assert encode_small(tok, ["chr1:5-10", "chr1:60-70"]).tolist() == [0, 0, 1]
     for arg in (["chr1:10-5"], ["chr1:1,000-2,000"], ["chr1_5_10"], ["chr1:5-10", 3], [],
+                ["chr 1:5-10"], ["chr\t1:5-10"], ["chr1:5-10\n"], ["chré:5-10"], ["chr1:05-1e2"],
                 ["chr1:5-10"] * (MAX_REGIONS + 1), [("chr1", 5, 10)],
                 (np.array(["chr1"]), np.array([5.0]), np.array([10])),
                 (np.array(["chr1"]), np.array([-1]), np.array([10]))):
