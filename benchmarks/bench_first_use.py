@@ -56,7 +56,7 @@ def readme_snippets() -> dict[str, str]:
 def run(code: str, cache: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, PYTHONPATH=str(ROOT), _BENCH_LOG=os.path.join(tmp, "log.json"),
-                   GENOTOK_CACHE_DIR=cache or os.path.join(tmp, "cache"),
+                   GENOTOK_KERNEL_CACHE=cache or os.path.join(tmp, "cache"),
                    NUMBA_CACHE_DIR=cache or os.path.join(tmp, "cache"))
         env.pop("GENOTOK_NO_CACHE", None)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -98,6 +98,11 @@ def main(argv: list[str]) -> None:
                 f"{g} {c:.1f}" for g, c in sorted(groups.items(), key=lambda x: -x[1])))
             for kernel, w, c in sorted(r["compiled"], key=lambda x: -x[2]):
                 print(f"    {c:6.2f} cpu s {w:6.2f} wall s  {kernel}")
+            limit = {"quickstart": 5, "warmup": 30}.get(name)
+            if limit:
+                print(f"GOAL\t{name}, empty kernel cache\t<= {limit} s wall\t{r['wall']:.1f} s "
+                      f"wall, {r['cpu']:.1f} s CPU (load {os.getloadavg()[0]:.1f})\t"
+                      f"{'met' if r['wall'] <= limit else 'NOT met'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -213,6 +213,8 @@ def main(argv=None) -> int:
     ap.add_argument("--n-query", type=int, default=200_000)
     ap.add_argument("--files", type=int, default=50, help="files for the batch scaling test")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--quick", action="store_true",
+                    help="the one-file table and the shuffled file only (run_all --scale quick)")
     ap.add_argument("--peers", action="store_true", help="time the peers instead (compute only)")
     ap.add_argument("--large", action="store_true", help="with --peers: also 10M queries")
     ap.add_argument("--peers-python", default=PEERS_PYTHON,
@@ -286,6 +288,8 @@ def main(argv=None) -> int:
          f"of any parse + search is {floor / t_limit:.1f}x", warm / t_limit <= 2)
     if "gtars" in t:
         _shuffled_section(tok, gt, upath, args.n_query, args.repeat)
+    if args.quick:
+        return 0
     print(cold_warm_section("Tokenizer.encode (file)", f"import genotok\ntok = genotok.Tokenizer."
                             f"from_bed({str(upath)!r})\nq = {str(qpath)!r}", "tok.encode(q)",
                             f"{args.n_query:,} lines"))

@@ -1,9 +1,17 @@
-"""Run every benchmark and write benchmarks/RESULTS.md (machine, date, one table per workload).
+"""Run the benchmarks and write benchmarks/RESULTS.md, a results page: the goals at a glance
+(workload, goal, measured against its anchor, status, date, box load) and each script's tables.
 
-    python benchmarks/run_all.py [--scale full|small] [--only tokenize,format,...]
+    python benchmarks/run_all.py [--scale full|small|quick] [--only tokenize,format,...]
+
+``--scale quick`` runs a subset in minutes (the tiny-input calls, the gene presets, the first
+use, one BED file and the shuffled one against gtars). A run keeps what it did not re-measure:
+the goals rows and sections of the scripts it did not run are carried over from the previous
+page, marked "not re-measured" with the date of their last figure (the page's HTML comments
+delimit them). The history of the figures is in git, not in the page.
 
 Data is generated with ../shared/tools/gendata.py into benchmarks/_data/ (git-ignored). Anchors
-(gtars, bedtools) are measured in the same run when installed; otherwise the tables say so.
+(gtars, bedtools, Geneformer's tokenizer) are measured in the same run when installed; otherwise
+the tables say so.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import argparse
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -49,7 +58,16 @@ SCALES = {
         "build": ["--files", "50"],
         "data": [],
     },
+    "quick": {
+        "small": ["--calls", "300"],
+        "genes": ["--cells", "20000", "--genes", "5000", "--nnz", "530", "--skip-real",
+                  "--runs", "3"],
+        "first_use": ["quickstart"],
+        "tokenize": ["--n-universe", "1000000", "--n-query", "200000", "--quick"],
+    },
 }
+for _scale in ("full", "small"):  # the quick scripts run at every scale
+    SCALES[_scale].update({k: v for k, v in SCALES["quick"].items() if k != "tokenize"})
 
 SCRIPTS = {"peers": "tokenize"}  # a section run by another script's flag
 
@@ -76,6 +94,21 @@ def speed_probe() -> float:
     return best
 
 
+def _previous(path: Path) -> tuple[dict, dict]:
+    """The previous page's goals rows and sections by script (to carry over what a run does
+    not re-measure)."""
+    text = path.read_text() if path.exists() else ""
+    rows: dict = {}
+    block = re.search(r"<!-- goals -->(.*?)<!-- /goals -->", text, re.S)
+    for line in (block.group(1) if block else "").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[0] not in ("script", "") and not set(cells[0]) <= {"-"}:
+            rows.setdefault(cells[0], []).append(cells)
+    sections = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+        r"<!-- section (\S+) (\S+) -->\n(.*?)<!-- /section \1 -->", text, re.S)}
+    return rows, sections
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", choices=SCALES, default="full")
@@ -83,52 +116,67 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(HERE / "RESULTS.md"))
     args = ap.parse_args(argv)
     names = [n for n in SCALES[args.scale] if not args.only or n in args.only.split(",")]
-    parts = [f"# genotok benchmark results\n",
-             f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}",
-             f"- machine: {machine()}", f"- scale: {args.scale}",
-             "- every ratio compares tools measured in this same run; the machine is shared, so "
-             "single figures are noisy (best-of-N timings are shown)",
-             "- each script ends with its main workload cold and warm at 1 and 2 threads with "
-             "peak RSS, and a size sweep (how to read them: docs/benchmarks.md)\n"]
+    old_rows, old_sections = _previous(Path(args.out))
+    today = dt.date.today().isoformat()
     in_subprocess(FIRST_CALL)  # fills numba's on-disk cache
     first = json.loads(in_subprocess(FIRST_CALL))["seconds"]
-    parts.append(f"## Import + first tokenization with a warm compile cache\n\n{first:.2f} s "
-                 f"(goal: <= 2 s)\n")
-    goals = [["import + first tokenization, warm cache", "<= 2 s", f"{first:.2f} s",
-              "met" if first <= 2 else "NOT met"]]
+    load = f"{os.getloadavg()[0]:.1f}"
+    goals = [["first_call", "import + first tokenization, warm cache", "<= 2 s", f"{first:.2f} s",
+              "met" if first <= 2 else "NOT met", today, load]]
+    sections = {}
     probes = [speed_probe()]
     for name in names:
         script = HERE / f"bench_{SCRIPTS.get(name, name)}.py"
         if not script.exists():
-            parts.append(f"## {name}\n\n(no benchmarks/{script.name})\n")
             continue
         t0 = time.perf_counter()
         res = subprocess.run([sys.executable, str(script), *SCALES[args.scale][name]],
                              capture_output=True, text=True, cwd=HERE)
         took = time.perf_counter() - t0
         probes.append(speed_probe())
+        load = f"{os.getloadavg()[0]:.1f}"
         lines = res.stdout.strip().splitlines()
-        goals += [line.split("\t")[1:] for line in lines if line.startswith("GOAL\t")]
+        goals += [[name, *line.split("\t")[1:5], today, load] for line in lines
+                  if line.startswith("GOAL\t")]
         body = "\n".join(line for line in lines if not line.startswith("GOAL\t"))
         if res.returncode:
             body += f"\n\nFAILED (exit {res.returncode}):\n```\n{res.stderr[-2000:]}\n```"
-        # demote the script's own headings one level under this file's
-        body = "\n".join("#" + line if line.startswith("#") else line for line in body.splitlines())
-        parts.append(f"{body}\n\n_({script.name}, {took:.0f} s; speed probe after it: "
-                     f"{probes[-1] * 1e3:.0f} ms)_\n")
+        # demote the script's own headings two levels under this file's
+        body = "\n".join("##" + line if line.startswith("#") else line
+                         for line in body.splitlines())
+        sections[name] = (f"{today},load-{load}", f"### {name} ({script.name}, {today}, load "
+                          f"{load}, {took:.0f} s)\n\n{body}\n")
         print(f"{name}: {took:.0f} s", file=sys.stderr)
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    parts.insert(6, "## Goals at a glance\n\nThe issue's tuning goals, each measured in this run "
-                    "against its anchor (details in the sections below; where a limit is in the "
-                    "way, docs/benchmarks.md explains it).\n\n"
-                    + table(goals, ["workload", "goal", "measured", "status"]) + "\n")
+    ran = {g[0] for g in goals} | set(sections)
+    for script, rows in old_rows.items():  # not re-measured: carried over, marked
+        if script not in ran:
+            goals += [[*r[:5], r[5] if "not re-measured" in r[5] else
+                       f"{r[5]} (not re-measured)", r[6]] for r in rows]
+    carried = {k: v for k, v in old_sections.items() if k not in sections}
     lo, hi = min(probes), max(probes)
-    parts.insert(4, f"- speed probe (a fixed Python loop, lower is faster) before and after each "
-                    f"script: {lo * 1e3:.0f}-{hi * 1e3:.0f} ms, so the box's speed drifted "
-                    f"{hi / lo:.2f}x during the run; a ratio whose two sides were timed far apart "
-                    "can be off by up to that much")
-    parts.insert(5, f"- load average (1, 5, 15 min) when the run ended: {load} on "
-                    f"{os.cpu_count()} cores (above the core count, timings are inflated)")
+    parts = ["# genotok benchmark results\n",
+             f"- this run: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}, "
+             f"`run_all.py --scale {args.scale}`{' --only ' + args.only if args.only else ''}",
+             f"- machine: {machine()}; load average (1, 5, 15 min) at the end: "
+             + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+             + f" on {os.cpu_count()} cores (above the core count, timings are inflated)",
+             f"- speed probe (a fixed Python loop) around each script: {lo * 1e3:.0f}-"
+             f"{hi * 1e3:.0f} ms, a drift of {hi / lo:.2f}x during the run",
+             "- every ratio compares tools measured in the same run (the box is shared: single "
+             "figures are noisy); rows marked \"not re-measured\" keep the figure and date of "
+             "their last run (their history is in git); how to read the tables: "
+             "docs/benchmarks.md\n",
+             "## Goals at a glance\n", "<!-- goals -->",
+             table(goals, ["script", "workload", "goal", "measured", "status", "date",
+                           "load"]), "<!-- /goals -->\n", "## This run\n"]
+    for name, (stamp, text) in sections.items():
+        parts += [f"<!-- section {name} {stamp} -->", text.rstrip() + "\n",
+                  f"<!-- /section {name} -->\n"]
+    if carried:
+        parts.append("## Not re-measured in this run\n")
+        for name, (stamp, text) in carried.items():
+            parts += [f"<!-- section {name} {stamp} -->", text.rstrip() + "\n",
+                      f"<!-- /section {name} -->\n"]
     Path(args.out).write_text("\n".join(parts) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

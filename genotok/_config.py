@@ -26,6 +26,7 @@ import types
 from collections.abc import Iterator
 
 import numba
+import numpy as np
 from numba.core import caching as _caching
 from numba.core import event as _event
 
@@ -166,8 +167,9 @@ class _CompileNotice(_event.Listener):
     def __init__(self) -> None:
         self.shown: set[str] = set()
         self.depth = 0
-        #: top-level compilations of genotok's kernels so far
+        #: top-level compilations of genotok's kernels so far, and their groups
         self.compiled = 0
+        self.groups: set[str] = set()
         #: said after the estimate (``warmup 2/4``), "" for none
         self.context = ""
 
@@ -179,6 +181,7 @@ class _CompileNotice(_event.Listener):
         if not group:
             return
         self.compiled += 1
+        self.groups.add(group)
         if group in self.shown:
             return
         first = not self.shown
@@ -229,3 +232,48 @@ def threads(n: int | None) -> Iterator[int]:
         yield numba.get_num_threads()
     finally:
         numba.set_num_threads(previous)
+
+
+_READY: set = set()
+
+
+def kernel_ready(disp) -> bool:
+    """Whether the numba kernel ``disp`` runs without compiling: compiled or loaded in this
+    process, or in the on-disk cache (its index file is there). False on a new install's first
+    calls, when the tiny-input paths (:mod:`genotok._small`) serve small inputs in plain Python
+    instead of compiling for seconds. Once true, it is remembered (no more ``stat``)."""
+    if disp in _READY:
+        return True
+    ok = bool(disp.signatures)
+    if not ok and _CACHE:
+        index = getattr(getattr(getattr(disp, "_cache", None), "_cache_file", None),
+                        "_index_path", None)
+        ok = index is not None and os.path.exists(index)
+    if ok:
+        _READY.add(disp)
+    return ok
+
+
+def valid_threads(n) -> bool:
+    """Whether ``n`` is a thread count :func:`threads` takes as it is (``None`` or an integer
+    >= 1): the tiny-input paths, which run no kernel, skip the check only then."""
+    return n is None or (isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 1)
+
+
+def group_ready(group: str) -> bool:
+    """Whether the kernels of ``group`` (a module of ``genotok.kernels``: ``"overlap"``) run
+    without compiling, as far as a cheap look tells: one of them compiled in this process, or
+    an index file of the group in the kernel cache. Remembered once true."""
+    if group in _READY:
+        return True
+    ok = group in NOTICE.groups
+    if not ok and _CACHE and _CACHE_DIR is not None:
+        src = os.path.join(_PACKAGE_DIR, "kernels", group + ".py")
+        folder = os.path.join(_CACHE_DIR, _KernelCacheLocator.get_suitable_cache_subpath(src))
+        try:
+            ok = any(n.startswith(group + ".") and n.endswith(".nbi") for n in os.listdir(folder))
+        except OSError:  # no cache folder yet
+            ok = False
+    if ok:
+        _READY.add(group)
+    return ok

@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-from . import _io
+from . import _config, _io, _small
 from .errors import BedParseError
 from .kernels import parse as _parse
 
@@ -35,6 +35,22 @@ from .kernels import parse as _parse
 #: text at all; ``_HEAD_KEEP`` keeps room for the text of the line shown with it
 _HEAD = 8192
 _HEAD_KEEP = _HEAD + 256
+
+
+def _cold_read(path: str):
+    """:func:`read_file`'s answer for a small plain BED file (``genotok._small.read_plain``:
+    the same records as the parse kernel, by ``tests/test_small.py``), or ``None``: used while
+    the parse kernel is neither compiled nor cached, so that a new install's first small files
+    (the README's Quick start) do not wait ~10 s for it to compile."""
+    if not os.path.isfile(path):
+        return None
+    plain = _small.read_plain(path, _small.COLD_REGIONS, _small.COLD_BYTES)
+    if plain is None:
+        return None
+    names, starts, ends, _ = plain
+    index: dict = {}
+    codes = np.fromiter((index.setdefault(n, len(index)) for n in names), np.int32, len(names))
+    return list(index), codes, np.array(starts, np.int64), np.array(ends, np.int64)
 
 
 def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
@@ -87,6 +103,10 @@ def read_file(path: str | os.PathLike, allow_reversed: bool = False,
     (['chr1', 'chr2'], [0, 1, 0], [5, 1, 0], [9, 2, 3])
     """
     p = os.fspath(path)
+    if not _config.kernel_ready(_parse.parse_bed):  # a new install's first files: no compile
+        plain = _cold_read(p)
+        if plain is not None:
+            return plain
     records = _Records(allow_reversed)
     blocks = _io.line_blocks(p, block_bytes)
     head = b""  # the file's first bytes, for the binary-file check

@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _config
 from ._usage import check_keywords
+from ._small import encode_small
 from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Unknown
@@ -614,6 +615,10 @@ class Tokenizer:
 
     def encode(self, regions, *, n_threads: int | None = None) -> np.ndarray:
         """Token ids (int64) of one region set: a BED/BED.gz path, strings, tuples, arrays, a frame."""
+        # a few regions: no machinery (genotok._small); n_threads is checked by the full path
+        ids = encode_small(self, regions) if _config.valid_threads(n_threads) else None
+        if ids is not None:
+            return ids
         return self._overlaps([self._regions(regions)], n_threads).ids
 
     def encode_batch(self, sets, *, n_threads: int | None = None, ragged: bool = False,
@@ -623,8 +628,12 @@ class Tokenizer:
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        res = self._overlaps([self._regions(s) for s in check_batch(sets)], n_threads,
-                             dtype=dtype)
+        sets = check_batch(sets)
+        tiny = [encode_small(self, s) for s in sets] if len(sets) <= 16 else [None]
+        if all(t is not None for t in tiny) and _config.valid_threads(n_threads):
+            out = Ragged.from_list([t.astype(dtype, copy=False) for t in tiny])  # genotok._small
+            return out if ragged else list(out)
+        res = self._overlaps([self._regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)
         return out if ragged else list(out)
 

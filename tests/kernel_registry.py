@@ -169,6 +169,33 @@ def _csr_rows(n: int, rng: np.random.Generator):
     return indptr, indices
 
 
+def _remap_rows(n: int, rng: np.random.Generator):
+    """A chunk of rows, a column map (dropped, repeated and sink columns) and cell totals:
+    ``remap_rows``' arguments (a bad value or a total below the kept counts now and then)."""
+    indptr, indices = _csr_rows(n, rng)
+    n_cols, k = 20, int(rng.integers(1, 8))
+    col_new = rng.integers(-1, k + 1, n_cols).astype(np.int64)
+    has_totals = bool(rng.integers(0, 2))
+    data = rng.integers(0, 6, indices.size).astype(np.float32 if rng.integers(0, 2) else
+                                                   np.float64)
+    if data.size and rng.random() < 0.2:
+        data[rng.integers(0, data.size)] = rng.choice([-1.0, np.nan, np.inf])
+    totals = (rng.integers(-2, 40, n) + rng.random(n) * rng.integers(0, 2)).astype(np.float64)
+    out = np.empty(0, np.float64 if has_totals else data.dtype)
+    cols = indices.astype(np.int64) if rng.integers(0, 2) else indices
+    new = np.empty(0, np.int32 if rng.integers(0, 2) else np.int64)
+    return indptr, cols, data, col_new, k, totals, has_totals, out, new
+
+
+def _quantile_rows(n: int, rng: np.random.Generator):
+    """Rows of small counts (ties), normalised-looking reals and zeros; a bin grid."""
+    indptr, _ = _csr_rows(n, rng)
+    size = int(indptr[-1])
+    data = np.where(rng.random(size) < 0.5, rng.integers(0, 4, size).astype(np.float64),
+                    np.log1p(rng.random(size) * 50))
+    return indptr, data, np.linspace(0, 1, int(rng.integers(2, 12)))
+
+
 def _counts(n: int, rng: np.random.Generator):
     k1 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
     k2 = np.unique(rng.integers(0, 3 * n + 1, n)).astype(np.int64)
@@ -398,6 +425,12 @@ COMPARISONS: dict[str, Comparison] = {
         oracle=lambda indptr, indices: all(np.all(np.diff(indices[a:b]) > 0)
                                            for a, b in zip(indptr[:-1], indptr[1:])),
         inputs=lambda: _sized(_csr_rows, 30)),
+    # a gene vocabulary's column remap: dropped ids, duplicate ids summed, the n_counts sink
+    "values.remap_rows": Comparison(oracle=naive_cells.remap_rows,
+                                    inputs=lambda: _sized(_remap_rows, 30)),
+    # scGPT's per-cell quantile bins (the edges as numpy.quantile computes them)
+    "values.quantile_bins": Comparison(oracle=naive_cells.quantile_bins,
+                                       inputs=lambda: _sized(_quantile_rows, 30)),
     "values.merge_counts": Comparison(
         oracle=_merge_counts, inputs=lambda: _sized(_counts, 60),
         make=_counts, sizes=(100_000, 1_000_000)),

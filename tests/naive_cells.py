@@ -10,6 +10,8 @@ from __future__ import annotations
 import gzip
 import math
 
+import numpy as np
+
 from . import naive_tokenizer
 
 M64 = (1 << 64) - 1
@@ -237,3 +239,57 @@ def value_rows(indptr, indices, data, col_ids, keep_from, max_tokens):
         out_ids.append([col_ids[indices[j]] for j in kept])
         out_vals.append([data[j] for j in kept])
     return out_ids, out_vals
+
+
+def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto, new_proto):
+    """Plain-Python oracle of ``kernels.values.remap_rows``: each row's entries in new columns
+    (dropped below 0; with totals, the sink's entries dropped and one sink entry of the
+    cell's total minus its kept values appended), a repeated column summed in storage order
+    (the row then sorted by column) unless the row holds a negative or non-finite value."""
+    typ = np.dtype(out_proto.dtype).type
+    ptr, new, vals, first_bad = [0], [], [], -1
+    for r in range(len(indptr) - 1):
+        row, known = [], 0.0
+        for k in range(int(indptr[r]), int(indptr[r + 1])):
+            c = int(col_new[int(cols[k])])
+            if c < 0 or (has_totals and c == sink):
+                continue
+            row.append((c, typ(data[k])))
+            known += float(data[k])
+        columns = [c for c, _ in row]
+        if len(set(columns)) < len(columns) and all(0 <= v < math.inf for _, v in row):
+            merged: dict = {}
+            for c, v in row:
+                merged[c] = merged[c] + v if c in merged else v
+            row = sorted(merged.items())
+        if has_totals:
+            rest = float(totals[r]) - known
+            if not rest >= 0:
+                first_bad = r if first_bad < 0 else first_bad
+            elif rest > 0:
+                row.append((sink, typ(rest)))
+        new += [c for c, _ in row]
+        vals += [v for _, v in row]
+        ptr.append(len(new))
+    return (np.array(ptr, np.int64), np.array(new, new_proto.dtype),
+            np.array(vals, out_proto.dtype), first_bad)
+
+
+def quantile_bins(indptr, data, grid):
+    """Oracle of ``kernels.values.quantile_bins``: scGPT's binning row by row with NumPy's own
+    ``quantile`` and ``digitize`` (``QuantileBins.encode`` before the kernel)."""
+    left = np.zeros(len(data), np.float64)
+    right = np.zeros(len(data), np.float64)
+    ties = np.zeros(len(indptr) - 1, bool)
+    for r in range(len(indptr) - 1):
+        a, b = int(indptr[r]), int(indptr[r + 1])
+        row = np.asarray(data[a:b], np.float64)
+        pos = np.flatnonzero(row > 0)
+        if pos.size == 0:
+            continue
+        v = row[pos]
+        edges = np.quantile(v, grid)
+        lft, rgt = np.digitize(v, edges), np.digitize(v, edges, right=True)
+        left[a + pos], right[a + pos] = lft, rgt
+        ties[r] = bool(np.any(lft != rgt))
+    return left, right, ties

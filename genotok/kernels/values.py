@@ -210,3 +210,187 @@ def midpoint(lo, hi):
     overflow near float64's largest value: then ``lo / 2 + hi / 2``)."""
     m = 0.5 * (lo + hi)
     return m if m < np.inf else 0.5 * lo + 0.5 * hi
+
+
+@njit(**NJIT)
+def _clean(v):
+    """Whether a value may be summed with another: ``>= 0`` and finite (a bad value stays
+    where it is, for the encodings' checks to refuse)."""
+    return v >= 0 and v < np.inf
+
+
+@njit(**NJIT)
+def _merge_row(new, val, a, b):
+    """Entries ``a:b`` (a row, not increasing by column) sorted by column with a column's
+    values summed in storage order; kept in storage order when no column repeats (as
+    :func:`remap_rows` documents). Returns the row's new end."""
+    seg = new[a:b]
+    order = np.argsort(seg, kind="mergesort")  # stable: a column's values in storage order
+    dup = False
+    for i in range(1, order.size):
+        if seg[order[i]] == seg[order[i - 1]]:
+            dup = True
+            break
+    if not dup:
+        return b
+    cols = seg[order]
+    vals = val[a:b][order]
+    w = a
+    for i in range(order.size):
+        if i > 0 and cols[i] == cols[i - 1]:
+            val[w - 1] += vals[i]
+        else:
+            new[w] = cols[i]
+            val[w] = vals[i]
+            w += 1
+    return w
+
+
+@njit(**NJIT_PARALLEL)
+def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto, new_proto):
+    """CSR rows (``indptr`` rebased) in new columns: column ``c`` becomes ``col_new[c]``
+    (``< 0``: the entry is dropped), entries of one new column in a row summed (each row then
+    sorted by new column; a row where no new column repeats keeps its storage order, and so
+    does a row holding a negative or non-finite value: nothing is summed there).
+
+    ``has_totals``: each row's entries of column ``sink`` are dropped and the row gets one
+    entry ``sink`` (its last) of ``totals[r]`` minus the float64 sum of its kept values (in
+    storage order), when that is ``> 0``; a row where it is not ``>= 0`` is returned as the
+    first bad row. Values come out in ``out_proto.dtype``. Returns ``(indptr, columns,
+    values, first bad row or -1)``, the columns in ``new_proto.dtype`` (int32 halves the
+    fresh memory the chunk's output touches); the caller has checked ``0 <= cols < col_new.size``,
+    ``totals.size == indptr.size - 1`` when ``has_totals``, and that ``sink`` (a new column
+    above every kept one) is ``>= 0`` then."""
+    n_rows = indptr.size - 1
+    lens = np.zeros(n_rows, np.int64)
+    rests = np.zeros(n_rows, np.float64)
+    merged = np.zeros(n_rows, np.bool_)
+    bad = np.zeros(n_rows, np.bool_)
+    for r in prange(n_rows):  # pass 1: each row's length (cells are independent)
+        a, b = indptr[r], indptr[r + 1]
+        count = 0
+        increasing = True
+        clean = True
+        last = -1
+        known = 0.0
+        for k in range(a, b):
+            c = col_new[cols[k]]
+            if c < 0 or (has_totals and c == sink):
+                continue
+            count += 1
+            known += np.float64(data[k])
+            if c <= last:
+                increasing = False
+            if not _clean(data[k]):
+                clean = False
+            last = c
+        if not increasing and clean:  # a repeated column? (sorted copy of the row's columns)
+            seg = np.empty(count, np.int64)
+            j = 0
+            for k in range(a, b):
+                c = col_new[cols[k]]
+                if c >= 0 and not (has_totals and c == sink):
+                    seg[j] = c
+                    j += 1
+            seg.sort()
+            distinct = min(count, 1)
+            for i in range(1, count):
+                if seg[i] != seg[i - 1]:
+                    distinct += 1
+            if distinct < count:
+                merged[r] = True
+                count = distinct
+        if has_totals:
+            rest = totals[r] - known
+            if not rest >= 0:
+                bad[r] = True
+            elif rest > 0:
+                rests[r] = rest
+                count += 1
+        lens[r] = count
+    first_bad = -1
+    ptr = np.zeros(n_rows + 1, np.int64)
+    for r in range(n_rows):
+        if bad[r] and first_bad < 0:
+            first_bad = r
+        ptr[r + 1] = ptr[r] + lens[r]
+    out_new = np.empty(ptr[n_rows], new_proto.dtype)
+    out_val = np.empty(ptr[n_rows], out_proto.dtype)
+    for r in prange(n_rows):  # pass 2: the rows written in place
+        a, b = indptr[r], indptr[r + 1]
+        o = ptr[r]
+        if merged[r]:
+            m = lens[r] + (b - a)  # room for every kept entry before the merge
+            new = np.empty(m, new_proto.dtype)
+            val = np.empty(m, out_proto.dtype)
+        else:
+            new, val = out_new, out_val
+        j = 0 if merged[r] else o
+        for k in range(a, b):
+            c = col_new[cols[k]]
+            if c < 0 or (has_totals and c == sink):
+                continue
+            new[j] = c
+            val[j] = data[k]
+            j += 1
+        if merged[r]:
+            w = _merge_row(new, val, 0, j)
+            for i in range(w):
+                out_new[o + i] = new[i]
+                out_val[o + i] = val[i]
+            j = o + w
+        if rests[r] > 0:
+            out_new[j] = sink
+            out_val[j] = rests[r]
+    return ptr, out_new, out_val, first_bad
+
+
+@njit(**NJIT_PARALLEL)
+def quantile_bins(indptr, data, grid):
+    """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`) without the draw:
+    for each row's positive values ``v`` (float64), the edges are ``numpy.quantile(v, grid)``
+    (method ``linear``, NumPy's arithmetic: index ``(m - 1) * q``, ``a + (b - a) * t``, or
+    ``b - (b - a) * (1 - t)`` from ``t >= 0.5``) and a value gets ``left =
+    searchsorted(edges, v, "right")`` (``numpy.digitize``) and ``right = searchsorted(edges,
+    v, "left")`` (``right=True``); zeros elsewhere. Returns ``(left, right, rows where some
+    right != left)``. The caller has checked that ``indptr`` increases within ``data``."""
+    n_rows = indptr.size - 1
+    left = np.zeros(data.size, np.float64)
+    right = np.zeros(data.size, np.float64)
+    ties = np.zeros(n_rows, np.bool_)
+    for r in prange(n_rows):  # cells are independent
+        a, b = indptr[r], indptr[r + 1]
+        m = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                m += 1
+        if m == 0:
+            continue
+        s = np.empty(m, np.float64)
+        j = 0
+        for k in range(a, b):
+            if data[k] > 0:
+                s[j] = data[k]
+                j += 1
+        s.sort()
+        edges = np.empty(grid.size, np.float64)
+        for i in range(grid.size):
+            virtual = (m - 1) * grid[i]
+            if virtual >= m - 1:
+                edges[i] = s[m - 1]
+                continue
+            p = int(np.floor(virtual))
+            t = virtual - p
+            lo, hi = s[p], s[p + 1]
+            d = hi - lo
+            edges[i] = hi - d * (1 - t) if t >= 0.5 else lo + d * t
+        for k in range(a, b):
+            x = np.float64(data[k])
+            if x > 0:
+                lft = np.searchsorted(edges, x, side="right")
+                rgt = np.searchsorted(edges, x, side="left")
+                left[k] = lft
+                right[k] = rgt
+                if rgt != lft:
+                    ties[r] = True
+    return left, right, ties

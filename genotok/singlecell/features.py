@@ -40,8 +40,11 @@ from ..genes import ID_COLUMNS
 from ..ragged import Ragged
 from .chunks import Chunk
 from .sources import _h5_frame, _is_path
-from .values import _summed_duplicates
+from ..kernels import values as VK
+from .values import _kernel_floats, _kernel_ints, _summed_duplicates
 from .varnames import _adata_frame, _var_map_from_hits, _VarMap
+
+_NO_TOTALS = np.empty(0, np.float64)
 
 
 @dataclass
@@ -157,9 +160,11 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     >>> ch.indices.tolist(), ch.data.tolist()
     ([0, 1], [4.0, 2.0])
     """
-    col_new = fm.col_new
-    every_kept = bool(col_new.size == 0 or col_new.min() >= 0)
-    identity = every_kept and np.array_equal(col_new, np.arange(col_new.size))
+    col_new = np.ascontiguousarray(fm.col_new, dtype=np.int64)
+    identity = np.array_equal(col_new, np.arange(col_new.size))
+
+    sink = -1 if fm.sink is None else int(fm.sink)
+    new_proto = np.empty(0, np.int32 if fm.n_new < 2**31 else np.int64)
 
     def remap(ch: Chunk) -> Chunk:
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
@@ -169,37 +174,27 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
                                  what="column index", error=AnnDataError)
         data = np.asarray(ch.data[a:b])
         n_rows = ptr.size - 1
-        if totals is None and every_kept:  # no entry leaves: the rows keep their pointers
-            new = cols if identity else col_new[cols]
-            out_ptr, new, data = _summed_duplicates(ptr, new, data, fm.n_new)
+        if totals is None and identity:  # no entry moves: the rows keep their pointers
+            out_ptr, new, data = _summed_duplicates(ptr, cols, data, fm.n_new)
             return Chunk(ch.row0, out_ptr, new, data, fm.n_new)
-        rows = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(ptr))
-        new = col_new[cols]
-        keep = new >= 0
+        tot = _NO_TOTALS
         if totals is not None:
-            keep &= new != fm.sink  # the sink is made from the totals below
-        rows, new, data = rows[keep], new[keep], data[keep]
-        if totals is not None:
-            tot = np.asarray(totals(ch.row0, ch.row0 + n_rows), dtype=np.float64)
-            known = np.bincount(rows, weights=data, minlength=n_rows)
-            rest = tot - known
-            bad = np.flatnonzero(~(rest >= 0))
-            if bad.size:
-                r = int(bad[0])
-                raise AnnDataError(f"{where}: cell {ch.row0 + r}: obs total {float(tot[r])} is "
-                                   f"below the sum of its counts in the vocabulary "
-                                   f"({float(known[r])}); is it the cell's total count?")
-            has = np.flatnonzero(rest > 0)
-            rows = np.concatenate([rows, has])
-            new = np.concatenate([new, np.full(has.size, fm.sink, np.int64)])
-            data = np.concatenate([data.astype(np.float64), rest[has]])
-            order = np.argsort(rows, kind="stable")
-            rows, new, data = rows[order], new[order], data[order]
-        out_ptr = np.zeros(n_rows + 1, np.int64)
-        np.cumsum(np.bincount(rows, minlength=n_rows), out=out_ptr[1:])
-        out_ptr, new, data = _summed_duplicates(out_ptr, new, data, fm.n_new)
-        return Chunk(ch.row0, out_ptr, np.ascontiguousarray(new, np.int64),
-                     np.ascontiguousarray(data), fm.n_new)
+            tot = np.ascontiguousarray(totals(ch.row0, ch.row0 + n_rows), dtype=np.float64)
+            if tot.shape != (n_rows,) or sink < 0:
+                raise AnnDataError(f"{where}: {tot.size} cell totals for {n_rows} cells")
+        vals = _kernel_floats(data)
+        proto = np.empty(0, np.float64 if totals is not None else vals.dtype)
+        # one fused pass (genotok.kernels.values.remap_rows): rows are already grouped
+        out_ptr, new, out, bad = VK.remap_rows(ptr, _kernel_ints(cols), vals, col_new, sink,
+                                               tot, totals is not None, proto, new_proto)
+        if bad >= 0:
+            keep = col_new[cols[ptr[bad]:ptr[bad + 1]]]
+            keep = (keep >= 0) & (keep != sink)
+            known = float(np.sum(vals[ptr[bad]:ptr[bad + 1]][keep], dtype=np.float64))
+            raise AnnDataError(f"{where}: cell {ch.row0 + bad}: obs total {float(tot[bad])} "
+                               f"is below the sum of its counts in the vocabulary "
+                               f"({known}); is it the cell's total count?")
+        return Chunk(ch.row0, out_ptr, new, out, fm.n_new)
     return remap
 
 

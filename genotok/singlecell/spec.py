@@ -47,6 +47,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..kernels import values as VK
 from ..params import Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate
 from . import conditions
 
@@ -363,23 +364,20 @@ class QuantileBins(Encoding):
 
     def encode(self, chunk) -> np.ndarray:
         ch = chunk.rebased()
-        indptr, data, row0 = ch.indptr, ch.data, ch.row0
-        out = np.zeros(data.size, np.float64)
-        grid = np.linspace(0, 1, self.n - 1)
-        for r in range(indptr.size - 1):
-            a, b = int(indptr[r]), int(indptr[r + 1])
-            row = np.asarray(data[a:b], np.float64)
-            pos = np.flatnonzero(row > 0)
-            if pos.size == 0:
-                continue
-            v = row[pos]
-            edges = np.quantile(v, grid)
-            left = np.digitize(v, edges)
-            if self.side == "both":
-                right = np.digitize(v, edges, right=True)
-                u = np.random.default_rng([self.seed, row0 + r]).random(v.size)
-                left = np.ceil(u * (right - left) + left)
-            out[a + pos] = left
+        indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
+        data = np.ascontiguousarray(ch.data, dtype=np.float64)
+        row0 = ch.row0
+        if indptr.size and (indptr[0] < 0 or indptr[-1] > data.size or
+                            bool(np.any(indptr[1:] < indptr[:-1]))):
+            raise ValueError(f"QuantileBins: bad row pointers for {data.size} values")
+        # the edges and both digitize sides in one numba pass; the draw where they differ
+        out, right, ties = VK.quantile_bins(indptr, data, np.linspace(0, 1, self.n - 1))
+        if self.side == "both":
+            for r in np.flatnonzero(ties).tolist():
+                a, b = int(indptr[r]), int(indptr[r + 1])
+                pos = a + np.flatnonzero(data[a:b] > 0)
+                u = np.random.default_rng([self.seed, row0 + r]).random(pos.size)
+                out[pos] = np.ceil(u * (right[pos] - out[pos]) + out[pos])
         return out
 
 

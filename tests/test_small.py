@@ -1,0 +1,147 @@
+"""The tiny-input path of ``Tokenizer.encode`` (genotok._small): the same ids as the oracle
+(``tests/naive_tokenizer.py``) and as the full path, for files, region strings and arrays, and
+``None`` (the full path) for everything it does not take."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from genotok import Tokenizer, _small, bed
+from genotok._small import MAX_REGIONS, encode_small
+
+from . import naive_tokenizer
+
+CHROMS = ["chr1", "chr2", "chr10", "chrX"]
+
+
+def _write(path, rows):
+    path.write_text("".join(f"{c}\t{s}\t{e}\tpeak\t0\n" for c, s, e in rows))
+    return path
+
+
+def _region(chroms):
+    return st.builds(lambda c, s, w: (c, s, s + w), st.sampled_from(chroms),
+                     st.integers(0, 300), st.integers(0, 60))
+
+
+_TOKS: dict = {}
+
+
+def _tokenizer(tmp_path_factory, universe, **kw) -> Tokenizer:
+    key = (tuple(universe), tuple(sorted(kw.items())))
+    if key not in _TOKS:
+        path = _write(tmp_path_factory.mktemp("u") / "u.bed", universe)
+        _TOKS[key] = Tokenizer.from_bed(path, **kw)
+    return _TOKS[key]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # duplicate or empty universe lines
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(universe=st.lists(_region(CHROMS[:3]), min_size=1, max_size=25),
+       queries=st.lists(_region(CHROMS), min_size=1, max_size=12),
+       unknown=st.sampled_from(["set", "region", "drop"]),
+       order=st.sampled_from(["gtars", "input"]), form=st.sampled_from(["file", "strings",
+                                                                       "arrays"]))
+def test_the_small_path_equals_the_oracle(tmp_path_factory, universe, queries, unknown, order,
+                                          form):
+    tok = _tokenizer(tmp_path_factory, universe, unknown=unknown, order=order)
+    if form == "file":
+        arg = str(_write(tmp_path_factory.mktemp("q") / "q.bed", queries))
+    elif form == "strings":
+        arg = [f"{c}:{s}-{e}" for c, s, e in queries]
+    else:
+        arg = (np.array([c for c, _, _ in queries]), np.array([s for _, s, _ in queries]),
+               np.array([e for _, _, e in queries]))
+    known = {c for c, _, _ in universe}
+    small = encode_small(tok, arg)
+    if any(c in known for c, _, _ in queries):
+        assert small is not None, "a plain small input takes the small path"
+    want = naive_tokenizer.tokenize(universe, queries, from_file=form == "file",
+                                    unknown=unknown, order=order)
+    assert tok.encode(arg).tolist() == want
+    if small is not None:
+        assert small.dtype == np.int64 and small.tolist() == want
+        full = tok._overlaps([tok._regions(arg)], None).ids
+        assert full.tolist() == want
+
+
+@pytest.mark.parametrize("text", [
+    "track name=x\nchr1\t5\t10\n", "#c\nchr1\t5\t10\n", "chr1\t5\t10\n\nchr1\t6\t9\n",
+    "chr1\t5\t10\r\n", "chr1\t10\t5\n", "chr1 5 10\n", "chr1\t5\n", "chr1\t-5\t10\n",
+    "chr1\t5\t1e3\n", "\ufeffchr1\t5\t10\n", "chr1\t5\t10\x00\n", "chr9\t5\t10\n",
+    "chr1\t5\t10\nchr1 \t5\t10\n", "\x1f\x8b\x08damaged",
+    "chr1\t1234567890123456\t1234567890123457\n", "chr1\t5\t10\nchr1 \t5\t10\n",
+    "\x1f\x8b\x08damaged"])
+def test_anything_unusual_takes_the_full_path(tmp_path, text):
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100)]))
+    path = tmp_path / "q.bed"
+    path.write_bytes(text.encode())
+    assert encode_small(tok, str(path)) is None
+
+
+def test_a_pipe_is_left_to_the_full_path(tmp_path):
+    """A FIFO is read once: the small path must not consume it."""
+    import os
+
+    fifo = tmp_path / "q.fifo"
+    os.mkfifo(fifo)
+    assert _small.read_plain(str(fifo)) is None
+
+
+def test_what_it_does_not_take(tmp_path):
+    u = _write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr1", 50, 150)])
+    tok = Tokenizer.from_bed(u)
+    assert encode_small(tok, ["chr1:5-10"]).tolist() == [0]
+    assert encode_small(tok, ["chr1:5-10", "chr1:60-70"]).tolist() == [0, 0, 1]
+    for arg in (["chr1:10-5"], ["chr1:1,000-2,000"], ["chr1_5_10"], ["chr1:5-10", 3], [],
+                ["chr 1:5-10"], ["chr\t1:5-10"], ["chr1:5-10\n"], ["chré:5-10"], ["chr1:05-1e2"],
+                ["chr1:5-10"] * (MAX_REGIONS + 1), [("chr1", 5, 10)],
+                (np.array(["chr1"]), np.array([5.0]), np.array([10])),
+                (np.array(["chr1"]), np.array([-1]), np.array([10]))):
+        assert encode_small(tok, arg) is None, arg
+    for kw in ({"overlap": "best"}, {"min_overlap": 5}, {"order": "genomic"},
+               {"tokenizer_type": "ailist"}):
+        assert encode_small(Tokenizer.from_bed(u, **kw), ["chr1:5-10"]) is None, kw
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(_region(CHROMS + ["chrUn_KI270742v1", "HLA-A*01:01"]), min_size=1,
+                     max_size=40), extra=st.sampled_from(["", "\tpeak\t0\t.", "\t"]),
+       gz=st.booleans())
+def test_the_cold_read_equals_the_parse_kernel(tmp_path_factory, rows, extra, gz):
+    """While the parse kernel is not compiled, bed.read_file reads plain files in Python."""
+    text = "".join(f"{c}\t{s}\t{e}{extra}\n" for c, s, e in rows).encode()
+    path = tmp_path_factory.mktemp("c") / ("q.bed.gz" if gz else "q.bed")
+    path.write_bytes(gzip.compress(text) if gz else text)
+    cold = bed._cold_read(str(path))
+    assert cold is not None
+    names, codes, starts, ends = bed.read_file(path)  # the kernel (compiled by now)
+    assert cold[0] == names
+    for a, b in zip(cold[1:], (codes, starts, ends)):
+        assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_larger_sets_while_the_kernels_are_cold(tmp_path, monkeypatch):
+    """A new install's first calls: up to COLD_REGIONS regions take the small path."""
+    rng = np.random.default_rng(5)
+    universe = [(str(c), int(s), int(s) + int(w)) for c, s, w in zip(
+        rng.choice(CHROMS, 300), rng.integers(0, 5000, 300), rng.integers(1, 400, 300))]
+    queries = [(str(c), int(s), int(s) + int(w)) for c, s, w in zip(
+        rng.choice(CHROMS, 1500), rng.integers(0, 5000, 1500), rng.integers(0, 300, 1500))]
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", universe))
+    path = str(_write(tmp_path / "q.bed", queries))
+    assert encode_small(tok, path) is None  # warm: too many lines
+    monkeypatch.setattr(_small._config, "group_ready", lambda group: False)
+    monkeypatch.setattr(_small, "_WARM", False)
+    got = encode_small(tok, path)
+    assert got is not None
+    assert got.tolist() == naive_tokenizer.tokenize(universe, queries, from_file=True)
+    batch = tok.encode_batch([path, ["chr1:5-500"]], n_threads=2)
+    assert [b.tolist() for b in batch] == [got.tolist(),
+                                           naive_tokenizer.tokenize(universe, [("chr1", 5, 500)])]
