@@ -417,46 +417,34 @@ def _cut(buf: np.ndarray, n: int) -> list[int]:
     return cuts + [buf.size]
 
 
-def _truncated(table: tuple, keep: int) -> tuple:
-    """A name table (:func:`genotok.kernels.fragscan.name_table`) holding its first ``keep``
-    names only: the slots of the later ones emptied (a linear-probing table loses no probe
-    chain of an earlier name when every later one goes)."""
-    slots, off, hashes, arena, lines, n = table
-    if n > keep:
-        head = slots[:-1]  # the last element is the key
-        head[head >= keep] = -1
-    return slots, off, hashes, arena, lines, min(n, keep)
-
-
 def _table_copy(table: tuple) -> tuple:
     return tuple(x.copy() if isinstance(x, np.ndarray) else x for x in table)
 
 
 class _Piece:
-    """One thread's share of each block: copies of the file's chromosome and barcode tables
-    (ids equal to the file's up to the last merge, names new in this block after them), its
-    own search cursors, per-cell counters (by the file's cell ids) and pair buffers."""
+    """One thread's share of each block, with tables of its own kept across blocks: its
+    chromosome and barcode tables start as copies of the file's (the universe's names, the
+    allow-list: the same ids) and number the names they meet after them in their own order;
+    :attr:`ids` maps those local cell ids to the file's (made when the piece's new names are
+    merged into the file's tables, in the pieces' order). Its own search cursors, per-cell
+    counters (by local id, summed into the file's at the end) and pair buffers."""
 
     def __init__(self, chroms: _Names, cells: _Names, cursors: np.ndarray):
         self.ctab, self.btab = _table_copy(chroms.table), _table_copy(cells.table)
-        #: how many names of each table are the file's (with their ids): the rest are
-        #: replaced by the file's before the next scan (:meth:`sync`)
-        self.keep = (chroms.table[-1], cells.table[-1])
         self.cursors = cursors.copy()
         self.nfrag = np.zeros(1, np.int64)
         self.missed = np.zeros((2, 1), np.float64)
         self.keys = np.empty(1 << 16, np.int64)
         self.weights = np.empty(1 << 16, np.float64)
+        #: the file's id of each local cell id (the copied names: themselves)
+        self.ids = np.arange(cells.table[-1], dtype=np.int64)
+        self.same = True  # whether ids is the identity
+        self.nc = chroms.table[-1]  # the local chromosome names merged so far
         self.m = self.lines = 0
         self.status = FS.FRAG_OK
 
-    def scan(self, buf: np.ndarray, chroms: _Names, cells: _Names, n_allow: int,
-             search: tuple) -> None:
-        """Count the whole lines of ``buf`` (lines numbered from 0 in the tables), the
-        tables first made the file's again (on this thread: the file's are not changed while
-        pieces scan)."""
-        self.sync(chroms, cells)
-        n_known = chroms.n_known
+    def scan(self, buf: np.ndarray, n_known: int, n_allow: int, search: tuple) -> None:
+        """Count the whole lines of ``buf`` (lines numbered from 0 in the tables)."""
         pos, line, m, status = 0, 0, 0, FS.FRAG_OK
         while pos < buf.size and status == FS.FRAG_OK:
             self.keys, self.weights, m, self.ctab, self.btab, self.nfrag, self.missed, pos, \
@@ -465,50 +453,28 @@ class _Piece:
                     self.btab, n_known, n_allow, self.nfrag, self.missed, self.cursors, *search)
         self.m, self.lines, self.status = m, line, status
 
-    def merge_into(self, names: _Names, mine: tuple, n0: int, base: int) -> tuple:
-        """Add this piece's names new in this block (ids from ``n0``) to the file's table in
-        ``names`` (first seen at ``base`` + their line here); returns ``(ids, keep)``, their
-        file ids and how many of them already have those ids here."""
-        _, off, _, arena, lines, n = mine
-        names.table, ids = FS.merge_names(arena, off, lines, n0, n, base, *names.table)
-        same = ids == np.arange(n0, n0 + ids.size)
-        keep = ids.size if same.all() else int(np.argmin(same))
-        return ids, keep
+    def merge_into(self, chroms: _Names, cells: _Names, base: int) -> None:
+        """Add the names this piece met first in this block to the file's tables (those the
+        file lacks, first seen at ``base`` + their line here), in their order here, and
+        extend :attr:`ids`."""
+        _, off, _, arena, lines, n = self.ctab
+        if n > self.nc:
+            chroms.table, _ = FS.merge_names(arena, off, lines, self.nc, n, base, *chroms.table)
+            self.nc = n
+        _, off, _, arena, lines, n = self.btab
+        k = self.ids.size
+        if n > k:
+            cells.table, new = FS.merge_names(arena, off, lines, k, n, base, *cells.table)
+            self.same = self.same and bool((new == np.arange(k, n)).all())
+            self.ids = np.concatenate([self.ids, new])
 
-    def renumber(self, ids: np.ndarray, n0: int, keep: int, n_cols: int) -> None:
-        """Give the cells numbered here from ``n0 + keep`` (new in this block, numbered
-        otherwise in the file) their file ids ``ids`` in the pairs and the counters."""
-        if keep == ids.size:  # every new cell has its file id already (the first piece)
-            return
-        lo = n0 + keep
-        if self.m:
-            keys = self.keys[:self.m]
-            cell = keys // n_cols
-            at = np.flatnonzero(cell >= lo)
-            if at.size:
-                keys[at] = ids[cell[at] - n0] * n_cols + keys[at] % n_cols
-        need = int(ids.max()) + 1 if ids.size else 0
-        for name in ("nfrag", "missed"):
-            arr = getattr(self, name)
-            moved = arr[..., lo:n0 + ids.size].copy()
-            arr[..., lo:] = 0
-            if arr.shape[-1] < need:
-                arr = np.concatenate([arr, np.zeros(arr.shape[:-1] + (need - arr.shape[-1],),
-                                                    arr.dtype)], axis=-1)
-            arr[..., ids[keep:]] += moved
-            setattr(self, name, arr)
-
-    def sync(self, chroms: _Names, cells: _Names) -> None:
-        """Make this piece's tables the file's again: its names from :attr:`keep` on
-        replaced by the file's (one table's names merged into the other's, nothing counted).
-        A piece left idle by small blocks pays for the names it missed only when it scans."""
-        for attr, names, keep in (("ctab", chroms, self.keep[0]), ("btab", cells, self.keep[1])):
-            mine = _truncated(getattr(self, attr), keep)
-            _, off, _, arena, lines, n = names.table
-            if n > keep:
-                mine, _ = FS.merge_names(arena, off, lines, keep, n, 0, *mine)
-            setattr(self, attr, mine)
-        self.keep = (chroms.table[-1], cells.table[-1])
+    def file_keys(self, n_cols: int) -> np.ndarray:
+        """This block's pairs with the file's cell ids."""
+        keys = self.keys[:self.m]
+        if self.same or not keys.size:
+            return keys
+        cell = keys // n_cols
+        return self.ids[cell] * n_cols + (keys - cell * n_cols)
 
 
 def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors, search,
@@ -542,34 +508,30 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
         for buf in blocks():
             n = max(1, min(n_threads, buf.size // PIECE_BYTES))
             cuts = _cut(buf, n)
-            args = (chroms, cells, n_allow, search)
+            args = (chroms.n_known, n_allow, search)
             futs = [pool.submit(pieces[i].scan, buf[cuts[i]:cuts[i + 1]], *args)
                     for i in range(1, n)]
             pieces[0].scan(buf[:cuts[1]], *args)
             for f in futs:
                 f.result()
-            nc0, nb0 = chroms.table[-1], cells.table[-1]
             bad = []
             for p in pieces[:n]:
-                p_c = _first_seen(p.ctab, chroms)
-                _, keep_c = p.merge_into(chroms, p.ctab, nc0, line)
-                ids_b, keep_b = p.merge_into(cells, p.btab, nb0, line)
-                if p_c.size:  # a known chromosome's first line (for the naming hint)
-                    chroms.table[4][p_c] = np.where(chroms.table[4][p_c] < 0, line,
-                                                    chroms.table[4][p_c])
-                p.renumber(ids_b, nb0, keep_b, n_cols)
+                p.merge_into(chroms, cells, line)
+                seen = _first_seen(p.ctab, chroms)
+                if seen.size:  # a known chromosome's first line (for the naming hint)
+                    chroms.table[4][seen] = np.where(chroms.table[4][seen] < 0, line,
+                                                     chroms.table[4][seen])
                 bad += [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
                 if p.status != FS.FRAG_OK:
                     bad.append((line + p.lines, _FRAG_MESSAGES[int(p.status)]))
                     break
                 line += p.lines
-                pairs.extend(p.keys[:p.m], p.weights[:p.m])
+                pairs.extend(p.file_keys(n_cols), p.weights[:p.m])
                 p.m = 0
                 n_cells = len(cells.names) if n_allow < 0 else n_allow
                 pairs.fold_if_full(n_cells)
                 if spill is not None and (pairs.nnz + pairs.n_pending) * 16 > spill_bytes:
                     pairs.spill_to(spill, n_cells)  # to disk by buckets of cells, and afresh
-                p.keep = (nc0 + keep_c, nb0 + keep_b)
             if bad:
                 raise BedParseError(path, *min(bad))
             if not warned and len(chroms.names) > chroms.n_known and not chroms.seen_known():
@@ -581,13 +543,14 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
         if pool is not None:
             pool.shutdown()
     n_cells = len(cells.names) if n_allow < 0 else n_allow
-    nfrag = np.zeros(max(n_cells, 1), np.int64)
+    nfrag = np.zeros(max(n_cells, len(cells.names), 1), np.int64)
     missed = np.zeros((2, nfrag.size), np.float64)
-    for p in pieces:
-        k = min(p.nfrag.size, nfrag.size)
-        nfrag[:k] += p.nfrag[:k]
-        k = min(p.missed.shape[1], nfrag.size)
-        missed[:, :k] += p.missed[:, :k]
+    for p in pieces:  # each piece's counters by local id, added at the file's ids
+        k = min(p.nfrag.size, p.ids.size)
+        np.add.at(nfrag, p.ids[:k], p.nfrag[:k])
+        k = min(p.missed.shape[1], p.ids.size)
+        for row in range(2):
+            np.add.at(missed[row], p.ids[:k], p.missed[row, :k])
     state[:] = [nfrag, missed]
 
 
