@@ -55,7 +55,8 @@ from .errors import GenotokError
 from .formats.stores import STORES, get_store
 from .mixture import mix, write_mixture
 from .packing import STRATEGIES, pack
-from .pipeline import RunOptions, RunSummary, get_executor, pretokenize
+from .pipeline import (RunOptions, RunSummary, expand_inputs, get_executor, input_kind,
+                       pretokenize)
 from .pipeline.executors import executor_names
 from .ragged import Ragged
 from .singlecell.spec import CellSpec
@@ -325,6 +326,18 @@ class Pipeline:
                 cells = CellSpec.from_json(d["cells"])
             except (GenotokError, TypeError, ValueError, AttributeError) as exc:
                 raise self._err(f"{where}.cells", str(exc)) from None
+        local = [p for p in inputs if not is_url(p)]
+        try:  # folders and @lists to their files, as pretokenize will read them
+            found = expand_inputs(local)
+        except GenotokError as exc:
+            raise self._err(f"{where}.inputs", str(exc)) from None
+        if cells is not None and cells != CellSpec():
+            bed = [p for p in found if input_kind(p) == "bed"]
+            if bed:
+                raise self._err(f"{where}.cells", f"{bed[0].name}: a BED input is one record of "
+                                "its regions; the cell spec acts on the cells of .h5ad and "
+                                "fragment inputs: put the BED files in a dataset of their own")
+        inputs = [str(p) for p in found] + [p for p in inputs if is_url(p)]
         tok = d["tokenizer"]
         full = self._path(tok)
         if _looks_like_path(tok) and not Path(full).exists():

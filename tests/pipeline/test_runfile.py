@@ -126,6 +126,9 @@ def test_a_bad_file_is_refused_before_anything_runs(demo, capsys):
              "did you mean 'parquet'")
     _refused(demo, capsys, EXAMPLE + "\n[run.ray]\nnum_workers = 2\n", "[run.ray]")
     _refused(demo, capsys, "[run\nout=1", "not a valid TOML")
+    _refused(demo, capsys, EXAMPLE.replace('inputs = ["pbmc.h5ad"]',
+                                           'inputs = ["pbmc.h5ad", "peaks"]'),
+             "'cells'.cells", "a BED input is one record")
 
 
 def test_dry_run_prints_the_plan_and_writes_nothing(demo, capsys, tok):
