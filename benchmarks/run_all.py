@@ -42,6 +42,7 @@ SCALES = {
         "singlecell_fm": [],  # the sizes: 50M fragments, 200k-cell h5ad
         "build": [],
         "data": [],
+        "containers": ["--cells", "200000"],  # the 200k-cell SOMA experiment
     },
     "small": {
         "universe": ["--n", "200000"],
@@ -57,6 +58,7 @@ SCALES = {
                           "--h5ad-cells", "20000", "--h5ad-peaks", "200000", "--nnz", "860"],
         "build": ["--files", "50"],
         "data": [],
+        "containers": ["--cells", "20000", "--mtx"],
     },
     "quick": {
         "small": ["--calls", "300"],

@@ -172,12 +172,18 @@ class _ZarrMatrix(C._Source):
 
 
 def open_zarr(path, storage_options: dict | None = None):
-    """The root group of an AnnData Zarr store (local or a URL), checked to be one."""
-    zarr = require("zarr", "reading an AnnData Zarr store")
+    """The root group of an AnnData Zarr store (local or a URL), checked to be one.
+
+    >>> open_zarr("no/such/cells.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.AnnDataError: no/such/cells.zarr: no such directory (an AnnData Zarr store is one)
+    """
     where = os.fspath(path)
+    if not is_url(where) and not os.path.isdir(where):
+        raise AnnDataError(f"{where}: no such directory (an AnnData Zarr store is one)")
+    zarr = require("zarr", "reading an AnnData Zarr store")
     with _errors(where):
-        if not is_url(where) and not os.path.isdir(where):
-            raise AnnDataError(f"{where}: no such directory (an AnnData Zarr store is one)")
         root = zarr.open_group(where, mode="r",
                                **({"storage_options": storage_options} if is_url(where) and
                                   storage_options else {}))
