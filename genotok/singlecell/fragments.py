@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from .._usage import keywords
 from ..errors import AnnDataError
 from .cells import _check_call, _refuse_existing, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
@@ -18,6 +19,7 @@ from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: do
 from .pairs import _Spilled
 from .reading import FragmentOptions
 from .sources import CellSource, register_source, source_class
+from .spec import fields_elsewhere
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -93,6 +95,7 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
                   memory_mb=memory_mb, regions=regions, sizes=sizes)
 
 
+@keywords(elsewhere=fields_elsewhere("tokenize_fragments"))
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                        overwrite: bool = False, memory_mb: float | None = None,
                        n_threads: int | None = None, progress: bool = False):
