@@ -169,3 +169,13 @@ def test_pretokenize_and_fragments_name_cellspec_too(tmp_path):
     assert not (tmp_path / "c").exists()
     with pytest.raises(KeywordError, match=r"CellSpec\(unique=\.\.\.\)"):
         genotok.tokenize_fragments(EX / "fragments.tsv.gz", tok, unique=True)
+
+
+@pytest.mark.parametrize("peaks", ["sample0.narrowPeak", "sample4.narrowPeak.gz"])
+def test_a_peak_file_given_for_fragments_is_refused_by_file_and_line(peaks):
+    tok = genotok.Tokenizer.from_bed(U)
+    with pytest.raises(genotok.BedParseError, match=r":1: 10 columns, where a fragment file "
+                                                    r"has 5 .*Tokenizer\.encode"):
+        genotok.tokenize_fragments(EX / "peaks" / peaks, tok)
+    with pytest.raises(genotok.BedParseError, match="10 columns"):
+        genotok.fragment_counts(EX / "peaks" / peaks, tok)
