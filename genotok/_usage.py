@@ -29,21 +29,25 @@ def unknown_keyword(call: str, name: str, known: Iterable[str],
                     elsewhere: Mapping[str, str] | None = None) -> KeywordError:
     """The error for keyword ``name`` given to ``call``, which takes ``known``.
 
-    ``elsewhere`` maps a keyword that belongs to another object to the call that takes it.
+    ``elsewhere`` maps a keyword that belongs to another object to what to say instead (the
+    object it belongs to and the call that takes it).
 
     >>> str(unknown_keyword("Tokenizer.from_bed()", "overlapp", ["overlap", "min_overlap"]))
     "Tokenizer.from_bed() got an unexpected keyword argument 'overlapp': did you mean overlap=...?"
     >>> print(unknown_keyword("tokenize_anndata()", "max_length", ["read"],
-    ...                       {"max_length": "tokenize_anndata(x, tok, CellSpec(max_length=...))"}))
-    tokenize_anndata() got an unexpected keyword argument 'max_length': it is a field of another object: tokenize_anndata(x, tok, CellSpec(max_length=...))
+    ...                       {"max_length": "a CellSpec field: f(x, tok, CellSpec(max_length=...))"}))
+    tokenize_anndata() got an unexpected keyword argument 'max_length': a CellSpec field: f(x, tok, CellSpec(max_length=...))
     """
     known = sorted(set(known))
     head = f"{call} got an unexpected keyword argument {name!r}"
     if elsewhere and name in elsewhere:
-        return KeywordError(f"{head}: it is a field of another object: {elsewhere[name]}")
+        return KeywordError(f"{head}: {elsewhere[name]}")
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if close:
         return KeywordError(f"{head}: did you mean {close[0]}=...?")
+    close = difflib.get_close_matches(name, list(elsewhere or ()), n=1, cutoff=0.6)
+    if close:
+        return KeywordError(f"{head}: did you mean {close[0]}? {elsewhere[close[0]]}")
     return KeywordError(f"{head}; it takes {', '.join(known) or 'no keywords'}")
 
 

@@ -150,3 +150,32 @@ def test_a_terminal_gets_one_line_per_group(monkeypatch, capsys):
         notice.on_start(types.SimpleNamespace(data={"dispatcher": disp}))
         notice.on_end(None)
     assert capsys.readouterr().err.count("genotok: compiling") == 2
+
+
+@pytest.mark.parametrize("call", ["tokenize_anndata", "tokenize_cells"])
+def test_a_cellspec_field_given_to_an_entry_point_names_cellspec(call):
+    tok = genotok.Tokenizer.from_bed(U)
+    with pytest.raises(KeywordError, match=rf"max_length is a CellSpec field: {call}\(x, "
+                                           r"tokenizer, CellSpec\(max_length=\.\.\.\)\)"):
+        getattr(genotok, call)(EX / "pbmc.h5ad", tok, max_length=2048)
+    with pytest.raises(KeywordError, match=r"did you mean order\?"):
+        getattr(genotok, call)(EX / "pbmc.h5ad", tok, ordr="value")
+
+
+def test_pretokenize_and_fragments_name_cellspec_too(tmp_path):
+    tok = genotok.Tokenizer.from_bed(U)
+    with pytest.raises(KeywordError, match=r"cells=CellSpec\(max_length=\.\.\.\)"):
+        genotok.pretokenize(EX / "peaks", tok, tmp_path / "c", max_length=5)
+    assert not (tmp_path / "c").exists()
+    with pytest.raises(KeywordError, match=r"CellSpec\(unique=\.\.\.\)"):
+        genotok.tokenize_fragments(EX / "fragments.tsv.gz", tok, unique=True)
+
+
+@pytest.mark.parametrize("peaks", ["sample0.narrowPeak", "sample4.narrowPeak.gz"])
+def test_a_peak_file_given_for_fragments_is_refused_by_file_and_line(peaks):
+    tok = genotok.Tokenizer.from_bed(U)
+    with pytest.raises(genotok.BedParseError, match=r":1: 10 columns, where a fragment file "
+                                                    r"has 5 .*Tokenizer\.encode"):
+        genotok.tokenize_fragments(EX / "peaks" / peaks, tok)
+    with pytest.raises(genotok.BedParseError, match="10 columns"):
+        genotok.fragment_counts(EX / "peaks" / peaks, tok)

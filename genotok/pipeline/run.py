@@ -34,11 +34,11 @@ from typing import ClassVar
 from .._io import default_hash, is_url
 from .._optional import require
 from .._progress import progress
-from .._usage import warn
+from .._usage import keywords, warn
 from ..formats.stores import MemoryStore, Store, get_store
 from ..params import InstanceOf, Integral, Interval, Options, Real, validate
 from ..singlecell.reading import ReadOptions
-from ..singlecell.spec import CellSpec
+from ..singlecell.spec import CellSpec, fields_elsewhere
 from . import remote
 from .batch import Batches
 from .executors import get_executor
@@ -257,6 +257,7 @@ def _check_first_args(inputs, tokenizer, out) -> None:
                         f"{type(out).__name__}")
 
 
+@keywords(elsewhere=fields_elsewhere("pretokenize", "inputs, tokenizer, out, cells=CellSpec({f}=...)"))
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | None = None,
                 format: str | Store = "corpus", n_threads: int | None = None,
                 on_error: str = "fail",

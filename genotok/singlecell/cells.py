@@ -48,6 +48,7 @@ import numba
 import numpy as np
 
 from .. import _config, _progress, sink
+from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
 from ..params import MEMORY_MB, check
@@ -58,7 +59,7 @@ from . import containers  # noqa: F401  (registers the HDF5 containers' sources)
 from .chunks import _CSR_MESSAGES, Chunk, _Source
 from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
-from .spec import Normalize
+from .spec import Normalize, fields_elsewhere
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -386,6 +387,7 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return v
 
 
+@keywords(elsewhere=fields_elsewhere("tokenize_anndata"))
 def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
                      overwrite: bool = False, obs_columns: Sequence[str] = (),
                      memory_mb: float = 256, n_threads: int | None = None,
@@ -515,6 +517,7 @@ class _Vars:
     var: object
 
 
+@keywords(elsewhere=fields_elsewhere("tokenize_cells"))
 def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
                    overwrite: bool = False, obs_columns: Sequence[str] = (),
                    memory_mb: float = 256, n_threads: int | None = None,

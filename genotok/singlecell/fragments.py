@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..errors import AnnDataError
+from .._usage import keywords
+from ..errors import AnnDataError, BedParseError, GenotokError
 from .cells import _check_call, _refuse_existing, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
 from .reading import FragmentOptions
 from .sources import CellSource, register_source, source_class
+from .spec import fields_elsewhere
 
 
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
@@ -42,6 +44,7 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
     >>> bcs, X.toarray().tolist(), n.tolist()
     (['AAA-1'], [[1.0, 1.0]], [2])
     """
+    check_columns(path)
     return _count(path, tokenizer, mode="fragment", shift=(0, 0), use_count=use_count,
                   barcodes=barcodes, min_fragments=min_fragments, block_bytes=block_bytes,
                   n_threads=n_threads)
@@ -87,12 +90,14 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
     column-5 count with ``use_count``. A repeated universe line counts nowhere (token
     semantics: a hit is the first occurrence's id, in every mode; a count matrix over the
     lines spreads it, :class:`~genotok.singlecell.matrix.CountMatrix`)."""
+    check_columns(path)
     return _count(path, tokenizer, mode=mode, shift=shift, use_count=use_count,
                   barcodes=barcodes,
                   min_fragments=min_fragments, block_bytes=block_bytes, n_threads=n_threads,
                   memory_mb=memory_mb, regions=regions, sizes=sizes)
 
 
+@keywords(elsewhere=fields_elsewhere("tokenize_fragments"))
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                        overwrite: bool = False, memory_mb: float | None = None,
                        n_threads: int | None = None, progress: bool = False):
@@ -173,6 +178,47 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
 
 #: gzip's magic (BGZF is gzip with an extra field)
 GZIP_MAGIC = b"\x1f\x8b"
+#: the columns of a fragment file: chrom, start, end, barcode and (optional) count
+MAX_COLUMNS = 5
+
+
+def check_columns(path, head_bytes: int = 1 << 16) -> None:
+    """Refuse a file whose first data line has more than the five fragment columns (a
+    narrowPeak or BED6+ file given for a fragment file: each peak was taken as a cell), naming
+    the file and the line. A file that cannot be read is left for the scan to report.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp()) / "peaks.tsv"
+    >>> _ = p.write_text("chr1\\t5\\t20\\tpeak1\\t500\\t.\\t8.1\\t-1\\t2.3\\t40\\n")
+    >>> check_columns(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.BedParseError: .../peaks.tsv:1: 10 columns, where a fragment file has 5 ...
+    """
+    from .._io import open_binary, reading
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        return
+    try:
+        with reading(path), open_binary(path) as fh:
+            head = fh.read(head_bytes)
+    except (OSError, GenotokError):
+        return
+    for number, line in enumerate(head.split(b"\n")[:-1], 1):  # whole lines only
+        line = line.rstrip(b"\r")
+        if line.startswith(b"#") or not line.strip():
+            continue
+        fields = line.split(b"\t") if b"\t" in line else line.split()
+        if len(fields) > MAX_COLUMNS:
+            raise BedParseError(path, number, f"{len(fields)} columns, where a fragment file "
+                                "has 5 (chrom, start, end, barcode, count): is it a peak file "
+                                "(narrowPeak, BED)? Tokenize it as a region set with "
+                                "Tokenizer.encode, encode_batch or pretokenize")
+        return
 
 
 class FragmentSource(CellSource):

@@ -683,3 +683,15 @@ class CellSpec:
 
 __all__ = ["Bins", "CellSpec", "ENCODINGS", "Encoding", "Log1p", "Normalize", "QuantileBins",
            "RankByMedian", "encodings", "register_encoding"]
+
+
+
+def fields_elsewhere(call: str, shape: str = "x, tokenizer, CellSpec({f}=...)") -> dict[str, str]:
+    """What an entry point says when given a :class:`CellSpec` field as its own keyword: the
+    field's name -> the call that takes it (for :func:`genotok._usage.keywords`).
+
+    >>> fields_elsewhere("tokenize_anndata")["max_length"]
+    'max_length is a CellSpec field: tokenize_anndata(x, tokenizer, CellSpec(max_length=...))'
+    """
+    return {f.name: f"{f.name} is a CellSpec field: {call}({shape.format(f=f.name)})"
+            for f in fields(CellSpec)}
