@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..errors import AnnDataError
 from .cells import _check_call, _refuse_existing, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
