@@ -185,14 +185,15 @@ def _encoding_steps(text: str) -> tuple:
     import json
 
     from ..params import ParameterError
-    from ..singlecell.spec import ENCODINGS
+    from ..singlecell.spec import encodings
 
+    known = encodings()  # the built-in steps and the genotok.encodings plugins
     steps = []
     for part in filter(None, (p.strip() for p in text.split(","))):
         name, *kvs = part.split(":")
-        if name not in ENCODINGS:
+        if name not in known:
             raise argparse.ArgumentTypeError(f"unknown encoding {name!r}; known: "
-                                             f"{', '.join(sorted(ENCODINGS))}")
+                                             f"{', '.join(sorted(known))}")
         d = {"name": name}
         for kv in kvs:
             key, eq, value = kv.partition("=")
@@ -204,7 +205,7 @@ def _encoding_steps(text: str) -> tuple:
             except ValueError:
                 d[key] = value
         try:
-            steps.append(ENCODINGS[name].from_json(d))
+            steps.append(known[name].from_json(d))
         except (ParameterError, TypeError) as exc:
             raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
     return tuple(steps)

@@ -51,7 +51,6 @@ from .. import _validate as V
 from ..errors import AnnDataError, SourceError
 from . import chunks as C
 from . import sources as S
-from .reading import AnnDataOptions
 
 KINDS = ("h5ad", "h5mu", "10x")
 PEAKS = "Peaks"

@@ -15,7 +15,7 @@ pd = pytest.importorskip("pandas")
 
 import genotok
 from genotok import Tokenizer
-from genotok.singlecell import (AnnDataSource, CellSource, H5adSource, memory_matrix,
+from genotok.singlecell import (AnnDataSource, CellSource, memory_matrix,
                                 register_source, unregister_source)
 from genotok.singlecell import spec as S
 from genotok.singlecell.sources import registry

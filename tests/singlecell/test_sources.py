@@ -414,6 +414,13 @@ def test_source_and_encoding_plugins_are_found_by_python_and_the_cli(tmp_path):
     assert run.returncode == 0, run.stderr
     corpus = genotok.Corpus.open(tmp_path / "c")
     assert corpus.names == ["AAA-1", "CCC-1"] and [list(x) for x in corpus] == [[0], [1]]
+    run = subprocess.run([sys.executable, "-m", "genotok", "pretokenize", "--universe",
+                          str(tmp_path / "u.bed"), "--out", str(tmp_path / "d"), "-q",
+                          "--encoding", "log1p,double", "--values", str(p)],
+                         env=cli_env(site), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert genotok.Corpus.open(tmp_path / "d").values(1).tolist() == [pytest.approx(
+        2 * np.log1p(3.0))]
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "arrow", "gtok-dir", "corpus"])
