@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 
 from .._usage import keywords
-from ..errors import AnnDataError, BedParseError, GenotokError
+from ..errors import BedParseError, GenotokError
 from .cells import _check_call, _refuse_existing, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
