@@ -306,7 +306,8 @@ class Store:
                                   "file was truncated, replaced or deleted after its batch was "
                                   "journaled; re-run with overwrite=True")
         entries = [{"path": f, "n_records": fn, "n_tokens": ft,
-                    "bytes": (directory / f).stat().st_size} for f, fn, ft in counted]
+                    "bytes": (directory / f).stat().st_size, "digest": file_digest(directory / f)}
+                   for f, fn, ft in counted]
         manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
                     "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
                     "files": files, "shards": entries, **extra}
@@ -320,6 +321,25 @@ class Store:
         for f in files:
             s = self.read_file(Path(directory) / f, header)
             yield f, s.n, s.t
+
+
+def file_digest(path) -> str:
+    """The blake2b-64 digest of a file's bytes (hex), read in blocks.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> p = Path(tempfile.mkdtemp(), "x")
+    >>> _ = p.write_bytes(b"abc")
+    >>> file_digest(p)
+    'd8bb14d833d59559'
+    """
+    h = hashlib.blake2b(digest_size=8)
+    with open(path, "rb") as fh:
+        while block := fh.read(8 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _digest(manifest: dict) -> str:
@@ -373,6 +393,10 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
         if p.stat().st_size != e["bytes"]:
             raise GtokFormatError(f"{p}: {p.stat().st_size} bytes, the manifest says {e['bytes']}: "
                                   "truncated or replaced after it was written; re-create it")
+        if not trusted and e.get("digest") != file_digest(p):  # (trusted: the cheap open)
+            raise GtokFormatError(f"{p}: its content differs from what was written (blake2b-64 "
+                                  f"digest {file_digest(p)}, the manifest says "
+                                  f"{str(e.get('digest'))[:20]}): damaged or edited; re-create it")
         paths.append(p)
     shards = store.read_output(Path(directory), paths, header)
     got = [(p, sh.n, sh.t) for p, sh in zip(paths, shards)]
@@ -489,5 +513,5 @@ class ShardedStore(Store):
         raise NotImplementedError
 
 
-__all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "check_header", "open_output",
-           "ragged_of"]
+__all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "check_header", "file_digest",
+           "open_output", "ragged_of"]

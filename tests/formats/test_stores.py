@@ -335,3 +335,23 @@ def test_an_unknown_store_format_is_named_not_called_a_corrupt_corpus(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps({"format": "genotok-csv"}))
     with pytest.raises(genotok.GtokFormatError, match="'genotok-csv' is no store's"):
         Corpus.open(tmp_path)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_damaged_jsonl_file_is_an_error_naming_the_file_and_line(tok, tmp_path, gz):
+    from genotok.formats.jsonl import JsonlStore
+
+    out = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "o", progress=False,
+                      format=JsonlStore(gzip=gz)).out
+    f = sorted(out.glob("*.jsonl*"))[0]
+    raw = bytearray(f.read_bytes())
+    if gz:
+        raw[len(raw) // 2] ^= 0xFF  # a flipped byte in the compressed stream
+    else:
+        at = raw.index(b"\n") + 1  # the second line, same size: not JSON any more
+        raw[at:at + 1] = b"#"
+    f.write_bytes(bytes(raw))
+    with pytest.raises(genotok.GtokFormatError, match=f.name + ": its content differs"):
+        Corpus.open(out)  # the manifest's digest of each file
+    with pytest.raises(genotok.GtokFormatError, match=f.name + ": (line 2|not a readable|line)"):
+        Corpus.open(out, trusted=True)  # the cheap open still reads every line as a record

@@ -185,3 +185,18 @@ def test_every_store_reads_back_from_the_bucket(server, so, tok, tmp_path, fmt):
     c = Corpus.open(f"s3://bkt/rb-{fmt}", storage_options=so, cache_dir=str(tmp_path / "c"))
     ref = Corpus.open(pretokenize(peaks, tok, tmp_path / "l", progress=False).out)
     assert c.to_ragged().to_list() == ref.to_ragged().to_list() and c.names == ref.names
+
+
+def test_a_damaged_cached_copy_of_a_remote_store_output_is_fetched_again(server, so, tok,
+                                                                         tmp_path):
+    pytest.importorskip("pyarrow")
+    pretokenize(genotok.examples_dir() / "peaks", tok, "s3://bkt/cached", format="jsonl",
+                progress=False, options=RunOptions(storage_options=so))
+    cache = tmp_path / "c"
+    first = Corpus.open("s3://bkt/cached", storage_options=so, cache_dir=str(cache))
+    copy = sorted(cache.rglob("*.jsonl"))[0]
+    raw = bytearray(copy.read_bytes())
+    raw[0:1] = b"#"  # same size, planted
+    copy.write_bytes(bytes(raw))
+    again = Corpus.open("s3://bkt/cached", storage_options=so, cache_dir=str(cache))
+    assert again.to_ragged().to_list() == first.to_ragged().to_list()

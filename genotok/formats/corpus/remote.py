@@ -528,8 +528,10 @@ def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> P
             raise GtokFormatError(f"{url}/{MANIFEST}: corrupt manifest (entry {k}: path "
                                   f"{str(rel)[:200]!r} {why})")
         local = root.joinpath(*rel.split("/"))
-        if local.is_file() and not local.is_symlink() and local.stat().st_size == e.get("bytes"):
-            continue
+        if local.is_file() and not local.is_symlink() and local.stat().st_size == e.get("bytes") \
+                and _digest(np.memmap(local, mode="r") if e["bytes"] else b"",
+                            "blake2b_64").hex() == e.get("digest"):
+            continue  # a checked copy (a damaged or planted one is fetched again)
         local.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = _make_temp(local.parent, f".{local.name}.fetching-")
         os.close(fd)
