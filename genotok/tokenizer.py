@@ -628,7 +628,7 @@ class Tokenizer:
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        sets = check_batch(sets)
+        sets = list(check_batch(sets))  # (a generator is read once)
         tiny = [encode_small(self, s) for s in sets] if len(sets) <= 16 else [None]
         if all(t is not None for t in tiny) and _config.valid_threads(n_threads):
             out = Ragged.from_list([t.astype(dtype, copy=False) for t in tiny])  # genotok._small

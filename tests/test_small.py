@@ -145,3 +145,9 @@ def test_larger_sets_while_the_kernels_are_cold(tmp_path, monkeypatch):
     batch = tok.encode_batch([path, ["chr1:5-500"]], n_threads=2)
     assert [b.tolist() for b in batch] == [got.tolist(),
                                            naive_tokenizer.tokenize(universe, [("chr1", 5, 500)])]
+
+
+def test_encode_batch_takes_a_generator(tmp_path):
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr2", 0, 50)]))
+    got = tok.encode_batch(s for s in (["chr1:5-10"], ["chr2:1-2", "chr1:3-4"]))
+    assert [g.tolist() for g in got] == [[0], [1, 0]]
