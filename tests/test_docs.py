@@ -277,8 +277,8 @@ def run_block(b: Block, folder: Path, timeout: float = 600) -> str | None:
     return f"{b.where}{at}: {last}\n--- stderr ---\n{run.stderr[-3000:]}\n--- the block ---\n{b.code}"
 
 
-_MISSING = re.compile(r"No module named '([\w.]+)'|needs ([\w.]+): pip install|"
-                      r"import of ([\w.]+) halted")
+_MISSING = re.compile(r"No module named '([\w.]+)'|needs (?:the optional package )?([\w.]+): "
+                      r"pip install|import of ([\w.]+) halted")
 
 
 def missing_optional(problem: str | None) -> str | None:
