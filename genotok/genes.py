@@ -36,12 +36,13 @@ import os
 import pickle
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
 
 from .errors import GenotokError
-from .params import Options, validate
+from .params import InstanceOf, Options, validate_fields
 
 #: the special roles a vocabulary may give ids to, and the token each role is found by
 ROLES = {"unk": "<unk>", "pad": "<pad>", "mask": "<mask>", "cls": "<cls>", "eos": "<eos>",
@@ -82,15 +83,12 @@ class GeneSettings:
     unknown_features: str = "count"
     unknown: str = "drop"
 
-    CONSTRAINTS = {"unknown_features": [Options(*UNKNOWN_FEATURES)],
-                   "unknown": [Options("drop")]}
+    CONSTRAINTS: ClassVar[dict] = {"id_column": [InstanceOf(str), None],
+                                   "unknown_features": [Options(*UNKNOWN_FEATURES)],
+                                   "unknown": [Options("drop")]}
 
     def __post_init__(self):
-        validate({"unknown_features": self.unknown_features, "unknown": self.unknown},
-                 self.CONSTRAINTS, "GeneSettings")
-        if self.id_column is not None and not isinstance(self.id_column, str):
-            raise VocabularyError(f"GeneSettings: id_column is a var column name, got "
-                                  f"{self.id_column!r}")
+        validate_fields(self)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -43,7 +43,7 @@ from .._io import atomic_write, local_path, make_temp
 from .._names import to_file_stem
 from .._optional import require
 from ..errors import GenotokError
-from ..params import Integral, Interval, InstanceOf, Options, validate
+from ..params import Integral, Interval, InstanceOf, Options, validate, validate_fields
 from ..ragged import Ragged
 from . import gtok
 from .corpus import MANIFEST, Corpus, write_manifest
@@ -83,7 +83,7 @@ class Store:
     overwrite: bool = field(default=True, init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
+        validate_fields(self)
 
     def config(self) -> dict:
         """What the store was configured with (part of a run's plan: a resumed run with

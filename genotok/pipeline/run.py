@@ -36,7 +36,7 @@ from .._io import default_hash, is_url
 from .._optional import require
 from .._progress import progress
 from ..formats.stores import MemoryStore, Store, get_store
-from ..params import InstanceOf, Integral, Interval, Options, Real, validate
+from ..params import InstanceOf, Integral, Interval, Options, Real, validate, validate_fields
 from ..singlecell.reading import AnnDataOptions
 from ..singlecell.spec import CellSpec
 from . import remote
@@ -193,12 +193,13 @@ class RunOptions:
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
+                                   "client": [InstanceOf(object), None],  # a Dask/Ray client
                                    "validation": [Interval(Real, 0, 1, closed="left")],
                                    "storage_options": [InstanceOf(dict), None],
                                    "read": [InstanceOf(AnnDataOptions), None]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
+        validate_fields(self)
         object.__setattr__(self, "files_per_shard", int(self.files_per_shard))
 
 

@@ -17,14 +17,15 @@ genotok.params.ParameterError: FragmentOptions: min_fragments must be an integer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
-                      validate)
+from ..params import (DType, Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
+                      validate_fields)
 
 
 @dataclass(frozen=True)
@@ -70,12 +71,13 @@ class AnnDataOptions:
         "var_names_sep": [InstanceOf(str), None],
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
+        "dtype": [DType(np.int64, np.int32, np.uint32)],
         "modality": [InstanceOf(str), None],
         "raw": [Flag()],
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "AnnDataOptions")
+        validate_fields(self)
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,7 @@ class FragmentOptions:
     fragment_size: tuple | None = None
 
     CONSTRAINTS: ClassVar[dict] = {
+        "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
         "min_fragments": [Interval(Integral, 0, None)],
         "mode": [Options("fragment", "insertion", "paired-insertion"), None],
         "shift": [InstanceOf(tuple, list)],
@@ -131,7 +134,7 @@ class FragmentOptions:
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "FragmentOptions")
+        validate_fields(self)
         object.__setattr__(self, "shift", tuple(self.shift))
         if self.regions is not None:
             from .._bgzf import parse_regions

@@ -45,7 +45,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..params import Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate
+from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
+                      validate_fields)
 from . import conditions
 
 #: ``order=`` of a cell spec (the kernels' modes are mapped in :mod:`.cells`)
@@ -115,7 +116,7 @@ class Normalize(Encoding):
         return d
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "Normalize")
+        validate_fields(self)
         object.__setattr__(self, "log1p", bool(self.log1p))
         object.__setattr__(self, "target_sum", float(self.target_sum))
 
@@ -258,7 +259,7 @@ class Bins(Encoding):
     CONSTRAINTS: ClassVar[dict] = {"n": [Interval(Integral, 2, 2**24 + 1)]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "Bins")
+        validate_fields(self)
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,7 @@ class QuantileBins(Encoding):
                                    "seed": [Interval(Integral, 0, 2**63 - 1)]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "QuantileBins")
+        validate_fields(self)
 
     def encode(self, indptr, indices, data, n_cols, row0: int = 0):
         out = np.zeros(data.size, np.float64)
@@ -456,7 +457,7 @@ class CellSpec:
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "CellSpec")
+        validate_fields(self)
         steps = _encoding_chain(self.encoding)
         _fused(steps)  # the order of the steps
         ranked = any(isinstance(s, RankByMedian) for s in steps)
