@@ -55,13 +55,15 @@ import numpy as np
 from .errors import GenotokError
 
 
-class ParameterError(GenotokError, ValueError):
-    """A parameter's value is not one its constraints allow (the message says which are).
+class ParameterError(GenotokError, ValueError, TypeError):
+    """A parameter's value is not one its constraints allow (the message says which are): a
+    ``ValueError`` and, as scikit-learn's ``InvalidParameterError``, a ``TypeError`` too (a
+    value of the wrong type is refused by the same constraints).
 
     Examples
     --------
-    >>> issubclass(ParameterError, ValueError)
-    True
+    >>> issubclass(ParameterError, ValueError), issubclass(ParameterError, TypeError)
+    (True, True)
     """
 
 
@@ -438,7 +440,9 @@ def invalid_values(constraints: list) -> list:
 
 #: the memory budget in MiB of every call that reads in chunks (NaN, 0 and bools refused)
 MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
+#: a thread count (``None``: numba's setting)
+N_THREADS = [Interval(Integral, 1, None), None]
 
-__all__ = ["INT64", "MEMORY_MB", "DType", "Flag", "InstanceOf", "Integral", "Interval", "Options",
+__all__ = ["INT64", "MEMORY_MB", "N_THREADS", "DType", "Flag", "InstanceOf", "Integral", "Interval", "Options",
            "ParameterError", "Real", "UndeclaredParameter", "check", "invalid_values",
            "undeclared", "validate", "validate_fields", "validated"]
