@@ -29,7 +29,8 @@ from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Backend, FractionOf, HitOrder, Overlap, Unknown, parse
 from .kernels.sort import runs_order, sort_regions, sorted_runs
-from .params import Flag, InstanceOf, Integral, Interval, Options, Real, validate, validate_fields
+from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
+                     validate_fields)
 from .ragged import Ragged
 from .regions import RegionSet, as_regions, check_batch
 from .universe import SPECIAL_NAMES, Universe, record_fingerprint
@@ -328,7 +329,7 @@ class Tokenizer(BuiltInNew):
         if source is None:
             if "universe" in self.__dict__:
                 return  # built in __new__ (a gtars-style subclass: see BuiltInNew)
-            raise TypeError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
+            raise ParameterError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
                             "configuration, a model directory or Hub id, or regions")
         validate({"source": source, "settings": settings, "n_threads": n_threads,
                   "special_tokens": special_tokens, "strict": strict,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -32,7 +32,7 @@ import numpy as np
 from .. import _config, _io
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
-from ..params import Integral, Interval, Real, validate
+from ..params import N_THREADS, Flag, InstanceOf, Integral, Interval, Real, validated
 from ..regions import RegionSet, as_regions
 from ..tokenizer import Tokenizer, TokenizerSettings
 from ..universe import Universe
@@ -52,15 +52,22 @@ from .streaming import (
 
 __all__ = ["CONSTRAINTS", "coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
 
-#: Each builder's parameter constraints (checked by :func:`genotok.params.validate`).
+#: region sets: BED paths, RegionSets or anything :func:`~genotok.as_regions` reads (checked
+#: by the streaming reader, which says what is wrong with an item)
+_INPUTS = [InstanceOf(object)]
+_COMMON = {"progress": [Flag()], "hash_inputs": [Flag()], "n_threads": N_THREADS}
+
+#: Each builder's parameter constraints (:func:`genotok.params.validated`).
 CONSTRAINTS = {
-    "tile": {"size": [Interval(Integral, 1, None)]},
-    "merge": {"min_gap": [Interval(Integral)]},
-    "coverage_cutoff": {"min_inputs": [Interval(Integral, 1, None), None],
+    "tile": {"chrom_sizes": [InstanceOf(str, os.PathLike, Mapping, Iterable)],
+             "size": [Interval(Integral, 1, None)], "hash_inputs": [Flag()]},
+    "merge": {"inputs": _INPUTS, "min_gap": [Interval(Integral)], **_COMMON},
+    "coverage_cutoff": {"inputs": _INPUTS, "min_inputs": [Interval(Integral, 1, None), None],
                         "min_input_fraction": [Interval(Real, 0, 1, closed="right"), None],
-                        "min_width": [Interval(Integral, 0, None)]},
-    "top_k": {"max_regions": [Interval(Integral, 1, None)],
-              "min_inputs": [Interval(Integral, 0, None)]},
+                        "min_width": [Interval(Integral, 0, None)], **_COMMON},
+    "top_k": {"candidate": [InstanceOf(object)], "inputs": _INPUTS,
+              "max_regions": [Interval(Integral, 1, None)],
+              "min_inputs": [Interval(Integral, 0, None)], **_COMMON},
 }
 
 
@@ -130,6 +137,7 @@ def read_chrom_sizes(chrom_sizes) -> list[tuple[str, int]]:
     return out
 
 
+@validated(CONSTRAINTS["tile"], error=UniverseError)
 def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
     """Genome-wide fixed-width bins ("tiles"): ``[0, size), [size, 2 size), …`` per chromosome.
 
@@ -163,7 +171,6 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
     ['chr1:0-10', 'chr1:10-20', 'chr2:0-10', 'chr2:10-20', 'chr2:20-25']
     """
     t0 = time.perf_counter()
-    validate({"size": size}, CONSTRAINTS["tile"], "tile", error=UniverseError)
     size = int(size)
     pairs = read_chrom_sizes(chrom_sizes)
     pairs = sorted(pairs, key=lambda p: chrom_sort_key(p[0]))
@@ -195,6 +202,7 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
 
 
 # ---------------------------------------------------------------------------- merge
+@validated(CONSTRAINTS["merge"], error=UniverseError)
 def merge(inputs, min_gap: int = 0, *, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """The union of all regions of many inputs, merged like ``bedtools merge -d min_gap``.
@@ -237,7 +245,6 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False,
     ['chr1:0-20']
     """
     t0 = time.perf_counter()
-    validate({"min_gap": min_gap}, CONSTRAINTS["merge"], "merge", error=UniverseError)
     min_gap = int(min_gap)
     table = _ChromTable()
     fold = _Fold(lambda c, s, e: _merge_arrays(c, s, e, min_gap))
@@ -259,6 +266,7 @@ def _fraction_count(fraction: float, n: int) -> int:
     return int(-(-Fraction(repr(float(fraction))) * n // 1))
 
 
+@validated(CONSTRAINTS["coverage_cutoff"], error=UniverseError)
 def coverage_cutoff(inputs, min_inputs: int | None = None, *,
                     min_input_fraction: float | None = None, min_width: int = 0,
                     progress: bool = False, hash_inputs: bool = True,
@@ -300,9 +308,6 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
     ['chr1:90-100']
     """
     t0 = time.perf_counter()
-    validate({"min_inputs": min_inputs, "min_input_fraction": min_input_fraction,
-              "min_width": min_width}, CONSTRAINTS["coverage_cutoff"], "coverage_cutoff",
-             error=UniverseError)
     if (min_inputs is None) == (min_input_fraction is None):
         raise UniverseError("give exactly one of min_inputs (a number of input sets) and "
                             "min_input_fraction (a fraction of the inputs)")
@@ -330,7 +335,8 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
              else max(1, _fraction_count(min_input_fraction, n)))
         if k > n:
             warnings.warn(f"min_inputs {k} is more than the {n} inputs: no position can be "
-                          f"covered that often, the consensus is empty", UserWarning, stacklevel=2)
+                          f"covered that often, the consensus is empty", UserWarning,
+                          stacklevel=3)  # the caller's line, past validated()
         oc, os_, oe = (np.empty(codes.size, np.int32), np.empty(codes.size, np.int64),
                        np.empty(codes.size, np.int64))
         m = _bk.runs_at_least(codes, pos, delta, np.int64(k), np.int64(min_width), oc, os_, oe)
@@ -345,6 +351,7 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
 
 
 # ---------------------------------------------------------------------------- top-k
+@validated(CONSTRAINTS["top_k"], error=UniverseError)
 def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """Vocabulary-size control: the ``max_regions`` candidate regions hit by the most input sets.
@@ -386,8 +393,6 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     ['chr1:20-30', 'chr2:0-10']
     """
     t0 = time.perf_counter()
-    validate({"max_regions": max_regions, "min_inputs": min_inputs}, CONSTRAINTS["top_k"],
-             "top_k", error=UniverseError)
     max_regions, min_inputs = int(max_regions), int(min_inputs)
     cand = as_regions(candidate)
     if len(cand) == 0:
@@ -431,7 +436,7 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
         warnings.warn(f"only {keep.size:,} of {m:,} candidate regions are hit by >= {min_inputs} "
                       f"input set(s); the vocabulary has {keep.size:,} regions, "
                       f"not {max_regions:,}",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=3)  # past validated()
     out = _finish(nat_names, c[keep], s[keep], e[keep])
     cinfo = _describe(cand, hash_inputs)
     cinfo["n_unique"] = int(m)
