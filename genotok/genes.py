@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import GenotokError
-from .params import InstanceOf, Options, validate_fields
+from .params import N_THREADS, InstanceOf, Options, validate, validate_fields
 
 #: the special roles a vocabulary may give ids to, and the token each role is found by
 ROLES = {"unk": "<unk>", "pad": "<pad>", "mask": "<mask>", "cls": "<cls>", "eos": "<eos>",
@@ -201,8 +201,16 @@ class GeneTokenizer:
     (7, {'cls': 7}, 'gene_ids')
     """
 
+    #: what the constructor accepts (the vocabulary's content is checked as it is read)
+    CONSTRAINTS: ClassVar[dict] = {"vocab": [InstanceOf(str, os.PathLike, Mapping)],
+                                   "special_tokens": [InstanceOf(Mapping), None],
+                                   "settings": [InstanceOf(GeneSettings), None],
+                                   "n_threads": N_THREADS}
+
     def __init__(self, vocab, *, special_tokens: Mapping[str, str] | None = None,
                  settings: GeneSettings | None = None, n_threads: int | None = None):
+        validate({"vocab": vocab, "special_tokens": special_tokens, "settings": settings,
+                  "n_threads": n_threads}, self.CONSTRAINTS, "GeneTokenizer")
         where = "vocabulary"
         if isinstance(vocab, (str, os.PathLike)):
             where = os.fspath(vocab)
@@ -245,9 +253,6 @@ class GeneTokenizer:
                                   "vocabulary; add them with their model ids")
         self.special_tokens = dict(special_tokens)
         self.settings = settings if settings is not None else GeneSettings()
-        if not isinstance(self.settings, GeneSettings):
-            raise TypeError(f"settings must be a GeneSettings, got "
-                            f"{type(self.settings).__name__}")
         self.n_threads = n_threads
         self.source = where if where != "vocabulary" else None
 

@@ -352,7 +352,7 @@ class Tokenizer(BuiltInNew):
         "source": [InstanceOf(object)],
         "settings": [InstanceOf(TokenizerSettings), None],
         "n_threads": [Interval(Integral, 1, None), None],
-        "special_tokens": [InstanceOf(Mapping), None],
+        "special_tokens": [InstanceOf(dict), None],
         "strict": [Flag()],
         "extra_tokens": [InstanceOf(Sequence), None]}
 

@@ -137,6 +137,8 @@ REQUIRED = {
     "genotok.build.builders.top_k": {"candidate": ["chr1:0-5"], "inputs": [["chr1:0-10"]],
                                      "max_regions": 1},
     "genotok.tokenizer.Tokenizer": {"source": ["chr1:0-10"]},
+    "genotok.genes.GeneTokenizer": {"vocab": {"<pad>": 0, "G": 1}},
+    "genotok.universe.Universe": {"regions": ["chr1:0-10"]},
     "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
 }
 
