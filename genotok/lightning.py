@@ -14,7 +14,7 @@ from ._optional import require
 L = require("lightning.pytorch", "genotok.lightning")
 
 from .formats.corpus import Corpus  # noqa: E402
-from .params import validate  # noqa: E402
+from .params import Flag, validate  # noqa: E402
 from .sampling import PLAN_CONSTRAINTS  # noqa: E402
 from .torch_data import CorpusIterableDataset, ResumableLoader  # noqa: E402
 
@@ -76,7 +76,8 @@ class CorpusDataModule(L.LightningDataModule):
         self.dataset_kwargs = {"batch_size": batch_size, "max_tokens": max_tokens,
                                "shuffle": shuffle, "seed": seed, "window": window, "split": split,
                                "values": values}
-        validate(self.dataset_kwargs, PLAN_CONSTRAINTS, "CorpusDataModule")  # not at fit()
+        validate(self.dataset_kwargs, {**PLAN_CONSTRAINTS, "values": [Flag()]},
+                 "CorpusDataModule")  # not at fit()
         self.loader_kwargs = dict(loader_kwargs or {}, num_workers=num_workers)
         self.open_kwargs = dict(open_kwargs or {})
         self._loader: ResumableLoader | None = None
