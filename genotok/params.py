@@ -250,6 +250,8 @@ class DType:
     --------
     >>> DType(np.int64, np.int32).accepts("int32"), DType(np.int64).accepts(np.float64)
     (True, False)
+    >>> str(DType(np.int64, np.int32, np.uint32))
+    'int64, int32 or uint32'
     """
 
     def __init__(self, *allowed):
@@ -264,7 +266,8 @@ class DType:
             return False
 
     def __str__(self) -> str:
-        return "a dtype among " + ", ".join(d.name for d in self.allowed)
+        *most, last = [d.name for d in self.allowed]
+        return f"{', '.join(most)} or {last}" if most else last
 
     def invalid(self) -> Iterator:
         yield "float16"

@@ -139,6 +139,9 @@ REQUIRED = {
     "genotok.tokenizer.Tokenizer": {"source": ["chr1:0-10"]},
     "genotok.genes.GeneTokenizer": {"vocab": {"<pad>": 0, "G": 1}},
     "genotok.universe.Universe": {"regions": ["chr1:0-10"]},
+    # refused before the file is made: the path is never written
+    "genotok.formats.corpus.writer.CorpusWriter": {"path": "/nonexistent/c.gtokc",
+                                                   "vocab_size": 9, "fingerprint": "fp"},
     "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
 }
 

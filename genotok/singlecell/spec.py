@@ -47,14 +47,16 @@ import numpy as np
 
 from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
                       validate_fields)
+from ..kernels.modes import Order, Truncate, Unknown, names
 from . import conditions
 
-#: ``order=`` of a cell spec (the kernels' modes are mapped in :mod:`.cells`)
-ORDERS = ("genomic", "value", "shuffle", "var")
+#: ``order=`` of a cell spec: the cell kernel's :class:`~genotok.kernels.modes.Order`, and
+#: ``"var"`` (geniml's storage order, every (peak, token) pair as stored)
+ORDERS = (*names(Order), "var")
 #: ``truncation=`` of a cell spec: the largest values, or a seeded sample
-TRUNCATIONS = ("top", "sample")
+TRUNCATIONS = names(Truncate)
 #: ``unknown=`` (``None``: the tokenizer's policy)
-UNKNOWN = ("drop", "set", "region")
+UNKNOWN = names(Unknown)
 
 
 # ---------------------------------------------------------------------------- value encodings
