@@ -235,8 +235,7 @@ class InstanceOf:
         return isinstance(v, self.types)
 
     def __str__(self) -> str:
-        return " or ".join(("an " if t.__name__[0] in "AEIOUaeiou" else "a ") + t.__name__
-                           for t in self.types)
+        return "a " + " or a ".join(t.__name__ for t in self.types)
 
     def invalid(self) -> Iterator:
         yield object()

@@ -55,8 +55,7 @@ _DICTIONARY = [InstanceOf(str, os.PathLike, Mapping)]
 
 @validated({"token_dictionary": _DICTIONARY, "gene_median_dictionary": _DICTIONARY,
             "version": [Options(1, 2)], "id_column": [InstanceOf(str), None],
-            # <cls>, <eos> and one gene at least (V2 frames each cell)
-            "input_size": [Interval(Integral, 3, None), None],
+            "input_size": [Interval(Integral, 1, None), None],
             "n_threads": N_THREADS})
 def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
                id_column: str | None = None, input_size: int | None = None,
@@ -88,6 +87,9 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
         id_column if id_column is not None else None, "count"), n_threads=n_threads)
     size = GENEFORMER_INPUT_SIZE[version] if input_size is None else int(input_size)
     framed = version == 2
+    if framed and size < 3:
+        raise ParameterError(f"geneformer: input_size={input_size} cannot hold <cls>, <eos> and "
+                             "a gene (V2 frames each cell): give 3 or more")
     if framed and (tok.cls_token_id is None or tok.eos_token_id is None):
         raise ValueError("Geneformer V2 frames each cell with <cls> and <eos>: the token "
                          "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")

@@ -360,15 +360,18 @@ class Tokenizer(BuiltInNew):
     def _build(cls, loaded, overrides: dict, strict: bool) -> "Tokenizer":
         """A tokenizer of ``cls`` from a :class:`~genotok.pretrained.Loaded` source, its saved
         settings under the keyword ``overrides`` of a ``from_*`` constructor."""
-        unknown = sorted(set(overrides) - _SETTING_NAMES)
+        options = {k: v for k, v in overrides.items() if k in ("n_threads", "extra_tokens")}
+        unknown = sorted(set(overrides) - _SETTING_NAMES - set(options))
         if unknown:
-            near = difflib.get_close_matches(unknown[0], [*_SETTING_NAMES, "special_tokens",
-                                                          "strict"], n=1)
+            near = difflib.get_close_matches(unknown[0], [*_SETTING_NAMES, *Tokenizer.CONSTRAINTS],
+                                             n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             raise TypeError(f"Tokenizer: unexpected keyword argument {unknown[0]!r}{hint}; the "
                             f"settings are {sorted(_SETTING_NAMES)}")
-        settings = TokenizerSettings.saved(loaded.settings, loaded.config, **overrides)
-        return cls(loaded.universe, settings, strict=strict)
+        settings = TokenizerSettings.saved(
+            loaded.settings, loaded.config,
+            **{k: v for k, v in overrides.items() if k in _SETTING_NAMES})
+        return cls(loaded.universe, settings, strict=strict, **options)
 
     def _regions(self, obj) -> RegionSet:  # a query file's reversed lines: see ``strict``
         return as_regions(obj, reversed="error" if self.strict else "drop")
