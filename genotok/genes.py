@@ -36,12 +36,13 @@ import os
 import pickle
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
 
 from .errors import GenotokError
-from .params import Options, validate
+from .params import N_THREADS, InstanceOf, Options, validate, validate_fields
 
 #: the special roles a vocabulary may give ids to, and the token each role is found by
 ROLES = {"unk": "<unk>", "pad": "<pad>", "mask": "<mask>", "cls": "<cls>", "eos": "<eos>",
@@ -82,15 +83,12 @@ class GeneSettings:
     unknown_features: str = "count"
     unknown: str = "drop"
 
-    CONSTRAINTS = {"unknown_features": [Options(*UNKNOWN_FEATURES)],
-                   "unknown": [Options("drop")]}
+    CONSTRAINTS: ClassVar[dict] = {"id_column": [InstanceOf(str), None],
+                                   "unknown_features": [Options(*UNKNOWN_FEATURES)],
+                                   "unknown": [Options("drop")]}
 
     def __post_init__(self):
-        validate({"unknown_features": self.unknown_features, "unknown": self.unknown},
-                 self.CONSTRAINTS, "GeneSettings")
-        if self.id_column is not None and not isinstance(self.id_column, str):
-            raise VocabularyError(f"GeneSettings: id_column is a var column name, got "
-                                  f"{self.id_column!r}")
+        validate_fields(self)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -203,8 +201,16 @@ class GeneTokenizer:
     (7, {'cls': 7}, 'gene_ids')
     """
 
+    #: what the constructor accepts (the vocabulary's content is checked as it is read)
+    CONSTRAINTS: ClassVar[dict] = {"vocab": [InstanceOf(str, os.PathLike, Mapping)],
+                                   "special_tokens": [InstanceOf(Mapping), None],
+                                   "settings": [InstanceOf(GeneSettings), None],
+                                   "n_threads": N_THREADS}
+
     def __init__(self, vocab, *, special_tokens: Mapping[str, str] | None = None,
                  settings: GeneSettings | None = None, n_threads: int | None = None):
+        validate({"vocab": vocab, "special_tokens": special_tokens, "settings": settings,
+                  "n_threads": n_threads}, self.CONSTRAINTS, "GeneTokenizer")
         where = "vocabulary"
         if isinstance(vocab, (str, os.PathLike)):
             where = os.fspath(vocab)
@@ -247,9 +253,6 @@ class GeneTokenizer:
                                   "vocabulary; add them with their model ids")
         self.special_tokens = dict(special_tokens)
         self.settings = settings if settings is not None else GeneSettings()
-        if not isinstance(self.settings, GeneSettings):
-            raise TypeError(f"settings must be a GeneSettings, got "
-                            f"{type(self.settings).__name__}")
         self.n_threads = n_threads
         self.source = where if where != "vocabulary" else None
 

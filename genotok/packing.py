@@ -23,13 +23,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from .kernels import packing as _k
-from .params import Integral, Interval, Options, validate
+from .params import InstanceOf, Integral, Interval, Options, validated
 from .ragged import Ragged
 
 STRATEGIES = ("greedy", "ffd")
 
 #: what :func:`pack` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"seq_len": [Interval(Integral, 1, None)],
+CONSTRAINTS = {"rows": [InstanceOf(Ragged, Sequence, np.ndarray)],
+               "seq_len": [Interval(Integral, 1, None)],
                "pad_token_id": [Interval(Integral, None, None)],
                "sep_token_id": [Interval(Integral, None, None), None],
                "strategy": [Options(*STRATEGIES)]}
@@ -71,9 +72,28 @@ class Packed(dict):
 
 
 def _flat(rows) -> tuple[np.ndarray, np.ndarray]:
-    """``(tokens, offsets)`` of the records: a :class:`Ragged`'s own buffers, or a copy."""
+    """``(tokens, offsets)`` of the records: a :class:`Ragged`'s own buffers, or one array of
+    the rows' own integer dtype. Checked before any conversion: a float row (``1.7`` is not an
+    id) or a uint64 id above 2**63 next to signed rows (it would wrap negative) is refused."""
     if not isinstance(rows, Ragged):
-        rows = Ragged.from_list([np.asarray(r).ravel() for r in rows], dtype=np.int64)
+        if isinstance(rows, np.ndarray) and rows.ndim == 2:
+            rows = list(rows)
+        arrays = [np.asarray(r).ravel() for r in rows]
+        for i, a in enumerate(arrays):
+            if a.size and a.dtype.kind not in "iu":
+                raise TypeError(f"pack: record {i} holds {a.dtype} values, not token ids "
+                                f"(integers): {a[:3].tolist()}")
+        kept = [a for a in arrays if a.size]
+        dtype = np.result_type(*kept) if kept else np.dtype(np.int64)
+        if dtype.kind == "f":  # uint64 beside signed rows: int64 if every id fits
+            if any(a.dtype == np.uint64 and int(a.max()) > np.iinfo(np.int64).max for a in kept):
+                raise TypeError("pack: records mix uint64 ids above 2**63 - 1 with signed "
+                                "ids; give them one integer dtype")
+            dtype = np.dtype(np.int64)
+        data = np.concatenate(kept).astype(dtype, copy=False) if kept else np.zeros(0, dtype)
+        offsets = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum([a.size for a in arrays], out=offsets[1:])
+        return data, offsets
     data = rows.data
     if data.ndim != 1 or (data.size and data.dtype.kind not in "iu"):
         raise TypeError(f"pack: token ids must be a 1-D integer array, got {data.dtype} "
@@ -86,6 +106,7 @@ def _fits(dtype: np.dtype, *values) -> bool:
     return all(v is None or info.min <= int(v) <= info.max for v in values)
 
 
+@validated(CONSTRAINTS)
 def pack(rows: Sequence[np.ndarray] | Ragged, seq_len: int, pad_token_id: int,
          sep_token_id: int | None = None, *, strategy: str = "greedy") -> Packed:
     """Pack records into sequences of ``seq_len`` tokens with segment and position ids.
@@ -119,8 +140,6 @@ def pack(rows: Sequence[np.ndarray] | Ragged, seq_len: int, pad_token_id: int,
     >>> ffd["input_ids"].tolist(), ffd.fill
     ([[3, 4, 5, 6], [1, 2, 0, 0]], 0.75)
     """
-    validate({"seq_len": seq_len, "pad_token_id": pad_token_id, "sep_token_id": sep_token_id,
-              "strategy": strategy}, CONSTRAINTS, "pack")
     seq_len = int(seq_len)
     tokens, offsets = _flat(rows)
     stored = np.diff(offsets)
@@ -131,6 +150,10 @@ def pack(rows: Sequence[np.ndarray] | Ragged, seq_len: int, pad_token_id: int,
         pieces = _ffd(lengths, seq_len)
     dtype = tokens.dtype if tokens.size and _fits(tokens.dtype, pad_token_id, sep_token_id) \
         else np.dtype(np.int64)
+    if tokens.size and not _fits(dtype, int(tokens.max()), int(tokens.min())):
+        raise TypeError(f"pack: the ids are {tokens.dtype} up to {int(tokens.max())}, and "
+                        f"pad_token_id={pad_token_id} / sep_token_id={sep_token_id} do not fit "
+                        "that dtype: no int64 holds both")
     tokens = tokens.astype(dtype, copy=False)
     ids = np.full((pieces.n_bins, seq_len), pad_token_id, dtype)
     seg = np.zeros(ids.shape, np.int32)

@@ -11,7 +11,9 @@ Constraints
 ``Interval(type, lo, hi, closed=...)``
     A number of ``type`` (:class:`Integral` or :class:`Real`) within the bounds (``None``: no
     bound). :class:`Integral` refuses ``True``/``False`` and ``1.5`` (an integral float such
-    as ``2.0`` is accepted); :class:`Real` refuses booleans, strings and NaN.
+    as ``2.0`` is accepted) and anything a 64-bit integer cannot hold (``2**64``, ``1e300``):
+    every integer ends in a NumPy array or a numba kernel; :class:`Real` refuses booleans,
+    strings and NaN.
 ``Options(a, b, ...)``
     One of the listed values (compared by equality and type: ``True`` is not ``1``).
 ``Flag()``
@@ -22,7 +24,13 @@ Constraints
 ``InstanceOf(type, ...)``
     An instance of one of the types.
 
-A parameter's constraints are a list: the value must satisfy one of them.
+A parameter's constraints are a list: the value must satisfy one of them. Every parameter is
+declared: :func:`validate` refuses a value it has no constraints for (scikit-learn's
+``validate_params`` rule), and a public function declares all of its parameters with
+:func:`validated`, which ``tests/test_params.py`` finds by itself.
+
+Values are validated **before** they are converted: ``int(1.7)`` is 1 and
+``np.int64(2**64)`` overflows, so a conversion comes after the check that makes it exact.
 
 Examples
 --------
@@ -36,6 +44,8 @@ genotok.params.ParameterError: demo: max_length must be an integer in [1, inf) o
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 from collections.abc import Iterator, Mapping
@@ -45,23 +55,32 @@ import numpy as np
 from .errors import GenotokError
 
 
-class ParameterError(GenotokError, ValueError):
-    """A parameter's value is not one its constraints allow (the message says which are).
+class ParameterError(GenotokError, ValueError, TypeError):
+    """A parameter's value is not one its constraints allow (the message says which are): a
+    ``ValueError`` and, as scikit-learn's ``InvalidParameterError``, a ``TypeError`` too (a
+    value of the wrong type is refused by the same constraints).
 
     Examples
     --------
-    >>> issubclass(ParameterError, ValueError)
-    True
+    >>> issubclass(ParameterError, ValueError), issubclass(ParameterError, TypeError)
+    (True, True)
     """
 
 
+#: the integers every :class:`Integral` lies within (a 64-bit signed integer's range)
+INT64 = (-(2**63), 2**63 - 1)
+
+
 class Integral:
-    """The integers: ``int`` and NumPy integers, or an integral float; never a bool.
+    """The integers a 64-bit signed integer holds: ``int`` and NumPy integers, or an integral
+    float; never a bool.
 
     Examples
     --------
     >>> Integral.accepts(3), Integral.accepts(2.0), Integral.accepts(True), Integral.accepts(1.5)
     (True, True, False, False)
+    >>> Integral.accepts(2**64), Integral.accepts(1e300), Integral.accepts(np.uint64(2**63))
+    (False, False, False)
     """
 
     @staticmethod
@@ -69,8 +88,9 @@ class Integral:
         if isinstance(v, (bool, np.bool_)):
             return False
         if isinstance(v, (numbers.Integral, np.integer)):
-            return True
-        return isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()
+            return INT64[0] <= int(v) <= INT64[1]
+        return (isinstance(v, (float, np.floating)) and math.isfinite(v) and float(v).is_integer()
+                and INT64[0] <= v < 2.0**63)
 
     word = "an integer"
 
@@ -129,6 +149,8 @@ class Interval:
         yield "1"
         if self.kind is Integral:
             yield 1.5
+            yield 2**64  # no 64-bit integer: it would overflow in NumPy or a kernel
+            yield 1e300
         else:
             yield float("nan")
         if self.lo is not None:
@@ -148,6 +170,17 @@ class Options:
 
     def __init__(self, *values):
         self.values = values
+
+    @classmethod
+    def of(cls, mode, *more) -> "Options":
+        """The lower-case member names of an enum of :mod:`genotok.kernels.modes` (the
+        user-facing spelling of each mode), and ``more``.
+
+        >>> from genotok.kernels.modes import Overlap
+        >>> str(Options.of(Overlap))
+        "one of 'all', 'best'"
+        """
+        return cls(*(m.name.lower() for m in mode), *more)
 
     def accepts(self, v) -> bool:
         return any(isinstance(v, type(o)) and isinstance(v, (bool, np.bool_)) == isinstance(
@@ -208,6 +241,38 @@ class InstanceOf:
         yield object()
 
 
+class DType:
+    """A NumPy dtype among ``allowed`` (a type, a ``numpy.dtype`` or its name; compared after
+    ``numpy.dtype``, which only these kinds of value reach).
+
+    Examples
+    --------
+    >>> DType(np.int64, np.int32).accepts("int32"), DType(np.int64).accepts(np.float64)
+    (True, False)
+    >>> str(DType(np.int64, np.int32, np.uint32))
+    'int64, int32 or uint32'
+    """
+
+    def __init__(self, *allowed):
+        self.allowed = tuple(np.dtype(a) for a in allowed)
+
+    def accepts(self, v) -> bool:
+        if not isinstance(v, (type, np.dtype, str)):
+            return False
+        try:
+            return np.dtype(v) in self.allowed
+        except TypeError:
+            return False
+
+    def __str__(self) -> str:
+        *most, last = [d.name for d in self.allowed]
+        return f"{', '.join(most)} or {last}" if most else last
+
+    def invalid(self) -> Iterator:
+        yield "float16"
+        yield 3
+
+
 def _describe(constraints: list) -> str:
     words = [str(c) for c in constraints if c is not None]
     if None in constraints:
@@ -228,12 +293,32 @@ def check(name: str, value, constraints: list, where: str = "", *,
         if (value is None) if c is None else (value is not None and c.accepts(value)):
             return value
     at = f"{where}: " if where else ""
-    raise error(f"{at}{name} must be {_describe(constraints)}, got {value!r}")
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    note = ""
+    if (isinstance(value, (numbers.Real, np.number)) and not isinstance(value, (bool, np.bool_))
+            and math.isfinite(value) and not INT64[0] <= value <= INT64[1]
+            and any(getattr(c, "kind", None) is Integral for c in constraints)):
+        note = " (integers are 64-bit: at most 2**63 - 1)"
+    raise error(f"{at}{name} must be {_describe(constraints)}, got {shown}{note}")
+
+
+class UndeclaredParameter(TypeError):
+    """A parameter without declared constraints: a mistake in genotok (or a plugin), not in
+    the caller's input. The test suite finds every one (``tests/test_params.py``).
+
+    Examples
+    --------
+    >>> issubclass(UndeclaredParameter, TypeError)
+    True
+    """
 
 
 def validate(values: Mapping, constraints: Mapping[str, list], where: str = "", *,
              error: type[Exception] = ParameterError) -> None:
-    """Check every value of ``values`` that ``constraints`` names (see :func:`check`).
+    """Check every value of ``values`` against its constraints (see :func:`check`); a value
+    ``constraints`` does not name is an :class:`UndeclaredParameter`, never skipped.
 
     Examples
     --------
@@ -241,10 +326,99 @@ def validate(values: Mapping, constraints: Mapping[str, list], where: str = "", 
     Traceback (most recent call last):
     ...
     genotok.params.ParameterError: f: n must be an integer in [1, inf), got 0
+    >>> validate({"m": 0}, {"n": [Interval(Integral, 1, None)]}, "f")
+    Traceback (most recent call last):
+    ...
+    genotok.params.UndeclaredParameter: f: parameter 'm' has no declared constraints (declare it in f's CONSTRAINTS, genotok.params)
     """
-    for name, allowed in constraints.items():
-        if name in values:
-            check(name, values[name], allowed, where, error=error)
+    for name, value in values.items():
+        allowed = constraints.get(name)
+        if allowed is None:
+            at = f"{where}: " if where else ""
+            raise UndeclaredParameter(f"{at}parameter {name!r} has no declared constraints "
+                                      f"(declare it in {where or 'the'}'s CONSTRAINTS, "
+                                      "genotok.params)")
+        check(name, value, allowed, where, error=error)
+
+
+def validate_fields(obj, where: str | None = None, *,
+                    error: type[Exception] = ParameterError) -> None:
+    """:func:`validate` the fields a dataclass ``obj`` is constructed with (its ``init``
+    fields; working state set later is not a parameter) against ``type(obj).CONSTRAINTS``.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Demo:
+    ...     n: int = 1
+    ...     CONSTRAINTS = {"n": [Interval(Integral, 1, None)]}
+    ...     def __post_init__(self):
+    ...         validate_fields(self)
+    >>> Demo(0)
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: Demo: n must be an integer in [1, inf), got 0
+    """
+    import dataclasses
+
+    values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
+    validate(values, type(obj).CONSTRAINTS, where or type(obj).__name__, error=error)
+
+
+def undeclared(fn, constraints: Mapping[str, list]) -> tuple[list[str], list[str]]:
+    """``(parameters without constraints, constraints of no parameter)`` of callable ``fn``
+    (``self``/``cls``, ``*args`` and ``**kwargs`` aside).
+
+    Examples
+    --------
+    >>> undeclared(lambda a, b=1: 0, {"a": [Flag()], "c": [Flag()]})
+    (['b'], ['c'])
+    """
+    sig = inspect.signature(fn)
+    names = [n for n, p in sig.parameters.items() if n not in ("self", "cls")
+             and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [n for n in names if n not in constraints], [n for n in constraints if n not in names]
+
+
+def validated(constraints: Mapping[str, list], where: str | None = None, *,
+              error: type[Exception] = ParameterError):
+    """Declare the constraints of every parameter of a function; each call checks the
+    arguments it is given before the function runs (defaults are declared values, checked
+    once by the tests). The function keeps its signature and carries ``CONSTRAINTS``.
+
+    Examples
+    --------
+    >>> @validated({"n": [Interval(Integral, 1, None)]})
+    ... def twice(n):
+    ...     return 2 * n
+    >>> twice(3), sorted(twice.CONSTRAINTS)
+    (6, ['n'])
+    >>> twice(0)
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: twice: n must be an integer in [1, inf), got 0
+    """
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        name = where or fn.__name__
+
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{name}: {exc}") from None
+            given = {k: v for k, v in bound.arguments.items() if k not in ("self", "cls")
+                     and sig.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                        inspect.Parameter.VAR_KEYWORD)}
+            validate(given, constraints, name, error=error)
+            return fn(*args, **kwargs)
+
+        call.CONSTRAINTS = constraints
+        return call
+
+    return wrap
 
 
 def invalid_values(constraints: list) -> list:
@@ -269,6 +443,9 @@ def invalid_values(constraints: list) -> list:
 
 #: the memory budget in MiB of every call that reads in chunks (NaN, 0 and bools refused)
 MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
+#: a thread count (``None``: numba's setting)
+N_THREADS = [Interval(Integral, 1, None), None]
 
-__all__ = ["MEMORY_MB", "Flag", "InstanceOf", "Integral", "Interval", "Options", "ParameterError",
-           "Real", "check", "invalid_values", "validate"]
+__all__ = ["INT64", "MEMORY_MB", "N_THREADS", "DType", "Flag", "InstanceOf", "Integral", "Interval", "Options",
+           "ParameterError", "Real", "UndeclaredParameter", "check", "invalid_values",
+           "undeclared", "validate", "validate_fields", "validated"]

@@ -38,7 +38,7 @@ import os
 from collections.abc import Mapping
 
 from .genes import GeneSettings, GeneTokenizer, read_mapping
-from .params import Flag, Options, ParameterError, validate
+from .params import N_THREADS, Flag, InstanceOf, Integral, Interval, Options, ParameterError, validated
 from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
 
 #: Geneformer's input size by version (with V2's <cls> and <eos>)
@@ -49,6 +49,14 @@ def _mapping(obj) -> Mapping:
     return obj if isinstance(obj, Mapping) else read_mapping(obj)
 
 
+#: a dictionary: a path (JSON, TOML or pickle) or a mapping
+_DICTIONARY = [InstanceOf(str, os.PathLike, Mapping)]
+
+
+@validated({"token_dictionary": _DICTIONARY, "gene_median_dictionary": _DICTIONARY,
+            "version": [Options(1, 2)], "id_column": [InstanceOf(str), None],
+            "input_size": [Interval(Integral, 1, None), None],
+            "n_threads": N_THREADS})
 def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
                id_column: str | None = None, input_size: int | None = None,
                n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
@@ -73,13 +81,15 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     >>> spec.max_length, spec.add_cls, spec.add_eos, tok.cls_token_id
     (4094, True, True, 2)
     """
-    validate({"version": version}, {"version": [Options(1, 2)]}, "geneformer")
     vocab = _mapping(token_dictionary)
     medians = _mapping(gene_median_dictionary)
     tok = GeneTokenizer(vocab, settings=GeneSettings(
         id_column if id_column is not None else None, "count"), n_threads=n_threads)
     size = GENEFORMER_INPUT_SIZE[version] if input_size is None else int(input_size)
     framed = version == 2
+    if framed and size < 3:
+        raise ParameterError(f"geneformer: input_size={input_size} cannot hold <cls>, <eos> and "
+                             "a gene (V2 frames each cell): give 3 or more")
     if framed and (tok.cls_token_id is None or tok.eos_token_id is None):
         raise ValueError("Geneformer V2 frames each cell with <cls> and <eos>: the token "
                          "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")
@@ -95,6 +105,10 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     return tok, spec
 
 
+@validated({"vocab": _DICTIONARY, "n_bins": QuantileBins.CONSTRAINTS["n"], "append_cls": [Flag()],
+            "id_column": [InstanceOf(str), None], "side": QuantileBins.CONSTRAINTS["side"],
+            "seed": QuantileBins.CONSTRAINTS["seed"],
+            "max_length": CellSpec.CONSTRAINTS["max_length"], "n_threads": N_THREADS})
 def scgpt(vocab, n_bins: int = 51, *, append_cls: bool = True, id_column: str = "var_names",
           side: str = "both", seed: int = 0, max_length: int | None = None,
           n_threads: int | None = None) -> tuple[GeneTokenizer, CellSpec]:
@@ -110,7 +124,6 @@ def scgpt(vocab, n_bins: int = 51, *, append_cls: bool = True, id_column: str = 
     >>> spec.encoding[-1].n, spec.values, spec.add_cls, tok.pad_token_id
     (11, True, True, 2)
     """
-    validate({"append_cls": append_cls}, {"append_cls": [Flag()]}, "scgpt")
     v = _mapping(vocab)
     tok = GeneTokenizer(v, special_tokens={r: t for r, t in
                                            {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()

@@ -41,9 +41,10 @@ from .errors import (
     UniverseError,
     UniverseMismatchError,
 )
+from typing import NamedTuple
+
+from .kernels.modes import Backend, names
 from .regions import parse_region_strings
-from .params import validate
-from .tokenizer import TOKENIZER_TYPES, TokenizerSettings
 from .universe import SPECIAL_NAMES, Universe
 
 if sys.version_info >= (3, 11):
@@ -332,6 +333,24 @@ def _batched(it, n):
 
 
 # ------------------------------------------------------------------ tokenizer sources
+class Loaded(NamedTuple):
+    """What a tokenizer source holds (:func:`load`): the vocabulary, the settings saved with
+    it (a configuration's ``[genotok]`` table, as read: the tokenizer validates them against
+    :class:`~genotok.tokenizer.TokenizerSettings`), the model's vocab check, and the
+    configuration file that gave the settings (named by their errors).
+
+    Examples
+    --------
+    >>> Loaded._fields
+    ('universe', 'settings', 'check', 'config')
+    """
+
+    universe: Universe
+    settings: dict
+    check: tuple | None = None  #: (expected vocab_size or None, config file) of a model
+    config: str | None = None   #: the configuration file the settings come from
+
+
 def _is_region_string(s: str) -> bool:
     try:
         parse_region_strings([s])
@@ -341,22 +360,22 @@ def _is_region_string(s: str) -> bool:
 
 
 def load(source, special_tokens=None, strict: bool = False):
-    """``(Universe, saved settings, vocab check or None)`` from any tokenizer source: what
+    """The :class:`Loaded` vocabulary and saved settings of any tokenizer source: what
     ``Tokenizer(source)`` decides (see :class:`genotok.Tokenizer`).
 
     Examples
     --------
-    >>> universe, settings, check = load(["chr1:0-100"])
-    >>> universe.vocab_size, settings, check
-    (8, {}, None)
+    >>> universe, settings, check, config = load(["chr1:0-100"])
+    >>> universe.vocab_size, settings, check, config
+    (8, {}, None, None)
     """
     if isinstance(source, Universe):
         if special_tokens is not None:
             raise ValueError("special_tokens can only be given with a universe source, "
                              "not with a ready Universe")
-        return source, {}, None
+        return Loaded(source, {})
     if not isinstance(source, (str, os.PathLike)):
-        return Universe(source, special_tokens), {}, None  # regions in memory
+        return Loaded(Universe(source, special_tokens), {})  # regions in memory
     path = os.fspath(source)
     text = isinstance(source, str)
     if os.path.isdir(path):
@@ -367,10 +386,10 @@ def load(source, special_tokens=None, strict: bool = False):
                 f"{path!r} is both a file and a region string: say which, with "
                 f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
         if path.lower().endswith(".toml"):
-            return (*read_config(path, special_tokens, strict), None)
-        return Universe.from_bed(path, special_tokens, strict=strict), {}, None
+            return Loaded(*read_config(path, special_tokens, strict), None, path)
+        return Loaded(Universe.from_bed(path, special_tokens, strict=strict), {})
     if text and _is_region_string(path):
-        return Universe([path], special_tokens), {}, None
+        return Loaded(Universe([path], special_tokens), {})
     if text and looks_like_hub_id(path):
         directory = snapshot(path)
         return load_directory(directory, path, special_tokens, strict)
@@ -388,18 +407,18 @@ def load_directory(directory: Path, name: str, special_tokens=None, strict: bool
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
-    >>> universe, settings, (expected, config) = load_directory(d, "my-model")
+    >>> universe, settings, (expected, config), _ = load_directory(d, "my-model")
     >>> universe.vocab_size, expected
     (8, None)
     """
     tok_file, expected, config = find(directory, name)
     if tok_file.suffix == ".toml":
         universe, saved = read_config(tok_file, special_tokens, strict, root=directory)
-    else:
-        _confined(tok_file.name, directory, tok_file)
-        with _named_by(tok_file, f"the model repo {name}"):
-            universe, saved = Universe.from_bed(tok_file, special_tokens, strict=strict), {}
-    return universe, saved, (expected, config)
+        return Loaded(universe, saved, (expected, config), str(tok_file))
+    _confined(tok_file.name, directory, tok_file)
+    with _named_by(tok_file, f"the model repo {name}"):
+        universe = Universe.from_bed(tok_file, special_tokens, strict=strict)
+    return Loaded(universe, {}, (expected, config))
 
 
 def _roots(directory: Path) -> list[str]:
@@ -465,7 +484,7 @@ def _bare_args(exc: Exception, upath: Path, line, message: str) -> tuple:
 
 
 #: the type each field of a tokenizer configuration must have (``[genotok]``'s settings are
-#: checked by :class:`~genotok.tokenizer.TokenizerSettings`' constraints)
+#: checked by :class:`~genotok.tokenizer.TokenizerSettings`' constraints, in the tokenizer)
 _FIELD_TYPES = {"special_tokens": (list, dict), "tokenizer_type": (str,), "genotok": (dict,)}
 _GENOTOK_TYPES = {"fingerprint": (str,), "extra_tokens": (list,), "duplicates": (str,)}
 
@@ -493,7 +512,8 @@ def _check_types(cfg: dict, path: Path) -> None:
 
 
 def read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
-    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's).
+    """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's); the
+    settings as the file has them (``Tokenizer`` validates them, naming the file).
 
     Examples
     --------
@@ -544,18 +564,13 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
     if special_tokens is not None:
         special = {**(special or {}), **special_tokens}
     ttype = cfg.get("tokenizer_type", cfg.get("genotok", {}).get("tokenizer_type", "bits"))
-    if ttype not in TOKENIZER_TYPES:
-        raise UniverseError(f"{path}: tokenizer_type must be one of {list(TOKENIZER_TYPES)} "
+    if ttype not in names(Backend):
+        raise UniverseError(f"{path}: tokenizer_type must be one of {list(names(Backend))} "
                             f"(as in gtars), got {ttype!r}")
     ours = dict(cfg.get("genotok", {}))
     fingerprint = ours.pop("fingerprint", None)
     extra_tokens = ours.pop("extra_tokens", None)  # condition tokens (genotok.singlecell.conditions)
     duplicates = ours.pop("duplicates", "unique")  # "lines": saved from a line-position vocabulary
-    unknown = sorted(set(ours) - set(TokenizerSettings.__dataclass_fields__))
-    if unknown:
-        raise UniverseError(f"{path}: unknown setting(s) {unknown} in [genotok]; the settings "
-                            f"are {list(TokenizerSettings.__dataclass_fields__)}")
-    validate(ours, TokenizerSettings.CONSTRAINTS, f"{path} [genotok]", error=UniverseError)
     with _named_by(upath, f"the configuration {path}"):
         universe = Universe.from_bed(upath, special, strict=strict, duplicates=duplicates)
     if extra_tokens:

@@ -32,7 +32,7 @@ from numba import njit
 
 from ._config import NJIT
 from .errors import GenotokError
-from .params import Flag, Integral, Interval, Options, validate
+from .params import Flag, InstanceOf, Integral, Interval, Options, validate
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
@@ -306,7 +306,8 @@ PLAN_CONSTRAINTS = {"batch_size": [Interval(Integral, 1, None), None],
                     "split": [Options(*SPLITS)],
                     "drop_last_batch": [Flag()],
                     "bucket": [Interval(Integral, 1, None)],
-                    "max_length": [Interval(Integral, 1, None), None]}
+                    "max_length": [Interval(Integral, 1, None), None],
+                    "shuffle": [InstanceOf(bool), Options(*SHUFFLES), None]}
 
 
 class BatchPlan:
@@ -361,8 +362,8 @@ class BatchPlan:
                  max_length: int | None = None):
         if (batch_size is None) == (max_tokens is None):
             raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
-        validate({"batch_size": batch_size, "max_tokens": max_tokens, "seed": seed,
-                  "window": window, "chunk_records": chunk_records, "split": split,
+        validate({"batch_size": batch_size, "max_tokens": max_tokens, "shuffle": shuffle,
+                  "seed": seed, "window": window, "chunk_records": chunk_records, "split": split,
                   "drop_last_batch": drop_last_batch, "bucket": bucket,
                   "max_length": max_length}, PLAN_CONSTRAINTS, "BatchPlan")
         self.batch_size, self.max_tokens = batch_size, max_tokens

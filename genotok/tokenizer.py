@@ -5,14 +5,15 @@ The Tokenizer validates and shapes; the overlap work is done by the numba kernel
 Its :class:`TokenizerSettings` (how queries become tokens, stored with every corpus) and its
 vocabulary methods (gtars' and Hugging Face's names, read from the universe) live here too.
 
-:mod:`genotok.pretrained` reads configurations into these settings, so it imports this module;
-the constructors that load through it import it inside the call (that breaks the cycle).
+:mod:`genotok.pretrained` finds and reads what a tokenizer is built from (files, configurations,
+model directories, Hub repos) and hands back the saved settings as read; the tokenizer validates
+them against :class:`TokenizerSettings` (naming the file) and saves itself through it. The
+imports go one way: this module uses :mod:`genotok.pretrained`, never the reverse.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,28 +23,21 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from . import _config
-from ._usage import check_keywords
+from ._usage import unknown_keyword
 from ._small import encode_small
+from . import pretrained as _pretrained
 from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
-from .kernels.modes import Unknown
+from .kernels.modes import Backend, FractionOf, HitOrder, Overlap, Unknown, parse
 from .kernels.sort import runs_order, sort_regions, sorted_runs
-from .params import Integral, Interval, Options, Real, validate
+from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
+                     validate_fields)
 from .ragged import Ragged
 from .regions import RegionSet, as_regions, check_batch
 from .universe import SPECIAL_NAMES, Universe, record_fingerprint
 
 
 # ------------------------------------------------------------------ settings
-OVERLAP_MODES = ("all", "best")
-#: ``unknown=`` -> the kernels' mode (:class:`~genotok.kernels.modes.Unknown`, as a plain int)
-UNKNOWN_POLICIES = {m.name.lower(): int(m) for m in Unknown}
-ORDERS = ("gtars", "input", "genomic", "unique")
-FRACTION_OF = ("query", "region")
-#: gtars' overlap backends (``tokenizer_type``): one engine here, each backend's hit order
-TOKENIZER_TYPES = ("bits", "ailist")
-
-
 @dataclass(frozen=True)
 class TokenizerSettings:
     """How queries become tokens. Stored with every corpus so a dataset can be reproduced.
@@ -92,17 +86,53 @@ class TokenizerSettings:
     order: str = "gtars"
     tokenizer_type: str = "bits"
 
-    #: what each field accepts (:mod:`genotok.params`)
-    CONSTRAINTS: ClassVar[dict] = {"overlap": [Options(*OVERLAP_MODES)],
+    #: what each field accepts (:mod:`genotok.params`; the modes' names are those of
+    #: :mod:`genotok.kernels.modes`)
+    CONSTRAINTS: ClassVar[dict] = {"overlap": [Options.of(Overlap)],
                    "min_overlap": [Interval(Integral, 0, None)],
                    "min_fraction": [Interval(Real, 0, 1)],
-                   "fraction_of": [Options(*FRACTION_OF)],
-                   "unknown": [Options(*UNKNOWN_POLICIES)],
-                   "order": [Options(*ORDERS)],
-                   "tokenizer_type": [Options(*TOKENIZER_TYPES)]}
+                   "fraction_of": [Options.of(FractionOf)],
+                   "unknown": [Options.of(Unknown)],
+                   "order": [Options.of(HitOrder)],
+                   "tokenizer_type": [Options.of(Backend)]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "TokenizerSettings")
+        validate_fields(self)
+        # validated, then converted: the kernels take an int64 and a float
+        object.__setattr__(self, "min_overlap", int(self.min_overlap))
+        object.__setattr__(self, "min_fraction", float(self.min_fraction))
+
+    @classmethod
+    def saved(cls, saved: Mapping, where: str | None, **overrides) -> "TokenizerSettings":
+        """The settings a configuration saved (``saved``, as read from the file ``where``:
+        refused with a :class:`~genotok.errors.UniverseError` naming it), with ``overrides``.
+
+        Examples
+        --------
+        >>> TokenizerSettings.saved({"overlap": "best"}, "t.toml", unknown="drop").unknown
+        'drop'
+        >>> TokenizerSettings.saved({"overlap": "most"}, "t.toml")
+        Traceback (most recent call last):
+        ...
+        genotok.errors.UniverseError: t.toml [genotok]: overlap must be one of 'all', 'best', got 'most'
+        """
+        if where is not None:
+            unknown = sorted(set(saved) - set(cls.CONSTRAINTS))
+            if unknown:
+                raise UniverseError(f"{where}: unknown setting(s) {unknown} in [genotok]; the "
+                                    f"settings are {list(cls.CONSTRAINTS)}")
+            validate(saved, cls.CONSTRAINTS, f"{where} [genotok]", error=UniverseError)
+        return cls(**{**saved, **overrides})
+
+    def kernel_args(self) -> tuple[int, float, float, int]:
+        """``(min_overlap, frac_q, frac_r, overlap mode)`` as the overlap kernels take them.
+
+        >>> TokenizerSettings(min_fraction=0.5, fraction_of="region", overlap="best").kernel_args()
+        (0, 0.0, 0.5, 1)
+        """
+        query = parse(FractionOf, self.fraction_of) == FractionOf.QUERY
+        return (self.min_overlap, self.min_fraction if query else 0.0,
+                0.0 if query else self.min_fraction, int(parse(Overlap, self.overlap)))
 
     def as_dict(self) -> dict:
         """The settings as plain values (``tokenizer_type`` only when not the default, so
@@ -193,15 +223,66 @@ def _is_single_set(obj) -> bool:
 
 #: the settings' field names (keywords of the ``from_*`` constructors)
 _SETTING_NAMES = frozenset(f.name for f in dataclasses.fields(TokenizerSettings))
-#: the keywords the tokenizer itself takes beside its settings
-_SETUP_KEYWORDS = frozenset({"n_threads", "special_tokens", "strict", "extra_tokens"})
 
 
-class Tokenizer:
+class BuiltInNew:
+    """gtars' way of subclassing its ``Tokenizer``, on an explicit path.
+
+    gtars builds its tokenizer in ``__new__``; its users subclass it with a
+    ``__new__(cls, *args, **kwargs)`` returning ``super().__new__(cls, *args, **kwargs)`` and an
+    ``__init__`` that calls ``super().__init__()`` without arguments (or not at all). A class
+    that defines ``__new__`` below :class:`Tokenizer` says it follows that pattern, and it is
+    built here, in ``__new__``, from the arguments of the call; any other class is built by
+    ``Tokenizer.__init__`` in the usual way (this base class keeps ``__new__`` off
+    ``Tokenizer`` itself, so its signature is ``__init__``'s, unpatched). Pickle calls
+    ``__new__`` without arguments: nothing is built then, the state is restored.
+
+    Examples
+    --------
+    >>> class Gtarsy(Tokenizer):
+    ...     def __new__(cls, *args, **kwargs):
+    ...         return super().__new__(cls, *args, **kwargs)
+    ...     def __init__(self, *args, **kwargs):
+    ...         super().__init__()
+    >>> Gtarsy(["chr1:0-100"]).vocab_size
+    8
+    """
+
+    #: built in ``__new__`` (a class defining ``__new__`` below :class:`Tokenizer`)
+    _built_in_new: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._built_in_new = cls._built_in_new or "__new__" in cls.__dict__
+
+    def __new__(cls, *args, **kwargs):
+        _check_keywords(kwargs)
+        self = super().__new__(cls)
+        if cls._built_in_new and (args or kwargs):
+            Tokenizer.__init__(self, *args, **kwargs)
+        return self
+
+
+def _check_keywords(kwargs: Mapping) -> None:
+    """A settings field or a misspelt option given to the constructor: say what to write."""
+    loose = sorted(k for k in kwargs if k in _SETTING_NAMES)
+    if loose:
+        raise TypeError(f"Tokenizer: {', '.join(loose)} are TokenizerSettings fields: pass "
+                        f"settings=TokenizerSettings({loose[0]}=...), or use "
+                        f"Tokenizer.from_bed(path, {loose[0]}=...) / from_config / "
+                        "from_pretrained, which take them as keywords")
+    unknown = sorted(set(kwargs) - set(Tokenizer.CONSTRAINTS))
+    if unknown:
+        raise unknown_keyword("Tokenizer()", unknown[0], [*Tokenizer.CONSTRAINTS, *_SETTING_NAMES])
+
+
+class Tokenizer(BuiltInNew):
     """Turn genomic regions into universe token ids.
 
-    ``Tokenizer`` can be subclassed as gtars' is (``__new__(cls, *args, **kwargs)`` and an
-    ``__init__`` calling ``super().__init__()``) or in the usual Python way.
+    ``Tokenizer`` can be subclassed in the usual Python way, or as gtars' is: a subclass that
+    defines ``__new__(cls, *args, **kwargs)`` (gtars' pattern) is built in ``__new__``, as
+    gtars builds, and its ``__init__`` may call ``super().__init__()`` bare or not at all
+    (see :class:`BuiltInNew`).
 
     Parameters
     ----------
@@ -240,76 +321,52 @@ class Tokenizer:
     True
     """
 
-    def __new__(cls, *args, **kwargs):
-        # gtars' Tokenizer is built in __new__; its users subclass it with
-        # ``__new__(cls, *args, **kwargs)`` returning ``super().__new__(cls, *args, **kwargs)``
-        # and an ``__init__`` that calls ``super().__init__()`` without arguments. Keep the
-        # arguments for that call (pickle calls __new__ with none).
-        self = super().__new__(cls)
-        self._new_args = (args, kwargs)
-        return self
-
-    def __init__(self, *args, **kwargs):
-        stored = self.__dict__.pop("_new_args", None)
-        if not args and not kwargs:
-            if stored is not None and (stored[0] or stored[1]):
-                args, kwargs = stored  # the gtars subclassing pattern
-            elif "universe" in self.__dict__:
-                return
-            else:
-                raise TypeError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
-                                "configuration, a model directory or Hub id, or regions")
-        loose = sorted(k for k in kwargs if k in _SETTING_NAMES)
-        if loose:
-            raise TypeError(f"Tokenizer: {', '.join(loose)} are TokenizerSettings fields: pass "
-                            f"settings=TokenizerSettings({loose[0]}=...), or use "
-                            f"Tokenizer.from_bed(path, {loose[0]}=...) / from_config / "
-                            "from_pretrained, which take them as keywords")
-        self._setup(*args, **kwargs)
-
-    def __getattr__(self, name):
-        # only for attributes not found: a subclass whose __init__ never calls
-        # Tokenizer.__init__ (gtars builds in __new__, so such subclasses work there) is built
-        # from its __new__ arguments on first use
-        stored = self.__dict__.get("_new_args")
-        if name.startswith("__") or "universe" in self.__dict__ or not stored or not any(stored):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        del self.__dict__["_new_args"]
-        self._setup(*stored[0], **stored[1])
-        return getattr(self, name)
-
-    def _setup(self, source, settings: TokenizerSettings | None = None, *,
-               n_threads: int | None = None, special_tokens: dict | None = None,
-               strict: bool = False, extra_tokens=None):
-        from . import pretrained as _pretrained  # lazy: pretrained imports this module
-
-        if settings is not None and not isinstance(settings, TokenizerSettings):
-            raise TypeError(f"Tokenizer: settings must be a TokenizerSettings, got "
-                            f"{type(settings).__name__} (e.g. settings=TokenizerSettings("
-                            "overlap='best'), or Tokenizer.from_bed(path, overlap='best'))")
-        universe, saved, check = _pretrained.load(source, special_tokens, strict)
+    def __init__(self, source=None, settings: TokenizerSettings | None = None, *,
+                 n_threads: int | None = None, special_tokens: dict | None = None,
+                 strict: bool = False, extra_tokens: Sequence[str] | None = None):
+        if source is None:
+            if "universe" in self.__dict__:
+                return  # built in __new__ (a gtars-style subclass: see BuiltInNew)
+            raise ParameterError("Tokenizer() needs a source: a BED/BED.gz path, a TOML "
+                            "configuration, a model directory or Hub id, or regions")
+        validate({"source": source, "settings": settings, "n_threads": n_threads,
+                  "special_tokens": special_tokens, "strict": strict,
+                  "extra_tokens": extra_tokens}, self.CONSTRAINTS, "Tokenizer")
+        loaded = _pretrained.load(source, special_tokens, strict)
+        universe = loaded.universe
         if extra_tokens is not None:  # condition tokens after the specials (genotok.singlecell.conditions)
             universe = universe.with_extra_tokens(extra_tokens)
         if settings is None:
-            settings = self._with_settings(saved, {})["settings"]
+            settings = TokenizerSettings.saved(loaded.settings, loaded.config)
         self.universe, self.strict = universe, bool(strict)
         self.settings, self.n_threads = settings, n_threads
-        if check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *check, len(universe.extra_tokens))
+        if loaded.check is not None:
+            _pretrained.check_vocab_size(self.vocab_size, *loaded.check,
+                                         len(universe.extra_tokens))
 
-    @staticmethod
-    def _with_settings(saved: dict, kwargs: dict, call: str = "Tokenizer()") -> dict:
-        """``from_*``'s keywords: the settings among them (over ``saved``, a configuration's)
-        as one :class:`TokenizerSettings`, the others as they are (a keyword that is neither
-        says which was meant)."""
-        check_keywords(call, kwargs, _SETTING_NAMES | _SETUP_KEYWORDS)
-        given = {**saved, **{k: v for k, v in kwargs.items() if k in _SETTING_NAMES}}
-        ttype = given.get("tokenizer_type", "bits")
-        if ttype not in TOKENIZER_TYPES:
-            raise UniverseError(f"tokenizer_type must be one of {list(TOKENIZER_TYPES)} (as in "
-                                f"gtars), got {ttype!r}")
-        rest = {k: v for k, v in kwargs.items() if k not in _SETTING_NAMES}
-        return {"settings": TokenizerSettings(**given), **rest}
+    #: what the constructor's options accept (``source``, ``special_tokens`` and
+    #: ``extra_tokens`` are checked by what reads them: :mod:`genotok.pretrained`, Universe)
+    CONSTRAINTS: ClassVar[dict] = {
+        "source": [InstanceOf(object)],
+        "settings": [InstanceOf(TokenizerSettings), None],
+        "n_threads": [Interval(Integral, 1, None), None],
+        "special_tokens": [InstanceOf(dict), None],
+        "strict": [Flag()],
+        "extra_tokens": [InstanceOf(Sequence), None]}
+
+    @classmethod
+    def _build(cls, loaded, overrides: dict, strict: bool,
+               call: str = "Tokenizer()") -> "Tokenizer":
+        """A tokenizer of ``cls`` from a :class:`~genotok.pretrained.Loaded` source, its saved
+        settings under the keyword ``overrides`` of a ``from_*`` constructor."""
+        options = {k: v for k, v in overrides.items() if k in ("n_threads", "extra_tokens")}
+        unknown = sorted(set(overrides) - _SETTING_NAMES - set(options))
+        if unknown:
+            raise unknown_keyword(call, unknown[0], [*_SETTING_NAMES, *Tokenizer.CONSTRAINTS])
+        settings = TokenizerSettings.saved(
+            loaded.settings, loaded.config,
+            **{k: v for k, v in overrides.items() if k in _SETTING_NAMES})
+        return cls(loaded.universe, settings, strict=strict, **options)
 
     def _regions(self, obj) -> RegionSet:  # a query file's reversed lines: see ``strict``
         return as_regions(obj, reversed="error" if self.strict else "drop")
@@ -325,9 +382,9 @@ class Tokenizer:
         """
         special, strict = kwargs.pop("special_tokens", None), kwargs.pop("strict", False)
         dups, so = kwargs.pop("duplicates", "unique"), kwargs.pop("storage_options", None)
-        return cls(Universe.from_bed(path, special, strict=strict, duplicates=dups,
-                                     storage_options=so), strict=strict,
-                   **cls._with_settings({}, kwargs, "Tokenizer.from_bed()"))
+        universe = Universe.from_bed(path, special, strict=strict, duplicates=dups,
+                                     storage_options=so)
+        return cls._build(_pretrained.Loaded(universe, {}), kwargs, strict, "Tokenizer.from_bed()")
 
     @classmethod
     def from_config(cls, path: str | os.PathLike, **overrides) -> "Tokenizer":
@@ -341,12 +398,10 @@ class Tokenizer:
         ``fingerprint``, a universe file that changed since is refused. Keyword arguments
         override the file's settings.
         """
-        from .pretrained import read_config  # lazy: pretrained imports this module
-
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
-        universe, saved = read_config(path, special, strict)
-        return cls(universe, strict=strict,
-                   **cls._with_settings(saved, overrides, "Tokenizer.from_config()"))
+        universe, saved = _pretrained.read_config(path, special, strict)
+        return cls._build(_pretrained.Loaded(universe, saved, None, os.fspath(path)), overrides,
+                          strict, "Tokenizer.from_config()")
 
     @classmethod
     def from_pretrained(cls, name_or_dir: str | os.PathLike, *, revision: str | None = None,
@@ -367,16 +422,12 @@ class Tokenizer:
         >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
         [1]
         """
-        from . import pretrained as _pretrained  # lazy: pretrained imports this module
-
         directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
-        universe, saved, check = _pretrained.load_directory(directory, os.fspath(name_or_dir),
-                                                            special, strict)
-        tok = cls(universe, strict=strict,
-                  **cls._with_settings(saved, overrides, "Tokenizer.from_pretrained()"))
-        _pretrained.check_vocab_size(tok.vocab_size, *check, len(tok.universe.extra_tokens))
+        loaded = _pretrained.load_directory(directory, os.fspath(name_or_dir), special, strict)
+        tok = cls._build(loaded, overrides, strict, "Tokenizer.from_pretrained()")
+        _pretrained.check_vocab_size(tok.vocab_size, *loaded.check, len(tok.universe.extra_tokens))
         return tok
 
     def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
@@ -386,9 +437,7 @@ class Tokenizer:
         the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
         directory.
         """
-        from .pretrained import save  # lazy: pretrained imports this module
-
-        return save(self, save_directory)
+        return _pretrained.save(self, save_directory)
 
     def save_config(self, out: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration to ``out`` that gtars can read too (genotok settings in
@@ -397,9 +446,7 @@ class Tokenizer:
         ``universe_path`` defaults to the file the universe was loaded from; a universe built
         in memory is written next to the configuration as ``<name>.universe.bed``.
         """
-        from .pretrained import write_config  # lazy: pretrained imports this module
-
-        return write_config(self, out, universe_path)
+        return _pretrained.write_config(self, out, universe_path)
 
     @property
     def tokenizer_type(self) -> str:
@@ -415,7 +462,7 @@ class Tokenizer:
         come back sorted and ``perm[k]`` is the set's index of row ``k`` (an empty array when
         not ``with_perm``).
         """
-        if self.settings.order == "gtars" and rs.from_file and len(rs) > 1:
+        if parse(HitOrder, self.settings.order) == HitOrder.GTARS and rs.from_file and len(rs) > 1:
             names = rs.chrom_names
             byte_rank = np.empty(len(names), dtype=np.int64)
             byte_rank[sorted(range(len(names)), key=lambda c: names[c].encode())] = np.arange(len(names))
@@ -449,10 +496,7 @@ class Tokenizer:
             np.ascontiguousarray(set_offsets, dtype=np.int64),
             None if order is None else np.ascontiguousarray(order, dtype=np.int64),
             sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids,
-            int(s.min_overlap),
-            float(s.min_fraction) if s.fraction_of == "query" else 0.0,
-            float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-            s.overlap == "best", unk_mode, u.unk_token_id, details, ids_dtype, sweep_order)
+            *s.kernel_args(), unk_mode, u.unk_token_id, details, ids_dtype, sweep_order)
 
     def overlaps(self, sets, *, n_threads: int | None = None) -> _Overlaps:
         """Run the kernels on a list of region sets; the raw pairs before output ordering."""
@@ -564,19 +608,21 @@ class Tokenizer:
                 starts, ends = cat(starts, np.int64), cat(ends, np.int64)
                 order, perm = index("order"), (index("perm") if details else None)
             s = self.settings
-            ailist = (self.tokenizer_type == "ailist" and s.overlap == "all"
-                      and s.order in ("gtars", "input"))
+            order_mode = parse(HitOrder, s.order)
+            ailist = (parse(Backend, s.tokenizer_type) == Backend.AILIST
+                      and parse(Overlap, s.overlap) == Overlap.ALL
+                      and order_mode in (HitOrder.GTARS, HitOrder.INPUT))
             ids_dtype = np.int64 if np.dtype(dtype) == np.int64 else np.uint32
             ids, qidx, bp, out_offsets = self._kernel(
-                codes, starts, ends, set_offsets, order, UNKNOWN_POLICIES[s.unknown],
+                codes, starts, ends, set_offsets, order, int(parse(Unknown, s.unknown)),
                 details or ailist, ids_dtype, sweep)
             if ailist and ids.size > 1:
                 ids, qidx, bp = self._ailist_order(ids, qidx, bp)
             if not details:  # asked for by the AIList order only (a sorted set kept no perm)
                 qidx = bp = None
-            if s.order in ("genomic", "unique"):
+            if order_mode in (HitOrder.GENOMIC, HitOrder.UNIQUE):
                 ids, out_offsets = _kernels.sort_within_sets(
-                    ids, out_offsets, u.sweep.rank, s.order == "unique")
+                    ids, out_offsets, u.sweep.rank, order_mode == HitOrder.UNIQUE)
                 qidx = bp = None
         if qidx is not None:
             if perm is not None:  # sorted rows -> the sets' own query indices
@@ -607,7 +653,7 @@ class Tokenizer:
         with _config.threads(self.n_threads if n_threads is None else n_threads):
             ids, qidx, _, _ = self._kernel(
                 self.universe.map_codes(rs), rs.starts, rs.ends,
-                np.array([0, len(rs)], dtype=np.int64), None, UNKNOWN_POLICIES["drop"],
+                np.array([0, len(rs)], dtype=np.int64), None, int(Unknown.DROP),
                 ids_dtype=np.int64)
         offsets = np.zeros(len(rs) + 1, dtype=np.int64)
         np.cumsum(np.bincount(qidx, minlength=len(rs)), out=offsets[1:])
@@ -829,7 +875,3 @@ class Tokenizer:
                 f"overlap={s.overlap!r}, unknown={s.unknown!r}, order={s.order!r}, "
                 f"fingerprint={self.fingerprint[:12]})")
 
-
-# help(Tokenizer) and IDEs show the real parameters (``__init__`` takes *args for subclassing)
-Tokenizer.__init__.__signature__ = inspect.signature(Tokenizer._setup)
-Tokenizer.__new__.__signature__ = inspect.signature(Tokenizer._setup)

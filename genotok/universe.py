@@ -13,6 +13,7 @@ import os
 import re
 import weakref
 from dataclasses import dataclass
+from typing import ClassVar
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
+from .params import Flag, InstanceOf, Options, validate
 from .regions import RegionSet, as_regions, check_path
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
@@ -81,9 +83,6 @@ class _SweepIndex:
 def _check_special_tokens(special_tokens) -> dict[str, str]:
     if special_tokens is None:
         return dict(DEFAULT_SPECIAL_TOKENS)
-    if not isinstance(special_tokens, dict):
-        raise UniverseError(
-            f"special_tokens must be a dict like {{'unk': '<unk>', ...}}, got {type(special_tokens).__name__}")
     unknown = set(special_tokens) - set(SPECIAL_NAMES)
     if unknown:
         raise UniverseError(
@@ -162,10 +161,16 @@ class Universe:
 
     extra_tokens: tuple = ()  # see with_extra_tokens
 
+    #: what the constructor accepts (:mod:`genotok.params`; the regions are read by
+    #: :func:`~genotok.as_regions`, which says what is wrong with them)
+    CONSTRAINTS: ClassVar[dict] = {"regions": [InstanceOf(object)],
+                                   "special_tokens": [InstanceOf(dict), None],
+                                   "duplicates": [Options(*DUPLICATES)], "strict": [Flag()]}
+
     def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "unique",
                  strict: bool = False):
-        if duplicates not in DUPLICATES:
-            raise ValueError(f"duplicates must be one of {list(DUPLICATES)}, got {duplicates!r}")
+        validate({"regions": regions, "special_tokens": special_tokens, "duplicates": duplicates,
+                  "strict": strict}, self.CONSTRAINTS, "Universe", error=UniverseError)
         if isinstance(regions, (str, os.PathLike)) and os.path.isfile(regions):
             rs = _read_bed(regions, strict)
         else:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import GenotokError
-from .params import Integral, Interval, validate
+from .params import InstanceOf, Integral, Interval, validated
 
 #: what :func:`windows` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"context_length": [Interval(Integral, 1, None)],
+CONSTRAINTS = {"corpus": [InstanceOf(object)],  # checked to be a corpus by what reads it
+               "context_length": [Interval(Integral, 1, None)],
                "batch_size": [Interval(Integral, 1, None)],
                "seed": [Interval(Integral, 0, None)],
                "step": [Interval(Integral, 0, None)]}
@@ -33,6 +34,7 @@ def _stream(corpus) -> tuple[list[np.ndarray], np.ndarray]:
     return arrays, starts
 
 
+@validated(CONSTRAINTS)
 def windows(corpus, context_length: int, batch_size: int, seed: int = 0, *,
             step: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``batch_size`` random windows of the corpus's token stream: ``(x, y)``, ``y`` = ``x``
@@ -66,8 +68,6 @@ def windows(corpus, context_length: int, batch_size: int, seed: int = 0, *,
     >>> x.shape, bool((x[:, 1:] == y[:, :-1]).all()), bool((y - x == 1).all())
     ((2, 4), True, True)
     """
-    validate({"context_length": context_length, "batch_size": batch_size, "seed": seed,
-              "step": step}, CONSTRAINTS, "windows")
     arrays, starts = _stream(corpus)
     total, T = int(starts[-1]), int(context_length)
     if total < T + 1:

@@ -85,7 +85,7 @@ def test_settings_are_validated():
 
     with pytest.raises(ParameterError):
         GeneSettings(unknown_features="keep")
-    with pytest.raises(VocabularyError):
+    with pytest.raises(ParameterError, match="id_column must be a str or None, got 3"):
         GeneSettings(id_column=3)
 
 

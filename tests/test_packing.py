@@ -97,3 +97,22 @@ def test_bad_parameters_are_refused(kwargs):
 def test_float_records_are_refused():
     with pytest.raises(TypeError, match="integer"):
         pack(Ragged(np.array([1.5]), np.array([0, 1])), 4, pad_token_id=0)
+
+
+def test_rows_are_checked_before_they_are_converted():
+    """Issue 43 #6/#11: a float row was truncated (1.7 -> 1), a uint64 id of 2**63 + 5 wrapped
+    negative and pad_token_id=2**64 passed, then overflowed: each is refused before a cast."""
+    from genotok.params import ParameterError
+
+    with pytest.raises(TypeError, match="record 1 holds float64 values"):
+        pack([[1, 2], np.array([1.7, 2.0])], seq_len=4, pad_token_id=0)
+    big = np.array([2**63 + 5], np.uint64)
+    out = pack([big], seq_len=2, pad_token_id=0)
+    assert out["input_ids"].dtype == np.uint64 and int(out["input_ids"][0, 0]) == 2**63 + 5
+    with pytest.raises(TypeError, match="mix uint64 ids above 2\\*\\*63 - 1"):
+        pack([big, np.array([-1])], seq_len=2, pad_token_id=0)
+    with pytest.raises(TypeError, match="do not fit"):
+        pack([big], seq_len=2, pad_token_id=-1)
+    for bad in (2**64, 1e300):
+        with pytest.raises(ParameterError, match="pad_token_id must be an integer"):
+            pack([[1]], seq_len=2, pad_token_id=bad)

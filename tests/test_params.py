@@ -4,15 +4,20 @@ integer, ``"no"`` for a flag, ``1.5`` for a count), with a message naming the pa
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
+import pkgutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import genotok
 from genotok import batching
-from genotok.params import (Flag, Integral, Interval, Options, ParameterError, Real, check,
-                            invalid_values)
-from genotok.tokenizer import TokenizerSettings
+from genotok.params import (Flag, Integral, Interval, Options, ParameterError, Real,
+                            UndeclaredParameter, check, invalid_values, undeclared, validate,
+                            validated)
 
 
 def test_constraints_accept_and_refuse():
@@ -42,15 +47,132 @@ def test_invalid_values_are_refused_by_their_constraints():
                 check("p", v, constraints)
 
 
-def _constrained():
-    """(name, constraints, call(value)) of every object declaring constraints."""
-    for name, allowed in TokenizerSettings.CONSTRAINTS.items():
-        yield f"TokenizerSettings.{name}", allowed, lambda v, n=name: TokenizerSettings(**{n: v})
-    from genotok import AnnDataOptions, Bins, CellSpec, FragmentOptions, Normalize
+def _modules():
+    """Every module of genotok (those needing an absent optional package aside)."""
+    out = []
+    for info in pkgutil.walk_packages(genotok.__path__, "genotok."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            out.append(importlib.import_module(info.name))
+        except ImportError:
+            continue
+    return out
 
-    for cls in (CellSpec, Normalize, Bins, AnnDataOptions, FragmentOptions):
-        for name, allowed in cls.CONSTRAINTS.items():
-            yield f"{cls.__name__}.{name}", allowed, lambda v, c=cls, n=name: c(**{n: v})
+
+def _declared():
+    """``(name, object)`` of every class and function of genotok that declares its
+    parameters' constraints: a class's ``CONSTRAINTS``, a :func:`~genotok.params.validated`
+    function's. Found by walking the package: nothing is listed by hand."""
+    seen = {}
+    for mod in _modules():
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+                continue
+            if isinstance(getattr(obj, "CONSTRAINTS", None), dict) and callable(obj):
+                seen.setdefault(f"{mod.__name__}.{name}", obj)
+    return sorted(seen.items())
+
+
+DECLARED = _declared()
+
+
+def _parameters(obj) -> list[str]:
+    """What ``obj`` is called with: a dataclass's init fields, else its signature's."""
+    if inspect.isclass(obj) and dataclasses.is_dataclass(obj):
+        return [f.name for f in dataclasses.fields(obj) if f.init]
+    return [n for n, p in inspect.signature(obj).parameters.items()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+@pytest.mark.parametrize("name,obj", DECLARED, ids=[n for n, _ in DECLARED])
+def test_every_parameter_has_declared_constraints(name, obj):
+    """scikit-learn's ``validate_params`` rule: a parameter without constraints is an error
+    (and a constraint of no parameter is a stale one)."""
+    params = _parameters(obj)
+    missing = [p for p in params if p not in obj.CONSTRAINTS]
+    stale = [p for p in obj.CONSTRAINTS if p not in params]
+    assert not missing and not stale, (name, missing, stale)
+
+
+def test_the_public_settings_classes_and_presets_declare_their_parameters():
+    """Every settings class (a dataclass) of the public API, and the functions of the modules
+    that declare theirs, are found by the walk above."""
+    found = {obj for _, obj in DECLARED}
+    public = [getattr(genotok, n) for n in genotok.__all__]
+    settings = [o for o in public if inspect.isclass(o) and dataclasses.is_dataclass(o)]
+    from genotok import build, packing, presets, windows
+
+    functions = [presets.geneformer, presets.scgpt, packing.pack, windows.windows, build.tile,
+                 build.merge, build.coverage_cutoff, build.top_k, genotok.Tokenizer]
+    assert settings and not [o for o in settings + functions if o not in found]
+
+
+def test_an_undeclared_parameter_is_an_error_not_skipped():
+    with pytest.raises(UndeclaredParameter, match="parameter 'n_thread' has no declared"):
+        validate({"n_thread": 2}, {"n_threads": [Interval(Integral, 1, None)]}, "demo")
+
+    @validated({"a": [Flag()]})
+    def f(a, b=1):
+        return a, b
+
+    assert undeclared(f, f.CONSTRAINTS) == (["b"], [])
+    with pytest.raises(UndeclaredParameter, match="'b'"):
+        f(True, b=2)
+
+
+# a valid call of each declared object with required parameters (the invalid value of one
+# parameter goes on top of these): a newly declared object with required parameters needs
+# a line here, the test says so
+_LENGTHS = np.ones(6, np.int64)
+REQUIRED = {
+    "genotok.packing.pack": {"rows": [[1, 2]], "seq_len": 4, "pad_token_id": 0},
+    "genotok.windows.windows": {"corpus": object(), "context_length": 2, "batch_size": 1},
+    "genotok.presets.geneformer": {"token_dictionary": {"<pad>": 0, "G": 1},
+                                   "gene_median_dictionary": {"G": 1.0}},
+    "genotok.presets.scgpt": {"vocab": {"<pad>": 0, "<cls>": 1, "G": 2}},
+    "genotok.build.builders.tile": {"chrom_sizes": {"chr1": 100}, "size": 10},
+    "genotok.build.builders.merge": {"inputs": [["chr1:0-10"]]},
+    "genotok.build.builders.coverage_cutoff": {"inputs": [["chr1:0-10"]], "min_inputs": 1},
+    "genotok.build.builders.top_k": {"candidate": ["chr1:0-5"], "inputs": [["chr1:0-10"]],
+                                     "max_regions": 1},
+    "genotok.tokenizer.Tokenizer": {"source": ["chr1:0-10"]},
+    "genotok.genes.GeneTokenizer": {"vocab": {"<pad>": 0, "G": 1}},
+    "genotok.universe.Universe": {"regions": ["chr1:0-10"]},
+    # refused before the file is made: the path is never written
+    "genotok.formats.corpus.writer.CorpusWriter": {"path": "/nonexistent/c.gtokc",
+                                                   "vocab_size": 9, "fingerprint": "fp"},
+    "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
+}
+
+
+def _required(name, obj) -> dict:
+    kw = dict(REQUIRED.get(name, {}))
+    if name == "genotok.pipeline.split.SplitStore":
+        from genotok.formats.stores import CorpusStore
+
+        kw["inner"] = CorpusStore()
+    sig = inspect.signature(obj)
+    needed = [n for n, p in sig.parameters.items() if p.default is p.empty
+              and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in kw]
+    assert not needed, f"{name}: add a valid call to REQUIRED in tests/test_params.py ({needed})"
+    return kw
+
+
+def _constrained():
+    """(name, constraints, call(value)) of every declared parameter, then the objects whose
+    constraints are not (yet) declared on them (the training room's, see _undeclared_yet)."""
+    for name, obj in DECLARED:
+        for param, allowed in obj.CONSTRAINTS.items():
+            yield f"{name}.{param}", allowed, \
+                lambda v, o=obj, n=name, p=param: o(**{**_required(n, o), p: v})
+    yield from _undeclared_yet()
+
+
+def _undeclared_yet():
+    """Functions whose constraints live in a module table rather than on the function (the
+    batching helpers, the training room's mixture and batch plan, the tiles): called here one
+    by one until they are declared with :func:`~genotok.params.validated`."""
     ids = np.arange(10)
     yield "truncate.max_length", batching.CONSTRAINTS["max_length"][:1], \
         lambda v: batching.truncate(ids, v)
@@ -66,49 +188,16 @@ def _constrained():
         lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, max_length=v)
     yield "make_batch.truncation", batching.CONSTRAINTS["batch_truncation"], \
         lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, truncation=v, max_length=2)
-    from genotok import mixture, packing, windows
-
-    for name, allowed in packing.CONSTRAINTS.items():
-        args = {"seq_len": 4, "pad_token_id": 0}
-        yield f"pack.{name}", allowed, lambda v, n=name, a=args: packing.pack([[1, 2]], **{**a, n: v})
-    for name, allowed in mixture.CONSTRAINTS.items():  # refused before any corpus is read
-        yield f"mix.{name}", allowed, lambda v, n=name: mixture.Mixture([], [], **{n: v})
-    for name, allowed in windows.CONSTRAINTS.items():
-        args = {"context_length": 2, "batch_size": 1, "seed": 0, "step": 0}
-        yield f"windows.{name}", allowed, \
-            lambda v, n=name, a=args: windows.windows(None, **{**a, n: v})
-
-    yield from _more_constrained()
-
-
-def _more_constrained():
-    """The run options, gene settings, quantile bins, stores, batch plan, builders and tiles."""
-    from genotok import GeneSettings, QuantileBins, RunOptions, build
-    from genotok.formats.stores import ArrowStore, CorpusStore, ParquetStore
+    from genotok import mixture
     from genotok.pipeline import tiles
-    from genotok.pipeline.split import SplitStore
     from genotok.sampling import PLAN_CONSTRAINTS, BatchPlan
 
-    for cls in (RunOptions, GeneSettings, QuantileBins, ParquetStore, ArrowStore):
-        for name, allowed in cls.CONSTRAINTS.items():
-            yield f"{cls.__name__}.{name}", allowed, lambda v, c=cls, n=name: c(**{n: v})
-    for name, allowed in SplitStore.CONSTRAINTS.items():
-        args = {"inner": CorpusStore(), "fraction": 0.1}
-        yield f"SplitStore.{name}", allowed, lambda v, n=name, a=args: SplitStore(**{**a, n: v})
-    lengths = np.ones(6, np.int64)
+    for name, allowed in mixture.CONSTRAINTS.items():  # refused before any corpus is read
+        yield f"mix.{name}", allowed, lambda v, n=name: mixture.Mixture([], [], **{n: v})
     for name, allowed in PLAN_CONSTRAINTS.items():
         args = {} if name in ("batch_size", "max_tokens") else {"batch_size": 2}
         yield f"BatchPlan.{name}", allowed, \
-            lambda v, n=name, a=args: BatchPlan(**{**a, n: v}).bind(lengths)
-    sets = [["chr1:0-10"]]
-    calls = {"tile": lambda kw: build.tile({"chr1": 100}, **{"size": 10, **kw}),
-             "merge": lambda kw: build.merge(sets, **kw),
-             "coverage_cutoff": lambda kw: build.coverage_cutoff(sets, **{"min_inputs": 1, **kw}),
-             "top_k": lambda kw: build.top_k(["chr1:0-5"], sets, **{"max_regions": 1, **kw})}
-    for builder, constraints in build.builders.CONSTRAINTS.items():
-        for name, allowed in constraints.items():
-            yield f"{builder}.{name}", allowed, \
-                lambda v, f=calls[builder], n=name: f({n: v})
+            lambda v, n=name, a=args: BatchPlan(**{**a, n: v}).bind(_LENGTHS)
     yield "tile_tokenizer.bin_size", tiles.CONSTRAINTS["bin_size"], \
         lambda v: tiles.tile_tokenizer({"chr1": 1000}, v)
     frag = Path(__file__).parent.parent / "genotok" / "examples" / "fragments.tsv.gz"
@@ -129,7 +218,7 @@ def _case_id(name: str, value) -> str:
 
 @pytest.mark.parametrize("name,value,call", CASES, ids=[_case_id(n, v) for n, v, _ in CASES])
 def test_every_constrained_parameter_refuses_invalid_values(name, value, call):
-    with pytest.raises(ValueError, match=name.split(".")[-1]):
+    with pytest.raises(ValueError, match=name.split(".")[-1].replace("[", "\\[")):
         call(value)
 
 

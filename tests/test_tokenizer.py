@@ -511,3 +511,44 @@ def test_a_special_token_spelled_like_a_region_is_refused():
 
     with pytest.raises(UniverseError, match="spelled like a region"):
         Tokenizer(["chr1:0-100"], special_tokens={"unk": "chr1:0-100"})
+
+
+class _GtarsStyle(Tokenizer):
+    """gtars' subclassing pattern, whose __init__ never calls Tokenizer.__init__."""
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls, *args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        self.note = "ready"
+
+
+def test_construction_takes_one_explicit_path():
+    """Issue 40 #9: no __new__/__getattr__ deferral on Tokenizer and no patched __signature__:
+    a gtars-style subclass (one defining __new__) is built in __new__ (BuiltInNew), any other
+    class by __init__, whose signature is the real one."""
+    import inspect
+    import pickle
+
+    assert "__getattr__" not in vars(Tokenizer) and "__new__" not in vars(Tokenizer)
+    assert "__signature__" not in vars(Tokenizer.__init__)
+    assert list(inspect.signature(Tokenizer).parameters)[:2] == ["source", "settings"]
+    tok = _GtarsStyle(["chr1:0-100", "chr1:100-200"])
+    assert tok.note == "ready" and tok.encode(["chr1:150-160"]).tolist() == [1]
+    again = pickle.loads(pickle.dumps(tok))
+    assert type(again) is _GtarsStyle and again.encode(["chr1:0-10"]).tolist() == [0]
+    with pytest.raises(AttributeError):
+        Tokenizer.__new__(Tokenizer).vocab_size  # a bare instance: nothing was built
+    with pytest.raises(TypeError, match=r"'overlapp' \(did you mean 'overlap'\?\)"):
+        Tokenizer(["chr1:0-10"], overlapp="best")
+    with pytest.raises(TypeError, match=r"'overlapp' \(did you mean 'overlap'\?\)"):
+        Tokenizer.from_bed(genotok.examples_dir() / "universe.bed", overlapp="best")
+
+
+def test_the_overlap_mode_is_an_enum_shared_with_the_kernels():
+    """Issue 40 #7: one name per mode, in genotok.kernels.modes."""
+    from genotok.kernels.modes import Overlap, names
+
+    s = TokenizerSettings(overlap="best", min_fraction=0.5)
+    assert names(Overlap) == ("all", "best") and s.kernel_args() == (0, 0.5, 0.0, Overlap.BEST)
+    assert str(TokenizerSettings.CONSTRAINTS["overlap"][0]) == "one of 'all', 'best'"

@@ -17,6 +17,7 @@ import pytest
 
 from genotok import AnnDataOptions, CellSpec, Tokenizer, TokenizerSettings, Universe
 from genotok.errors import BedParseError, UniverseError
+from genotok.params import ParameterError
 
 from ._shared import GTARS_COMPAT, GTARS_TESTS, PBMC, needs_shared
 
@@ -70,8 +71,8 @@ def test_bad_tokenizer_type_is_refused_with_the_allowed_values():
     for make in (Tokenizer.from_config, Tokenizer):
         with pytest.raises(UniverseError, match=r"\['bits', 'ailist'\].*'i-dont-exist'"):
             make(DATA / "tokenizer_bad_ttype.toml")
-    with pytest.raises(UniverseError, match="tokenizer_type must be one of"):
-        Tokenizer.from_bed(str(DATA / "peaks.bed"), tokenizer_type="nonsense")
+    with pytest.raises(ParameterError, match="tokenizer_type must be one of 'bits', 'ailist'"):
+        Tokenizer.from_bed(str(DATA / "peaks.bed"), tokenizer_type="nonsense")  # a keyword
     assert Tokenizer(str(DATA / "tokenizer_ailist.toml")).tokenizer_type == "ailist"
     assert Tokenizer(str(DATA / "tokenizer_bits.toml")).tokenizer_type == "bits"
 

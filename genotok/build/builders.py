@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -32,7 +32,7 @@ from .. import _config, _io
 from .._usage import warn
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
-from ..params import Integral, Interval, Real, validate
+from ..params import N_THREADS, Flag, InstanceOf, Integral, Interval, Real, validated
 from ..regions import RegionSet, as_regions
 from ..tokenizer import Tokenizer, TokenizerSettings
 from ..universe import Universe
@@ -52,15 +52,22 @@ from .streaming import (
 
 __all__ = ["CONSTRAINTS", "coverage_cutoff", "merge", "read_chrom_sizes", "tile", "top_k"]
 
-#: Each builder's parameter constraints (checked by :func:`genotok.params.validate`).
+#: region sets: BED paths, RegionSets or anything :func:`~genotok.as_regions` reads (checked
+#: by the streaming reader, which says what is wrong with an item)
+_INPUTS = [InstanceOf(object)]
+_COMMON = {"progress": [Flag()], "hash_inputs": [Flag()], "n_threads": N_THREADS}
+
+#: Each builder's parameter constraints (:func:`genotok.params.validated`).
 CONSTRAINTS = {
-    "tile": {"size": [Interval(Integral, 1, None)]},
-    "merge": {"min_gap": [Interval(Integral)]},
-    "coverage_cutoff": {"min_inputs": [Interval(Integral, 1, None), None],
+    "tile": {"chrom_sizes": [InstanceOf(str, os.PathLike, Mapping, Iterable)],
+             "size": [Interval(Integral, 1, None)], "hash_inputs": [Flag()]},
+    "merge": {"inputs": _INPUTS, "min_gap": [Interval(Integral)], **_COMMON},
+    "coverage_cutoff": {"inputs": _INPUTS, "min_inputs": [Interval(Integral, 1, None), None],
                         "min_input_fraction": [Interval(Real, 0, 1, closed="right"), None],
-                        "min_width": [Interval(Integral, 0, None)]},
-    "top_k": {"max_regions": [Interval(Integral, 1, None)],
-              "min_inputs": [Interval(Integral, 0, None)]},
+                        "min_width": [Interval(Integral, 0, None)], **_COMMON},
+    "top_k": {"candidate": [InstanceOf(object)], "inputs": _INPUTS,
+              "max_regions": [Interval(Integral, 1, None)],
+              "min_inputs": [Interval(Integral, 0, None)], **_COMMON},
 }
 
 
@@ -130,6 +137,7 @@ def read_chrom_sizes(chrom_sizes) -> list[tuple[str, int]]:
     return out
 
 
+@validated(CONSTRAINTS["tile"], error=UniverseError)
 def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
     """Genome-wide fixed-width bins ("tiles"): ``[0, size), [size, 2 size), …`` per chromosome.
 
@@ -163,7 +171,6 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
     ['chr1:0-10', 'chr1:10-20', 'chr2:0-10', 'chr2:10-20', 'chr2:20-25']
     """
     t0 = time.perf_counter()
-    validate({"size": size}, CONSTRAINTS["tile"], "tile", error=UniverseError)
     size = int(size)
     pairs = read_chrom_sizes(chrom_sizes)
     pairs = sorted(pairs, key=lambda p: chrom_sort_key(p[0]))
@@ -195,6 +202,7 @@ def tile(chrom_sizes, size: int, *, hash_inputs: bool = True) -> BuildResult:
 
 
 # ---------------------------------------------------------------------------- merge
+@validated(CONSTRAINTS["merge"], error=UniverseError)
 def merge(inputs, min_gap: int = 0, *, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """The union of all regions of many inputs, merged like ``bedtools merge -d min_gap``.
@@ -237,7 +245,6 @@ def merge(inputs, min_gap: int = 0, *, progress: bool = False,
     ['chr1:0-20']
     """
     t0 = time.perf_counter()
-    validate({"min_gap": min_gap}, CONSTRAINTS["merge"], "merge", error=UniverseError)
     min_gap = int(min_gap)
     table = _ChromTable()
     fold = _Fold(lambda c, s, e: _merge_arrays(c, s, e, min_gap))
@@ -259,6 +266,7 @@ def _fraction_count(fraction: float, n: int) -> int:
     return int(-(-Fraction(repr(float(fraction))) * n // 1))
 
 
+@validated(CONSTRAINTS["coverage_cutoff"], error=UniverseError)
 def coverage_cutoff(inputs, min_inputs: int | None = None, *,
                     min_input_fraction: float | None = None, min_width: int = 0,
                     progress: bool = False, hash_inputs: bool = True,
@@ -300,9 +308,6 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
     ['chr1:90-100']
     """
     t0 = time.perf_counter()
-    validate({"min_inputs": min_inputs, "min_input_fraction": min_input_fraction,
-              "min_width": min_width}, CONSTRAINTS["coverage_cutoff"], "coverage_cutoff",
-             error=UniverseError)
     if (min_inputs is None) == (min_input_fraction is None):
         raise UniverseError("give exactly one of min_inputs (a number of input sets) and "
                             "min_input_fraction (a fraction of the inputs)")
@@ -345,6 +350,7 @@ def coverage_cutoff(inputs, min_inputs: int | None = None, *,
 
 
 # ---------------------------------------------------------------------------- top-k
+@validated(CONSTRAINTS["top_k"], error=UniverseError)
 def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress: bool = False,
           hash_inputs: bool = True, n_threads: int | None = None) -> BuildResult:
     """Vocabulary-size control: the ``max_regions`` candidate regions hit by the most input sets.
@@ -386,8 +392,6 @@ def top_k(candidate, inputs, max_regions: int, *, min_inputs: int = 1, progress:
     ['chr1:20-30', 'chr2:0-10']
     """
     t0 = time.perf_counter()
-    validate({"max_regions": max_regions, "min_inputs": min_inputs}, CONSTRAINTS["top_k"],
-             "top_k", error=UniverseError)
     max_regions, min_inputs = int(max_regions), int(min_inputs)
     cand = as_regions(candidate)
     if len(cand) == 0:

@@ -295,21 +295,23 @@ def build_parser() -> argparse.ArgumentParser:
                             "with --preset geneformer / geneformer-v2")
 
     def tokenizer_args(sp, required=True, genes=False):
+        from ..kernels.modes import FractionOf, HitOrder, Overlap, Unknown, names
+
         universe_args(sp, required, genes)
         g = sp.add_argument_group("tokenizer options (default: gtars behaviour, or the --config)")
-        g.add_argument("--overlap", choices=("all", "best"),
+        g.add_argument("--overlap", choices=names(Overlap),
                        help="every overlapped universe region (all), or the one with the largest "
                             "overlap per query (best)")
         g.add_argument("--min-overlap", type=_non_negative, metavar="BP",
                        help="minimum overlap in bp for a hit (default 0: any overlap)")
         g.add_argument("--min-fraction", type=_float_in(0.0, 1.0), metavar="F",
                        help="minimum overlap as a fraction of the query (or see --fraction-of)")
-        g.add_argument("--fraction-of", choices=("query", "region"),
+        g.add_argument("--fraction-of", choices=names(FractionOf),
                        help="what --min-fraction is a fraction of (default query)")
-        g.add_argument("--unknown", choices=("set", "region", "drop"),
+        g.add_argument("--unknown", choices=names(Unknown),
                        help="<unk> once per set without hits (set, gtars), once per query "
                             "without a hit (region), or never (drop)")
-        g.add_argument("--order", choices=("gtars", "input", "genomic", "unique"),
+        g.add_argument("--order", choices=names(HitOrder),
                        help="token order (default gtars)")
 
     def threads(sp):

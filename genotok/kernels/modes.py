@@ -2,6 +2,9 @@
 
 numba reads ``IntEnum`` members as integer constants, and the Python side maps user-facing
 strings (``unknown="set"``) to the same members, so a mode's number is written once, here.
+A mode's user-facing name is its member's name in lower case (:func:`parse`): the parameter
+constraints (``Options.of(Overlap)``), the kernels and the CLI's choices (:func:`names`) all
+read it from here.
 
 Examples
 --------
@@ -12,6 +15,73 @@ True
 from __future__ import annotations
 
 from enum import IntEnum
+
+
+def names(mode: type[IntEnum]) -> tuple[str, ...]:
+    """The user-facing names of a mode's members, in order.
+
+    >>> names(Overlap)
+    ('all', 'best')
+    """
+    return tuple(m.name.lower() for m in mode)
+
+
+def parse(mode: type[IntEnum], name: str) -> IntEnum:
+    """The member of ``mode`` a user-facing name stands for (already validated).
+
+    >>> int(parse(Overlap, "best"))
+    1
+    """
+    return mode[name.upper()]
+
+
+class Overlap(IntEnum):
+    """Which universe regions a query gives (:mod:`genotok.kernels.overlap`): every one it
+    overlaps (gtars), or the one with the largest overlap (ties: the lowest id).
+
+    >>> Overlap.BEST.value
+    1
+    """
+
+    ALL = 0
+    BEST = 1
+
+
+class FractionOf(IntEnum):
+    """What ``min_fraction`` is a fraction of: the query (bedtools' ``-f``) or the universe
+    region.
+
+    >>> FractionOf.REGION.value
+    1
+    """
+
+    QUERY = 0
+    REGION = 1
+
+
+class HitOrder(IntEnum):
+    """The order of a tokenized set's ids (``TokenizerSettings.order``).
+
+    >>> names(HitOrder)
+    ('gtars', 'input', 'genomic', 'unique')
+    """
+
+    GTARS = 0
+    INPUT = 1
+    GENOMIC = 2
+    UNIQUE = 3
+
+
+class Backend(IntEnum):
+    """gtars' overlap backend (``tokenizer_type``): the same hits, each backend's order of
+    one query's several hits.
+
+    >>> names(Backend)
+    ('bits', 'ailist')
+    """
+
+    BITS = 0
+    AILIST = 1
 
 
 class Unknown(IntEnum):

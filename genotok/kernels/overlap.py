@@ -34,6 +34,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import NJIT, NJIT_PARALLEL, serial_twin
+from .modes import Overlap as OverlapMode
 from .modes import Unknown
 from .setorder import sort_within_sets  # noqa: F401  (importable from here as before)
 from .sweep import build_sweep_sorted, sort_order
@@ -365,7 +366,7 @@ def _chunks(n: int, parts: int) -> np.ndarray:
 def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
             set_offsets: np.ndarray, order: np.ndarray, chrom_ptr: np.ndarray,
             starts: np.ndarray, ends: np.ndarray, maxend: np.ndarray, ids: np.ndarray,
-            min_overlap: int, frac_q: float, frac_r: float, best: bool, unk_mode: int,
+            min_overlap: int, frac_q: float, frac_r: float, mode: int, unk_mode: int,
             unk_id: int, details: bool = True, ids_dtype=np.uint32, sweep_order: bool = False):
     """Tokenize S concatenated query sets against a sweep index.
 
@@ -390,8 +391,9 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
         A hit needs at least this many bp of overlap (0 = off).
     frac_q, frac_r : float
         A hit needs ``bp >= frac_q * (qe - qs)`` and ``bp >= frac_r * (e - s)`` (0 = off).
-    best : bool
-        Keep only the hit with the most bp per query (ties: lowest id), after the thresholds.
+    mode : int
+        An :class:`~genotok.kernels.modes.Overlap`: ``ALL`` (0) keeps every hit, ``BEST`` (1)
+        only the hit with the most bp per query (ties: lowest id), after the thresholds.
     unk_mode : int
         A :class:`~genotok.kernels.modes.Unknown` (pass ``int(mode)``): ``DROP`` (0) drops
         queries without hits; ``SET`` (1) emits one ``unk_id`` for a set without any hit;
@@ -432,6 +434,7 @@ def overlap(q_codes: np.ndarray, q_starts: np.ndarray, q_ends: np.ndarray,
     """
     import numba
 
+    best = mode == OverlapMode.BEST
     n_q = q_codes.size
     n_sets = set_offsets.size - 1
     if np.dtype(ids_dtype) not in (np.dtype(np.uint32), np.dtype(np.int64)):

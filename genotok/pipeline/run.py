@@ -36,7 +36,7 @@ from .._optional import require
 from .._progress import progress
 from .._usage import keywords, warn
 from ..formats.stores import MemoryStore, Store, get_store
-from ..params import InstanceOf, Integral, Interval, Options, Real, validate
+from ..params import InstanceOf, Integral, Interval, Options, Real, validate, validate_fields
 from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec, fields_elsewhere
 from . import remote
@@ -199,6 +199,7 @@ class RunOptions:
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
+                                   "client": [InstanceOf(object), None],  # a Dask/Ray client
                                    "validation": [Interval(Real, 0, 1, closed="left")],
                                    "executor": [InstanceOf(Executor), InstanceOf(str), None],
                                    "storage_options": [InstanceOf(dict), None],
@@ -206,7 +207,7 @@ class RunOptions:
                                             None]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "RunOptions")
+        validate_fields(self)
         object.__setattr__(self, "files_per_shard", int(self.files_per_shard))
         if isinstance(self.read, (tuple, list)):
             object.__setattr__(self, "read", read_tuple(self.read))

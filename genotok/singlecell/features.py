@@ -102,7 +102,12 @@ def var_features(adata, id_column: str | None = None) -> tuple[list[str], str]:
                            f"columns are {fr.columns} (or use id_column='var_names')")
     else:
         raw = fr.get(id_column)
-    names = [x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(raw).tolist()]
+    raw = np.asarray(raw)
+    if raw.dtype.kind in "fcb" and raw.size:  # checked before str(): 1.0 is not the id "1"
+        raise AnnDataError(f"{fr.where}: the feature ids ({id_column}) are {raw.dtype} values "
+                           f"({raw[:3].tolist()}); feature ids are strings or integers: "
+                           f"convert the column, or choose another with id_column=")
+    names = [x.decode() if isinstance(x, bytes) else str(x) for x in raw.tolist()]
     return names, id_column
 
 

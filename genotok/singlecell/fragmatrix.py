@@ -60,6 +60,7 @@ from .. import _bgzf, _io
 from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
+from ..kernels.modes import Overlap
 from ..params import MEMORY_MB, check
 from ..ragged import Ragged
 from ..regions import RegionSet
@@ -599,10 +600,9 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     spill = None if memory_mb is None else RowSpill(n_cols, rows_per_bucket=SPILL_ROWS)
     sw = u.sweep
     cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
-    search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
-              float(s.min_fraction) if s.fraction_of == "query" else 0.0,
-              float(s.min_fraction) if s.fraction_of == "region" else 0.0,
-              s.overlap == "best", MODES.index(mode), left, right, bool(use_count),
+    min_overlap, frac_q, frac_r, overlap = s.kernel_args()
+    search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, min_overlap, frac_q, frac_r,
+              overlap == Overlap.BEST, MODES.index(mode), left, right, bool(use_count),
               u.n_regions, n_cols)
     state: list = []
     try:

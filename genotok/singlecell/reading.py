@@ -22,14 +22,15 @@ genotok.params.ParameterError: FragmentOptions: min_fragments must be an integer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
 
-from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
-                      validate)
+from ..params import (DType, Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
+                      validate_fields)
 
 
 def _json_value(v):
@@ -68,7 +69,7 @@ class ReadOptions:
     CONSTRAINTS: ClassVar[dict] = {}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
+        validate_fields(self)
 
     def to_json(self) -> dict:
         """The options as plain JSON values (``name`` first)."""
@@ -170,12 +171,13 @@ class AnnDataOptions(ReadOptions):
         "var_names_sep": [InstanceOf(str), None],
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
+        "dtype": [DType(np.int64, np.int32, np.uint32)],
         "modality": [InstanceOf(str), None],
         "raw": [Flag()],
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "AnnDataOptions")
+        validate_fields(self)
         if self.region_columns is not None:
             object.__setattr__(self, "region_columns", tuple(self.region_columns))
 
@@ -232,6 +234,7 @@ class FragmentOptions(ReadOptions):
 
     name: ClassVar[str] = "fragments"
     CONSTRAINTS: ClassVar[dict] = {
+        "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
         "min_fragments": [Interval(Integral, 0, None)],
         "mode": [Options("fragment", "insertion", "paired-insertion"), None],
         "shift": [InstanceOf(tuple, list)],
@@ -241,7 +244,7 @@ class FragmentOptions(ReadOptions):
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "FragmentOptions")
+        validate_fields(self)
         object.__setattr__(self, "shift", tuple(self.shift))
         if self.barcodes is not None:  # a file by its path, or the list itself (equal JSON)
             import os

@@ -47,16 +47,19 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
+                      validate_fields)
+from ..kernels.modes import Order, Truncate, Unknown, names
 from ..kernels import values as VK
-from ..params import Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate
 from . import conditions
 
-#: ``order=`` of a cell spec (the kernels' modes are mapped in :mod:`.cells`)
-ORDERS = ("genomic", "value", "shuffle", "var")
+#: ``order=`` of a cell spec: the cell kernel's :class:`~genotok.kernels.modes.Order`, and
+#: ``"var"`` (geniml's storage order, every (peak, token) pair as stored)
+ORDERS = (*names(Order), "var")
 #: ``truncation=`` of a cell spec: the largest values, or a seeded sample
-TRUNCATIONS = ("top", "sample")
+TRUNCATIONS = names(Truncate)
 #: ``unknown=`` (``None``: the tokenizer's policy)
-UNKNOWN = ("drop", "set", "region")
+UNKNOWN = names(Unknown)
 
 
 # ---------------------------------------------------------------------------- value encodings
@@ -90,6 +93,11 @@ class Encoding(abc.ABC):
 
     @classmethod
     def from_json(cls, d: dict) -> Encoding:
+        names = [f.name for f in fields(cls)]
+        unknown = sorted(set(d) - {"name", *names})
+        if unknown:
+            raise ParameterError(f"{cls.__name__}: unknown field(s) {unknown}; the fields are "
+                                 f"{names}")
         return cls(**{k: v for k, v in d.items() if k != "name"})
 
     def _alone(self):
@@ -167,7 +175,7 @@ class Normalize(Encoding):
         return d
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "Normalize")
+        validate_fields(self)
         object.__setattr__(self, "log1p", bool(self.log1p))
         object.__setattr__(self, "target_sum", float(self.target_sum))
 
@@ -189,6 +197,7 @@ class Log1p(Encoding):
     """
 
     name: ClassVar[str] = "log1p"
+    CONSTRAINTS: ClassVar[dict] = {}
 
     def encode(self, chunk) -> np.ndarray:
         return self._encode_builtin(chunk)
@@ -198,26 +207,65 @@ class Log1p(Encoding):
 MAX_TOML_BYTES = 256 << 20
 
 
+def _median_problem(v) -> str | None:
+    """Why ``v`` is not a median (``None``: it is one; NaN: a feature without a median)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return ", not a number"
+    if not (math.isnan(v) or 0 <= v < math.inf):
+        return "; medians are finite and >= 0 (NaN or 0: a feature without a median)"
+    return None
+
+
 def _medians_array(medians):
+    """The medians as an array or a ``{feature id: median}`` dict in key order, each value
+    checked before it is converted (a string, a negative or an infinite median is refused
+    here, not at tokenize time)."""
     if isinstance(medians, Mapping):  # keyed by feature id (a gene vocabulary's features)
         out = {}
-        for k, v in medians.items():
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                                    np.floating)):
-                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}, not a number")
-            if not (math.isnan(v) or 0 <= v < math.inf):
-                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}; medians are "
-                                     "finite and >= 0 (NaN or 0: a feature without a median)")
+        for k, v in sorted(medians.items(), key=lambda kv: str(kv[0])):
+            problem = _median_problem(v)
+            if problem:
+                raise ParameterError(f"RankByMedian: the median of {k!r} is {v!r}{problem}")
             if str(k) in out:  # 1 and "1" (a pickle's keys) are one feature id
                 raise ParameterError(f"RankByMedian: feature {str(k)!r} has two medians (keys "
                                      "of different types with the same text); keep one")
             out[str(k)] = float(v)
         return out
-    med = np.asarray(medians, dtype=np.float64)
+    if not isinstance(medians, (np.ndarray, list, tuple)):
+        raise ParameterError(f"RankByMedian: medians are an array, a list or a mapping "
+                             f"{{feature id: median}}, got {type(medians).__name__}")
+    med = np.asarray(medians) if isinstance(medians, np.ndarray) else np.asarray(
+        medians, dtype=object)
     if med.ndim != 1:
         raise ParameterError(f"RankByMedian: medians must be one-dimensional, got shape "
                              f"{med.shape}")
+    if med.dtype.kind not in "iuf":  # a list: each entry checked before it is converted
+        med = np.array([np.nan if v is None else v for v in med.tolist()], dtype=object)
+        for i, v in enumerate(med.tolist()):
+            problem = _median_problem(v)
+            if problem:
+                raise ParameterError(f"RankByMedian: median {i} is {v!r}{problem}")
+    med = med.astype(np.float64)
+    bad = np.flatnonzero(~(np.isnan(med) | ((med >= 0) & (med < np.inf))))
+    if bad.size:
+        raise ParameterError(f"RankByMedian: median {int(bad[0])} is {med[bad[0]]}; medians "
+                             "are finite and >= 0 (NaN or 0: a feature without a median)")
     return med
+
+
+def _fitted_on(fitted) -> tuple | None:
+    """``fitted_on`` checked as ``(normalize, target_sum, log1p)`` before it is converted."""
+    if fitted is None:
+        return None
+    if not isinstance(fitted, (tuple, list)) or len(fitted) != 3:
+        raise ParameterError(f"RankByMedian: fitted_on is (normalize, target_sum, log1p), "
+                             f"e.g. ['total', 10000.0, false], got {fitted!r}")
+    norm, target, log1p = fitted
+    validate({"fitted_on[0]": norm, "fitted_on[1]": target, "fitted_on[2]": log1p},
+             {"fitted_on[0]": [Options("total"), None],
+              "fitted_on[1]": [Interval(Real, 0, 1e308, closed="right")],
+              "fitted_on[2]": [Flag()]}, "RankByMedian")
+    return (norm, float(target), bool(log1p))
 
 
 @dataclass(frozen=True, eq=False)
@@ -244,8 +292,15 @@ class RankByMedian(Encoding):
     #: the normalisation the medians are of (a corpus' ``[normalize, target_sum, log1p]``)
     fitted_on: tuple | None = None
     name: ClassVar[str] = "rank_by_median"
+    #: ``medians`` and ``fitted_on`` are checked in depth by ``__post_init__`` (a corpus,
+    #: ``(medians, method)``, each median a finite number >= 0 or NaN)
+    CONSTRAINTS: ClassVar[dict] = {"medians": [InstanceOf(np.ndarray, list, tuple, Mapping),
+                                               InstanceOf(object), None],
+                                   "method": [InstanceOf(str), None],
+                                   "fitted_on": [InstanceOf(tuple, list), None]}
 
     def __post_init__(self):
+        validate_fields(self)
         med, method, fitted = self.medians, self.method, self.fitted_on
         if med is not None and hasattr(med, "header"):  # a corpus: its training medians
             from .values import ValueEncoding
@@ -266,16 +321,17 @@ class RankByMedian(Encoding):
             method = "given" if method is None else method
         object.__setattr__(self, "medians", med)
         object.__setattr__(self, "method", method)
-        object.__setattr__(self, "fitted_on", None if fitted is None else tuple(fitted))
+        object.__setattr__(self, "fitted_on", _fitted_on(fitted))
 
     def __eq__(self, other) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         a, b = self.medians, other.medians
         if isinstance(a, dict) or isinstance(b, dict):  # NaN (no median) equals NaN
-            same = (isinstance(a, dict) and isinstance(b, dict) and list(a) == list(b)
+            same = (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
                     and np.array_equal(np.fromiter(a.values(), float, len(a)),
-                                       np.fromiter(b.values(), float, len(b)), equal_nan=True))
+                                       np.fromiter((b[k] for k in a), float, len(b)),
+                                       equal_nan=True))
             return same and (self.method, self.fitted_on) == (other.method, other.fitted_on)
         same = (a is None and b is None) or (a is not None and b is not None and a.shape ==
                                               b.shape and np.array_equal(a, b, equal_nan=True))
@@ -301,11 +357,18 @@ class RankByMedian(Encoding):
 
     @classmethod
     def from_json(cls, d: dict) -> RankByMedian:
+        unknown = sorted(set(d) - {"name", "medians", "method", "fitted_on"})
+        if unknown:
+            raise ParameterError(f"RankByMedian: unknown field(s) {unknown}; the fields are "
+                                 "['medians', 'method', 'fitted_on']")
         med = d.get("medians")
         if isinstance(med, dict):
             med = {k: np.nan if x is None else x for k, x in med.items()}
+        elif isinstance(med, list):  # JSON null / TOML nan: a feature without a median
+            med = [np.nan if x is None else x for x in med]
         elif med is not None:
-            med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
+            raise ParameterError(f"RankByMedian: medians are a list or a table {{feature id = "
+                                 f"median}}, got {type(med).__name__} {str(med)[:40]!r}")
         return cls(med, d.get("method"), d.get("fitted_on"))
 
 
@@ -325,7 +388,7 @@ class Bins(Encoding):
     CONSTRAINTS: ClassVar[dict] = {"n": [Interval(Integral, 2, 2**24 + 1)]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "Bins")
+        validate_fields(self)
 
     def encode(self, chunk) -> np.ndarray:
         return self._encode_builtin(chunk)
@@ -360,7 +423,7 @@ class QuantileBins(Encoding):
                                    "seed": [Interval(Integral, 0, 2**63 - 1)]}
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "QuantileBins")
+        validate_fields(self)
 
     def encode(self, chunk) -> np.ndarray:
         ch = chunk.rebased()
@@ -437,9 +500,23 @@ def _fused(steps: tuple) -> tuple[dict, tuple]:
     return kw, rest
 
 
+def _toml_string(text: str) -> str:
+    r"""A TOML basic string: JSON's escapes for ``"``, ``\`` and the control characters
+    (valid TOML), every other character as it is. JSON's ``ensure_ascii`` would write a
+    character outside the BMP (an emoji) as a surrogate pair, ``\ud83d\ude00``, which TOML
+    forbids; DEL, which JSON leaves raw, TOML wants escaped.
+
+    >>> import tomllib
+    >>> text = "donor \U0001F600 \x7f \n"
+    >>> tomllib.loads("v = " + _toml_string(text))["v"] == text
+    True
+    """
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_value(v) -> str:
-    """One TOML value of a spec's JSON: strings as JSON writes them (valid TOML basic
-    strings), ``None`` inside a list (a feature without a median) as ``nan``."""
+    """One TOML value of a spec's JSON: strings as TOML basic strings (:func:`_toml_string`),
+    ``None`` inside a list (a feature without a median) as ``nan``."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None or (isinstance(v, float) and math.isnan(v)):
@@ -449,8 +526,10 @@ def _toml_value(v) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):  # medians keyed by gene id: an inline table (``key = value``)
-        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_value(x)}"
+        return "{" + ", ".join(f"{_toml_string(str(k))} = {_toml_value(x)}"
                                for k, x in v.items()) + "}"
+    if isinstance(v, str):
+        return _toml_string(v)
     return json.dumps(v)
 
 
@@ -535,7 +614,7 @@ class CellSpec:
     }
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, "CellSpec")
+        validate_fields(self)
         steps = _encoding_chain(self.encoding)
         _fused(steps)  # the order of the steps
         ranked = any(isinstance(s, RankByMedian) for s in steps)
@@ -582,13 +661,21 @@ class CellSpec:
     @classmethod
     def from_json(cls, text) -> CellSpec:
         """The spec of :meth:`to_json`'s text (or :meth:`as_dict`'s dict)."""
-        d = dict(json.loads(text) if isinstance(text, (str, bytes)) else text)
+        d = json.loads(text) if isinstance(text, (str, bytes)) else text
+        if not isinstance(d, Mapping):
+            raise ParameterError(f"CellSpec: a spec is a JSON object (a table), got "
+                                 f"{type(d).__name__}")
+        d = dict(d)
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ParameterError(f"CellSpec: unknown field(s) {sorted(unknown)}; the fields are "
                                  f"{[f.name for f in fields(cls)]}")
         steps = []
-        for s in d.get("encoding") or ():
+        encoding, prepend = d.get("encoding") or (), d.get("prepend") or ()
+        validate({"encoding": encoding, "prepend": prepend},
+                 {"encoding": [InstanceOf(list, tuple)], "prepend": [InstanceOf(str, list, tuple)]},
+                 "CellSpec")
+        for s in encoding:
             name = s.get("name") if isinstance(s, dict) else None
             known = encodings()
             if name not in known:
@@ -596,7 +683,7 @@ class CellSpec:
                                      f"{sorted(known)}")
             steps.append(known[name].from_json(s))
         d["encoding"] = tuple(steps)
-        d["prepend"] = tuple(d.get("prepend") or ())
+        d["prepend"] = (prepend,) if isinstance(prepend, str) else tuple(prepend)
         return cls(**d)
 
     def to_toml(self) -> str:
@@ -663,7 +750,7 @@ class CellSpec:
             raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
         try:
             return cls.from_json(d)
-        except (ParameterError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
             raise ParameterError(f"{where}: {exc}") from None
 
     def replace(self, **changes) -> CellSpec:

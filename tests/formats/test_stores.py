@@ -3,6 +3,8 @@ datasets / polars / DuckDB read of them, atomicity, and the pipeline writing thr
 
 from __future__ import annotations
 
+from typing import ClassVar  # at module level: a dataclass reads ClassVar[...] names from here
+
 import json
 import os
 
@@ -143,7 +145,6 @@ def test_pretokenize_resumes_a_table_store_and_refuses_another_shard_size(tok, t
 
 def test_adding_a_store_is_one_class_and_one_registry_line(tok, tmp_path):
     from dataclasses import dataclass
-    from typing import ClassVar
 
     from genotok.formats import stores
     from genotok.formats.store import ArrayShard

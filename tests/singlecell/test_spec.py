@@ -168,7 +168,7 @@ def test_tokenizer_takes_its_settings_as_one_object():
     with pytest.raises(TypeError, match=r"overlap are TokenizerSettings fields: pass "
                                         r"settings=TokenizerSettings\(overlap=\.\.\.\)"):
         genotok.Tokenizer(VARS, overlap="best")
-    with pytest.raises(TypeError, match="settings must be a TokenizerSettings, got dict"):
+    with pytest.raises(TypeError, match="settings must be a TokenizerSettings or None, got {"):
         genotok.Tokenizer(VARS, settings={"overlap": "best"})
 
 

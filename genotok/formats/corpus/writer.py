@@ -10,12 +10,14 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from ..._io import local_path
 from ..._version import __version__
 from ...errors import GtokFormatError
+from ...params import DType, Flag, InstanceOf, Integral, Interval, validate
 from ...ragged import Ragged
 from . import layout
 from .layout import (
@@ -156,22 +158,34 @@ class CorpusWriter:
     (2, [1, 2, 3], ['a', 'b'])
     """
 
+    #: what the constructor accepts (:mod:`genotok.params`), checked before anything is made
+    CONSTRAINTS: ClassVar[dict] = {
+        "path": [InstanceOf(str, os.PathLike)],
+        "vocab_size": [Interval(Integral, 1, 2**32)],
+        "fingerprint": [InstanceOf(str)],
+        "special_token_ids": [InstanceOf(dict), None],
+        "settings": [InstanceOf(dict), None],
+        "values_dtype": [DType(np.float32, np.uint16), None],
+        "metadata_columns": [InstanceOf(list, tuple), None],
+        "overwrite": [Flag()],
+        "extra": [InstanceOf(dict), None]}
+
     def __init__(self, path: str | os.PathLike, *, vocab_size: int, fingerprint: str,
                  special_token_ids: dict | None = None, settings: dict | None = None,
                  values_dtype=None, metadata_columns: Sequence[str] | None = None,
                  overwrite: bool = False, extra: dict | None = None):
+        validate({"path": path, "vocab_size": vocab_size, "fingerprint": fingerprint,
+                  "special_token_ids": special_token_ids, "settings": settings,
+                  "values_dtype": values_dtype, "metadata_columns": metadata_columns,
+                  "overwrite": overwrite, "extra": extra}, self.CONSTRAINTS, "CorpusWriter")
         self.path = local_path(path, "a corpus file")
         if self.path.is_dir():
             raise IsADirectoryError(f"{self.path} is a directory; give a corpus file path")
         if self.path.exists() and not overwrite:
             raise FileExistsError(f"{self.path} exists; pass overwrite=True to replace it")
-        if int(vocab_size) < 1 or int(vocab_size) > 2**32:
-            raise ValueError(f"vocab_size must be within 1..2**32, got {vocab_size}")
         self.vocab_size = int(vocab_size)
         self.dtype = _token_dtype(self.vocab_size)
         self.values_dtype = None if values_dtype is None else np.dtype(values_dtype)
-        if self.values_dtype is not None and self.values_dtype not in _VALUE_CODES:
-            raise ValueError(f"values_dtype must be float32 or uint16, got {values_dtype!r}")
         self.meta_columns = [str(k) for k in (metadata_columns or ())]
         if len(set(self.meta_columns)) != len(self.meta_columns):
             raise ValueError(f"metadata_columns has duplicates: {self.meta_columns}")
