@@ -609,7 +609,20 @@ LOCAL_OPTIONS = ("expect", "verify", "trusted")
 
 
 def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
-    """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`)."""
+    """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok import CorpusWriter
+    >>> run = tempfile.mkdtemp()
+    >>> with CorpusWriter(os.path.join(run, "a.gtokc"), vocab_size=9, fingerprint="fp") as w:
+    ...     w.append_batch([[1]] * 3)
+    >>> _ = write_mixture(run, {"a": "a.gtokc"}, {"a": 1.0}, seed=3)
+    >>> doc = read_mixture(run)
+    >>> doc["format"], doc["seed"], [d["name"] for d in doc["datasets"]]
+    ('genotok-mixture', 3, ['a'])
+    """
     remote = is_url(str(run_folder))
     path = f"{_run_folder(run_folder)}/{MIXTURE_FILE}" if remote else _mixture_file(run_folder)
     try:

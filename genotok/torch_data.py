@@ -142,6 +142,11 @@ class ObjectiveCollator:
 
     Subclasses implement :meth:`apply`; ``max_length``, ``pad_token_id`` and the random stream
     are the collator's.
+
+    Examples
+    --------
+    >>> issubclass(MLMCollator, ObjectiveCollator), issubclass(RTDCollator, ObjectiveCollator)
+    (True, True)
     """
 
     collator: Collator

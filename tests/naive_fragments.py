@@ -51,6 +51,15 @@ def parse_line(raw: bytes):
     return f[0], s, e, f[3], c
 
 
+def _peak_line(raw: bytes) -> bool:
+    """genotok's rule for a peak line (narrowPeak, broadPeak) where fragments were expected:
+    seven columns or more, split as the parser splits, the 6th a strand."""
+    raw = raw[:-1] if raw.endswith(b"\r") else raw
+    first = next((c for c in raw if c in b"\t "), 9)
+    f = [t for t in raw.split(b" ") if t] if first == 32 else raw.split(b"\t")
+    return len(f) >= 7 and f[5] in (b".", b"+", b"-")
+
+
 def hits(regions, chrom: bytes, qs: int, qe: int, repeats: bool):
     """Ids of ``regions`` (``(chrom, start, end)`` in bytes/ints) hit by ``[qs, qe)``, the
     tokenizer's any-overlap rule; without ``repeats`` only a region's first identical line."""
@@ -76,10 +85,14 @@ def scan(text: bytes, regions, *, mode: str, left: int = 0, right: int = 0,
     pairs: Counter = Counter()
     nfrag: Counter = Counter()
     n_cols = len(regions) + 1
+    first = True
     for ln, raw in enumerate(text.split(b"\n"), start=1):
         got = parse_line(raw)
         if got is None:
             continue
+        if first and _peak_line(raw):  # a peak file given for fragments: refused at once
+            return pairs, nfrag, names, ln
+        first = False
         if isinstance(got, str):
             return pairs, nfrag, names, ln
         chrom, a, b, bc, c = got

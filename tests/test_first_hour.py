@@ -174,8 +174,8 @@ def test_pretokenize_and_fragments_name_cellspec_too(tmp_path):
 @pytest.mark.parametrize("peaks", ["sample0.narrowPeak", "sample4.narrowPeak.gz"])
 def test_a_peak_file_given_for_fragments_is_refused_by_file_and_line(peaks):
     tok = genotok.Tokenizer.from_bed(U)
-    with pytest.raises(genotok.BedParseError, match=r":1: 10 columns, where a fragment file "
-                                                    r"has 5 .*Tokenizer\.encode"):
+    with pytest.raises(genotok.BedParseError, match=r":1: 10 columns, the 6th a strand: a "
+                                                    r"peak file .*Tokenizer\.encode"):
         genotok.tokenize_fragments(EX / "peaks" / peaks, tok)
     with pytest.raises(genotok.BedParseError, match="10 columns"):
         genotok.fragment_counts(EX / "peaks" / peaks, tok)

@@ -36,6 +36,9 @@ def test_progress_is_a_tqdm_bar_with_its_summary_on_stderr(monkeypatch):
 def test_progress_in_a_notebook_is_shown_without_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", io.StringIO())  # notebooks are not TTYs
     monkeypatch.setattr(_progress, "_notebook_bar", lambda: True)
+    from tqdm.std import tqdm  # the widget itself needs a live kernel
+
+    monkeypatch.setattr(_progress, "_tqdm", lambda: tqdm)
     bar = _progress.progress(3, "cells", "cell", tty_only=True)
     try:
         assert not bar.disable

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -97,7 +98,7 @@ class JsonlStore(ShardedStore):
                     if len(line) > MAX_LINE:
                         raise GtokFormatError(f"{path}: line {k} is longer than {MAX_LINE:,} bytes")
                     _record(line, k, path, names, ids, values, meta)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise GtokFormatError(f"{path}: not a readable JSON Lines file (truncated or "
                                   f"damaged: {exc})") from None
         if values and len(values) != len(ids):

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
-from ..params import validate
+from ..params import validate, validate_fields
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
 from .corpus.manifest import _rel_problem
@@ -219,7 +219,7 @@ class Store:
     overwrite: bool = field(default=True, init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        validate(self.__dict__, self.CONSTRAINTS, type(self).__name__)
+        validate_fields(self)
 
     def config(self) -> dict:
         """What the store was configured with (part of a run's plan: a resumed run with

@@ -261,7 +261,7 @@ def read_any_table(path):
     >>> import pyarrow as pa
     >>> p = os.path.join(tempfile.mkdtemp(), "t.bin")  # an Arrow IPC file, whatever its name
     >>> with pa.ipc.new_file(p, pa.schema([("input_ids", pa.list_(pa.int32()))])) as w:
-    ...     w.write_table(pa.table({"input_ids": [[1, 2]]}))
+    ...     w.write_table(pa.table({"input_ids": pa.array([[1, 2]], pa.list_(pa.int32()))}))
     >>> read_any_table(p).column("input_ids").to_pylist()
     [[1, 2]]
     """

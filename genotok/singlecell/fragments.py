@@ -178,13 +178,29 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
 
 #: gzip's magic (BGZF is gzip with an extra field)
 GZIP_MAGIC = b"\x1f\x8b"
-#: the columns of a fragment file: chrom, start, end, barcode and (optional) count
-MAX_COLUMNS = 5
+#: a strand, the 6th column of the BED6+ peak formats (narrowPeak, broadPeak)
+STRANDS = (b".", b"+", b"-")
+
+
+def looks_like_peaks(line: bytes) -> int:
+    """The number of columns of ``line`` when it is a peak line (narrowPeak, broadPeak: seven
+    columns or more, the 6th a strand), else 0; fields split as the fragment parser splits
+    them (the first separator decides: tabs, or runs of spaces).
+
+    >>> looks_like_peaks(b"chr1\\t5\\t20\\tp1\\t500\\t.\\t8.1\\t-1\\t2.3\\t40")
+    10
+    >>> looks_like_peaks(b"chr1\\t5\\t20\\tAAAC-1\\t1\\t.")  # gtars' fragment files
+    0
+    """
+    line = line.rstrip(b"\r")
+    first = next((c for c in line if c in b"\t "), 9)
+    fields = [t for t in line.split(b" ") if t] if first == 32 else line.split(b"\t")
+    return len(fields) if len(fields) >= 7 and fields[5] in STRANDS else 0
 
 
 def check_columns(path, head_bytes: int = 1 << 16) -> None:
-    """Refuse a file whose first data line has more than the five fragment columns (a
-    narrowPeak or BED6+ file given for a fragment file: each peak was taken as a cell), naming
+    """Refuse a file whose first data line is a peak line (:func:`looks_like_peaks`: a
+    narrowPeak or broadPeak file given for a fragment file, each peak taken as a cell), naming
     the file and the line. A file that cannot be read is left for the scan to report.
 
     Examples
@@ -196,7 +212,7 @@ def check_columns(path, head_bytes: int = 1 << 16) -> None:
     >>> check_columns(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    genotok.errors.BedParseError: .../peaks.tsv:1: 10 columns, where a fragment file has 5 ...
+    genotok.errors.BedParseError: .../peaks.tsv:1: 10 columns, the 6th a strand: a peak file ...
     """
     from .._io import open_binary, reading
 
@@ -209,14 +225,13 @@ def check_columns(path, head_bytes: int = 1 << 16) -> None:
     except (OSError, GenotokError):
         return
     for number, line in enumerate(head.split(b"\n")[:-1], 1):  # whole lines only
-        line = line.rstrip(b"\r")
         if line.startswith(b"#") or not line.strip():
             continue
-        fields = line.split(b"\t") if b"\t" in line else line.split()
-        if len(fields) > MAX_COLUMNS:
-            raise BedParseError(path, number, f"{len(fields)} columns, where a fragment file "
-                                "has 5 (chrom, start, end, barcode, count): is it a peak file "
-                                "(narrowPeak, BED)? Tokenize it as a region set with "
+        n = looks_like_peaks(line)
+        if n:
+            raise BedParseError(path, number, f"{n} columns, the 6th a strand: a peak file "
+                                "(narrowPeak, broadPeak), not a fragment file (chrom, start, "
+                                "end, barcode, count). Tokenize it as a region set with "
                                 "Tokenizer.encode, encode_batch or pretokenize")
         return
 

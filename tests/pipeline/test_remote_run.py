@@ -169,7 +169,7 @@ def test_a_missing_bucket_is_refused_before_any_work(server, so, tok, monkeypatc
     def never(*a, **k):
         raise AssertionError("a batch was tokenized")
 
-    monkeypatch.setattr(genotok.pipeline.run, "run_serial", never)
+    monkeypatch.setattr(genotok.pipeline.writer.SerialExecutor, "run", lambda self, job: never())
     with pytest.raises(genotok.pipeline.PipelineError, match="bucket 'nosuchbucket' does not"):
         pretokenize(genotok.examples_dir() / "peaks", tok, "s3://nosuchbucket/run",
                     progress=False, options=RunOptions(storage_options=so))
