@@ -41,7 +41,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
-from ..params import validate, validate_fields
+from ..params import validate_fields
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
 from .corpus.manifest import _rel_problem
