@@ -64,7 +64,7 @@ from .params import Flag, Integral, Interval, check, validate
 from .ragged import Ragged
 
 #: what :func:`mix` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"seed": [Interval(Integral, 0, 2**64 - 1)],  # a uint64: the hashes' seed
+CONSTRAINTS = {"seed": [Interval(Integral, 0, 2**63 - 1)],  # the hashes' seed (a 64-bit integer)
                "length": [Interval(Integral, 1, None), None],
                "window": [Interval(Integral, 1, None), None],
                "shuffle": [Flag()]}

@@ -386,6 +386,10 @@ COMPARISONS: dict[str, Comparison] = {
     "parse.parse_into": Comparison(covered_by="parse.run", tested_in="tests/test_bed.py"),
     "parse.parse_bed": Comparison(covered_by="parse.run"),
     # ---- overlap: the sweep (universe x query sets)
+    # the modes' names for users (constraints, the CLI): checked by their doctests and by the
+    # tokenizer's tests through the overlap kernel, which takes the parsed mode
+    "modes.names": Comparison(covered_by="overlap.overlap"),
+    "modes.parse": Comparison(covered_by="overlap.overlap"),
     "overlap.overlap": Comparison(oracle=naive_overlap.overlap,
                                   tested_in="tests/kernels/test_overlap.py"),
     "sweep.build_sweep_sorted": Comparison(oracle=naive_overlap.build_sweep,

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
-from ..params import validate_fields
+from ..params import Integral, Interval, validate_fields
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
 from .corpus.manifest import _rel_problem
@@ -433,6 +433,8 @@ class ShardedStore(Store):
     ['p-000.jsonl', 'p-001.jsonl']
     """
 
+    CONSTRAINTS: ClassVar[dict] = {"rows_per_shard": [Interval(Integral, 1, None)],
+                                   "bytes_per_shard": [Interval(Integral, 1, None)]}
     rows_per_shard: int = 100_000
     bytes_per_shard: int = 256 << 20
 

@@ -49,7 +49,8 @@ class DaskExecutor(Executor):
     """
 
     name = "dask"
-    CONSTRAINTS = {"address": [InstanceOf(str), None],
+    CONSTRAINTS = {"client": [InstanceOf(object), None],  # a dask.distributed.Client
+                   "address": [InstanceOf(str), None],
                    "n_workers": [Interval(Integral, 1, None)],
                    "timeout": [Interval(Real, 0, None, closed="neither")]}
 

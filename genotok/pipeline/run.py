@@ -199,7 +199,6 @@ class RunOptions:
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
                                    "hash": [InstanceOf(str), None],
-                                   "client": [InstanceOf(object), None],  # a Dask/Ray client
                                    "validation": [Interval(Real, 0, 1, closed="left")],
                                    "executor": [InstanceOf(Executor), InstanceOf(str), None],
                                    "storage_options": [InstanceOf(dict), None],

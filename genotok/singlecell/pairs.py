@@ -47,15 +47,8 @@ class _PairCounts:
                 self.reduce(n_rows)
                 end = keys.size
             if end > self.keys.size:
-                cap = max(end, min(2 * self.keys.size, self._limit() + keys.size), 1 << 16)
-                k2 = np.empty(cap, np.int64)
-                k2[:self.n_pending] = self.keys[:self.n_pending]
-                w2 = np.empty(cap, np.float64)
-                w2[:self.n_pending] = self.weights[:self.n_pending]
-                self.keys, self.weights = k2, w2
-        self.keys[self.n_pending:end] = keys
-        self.weights[self.n_pending:end] = counts
-        self.n_pending = end
+                self._grow(max(end, min(2 * self.keys.size, self._limit() + keys.size), 1 << 16))
+        self._put(keys, counts, end)
         if self.n_pending > self._limit():
             self.reduce(n_rows)
 
@@ -64,12 +57,18 @@ class _PairCounts:
         calls :meth:`fold_if_full`)."""
         end = self.n_pending + keys.size
         if end > self.keys.size:
-            cap = max(end, 2 * self.keys.size)
-            k2 = np.empty(cap, np.int64)
-            k2[:self.n_pending] = self.keys[:self.n_pending]
-            w2 = np.empty(cap, np.float64)
-            w2[:self.n_pending] = self.weights[:self.n_pending]
-            self.keys, self.weights = k2, w2
+            self._grow(max(end, 2 * self.keys.size))
+        self._put(keys, counts, end)
+
+    def _grow(self, cap: int) -> None:
+        """Room for ``cap`` pending pairs, the pending ones kept."""
+        k2 = np.empty(cap, np.int64)
+        k2[:self.n_pending] = self.keys[:self.n_pending]
+        w2 = np.empty(cap, np.float64)
+        w2[:self.n_pending] = self.weights[:self.n_pending]
+        self.keys, self.weights = k2, w2
+
+    def _put(self, keys: np.ndarray, counts: np.ndarray, end: int) -> None:
         self.keys[self.n_pending:end] = keys
         self.weights[self.n_pending:end] = counts
         self.n_pending = end

@@ -18,12 +18,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+from typing import ClassVar
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..formats.corpus import Corpus
 from ..formats.stores import CorpusStore
+from ..params import InstanceOf, Integral, Real
 from ..pipeline import Executor, RunOptions, pretokenize
 from ..tokenizer import Tokenizer
 
@@ -37,9 +39,15 @@ class _Probe(CorpusStore):
     with a SIGKILL of the worker writing (never of ``driver``, the process that runs the
     check); ``delay``, seconds to wait before each part (a run slow enough to be killed)."""
 
+    CONSTRAINTS: ClassVar[dict] = {"kill_once": [InstanceOf(str)], "driver": [Integral],
+                                   "delay": [Real]}
+
     kill_once: str = field(default="", repr=False, compare=False)
     driver: int = field(default=0, repr=False, compare=False)
     delay: float = field(default=0.0, repr=False, compare=False)
+
+    def config(self) -> dict:
+        return CorpusStore().config()  # the probes are not part of the run's plan
 
     def write(self, batch, meta) -> None:
         if self.delay:

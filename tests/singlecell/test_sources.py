@@ -284,6 +284,7 @@ class _NpzOptions(genotok.ReadOptions):
 
     key: str = "X"
     name: ClassVar[str] = "npz-cells"
+    CONSTRAINTS: ClassVar[dict] = {"key": [genotok.params.InstanceOf(str)]}
 
 
 class _NpzWithOptions(_NpzCells):
