@@ -222,6 +222,24 @@ def needs(b: "Block") -> list[str]:
     return m["extras"].split(",") if m else []
 
 
+def _vendored(dists: set[str]) -> set[str]:
+    """Top-level modules these distributions ship for themselves and put on ``sys.path`` (Ray's
+    ``thirdparty_files``: psutil, colorama): a user of the package has them."""
+    from importlib import metadata
+
+    out = set()
+    for name in dists:
+        try:
+            files = metadata.files(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for f in files:
+            parts = f.parts
+            if "thirdparty_files" in parts[:-1]:
+                out.add(parts[parts.index("thirdparty_files") + 1].split(".")[0])
+    return out
+
+
 def hidden_modules(extras: list[str]) -> set[str]:
     """What a user who installed genotok with exactly ``extras`` does not have: the modules of
     every optional extra's packages, less those of the core and of ``extras``."""
@@ -229,7 +247,8 @@ def hidden_modules(extras: list[str]) -> set[str]:
     optional = [r for e, reqs in project["optional-dependencies"].items() if e != "test"
                 for r in reqs]
     kept = _closure(project["dependencies"] + [f"genotok[{e}]" for e in extras])
-    return _modules(_closure(optional) - kept) - _modules(kept) - set(sys.stdlib_module_names)
+    return (_modules(_closure(optional) - kept) - _modules(kept) - _vendored(kept)
+            - set(sys.stdlib_module_names))
 
 
 def _env(hide: set[str] = frozenset()) -> dict:
