@@ -50,7 +50,8 @@ RAISES_MARK = re.compile(r"<!--\s*docs-test:\s*raises\s+(\w+)\s*-->")
 SLOW_MARK = re.compile(r"<!--\s*docs-test:\s*slow\b\s*(?P<reason>.*?)\s*-->")
 #: packages outside the lean ``[test]`` extra: a block needing one skips where it is absent
 OPTIONAL = {"torch", "pyarrow", "dask", "distributed", "ray", "matplotlib", "tqdm", "xxhash", "lightning",
-            "datasets", "huggingface_hub", "fsspec", "s3fs", "transformers", "mudata"}
+            "datasets", "huggingface_hub", "fsspec", "s3fs", "transformers", "mudata",
+            "tiledbsoma", "zarr", "ray", "psutil", "accelerate", "polars", "duckdb", "scanpy"}
 #: what a block's language tag says about how it runs
 LANGS = {"python": "python", "py": "python", "python3": "python", "bash": "bash", "sh": "bash",
          "shell": "bash"}

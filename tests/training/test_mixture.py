@@ -420,6 +420,8 @@ def outputs(tmp_path_factory):
     import genotok
     from genotok import Tokenizer, pretokenize
 
+    pytest.importorskip("torch")  # the test reads them through the torch loaders
+    pytest.importorskip("pyarrow")  # the Parquet and Arrow stores write with it
     d = tmp_path_factory.mktemp("stores")
     ex = genotok.examples_dir()
     tok = Tokenizer.from_bed(ex / "universe.bed")
