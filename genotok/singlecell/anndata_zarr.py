@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
 
-from .. import _validate as V
 from .._io import is_url
 from .._optional import require
-from ..errors import AnnDataError, GenotokError
+from ..errors import AnnDataError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
@@ -57,118 +55,43 @@ class ZarrOptions(AnnDataOptions):
                                    "storage_options": [InstanceOf(dict), None]}
 
 
-@contextlib.contextmanager
 def _errors(where: str):
     """What zarr, fsspec and numpy raise on a damaged or missing store → an AnnDataError naming
-    it (``pretokenize --on-error skip`` catches GenotokError)."""
-    try:
-        yield
-    except GenotokError:
-        raise
-    except Exception as exc:  # zarr's and fsspec's errors have no common base
-        raise AnnDataError(f"{where}: cannot read the AnnData Zarr store ({type(exc).__name__}: "
-                           f"{exc}); is it a complete store written by anndata's "
-                           "write_zarr?") from None
+    it (zarr's and fsspec's errors have no common base)."""
+    return C.read_errors(where, "the AnnData Zarr store",
+                         hint="; is it a complete store written by anndata's write_zarr?")
 
 
 def _kind(node) -> str:
     return "group" if hasattr(node, "members") else "array"
 
 
-def _array(group, name: str, where: str, kinds: str, what: str):
-    """``group[name]``, a one-dimensional array of a dtype kind in ``kinds``."""
-    node = group.get(name)
-    if node is None or _kind(node) != "array":
-        raise AnnDataError(f"{where}: the sparse matrix has no {name!r} array "
-                           f"({'missing' if node is None else 'a group'}); the store is damaged "
-                           "or not written by anndata")
-    if node.ndim != 1:
-        raise AnnDataError(f"{where}: {name} must be one-dimensional, got shape {node.shape}")
-    if np.dtype(node.dtype).kind not in kinds:
-        raise AnnDataError(f"{where}: {name} must hold {what}, got dtype {node.dtype}")
-    return node
+class _ZarrMatrix(C._StoredSource):
+    """A matrix of the store (``X``, a layer, ``raw/X``), read by row chunks and checked as a
+    ``.h5ad`` one is (:class:`~genotok.singlecell.chunks._StoredSource`)."""
 
-
-class _ZarrMatrix(C._Source):
-    """A matrix of the store (``X``, a layer, ``raw/X``), read by row chunks; checked as
-    :class:`~genotok.singlecell.chunks._H5Source` checks a ``.h5ad`` one."""
+    array_word, file_word = "array", "store"
+    csc_hint = ("raise memory_mb, or rewrite the store as CSR once (a = anndata.read_zarr(path); "
+                "a.X = a.X.tocsr(); a.write_zarr(new_path))")
 
     def __init__(self, group, key: str, where: str):
-        err = AnnDataError
-        self.where = f"{where}:{key}"
+        self.key, self.where = key, f"{where}:{key}"
         with _errors(self.where):
             node = group.get(key)
             if node is None:
                 have = list(group["layers"].keys()) if "layers" in group else []
-                raise err(f"{where}: no matrix {key!r} (layers: {have})")
+                raise AnnDataError(f"{where}: no matrix {key!r} (layers: {have})")
             self.node = node
-            if _kind(node) == "group":
-                enc = str(node.attrs.get("encoding-type", ""))
-                if enc not in ("csr_matrix", "csc_matrix"):
-                    raise err(f"{self.where}: unknown matrix encoding {enc!r}")
-                self.kind = enc[:3]
-                shape = node.attrs.get("shape")
-                if shape is None:
-                    raise err(f"{self.where}: the sparse matrix has no shape attribute")
-                self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
-                                                   error=err)
-                ind = _array(node, "indices", self.where, "iu", "integers")
-                dat = _array(node, "data", self.where, "biuf", "numbers")
-                ptr = _array(node, "indptr", self.where, "iu", "integers")
-                self.nnz = int(ind.shape[0])
-                V.same_length(dat, self.nnz, self.where, what="data", error=err)
-                n_major = self.n_rows if self.kind == "csr" else self.n_cols
-                if ptr.shape[0] != n_major + 1:
-                    raise err(f"{self.where}: indptr has {ptr.shape[0]} entries, expected "
-                              f"{n_major + 1} for a {self.kind.upper()} matrix of shape "
-                              f"{(self.n_rows, self.n_cols)}")
-                self.itemsize = np.dtype(ind.dtype).itemsize + np.dtype(dat.dtype).itemsize
-            else:
-                self.kind = "dense"
-                if node.ndim != 2:
-                    raise err(f"{self.where}: expected a 2-D matrix, got {node.shape}")
-                if np.dtype(node.dtype).kind not in "biuf":
-                    raise err(f"{self.where}: matrix values must be numeric, got dtype "
-                              f"{node.dtype}")
-                self.n_rows, self.n_cols = map(int, node.shape)
-                self.itemsize = np.dtype(node.dtype).itemsize
-                self.nnz = None
+            self._check_layout(node)
 
-    def chunks(self, budget, per_nnz, chunk_rows, rows=None) -> Iterator[C.Chunk]:
-        err, where, node = AnnDataError, self.where, self.node
-        lo0, hi0 = (0, self.n_rows) if rows is None else rows
-        with _errors(where):
-            if self.kind == "csr":
-                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
-                                   what="indptr (CSR, per row)", error=err)
-                C._check_row_lengths(indptr, self.n_cols, where)
-                bounds = lo0 + C._row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
-                                             chunk_rows)
-                ind, dat = node["indices"], node["data"]
-                for lo, hi in zip(bounds[:-1], bounds[1:]):
-                    a, b = int(indptr[lo]), int(indptr[hi])
-                    indices = C._check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
-                                               int(lo))
-                    indices, data = C._clean_dtypes(indices, np.asarray(dat[a:b]), where)
-                    yield C.Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
-            elif self.kind == "dense":
-                step = C._dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
-                for lo in range(lo0, hi0, step):
-                    yield C._dense_chunk(np.asarray(node[lo:min(lo + step, hi0)]), lo, where)
-            else:
-                if self.nnz * (self.itemsize + 16) > budget:
-                    raise err(f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
-                              "which cannot be read by cells without loading it, and it needs "
-                              "more than memory_mb allows: raise memory_mb, or rewrite the "
-                              "store as CSR once (a = anndata.read_zarr(path); a.X = "
-                              "a.X.tocsr(); a.write_zarr(new_path))")
-                import scipy.sparse as sp
+    @contextlib.contextmanager
+    def _node(self):
+        with _errors(self.where):
+            yield self.node
 
-                # checked by _MemorySource (through _checked_csr) before scipy converts it
-                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
-                m.data, m.indices = node["data"][:], node["indices"][:]
-                m.indptr = node["indptr"][:]
-                yield from C._MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+    @staticmethod
+    def _is_array(node) -> bool:
+        return _kind(node) == "array"
 
 
 def open_zarr(path, storage_options: dict | None = None):

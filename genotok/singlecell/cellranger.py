@@ -41,7 +41,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import os
 import re
@@ -54,7 +53,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..errors import AnnDataError, GenotokError
+from ..errors import AnnDataError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
@@ -108,15 +107,10 @@ def find_files(path: str) -> dict | None:
     return out
 
 
-@contextlib.contextmanager
 def _errors(where: str):
     """A damaged ``.gz`` or an unreadable file → an AnnDataError naming it."""
-    try:
-        yield
-    except GenotokError:
-        raise
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as exc:
-        raise AnnDataError(f"{where}: cannot read it ({type(exc).__name__}: {exc})") from None
+    return C.read_errors(where, catch=(OSError, EOFError, zlib.error, UnicodeDecodeError,
+                                       ValueError))
 
 
 def _open(path: str):

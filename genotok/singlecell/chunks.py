@@ -37,6 +37,7 @@ slicing.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -146,15 +147,16 @@ def _dense_chunk(block: np.ndarray, row0: int, where: str) -> Chunk:
     return Chunk(row0, indptr, indices, data, int(block.shape[1]))
 
 
-class _Source:
+class _Source(abc.ABC):
     """Row chunks of a matrix, wherever it lives. ``n_rows``, ``n_cols``, ``chunks()``."""
 
     n_rows: int
     n_cols: int
     where: str
 
+    @abc.abstractmethod
     def chunks(self, budget: int, per_nnz: int, chunk_rows: int | None) -> Iterator[Chunk]:
-        raise AnnDataError("internal: abstract source")  # pragma: no cover
+        """Chunks of whole rows, each within ``budget`` bytes (``per_nnz`` a stored entry)."""
 
 
 def _check_columns(indices, indptr: np.ndarray, n_cols: int, where: str, row0: int = 0):
@@ -269,32 +271,34 @@ class _MemorySource(_Source):
 
 
 @contextlib.contextmanager
-def _h5_errors(where: str):
-    """Turn what h5py and numpy raise on a damaged or crafted file into an AnnDataError that
-    names it (``pretokenize --on-error skip`` catches GenotokError, not OSError/KeyError)."""
+def read_errors(where: str, what: str = "it", catch: tuple = (Exception,), hint: str = ""):
+    """What a reader's libraries (h5py, zarr, fsspec, tiledbsoma, gzip) raise on a damaged or
+    missing input → an :class:`AnnDataError` naming it (``pretokenize --on-error skip`` catches
+    GenotokError, not OSError/KeyError); a :class:`GenotokError` passes as it is.
+
+    ``what`` says what could not be read, ``catch`` which exceptions are the library's (all of
+    them where they share no base), ``hint`` what to try.
+
+    >>> with read_errors("cells.zarr", "the AnnData Zarr store"):
+    ...     raise KeyError("X")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.AnnDataError: cells.zarr: cannot read the AnnData Zarr store (KeyError: 'X')
+    """
     try:
         yield
     except GenotokError:
         raise
-    except (OSError, KeyError, ValueError, TypeError, RuntimeError, IndexError) as exc:
-        raise AnnDataError(f"{where}: cannot read the file as h5ad ({type(exc).__name__}: "
-                           f"{exc}); is it a complete .h5ad written by anndata?") from None
+    except catch as exc:
+        raise AnnDataError(f"{where}: cannot read {what} ({type(exc).__name__}: {exc}){hint}") \
+            from None
 
 
-def _h5_dataset(group, name: str, where: str, kinds: str, what: str):
-    """``group[name]``, required to be a one-dimensional dataset of a dtype kind in ``kinds``."""
-    import h5py
-
-    node = group.get(name)
-    if not isinstance(node, h5py.Dataset):
-        raise AnnDataError(f"{where}: the sparse matrix has no {name!r} dataset "
-                           f"({'missing' if node is None else 'a group'}); the file is damaged "
-                           f"or not written by anndata")
-    if node.ndim != 1:
-        raise AnnDataError(f"{where}: {name} must be one-dimensional, got shape {node.shape}")
-    if node.dtype.kind not in kinds:
-        raise AnnDataError(f"{where}: {name} must hold {what}, got dtype {node.dtype}")
-    return node
+def _h5_errors(where: str):
+    """:func:`read_errors` of an ``.h5ad`` file: what h5py and numpy raise."""
+    return read_errors(where, "the file as h5ad", (OSError, KeyError, ValueError, TypeError,
+                                                   RuntimeError, IndexError),
+                       "; is it a complete .h5ad written by anndata?")
 
 
 def _check_row_lengths(indptr: np.ndarray, n_cols: int, where: str) -> None:
@@ -313,13 +317,136 @@ def _check_row_lengths(indptr: np.ndarray, n_cols: int, where: str) -> None:
                                "(re-write it with anndata)")
 
 
-class _H5Source(_Source):
-    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py.
+class _StoredSource(_Source):
+    """A matrix in a file of groups and arrays (``X``, a layer or ``raw/X``: CSR, CSC or
+    dense), read by row chunks; a subclass says how the file opens (h5py: :class:`_H5Source`;
+    zarr: ``anndata_zarr``).
 
-    Nothing read is trusted: the shape attribute, the datasets' presence, dtypes and lengths
-    are checked on open; ``indptr`` (whole, 8 bytes per row) and every chunk's indices are
-    checked (:mod:`genotok._validate`) before a kernel or scipy sees them.
+    Nothing read is trusted: the shape attribute, the arrays' presence, dtypes and lengths
+    are checked on open (:meth:`_check_layout`); ``indptr`` (whole, 8 bytes per row) and
+    every chunk's indices are checked (:mod:`genotok._validate`) before a kernel or scipy
+    sees them.
     """
+
+    key: str
+    array_word = "dataset"       # what the format calls an array, in messages
+    file_word = "file"
+    csc_hint = "rewrite it as CSR once"
+
+    @abc.abstractmethod
+    def _node(self):
+        """A context manager giving the matrix's node (errors converted)."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def _is_array(node) -> bool:
+        """Whether ``node`` is an array (else a group)."""
+
+    @staticmethod
+    def _ranged(node):
+        """The node, sliced by ranges (the HDF5 source inflates them on threads)."""
+        return node
+
+    def _array(self, group, name: str, kinds: str, what: str):
+        """``group[name]``, required to be a one-dimensional array of a dtype kind in
+        ``kinds``."""
+        node = group.get(name)
+        if node is None or not self._is_array(node):
+            raise AnnDataError(f"{self.where}: the sparse matrix has no {name!r} "
+                               f"{self.array_word} ({'missing' if node is None else 'a group'}"
+                               f"); the {self.file_word} is damaged or not written by anndata")
+        if node.ndim != 1:
+            raise AnnDataError(f"{self.where}: {name} must be one-dimensional, got shape "
+                               f"{node.shape}")
+        if np.dtype(node.dtype).kind not in kinds:
+            raise AnnDataError(f"{self.where}: {name} must hold {what}, got dtype {node.dtype}")
+        return node
+
+    def _check_sparse(self, node, n_major: int, expected: str) -> None:
+        """``indices``, ``data`` and ``indptr`` of a sparse group: present, typed, of one
+        length, ``indptr`` of ``n_major + 1`` entries (checked before it is read: a huge shape
+        is a lie)."""
+        ind = self._array(node, "indices", "iu", "integers")
+        dat = self._array(node, "data", "biuf", "numbers")
+        ptr = self._array(node, "indptr", "iu", "integers")
+        self.nnz = int(ind.shape[0])
+        V.same_length(dat, self.nnz, self.where, what="data", error=AnnDataError)
+        if ptr.shape[0] != n_major + 1:
+            raise AnnDataError(f"{self.where}: indptr has {ptr.shape[0]} entries, expected "
+                               f"{n_major + 1} {expected}")
+        self.itemsize = np.dtype(ind.dtype).itemsize + np.dtype(dat.dtype).itemsize
+
+    def _check_layout(self, node) -> None:
+        """``kind`` (csr, csc, dense), the shape, ``nnz`` and ``itemsize`` of the matrix."""
+        self.nnz = None
+        if not self._is_array(node):
+            enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
+            enc = enc.decode(errors="replace") if isinstance(enc, bytes) else str(enc)
+            if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
+                raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
+            self.kind = "csr" if enc.startswith("csr") else "csc"
+            shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
+            if shape is None:
+                raise AnnDataError(f"{self.where}: the sparse matrix has no shape attribute")
+            self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
+                                               error=AnnDataError)
+            self._check_sparse(node, self.n_rows if self.kind == "csr" else self.n_cols,
+                               f"for a {self.kind.upper()} matrix of shape "
+                               f"{(self.n_rows, self.n_cols)}")
+        else:
+            self.kind = "dense"
+            if node.ndim != 2:
+                raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
+            if np.dtype(node.dtype).kind not in "biuf":
+                raise AnnDataError(f"{self.where}: matrix values must be numeric, got "
+                                   f"dtype {node.dtype}")
+            self.n_rows, self.n_cols = map(int, node.shape)
+            self.itemsize = np.dtype(node.dtype).itemsize
+
+    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
+        """Row chunks (only of rows ``lo:hi`` when ``rows=(lo, hi)``)."""
+        err, where = AnnDataError, self.where
+        lo0, hi0 = (0, self.n_rows) if rows is None else rows
+        with self._node() as node:
+            if self.kind == "csr":
+                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
+                                   what="indptr (CSR, per row)", error=err)
+                _check_row_lengths(indptr, self.n_cols, where)
+                bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
+                                           chunk_rows)
+                ind, dat = self._ranged(node["indices"]), self._ranged(node["data"])
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    a, b = int(indptr[lo]), int(indptr[hi])
+                    indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
+                                             int(lo))
+                    indices, data = _clean_dtypes(indices, np.asarray(dat[a:b]), where)
+                    yield Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
+            elif self.kind == "dense":
+                step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
+                for lo in range(lo0, hi0, step):
+                    yield _dense_chunk(np.asarray(node[lo:min(lo + step, hi0)]), lo, where)
+            else:
+                if self.nnz * (self.itemsize + 16) > budget:
+                    raise AnnDataError(
+                        f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
+                        f"which cannot be read by cells without loading it, and it needs more "
+                        f"than memory_mb allows: {self.csc_hint}")
+                import scipy.sparse as sp
+
+                # checked by _MemorySource (via _checked_csr) before scipy converts it
+                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
+                m.data, m.indices = node["data"][:], node["indices"][:]
+                m.indptr = node["indptr"][:]
+                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+
+
+class _H5Source(_StoredSource):
+    """``X`` (or a layer) of a ``.h5ad`` file, read by row chunks with h5py (the file opened
+    for each pass, HDF5 gzip chunks inflated on threads)."""
+
+    csc_hint = ("load it (anndata.read_h5ad(path)) and pass the AnnData, raise memory_mb, or "
+                "rewrite the file as CSR once: a = anndata.read_h5ad(path); a.X = a.X.tocsr(); "
+                "a.write_h5ad(new_path)")
 
     def __init__(self, path: str, key: str):
         import h5py
@@ -329,80 +456,24 @@ class _H5Source(_Source):
             if key not in f:
                 have = list(f["layers"].keys()) if isinstance(f.get("layers"), h5py.Group) else []
                 raise AnnDataError(f"{path}: no matrix {key!r} (layers: {have})")
-            node = f[key]
-            if isinstance(node, h5py.Group):
-                enc = node.attrs.get("encoding-type", node.attrs.get("h5sparse_format", ""))
-                enc = enc.decode(errors="replace") if isinstance(enc, bytes) else str(enc)
-                if enc not in ("csr_matrix", "csc_matrix", "csr", "csc"):
-                    raise AnnDataError(f"{self.where}: unknown matrix encoding {enc!r}")
-                self.kind = "csr" if enc.startswith("csr") else "csc"
-                shape = node.attrs.get("shape", node.attrs.get("h5sparse_shape"))
-                if shape is None:
-                    raise AnnDataError(f"{self.where}: the sparse matrix has no shape attribute")
-                self.n_rows, self.n_cols = V.shape(shape, self.where, what="the shape attribute",
-                                                   error=AnnDataError)
-                ind = _h5_dataset(node, "indices", self.where, "iu", "integers")
-                dat = _h5_dataset(node, "data", self.where, "biuf", "numbers")
-                ptr = _h5_dataset(node, "indptr", self.where, "iu", "integers")
-                self.nnz = int(ind.shape[0])
-                V.same_length(dat, self.nnz, self.where, what="data", error=AnnDataError)
-                n_major = self.n_rows if self.kind == "csr" else self.n_cols
-                if ptr.shape[0] != n_major + 1:  # before reading it: a huge shape is a lie
-                    raise AnnDataError(f"{self.where}: indptr has {ptr.shape[0]} entries, "
-                                       f"expected {n_major + 1} for a "
-                                       f"{self.kind.upper()} matrix of shape "
-                                       f"{(self.n_rows, self.n_cols)}")
-                self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
-            else:
-                self.kind = "dense"
-                if node.ndim != 2:
-                    raise AnnDataError(f"{self.where}: expected a 2-D matrix, got {node.shape}")
-                if node.dtype.kind not in "biuf":
-                    raise AnnDataError(f"{self.where}: matrix values must be numeric, got "
-                                       f"dtype {node.dtype}")
-                self.n_rows, self.n_cols = map(int, node.shape)
-                self.itemsize = node.dtype.itemsize
+            self._check_layout(f[key])
 
-    def chunks(self, budget, per_nnz, chunk_rows, rows=None):
-        """Row chunks (only of rows ``lo:hi`` when ``rows=(lo, hi)``)."""
+    @contextlib.contextmanager
+    def _node(self):
         import h5py
 
-        err, where = AnnDataError, self.where
-        lo0, hi0 = (0, self.n_rows) if rows is None else rows
         with _h5_errors(self.path), h5py.File(self.path, "r") as f:
-            node = f[self.key]
-            if self.kind == "csr":
-                indptr = V.offsets(node["indptr"][:], self.nnz, where, n_rows=self.n_rows,
-                                   what="indptr (CSR, per row)", error=err)
-                _check_row_lengths(indptr, self.n_cols, where)
-                bounds = lo0 + _row_bounds(indptr[lo0:hi0 + 1], max(1, budget // per_nnz),
-                                           chunk_rows)
-                ind, dat = _inflate.Ranged(node["indices"]), _inflate.Ranged(node["data"])
-                for lo, hi in zip(bounds[:-1], bounds[1:]):
-                    a, b = int(indptr[lo]), int(indptr[hi])
-                    indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
-                                             int(lo))
-                    indices, data = _clean_dtypes(indices, dat[a:b], where)
-                    yield Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
-            elif self.kind == "dense":
-                step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
-                for lo in range(lo0, hi0, step):
-                    yield _dense_chunk(node[lo:min(lo + step, hi0)], lo, where)
-            else:
-                if self.nnz * (self.itemsize + 16) > budget:
-                    raise AnnDataError(
-                        f"{where}: X is stored column-major (CSC, {self.nnz:,} entries), "
-                        f"which cannot be read by cells without loading it, and it needs more "
-                        f"than memory_mb allows. Load it (anndata.read_h5ad(path)) and pass the "
-                        f"AnnData, raise memory_mb, or rewrite the file as CSR once: "
-                        f"a = anndata.read_h5ad(path); a.X = a.X.tocsr(); a.write_h5ad(new_path)")
-                import scipy.sparse as sp
+            yield f[self.key]
 
-                # checked by _MemorySource (via _checked_csr) before scipy converts it
-                m = sp.csc_matrix((self.n_rows, self.n_cols), dtype=node["data"].dtype)
-                m.data, m.indices = node["data"][:], node["indices"][:]
-                m.indptr = node["indptr"][:]
-                yield from _MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+    @staticmethod
+    def _is_array(node) -> bool:
+        import h5py
+
+        return isinstance(node, h5py.Dataset)
+
+    @staticmethod
+    def _ranged(node):
+        return _inflate.Ranged(node)
 
 
 class _ViewSource(_Source):

@@ -266,16 +266,8 @@ class _TenxSource(C._H5Source):
                                              error=err)
             self.kind = "csr"
             self.n_rows, self.n_cols = n_barcodes, n_features
-            ind = C._h5_dataset(node, "indices", self.where, "iu", "integers")
-            dat = C._h5_dataset(node, "data", self.where, "biuf", "numbers")
-            ptr = C._h5_dataset(node, "indptr", self.where, "iu", "integers")
-            self.nnz = int(ind.shape[0])
-            V.same_length(dat, self.nnz, self.where, what="data", error=err)
-            if ptr.shape[0] != n_barcodes + 1:
-                raise err(f"{self.where}: indptr has {ptr.shape[0]} entries, expected "
-                          f"{n_barcodes + 1} (one per barcode, plus one) for shape "
-                          f"{(n_features, n_barcodes)}")
-            self.itemsize = ind.dtype.itemsize + dat.dtype.itemsize
+            self._check_sparse(node, n_barcodes, f"(one per barcode, plus one) for shape "
+                                                 f"{(n_features, n_barcodes)}")
 
 
 class _Columns(C._Source):

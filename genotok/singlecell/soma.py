@@ -30,7 +30,6 @@ Examples
 
 from __future__ import annotations
 
-import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from typing import ClassVar
 import numpy as np
 
 from .._optional import require
-from ..errors import AnnDataError, GenotokError
+from ..errors import AnnDataError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
@@ -83,16 +82,10 @@ class SomaOptions(AnnDataOptions):
                                    "obs_filter": [InstanceOf(str), None]}
 
 
-@contextlib.contextmanager
 def _errors(where: str):
-    """What tiledbsoma, pyarrow and TileDB raise → an AnnDataError naming the experiment."""
-    try:
-        yield
-    except GenotokError:
-        raise
-    except Exception as exc:  # tiledbsoma's errors have no common base with TileDB's
-        raise AnnDataError(f"{where}: cannot read the SOMA experiment ({type(exc).__name__}: "
-                           f"{exc})") from None
+    """What tiledbsoma, pyarrow and TileDB raise → an AnnDataError naming the experiment
+    (tiledbsoma's errors have no common base with TileDB's)."""
+    return C.read_errors(where, "the SOMA experiment")
 
 
 def is_experiment(path: str) -> bool:
