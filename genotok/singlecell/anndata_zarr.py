@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -116,18 +116,6 @@ def open_zarr(path, storage_options: dict | None = None):
     return root
 
 
-def as_options(read, kind: type):
-    """A plain :class:`~genotok.AnnDataOptions` as the ``kind`` (its subclass) of the same
-    fields; anything else as it is (checked by the source's ``read_options``).
-
-    >>> as_options(AnnDataOptions(layer="x"), ZarrOptions)
-    ZarrOptions(layer='x', region_columns=None, var_names_sep=None, one_based=False, chunk_rows=None, dtype=<class 'numpy.int64'>, modality=None, raw=False, storage_options=None)
-    """
-    if type(read) is AnnDataOptions and kind is not AnnDataOptions:
-        return kind(**{f.name: getattr(read, f.name) for f in fields(read)})
-    return read
-
-
 def _read_elem():
     """anndata's element reader (``anndata.io`` since 0.11, ``anndata.experimental`` before)."""
     try:
@@ -208,11 +196,6 @@ class ZarrSource(S.CellSource):
     @classmethod
     def open(cls, obj, read=None, **context) -> S.CellSource:
         return cls(obj, read)
-
-    @classmethod
-    def read_options(cls, read) -> ZarrOptions:
-        """:class:`ZarrOptions`; a plain :class:`~genotok.AnnDataOptions` reads a store too."""
-        return super().read_options(as_options(read, ZarrOptions))
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:

@@ -57,7 +57,6 @@ from ..errors import AnnDataError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
-from .anndata_zarr import as_options
 from .reading import AnnDataOptions
 
 PEAKS, GENES = "Peaks", "Gene Expression"
@@ -350,11 +349,6 @@ class MtxSource(S.CellSource):
     @classmethod
     def open(cls, obj, read=None, **context) -> S.CellSource:
         return cls(obj, read, context.get("tokenizer"))
-
-    @classmethod
-    def read_options(cls, read) -> MtxOptions:
-        """:class:`MtxOptions`; a plain :class:`~genotok.AnnDataOptions` reads a folder too."""
-        return super().read_options(as_options(read, MtxOptions))
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:

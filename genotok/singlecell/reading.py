@@ -254,7 +254,7 @@ class FragmentOptions(ReadOptions):
                 bcs, (str, os.PathLike)) else tuple(b.decode("utf-8") if isinstance(b, bytes)
                                                     else str(b) for b in bcs))
         if self.regions is not None:
-            from .._bgzf import parse_regions
+            from ..bgzf import parse_regions
 
             object.__setattr__(self, "regions", tuple(str(r) for r in self.regions))
             parse_regions(self.regions)  # a malformed region string refused now
@@ -269,9 +269,19 @@ class FragmentOptions(ReadOptions):
 
 
 def _checked(read, kind: type, where: str):
-    """``read`` (``None``: the defaults) checked to be a ``kind``."""
+    """``read`` (``None``: the defaults) checked to be a ``kind``; a plain
+    :class:`AnnDataOptions` given to a source whose options extend it (Zarr, SOMA, a 10x
+    folder) is those options with the same fields.
+
+    >>> from genotok.singlecell.anndata_zarr import ZarrOptions
+    >>> _checked(AnnDataOptions(layer="x"), ZarrOptions, "").layer
+    'x'
+    """
     if read is None:
         return kind()
+    if type(read) is AnnDataOptions and kind is not AnnDataOptions and \
+            issubclass(kind, AnnDataOptions):
+        read = kind(**{f.name: getattr(read, f.name) for f in fields(read)})
     return check("read", read, [InstanceOf(kind)], where, error=TypeError)
 
 

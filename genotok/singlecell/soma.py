@@ -42,7 +42,6 @@ from ..errors import AnnDataError
 from ..params import InstanceOf
 from . import chunks as C
 from . import sources as S
-from .anndata_zarr import as_options
 from .reading import AnnDataOptions
 
 #: the obs / var columns that name the cells / features (``tiledbsoma.io.from_anndata``'s)
@@ -175,12 +174,6 @@ class SomaSource(S.CellSource):
     @classmethod
     def open(cls, obj, read=None, **context) -> S.CellSource:
         return cls(obj, read)
-
-    @classmethod
-    def read_options(cls, read) -> SomaOptions:
-        """:class:`SomaOptions`; a plain :class:`~genotok.AnnDataOptions` (its ``layer``,
-        region columns, chunking) reads an experiment's ``RNA`` measurement."""
-        return super().read_options(as_options(read, SomaOptions))
 
     @classmethod
     def sniff(cls, head: bytes, path: str) -> bool:

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from genotok import Corpus, CorpusWriter  # noqa: E402
+from genotok import Corpus  # noqa: E402
 from genotok.torch_data import (  # noqa: E402
     BatchPlan,
     Collator,
@@ -24,13 +24,10 @@ N = 37
 
 
 @pytest.fixture(scope="module")
-def corpus_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("p") / "c.gtokc"
-    with CorpusWriter(path, vocab_size=5000, fingerprint="fp", values_dtype="float32") as w:
-        for i in range(N):  # record i: tokens 100*i + 1 … (lengths 0..12; some longer than 8)
-            k = (i * 5) % 13
-            w.append(100 * i + 1 + np.arange(k), values=np.full(k, i + 0.5, np.float32))
-    return path
+def corpus_path(valued_corpus):
+    # record i: tokens 100*i + 1 … (lengths 0..12; some longer than 8), values i + 0.5
+    return valued_corpus([(100 * i + 1 + np.arange((i * 5) % 13), i + 0.5, None)
+                          for i in range(N)], 5000)
 
 
 def _records(batch):

@@ -23,14 +23,10 @@ N = 23
 
 
 @pytest.fixture(scope="module")
-def corpus_path(tmp_path_factory):
-    path = tmp_path_factory.mktemp("c") / "c.gtokc"
+def corpus_path(valued_corpus):
     rng = np.random.default_rng(0)
-    with CorpusWriter(path, vocab_size=57, fingerprint="fp", values_dtype="float32") as w:
-        for i in range(N):
-            k = int(rng.integers(1, 9))
-            w.append(rng.integers(0, 50, k), name=f"r{i}", values=np.full(k, i, np.float32))
-    return path
+    return valued_corpus([(rng.integers(0, 50, int(rng.integers(1, 9))), i, f"r{i}")
+                          for i in range(N)], 57)
 
 
 def _seen(ds, workers):
