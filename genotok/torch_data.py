@@ -11,6 +11,7 @@ torch is imported when this module is; ``import genotok`` never imports it.
 
 from __future__ import annotations
 
+import abc
 import ast
 import multiprocessing
 import os
@@ -136,7 +137,7 @@ class Collator:
         return cls(pad_token_id=tokenizer.pad_token_id, **kwargs)
 
 
-class ObjectiveCollator:
+class ObjectiveCollator(abc.ABC):
     """A training objective over a :class:`Collator`: the collator pads and truncates, the
     objective changes the padded batch (masks tokens, replaces them) and adds ``labels``.
 
@@ -159,8 +160,9 @@ class ObjectiveCollator:
     def pad_token_id(self) -> int:
         return self.collator.pad_token_id
 
-    def apply(self, batch: dict, rng: np.random.Generator) -> dict:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, batch: dict, rng: np.random.Generator) -> dict:
+        """The padded ``batch`` (NumPy arrays) changed by the objective, with ``labels``."""
 
     def arrays(self, records, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
         """The batch as NumPy arrays (see :meth:`Collator.arrays`), the objective applied."""

@@ -69,7 +69,8 @@ def _declared():
         for name, obj in vars(mod).items():
             if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
                 continue
-            if isinstance(getattr(obj, "CONSTRAINTS", None), dict) and callable(obj):
+            if isinstance(getattr(obj, "CONSTRAINTS", None), dict) and callable(obj) \
+                    and not inspect.isabstract(obj):  # an abstract base's: its subclasses'
                 seen.setdefault(f"{mod.__name__}.{name}", obj)
     return sorted(seen.items())
 

@@ -28,6 +28,7 @@ reader API (records, names, value channel, metadata).
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import copy
 import hashlib
@@ -185,13 +186,16 @@ def ragged_of(lists, path) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
-class Store:
+class Store(abc.ABC):
     """The protocol (and the bookkeeping every store shares). Subclasses set ``name``,
     ``supports`` and ``suffix``, and implement :meth:`_begin`, :meth:`write`, :meth:`commit`,
     :meth:`abort` and :meth:`read_file` (``docs/architecture.md`` adds one).
 
     ``supports`` says what a store keeps: ``"values"`` (the value channel), ``"names"``,
     ``"metadata"`` (per-record columns), ``"sources"`` (the inputs, per file).
+
+    :meth:`write`, :meth:`commit` and :meth:`read_file` are abstract: a store that forgets
+    one cannot be made (``TypeError`` naming it; :func:`genotok.testing.check_store` says so).
 
     Examples
     --------
@@ -247,11 +251,14 @@ class Store:
     def _begin(self) -> None:
         """Prepare the part (called by :meth:`open` on the copy)."""
 
-    def write(self, batch: Ragged, meta: dict) -> None:  # pragma: no cover - the protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def write(self, batch: Ragged, meta: dict) -> None:
+        """Write ``batch`` (consecutive records) with its ``meta`` (``{"names": [...],
+        column: [...]}``) into the part."""
 
-    def commit(self) -> list[str]:  # pragma: no cover - the protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def commit(self) -> list[str]:
+        """Put the part's files durably in place; their names (relative to the directory)."""
 
     def abort(self) -> None:
         """Leave nothing of the part behind."""
@@ -267,11 +274,11 @@ class Store:
 
     # -- reading back (the reader registered beside the writer)
     @classmethod
-    def read_file(cls, path: Path, header: dict) -> ArrayShard:  # pragma: no cover - protocol
+    @abc.abstractmethod
+    def read_file(cls, path: Path, header: dict) -> ArrayShard:
         """One file of this store as an :class:`ArrayShard` (``header``: the manifest's, for
         files that carry none; a file's own metadata wins). Damage is a
         :class:`~genotok.GtokFormatError` naming the file."""
-        raise NotImplementedError
 
     @classmethod
     def read_output(cls, directory: Path, files: list[Path], header: dict) -> list[ArrayShard]:
@@ -505,14 +512,17 @@ class ShardedStore(Store):
         for f in self._files:
             (self.directory / f).unlink(missing_ok=True)
 
-    def _open_writer(self, fh, meta: dict, first: bool):  # pragma: no cover - the protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _open_writer(self, fh, meta: dict, first: bool):
+        """A writer of one file on the open binary ``fh`` (``first``: the part's first file)."""
 
-    def _write_rows(self, batch: Ragged, meta: dict, a: int, b: int) -> None:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _write_rows(self, batch: Ragged, meta: dict, a: int, b: int) -> None:
+        """Records ``a:b`` of ``batch`` through ``self._writer``."""
 
-    def _close_writer(self) -> None:  # pragma: no cover - the protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _close_writer(self) -> None:
+        """Finish the file ``self._writer`` writes (its footer; the base closes ``fh``)."""
 
 
 __all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "check_header", "file_digest",

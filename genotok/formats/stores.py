@@ -81,6 +81,12 @@ class MemoryStore(Store):
         self.ragged = Ragged(data, offsets, values)
         return []
 
+    @classmethod
+    def read_file(cls, path: Path, header: dict | None = None):
+        """Nothing: a memory store writes no files (its records are :attr:`ragged`)."""
+        raise GtokFormatError(f"{path}: the memory store writes no files; its records are the "
+                              "committed store's .ragged")
+
 
 @dataclass
 class CorpusStore(Store):
@@ -170,6 +176,11 @@ class GtokDirStore(Store):
     def abort(self) -> None:
         for f in self._files:
             (self.directory / f).unlink(missing_ok=True)
+
+    @classmethod
+    def read_file(cls, path: Path, header: dict | None = None) -> ArrayShard:
+        """One record's file (its name: the file's stem)."""
+        return cls.read_output(Path(path).parent, [Path(path)], header or {})[0]
 
     @classmethod
     def read_output(cls, directory: Path, files: list[Path], header: dict) -> list[ArrayShard]:

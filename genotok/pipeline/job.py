@@ -32,6 +32,7 @@ batch's journal entry. The rules every executor keeps for free, because they liv
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -167,7 +168,7 @@ class Job:
                                 "manifest is written; re-run to finish them")
 
 
-class Executor:
+class Executor(abc.ABC):
     """Runs a :class:`Job`'s pending batches and records each (:meth:`Job.record`, in this
     process). Subclasses set ``name`` (the registry's and the run file's ``executor = …``) and
     implement :meth:`run`; :meth:`options` returns the keywords that make an equal executor
@@ -189,8 +190,10 @@ class Executor:
 
     name: ClassVar[str] = ""
 
-    def run(self, job: Job) -> None:  # pragma: no cover - the protocol
-        raise NotImplementedError
+    @abc.abstractmethod
+    def run(self, job: Job) -> None:
+        """Run ``job.pending()`` and :meth:`Job.record` each batch, in this process, as it
+        finishes."""
 
     def options(self) -> dict:
         return {}

@@ -119,6 +119,11 @@ class SplitStore(Store):
         self._kept.abort()
         self._held.abort()
 
+    def read_file(self, path: Path, header: dict):
+        """A file of either half, read by the inner store's reader (each half's manifest names
+        the inner store: ``Corpus.open`` never asks this class)."""
+        return self.inner.read_file(path, header)
+
     def finish(self, directory: Path, files: list[str], tokenizer, extra: dict) -> None:
         """The held-out output's manifest, then the kept one's (last: the run is done)."""
         prefix = f"{VALIDATION}/"

@@ -370,8 +370,8 @@ class CellSource(abc.ABC):
         reader (:func:`memory_matrix`)."""
         matrix = getattr(self, "matrix", None)
         if matrix is None:
-            raise NotImplementedError(f"{type(self).__name__}: a cell source sets `matrix` "
-                                      "(memory_matrix(X)) or implements chunks()")
+            raise SourceError(f"{type(self).__name__}: a cell source sets `matrix` "
+                              "(memory_matrix(X)) or implements chunks()")
         return matrix.chunks(budget, per_nnz, chunk_rows)
 
     @abc.abstractmethod

@@ -10,6 +10,7 @@ naming the rule broken.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import pickle
@@ -100,10 +101,11 @@ def _run(inputs, tok, out, executor, store=None) -> object:
                                                            executor=executor))
 
 
-def check_executor(executor: Executor, *, driver_options: dict | None = None,
+def check_executor(executor: Executor | type[Executor], *, driver_options: dict | None = None,
                    n_files: int = 6, kill_driver: bool = True) -> dict:
-    """Check ``executor`` against the rules of the executor seam; ``AssertionError`` if one
-    fails.
+    """Check ``executor`` (an instance, or a class made with no arguments) against the rules
+    of the executor seam; ``AssertionError`` if one fails (a class missing :meth:`Executor.run`
+    fails at once).
 
     1. the same records, names, order and skipped inputs as the serial executor;
     2. a worker killed mid-batch (a SIGKILL while it writes its part): the run still ends with
@@ -123,6 +125,12 @@ def check_executor(executor: Executor, *, driver_options: dict | None = None,
     """
     from .._examples import examples_dir
 
+    if isinstance(executor, type):
+        if inspect.isabstract(executor):
+            raise AssertionError(f"check_executor({executor.__name__}): implements every "
+                                 "abstract method of Executor: "
+                                 f"{', '.join(sorted(executor.__abstractmethods__))} missing")
+        executor = executor()
     tok = Tokenizer.from_bed(examples_dir() / "universe.bed")
     with tempfile.TemporaryDirectory(prefix="genotok-check-executor-") as tmp:
         tmp = Path(tmp)

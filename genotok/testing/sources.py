@@ -117,9 +117,11 @@ def _check_declaration(cls) -> None:
     from ..singlecell.reading import ReadOptions
     from ..singlecell.sources import CellSource, read_options_from_json
 
-    if not (isinstance(cls, type) and issubclass(cls, CellSource)) or inspect.isabstract(cls):
-        raise AssertionError(f"check_source: {cls!r} is not a concrete genotok.CellSource "
-                             "subclass")
+    if not (isinstance(cls, type) and issubclass(cls, CellSource)):
+        raise AssertionError(f"check_source: {cls!r} is not a genotok.CellSource subclass")
+    if inspect.isabstract(cls):
+        raise _fail(cls, "implements every abstract method of CellSource",
+                    f"{', '.join(sorted(cls.__abstractmethods__))} missing")
     if not cls.kind or not isinstance(cls.kind, str):
         raise _fail(cls, "names its kind (kind = '...')")
     if not all(isinstance(s, str) and s.startswith(".") and s == s.lower()
@@ -293,8 +295,9 @@ def _in_memory_class():
         kind = "check-source-memory"
 
         @classmethod
-        def open(cls, obj, read=None, **context):  # pragma: no cover - made directly
-            raise NotImplementedError
+        def open(cls, obj, read=None, **context):
+            """``obj``: ``(matrix, source)``, the rows and the source they mirror."""
+            return cls(*obj)
 
         def __init__(self, matrix, like):
             self.matrix = memory_matrix(matrix, "memory")

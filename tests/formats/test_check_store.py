@@ -90,3 +90,29 @@ def test_a_planted_broken_store_fails_the_rule_it_breaks(broken, rule):
 def test_check_store_refuses_what_is_not_a_store():
     with pytest.raises(TypeError, match="Store subclass"):
         check_store(dict)
+
+
+def test_a_store_missing_a_protocol_method_cannot_be_made_and_fails_the_suite():
+    """The protocol's methods are abstract: a plugin that forgets one (here the reader) fails
+    when it is made, and check_store names what is missing (was: a NotImplementedError stub
+    raised deep inside a run)."""
+    from genotok.formats.store import ShardedStore
+
+    @dataclass
+    class NoReader(ShardedStore):
+        name = "no-reader"
+        suffix = ".txt"
+
+        def _open_writer(self, fh, meta, first):
+            return fh
+
+        def _write_rows(self, batch, meta, a, b):
+            pass
+
+        def _close_writer(self):
+            pass
+
+    with pytest.raises(TypeError, match="read_file"):
+        NoReader()
+    with pytest.raises(AssertionError, match=r"check_store\(NoReader.*read_file missing"):
+        check_store(NoReader)

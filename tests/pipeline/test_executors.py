@@ -157,3 +157,14 @@ def test_an_s3_output_is_the_same_on_every_executor(tmp_path, monkeypatch):
         a = genotok.Corpus.open("s3://bkt/serial", storage_options=so)
         b = genotok.Corpus.open("s3://bkt/dask", storage_options=so)
         assert a.names == b.names and a.to_ragged() == b.to_ragged() and len(b) == 5
+
+
+def test_an_executor_without_run_cannot_be_made_and_fails_the_suite():
+    """``Executor.run`` is abstract (was a NotImplementedError stub met only mid-run)."""
+    class Forgets(Executor):
+        name = "forgets"
+
+    with pytest.raises(TypeError, match="run"):
+        Forgets()
+    with pytest.raises(AssertionError, match=r"check_executor\(Forgets\).*run missing"):
+        check_executor(Forgets, kill_driver=False)

@@ -175,6 +175,33 @@ def test_an_unregistered_source_fails():
         check_source(_SameNames, a)
 
 
+def test_a_source_missing_an_abstract_method_fails_at_once():
+    """A source that forgets ``names`` cannot be made, and check_source names what is
+    missing; one that sets no matrix and keeps the default ``chunks`` is a SourceError, not
+    a NotImplementedError."""
+    class Forgets(CellSource):
+        kind = "forgets"
+
+        @classmethod
+        def open(cls, obj, read=None, **context):
+            return cls()
+
+        def features(self):
+            return None
+
+    with pytest.raises(TypeError, match="names"):
+        Forgets()
+    with pytest.raises(AssertionError, match=r"check_source\(Forgets\).*names missing"):
+        check_source(Forgets, _mods()[0])
+
+    class NoMatrix(Forgets):
+        def names(self):
+            return []
+
+    with pytest.raises(genotok.SourceError, match="sets `matrix`"):
+        list(NoMatrix().chunks(1 << 20, 16, None))
+
+
 @dataclass(frozen=True)
 class _Mutates(S.Encoding):
     """Doubles the values in place."""

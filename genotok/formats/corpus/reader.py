@@ -23,7 +23,7 @@ from ...kernels import gather as _kernels
 from ...params import Integral, Interval, check
 from ...ragged import Ragged
 from .layout import _is_count
-from .manifest import _open_manifest
+from .manifest import MANIFEST_FORMAT, _open_manifest
 from .shard import _check_shards, _Shard
 
 #: below this many tokens a batch is gathered on one thread (thread start-up costs more)
@@ -529,6 +529,29 @@ class Corpus(Sequence):
         if problems and raise_on_error:
             raise GtokFormatError("; ".join(problems))
         return problems
+
+    @property
+    def checks(self) -> str:
+        """What opening the corpus untrusted and :meth:`verify` check, in words (what
+        ``genotok verify`` says): a corpus file carries checksums of its header and data;
+        another store's files are measured against the sizes and digests its manifest
+        recorded when the run committed them.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from genotok.formats.corpus import CorpusWriter
+        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
+        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        ...     w.append([1, 2])
+        >>> Corpus.open(p).checks
+        'header and data checksums, offsets, ids and records of every shard'
+        """
+        fmt = str((self.manifest or {}).get("format", MANIFEST_FORMAT))
+        if fmt == MANIFEST_FORMAT:
+            return "header and data checksums, offsets, ids and records of every shard"
+        return (f"{fmt.removeprefix('genotok-')} store: each file's size and digest against the "
+                "manifest, its records and tokens counted, offsets and ids")
 
     def _repr_html_(self) -> str:
         lens = self.lengths
