@@ -370,8 +370,8 @@ def cmd_verify(args) -> int:
             print(f"genotok: {p}", file=sys.stderr)
         return 1
     if not args.quiet:
-        print(f"{args.path}: OK ({len(corpus):,} records, {corpus.n_tokens:,} tokens, "
-              "checksums match)")
+        print(f"{args.path}: OK ({len(corpus):,} records, {corpus.n_tokens:,} tokens; checked: "
+              f"{corpus.checks})")
     return 0
 
 
@@ -426,13 +426,14 @@ def cmd_import(args) -> int:
     if fmt is None:
         if os.path.isdir(args.source):
             fmt = "gtok-dir"
-        elif Path(args.source).suffix.lower() in EXPORT_SUFFIXES:
-            fmt = "parquet"
+        elif Path(args.source).suffix.lower() in (*EXPORT_SUFFIXES, ".arrow"):
+            fmt = "parquet"  # Parquet or Arrow IPC, told apart by their first bytes
         elif not os.path.exists(args.source):
             raise FileNotFoundError(f"{args.source}: no such file or directory")
         else:
             raise UsageError(f"cannot tell the format of {args.source!r}: known are a directory "
-                             f"of .gtok files and Parquet ({', '.join(EXPORT_SUFFIXES)}); or give "
+                             f"of .gtok files, Parquet ({', '.join(EXPORT_SUFFIXES)}) and Arrow "
+                             "(.arrow); or give "
                              "--format gtok-dir|parquet")
     _refuse_existing(out, args.overwrite)
     if fmt == "parquet":
@@ -440,8 +441,12 @@ def cmd_import(args) -> int:
         tok = _tokenizer(args, required=False)
         if tok is not None:
             kw = dict(vocab_size=tok.vocab_size, fingerprint=tok.fingerprint)
-        import_parquet(args.source, out, overwrite=args.overwrite, **kw)
+        import_parquet(args.source, out, overwrite=args.overwrite, ids_column=args.ids_column,
+                       name_column=args.name_column, **kw)
     else:
+        if (args.ids_column, args.name_column) != ("input_ids", "name"):
+            raise UsageError("--ids-column and --name-column are for Parquet/Arrow sources; a "
+                             ".gtok file holds ids only, named by its file")
         tok = _tokenizer(args, required=False)
         if tok is None:
             raise UsageError("importing .gtok files needs the universe their ids belong to: "

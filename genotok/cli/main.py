@@ -64,7 +64,8 @@ EXAMPLES = {
     "import": """examples:
   genotok import --universe universe.bed gtoks/ corpus.gtokc
   genotok import tokens.parquet corpus.gtokc
-  genotok import --overwrite -o corpus.gtokc tokens.parquet""",
+  genotok import --overwrite -o corpus.gtokc tokens.parquet
+  genotok import --ids-column tokens --name-column sample theirs.arrow corpus.gtokc""",
     "tile": """examples:
   genotok universe tile --chrom-sizes hg38.chrom.sizes --size 1000 -o tiles1k.bed
   genotok universe tile --chrom-sizes hg38.chrom.sizes --size 5000 -o tiles5k.bed.gz""",
@@ -414,6 +415,10 @@ def build_parser() -> argparse.ArgumentParser:
     out_flag(t, "OUT", "the same as OUT")
     t.add_argument("--format", choices=("gtok-dir", "parquet"),
                    help="the source's format (default: a directory, or from its suffix)")
+    t.add_argument("--ids-column", default="input_ids", metavar="COLUMN",
+                   help="Parquet/Arrow: the list<int> column of token ids (default: input_ids)")
+    t.add_argument("--name-column", default="name", metavar="COLUMN",
+                   help="Parquet/Arrow: the column of record names (default: name)")
     overwrite(t)
 
     _universe_parsers(sub, cmd, threads, overwrite)

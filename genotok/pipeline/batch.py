@@ -37,7 +37,7 @@ from ..regions import RegionSet
 from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec
 from ..sink import write_records
-from .journal import save_journal
+from .journal import save_journal, stamps
 from .plan import (
     SKIPPABLE,
     PipelineError,
@@ -112,7 +112,7 @@ class Batches:
     def record(self, journal: dict, b: int, entry: dict) -> None:
         """Batch ``b`` done: its entry in the journal, saved (only ever once its files are
         durably in place), then its files uploaded (to an object store)."""
-        journal["done"][str(b)] = entry
+        journal["done"][str(b)] = {**entry, "stamps": stamps(self.out, entry["files"])}
         save_journal(self.out, journal)
         if self.upload is not None:
             self.upload.journaled(self.out, journal)

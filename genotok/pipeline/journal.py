@@ -22,8 +22,9 @@ from pathlib import Path
 import filelock
 
 from .._io import atomic_write
-from ..errors import UniverseMismatchError
+from ..errors import GtokFormatError, UniverseMismatchError
 from ..formats.corpus import MANIFEST
+from ..formats.store import file_digest
 from .plan import PipelineError
 from .split import VALIDATION
 
@@ -213,6 +214,49 @@ def load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
     journal = {"plan": plan, "done": {}}
     save_journal(out, journal)
     return journal
+
+
+def stamps(out: Path, files: list[str]) -> dict:
+    """``{file: [bytes, digest]}`` of a batch's files as it commits them (the journal keeps
+    them: a resumed run re-checks what it trusts, :func:`check_stamps`)."""
+    gone = [f for f in files if not (out / f).is_file()]
+    if gone:
+        raise PipelineError(f"{out}: a batch was recorded with files that are not there "
+                            f"({gone[:3]}); an executor records a batch once its files are "
+                            "written")
+    return {f: [(out / f).stat().st_size, file_digest(out / f)] for f in files}
+
+
+def check_stamps(out: Path, journal: dict) -> None:
+    """Every file of a done batch is as it was committed: there, of its size and digest
+    (any store's, a split output's halves too), else a :class:`~genotok.GtokFormatError`
+    naming it and no manifest.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "p.jsonl").write_text('{"input_ids": [1]}\\n')
+    >>> j = {"done": {"0": {"files": ["p.jsonl"], "stamps": stamps(d, ["p.jsonl"])}}}
+    >>> check_stamps(d, j)
+    >>> _ = (d / "p.jsonl").write_text('{"input_ids": [2]}\\n')  # same size, other bytes
+    >>> check_stamps(d, j)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.GtokFormatError: .../p.jsonl: not the file batch 0 committed (...
+    """
+    for b, entry in sorted(journal["done"].items(), key=lambda kv: int(kv[0])):
+        for f, (size, digest) in (entry.get("stamps") or {}).items():
+            p = out / f
+            if p.is_symlink() or not p.is_file():
+                raise GtokFormatError(f"{p}: a file batch {b} committed is missing (deleted "
+                                      "after its batch was journaled); re-run with "
+                                      "overwrite=True to write the output again")
+            now = p.stat().st_size
+            if now != size or file_digest(p) != digest:
+                raise GtokFormatError(f"{p}: not the file batch {b} committed ({now} bytes, "
+                                      f"committed {size}; truncated, replaced or edited since); "
+                                      "re-run with overwrite=True to write the output again")
 
 
 #: the parts a run writes: corpus shards, the numbered files of any other store (Parquet,

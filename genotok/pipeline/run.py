@@ -43,6 +43,7 @@ from . import remote
 from .batch import Batches
 from .executors import get_executor
 from .journal import (
+    check_stamps,
     clean_temp_files,
     clean_unjournaled_shards,
     journal_hash,
@@ -360,6 +361,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error,
                      opts.read)
         journal = load_journal(out, plan, overwrite)
+        check_stamps(out, journal)  # a resumed run trusts its done parts: as committed?
         clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])
         # the spec each input is tokenized with (RankByMedian(): the medians of all inputs)
@@ -421,6 +423,7 @@ def _finish(out: Path, journal: dict, batches, paths, tokenizer, store: Store,
                                 "modification time differ from the run's start): its records "
                                 "(and medians) may be of different versions of it; no manifest "
                                 "is written: re-run with overwrite=True once the file is final")
+    check_stamps(out, journal)  # every part as committed (a split output's halves too)
     store.finish(out, [f for d in done for f in d["files"]], tokenizer, extra)
     run = extra["genotok_run"]
     return RunSummary(out, len(paths), run["n_records"], run["n_tokens"],

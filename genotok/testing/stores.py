@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import inspect
 import json
 import os
 import shutil
@@ -175,13 +176,14 @@ def _as(cls, store: Store) -> Store:
     return s
 
 
-def _killed_run(store: Store, out: Path, inputs) -> None:
+def _killed_run(store: Store, out: Path, inputs, validation: float | None = None) -> None:
     """A run of ``store`` killed in the middle of its second part: what a kill leaves (the
     files it had open are closed as the process would be, nothing else)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            _run(_crashing(store, 2), out, inputs)
+            # (split: a batch writes each half, so the 3rd write is past the first batch)
+            _run(_crashing(store, 3 if validation else 2), out, inputs, validation=validation)
         except _Kill:
             pass
         else:
@@ -193,10 +195,11 @@ def _reference(tmp: Path, inputs) -> Corpus:
     return Corpus.open(pretokenize(inputs, _tokenizer(), tmp / "reference", progress=False).out)
 
 
-def _run(store: Store, out, inputs, *, overwrite=False, storage_options=None):
+def _run(store: Store, out, inputs, *, overwrite=False, storage_options=None, validation=None):
     return pretokenize(inputs, _tokenizer(), out, format=store, progress=False,
                        overwrite=overwrite,
-                       options=RunOptions(files_per_shard=2, storage_options=storage_options))
+                       options=RunOptions(files_per_shard=2, storage_options=storage_options,
+                                          validation=validation or 0.0))
 
 
 def _same(store: Store, rule: str, got: Corpus, ref: Corpus) -> None:
@@ -225,7 +228,9 @@ def check_resume(store: Store, tmp: Path) -> None:
 
 
 def check_damage(store: Store, tmp: Path) -> None:
-    """A committed part truncated, or deleted, before the resume: refused.
+    """A committed part truncated, deleted, or replaced by another readable file of the run
+    (damage only the sizes and digests recorded at commit can tell) before the resume:
+    refused; in a split output (``validation=``) too.
 
     Examples
     --------
@@ -234,18 +239,27 @@ def check_damage(store: Store, tmp: Path) -> None:
     """
     store = _small(store)
     inputs = _inputs()
-    for how in ("truncated", "deleted"):
-        out = tmp / how
-        _killed_run(store, out, inputs)
+    for how, validation in (("truncated", None), ("deleted", None), ("replaced", None),
+                            ("replaced", 0.4)):
+        out = tmp / f"{how}-{validation}"
+        _killed_run(store, out, inputs, validation)
         journal = json.loads((out / "journal.json").read_text())
         files = journal["done"]["0"]["files"]
         victim = out / max(files, key=lambda f: (out / f).stat().st_size)
         if how == "deleted":
             victim.unlink()
-        else:
+        elif how == "truncated":
             os.truncate(victim, victim.stat().st_size // 2)
+        else:  # another file of the run, readable, in its place
+            others = [out / f for d in journal["done"].values() for f in d["files"]
+                      if (out / f).read_bytes() != victim.read_bytes()]
+            if not others:
+                continue
+            victim.write_bytes(min(others, key=lambda p: p.stat().st_size).read_bytes())
+        if validation:
+            how += " (a split output)"
         try:
-            _run(store, out, inputs)
+            _run(store, out, inputs, validation=validation)
         except GenotokError:
             if (out / MANIFEST).exists():
                 _fail(store, "damage", f"a {how} part was refused, but a manifest was written")
@@ -372,6 +386,10 @@ def check_store(store: type[Store] | Store, *, remote: tuple[str, dict] | None =
     >>> from genotok.formats.jsonl import JsonlStore
     >>> check_store(JsonlStore(gzip=True))
     """
+    if isinstance(store, type) and issubclass(store, Store) and inspect.isabstract(store):
+        raise AssertionError(f"check_store({store.__name__}, name={store.name!r}): implements "
+                             "every abstract method of its base: "
+                             f"{', '.join(sorted(store.__abstractmethods__))} missing")
     s = store() if isinstance(store, type) else store
     if not isinstance(s, Store):
         raise TypeError(f"check_store takes a Store subclass or instance, got {store!r}")

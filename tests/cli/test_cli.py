@@ -193,7 +193,19 @@ def test_info_corpus_and_gtok(corpus, tmp_path, capsys):
 def test_verify(corpus, capsys):
     code, out, _ = run(["verify", corpus], capsys)
     assert code == 0 and out.startswith(f"{corpus}: OK (5 records")
+    assert "header and data checksums" in out
     assert run(["verify", "-q", corpus], capsys) == (0, "", "")
+
+
+def test_verify_says_what_it_checked_of_another_store(tmp_path, capsys):
+    """A JSON Lines output has no checksums of its own: verify says what it did check (was:
+    "checksums match" for every store)."""
+    out = str(tmp_path / "j")
+    assert main(["pretokenize", "-q", "--universe", U, "--out", out, "--format", "jsonl",
+                 PEAKS]) == 0
+    code, said, _ = run(["verify", out], capsys)
+    assert code == 0 and "jsonl store: each file's size and digest against the manifest" in said
+    assert "checksums" not in said
 
 
 def test_verify_an_unfinished_run_says_to_re_run_it(tmp_path, capsys, monkeypatch):
@@ -281,6 +293,27 @@ def test_export_gtok_dir_and_import_back(corpus, tmp_path, name, capsys):
     assert_error(run(["export", corpus, out], capsys), 1, "not empty", "--overwrite")
     assert run(["export", "-q", "--overwrite", corpus, "-o", out], capsys)[0] == 0
     assert len(list(Path(out).glob("*.gtok"))) == 5
+
+
+def test_import_takes_the_columns_import_parquet_takes(tmp_path, capsys):
+    """``--ids-column`` / ``--name-column`` are import_parquet's ``ids_column`` /
+    ``name_column`` (was: the CLI read only input_ids and name), and an .arrow file is found by
+    its suffix."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.feather as feather
+
+    src = tmp_path / "theirs.arrow"
+    feather.write_feather(pa.table({"tokens": [[1, 2], [3]], "sample": ["s1", "s2"]}), str(src),
+                          compression="uncompressed")
+    out = tmp_path / "c.gtokc"
+    assert run(["import", "-q", "--universe", U, "--ids-column", "tokens", "--name-column",
+                "sample", str(src), str(out)], capsys) == (0, "", "")
+    c = Corpus.open(out)
+    assert c.to_ragged().to_list() == [[1, 2], [3]] and c.names == ["s1", "s2"]
+    assert_error(run(["import", "--universe", U, str(src), str(tmp_path / "d.gtokc")], capsys),
+                 1, "no 'input_ids' column")
+    assert_error(run(["import", "--universe", U, "--ids-column", "tokens", str(tmp_path),
+                      str(tmp_path / "e.gtokc")], capsys), 2, "--ids-column")
 
 
 def test_export_parquet_and_import_back(corpus, tmp_path, capsys):
