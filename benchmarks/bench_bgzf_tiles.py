@@ -108,7 +108,7 @@ tok = Tokenizer({tiles!r})
 
 SETUP_INFLATE = """
 from concurrent.futures import ThreadPoolExecutor
-from genotok._bgzf import BGZF
+from genotok.bgzf import BGZF
 f = BGZF({path!r})
 blocks = f.blocks(0)
 batches = [blocks[i:i + 512] for i in range(0, len(blocks), 512)]
@@ -180,7 +180,7 @@ def make_fragments(n: int, out: Path, seed: int = 0, cells: int = 2000) -> tuple
         os.replace(str(bg) + ".part", bg)
         subprocess.run(["tabix", "-f", "-p", "bed", str(bg)], check=True)
     else:
-        from genotok._bgzf import write_bgzf
+        from genotok.bgzf import write_bgzf
 
         write_bgzf(bg, txt.read_bytes(), index=True)
     with open(str(gz) + ".part", "wb") as fh:
@@ -289,7 +289,7 @@ def main() -> None:
     warm = a.data / "liver.bgzf.tsv.gz"  # the BGZF path's kernels, loaded before the timing
     if not warm.exists():
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from genotok._bgzf import write_bgzf
+        from genotok.bgzf import write_bgzf
 
         a.data.mkdir(parents=True, exist_ok=True)
         write_bgzf(warm, LIVER.read_bytes(), index=True)

@@ -81,36 +81,80 @@ def _resolve(mod: str, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _dotted(node) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]`` (None for anything but names and attributes)."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return None if head is None else head + [node.attr]
+    return None
+
+
+def _module_of(parts: list[str], bound: dict) -> str | None:
+    """The genotok module ``parts`` (a dotted expression's names) ends on, if any."""
+    if parts[0] not in bound:
+        return None
+    name = ".".join([bound[parts[0]], *parts[1:]])
+    return name if name in MODULES else None
+
+
 def private_names() -> list[str]:
-    """Every private name one room takes from another (anywhere in a module: lazy imports too)."""
+    """Every private name one room takes from another (anywhere in a module: lazy imports too):
+    imported by name (``from genotok.x import _y``), a private module of another room
+    (``from genotok import _m``, ``from genotok._m import y``), or read as an attribute of a
+    module of another room (``x._y``, ``genotok.x._y`` after ``import genotok.x``)."""
+    return [f for mod, path in MODULES.items()
+            for f in private_in(mod, path.read_text(), path.relative_to(ROOT))]
+
+
+def private_in(mod: str, text: str, rel) -> list[str]:
+    """The private names of other rooms module ``mod`` (source ``text``) takes."""
     found = []
-    for mod, path in MODULES.items():
-        rel = path.relative_to(ROOT)
-        room = room_of(mod)
-        tree = ast.parse(path.read_text(), str(path))
-        bound = {}  # local name -> genotok module it is bound to
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                bound.update({a.asname: a.name for a in node.names
-                              if a.asname and a.name.startswith("genotok")})
-            elif isinstance(node, ast.ImportFrom):
-                target = _resolve(mod, node)
-                if target.split(".")[0] != "genotok":
-                    continue
-                for a in node.names:
-                    if f"{target}.{a.name}" in MODULES:  # "from . import reader": a module
-                        bound[a.asname or a.name] = f"{target}.{a.name}"
-                    elif (a.name.startswith("_") and not a.name.startswith("__")
-                          and room_of(target) not in (room, PLUMBING)):
-                        found.append(f"{rel}:{node.lineno}: imports {a.name} from {target} "
-                                     f"({room_of(target)} room)")
-        for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                    and node.value.id in bound and node.attr.startswith("_")
-                    and not node.attr.startswith("__")
-                    and room_of(bound[node.value.id]) not in (room, PLUMBING)):
-                found.append(f"{rel}:{node.lineno}: reads {node.value.id}.{node.attr}, private "
-                             f"to {bound[node.value.id]}")
+    room = room_of(mod)
+    tree = ast.parse(text, str(rel))
+    bound = {}  # local name -> genotok module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            bound.update({a.asname: a.name for a in node.names
+                          if a.asname and a.name.startswith("genotok")})
+            found += [f"{rel}:{node.lineno}: imports {a.name}, a private module of the "
+                      f"{room_of(a.name)} room" for a in node.names
+                      if a.name.split(".")[0] == "genotok" and a.name in MODULES
+                      and any(_private(p) for p in a.name.split(".")[1:])
+                      and room_of(a.name) not in (room, PLUMBING)]
+            if any(a.asname is None and a.name.split(".")[0] == "genotok"
+                   for a in node.names):  # import genotok.x: the name genotok
+                bound["genotok"] = "genotok"
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(mod, node)
+            if target.split(".")[0] != "genotok":
+                continue
+            hidden = [p for p in target.split(".")[1:] if _private(p)]
+            if hidden and room_of(target) not in (room, PLUMBING):
+                found.append(f"{rel}:{node.lineno}: imports from {target}, a private module "
+                             f"of the {room_of(target)} room")
+            for a in node.names:
+                if f"{target}.{a.name}" in MODULES:  # "from . import reader": a module
+                    bound[a.asname or a.name] = f"{target}.{a.name}"
+                    target_room = room_of(f"{target}.{a.name}")
+                else:
+                    target_room = room_of(target)
+                if _private(a.name) and target_room not in (room, PLUMBING):
+                    found.append(f"{rel}:{node.lineno}: imports {a.name} from {target} "
+                                 f"({target_room} room)")
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and _private(node.attr)):
+            continue
+        parts = _dotted(node.value)
+        owner = _module_of(parts, bound) if parts else None
+        if owner is not None and room_of(owner) not in (room, PLUMBING):
+            found.append(f"{rel}:{node.lineno}: reads {'.'.join(parts)}.{node.attr}, "
+                         f"private to {owner}")
     return found
 
 
@@ -157,6 +201,25 @@ def test_no_private_name_crosses_rooms():
     found = private_names()
     assert not found, f"{len(found)} private name(s) across rooms (make them public):\n" + \
         "\n".join(found)
+
+
+@pytest.mark.parametrize("line", [
+    "from ..formats.store import _digest",             # a private name
+    "from .. import _bgzf_private",                    # (a private module is one too, below)
+    "from ..formats.corpus import layout as L\nL._is_int(1)",    # through a bound module
+    "import genotok.formats.store\ngenotok.formats.store._digest",  # through the package
+    "import genotok.formats.store as S\nS._digest",
+    "from ..kernels._hidden import x",                 # from a private module
+    "import genotok.kernels._hidden as h",
+])
+def test_the_private_name_check_catches_a_breach(line, monkeypatch):
+    """Each way of taking another room's private name is found (a breach planted in a
+    single-cell module), and the same line inside its own room is not."""
+    monkeypatch.setitem(MODULES, "genotok._bgzf_private", PKG / "_bgzf_private.py")
+    monkeypatch.setitem(MODULES, "genotok.kernels._hidden", PKG / "kernels" / "_hidden.py")
+    monkeypatch.setitem(ROOMS, "genotok._bgzf_private", "domain")
+    assert private_in("genotok.singlecell.cells", line + "\n", "cells.py")
+    assert not private_in("genotok.singlecell.cells", "from .chunks import _Source\n", "cells.py")
 
 
 def test_optional_packages_are_imported_through_the_helper():

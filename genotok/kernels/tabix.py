@@ -7,7 +7,7 @@ Each reference is ``n_bin`` (int32), then per bin ``bin`` (uint32), for CSI its 
 index then has its linear index, ``n_intv`` (int32) and ``n_intv`` uint64. The bytes are
 untrusted: every count is checked against the bytes left before it moves the cursor, and the
 first one that does not fit stops the walk with a status and the byte it was read at
-(:class:`genotok._bgzf.Index` turns that into an error naming the index).
+(:class:`genotok.bgzf.Index` turns that into an error naming the index).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from .sources import (AnnDataSource, CellSource, memory_matrix, obs_names,
                       open_source, register_source, source_class, unregister_source, var_names)
 from .values import feature_medians
 from .varnames import var_regions
-from .._bgzf import write_bgzf
+from ..bgzf import write_bgzf
 
 __all__ = ["AnnDataOptions", "AnnDataSource", "Bins", "CellSource", "CellSpec", "Chunk",
            "Container", "Encoding", "ReadOptions", "register_encoding",

@@ -56,7 +56,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import _bgzf, _io
+from .. import _io, bgzf
 from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
@@ -366,13 +366,13 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
     file read as one stream on a thread ahead; with ``regions`` and no index, the lines
     outside them are dropped as they stream by, as are (``sizes``) the fragments whose length
     is out of ``(min, max)``."""
-    want = None if regions is None else _bgzf.parse_regions(regions)
-    if _bgzf.is_bgzf(path):
-        if want is not None and _bgzf.has_index(path):
-            blocks = _bgzf.region_lines(path, want, n_threads)
+    want = None if regions is None else bgzf.parse_regions(regions)
+    if bgzf.is_bgzf(path):
+        if want is not None and bgzf.has_index(path):
+            blocks = bgzf.region_lines(path, want, n_threads)
             want = None  # the index' lines are the regions' already
         else:
-            blocks = _bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads)
+            blocks = bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads)
     elif os.path.getsize(path) <= SYNC_BYTES:
         blocks = _blocks_of_lines(path, block_bytes)
     else:
@@ -383,7 +383,7 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
     wanted = None if want is None else {c.encode("utf-8"): v for c, v in want.items()}
     try:
         for block in blocks:
-            yield _bgzf.keep_lines(block, wanted, sizes)
+            yield bgzf.keep_lines(block, wanted, sizes)
     finally:
         blocks.close()
 

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from genotok import FragmentOptions, Tokenizer, fragment_matrix, tokenize_fragments
-from genotok._bgzf import (BGZF, Index, is_bgzf, keep_lines, line_blocks, parse_regions,
+from genotok.bgzf import (BGZF, Index, is_bgzf, keep_lines, line_blocks, parse_regions,
                            region_lines, write_bgzf)
 from genotok.errors import BedParseError
 
@@ -238,7 +238,7 @@ def test_the_bins_are_walked_in_one_kernel_call(made, monkeypatch, tmp_path):
     for the 196k bins of a 2M-fragment file, the floor of a region read); one kernel call
     (genotok.kernels.tabix.index_bins) now walks them all, with the same chunks as the
     reference walk, and a count that runs past the index is still refused naming it."""
-    import genotok._bgzf as gb
+    import genotok.bgzf as gb
     from tests import naive_fragments
 
     calls = []
@@ -352,7 +352,7 @@ def test_a_whole_chromosome_asks_the_index_for_its_span_only():
     """A chromosome without a range asked reg2bins for 2^40 bases: 67M bin ids at the last
     level, minutes and GiB before the first block; the region is clipped to the index' span
     (2^29 for .tbi), as htslib does."""
-    from genotok._bgzf import _region_bins
+    from genotok.bgzf import _region_bins
 
     bins = np.flatnonzero(_region_bins(np.arange(40_000), 0, 1 << 62, 14, 5))
     assert len(bins) == sum(8 ** k for k in range(6)) and max(bins) == 37448
@@ -374,7 +374,7 @@ def _reg2bins(beg, end, min_shift, depth):
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 4), st.integers(0, 1 << 20), st.integers(0, 1 << 20))
 def test_region_bins_are_htslibs_reg2bins(min_shift, depth, a, b):
-    from genotok._bgzf import _region_bins
+    from genotok.bgzf import _region_bins
 
     ids = np.arange(((1 << (3 * depth + 3)) - 1) // 7 + 3)  # every bin, the pseudo-bin, more
     got = np.flatnonzero(_region_bins(ids, min(a, b), max(a, b), min_shift, depth)).tolist()
@@ -384,7 +384,7 @@ def test_region_bins_are_htslibs_reg2bins(min_shift, depth, a, b):
 def test_a_fine_csi_index_is_not_asked_for_every_bin_of_a_region():
     """A CSI index of min_shift=1, depth=11 (a span of 2^34): a region of 1 Gb listed 5*10^8
     bin ids (minutes, GiB); now only the index' own bins are asked."""
-    from genotok._bgzf import _region_bins
+    from genotok.bgzf import _region_bins
 
     ids = np.array([0, 1, 9, (8 ** 11 - 1) // 7 + 5])
     assert _region_bins(ids, 0, 1_000_000_000, 1, 11).tolist() == [True, True, True, True]

@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from genotok import FragmentOptions, tokenize_fragments
-from genotok._bgzf import write_bgzf
+from genotok.bgzf import write_bgzf
 from genotok.errors import UniverseError
 from genotok.pipeline.tiles import EXCLUDE, header_chrom_sizes, tile_matrix, tile_tokenizer
 
