@@ -521,8 +521,9 @@ class Corpus(Sequence):
         >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
         >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
         ...     w.append([1, 2])
-        >>> Corpus.open(p).verify()
-        []
+        >>> c = Corpus.open(p)
+        >>> c.verify(), c.checks
+        ([], 'header and data checksums, offsets, ids and records of every shard')
         """
         problems = list(self._manifest_problems)
         problems += [p for s in self._shards for p in s.verify()]
@@ -535,18 +536,7 @@ class Corpus(Sequence):
         """What opening the corpus untrusted and :meth:`verify` check, in words (what
         ``genotok verify`` says): a corpus file carries checksums of its header and data;
         another store's files are measured against the sizes and digests its manifest
-        recorded when the run committed them.
-
-        Examples
-        --------
-        >>> import tempfile, os
-        >>> from genotok.formats.corpus import CorpusWriter
-        >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
-        >>> with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
-        ...     w.append([1, 2])
-        >>> Corpus.open(p).checks
-        'header and data checksums, offsets, ids and records of every shard'
-        """
+        recorded when the run committed them (example: :meth:`verify`'s)."""
         fmt = str((self.manifest or {}).get("format", MANIFEST_FORMAT))
         if fmt == MANIFEST_FORMAT:
             return "header and data checksums, offsets, ids and records of every shard"
