@@ -230,7 +230,9 @@ def check_resume(store: Store, tmp: Path) -> None:
 def check_damage(store: Store, tmp: Path) -> None:
     """A committed part truncated, deleted, or replaced by another readable file of the run
     (damage only the sizes and digests recorded at commit can tell) before the resume:
-    refused; in a split output (``validation=``) too.
+    refused; in a split output (``validation=``) too. And the store's own ``finish`` refuses
+    a part truncated or deleted since its commit (it reads every file back: the pipeline's
+    journal is not its only guard).
 
     Examples
     --------
@@ -266,6 +268,30 @@ def check_damage(store: Store, tmp: Path) -> None:
             continue
         _fail(store, "damage", f"a run resumed over a committed part {how} since "
                                f"({victim.name}) was accepted")
+    _check_finish_refuses_damage(_small(store), tmp / "finish")
+
+
+def _check_finish_refuses_damage(store: Store, tmp: Path) -> None:
+    tok = _tokenizer()
+    rows = _rows(tok, 4, 2)
+    for how in ("truncated", "deleted"):
+        out = tmp / how
+        out.mkdir(parents=True)
+        w = store.open(out, "part", tok)
+        w.write(rows, {"names": [f"r{i}" for i in range(len(rows))]})
+        files = w.commit()
+        victim = out / max(files, key=lambda f: (out / f).stat().st_size)
+        if how == "deleted":
+            victim.unlink()
+        else:
+            os.truncate(victim, victim.stat().st_size // 2)
+        run = {"n_records": len(rows), "n_tokens": int(rows.data.size)}
+        try:
+            store.finish(out, files, tok, {"genotok_run": run})
+        except GenotokError:
+            continue
+        _fail(store, "damage", f"finish() joined a part {how} since its commit "
+                               f"({victim.name})")
 
 
 def check_overwrite(store: Store, tmp: Path, remote: tuple[str, dict] | None = None) -> None:
