@@ -15,6 +15,8 @@ import pytest
 
 import genotok
 from genotok import batching
+from genotok.ragged import Ragged
+from genotok.sampling import BatchPlan
 from genotok.params import (Flag, Integral, Interval, Options, ParameterError, Real,
                             UndeclaredParameter, check, invalid_values, undeclared, validate,
                             validated)
@@ -126,8 +128,31 @@ def test_an_undeclared_parameter_is_an_error_not_skipped():
 # a valid call of each declared object with required parameters (the invalid value of one
 # parameter goes on top of these): a newly declared object with required parameters needs
 # a line here, the test says so
-_LENGTHS = np.ones(6, np.int64)
+_FRAGMENTS = Path(__file__).parent.parent / "genotok" / "examples" / "fragments.tsv.gz"
 REQUIRED = {
+    "genotok.batching.truncate": {"ids": np.arange(10), "max_length": 3},
+    "genotok.batching.pad_batch": {"rows": [[1, 2]], "pad_token_id": 0},
+    "genotok.batching.as_tensors": {"batch": {}, "return_tensors": "np"},
+    "genotok.batching.make_batch": {"rows": [[1, 2, 3]], "pad_token_id": 0, "max_length": 2,
+                                    "truncation": "head"},
+    "genotok.batching.pad_inputs": {"rows": [[1, 2, 3]], "pad_token_id": 0},
+    "genotok.mixture.Mixture": {"corpora": [], "weights": []},
+    # refused before any corpus is opened: the run folder is never read
+    "genotok.mixture.mix": {"corpora": "/nonexistent/run"},
+    "genotok.mixture.write_mixture": {"run_folder": "/nonexistent/run", "datasets": {"a": "x"},
+                                      "weights": [1]},
+    "genotok.sampling.BatchPlan": {"batch_size": 2},
+    "genotok.sampling.BatchSampler": {"plan": None},
+    "genotok.sampling.chunk_bounds": {"n": 4},
+    "genotok.sampling.epoch_order": {"n": 4, "seed": 0, "epoch": 0, "shuffle": "block"},
+    "genotok.sampling.token_budget_batches": {"order": np.arange(3), "lengths": np.ones(3, int),
+                                              "max_tokens": 4},
+    "genotok.data.PretokenizedDataset": {"source": "/nonexistent/c.gtokc"},
+    "genotok.data.worker_slice": {"order": np.arange(5), "rank": 0, "world_size": 2},
+    "genotok.sink.output_kind": {"output": "np"},
+    "genotok.sink.shape": {"rows": None},
+    "genotok.pipeline.tiles.tile_tokenizer": {"chrom_sizes": {"chr1": 1000}},
+    "genotok.pipeline.tiles.tile_matrix": {"path": _FRAGMENTS, "chrom_sizes": {"chr1": 1000}},
     "genotok.packing.pack": {"rows": [[1, 2]], "seq_len": 4, "pad_token_id": 0},
     "genotok.windows.windows": {"corpus": object(), "context_length": 2, "batch_size": 1},
     "genotok.presets.geneformer": {"token_dictionary": {"<pad>": 0, "G": 1},
@@ -154,6 +179,10 @@ def _required(name, obj) -> dict:
         from genotok.formats.stores import CorpusStore
 
         kw["inner"] = CorpusStore()
+    if name == "genotok.sampling.BatchSampler":
+        kw["plan"] = BatchPlan(batch_size=2)
+    if name == "genotok.sink.shape":
+        kw["rows"] = Ragged.from_list([[1, 2]])
     sig = inspect.signature(obj)
     needed = [n for n, p in sig.parameters.items() if p.default is p.empty
               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in kw]
@@ -162,49 +191,11 @@ def _required(name, obj) -> dict:
 
 
 def _constrained():
-    """(name, constraints, call(value)) of every declared parameter, then the objects whose
-    constraints are not (yet) declared on them (the training room's, see _undeclared_yet)."""
+    """(name, constraints, call(value)) of every declared parameter."""
     for name, obj in DECLARED:
         for param, allowed in obj.CONSTRAINTS.items():
             yield f"{name}.{param}", allowed, \
                 lambda v, o=obj, n=name, p=param: o(**{**_required(n, o), p: v})
-    yield from _undeclared_yet()
-
-
-def _undeclared_yet():
-    """Functions whose constraints live in a module table rather than on the function (the
-    batching helpers, the training room's mixture and batch plan, the tiles): called here one
-    by one until they are declared with :func:`~genotok.params.validated`."""
-    ids = np.arange(10)
-    yield "truncate.max_length", batching.CONSTRAINTS["max_length"][:1], \
-        lambda v: batching.truncate(ids, v)
-    yield "truncate.truncation", batching.CONSTRAINTS["truncation"], \
-        lambda v: batching.truncate(ids, 3, v)
-    yield "pad_inputs.max_length", batching.CONSTRAINTS["max_length"], \
-        lambda v: batching.pad_inputs([[1, 2, 3]], 0, max_length=v)
-    yield "pad_inputs.truncation", batching.CONSTRAINTS["pad_truncation"], \
-        lambda v: batching.pad_inputs([[1, 2, 3]], 0, truncation=v, max_length=2)
-    yield "pad_inputs.padding", batching.CONSTRAINTS["padding"], \
-        lambda v: batching.pad_inputs([[1, 2, 3]], 0, padding=v)
-    yield "make_batch.max_length", batching.CONSTRAINTS["max_length"], \
-        lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, max_length=v)
-    yield "make_batch.truncation", batching.CONSTRAINTS["batch_truncation"], \
-        lambda v: batching.make_batch([[1, 2, 3]], pad_token_id=0, truncation=v, max_length=2)
-    from genotok import mixture
-    from genotok.pipeline import tiles
-    from genotok.sampling import PLAN_CONSTRAINTS, BatchPlan
-
-    for name, allowed in mixture.CONSTRAINTS.items():  # refused before any corpus is read
-        yield f"mix.{name}", allowed, lambda v, n=name: mixture.Mixture([], [], **{n: v})
-    for name, allowed in PLAN_CONSTRAINTS.items():
-        args = {} if name in ("batch_size", "max_tokens") else {"batch_size": 2}
-        yield f"BatchPlan.{name}", allowed, \
-            lambda v, n=name, a=args: BatchPlan(**{**a, n: v}).bind(_LENGTHS)
-    yield "tile_tokenizer.bin_size", tiles.CONSTRAINTS["bin_size"], \
-        lambda v: tiles.tile_tokenizer({"chr1": 1000}, v)
-    frag = Path(__file__).parent.parent / "genotok" / "examples" / "fragments.tsv.gz"
-    yield "tile_matrix.bin_size", tiles.CONSTRAINTS["bin_size"], \
-        lambda v: tiles.tile_matrix(frag, {"chr1": 1000}, v)
 
 
 CASES = [(name, value, call) for name, allowed, call in _constrained()
