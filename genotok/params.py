@@ -23,6 +23,10 @@ Constraints
     ``None`` is allowed only where it is listed among a parameter's constraints.
 ``InstanceOf(type, ...)``
     An instance of one of the types.
+``Unchecked(why)``
+    Any value: data whose many forms a reader takes apart and refuses with its own message
+    (a region input, an AnnData, a file's path read later); ``why`` says who checks it
+    (scikit-learn's ``"no_validation"``). Declared all the same: never skipped by omission.
 ``HasAttr(name, ...)``
     An object with these attributes (a duck type).
 ``Each(constraint, ...)``
@@ -228,7 +232,8 @@ class Flag:
 
 
 class InstanceOf:
-    """An instance of one of ``types``.
+    """An instance of one of ``types``; ``hint`` is added to the message of a value refused
+    (how to make one, the order of the arguments).
 
     Examples
     --------
@@ -236,8 +241,8 @@ class InstanceOf:
     'a str or a tuple'
     """
 
-    def __init__(self, *types):
-        self.types = types
+    def __init__(self, *types, hint: str | None = None):
+        self.types, self.hint = types, hint
 
     def accepts(self, v) -> bool:
         return isinstance(v, self.types)
@@ -247,6 +252,28 @@ class InstanceOf:
 
     def invalid(self) -> Iterator:
         yield object()
+
+
+class Unchecked:
+    """Any value, checked by the reader named in ``why`` (data, not a setting).
+
+    Examples
+    --------
+    >>> Unchecked("read by as_regions").accepts(object()), str(Unchecked("read by as_regions"))
+    (True, 'anything (read by as_regions)')
+    """
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def accepts(self, v) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return f"anything ({self.why})"
+
+    def invalid(self) -> Iterator:
+        return iter(())
 
 
 class HasAttr:
@@ -422,6 +449,9 @@ def check(name: str, value, constraints: list, where: str = "", *,
             and math.isfinite(value) and not INT64[0] <= value <= INT64[1]
             and any(getattr(c, "kind", None) is Integral for c in constraints)):
         note = " (integers are 64-bit: at most 2**63 - 1)"
+    hints = [c.hint for c in constraints if getattr(c, "hint", None)]
+    if hints:
+        note += f" ({'; '.join(hints)})"
     raise error(f"{at}{name} must be {_describe(constraints)}, got {shown}{note}")
 
 
@@ -585,6 +615,7 @@ EXPECT = [InstanceOf(str), HasAttr("fingerprint"), None]
 #: a thread count (``None``: numba's setting)
 N_THREADS = [Interval(Integral, 1, None), None]
 
-__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "Below", "DType", "Each", "ExactlyOne", "Flag",
-           "HasAttr", "InstanceOf", "Integral", "Interval", "Needs", "Options", "ParameterError", "Real", "UndeclaredParameter", "check", "invalid_values",
-           "undeclared", "validate", "validate_fields", "validated"]
+__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "Below", "DType", "Each", "ExactlyOne",
+           "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs", "Options",
+           "ParameterError", "Real", "UndeclaredParameter", "Unchecked", "check",
+           "invalid_values", "undeclared", "validate", "validate_fields", "validated"]
