@@ -442,6 +442,8 @@ def check(name: str, value, constraints: list, where: str = "", *,
             return value
     at = f"{where}: " if where else ""
     shown = repr(value)
+    if "\n" in shown:  # an AnnData, a data frame: its first line
+        shown = shown.splitlines()[0].rstrip() + " ..."
     if len(shown) > 80:
         shown = shown[:77] + "..."
     note = ""

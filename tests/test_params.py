@@ -156,6 +156,10 @@ REQUIRED = {
     "genotok.pipeline.run.pretokenize": {"inputs": ["/nonexistent/a.bed"], "out": "/nonexistent/o",
                                          "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
     "genotok.regions.as_regions": {"obj": ["chr1:0-10"]},
+    "genotok.singlecell.cells.tokenize_anndata": {
+        "adata": "/nonexistent/a.h5ad", "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
+    "genotok.singlecell.cells.tokenize_cells": {
+        "source": "/nonexistent/a.h5ad", "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
     "genotok.regions.parse_region_strings": {"strings": ["chr1:0-10"]},
     "genotok.pipeline.tiles.tile_matrix": {"path": _FRAGMENTS, "chrom_sizes": {"chr1": 1000}},
     "genotok.packing.pack": {"rows": [[1, 2]], "seq_len": 4, "pad_token_id": 0},
@@ -302,14 +306,14 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.singlecell.unregister_source", "genotok.singlecell.var_names",
            "genotok.singlecell.write_bgzf", "genotok.sink.collect", "genotok.sink.concat",
            "genotok.sink.json_scalars", "genotok.sink.write_corpus",
-           "genotok.sink.write_records", "genotok.tokenize_anndata", "genotok.tokenize_cells",
-           "genotok.tokenize_fragments", "genotok.torch_data.Collator",
-           "genotok.torch_data.CorpusDataset", "genotok.torch_data.CorpusIterableDataset",
-           "genotok.torch_data.MLMCollator", "genotok.torch_data.PackingCollator",
-           "genotok.torch_data.RTDCollator", "genotok.torch_data.ResumableLoader",
-           "genotok.torch_data.safe_context", "genotok.torch_data.worker_init",
-           "genotok.universe.record_fingerprint", "genotok.var_regions", "genotok.write_gtok",
-           "genotok.write_manifest", "genotok.write_universe"}
+           "genotok.sink.write_records", "genotok.tokenize_fragments",
+           "genotok.torch_data.Collator", "genotok.torch_data.CorpusDataset",
+           "genotok.torch_data.CorpusIterableDataset", "genotok.torch_data.MLMCollator",
+           "genotok.torch_data.PackingCollator", "genotok.torch_data.RTDCollator",
+           "genotok.torch_data.ResumableLoader", "genotok.torch_data.safe_context",
+           "genotok.torch_data.worker_init", "genotok.universe.record_fingerprint",
+           "genotok.var_regions", "genotok.write_gtok", "genotok.write_manifest",
+           "genotok.write_universe"}
 
 
 def _public_callables() -> dict:
