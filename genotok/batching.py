@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .params import Flag, Integral, Interval, Options, check
+from .params import Flag, InstanceOf, Integral, Interval, Needs, Options, validated
 from .ragged import Ragged
 
 #: ``truncate`` strategies (``make_batch(truncation=...)``)
@@ -33,23 +33,26 @@ PADDINGS = (False, True, "longest", "max_length", "do_not_pad")
 #: ``return_tensors`` values (``None``: Python lists)
 TENSORS = (None, "np", "pt")
 
-#: what each parameter of this module accepts (:mod:`genotok.params`): ``max_length=True`` is
-#: not a length (it would cut every row to one token)
-CONSTRAINTS = {
-    "max_length": [Interval(Integral, 1, None), None],
-    "truncation": [Options(*TRUNCATIONS)],
-    "batch_truncation": [Options(*TRUNCATIONS), None],
-    "padding": [Options(*PADDINGS)],
-    "batch_padding": [Options("longest", "max_length")],
-    "return_tensors": [Options("np", "pt"), None],
-    "pad_truncation": [Flag()],
-}
+# what the parameters of this module accept (:mod:`genotok.params`): ``max_length=True`` is
+# not a length (it would cut every row to one token); a pad id a 64-bit integer holds
+MAX_LENGTH = [Interval(Integral, 1, None), None]
+TOKEN_ID = [Interval(Integral, 0, None)]
+RNG = [InstanceOf(np.random.Generator), None]
+ROWS = [InstanceOf(Ragged, Sequence, np.ndarray)]
+VALUES = [InstanceOf(Sequence, np.ndarray), None]
+TENSOR_KINDS = [Options("np", "pt"), None]
 
 
-def _check(name: str, value, key: str | None = None):
-    return check(name, value, CONSTRAINTS[key or name])
+def _needs_max_length(v) -> bool:
+    return bool(v.get("truncation")) or v.get("padding") == "max_length"
 
 
+#: truncation and padding to ``max_length`` need a ``max_length``
+NEEDS_MAX_LENGTH = Needs("max_length", _needs_max_length, "truncation or padding='max_length'")
+
+
+@validated({"ids": [InstanceOf(np.ndarray)], "max_length": MAX_LENGTH[:1],
+            "truncation": [Options(*TRUNCATIONS)], "rng": RNG})
 def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
              rng: np.random.Generator | None = None) -> np.ndarray:
     """Cut a record to ``max_length`` tokens, by the strategy ``truncation``.
@@ -66,9 +69,7 @@ def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
     >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
     [5, 6, 9]
     """
-    strategy = _check("truncation", truncation)
-    if _check("max_length", max_length) is None:
-        raise ValueError("truncate needs a max_length, got None")
+    strategy = truncation
     if ids.size <= max_length:
         return ids
     if strategy == "head":
@@ -83,6 +84,8 @@ def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
     return ids[pick]
 
 
+@validated({"rows": ROWS, "pad_token_id": TOKEN_ID, "pad_to": [Interval(Integral, 0, None), None],
+            "values": VALUES})
 def pad_batch(rows: Sequence[np.ndarray] | Ragged, pad_token_id: int, *, pad_to: int | None = None,
               values: Sequence[np.ndarray] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Right-pad rows into ``input_ids`` (int64) and ``attention_mask``; ``values`` alongside.
@@ -127,6 +130,7 @@ def pad_batch(rows: Sequence[np.ndarray] | Ragged, pad_token_id: int, *, pad_to:
     return out
 
 
+@validated({"batch": [InstanceOf(dict)], "return_tensors": TENSOR_KINDS})
 def as_tensors(batch: dict, return_tensors: str | None) -> dict:
     """A padded batch as ``"np"`` arrays (unchanged), ``"pt"`` torch tensors or (``None``) lists.
 
@@ -137,8 +141,6 @@ def as_tensors(batch: dict, return_tensors: str | None) -> dict:
     >>> as_tensors(pad_batch([[1, 2], [3]], 0), None)["attention_mask"]
     [[1, 1], [1, 0]]
     """
-    if return_tensors not in TENSORS:
-        raise ValueError(f"return_tensors must be None, 'np' or 'pt', got {return_tensors!r}")
     if return_tensors is None:
         return {k: v.tolist() for k, v in batch.items()}
     if return_tensors == "pt":
@@ -149,6 +151,11 @@ def as_tensors(batch: dict, return_tensors: str | None) -> dict:
     return batch
 
 
+@validated({"rows": ROWS, "pad_token_id": TOKEN_ID, "max_length": MAX_LENGTH,
+            "truncation": [Options(*TRUNCATIONS), None],
+            "padding": [Options("longest", "max_length")], "shuffle_tokens": [Flag()],
+            "cls_token_id": TOKEN_ID + [None], "eos_token_id": TOKEN_ID + [None],
+            "values": VALUES, "rng": RNG}, rules=[NEEDS_MAX_LENGTH])
 def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int | None = None,
                truncation: str | None = None, padding: str = "longest",
                shuffle_tokens: bool = False, cls_token_id: int | None = None,
@@ -170,11 +177,6 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
     head = [] if cls_token_id is None else [cls_token_id]
     tail = [] if eos_token_id is None else [eos_token_id]
     extra = len(head) + len(tail)
-    _check("padding", padding, "batch_padding")
-    _check("truncation", truncation, "batch_truncation")
-    _check("max_length", max_length)
-    if (truncation or padding == "max_length") and max_length is None:
-        raise ValueError("truncation and padding='max_length' need max_length")
     if max_length is not None and max_length <= extra:
         raise ValueError(f"max_length={max_length} leaves no room beside <cls>/<eos>")
     out_rows, out_vals = [], []
@@ -226,6 +228,10 @@ class Encoding(dict):
         return card("model inputs", fields)
 
 
+@validated({"rows": ROWS, "pad_token_id": TOKEN_ID, "single": [Flag()],
+            "padding": [Options(*PADDINGS)], "truncation": [Flag()], "max_length": MAX_LENGTH,
+            "return_tensors": TENSOR_KINDS, "return_attention_mask": [Flag()]},
+           rules=[NEEDS_MAX_LENGTH])
 def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, truncation=False,
                max_length: int | None = None, return_tensors: str | None = None,
                return_attention_mask: bool = True) -> dict:
@@ -247,12 +253,6 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
     >>> pad_inputs([[4, 5, 6]], 1, single=True, truncation=True, max_length=2)["input_ids"]
     [4, 5]
     """
-    _check("padding", padding)
-    _check("return_tensors", return_tensors)
-    _check("truncation", truncation, "pad_truncation")
-    _check("max_length", max_length)
-    if (truncation or padding == "max_length") and max_length is None:
-        raise ValueError("truncation and padding='max_length' need max_length")
     padding = False if padding == "do_not_pad" else padding
     vals = None  # a Ragged's value channel is padded alongside, into "values"
     if isinstance(rows, Ragged) and rows.values is not None:

@@ -27,7 +27,7 @@ from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
 from .packing import pack  # noqa: F401 (the numba packing: greedy or first-fit-decreasing)
-from .params import check
+from .params import EXPECT, Below, Flag, InstanceOf, Options, validated
 
 
 class PretokenizedDataset(Sequence):
@@ -58,8 +58,10 @@ class PretokenizedDataset(Sequence):
     [[1, 2], [3]]
     """
 
+    @validated({"source": [InstanceOf(Corpus, str, os.PathLike, list, tuple)],
+                "shuffle": [Flag()], "seed": _sampling.COUNT,
+                "expect": EXPECT}, "PretokenizedDataset")
     def __init__(self, source, *, shuffle: bool = False, seed: int = 0, expect=None):
-        check("seed", seed, _sampling.PLAN_CONSTRAINTS["seed"], "PretokenizedDataset")
         self.shuffle, self.seed, self.epoch = bool(shuffle), int(seed), 0
         self.corpus: Corpus | None = None
         self.files: list[Path] | None = None
@@ -82,6 +84,8 @@ class PretokenizedDataset(Sequence):
                 raise UniverseMismatchError(f"{self.corpus.path}: tokenized with another universe "
                                             f"({self.corpus.fingerprint[:12]}… vs {want[:12]}…)")
         self._vocab_size = getattr(expect, "vocab_size", None)
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return len(self.corpus) if self.corpus is not None else len(self.files)
@@ -203,6 +207,8 @@ def rtd_replace(input_ids: np.ndarray, *, n_regions: int, rng: np.random.Generat
     return ids, labels
 
 
+@validated({"order": [InstanceOf(np.ndarray)], **_sampling.RANKS,
+            "split": [Options("even", "drop_last", "pad")]}, rules=[Below("rank", "world_size")])
 def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "even") -> np.ndarray:
     """This rank's share of an epoch's record order.
 
@@ -217,8 +223,6 @@ def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "ev
     >>> [worker_slice(np.arange(5), r, 2).tolist() for r in range(2)]
     [[0, 2, 4], [1, 3]]
     """
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
     n = order.size
     if split == "drop_last":
         order = order[: n - n % world_size]
@@ -226,8 +230,6 @@ def worker_slice(order: np.ndarray, rank: int, world_size: int, split: str = "ev
         extra = (-n) % world_size
         if extra and n:
             order = np.concatenate([order, np.resize(order, extra)])
-    elif split != "even":
-        raise ValueError(f"split must be 'even', 'drop_last' or 'pad', got {split!r}")
     return order[rank::world_size]
 
 

@@ -60,14 +60,16 @@ from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .kernels import mixing as _k
 from .kernels.gather import gather as _gather_rows
-from .params import Flag, Integral, Interval, check, validate
+from .params import Each, Flag, InstanceOf, Integral, Interval, Real, validated
 from .ragged import Ragged
 
-#: what :func:`mix` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"seed": [Interval(Integral, 0, 2**63 - 1)],  # the hashes' seed (a 64-bit integer)
-               "length": [Interval(Integral, 1, None), None],
-               "window": [Interval(Integral, 1, None), None],
-               "shuffle": [Flag()]}
+#: what :func:`mix` and :class:`Mixture` accept (:mod:`genotok.params`)
+SEED = [Interval(Integral, 0, 2**63 - 1)]  # the hashes' seed (a 64-bit integer)
+#: one positive, finite weight per corpus (a sequence, or a mapping's values)
+WEIGHTS = [Each(Interval(Real, 0, math.inf, closed="neither"))]
+MIX = {"length": [Interval(Integral, 1, None), None], "window": [Interval(Integral, 1, None), None],
+       "shuffle": [Flag()]}
+OPEN_KWARGS = [InstanceOf(dict), None]
 
 #: the default window holds at least this many draws
 WINDOW = 1024
@@ -147,18 +149,14 @@ class Mixture(Sequence):
     [0, 1, 2, 3]
     """
 
+    @validated({"corpora": [InstanceOf(Sequence)], "weights": WEIGHTS, "seed": SEED, **MIX}, "mix")
     def __init__(self, corpora: Sequence, weights, *, seed: int = 0,
                  length: int | None = None, window: int | None = None, shuffle: bool = True):
-        validate({"seed": seed, "length": length, "window": window, "shuffle": shuffle},
-                 CONSTRAINTS, "mix")
         self.corpora = list(corpora)
-        w = np.asarray(weights, dtype=np.float64).ravel() if len(np.ravel(weights)) else \
-            np.zeros(0)
+        w = np.asarray(weights, dtype=np.float64) if len(weights) else np.zeros(0)
         if not self.corpora or w.size != len(self.corpora):
             raise GenotokError(f"mix: {len(self.corpora)} corpora and {w.size} weights: give one "
                                "positive weight per corpus (and at least one corpus)")
-        if not np.all(np.isfinite(w)) or np.any(w <= 0):
-            raise GenotokError(f"mix: weights must be finite and > 0, got {w.tolist()}")
         for k, c in enumerate(self.corpora):
             if len(c) == 0:
                 raise GenotokError(f"mix: corpus {k} ({getattr(c, 'path', c)}) has no records "
@@ -194,6 +192,8 @@ class Mixture(Sequence):
         self._win: tuple | None = None
         self._passes: dict = {}
         self._block: tuple | None = None
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     # -- what a corpus offers the loaders
     @property
@@ -478,6 +478,9 @@ def _bad(path, why: str) -> GenotokError:
                         '{name: weight}, "datasets": [{"name", "path", "fingerprint"}]})')
 
 
+@validated({"run_folder": [InstanceOf(str, os.PathLike)],
+            "datasets": [InstanceOf(Mapping, list, tuple)], "weights": WEIGHTS, "seed": SEED,
+            "open_kwargs": OPEN_KWARGS})
 def write_mixture(run_folder, datasets, weights, seed: int = 0, *,
                   open_kwargs: dict | None = None) -> Path | str:
     """Write ``run_folder/mixture.json``: the datasets, their weights and the seed, so that
@@ -519,7 +522,6 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0, *,
     >>> m.seed, m.weights.round(2).tolist(), m.dataset_names
     (7, [0.6, 0.4], ['peaks', 'cells'])
     """
-    check("seed", seed, CONSTRAINTS["seed"], "write_mixture")
     open_kwargs = dict(open_kwargs or {})
     remote = is_url(str(run_folder))
     base = _run_folder(run_folder) if remote else str(run_folder)
@@ -541,7 +543,7 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0, *,
         w = [weights[n] for n in names]
     else:
         w = list(weights)
-    w = [_weight(x, f"weights[{n!r}]") for n, x in zip(names, w)]
+    w = [float(x) for x in w]
     if len(w) != len(names):
         raise GenotokError(f"write_mixture: {len(names)} datasets and {len(w)} weights")
     entries = []
@@ -578,13 +580,6 @@ def write_mixture(run_folder, datasets, weights, seed: int = 0, *,
     with atomic_write(out, "w") as fh:
         fh.write(text)
     return out
-
-
-def _weight(x, what: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)) or \
-            not math.isfinite(float(x)) or float(x) <= 0:
-        raise GenotokError(f"write_mixture: {what} must be a finite number > 0, got {x!r}")
-    return float(x)
 
 
 def _open_dataset(folder: str, path: str, where: str, **open_kwargs):
@@ -665,6 +660,8 @@ def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
     return doc
 
 
+@validated({"corpora": [InstanceOf(str, os.PathLike, Sequence)], "weights": WEIGHTS + [None],
+            "seed": SEED + [None], **MIX, "open_kwargs": OPEN_KWARGS})
 def mix(corpora, weights=None, seed: int | None = None, *, length: int | None = None,
         window: int | None = None, shuffle: bool = True,
         open_kwargs: dict | None = None) -> Mixture:

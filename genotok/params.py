@@ -23,8 +23,20 @@ Constraints
     ``None`` is allowed only where it is listed among a parameter's constraints.
 ``InstanceOf(type, ...)``
     An instance of one of the types.
+``Unchecked(why)``
+    Any value: data whose many forms a reader takes apart and refuses with its own message
+    (a region input, an AnnData, a file's path read later); ``why`` says who checks it
+    (scikit-learn's ``"no_validation"``). Declared all the same: never skipped by omission.
+``HasAttr(name, ...)``
+    An object with these attributes (a duck type).
+``Each(constraint, ...)``
+    A sequence (a list, a tuple, a 1-D array; a mapping's values) whose every item satisfies
+    one of the constraints (``weights`` of positive numbers).
 
-A parameter's constraints are a list: the value must satisfy one of them. Every parameter is
+A parameter's constraints are a list: the value must satisfy one of them. Relations between
+parameters are rules checked after every value passed its own constraints:
+:class:`ExactlyOne` (``batch_size`` or ``max_tokens``), :class:`Below` (``rank < world_size``)
+and :class:`Needs` (``truncation`` needs ``max_length``). Every parameter is
 declared: :func:`validate` refuses a value it has no constraints for (scikit-learn's
 ``validate_params`` rule), and a public function declares all of its parameters with
 :func:`validated`, which ``tests/test_params.py`` finds by itself.
@@ -220,7 +232,8 @@ class Flag:
 
 
 class InstanceOf:
-    """An instance of one of ``types``.
+    """An instance of one of ``types``; ``hint`` is added to the message of a value refused
+    (how to make one, the order of the arguments).
 
     Examples
     --------
@@ -228,8 +241,8 @@ class InstanceOf:
     'a str or a tuple'
     """
 
-    def __init__(self, *types):
-        self.types = types
+    def __init__(self, *types, hint: str | None = None):
+        self.types, self.hint = types, hint
 
     def accepts(self, v) -> bool:
         return isinstance(v, self.types)
@@ -239,6 +252,82 @@ class InstanceOf:
 
     def invalid(self) -> Iterator:
         yield object()
+
+
+class Unchecked:
+    """Any value, checked by the reader named in ``why`` (data, not a setting).
+
+    Examples
+    --------
+    >>> Unchecked("read by as_regions").accepts(object()), str(Unchecked("read by as_regions"))
+    (True, 'anything (read by as_regions)')
+    """
+
+    def __init__(self, why: str):
+        self.why = why
+
+    def accepts(self, v) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return f"anything ({self.why})"
+
+    def invalid(self) -> Iterator:
+        return iter(())
+
+
+class HasAttr:
+    """An object with the attributes ``names`` (a duck type: ``.fingerprint`` for a universe).
+
+    Examples
+    --------
+    >>> HasAttr("real").accepts(1.5), str(HasAttr("fingerprint"))
+    (True, 'an object with .fingerprint')
+    """
+
+    def __init__(self, *names: str):
+        self.names = names
+
+    def accepts(self, v) -> bool:
+        return all(hasattr(v, n) for n in self.names)
+
+    def __str__(self) -> str:
+        return "an object with " + " and ".join(f".{n}" for n in self.names)
+
+    def invalid(self) -> Iterator:
+        yield object()
+
+
+class Each:
+    """A sequence whose every item satisfies one of ``constraints`` (a mapping: its values;
+    a string is not a sequence of strings here).
+
+    Examples
+    --------
+    >>> positive = Each(Interval(Real, 0, math.inf, closed="neither"))
+    >>> positive.accepts([0.5, 2]), positive.accepts({"a": 1}), positive.accepts([1, -1])
+    (True, True, False)
+    >>> str(positive)
+    'a sequence of (a number in (0, inf))'
+    """
+
+    def __init__(self, *constraints):
+        self.constraints = constraints
+
+    def accepts(self, v) -> bool:
+        if isinstance(v, Mapping):
+            v = list(v.values())
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or np.ndim(v) != 1:
+            return False
+        return all(any(c.accepts(x) for c in self.constraints) for x in v)
+
+    def __str__(self) -> str:
+        return f"a sequence of ({' or '.join(str(c) for c in self.constraints)})"
+
+    def invalid(self) -> Iterator:
+        yield "x"
+        for c in self.constraints:
+            yield from ([x] for x in c.invalid())
 
 
 class DType:
@@ -273,6 +362,65 @@ class DType:
         yield 3
 
 
+class ExactlyOne:
+    """A rule: exactly one of ``names`` is given (not ``None``).
+
+    Examples
+    --------
+    >>> ExactlyOne("batch_size", "max_tokens").problem({"batch_size": 2, "max_tokens": 9})
+    'give exactly one of batch_size and max_tokens, got batch_size=2, max_tokens=9'
+    """
+
+    def __init__(self, *names: str):
+        self.names = names
+
+    def problem(self, values: Mapping) -> str | None:
+        if sum(values.get(n) is not None for n in self.names) == 1:
+            return None
+        got = ", ".join(f"{n}={values.get(n)!r}" for n in self.names)
+        return f"give exactly one of {' and '.join(self.names)}, got {got}"
+
+
+class Below:
+    """A rule: ``values[a] < values[b]`` (``rank < world_size``); skipped when either is
+    ``None``.
+
+    Examples
+    --------
+    >>> Below("rank", "world_size").problem({"rank": 2, "world_size": 2})
+    'rank must be in [0, world_size) = [0, 2), got 2'
+    """
+
+    def __init__(self, a: str, b: str):
+        self.a, self.b = a, b
+
+    def problem(self, values: Mapping) -> str | None:
+        x, y = values.get(self.a), values.get(self.b)
+        if x is None or y is None or x < y:
+            return None
+        return f"{self.a} must be in [0, {self.b}) = [0, {y}), got {x}"
+
+
+class Needs:
+    """A rule: when ``when(values)`` holds, ``name`` is given (not ``None``); ``why`` says
+    when.
+
+    Examples
+    --------
+    >>> r = Needs("max_length", lambda v: bool(v.get("truncation")), "truncation")
+    >>> r.problem({"truncation": True, "max_length": None})
+    'truncation needs max_length, got max_length=None'
+    """
+
+    def __init__(self, name: str, when, why: str):
+        self.name, self.when, self.why = name, when, why
+
+    def problem(self, values: Mapping) -> str | None:
+        if values.get(self.name) is not None or not self.when(values):
+            return None
+        return f"{self.why} needs {self.name}, got {self.name}=None"
+
+
 def _describe(constraints: list) -> str:
     words = [str(c) for c in constraints if c is not None]
     if None in constraints:
@@ -294,6 +442,8 @@ def check(name: str, value, constraints: list, where: str = "", *,
             return value
     at = f"{where}: " if where else ""
     shown = repr(value)
+    if "\n" in shown:  # an AnnData, a data frame: its first line
+        shown = shown.splitlines()[0].rstrip() + " ..."
     if len(shown) > 80:
         shown = shown[:77] + "..."
     note = ""
@@ -301,6 +451,9 @@ def check(name: str, value, constraints: list, where: str = "", *,
             and math.isfinite(value) and not INT64[0] <= value <= INT64[1]
             and any(getattr(c, "kind", None) is Integral for c in constraints)):
         note = " (integers are 64-bit: at most 2**63 - 1)"
+    hints = [c.hint for c in constraints if getattr(c, "hint", None)]
+    if hints:
+        note += f" ({'; '.join(hints)})"
     raise error(f"{at}{name} must be {_describe(constraints)}, got {shown}{note}")
 
 
@@ -316,8 +469,9 @@ class UndeclaredParameter(TypeError):
 
 
 def validate(values: Mapping, constraints: Mapping[str, list], where: str = "", *,
-             error: type[Exception] = ParameterError) -> None:
-    """Check every value of ``values`` against its constraints (see :func:`check`); a value
+             error: type[Exception] = ParameterError, rules=()) -> None:
+    """Check every value of ``values`` against its constraints (see :func:`check`), then the
+    ``rules`` relating them (:class:`ExactlyOne`, :class:`Below`, :class:`Needs`); a value
     ``constraints`` does not name is an :class:`UndeclaredParameter`, never skipped.
 
     Examples
@@ -339,6 +493,10 @@ def validate(values: Mapping, constraints: Mapping[str, list], where: str = "", 
                                       f"(declare it in {where or 'the'}'s CONSTRAINTS, "
                                       "genotok.params)")
         check(name, value, allowed, where, error=error)
+    for rule in rules:
+        problem = rule.problem(values)
+        if problem:
+            raise error(f"{where}: {problem}" if where else problem)
 
 
 def validate_fields(obj, where: str | None = None, *,
@@ -363,7 +521,8 @@ def validate_fields(obj, where: str | None = None, *,
     import dataclasses
 
     values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj) if f.init}
-    validate(values, type(obj).CONSTRAINTS, where or type(obj).__name__, error=error)
+    validate(values, type(obj).CONSTRAINTS, where or type(obj).__name__, error=error,
+             rules=getattr(type(obj), "RULES", ()))
 
 
 def undeclared(fn, constraints: Mapping[str, list]) -> tuple[list[str], list[str]]:
@@ -382,10 +541,12 @@ def undeclared(fn, constraints: Mapping[str, list]) -> tuple[list[str], list[str
 
 
 def validated(constraints: Mapping[str, list], where: str | None = None, *,
-              error: type[Exception] = ParameterError):
+              error: type[Exception] = ParameterError, rules=()):
     """Declare the constraints of every parameter of a function; each call checks the
     arguments it is given before the function runs (defaults are declared values, checked
-    once by the tests). The function keeps its signature and carries ``CONSTRAINTS``.
+    once by the tests), then the ``rules`` on all of them, defaults included. The function
+    keeps its signature and carries ``CONSTRAINTS`` (and ``RULES``). On ``__init__``, the
+    class is the one to find: give it ``CONSTRAINTS = __init__.CONSTRAINTS``.
 
     Examples
     --------
@@ -413,9 +574,16 @@ def validated(constraints: Mapping[str, list], where: str | None = None, *,
                      and sig.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL,
                                                         inspect.Parameter.VAR_KEYWORD)}
             validate(given, constraints, name, error=error)
+            if rules:
+                bound.apply_defaults()
+                for rule in rules:
+                    problem = rule.problem(bound.arguments)
+                    if problem:
+                        raise error(f"{name}: {problem}")
             return fn(*args, **kwargs)
 
         call.CONSTRAINTS = constraints
+        call.RULES = tuple(rules)
         return call
 
     return wrap
@@ -443,9 +611,13 @@ def invalid_values(constraints: list) -> list:
 
 #: the memory budget in MiB of every call that reads in chunks (NaN, 0 and bools refused)
 MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
+#: the universe a corpus must have been tokenized with: a fingerprint, or what has one (a
+#: Tokenizer, a Universe); ``None``: any
+EXPECT = [InstanceOf(str), HasAttr("fingerprint"), None]
 #: a thread count (``None``: numba's setting)
 N_THREADS = [Interval(Integral, 1, None), None]
 
-__all__ = ["INT64", "MEMORY_MB", "N_THREADS", "DType", "Flag", "InstanceOf", "Integral", "Interval", "Options",
-           "ParameterError", "Real", "UndeclaredParameter", "check", "invalid_values",
-           "undeclared", "validate", "validate_fields", "validated"]
+__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "Below", "DType", "Each", "ExactlyOne",
+           "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs", "Options",
+           "ParameterError", "Real", "UndeclaredParameter", "Unchecked", "check",
+           "invalid_values", "undeclared", "validate", "validate_fields", "validated"]

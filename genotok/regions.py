@@ -19,6 +19,7 @@ from ._usage import warn
 from .errors import BedParseError, RegionParseError
 from .kernels import names as _names
 from .kernels import parse as _parse
+from .params import Flag, HasAttr, InstanceOf, Options, Unchecked, validated
 
 _NUM = r"([0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)"  # 1234 or 1,234 (thousands separators)
 # auto: chrom<:-_>start<-_>end, from the right (the contig name may contain any of these)
@@ -28,12 +29,14 @@ _FORCED = {":": re.compile(rf"(.+):{_NUM}-{_NUM}"),
            "_": re.compile(rf"(.+)_{_NUM}_{_NUM}")}
 
 
+#: what a line whose end is before its start becomes (:meth:`RegionSet.from_bed`)
+REVERSED = [Options("error", "drop", "keep")]
+#: any region input (:func:`as_regions` reads it and names what it cannot read)
+REGIONS = [Unchecked("a region input, read by as_regions")]
+
+
 def _pattern(sep: str | None) -> re.Pattern:
-    if sep is None:
-        return _AUTO
-    if sep not in _FORCED:
-        raise ValueError(f"sep must be None, ':', '-' or '_', got {sep!r}")
-    return _FORCED[sep]
+    return _AUTO if sep is None else _FORCED[sep]
 
 
 def _codes_first_appearance(chroms: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -194,6 +197,8 @@ class RegionSet:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
+    @validated({"path": [InstanceOf(str, os.PathLike)], "reversed": REVERSED},
+               "RegionSet.from_bed")
     def from_bed(cls, path: str | os.PathLike, *, reversed: str = "error") -> "RegionSet":
         """Parse a BED / BED.gz file (any number of columns >= 3; rules in ``genotok.kernels.parse``).
 
@@ -221,8 +226,6 @@ class RegionSet:
         >>> RegionSet.from_bed(p).to_strings()
         ['chr1:10-20']
         """
-        if reversed not in ("error", "drop", "keep"):
-            raise ValueError(f"reversed must be 'error', 'drop' or 'keep', got {reversed!r}")
         p = os.fspath(path)
         try:  # the strict parse first: a well-formed file costs nothing extra
             names, codes, starts, ends = _bed.read_file(p)
@@ -388,6 +391,8 @@ class RegionSet:
         return f"RegionSet({len(self):,} regions on {len(self.chrom_names)} chromosomes{src}: [{head}{more}])"
 
 
+@validated({"strings": [InstanceOf(list, tuple, np.ndarray), HasAttr("tolist")],
+            "sep": [Options(*_FORCED), None], "one_based": [Flag()]})
 def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = False) -> RegionSet:
     """Parse ``chr:start-end`` style strings into a :class:`RegionSet`, from the right.
 
@@ -422,7 +427,7 @@ def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = F
     >>> parse_region_strings(["chr1-100-200", "chr2_5_10"]).to_strings()
     ['chr1:100-200', 'chr2:5-10']
     """
-    pat = _pattern(sep)  # also validates ``sep``
+    pat = _pattern(sep)
     strings = strings.tolist() if isinstance(strings, np.ndarray) else list(strings)
     if not strings:
         return RegionSet.empty()
@@ -546,6 +551,7 @@ def check_batch(sets):
     return sets
 
 
+@validated({"obj": REGIONS, "reversed": REVERSED})
 def as_regions(obj, *, reversed: str = "error") -> RegionSet:
     """Any region input as a :class:`RegionSet`.
 

@@ -32,7 +32,8 @@ from numba import njit
 
 from ._config import NJIT
 from .errors import GenotokError
-from .params import Flag, InstanceOf, Integral, Interval, Options, validate
+from .params import (Below, ExactlyOne, Flag, InstanceOf, Integral, Interval, Options, validate,
+                     validated)
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
@@ -40,16 +41,26 @@ SPLITS = ("even", "drop_last", "pad")
 MAX_PLANNED = 1 << 28
 
 
+#: an epoch order's shuffle: ``True`` (``"full"``), ``False``/``None`` (``"none"``) or a name
+SHUFFLE = [InstanceOf(bool), Options(*SHUFFLES), None]
+#: a record count, a seed, an epoch, a rank: 64-bit integers from 0
+COUNT = [Interval(Integral, 0, None)]
+#: a positive count
+POSITIVE = [Interval(Integral, 1, None)]
+#: an array-like of integers (record ids, lengths, bounds)
+ARRAY = [InstanceOf(np.ndarray, list, tuple, range)]
+#: a rank among ``world_size`` ranks (:class:`~genotok.params.Below` relates the two)
+RANKS = {"rank": COUNT, "world_size": POSITIVE}
+
+
 def _shuffle_mode(shuffle) -> str:
+    """The shuffle's name (its value passed :data:`SHUFFLE`)."""
     if shuffle is True:
         return "full"
-    if shuffle is False or shuffle is None:
-        return "none"
-    if shuffle not in SHUFFLES:
-        raise ValueError(f"shuffle must be True, False or one of {SHUFFLES}, got {shuffle!r}")
-    return shuffle
+    return "none" if shuffle is False or shuffle is None else shuffle
 
 
+@validated({"n": COUNT, "shard_starts": ARRAY + [None], "chunk_records": POSITIVE + [None]})
 def chunk_bounds(n: int, shard_starts=None, chunk_records: int | None = None) -> np.ndarray:
     """Record boundaries of the units a block shuffle moves: shards, cut to ``chunk_records``.
 
@@ -64,12 +75,12 @@ def chunk_bounds(n: int, shard_starts=None, chunk_records: int | None = None) ->
         raise ValueError(f"shard_starts must rise from 0 to {n}, got {starts[:8].tolist()}…")
     if chunk_records is None:
         return starts
-    if chunk_records < 1:
-        raise ValueError(f"chunk_records must be >= 1, got {chunk_records}")
     cuts = [np.arange(a, b, chunk_records) for a, b in itertools.pairwise(starts)]
     return np.unique(np.concatenate(cuts + [np.array([n], np.int64)]))
 
 
+@validated({"n": COUNT, "seed": COUNT, "epoch": COUNT, "shuffle": SHUFFLE, "bounds": ARRAY + [None],
+            "window": POSITIVE})
 def epoch_order(n: int, seed: int, epoch: int, shuffle="full", *, bounds=None,
                 window: int = 4) -> np.ndarray:
     """The global record order of one epoch: a function of its arguments only.
@@ -105,8 +116,6 @@ def epoch_order(n: int, seed: int, epoch: int, shuffle="full", *, bounds=None,
     rng = np.random.default_rng([int(seed), int(epoch)])
     if mode == "full":
         return rng.permutation(n).astype(np.int64, copy=False)
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
     b = chunk_bounds(n) if bounds is None else np.asarray(bounds, dtype=np.int64)
     sizes = np.diff(b)
     perm = rng.permutation(sizes.size)
@@ -139,6 +148,8 @@ def _budget_cuts(lens, max_tokens):  # pragma: no cover - compiled
     return cuts[:k + 1]
 
 
+@validated({"order": ARRAY, "lengths": ARRAY, "max_tokens": POSITIVE, "bucket": POSITIVE,
+            "rng": [InstanceOf(np.random.Generator), None], "max_length": POSITIVE + [None]})
 def token_budget_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int, *,
                          bucket: int = 4096, rng: np.random.Generator | None = None,
                          max_length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -159,10 +170,6 @@ def token_budget_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int
     >>> [seq[a:b].tolist() for a, b in zip(bounds[:-1], bounds[1:])]
     [[0, 4, 2], [3, 1], [5]]
     """
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    if bucket < 1:
-        raise ValueError(f"bucket must be >= 1, got {bucket}")
     order = np.asarray(order, dtype=np.int64)
     lens = np.asarray(lengths, dtype=np.int64)[order]
     if max_length is not None:
@@ -296,20 +303,6 @@ class Schedule:
         return min(n, self.first + int(steps) * self.world_size)
 
 
-#: what :class:`BatchPlan` (so every loader and dataset over it) accepts, checked when it is made:
-#: ``batch_size=1.5`` or a negative ``seed`` is refused there, not at the first iteration
-PLAN_CONSTRAINTS = {"batch_size": [Interval(Integral, 1, None), None],
-                    "max_tokens": [Interval(Integral, 1, None), None],
-                    "seed": [Interval(Integral, 0, None)],
-                    "window": [Interval(Integral, 1, None)],
-                    "chunk_records": [Interval(Integral, 1, None), None],
-                    "split": [Options(*SPLITS)],
-                    "drop_last_batch": [Flag()],
-                    "bucket": [Interval(Integral, 1, None)],
-                    "max_length": [Interval(Integral, 1, None), None],
-                    "shuffle": [InstanceOf(bool), Options(*SHUFFLES), None]}
-
-
 class BatchPlan:
     """How an epoch is ordered and batched: the settings, independent of ranks and workers.
 
@@ -355,17 +348,23 @@ class BatchPlan:
     [8, 9]
     """
 
+    #: what a plan (so every loader and dataset over it) accepts, checked when it is made:
+    #: ``batch_size=1.5`` or a negative ``seed`` is refused there, not at the first iteration
+    CONSTRAINTS = {"batch_size": POSITIVE + [None], "max_tokens": POSITIVE + [None],
+                   "seed": COUNT, "window": POSITIVE, "chunk_records": POSITIVE + [None],
+                   "split": [Options(*SPLITS)], "drop_last_batch": [Flag()],
+                   "bucket": POSITIVE, "max_length": POSITIVE + [None], "shuffle": SHUFFLE}
+    RULES = (ExactlyOne("batch_size", "max_tokens"),)
+
     def __init__(self, batch_size: int | None = None, *, max_tokens: int | None = None,
                  shuffle="full", seed: int = 0, window: int = 4,
                  chunk_records: int | None = None, split: str = "even",
                  drop_last_batch: bool = False, bucket: int = 4096,
                  max_length: int | None = None):
-        if (batch_size is None) == (max_tokens is None):
-            raise ValueError("give exactly one of batch_size (records per batch) and max_tokens")
         validate({"batch_size": batch_size, "max_tokens": max_tokens, "shuffle": shuffle,
                   "seed": seed, "window": window, "chunk_records": chunk_records, "split": split,
                   "drop_last_batch": drop_last_batch, "bucket": bucket,
-                  "max_length": max_length}, PLAN_CONSTRAINTS, "BatchPlan")
+                  "max_length": max_length}, self.CONSTRAINTS, "BatchPlan", rules=self.RULES)
         self.batch_size, self.max_tokens = batch_size, max_tokens
         self.shuffle, self.seed, self.window = _shuffle_mode(shuffle), int(seed), int(window)
         self.chunk_records = chunk_records
@@ -462,14 +461,14 @@ class BatchPlan:
                              "(a token-budget state resumes with the same max_tokens and bucket)")
         return seq, bounds, j
 
+    @validated({"epoch": COUNT, "first_record": COUNT, **RANKS}, "BatchPlan.schedule",
+               rules=[Below("rank", "world_size")])
     def schedule(self, epoch: int, first_record: int = 0, *, rank: int = 0,
                  world_size: int = 1) -> Schedule:
         """Rank ``rank``'s batches of ``epoch``, once ``first_record`` records are consumed.
 
         Every rank gets as many batches as every other, whatever the split (see the class).
         """
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
         seq, bounds, first = self._first_batch(epoch, first_record)
         total = bounds.size - 1
         left = total - first
@@ -597,11 +596,13 @@ class BatchSampler:
     ([[0], [1, 2], [3], [4]], 4)
     """
 
+    @validated({"plan": [InstanceOf(BatchPlan)], **RANKS}, "BatchSampler",
+               rules=[Below("rank", "world_size")])
     def __init__(self, plan: BatchPlan, *, rank: int = 0, world_size: int = 1):
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank must be within [0, {world_size}), got {rank}")
         self.plan, self.rank, self.world_size = plan, int(rank), int(world_size)
         self.epoch = 0
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)

@@ -35,12 +35,16 @@ from .batching import as_tensors, pad_batch
 from ._io import local_path
 from .formats.corpus import Corpus
 from .formats.stores import Store, get_store
+from .params import Flag, InstanceOf, Integral, Interval, Options, validated
 from .ragged import Ragged
 
 #: in-memory outputs; any other string (or a path) names a corpus
 OUTPUTS = ("ragged", "list", "np", "pt")
+#: an in-memory output's name
+IN_MEMORY = [Options(*OUTPUTS)]
 
 
+@validated({"output": IN_MEMORY + [InstanceOf(str, os.PathLike)]})
 def output_kind(output) -> str:
     """``"corpus"`` for a path (a string that is not one of :data:`OUTPUTS`), else ``output``.
 
@@ -49,11 +53,7 @@ def output_kind(output) -> str:
     >>> output_kind("np"), output_kind("cells.gtokc")
     ('np', 'corpus')
     """
-    if isinstance(output, os.PathLike) or (isinstance(output, str) and output not in OUTPUTS):
-        return "corpus"
-    if output not in OUTPUTS:
-        raise ValueError(f"output must be one of {list(OUTPUTS)} or a corpus path, got {output!r}")
-    return output
+    return output if isinstance(output, str) and output in OUTPUTS else "corpus"
 
 
 def concat(batches: Iterable[Ragged], capacity: int | None = None) -> Ragged:
@@ -119,6 +119,8 @@ def _grown(a: np.ndarray, used: int, size: int, incoming: np.ndarray) -> np.ndar
     return out
 
 
+@validated({"rows": [InstanceOf(Ragged)], "output": IN_MEMORY,
+            "pad_token_id": [Interval(Integral, 0, None)], "values": [Flag()]})
 def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
           values: bool = False):
     """One ``Ragged`` as an in-memory output (see the module documentation).
@@ -136,8 +138,6 @@ def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
         if values:
             return ids, [rows.values[a:b] for a, b in zip(rows.offsets[:-1], rows.offsets[1:])]
         return ids
-    if output not in ("np", "pt"):
-        raise ValueError(f"output must be one of {list(OUTPUTS)}, got {output!r}")
     out = pad_batch(rows, pad_token_id, values=rows.values if values else None)
     return as_tensors(out, output)
 

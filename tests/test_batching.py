@@ -120,7 +120,7 @@ def test_errors_and_edges():
         pad_batch([[1, 2, 3]], 0, pad_to=2)
     with pytest.raises(ValueError, match="different lengths"):
         pad_inputs([[1, 2], [3]], 0, return_tensors="np")
-    with pytest.raises(ValueError, match="need max_length"):
+    with pytest.raises(ValueError, match="needs max_length"):
         pad_inputs([[1]], 0, truncation=True)
     with pytest.raises(ValueError, match="padding must be"):
         pad_inputs([[1]], 0, padding="left")

@@ -36,7 +36,10 @@ from .._optional import require
 from .._progress import progress
 from .._usage import keywords, warn
 from ..formats.stores import MemoryStore, Store, get_store
-from ..params import InstanceOf, Integral, Interval, Options, Real, validate, validate_fields
+from ..genes import GeneTokenizer
+from ..params import (N_THREADS, Flag, InstanceOf, Integral, Interval, Options, Real, Unchecked,
+                      validate_fields, validated)
+from ..tokenizer import Tokenizer
 from ..singlecell.reading import ReadOptions
 from ..singlecell.spec import CellSpec, fields_elsewhere
 from . import remote
@@ -230,35 +233,20 @@ class _Masked:
         return "{" + ", ".join(f"{k!r}: ***" for k in self.keys) + "}"
 
 
-#: what ``pretokenize`` checks its other keywords against (:mod:`genotok.params`)
-_RUN_CONSTRAINTS = {"on_error": [Options("fail", "skip")],
-                    "cells": [InstanceOf(CellSpec), None],
-                    "options": [InstanceOf(RunOptions), None]}
-
-
-def _check_first_args(inputs, tokenizer, out) -> None:
-    """``pretokenize(inputs, tokenizer, out)``: catch swapped or mistaken arguments with a
-    message that says what to pass instead."""
-    from ..tokenizer import Tokenizer
-
-    if isinstance(inputs, Tokenizer):
-        raise TypeError("pretokenize: got a Tokenizer as `inputs`; did you swap them? "
-                        "pretokenize(inputs, tokenizer, out)")
-    if isinstance(tokenizer, (str, os.PathLike)):
-        raise TypeError(f"pretokenize: got a {type(tokenizer).__name__} ({os.fspath(tokenizer)!r}"
-                        ") where a Tokenizer is expected; make one first, e.g. "
-                        "Tokenizer.from_bed(path) for a universe BED file")
-    from ..genes import GeneTokenizer
-
-    if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
-        raise TypeError(f"pretokenize: `tokenizer` must be a Tokenizer or GeneTokenizer, got "
-                        f"{type(tokenizer).__name__}")
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"pretokenize: `out` must be a directory path or a URL, got "
-                        f"{type(out).__name__}")
+#: what ``pretokenize`` accepts (:mod:`genotok.params`)
+PRETOKENIZE = {
+    "inputs": [Unchecked("paths, globs, folders or @lists, expanded by expand_inputs")],
+    "tokenizer": [InstanceOf(Tokenizer, GeneTokenizer, hint=(
+        "make one first, e.g. Tokenizer.from_bed(path) for a universe BED file; the order is "
+        "pretokenize(inputs, tokenizer, out)"))],
+    "out": [InstanceOf(str, os.PathLike, hint="a directory path or a URL")],
+    "cells": [InstanceOf(CellSpec), None], "format": [InstanceOf(str, Store)],
+    "n_threads": N_THREADS, "on_error": [Options("fail", "skip")], "progress": [Flag()],
+    "overwrite": [Flag()], "options": [InstanceOf(RunOptions), None]}
 
 
 @keywords(elsewhere=fields_elsewhere("pretokenize", "inputs, tokenizer, out, cells=CellSpec({f}=...)"))
+@validated(PRETOKENIZE)
 def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | None = None,
                 format: str | Store = "corpus", n_threads: int | None = None,
                 on_error: str = "fail",
@@ -322,9 +310,6 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
     >>> len(genotok.Corpus.open(run.out))
     5
     """
-    _check_first_args(inputs, tokenizer, out)
-    validate({"on_error": on_error, "cells": cells, "options": options},
-             _RUN_CONSTRAINTS, "pretokenize")
     opts = options or RunOptions()
     spec = cells if cells is not None else CellSpec()
     t0 = time.perf_counter()

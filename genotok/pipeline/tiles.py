@@ -37,11 +37,12 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .. import _io
 from ..errors import BedParseError, UniverseError
-from ..params import InstanceOf, Integral, Interval, check
+from ..params import MEMORY_MB, N_THREADS, Flag, InstanceOf, Integral, Interval, validated
+from ..singlecell.reading import FragmentOptions
 
 #: SnapATAC2's ``exclude_chroms`` default
 EXCLUDE = ("chrM", "chrY", "M", "Y")
@@ -151,8 +152,10 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
 #: 15.5M) is ~5.7 GB; chromosome sizes from a damaged or crafted header (one 10-Gb contig in
 #: a 57-byte file: 20M bins of 500 bp) are refused here, before anything is allocated
 MAX_TILES = 1 << 24
-#: the tile width's constraint (tile_tokenizer and tile_matrix check it before any tile is made)
-CONSTRAINTS = {"bin_size": [Interval(Integral, 1, 1 << 40)]}
+#: what the tile functions accept (checked before any tile is made)
+TILES = {"chrom_sizes": [InstanceOf(Mapping, list, tuple, str, os.PathLike)],
+         "bin_size": [Interval(Integral, 1, 1 << 40)],
+         "exclude_chroms": [InstanceOf(list, tuple, set, frozenset)]}
 
 
 def _check_bins(sizes, bin_size: int, where: str) -> None:
@@ -167,6 +170,7 @@ def _check_bins(sizes, bin_size: int, where: str) -> None:
                             "as chrom_sizes=")
 
 
+@validated(TILES)
 def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[str] = EXCLUDE):
     """A :class:`~genotok.Tokenizer` whose universe is the bins (kept for the next call).
 
@@ -182,9 +186,6 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     from ..build import read_chrom_sizes, tile
     from ..tokenizer import Tokenizer
 
-    check("bin_size", bin_size, CONSTRAINTS["bin_size"], "tile_tokenizer")
-    check("exclude_chroms", exclude_chroms, [InstanceOf(list, tuple, set, frozenset)],
-          "tile_tokenizer", error=TypeError)
     drop = set(exclude_chroms)
     sizes = tuple((c, n) for c, n in read_chrom_sizes(chrom_sizes) if c not in drop)
     if not sizes:
@@ -201,6 +202,10 @@ def tile_tokenizer(chrom_sizes, bin_size: int = 500, exclude_chroms: Sequence[st
     return tok
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)], **TILES,
+            "chrom_sizes": TILES["chrom_sizes"] + [None], "read": [InstanceOf(FragmentOptions), None],
+            "use_count": [Flag()], "out": [InstanceOf(str, os.PathLike), None],
+            "overwrite": [Flag()], "memory_mb": MEMORY_MB + [None], "n_threads": N_THREADS})
 def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
                 exclude_chroms: Sequence[str] = EXCLUDE, read=None, use_count: bool = False,
                 out=None, overwrite: bool = False, memory_mb: float | None = None,
@@ -242,21 +247,17 @@ def tile_matrix(path, chrom_sizes=None, bin_size: int = 500, *,
     (['chr1:0-500', 'chr1:500-1000'], [[2.0, 1.0]])
     """
     from ..singlecell.matrix import fragment_matrix
-    from ..singlecell.reading import FragmentOptions
 
-    read = FragmentOptions() if read is None else check(
-        "read", read, [InstanceOf(FragmentOptions)], "tile_matrix", error=TypeError)
+    read = FragmentOptions() if read is None else read
     if read.mode is None:
         read = FragmentOptions(**{**read.__dict__, "mode": "paired-insertion"})
     if chrom_sizes is None:  # untrusted sizes: refused by the file's name when too many bins
         chrom_sizes = header_chrom_sizes(path)
-        check("bin_size", bin_size, CONSTRAINTS["bin_size"], "tile_matrix")
-        if isinstance(exclude_chroms, (list, tuple, set, frozenset)):
-            _check_bins([(c, n) for c, n in chrom_sizes if c not in set(exclude_chroms)],
-                        bin_size, f"{os.fspath(path)}: its header's")
+        _check_bins([(c, n) for c, n in chrom_sizes if c not in set(exclude_chroms)],
+                    bin_size, f"{os.fspath(path)}: its header's")
     tok = tile_tokenizer(chrom_sizes, bin_size, exclude_chroms)
     return fragment_matrix(path, tok, read=read, use_count=use_count, out=out,
                            overwrite=overwrite, memory_mb=memory_mb, n_threads=n_threads)
 
 
-__all__ = ["CONSTRAINTS", "EXCLUDE", "header_chrom_sizes", "tile_matrix", "tile_tokenizer"]
+__all__ = ["EXCLUDE", "TILES", "header_chrom_sizes", "tile_matrix", "tile_tokenizer"]

@@ -51,7 +51,9 @@ from .. import _config, _progress, sink
 from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
-from ..params import MEMORY_MB, check
+from ..genes import GeneTokenizer
+from ..params import MEMORY_MB, N_THREADS, Flag, HasAttr, InstanceOf, Unchecked, validated
+from ..tokenizer import Tokenizer
 from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
@@ -59,7 +61,7 @@ from . import containers  # noqa: F401  (registers the HDF5 containers' sources)
 from .chunks import _CSR_MESSAGES, Chunk, _Source
 from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
-from .spec import Normalize, fields_elsewhere
+from .spec import CellSpec, Normalize, fields_elsewhere
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
 
 ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
@@ -387,7 +389,25 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def entry_constraints(func: str, first: str, what: str) -> dict:
+    """What a single-cell entry point ``func(first, tokenizer, spec, ...)`` accepts
+    (:mod:`genotok.params`): ``first`` is ``what`` (read by its source); a swap of the
+    first arguments is the usual mistake, and the messages say the order."""
+    order = f"the order is {func}({first}, tokenizer, spec)"
+    return {first: [Unchecked(what)],
+            "tokenizer": [InstanceOf(Tokenizer, GeneTokenizer, hint=order)],
+            "spec": [InstanceOf(CellSpec, hint=f"{order}, spec=CellSpec(...)"), None],
+            "read": [InstanceOf(reading.ReadOptions), None],
+            "out": [InstanceOf(str, os.PathLike, hint="a path, or a (directory, format) pair "
+                               "such as ('cells/', 'parquet')"), InstanceOf(tuple),
+                    HasAttr("emit"), None],
+            "overwrite": [Flag()], "obs_columns": [InstanceOf(list, tuple)],
+            "memory_mb": MEMORY_MB, "n_threads": N_THREADS, "progress": [Flag()]}
+
+
 @keywords(elsewhere=fields_elsewhere("tokenize_anndata"))
+@validated(entry_constraints("tokenize_anndata", "adata",
+                             "an AnnData or a path, opened by open_source"))
 def tokenize_anndata(adata, tokenizer, spec=None, *, read=None, out=None,
                      overwrite: bool = False, obs_columns: Sequence[str] = (),
                      memory_mb: float = 256, n_threads: int | None = None,
@@ -462,8 +482,7 @@ def _by_path(func, first_name, obj, tokenizer, spec, read, out, overwrite, obs_c
     """An entry point's input opened by the registry (:func:`~genotok.singlecell.sources.
     open_source`: whatever class reads it, with ``read=`` checked to be its options), then
     the driver; the source is closed after."""
-    spec = _check_call(func, first_name, obj, tokenizer, spec)
-    check("memory_mb", memory_mb, MEMORY_MB, func)  # before the file is opened
+    spec = CellSpec() if spec is None else spec
     _refuse_existing(out, overwrite)  # before a fragment file is counted, not after
     with open_source(obj, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
                      memory_mb=memory_mb, out=out) as source:
@@ -518,6 +537,8 @@ class _Vars:
 
 
 @keywords(elsewhere=fields_elsewhere("tokenize_cells"))
+@validated(entry_constraints("tokenize_cells", "source",
+                             "a CellSource, or an input opened by open_source"))
 def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
                    overwrite: bool = False, obs_columns: Sequence[str] = (),
                    memory_mb: float = 256, n_threads: int | None = None,
@@ -554,9 +575,8 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     if read is not None:
         raise TypeError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
                         "opened already (pass the path or object instead)")
-    spec = _check_call("tokenize_cells", "source", source, tokenizer, spec)
+    spec = CellSpec() if spec is None else spec
     type(source).check(spec, type(source).__name__)
-    check("memory_mb", memory_mb, MEMORY_MB, "tokenize_cells")
     if (obs_columns or spec.prepend) and not source.has_obs:
         raise SourceError(f"{source.where}: a {source.kind or type(source).__name__} input has "
                           f"no obs columns (asked: {list(obs_columns) or list(spec.prepend)}); "

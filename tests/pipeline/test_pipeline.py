@@ -627,9 +627,10 @@ def test_resumed_run_with_other_on_error_is_refused(tmp_path):
 
 def test_first_arguments_are_checked(tmp_path):
     tok = Tokenizer.from_bed(EX / "universe.bed")
-    with pytest.raises(TypeError, match="got a Tokenizer as `inputs`; did you swap them"):
+    with pytest.raises(TypeError, match=r"tokenizer must be a Tokenizer or a GeneTokenizer, got "
+                       r"PosixPath.*the order is pretokenize\(inputs, tokenizer, out\)"):
         pretokenize(tok, EX / "peaks", tmp_path / "a", progress=False)
-    with pytest.raises(TypeError, match=r"where a Tokenizer is expected.*Tokenizer.from_bed"):
+    with pytest.raises(TypeError, match=r"tokenizer must be a Tokenizer.*Tokenizer.from_bed"):
         pretokenize(EX / "peaks", str(EX / "universe.bed"), tmp_path / "b", progress=False)
     with pytest.raises(genotok.params.ParameterError, match="files_per_shard must be"):
         RunOptions(files_per_shard=True)

@@ -175,13 +175,16 @@ def test_tokenizer_takes_its_settings_as_one_object():
 def test_swapped_or_wrong_arguments_are_named(tmp_path):
     tok = Tokenizer(VARS)
     a = _adata([[1, 0, 0, 0]])
-    with pytest.raises(TypeError, match="got a Tokenizer as `adata`; did you swap them"):
+    with pytest.raises(TypeError, match=r"tokenizer must be a Tokenizer or a GeneTokenizer, got "
+                       r"AnnData.*the order is tokenize_anndata\(adata, tokenizer, spec\)"):
         tokenize_anndata(tok, a)
     with pytest.raises(TypeError, match="got a Tokenizer as `path`; did you swap them"):
         tokenize_fragments(tok, tmp_path / "f.tsv")
-    with pytest.raises(TypeError, match="a CellSpec goes third"):
+    with pytest.raises(TypeError, match=r"got CellSpec\(.*the order is tokenize_anndata\(adata, "
+                       r"tokenizer, spec\)"):
         tokenize_anndata(a, CellSpec())
-    with pytest.raises(TypeError, match="takes a genotok.CellSpec as `spec`, got dict"):
+    with pytest.raises(TypeError, match=r"spec must be a CellSpec or None, got \{'order': 'value'\}"
+                       r".*spec=CellSpec\(...\)"):
         tokenize_anndata(a, tok, {"order": "value"})
     with pytest.raises(TypeError, match="read must be a AnnDataOptions"):
         tokenize_anndata(a, tok, read=FragmentOptions())

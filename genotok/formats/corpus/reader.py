@@ -20,7 +20,7 @@ from ..._html import card, preview
 from ..._io import is_url
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
-from ...params import Integral, Interval, check
+from ...params import EXPECT, Integral, Interval, check
 from ...ragged import Ragged
 from .layout import _is_count
 from .manifest import MANIFEST_FORMAT, _open_manifest
@@ -77,12 +77,9 @@ def check_expected(fingerprint: str, expect, where) -> None:
     ...
     genotok.errors.UniverseMismatchError: corpus/: tokenized with universe ab12…, but ...
     """
-    if expect is None:
+    if check("expect", expect, EXPECT, str(where)) is None:
         return
-    want = expect if isinstance(expect, str) else getattr(expect, "fingerprint", None)
-    if not isinstance(want, str):
-        raise TypeError("expect must be a fingerprint string or an object with a "
-                        f".fingerprint (a Tokenizer or Universe), got {type(expect).__name__}")
+    want = expect if isinstance(expect, str) else expect.fingerprint
     if fingerprint != want:
         raise UniverseMismatchError(
             f"{where}: tokenized with universe {fingerprint[:12]}…, but the given "
