@@ -23,8 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .params import Flag, InstanceOf, Integral, Interval, Needs, Options, validated
+from .params import Flag, InstanceOf, Integral, Interval, Needs, Options, ParameterError, validated
 from .ragged import Ragged
+
+#: the longest sequence a batch pads or packs to (``max_length``, ``seq_len``): a longer one
+#: is refused before anything is allocated (one row of it is 128 MiB of int64 already)
+MAX_SEQUENCE = 1 << 24
 
 #: ``truncate`` strategies (``make_batch(truncation=...)``)
 TRUNCATIONS = ("head", "window", "subsample", "subsample_ordered")
@@ -35,7 +39,7 @@ TENSORS = (None, "np", "pt")
 
 # what the parameters of this module accept (:mod:`genotok.params`): ``max_length=True`` is
 # not a length (it would cut every row to one token); a pad id a 64-bit integer holds
-MAX_LENGTH = [Interval(Integral, 1, None), None]
+MAX_LENGTH = [Interval(Integral, 1, MAX_SEQUENCE), None]
 TOKEN_ID = [Interval(Integral, 0, None)]
 RNG = [InstanceOf(np.random.Generator), None]
 ROWS = [InstanceOf(Ragged, Sequence, np.ndarray)]
@@ -45,6 +49,58 @@ TENSOR_KINDS = [Options("np", "pt"), None]
 
 def _needs_max_length(v) -> bool:
     return bool(v.get("truncation")) or v.get("padding") == "max_length"
+
+
+def token_ids(row, where: str, k: int) -> np.ndarray:
+    """Record ``k`` of a caller's batch as a 1-D array of token ids, checked before anything
+    converts it: integers (not bools, floats, text or objects: ``1.7`` is not an id, and a
+    cast would make it 1), 0 … 2**63 - 1 (a negative id indexes nothing; a uint64 above int64
+    would wrap negative). The array keeps its own integer dtype.
+
+    Examples
+    --------
+    >>> token_ids([3, 4], "pack", 0).tolist()
+    [3, 4]
+    >>> token_ids([1.7], "pack", 2)
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: pack: record 2 holds float64 values, not token ids (integers): [1.7]
+    """
+    try:
+        a = np.asarray(row)
+    except (ValueError, TypeError):  # a ragged nesting
+        raise ParameterError(f"{where}: record {k} is not a flat sequence of token ids") from None
+    if a.ndim != 1:
+        raise ParameterError(f"{where}: record {k} has {a.ndim} dimensions, a record of token "
+                             "ids has one")
+    if a.size and a.dtype.kind not in "iu":
+        raise ParameterError(f"{where}: record {k} holds {a.dtype} values, not token ids "
+                             f"(integers): {a[:3].tolist()}")
+    if a.size and a.dtype.kind == "i" and int(a.min()) < 0:
+        raise ParameterError(f"{where}: record {k} holds the negative token id {int(a.min())}")
+    if a.size and a.dtype.kind == "u" and a.dtype.itemsize == 8 and \
+            int(a.max()) > np.iinfo(np.int64).max:
+        raise ParameterError(f"{where}: record {k} holds the token id {int(a.max())}, beyond "
+                             "int64 (2**63 - 1)")
+    return a
+
+
+def token_values(values, n: int, where: str, k: int) -> np.ndarray:
+    """Record ``k``'s value channel as float32: real numbers, one per token (``n``), checked
+    before the cast (a shorter channel would misalign every later value)."""
+    try:
+        v = np.asarray(values)
+    except (ValueError, TypeError):
+        v = np.asarray(values, dtype=object)
+    if v.ndim != 1 or (v.size and v.dtype.kind not in "iuf") or v.dtype.kind == "b":
+        raise ParameterError(f"{where}: the values of record {k} are not a flat sequence of "
+                             "numbers")
+    if v.size != n:
+        raise ParameterError(f"{where}: record {k} has {n} token ids and {v.size} values: one "
+                             "value per token")
+    return v.astype(np.float32, copy=False)
+
+
 
 
 #: truncation and padding to ``max_length`` need a ``max_length``
@@ -180,6 +236,13 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
     if max_length is not None and max_length <= extra:
         raise ValueError(f"max_length={max_length} leaves no room beside <cls>/<eos>")
     out_rows, out_vals = [], []
+    rows = [token_ids(r, "make_batch", k) for k, r in enumerate(rows)]
+    if values is not None:
+        if len(values) != len(rows):
+            raise ParameterError(f"make_batch: {len(rows)} records and {len(values)} value "
+                                 "channels: one per record")
+        values = [token_values(v, r.size, "make_batch", k) for k, (r, v) in
+                  enumerate(zip(rows, values))]
     for k, r in enumerate(rows):
         idx = np.arange(len(r))
         if shuffle_tokens:

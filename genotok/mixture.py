@@ -58,6 +58,7 @@ import numpy as np
 from ._io import atomic_write, is_url, url_fs
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
+from .formats.gtok import open_regular
 from .kernels import mixing as _k
 from .kernels.gather import gather as _gather_rows
 from .params import Each, Flag, InstanceOf, Integral, Interval, Real, validated
@@ -603,6 +604,22 @@ def _open_path(path: str, open_kwargs: dict):
 LOCAL_OPTIONS = ("expect", "verify", "trusted")
 
 
+#: a mixture file larger than this is refused unread (a real one is a few KiB)
+MAX_MIXTURE_BYTES = 64 << 20
+
+
+def _read_regular(path: Path) -> str:
+    """A local mixture file's text: a regular file (a FIFO or a device is refused at once,
+    never waited on or read forever), of a bounded size."""
+    if not path.exists():
+        raise FileNotFoundError(path)
+    fd, st = open_regular(path, "mixture file", error=GenotokError)
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > MAX_MIXTURE_BYTES:
+            raise _bad(path, f"{st.st_size:,} bytes, more than a mixture file holds")
+        return fh.read().decode("utf-8")
+
+
 def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
     """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`).
 
@@ -625,21 +642,22 @@ def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
             fs, root = url_fs(_run_folder(run_folder), storage_options)
             text = fs.cat_file(f"{root}/{MIXTURE_FILE}").decode("utf-8")
         else:
-            text = path.read_text(encoding="utf-8")
+            text = _read_regular(path)
         doc = json.loads(text)
     except FileNotFoundError:
         raise GenotokError(f"{run_folder}: no {MIXTURE_FILE} here: write one with "
                            "genotok.write_mixture (genotok run writes it), or give mix the "
                            "datasets and their weights") from None
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise _bad(path, f"not a readable JSON file ({e})") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+        raise _bad(path, f"not a readable JSON file ({why})") from None
     if not isinstance(doc, dict) or doc.get("format") != "genotok-mixture":
         raise _bad(path, "not a genotok mixture")
     if doc.get("version") != 1:
         raise _bad(path, f"version {doc.get('version')!r}, this genotok reads version 1")
     seed = doc.get("seed")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise _bad(path, f"seed {seed!r} is not a whole number in [0, 2**64)")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise _bad(path, f"seed {seed!r} is not a whole number in [0, 2**63)")
     ds, weights = doc.get("datasets"), doc.get("weights")
     if not isinstance(ds, list) or not ds or not isinstance(weights, dict):
         raise _bad(path, "'datasets' must be a non-empty list and 'weights' an object")

@@ -22,15 +22,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .batching import MAX_SEQUENCE, token_ids
 from .kernels import packing as _k
-from .params import InstanceOf, Integral, Interval, Options, validated
+from .params import InstanceOf, Integral, Interval, Options, ParameterError, validated
 from .ragged import Ragged
 
 STRATEGIES = ("greedy", "ffd")
 
 #: what :func:`pack` accepts (:mod:`genotok.params`)
 CONSTRAINTS = {"rows": [InstanceOf(Ragged, Sequence, np.ndarray)],
-               "seq_len": [Interval(Integral, 1, None)],
+               "seq_len": [Interval(Integral, 1, MAX_SEQUENCE)],
                "pad_token_id": [Interval(Integral, None, None)],
                "sep_token_id": [Interval(Integral, None, None), None],
                "strategy": [Options(*STRATEGIES)]}
@@ -73,22 +74,16 @@ class Packed(dict):
 
 def _flat(rows) -> tuple[np.ndarray, np.ndarray]:
     """``(tokens, offsets)`` of the records: a :class:`Ragged`'s own buffers, or one array of
-    the rows' own integer dtype. Checked before any conversion: a float row (``1.7`` is not an
-    id) or a uint64 id above 2**63 next to signed rows (it would wrap negative) is refused."""
+    the rows' own integer dtype. Checked before any conversion
+    (:func:`genotok.batching.token_ids`): a float row (``1.7`` is not an id), a negative id or
+    one above 2**63 - 1 (it would wrap negative) is refused."""
     if not isinstance(rows, Ragged):
         if isinstance(rows, np.ndarray) and rows.ndim == 2:
             rows = list(rows)
-        arrays = [np.asarray(r).ravel() for r in rows]
-        for i, a in enumerate(arrays):
-            if a.size and a.dtype.kind not in "iu":
-                raise TypeError(f"pack: record {i} holds {a.dtype} values, not token ids "
-                                f"(integers): {a[:3].tolist()}")
+        arrays = [token_ids(r, "pack", i) for i, r in enumerate(rows)]
         kept = [a for a in arrays if a.size]
         dtype = np.result_type(*kept) if kept else np.dtype(np.int64)
-        if dtype.kind == "f":  # uint64 beside signed rows: int64 if every id fits
-            if any(a.dtype == np.uint64 and int(a.max()) > np.iinfo(np.int64).max for a in kept):
-                raise TypeError("pack: records mix uint64 ids above 2**63 - 1 with signed "
-                                "ids; give them one integer dtype")
+        if dtype.kind == "f":  # uint64 beside signed rows: every id fits int64 (checked)
             dtype = np.dtype(np.int64)
         data = np.concatenate(kept).astype(dtype, copy=False) if kept else np.zeros(0, dtype)
         offsets = np.zeros(len(arrays) + 1, np.int64)
@@ -96,8 +91,10 @@ def _flat(rows) -> tuple[np.ndarray, np.ndarray]:
         return data, offsets
     data = rows.data
     if data.ndim != 1 or (data.size and data.dtype.kind not in "iu"):
-        raise TypeError(f"pack: token ids must be a 1-D integer array, got {data.dtype} "
-                        f"with shape {data.shape}")
+        raise ParameterError(f"pack: token ids must be a 1-D integer array, got {data.dtype} "
+                             f"with shape {data.shape}")
+    if data.size and data.dtype.kind == "i" and int(data.min()) < 0:
+        raise ParameterError(f"pack: the rows hold the negative token id {int(data.min())}")
     return np.ascontiguousarray(data), np.ascontiguousarray(rows.offsets, dtype=np.int64)
 
 
@@ -151,7 +148,7 @@ def pack(rows: Sequence[np.ndarray] | Ragged, seq_len: int, pad_token_id: int,
     dtype = tokens.dtype if tokens.size and _fits(tokens.dtype, pad_token_id, sep_token_id) \
         else np.dtype(np.int64)
     if tokens.size and not _fits(dtype, int(tokens.max()), int(tokens.min())):
-        raise TypeError(f"pack: the ids are {tokens.dtype} up to {int(tokens.max())}, and "
+        raise ParameterError(f"pack: the ids are {tokens.dtype} up to {int(tokens.max())}, and "
                         f"pad_token_id={pad_token_id} / sep_token_id={sep_token_id} do not fit "
                         "that dtype: no int64 holds both")
     tokens = tokens.astype(dtype, copy=False)

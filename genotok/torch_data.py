@@ -32,7 +32,10 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_in
 from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
 from ._io import is_url  # noqa: E402
+from .batching import MAX_LENGTH, MAX_SEQUENCE, TRUNCATIONS, token_ids, token_values  # noqa: E402
 from .errors import GenotokError  # noqa: E402
+from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError,  # noqa: E402
+                     Real, validate_fields)
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
 from .mixture import MIXTURE_FILE, mix  # noqa: E402
@@ -62,22 +65,18 @@ def _row_dicts(rows: Sequence[Mapping]) -> tuple[list[np.ndarray], list[np.ndarr
     """Row dicts (a Hugging Face ``Trainer``'s features) → token arrays and value arrays."""
     missing = [k for k, r in enumerate(rows) if "input_ids" not in r]
     if missing:
-        raise ValueError(f"row {missing[0]} of the batch has no 'input_ids' (its keys: "
+        raise ParameterError(f"row {missing[0]} of the batch has no 'input_ids' (its keys: "
                          f"{sorted(rows[missing[0]])[:8]}): a collator takes rows with "
                          "'input_ids' and optional 'values'")
-    ids = [np.asarray(r["input_ids"], dtype=np.int64).reshape(-1) for r in rows]
+    ids = [token_ids(r["input_ids"], "collator: input_ids", k) for k, r in enumerate(rows)]
     with_values = ["values" in r for r in rows]
     if any(with_values) and not all(with_values):
-        raise ValueError("some rows of the batch have 'values' and others not: give every row "
+        raise ParameterError("some rows of the batch have 'values' and others not: give every row "
                          "its values, or none")
     if not all(with_values):
         return ids, None
-    vals = [np.asarray(r["values"], dtype=np.float32).reshape(-1) for r in rows]
-    bad = next((k for k, (i, v) in enumerate(zip(ids, vals)) if i.size != v.size), None)
-    if bad is not None:
-        raise ValueError(f"row {bad} of the batch has {ids[bad].size} input_ids and "
-                         f"{vals[bad].size} values: one value per token")
-    return ids, vals
+    return ids, [token_values(r["values"], i.size, "collator: values", k)
+                 for k, (r, i) in enumerate(zip(rows, ids))]
 
 
 @dataclass
@@ -106,7 +105,15 @@ class Collator:
     eos_token_id: int | None = None
     seed: int = 0
 
+    CONSTRAINTS = {"pad_token_id": [Interval(Integral, None, None)],
+                   "max_length": MAX_LENGTH, "truncation": [Options(*TRUNCATIONS), None],
+                   "padding": [Options("longest", "max_length")], "shuffle_tokens": [Flag()],
+                   "cls_token_id": [Interval(Integral, 0, None), None],
+                   "eos_token_id": [Interval(Integral, 0, None), None],
+                   "seed": [Interval(Integral, 0, None)]}
+
     def __post_init__(self):
+        validate_fields(self)
         self._rng = np.random.default_rng(self.seed)
 
     def arrays(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
@@ -210,6 +217,17 @@ class MLMCollator(ObjectiveCollator):
     replace_prob: float = 0.8
     random_prob: float = 0.1
 
+    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
+                   "mask_token_id": [Interval(Integral, 0, None)],
+                   "mask_prob": [Interval(Real, 0, 1)], "replace_prob": [Interval(Real, 0, 1)],
+                   "random_prob": [Interval(Real, 0, 1)]}
+
+    def __post_init__(self):
+        validate_fields(self)
+        if self.replace_prob + self.random_prob > 1:
+            raise ParameterError(f"MLMCollator: replace_prob + random_prob must be at most 1, "
+                                 f"got {self.replace_prob} + {self.random_prob}")
+
     @staticmethod
     def _tokenizer_ids(tokenizer) -> dict:
         return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
@@ -236,6 +254,12 @@ class RTDCollator(ObjectiveCollator):
     collator: Collator
     n_regions: int
     replace_prob: float = 0.15
+
+    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 2, None)],
+                   "replace_prob": [Interval(Real, 0, 1)]}
+
+    def __post_init__(self):
+        validate_fields(self)
 
     def apply(self, batch, rng):
         batch["input_ids"], batch["labels"] = _data.rtd_replace(
@@ -273,6 +297,14 @@ class PackingCollator:
     sep_token_id: int | None = None
     strategy: str = "ffd"
 
+    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)],
+                   "pad_token_id": [Interval(Integral, None, None)],
+                   "sep_token_id": [Interval(Integral, 0, None), None],
+                   "strategy": [Options("greedy", "ffd")]}
+
+    def __post_init__(self):
+        validate_fields(self)
+
     #: packing keeps every token: nothing is truncated (a token budget counts whole records)
     max_length = None
 
@@ -285,7 +317,13 @@ class PackingCollator:
             records, values = _row_dicts(records)
         elif records and isinstance(records[0], tuple):
             records, values = [r[0] for r in records], [r[1] for r in records]
-        rows = [np.asarray(r).ravel() for r in records]
+        rows = [token_ids(r, "PackingCollator", k) for k, r in enumerate(records)]
+        if values is not None:
+            if len(values) != len(rows):
+                raise ParameterError(f"PackingCollator: {len(rows)} records and {len(values)} "
+                                     "value channels")
+            values = [token_values(v, r.size, "PackingCollator", k)
+                      for k, (r, v) in enumerate(zip(rows, values))]
         out = dict(pack(rows, self.seq_len, self.pad_token_id, self.sep_token_id,
                         strategy=self.strategy))
         out["input_ids"] = out["input_ids"].astype(np.int64, copy=False)

@@ -106,13 +106,34 @@ def test_rows_are_checked_before_they_are_converted():
 
     with pytest.raises(TypeError, match="record 1 holds float64 values"):
         pack([[1, 2], np.array([1.7, 2.0])], seq_len=4, pad_token_id=0)
-    big = np.array([2**63 + 5], np.uint64)
-    out = pack([big], seq_len=2, pad_token_id=0)
-    assert out["input_ids"].dtype == np.uint64 and int(out["input_ids"][0, 0]) == 2**63 + 5
-    with pytest.raises(TypeError, match="mix uint64 ids above 2\\*\\*63 - 1"):
-        pack([big, np.array([-1])], seq_len=2, pad_token_id=0)
-    with pytest.raises(TypeError, match="do not fit"):
-        pack([big], seq_len=2, pad_token_id=-1)
+    big = np.array([2**63 + 5], np.uint64)  # no token id: beyond int64 (round 4 refuses it)
+    with pytest.raises(ParameterError, match="beyond int64"):
+        pack([big], seq_len=2, pad_token_id=0)
+    out = pack([np.array([2**63 - 1], np.uint64)], seq_len=2, pad_token_id=0)
+    assert int(out["input_ids"][0, 0]) == 2**63 - 1
+    out = pack([np.array([2**63 - 1], np.uint64)], seq_len=2, pad_token_id=-1)
+    assert out["input_ids"].dtype == np.int64 and out["input_ids"].tolist() == [[2**63 - 1, -1]]
     for bad in (2**64, 1e300):
         with pytest.raises(ParameterError, match="pad_token_id must be an integer"):
             pack([[1]], seq_len=2, pad_token_id=bad)
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): ids checked before any conversion
+@pytest.mark.parametrize("rows", [[[1.0, 2.0]], [np.array([True])], [[-3, 1]],
+                                  [np.array([2**63 + 5], np.uint64)], [[2**63 + 5]],
+                                  [[[1, 2], [3, 4]]], [["a"]], [np.array([1, None], object)]],
+                         ids=["float", "bool", "negative", "uint64-top", "pyint-top", "nested",
+                              "text", "none"])
+def test_pack_refuses_what_is_not_a_token_id(rows):
+    from genotok.params import ParameterError
+
+    with pytest.raises(ParameterError, match="pack: record 0"):
+        pack(rows, 4, 0)
+
+
+def test_pack_refuses_a_sequence_longer_than_any_model_before_allocating():
+    from genotok.batching import MAX_SEQUENCE
+    from genotok.params import ParameterError
+
+    with pytest.raises(ParameterError, match="seq_len"):
+        pack([[1]], MAX_SEQUENCE + 1, 0)

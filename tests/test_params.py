@@ -180,6 +180,10 @@ REQUIRED = {
     "genotok.formats.corpus.writer.CorpusWriter": {"path": "/nonexistent/c.gtokc",
                                                    "vocab_size": 9, "fingerprint": "fp"},
     "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
+    "genotok.torch_data.Collator": {"pad_token_id": 0},
+    "genotok.torch_data.PackingCollator": {"seq_len": 4, "pad_token_id": 0},
+    "genotok.torch_data.MLMCollator": {"collator": None, "n_regions": 5, "mask_token_id": 6},
+    "genotok.torch_data.RTDCollator": {"collator": None, "n_regions": 5},
 }
 
 
@@ -195,6 +199,9 @@ def _required(name, obj) -> dict:
         kw["plan"] = BatchPlan(batch_size=2)
     if name == "genotok.sink.shape":
         kw["rows"] = Ragged.from_list([[1, 2]])
+    if name in ("genotok.torch_data.MLMCollator", "genotok.torch_data.RTDCollator"):
+        from genotok.torch_data import Collator
+        kw["collator"] = Collator(pad_token_id=0)
     sig = inspect.signature(obj)
     needed = [n for n, p in sig.parameters.items() if p.default is p.empty
               and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and n not in kw]

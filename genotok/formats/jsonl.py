@@ -117,7 +117,7 @@ def _record(line: bytes, k: int, path, names, ids, values, meta) -> None:
     where = f"{path}: line {k}"
     try:
         rec = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise GtokFormatError(f"{where}: not a JSON object (truncated or damaged)") from None
     if not isinstance(rec, dict) or not isinstance(rec.get(IDS), list):
         raise GtokFormatError(f"{where}: not a record (an object with an {IDS!r} list)")

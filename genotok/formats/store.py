@@ -52,6 +52,8 @@ EMPTY = "shard-empty"
 #: the version of a store's manifest (``format: genotok-<store name>``)
 STORE_MANIFEST_VERSION = [1, 0]
 #: header keys a reader needs, and their types
+#: the largest vocabulary a store's header may declare (a corpus's 32-bit token ids)
+MAX_VOCAB = 1 << 32
 _HEADER_TYPES = {"fingerprint": str, "vocab_size": int, "special_tokens": dict,
                  "settings": dict, "extra": dict, "sources": list}
 
@@ -77,8 +79,8 @@ def check_header(h, where) -> dict:
     if isinstance(h, (bytes, str)):
         try:
             h = json.loads(h)
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            raise bad("not JSON") from None
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            raise bad("not JSON (or nested too deeply)") from None
     if not isinstance(h, dict):
         raise bad(f"a {type(h).__name__}, not a JSON object")
     out = {"special_tokens": {}, "settings": {}, "extra": {}, "sources": [], **h}
@@ -86,8 +88,8 @@ def check_header(h, where) -> dict:
         v = out.get(key)
         if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
             raise bad(f"{key} is {type(v).__name__}, expected {typ.__name__}")
-    if out["vocab_size"] < 1 or not out["fingerprint"]:
-        raise bad("vocab_size below 1 or an empty fingerprint")
+    if not 1 <= out["vocab_size"] <= MAX_VOCAB or not out["fingerprint"]:
+        raise bad(f"vocab_size outside [1, {MAX_VOCAB}] or an empty fingerprint")
     if not all(isinstance(k, str) and _is_int(v) and 0 <= v < out["vocab_size"]
                for k, v in out["special_tokens"].items()):
         raise bad("special_tokens is not a mapping of names to ids in the vocabulary")
@@ -294,6 +296,23 @@ class Store(abc.ABC):
         directory = Path(directory)
         if not files and not self.per_record_files:
             files = self.open(directory, EMPTY, tokenizer).commit()
+        header, counted = self.check_files(directory, files, tokenizer, extra)
+        n, t = sum(c[1] for c in counted), sum(c[2] for c in counted)
+        entries = [{"path": f, "n_records": fn, "n_tokens": ft,
+                    "bytes": (directory / f).stat().st_size, "digest": file_digest(directory / f)}
+                   for f, fn, ft in counted]
+        manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
+                    "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
+                    "files": files, "shards": entries, **extra}
+        manifest["digest"] = _digest(manifest)
+        with atomic_write(directory / MANIFEST, "w") as fh:
+            json.dump(manifest, fh, indent=1)
+
+    def check_files(self, directory: Path, files: list[str], tokenizer, extra: dict):
+        """``(header, [(file, records, tokens)…])`` of a run's files, each read back (a file
+        a resumed run trusted but that was truncated, replaced or deleted since is refused),
+        their totals checked against the run's (``extra["genotok_run"]``)."""
+        directory = Path(directory)
         header = {"fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
                   "special_tokens": tokenizer.universe.special_token_ids,
                   "settings": tokenizer.settings.as_dict()}
@@ -312,15 +331,7 @@ class Store(abc.ABC):
                                   f"run wrote {run.get('n_records')} and {run.get('n_tokens')}: a "
                                   "file was truncated, replaced or deleted after its batch was "
                                   "journaled; re-run with overwrite=True")
-        entries = [{"path": f, "n_records": fn, "n_tokens": ft,
-                    "bytes": (directory / f).stat().st_size, "digest": file_digest(directory / f)}
-                   for f, fn, ft in counted]
-        manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
-                    "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
-                    "files": files, "shards": entries, **extra}
-        manifest["digest"] = _digest(manifest)
-        with atomic_write(directory / MANIFEST, "w") as fh:
-            json.dump(manifest, fh, indent=1)
+        return header, counted
 
     def count_files(self, directory: Path, files: list[str], header: dict):
         """``(file, records, tokens)`` of each file, read back one at a time through the

@@ -132,7 +132,7 @@ def _remove_remote_run(fs, root: str, url: str, objects: list[str]) -> None:
     for m in (o for o in objects if o.rsplit("/", 1)[-1] == MANIFEST):
         try:
             files = json.loads(fs.cat_file(f"{root}/{m}")).get("files") or []
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
             files = []
         base = m[:-len(MANIFEST)]
         listed.update(f"{base}{f}" for f in files if isinstance(f, str))
@@ -152,7 +152,7 @@ def _shards_of(fs, murl: str) -> list[dict]:
     """The entries of a corpus manifest (``shards``), or none."""
     try:
         entries = json.loads(fs.cat_file(murl)).get("shards") or []
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return []
     return [e for e in entries if isinstance(e, dict) and isinstance(e.get("path"), str)]
 

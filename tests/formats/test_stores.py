@@ -356,3 +356,46 @@ def test_a_damaged_jsonl_file_is_an_error_naming_the_file_and_line(tok, tmp_path
         Corpus.open(out)  # the manifest's digest of each file
     with pytest.raises(genotok.GtokFormatError, match=f.name + ": (line 2|not a readable|line)"):
         Corpus.open(out, trusted=True)  # the cheap open still reads every line as a record
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): headers checked before use; a resume
+# re-checks every byte of the corpus shards it trusts
+@pytest.mark.parametrize("raw", [b"[" * 100_000 + b"]" * 100_000,
+                                 json.dumps({"fingerprint": "fp", "vocab_size": 2**70}).encode()],
+                         ids=["deep", "vocab-2**70"])
+def test_tampered_schema_metadata_is_refused_naming_the_file(tmp_path, raw):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    t = pa.table({"input_ids": pa.array([[1]], pa.list_(pa.int32()))})
+    p = tmp_path / "x.parquet"
+    pq.write_table(t.replace_schema_metadata({b"genotok": raw}), p)
+    with pytest.raises(genotok.GtokFormatError, match="x.parquet"):
+        ParquetStore.read_file(p)
+    with pytest.raises(genotok.GtokFormatError, match="x.parquet"):
+        genotok.import_parquet(p, tmp_path / "c.gtokc")
+
+
+def test_a_resumed_corpus_run_verifies_the_shards_it_trusts(tmp_path, monkeypatch):
+    from genotok.pipeline import batch
+
+    tok = Tokenizer.from_bed(genotok.examples_dir() / "universe.bed")
+    peaks, out = genotok.examples_dir() / "peaks", tmp_path / "out"
+    real, calls = batch.Batches.record, []
+
+    def crash(self, journal, b, entry):  # the third batch is lost: the run "crashed"
+        calls.append(b)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, journal, b, entry)
+
+    monkeypatch.setattr(batch.Batches, "record", crash)
+    with pytest.raises(KeyboardInterrupt):
+        pretokenize(peaks, tok, out, progress=False, options=RunOptions(files_per_shard=1))
+    monkeypatch.setattr(batch.Batches, "record", real)
+    shard = sorted(out.glob("shard-*.gtokc"))[0]
+    b = bytearray(shard.read_bytes())
+    b[len(b) // 2] ^= 0x55  # flipped after its batch was journaled
+    shard.write_bytes(bytes(b))
+    with pytest.raises(genotok.GtokFormatError, match=shard.name):
+        pretokenize(peaks, tok, out, progress=False, options=RunOptions(files_per_shard=1))
+    assert not (out / "manifest.json").exists()

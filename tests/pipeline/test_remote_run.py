@@ -200,3 +200,16 @@ def test_a_damaged_cached_copy_of_a_remote_store_output_is_fetched_again(server,
     copy.write_bytes(bytes(raw))
     again = Corpus.open("s3://bkt/cached", storage_options=so, cache_dir=str(cache))
     assert again.to_ragged().to_list() == first.to_ragged().to_list()
+
+
+def test_a_shard_truncated_in_the_bucket_is_named(server, so, tok, tmp_path):
+    """Issue 43 round-4 campaign: a ranged read past a truncated object's end is a
+    GtokFormatError naming the shard, not the client's raw OSError."""
+    peaks = genotok.examples_dir() / "peaks"
+    pretokenize(peaks, tok, "s3://bkt/trunc", progress=False,
+                options=RunOptions(storage_options=so))
+    key = [k for k in _keys(server[1], "trunc/") if k.endswith(".gtokc")][0]
+    body = server[1].get_object(Bucket="bkt", Key=f"trunc/{key}")["Body"].read()
+    server[1].put_object(Bucket="bkt", Key=f"trunc/{key}", Body=body[: len(body) // 2])
+    with pytest.raises(genotok.GtokFormatError, match=key):
+        Corpus.open("s3://bkt/trunc", storage_options=so, cache_dir=str(tmp_path / "c"))

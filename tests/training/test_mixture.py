@@ -495,3 +495,40 @@ def test_a_remote_run_folder_mixes_as_a_local_one(tmp_path, paths):
         assert remote[:len(remote)].to_list() == local[:len(local)].to_list()
         with pytest.raises(GenotokError, match="no mixture.json"):
             mix("s3://bucket/elsewhere", open_kwargs=opts)
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): weights and mixture files checked first
+@pytest.mark.parametrize("weights", [[True, True], ["1", "2"], [1 + 0j, 1], [[1], [2]],
+                                     {"a": 1}], ids=["bool", "text", "complex", "nested", "dict"])
+def test_weights_are_numbers_checked_before_conversion(tmp_path, weights):
+    paths = []
+    for name in ("a", "b"):
+        paths.append(str(tmp_path / f"{name}.gtokc"))
+        with CorpusWriter(paths[-1], vocab_size=9, fingerprint="fp") as w:
+            w.append_batch([[1]] * 3)
+    with pytest.raises(GenotokError, match="weights"):
+        mix(paths, weights)
+
+
+@pytest.mark.parametrize("how", ["deep", "fifo", "seed-2**63"])
+def test_a_tampered_mixture_file_is_refused_naming_it(tmp_path, how):
+    import os
+
+    from genotok import write_mixture
+
+    p = tmp_path / "a.gtokc"
+    with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1]] * 3)
+    write_mixture(tmp_path, {"a": str(p)}, {"a": 1.0})
+    mf = tmp_path / "mixture.json"
+    if how == "deep":
+        mf.write_text("[" * 100_000 + "]" * 100_000)
+    elif how == "fifo":  # refused at once, never waited on
+        mf.unlink()
+        os.mkfifo(mf)
+    else:
+        doc = json.loads(mf.read_text())
+        doc["seed"] = 2**63
+        mf.write_text(json.dumps(doc))
+    with pytest.raises(GenotokError, match="mixture.json"):
+        mix(tmp_path)

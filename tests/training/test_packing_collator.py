@@ -113,3 +113,50 @@ def test_the_data_module_takes_a_plan_and_a_collator():
     assert "batch_size" not in params and "seed" not in params
     with pytest.raises(TypeError, match="BatchPlan"):
         CorpusDataModule("x", Collator(pad_token_id=0), BatchPlan(batch_size=2))
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): collators check ids and settings first
+@pytest.mark.parametrize("rows", [[np.array([1.7])], [np.array([True])], [np.array([-1])],
+                                  [np.array([2**63 + 5], np.uint64)], [[[1, 2], [3, 4]]]],
+                         ids=["float", "bool", "negative", "uint64-top", "nested"])
+@pytest.mark.parametrize("make", ["Collator", "rows", "PackingCollator", "MLMCollator"])
+def test_collators_refuse_what_is_not_a_token_id(rows, make):
+    from genotok.params import ParameterError
+    from genotok.torch_data import Collator, MLMCollator
+
+    c = Collator(pad_token_id=0)
+    run = {"Collator": lambda: c.arrays(rows),
+           "rows": lambda: c.arrays([{"input_ids": r} for r in rows]),
+           "PackingCollator": lambda: PackingCollator(4, 0).arrays(rows),
+           "MLMCollator": lambda: MLMCollator(c, n_regions=5, mask_token_id=6).arrays(rows)}[make]
+    with pytest.raises(ParameterError, match="record 0"):
+        run()
+
+
+@pytest.mark.parametrize("make", [
+    lambda C, M, R: C(pad_token_id=2**64), lambda C, M, R: C(pad_token_id=None),
+    lambda C, M, R: C(pad_token_id=0, max_length=2**40),
+    lambda C, M, R: M(C(pad_token_id=0), n_regions=5, mask_token_id=float("nan")),
+    lambda C, M, R: M(C(pad_token_id=0), n_regions=5, mask_token_id=6, mask_prob=1.5),
+    lambda C, M, R: M(C(pad_token_id=0), n_regions=5, mask_token_id=6, replace_prob=0.8,
+                      random_prob=0.5),
+    lambda C, M, R: R(C(pad_token_id=0), n_regions=1),
+    lambda C, M, R: PackingCollator(2**40, 0)],
+    ids=["pad-2**64", "pad-None", "max_length-huge", "mask-nan", "prob-1.5", "probs-sum",
+         "rtd-one-region", "seq_len-huge"])
+def test_collator_settings_are_refused_at_construction(make):
+    from genotok.params import ParameterError
+    from genotok.torch_data import Collator, MLMCollator, RTDCollator
+
+    with pytest.raises(ParameterError):
+        make(Collator, MLMCollator, RTDCollator)
+
+
+@pytest.mark.parametrize("values", [np.array([1.0]), np.array(["a"])], ids=["short", "text"])
+def test_values_must_be_numbers_one_per_token(values):
+    from genotok.params import ParameterError
+    from genotok.torch_data import Collator
+
+    for c in (Collator(pad_token_id=0), PackingCollator(4, 0)):
+        with pytest.raises(ParameterError, match="record 0"):
+            c.arrays([(np.array([1, 2]), values)])

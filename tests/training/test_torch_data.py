@@ -373,5 +373,5 @@ def test_collators_say_what_a_row_dict_lacks():
         c([{"input_ids": [1]}, {"ids": [2]}])
     with pytest.raises(ValueError, match="some rows of the batch have 'values'"):
         c([{"input_ids": [1], "values": [1.0]}, {"input_ids": [2]}])
-    with pytest.raises(ValueError, match="row 0 of the batch has 2 input_ids and 1 values"):
+    with pytest.raises(ValueError, match="record 0 has 2 token ids and 1 values"):
         c([{"input_ids": [1, 2], "values": [1.0]}])

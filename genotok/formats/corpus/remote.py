@@ -26,6 +26,7 @@ Needs ``fsspec`` and the filesystem's package (``pip install 'genotok[remote]'``
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -371,7 +372,7 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
         if isinstance(pre, FileNotFoundError):
             raise _missing(url)
         if isinstance(pre, BaseException):
-            raise pre
+            raise _range_error(url, pre)
         pre = pres[i] = pre[:size]  # a server that ignores Range sends the whole object
         if len(pre) < size or pre[:8] != MAGIC:
             raise GtokFormatError(f"{url}: not a genotok corpus shard (bad magic)")
@@ -384,12 +385,21 @@ def _fetch_raw_headers(fs, cache: ShardCache, ks: list[int]) -> dict[int, bytes]
         if isinstance(body, FileNotFoundError):
             raise _missing(url)
         if isinstance(body, BaseException):
-            raise body
+            raise _range_error(url, body)
         if len(body) > b - a:  # no Range support: the whole object came
             bodies[i] = body = body[a:b]
         if len(body) != b - a:
             raise GtokFormatError(f"{url}: truncated (its header ends past the object's end)")
     return {k: pre + body for k, pre, body in zip(ks, pres, bodies)}
+
+
+def _range_error(url: str, exc: BaseException) -> BaseException:
+    """A failed ranged read: a range past the object's end (S3's ``InvalidRange``, fsspec's
+    ``EINVAL``) is a truncated shard, named; anything else (the network) is raised as it is."""
+    if isinstance(exc, OSError) and (exc.errno == errno.EINVAL or "range" in str(exc).lower()):
+        return GtokFormatError(f"{url}: truncated (a section the manifest's shard needs lies "
+                               "past the object's end); re-upload the corpus")
+    return exc
 
 
 def _missing(url: str) -> GtokFormatError:
