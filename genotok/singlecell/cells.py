@@ -823,7 +823,21 @@ def _totals(source: CellSource, column: str | None, tokenizer):
         read = source.obs([column])
     except (AnnDataError, SourceError):
         return None
-    return lambda lo, hi: np.asarray(read(lo, hi)[1][column], dtype=np.float64)
+
+    def totals(lo: int, hi: int) -> np.ndarray:  # checked before it is converted
+        col = np.asarray(read(lo, hi)[1][column])
+        where = f"{source.where}: obs[{column!r}]"
+        if col.dtype.kind not in "iuf":
+            raise AnnDataError(f"{where}: each cell's total count is a number, got "
+                               f"{col.dtype} values (e.g. {col[:3].tolist()!r})")
+        col = col.astype(np.float64)
+        bad = np.flatnonzero(~((col >= 0) & (col < np.inf)))
+        if bad.size:
+            raise AnnDataError(f"{where}: cell {lo + int(bad[0])}: total count "
+                               f"{col[bad[0]]}; a cell's total is finite and >= 0")
+        return col
+    totals.column = column
+    return totals
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:
