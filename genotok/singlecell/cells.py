@@ -51,7 +51,7 @@ from .. import _config, _progress, sink
 from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
-from ..params import MEMORY_MB, check
+from ..params import MEMORY_MB, ParameterError, check
 from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
@@ -232,9 +232,9 @@ def _ids_dtype(dtype, tokenizer) -> type:
     """The NumPy scalar type for token ids, checked against the vocabulary size."""
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint32)):
-        raise ValueError(f"dtype must be int64, int32 or uint32, got {dt}")
+        raise ParameterError(f"dtype must be int64, int32 or uint32, got {dt}")
     if tokenizer.vocab_size > np.iinfo(dt).max + 1:
-        raise ValueError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
+        raise ParameterError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
     return dt.type
 
 
@@ -315,16 +315,16 @@ def _check_call(func: str, first_name: str, first, tokenizer, spec):
     from .spec import CellSpec
 
     if isinstance(first, (Tokenizer, GeneTokenizer)):
-        raise TypeError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
+        raise ParameterError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
                         f"Call {func}({first_name}, tokenizer, spec)")
     if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
         hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
-        raise TypeError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
+        raise ParameterError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
                         f"`tokenizer`, got {type(tokenizer).__name__}{hint}")
     if spec is None:
         return CellSpec()
     if not isinstance(spec, CellSpec):
-        raise TypeError(f"{func}() takes a genotok.CellSpec as `spec`, got "
+        raise ParameterError(f"{func}() takes a genotok.CellSpec as `spec`, got "
                         f"{type(spec).__name__}: write {func}({first_name}, tokenizer, "
                         "CellSpec(...))")
     return spec
@@ -486,7 +486,7 @@ def _features_map(source: CellSource, tokenizer, n_threads):
     feats = source.features()
     if _is_genes(tokenizer):
         if feats is None:
-            raise ValueError(f"{source.where}: a gene vocabulary maps named features (var "
+            raise ParameterError(f"{source.where}: a gene vocabulary maps named features (var "
                              f"ids); the columns of a {source.kind or type(source).__name__} "
                              "input are universe regions: use a region Tokenizer")
         fm = features.feature_map(_Vars(feats) if _is_frame(feats) else feats, tokenizer)
@@ -552,7 +552,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
         return _by_path("tokenize_cells", "source", source, tokenizer, spec, read, out,
                         overwrite, obs_columns, memory_mb, n_threads, progress)
     if read is not None:
-        raise TypeError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
+        raise ParameterError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
                         "opened already (pass the path or object instead)")
     spec = _check_call("tokenize_cells", "source", source, tokenizer, spec)
     type(source).check(spec, type(source).__name__)
@@ -572,7 +572,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     chunk_rows = getattr(read, "chunk_rows", None)
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     if by_var and _is_genes(tokenizer):
-        raise ValueError("order='var' is geniml's region order; a gene vocabulary orders "
+        raise ParameterError("order='var' is geniml's region order; a gene vocabulary orders "
                          "by 'genomic' (column order) or 'value'")
     vm, fm = _features_map(source, tokenizer, n_threads)
     # n_vars: the matrix columns the map describes; n_enc: the columns the value encodings
@@ -585,7 +585,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     if fm is not None:
         kw = _named_medians(kw, fm)
     elif isinstance(kw["rank"], tuple) and isinstance(kw["rank"][0], dict):
-        raise ValueError("RankByMedian with medians keyed by feature id needs a "
+        raise ParameterError("RankByMedian with medians keyed by feature id needs a "
                          "GeneTokenizer; a region tokenizer takes an array of medians")
     medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
     enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
@@ -597,7 +597,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
                                   _totals(source, total, tokenizer))
         encode = remap if encode is None else _then(remap, encode)
     elif total is not None:
-        raise ValueError("Normalize(total=...) takes each cell's total from obs with a "
+        raise ParameterError("Normalize(total=...) takes each cell's total from obs with a "
                          "GeneTokenizer only")
     encode = _extra_encoder(spec.extra_steps(), encode, n_enc, source.where)
     budget = int(memory_mb * (1 << 20))
@@ -718,11 +718,11 @@ def _store_out(out):
         from ..formats.stores import get_store
 
         if len(out) != 2:
-            raise TypeError(f"out= is a path, or a (directory, format) pair; got {out!r}")
+            raise ParameterError(f"out= is a path, or a (directory, format) pair; got {out!r}")
         store = get_store(out[1])
         return out[0], None if store.name == "corpus" else store
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out= is a path, or a (directory, format) pair such as "
+        raise ParameterError(f"out= is a path, or a (directory, format) pair such as "
                         f"('cells/', 'parquet'); got {type(out).__name__}")
     return out, None
 
@@ -793,13 +793,13 @@ def _named_medians(kw: dict, fm) -> dict:
     column; medians computed from the matrix would be of its columns, not of the features."""
     rank = kw["rank"]
     if rank == "median":
-        raise ValueError("RankByMedian() computes medians per matrix column; with a "
+        raise ParameterError("RankByMedian() computes medians per matrix column; with a "
                          "GeneTokenizer give them keyed by feature id: "
                          "RankByMedian({gene id: median})")
     if isinstance(rank, tuple) and isinstance(rank[0], dict):
         return {**kw, "rank": (fm.medians(rank[0]), rank[1])}
     if rank is not None:
-        raise ValueError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
+        raise ParameterError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
                          "({gene id: median}); an array has no feature ids")
     return kw
 
@@ -815,7 +815,7 @@ def _totals(source: CellSource, column: str | None, tokenizer):
     if column is None:
         return None
     if tokenizer.settings.unknown_features != "count":
-        raise ValueError("Normalize(total=...) divides by every count of a cell; a "
+        raise ParameterError("Normalize(total=...) divides by every count of a cell; a "
                          "GeneTokenizer with unknown_features='drop' has removed some")
     if not source.has_obs:
         return None
