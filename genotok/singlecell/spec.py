@@ -741,25 +741,21 @@ class CellSpec:
         64
         """
         import os
-        import tomllib
+
+        from .._io import parse_toml
 
         text = source if isinstance(source, str) and ("\n" in source or "=" in source) else None
         where = "CellSpec TOML" if text is not None else os.fspath(source)
-        try:
-            if text is None:
+        if text is None:
+            try:
                 with open(source, "rb") as fh:  # a device or a pipe never ends: a prefix
-                    raw = fh.read(MAX_TOML_BYTES + 1)
-                if len(raw) > MAX_TOML_BYTES:
-                    raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
-                                         "a cell spec")
-                d = tomllib.loads(raw.decode("utf-8"))
-            else:
-                d = tomllib.loads(text)
-        except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
-            # ValueError: an integer of more than 4,300 digits; RecursionError: a deep nest
-            raise ParameterError(f"{where}: not a valid TOML cell spec: {exc}"[:500]) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
+                    text = fh.read(MAX_TOML_BYTES + 1)
+            except OSError as exc:
+                raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
+            if len(text) > MAX_TOML_BYTES:
+                raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
+                                     "a cell spec")
+        d = parse_toml(text, where, ParameterError, "cell spec")
         try:
             return cls.from_json(d)
         except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
