@@ -629,3 +629,30 @@ def fetch_url(url: str, storage_options: dict | None = None) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return dest
+
+
+def parse_toml(raw: bytes | str, where: str, error: type[Exception], what: str = "") -> dict:
+    """The TOML document ``raw`` (bytes: UTF-8); a document that cannot be read (not TOML,
+    not UTF-8, a nest deeper than the parser recurses, an integer of more than 4,300 digits)
+    is ``error`` naming ``where`` (``what``: the kind of file): every TOML file genotok reads (run files, cell specs,
+    tokenizer configurations) is refused the same way, never with the parser's raw error.
+
+    >>> parse_toml(b"a = 1", "f.toml", ValueError)
+    {'a': 1}
+    >>> parse_toml("a = " + "[" * 5000, "f.toml", ValueError)
+    Traceback (most recent call last):
+    ValueError: f.toml: not valid TOML: maximum recursion depth exceeded
+    """
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        return tomllib.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError, UnicodeError: ValueErrors
+        msg = str(exc).split(" while ", 1)[0] if isinstance(exc, RecursionError) else str(exc)
+        kind = f"a valid TOML {what}" if what else "valid TOML"
+        raise error(f"{where}: not {kind}: {msg}"[:500]) from None

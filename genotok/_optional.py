@@ -8,6 +8,7 @@ Each optional feature has an extra in ``pyproject.toml``; :func:`require` names 
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 
 from .errors import GenotokError
@@ -69,6 +70,29 @@ def optional(module: str) -> ModuleType | None:
         if exc.name is not None and exc.name.split(".")[0] != module.split(".")[0]:
             raise  # the module is there but one of *its* dependencies is missing
         return None
+
+
+def installed(module: str, feature: str) -> None:
+    """Raise :func:`require`'s error when ``module`` is not installed, without importing it
+    (an executor checks its engine when it is made, before a run writes anything; the
+    engine is imported when it starts).
+
+    >>> installed("json", "reading manifests")
+    >>> installed("no_such_module_xyz", "this feature")
+    Traceback (most recent call last):
+    ...
+    genotok._optional.MissingDependencyError: this feature needs no_such_module_xyz: pip install no_such_module_xyz
+    """
+    import importlib.util
+
+    if module in sys.modules:
+        return
+    try:
+        spec = importlib.util.find_spec(module.split(".")[0])
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise MissingDependencyError(module, feature)
 
 
 def require(module: str, feature: str) -> ModuleType:

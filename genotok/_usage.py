@@ -25,6 +25,17 @@ _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _UNEXPECTED = re.compile(r"got an unexpected keyword argument '(\w+)'")
 
 
+def did_you_mean(name, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known`` to an unknown key ``name`` (a file's
+    key, a field), or ``""``.
+
+    >>> did_you_mean("max_lenght", ["max_length", "seed"]), did_you_mean("zzz", ["seed"])
+    (" (did you mean 'max_length'?)", '')
+    """
+    close = difflib.get_close_matches(str(name), [str(k) for k in known], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def unknown_keyword(call: str, name: str, known: Iterable[str],
                     elsewhere: Mapping[str, str] | None = None) -> KeywordError:
     """The error for keyword ``name`` given to ``call``, which takes ``known``.

@@ -295,13 +295,16 @@ class GeneTokenizer:
     def from_pretrained(cls, directory: str | os.PathLike, **overrides) -> GeneTokenizer:
         """The tokenizer :meth:`save_pretrained` wrote (a vocabulary changed since is refused:
         its fingerprint no longer matches)."""
-        import tomllib
+        from ._io import parse_toml
 
         conf_path = Path(directory) / "tokenizer.toml"
         try:
-            conf = tomllib.loads(conf_path.read_text("utf-8")).get("genotok", {})
-        except (OSError, ValueError) as exc:
+            raw = conf_path.read_bytes()
+        except OSError as exc:
             raise VocabularyError(f"{conf_path}: cannot read the tokenizer: {exc}") from None
+        conf = parse_toml(raw, str(conf_path), VocabularyError).get("genotok", {})
+        if not isinstance(conf, dict):
+            raise VocabularyError(f"{conf_path}: [genotok] is a table, got {conf!r}"[:300])
         if conf.get("kind") != "genes":
             raise VocabularyError(f"{conf_path}: not a gene vocabulary (kind = "
                                   f"{conf.get('kind')!r}); use genotok.Tokenizer.from_pretrained")

@@ -37,7 +37,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .genes import GeneSettings, GeneTokenizer, read_mapping
+from .errors import GenotokError
+from .genes import GeneSettings, GeneTokenizer, VocabularyError, read_mapping
 from .params import N_THREADS, Flag, InstanceOf, Integral, Interval, Options, ParameterError, validated
 from .singlecell.spec import CellSpec, Normalize, QuantileBins, RankByMedian
 
@@ -47,6 +48,22 @@ GENEFORMER_INPUT_SIZE = {1: 2048, 2: 4096}
 
 def _mapping(obj) -> Mapping:
     return obj if isinstance(obj, Mapping) else read_mapping(obj)
+
+
+def _where(source) -> str:
+    return "vocabulary" if isinstance(source, Mapping) else os.fspath(source)
+
+
+def _named(source, build):
+    """``build()``; its error names the dictionary file ``source`` (a mapping: as it is), as
+    an error of the file's own reading does: the content of a dictionary file is checked
+    after it is read."""
+    try:
+        return build()
+    except GenotokError as exc:
+        if isinstance(source, Mapping) or str(exc).startswith(os.fspath(source)):
+            raise
+        raise type(exc)(f"{os.fspath(source)}: {exc}") from None
 
 
 #: a dictionary: a path (JSON, TOML or pickle) or a mapping
@@ -83,22 +100,18 @@ def geneformer(token_dictionary, gene_median_dictionary, *, version: int = 1,
     """
     vocab = _mapping(token_dictionary)
     medians = _mapping(gene_median_dictionary)
-    tok = GeneTokenizer(vocab, settings=GeneSettings(
-        id_column if id_column is not None else None, "count"), n_threads=n_threads)
+    tok = _named(token_dictionary, lambda: GeneTokenizer(vocab, settings=GeneSettings(
+        id_column if id_column is not None else None, "count"), n_threads=n_threads))
     size = GENEFORMER_INPUT_SIZE[version] if input_size is None else int(input_size)
     framed = version == 2
     if framed and size < 3:
         raise ParameterError(f"geneformer: input_size={input_size} cannot hold <cls>, <eos> and "
                              "a gene (V2 frames each cell): give 3 or more")
     if framed and (tok.cls_token_id is None or tok.eos_token_id is None):
-        raise ValueError("Geneformer V2 frames each cell with <cls> and <eos>: the token "
-                         "dictionary has no '<cls>' or '<eos>' (a V1 dictionary?)")
-    try:
-        rank = RankByMedian(dict(medians))
-    except ParameterError as exc:  # name the file the medians came from
-        if isinstance(gene_median_dictionary, Mapping):
-            raise
-        raise ParameterError(f"{os.fspath(gene_median_dictionary)}: {exc}") from None
+        raise VocabularyError(f"{_where(token_dictionary)}: Geneformer V2 frames each cell with "
+                              "<cls> and <eos>: the token dictionary has no '<cls>' or '<eos>' "
+                              "(a V1 dictionary?)")
+    rank = _named(gene_median_dictionary, lambda: RankByMedian(dict(medians)))
     spec = CellSpec(encoding=(Normalize(1e4, total="n_counts"), rank),
                     order="value", max_length=size - 2 if framed else size,
                     add_cls=framed, add_eos=framed, cell_filter="filter_pass")
@@ -125,13 +138,13 @@ def scgpt(vocab, n_bins: int = 51, *, append_cls: bool = True, id_column: str = 
     (11, True, True, 2)
     """
     v = _mapping(vocab)
-    tok = GeneTokenizer(v, special_tokens={r: t for r, t in
-                                           {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()
-                                           if t in v},
-                        settings=GeneSettings(id_column, "drop"), n_threads=n_threads)
+    tok = _named(vocab, lambda: GeneTokenizer(
+        v, special_tokens={r: t for r, t in {"pad": "<pad>", "cls": "<cls>", "eos": "<eoc>"}.items()
+                           if t in v},
+        settings=GeneSettings(id_column, "drop"), n_threads=n_threads))
     if append_cls and "<cls>" not in v:
-        raise ValueError("scGPT puts <cls> before each cell: the vocabulary has no '<cls>' "
-                         "(give it, or append_cls=False)")
+        raise VocabularyError(f"{_where(vocab)}: scGPT puts <cls> before each cell: the "
+                              "vocabulary has no '<cls>' (give it, or append_cls=False)")
     spec = CellSpec(encoding=(Normalize(1e4, log1p=True), QuantileBins(n_bins, side, seed)),
                     values=True, order="genomic", max_length=max_length,
                     add_cls=bool(append_cls))

@@ -27,12 +27,11 @@ import json
 import os
 import re
 import stat
-import sys
 from pathlib import Path
 
 import tomli_w
 
-from ._io import atomic_write, local_path
+from ._io import atomic_write, local_path, parse_toml
 from ._optional import require
 from .errors import (
     BedParseError,
@@ -46,11 +45,6 @@ from typing import NamedTuple
 from .kernels.modes import Backend, names
 from .regions import parse_region_strings
 from .universe import SPECIAL_NAMES, Universe
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
 
 #: tokenizer files, by preference
 TOKENIZER_FILES = ("tokenizer.toml", "universe.bed.gz", "universe.bed")
@@ -489,6 +483,19 @@ _FIELD_TYPES = {"special_tokens": (list, dict), "tokenizer_type": (str,), "genot
 _GENOTOK_TYPES = {"fingerprint": (str,), "extra_tokens": (list,), "duplicates": (str,)}
 
 
+def _known_keys(cfg: dict, path: Path) -> None:
+    """A top-level key that is neither gtars' nor ``[genotok]`` is refused: a genotok setting
+    written at the top (``min_overlap = 10``) was silently ignored."""
+    from ._usage import did_you_mean
+
+    known = [*_FIELD_TYPES, "universe"]
+    unknown = [k for k in cfg if k not in known]
+    if unknown:
+        raise UniverseError(f"{path}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], known)}"
+                            f"; the keys are {', '.join(known)} (genotok's settings go in a "
+                            "[genotok] table: [genotok] min_overlap = 10)")
+
+
 def _check_types(cfg: dict, path: Path) -> None:
     """Refuse a field of the wrong TOML type (a raw TypeError or AttributeError later)."""
     def one(table: dict, types: dict, prefix: str) -> None:
@@ -534,11 +541,14 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
         _confined(path.name, root, path)
     try:
         with open(path, "rb") as fh:
-            cfg = tomllib.load(fh)
+            raw = fh.read(1 << 20)  # a configuration is a page; a universe is a file of its own
     except FileNotFoundError:
         raise UniverseError(f"{path}: no such tokenizer configuration file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UniverseError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise UniverseError(f"{path}: cannot read the tokenizer configuration: "
+                            f"{exc.strerror or exc}") from None
+    cfg = parse_toml(raw, str(path), UniverseError)
+    _known_keys(cfg, path)
     if "universe" not in cfg:
         raise UniverseError(f"{path}: the configuration names no universe "
                             "(expected a line like universe = \"universe.bed\")")

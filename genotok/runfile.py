@@ -44,16 +44,16 @@ import glob
 import json
 import os
 import shutil
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ._io import atomic_write, is_url
+from ._io import atomic_write, is_url, parse_toml
 from .errors import GenotokError
 from .formats.stores import STORES, get_store
 from .mixture import mix, write_mixture
+from .params import N_THREADS, check
 from .packing import STRATEGIES, pack
 from .pipeline import (RunOptions, RunSummary, expand_inputs, get_executor, input_kind,
                        pretokenize)
@@ -61,11 +61,6 @@ from .pipeline.executors import executor_names
 from .ragged import Ragged
 from .singlecell.spec import CellSpec
 from .sink import write_records
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = ["PackReport", "Pipeline", "RunFileError", "read_packed"]
 
@@ -193,12 +188,8 @@ class Pipeline:
                 from None
         if len(raw) > _MAX_BYTES:
             raise RunFileError(f"{path}: more than 1 MiB: not a run file")
-        try:
-            text = raw.decode("utf-8")
-            doc = tomllib.loads(text)
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise RunFileError(f"{path}: not a valid TOML run file: {exc}") from None
-        return cls(doc, path, text)
+        doc = parse_toml(raw, str(path), RunFileError, "run file")
+        return cls(doc, path, raw.decode("utf-8"))
 
     def _err(self, key: str, why: str) -> RunFileError:
         return RunFileError(f"{self.source}: {key}: {why}")
@@ -248,7 +239,7 @@ class Pipeline:
         self.executor_options = dict(sub.get(self.executor_name, {}))
         try:  # its keywords checked now (an engine starts only when the run does)
             get_executor(self.executor_name, **self.executor_options)
-        except (GenotokError, TypeError, ValueError) as exc:
+        except (GenotokError, TypeError, ValueError, ImportError) as exc:
             raise self._err(f"[run.{self.executor_name}]", str(exc)) from None
         if is_url(run["out"]):
             raise self._err("[run].out", "a folder on this machine (the datasets' inputs may "
@@ -260,8 +251,8 @@ class Pipeline:
                                       hash=run.get("hash"),
                                       validation=float(run.get("validation", 0.0)),
                                       storage_options=run.get("storage_options"))
-            if self.threads is not None and self.threads < 1:
-                raise ValueError(f"threads must be at least 1, got {self.threads}")
+            if self.threads is not None:
+                check("threads", self.threads, N_THREADS, "run file")
         except (GenotokError, ValueError) as exc:
             raise self._err("[run]", str(exc)) from None
         self.on_error = run.get("on_error", "fail")
@@ -290,7 +281,7 @@ class Pipeline:
             raise self._err(f"{where}.name", f"{name!r} names the folder out/{name}/: letters, "
                             "digits, '_', '.', '-' (not first), and not 'packed'")
         patterns = [d["inputs"]] if isinstance(d["inputs"], str) else d["inputs"]
-        if not patterns or not all(isinstance(p, str) for p in patterns):
+        if not patterns or not all(isinstance(p, str) and p.strip() for p in patterns):
             raise self._err(f"{where}.inputs", "must be a non-empty array of paths, globs or "
                             "URLs")
         inputs: list = []
@@ -455,9 +446,13 @@ class Pipeline:
         pack stage. Returns ``{dataset name: RunSummary}`` (and ``"pack"``: a
         :class:`PackReport`)."""
         tokenizers = {d.name: self.tokenizer(d.tokenizer) for d in self.datasets}  # fail early
-        self._claim(overwrite)
-        results: dict = {}
         executor = get_executor(self.executor_name, **self.executor_options)
+        try:
+            self._claim(overwrite)
+        except BaseException:
+            executor.close()
+            raise
+        results: dict = {}
         try:
             for d in self.datasets:
                 opts = RunOptions(files_per_shard=self.options.files_per_shard,

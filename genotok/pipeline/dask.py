@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import uuid
 
-from .._optional import require
+from .._optional import installed, require
 from ..params import InstanceOf, Integral, Interval, Real, validate
 from .job import Executor, Job
 
@@ -64,6 +64,8 @@ class DaskExecutor(Executor):
             raise PipelineError("DaskExecutor: give a client or an address, not both")
         if client is None and address is None:
             address = "local"
+        if client is None:  # now, before a run writes anything
+            installed("dask.distributed", "executor='dask'")
         self._client, self.address = client, address
         self.n_workers, self.timeout = int(n_workers), float(timeout)
         self._cluster = self._own = None

@@ -23,7 +23,7 @@ import os
 import sys
 
 from .._config import kernel_cache_dir
-from .._optional import require
+from .._optional import installed, require
 from ..params import InstanceOf, Integral, Interval, validate
 from .job import BatchTask, Executor, Job
 from .plan import PipelineError
@@ -62,6 +62,7 @@ class RayExecutor(Executor):
     def __init__(self, address: str = "local", num_workers: int = 2, max_retries: int = 3):
         validate({"address": address, "num_workers": num_workers, "max_retries": max_retries},
                  self.CONSTRAINTS, "RayExecutor")
+        installed("ray", "executor='ray'")  # now, before a run writes anything
         self.address, self.num_workers = address, int(num_workers)
         self.max_retries = int(max_retries)
         self._started = False

@@ -24,6 +24,7 @@ process, on Dask or on Ray), then the manifest and the summary.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections import Counter
@@ -147,6 +148,12 @@ def _progress(total: int, show: bool, desc: str):
     return progress(total, desc, "file", enabled=show, tty_only=True)  # off on non-TTYs
 
 
+#: the input hashes a run can use: xxhash's, and hashlib's of a fixed length (an unknown name
+#: was refused only when the first input was hashed, after the output folder was made)
+HASHES = ("xxh3_128", *sorted(a for a in hashlib.algorithms_available
+                              if not a.startswith("shake")))
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The rarely changed settings of a :func:`pretokenize` run.
@@ -202,7 +209,7 @@ class RunOptions:
     read: ReadOptions | tuple | None = None
 
     CONSTRAINTS: ClassVar[dict] = {"files_per_shard": [Interval(Integral, 1, None)],
-                                   "hash": [InstanceOf(str), None],
+                                   "hash": [Options(*HASHES), None],
                                    "validation": [Interval(Real, 0, 1, closed="left")],
                                    "executor": [InstanceOf(Executor), InstanceOf(str), None],
                                    "storage_options": [InstanceOf(dict), None],

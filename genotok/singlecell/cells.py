@@ -52,7 +52,7 @@ from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
 from ..genes import GeneTokenizer
-from ..params import MEMORY_MB, N_THREADS, Flag, HasAttr, InstanceOf, Unchecked, validated
+from ..params import MEMORY_MB, N_THREADS, Flag, HasAttr, InstanceOf, ParameterError, Unchecked, validated
 from ..tokenizer import Tokenizer
 from ..ragged import Ragged
 from . import conditions, features, reading
@@ -234,9 +234,9 @@ def _ids_dtype(dtype, tokenizer) -> type:
     """The NumPy scalar type for token ids, checked against the vocabulary size."""
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint32)):
-        raise ValueError(f"dtype must be int64, int32 or uint32, got {dt}")
+        raise ParameterError(f"dtype must be int64, int32 or uint32, got {dt}")
     if tokenizer.vocab_size > np.iinfo(dt).max + 1:
-        raise ValueError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
+        raise ParameterError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
     return dt.type
 
 
@@ -317,16 +317,16 @@ def _check_call(func: str, first_name: str, first, tokenizer, spec):
     from .spec import CellSpec
 
     if isinstance(first, (Tokenizer, GeneTokenizer)):
-        raise TypeError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
+        raise ParameterError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
                         f"Call {func}({first_name}, tokenizer, spec)")
     if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
         hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
-        raise TypeError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
+        raise ParameterError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
                         f"`tokenizer`, got {type(tokenizer).__name__}{hint}")
     if spec is None:
         return CellSpec()
     if not isinstance(spec, CellSpec):
-        raise TypeError(f"{func}() takes a genotok.CellSpec as `spec`, got "
+        raise ParameterError(f"{func}() takes a genotok.CellSpec as `spec`, got "
                         f"{type(spec).__name__}: write {func}({first_name}, tokenizer, "
                         "CellSpec(...))")
     return spec
@@ -505,7 +505,7 @@ def _features_map(source: CellSource, tokenizer, n_threads):
     feats = source.features()
     if _is_genes(tokenizer):
         if feats is None:
-            raise ValueError(f"{source.where}: a gene vocabulary maps named features (var "
+            raise ParameterError(f"{source.where}: a gene vocabulary maps named features (var "
                              f"ids); the columns of a {source.kind or type(source).__name__} "
                              "input are universe regions: use a region Tokenizer")
         fm = features.feature_map(_Vars(feats) if _is_frame(feats) else feats, tokenizer)
@@ -573,7 +573,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
         return _by_path("tokenize_cells", "source", source, tokenizer, spec, read, out,
                         overwrite, obs_columns, memory_mb, n_threads, progress)
     if read is not None:
-        raise TypeError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
+        raise ParameterError(f"tokenize_cells(): read= is how an input is opened; {source!r} is "
                         "opened already (pass the path or object instead)")
     spec = CellSpec() if spec is None else spec
     type(source).check(spec, type(source).__name__)
@@ -592,7 +592,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     chunk_rows = getattr(read, "chunk_rows", None)
     n_threads = tokenizer.n_threads if n_threads is None else n_threads
     if by_var and _is_genes(tokenizer):
-        raise ValueError("order='var' is geniml's region order; a gene vocabulary orders "
+        raise ParameterError("order='var' is geniml's region order; a gene vocabulary orders "
                          "by 'genomic' (column order) or 'value'")
     vm, fm = _features_map(source, tokenizer, n_threads)
     # n_vars: the matrix columns the map describes; n_enc: the columns the value encodings
@@ -605,7 +605,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     if fm is not None:
         kw = _named_medians(kw, fm)
     elif isinstance(kw["rank"], tuple) and isinstance(kw["rank"][0], dict):
-        raise ValueError("RankByMedian with medians keyed by feature id needs a "
+        raise ParameterError("RankByMedian with medians keyed by feature id needs a "
                          "GeneTokenizer; a region tokenizer takes an array of medians")
     medians_of, layer = source.value_input() if isinstance(kw["rank"], str) else (None, None)
     enc = cellvalues.value_encoding(medians_of, layer=layer, memory_mb=memory_mb, **kw)
@@ -617,7 +617,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
                                   _totals(source, total, tokenizer))
         encode = remap if encode is None else _then(remap, encode)
     elif total is not None:
-        raise ValueError("Normalize(total=...) takes each cell's total from obs with a "
+        raise ParameterError("Normalize(total=...) takes each cell's total from obs with a "
                          "GeneTokenizer only")
     encode = _extra_encoder(spec.extra_steps(), encode, n_enc, source.where)
     budget = int(memory_mb * (1 << 20))
@@ -738,11 +738,11 @@ def _store_out(out):
         from ..formats.stores import get_store
 
         if len(out) != 2:
-            raise TypeError(f"out= is a path, or a (directory, format) pair; got {out!r}")
+            raise ParameterError(f"out= is a path, or a (directory, format) pair; got {out!r}")
         store = get_store(out[1])
         return out[0], None if store.name == "corpus" else store
     if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out= is a path, or a (directory, format) pair such as "
+        raise ParameterError(f"out= is a path, or a (directory, format) pair such as "
                         f"('cells/', 'parquet'); got {type(out).__name__}")
     return out, None
 
@@ -813,13 +813,13 @@ def _named_medians(kw: dict, fm) -> dict:
     column; medians computed from the matrix would be of its columns, not of the features."""
     rank = kw["rank"]
     if rank == "median":
-        raise ValueError("RankByMedian() computes medians per matrix column; with a "
+        raise ParameterError("RankByMedian() computes medians per matrix column; with a "
                          "GeneTokenizer give them keyed by feature id: "
                          "RankByMedian({gene id: median})")
     if isinstance(rank, tuple) and isinstance(rank[0], dict):
         return {**kw, "rank": (fm.medians(rank[0]), rank[1])}
     if rank is not None:
-        raise ValueError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
+        raise ParameterError("with a GeneTokenizer, RankByMedian takes medians keyed by feature id "
                          "({gene id: median}); an array has no feature ids")
     return kw
 
@@ -835,7 +835,7 @@ def _totals(source: CellSource, column: str | None, tokenizer):
     if column is None:
         return None
     if tokenizer.settings.unknown_features != "count":
-        raise ValueError("Normalize(total=...) divides by every count of a cell; a "
+        raise ParameterError("Normalize(total=...) divides by every count of a cell; a "
                          "GeneTokenizer with unknown_features='drop' has removed some")
     if not source.has_obs:
         return None
@@ -843,7 +843,21 @@ def _totals(source: CellSource, column: str | None, tokenizer):
         read = source.obs([column])
     except (AnnDataError, SourceError):
         return None
-    return lambda lo, hi: np.asarray(read(lo, hi)[1][column], dtype=np.float64)
+
+    def totals(lo: int, hi: int) -> np.ndarray:  # checked before it is converted
+        col = np.asarray(read(lo, hi)[1][column])
+        where = f"{source.where}: obs[{column!r}]"
+        if col.dtype.kind not in "iuf":
+            raise AnnDataError(f"{where}: each cell's total count is a number, got "
+                               f"{col.dtype} values (e.g. {col[:3].tolist()!r})")
+        col = col.astype(np.float64)
+        bad = np.flatnonzero(~((col >= 0) & (col < np.inf)))
+        if bad.size:
+            raise AnnDataError(f"{where}: cell {lo + int(bad[0])}: total count "
+                               f"{col[bad[0]]}; a cell's total is finite and >= 0")
+        return col
+    totals.column = column
+    return totals
 
 
 def _token_bound(source: _Source, vm: _VarMap, opt: _Options) -> int | None:

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import AnnDataError
+from ..params import ParameterError
 from ..ragged import Ragged
 from .sources import _container, _is_path, _obs_reader
 
@@ -184,12 +185,16 @@ def condition_tokens(adata, columns: Sequence[str], *, template: str = TEMPLATE)
     return [token(c, v, template) for c in columns for v in _column_values(cols[c])]
 
 
-def _check_columns(columns) -> list[str]:
+def _check_columns(columns, what: str = "condition columns") -> list[str]:
     if isinstance(columns, str):
         columns = [columns]
+    bad = [c for c in columns if not isinstance(c, str) or not c]
+    if bad:  # a number or a table is no column name (its text would be taken as one)
+        raise ParameterError(f"{what}: obs column names are non-empty strings, got "
+                             f"{bad[0]!r}"[:300])
     columns = [str(c) for c in columns]
     if len(set(columns)) != len(columns):
-        raise ValueError(f"condition columns repeat: {columns}")
+        raise ParameterError(f"{what}: the columns repeat: {columns}")
     return columns
 
 
@@ -208,7 +213,7 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
     [[8], [1]]
     """
     if unknown not in UNKNOWN:
-        raise ValueError(f"condition_unknown must be one of {UNKNOWN}, got {unknown!r}")
+        raise ParameterError(f"condition_unknown must be one of {UNKNOWN}, got {unknown!r}")
     prepend = _check_columns(prepend)
     vocab = tokenizer.universe.get_vocab()
     first_extra = tokenizer.universe.n_regions + 7
@@ -269,7 +274,7 @@ def prepend_ids(rows: Ragged, ids: np.ndarray) -> Ragged:
     ids = np.asarray(ids)
     n, k = ids.shape
     if n != len(rows):
-        raise ValueError(f"{n} rows of condition ids for {len(rows)} cells")
+        raise ParameterError(f"{n} rows of condition ids for {len(rows)} cells")
     lens = rows.lengths + k
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(lens, out=offsets[1:])
@@ -324,7 +329,7 @@ def _special_id(tokenizer, role: str) -> int:
     """The id of ``<role>`` (a gene vocabulary may lack it: said plainly)."""
     i = getattr(tokenizer, f"{role}_token_id")
     if i is None:
-        raise ValueError(f"the tokenizer's vocabulary has no <{role}> token; give it one "
+        raise ParameterError(f"the tokenizer's vocabulary has no <{role}> token; give it one "
                          f"(GeneTokenizer(..., special_tokens={{{role!r}: ...}}))")
     return int(i)
 

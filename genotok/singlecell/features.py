@@ -196,7 +196,8 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
             keep = col_new[cols[ptr[bad]:ptr[bad + 1]]]
             keep = (keep >= 0) & (keep != sink)
             known = float(np.sum(vals[ptr[bad]:ptr[bad + 1]][keep], dtype=np.float64))
-            raise AnnDataError(f"{where}: cell {ch.row0 + bad}: obs total {float(tot[bad])} "
+            raise AnnDataError(f"{where}: cell {ch.row0 + bad}: obs"
+                               f"[{getattr(totals, 'column', 'total')!r}] {float(tot[bad])} "
                                f"is below the sum of its counts in the vocabulary "
                                f"({known}); is it the cell's total count?")
         return Chunk(ch.row0, out_ptr, new, out, fm.n_new)

@@ -47,6 +47,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .._usage import did_you_mean
 from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
                       validate_fields)
 from ..kernels.modes import Order, Truncate, Unknown, names
@@ -94,10 +95,7 @@ class Encoding(abc.ABC):
     @classmethod
     def from_json(cls, d: dict) -> Encoding:
         names = [f.name for f in fields(cls)]
-        unknown = sorted(set(d) - {"name", *names})
-        if unknown:
-            raise ParameterError(f"{cls.__name__}: unknown field(s) {unknown}; the fields are "
-                                 f"{names}")
+        _known_keys(cls.__name__, d, names)
         return cls(**{k: v for k, v in d.items() if k != "name"})
 
     def _alone(self):
@@ -115,6 +113,15 @@ class Encoding(abc.ABC):
         ch = chunk.rebased()
         return self._alone().encode(ch.indptr, ch.indices, ch.data, ch.n_cols,
                                     f"{self.name} (rows {ch.row0}..)", ch.row0)
+
+
+def _known_keys(what: str, d: Mapping, names: list, extra=("name",)) -> None:
+    """A key of ``d`` (a spec's JSON or TOML table) that is not a field of ``what``: refused
+    naming it, with the closest field."""
+    unknown = sorted((str(k) for k in set(d) - {*extra, *names}))
+    if unknown:
+        raise ParameterError(f"{what}: unknown field(s) {unknown}"
+                             f"{did_you_mean(unknown[0], names)}; the fields are {names}")
 
 
 def register_encoding(cls: type[Encoding]) -> type[Encoding]:
@@ -357,10 +364,7 @@ class RankByMedian(Encoding):
 
     @classmethod
     def from_json(cls, d: dict) -> RankByMedian:
-        unknown = sorted(set(d) - {"name", "medians", "method", "fitted_on"})
-        if unknown:
-            raise ParameterError(f"RankByMedian: unknown field(s) {unknown}; the fields are "
-                                 "['medians', 'method', 'fitted_on']")
+        _known_keys("RankByMedian", d, ["medians", "method", "fitted_on"])
         med = d.get("medians")
         if isinstance(med, dict):
             med = {k: np.nan if x is None else x for k, x in med.items()}
@@ -637,7 +641,7 @@ class CellSpec:
         set_(self, "encoding", steps)
         set_(self, "order", order)
         set_(self, "unique", bool(unique))
-        set_(self, "prepend", tuple(conditions._check_columns(self.prepend)))
+        set_(self, "prepend", tuple(conditions._check_columns(self.prepend, "CellSpec: prepend")))
         set_(self, "seed", int(self.seed))
         if self.max_length is not None:
             set_(self, "max_length", int(self.max_length))
@@ -661,27 +665,34 @@ class CellSpec:
     @classmethod
     def from_json(cls, text) -> CellSpec:
         """The spec of :meth:`to_json`'s text (or :meth:`as_dict`'s dict)."""
-        d = json.loads(text) if isinstance(text, (str, bytes)) else text
+        if isinstance(text, (str, bytes, bytearray)):
+            try:  # a deep nest is a RecursionError of the parser, bad UTF-8 a UnicodeError
+                d = json.loads(text)
+            except (ValueError, RecursionError) as exc:
+                raise ParameterError(f"CellSpec: not a JSON cell spec: {exc}"[:500]) from None
+        else:
+            d = text
         if not isinstance(d, Mapping):
             raise ParameterError(f"CellSpec: a spec is a JSON object (a table), got "
                                  f"{type(d).__name__}")
         d = dict(d)
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ParameterError(f"CellSpec: unknown field(s) {sorted(unknown)}; the fields are "
-                                 f"{[f.name for f in fields(cls)]}")
+        _known_keys("CellSpec", d, [f.name for f in fields(cls)], extra=())
         steps = []
-        encoding, prepend = d.get("encoding") or (), d.get("prepend") or ()
+        encoding = () if d.get("encoding") is None else d["encoding"]
+        prepend = () if d.get("prepend") is None else d["prepend"]
         validate({"encoding": encoding, "prepend": prepend},
                  {"encoding": [InstanceOf(list, tuple)], "prepend": [InstanceOf(str, list, tuple)]},
                  "CellSpec")
         for s in encoding:
-            name = s.get("name") if isinstance(s, dict) else None
+            if not isinstance(s, Mapping):
+                raise ParameterError(f"CellSpec: each encoding step is a table with a name "
+                                     f"(e.g. {{name = \"bins\", n = 51}}), got {s!r}"[:300])
+            name = s.get("name")
             known = encodings()
-            if name not in known:
+            if not isinstance(name, str) or name not in known:
                 raise ParameterError(f"CellSpec: unknown value encoding {name!r}; known: "
                                      f"{sorted(known)}")
-            steps.append(known[name].from_json(s))
+            steps.append(known[name].from_json(dict(s)))
         d["encoding"] = tuple(steps)
         d["prepend"] = (prepend,) if isinstance(prepend, str) else tuple(prepend)
         return cls(**d)
@@ -730,24 +741,21 @@ class CellSpec:
         64
         """
         import os
-        import tomllib
+
+        from .._io import parse_toml
 
         text = source if isinstance(source, str) and ("\n" in source or "=" in source) else None
         where = "CellSpec TOML" if text is not None else os.fspath(source)
-        try:
-            if text is None:
+        if text is None:
+            try:
                 with open(source, "rb") as fh:  # a device or a pipe never ends: a prefix
-                    raw = fh.read(MAX_TOML_BYTES + 1)
-                if len(raw) > MAX_TOML_BYTES:
-                    raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
-                                         "a cell spec")
-                d = tomllib.loads(raw.decode("utf-8"))
-            else:
-                d = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ParameterError(f"{where}: not a valid TOML cell spec: {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
+                    text = fh.read(MAX_TOML_BYTES + 1)
+            except OSError as exc:
+                raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
+            if len(text) > MAX_TOML_BYTES:
+                raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
+                                     "a cell spec")
+        d = parse_toml(text, where, ParameterError, "cell spec")
         try:
             return cls.from_json(d)
         except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:

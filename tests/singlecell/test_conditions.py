@@ -289,7 +289,7 @@ def test_prepend_as_one_string_is_one_column(tmp_path):
     assert c.header["extra"]["anndata"]["prepend"] == ["batch"]
     with pytest.raises(ValueError, match="condition_unknown must be one of"):
         tokenize_anndata(a[:0], tok, CellSpec(prepend="batch", condition_unknown="skip"))
-    with pytest.raises(ValueError, match="condition columns repeat"):
+    with pytest.raises(ValueError, match="the columns repeat"):
         tokenize_anndata(a, tok, CellSpec(prepend=["batch", "batch"]), out=tmp_path / "d.gtokc")
     assert not (tmp_path / "d.gtokc").exists()
 

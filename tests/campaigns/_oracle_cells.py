@@ -1,0 +1,96 @@
+"""The campaigns' oracle: an attack ends in the correct result, or in a GenotokError subclass
+whose message names the file (and line) or the argument; never a raw exception, never silent
+wrong data, no memory blow-up (memory-risky attacks in a subprocess under RLIMIT_AS), no hang
+(a timeout)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from genotok.errors import GenotokError
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the address space of a memory-risky attack's subprocess
+LIMIT_AS = 2 << 30
+
+
+def refused(fn, *names, exc=GenotokError):
+    """``fn()`` raises ``exc`` (a GenotokError) whose message holds every one of ``names``
+    (a raw exception propagates: the attack fails)."""
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    for n in names:
+        assert str(n) in msg, f"the message does not name {n!r}: {msg}"
+    return msg
+
+
+def isolated(code: str, *, timeout: float = 120, limit: int = LIMIT_AS) -> dict:
+    """Run ``code`` in a fresh interpreter under ``RLIMIT_AS = limit``; the code sets
+    ``result`` (JSON); an exception leaves ``{"error": class name, "genotok": bool, "msg"}``."""
+    prog = textwrap.dedent("""
+        import json, resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+        from genotok.errors import GenotokError
+        result = None
+        try:
+        {body}
+        except MemoryError:
+            result = {{"error": "MemoryError", "genotok": False, "msg": ""}}
+        except BaseException as exc:
+            result = {{"error": type(exc).__name__, "genotok": isinstance(exc, GenotokError),
+                      "msg": str(exc)[:2000]}}
+        print("RESULT=" + json.dumps(result, default=str))
+        """).format(limit=limit, body=textwrap.indent(textwrap.dedent(code), "    "))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+               NUMBA_NUM_THREADS="2", OMP_NUM_THREADS="1")
+    try:
+        p = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           timeout=timeout, env=env, cwd=str(ROOT))
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hang: no answer in {timeout} s")
+    line = [x for x in p.stdout.splitlines() if x.startswith("RESULT=")]
+    assert line, f"the subprocess died (rc {p.returncode}): {p.stderr[-2000:]}"
+    return json.loads(line[-1][len("RESULT="):])
+
+
+def isolated_refused(code: str, *names, **kw) -> dict:
+    r = isolated(code, **kw)
+    assert isinstance(r, dict) and r.get("error"), f"accepted: {r}"
+    assert r["genotok"], f"raw {r['error']}: {r['msg']}"
+    for n in names:
+        assert str(n) in r["msg"], f"the message does not name {n!r}: {r['msg']}"
+    return r
+
+
+def cli(*args, timeout: float = 180, cwd=None, env=None):
+    """``python -m genotok ARGS`` (this checkout): (returncode, stdout, stderr)."""
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    e.update(env or {})
+    try:
+        p = subprocess.run([sys.executable, "-m", "genotok", *map(str, args)], capture_output=True,
+                           text=True, timeout=timeout, cwd=cwd, env=e)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hang: genotok {' '.join(map(str, args))}")
+    return p.returncode, p.stdout, p.stderr
+
+
+def cli_refused(*args, names=(), **kw) -> str:
+    """The CLI exits 2 (a clear error), not 1 with "an unexpected error", naming ``names``."""
+    rc, out, err = cli(*args, **kw)
+    assert rc != 0, f"accepted: {out[-500:]}"
+    assert "unexpected error" not in err and "Traceback" not in err, err[-3000:]
+    for n in names:
+        assert str(n) in err, f"the message does not name {n!r}: {err[-2000:]}"
+    return err
+
+
+def dump(obj) -> str:
+    return json.dumps(obj)
