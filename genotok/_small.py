@@ -29,6 +29,7 @@ import operator
 import os
 import re
 import stat
+import time
 
 import numpy as np
 
@@ -293,12 +294,18 @@ def _keys(u):
 
 
 _WARM = False  # the overlap kernels run without compiling (remembered once true)
+_COLD_UNTIL = 0.0  # a cold answer holds until then (a look lists a cache folder: 40 us)
 
 
 def _warm() -> bool:
-    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.group_ready`)."""
-    global _WARM
+    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.group_ready`);
+    a cold answer is asked again after a second at the earliest."""
+    global _WARM, _COLD_UNTIL
+    now = time.monotonic()
+    if now < _COLD_UNTIL:
+        return False
     _WARM = _config.group_ready("overlap")
+    _COLD_UNTIL = now + 1.0
     return _WARM
 
 

@@ -158,6 +158,7 @@ def test_larger_sets_while_the_kernels_are_cold(tmp_path, monkeypatch):
     assert encode_small(tok, path) is None  # warm: too many lines
     monkeypatch.setattr(_small._config, "group_ready", lambda group: False)
     monkeypatch.setattr(_small, "_WARM", False)
+    monkeypatch.setattr(_small, "_COLD_UNTIL", 0.0)  # (restored after: no cold answer held)
     got = encode_small(tok, path)
     assert got is not None
     assert got.tolist() == naive_tokenizer.tokenize(universe, queries, from_file=True)
@@ -170,3 +171,13 @@ def test_encode_batch_takes_a_generator(tmp_path):
     tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr2", 0, 50)]))
     got = tok.encode_batch(s for s in (["chr1:5-10"], ["chr2:1-2", "chr1:3-4"]))
     assert [g.tolist() for g in got] == [[0], [1, 0]]
+
+
+def test_a_coordinate_past_the_keys_is_not_read_as_another_chromosome(tmp_path):
+    """Global keys are code << 40 | coordinate: an end from 2**40 on ran into the next
+    chromosome's keys and hit chr2's region from a chr1 query (the Python form before)."""
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr2", 0, 10)]))
+    for arg in (["chr1:5-1099511627777"], ["chr1:5-1099511627777", "chr1:5-6"],
+                (np.array(["chr1"]), np.array([5]), np.array([(1 << 40) + 1]))):
+        assert tok.encode(arg).tolist() == tok._overlaps([tok._regions(arg)], None).ids.tolist()
+        assert 1 not in tok.encode(arg).tolist()
