@@ -12,10 +12,10 @@ import time
 def _rooms() -> None:
     """Each room's own warmup: every kernel on tiny inputs of the dtypes the rooms use."""
     from .formats.corpus import reader
-    from .kernels import build, mixing, overlap, packing, parse, sort
+    from .kernels import build, mixing, overlap, packing, parse, small, sort
     from .singlecell import cells, values
 
-    for room in (parse, overlap, sort, build, packing, mixing, cells, values, reader):
+    for room in (parse, overlap, small, sort, build, packing, mixing, cells, values, reader):
         room.warmup()
 
 
