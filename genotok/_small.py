@@ -208,22 +208,20 @@ def _stat(path: str):
 
 def _array_rows(chroms, starts, ends, index):
     """``(rows, heads, codes)`` for :func:`genotok.kernels.small.hits` of three short arrays,
-    or ``None`` (the kernel checks the coordinates)."""
-    if not (isinstance(starts, np.ndarray) and isinstance(ends, np.ndarray)
-            and isinstance(chroms, np.ndarray)):
+    or ``None`` (the kernel checks the coordinates: a uint64 past 2**63 turns negative in
+    int64, a negative start or one after its end, which it refuses)."""
+    if not (type(chroms) is np.ndarray and type(starts) is np.ndarray
+            and type(ends) is np.ndarray):
         return None
-    n = chroms.shape[0] if chroms.ndim == 1 else -1
-    if (not 0 < n <= MAX_REGIONS or starts.shape != (n,) or ends.shape != (n,)
-            or starts.dtype.kind not in "iu" or ends.dtype.kind not in "iu"
-            or chroms.dtype.kind != "U"):
+    n = chroms.size
+    if (not 0 < n <= MAX_REGIONS or chroms.ndim != 1 or starts.shape != chroms.shape
+            or ends.shape != chroms.shape or starts.dtype.kind not in "iu"
+            or ends.dtype.kind not in "iu" or chroms.dtype.kind != "U"):
         return None
     get = index.get
     codes = [get(c, -1) for c in chroms.tolist()]
     if max(codes) < 0:
         return None
-    if starts.dtype == np.uint64 or ends.dtype == np.uint64:
-        if starts.max() >= 1 << 62 or ends.max() >= 1 << 62:
-            return None  # (no wrap into a negative int64)
     rows = np.empty((2, n), dtype=np.int64)
     rows[0], rows[1] = starts, ends
     return rows, _HEADS[:n], np.array(codes, dtype=np.int64)

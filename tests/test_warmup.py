@@ -127,7 +127,7 @@ def test_after_warmup_the_readme_compiles_nothing(tmp_path):
         pytest.importorskip(needed)
     warm = _run("import genotok; genotok.warmup()", tmp_path / "cache")
     assert warm.returncode == 0, warm.stderr[-2000:]
-    assert "genotok: warmup compiled" in warm.stderr and "warmup 1/4" in warm.stderr
+    assert "genotok: warmup compiled" in warm.stderr and "warmup 1/" in warm.stderr
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     quick, cells = blocks[0], next(b for b in blocks if "tokenize_anndata" in b)
     cells = cells.replace('out="pbmc.gtokc"', f'out={str(tmp_path / "pbmc.gtokc")!r}')
