@@ -29,6 +29,7 @@ import operator
 import os
 import re
 import stat
+import time
 
 import numpy as np
 
@@ -48,10 +49,14 @@ _STRING_TEXT = r"([!-~]+):([0-9]{1,15})-([0-9]{1,15})"
 _STRING = re.compile(_STRING_TEXT.replace("[!-~]", r"[!-,.-9;-^`-~]"))
 _STRINGS = re.compile(rf"(?:{_STRING.pattern}\n)*{_STRING.pattern}")
 _SHIFT = 40  # global sort keys: code << 40 | coordinate (coordinates below 2**40)
+_LIMIT = 1 << _SHIFT  # a coordinate from here on takes the full path (it fits no key)
 _SORTED = ("gtars", "input")
 # the names of plain BED lines, one a line: printable, no space, not a header's #, track,
 # browser
 _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+")
+
+
+_MODES = {"drop": 0, "region": 1, "set": 2}  # kernels.small.hits' unknown modes
 
 
 def encode_small(tok, regions) -> np.ndarray | None:
@@ -62,6 +67,17 @@ def encode_small(tok, regions) -> np.ndarray | None:
             or s.tokenizer_type != "bits"):
         return None
     cold = not (_WARM or _warm())
+    if not cold:  # two dispatches of genotok.kernels.small (its oracle: the Python form)
+        ids = _compiled(tok, regions)
+        if ids is not None:
+            return ids
+    return _python(tok, regions, cold)
+
+
+def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
+    """:func:`encode_small` in plain Python and NumPy: no kernel (while they are cold, and for
+    what :func:`_compiled` leaves)."""
+    s = tok.settings
     parsed = _parse(regions, COLD_REGIONS if cold else MAX_REGIONS,
                     COLD_BYTES if cold else MAX_BYTES)
     if parsed is None:
@@ -81,7 +97,7 @@ def encode_small(tok, regions) -> np.ndarray | None:
     keys = _keys(u)
     if keys is None:
         return None
-    gstart, gmax, ends_sorted, ids = keys
+    gstart, gmax, ends_sorted, ids = keys[:4]
     unk = u.unk_token_id
     mode = s.unknown
     if n <= 4:  # scalar searches: fewer NumPy calls than the vectorised form
@@ -126,9 +142,132 @@ def encode_small(tok, regions) -> np.ndarray | None:
     return found
 
 
+def _compiled(tok, obj) -> np.ndarray | None:
+    """:func:`encode_small` by :mod:`genotok.kernels.small`, or ``None``: the Python form
+    decides (a file out of gtars' order, anything the kernels refuse)."""
+    keys = _keys(tok.universe)
+    if keys is None:
+        return None
+    kind = -1
+    if type(obj) is tuple and len(obj) == 3:
+        got = _array_rows(*obj, keys[5])
+        if got is None:
+            return None
+        rows, heads, codes = got
+    elif isinstance(obj, str) and (st := _stat(obj)) is not None:
+        data, kind = _read(obj, MAX_BYTES, st), 0
+    elif isinstance(obj, str) or type(obj) is list and len(obj) == 1 and type(obj[0]) is str:
+        one = _region_string(obj if isinstance(obj, str) else obj[0])  # no join, no scan
+        code = -1 if one is None else keys[5].get(one[0], -1)
+        if code < 0:  # (an unknown name: the full path warns about chr prefixes)
+            return None
+        rows, codes = np.empty((2, 1), dtype=np.int64), np.empty(1, dtype=np.int64)
+        rows[0, 0], rows[1, 0], codes[0], heads = one[1], one[2], code, _HEAD
+    elif isinstance(obj, os.PathLike):
+        data, kind = _read(os.fspath(obj), MAX_BYTES), 0
+    elif isinstance(obj, list) and 0 < len(obj) <= MAX_REGIONS:
+        try:
+            data, kind = "\n".join(obj), 1
+        except TypeError:  # not all strings
+            return None
+        if not data.isascii():
+            return None
+        data = data.encode()
+    else:
+        return None
+    if kind >= 0:
+        if data is None:
+            return None
+        status, rows, runs, r, in_order = _kernels().scan(np.frombuffer(data, np.uint8), kind)
+        if status or kind and rows.shape[1] != len(obj):
+            return None
+        if not kind and not in_order and tok.settings.order == "gtars":
+            return None  # gtars sorts a file by (name bytes, start): the Python form does
+        get = keys[4].get
+        codes = [get(data[a:b], -1) for a, b in zip(*runs[1:, :r].tolist())]
+        if max(codes) < 0:
+            return None  # no name known: the full path warns about a chr-prefix mismatch
+        heads, codes = runs[0, :r], np.array(codes, dtype=np.int64)
+    status, ids = _kernels().hits(rows, heads, codes, keys[6], keys[7],
+                                  _MODES[tok.settings.unknown])
+    return None if status else ids
+
+
+_HEADS = np.arange(MAX_REGIONS, dtype=np.int64)  # a run a line (read only by the kernel)
+_HEAD = _HEADS[:1]
+
+
+def _stat(path: str):
+    """``os.stat(path)``, or ``None`` where :func:`os.path.exists` says false (asked first by
+    ``access``: a region string is no file, and a failing ``stat`` raises, which costs 2 us)."""
+    try:
+        return os.stat(path) if os.access(path, os.F_OK) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _array_rows(chroms, starts, ends, index):
+    """``(rows, heads, codes)`` for :func:`genotok.kernels.small.hits` of three short arrays,
+    or ``None`` (the kernel checks the coordinates: a uint64 past 2**63 turns negative in
+    int64, a negative start or one after its end, which it refuses)."""
+    if not (type(chroms) is np.ndarray and type(starts) is np.ndarray
+            and type(ends) is np.ndarray):
+        return None
+    n = chroms.size
+    if (not 0 < n <= MAX_REGIONS or chroms.ndim != 1 or starts.shape != chroms.shape
+            or ends.shape != chroms.shape or starts.dtype.kind not in "iu"
+            or ends.dtype.kind not in "iu" or chroms.dtype.kind != "U"):
+        return None
+    get = index.get
+    codes = [get(c, -1) for c in chroms.tolist()]
+    if max(codes) < 0:
+        return None
+    rows = np.empty((2, n), dtype=np.int64)
+    rows[0], rows[1] = starts, ends
+    return rows, _HEADS[:n], np.array(codes, dtype=np.int64)
+
+
+def _read(path: str, max_bytes: int, st=None) -> bytes | None:
+    """The bytes of a short regular file (inflated when gzipped), or ``None``."""
+    try:
+        st = os.stat(path) if st is None else st
+        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:  # a pipe is read once:
+            return None  # by the full path (and a long file is not read twice)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            data = os.read(fd, max_bytes + 1)
+            while len(data) < st.st_size:  # (a short read)
+                more = os.read(fd, max_bytes + 1 - len(data))
+                if not more:
+                    break
+                data += more
+        finally:
+            os.close(fd)
+        if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
+            with gzip.open(path, "rb") as f:
+                data = f.read(max_bytes + 1)
+    except (OSError, EOFError, ValueError):  # damaged gzip: the full path names the problem
+        return None
+    return data if len(data) <= max_bytes else None
+
+
+_SMALL_KERNELS = None
+
+
+def _kernels():
+    """:mod:`genotok.kernels.small`, imported on first use (numba-compiled: not at import)."""
+    global _SMALL_KERNELS
+    if _SMALL_KERNELS is None:
+        from .kernels import small
+        _SMALL_KERNELS = small
+    return _SMALL_KERNELS
+
+
 def _keys(u):
     """The sweep index as global sort keys ``code << 40 | start`` and ``code << 40 | running
-    max end`` (built once per universe), or ``None`` when a coordinate does not fit."""
+    max end`` (built once per universe), or ``None`` when a coordinate does not fit; then the
+    ends, the ids, the chromosome codes by name as bytes and as str, and the four stacked for
+    :func:`genotok.kernels.small.hits`."""
     cached = getattr(u, "_small_keys", None)
     if cached is not None:
         return cached or None
@@ -138,7 +277,13 @@ def _keys(u):
     keys = ()
     if ok:
         code = np.repeat(np.arange(n_chroms, dtype=np.int64), np.diff(sw.chrom_ptr)) << _SHIFT
-        keys = (code + sw.starts, code + sw.maxend, sw.ends, sw.ids)
+        stacked = np.empty((4, sw.ends.size), dtype=np.int64)
+        stacked[0], stacked[1], stacked[2], stacked[3] = (code + sw.starts, code + sw.maxend,
+                                                          sw.ends, sw.ids)
+        index = {name: k for k, name in enumerate(u.chrom_names)}
+        by_bytes = {k.encode(): v for k, v in index.items()}
+        keys = (stacked[0], stacked[1], stacked[2], stacked[3], by_bytes, index, stacked,
+                u.unk_token_id)
     try:
         u._small_keys = keys
     except AttributeError:  # a universe that takes no attribute: build again next time
@@ -147,12 +292,18 @@ def _keys(u):
 
 
 _WARM = False  # the overlap kernels run without compiling (remembered once true)
+_COLD_UNTIL = 0.0  # a cold answer holds until then (a look lists a cache folder: 40 us)
 
 
 def _warm() -> bool:
-    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.group_ready`)."""
-    global _WARM
+    """Whether the overlap kernels are compiled or cached (:func:`genotok._config.group_ready`);
+    a cold answer is asked again after a second at the earliest."""
+    global _WARM, _COLD_UNTIL
+    now = time.monotonic()
+    if now < _COLD_UNTIL:
+        return False
     _WARM = _config.group_ready("overlap")
+    _COLD_UNTIL = now + 1.0
     return _WARM
 
 
@@ -174,7 +325,7 @@ def _parse(obj, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
             return None
         names, starts, ends = zip(*_STRING.findall(text))
         starts, ends = list(map(int, starts)), list(map(int, ends))
-        if any(map(operator.gt, starts, ends)):
+        if any(map(operator.gt, starts, ends)) or max(ends) >= _LIMIT:
             return None
         return list(names), starts, ends, False
     if type(obj) is tuple and len(obj) == 3:
@@ -190,7 +341,7 @@ def _region_string(x: str):
             or ":" in chrom or not chrom.isascii() or not chrom.isprintable() or " " in chrom):
         return None  # (the names _STRING takes)
     a, b = int(st), int(e)
-    return None if a > b else (chrom, a, b)
+    return None if a > b or b >= _LIMIT else (chrom, a, b)
 
 
 def _number(x: str) -> bool:
@@ -208,7 +359,7 @@ def _arrays(chroms, starts, ends, max_regions: int):
             or chroms.dtype.kind != "U"):
         return None
     s, e = starts.tolist(), ends.tolist()
-    if min(s) < 0 or max(e) >= 10**_DIGITS or any(a > b for a, b in zip(s, e)):
+    if min(s) < 0 or max(e) >= _LIMIT or any(a > b for a, b in zip(s, e)):
         return None
     return chroms.tolist(), s, e, False
 
@@ -216,18 +367,10 @@ def _arrays(chroms, starts, ends, max_regions: int):
 def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_BYTES):
     """``(names, starts, ends, True)`` of a short plain BED file (gzip allowed), or ``None``
     (see the module documentation): at most ``max_regions`` lines and ``max_bytes`` bytes."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:  # a pipe is read once:
-            return None  # by the full path (and a long file is not read twice)
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
-        if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
-            with gzip.open(path, "rb") as f:
-                data = f.read(max_bytes + 1)
-    except (OSError, EOFError, ValueError):  # damaged gzip: the full path names the problem
+    data = _read(path, max_bytes)
+    if data is None:
         return None
-    if not data or len(data) > max_bytes or not data.isascii() or b"\r" in data or b"\0" in data:
+    if not data or not data.isascii() or b"\r" in data or b"\0" in data:
         return None
     if data[-1:] != b"\n":
         data += b"\n"
@@ -243,7 +386,7 @@ def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_B
             or not _numbers(ends)):
         return None
     starts, ends = list(map(int, starts)), list(map(int, ends))
-    if any(map(operator.gt, starts, ends)):
+    if any(map(operator.gt, starts, ends)) or max(ends) >= _LIMIT:
         return None
     return list(names), starts, ends, True
 

@@ -1,22 +1,43 @@
 """``genotok.warmup()``: compile every numba kernel ahead of first use (a top-level helper: it
-reaches every room, like the package root)."""
+reaches every room, like the package root).
+
+With numba's on-disk cache on and two or more cores, the work is split between this process and
+a helper process that compiles the single-cell rooms' kernels into the same cache (numba
+compiles on one thread: a second process is the only way to use a second core); then this
+process runs every step once more, loading what the helper wrote (and compiling whatever a
+concurrent write to one kernel's index lost). Measured: ``benchmarks/RESULTS.md``, warmup.
+"""
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
 
 
-def _rooms() -> None:
-    """Each room's own warmup: every kernel on tiny inputs of the dtypes the rooms use."""
+def _region_rooms() -> None:
+    """The region rooms' own warmups: every kernel on tiny inputs of the dtypes they use."""
     from .formats.corpus import reader
-    from .kernels import build, mixing, overlap, packing, parse, sort
+    from .kernels import build, mixing, overlap, packing, parse, small, sort
+
+    for room in (parse, overlap, small, sort, build, packing, mixing, reader):
+        room.warmup()
+
+
+def _cell_rooms() -> None:
+    """The single-cell rooms' own warmups."""
     from .singlecell import cells, values
 
-    for room in (parse, overlap, sort, build, packing, mixing, cells, values, reader):
+    for room in (cells, values):
         room.warmup()
+
+
+def _rooms() -> None:
+    """Each room's own warmup: every kernel on tiny inputs of the dtypes the rooms use."""
+    _region_rooms()
+    _cell_rooms()
 
 
 def _quick_start() -> None:
@@ -54,6 +75,12 @@ def _corpus() -> None:
 
 def _single_cell() -> None:
     """The README's single-cell calls (skipped without h5py: they need it anyway)."""
+    _anndata()
+    _fragments()
+
+
+def _anndata() -> None:
+    """The README's AnnData calls (skipped without h5py)."""
     try:
         import h5py  # noqa: F401
     except ImportError:
@@ -61,7 +88,7 @@ def _single_cell() -> None:
     import anndata
 
     from ._examples import examples_dir
-    from .singlecell import CellSpec, fragment_matrix, tokenize_anndata, tokenize_fragments
+    from .singlecell import CellSpec, tokenize_anndata
     from .singlecell.spec import Normalize, RankByMedian
     from .tokenizer import Tokenizer
 
@@ -75,6 +102,20 @@ def _single_cell() -> None:
     with tempfile.TemporaryDirectory() as tmp:  # the corpus output's own path (uint32 ids)
         tokenize_anndata(ex / "pbmc.h5ad", tok, out=os.path.join(tmp, "pbmc.gtokc"),
                          obs_columns=["cell_type"])
+
+
+def _fragments() -> None:
+    """The README's fragment-file calls (skipped without h5py, as the single-cell block)."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        return
+    from ._examples import examples_dir
+    from .singlecell import fragment_matrix, tokenize_fragments
+    from .tokenizer import Tokenizer
+
+    ex = examples_dir()
+    tok = Tokenizer.from_bed(ex / "universe.bed")
     tokenize_fragments(ex / "fragments.tsv.gz", tok)
     fragment_matrix(ex / "fragments.tsv.gz", tok)
 
@@ -82,6 +123,49 @@ def _single_cell() -> None:
 #: (what, how) in order; a step's compile notices say "warmup k/n"
 STEPS = (("kernels", _rooms), ("quick start", _quick_start), ("corpus", _corpus),
          ("single cell", _single_cell))
+#: the two shares of a parallel warmup (about half the compile time each, measured:
+#: the single-cell rooms and AnnData calls ~50 CPU s, the rest ~50): this process's, the helper's
+SHARES = ((_region_rooms, _quick_start, _corpus, _fragments), (_cell_rooms, _anndata))
+
+
+def _helper() -> None:
+    """The helper process's share (``python -c "from genotok._warmup import _helper; ..."``):
+    prints how many kernels it compiled."""
+    from . import _config
+
+    for step in SHARES[1]:
+        step()
+    print(_config.NOTICE.compiled, flush=True)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # (not on Linux)
+        return os.cpu_count() or 1
+
+
+def _start_helper():
+    """The helper process, or ``None``: the kernel cache is off (a helper's work would be lost),
+    one core, or it did not start."""
+    from . import _config
+
+    if not _config._CACHE or _cores() < 2 or os.environ.get("GENOTOK_WARMUP_SERIAL", "") not in (
+            "", "0"):
+        return None
+    env = dict(os.environ, GENOTOK_QUIET_COMPILE="1")
+    cache = _config.kernel_cache_dir()
+    if cache is not None:
+        env["GENOTOK_KERNEL_CACHE"] = cache
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    try:
+        return subprocess.Popen([sys.executable, "-c",
+                                 "from genotok._warmup import _helper; _helper()"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True)
+    except OSError:
+        return None
 
 
 def warmup() -> None:
@@ -89,7 +173,9 @@ def warmup() -> None:
     bundled example data) instead of on first use.
 
     Each group of kernels that compiles says so on stderr with an estimate and the step
-    (``warmup 2/4``), and a last line gives the total. With numba's on-disk cache (on by
+    (``warmup 1/2``: with a helper process on a second core, see the module documentation;
+    ``warmup 2/4`` in one process: ``GENOTOK_WARMUP_SERIAL=1`` or one core), and a last line
+    gives the total. With numba's on-disk cache (on by
     default) the kernels are compiled once per machine: later calls take about a second.
 
     Examples
@@ -100,13 +186,23 @@ def warmup() -> None:
 
     notice = _config.NOTICE
     before, t0 = notice.compiled, time.perf_counter()
+    helper, by_helper = _start_helper(), 0
     try:
-        for k, (_, step) in enumerate(STEPS, 1):
-            notice.context = f"warmup {k}/{len(STEPS)}"
+        if helper is not None:
+            notice.context = "warmup 1/2"
+            for step in SHARES[0]:
+                step()
+            out, _ = helper.communicate()
+            by_helper = int(out.split()[-1]) if helper.returncode == 0 and out.split() else 0
+        for k, (_, step) in enumerate(STEPS, 1):  # (after a helper: loads, compiles the rest)
+            notice.context = f"warmup {k}/{len(STEPS)}" if helper is None else "warmup 2/2"
             step()
     finally:
         notice.context = ""
-    n = notice.compiled - before
+        if helper is not None and helper.poll() is None:
+            helper.kill()
+            helper.wait()
+    n = notice.compiled - before + by_helper
     if n and _config.notices_on() and sys.stderr is not None:
         print(f"genotok: warmup compiled {n} kernels in {time.perf_counter() - t0:.0f} s "
               f"({_config.cache_note()})", file=sys.stderr, flush=True)

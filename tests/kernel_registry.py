@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import genotok.kernels
 from tests import naive_build, naive_cells, naive_fragments, naive_histogram, naive_overlap
-from tests import naive_mixing, naive_packing, naive_regions
+from tests import naive_mixing, naive_packing, naive_regions, naive_tokenizer
 
 
 @dataclass(frozen=True)
@@ -385,6 +385,12 @@ COMPARISONS: dict[str, Comparison] = {
     "parse.run": Comparison(oracle=naive_regions.parse, tested_in="tests/test_regions.py"),
     "parse.parse_into": Comparison(covered_by="parse.run", tested_in="tests/test_bed.py"),
     "parse.parse_bed": Comparison(covered_by="parse.run"),
+    # ---- small: the tiny-input path (genotok._small); its oracles: the path's plain-Python
+    # form and tests/naive_tokenizer.py, compared with both by hypothesis
+    "small.hits": Comparison(oracle=naive_tokenizer.tokenize, tested_in="tests/test_small.py",
+                             via="_compiled"),
+    "small.scan": Comparison(covered_by="small.hits", tested_in="tests/test_small.py",
+                             via="_compiled"),
     # ---- overlap: the sweep (universe x query sets)
     # the modes' names for users (constraints, the CLI): checked by their doctests and by the
     # tokenizer's tests through the overlap kernel, which takes the parsed mode

@@ -68,6 +68,17 @@ def test_the_small_path_equals_the_oracle(tmp_path_factory, universe, queries, u
         assert small.dtype == np.int64 and small.tolist() == want
         full = tok._overlaps([tok._regions(arg)], None).ids
         assert full.tolist() == want
+    # both forms of the path: the kernels (genotok.kernels.small) and plain Python
+    for form_ids in (_small._compiled(tok, arg), _small._python(tok, arg)):
+        if form_ids is not None:
+            assert form_ids.dtype == np.int64 and form_ids.tolist() == want
+    if any(c in known for c, _, _ in queries) and (form != "file" or order == "input" or
+                                                   queries == sorted(queries, key=_gtars_key)):
+        assert _small._compiled(tok, arg) is not None, "the kernels take a plain small input"
+
+
+def _gtars_key(q):
+    return q[0].encode(), q[1]
 
 
 @pytest.mark.parametrize("text", [
@@ -82,6 +93,7 @@ def test_anything_unusual_takes_the_full_path(tmp_path, text):
     path = tmp_path / "q.bed"
     path.write_bytes(text.encode())
     assert encode_small(tok, str(path)) is None
+    assert _small._compiled(tok, str(path)) is None and _small._python(tok, str(path)) is None
 
 
 def test_a_pipe_is_left_to_the_full_path(tmp_path):
@@ -102,8 +114,15 @@ def test_what_it_does_not_take(tmp_path):
                 ["chr 1:5-10"], ["chr\t1:5-10"], ["chr1:5-10\n"], ["chré:5-10"], ["chr1:05-1e2"],
                 ["chr1:5-10"] * (MAX_REGIONS + 1), [("chr1", 5, 10)],
                 (np.array(["chr1"]), np.array([5.0]), np.array([10])),
-                (np.array(["chr1"]), np.array([-1]), np.array([10]))):
+                (np.array(["chr1"]), np.array([-1]), np.array([10])),
+                ["chr1:5-10\nchr1:6-7"], ["chr1:5-10", ""], ["chr1:5-10", "chr1:5-10\n"],
+                ["chr1:5-1099511627776"], ["chr1:5-10", "chr1:5-1099511627776"],
+                "chr1:5-1099511627776", ["chr1:5-10", "chr1:-5-10"], ["chr1:5-10", "chr:1:5-10"],
+                (np.array(["chr1"]), np.array([5]), np.array([1 << 40])),
+                (np.array(["chr1"]), np.array([5], np.uint64), np.array([1 << 63], np.uint64)),
+                (np.array(["chr1", "chr1"]), np.array([5, 7]), np.array([10, 6]))):
         assert encode_small(tok, arg) is None, arg
+        assert _small._compiled(tok, arg) is None and _small._python(tok, arg) is None, arg
     for kw in ({"overlap": "best"}, {"min_overlap": 5}, {"order": "genomic"},
                {"tokenizer_type": "ailist"}):
         assert encode_small(Tokenizer.from_bed(u, **kw), ["chr1:5-10"]) is None, kw
@@ -139,6 +158,7 @@ def test_larger_sets_while_the_kernels_are_cold(tmp_path, monkeypatch):
     assert encode_small(tok, path) is None  # warm: too many lines
     monkeypatch.setattr(_small._config, "group_ready", lambda group: False)
     monkeypatch.setattr(_small, "_WARM", False)
+    monkeypatch.setattr(_small, "_COLD_UNTIL", 0.0)  # (restored after: no cold answer held)
     got = encode_small(tok, path)
     assert got is not None
     assert got.tolist() == naive_tokenizer.tokenize(universe, queries, from_file=True)
@@ -151,3 +171,13 @@ def test_encode_batch_takes_a_generator(tmp_path):
     tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr2", 0, 50)]))
     got = tok.encode_batch(s for s in (["chr1:5-10"], ["chr2:1-2", "chr1:3-4"]))
     assert [g.tolist() for g in got] == [[0], [1, 0]]
+
+
+def test_a_coordinate_past_the_keys_is_not_read_as_another_chromosome(tmp_path):
+    """Global keys are code << 40 | coordinate: an end from 2**40 on ran into the next
+    chromosome's keys and hit chr2's region from a chr1 query (the Python form before)."""
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr2", 0, 10)]))
+    for arg in (["chr1:5-1099511627777"], ["chr1:5-1099511627777", "chr1:5-6"],
+                (np.array(["chr1"]), np.array([5]), np.array([(1 << 40) + 1]))):
+        assert tok.encode(arg).tolist() == tok._overlaps([tok._regions(arg)], None).ids.tolist()
+        assert 1 not in tok.encode(arg).tolist()
