@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import genotok.kernels
 from tests import naive_build, naive_cells, naive_fragments, naive_histogram, naive_overlap
-from tests import naive_mixing, naive_packing, naive_regions, naive_tokenizer
+from tests import naive_genes, naive_mixing, naive_packing, naive_regions, naive_tokenizer
 
 
 @dataclass(frozen=True)
@@ -187,13 +187,77 @@ def _remap_rows(n: int, rng: np.random.Generator):
     return indptr, cols, data, col_new, k, totals, has_totals, out, new
 
 
+def _rank_rows(n: int, rng: np.random.Generator):
+    """``rank_rows``' arguments: rows whose new columns mostly increase (a column map that
+    keeps the column order, dropped columns and the sink last), now and then a repeated or
+    unsorted column, a bad value, a total below the kept counts, medians 0 or NaN, ties."""
+    indptr, indices = _csr_rows(n, rng)
+    if rng.random() < 0.8:  # canonical rows: each column once
+        indices = np.concatenate([np.sort(rng.choice(20, b - a, replace=False)) for a, b in
+                                  zip(indptr[:-1], indptr[1:])] or [indices]).astype(np.int32)
+    n_cols, k = 20, int(rng.integers(1, 8))
+    col_new = np.sort(rng.integers(0, k + 1, n_cols)).astype(np.int64)
+    if rng.random() < 0.7:  # distinct new columns but the sink's
+        col_new = np.minimum(np.arange(n_cols), k)
+    col_new[rng.random(n_cols) < 0.2] = -1
+    if rng.random() < 0.1:
+        col_new = rng.permutation(col_new)
+    has_totals = bool(rng.integers(0, 2))
+    data = rng.integers(0, 6, indices.size).astype(np.float32 if rng.integers(0, 2) else
+                                                   np.float64)
+    if data.size and rng.random() < 0.1:
+        data[rng.integers(0, data.size)] = rng.choice([-1.0, np.nan, np.inf])
+    sums = np.add.reduceat(np.r_[data.astype(np.float64), 0], indptr[:-1]) if n else \
+        np.zeros(0)
+    totals = (np.where(np.diff(indptr) > 0, sums, 0) + rng.integers(-1 if rng.random() < 0.1
+                                                                    else 0, 9, n)
+              + rng.random(n) * rng.integers(0, 2)).astype(np.float64)
+    med = rng.choice([0.0, np.nan, 0.5, 1.0, 2.0, 3.0], k + 1)
+    col_ids = np.where(rng.random(k + 1) < 0.2, -1, rng.permutation(k + 1) + 10)
+    col_ids[k] = -1  # the sink has no token
+    return (indptr, indices if rng.integers(0, 2) else indices.astype(np.int64), data, col_new,
+            k, totals, has_totals, float(rng.choice([1.0, 10.0, 1e4])), bool(rng.integers(0, 2)),
+            med, col_ids.astype(np.int64), float(rng.choice([1e-300, 0.5])),
+            int(rng.integers(0, 4)))
+
+
+def _rank_call(kernel, indptr, cols, data, col_new, sink, totals, has_totals, target_sum, log1p,
+               med, col_ids, keep_from, max_tokens):
+    """``rank_rows`` with its buffers (slots of the rows' entries, cut), compacted, as lists."""
+    from genotok.kernels.values import compact_rows
+
+    cap = np.diff(indptr)
+    if max_tokens:
+        cap = np.minimum(cap, max_tokens)
+    cap_off = np.concatenate([[0], np.cumsum(cap)]).astype(np.int64)
+    ids, vals = np.empty(cap_off[-1], np.int64), np.empty(cap_off[-1], np.float32)
+    blocks = np.unique(np.r_[0, np.arange(0, indptr.size - 1, 3), indptr.size - 1]).astype(
+        np.int64)
+    lengths, general = kernel(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
+                              log1p, med, col_ids, keep_from, max_tokens, blocks, cap_off, ids,
+                              vals)
+    if general:
+        return (True,)
+    compact_rows(ids, vals, cap_off, lengths)
+    off = np.concatenate([[0], np.cumsum(lengths)])
+    return (False, [ids[a:b].tolist() for a, b in zip(off[:-1], off[1:])],
+            [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
+
+
 def _quantile_rows(n: int, rng: np.random.Generator):
     """Rows of small counts (ties), normalised-looking reals and zeros; a bin grid."""
     indptr, _ = _csr_rows(n, rng)
     size = int(indptr[-1])
-    data = np.where(rng.random(size) < 0.5, rng.integers(0, 4, size).astype(np.float64),
-                    np.log1p(rng.random(size) * 50))
-    return indptr, data, np.linspace(0, 1, int(rng.integers(2, 12)))
+    if rng.random() < 0.5:  # counts: rows ranked by counting (some too large for it)
+        data = rng.integers(0, 4, size).astype(np.float32 if rng.integers(0, 2) else np.float64)
+        if size and rng.random() < 0.3:
+            data[rng.integers(0, size)] = rng.choice([300.0, 5000.0])
+    else:
+        data = np.where(rng.random(size) < 0.5, rng.integers(0, 4, size).astype(np.float64),
+                        np.log1p(rng.random(size) * 50))
+    return (indptr, data, bool(rng.integers(0, 2)), float(rng.choice([1.0, 1e4])),
+            bool(rng.integers(0, 2)), np.linspace(0, 1, int(rng.integers(2, 12))),
+            int(rng.integers(0, 2**40)), int(rng.integers(0, 1000)), bool(rng.integers(0, 2)))
 
 
 def _counts(n: int, rng: np.random.Generator):
@@ -438,8 +502,12 @@ COMPARISONS: dict[str, Comparison] = {
     # a gene vocabulary's column remap: dropped ids, duplicate ids summed, the n_counts sink
     "values.remap_rows": Comparison(oracle=naive_cells.remap_rows,
                                     inputs=lambda: _sized(_remap_rows, 30)),
+    # Geneformer's rank in one pass: remap, n_counts sink, normalise, medians, value order
+    "values.rank_rows": Comparison(oracle=naive_genes.rank_rows,
+                                   inputs=lambda: _sized(_rank_rows, 30), call=_rank_call),
+    "values.compact_rows": Comparison(covered_by="values.rank_rows"),
     # scGPT's per-cell quantile bins (the edges as numpy.quantile computes them)
-    "values.quantile_bins": Comparison(oracle=naive_cells.quantile_bins,
+    "values.quantile_bins": Comparison(oracle=naive_genes.quantile_bins,
                                        inputs=lambda: _sized(_quantile_rows, 30)),
     "values.merge_counts": Comparison(
         oracle=_merge_counts, inputs=lambda: _sized(_counts, 60),

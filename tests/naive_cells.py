@@ -273,23 +273,3 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto,
         ptr.append(len(new))
     return (np.array(ptr, np.int64), np.array(new, new_proto.dtype),
             np.array(vals, out_proto.dtype), first_bad)
-
-
-def quantile_bins(indptr, data, grid):
-    """Oracle of ``kernels.values.quantile_bins``: scGPT's binning row by row with NumPy's own
-    ``quantile`` and ``digitize`` (``QuantileBins.encode`` before the kernel)."""
-    left = np.zeros(len(data), np.float64)
-    right = np.zeros(len(data), np.float64)
-    ties = np.zeros(len(indptr) - 1, bool)
-    for r in range(len(indptr) - 1):
-        a, b = int(indptr[r]), int(indptr[r + 1])
-        row = np.asarray(data[a:b], np.float64)
-        pos = np.flatnonzero(row > 0)
-        if pos.size == 0:
-            continue
-        v = row[pos]
-        edges = np.quantile(v, grid)
-        lft, rgt = np.digitize(v, edges), np.digitize(v, edges, right=True)
-        left[a + pos], right[a + pos] = lft, rgt
-        ties[r] = bool(np.any(lft != rgt))
-    return left, right, ties

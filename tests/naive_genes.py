@@ -76,3 +76,109 @@ def scgpt(X, ids, vocab, n_bins=51, specials=("<pad>", "<cls>", "<eoc>")):
                     bins.append(int(np.digitize(x, edges)))
         out.append((toks, bins))
     return out
+
+
+def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum, log1p, med,
+              col_ids, keep_from, max_tokens):
+    """Plain-Python oracle of ``kernels.values.rank_rows`` (Geneformer's rank in one pass):
+    ``(True,)`` when some row needs the general path (a repeated or unsorted new column, a
+    value negative or not finite, an obs total below the kept counts, a total that does not
+    normalise, a ratio that overflows), else ``(False, ids per row, values per row)``: each
+    row's kept entries (new column ``c = col_new[col] >= 0``, not the sink: without totals its
+    entries count in the total, summed first where several) valued
+    ``x * target_sum / total`` (``log1p``) ``/ med[c]`` (0 without a median), those ``>=
+    keep_from`` with a token, by value descending (ties in column order), cut to ``max_tokens``.
+    """
+    import math
+
+    ids_out, vals_out = [], []
+    typ = np.dtype(data.dtype).type
+    for r in range(len(indptr) - 1):
+        row, known, last, stored, sunk = [], 0.0, -1, 0.0, []
+        for k in range(int(indptr[r]), int(indptr[r + 1])):
+            c = int(col_new[int(cols[k])])
+            if c < 0 or (has_totals and c == sink):
+                continue
+            x = float(data[k])
+            if not 0 <= x < math.inf:
+                return (True,)
+            stored += x
+            if c == sink:  # no totals: its entries count in the total, in data's dtype
+                sunk.append(typ(data[k]))
+                continue
+            if c <= last:
+                return (True,)
+            last = c
+            row.append((c, x))
+            known += x
+        total = stored
+        if len(sunk) > 1:  # merged into one entry (summed in data's dtype), last
+            s = sunk[0]
+            for x in sunk[1:]:
+                s = typ(s + x)
+            total = known + float(s)
+        if has_totals:
+            rest = float(totals[r]) - known
+            if not rest >= 0:
+                return (True,)
+            total = known + rest if rest > 0 else known
+        if total == math.inf or (total > 0 and target_sum / total == math.inf):
+            return (True,)
+        scale = target_sum / total if total > 0 else 0.0
+        kept = []
+        for c, x in row:
+            m = float(med[c])
+            y = 0.0
+            if m > 0:
+                y = x * scale
+                y = (math.log1p(y) if log1p else y) / m
+            if y == math.inf:
+                return (True,)
+            if y >= keep_from and col_ids[c] >= 0:
+                kept.append((y, c))
+        kept.sort(key=lambda t: -t[0])  # stable: ties in column order
+        if max_tokens:
+            kept = kept[:max_tokens]
+        ids_out.append([int(col_ids[c]) for _, c in kept])
+        vals_out.append([float(np.float32(y)) for y, _ in kept])
+    return False, ids_out, vals_out
+
+
+def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both):
+    """Plain-Python/NumPy oracle of ``kernels.values.quantile_bins``: per row, the values
+    (``data``, or normalised to ``target_sum`` by the row's float64 total, ``log1p``), the
+    edges ``numpy.quantile`` of the positive ones at ``grid``, each positive value's
+    ``numpy.digitize`` (left) and ``digitize(right=True)``; with ``both`` a draw ``u`` per
+    positive value from the row's SplitMix64 stream (``naive_cells.Rng(seed, row0 + r)``,
+    ``below(2**53) / 2**53``) gives ``ceil(u * (right - left) + left)`` where they differ."""
+    import math
+
+    from .naive_cells import Rng
+
+    out = np.zeros(len(data), np.float64)
+    for r in range(len(indptr) - 1):
+        a, b = int(indptr[r]), int(indptr[r + 1])
+        row = [float(x) for x in data[a:b]]
+        scale = 1.0
+        if normalize:
+            total = 0.0
+            for x in row:
+                total += x
+            scale = target_sum / total if total > 0 else 0.0
+        vals = [x * scale for x in row]
+        if log1p:
+            vals = [math.log1p(y) if y > 0 else y for y in vals]
+        pos = [j for j, y in enumerate(vals) if row[j] * scale > 0]
+        if not pos:
+            continue
+        v = np.array([vals[j] for j in pos])
+        edges = np.quantile(v, grid)
+        lft, rgt = np.digitize(v, edges), np.digitize(v, edges, right=True)
+        rng = Rng(seed, row0 + r)
+        for j, lo, hi in zip(pos, lft.tolist(), rgt.tolist()):
+            out[a + j] = lo
+            if both:
+                u = rng.below(1 << 53) / float(1 << 53)
+                if hi != lo:
+                    out[a + j] = math.ceil(u * (hi - lo) + lo)
+    return out

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import NJIT, NJIT_PARALLEL
+from .cells import _LOW, _U32, _by_value, rng_below, rng_seed
 
 
 @njit(**NJIT_PARALLEL)
@@ -345,52 +346,270 @@ def remap_rows(indptr, cols, data, col_new, sink, totals, has_totals, out_proto,
     return ptr, out_new, out_val, first_bad
 
 
+#: a row's quantile bins are counted, not sorted, when its positive values are integers up to
+#: this and its largest is at most ``8 * m + 256`` (``m`` its positive values)
+_COUNTED = 4096
+_TWO_M53 = 1.0 / 9007199254740992.0
+
+
+@njit(**NJIT)
+def _edge(grid_q, m, lo, hi):
+    """``numpy.quantile``'s linear interpolation between the sorted values ``lo = s[p]`` and
+    ``hi = s[p + 1]`` at ``q``, with ``p = floor((m - 1) * q)`` (NumPy's arithmetic)."""
+    virtual = (m - 1) * grid_q
+    t = virtual - np.floor(virtual)
+    d = hi - lo
+    return hi - d * (1 - t) if t >= 0.5 else lo + d * t
+
+
+@njit(**NJIT)
+def _scaled(x, scale, log1p):
+    """An entry's value: ``x * scale`` (float64), then ``log1p`` when asked."""
+    y = np.float64(x) * scale
+    return np.log1p(y) if log1p else y
+
+
 @njit(**NJIT_PARALLEL)
-def quantile_bins(indptr, data, grid):
-    """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`) without the draw:
-    for each row's positive values ``v`` (float64), the edges are ``numpy.quantile(v, grid)``
-    (method ``linear``, NumPy's arithmetic: index ``(m - 1) * q``, ``a + (b - a) * t``, or
-    ``b - (b - a) * (1 - t)`` from ``t >= 0.5``) and a value gets ``left =
-    searchsorted(edges, v, "right")`` (``numpy.digitize``) and ``right = searchsorted(edges,
-    v, "left")`` (``right=True``); zeros elsewhere. Returns ``(left, right, rows where some
-    right != left)``. The caller has checked that ``indptr`` increases within ``data``."""
+def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both):
+    """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`), the draw included.
+
+    Each entry's value is ``data`` itself, or with ``normalize`` ``data * (target_sum / row
+    total)`` (:func:`normalize_rows`' arithmetic, ``log1p`` when asked). For each row's
+    positive values ``v`` (float64), the edges are ``numpy.quantile(v, grid)`` (method
+    ``linear``, NumPy's arithmetic: index ``(m - 1) * q``, ``a + (b - a) * t``, or ``b - (b -
+    a) * (1 - t)`` from ``t >= 0.5``), a value gets ``left = searchsorted(edges, v, "right")``
+    (``numpy.digitize``) and ``right = searchsorted(edges, v, "left")`` (``right=True``); with
+    ``both``, where they differ, ``ceil(u * (right - left) + left)`` for a uniform ``u`` of the
+    row's own stream (SplitMix64 seeded by ``(seed, row0 + r)``, one draw per positive value in
+    storage order: :func:`genotok.kernels.cells.rng_below` at ``2**53``, times ``2**-53``);
+    zeros elsewhere. Returns the bins (float64).
+
+    A row whose positive values are integers up to 4,096 (raw counts) is counted, not sorted:
+    the map from a count to its value keeps order and ties, so the sorted values at the edges'
+    ranks and each distinct count's bins are those of the values (computed once per distinct
+    count). The caller has checked that ``indptr`` increases within ``data``."""
     n_rows = indptr.size - 1
-    left = np.zeros(data.size, np.float64)
-    right = np.zeros(data.size, np.float64)
-    ties = np.zeros(n_rows, np.bool_)
-    for r in prange(n_rows):  # cells are independent
-        a, b = indptr[r], indptr[r + 1]
-        m = 0
-        for k in range(a, b):
-            if data[k] > 0:
-                m += 1
-        if m == 0:
-            continue
-        s = np.empty(m, np.float64)
-        j = 0
-        for k in range(a, b):
-            if data[k] > 0:
-                s[j] = data[k]
-                j += 1
-        s.sort()
+    out = np.zeros(data.size, np.float64)
+    n_blocks = min(n_rows, 64)
+    for g in prange(n_blocks):
+        lo_r, hi_r = g * n_rows // n_blocks, (g + 1) * n_rows // n_blocks
+        longest = 0
+        for r in range(lo_r, hi_r):
+            longest = max(longest, indptr[r + 1] - indptr[r])
+        s = np.empty(longest, np.float64)
         edges = np.empty(grid.size, np.float64)
-        for i in range(grid.size):
-            virtual = (m - 1) * grid[i]
-            if virtual >= m - 1:
-                edges[i] = s[m - 1]
+        cum = np.zeros(_COUNTED + 1, np.int64)
+        left = np.zeros(_COUNTED + 1, np.int64)
+        right = np.zeros(_COUNTED + 1, np.int64)
+        for r in range(lo_r, hi_r):
+            a, b = indptr[r], indptr[r + 1]
+            scale = _row_scale(data, a, b, target_sum) if normalize else 1.0
+            m = 0
+            top = 0
+            counted = True
+            for k in range(a, b):
+                if np.float64(data[k]) * scale > 0:  # log1p keeps the sign
+                    m += 1
+                    x = np.float64(data[k])
+                    if x != np.floor(x) or x > _COUNTED:
+                        counted = False
+                    elif x > top:
+                        top = int(x)
+            if m == 0:
                 continue
-            p = int(np.floor(virtual))
-            t = virtual - p
-            lo, hi = s[p], s[p + 1]
-            d = hi - lo
-            edges[i] = hi - d * (1 - t) if t >= 0.5 else lo + d * t
-        for k in range(a, b):
-            x = np.float64(data[k])
-            if x > 0:
-                lft = np.searchsorted(edges, x, side="right")
-                rgt = np.searchsorted(edges, x, side="left")
-                left[k] = lft
-                right[k] = rgt
-                if rgt != lft:
-                    ties[r] = True
-    return left, right, ties
+            if counted and top <= 8 * m + 256:
+                cum[:top + 1] = 0
+                for k in range(a, b):
+                    if np.float64(data[k]) * scale > 0:
+                        cum[int(data[k])] += 1
+                for x in range(1, top + 1):
+                    cum[x] += cum[x - 1]  # cum[x]: positive counts <= x
+                at = 1  # the count at rank p: the least x with cum[x] > p
+                for i in range(grid.size):
+                    virtual = (m - 1) * grid[i]
+                    p = m - 1 if virtual >= m - 1 else int(np.floor(virtual))
+                    while cum[at] <= p:
+                        at += 1
+                    lo = _scaled(at, scale, log1p)
+                    if virtual >= m - 1:
+                        edges[i] = lo
+                        continue
+                    nxt = at
+                    while cum[nxt] <= p + 1:
+                        nxt += 1
+                    edges[i] = _edge(grid[i], m, lo, _scaled(nxt, scale, log1p))
+                for x in range(1, top + 1):
+                    if cum[x] != cum[x - 1]:
+                        v = _scaled(x, scale, log1p)
+                        left[x] = np.searchsorted(edges, v, side="right")
+                        right[x] = np.searchsorted(edges, v, side="left")
+                state = rng_seed(seed, row0 + r)
+                for k in range(a, b):
+                    if np.float64(data[k]) * scale > 0:
+                        x = int(data[k])
+                        out[k] = left[x]
+                        if both:
+                            state, w = rng_below(state, 9007199254740992)
+                            if right[x] != left[x]:
+                                out[k] = np.ceil(w * _TWO_M53 * (right[x] - left[x]) + left[x])
+                continue
+            j = 0
+            for k in range(a, b):
+                if np.float64(data[k]) * scale > 0:
+                    s[j] = _scaled(data[k], scale, log1p)
+                    j += 1
+            s[:m].sort()
+            for i in range(grid.size):
+                virtual = (m - 1) * grid[i]
+                if virtual >= m - 1:
+                    edges[i] = s[m - 1]
+                    continue
+                p = int(np.floor(virtual))
+                edges[i] = _edge(grid[i], m, s[p], s[p + 1])
+            state = rng_seed(seed, row0 + r)
+            for k in range(a, b):
+                if np.float64(data[k]) * scale > 0:
+                    v = _scaled(data[k], scale, log1p)
+                    lft = np.searchsorted(edges, v, side="right")
+                    rgt = np.searchsorted(edges, v, side="left")
+                    out[k] = lft
+                    if both:
+                        state, w = rng_below(state, 9007199254740992)
+                        if rgt != lft:
+                            out[k] = np.ceil(w * _TWO_M53 * (rgt - lft) + lft)
+    return out
+
+
+#: :func:`rank_rows`' row status: the row ran fused; it needs the general path (a repeated or
+#: unsorted new column, a value that is negative or not finite: nothing is summed or refused
+#: here); its obs total is below its kept counts, its total does not normalise, or a ratio
+#: overflows (the general path refuses these with its messages)
+RANK_OK, RANK_GENERAL = 0, 1
+
+
+@njit(**NJIT_PARALLEL)
+def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum, log1p, med,
+              col_ids, keep_from, max_tokens, blocks, cap_off, ids, vals):
+    """A gene vocabulary's value-ordered rows in one pass, straight from the matrix's CSR rows:
+    :func:`remap_rows` (new columns, the ``n_counts`` sink), :func:`normalize_divide` (the
+    row's total, ``target_sum``, ``log1p``, the medians) and the value order of
+    ``cells.value_rows`` (ties in new-column order, float64 values compared as such), cut to
+    ``max_tokens`` (``0``: no cut), the ids looked up in ``col_ids`` (new column -> token id,
+    ``-1``: none) and written at ``cap_off[r]`` (``vals``, ``None``: not written: the values
+    as float32). Returns ``(lengths, general)``: each row's tokens, and whether any row needs
+    the general path (:data:`RANK_GENERAL`; then nothing written is meaningful).
+
+    The same arithmetic as those kernels for every row whose new columns strictly increase
+    after the drops (the sink's aside) and whose values are finite and ``>= 0``: the row's
+    total is the float64 sum of its kept values in storage order, plus ``totals[r]`` minus
+    that when it is positive (``has_totals``: the sink's entries dropped first); without
+    totals, the sink's entries count in it (where several, summed in ``data``'s dtype first
+    and added last, as :func:`remap_rows` merges them); the sink never has a token; ``scale = target_sum / total``
+    (0 for a total of 0); entry value ``v = x * scale`` (``log1p``), divided by ``med[c]``, 0
+    where that is not ``> 0``; kept when ``keep_from <= v < inf`` and ``col_ids[c] >= 0``. The
+    caller has checked ``0 <= cols < col_new.size``, ``col_new < med.size == col_ids.size``,
+    ``totals.size == indptr.size - 1`` (``has_totals``), ``cap_off[r + 1] - cap_off[r] >=``
+    the row's tokens (its entries, cut to ``max_tokens``)."""
+    n_rows = indptr.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    general = np.zeros(blocks.size, np.bool_)
+    for g in prange(blocks.size - 1):
+        longest = 0
+        for r in range(blocks[g], blocks[g + 1]):
+            longest = max(longest, indptr[r + 1] - indptr[r])
+        keys = np.empty(longest, np.uint64)
+        spare = np.empty(longest, np.uint64)
+        hist = np.empty((4, 256), np.int64)
+        v = np.empty(longest, np.float64)
+        c_of = np.empty(longest, np.int64)
+        sunk = np.zeros(1, data.dtype)  # the sink's entries summed as remap_rows sums them
+        for r in range(blocks[g], blocks[g + 1]):
+            if general[g]:
+                break
+            a, b = indptr[r], indptr[r + 1]
+            known = 0.0  # the kept entries but the sink's, in storage order
+            stored = 0.0  # every kept entry, in storage order
+            n_sink = 0
+            last = -1
+            for k in range(a, b):
+                c = col_new[cols[k]]
+                if c < 0 or (has_totals and c == sink):
+                    continue
+                x = data[k]
+                if not _clean(x):
+                    general[g] = True
+                    break
+                stored += np.float64(x)
+                if c == sink:  # no totals: the sink is a column, summed where it repeats
+                    sunk[0] = x if n_sink == 0 else sunk[0] + x
+                    n_sink += 1
+                    continue
+                if c <= last:
+                    general[g] = True
+                    break
+                last = c
+                known += np.float64(x)
+            if general[g]:
+                break
+            # remap_rows' row: the sink's entries merged into one, last, where they repeat;
+            # the row in storage order otherwise
+            total = known + np.float64(sunk[0]) if n_sink > 1 else stored
+            if has_totals:
+                rest = totals[r] - known
+                if not rest >= 0:
+                    general[g] = True
+                    break
+                if rest > 0:
+                    total = known + rest
+            if not bounded_scale(total, target_sum):
+                general[g] = True
+                break
+            scale = target_sum / total if total > 0 else 0.0
+            n = 0
+            for k in range(a, b):
+                c = col_new[cols[k]]
+                if c < 0 or c == sink:  # the sink has no token
+                    continue
+                m = med[c]
+                y = 0.0
+                if m > 0:
+                    y = np.float64(data[k]) * scale
+                    y = (np.log1p(y) if log1p else y) / m
+                if y == np.inf:
+                    general[g] = True
+                    break
+                if y >= keep_from and col_ids[c] >= 0:
+                    bits = np.float32(y).view(np.uint32)
+                    keys[n] = ((_LOW - np.uint64(bits)) << _U32) | np.uint64(n)
+                    v[n] = y
+                    c_of[n] = c
+                    n += 1
+            if general[g]:
+                break
+            srt = _by_value(keys, spare, hist, n, v, 0)
+            k = n if max_tokens == 0 or n <= max_tokens else max_tokens
+            o = cap_off[r]
+            for i in range(k):
+                p = np.int64(srt[i] & _LOW)
+                ids[o + i] = col_ids[c_of[p]]
+                if vals is not None:
+                    vals[o + i] = v[p]
+            lengths[r] = k
+    return lengths, general.any()
+
+
+@njit(**NJIT)
+def compact_rows(ids, vals, cap_off, lengths):
+    """Each row's first ``lengths[r]`` items moved from its slot at ``cap_off[r]`` down to the
+    packed position (``vals``: ``None``, or moved alike), in place; returns the packed size
+    (``cells.compact`` with an optional value channel)."""
+    o = 0
+    for r in range(lengths.size):
+        a = cap_off[r]
+        if a != o:
+            for i in range(lengths[r]):
+                ids[o + i] = ids[a + i]
+                if vals is not None:
+                    vals[o + i] = vals[a + i]
+        o += lengths[r]
+    return o

@@ -138,7 +138,7 @@ def _tokens(ch: Chunk, vm: _VarMap, opt: _Options, where: str, table):
     """:func:`_run_chunk`, and whether the ids are already looked up in ``table``."""
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
-    blocks = _blocks(indptr, 4 * numba.get_num_threads())
+    blocks = _chunk_blocks(indptr)
     if n_rows and (indptr[0] < 0 or indptr[-1] > ch.indices.size
                    or ch.indices.size != ch.data.size):
         raise AnnDataError(f"{where}: indptr/indices/data are inconsistent "
@@ -279,33 +279,65 @@ def _small(ch: Chunk) -> bool:
 
 def _stream(source: _Source, vm: _VarMap, opt: _Options, *, budget: int, chunk_rows,
             n_threads, progress: bool, desc: str, prepare=None,
-            encode=None) -> Iterator[tuple[int, Ragged]]:
+            encode=None, fused=None) -> Iterator[tuple[int, Ragged]]:
     """Run the kernels chunk by chunk: yields ``(first row, Ragged with values)``.
 
     ``prepare(chunk) -> (chunk, var map, ids table)`` replaces a chunk and its map before the
-    kernels; their ids are then looked up in the table (``order="var"``)."""
+    kernels; their ids are then looked up in the table (``order="var"``). ``fused(chunk) ->
+    (ids, values, lengths)`` runs a chunk in one kernel instead (:func:`.features.ranker`), or
+    returns ``None`` for the general path."""
     mean_hits = max(1.0, vm.var_ids.size / max(1, vm.n_vars))
     per_nnz = int(16 + 40 * mean_hits)
     bar = _bar(source.n_rows, progress, desc)
     try:
         with _config.threads(n_threads):
-            for ch in source.chunks(budget, per_nnz, chunk_rows):
-                with _config.threads(1 if _small(ch) else None):
-                    if encode is not None:  # value encodings (genotok.singlecell.values)
-                        ch = encode(ch)
-                    if prepare is None:
-                        ids, vals, lengths = _run_chunk(ch, vm, opt, source.where)
+            # a fused kernel's chunks are sized to its own memory (a chunk it hands back runs
+            # the general path in pieces sized to the general path's)
+            for whole in source.chunks(budget, per_nnz if fused is None else fused.per_nnz,
+                                       chunk_rows):
+                with _config.threads(1 if _small(whole) else None):
+                    done = None if fused is None else fused(whole)
+                for ch in [whole] if done is not None else _pieces(
+                        whole, None if fused is None else max(1, budget // per_nnz)):
+                    if done is None:
+                        with _config.threads(1 if _small(ch) else None):
+                            ids, vals, lengths = _general(ch, vm, opt, source.where, prepare,
+                                                          encode)
                     else:
-                        ch, cvm, table = prepare(ch)
-                        ids, vals, lengths = _run_chunk(ch, cvm, opt, source.where, table)
-                offsets = np.zeros(lengths.size + 1, np.int64)
-                np.cumsum(lengths, out=offsets[1:])
-                yield ch.row0, Ragged(ids, offsets, vals)
-                if bar is not None:
-                    bar.update(lengths.size)
+                        ids, vals, lengths = done
+                    offsets = np.zeros(lengths.size + 1, np.int64)
+                    np.cumsum(lengths, out=offsets[1:])
+                    yield ch.row0, Ragged(ids, offsets, vals)
+                    if bar is not None:
+                        bar.update(lengths.size)
     finally:
         if bar is not None:
             bar.close()
+
+
+def _pieces(ch: Chunk, max_nnz: int | None) -> Iterator[Chunk]:
+    """``ch`` as chunks of whole rows of at most ``max_nnz`` entries each (a row longer than
+    that alone; ``None``: ``ch`` itself)."""
+    if max_nnz is None or ch.nnz <= max_nnz:
+        yield ch
+        return
+    indptr = np.asarray(ch.indptr, np.int64)
+    lo = 0
+    while lo < ch.n_rows:
+        hi = int(np.searchsorted(indptr, indptr[lo] + max_nnz, side="right")) - 1
+        hi = min(ch.n_rows, max(hi, lo + 1))
+        yield Chunk(ch.row0 + lo, indptr[lo:hi + 1], ch.indices, ch.data, ch.n_cols)
+        lo = hi
+
+
+def _general(ch: Chunk, vm: _VarMap, opt: _Options, where: str, prepare, encode) -> tuple:
+    """One chunk through the value encodings (``encode``), ``prepare`` and the kernels."""
+    if encode is not None:  # value encodings (genotok.singlecell.values)
+        ch = encode(ch)
+    if prepare is None:
+        return _run_chunk(ch, vm, opt, where)
+    ch, cvm, table = prepare(ch)
+    return _run_chunk(ch, cvm, opt, where, table)
 
 
 # ---------------------------------------------------------------------------------- public API
@@ -635,8 +667,15 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
         table = np.append(fm.token_ids, 0).astype(opt.dtype)
         opt.dtype, opt.exact = (np.int32 if table.size < 1 << 31 else np.int64), True
         prepare = lambda ch: (ch, vm, table)
+    fused = None
+    if fm is not None and _rank_fused(enc, spec, vm, opt):  # Geneformer's rank: one kernel
+        fused = features.ranker(fm, enc, source.n_cols, source.where,
+                                _totals(source, total, tokenizer), keep_from=opt.keep_from,
+                                max_tokens=opt.max_tokens, values=opt.values,
+                                dtype=table.dtype, blocks=_chunk_blocks)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
-                     progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode)
+                     progress=progress, desc="tokenizing cells", prepare=prepare, encode=encode,
+                     fused=fused)
     if prepend or spec.add_cls:  # <cls> and condition tokens (genotok.singlecell.conditions)
         stream = conditions.prepend_stream(stream, source.obs(prepend), tokenizer, prepend,
                                            spec.condition_unknown, cls=spec.add_cls)
@@ -652,6 +691,20 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
             "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
             "source": source.path, "capacity": capacity}
     return _emit((r for _, r in stream), meta, tokenizer, out, overwrite)
+
+
+def _rank_fused(enc, spec, vm: _VarMap, opt: _Options) -> bool:
+    """Whether a gene vocabulary's chunks can run :func:`.features.ranker`'s one kernel: the
+    encoding normalises to a total and divides by medians, nothing follows, and the cells are
+    value-ordered, cut to their top tokens, one token per column, no ``<unk>``."""
+    return (enc is not None and enc.normalize == "total" and enc.medians is not None
+            and enc.bins is None and not spec.extra_steps() and opt.order == K.ORDER_VALUE
+            and _fast_path(vm, opt) and _one_token_each(vm, opt))
+
+
+def _chunk_blocks(indptr: np.ndarray) -> np.ndarray:
+    """A chunk's load-balanced row blocks for numba's threads."""
+    return _blocks(indptr, 4 * numba.get_num_threads())
 
 
 def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:

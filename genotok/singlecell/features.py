@@ -204,4 +204,68 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
     return remap
 
 
-__all__ = ["FeatureMap", "feature_map", "var_features", "var_map"]
+def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: float,
+           max_tokens: int, values: bool, dtype, blocks):
+    """``chunk -> (ids, values or None, lengths)`` of a value-ordered gene vocabulary
+    (Geneformer's rank: ``enc`` normalises to a total and divides by per-feature medians), or
+    ``None`` for a chunk that needs the general path (:func:`remapper`, the encoding and the
+    cell kernels): one fused kernel (:func:`genotok.kernels.values.rank_rows`) reads the
+    matrix's rows and writes the token ids, the same ids for every row it accepts.
+    ``blocks(indptr)``: the rows' load-balanced blocks; ``dtype``: the ids'.
+
+    >>> import numpy as np
+    >>> from genotok.singlecell.chunks import Chunk
+    >>> from genotok.singlecell.values import ValueEncoding
+    >>> fm = FeatureMap(np.array([0, 1, 2]), ["A", "B"], np.array([7, 5]), 2, "var_names", "X")
+    >>> enc = ValueEncoding("total", 10.0, medians=np.array([1.0, 4.0, np.nan]))
+    >>> run = ranker(fm, enc, 3, "X", None, keep_from=1e-300, max_tokens=0, values=False,
+    ...              dtype=np.int64, blocks=lambda p: np.array([0, p.size - 1]))
+    >>> ids, vals, lengths = run(Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
+    ...                                np.array([1.0, 2.0, 1.0], np.float32), 3))
+    >>> ids.tolist(), lengths.tolist()
+    [[7, 5], [2]]
+    """
+    col_new = np.ascontiguousarray(fm.col_new, dtype=np.int64)
+    sink = -1 if fm.sink is None else int(fm.sink)
+    med = np.ascontiguousarray(enc.medians, dtype=np.float64)
+    col_ids = np.append(fm.token_ids, np.full(fm.n_new - len(fm.names), -1)).astype(np.int64)
+    if med.size != fm.n_new or (col_new.size and int(col_new.max()) >= fm.n_new):
+        raise AnnDataError(f"{where}: {fm.n_new} features but {med.size} medians")
+
+    def run(ch: Chunk):
+        a, b = int(ch.indptr[0]), int(ch.indptr[-1])
+        ptr = _validate.offsets(np.asarray(ch.indptr, np.int64) - a, b - a, where,
+                                error=AnnDataError)
+        cols = _kernel_ints(_validate.indices(np.asarray(ch.indices[a:b]), n_cols, where,
+                                              what="column index", error=AnnDataError))
+        n_rows = ptr.size - 1
+        tot = _NO_TOTALS
+        if totals is not None:
+            tot = np.ascontiguousarray(totals(ch.row0, ch.row0 + n_rows), dtype=np.float64)
+            if tot.shape != (n_rows,) or sink < 0:
+                return None  # the general path says what is wrong
+        cap = np.diff(ptr)
+        if max_tokens:
+            np.minimum(cap, max_tokens, out=cap)
+        cap_off = np.zeros(n_rows + 1, np.int64)
+        np.cumsum(cap, out=cap_off[1:])
+        ids = np.empty(cap_off[-1], dtype)
+        vals = np.empty(cap_off[-1], np.float32) if values else None
+        lengths, general = VK.rank_rows(
+            ptr, cols, _kernel_floats(np.asarray(ch.data[a:b])), col_new, sink, tot,
+            totals is not None, float(enc.target_sum), bool(enc.log1p), med, col_ids,
+            float(keep_from), int(max_tokens), blocks(ptr), cap_off, ids, vals)
+        if general:
+            return None
+        n = VK.compact_rows(ids, vals, cap_off, lengths)
+        if n < ids.size:  # a mostly empty buffer is not kept alive
+            cut = (lambda x: x[:n].copy()) if n < ids.size // 2 else (lambda x: x[:n])
+            ids, vals = cut(ids), None if vals is None else cut(vals)
+        return ids, vals, lengths
+    # a chunk's memory per stored entry: its indices and values as read (at most 8 bytes
+    # each), the ids and values written (the kernel's scratch is per row)
+    run.per_nnz = 16 + np.dtype(dtype).itemsize + (4 if values else 0)
+    return run
+
+
+__all__ = ["FeatureMap", "feature_map", "ranker", "var_features", "var_map"]

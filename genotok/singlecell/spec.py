@@ -406,7 +406,7 @@ class QuantileBins(Encoding):
     edges, a uniform draw between ``digitize(v, edges, right=True)`` and that (``"both"``,
     scGPT's default: ``ceil(u * (right - left) + left)``); 0 stays 0 (bins ``1 .. n - 1``).
     scGPT draws ``u`` from NumPy's global generator; here each cell draws from its own
-    generator seeded by ``(seed, row)``, so the bins do not depend on chunking or threads
+    SplitMix64 stream seeded by ``(seed, row)``, so the bins do not depend on chunking or threads
     (the same distribution as scGPT's, not its draws: ``side="one"`` is equal bin for bin).
 
     Examples
@@ -437,15 +437,9 @@ class QuantileBins(Encoding):
         if indptr.size and (indptr[0] < 0 or indptr[-1] > data.size or
                             bool(np.any(indptr[1:] < indptr[:-1]))):
             raise ValueError(f"QuantileBins: bad row pointers for {data.size} values")
-        # the edges and both digitize sides in one numba pass; the draw where they differ
-        out, right, ties = VK.quantile_bins(indptr, data, np.linspace(0, 1, self.n - 1))
-        if self.side == "both":
-            for r in np.flatnonzero(ties).tolist():
-                a, b = int(indptr[r]), int(indptr[r + 1])
-                pos = a + np.flatnonzero(data[a:b] > 0)
-                u = np.random.default_rng([self.seed, row0 + r]).random(pos.size)
-                out[pos] = np.ceil(u * (right[pos] - out[pos]) + out[pos])
-        return out
+        # the edges, both digitize sides and the draw where they differ in one numba pass
+        return VK.quantile_bins(indptr, data, False, 1.0, False, np.linspace(0, 1, self.n - 1),
+                                int(self.seed), int(row0), self.side == "both")
 
 
 #: the value encodings by name (:func:`register_encoding`; the ``genotok.encodings`` plugins
@@ -476,12 +470,17 @@ def _fused(steps: tuple) -> tuple[dict, tuple]:
     """The built-in head of ``steps`` (``Normalize`` or ``Log1p``, then ``RankByMedian`` or
     ``Bins``) as :func:`~genotok.singlecell.values.value_encoding`'s keywords, and the steps
     after it, in order (each run through its own ``encode(chunk)``)."""
-    kw = {"normalize": None, "target_sum": 1e4, "log1p": False, "rank": None, "bins": None}
+    kw = {"normalize": None, "target_sum": 1e4, "log1p": False, "rank": None, "bins": None,
+          "quantiles": None}
     i = 0
     if i < len(steps) and isinstance(steps[i], Normalize):
         kw.update(normalize="total", target_sum=float(steps[i].target_sum),
                   log1p=bool(steps[i].log1p))
         i += 1
+        if i < len(steps) and isinstance(steps[i], QuantileBins):  # scGPT's: one kernel
+            q = steps[i]
+            kw["quantiles"] = (int(q.n), q.side, int(q.seed))
+            i += 1
     elif i < len(steps) and isinstance(steps[i], Log1p):
         kw["log1p"] = True
         i += 1

@@ -106,6 +106,8 @@ class ValueEncoding:
     medians: np.ndarray | None = field(default=None, repr=False)
     median_method: str | None = None
     bins: int | None = None
+    #: scGPT's quantile bins after the normalisation (``QuantileBins``' ``(n, side, seed)``)
+    quantiles: tuple | None = None
 
     def __post_init__(self):
         if self.normalize not in (None, "total"):
@@ -127,6 +129,9 @@ class ValueEncoding:
                                  f"a median, dropped); feature {bad[0]} has {med[bad[0]]}")
         if self.bins is not None and self.medians is not None:
             raise ValueError("rank='median' and bins= exclude each other; choose one")
+        if self.quantiles is not None and (self.normalize != "total" or self.bins is not None
+                                           or self.medians is not None):
+            raise ValueError("quantile bins follow a normalisation to a total, alone")
 
     def encode(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, n_cols: int,
                where: str = "X", row0: int = 0) -> np.ndarray:
@@ -155,6 +160,11 @@ class ValueEncoding:
             return _finite_ratios(VK.normalize_divide(indptr, idx, data, float(self.target_sum),
                                                       bool(self.log1p), med),
                                   indptr, idx, med, where, row0)
+        if self.quantiles is not None:  # normalise, log1p, scGPT's bins: one pass
+            n, side, seed = self.quantiles
+            return VK.quantile_bins(indptr, data, True, float(self.target_sum), bool(self.log1p),
+                                    np.linspace(0, 1, int(n) - 1), int(seed), int(row0),
+                                    side == "both")
         if self.normalize == "total" and self.bins is not None:
             return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
                                      int(self.bins))
@@ -188,15 +198,17 @@ class ValueEncoding:
             med = [None if not math.isfinite(x) else x for x in np.asarray(self.medians).tolist()]
         return {"normalize": self.normalize, "target_sum": self.target_sum, "log1p": self.log1p,
                 "rank": None if med is None else "median", "medians": med,
-                "median_method": self.median_method, "bins": self.bins}
+                "median_method": self.median_method, "bins": self.bins,
+                "quantiles": None if self.quantiles is None else list(self.quantiles)}
 
     @classmethod
     def from_json(cls, d: dict) -> ValueEncoding:
         med = d.get("medians")
         if med is not None:
             med = np.array([np.nan if x is None else x for x in med], dtype=np.float64)
+        q = d.get("quantiles")
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
-                   med, d.get("median_method"), d.get("bins"))
+                   med, d.get("median_method"), d.get("bins"), None if q is None else tuple(q))
 
 
 def _finite_ratios(out: np.ndarray, indptr: np.ndarray, idx: np.ndarray, med: np.ndarray,
@@ -417,12 +429,14 @@ def _same_columns(sources: list) -> None:
 
 def value_encoding(adata=None, *, layer: str | None = None, normalize: str | None = None,
                    target_sum: float = 1e4, log1p: bool = False, rank=None,
-                   bins: int | None = None, memory_mb: float = 256) -> ValueEncoding | None:
+                   bins: int | None = None, quantiles: tuple | None = None,
+                   memory_mb: float = 256) -> ValueEncoding | None:
     """The encoding that a :class:`~genotok.CellSpec`'s ``encoding`` steps apply (``None`` when
     nothing is asked). ``rank`` is ``None``, ``"median"`` (medians from ``adata``), an array
     of medians, the ``(medians, method)`` pair that :func:`feature_medians` returns (the
     corpus then records its method, not ``"given"``), or a corpus written with
-    ``rank="median"`` (its training medians).
+    ``rank="median"`` (its training medians). ``quantiles``: ``(n, side, seed)`` of a
+    :class:`~genotok.QuantileBins` right after the normalisation (run in the same kernel).
 
     Examples
     --------
@@ -467,7 +481,8 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
         if medians.ndim != 1:
             raise ValueError(f"medians must be one-dimensional, got shape {medians.shape}")
         method = "given"
-    return ValueEncoding(normalize, float(target_sum), bool(log1p), medians, method, bins)
+    return ValueEncoding(normalize, float(target_sum), bool(log1p), medians, method, bins,
+                         None if quantiles is None else tuple(quantiles))
 
 
 def warmup() -> None:
@@ -500,6 +515,14 @@ def warmup() -> None:
             VK.normalize_divide(p, idx, x, 1.0, True, d)
     one = np.array([1], np.int64)
     VK.merge_counts(one, one, one, one)
+    grid = np.linspace(0, 1, 3)
+    for x in (d, d.astype(np.float32)):
+        VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True)
+        for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
+            ids = np.empty(2, np.int64)
+            VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
+                         np.array([5, -1], np.int64), 0.5, 0, p, p, ids, None)
+    VK.compact_rows(ids, None, p, np.array([2], np.int64))
 
 
 __all__ = ["ValueEncoding", "feature_medians", "value_encoding", "warmup"]

@@ -202,3 +202,40 @@ def test_geneformer_matches_the_oracle(data):
     tok, spec = _geneformer(vocab, med, input_size=size)
     want = naive.geneformer(X, ids, vocab, med, n_counts=n_counts, input_size=size)
     assert genotok.tokenize_anndata(a, tok, spec).to_list() == want
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_geneformer_fused_kernel_equals_the_general_path(data):
+    # features.ranker's one kernel against the remap + encoding + cell kernels it replaces:
+    # real values (rounding), repeated ids (the general path), unknown ids, with and without
+    # n_counts, cut or not, values or not
+    import genotok.singlecell.cells as C
+
+    n_rows, n_cols = data.draw(st.integers(0, 8)), data.draw(st.integers(1, 8))
+    ids = data.draw(st.lists(st.sampled_from(_IDS), min_size=n_cols, max_size=n_cols))
+    dense = data.draw(st.lists(st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.0, 0.3, 1e-3, 7.25]),
+                                        min_size=n_cols, max_size=n_cols),
+                               min_size=n_rows, max_size=n_rows))
+    X = np.array(dense, np.float32).reshape(n_rows, n_cols)
+    vocab = {"<pad>": 0, "<mask>": 1, "A": 5, "B": 3, "C": 4, "D": 2}
+    med = {g: data.draw(st.sampled_from([0.5, 1.0, 3.0, 0.7])) for g in "ABC"}
+    obs = None
+    if data.draw(st.booleans()) and n_rows:
+        obs = pd.DataFrame({"n_counts": X.sum(axis=1, dtype=np.float64) + 0.5},
+                           index=[f"c{i}" for i in range(n_rows)])
+    a = anndata.AnnData(sp.csr_matrix(X), obs=obs, var=pd.DataFrame(index=[f"v{i}" for i in
+                                                                          range(n_cols)]))
+    a.var["gene_ids"] = ids
+    tok, spec = genotok.presets.geneformer(vocab, med, input_size=data.draw(st.integers(1, 6)))
+    spec = spec.replace(values=data.draw(st.booleans()))
+    fused = genotok.tokenize_anndata(a, tok, spec)
+    keep = C._rank_fused
+    C._rank_fused = lambda *args: False
+    try:
+        general = genotok.tokenize_anndata(a, tok, spec)
+    finally:
+        C._rank_fused = keep
+    assert fused.to_list() == general.to_list()
+    if spec.values:
+        assert np.array_equal(fused.values, general.values)
