@@ -31,8 +31,10 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT
+from .bits import (LITTLE_ENDIAN, ONES, SPACES, below_space, digits_value, eq_bytes, load_word,
+                   lowest_byte, non_digits)
 from .fragments import FRAG_OK, _parse_line
-from .names import _final, _hash, _mix, _new_key
+from .names import _final, _hash, _mix, _new_key, _round
 from .overlap import _passes
 
 MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
@@ -63,12 +65,57 @@ def _digits(buf, p, n, stop):
 
 
 @njit(inline="always", **NJIT)
+def _word_digits(buf, p, n, stop):
+    """:func:`_digits` eight bytes at a time (two word loads and no branch per digit for up
+    to 15 digits; a longer number, or one within 16 bytes of ``n``, takes the byte loop).
+    The caller checked :data:`~genotok.kernels.bits.LITTLE_ENDIAN`."""
+    if p + 16 > n:
+        return _digits(buf, p, n, stop)
+    x = load_word(buf, p)
+    t = non_digits(x)
+    if t:
+        k = lowest_byte(t)
+        if k == 0:
+            return 0, -1
+        v = digits_value(x, k)
+        q = p + k
+    else:
+        y = load_word(buf, p + 8)
+        t = non_digits(y)
+        if not t:
+            return _digits(buf, p, n, stop)
+        k = lowest_byte(t)
+        v = digits_value(x, 8)
+        if k:
+            v = v * _POW10[k] + digits_value(y, k)
+        q = p + 8 + k
+    if buf[q] != stop:
+        return 0, -1
+    return v, q
+
+
+_POW10 = np.array([10 ** k for k in range(9)], np.int64)
+_DELS = ONES * np.uint64(127)
+_TABS = ONES * np.uint64(9)
+
+
+@njit(inline="always", **NJIT)
 def _fast_line(buf, pos, n, fs, fe, key):
     """The common line, ``chrom\\tstart\\tend\\tbarcode[\\tcount]\\n`` with nothing unusual,
     in one pass: ``(ok, start, end, count, next line, barcode hash)`` with the chromosome and
     barcode spans in ``fs[0]:fe[0]`` and ``fs[3]:fe[3]``, the barcode hashed with ``key``
     (the barcode table's). ``ok`` False sends the line to the
-    general parser (headers, blank lines, CR, extra columns, space-separated lines, errors)."""
+    general parser (headers, blank lines, CR, extra columns, space-separated lines, errors).
+    On a little-endian machine, a line at least 64 bytes before ``n`` is read eight bytes at
+    a time (:func:`_word_line`); the byte loop here is the reference it is tested against."""
+    if LITTLE_ENDIAN and pos + 64 <= n:
+        return _word_line(buf, pos, n, fs, fe, key)
+    return _byte_line(buf, pos, n, fs, fe, key)
+
+
+@njit(inline="always", **NJIT)
+def _byte_line(buf, pos, n, fs, fe, key):
+    """:func:`_fast_line` a byte at a time."""
     if buf[pos] == 35 or buf[pos] == 10 or buf[pos] == 9:
         return False, 0, 0, 0, 0, np.uint64(0)
     q = pos
@@ -102,6 +149,67 @@ def _fast_line(buf, pos, n, fs, fe, key):
     cnt = 1
     if buf[q] == 9:
         cnt, q = _digits(buf, q + 1, n, 10)
+        if q < 0:
+            return False, 0, 0, 0, 0, np.uint64(0)
+    return True, s, x, cnt, q + 1, _final(h, fe[3] - a, key)
+
+
+@njit(inline="always", **NJIT)
+def _word_line(buf, pos, n, fs, fe, key):
+    """:func:`_byte_line` eight bytes at a time (SWAR, :mod:`genotok.kernels.bits`): the
+    chromosome name and the barcode end at their first byte ``<= 0x20`` (or 0x7f in a
+    barcode), found a word at a time; the barcode is hashed a word at a time, which is what
+    :func:`~genotok.kernels.names._mix` does a byte at a time (byte ``k`` of a name xor-ed at
+    bits ``8 * (k % 8)``, a round after every eighth byte), so the hash is the table's;
+    the numbers as :func:`_word_digits`. Every load stays below ``n`` (a line too close to
+    it goes to the general parser)."""
+    b0 = buf[pos]
+    if b0 == 35 or b0 == 10 or b0 == 9:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    q = pos
+    while True:  # the chromosome: up to the first byte <= 0x20
+        if q + 8 > n:
+            return False, 0, 0, 0, 0, np.uint64(0)
+        w = load_word(buf, q)
+        t = below_space(w) | eq_bytes(w, SPACES)
+        if t:
+            q += lowest_byte(t)
+            break
+        q += 8
+    if buf[q] != 9:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    fs[0] = pos
+    fe[0] = q
+    s, q = _word_digits(buf, q + 1, n, 9)
+    if q < 0:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    x, q = _word_digits(buf, q + 1, n, 9)
+    if q < 0 or x < s:
+        return False, 0, 0, 0, 0, np.uint64(0)
+    a = q + 1
+    q = a
+    h = np.uint64(0)
+    while True:  # the barcode: up to its tab or line end; any other byte <= 0x20 or 0x7f
+        if q + 8 > n:  # sends the line to the parser
+            return False, 0, 0, 0, 0, np.uint64(0)
+        w = load_word(buf, q)
+        t = below_space(w) | eq_bytes(w, SPACES) | eq_bytes(w, _DELS)
+        if t:
+            k = lowest_byte(t)
+            if k:
+                h ^= w & ((np.uint64(1) << np.uint64(8 * k)) - np.uint64(1))
+            q += k
+            break
+        h = _round(h ^ w, key)
+        q += 8
+    c = buf[q]
+    if q == a or (c != 9 and c != 10):
+        return False, 0, 0, 0, 0, np.uint64(0)
+    fs[3] = a
+    fe[3] = q
+    cnt = 1
+    if c == 9:
+        cnt, q = _word_digits(buf, q + 1, n, 10)
         if q < 0:
             return False, 0, 0, 0, 0, np.uint64(0)
     return True, s, x, cnt, q + 1, _final(h, fe[3] - a, key)
@@ -179,17 +287,27 @@ def _lookup(buf, a, b, h, slots, off, hashes, arena):
     n = b - a
     while slots[slot] >= 0:
         c = slots[slot]
-        if hashes[c] == h and off[c + 1] - off[c] == n:
-            o = off[c]
-            same = True
-            for k in range(n):
-                if arena[o + k] != buf[a + k]:
-                    same = False
-                    break
-            if same:
-                return c, slot
+        if hashes[c] == h and off[c + 1] - off[c] == n and _equal(arena, off[c], buf, a, n):
+            return c, slot
         slot = (slot + 1) & mask
     return -1, slot
+
+
+@njit(inline="always", **NJIT)
+def _equal(x, i, y, j, n):
+    """Whether ``x[i:i + n] == y[j:j + n]``: eight bytes at a time while eight remain (the
+    loads stay inside both spans), then byte by byte."""
+    k = 0
+    if LITTLE_ENDIAN:
+        while k + 8 <= n:
+            if load_word(x, i + k) != load_word(y, j + k):
+                return False
+            k += 8
+    while k < n:
+        if x[i + k] != y[j + k]:
+            return False
+        k += 1
+    return True
 
 
 @njit(inline="always", **NJIT)
@@ -331,12 +449,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
             bh = _hash(buf, fs[3], fe[3], bkey)
         # the chromosome: the previous line's, else the table's
         a, b = fs[0], fe[0]
-        same = prev_c >= 0 and b - a == pce - pcs
-        if same:
-            for k in range(b - a):
-                if buf[a + k] != buf[pcs + k]:
-                    same = False
-                    break
+        same = prev_c >= 0 and b - a == pce - pcs and _equal(buf, a, buf, pcs, b - a)
         if not same:
             h = _hash(buf, a, b, ckey)
             c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
