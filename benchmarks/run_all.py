@@ -43,6 +43,9 @@ SCALES = {
         "build": [],
         "data": [],
         "containers": ["--cells", "200000"],  # the issue's 200k-cell SOMA experiment
+        "executors": [],
+        "stores": [],
+        "mixture": [],
     },
     "small": {
         "universe": ["--n", "200000"],
@@ -59,6 +62,9 @@ SCALES = {
         "build": ["--files", "50"],
         "data": [],
         "containers": ["--cells", "20000", "--mtx"],
+        "executors": ["--files", "200"],
+        "stores": ["--files", "20", "--lines", "20000", "--n-universe", "200000"],
+        "mixture": ["--records", "30000"],
     },
     "quick": {
         "small": ["--calls", "300"],
@@ -66,10 +72,16 @@ SCALES = {
                   "--runs", "3"],
         "first_use": ["quickstart"],
         "tokenize": ["--n-universe", "1000000", "--n-query", "200000", "--quick"],
+        # the seams of issue 40 (each about a minute on the shared 2-core box)
+        "executors": ["--files", "200", "--repeat", "1"],
+        # (the read-back goal only: writing a few small files is all fixed costs)
+        "stores": ["read", "--records", "10000", "--read-repeat", "11"],
+        "mixture": ["--records", "20000", "--repeat", "5"],
     },
 }
-for _scale in ("full", "small"):  # the quick scripts run at every scale
-    SCALES[_scale].update({k: v for k, v in SCALES["quick"].items() if k != "tokenize"})
+for _scale in ("full", "small"):  # the quick scripts run at every scale (with its own sizes)
+    for _name, _args in SCALES["quick"].items():
+        SCALES[_scale].setdefault(_name, _args)
 
 SCRIPTS = {"peers": "tokenize"}  # a section run by another script's flag
 

@@ -253,18 +253,12 @@ class ZarrSource(S.CellSource):
         return self._var
 
     def obs(self, columns):
-        columns = list(columns)
         with _errors(f"{self.where}:obs"):
-            have = [c for c in self._group("obs").keys()
-                    if c not in (str(self._group("obs").attrs.get("_index", "_index")),
-                                 "__categories")]
-        missing = [c for c in columns if c not in have]
-        if missing:
-            raise AnnDataError(f"{self.where}: obs has no column(s) {missing}; it has {have}")
-        index = str(self._group("obs").attrs.get("_index", "_index"))
-        names = [str(x) for x in self._column("obs", index)]
-        meta = {c: self._column("obs", c) for c in columns}
-        return lambda lo, hi: (names[lo:hi], {c: v[lo:hi] for c, v in meta.items()})
+            index = str(self._group("obs").attrs.get("_index", "_index"))
+            have = [c for c in self._group("obs").keys() if c not in (index, "__categories")]
+        columns = S.obs_columns_in(columns, have, self.where)
+        return S.rows_of([str(x) for x in self._column("obs", index)],
+                         {c: self._column("obs", c) for c in columns})
 
     def settings(self) -> dict:
         return {"layer": self.read.layer, "store": "zarr",

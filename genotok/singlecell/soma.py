@@ -277,16 +277,11 @@ class SomaSource(S.CellSource):
         return frame
 
     def obs(self, columns):
-        columns = list(columns)
-        missing = [c for c in columns if c not in self.obs_names_all]
-        if missing:
-            raise AnnDataError(f"{self.path}: obs has no column(s) {missing}; it has "
-                               f"{self.obs_names_all}")
+        columns = S.obs_columns_in(columns, self.obs_names_all, self.path)
         frame = self._obs_frame(columns)
         names = (frame[OBS_ID].astype(str).tolist() if OBS_ID in frame
                  else [str(i) for i in self.ids])
-        meta = {c: frame[c].to_numpy() for c in columns}
-        return lambda lo, hi: (names[lo:hi], {c: v[lo:hi] for c, v in meta.items()})
+        return S.rows_of(names, {c: frame[c].to_numpy() for c in columns})
 
     def settings(self) -> dict:
         return {"measurement": self.read.measurement, "layer": self.layer,

@@ -248,19 +248,42 @@ def _source(adata, layer: str | None) -> tuple[_Source, str | None]:
 
 
 # ---------------------------------------------------------------------------------- outputs
+def obs_columns_in(columns: Sequence[str], have: Sequence[str], where: str | None) -> list:
+    """``columns`` as a list, every one among the ``obs`` columns ``have`` of the input
+    ``where`` (else an :class:`AnnDataError` naming it and what it has).
+
+    >>> obs_columns_in(["batch"], ["batch", "donor"], "cells.zarr")
+    ['batch']
+    >>> obs_columns_in(["age"], ["batch"], "cells.zarr")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    genotok.errors.AnnDataError: cells.zarr: obs has no column(s) ['age']; it has ['batch']
+    """
+    columns = list(columns)
+    missing = [c for c in columns if c not in have]
+    if missing:
+        raise AnnDataError(f"{where + ': ' if where else ''}obs has no column(s) {missing}; it "
+                           f"has {list(have)}")
+    return columns
+
+
+def rows_of(names: Sequence[str], meta: dict) -> Callable[[int, int], tuple[list, dict]]:
+    """``f(lo, hi) -> (names, {column: values})`` of rows ``lo:hi`` from whole columns read
+    once (a source's :meth:`CellSource.obs`).
+
+    >>> rows_of(["a", "b", "c"], {"x": [1, 2, 3]})(1, 3)
+    (['b', 'c'], {'x': [2, 3]})
+    """
+    return lambda lo, hi: (names[lo:hi], {c: v[lo:hi] for c, v in meta.items()})
+
+
 def _obs_reader(adata, path: str | None, obs_columns: Sequence[str]):
     """``f(lo, hi) -> (names, {column: values})`` for a range of cells."""
-    obs_columns = list(obs_columns)
     if path is not None and not hasattr(adata, "obs"):
         box = _container(path)
-        fr = box.frame("obs")
-        missing = [c for c in obs_columns if c not in fr.columns]
-        if missing:
-            raise AnnDataError(f"{box}: obs has no column(s) {missing}; it has {fr.columns}")
+        obs_columns = obs_columns_in(obs_columns, box.frame("obs").columns, str(box))
         return lambda lo, hi: box.obs_rows(lo, hi, obs_columns)
-    missing = [c for c in obs_columns if c not in adata.obs.columns]
-    if missing:
-        raise AnnDataError(f"obs has no column(s) {missing}; it has {list(adata.obs.columns)}")
+    obs_columns = obs_columns_in(obs_columns, list(adata.obs.columns), None)
 
     def read_mem(lo, hi):
         names = [str(x) for x in adata.obs_names[lo:hi]]
@@ -664,7 +687,7 @@ class AnnDataSource(_AnnDataBase):
 register_source(AnnDataSource)  # H5adSource and the HDF5 containers: .containers
 
 
-__all__ = ["AnnDataSource", "CellSource", "Chunk", "SOURCES", "memory_matrix", "obs_names",
-           "open_source", "read_options_from_json", "register_source", "registry",
+__all__ = ["AnnDataSource", "CellSource", "Chunk", "SOURCES", "memory_matrix", "obs_columns_in",
+           "obs_names", "open_source", "rows_of", "read_options_from_json", "register_source", "registry",
            "source_class", "suffixes",
            "unregister_source", "var_names"]

@@ -20,6 +20,7 @@ encoding, built in or plugged in, must do:
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
@@ -100,6 +101,11 @@ def check_encoding(encoding) -> None:
     from ..singlecell.chunks import Chunk
     from ..singlecell.spec import CellSpec, Encoding, Normalize, encodings
 
+    if isinstance(encoding, type) and issubclass(encoding, Encoding) and \
+            inspect.isabstract(encoding):
+        raise AssertionError(f"check_encoding({encoding.__name__}): implements every abstract "
+                             "method of Encoding: "
+                             f"{', '.join(sorted(encoding.__abstractmethods__))} missing")
     enc = encoding() if isinstance(encoding, type) else encoding
     cls = type(enc)
     if not isinstance(enc, Encoding):

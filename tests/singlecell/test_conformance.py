@@ -175,6 +175,19 @@ def test_an_unregistered_source_fails():
         check_source(_SameNames, a)
 
 
+def test_an_encoding_without_encode_fails_at_once():
+    """``Encoding.encode`` is abstract: an encoding that forgets it cannot be made, and
+    check_encoding names it."""
+    @dataclass(frozen=True)
+    class Forgets(S.Encoding):
+        name: ClassVar[str] = "forgets"
+
+    with pytest.raises(TypeError, match="encode"):
+        Forgets()
+    with pytest.raises(AssertionError, match=r"check_encoding\(Forgets\).*encode missing"):
+        check_encoding(Forgets)
+
+
 def test_a_source_missing_an_abstract_method_fails_at_once():
     """A source that forgets ``names`` cannot be made, and check_source names what is
     missing; one that sets no matrix and keeps the default ``chunks`` is a SourceError, not
