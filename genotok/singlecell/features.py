@@ -126,10 +126,12 @@ def feature_map(adata, tokenizer) -> FeatureMap:
     known = ids >= 0
     first: dict[str, int] = {}
     col_new = np.full(len(names), -1, dtype=np.int64)
-    for c in np.flatnonzero(known).tolist():
+    cols = np.flatnonzero(known)
+    for c in cols.tolist():
         col_new[c] = first.setdefault(names[c], len(first))
     kept = list(first)
-    token_ids = np.array([tokenizer.convert_tokens_to_ids(n) for n in kept], dtype=np.int64)
+    token_ids = np.zeros(len(kept), np.int64)  # each known id's token: the id of its columns
+    token_ids[col_new[cols]] = ids[cols]
     sink = None
     if tokenizer.settings.unknown_features == "count":
         sink = len(kept)
@@ -222,7 +224,7 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
     >>> ids, vals, lengths = run(Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
     ...                                np.array([1.0, 2.0, 1.0], np.float32), 3))
     >>> ids.tolist(), lengths.tolist()
-    [[7, 5], [2]]
+    ([7, 5], [2])
     """
     col_new = np.ascontiguousarray(fm.col_new, dtype=np.int64)
     sink = -1 if fm.sink is None else int(fm.sink)

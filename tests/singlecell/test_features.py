@@ -239,3 +239,31 @@ def test_geneformer_fused_kernel_equals_the_general_path(data):
     assert fused.to_list() == general.to_list()
     if spec.values:
         assert np.array_equal(fused.values, general.values)
+
+
+def test_a_chunk_the_fused_kernel_hands_back_runs_in_pieces():
+    # a repeated gene id: the fused kernel hands its chunk (sized to its own memory per entry)
+    # back, and the general path runs it in pieces sized to the general path's; same cells
+    import genotok.singlecell.cells as C
+
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(60, 6)).astype(np.float32)
+    ids = ["A", "B", "A", "C", "Z", "D"]
+    a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=[f"v{i}" for i in range(6)]))
+    a.var["gene_ids"] = ids
+    vocab = {"<pad>": 0, "<mask>": 1, "A": 5, "B": 3, "C": 4, "D": 2}
+    tok, spec = genotok.presets.geneformer(vocab, {"A": 1.0, "B": 2.0, "C": 0.5, "D": 3.0})
+    calls = []
+    general = C._general
+    C._general = lambda ch, *args: calls.append(ch.n_rows) or general(ch, *args)
+    try:  # one chunk of 60 rows for the fused kernel; pieces of ~74 entries after
+        small = genotok.tokenize_anndata(a, tok, spec, memory_mb=0.004,
+                                         read=genotok.AnnDataOptions(chunk_rows=60))
+    finally:
+        C._general = general
+    assert len(calls) > 1 and sum(calls) == 60
+    assert small.to_list() == genotok.tokenize_anndata(a, tok, spec).to_list()
+    pieces = list(C._pieces(genotok.singlecell.Chunk(7, np.array([2, 4, 4, 9, 10]),
+                                                     np.arange(12), np.ones(12), 3), 3))
+    assert [(p.row0, p.indptr.tolist()) for p in pieces] == [(7, [2, 4, 4]), (9, [4, 9]),
+                                                             (10, [9, 10])]
