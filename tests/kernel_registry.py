@@ -244,6 +244,43 @@ def _rank_call(kernel, indptr, cols, data, col_new, sink, totals, has_totals, ta
             [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
 
 
+def _bin_rows(n: int, rng: np.random.Generator):
+    """``bin_rows``' arguments: ``_quantile_rows``' values in columns a vocabulary keeps or
+    drops (now and then a repeated or unsorted column, a bad value), token ids or none."""
+    indptr, data, _, target_sum, log1p, grid, seed, row0, both = _quantile_rows(n, rng)
+    cols = np.concatenate([np.sort(rng.choice(12, b - a, replace=b - a > 12 or
+                                              rng.random() < 0.1))
+                           for a, b in zip(indptr[:-1], indptr[1:])] or
+                          [np.zeros(0, np.int64)]).astype(np.int32)
+    col_new = np.where(rng.random(12) < 0.25, -1, np.arange(12))
+    if rng.random() < 0.1:
+        col_new = rng.permutation(col_new)
+    if data.size and rng.random() < 0.1:
+        data[rng.integers(0, data.size)] = rng.choice([-1.0, np.nan, np.inf])
+    col_ids = np.where(rng.random(12) < 0.2, -1, rng.permutation(12) + 3).astype(np.int64)
+    return (indptr, cols, data, col_new.astype(np.int64), target_sum, log1p, grid, seed, row0,
+            both, col_ids, float(rng.choice([1e-300, 2.0])))
+
+
+def _bin_call(kernel, indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, both,
+              col_ids, keep_from):
+    """``bin_rows`` with its buffers (a slot per stored entry), compacted, as lists."""
+    from genotok.kernels.values import compact_rows
+
+    cap_off = np.asarray(indptr, np.int64)
+    ids, vals = np.empty(cap_off[-1], np.int64), np.empty(cap_off[-1], np.float32)
+    blocks = np.unique(np.r_[0, np.arange(0, indptr.size - 1, 3), indptr.size - 1]).astype(
+        np.int64)
+    lengths, general = kernel(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0,
+                              both, col_ids, keep_from, blocks, cap_off, ids, vals)
+    if general:
+        return (True,)
+    compact_rows(ids, vals, cap_off, lengths)
+    off = np.concatenate([[0], np.cumsum(lengths)])
+    return (False, [ids[a:b].tolist() for a, b in zip(off[:-1], off[1:])],
+            [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
+
+
 def _quantile_rows(n: int, rng: np.random.Generator):
     """Rows of small counts (ties), normalised-looking reals and zeros; a bin grid."""
     indptr, _ = _csr_rows(n, rng)
@@ -507,6 +544,9 @@ COMPARISONS: dict[str, Comparison] = {
                                    inputs=lambda: _sized(_rank_rows, 30), call=_rank_call),
     "values.compact_rows": Comparison(covered_by="values.rank_rows"),
     # scGPT's per-cell quantile bins (the edges as numpy.quantile computes them)
+    # scGPT's rows in one pass: the vocabulary's columns, normalise, bins, the draw, ids
+    "values.bin_rows": Comparison(oracle=naive_genes.bin_rows,
+                                  inputs=lambda: _sized(_bin_rows, 30), call=_bin_call),
     "values.quantile_bins": Comparison(oracle=naive_genes.quantile_bins,
                                        inputs=lambda: _sized(_quantile_rows, 30)),
     "values.merge_counts": Comparison(

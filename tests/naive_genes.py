@@ -182,3 +182,39 @@ def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, 
                 if hi != lo:
                     out[a + j] = math.ceil(u * (hi - lo) + lo)
     return out
+
+
+def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, both, col_ids,
+             keep_from):
+    """Plain-Python oracle of ``kernels.values.bin_rows`` (scGPT's bins in one pass):
+    ``(True,)`` when some row needs the general path (a repeated or unsorted kept column, a
+    value negative or not finite, a total that does not normalise), else ``(False, ids per
+    row, bins per row)``: each row's entries of kept columns (``col_new[col] >= 0``) binned by
+    :func:`quantile_bins` (normalised by their total), those with a bin ``>= keep_from`` and a
+    token, in column order."""
+    import math
+
+    ids_out, bins_out = [], []
+    for r in range(len(indptr) - 1):
+        row, last = [], -1
+        for k in range(int(indptr[r]), int(indptr[r + 1])):
+            c = int(col_new[int(cols[k])])
+            if c < 0:
+                continue
+            if c <= last or not 0 <= float(data[k]) < math.inf:
+                return (True,)
+            last = c
+            row.append((c, data[k]))
+        total = 0.0
+        for _, x in row:
+            total += float(x)
+        if total == math.inf or (total > 0 and target_sum / total == math.inf):
+            return (True,)
+        x = np.array([v for _, v in row], dtype=data.dtype)
+        bins = quantile_bins(np.array([0, x.size]), x, True, target_sum, log1p, grid, seed,
+                             row0 + r, both)
+        kept = [(int(col_ids[c]), float(b)) for (c, _), b in zip(row, bins.tolist())
+                if b >= keep_from and col_ids[c] >= 0]
+        ids_out.append([t for t, _ in kept])
+        bins_out.append([b for _, b in kept])
+    return False, ids_out, bins_out

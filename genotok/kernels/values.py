@@ -369,6 +369,85 @@ def _scaled(x, scale, log1p):
     return np.log1p(y) if log1p else y
 
 
+@njit(**NJIT)
+def _row_bins(out, x, scale, log1p, grid, state, both, s, edges, cum, left, right):
+    """:func:`quantile_bins` of one row: the bins of the values ``x`` (``x * scale``, then
+    ``log1p`` when asked) into ``out`` (zeros stay where a value is not positive); ``state``
+    starts the row's random stream. ``s``, ``edges``, ``cum``, ``left``, ``right``: scratch
+    (``s`` as long as the row, ``cum``/``left``/``right`` of ``_COUNTED + 1``)."""
+    m = 0
+    top = 0
+    counted = True
+    for k in range(x.size):
+        if np.float64(x[k]) * scale > 0:  # log1p keeps the sign
+            m += 1
+            v = np.float64(x[k])
+            if v != np.floor(v) or v > _COUNTED:
+                counted = False
+            elif v > top:
+                top = int(v)
+    if m == 0:
+        return
+    if counted and top <= 8 * m + 256:
+        cum[:top + 1] = 0
+        for k in range(x.size):
+            if np.float64(x[k]) * scale > 0:
+                cum[int(x[k])] += 1
+        for v in range(1, top + 1):
+            cum[v] += cum[v - 1]  # cum[v]: positive counts <= v
+        at = 1  # the count at rank p: the least v with cum[v] > p
+        for i in range(grid.size):
+            virtual = (m - 1) * grid[i]
+            p = m - 1 if virtual >= m - 1 else int(np.floor(virtual))
+            while cum[at] <= p:
+                at += 1
+            lo = _scaled(at, scale, log1p)
+            if virtual >= m - 1:
+                edges[i] = lo
+                continue
+            nxt = at
+            while cum[nxt] <= p + 1:
+                nxt += 1
+            edges[i] = _edge(grid[i], m, lo, _scaled(nxt, scale, log1p))
+        for v in range(1, top + 1):
+            if cum[v] != cum[v - 1]:
+                y = _scaled(v, scale, log1p)
+                left[v] = np.searchsorted(edges, y, side="right")
+                right[v] = np.searchsorted(edges, y, side="left")
+        for k in range(x.size):
+            if np.float64(x[k]) * scale > 0:
+                v = int(x[k])
+                out[k] = left[v]
+                if both:
+                    state, w = rng_below(state, 9007199254740992)
+                    if right[v] != left[v]:
+                        out[k] = np.ceil(w * _TWO_M53 * (right[v] - left[v]) + left[v])
+        return
+    j = 0
+    for k in range(x.size):
+        if np.float64(x[k]) * scale > 0:
+            s[j] = _scaled(x[k], scale, log1p)
+            j += 1
+    s[:m].sort()
+    for i in range(grid.size):
+        virtual = (m - 1) * grid[i]
+        if virtual >= m - 1:
+            edges[i] = s[m - 1]
+            continue
+        p = int(np.floor(virtual))
+        edges[i] = _edge(grid[i], m, s[p], s[p + 1])
+    for k in range(x.size):
+        if np.float64(x[k]) * scale > 0:
+            y = _scaled(x[k], scale, log1p)
+            lft = np.searchsorted(edges, y, side="right")
+            rgt = np.searchsorted(edges, y, side="left")
+            out[k] = lft
+            if both:
+                state, w = rng_below(state, 9007199254740992)
+                if rgt != lft:
+                    out[k] = np.ceil(w * _TWO_M53 * (rgt - lft) + lft)
+
+
 @njit(**NJIT_PARALLEL)
 def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both):
     """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`), the draw included.
@@ -404,80 +483,75 @@ def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, 
         for r in range(lo_r, hi_r):
             a, b = indptr[r], indptr[r + 1]
             scale = _row_scale(data, a, b, target_sum) if normalize else 1.0
-            m = 0
-            top = 0
-            counted = True
-            for k in range(a, b):
-                if np.float64(data[k]) * scale > 0:  # log1p keeps the sign
-                    m += 1
-                    x = np.float64(data[k])
-                    if x != np.floor(x) or x > _COUNTED:
-                        counted = False
-                    elif x > top:
-                        top = int(x)
-            if m == 0:
-                continue
-            if counted and top <= 8 * m + 256:
-                cum[:top + 1] = 0
-                for k in range(a, b):
-                    if np.float64(data[k]) * scale > 0:
-                        cum[int(data[k])] += 1
-                for x in range(1, top + 1):
-                    cum[x] += cum[x - 1]  # cum[x]: positive counts <= x
-                at = 1  # the count at rank p: the least x with cum[x] > p
-                for i in range(grid.size):
-                    virtual = (m - 1) * grid[i]
-                    p = m - 1 if virtual >= m - 1 else int(np.floor(virtual))
-                    while cum[at] <= p:
-                        at += 1
-                    lo = _scaled(at, scale, log1p)
-                    if virtual >= m - 1:
-                        edges[i] = lo
-                        continue
-                    nxt = at
-                    while cum[nxt] <= p + 1:
-                        nxt += 1
-                    edges[i] = _edge(grid[i], m, lo, _scaled(nxt, scale, log1p))
-                for x in range(1, top + 1):
-                    if cum[x] != cum[x - 1]:
-                        v = _scaled(x, scale, log1p)
-                        left[x] = np.searchsorted(edges, v, side="right")
-                        right[x] = np.searchsorted(edges, v, side="left")
-                state = rng_seed(seed, row0 + r)
-                for k in range(a, b):
-                    if np.float64(data[k]) * scale > 0:
-                        x = int(data[k])
-                        out[k] = left[x]
-                        if both:
-                            state, w = rng_below(state, 9007199254740992)
-                            if right[x] != left[x]:
-                                out[k] = np.ceil(w * _TWO_M53 * (right[x] - left[x]) + left[x])
-                continue
-            j = 0
-            for k in range(a, b):
-                if np.float64(data[k]) * scale > 0:
-                    s[j] = _scaled(data[k], scale, log1p)
-                    j += 1
-            s[:m].sort()
-            for i in range(grid.size):
-                virtual = (m - 1) * grid[i]
-                if virtual >= m - 1:
-                    edges[i] = s[m - 1]
-                    continue
-                p = int(np.floor(virtual))
-                edges[i] = _edge(grid[i], m, s[p], s[p + 1])
-            state = rng_seed(seed, row0 + r)
-            for k in range(a, b):
-                if np.float64(data[k]) * scale > 0:
-                    v = _scaled(data[k], scale, log1p)
-                    lft = np.searchsorted(edges, v, side="right")
-                    rgt = np.searchsorted(edges, v, side="left")
-                    out[k] = lft
-                    if both:
-                        state, w = rng_below(state, 9007199254740992)
-                        if rgt != lft:
-                            out[k] = np.ceil(w * _TWO_M53 * (rgt - lft) + lft)
+            _row_bins(out[a:b], data[a:b], scale, log1p, grid, rng_seed(seed, row0 + r), both,
+                      s, edges, cum, left, right)
     return out
+
+
+@njit(**NJIT_PARALLEL)
+def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, both, col_ids,
+             keep_from, blocks, cap_off, ids, vals):
+    """scGPT's rows in one pass, straight from the matrix's CSR rows: the columns in the
+    vocabulary kept (``col_new[col] >= 0``, the others dropped first), normalised to
+    ``target_sum`` by the kept entries' float64 total (``log1p``), :func:`quantile_bins` (the
+    draw included; ``row0``: the first row's number), each entry whose bin is ``>= keep_from``
+    and whose column has a token (``col_ids[c] >= 0``) written in column order at
+    ``cap_off[r]``: its token id in ``ids``, its bin in ``vals`` (``None``: not written).
+    Returns ``(lengths, general)``: each row's tokens, and whether some row needs the general
+    path (a repeated or unsorted kept column, a value negative or not finite, a total that does
+    not normalise: :func:`remap_rows`, the encoding's checks and the cell kernels then run,
+    with their messages). The same bins as those for every row it accepts. The caller has
+    checked ``0 <= cols < col_new.size``, ``col_new < col_ids.size`` and that each row's slot
+    holds its entries."""
+    n_rows = indptr.size - 1
+    lengths = np.zeros(n_rows, np.int64)
+    general = np.zeros(blocks.size, np.bool_)
+    for g in prange(blocks.size - 1):
+        longest = 0
+        for r in range(blocks[g], blocks[g + 1]):
+            longest = max(longest, indptr[r + 1] - indptr[r])
+        x = np.empty(longest, data.dtype)
+        c_of = np.empty(longest, np.int64)
+        bins = np.zeros(longest, np.float64)
+        s = np.empty(longest, np.float64)
+        edges = np.empty(grid.size, np.float64)
+        cum = np.zeros(_COUNTED + 1, np.int64)
+        left = np.zeros(_COUNTED + 1, np.int64)
+        right = np.zeros(_COUNTED + 1, np.int64)
+        for r in range(blocks[g], blocks[g + 1]):
+            a, b = indptr[r], indptr[r + 1]
+            n = 0
+            last = -1
+            total = 0.0
+            for k in range(a, b):
+                c = col_new[cols[k]]
+                if c < 0:
+                    continue
+                if c <= last or not _clean(data[k]):
+                    general[g] = True
+                    break
+                last = c
+                x[n] = data[k]
+                c_of[n] = c
+                total += np.float64(data[k])
+                n += 1
+            if general[g] or not bounded_scale(total, target_sum):
+                general[g] = True
+                break
+            bins[:n] = 0.0
+            _row_bins(bins[:n], x[:n], target_sum / total if total > 0 else 0.0, log1p, grid,
+                      rng_seed(seed, row0 + r), both, s, edges, cum, left, right)
+            o = cap_off[r]
+            j = 0
+            for i in range(n):
+                t = col_ids[c_of[i]]
+                if bins[i] >= keep_from and t >= 0:
+                    ids[o + j] = t
+                    if vals is not None:
+                        vals[o + j] = bins[i]
+                    j += 1
+            lengths[r] = j
+    return lengths, general.any()
 
 
 #: :func:`rank_rows`' row status: the row ran fused; it needs the general path (a repeated or
@@ -504,8 +578,8 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
     total is the float64 sum of its kept values in storage order, plus ``totals[r]`` minus
     that when it is positive (``has_totals``: the sink's entries dropped first); without
     totals, the sink's entries count in it (where several, summed in ``data``'s dtype first
-    and added last, as :func:`remap_rows` merges them); the sink never has a token; ``scale = target_sum / total``
-    (0 for a total of 0); entry value ``v = x * scale`` (``log1p``), divided by ``med[c]``, 0
+    and added last, as :func:`remap_rows` merges them); the sink never has a token;
+    ``scale = target_sum / total`` (0 for a total of 0); entry value ``v = x * scale`` (``log1p``), divided by ``med[c]``, 0
     where that is not ``> 0``; kept when ``keep_from <= v < inf`` and ``col_ids[c] >= 0``. The
     caller has checked ``0 <= cols < col_new.size``, ``col_new < med.size == col_ids.size``,
     ``totals.size == indptr.size - 1`` (``has_totals``), ``cap_off[r + 1] - cap_off[r] >=``

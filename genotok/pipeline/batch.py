@@ -319,10 +319,14 @@ def _unk_counts(data: np.ndarray, offsets: np.ndarray, unk: int | None) -> tuple
     --------
     >>> _unk_counts(np.array([7, 1, 7, 7]), np.array([0, 2, 3, 4, 4]), 7)
     (3, 3)
+    >>> _unk_counts(np.array([1, 2]), np.array([0, 0, 2]), None)
+    (0, 1)
     """
-    known = np.zeros(data.size + 1, np.int64)
-    np.cumsum(np.ones(data.size, bool) if unk is None else data != unk, out=known[1:])
     offsets = np.asarray(offsets, np.int64)
+    if unk is None or not np.any(data == unk):  # no <unk>: no pass over the ids (a gene
+        return 0, int(np.count_nonzero(offsets[1:] == offsets[:-1]))  # vocabulary's cells)
+    known = np.zeros(data.size + 1, np.int64)
+    np.cumsum(data != unk, out=known[1:])
     per_row = known[offsets[1:]] - known[offsets[:-1]]
     return int(data.size - known[-1]), int(np.count_nonzero(per_row == 0))
 

@@ -668,7 +668,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
         opt.dtype, opt.exact = (np.int32 if table.size < 1 << 31 else np.int64), True
         prepare = lambda ch: (ch, vm, table)
     fused = None
-    if fm is not None and _rank_fused(enc, spec, vm, opt):  # Geneformer's rank: one kernel
+    if fm is not None and _rank_fused(enc, spec, vm, opt):  # Geneformer's, scGPT's: one kernel
         fused = features.ranker(fm, enc, source.n_cols, source.where,
                                 _totals(source, total, tokenizer), keep_from=opt.keep_from,
                                 max_tokens=opt.max_tokens, values=opt.values,
@@ -695,11 +695,14 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
 
 def _rank_fused(enc, spec, vm: _VarMap, opt: _Options) -> bool:
     """Whether a gene vocabulary's chunks can run :func:`.features.ranker`'s one kernel: the
-    encoding normalises to a total and divides by medians, nothing follows, and the cells are
-    value-ordered, cut to their top tokens, one token per column, no ``<unk>``."""
-    return (enc is not None and enc.normalize == "total" and enc.medians is not None
-            and enc.bins is None and not spec.extra_steps() and opt.order == K.ORDER_VALUE
-            and _fast_path(vm, opt) and _one_token_each(vm, opt))
+    encoding normalises to a total, then divides by medians (the cells value-ordered, cut to
+    their top tokens) or bins by quantiles (the cells in column order, uncut); nothing
+    follows; one token per column, no ``<unk>``."""
+    if enc is None or enc.normalize != "total" or enc.bins is not None or spec.extra_steps():
+        return False
+    ranked = enc.medians is not None and opt.order == K.ORDER_VALUE
+    binned = enc.quantiles is not None and opt.order == K.ORDER_GENOMIC
+    return (ranked or binned) and _fast_path(vm, opt) and _one_token_each(vm, opt)
 
 
 def _chunk_blocks(indptr: np.ndarray) -> np.ndarray:

@@ -126,10 +126,12 @@ def feature_map(adata, tokenizer) -> FeatureMap:
     known = ids >= 0
     first: dict[str, int] = {}
     col_new = np.full(len(names), -1, dtype=np.int64)
-    for c in np.flatnonzero(known).tolist():
+    cols = np.flatnonzero(known)
+    for c in cols.tolist():
         col_new[c] = first.setdefault(names[c], len(first))
     kept = list(first)
-    token_ids = np.array([tokenizer.convert_tokens_to_ids(n) for n in kept], dtype=np.int64)
+    token_ids = np.zeros(len(kept), np.int64)  # each known id's token: the id of its columns
+    token_ids[col_new[cols]] = ids[cols]
     sink = None
     if tokenizer.settings.unknown_features == "count":
         sink = len(kept)
@@ -206,12 +208,14 @@ def remapper(fm: FeatureMap, n_cols: int, where: str, totals=None):
 
 def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: float,
            max_tokens: int, values: bool, dtype, blocks):
-    """``chunk -> (ids, values or None, lengths)`` of a value-ordered gene vocabulary
-    (Geneformer's rank: ``enc`` normalises to a total and divides by per-feature medians), or
-    ``None`` for a chunk that needs the general path (:func:`remapper`, the encoding and the
-    cell kernels): one fused kernel (:func:`genotok.kernels.values.rank_rows`) reads the
-    matrix's rows and writes the token ids, the same ids for every row it accepts.
-    ``blocks(indptr)``: the rows' load-balanced blocks; ``dtype``: the ids'.
+    """``chunk -> (ids, values or None, lengths)`` of a gene vocabulary in one fused kernel,
+    or ``None`` for a chunk that needs the general path (:func:`remapper`, the encoding and
+    the cell kernels): Geneformer's rank (``enc`` normalises to a total and divides by
+    per-feature medians; value order, cut to ``max_tokens``:
+    :func:`genotok.kernels.values.rank_rows`) or scGPT's bins (``enc.quantiles``; column
+    order: :func:`genotok.kernels.values.bin_rows`). The kernel reads the matrix's rows and
+    writes the token ids: the same ids and values as the general path for every chunk it
+    accepts. ``blocks(indptr)``: the rows' load-balanced blocks; ``dtype``: the ids'.
 
     >>> import numpy as np
     >>> from genotok.singlecell.chunks import Chunk
@@ -223,14 +227,21 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
     >>> ids, vals, lengths = run(Chunk(0, np.array([0, 3]), np.array([0, 1, 2]),
     ...                                np.array([1.0, 2.0, 1.0], np.float32), 3))
     >>> ids.tolist(), lengths.tolist()
-    [[7, 5], [2]]
+    ([7, 5], [2])
     """
     col_new = np.ascontiguousarray(fm.col_new, dtype=np.int64)
     sink = -1 if fm.sink is None else int(fm.sink)
-    med = np.ascontiguousarray(enc.medians, dtype=np.float64)
     col_ids = np.append(fm.token_ids, np.full(fm.n_new - len(fm.names), -1)).astype(np.int64)
-    if med.size != fm.n_new or (col_new.size and int(col_new.max()) >= fm.n_new):
-        raise AnnDataError(f"{where}: {fm.n_new} features but {med.size} medians")
+    if col_new.size and int(col_new.max()) >= fm.n_new:
+        raise AnnDataError(f"{where}: a column maps to feature {int(col_new.max())} of "
+                           f"{fm.n_new}")
+    if enc.quantiles is None:
+        med = np.ascontiguousarray(enc.medians, dtype=np.float64)
+        if med.size != fm.n_new:
+            raise AnnDataError(f"{where}: {fm.n_new} features but {med.size} medians")
+    else:
+        n_bins, side, seed = enc.quantiles
+        grid = np.linspace(0, 1, int(n_bins) - 1)
 
     def run(ch: Chunk):
         a, b = int(ch.indptr[0]), int(ch.indptr[-1])
@@ -238,9 +249,12 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
                                 error=AnnDataError)
         cols = _kernel_ints(_validate.indices(np.asarray(ch.indices[a:b]), n_cols, where,
                                               what="column index", error=AnnDataError))
+        data = _kernel_floats(np.asarray(ch.data[a:b]))
         n_rows = ptr.size - 1
         tot = _NO_TOTALS
         if totals is not None:
+            if enc.quantiles is not None:
+                return None  # bins of obs totals: the general path
             tot = np.ascontiguousarray(totals(ch.row0, ch.row0 + n_rows), dtype=np.float64)
             if tot.shape != (n_rows,) or sink < 0:
                 return None  # the general path says what is wrong
@@ -251,10 +265,16 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
         np.cumsum(cap, out=cap_off[1:])
         ids = np.empty(cap_off[-1], dtype)
         vals = np.empty(cap_off[-1], np.float32) if values else None
-        lengths, general = VK.rank_rows(
-            ptr, cols, _kernel_floats(np.asarray(ch.data[a:b])), col_new, sink, tot,
-            totals is not None, float(enc.target_sum), bool(enc.log1p), med, col_ids,
-            float(keep_from), int(max_tokens), blocks(ptr), cap_off, ids, vals)
+        if enc.quantiles is None:
+            lengths, general = VK.rank_rows(
+                ptr, cols, data, col_new, sink, tot, totals is not None,
+                float(enc.target_sum), bool(enc.log1p), med, col_ids, float(keep_from),
+                int(max_tokens), blocks(ptr), cap_off, ids, vals)
+        else:
+            lengths, general = VK.bin_rows(
+                ptr, cols, data, col_new, float(enc.target_sum), bool(enc.log1p), grid,
+                int(seed), int(ch.row0), side == "both", col_ids, float(keep_from), blocks(ptr),
+                cap_off, ids, vals)
         if general:
             return None
         n = VK.compact_rows(ids, vals, cap_off, lengths)

@@ -59,6 +59,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -66,26 +67,12 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from ..params import MEMORY_MB, Integral, Interval, check
+from ..params import (MEMORY_MB, Flag, InstanceOf, Integral, Interval, Options, Real, check,
+                      validate_fields)
 from .chunks import Chunk
 from .sources import CellSource, _check_rows, _source
 
 _OFF = np.int64(1) << np.int64(31)
-
-
-def _flag(value, name: str) -> bool:
-    """``value`` as a bool when it is one (or 0 / 1); anything else is refused: ``"no"`` or
-    ``"false"`` would be true."""
-    if not isinstance(value, (bool, np.bool_, int, np.integer)) or value not in (0, 1):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _bins_ok(bins) -> bool:
-    """An integral number of bins in ``2 .. 2**24 + 1`` (bools, NaN and strings are not)."""
-    if isinstance(bins, bool) or not isinstance(bins, (int, float, np.integer, np.floating)):
-        return False
-    return bool(math.isfinite(bins) and int(bins) == bins and 2 <= bins <= 2**24 + 1)
 
 
 @dataclass(frozen=True)
@@ -105,20 +92,21 @@ class ValueEncoding:
     log1p: bool = False
     medians: np.ndarray | None = field(default=None, repr=False)
     median_method: str | None = None
+    #: ``0`` is the zero bin; the float32 value channel holds bins up to ``2**24`` exactly
     bins: int | None = None
     #: scGPT's quantile bins after the normalisation (``QuantileBins``' ``(n, side, seed)``)
     quantiles: tuple | None = None
+    CONSTRAINTS: ClassVar[dict] = {
+        "normalize": [Options("total"), None],
+        "target_sum": [Interval(Real, 0, 1e308, closed="right")],
+        "log1p": [Flag()],
+        "medians": [InstanceOf(np.ndarray, list, tuple), None],
+        "median_method": [InstanceOf(str), None],
+        "bins": [Interval(Integral, 2, 2**24 + 1), None],
+        "quantiles": [InstanceOf(tuple), None]}
 
     def __post_init__(self):
-        if self.normalize not in (None, "total"):
-            raise ValueError(f"normalize must be None or 'total', got {self.normalize!r}")
-        if not (self.target_sum > 0 and math.isfinite(self.target_sum)):
-            raise ValueError(f"target_sum must be a positive number, got {self.target_sum!r}")
-        _flag(self.log1p, "log1p")
-        if self.bins is not None and not _bins_ok(self.bins):
-            raise ValueError(f"bins must be an integer from 2 to 2**24 + 1 (0 is the zero bin; "
-                             f"the float32 value channel holds bins up to 2**24 exactly), got "
-                             f"{self.bins!r}")
+        validate_fields(self)
         if self.medians is not None:
             med = np.asarray(self.medians, dtype=np.float64)
             if med.ndim != 1:
@@ -446,7 +434,7 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
     >>> enc.medians.tolist(), enc.median_method
     ([6.0, nan, 8.0], 'exact')
     """
-    log1p = _flag(log1p, "log1p")
+    log1p = check("log1p", log1p, [Flag()], "value_encoding")
     if normalize is None and not log1p and rank is None and bins is None:
         return None
     medians, method = None, None
@@ -521,7 +509,10 @@ def warmup() -> None:
         for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
             ids = np.empty(2, np.int64)
             VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
-                         np.array([5, -1], np.int64), 0.5, 0, p, p, ids, None)
+                         np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids, None)
+            VK.bin_rows(p, idx, x, np.array([0, 1], np.int64), 1.0, True, grid, 0, 0, True,
+                        np.array([5, -1], np.int64), 0.5, np.array([0, 1]), p, ids,
+                        np.empty(2, np.float32))
     VK.compact_rows(ids, None, p, np.array([2], np.int64))
 
 

@@ -239,3 +239,65 @@ def test_geneformer_fused_kernel_equals_the_general_path(data):
     assert fused.to_list() == general.to_list()
     if spec.values:
         assert np.array_equal(fused.values, general.values)
+
+
+def test_a_chunk_the_fused_kernel_hands_back_runs_in_pieces():
+    # a repeated gene id: the fused kernel hands its chunk (sized to its own memory per entry)
+    # back, and the general path runs it in pieces sized to the general path's; same cells
+    import genotok.singlecell.cells as C
+
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(60, 6)).astype(np.float32)
+    ids = ["A", "B", "A", "C", "Z", "D"]
+    a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=[f"v{i}" for i in range(6)]))
+    a.var["gene_ids"] = ids
+    vocab = {"<pad>": 0, "<mask>": 1, "A": 5, "B": 3, "C": 4, "D": 2}
+    tok, spec = genotok.presets.geneformer(vocab, {"A": 1.0, "B": 2.0, "C": 0.5, "D": 3.0})
+    calls = []
+    general = C._general
+    C._general = lambda ch, *args: calls.append(ch.n_rows) or general(ch, *args)
+    try:  # one chunk of 60 rows for the fused kernel; pieces of ~74 entries after
+        small = genotok.tokenize_anndata(a, tok, spec, memory_mb=0.004,
+                                         read=genotok.AnnDataOptions(chunk_rows=60))
+    finally:
+        C._general = general
+    assert len(calls) > 1 and sum(calls) == 60
+    assert small.to_list() == genotok.tokenize_anndata(a, tok, spec).to_list()
+    pieces = list(C._pieces(genotok.singlecell.Chunk(7, np.array([2, 4, 4, 9, 10]),
+                                                     np.arange(12), np.ones(12), 3), 3))
+    assert [(p.row0, p.indptr.tolist()) for p in pieces] == [(7, [2, 4, 4]), (9, [4, 9]),
+                                                             (10, [9, 10])]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_scgpt_fused_kernel_equals_the_general_path(data):
+    # features.ranker's bins kernel against the encoding + QuantileBins + cell kernels it
+    # replaces: counts (counted) and real values (sorted), ids outside the vocabulary (dropped),
+    # repeated ids (the general path), both sides, chunked or not
+    import genotok.singlecell.cells as C
+
+    n_rows, n_cols = data.draw(st.integers(0, 8)), data.draw(st.integers(1, 8))
+    ids = data.draw(st.lists(st.sampled_from(_IDS), min_size=n_cols, max_size=n_cols))
+    dense = data.draw(st.lists(st.lists(st.sampled_from([0.0, 0.0, 1.0, 2.0, 3.0, 0.3, 7.25]),
+                                        min_size=n_cols, max_size=n_cols),
+                               min_size=n_rows, max_size=n_rows))
+    X = np.array(dense, np.float32).reshape(n_rows, n_cols)
+    a = anndata.AnnData(sp.csr_matrix(X), var=pd.DataFrame(index=[f"v{i}" for i in
+                                                                  range(n_cols)]))
+    a.var["gene_ids"] = ids  # repeated ids: not as var names (anndata warns)
+    vocab = {"<pad>": 0, "<cls>": 1, "A": 5, "B": 3, "C": 4, "D": 2}
+    tok, spec = genotok.presets.scgpt(vocab, n_bins=data.draw(st.integers(3, 9)),
+                                      id_column="gene_ids",
+                                      side=data.draw(st.sampled_from(["one", "both"])),
+                                      append_cls=data.draw(st.booleans()))
+    read = genotok.AnnDataOptions(chunk_rows=data.draw(st.sampled_from([None, 3])))
+    fused = genotok.tokenize_anndata(a, tok, spec, read=read)
+    keep = C._rank_fused
+    C._rank_fused = lambda *args: False
+    try:
+        general = genotok.tokenize_anndata(a, tok, spec, read=read)
+    finally:
+        C._rank_fused = keep
+    assert fused.to_list() == general.to_list()
+    assert np.array_equal(fused.values, general.values)
