@@ -147,12 +147,16 @@ def _cores() -> int:
 
 def _start_helper():
     """The helper process, or ``None``: the kernel cache is off (a helper's work would be lost),
-    one core, or it did not start."""
+    one core, the cache already holds the helper's share, or it did not start."""
     from . import _config
 
     if not _config._CACHE or _cores() < 2 or os.environ.get("GENOTOK_WARMUP_SERIAL", "") not in (
             "", "0"):
         return None
+    from .kernels import cells
+
+    if _config.kernel_ready(cells.cell_tokens):  # the helper's longest compile is cached: a
+        return None  # warm cache, where a helper would double the second it takes
     env = dict(os.environ, GENOTOK_QUIET_COMPILE="1")
     cache = _config.kernel_cache_dir()
     if cache is not None:

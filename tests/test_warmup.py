@@ -155,3 +155,24 @@ def test_import_genotok_loads_no_kernel_and_every_name_resolves():
 
     with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
         genotok.nonesuch  # noqa: B018
+
+
+# --------------------------------------------------------------------------- parallel warmup
+def test_the_two_shares_of_a_parallel_warmup_are_every_step(monkeypatch):
+    """The helper's share and this process's together are the whole warmup (the last pass runs
+    every step again in this process, so a share missing a step costs time, not kernels)."""
+    from genotok import _warmup
+
+    shares = [f.__name__ for share in _warmup.SHARES for f in share]
+    assert sorted(shares) == sorted(["_region_rooms", "_quick_start", "_corpus", "_fragments",
+                                     "_cell_rooms", "_anndata"])
+    monkeypatch.setenv("GENOTOK_WARMUP_SERIAL", "1")
+    assert _warmup._start_helper() is None  # one process on request
+    monkeypatch.delenv("GENOTOK_WARMUP_SERIAL")
+    monkeypatch.setattr(_warmup, "_cores", lambda: 1)
+    assert _warmup._start_helper() is None  # one core: no helper
+    monkeypatch.setattr(_warmup, "_cores", lambda: 2)
+    from genotok import _config
+
+    monkeypatch.setattr(_config, "_CACHE", False)
+    assert _warmup._start_helper() is None  # no cache: a helper's kernels would be lost
