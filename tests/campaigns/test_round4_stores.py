@@ -217,6 +217,48 @@ def test_damage_after_the_run_is_found_on_open(store, how, finished, truth, tmp_
                                             Corpus.open(finished[store, 0]).names], name, out)
 
 
+# ------------------------------------------------------------- S1: tampered journals
+JOURNALS = {  # what a resume trusts most: the journal of the crashed run
+    "not-json": b"{", "not-utf8": b"\xff\xfe", "list": b"[]", "deep": b"[" * 100_000 + b"]" * 100_000,
+    "empty-object": b"{}",
+    "plan-list": lambda j: j.update(plan=[1]), "done-list": lambda j: j.update(done=[1]),
+    "done-key-text": lambda j: j["done"].update(x=j["done"]["0"]),
+    "done-key-past": lambda j: j["done"].update({"99": j["done"]["0"]}),
+    "done-key-negative": lambda j: j["done"].update({"-1": j["done"]["0"]}),
+    "entry-list": lambda j: j["done"].update({"0": [1]}),
+    "files-int": lambda j: j["done"]["0"].update(files=[7]),
+    "files-str": lambda j: j["done"]["0"].update(files="shard-00000.gtokc"),
+    "files-dotdot": lambda j: j["done"]["0"].update(files=["../../outside.gtokc"]),
+    "files-absolute": lambda j: j["done"]["0"].update(files=["/etc/passwd"]),
+    "files-missing": lambda j: j["done"]["0"].pop("files"),
+    "files-other-part": lambda j: j["done"]["0"].update(files=j["done"]["1"]["files"]),
+    "records-huge": lambda j: j["done"]["0"].update(records=2**70),
+    "records-negative": lambda j: j["done"]["0"].update(records=-1),
+    "records-str": lambda j: j["done"]["0"].update(records="1"),
+    "tokens-float": lambda j: j["done"]["0"].update(tokens=1.5),
+    "failed-int": lambda j: j["done"]["0"].update(failed=3),
+    "sources-int": lambda j: j["done"]["0"].update(sources=3),
+}
+
+
+@pytest.mark.parametrize("store,how", [(STORES[k % 5], h) for k, h in enumerate(JOURNALS)])
+def test_a_tampered_journal_is_refused_or_harmless(store, how, crashed, tok, truth, tmp_path):
+    out = copy(crashed[store], tmp_path)
+    jpath = out / JOURNAL
+    attack = JOURNALS[how]
+    if isinstance(attack, bytes):
+        jpath.write_bytes(attack)
+    else:
+        j = json.loads(jpath.read_text())
+        attack(j)
+        jpath.write_text(json.dumps(j))
+    (tmp_path / "outside.gtokc").write_bytes(b"mine")
+    right_or_refused(lambda: (pretokenize(PEAKS, tok, out, format=store, progress=False,
+                                          options=RunOptions(files_per_shard=1)),
+                              records(out))[1], truth, jpath, out)
+    assert (tmp_path / "outside.gtokc").read_bytes() == b"mine"
+
+
 # ------------------------------------------------------------- S1: tampered manifests
 FIELDS = ["format", "version", "store", "header", "n_records", "n_tokens", "files", "shards",
           "digest", "genotok_run", "shards.0.path", "shards.0.n_records", "shards.0.n_tokens",
