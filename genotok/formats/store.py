@@ -78,7 +78,7 @@ def check_header(h, where) -> dict:
     if isinstance(h, (bytes, str)):
         try:
             h = json.loads(h)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep, a huge int
             raise bad("not JSON (or nested too deeply)") from None
     if not isinstance(h, dict):
         raise bad(f"a {type(h).__name__}, not a JSON object")

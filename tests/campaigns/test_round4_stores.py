@@ -574,3 +574,43 @@ def test_other_damaged_tables(store, how, reader, finished, tmp_path):
         refused(lambda: _read(reader, store, path, None, tmp_path), path)
     else:
         assert _read(reader, store, path, None, tmp_path) == want
+
+
+# ------------------------------------------------------ S3: tampered JSON Lines records
+JSONL = {
+    "float-id": '{"input_ids": [1.0, 2]}', "float-frac": '{"input_ids": [1.5]}',
+    "bool": '{"input_ids": [true]}', "huge": '{"input_ids": [1180591620717411303424]}',
+    "negative": '{"input_ids": [-1]}', "past-vocab": '{"input_ids": [2007]}',
+    "nested": '{"input_ids": [[1]]}', "null-id": '{"input_ids": [null]}',
+    "ids-null": '{"input_ids": null}', "name-int": '{"input_ids": [1], "name": 3}',
+    "values-short": '{"input_ids": [1, 2], "values": [1.0]}',
+    "values-text": '{"input_ids": [1], "values": ["a"]}', "exp-id": '{"input_ids": [1e2]}',
+    "meta-deep": '{"input_ids": [1], "m": ' + "[" * 50000 + "]" * 50000 + "}",
+    "empty-line": "", "int-5000-digits": '{"input_ids": [' + "9" * 5000 + "]}",
+    "not-utf8": "\udcff", "array": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("how,reader", [(h, ("read_file", "Corpus.open")[k % 2])
+                                        for k, h in enumerate(JSONL)])
+def test_tampered_jsonl_records(how, reader, finished, tmp_path):
+    from genotok.formats.jsonl import JsonlStore
+
+    line = JSONL[how]
+    raw = line.encode("utf-8", "surrogateescape") + b"\n"
+    if reader == "read_file":
+        p = tmp_path / "bad.jsonl"
+        p.write_bytes(raw)
+        refused(lambda: JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 2007}), p)
+        return
+    out = copy(finished["jsonl", 0], tmp_path)
+    m = json.loads((out / "manifest.json").read_text())
+    e = m["shards"][0]
+    p = out / e["path"]
+    p.write_bytes(p.read_bytes() + raw)  # one more record, the manifest re-signed to match
+    e["bytes"], e["digest"] = p.stat().st_size, file_digest(p)
+    e["n_records"] += 1
+    m["n_records"] += 1
+    m["digest"] = store_digest(m)
+    (out / "manifest.json").write_text(json.dumps(m))
+    refused(lambda: records(out), p)
