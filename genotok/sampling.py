@@ -25,6 +25,7 @@ This module needs NumPy only (no torch).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +33,8 @@ from numba import njit
 
 from ._config import NJIT
 from .errors import GenotokError
-from .params import (Below, ExactlyOne, Flag, InstanceOf, Integral, Interval, Options, validate,
-                     validated)
+from .params import (Below, ExactlyOne, Flag, InstanceOf, Integral, Interval, Options,
+                     ParameterError, check, validate, validated)
 
 SHUFFLES = ("none", "full", "block")
 SPLITS = ("even", "drop_last", "pad")
@@ -523,13 +524,25 @@ class BatchPlan:
                 "batches_seen": int(j), "max_tokens": self.max_tokens}
 
     def resume(self, state: dict) -> tuple[int, int]:
-        """``(epoch, first record)`` to continue from ``state``, for any world size."""
+        """``(epoch, first record)`` to continue from ``state``, for any world size. The state
+        is checked before it is used (a state is a file someone may have edited): a mapping
+        whose ``seed``, ``epoch`` and ``records_seen`` are whole numbers >= 0 (within
+        ``n_records`` when bound), of this plan's seed and ``max_tokens``; a
+        :class:`~genotok.params.ParameterError` (a ``ValueError``) otherwise."""
+        if not isinstance(state, Mapping) or \
+                any(k not in state for k in ("seed", "epoch", "records_seen")):
+            raise ParameterError("resume: the state must be a mapping with 'seed', 'epoch' and "
+                                 "'records_seen' (a loader's state_dict()), got "
+                                 f"{str(state)[:80]}")
+        for key, hi in (("seed", None), ("epoch", None), ("records_seen", self._n)):
+            check(f"state[{key!r}]", state[key], [Interval(Integral, 0, hi)], "resume")
         if int(state["seed"]) != self.seed:
-            raise ValueError(f"the saved state belongs to seed {state['seed']}, this run uses "
-                             f"{self.seed}: the record order would differ")
+            raise ParameterError(f"the saved state belongs to seed {state['seed']}, this run uses "
+                                 f"{self.seed}: the record order would differ")
         if state.get("max_tokens") != self.max_tokens:
-            raise ValueError(f"the saved state was made with max_tokens={state.get('max_tokens')}, "
-                             f"this run uses {self.max_tokens}: the batches would differ")
+            raise ParameterError(f"the saved state was made with max_tokens="
+                                 f"{str(state.get('max_tokens'))[:40]}, this run uses "
+                                 f"{self.max_tokens}: the batches would differ")
         return int(state["epoch"]), int(state["records_seen"])
 
 

@@ -35,7 +35,7 @@ from ._io import is_url  # noqa: E402
 from .batching import MAX_LENGTH, MAX_SEQUENCE, TRUNCATIONS, token_ids, token_values  # noqa: E402
 from .errors import GenotokError  # noqa: E402
 from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError,  # noqa: E402
-                     Real, validate_fields)
+                     Real, check, validate_fields)
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
 from .mixture import MIXTURE_FILE, mix  # noqa: E402
@@ -476,25 +476,30 @@ class CorpusIterableDataset(IterableDataset):
         """Continue from ``state`` (saved with any number of ranks and workers); a state of
         another corpus (its identity and length) or out of range is refused."""
         n = len(self.corpus)
+        if not isinstance(state, Mapping):
+            raise ParameterError(f"load_state_dict: the state must be a mapping (a loader's "
+                                 f"state_dict()), got {type(state).__name__}")
         if "corpus" in state and state["corpus"] != self.corpus.identity or \
                 "n_records" in state and state["n_records"] != n:
-            raise ValueError(
+            raise ParameterError(
                 f"this state belongs to another corpus (identity {str(state.get('corpus'))[:40]}, "
-                f"{state.get('n_records')} records; this one is {self.corpus.identity}, {n} "
-                "records): its resume point would mean other records; resume with the corpus it "
-                "was saved with")
+                f"{str(state.get('n_records'))[:20]} records; this one is {self.corpus.identity}, "
+                f"{n} records): its resume point would mean other records; resume with the corpus "
+                "it was saved with")
         for key in ("epoch", "records_seen"):
             v = state.get(key, 0)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 or \
-                    (key == "records_seen" and v > n):
-                raise ValueError(f"state[{key!r}] is {str(v)[:40]}: it must be a whole number "
-                                 f"from 0{' to the corpus size ' + str(n) if key != 'epoch' else ''}")
+                    v >= 2**63 or (key == "records_seen" and v > n):
+                raise ParameterError(f"state[{key!r}] is {str(v)[:40]}: it must be a whole number "
+                                     f"from 0{' to the corpus size ' + str(n) if key != 'epoch' else ''}")
         if "records_seen" not in state:  # saved before elastic states: same world size only
-            if state["world_size"] != self.world_size:
-                raise ValueError("this state (without records_seen) was saved with another world "
-                                 "size; it resumes with the same one only")
+            if state.get("world_size") != self.world_size:
+                raise ParameterError("this state (without records_seen) was saved with another "
+                                     "world size; it resumes with the same one only")
+            check("state['batches_delivered']", state.get("batches_delivered"),
+                  [Interval(Integral, 0, None)], "load_state_dict")
             state = self.plan.state(epoch=state["epoch"], first=0, steps=state["batches_delivered"],
-                                    world_size=self.world_size) | {"seed": state["seed"]}
+                                    world_size=self.world_size) | {"seed": state.get("seed")}
         self.resume_at = self.plan.resume(state)
         self.epoch, self.start_batch = self.resume_at[0], 0
 

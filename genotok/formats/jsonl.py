@@ -117,7 +117,7 @@ def _record(line: bytes, k: int, path, names, ids, values, meta) -> None:
     where = f"{path}: line {k}"
     try:
         rec = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep, a 5,000-digit int
         raise GtokFormatError(f"{where}: not a JSON object (truncated or damaged)") from None
     if not isinstance(rec, dict) or not isinstance(rec.get(IDS), list):
         raise GtokFormatError(f"{where}: not a record (an object with an {IDS!r} list)")

@@ -45,7 +45,7 @@ from ..errors import GenotokError, GtokFormatError
 from ..params import Integral, Interval, validate_fields
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
-from .corpus.manifest import _rel_problem
+from .corpus.manifest import rel_problem
 
 #: the part a run whose every input failed writes (an empty, valid output)
 EMPTY = "shard-empty"
@@ -79,7 +79,7 @@ def check_header(h, where) -> dict:
     if isinstance(h, (bytes, str)):
         try:
             h = json.loads(h)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # not UTF-8, not JSON, too deep, a huge int
             raise bad("not JSON (or nested too deeply)") from None
     if not isinstance(h, dict):
         raise bad(f"a {type(h).__name__}, not a JSON object")
@@ -401,7 +401,7 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
         if not isinstance(e, dict) or not all(_is_int(e.get(x)) for x in
                                               ("n_records", "n_tokens", "bytes")):
             raise corrupt(f"entry {k} is not an object with counts")
-        why = _rel_problem(e.get("path"))
+        why = rel_problem(e.get("path"))
         if why:
             raise corrupt(f"entry {k}: path {str(e.get('path'))[:200]!r} {why}")
         p = Path(directory) / e["path"]

@@ -25,6 +25,7 @@ from .._io import atomic_write
 from ..errors import GtokFormatError, UniverseMismatchError
 from ..formats.corpus import MANIFEST
 from ..formats.store import file_digest
+from ..formats.corpus.manifest import rel_problem
 from .plan import PipelineError
 from .split import VALIDATION
 
@@ -172,15 +173,16 @@ def journal_hash(out: Path) -> str | None:
     """
     try:
         algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
     return algo if algo in ("xxh3_128", "sha256") else None
 
 
-def load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
+def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None = None) -> dict:
     """The journal of the run in ``out`` with this ``plan`` (a run resumes), or a new one
     (saved): a run of another plan or universe there is refused; ``overwrite`` first removes
-    the earlier run (only the files a run wrote).
+    the earlier run (only the files a run wrote). A resume trusts the journal, so it is
+    checked first (:func:`_check_journal`; ``n_batches``: the run's batches).
 
     Examples
     --------
@@ -197,8 +199,9 @@ def load_journal(out: Path, plan: dict, overwrite: bool) -> dict:
     if jpath.exists() and not overwrite:
         try:
             journal = json.loads(jpath.read_text())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply
             raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
+        _check_journal(journal, jpath, n_batches)
         if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
             raise UniverseMismatchError(f"{out}: was written with another universe; use another "
                                         "--out or --overwrite")
@@ -259,6 +262,42 @@ def check_stamps(out: Path, journal: dict) -> None:
                                       "re-run with overwrite=True to write the output again")
 
 
+def _check_journal(journal, jpath: Path, n_batches: int | None) -> None:
+    """A journal read back, checked before a resume trusts it: an object with a ``plan`` and
+    a ``done`` object whose keys are batch numbers (below ``n_batches``) and whose entries
+    list the files a batch wrote (names inside the output: no absolute path, no ``..``) with
+    their counts, sources and failed inputs. A :class:`PipelineError` naming it otherwise."""
+    def corrupt(why: str) -> PipelineError:
+        return PipelineError(f"{jpath}: corrupt journal ({why}); remove {jpath.parent} or use "
+                             "--overwrite")
+
+    if not isinstance(journal, dict) or not isinstance(journal.get("plan"), dict) or \
+            not isinstance(journal.get("done"), dict):
+        raise corrupt("not an object with a 'plan' and a 'done' object")
+    for b, e in journal["done"].items():
+        if not (b.isdecimal() and b.isascii()) or (n_batches is not None and int(b) >= n_batches):
+            raise corrupt(f"batch {str(b)[:20]!r} is not one of the run's batches")
+        if not isinstance(e, dict) or not isinstance(e.get("files"), list) or \
+                not all(isinstance(e.get(k, []), list) for k in ("sources", "failed")):
+            raise corrupt(f"batch {b}: not an entry with a list of files, sources and failures")
+        for f in e["files"]:
+            why = rel_problem(f)
+            if why:
+                raise corrupt(f"batch {b}: file {str(f)[:80]!r} {why}")
+        if not all(_is_count(e.get(k, 0)) for k in ("records", "tokens", "unk_tokens",
+                                                    "unk_records")):
+            raise corrupt(f"batch {b}: its counts are not whole numbers >= 0")
+        st = e.get("stamps", {})
+        if not isinstance(st, dict) or not all(
+                isinstance(f, str) and not rel_problem(f) and isinstance(v, list) and len(v) == 2
+                and _is_count(v[0]) and isinstance(v[1], str) for f, v in st.items()):
+            raise corrupt(f"batch {b}: its stamps are not {{file: [bytes, digest]}}")
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+
+
 #: the parts a run writes: corpus shards, the numbered files of any other store (Parquet,
 #: Arrow, JSON Lines, a plugin's: ``shard-00000-000.SUFFIX``, see genotok.formats.store)
 _SHARD = re.compile(r"shard-(?:\d{5,}|empty)(?:\.gtokc|-\d{3,}\.[a-z0-9][a-z0-9.]*)")
@@ -269,7 +308,7 @@ def _journaled_files(out: Path) -> set[str]:
     try:
         done = json.loads((out / JOURNAL).read_text()).get("done", {})
         return {f for d in done.values() for f in d.get("files", [])}
-    except (OSError, ValueError, AttributeError, TypeError):
+    except (OSError, ValueError, AttributeError, TypeError, RecursionError):
         return set()
 
 

@@ -352,7 +352,7 @@ def pretokenize(inputs, tokenizer, out: str | os.PathLike, *, cells: CellSpec | 
             require("xxhash", f"{out}: hashing the inputs with xxh3_128")
         plan = _plan(tokenizer, store.config(), opts.files_per_shard, ids, algo, spec, on_error,
                      opts.read)
-        journal = load_journal(out, plan, overwrite)
+        journal = load_journal(out, plan, overwrite, len(batches))
         check_stamps(out, journal)  # a resumed run trusts its done parts: as committed?
         clean_unjournaled_shards(out, journal)  # a shard in place is then this run's (batch.py)
         resumed = sum(len(batches[int(b)]) for b in journal["done"])

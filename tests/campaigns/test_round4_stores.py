@@ -217,6 +217,48 @@ def test_damage_after_the_run_is_found_on_open(store, how, finished, truth, tmp_
                                             Corpus.open(finished[store, 0]).names], name, out)
 
 
+# ------------------------------------------------------------- S1: tampered journals
+JOURNALS = {  # what a resume trusts most: the journal of the crashed run
+    "not-json": b"{", "not-utf8": b"\xff\xfe", "list": b"[]", "deep": b"[" * 100_000 + b"]" * 100_000,
+    "empty-object": b"{}",
+    "plan-list": lambda j: j.update(plan=[1]), "done-list": lambda j: j.update(done=[1]),
+    "done-key-text": lambda j: j["done"].update(x=j["done"]["0"]),
+    "done-key-past": lambda j: j["done"].update({"99": j["done"]["0"]}),
+    "done-key-negative": lambda j: j["done"].update({"-1": j["done"]["0"]}),
+    "entry-list": lambda j: j["done"].update({"0": [1]}),
+    "files-int": lambda j: j["done"]["0"].update(files=[7]),
+    "files-str": lambda j: j["done"]["0"].update(files="shard-00000.gtokc"),
+    "files-dotdot": lambda j: j["done"]["0"].update(files=["../../outside.gtokc"]),
+    "files-absolute": lambda j: j["done"]["0"].update(files=["/etc/passwd"]),
+    "files-missing": lambda j: j["done"]["0"].pop("files"),
+    "files-other-part": lambda j: j["done"]["0"].update(files=j["done"]["1"]["files"]),
+    "records-huge": lambda j: j["done"]["0"].update(records=2**70),
+    "records-negative": lambda j: j["done"]["0"].update(records=-1),
+    "records-str": lambda j: j["done"]["0"].update(records="1"),
+    "tokens-float": lambda j: j["done"]["0"].update(tokens=1.5),
+    "failed-int": lambda j: j["done"]["0"].update(failed=3),
+    "sources-int": lambda j: j["done"]["0"].update(sources=3),
+}
+
+
+@pytest.mark.parametrize("store,how", [(STORES[k % 5], h) for k, h in enumerate(JOURNALS)])
+def test_a_tampered_journal_is_refused_or_harmless(store, how, crashed, tok, truth, tmp_path):
+    out = copy(crashed[store], tmp_path)
+    jpath = out / JOURNAL
+    attack = JOURNALS[how]
+    if isinstance(attack, bytes):
+        jpath.write_bytes(attack)
+    else:
+        j = json.loads(jpath.read_text())
+        attack(j)
+        jpath.write_text(json.dumps(j))
+    (tmp_path / "outside.gtokc").write_bytes(b"mine")
+    right_or_refused(lambda: (pretokenize(PEAKS, tok, out, format=store, progress=False,
+                                          options=RunOptions(files_per_shard=1)),
+                              records(out))[1], truth, jpath, out)
+    assert (tmp_path / "outside.gtokc").read_bytes() == b"mine"
+
+
 # ------------------------------------------------------------- S1: tampered manifests
 FIELDS = ["format", "version", "store", "header", "n_records", "n_tokens", "files", "shards",
           "digest", "genotok_run", "shards.0.path", "shards.0.n_records", "shards.0.n_tokens",
@@ -532,3 +574,43 @@ def test_other_damaged_tables(store, how, reader, finished, tmp_path):
         refused(lambda: _read(reader, store, path, None, tmp_path), path)
     else:
         assert _read(reader, store, path, None, tmp_path) == want
+
+
+# ------------------------------------------------------ S3: tampered JSON Lines records
+JSONL = {
+    "float-id": '{"input_ids": [1.0, 2]}', "float-frac": '{"input_ids": [1.5]}',
+    "bool": '{"input_ids": [true]}', "huge": '{"input_ids": [1180591620717411303424]}',
+    "negative": '{"input_ids": [-1]}', "past-vocab": '{"input_ids": [2007]}',
+    "nested": '{"input_ids": [[1]]}', "null-id": '{"input_ids": [null]}',
+    "ids-null": '{"input_ids": null}', "name-int": '{"input_ids": [1], "name": 3}',
+    "values-short": '{"input_ids": [1, 2], "values": [1.0]}',
+    "values-text": '{"input_ids": [1], "values": ["a"]}', "exp-id": '{"input_ids": [1e2]}',
+    "meta-deep": '{"input_ids": [1], "m": ' + "[" * 50000 + "]" * 50000 + "}",
+    "empty-line": "", "int-5000-digits": '{"input_ids": [' + "9" * 5000 + "]}",
+    "not-utf8": "\udcff", "array": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("how,reader", [(h, ("read_file", "Corpus.open")[k % 2])
+                                        for k, h in enumerate(JSONL)])
+def test_tampered_jsonl_records(how, reader, finished, tmp_path):
+    from genotok.formats.jsonl import JsonlStore
+
+    line = JSONL[how]
+    raw = line.encode("utf-8", "surrogateescape") + b"\n"
+    if reader == "read_file":
+        p = tmp_path / "bad.jsonl"
+        p.write_bytes(raw)
+        refused(lambda: JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 2007}), p)
+        return
+    out = copy(finished["jsonl", 0], tmp_path)
+    m = json.loads((out / "manifest.json").read_text())
+    e = m["shards"][0]
+    p = out / e["path"]
+    p.write_bytes(p.read_bytes() + raw)  # one more record, the manifest re-signed to match
+    e["bytes"], e["digest"] = p.stat().st_size, file_digest(p)
+    e["n_records"] += 1
+    m["n_records"] += 1
+    m["digest"] = store_digest(m)
+    (out / "manifest.json").write_text(json.dumps(m))
+    refused(lambda: records(out), p)

@@ -381,3 +381,37 @@ def test_packing_edges(how):
     else:
         c = Collator(pad_token_id=0)
         refused(lambda: c.arrays([(np.array([1, 2]), np.array([1.0]))]), "value")
+
+
+# ------------------------------------------------------- S5: cross-rank loader states
+STATES = {  # a loader state saved on one rank, tampered before another rank loads it
+    "seed-other": lambda s: s.update(seed=s["seed"] + 1), "seed-text": lambda s: s.update(seed="x"),
+    "seed-missing": lambda s: s.pop("seed"), "epoch-negative": lambda s: s.update(epoch=-1),
+    "epoch-float": lambda s: s.update(epoch=1.5), "epoch-huge": lambda s: s.update(epoch=2**70),
+    "records-past": lambda s: s.update(records_seen=10**9),
+    "records-float": lambda s: s.update(records_seen=1.7),
+    "records-bool": lambda s: s.update(records_seen=True),
+    "corpus-other": lambda s: s.update(corpus="other"),
+    "n_records-other": lambda s: s.update(n_records=3),
+    "max_tokens-other": lambda s: s.update(max_tokens=64),
+    "old-style-no-world": lambda s: [s.pop("records_seen"), s.pop("world_size")],
+    "old-style-batches-text": lambda s: [s.pop("records_seen"), s.update(batches_delivered="2")],
+    "not-a-dict": None,
+}
+
+
+@pytest.mark.parametrize("how", list(STATES))
+def test_a_tampered_loader_state_is_refused(how, tmp_path):
+    from genotok.sampling import BatchPlan
+    from genotok.torch_data import CorpusIterableDataset
+
+    path = _corpus(tmp_path / "s.gtokc", 40)
+    make = lambda rank: CorpusIterableDataset(  # noqa: E731
+        path, BatchPlan(batch_size=4, seed=3), Collator(pad_token_id=0), rank=rank, world_size=2)
+    state = make(0).state_dict(delivered=2)
+    if STATES[how] is None:
+        state = [state]
+    else:
+        STATES[how](state)
+    refused(lambda: make(1).load_state_dict(state), "state", "seed", "epoch", "records_seen",
+            "corpus", "max_tokens", "world", "batches_delivered")

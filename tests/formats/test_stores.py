@@ -361,8 +361,9 @@ def test_a_damaged_jsonl_file_is_an_error_naming_the_file_and_line(tok, tmp_path
 # ---- issue 43 round-4 campaign (tests/campaigns): headers checked before use; a resume
 # re-checks every byte of the corpus shards it trusts
 @pytest.mark.parametrize("raw", [b"[" * 100_000 + b"]" * 100_000,
-                                 json.dumps({"fingerprint": "fp", "vocab_size": 2**70}).encode()],
-                         ids=["deep", "vocab-2**70"])
+                                 json.dumps({"fingerprint": "fp", "vocab_size": 2**70}).encode(),
+                                 b'{"vocab_size": ' + b"9" * 5000 + b"}"],
+                         ids=["deep", "vocab-2**70", "int-5000-digits"])
 def test_tampered_schema_metadata_is_refused_naming_the_file(tmp_path, raw):
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
@@ -399,3 +400,15 @@ def test_a_resumed_corpus_run_verifies_the_shards_it_trusts(tmp_path, monkeypatc
     with pytest.raises(genotok.GtokFormatError, match=shard.name):
         pretokenize(peaks, tok, out, progress=False, options=RunOptions(files_per_shard=1))
     assert not (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("line", [b"[" * 50_000 + b"]" * 50_000,
+                                  b'{"input_ids": [' + b"9" * 5000 + b"]}"],
+                         ids=["deep", "int-5000-digits"])
+def test_a_jsonl_line_json_cannot_parse_is_refused_naming_the_file(tmp_path, line):
+    from genotok.formats.jsonl import JsonlStore
+
+    p = tmp_path / "x.jsonl"
+    p.write_bytes(line + b"\n")
+    with pytest.raises(genotok.GtokFormatError, match="x.jsonl: line 1"):
+        JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 9})

@@ -752,3 +752,30 @@ def test_a_fragment_file_changed_between_the_two_passes_is_refused(tmp_path, mon
                       overwrite=True,
                       cells=CellSpec(encoding=(Normalize(), RankByMedian()), values=True))
     assert run.n_records == 3
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): a resume checks the journal it trusts
+@pytest.mark.parametrize("how", ["not-utf8", "deep", "list", "done-key-text", "done-key-past",
+                                 "files-absolute", "files-dotdot", "records-str", "failed-int"])
+def test_a_tampered_journal_is_refused_naming_it(tok, tmp_path, how):
+    out = tmp_path / "out"
+    pretokenize(genotok.examples_dir() / "peaks", tok, out, progress=False,
+                options=RunOptions(files_per_shard=2))
+    (out / MANIFEST).unlink()  # as if the run had stopped before its manifest
+    jpath = out / "journal.json"
+    j = json.loads(jpath.read_text())
+    raw = {"not-utf8": b"\xff\xfe", "deep": b"[" * 100_000 + b"]" * 100_000, "list": b"[]"}
+    if how in raw:
+        jpath.write_bytes(raw[how])
+    else:
+        e = j["done"]["0"]
+        {"done-key-text": lambda: j["done"].update(x=e),
+         "done-key-past": lambda: j["done"].update({"99": e}),
+         "files-absolute": lambda: e.update(files=["/etc/passwd"]),
+         "files-dotdot": lambda: e.update(files=["../x.gtokc"]),
+         "records-str": lambda: e.update(records="1"),
+         "failed-int": lambda: e.update(failed=3)}[how]()
+        jpath.write_text(json.dumps(j))
+    with pytest.raises(genotok.GenotokError, match="journal.json"):
+        pretokenize(genotok.examples_dir() / "peaks", tok, out, progress=False,
+                    options=RunOptions(files_per_shard=2))

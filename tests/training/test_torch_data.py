@@ -375,3 +375,26 @@ def test_collators_say_what_a_row_dict_lacks():
         c([{"input_ids": [1], "values": [1.0]}, {"input_ids": [2]}])
     with pytest.raises(ValueError, match="record 0 has 2 token ids and 1 values"):
         c([{"input_ids": [1, 2], "values": [1.0]}])
+
+
+# ---- issue 43 round-4 campaign (tests/campaigns): a loader state is checked before use
+@pytest.mark.parametrize("edit", [lambda s: s.update(seed="x"), lambda s: s.pop("seed"),
+                                  lambda s: s.update(epoch=2**70),
+                                  lambda s: [s.pop("records_seen"), s.pop("world_size")],
+                                  lambda s: [s.pop("records_seen"),
+                                             s.update(batches_delivered="2")]],
+                         ids=["seed-text", "seed-missing", "epoch-huge", "old-no-world",
+                              "old-batches-text"])
+def test_a_tampered_loader_state_is_a_parameter_error(tmp_path, edit):
+    from genotok.params import ParameterError
+    from genotok.sampling import BatchPlan
+
+    p = tmp_path / "s.gtokc"
+    with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1]] * 20)
+    make = lambda rank: CorpusIterableDataset(p, BatchPlan(batch_size=4, seed=3),  # noqa: E731
+                                              Collator(pad_token_id=0), rank=rank, world_size=2)
+    state = make(0).state_dict(delivered=1)
+    edit(state)
+    with pytest.raises(ParameterError):
+        make(1).load_state_dict(state)

@@ -70,7 +70,7 @@ def _read_manifest(mpath: Path) -> dict:
     return _json_load(b"".join(chunks), "manifest", mpath)
 
 
-def _rel_problem(rel, remote: bool = False) -> str | None:
+def rel_problem(rel, remote: bool = False) -> str | None:
     """Why ``rel`` is not a path inside its manifest's directory (local or remote), or None.
 
     In a URL, ``%2e%2e`` is ``..`` once an HTTP client normalises it, and ``?``/``#`` cut the
@@ -95,7 +95,7 @@ def _shard_path(directory: Path, rel, mpath: Path, k: int) -> Path:
         return GtokFormatError(f"{mpath}: shard {k}: path {str(rel)[:200]!r} {why}; a manifest "
                                "names files inside its directory (re-run write_manifest)")
 
-    why = _rel_problem(rel)
+    why = rel_problem(rel)
     if why:
         raise bad(why)
     full = directory.joinpath(*[x for x in rel.split("/") if x not in ("", ".")])
@@ -166,7 +166,7 @@ def _check_manifest(m, mpath, *, remote: bool) -> tuple[list, list[str]]:
             raise corrupt(f"shard {k} carries index {str(e['index'])[:20]}: entries were reordered")
         if ("header_digest" in e or remote) and not _is_hex_digest(e.get("header_digest")):
             raise corrupt(f"shard {k}: header_digest is not a 16-digit hex digest")
-        why = _rel_problem(e.get("path"), remote=True) if remote else None
+        why = rel_problem(e.get("path"), remote=True) if remote else None
         if why:
             raise corrupt(f"shard {k}: path {str(e.get('path'))[:200]!r} {why}")
     # one check for local and remote corpora: no shard twice, totals that add up

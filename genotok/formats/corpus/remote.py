@@ -51,7 +51,7 @@ from .layout import (
     _make_temp,
     _width_dtype,
 )
-from .manifest import MANIFEST_FORMAT, MANIFEST_MAX_BYTES, _check_manifest, _rel_problem
+from .manifest import MANIFEST_FORMAT, MANIFEST_MAX_BYTES, _check_manifest, rel_problem
 from .reader import Corpus, _set_url_opener, check_expected, check_identity, is_url  # noqa: F401 - is_url: here too
 from ..gtok import open_regular
 from .shard import _Shard
@@ -533,7 +533,7 @@ def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> P
     root.mkdir(parents=True, exist_ok=True)
     for k, e in enumerate(entries):
         rel = e.get("path") if isinstance(e, dict) else None
-        why = _rel_problem(rel, remote=True)
+        why = rel_problem(rel, remote=True)
         if why:
             raise GtokFormatError(f"{url}/{MANIFEST}: corrupt manifest (entry {k}: path "
                                   f"{str(rel)[:200]!r} {why})")
