@@ -36,6 +36,17 @@ from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
 from .mixture import MIXTURE_FILE, mix  # noqa: E402
 from .sampling import BatchPlan  # noqa: E402,F401 (what the datasets take)
+from .batching import MAX_LENGTH, TOKEN_ID  # noqa: E402
+from .batching import TRUNCATIONS  # noqa: E402
+from .packing import STRATEGIES  # noqa: E402
+from .params import (EXPECT, Below, Flag, HasAttr, InstanceOf, Integral, Interval, Options,  # noqa: E402
+                     Real, Unchecked, validate_fields, validated)
+
+#: a probability
+PROB = [Interval(Real, 0, 1)]
+#: a corpus: a path (any store's output, a run folder with ``mixture.json``), or a corpus
+#: or a mixture object
+CORPUS = [InstanceOf(str, os.PathLike), HasAttr("fingerprint")]
 
 
 def _open(corpus, expect=None, **open_kwargs):
@@ -105,7 +116,14 @@ class Collator:
     eos_token_id: int | None = None
     seed: int = 0
 
+    CONSTRAINTS = {"pad_token_id": TOKEN_ID, "max_length": MAX_LENGTH,
+                   "truncation": [Options(*TRUNCATIONS), None],
+                   "padding": [Options("longest", "max_length")], "shuffle_tokens": [Flag()],
+                   "cls_token_id": TOKEN_ID + [None], "eos_token_id": TOKEN_ID + [None],
+                   "seed": [Interval(Integral, 0, None)]}
+
     def __post_init__(self):
+        validate_fields(self)
         self._rng = np.random.default_rng(self.seed)
 
     def arrays(self, records: Sequence, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
@@ -208,6 +226,13 @@ class MLMCollator(ObjectiveCollator):
     replace_prob: float = 0.8
     random_prob: float = 0.1
 
+    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
+                   "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
+                   "random_prob": PROB}
+
+    def __post_init__(self):
+        validate_fields(self)
+
     @staticmethod
     def _tokenizer_ids(tokenizer) -> dict:
         return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
@@ -234,6 +259,12 @@ class RTDCollator(ObjectiveCollator):
     collator: Collator
     n_regions: int
     replace_prob: float = 0.15
+
+    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 2, None)],
+                   "replace_prob": PROB}
+
+    def __post_init__(self):
+        validate_fields(self)
 
     def apply(self, batch, rng):
         batch["input_ids"], batch["labels"] = _data.rtd_replace(
@@ -270,6 +301,12 @@ class PackingCollator:
     pad_token_id: int
     sep_token_id: int | None = None
     strategy: str = "ffd"
+
+    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, None)], "pad_token_id": TOKEN_ID,
+                   "sep_token_id": TOKEN_ID + [None], "strategy": [Options(*STRATEGIES)]}
+
+    def __post_init__(self):
+        validate_fields(self)
 
     #: packing keeps every token: nothing is truncated (a token budget counts whole records)
     max_length = None
@@ -330,9 +367,12 @@ class CorpusDataset(Dataset):
     [1, 2]
     """
 
+    @validated({"corpus": CORPUS, "values": [Flag()], "expect": EXPECT}, "CorpusDataset")
     def __init__(self, corpus, *, values: bool = False, expect=None):
         self.corpus = _open(corpus, expect)
         self.values = values
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return len(self.corpus)
@@ -383,12 +423,15 @@ class CorpusIterableDataset(IterableDataset):
     [[[1, 2], [3, 8]], [[4]]]
     """
 
+    @validated({"corpus": CORPUS, "plan": [InstanceOf(BatchPlan, hint="e.g. BatchPlan("
+                                                        "batch_size=64, seed=0)")],
+                "collate": [Unchecked("a callable on a list of records (a collator)")],
+                "values": [Flag()], "rank": [Interval(Integral, 0, None), None],
+                "world_size": [Interval(Integral, 1, None), None], "expect": EXPECT},
+               "CorpusIterableDataset", rules=[Below("rank", "world_size")])
     def __init__(self, corpus, plan: _sampling.BatchPlan, collate, *, values: bool = False,
                  rank: int | None = None, world_size: int | None = None, expect=None):
         self.corpus = _open(corpus, expect)
-        if not isinstance(plan, _sampling.BatchPlan):
-            raise TypeError(f"plan must be a genotok.sampling.BatchPlan (e.g. BatchPlan(batch_size"
-                            f"=64, seed=0)), got {type(plan).__name__}")
         if plan.max_tokens is not None and plan.max_length is None and \
                 getattr(collate, "max_length", None) is not None:  # budgets count truncated rows
             plan = plan.replace(max_length=collate.max_length)
@@ -401,6 +444,9 @@ class CorpusIterableDataset(IterableDataset):
         self.start_batch = 0
         self.resume_at = (0, 0)  # (epoch, records consumed globally) where this run began
 
+    CONSTRAINTS = __init__.CONSTRAINTS
+
+    @validated({"epoch": [Interval(Integral, 0, None)]}, "CorpusIterableDataset.set_epoch")
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 
@@ -702,6 +748,7 @@ class ResumableLoader:
     1
     """
 
+    @validated({"dataset": [InstanceOf(CorpusIterableDataset)]}, "ResumableLoader")
     def __init__(self, dataset: CorpusIterableDataset, **loader_kwargs):
         taken = sorted({"batch_size", "collate_fn", "dataset"} & set(loader_kwargs))
         if taken:
@@ -713,6 +760,9 @@ class ResumableLoader:
         self._loader: DataLoader | None = None
         self._wire: _NumpyWire | None = None
         self._pin = False
+
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return self.dataset.n_batches()
