@@ -160,6 +160,14 @@ REQUIRED = {
     "genotok.regions.as_regions": {"obj": ["chr1:0-10"]},
     "genotok.formats.gtok.write_gtok": {"ids": [1], "out": "/nonexistent/a.gtok"},
     "genotok.formats.gtok.read_gtok": {"path": "/nonexistent/a.gtok"},
+    "genotok.formats.interop.export_gtok_dir": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
+    "genotok.formats.interop.export_parquet": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
+    "genotok.formats.interop.import_gtok_dir": {"directory": "/nonexistent/d", "out": "/nonexistent/c",
+                                                "vocab_size": 9, "fingerprint": "fp"},
+    "genotok.formats.interop.import_parquet": {"paths": "/nonexistent/p", "out": "/nonexistent/c"},
+    "genotok.singlecell.varnames.var_regions": {"adata": "/nonexistent/a.h5ad"},
+    "genotok._bgzf.write_bgzf": {"path": "/nonexistent/f.gz", "data": b""},
+    "genotok.build.report.write_universe": {"regions": ["chr1:0-10"], "out": "/nonexistent/u.bed"},
     "genotok.formats.corpus.manifest.write_manifest": {"shards": [], "out": "/nonexistent/d"},
     "genotok.formats.corpus.writer.json_scalars": {"values": [1]},
     "genotok.singlecell.conditions.condition_ids": {
@@ -205,6 +213,18 @@ REQUIRED = {
                                                    "vocab_size": 9, "fingerprint": "fp"},
     "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
 }
+
+
+def _corpus():
+    """A small corpus (made once)."""
+    import tempfile
+
+    from genotok import Corpus, CorpusWriter
+
+    p = Path(tempfile.mkdtemp()) / "c.gtokc"
+    with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1, 2]])
+    return Corpus.open(p)
 
 
 def _torch_data():
@@ -303,8 +323,7 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.compat.Region2VecDataset", "genotok.compat.TokenizedRegionSet",
            "genotok.compat.tokenize_fragment_file", "genotok.compat.write_tokens_to_gtok",
            "genotok.data.mlm_mask", "genotok.data.rtd_replace", "genotok.data.shuffle_tokens",
-           "genotok.data.wrap", "genotok.export_gtok_dir", "genotok.export_parquet",
-           "genotok.feature_medians", "genotok.formats.corpus.RemoteCorpus",
+           "genotok.data.wrap", "genotok.feature_medians", "genotok.formats.corpus.RemoteCorpus",
            "genotok.formats.corpus.ShardCache", "genotok.formats.corpus.check_expected",
            "genotok.formats.corpus.open_corpus", "genotok.formats.gtok.open_regular",
            "genotok.formats.h5ad.write_h5ad_rows", "genotok.formats.hf.arrow_table",
@@ -313,8 +332,8 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.formats.store.ragged_of", "genotok.formats.stores.get_store",
            "genotok.formats.stores.open_store_output", "genotok.formats.tables.read_any_table",
            "genotok.formats.tables.shard_of_table", "genotok.fragment_counts",
-           "genotok.fragment_matrix", "genotok.genes.read_mapping", "genotok.import_gtok_dir",
-           "genotok.import_parquet", "genotok.mixture.read_mixture", "genotok.open_source",
+           "genotok.fragment_matrix", "genotok.genes.read_mapping",
+           "genotok.mixture.read_mixture", "genotok.open_source",
            "genotok.pipeline.expand_inputs", "genotok.pipeline.get_executor",
            "genotok.pipeline.input_kind", "genotok.pipeline.record_name",
            "genotok.pretrained.check_vocab_size", "genotok.pretrained.find",
@@ -333,12 +352,10 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.singlecell.memory_matrix", "genotok.singlecell.obs_names",
            "genotok.singlecell.open_container", "genotok.singlecell.source_class",
            "genotok.singlecell.unregister_source", "genotok.singlecell.var_names",
-           "genotok.singlecell.write_bgzf", "genotok.sink.collect", "genotok.sink.concat",
-           "genotok.sink.json_scalars", "genotok.sink.write_corpus",
-           "genotok.sink.write_records", "genotok.tokenize_fragments",
-           "genotok.torch_data.safe_context", "genotok.torch_data.worker_init",
-           "genotok.universe.record_fingerprint", "genotok.var_regions",
-           "genotok.write_universe"}
+           "genotok.sink.collect", "genotok.sink.concat", "genotok.sink.json_scalars",
+           "genotok.sink.write_corpus", "genotok.sink.write_records",
+           "genotok.tokenize_fragments", "genotok.torch_data.safe_context",
+           "genotok.torch_data.worker_init", "genotok.universe.record_fingerprint"}
 
 
 def _public_callables() -> dict:
