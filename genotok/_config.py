@@ -220,12 +220,12 @@ def threads(n: int | None) -> Iterator[int]:
     ``None`` keeps the current setting. ``n`` larger than numba's pool is clipped
     (numba cannot grow its pool after start-up); ``n < 1`` is an error.
     """
-    if n is None:
+    from .params import N_THREADS, check
+
+    if check("n_threads", n, N_THREADS) is None:
         yield numba.get_num_threads()
         return
     n = int(n)
-    if n < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n}")
     previous = numba.get_num_threads()
     numba.set_num_threads(min(n, max_threads()))
     try:

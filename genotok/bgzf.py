@@ -29,6 +29,7 @@ import numpy as np
 from isal import isal_zlib as _zlib
 
 from .errors import BedParseError
+from .params import Flag, InstanceOf, Integral, Interval, validated
 from .kernels import tabix as TX
 
 _ZLIB_ERRORS: tuple = (zlib.error, _zlib.error)
@@ -677,6 +678,8 @@ def _chunk_lines(f: BGZF, vbeg: int, vend: int, want: dict) -> list[np.ndarray]:
 _EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)], "data": [InstanceOf(bytes, bytearray)],
+            "index": [Flag()], "block": [Interval(Integral, 1, 0xFF00)]})
 def write_bgzf(path: str | os.PathLike, data: bytes, *, index: bool = False,
                block: int = 0xFF00) -> str:
     """Write ``data`` as a BGZF file (blocks of ``block`` inflated bytes, lines kept whole
@@ -691,8 +694,6 @@ def write_bgzf(path: str | os.PathLike, data: bytes, *, index: bool = False,
     b'chr1\\t1\\t2\\tA\\n'
     """
     path = os.fspath(path)
-    if not 0 < block <= 0xFF00:
-        raise ValueError(f"block must be in 1..65280, got {block}")
     pieces, pos = [], 0
     while pos < len(data):
         end = min(pos + block, len(data))

@@ -27,7 +27,7 @@ from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
 from .packing import pack  # noqa: F401 (the numba packing: greedy or first-fit-decreasing)
-from .params import EXPECT, Below, Flag, InstanceOf, Options, validated
+from .params import EXPECT, Below, Flag, InstanceOf, Integral, Interval, Options, validated
 
 
 class PretokenizedDataset(Sequence):
@@ -99,6 +99,7 @@ class PretokenizedDataset(Sequence):
                                   f"{self._vocab_size}: written with another universe?")
         return arr
 
+    @validated({"epoch": [Interval(Integral, 0, None)]}, "PretokenizedDataset.set_epoch")
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch whose shuffled order iteration follows."""
         self.epoch = int(epoch)

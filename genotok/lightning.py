@@ -12,7 +12,8 @@ from ._optional import require
 L = require("lightning.pytorch", "genotok.lightning")
 
 from .sampling import BatchPlan  # noqa: E402
-from .torch_data import CorpusIterableDataset, ResumableLoader  # noqa: E402
+from .params import Flag, InstanceOf, Integral, Interval, Unchecked, validated  # noqa: E402
+from .torch_data import CORPUS, CorpusIterableDataset, ResumableLoader  # noqa: E402
 from .torch_data import _open  # noqa: E402
 
 
@@ -105,19 +106,24 @@ class CorpusDataModule(L.LightningDataModule):
     ['batches_seen', 'epoch', 'max_tokens', 'records_seen', 'seed', 'world_size']
     """
 
+    @validated({"corpus": CORPUS, "plan": [InstanceOf(BatchPlan, hint="e.g. BatchPlan("
+                                                        "batch_size=64, seed=0)")],
+                "collate": [Unchecked("a callable on a list of records (a collator)")],
+                "values": [Flag()], "num_workers": [Interval(Integral, 0, None)],
+                "loader_kwargs": [InstanceOf(dict), None], "open_kwargs": [InstanceOf(dict), None]},
+               "CorpusDataModule")  # at once, not at fit()
     def __init__(self, corpus, plan: BatchPlan, collate, *, values: bool = False,
                  num_workers: int = 0, loader_kwargs: dict | None = None,
                  open_kwargs: dict | None = None):
         super().__init__()
-        if not isinstance(plan, BatchPlan):  # at once, not at fit()
-            raise TypeError(f"plan must be a genotok.sampling.BatchPlan (e.g. BatchPlan(batch_size"
-                            f"=64, seed=0)), got {type(plan).__name__}")
         self.corpus, self.plan, self.collate, self.values = corpus, plan, collate, values
         self.loader_kwargs = dict(loader_kwargs or {}, num_workers=num_workers)
         self.open_kwargs = dict(open_kwargs or {})
         self._loader: ResumableLoader | None = None
         self._pending: dict | None = None
         self._pass_epoch = self._pass_first = self._used = 0
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def _rank(self) -> tuple[int, int]:
         t = getattr(self, "trainer", None)

@@ -255,6 +255,7 @@ class Mixture(Sequence):
     def __len__(self) -> int:
         return self.length
 
+    @validated({"epoch": [Interval(Integral, 0, None)]}, "Mixture.set_epoch")
     def set_epoch(self, epoch: int) -> None:
         """Choose the epoch whose draws indexing returns (the loaders call it)."""
         self.epoch = int(epoch)

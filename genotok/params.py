@@ -260,7 +260,7 @@ class Unchecked:
     Examples
     --------
     >>> Unchecked("read by as_regions").accepts(object()), str(Unchecked("read by as_regions"))
-    (True, 'anything (read by as_regions)')
+    (True, 'given (read by as_regions)')
     """
 
     def __init__(self, why: str):
@@ -270,7 +270,7 @@ class Unchecked:
         return True
 
     def __str__(self) -> str:
-        return f"anything ({self.why})"
+        return f"given ({self.why})"
 
     def invalid(self) -> Iterator:
         return iter(())
@@ -300,7 +300,7 @@ class HasAttr:
 
 class Each:
     """A sequence whose every item satisfies one of ``constraints`` (a mapping: its values;
-    a string is not a sequence of strings here).
+    a string is not a sequence of strings here); ``mapping``: a mapping only.
 
     Examples
     --------
@@ -308,13 +308,15 @@ class Each:
     >>> positive.accepts([0.5, 2]), positive.accepts({"a": 1}), positive.accepts([1, -1])
     (True, True, False)
     >>> str(positive)
-    'a sequence of (a number in (0, inf))'
+    'a collection of (a number in (0, inf))'
     """
 
-    def __init__(self, *constraints):
-        self.constraints = constraints
+    def __init__(self, *constraints, mapping: bool = False):
+        self.constraints, self.mapping = constraints, mapping
 
     def accepts(self, v) -> bool:
+        if self.mapping and not isinstance(v, Mapping):
+            return False
         if isinstance(v, Mapping):
             v = list(v.values())
         if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or np.ndim(v) != 1:
@@ -322,7 +324,8 @@ class Each:
         return all(any(c.accepts(x) for c in self.constraints) for x in v)
 
     def __str__(self) -> str:
-        return f"a sequence of ({' or '.join(str(c) for c in self.constraints)})"
+        kind = "a mapping" if self.mapping else "a collection"
+        return f"{kind} of ({' or '.join(str(c) for c in self.constraints)})"
 
     def invalid(self) -> Iterator:
         yield "x"
@@ -563,9 +566,23 @@ def validated(constraints: Mapping[str, list], where: str | None = None, *,
     def wrap(fn):
         sig = inspect.signature(fn)
         name = where or fn.__name__
+        missing, stale = undeclared(fn, constraints)
+        if missing or stale:  # a mistake in genotok: found at import, not at a call
+            raise UndeclaredParameter(f"{name}: parameters without constraints {missing}, "
+                                      f"constraints of no parameter {stale}")
+
+        takes = [n for n, p in sig.parameters.items()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in ("self", "cls")]
+        any_keyword = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            if not any_keyword:  # a misspelt keyword first, with the one meant
+                for k in kwargs:
+                    if k not in takes:
+                        from ._usage import unknown_keyword
+
+                        raise unknown_keyword(f"{name}()", k, takes)
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:

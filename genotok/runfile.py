@@ -53,8 +53,8 @@ from ._io import atomic_write, is_url, parse_toml
 from .errors import GenotokError
 from .formats.stores import STORES, get_store
 from .mixture import mix, write_mixture
-from .params import N_THREADS, check
 from .packing import STRATEGIES, pack
+from .params import N_THREADS, check
 from .pipeline import (RunOptions, RunSummary, expand_inputs, get_executor, input_kind,
                        pretokenize)
 from .pipeline.executors import executor_names
@@ -249,10 +249,9 @@ class Pipeline:
         try:
             self.options = RunOptions(files_per_shard=run.get("files_per_shard", 64),
                                       hash=run.get("hash"),
-                                      validation=float(run.get("validation", 0.0)),
+                                      validation=run.get("validation", 0.0),
                                       storage_options=run.get("storage_options"))
-            if self.threads is not None:
-                check("threads", self.threads, N_THREADS, "run file")
+            check("threads", self.threads, N_THREADS)
         except (GenotokError, ValueError) as exc:
             raise self._err("[run]", str(exc)) from None
         self.on_error = run.get("on_error", "fail")

@@ -617,6 +617,7 @@ class BatchSampler:
 
     CONSTRAINTS = __init__.CONSTRAINTS
 
+    @validated({"epoch": [Interval(Integral, 0, None)]}, "BatchSampler.set_epoch")
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 

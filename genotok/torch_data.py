@@ -32,14 +32,21 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_in
 from . import data as _data  # noqa: E402
 from . import sampling as _sampling  # noqa: E402
 from ._io import is_url  # noqa: E402
-from .batching import MAX_LENGTH, MAX_SEQUENCE, TRUNCATIONS, token_ids, token_values  # noqa: E402
+from .batching import MAX_LENGTH, MAX_SEQUENCE, TOKEN_ID, TRUNCATIONS, token_ids, token_values  # noqa: E402,E501
 from .errors import GenotokError  # noqa: E402
-from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError,  # noqa: E402
-                     Real, check, validate_fields)
 from .formats.corpus import reader as _corpus  # noqa: E402
 from .formats.corpus import Corpus  # noqa: E402
 from .mixture import MIXTURE_FILE, mix  # noqa: E402
 from .sampling import BatchPlan  # noqa: E402,F401 (what the datasets take)
+from .packing import STRATEGIES  # noqa: E402
+from .params import (EXPECT, Below, Flag, HasAttr, InstanceOf, Integral, Interval, Options,  # noqa: E402
+                     ParameterError, Real, Unchecked, check, validate_fields, validated)
+
+#: a probability
+PROB = [Interval(Real, 0, 1)]
+#: a corpus: a path (any store's output, a run folder with ``mixture.json``), or a corpus
+#: or a mixture object
+CORPUS = [InstanceOf(str, os.PathLike), HasAttr("fingerprint")]
 
 
 def _open(corpus, expect=None, **open_kwargs):
@@ -105,11 +112,10 @@ class Collator:
     eos_token_id: int | None = None
     seed: int = 0
 
-    CONSTRAINTS = {"pad_token_id": [Interval(Integral, None, None)],
-                   "max_length": MAX_LENGTH, "truncation": [Options(*TRUNCATIONS), None],
+    CONSTRAINTS = {"pad_token_id": TOKEN_ID, "max_length": MAX_LENGTH,
+                   "truncation": [Options(*TRUNCATIONS), None],
                    "padding": [Options("longest", "max_length")], "shuffle_tokens": [Flag()],
-                   "cls_token_id": [Interval(Integral, 0, None), None],
-                   "eos_token_id": [Interval(Integral, 0, None), None],
+                   "cls_token_id": TOKEN_ID + [None], "eos_token_id": TOKEN_ID + [None],
                    "seed": [Interval(Integral, 0, None)]}
 
     def __post_init__(self):
@@ -218,9 +224,8 @@ class MLMCollator(ObjectiveCollator):
     random_prob: float = 0.1
 
     CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
-                   "mask_token_id": [Interval(Integral, 0, None)],
-                   "mask_prob": [Interval(Real, 0, 1)], "replace_prob": [Interval(Real, 0, 1)],
-                   "random_prob": [Interval(Real, 0, 1)]}
+                   "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
+                   "random_prob": PROB}
 
     def __post_init__(self):
         validate_fields(self)
@@ -256,7 +261,7 @@ class RTDCollator(ObjectiveCollator):
     replace_prob: float = 0.15
 
     CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 2, None)],
-                   "replace_prob": [Interval(Real, 0, 1)]}
+                   "replace_prob": PROB}
 
     def __post_init__(self):
         validate_fields(self)
@@ -297,10 +302,8 @@ class PackingCollator:
     sep_token_id: int | None = None
     strategy: str = "ffd"
 
-    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)],
-                   "pad_token_id": [Interval(Integral, None, None)],
-                   "sep_token_id": [Interval(Integral, 0, None), None],
-                   "strategy": [Options("greedy", "ffd")]}
+    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)], "pad_token_id": TOKEN_ID,
+                   "sep_token_id": TOKEN_ID + [None], "strategy": [Options(*STRATEGIES)]}
 
     def __post_init__(self):
         validate_fields(self)
@@ -370,9 +373,12 @@ class CorpusDataset(Dataset):
     [1, 2]
     """
 
+    @validated({"corpus": CORPUS, "values": [Flag()], "expect": EXPECT}, "CorpusDataset")
     def __init__(self, corpus, *, values: bool = False, expect=None):
         self.corpus = _open(corpus, expect)
         self.values = values
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return len(self.corpus)
@@ -423,12 +429,15 @@ class CorpusIterableDataset(IterableDataset):
     [[[1, 2], [3, 8]], [[4]]]
     """
 
+    @validated({"corpus": CORPUS, "plan": [InstanceOf(BatchPlan, hint="e.g. BatchPlan("
+                                                        "batch_size=64, seed=0)")],
+                "collate": [Unchecked("a callable on a list of records (a collator)")],
+                "values": [Flag()], "rank": [Interval(Integral, 0, None), None],
+                "world_size": [Interval(Integral, 1, None), None], "expect": EXPECT},
+               "CorpusIterableDataset", rules=[Below("rank", "world_size")])
     def __init__(self, corpus, plan: _sampling.BatchPlan, collate, *, values: bool = False,
                  rank: int | None = None, world_size: int | None = None, expect=None):
         self.corpus = _open(corpus, expect)
-        if not isinstance(plan, _sampling.BatchPlan):
-            raise TypeError(f"plan must be a genotok.sampling.BatchPlan (e.g. BatchPlan(batch_size"
-                            f"=64, seed=0)), got {type(plan).__name__}")
         if plan.max_tokens is not None and plan.max_length is None and \
                 getattr(collate, "max_length", None) is not None:  # budgets count truncated rows
             plan = plan.replace(max_length=collate.max_length)
@@ -441,6 +450,9 @@ class CorpusIterableDataset(IterableDataset):
         self.start_batch = 0
         self.resume_at = (0, 0)  # (epoch, records consumed globally) where this run began
 
+    CONSTRAINTS = __init__.CONSTRAINTS
+
+    @validated({"epoch": [Interval(Integral, 0, None)]}, "CorpusIterableDataset.set_epoch")
     def set_epoch(self, epoch: int) -> None:
         self.epoch = int(epoch)
 
@@ -747,6 +759,7 @@ class ResumableLoader:
     1
     """
 
+    @validated({"dataset": [InstanceOf(CorpusIterableDataset)]}, "ResumableLoader")
     def __init__(self, dataset: CorpusIterableDataset, **loader_kwargs):
         taken = sorted({"batch_size", "collate_fn", "dataset"} & set(loader_kwargs))
         if taken:
@@ -758,6 +771,9 @@ class ResumableLoader:
         self._loader: DataLoader | None = None
         self._wire: _NumpyWire | None = None
         self._pin = False
+
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return self.dataset.n_batches()

@@ -24,8 +24,8 @@ from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
-from .params import Flag, InstanceOf, Options, validate
-from .regions import RegionSet, as_regions, check_path
+from .params import Each, Flag, InstanceOf, Options, validate
+from .regions import REGIONS, RegionSet, as_regions, check_path
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
 SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
@@ -163,8 +163,9 @@ class Universe:
 
     #: what the constructor accepts (:mod:`genotok.params`; the regions are read by
     #: :func:`~genotok.as_regions`, which says what is wrong with them)
-    CONSTRAINTS: ClassVar[dict] = {"regions": [InstanceOf(object)],
-                                   "special_tokens": [InstanceOf(dict), None],
+    CONSTRAINTS: ClassVar[dict] = {"regions": REGIONS,
+                                   # {name: token string}: a number is not a token
+                                   "special_tokens": [Each(InstanceOf(str), mapping=True), None],
                                    "duplicates": [Options(*DUPLICATES)], "strict": [Flag()]}
 
     def __init__(self, regions, special_tokens: dict | None = None, *, duplicates: str = "unique",

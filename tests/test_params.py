@@ -117,13 +117,15 @@ def test_an_undeclared_parameter_is_an_error_not_skipped():
     with pytest.raises(UndeclaredParameter, match="parameter 'n_thread' has no declared"):
         validate({"n_thread": 2}, {"n_threads": [Interval(Integral, 1, None)]}, "demo")
 
-    @validated({"a": [Flag()]})
     def f(a, b=1):
         return a, b
 
-    assert undeclared(f, f.CONSTRAINTS) == (["b"], [])
-    with pytest.raises(UndeclaredParameter, match="'b'"):
-        f(True, b=2)
+    assert undeclared(f, {"a": [Flag()]}) == (["b"], [])
+    # a function declaring some of its parameters is refused when it is defined (at import)
+    with pytest.raises(UndeclaredParameter, match=r"f: parameters without constraints \['b'\]"):
+        validated({"a": [Flag()]})(f)
+    with pytest.raises(UndeclaredParameter, match=r"constraints of no parameter \['c'\]"):
+        validated({"a": [Flag()], "b": [Flag()], "c": [Flag()]})(f)
 
 
 # a valid call of each declared object with required parameters (the invalid value of one
@@ -157,6 +159,37 @@ REQUIRED = {
     "genotok.pipeline.run.pretokenize": {"inputs": ["/nonexistent/a.bed"], "out": "/nonexistent/o",
                                          "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
     "genotok.regions.as_regions": {"obj": ["chr1:0-10"]},
+    "genotok.formats.gtok.write_gtok": {"ids": [1], "out": "/nonexistent/a.gtok"},
+    "genotok.formats.gtok.read_gtok": {"path": "/nonexistent/a.gtok"},
+    "genotok.formats.interop.export_gtok_dir": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
+    "genotok.formats.interop.export_parquet": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
+    "genotok.formats.interop.import_gtok_dir": {"directory": "/nonexistent/d", "out": "/nonexistent/c",
+                                                "vocab_size": 9, "fingerprint": "fp"},
+    "genotok.formats.interop.import_parquet": {"paths": "/nonexistent/p", "out": "/nonexistent/c"},
+    "genotok.singlecell.varnames.var_regions": {"adata": "/nonexistent/a.h5ad"},
+    "genotok._bgzf.write_bgzf": {"path": "/nonexistent/f.gz", "data": b""},
+    "genotok.build.report.write_universe": {"regions": ["chr1:0-10"], "out": "/nonexistent/u.bed"},
+    "genotok.formats.corpus.manifest.write_manifest": {"shards": [], "out": "/nonexistent/d"},
+    "genotok.formats.corpus.writer.json_scalars": {"values": [1]},
+    "genotok.singlecell.conditions.condition_ids": {
+        "obs": {}, "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"]), "prepend": []},
+    "genotok.singlecell.spill.RowSpill": {"n_cols": 4},
+    "genotok.singlecell.conditions.condition_tokens": {"adata": {}, "columns": ["batch"]},
+    "genotok.torch_data.Collator": {"pad_token_id": 0},
+    "genotok.torch_data.MLMCollator": {"collator": lambda: _torch_data().Collator(0),
+                                       "n_regions": 4, "mask_token_id": 1},
+    "genotok.torch_data.RTDCollator": {"collator": lambda: _torch_data().Collator(0),
+                                       "n_regions": 4},
+    "genotok.torch_data.PackingCollator": {"seq_len": 4, "pad_token_id": 0},
+    # refused before the corpus is opened
+    "genotok.torch_data.CorpusDataset": {"corpus": "/nonexistent/c.gtokc"},
+    "genotok.torch_data.CorpusIterableDataset": {"corpus": "/nonexistent/c.gtokc",
+                                                 "plan": BatchPlan(batch_size=2),
+                                                 "collate": lambda: _torch_data().Collator(0)},
+    "genotok.torch_data.ResumableLoader": {"dataset": None},
+    "genotok.lightning.CorpusDataModule": {"corpus": "/nonexistent/c.gtokc",
+                                           "plan": BatchPlan(batch_size=2),
+                                           "collate": lambda: _torch_data().Collator(0)},
     "genotok.singlecell.cells.tokenize_anndata": {
         "adata": "/nonexistent/a.h5ad", "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
     "genotok.singlecell.cells.tokenize_cells": {
@@ -185,6 +218,24 @@ REQUIRED = {
     "genotok.torch_data.MLMCollator": {"collator": None, "n_regions": 5, "mask_token_id": 6},
     "genotok.torch_data.RTDCollator": {"collator": None, "n_regions": 5},
 }
+
+
+def _corpus():
+    """A small corpus (made once)."""
+    import tempfile
+
+    from genotok import Corpus, CorpusWriter
+
+    p = Path(tempfile.mkdtemp()) / "c.gtokc"
+    with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1, 2]])
+    return Corpus.open(p)
+
+
+def _torch_data():
+    from genotok import torch_data
+
+    return torch_data
 
 
 def _required(name, obj) -> dict:
@@ -279,11 +330,9 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.build.sidecar_path", "genotok.compat.ITTokenizer",
            "genotok.compat.Region2VecDataset", "genotok.compat.TokenizedRegionSet",
            "genotok.compat.tokenize_fragment_file", "genotok.compat.write_tokens_to_gtok",
-           "genotok.condition_tokens", "genotok.data.mlm_mask", "genotok.data.rtd_replace",
-           "genotok.data.shuffle_tokens", "genotok.data.wrap", "genotok.export_gtok_dir",
-           "genotok.export_parquet", "genotok.feature_medians",
-           "genotok.formats.corpus.RemoteCorpus", "genotok.formats.corpus.ShardCache",
-           "genotok.formats.corpus.check_expected", "genotok.formats.corpus.json_scalars",
+           "genotok.data.mlm_mask", "genotok.data.rtd_replace", "genotok.data.shuffle_tokens",
+           "genotok.data.wrap", "genotok.feature_medians", "genotok.formats.corpus.RemoteCorpus",
+           "genotok.formats.corpus.ShardCache", "genotok.formats.corpus.check_expected",
            "genotok.formats.corpus.open_corpus", "genotok.formats.gtok.open_regular",
            "genotok.formats.h5ad.write_h5ad_rows", "genotok.formats.hf.arrow_table",
            "genotok.formats.hf.to_hf_dataset", "genotok.formats.store.check_header",
@@ -291,8 +340,7 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.formats.store.ragged_of", "genotok.formats.stores.get_store",
            "genotok.formats.stores.open_store_output", "genotok.formats.tables.read_any_table",
            "genotok.formats.tables.shard_of_table", "genotok.fragment_counts",
-           "genotok.fragment_matrix", "genotok.genes.read_mapping", "genotok.import_gtok_dir",
-           "genotok.import_parquet", "genotok.lightning.CorpusDataModule",
+           "genotok.fragment_matrix", "genotok.genes.read_mapping",
            "genotok.mixture.read_mixture", "genotok.open_source",
            "genotok.pipeline.expand_inputs", "genotok.pipeline.get_executor",
            "genotok.pipeline.input_kind", "genotok.pipeline.record_name",
@@ -300,7 +348,7 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.pretrained.load", "genotok.pretrained.load_directory",
            "genotok.pretrained.looks_like_hub_id", "genotok.pretrained.read_config",
            "genotok.pretrained.save", "genotok.pretrained.snapshot",
-           "genotok.pretrained.write_config", "genotok.read_gtok", "genotok.regions.check_batch",
+           "genotok.pretrained.write_config", "genotok.regions.check_batch",
            "genotok.regions.check_path", "genotok.register_source",
            "genotok.runfile.read_packed", "genotok.sampling.padding_waste",
            "genotok.sampling.plan_for", "genotok.sampling.shard_starts",
@@ -312,16 +360,10 @@ PENDING = {"genotok.Corpus", "genotok.Pipeline", "genotok.Ragged", "genotok.Regi
            "genotok.singlecell.memory_matrix", "genotok.singlecell.obs_names",
            "genotok.singlecell.open_container", "genotok.singlecell.source_class",
            "genotok.singlecell.unregister_source", "genotok.singlecell.var_names",
-           "genotok.singlecell.write_bgzf", "genotok.sink.collect", "genotok.sink.concat",
-           "genotok.sink.json_scalars", "genotok.sink.write_corpus",
-           "genotok.sink.write_records", "genotok.tokenize_fragments",
-           "genotok.torch_data.Collator", "genotok.torch_data.CorpusDataset",
-           "genotok.torch_data.CorpusIterableDataset", "genotok.torch_data.MLMCollator",
-           "genotok.torch_data.PackingCollator", "genotok.torch_data.RTDCollator",
-           "genotok.torch_data.ResumableLoader", "genotok.torch_data.safe_context",
-           "genotok.torch_data.worker_init", "genotok.universe.record_fingerprint",
-           "genotok.var_regions", "genotok.write_gtok", "genotok.write_manifest",
-           "genotok.write_universe"}
+           "genotok.sink.collect", "genotok.sink.concat", "genotok.sink.json_scalars",
+           "genotok.sink.write_corpus", "genotok.sink.write_records",
+           "genotok.tokenize_fragments", "genotok.torch_data.safe_context",
+           "genotok.torch_data.worker_init", "genotok.universe.record_fingerprint"}
 
 
 def _public_callables() -> dict:

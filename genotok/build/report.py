@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from .. import _io
 from .._version import __version__
 from ..errors import UniverseError
+from ..params import Flag, InstanceOf, Unchecked, validated
 from ..regions import RegionSet, as_regions
 from ..universe import Universe
 from .bedfile import bed_bytes, sidecar_path
@@ -150,6 +151,9 @@ def _report(method: str, params: dict, inputs: list, rs: RegionSet, t0: float,
 
 
 # ---------------------------------------------------------------------------- output
+@validated({"regions": [Unchecked("a region input, read by as_regions")],
+            "out": [InstanceOf(str, os.PathLike)],
+            "report": [InstanceOf(BuildReport, Mapping), None], "overwrite": [Flag()]})
 def write_universe(regions, out: str | os.PathLike,
                    report: BuildReport | Mapping | None = None, *,
                    overwrite: bool = False) -> Path:

@@ -14,7 +14,6 @@ result, so memory stays within a small multiple of the result, not of the sum of
 from __future__ import annotations
 
 import collections
-import operator
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -28,6 +27,7 @@ from .. import _io
 from .._progress import progress as _progress_bar
 from ..errors import UniverseError
 from ..kernels import build as _bk
+from ..params import Integral, Interval, check
 from ..regions import RegionSet, as_regions
 
 __all__ = ["chrom_sort_key"]
@@ -261,14 +261,8 @@ def _stream(inputs, *, hash_inputs: bool, progress: bool, desc: str,
 
 
 def _check_int(value, name: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool):
-        raise UniverseError(f"{name} must be an integer, got {value!r}")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise UniverseError(f"{name} must be an integer, got {value!r}") from None
-    if minimum is not None and v < minimum:
-        raise UniverseError(f"{name} must be >= {minimum}, got {v}")
-    return int(v)
+    """``value`` (an element of a caller's mapping: a chromosome's length) checked by
+    :func:`genotok.params.check`, then made an ``int``."""
+    return int(check(name, value, [Interval(Integral, minimum, None)], error=UniverseError))
 
 

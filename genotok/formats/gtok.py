@@ -14,6 +14,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path
 from ..errors import GtokFormatError
+from ..params import Flag, InstanceOf, Options, Unchecked, validated
 
 MAGIC = b"GTOK"
 HEADER_SIZE = 5
@@ -79,6 +80,10 @@ def _as_ids(ids, where: str) -> np.ndarray:
     return a
 
 
+@validated({"ids": [Unchecked("token ids, checked by the writer")],
+            "out": [InstanceOf(str, os.PathLike, hint="write_gtok takes (ids, path); gtars' "
+                               "write_tokens_to_gtok takes (path, ids)")],
+            "width": [Options(2, 4), None], "atomic": [Flag()]})
 def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
                atomic: bool = True) -> None:
     """Write one token list as a gtars ``.gtok`` file (atomically).
@@ -95,16 +100,10 @@ def write_gtok(ids, out: str | os.PathLike, width: int | None = None, *,
     >>> write_gtok([0, 1, 70000], p); read_gtok(p, mmap=False).tolist()
     [0, 1, 70000]
     """
-    if isinstance(ids, (str, os.PathLike)) and not isinstance(out, (str, os.PathLike)):
-        raise GtokFormatError(
-            f"write_gtok takes (ids, path), got the path {os.fspath(ids)!r} first (gtars' "
-            f"write_tokens_to_gtok order): call write_gtok(ids, {os.fspath(ids)!r})")
     p = os.fspath(local_path(out, "a .gtok file"))
     a = _as_ids(ids, p)
     if width is None:
         width = 2 if (a.size == 0 or a.max() <= 0xFFFF) else 4
-    if width not in _FLAG_OF_WIDTH:
-        raise ValueError(f"width must be 2 (uint16) or 4 (uint32), got {width!r}")
     if width == 2 and a.size and a.max() > 0xFFFF:
         raise GtokFormatError(f"{p}: id {int(a.max())} does not fit in uint16; use width=4")
     flag = _FLAG_OF_WIDTH[width]
@@ -142,6 +141,7 @@ def _gtok_header(fd: int, size: int, p: str) -> tuple[np.dtype, int]:
     return _check(os.pread(fd, HEADER_SIZE, 0), size, p)
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)], "mmap": [Flag()]})
 def read_gtok(path: str | os.PathLike, mmap: bool = True) -> np.ndarray:
     """Read a ``.gtok`` token list: a read-only memory map by default (no copy), else an array.
 

@@ -17,6 +17,7 @@ from .._io import atomic_write, local_path
 from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
+from ..params import HasAttr, InstanceOf, Integral, Interval, validated
 from ..ragged import Ragged
 from . import gtok
 from .corpus.layout import _COPY_BLOCK, _EXPORTING, _clean_stale, _host
@@ -24,6 +25,12 @@ from .corpus.reader import Corpus
 from .corpus.writer import CorpusWriter
 
 
+#: a corpus to export: any corpus object (its records and names are read)
+CORPUS = [HasAttr("fingerprint", "names")]
+PATH = [InstanceOf(str, os.PathLike)]
+
+
+@validated({"corpus": CORPUS, "out": PATH})
 def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     """Write every record as a gtars ``.gtok`` file (named by record name, else its index).
 
@@ -91,6 +98,8 @@ def _fsync_path(folder: Path) -> None:
             os.close(fd)
 
 
+@validated({"directory": PATH, "out": PATH, "vocab_size": CorpusWriter.CONSTRAINTS["vocab_size"],
+            "fingerprint": CorpusWriter.CONSTRAINTS["fingerprint"], "pattern": [InstanceOf(str)]})
 def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, vocab_size: int,
                     fingerprint: str, pattern: str = "*.gtok", **kwargs) -> Path:
     """Pack a directory of gtars ``.gtok`` files into one corpus (record name = file stem).
@@ -165,6 +174,7 @@ def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tup
     return out
 
 
+@validated({"corpus": CORPUS, "out": PATH, "row_group_size": [Interval(Integral, 1, None)]})
 def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
     """One row per record: ``input_ids`` (list<int32>), ``name`` and the metadata columns.
 
@@ -209,6 +219,10 @@ def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: in
     return Path(out)
 
 
+@validated({"paths": [InstanceOf(str, os.PathLike, list, tuple)], "out": PATH,
+            "vocab_size": [*CorpusWriter.CONSTRAINTS["vocab_size"], None],
+            "fingerprint": [*CorpusWriter.CONSTRAINTS["fingerprint"], None],
+            "ids_column": [InstanceOf(str)], "name_column": [InstanceOf(str), None]})
 def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = None,
                    fingerprint: str | None = None, ids_column: str = "input_ids",
                    name_column: str | None = "name", **kwargs) -> Path:

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import AnnDataError
-from ..params import ParameterError
+from ..params import InstanceOf, Options, ParameterError, Unchecked, validated
 from ..ragged import Ragged
 from .sources import _container, _is_path, _obs_reader
 
@@ -168,6 +168,8 @@ def _get(obs, column: str):
     return obs[column]
 
 
+@validated({"adata": [Unchecked("an AnnData, an .h5ad path or a frame, read by column")],
+            "columns": [InstanceOf(list, tuple, str)], "template": [InstanceOf(str)]})
 def condition_tokens(adata, columns: Sequence[str], *, template: str = TEMPLATE) -> list[str]:
     """The condition tokens of ``obs`` columns of an AnnData (or ``.h5ad`` path, or a frame).
 
@@ -198,6 +200,10 @@ def _check_columns(columns, what: str = "condition columns") -> list[str]:
     return columns
 
 
+@validated({"obs": [Unchecked("obs columns, read by name")],
+            "tokenizer": [Unchecked("a tokenizer, checked by the entry point")],
+            "prepend": [InstanceOf(list, tuple, str)], "unknown": [Options(*UNKNOWN)],
+            "template": [InstanceOf(str)]})
 def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk",
                   template: str = TEMPLATE) -> np.ndarray:
     """``(cells, len(prepend))`` int64 ids of each cell's condition tokens.
@@ -212,8 +218,6 @@ def condition_ids(obs, tokenizer, prepend: Sequence[str], *, unknown: str = "unk
     >>> condition_ids({"batch": ["d1", "d9"]}, tok, ["batch"]).tolist()  # d9: <unk>
     [[8], [1]]
     """
-    if unknown not in UNKNOWN:
-        raise ParameterError(f"condition_unknown must be one of {UNKNOWN}, got {unknown!r}")
     prepend = _check_columns(prepend)
     vocab = tokenizer.universe.get_vocab()
     first_extra = tokenizer.universe.n_regions + 7

@@ -23,6 +23,7 @@ import tempfile
 import numpy as np
 
 from ..errors import GenotokError
+from ..params import InstanceOf, Integral, Interval, validated
 
 #: one spilled pair: its row within the bucket, its column, its value
 PAIR = np.dtype([("row", "<i4"), ("col", "<i4"), ("val", "<f8")])
@@ -52,16 +53,17 @@ class RowSpill:
     [[[0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 0.0]], [[5.0, 0.0, 0.0, 2.0], [0.0, 0.0, 7.0, 0.0]]]
     """
 
+    @validated({"n_cols": [Interval(Integral, 0, 2**31 - 1)],
+                "rows_per_bucket": [Interval(Integral, 1, None)],
+                "directory": [InstanceOf(str, os.PathLike), None]}, "RowSpill")
     def __init__(self, n_cols: int, *, rows_per_bucket: int = 1024, directory=None):
-        if not 0 <= n_cols < 2 ** 31:
-            raise ValueError(f"n_cols must be in [0, 2**31), got {n_cols}")
-        if rows_per_bucket < 1:
-            raise ValueError(f"rows_per_bucket must be >= 1, got {rows_per_bucket}")
         self.n_cols = int(n_cols)
         self.rows_per_bucket = int(rows_per_bucket)
         self.n_rows = 0  # rows seen so far (the most of any matrix written)
         self.pairs = 0  # pairs written so far
         self.dir = tempfile.mkdtemp(prefix="genotok-spill-", dir=directory)
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     @property
     def n_buckets(self) -> int:

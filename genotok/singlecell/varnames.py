@@ -24,6 +24,7 @@ from ..errors import AnnDataError, RegionParseError
 from ..kernels import cells as K
 from ..kernels import parse as _parse
 from ..ragged import Ragged
+from ..params import Each, Flag, InstanceOf, Options, Unchecked, validated
 from ..regions import RegionSet, parse_region_strings
 from .sources import _container, _Frame, _is_path
 
@@ -127,6 +128,9 @@ def _one_based(rs: RegionSet) -> RegionSet:
     return RegionSet(rs.chrom_names, rs.codes, rs.starts - 1, rs.ends, rs.source)
 
 
+@validated({"adata": [Unchecked("an AnnData or an .h5ad path, read by its var frame")],
+            "region_columns": [Each(InstanceOf(str)), None],
+            "var_names_sep": [Options(":", "-", "_"), None], "one_based": [Flag()]})
 def var_regions(adata, *, region_columns: Sequence[str] | None = None,
                 var_names_sep: str | None = None, one_based: bool = False) -> RegionSet:
     """The genomic region of every variable (peak) of an AnnData object or ``.h5ad`` file.

@@ -457,7 +457,8 @@ def test_a_failed_store_output_leaves_nothing(tmp_path, tok):
     with pytest.raises(genotok.AnnDataError, match="negative value"):
         tokenize_anndata(bad, tok, out=(tmp_path / "cells", "parquet"))
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(TypeError, match=r"out= is a path, or a \(directory, format\) pair"):
+    with pytest.raises(TypeError, match=r"out must be a str or a PathLike .*, got 3 \(a path, or "
+                       r"a \(directory, format\) pair"):
         tokenize_anndata(bad, tok, out=3)
     with pytest.raises(genotok.params.ParameterError, match="format must be one of"):
         tokenize_anndata(bad, tok, out=(tmp_path / "x", "csv"))

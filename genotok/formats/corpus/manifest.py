@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..._io import atomic_write, local_path
 from ...errors import GtokFormatError, UniverseMismatchError
+from ...params import InstanceOf, validated
 from ..gtok import open_regular
 from . import layout
 from .layout import (
@@ -237,6 +238,8 @@ def _open_manifest(directory: Path, trusted: bool) -> tuple[list, dict, list[str
     return shards, m, later
 
 
+@validated({"shards": [InstanceOf(list, tuple, hint="a sequence of shard paths, not one path")],
+            "out": [InstanceOf(str, os.PathLike)], "extra": [InstanceOf(dict), None]})
 def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
                    extra: dict | None = None) -> Path:
     """Join shard files into one corpus by writing ``out/manifest.json`` (no data copied).
@@ -262,9 +265,6 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
     >>> Corpus.open(d).to_ragged().to_list()
     [[0], [1]]
     """
-    if isinstance(shards, (str, bytes, os.PathLike)):
-        raise TypeError(f"write_manifest(shards, out): shards must be a sequence of shard paths, "
-                        f"got the single path {shards!r}")
     directory = local_path(out, "a manifest")
     directory.mkdir(parents=True, exist_ok=True)
     extra = dict(extra or {})

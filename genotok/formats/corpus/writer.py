@@ -17,7 +17,7 @@ import numpy as np
 from ..._io import local_path
 from ..._version import __version__
 from ...errors import GtokFormatError
-from ...params import DType, Flag, InstanceOf, Integral, Interval, validate
+from ...params import DType, Flag, InstanceOf, Integral, Interval, Options, Unchecked, validate, validated
 from ...ragged import Ragged
 from . import layout
 from .layout import (
@@ -41,6 +41,9 @@ from .layout import (
 _FLUSH_TOKENS, _FLUSH_RECORDS = 1 << 20, 4096
 
 
+@validated({"values": [Unchecked("a column of per-record values, converted one by one")],
+            "column": [InstanceOf(str)], "first_record": [Interval(Integral, 0, None)],
+            "other": [Options("raise", "str")]})
 def json_scalars(values, column: str = "", first_record: int = 0, *, other: str = "raise") -> list:
     """Per-record metadata values as JSON scalars (the one conversion of the package).
 
@@ -56,8 +59,6 @@ def json_scalars(values, column: str = "", first_record: int = 0, *, other: str 
     >>> json_scalars([(1, 2)], other="str")
     ['(1, 2)']
     """
-    if other not in ("raise", "str"):
-        raise ValueError(f"other must be 'raise' or 'str', got {other!r}")
     if isinstance(values, np.ndarray) and values.dtype.kind in "biuU":  # plain scalars already
         return values.tolist()
     items = values.tolist() if isinstance(values, np.ndarray) else list(values)
