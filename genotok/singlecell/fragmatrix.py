@@ -61,7 +61,7 @@ from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..kernels.modes import Overlap
-from ..params import MEMORY_MB, check
+from ..params import MEMORY_MB, Integral, Interval, Options, ParameterError, check
 from ..ragged import Ragged
 from ..regions import RegionSet
 from .pairs import _PairCounts, _Spilled
@@ -158,15 +158,20 @@ def _add_barcode(out: list[str], first: dict, b: str, path: str, line: int) -> N
     out.append(b)
 
 
+#: a shift's sites move by at most this many bp either way
+MAX_SHIFT = 1 << 40
+SHIFT = [Interval(Integral, -MAX_SHIFT, MAX_SHIFT)]
+
+
 def _check_shift(shift) -> tuple[int, int]:
-    try:
-        left, right = (int(x) for x in shift)
-    except (TypeError, ValueError):
-        raise ValueError(f"shift must be a pair of integers (left, right) such as (4, -5), "
-                         f"got {shift!r}") from None
-    if max(abs(left), abs(right)) > 1 << 40:
-        raise ValueError(f"shift must be a pair of small integers such as (4, -5), got {shift!r}")
-    return left, right
+    """``shift`` as a pair of integers (each :data:`SHIFT`)."""
+    pair = tuple(shift) if isinstance(shift, (tuple, list)) else ()
+    if len(pair) != 2:
+        raise ParameterError(f"fragment_matrix: shift must be a pair of integers (left, right) "
+                             f"such as (4, -5), got {shift!r}")
+    for name, v in zip(("shift[0]", "shift[1]"), pair):
+        check(name, v, SHIFT, "fragment_matrix")
+    return int(pair[0]), int(pair[1])
 
 
 #: what a call derives from a universe alone (the var frame, the cell kernels' var map, the
@@ -576,13 +581,10 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     ``memory_mb``: the counted pairs held in memory (16 bytes each) before they spill to disk
     (:class:`~genotok.singlecell.spill.RowSpill`); the matrix is then a :class:`_Spilled`
     (read back a bucket of cells at a time; the caller closes it)."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check("mode", mode, [Options(*MODES)], "fragment_matrix")
     left, right = _check_shift(shift)
-    if min_fragments < 0:
-        raise ValueError(f"min_fragments must be >= 0, got {min_fragments}")
-    if block_bytes < 1:
-        raise ValueError(f"block_bytes must be >= 1, got {block_bytes}")
+    check("min_fragments", min_fragments, [Interval(Integral, 0, None)], "fragment_matrix")
+    check("block_bytes", block_bytes, [Interval(Integral, 1, None)], "fragment_matrix")
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise BedParseError(path, None, "is a directory, not a fragment file"

@@ -181,6 +181,24 @@ def test_bundled_example_matches_oracle():
         assert X.sum() > 0
 
 
+def test_counting_parameters_are_declared():
+    """The counter's own arguments go through genotok.params: a bool is no count, a string
+    no shift, each named."""
+    from genotok.params import ParameterError
+    from genotok.singlecell.fragments import fragment_counts
+
+    good = _write(["chr1\t5\t20\tA\t1\n"])
+    tok = Tokenizer(["chr1:0-10"])
+    for kw, name in ((dict(min_fragments=True), "min_fragments"),
+                     (dict(min_fragments=-1), "min_fragments"),
+                     (dict(block_bytes=0), "block_bytes"), (dict(block_bytes=1.5), "block_bytes")):
+        with pytest.raises(ParameterError, match=name):
+            fragment_counts(good, tok, **kw)
+    for shift in ((1,), ("4", 0), (4, 2 ** 41)):
+        with pytest.raises(ParameterError, match="shift"):
+            fragment_matrix(good, tok, read=FragmentOptions(mode="insertion", shift=shift))
+
+
 def test_errors(tmp_path):
     path = _write(["chr1\t5\t20\tA\t1\n", "chr1\tx\t20\tA\t1\n"])
     with pytest.raises(BedParseError, match=":2:"):
