@@ -150,7 +150,9 @@ class Mixture(Sequence):
     [0, 1, 2, 3]
     """
 
-    @validated({"corpora": [InstanceOf(Sequence)], "weights": WEIGHTS, "seed": SEED, **MIX}, "mix")
+    @validated({"corpora": [InstanceOf(Sequence)],
+                "weights": [Each(Interval(Real, 0, math.inf, closed="neither"), sequence=True)],
+                "seed": SEED, **MIX}, "mix")
     def __init__(self, corpora: Sequence, weights, *, seed: int = 0,
                  length: int | None = None, window: int | None = None, shuffle: bool = True):
         self.corpora = list(corpora)

@@ -300,7 +300,8 @@ class HasAttr:
 
 class Each:
     """A sequence whose every item satisfies one of ``constraints`` (a mapping: its values;
-    a string is not a sequence of strings here); ``mapping``: a mapping only.
+    a string is not a sequence of strings here); ``mapping``: a mapping only; ``sequence``: a
+    sequence only (not a mapping).
 
     Examples
     --------
@@ -311,11 +312,12 @@ class Each:
     'a collection of (a number in (0, inf))'
     """
 
-    def __init__(self, *constraints, mapping: bool = False):
-        self.constraints, self.mapping = constraints, mapping
+    def __init__(self, *constraints, mapping: bool = False, sequence: bool = False):
+        self.constraints, self.mapping, self.sequence = constraints, mapping, sequence
 
     def accepts(self, v) -> bool:
-        if self.mapping and not isinstance(v, Mapping):
+        if (self.mapping and not isinstance(v, Mapping)) or \
+                (self.sequence and isinstance(v, Mapping)):
             return False
         if isinstance(v, Mapping):
             v = list(v.values())
@@ -324,11 +326,13 @@ class Each:
         return all(any(c.accepts(x) for c in self.constraints) for x in v)
 
     def __str__(self) -> str:
-        kind = "a mapping" if self.mapping else "a collection"
+        kind = "a mapping" if self.mapping else "a sequence" if self.sequence else "a collection"
         return f"{kind} of ({' or '.join(str(c) for c in self.constraints)})"
 
     def invalid(self) -> Iterator:
         yield "x"
+        if self.sequence:
+            yield {"a": 1}
         for c in self.constraints:
             yield from ([x] for x in c.invalid())
 
