@@ -706,13 +706,19 @@ def test_small_chunks_run_the_kernels_on_the_calling_thread(monkeypatch):
     kernel on a busy box): below SERIAL_BELOW the kernels see one thread."""
     import numba
 
+    from genotok.kernels import values as VK
+
     a, tok, spec = _gene_case()
-    seen = []
-    real = K.mono_count
+    seen, fused = [], []
+    real, real_fused = K.mono_count, VK.rank_rows
     monkeypatch.setattr(K, "mono_count", lambda *x: seen.append(numba.get_num_threads())
                         or real(*x))
-    want = _rows_of(gad.tokenize_anndata(a, tok, spec))
-    assert seen == [1]
+    monkeypatch.setattr(VK, "rank_rows", lambda *x: fused.append(numba.get_num_threads())
+                        or real_fused(*x))
+    want = _rows_of(gad.tokenize_anndata(a, tok, spec))  # the fused kernel (features.ranker)
+    monkeypatch.setattr(gcells, "_rank_fused", lambda *x: False)  # the general path
+    assert _rows_of(gad.tokenize_anndata(a, tok, spec)) == want
+    assert seen == [1] and fused == [1]
     monkeypatch.setattr(gcells, "SERIAL_BELOW", 0)
     assert _rows_of(gad.tokenize_anndata(a, tok, spec)) == want
     assert seen[-1] == numba.get_num_threads()
@@ -725,6 +731,7 @@ def test_an_encoding_counts_with_the_values_at_once(monkeypatch):
     used = []
     real = K.mono_count
     monkeypatch.setattr(K, "mono_count", lambda *x: used.append(x[8]) or real(*x))
+    monkeypatch.setattr(gcells, "_rank_fused", lambda *x: False)  # the general path
     r = gad.tokenize_anndata(a, tok, spec)
     assert used == [True]
     dense = a.X.toarray()
