@@ -4,10 +4,15 @@
 A call on one region set pays a fixed cost before its first region: the block reader's
 bookkeeping, the parse kernel's dispatch, a dozen NumPy calls and four numba dispatches of
 20-odd arguments (about 100 us: ``benchmarks/RESULTS.md``, "Small sets"). Below
-:data:`MAX_REGIONS` regions this path parses in plain Python and finds the hits with two
-vectorised binary searches over the sweep index (:class:`genotok.universe._SweepIndex`, sorted
-by chromosome, start, end, id, with the running maximum of the ends), so a call costs a few
-microseconds per region.
+:data:`MAX_REGIONS` regions this path finds the hits with two binary searches a region over
+global sort keys of the sweep index (:class:`genotok.universe._SweepIndex`, sorted by
+chromosome, start, end, id, with the running maximum of the ends). Warm, it is two dispatches
+of :mod:`genotok.kernels.small` of few arguments (:func:`_compiled`: ``scan`` reads the bytes
+of a file or of the joined region strings, ``hits`` searches; one region string is parsed in
+Python): a call costs 3 to 20 us from 1 to 100 regions. Its plain-Python form
+(:func:`_python`: a Python parse, vectorised NumPy searches) is the kernels' oracle, serves
+while the overlap kernels are cold, and takes what the kernels leave (a file out of gtars'
+order).
 
 It takes only what it is sure of and answers ``None`` for anything else, and the caller takes
 the full path: settings other than ``overlap="all"`` without thresholds, ``tokenizer_type=
