@@ -201,13 +201,14 @@ def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None =
             journal = json.loads(jpath.read_text())
         except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply
             raise PipelineError(f"{jpath}: corrupt journal; remove {out} or use --overwrite") from None
-        _check_journal(journal, jpath, n_batches)
+        _check_journal(journal, jpath, None)  # its shape; its batches once its plan is this
         if journal.get("plan", {}).get("fingerprint") != plan["fingerprint"]:
             raise UniverseMismatchError(f"{out}: was written with another universe; use another "
                                         "--out or --overwrite")
         if journal.get("plan") != plan:
             raise PipelineError(f"{out}: holds a run with other inputs or settings; use another "
                                 "--out, or --overwrite to start again")
+        _check_journal(journal, jpath, n_batches)
         return journal
     if overwrite:
         _remove_run(out)
