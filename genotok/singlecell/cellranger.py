@@ -308,6 +308,11 @@ class MtxSource(S.CellSource):
             raise AnnDataError(f"{self.path}: a Cell Ranger matrix folder has no raw matrix; "
                                "leave raw unset")
         files = find_files(self.path) if os.path.isdir(self.path) else None
+        for role, names in FILES.items():  # matrix.mtx and matrix.mtx.gz: which one is meant?
+            found = [n for n in names if os.path.isfile(os.path.join(self.path, n))]
+            if files is not None and len(found) > 1:
+                raise AnnDataError(f"{self.path}: holds {' and '.join(found)}: one {role} file "
+                                   "per folder (remove the other)")
         if files is None:
             raise AnnDataError(f"{self.path}: not a Cell Ranger matrix folder (matrix.mtx[.gz], "
                                "barcodes.tsv[.gz] and features.tsv[.gz], peaks.bed or genes.tsv)")

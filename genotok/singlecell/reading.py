@@ -178,8 +178,16 @@ class AnnDataOptions(ReadOptions):
 
     def __post_init__(self):
         validate_fields(self)
-        if self.region_columns is not None:
-            object.__setattr__(self, "region_columns", tuple(self.region_columns))
+        if self.region_columns is not None:  # checked now, not when a matrix is read
+            cols = tuple(self.region_columns)
+            if len(cols) != 3 or not all(isinstance(c, str) and c for c in cols):
+                raise ParameterError(f"{type(self).__name__}: region_columns must be (chrom, "
+                                     f"start, end) column names, got {self.region_columns!r}"
+                                     [:300])
+            object.__setattr__(self, "region_columns", cols)
+        if self.var_names_sep == "":
+            raise ParameterError(f"{type(self).__name__}: var_names_sep must be a separator "
+                                 "such as '-' (None: 'chr:start-end' names), got ''")
 
     @classmethod
     def from_json(cls, d: dict) -> AnnDataOptions:
@@ -245,7 +253,12 @@ class FragmentOptions(ReadOptions):
 
     def __post_init__(self):
         validate_fields(self)
-        object.__setattr__(self, "shift", tuple(self.shift))
+        if len(self.shift) != 2:
+            raise ParameterError(f"FragmentOptions: shift must be a pair (left, right) such as "
+                                 f"(4, -5), got {self.shift!r}"[:300])
+        for name, v in zip(("shift[0]", "shift[1]"), self.shift):  # before int(): 1.7 is not 1
+            check(name, v, [Interval(Integral, -(1 << 40), 1 << 40)], "FragmentOptions")
+        object.__setattr__(self, "shift", tuple(int(v) for v in self.shift))
         if self.barcodes is not None:  # a file by its path, or the list itself (equal JSON)
             import os
 
@@ -265,6 +278,9 @@ class FragmentOptions(ReadOptions):
                                      f"{self.fragment_size!r}")
             for name, v in zip(("fragment_size[0]", "fragment_size[1]"), size):
                 check(name, v, [Interval(Integral, 0, None), None], "FragmentOptions")
+            if None not in size and size[0] > size[1]:  # no fragment fits: every cell empty
+                raise ParameterError(f"FragmentOptions: fragment_size is (min, max) with min <= "
+                                     f"max, got {self.fragment_size!r}")
             object.__setattr__(self, "fragment_size", size)
 
 

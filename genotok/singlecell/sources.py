@@ -524,7 +524,7 @@ def read_options_from_json(d: dict) -> ReadOptions:
     """
     registry()  # the plugins' sources, and so their options classes
     name = d.get("name") if isinstance(d, dict) else None
-    if name not in READ_OPTIONS:
+    if not isinstance(name, str) or name not in READ_OPTIONS:
         raise ParameterError(f"unknown read options {name!r}; known: {sorted(READ_OPTIONS)}")
     return READ_OPTIONS[name].from_json(d)
 
