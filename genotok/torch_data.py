@@ -40,7 +40,7 @@ from .batching import MAX_LENGTH, TOKEN_ID  # noqa: E402
 from .batching import TRUNCATIONS  # noqa: E402
 from .packing import STRATEGIES  # noqa: E402
 from .params import (EXPECT, Below, Flag, HasAttr, InstanceOf, Integral, Interval, Options,  # noqa: E402
-                     Real, Unchecked, validate_fields, validated)
+                     Real, SumAtMost, Unchecked, validate_fields, validated)
 
 #: a probability
 PROB = [Interval(Real, 0, 1)]
@@ -229,6 +229,7 @@ class MLMCollator(ObjectiveCollator):
     CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
                    "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
                    "random_prob": PROB}
+    RULES = (SumAtMost(("replace_prob", "random_prob"), 1),)
 
     def __post_init__(self):
         validate_fields(self)
