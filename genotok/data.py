@@ -27,7 +27,15 @@ from .errors import GtokFormatError, UniverseMismatchError
 from .formats.corpus import Corpus
 from .formats.gtok import read_gtok
 from .packing import pack  # noqa: F401 (the numba packing: greedy or first-fit-decreasing)
-from .params import EXPECT, Below, Flag, InstanceOf, Integral, Interval, Options, validated
+from .params import (EXPECT, Below, Flag, InstanceOf, Integral, Interval, Options, Real,
+                     SumAtMost, validated)
+
+#: a probability
+PROB = [Interval(Real, 0, 1)]
+#: token ids (an array, or a list)
+IDS = [InstanceOf(np.ndarray, list, tuple)]
+RNG = [InstanceOf(np.random.Generator)]
+TOKEN_ID = [Interval(Integral, 0, None)]
 
 
 class PretokenizedDataset(Sequence):
@@ -119,6 +127,7 @@ class PretokenizedDataset(Sequence):
 
 
 # ---------------------------------------------------------------------------------- per record
+@validated({"ids": [InstanceOf(np.ndarray)], "rng": RNG})
 def shuffle_tokens(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A shuffled copy of one record (Region2Vec/word2vec-style training shuffles documents).
 
@@ -131,6 +140,7 @@ def shuffle_tokens(ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return ids[rng.permutation(ids.size)]
 
 
+@validated({"ids": IDS, "cls_token_id": TOKEN_ID + [None], "eos_token_id": TOKEN_ID + [None]})
 def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | None = None) -> np.ndarray:
     """``[<cls>] + ids + [<eos>]`` (either optional).
 
@@ -149,6 +159,9 @@ def wrap(ids: np.ndarray, cls_token_id: int | None = None, eos_token_id: int | N
 
 
 # ---------------------------------------------------------------------------------- objectives
+@validated({"input_ids": IDS, "n_regions": [Interval(Integral, 1, None)],
+            "mask_token_id": TOKEN_ID, "rng": RNG, "mask_prob": PROB, "replace_prob": PROB,
+            "random_prob": PROB}, rules=[SumAtMost(("replace_prob", "random_prob"), 1)])
 def mlm_mask(input_ids: np.ndarray, *, n_regions: int, mask_token_id: int,
              rng: np.random.Generator, mask_prob: float = 0.15,
              replace_prob: float = 0.8, random_prob: float = 0.1) -> tuple[np.ndarray, np.ndarray]:
@@ -167,8 +180,6 @@ def mlm_mask(input_ids: np.ndarray, *, n_regions: int, mask_token_id: int,
     >>> ids.tolist(), labels.tolist()
     ([[7, 7, 9]], [[1, 2, -100]])
     """
-    if not 0 <= mask_prob <= 1 or replace_prob + random_prob > 1:
-        raise ValueError("probabilities must lie within [0, 1] and replace + random <= 1")
     ids = np.array(input_ids, dtype=np.int64, copy=True)
     eligible = ids < n_regions
     chosen = eligible & (rng.random(ids.shape) < mask_prob)
@@ -181,6 +192,8 @@ def mlm_mask(input_ids: np.ndarray, *, n_regions: int, mask_token_id: int,
     return ids, labels
 
 
+@validated({"input_ids": IDS, "n_regions": [Interval(Integral, 2, None)], "rng": RNG,
+            "replace_prob": PROB})
 def rtd_replace(input_ids: np.ndarray, *, n_regions: int, rng: np.random.Generator,
                 replace_prob: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
     """ELECTRA-style replaced-token detection: ``(input_ids, labels)``.
@@ -196,8 +209,6 @@ def rtd_replace(input_ids: np.ndarray, *, n_regions: int, rng: np.random.Generat
     >>> labels.tolist(), bool((ids[0, :2] != [1, 2]).all())
     ([[1, 1, -100]], True)
     """
-    if n_regions < 2:
-        raise ValueError("replaced-token detection needs at least two region ids")
     ids = np.array(input_ids, dtype=np.int64, copy=True)
     eligible = ids < n_regions
     chosen = eligible & (rng.random(ids.shape) < replace_prob)

@@ -35,8 +35,9 @@ Constraints
 
 A parameter's constraints are a list: the value must satisfy one of them. Relations between
 parameters are rules checked after every value passed its own constraints:
-:class:`ExactlyOne` (``batch_size`` or ``max_tokens``), :class:`Below` (``rank < world_size``)
-and :class:`Needs` (``truncation`` needs ``max_length``). Every parameter is
+:class:`ExactlyOne` (``batch_size`` or ``max_tokens``), :class:`Below` (``rank < world_size``),
+:class:`Needs` (``truncation`` needs ``max_length``) and :class:`SumAtMost` (probabilities that
+share one draw). Every parameter is
 declared: :func:`validate` refuses a value it has no constraints for (scikit-learn's
 ``validate_params`` rule), and a public function declares all of its parameters with
 :func:`validated`, which ``tests/test_params.py`` finds by itself.
@@ -428,6 +429,28 @@ class Needs:
         return f"{self.why} needs {self.name}, got {self.name}=None"
 
 
+class SumAtMost:
+    """A rule: ``sum(values[n] for n in names) <= limit`` (``replace_prob + random_prob <=
+    1``).
+
+    Examples
+    --------
+    >>> SumAtMost(("replace_prob", "random_prob"), 1).problem({"replace_prob": 0.8,
+    ...                                                      "random_prob": 0.3})
+    'replace_prob + random_prob must be at most 1, got 0.8 + 0.3'
+    """
+
+    def __init__(self, names: tuple, limit):
+        self.names, self.limit = tuple(names), limit
+
+    def problem(self, values: Mapping) -> str | None:
+        got = [values.get(n) for n in self.names]
+        if any(v is None for v in got) or sum(got) <= self.limit:
+            return None
+        return (f"{' + '.join(self.names)} must be at most {self.limit}, got "
+                f"{' + '.join(repr(v) for v in got)}")
+
+
 def _describe(constraints: list) -> str:
     words = [str(c) for c in constraints if c is not None]
     if None in constraints:
@@ -575,9 +598,17 @@ def validated(constraints: Mapping[str, list], where: str | None = None, *,
             raise UndeclaredParameter(f"{name}: parameters without constraints {missing}, "
                                       f"constraints of no parameter {stale}")
 
-        takes = [n for n, p in sig.parameters.items()
-                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and n not in ("self", "cls")]
-        any_keyword = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+        P = inspect.Parameter
+        params = sig.parameters.values()
+        takes = [p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY)
+                 and p.name not in ("self", "cls")]
+        any_keyword = any(p.kind == P.VAR_KEYWORD for p in params)
+        # the positional parameters, in order (``self``/``cls`` taken and dropped); every call
+        # maps its arguments by position, without inspect's bind (a few µs per call)
+        positional = [p.name for p in params if p.kind in (P.POSITIONAL_ONLY,
+                                                            P.POSITIONAL_OR_KEYWORD)]
+        has_star = any(p.kind == P.VAR_POSITIONAL for p in params)
+        defaults = {p.name: p.default for p in params if p.default is not P.empty}
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
@@ -587,18 +618,24 @@ def validated(constraints: Mapping[str, list], where: str | None = None, *,
                         from ._usage import unknown_keyword
 
                         raise unknown_keyword(f"{name}()", k, takes)
-            try:
-                bound = sig.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{name}: {exc}") from None
-            given = {k: v for k, v in bound.arguments.items() if k not in ("self", "cls")
-                     and sig.parameters[k].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                        inspect.Parameter.VAR_KEYWORD)}
+            if (len(args) > len(positional) and not has_star) or any(
+                    k in kwargs for k in positional[:len(args)]):
+                try:  # too many, or twice: inspect says which
+                    sig.bind(*args, **kwargs)
+                except TypeError as exc:
+                    raise TypeError(f"{name}: {exc}") from None
+            given = dict(zip(positional, args))
+            given.pop("self", None)
+            given.pop("cls", None)
+            if any_keyword:  # **kwargs are the callee's to check
+                given.update((k, v) for k, v in kwargs.items() if k in takes)
+            else:
+                given.update(kwargs)
             validate(given, constraints, name, error=error)
             if rules:
-                bound.apply_defaults()
+                values = {**defaults, **given}
                 for rule in rules:
-                    problem = rule.problem(bound.arguments)
+                    problem = rule.problem(values)
                     if problem:
                         raise error(f"{name}: {problem}")
             return fn(*args, **kwargs)
@@ -640,5 +677,5 @@ N_THREADS = [Interval(Integral, 1, None), None]
 
 __all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "Below", "DType", "Each", "ExactlyOne",
            "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs", "Options",
-           "ParameterError", "Real", "UndeclaredParameter", "Unchecked", "check",
+           "ParameterError", "Real", "SumAtMost", "UndeclaredParameter", "Unchecked", "check",
            "invalid_values", "undeclared", "validate", "validate_fields", "validated"]

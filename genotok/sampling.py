@@ -33,7 +33,7 @@ from numba import njit
 
 from ._config import NJIT
 from .errors import GenotokError
-from .params import (Below, ExactlyOne, Flag, InstanceOf, Integral, Interval, Options,
+from .params import (Below, ExactlyOne, Flag, HasAttr, InstanceOf, Integral, Interval, Options,
                      ParameterError, check, validate, validated)
 
 SHUFFLES = ("none", "full", "block")
@@ -190,6 +190,7 @@ def token_budget_batches(order: np.ndarray, lengths: np.ndarray, max_tokens: int
     return seq, np.concatenate(bounds)
 
 
+@validated({"lengths": ARRAY, "seq": ARRAY, "bounds": ARRAY, "max_length": POSITIVE + [None]})
 def padding_waste(lengths: np.ndarray, seq: np.ndarray, bounds: np.ndarray,
                   max_length: int | None = None) -> float:
     """Share of padded positions in the batches ``seq[bounds[j]:bounds[j + 1]]``.
@@ -212,6 +213,7 @@ def padding_waste(lengths: np.ndarray, seq: np.ndarray, bounds: np.ndarray,
     return 1.0 - int(lens.sum()) / padded if padded else 0.0
 
 
+@validated({"order": ARRAY, "bounds": ARRAY + [None], "span": POSITIVE})
 def shuffle_quality(order: np.ndarray, bounds=None, span: int = 1024) -> dict:
     """How well ``order`` mixes, and how many chunks (shards) a reader holds at once.
 
@@ -546,6 +548,7 @@ class BatchPlan:
         return int(state["epoch"]), int(state["records_seen"])
 
 
+@validated({"corpus": [HasAttr("__len__")]})
 def shard_starts(corpus) -> np.ndarray:
     """First record of every shard of a corpus (from its manifest: the corpus store's shards,
     another store's files), and the total at the end; one chunk when the manifest says nothing.
@@ -573,6 +576,8 @@ def shard_starts(corpus) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
 
 
+@validated({"corpus": [HasAttr("__len__")], "batch_size": POSITIVE + [None],
+            "max_tokens": POSITIVE + [None]})
 def plan_for(corpus, *, batch_size: int | None = None, max_tokens: int | None = None,
              **kwargs) -> BatchPlan:
     """A :class:`BatchPlan` of these settings bound to a corpus (``BatchPlan(...).over(corpus)``).

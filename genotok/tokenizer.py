@@ -30,8 +30,9 @@ from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Backend, FractionOf, HitOrder, Overlap, Unknown, parse
 from .kernels.sort import runs_order, sort_regions, sorted_runs
-from .params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
-                     validate_fields)
+from .params import (N_THREADS, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
+                     Real, Unchecked, validate, validate_fields, validated)
+from . import batching as _batching
 from .ragged import Ragged
 from .regions import RegionSet, as_regions, check_batch
 from .universe import SPECIAL_NAMES, Universe, record_fingerprint
@@ -687,6 +688,11 @@ class Tokenizer(BuiltInNew):
         """Token strings (``chr:start-end``, or ``<unk>``) of one region set, as gtars."""
         return self.universe.convert_ids_to_tokens(self.encode(regions))
 
+    @validated({"regions": [Unchecked("region sets, read by as_regions")],
+                "padding": [Options(*_batching.PADDINGS)], "truncation": [Flag()],
+                "max_length": _batching.MAX_LENGTH, "return_tensors": _batching.TENSOR_KINDS,
+                "return_attention_mask": [Flag()], "n_threads": N_THREADS},
+               "Tokenizer", rules=[_batching.NEEDS_MAX_LENGTH])  # before any region is read
     def __call__(self, regions, *, padding=False, truncation=False, max_length: int | None = None,
                  return_tensors: str | None = None, return_attention_mask: bool = True,
                  n_threads: int | None = None) -> dict:

@@ -40,7 +40,7 @@ from .mixture import MIXTURE_FILE, mix  # noqa: E402
 from .sampling import BatchPlan  # noqa: E402,F401 (what the datasets take)
 from .packing import STRATEGIES  # noqa: E402
 from .params import (EXPECT, Below, Flag, HasAttr, InstanceOf, Integral, Interval, Options,  # noqa: E402
-                     ParameterError, Real, Unchecked, check, validate_fields, validated)
+                     ParameterError, Real, SumAtMost, Unchecked, check, validate_fields, validated)
 
 #: a probability
 PROB = [Interval(Real, 0, 1)]
@@ -226,12 +226,10 @@ class MLMCollator(ObjectiveCollator):
     CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
                    "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
                    "random_prob": PROB}
+    RULES = (SumAtMost(("replace_prob", "random_prob"), 1),)
 
     def __post_init__(self):
         validate_fields(self)
-        if self.replace_prob + self.random_prob > 1:
-            raise ParameterError(f"MLMCollator: replace_prob + random_prob must be at most 1, "
-                                 f"got {self.replace_prob} + {self.random_prob}")
 
     @staticmethod
     def _tokenizer_ids(tokenizer) -> dict:

@@ -232,9 +232,7 @@ def _value_rows(ch: Chunk, vm: _VarMap, opt: _Options, blocks: np.ndarray, count
 
 def _ids_dtype(dtype, tokenizer) -> type:
     """The NumPy scalar type for token ids, checked against the vocabulary size."""
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.int64), np.dtype(np.int32), np.dtype(np.uint32)):
-        raise ParameterError(f"dtype must be int64, int32 or uint32, got {dt}")
+    dt = np.dtype(dtype)  # int64, int32 or uint32: the read options' constraint checked it
     if tokenizer.vocab_size > np.iinfo(dt).max + 1:
         raise ParameterError(f"dtype {dt} cannot hold {tokenizer.vocab_size:,} token ids")
     return dt.type

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import AnnDataError, SourceError
 from .. import _plugins
 from .chunks import Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
-from ..params import ParameterError
+from ..params import ParameterError, Unchecked, validated
 from .reading import (READ_OPTIONS, AnnDataOptions, ReadOptions, _checked,
                       register_read_options, registrable)
 
@@ -491,6 +491,7 @@ def registry() -> list[type[CellSource]]:
     return SOURCES
 
 
+@validated({"source": [Unchecked("a CellSource subclass, checked by registrable")]})
 def register_source(source: type[CellSource]) -> type[CellSource]:
     """Add a :class:`CellSource` class to the registry (a class decorator, too), and its
     read options class to :data:`~genotok.singlecell.reading.READ_OPTIONS`. A class of the
@@ -529,6 +530,7 @@ def read_options_from_json(d: dict) -> ReadOptions:
     return READ_OPTIONS[name].from_json(d)
 
 
+@validated({"source": [Unchecked("a registered class; another is a no-op")]})
 def unregister_source(source: type[CellSource]) -> None:
     """Remove a class from the registry (tests, examples): see :func:`register_source`.
     >>> unregister_source(type("Gone", (CellSource,), {"kind": "gone"}))
@@ -587,6 +589,8 @@ def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     return next((c for c in reversed(registry()) if c.sniff(head, path)), None)
 
 
+@validated({"obj": [Unchecked("an input, read by the class that sniffs it")],
+            "read": [Unchecked("read options, checked by the source class"), None]})
 def open_source(obj, read=None, **context) -> CellSource:
     """The :class:`CellSource` of ``obj`` (an AnnData, a ``.h5ad`` or fragment file, or
     whatever a registered class reads), found by :func:`source_class` and opened with the
