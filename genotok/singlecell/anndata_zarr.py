@@ -116,6 +116,11 @@ class _ZarrMatrix(C._Source):
                 dat = _array(node, "data", self.where, "biuf", "numbers")
                 ptr = _array(node, "indptr", self.where, "iu", "integers")
                 self.nnz = int(ind.shape[0])
+                # a chunk not in the store reads as the fill value 0: zarr leaves out a chunk
+                # of 0s, but a deleted one reads the same; chunks() then refuses a row that
+                # holds column 0 twice (what a lost chunk of several entries of a row gives)
+                have = getattr(ind, "nchunks_initialized", None)
+                self._gaps = have is not None and bool(self.nnz) and have < ind.nchunks
                 V.same_length(dat, self.nnz, self.where, what="data", error=err)
                 n_major = self.n_rows if self.kind == "csr" else self.n_cols
                 if ptr.shape[0] != n_major + 1:
@@ -150,6 +155,8 @@ class _ZarrMatrix(C._Source):
                     indices = C._check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
                                                int(lo))
                     indices, data = C._clean_dtypes(indices, np.asarray(dat[a:b]), where)
+                    if self._gaps:
+                        _no_lost_chunk(indices, indptr[lo:hi + 1] - a, where, int(lo))
                     yield C.Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
             elif self.kind == "dense":
                 step = C._dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)
@@ -169,6 +176,17 @@ class _ZarrMatrix(C._Source):
                 m.data, m.indices = node["data"][:], node["indices"][:]
                 m.indptr = node["indptr"][:]
                 yield from C._MemorySource(m, where).chunks(budget, per_nnz, chunk_rows, rows)
+
+
+def _no_lost_chunk(indices: np.ndarray, ptr: np.ndarray, where: str, row0: int) -> None:
+    """Refuse rows holding column 0 twice in a store missing chunks of ``indices``."""
+    zero = np.asarray(indices) == 0
+    row = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    twice = np.flatnonzero(zero[1:] & zero[:-1] & (row[1:] == row[:-1]))
+    if twice.size:
+        raise AnnDataError(f"{where}: indices: chunks are missing from the store and row "
+                           f"{row0 + int(row[twice[0]])} holds column 0 twice: a damaged or "
+                           "partial copy")
 
 
 def open_zarr(path, storage_options: dict | None = None):
