@@ -158,3 +158,36 @@ def test_cell_ranger_folder_with_two_matrices(tmp_path):
     with pytest.raises(AnnDataError, match="matrix.mtx.gz and matrix.mtx"):
         genotok.tokenize_cells(str(f), genotok.Tokenizer(["chr1:0-10"]))
 
+
+
+def _small_adata():
+    from tests.singlecell._cells import adata, counts
+    return adata(counts(6, 5, 0.6, 11))
+
+
+def test_zarr_missing_indices_chunk_is_refused(tmp_path):
+    pytest.importorskip("zarr")
+    import os
+    from tests.singlecell.test_zarr import _write
+    from tests.singlecell._cells import UNIVERSE
+    path = _write(_small_adata(), tmp_path / "c.zarr", 2)
+    for f in os.listdir(os.path.join(path, "X", "indices")):
+        if not f.startswith("."):
+            os.remove(os.path.join(path, "X", "indices", f))
+    if os.path.exists(os.path.join(path, ".zmetadata")):
+        os.remove(os.path.join(path, ".zmetadata"))
+    with pytest.raises(AnnDataError, match="chunks are missing"):
+        genotok.tokenize_anndata(path, genotok.Tokenizer(UNIVERSE))
+
+
+def test_h5ad_frame_index_and_columns_of_one_length(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    from tests.singlecell._cells import UNIVERSE
+    p = tmp_path / "c.h5ad"
+    _small_adata().write_h5ad(p)
+    with h5py.File(p, "r+") as f:
+        short = f["var/_index"][()][:2]
+        del f["var/_index"]
+        f.create_dataset("var/_index", data=short)
+    with pytest.raises(AnnDataError, match="index has 2"):
+        genotok.tokenize_anndata(str(p), genotok.Tokenizer(UNIVERSE))

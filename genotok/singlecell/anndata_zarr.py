@@ -83,6 +83,16 @@ class _ZarrMatrix(C._StoredSource):
                 raise AnnDataError(f"{where}: no matrix {key!r} (layers: {have})")
             self.node = node
             self._check_layout(node)
+            # a chunk not in the store reads as the fill value 0: zarr leaves out a chunk of 0s,
+            # but a deleted one reads the same; _check_chunk then refuses a row that holds
+            # column 0 twice (what a lost chunk of several entries of a row gives)
+            ind = node.get("indices") if self.kind != "dense" else None
+            have = getattr(ind, "nchunks_initialized", None)
+            self._gaps = have is not None and bool(self.nnz) and have < ind.nchunks
+
+    def _check_chunk(self, indices: np.ndarray, ptr: np.ndarray, row0: int) -> None:
+        if self._gaps:
+            _no_lost_chunk(indices, ptr, self.where, row0)
 
     @contextlib.contextmanager
     def _node(self):
@@ -92,6 +102,17 @@ class _ZarrMatrix(C._StoredSource):
     @staticmethod
     def _is_array(node) -> bool:
         return _kind(node) == "array"
+
+
+def _no_lost_chunk(indices: np.ndarray, ptr: np.ndarray, where: str, row0: int) -> None:
+    """Refuse rows holding column 0 twice in a store missing chunks of ``indices``."""
+    zero = np.asarray(indices) == 0
+    row = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    twice = np.flatnonzero(zero[1:] & zero[:-1] & (row[1:] == row[:-1]))
+    if twice.size:
+        raise AnnDataError(f"{where}: indices: chunks are missing from the store and row "
+                           f"{row0 + int(row[twice[0]])} holds column 0 twice: a damaged or "
+                           "partial copy")
 
 
 def open_zarr(path, storage_options: dict | None = None):

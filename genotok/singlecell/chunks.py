@@ -347,6 +347,9 @@ class _StoredSource(_Source):
         """The node, sliced by ranges (the HDF5 source inflates them on threads)."""
         return node
 
+    def _check_chunk(self, indices: np.ndarray, ptr: np.ndarray, row0: int) -> None:
+        """A format's own check of a CSR chunk read (zarr: chunks lost from the store)."""
+
     def _array(self, group, name: str, kinds: str, what: str):
         """``group[name]``, required to be a one-dimensional array of a dtype kind in
         ``kinds``."""
@@ -420,6 +423,7 @@ class _StoredSource(_Source):
                     indices = _check_columns(ind[a:b], indptr[lo:hi + 1], self.n_cols, where,
                                              int(lo))
                     indices, data = _clean_dtypes(indices, np.asarray(dat[a:b]), where)
+                    self._check_chunk(indices, indptr[lo:hi + 1] - a, int(lo))
                     yield Chunk(int(lo), indptr[lo:hi + 1] - a, indices, data, self.n_cols)
             elif self.kind == "dense":
                 step = _dense_rows(self.n_cols, self.itemsize, budget, chunk_rows)

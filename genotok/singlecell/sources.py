@@ -139,10 +139,16 @@ def _h5_frame(path: str, key: str) -> _Frame:
         g = f[key]
         index = _attr_str(g.attrs.get("_index", "_index"))
         cols = [k for k in g.keys() if k not in (index, "__categories")]
+        node = g.get(index)
+        n = node.shape[0] if isinstance(node, h5py.Dataset) and node.ndim == 1 else None
 
     def get(name):
         with _h5_errors(path), h5py.File(path, "r") as f:
-            return _h5_column(f[key], name)
+            col = _h5_column(f[key], name)
+        if n is not None and len(col) != n:  # a frame's columns and index have one length
+            raise AnnDataError(f"{path}: {key}/{name} has {len(col)} values, but {key}'s "
+                               f"index has {n}")
+        return col
 
     def idx():
         with _h5_errors(path), h5py.File(path, "r") as f:

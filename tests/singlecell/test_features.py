@@ -84,7 +84,7 @@ def test_n_counts_from_obs_when_present():
     np.testing.assert_allclose(genotok.tokenize_anndata(b, tok, spec).values,
                                [7500, 2500, 5000, 5000])
     obs_low = pd.DataFrame({"n_counts": [3.0, 4.0]}, index=["c0", "c1"])
-    with pytest.raises(AnnDataError, match="cell 0: obs total 3.0 is below"):
+    with pytest.raises(AnnDataError, match=r"cell 0: obs\['n_counts'\] 3.0 is below"):
         genotok.tokenize_anndata(_adata([[1, 3], [2, 2]], ["A", "B"], obs=obs_low), tok, spec)
 
 
