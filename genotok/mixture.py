@@ -604,6 +604,7 @@ def _open_path(path: str, open_kwargs: dict):
 LOCAL_OPTIONS = ("expect", "verify", "trusted")
 
 
+@validated({"run_folder": [InstanceOf(str, os.PathLike)], "storage_options": OPEN_KWARGS})
 def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
     """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`).
 
