@@ -294,9 +294,10 @@ def read_range(dataset, start: int, stop: int, out: np.ndarray | None = None,
     clen = plan.clen
     coords = list(range(start - start % clen, stop, clen))
     plan.check(coords[0])
+    from .params import N_THREADS, check
+
+    check("n_threads", n_threads, N_THREADS, "read_range")  # before int(): int(1.5) is 1
     n_threads = _default_threads() if n_threads is None else int(n_threads)
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if n_threads == 1 or len(coords) < _MIN_PARALLEL_CHUNKS:
         _fill(plan, coords, start, stop, out)
         return out

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import GenotokError
-from .params import N_THREADS, InstanceOf, Options, validate, validate_fields
+from .params import N_THREADS, InstanceOf, Options, validate, validate_fields, validated
 
 #: the special roles a vocabulary may give ids to, and the token each role is found by
 ROLES = {"unk": "<unk>", "pad": "<pad>", "mask": "<mask>", "cls": "<cls>", "eos": "<eos>",
@@ -132,6 +132,7 @@ class _SafeUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)]})
 def read_mapping(path: str | os.PathLike) -> dict:
     """A ``{name: number}`` dictionary file: JSON (an object), TOML (a ``[tokens]`` table, or
     top-level keys) or a Python pickle of a dict (Geneformer's ``.pkl``, read safely).

@@ -623,6 +623,7 @@ def _read_regular(path: Path) -> str:
         return fh.read().decode("utf-8")
 
 
+@validated({"run_folder": [InstanceOf(str, os.PathLike)], "storage_options": OPEN_KWARGS})
 def read_mixture(run_folder, *, storage_options: dict | None = None) -> dict:
     """The checked content of a run folder's ``mixture.json`` (:func:`write_mixture`).
 

@@ -54,7 +54,7 @@ from .errors import GenotokError
 from .formats.stores import STORES, get_store
 from .mixture import mix, write_mixture
 from .packing import STRATEGIES, pack
-from .params import N_THREADS, check
+from .params import N_THREADS, InstanceOf, check, validated
 from .pipeline import (RunOptions, RunSummary, expand_inputs, get_executor, input_kind,
                        pretokenize)
 from .pipeline.executors import executor_names
@@ -583,6 +583,7 @@ def _offsets_within(lengths: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) - starts
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)]})
 def read_packed(path) -> dict:
     """The packed rows of a run's ``out/packed/`` as arrays: ``input_ids`` (padded with
     ``pad_token_id``, default 0), ``segment_ids``, ``position_ids``, ``attention_mask``

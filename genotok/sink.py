@@ -35,13 +35,18 @@ from .batching import as_tensors, pad_batch
 from ._io import local_path
 from .formats.corpus import Corpus
 from .formats.stores import Store, get_store
-from .params import Flag, InstanceOf, Integral, Interval, Options, validated
+from .params import Flag, InstanceOf, Integral, Interval, Options, Unchecked, validated
 from .ragged import Ragged
 
 #: in-memory outputs; any other string (or a path) names a corpus
 OUTPUTS = ("ragged", "list", "np", "pt")
 #: an in-memory output's name
 IN_MEMORY = [Options(*OUTPUTS)]
+BATCHES = [Unchecked("token batches (Ragged), consumed as they come")]
+CAPACITY = [Interval(Integral, 0, None), None]
+TOKENIZER = [Unchecked("a tokenizer, whose universe the output records")]
+WRITE = {"metadata_columns": [InstanceOf(list, tuple)], "values": [Flag()],
+         "extra": [InstanceOf(dict), None], "overwrite": [Flag()]}
 
 
 @validated({"output": IN_MEMORY + [InstanceOf(str, os.PathLike)]})
@@ -56,6 +61,7 @@ def output_kind(output) -> str:
     return output if isinstance(output, str) and output in OUTPUTS else "corpus"
 
 
+@validated({"batches": BATCHES, "capacity": CAPACITY})
 def concat(batches: Iterable[Ragged], capacity: int | None = None) -> Ragged:
     """The records of all batches in one :class:`~genotok.ragged.Ragged` (values kept when the
     batches have them; no copy for a single batch).
@@ -142,6 +148,8 @@ def shape(rows: Ragged, output: str = "ragged", *, pad_token_id: int = 0,
     return as_tensors(out, output)
 
 
+@validated({"batches": BATCHES, "output": IN_MEMORY, "pad_token_id": [Interval(Integral, 0, None)],
+            "values": [Flag()], "capacity": CAPACITY})
 def collect(batches: Iterable[Ragged], output: str = "ragged", *, pad_token_id: int = 0,
             values: bool = False, capacity: int | None = None):
     """A stream of token batches as one in-memory output: ``"ragged"``, ``"list"``, ``"np"``
@@ -155,6 +163,7 @@ def collect(batches: Iterable[Ragged], output: str = "ragged", *, pad_token_id: 
     return shape(concat(batches, capacity), output, pad_token_id=pad_token_id, values=values)
 
 
+@validated({"values": [Unchecked("a column of per-record values, converted one by one")]})
 def json_scalars(values) -> list:
     """Per-record metadata as JSON scalars: NumPy scalars unwrapped, NaN as ``None``, anything
     else that is not a str/int/float/bool as its ``str``.
@@ -176,6 +185,10 @@ def json_scalars(values) -> list:
     return out
 
 
+@validated({"records": [Unchecked("(batch, metadata) pairs, consumed as they come")],
+            "out": [InstanceOf(str, os.PathLike)], "tokenizer": TOKENIZER,
+            "store": [InstanceOf(str, Store)], "sources": [Unchecked("(name, info) pairs")],
+            **WRITE})
 def write_records(records: Iterable[tuple[Ragged, dict]], out, tokenizer, *,
                   store: str | Store = "corpus", sources: Iterable[tuple[str, dict]] = (),
                   metadata_columns: Sequence[str] = (), values: bool = False,
@@ -212,6 +225,9 @@ def write_records(records: Iterable[tuple[Ragged, dict]], out, tokenizer, *,
     return w.commit()
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)], "tokenizer": TOKENIZER, "batches": BATCHES,
+            "records": [Unchecked("a callable (lo, hi) -> (names, metadata)"), None],
+            "source": [InstanceOf(str), None], **WRITE})
 def write_corpus(path, tokenizer, batches: Iterable[Ragged], *,
                  records: Callable[[int, int], tuple[list, dict]] | None = None,
                  metadata_columns: Sequence[str] = (), values: bool = False,

@@ -631,6 +631,8 @@ def _fork_problem(collate) -> str | None:
     return None
 
 
+@validated({"num_workers": [Interval(Integral, 0, None)],
+            "collate": [Unchecked("a collator, asked whether it is fork-safe"), None]})
 def safe_context(num_workers: int, collate=None) -> str | None:
     """The multiprocessing start method for DataLoader workers over a corpus.
 
@@ -652,6 +654,7 @@ def safe_context(num_workers: int, collate=None) -> str | None:
     return "spawn" if _fork_problem(collate) else "fork"
 
 
+@validated({"worker_id": [Interval(Integral, 0, None)]})
 def worker_init(worker_id: int) -> None:
     """Make corpus gathers in this DataLoader worker serial (no numba thread pool).
 

@@ -165,6 +165,25 @@ REQUIRED = {
     "genotok.singlecell.sources.register_source": {"source": None},
     "genotok.singlecell.sources.unregister_source": {"source": None},
     "genotok.singlecell.sources.open_source": {"obj": "/nonexistent/a.h5ad"},
+    "genotok.sink.concat": {"batches": []},
+    "genotok.sink.collect": {"batches": []},
+    "genotok.sink.json_scalars": {"values": [1]},
+    # refused before anything is read or written
+    "genotok.sink.write_records": {"records": [], "out": "/nonexistent/o",
+                                   "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
+    "genotok.sink.write_corpus": {"path": "/nonexistent/c.gtokc", "batches": [],
+                                  "tokenizer": lambda: genotok.Tokenizer(["chr1:0-10"])},
+    "genotok.pipeline.plan.input_kind": {"path": "a.bed"},
+    "genotok.pipeline.plan.expand_inputs": {"inputs": []},
+    "genotok.pipeline.plan.record_name": {"path": "a.bed"},
+    "genotok.torch_data.safe_context": {"num_workers": 0},
+    "genotok.torch_data.worker_init": {"worker_id": 0},
+    "genotok.formats.stores.get_store": {"format": "corpus"},
+    "genotok.build.builders.read_chrom_sizes": {"chrom_sizes": {"chr1": 10}},
+    "genotok.build.streaming.chrom_sort_key": {"name": "chr1"},
+    "genotok.genes.read_mapping": {"path": "/nonexistent/m.json"},
+    "genotok.runfile.read_packed": {"path": "/nonexistent/p"},
+    "genotok.mixture.read_mixture": {"run_folder": "/nonexistent/run"},
     "genotok.data.worker_slice": {"order": np.arange(5), "rank": 0, "world_size": 2},
     "genotok.sink.output_kind": {"output": "np"},
     "genotok.sink.shape": {"rows": None},
@@ -347,7 +366,6 @@ EXEMPT = {
 PENDING = {"genotok.bgzf.BGZF", "genotok.bgzf.Index", "genotok.bgzf.has_index", "genotok.bgzf.is_bgzf",
            "genotok.bgzf.keep_lines", "genotok.bgzf.line_blocks", "genotok.bgzf.parse_regions",
            "genotok.bgzf.region_lines", "genotok.bed.read_buffer", "genotok.bed.read_file", "genotok.build.bed_bytes",
-           "genotok.build.chrom_sort_key", "genotok.build.read_chrom_sizes",
            "genotok.build.sidecar_path", "genotok.compat.ITTokenizer",
            "genotok.compat.Region2VecDataset", "genotok.compat.TokenizedRegionSet",
            "genotok.compat.tokenize_fragment_file", "genotok.compat.write_tokens_to_gtok",
@@ -357,24 +375,18 @@ PENDING = {"genotok.bgzf.BGZF", "genotok.bgzf.Index", "genotok.bgzf.has_index", 
            "genotok.formats.hf.arrow_table", "genotok.formats.hf.to_hf_dataset",
            "genotok.formats.store.check_header", "genotok.formats.store.file_digest",
            "genotok.formats.store.open_output", "genotok.formats.store.ragged_of",
-           "genotok.formats.stores.get_store", "genotok.formats.stores.open_store_output",
-           "genotok.formats.tables.read_any_table", "genotok.formats.tables.shard_of_table",
-           "genotok.fragment_counts", "genotok.fragment_matrix", "genotok.genes.read_mapping",
-           "genotok.mixture.read_mixture", "genotok.pipeline.expand_inputs",
-           "genotok.pipeline.get_executor", "genotok.pipeline.input_kind",
-           "genotok.pipeline.record_name", "genotok.pretrained.check_vocab_size",
-           "genotok.pretrained.find", "genotok.pretrained.load",
-           "genotok.pretrained.load_directory", "genotok.pretrained.looks_like_hub_id",
-           "genotok.pretrained.read_config", "genotok.pretrained.save",
-           "genotok.pretrained.snapshot", "genotok.pretrained.write_config",
-           "genotok.regions.check_batch", "genotok.regions.check_path",
-           "genotok.runfile.read_packed", "genotok.singlecell.fragment_count_chunks",
+           "genotok.formats.stores.open_store_output", "genotok.formats.tables.read_any_table",
+           "genotok.formats.tables.shard_of_table", "genotok.fragment_counts",
+           "genotok.fragment_matrix", "genotok.pipeline.get_executor",
+           "genotok.pretrained.check_vocab_size", "genotok.pretrained.find",
+           "genotok.pretrained.load", "genotok.pretrained.load_directory",
+           "genotok.pretrained.looks_like_hub_id", "genotok.pretrained.read_config",
+           "genotok.pretrained.save", "genotok.pretrained.snapshot",
+           "genotok.pretrained.write_config", "genotok.regions.check_batch",
+           "genotok.regions.check_path", "genotok.singlecell.fragment_count_chunks",
            "genotok.singlecell.memory_matrix", "genotok.singlecell.obs_names",
            "genotok.singlecell.open_container", "genotok.singlecell.source_class",
-           "genotok.singlecell.var_names", "genotok.sink.collect", "genotok.sink.concat",
-           "genotok.sink.json_scalars", "genotok.sink.write_corpus",
-           "genotok.sink.write_records", "genotok.tokenize_fragments",
-           "genotok.torch_data.safe_context", "genotok.torch_data.worker_init",
+           "genotok.singlecell.var_names", "genotok.tokenize_fragments",
            "genotok.universe.record_fingerprint"}
 
 
@@ -468,3 +480,16 @@ def test_a_tokenizer_call_checks_its_settings_before_reading_regions():
         tok("/nonexistent/q.bed", padding="left")
     with pytest.raises(ParameterError, match="truncation or padding='max_length' needs max_length"):
         tok("/nonexistent/q.bed", truncation=True)
+
+
+def test_the_parallel_inflate_checks_its_thread_count_before_int(tmp_path):
+    """read_range(n_threads=1.5) ran on int(1.5) = 1 thread."""
+    h5py = pytest.importorskip("h5py")
+    from genotok._inflate import read_range
+
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        d = f.create_dataset("x", data=np.arange(100, dtype=np.int32), chunks=(16,),
+                             compression="gzip")
+        with pytest.raises(ParameterError, match=r"n_threads must be an integer in \[1, inf\)"):
+            read_range(d, 0, 50, n_threads=1.5)
+        assert read_range(d, 3, 6, n_threads=2).tolist() == [3, 4, 5]

@@ -72,6 +72,8 @@ CONSTRAINTS = {
 
 
 # ---------------------------------------------------------------------------- tile
+@validated({"chrom_sizes": [InstanceOf(str, os.PathLike, Mapping, Iterable)]},
+           error=UniverseError)
 def read_chrom_sizes(chrom_sizes) -> list[tuple[str, int]]:
     """Chromosome sizes from a ``chrom.sizes`` file, a mapping or ``(name, length)`` pairs.
 

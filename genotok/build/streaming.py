@@ -27,7 +27,7 @@ from .. import _io
 from .._progress import progress as _progress_bar
 from ..errors import UniverseError
 from ..kernels import build as _bk
-from ..params import Integral, Interval, check
+from ..params import InstanceOf, Integral, Interval, check, validated
 from ..regions import RegionSet, as_regions
 
 __all__ = ["chrom_sort_key"]
@@ -44,6 +44,7 @@ _PRIMARY = re.compile(r"^(?:chr)?([0-9]+|X|Y|M|MT)$", re.IGNORECASE)
 _SEX_MITO = {"X": 0, "Y": 1, "M": 2, "MT": 2}
 
 
+@validated({"name": [InstanceOf(str)]})
 def chrom_sort_key(name: str) -> tuple:
     """Sort key of the natural chromosome order used by every builder.
 

@@ -33,7 +33,7 @@ import numpy as np
 from .. import _plugins
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError
-from ..params import InstanceOf, Options, validate
+from ..params import InstanceOf, Options, validate, validated
 from ..ragged import Ragged
 from . import gtok
 from .corpus import MANIFEST, Corpus, write_manifest
@@ -243,6 +243,7 @@ def stores() -> dict[str, type[Store]]:
     return STORES
 
 
+@validated({"format": [InstanceOf(str, Store)]})  # the names: the registry, at the call
 def get_store(format: str | Store) -> Store:
     """A store instance: ``format`` itself, or a registered name with its defaults.
 

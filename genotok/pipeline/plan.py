@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._usage import warn
 from ..errors import GenotokError
+from ..params import InstanceOf, Unchecked, validated
 from ..singlecell import sources
 
 __all__ = ["PipelineError", "cell_class", "expand_inputs", "input_kind", "input_read",
@@ -121,6 +122,7 @@ def read_json(read) -> dict | list | None:
     return read.to_json()
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)]})
 def input_kind(path: str | os.PathLike) -> str:
     """The registry's name of an input's kind: ``"bed"`` (one record per file) or the
     ``kind`` of its cell source (``"h5ad"``, ``"h5mu"``, ``"10x"``, ``"fragments"``, …).
@@ -142,6 +144,7 @@ def _is_input(path: str) -> bool:
     return path.lower().endswith(_suffixes())
 
 
+@validated({"inputs": [Unchecked("paths, globs, folders or @lists, each checked as it is read")]})
 def expand_inputs(inputs) -> list[Path]:
     """Files, globs, directories (their BED-like files, sorted) or ``@list.txt`` files → paths.
 
@@ -218,6 +221,7 @@ def _expand(inputs, lists: tuple) -> list[Path]:
     return out
 
 
+@validated({"path": [InstanceOf(str, os.PathLike)]})
 def record_name(path: Path) -> str:
     """A record's name: the file name without BED-like suffixes (``a.narrowPeak.gz`` → ``a``).
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .. import _io
 from ..errors import BedParseError, UniverseError
@@ -153,7 +153,7 @@ def header_chrom_sizes(path) -> list[tuple[str, int]]:
 #: a 57-byte file: 20M bins of 500 bp) are refused here, before anything is allocated
 MAX_TILES = 1 << 24
 #: what the tile functions accept (checked before any tile is made)
-TILES = {"chrom_sizes": [InstanceOf(Mapping, list, tuple, str, os.PathLike)],
+TILES = {"chrom_sizes": [InstanceOf(str, os.PathLike, Mapping, Iterable)],
          "bin_size": [Interval(Integral, 1, 1 << 40)],
          "exclude_chroms": [InstanceOf(list, tuple, set, frozenset)]}
 
