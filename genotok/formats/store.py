@@ -314,7 +314,7 @@ class Store(abc.ABC):
         their totals checked against the run's (``extra["genotok_run"]``)."""
         directory = Path(directory)
         header = {"fingerprint": tokenizer.fingerprint, "vocab_size": tokenizer.vocab_size,
-                  "special_tokens": tokenizer.universe.special_token_ids,
+                  "special_tokens": tokenizer.special_token_ids,  # (a GeneTokenizer's too)
                   "settings": tokenizer.settings.as_dict()}
         for f in files:
             if not (directory / f).is_file():

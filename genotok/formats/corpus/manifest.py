@@ -75,7 +75,13 @@ def rel_problem(rel, remote: bool = False) -> str | None:
     """Why ``rel`` is not a path inside its manifest's directory (local or remote), or None.
 
     In a URL, ``%2e%2e`` is ``..`` once an HTTP client normalises it, and ``?``/``#`` cut the
-    path: a remote manifest's paths may hold none of them (no decoding to get wrong)."""
+    path: a remote manifest's paths may hold none of them (no decoding to get wrong).
+
+    Examples
+    --------
+    >>> rel_problem("shard-00000.gtokc") is None, rel_problem("../x"), rel_problem("/etc/x")
+    (True, 'leaves the directory (..)', 'is absolute')
+    """
     if not isinstance(rel, str) or not rel:
         return "is not a non-empty string"
     if remote and any(c in rel for c in "%?#"):
