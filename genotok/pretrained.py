@@ -548,10 +548,10 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
         raise UniverseError(f"{path}: cannot read the tokenizer configuration: "
                             f"{exc.strerror or exc}") from None
     cfg = parse_toml(raw, str(path), UniverseError)
-    _known_keys(cfg, path)
     if "universe" not in cfg:
         raise UniverseError(f"{path}: the configuration names no universe "
                             "(expected a line like universe = \"universe.bed\")")
+    _known_keys(cfg, path)
     ref = cfg["universe"]
     if not isinstance(ref, str) or not ref:
         raise UniverseError(f"{path}: universe must be a file name (a string), got "
