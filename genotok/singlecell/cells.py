@@ -422,7 +422,14 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 def entry_constraints(func: str, first: str, what: str) -> dict:
     """What a single-cell entry point ``func(first, tokenizer, spec, ...)`` accepts
     (:mod:`genotok.params`): ``first`` is ``what`` (read by its source); a swap of the
-    first arguments is the usual mistake, and the messages say the order."""
+    first arguments is the usual mistake, and the messages say the order.
+
+    Examples
+    --------
+    >>> c = entry_constraints("tokenize_anndata", "adata", "an AnnData or a path")
+    >>> sorted(c)[:3], c["tokenizer"][0].hint
+    (['adata', 'memory_mb', 'n_threads'], 'the order is tokenize_anndata(adata, tokenizer, spec)')
+    """
     order = f"the order is {func}({first}, tokenizer, spec)"
     return {first: [Unchecked(what)],
             "tokenizer": [InstanceOf(Tokenizer, GeneTokenizer, hint=order)],
