@@ -20,7 +20,7 @@ from genotok._examples import examples_dir
 
 def example_path(name):
     return examples_dir() / name
-from tests.campaigns._oracle_cells import cli, cli_refused, refused
+from tests.campaigns._oracle import cli, cli_refused, refused
 
 pytestmark = pytest.mark.slow
 

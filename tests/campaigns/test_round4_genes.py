@@ -19,7 +19,7 @@ pd = pytest.importorskip("pandas")
 from genotok import presets, tokenize_anndata  # noqa: E402
 from genotok.errors import GenotokError  # noqa: E402
 from tests import naive_genes as naive  # noqa: E402
-from tests.campaigns._oracle_cells import cli, cli_refused, isolated, refused  # noqa: E402
+from tests.campaigns._oracle import cli, cli_refused, isolated, refused  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

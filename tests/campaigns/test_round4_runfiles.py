@@ -16,7 +16,7 @@ import pytest
 import genotok
 from genotok import Corpus
 from genotok.runfile import Pipeline, RunFileError
-from tests.campaigns._oracle_cells import cli, cli_refused, isolated, refused
+from tests.campaigns._oracle import cli, cli_refused, isolated, refused
 
 pytestmark = pytest.mark.slow
 

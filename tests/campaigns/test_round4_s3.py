@@ -24,7 +24,7 @@ from genotok import Corpus, RunOptions, Tokenizer, pretokenize  # noqa: E402
 from genotok.pipeline import remote as remote_run  # noqa: E402
 from tests._s3 import moto_s3  # noqa: E402
 
-from ._oracle import known_defects, refused, right_or_refused  # noqa: E402
+from ._oracle import known_defects, refused_any, right_or_refused  # noqa: E402
 
 pytestmark = pytest.mark.slow
 PEAKS = genotok.examples_dir() / "peaks"
@@ -108,7 +108,7 @@ def test_every_store_to_a_bucket_reads_back(store, split, tok, so, truth, tmp_pa
 def test_a_missing_bucket_is_refused_before_any_work(store, tok, so, monkeypatch):
     from genotok.pipeline import batch
     monkeypatch.setattr(batch, "run_batch", lambda *a, **k: pytest.fail("tokenized"))
-    refused(lambda: run(tok, "s3://no-such-bucket/x", so, store), "no-such-bucket")
+    refused_any(lambda: run(tok, "s3://no-such-bucket/x", so, store), "no-such-bucket")
 
 
 @pytest.mark.parametrize("store", ["corpus", "parquet"])
@@ -118,7 +118,7 @@ def test_a_prefix_holding_another_tools_objects(store, overwrite, tok, so, serve
     key = url[len("s3://bkt/"):]
     server[1].put_object(Bucket="bkt", Key=f"{key}/data/part-0.parquet", Body=b"theirs")
     server[1].put_object(Bucket="bkt", Key=f"{key}/README", Body=b"theirs")
-    refused(lambda: run(tok, url, so, store, overwrite=overwrite), url)
+    refused_any(lambda: run(tok, url, so, store, overwrite=overwrite), url)
     assert keys(server[1], key + "/") == ["README", "data/part-0.parquet"]
 
 
@@ -133,7 +133,7 @@ def test_a_prefix_holding_another_run(first, second, overwrite, tok, so, server,
     run(tok, url, so, first, fps=1)
     before = keys(server[1], key + "/")
     if not overwrite:
-        refused(lambda: run(tok, url, so, second, fps=3), url)
+        refused_any(lambda: run(tok, url, so, second, fps=3), url)
         assert keys(server[1], key + "/") == before
         return
     run(tok, url, so, second, overwrite=True, fps=3)
@@ -213,7 +213,7 @@ def test_s3_inputs(how, tok, so, server, truth, tmp_path):
     inputs = {"glob": f"s3://bkt/{key}-in/*", "glob-none": f"s3://bkt/{key}-in/*.bed",
               "prefix-dir": f"s3://bkt/{key}-in/sample0.narrowPeak"}[how]
     if how == "glob-none":
-        refused(lambda: run(tok, url, so, inputs=inputs), "bed", key)
+        refused_any(lambda: run(tok, url, so, inputs=inputs), "bed", key)
         return
     run(tok, url, so, inputs=inputs)
     got = read(url, so, tmp_path)

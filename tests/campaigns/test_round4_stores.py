@@ -30,7 +30,7 @@ from genotok.formats.store import _digest as store_digest
 from genotok.formats.store import file_digest
 from genotok.pipeline.journal import JOURNAL
 
-from ._oracle import ROOT, known_defects, refused, right_or_refused
+from ._oracle import ROOT, known_defects, refused_any, right_or_refused
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -336,7 +336,7 @@ def test_a_second_run_over_a_finished_one(first, second, overwrite, finished, to
         keep = set(listed.get("files") or [e["path"] for e in listed["shards"]])
         assert files == keep, f"the old run's files remain: {sorted(files - keep)}"
     else:  # another plan (files per shard, or store) in the directory: refused
-        refused(run, out)
+        refused_any(run, out)
 
 
 @pytest.mark.parametrize("target", ["file", "foreign-dir", "fifo-input"])
@@ -530,7 +530,7 @@ def test_wrong_id_columns(store, how, reader, finished, tmp_path):
     if want is not None and reader == "Corpus.open":
         pytest.skip("the manifest's token counts differ: refused by count, as it should")
     if want is None:
-        refused(lambda: _read(reader, store, where, out, tmp_path), where)
+        refused_any(lambda: _read(reader, store, where, out, tmp_path), where)
     else:
         assert _read(reader, store, where, out, tmp_path) == want
 
@@ -571,7 +571,7 @@ def test_other_damaged_tables(store, how, reader, finished, tmp_path):
     OTHER[how](path, table, store)
     want = [] if how == "zero-rows" else None
     if want is None:
-        refused(lambda: _read(reader, store, path, None, tmp_path), path)
+        refused_any(lambda: _read(reader, store, path, None, tmp_path), path)
     else:
         assert _read(reader, store, path, None, tmp_path) == want
 
@@ -601,7 +601,7 @@ def test_tampered_jsonl_records(how, reader, finished, tmp_path):
     if reader == "read_file":
         p = tmp_path / "bad.jsonl"
         p.write_bytes(raw)
-        refused(lambda: JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 2007}), p)
+        refused_any(lambda: JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 2007}), p)
         return
     out = copy(finished["jsonl", 0], tmp_path)
     m = json.loads((out / "manifest.json").read_text())
@@ -613,4 +613,4 @@ def test_tampered_jsonl_records(how, reader, finished, tmp_path):
     m["n_records"] += 1
     m["digest"] = store_digest(m)
     (out / "manifest.json").write_text(json.dumps(m))
-    refused(lambda: records(out), p)
+    refused_any(lambda: records(out), p)
