@@ -101,9 +101,12 @@ def keywords(fn: Callable | None = None, *, elsewhere: Mapping[str, str] | None 
         known = [p for p, v in params.items()
                  if v.kind in (v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
         name = call or f"{f.__qualname__}()"
+        takes = None if any(v.kind is v.VAR_KEYWORD for v in params.values()) else set(known)
 
         @functools.wraps(f)
         def wrapper(*args, **kwargs):
+            if takes is not None:  # checked here: an inner wrapper (validated) knows no hints
+                check_keywords(name, kwargs, takes, elsewhere)
             try:
                 return f(*args, **kwargs)
             except TypeError as exc:

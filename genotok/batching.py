@@ -87,7 +87,17 @@ def token_ids(row, where: str, k: int) -> np.ndarray:
 
 def token_values(values, n: int, where: str, k: int) -> np.ndarray:
     """Record ``k``'s value channel as float32: real numbers, one per token (``n``), checked
-    before the cast (a shorter channel would misalign every later value)."""
+    before the cast (a shorter channel would misalign every later value).
+
+    Examples
+    --------
+    >>> token_values([1, 2.5], 2, "pack", 0).tolist()
+    [1.0, 2.5]
+    >>> token_values([1.0], 2, "pack", 3)
+    Traceback (most recent call last):
+    ...
+    genotok.params.ParameterError: pack: record 3 has 2 token ids and 1 values: one value per token
+    """
     try:
         v = np.asarray(values)
     except (ValueError, TypeError):

@@ -592,7 +592,14 @@ def _digits(buf: np.ndarray, a: np.ndarray, b: np.ndarray):
 
 
 def has_index(path: str | os.PathLike) -> bool:
-    """Whether a tabix ``.tbi`` or a ``.csi`` index is beside the file."""
+    """Whether a tabix ``.tbi`` or a ``.csi`` index is beside the file.
+
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "f.tsv.gz.tbi").write_bytes(b"")
+    >>> has_index(d / "f.tsv.gz"), has_index(d / "g.tsv.gz")
+    (True, False)
+    """
     return any(os.path.isfile(os.fspath(path) + ext) for ext in (".tbi", ".csi"))
 
 

@@ -47,7 +47,7 @@ def test_a_folder_given_to_encode_batch_is_named_whole_with_advice_that_works(tm
 
 
 def test_write_gtok_in_gtars_order_says_the_order(tmp_path):
-    with pytest.raises(genotok.GtokFormatError, match=r"write_gtok takes \(ids, path\)"):
+    with pytest.raises(genotok.GenotokError, match=r"write_gtok takes \(ids, path\)"):
         genotok.write_gtok(tmp_path / "x.gtok", [1, 2])
     assert not list(tmp_path.iterdir())
 

@@ -222,7 +222,14 @@ def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None =
 
 def stamps(out: Path, files: list[str]) -> dict:
     """``{file: [bytes, digest]}`` of a batch's files as it commits them (the journal keeps
-    them: a resumed run re-checks what it trusts, :func:`check_stamps`)."""
+    them: a resumed run re-checks what it trusts, :func:`check_stamps`).
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "p.jsonl").write_text('{"input_ids": [1]}\\n')
+    >>> stamps(d, ["p.jsonl"])["p.jsonl"][0]
+    19
+    """
     gone = [f for f in files if not (out / f).is_file()]
     if gone:
         raise PipelineError(f"{out}: a batch was recorded with files that are not there "

@@ -313,7 +313,7 @@ def test_top_k_ties_by_position_and_unknown_chromosomes():
     assert rs.to_strings() == ["chr1:0-10", "chr10:0-10"]
     assert report.stats == {"n_inputs": 3, "n_candidates": 4, "n_eligible": 4, "cutoff_hits": 1,
                             "max_hits": 2}
-    with pytest.warns(UserWarning, match="only 4 of 4 candidate regions") as rec:
+    with pytest.warns(UserWarning, match="the candidates hold 4 distinct regions: the vocabulary has 4 regions, not 10") as rec:
         assert len(build.top_k(cand, sets, 10).regions) == 4
     assert rec[0].filename == __file__  # the warning points at the caller's line
     assert len(quietly(build.top_k, cand, sets, 10, min_inputs=2).regions) == 1
