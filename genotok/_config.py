@@ -19,6 +19,7 @@ that the seconds it takes are not mistaken for a hang; ``GENOTOK_QUIET_COMPILE=1
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import tempfile
@@ -86,6 +87,30 @@ class _KernelCacheLocator(_caching._SourceFileBackedLocatorMixin, _caching._Cach
 _IMPL = getattr(_caching, "CacheImpl", None) or _caching._CacheImpl
 if _KernelCacheLocator not in _IMPL._locator_classes:
     _IMPL._locator_classes.insert(0, _KernelCacheLocator)
+
+
+def _locked(save):
+    """numba's ``IndexDataCacheFile.save`` under a lock on the kernel's index file, in the
+    kernel cache: unlocked, two processes compiling two signatures of one kernel at once both
+    read the index, both take data file 1, and the index can end up naming one signature's
+    machine code for the other (a kernel then reads int32 indices as float64 values: garbage,
+    seen with two pytest workers on an empty cache). Under the lock each save re-reads the
+    index and takes a free number."""
+    @functools.wraps(save)
+    def locked_save(self, key, data):
+        if _CACHE_DIR is None or not self._cache_path.startswith(_CACHE_DIR):
+            return save(self, key, data)  # not genotok's cache: numba's own behaviour
+        import filelock
+
+        with filelock.FileLock(self._index_path + ".lock"):
+            return save(self, key, data)
+
+    locked_save.genotok_locked = True
+    return locked_save
+
+
+if not getattr(_caching.IndexDataCacheFile.save, "genotok_locked", False):
+    _caching.IndexDataCacheFile.save = _locked(_caching.IndexDataCacheFile.save)
 
 #: options for serial kernels
 NJIT = dict(cache=_CACHE, nogil=True)

@@ -176,3 +176,36 @@ def test_the_two_shares_of_a_parallel_warmup_are_every_step(monkeypatch):
 
     monkeypatch.setattr(_config, "_CACHE", False)
     assert _warmup._start_helper() is None  # no cache: a helper's kernels would be lost
+
+
+def test_two_processes_saving_one_kernel_keep_its_signatures_apart(tmp_path, monkeypatch):
+    # numba's cache index read by two saves at once (two workers compiling two signatures of
+    # one kernel on an empty cache): unlocked, both took data file 1 and the index could name
+    # one signature's machine code for the other (garbage read back); under genotok's lock
+    # the second save re-reads the index and takes a free number
+    import threading
+    import time
+
+    from numba.core import caching
+
+    from genotok import _config
+
+    monkeypatch.setattr(_config, "_CACHE_DIR", str(tmp_path))
+    read = caching.IndexDataCacheFile._load_index
+
+    def slow_read(self):
+        index = read(self)
+        time.sleep(0.3)  # the other save reads the same index meanwhile
+        return index
+
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_load_index", slow_read)
+    files = [caching.IndexDataCacheFile(str(tmp_path), "values.kernel-1.py311", ("stamp", 1))
+             for _ in range(2)]
+    saves = [threading.Thread(target=f.save, args=(key, data))
+             for f, key, data in zip(files, ["int32", "int64"], [b"code32", b"code64"])]
+    for t in saves:
+        t.start()
+    for t in saves:
+        t.join()
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_load_index", read)
+    assert files[0].load("int32") == b"code32" and files[0].load("int64") == b"code64"
