@@ -44,6 +44,8 @@ from .params import (EXPECT, Below, Flag, HasAttr, InstanceOf, Integral, Interva
 
 #: a probability
 PROB = [Interval(Real, 0, 1)]
+#: a packed pad id: any 64-bit integer, as pack takes it (a negative one, e.g. -1, marks "no token")
+PAD_ID = [Interval(Integral, None, None)]
 #: a corpus: a path (any store's output, a run folder with ``mixture.json``), or a corpus
 #: or a mixture object
 CORPUS = [InstanceOf(str, os.PathLike), HasAttr("fingerprint")]
@@ -112,7 +114,7 @@ class Collator:
     eos_token_id: int | None = None
     seed: int = 0
 
-    CONSTRAINTS = {"pad_token_id": TOKEN_ID, "max_length": MAX_LENGTH,
+    CONSTRAINTS = {"pad_token_id": PAD_ID, "max_length": MAX_LENGTH,
                    "truncation": [Options(*TRUNCATIONS), None],
                    "padding": [Options("longest", "max_length")], "shuffle_tokens": [Flag()],
                    "cls_token_id": TOKEN_ID + [None], "eos_token_id": TOKEN_ID + [None],
@@ -300,7 +302,7 @@ class PackingCollator:
     sep_token_id: int | None = None
     strategy: str = "ffd"
 
-    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)], "pad_token_id": TOKEN_ID,
+    CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)], "pad_token_id": PAD_ID,
                    "sep_token_id": TOKEN_ID + [None], "strategy": [Options(*STRATEGIES)]}
 
     def __post_init__(self):

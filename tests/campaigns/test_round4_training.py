@@ -291,8 +291,9 @@ PAD_USERS = {
 @pytest.mark.parametrize("how", list(PADS))
 @pytest.mark.parametrize("who", list(PAD_USERS))
 def test_odd_pad_and_mask_ids(how, who):
-    if how == "-1":  # a negative pad id is a choice (e.g. -1 for "no token"); a mask id not
-        if who != "MLM-mask":
+    if how == "-1":  # a negative pad id is packing's choice (e.g. -1 for "no token"); a padded
+        # batch's pad id (make_batch) and a mask id are token ids, refused below
+        if who in ("pack", "PackingCollator"):
             PAD_USERS[who](-1)
             return
     refused_any(lambda: PAD_USERS[who](PADS[how]), "pad_token_id", "mask_token_id")
