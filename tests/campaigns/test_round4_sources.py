@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -166,7 +167,7 @@ def test_duplicate_entries_are_summed(tmp_path, tok):
     path = _mtx(folder)
     _edit(path, lambda t: _resize(_insert(t, _split(t)[1][0]), 0, 0, 1))
     X = _a().X.toarray() if sp.issparse(_a().X) else np.array(_a().X)
-    head, body = _split(open(path).read())
+    head, body = _split(Path(path).read_text())
     f, b, v = body[0].split()
     X[int(b) - 1, int(f) - 1] += float(v)
     _same(tokenize_anndata(folder, tok, SPEC), tokenize_anndata(adata(sp.csr_matrix(X)), tok,
@@ -177,7 +178,7 @@ def test_negative_values_as_in_memory(tmp_path, tok):
     folder = _folder(tmp_path)
     path = _mtx(folder)
     _edit(path, lambda t: _entry(t, 2, "-4"))
-    head, body = _split(open(path).read())
+    head, body = _split(Path(path).read_text())
     f, b, _ = body[0].split()
     X = _a().X.toarray()
     X[int(b) - 1, int(f) - 1] = -4
@@ -231,14 +232,14 @@ def test_folder_files(tmp_path, tok, case):
             fh.write(b"%%MatrixMarket matrix coordinate integer general\n1 1 1\n1 1 1\n")
         name = "matrix"
     elif case == "gz_truncated":
-        data = open(files["matrix"], "rb").read()
-        open(files["matrix"], "wb").write(data[: len(data) - 12])
+        data = Path(files["matrix"]).read_bytes()
+        Path(files["matrix"]).write_bytes(data[: len(data) - 12])
         name = "matrix"
     elif case == "matrix_directory":
         os.remove(files["matrix"])
         os.mkdir(os.path.join(folder, "matrix.mtx"))
     elif case == "barcodes_bad_utf8":
-        open(files["barcodes"], "ab").write(b"\xff\xfe\n")
+        Path(files["barcodes"]).write_bytes(Path(files["barcodes"]).read_bytes() + b"\xff\xfe\n")
         name = "barcodes"
     elif case == "two_matrices":  # matrix.mtx and matrix.mtx.gz: which one is read?
         with gzip.open(files["matrix"] + ".gz", "wt") as fh:
@@ -300,12 +301,12 @@ def _zarr(tmp_path, fmt=2):
 
 def _zjson(path, node, name, fn):
     p = os.path.join(path, node, name)
-    d = json.load(open(p))
+    d = json.loads(Path(p).read_text())
     d = fn(d)
     if d is None:
         os.remove(p)
     else:
-        json.dump(d, open(p, "w"))
+        Path(p).write_text(json.dumps(d))
 
 
 def _set(path, key, value):
@@ -334,17 +335,17 @@ ZARR_CASES = {
     "encoding_unknown": lambda p: _zjson(p, "X", ".zattrs",
                                          lambda d: {**d, "encoding-type": "bsr_matrix"}),
     "zattrs_missing": lambda p: _zjson(p, "X", ".zattrs", lambda d: None),
-    "zattrs_garbage": lambda p: open(os.path.join(p, "X", ".zattrs"), "w").write("{nope"),
+    "zattrs_garbage": lambda p: Path(p, "X", ".zattrs").write_text("{nope"),
     "zarray_dtype": lambda p: _zjson(p, "X/indices", ".zarray", lambda d: {**d, "dtype": "<c16"}),
     "zarray_shape_bigger": lambda p: _zjson(p, "X/data", ".zarray",
                                             lambda d: {**d, "shape": [d["shape"][0] * 1000]}),
     "zarray_shape_huge": lambda p: _zjson(p, "X/indptr", ".zarray",
                                           lambda d: {**d, "shape": [2**40], "chunks": [2**40]}),
-    "zarray_garbage": lambda p: open(os.path.join(p, "X/indptr", ".zarray"), "w").write("]"),
+    "zarray_garbage": lambda p: Path(p, "X/indptr", ".zarray").write_text("]"),
     "chunk_deleted": lambda p: [os.remove(os.path.join(p, "X/indices", f))
                                 for f in os.listdir(os.path.join(p, "X/indices"))
                                 if not f.startswith(".")],
-    "chunk_garbage": lambda p: [open(os.path.join(p, "X/data", f), "wb").write(b"garbage")
+    "chunk_garbage": lambda p: [Path(p, "X/data", f).write_bytes(b"garbage")
                                 for f in os.listdir(os.path.join(p, "X/data"))
                                 if not f.startswith(".")],
     "var_index_missing": lambda p: shutil.rmtree(os.path.join(p, "var", "_index")),
