@@ -29,3 +29,9 @@ def moto_s3(bucket: str):
         yield endpoint, client
     finally:
         srv.stop()
+
+
+def storage_options(endpoint: str) -> dict:
+    """fsspec's ``storage_options`` for the moto server at ``endpoint``."""
+    return {"key": "testing", "secret": "testing",
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}

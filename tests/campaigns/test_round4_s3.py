@@ -22,7 +22,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 import genotok  # noqa: E402
 from genotok import Corpus, RunOptions, Tokenizer, pretokenize  # noqa: E402
 from genotok.pipeline import remote as remote_run  # noqa: E402
-from tests._s3 import moto_s3  # noqa: E402
+from tests._s3 import moto_s3, storage_options  # noqa: E402
 
 from ._oracle import known_defects, refused_any, right_or_refused  # noqa: E402
 
@@ -47,8 +47,7 @@ def server():
 def so(server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
-    return {"key": "testing", "secret": "testing",
-            "client_kwargs": {"endpoint_url": server[0], "region_name": "us-east-1"}}
+    return storage_options(server[0])
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
                                   "pip install 'moto[server]'")
 boto3 = pytest.importorskip("boto3")
 
-from tests._s3 import moto_s3  # noqa: E402
+from tests._s3 import moto_s3, storage_options  # noqa: E402
 
 import genotok
 from genotok import Corpus, Tokenizer
@@ -33,8 +33,7 @@ def server():
 def so(server, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a URL taken as a local directory would land here
     monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
-    return {"key": "testing", "secret": "testing",
-            "client_kwargs": {"endpoint_url": server[0], "region_name": "us-east-1"}}
+    return storage_options(server[0])
 
 
 def _keys(client, prefix):
