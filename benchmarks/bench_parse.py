@@ -13,7 +13,7 @@ and 200k region strings (``chr1:100-200``) through ``parse_region_strings``. The
 
 With ``--large N`` (or ``--large-file PATH``, and ``PATH.gz`` beside it when present): an
 N-line narrowPeak, plain and gzipped, read whole as before blocks (``_io.read_bytes`` +
-``bed.read_buffer``) and a block at a time (``bed.read_file``, with and without the read-ahead
+``bed._read_buffer``) and a block at a time (``bed._read_file``, with and without the read-ahead
 thread), each in a fresh process, the modes alternating for ``--rounds`` rounds: wall and CPU
 seconds, peak RSS and the peak above the process's RSS before the call, beside the output's own
 size (the parsed arrays); and the floor: the blocks read (and inflated) with no parse.
@@ -88,13 +88,13 @@ before = status("VmRSS")
 cpu = resource.getrusage(resource.RUSAGE_SELF)
 t = time.perf_counter()
 if mode == "whole":
-    out = bed.read_buffer(_io.read_bytes(path), path)
+    out = bed._read_buffer(_io.read_bytes(path), path)
 elif mode == "blocks read, no parse (floor)":
     out = [[], *[np.zeros(0)] * 3]
     for _ in _io.line_blocks(path):
         pass
 else:
-    out = bed.read_file(path)
+    out = bed._read_file(path)
 wall = time.perf_counter() - t
 now = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps(dict(wall=wall, cpu=now.ru_utime + now.ru_stime - cpu.ru_utime - cpu.ru_stime,

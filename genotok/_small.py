@@ -21,7 +21,7 @@ the full path: settings other than ``overlap="all"`` without thresholds, ``token
 not after its end); a chromosome the universe lacks (the full path warns about ``chr`` naming);
 a region string other than ``chrom:start-end`` with plain digits. Below
 :data:`COLD_REGIONS` lines it also serves larger sets while the overlap kernels are neither
-compiled nor cached (and :func:`genotok.bed.read_file` reads such files through
+compiled nor cached (and :func:`genotok.bed._read_file` reads such files through
 :func:`read_plain` while the parse kernel is not): a new install's first calls, the README's
 Quick start, do not wait for numba. So every answer equals the
 full path's (checked against ``tests/naive_tokenizer.py`` by ``tests/test_small.py``).

@@ -2,7 +2,7 @@
 block in chunks on all numba threads when it is large, and the error that names the file, the
 line and the offending text.
 
-:meth:`genotok.regions.RegionSet.from_bed` reads a file with :func:`read_file`; the byte rules
+:meth:`genotok.regions.RegionSet.from_bed` reads a file with :func:`_read_file`; the byte rules
 are the kernel's (:mod:`genotok.kernels.parse`).
 
 Memory: a file larger than one block (:data:`genotok._io.BLOCK_BYTES`, 8 MiB of text) is read
@@ -16,7 +16,7 @@ chromosome names, the first 8 KiB for the not-a-text-file check) is carried by
 
 Examples
 --------
->>> names, codes, starts, ends = read_buffer(np.frombuffer(b"chr1\\t5\\t9\\n", np.uint8), "x.bed")
+>>> names, codes, starts, ends = _read_buffer(np.frombuffer(b"chr1\\t5\\t9\\n", np.uint8), "x.bed")
 >>> names, codes.tolist(), starts.tolist(), ends.tolist()
 (['chr1'], [0], [5], [9])
 """
@@ -38,7 +38,7 @@ _HEAD_KEEP = _HEAD + 256
 
 
 def _cold_read(path: str):
-    """:func:`read_file`'s answer for a small plain BED file (``genotok._small.read_plain``:
+    """:func:`_read_file`'s answer for a small plain BED file (``genotok._small.read_plain``:
     the same records as the parse kernel, by ``tests/test_small.py``), or ``None``: used while
     the parse kernel is neither compiled nor cached, so that a new install's first small files
     (the README's Quick start) do not wait ~10 s for it to compile."""
@@ -53,7 +53,7 @@ def _cold_read(path: str):
     return list(index), codes, np.array(starts, np.int64), np.array(ends, np.int64)
 
 
-def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
+def _read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
     """``(chromosome names, codes, starts, ends)`` of the BED text in ``buf`` (uint8), the
     names in order of first appearance; ``path`` names the file in errors.
 
@@ -65,7 +65,7 @@ def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
 
     Examples
     --------
-    >>> read_buffer(np.frombuffer(b"chr1\\t9\\t5\\n", np.uint8), "x.bed")
+    >>> _read_buffer(np.frombuffer(b"chr1\\t9\\t5\\n", np.uint8), "x.bed")
     Traceback (most recent call last):
     ...
     genotok.errors.BedParseError: x.bed:1: end is before start (are the columns swapped?): ...
@@ -81,16 +81,16 @@ def read_buffer(buf: np.ndarray, path: str, allow_reversed: bool = False):
     return records.finish()
 
 
-def read_file(path: str | os.PathLike, allow_reversed: bool = False,
+def _read_file(path: str | os.PathLike, allow_reversed: bool = False,
               block_bytes: int | None = None):
     """``(chromosome names, codes, starts, ends)`` of a BED or BED.gz file: what
-    :func:`read_buffer` gives for its whole text, read ``block_bytes`` at a time (default
+    :func:`_read_buffer` gives for its whole text, read ``block_bytes`` at a time (default
     :data:`genotok._io.BLOCK_BYTES`; a file of at most one block is read whole).
 
     Raises
     ------
     BedParseError
-        As :func:`read_buffer` (the line numbers are the file's), and for a missing,
+        As :func:`_read_buffer` (the line numbers are the file's), and for a missing,
         unreadable or damaged (gzip) file.
 
     Examples
@@ -98,7 +98,7 @@ def read_file(path: str | os.PathLike, allow_reversed: bool = False,
     >>> import tempfile, os, pathlib
     >>> p = os.path.join(tempfile.mkdtemp(), "x.bed")
     >>> _ = pathlib.Path(p).write_bytes(b"chr1\\t5\\t9\\nchr2\\t1\\t2\\nchr1\\t0\\t3\\n")
-    >>> names, codes, starts, ends = read_file(p, block_bytes=12)  # three blocks
+    >>> names, codes, starts, ends = _read_file(p, block_bytes=12)  # three blocks
     >>> names, codes.tolist(), starts.tolist(), ends.tolist()
     (['chr1', 'chr2'], [0, 1, 0], [5, 1, 0], [9, 2, 3])
     """

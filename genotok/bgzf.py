@@ -29,7 +29,7 @@ import numpy as np
 from isal import isal_zlib as _zlib
 
 from .errors import BedParseError
-from .params import Flag, InstanceOf, Integral, Interval, validated
+from .params import N_THREADS, PATH, Each, Flag, InstanceOf, Integral, Interval, validated
 from .kernels import tabix as TX
 
 _ZLIB_ERRORS: tuple = (zlib.error, _zlib.error)
@@ -38,6 +38,7 @@ MAX_BLOCK = 1 << 16
 _HEADER = struct.Struct("<4BIBBH")  # ID1 ID2 CM FLG MTIME XFL OS XLEN
 
 
+@validated({"path": PATH})
 def is_bgzf(path: str | os.PathLike) -> bool:
     """Whether the file starts with a BGZF block (a gzip member whose extra field has ``BC``).
 
@@ -91,11 +92,14 @@ class BGZF:
     (True, True)
     """
 
+    @validated({"path": PATH}, "BGZF")
     def __init__(self, path: str | os.PathLike):
         self.path = os.fspath(path)
         self._fh = open(self.path, "rb")
         self.size = os.fstat(self._fh.fileno()).st_size
         self.mm = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if self.size else b""
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def close(self) -> None:
         if isinstance(self.mm, mmap.mmap):
@@ -182,6 +186,8 @@ def _default_threads() -> int:
     return numba.get_num_threads()
 
 
+@validated({"path": PATH, "block_bytes": [Interval(Integral, 1, None)],
+            "n_threads": N_THREADS, "max_line": [Interval(Integral, 1, None)]})
 def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None = None,
                 max_line: int = 64 << 20) -> Iterator[np.ndarray]:
     """The inflated bytes of a BGZF file as blocks of whole lines (the last one may lack its
@@ -197,7 +203,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
     >>> sum(b.size for b in line_blocks(p, 1 << 16, n_threads=2))
     99000
     """
-    n_threads = _default_threads() if n_threads is None else max(int(n_threads), 1)
+    n_threads = _default_threads() if n_threads is None else int(n_threads)
     step = max(int(block_bytes), MAX_BLOCK)
     with BGZF(path) as f, ThreadPoolExecutor(n_threads, "genotok-bgzf") as pool:
         pending: list = []
@@ -455,6 +461,7 @@ def _gunzip_all(raw: bytes) -> bytes:
 _REGION = re.compile(r"^(?P<chrom>[^\s:]+)(?::(?P<start>[\d,]+)-(?P<end>[\d,]+))?$")
 
 
+@validated({"regions": [Each(InstanceOf(str), sequence=True)]})
 def parse_regions(regions: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
     """``["chr1", "chr2:0-5000000"]`` → per chromosome its merged ``[start, end)`` intervals
     (BED coordinates, as the tokenizer's region strings; a name alone is the whole chromosome).
@@ -489,6 +496,8 @@ def parse_regions(regions: Sequence[str]) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
+@validated({"buf": [InstanceOf(np.ndarray)], "want": [InstanceOf(dict), None],
+            "sizes": [InstanceOf(tuple), None]})
 def keep_lines(buf: np.ndarray, want: dict[bytes, list[tuple[int, int]]] | None,
                sizes: tuple | None = None) -> np.ndarray:
     """The lines of ``buf`` (whole lines) whose chromosome is a key of ``want`` and which
@@ -591,6 +600,7 @@ def _digits(buf: np.ndarray, a: np.ndarray, b: np.ndarray):
     return val, good
 
 
+@validated({"path": PATH})
 def has_index(path: str | os.PathLike) -> bool:
     """Whether a tabix ``.tbi`` or a ``.csi`` index is beside the file.
 
@@ -603,6 +613,7 @@ def has_index(path: str | os.PathLike) -> bool:
     return any(os.path.isfile(os.fspath(path) + ext) for ext in (".tbi", ".csi"))
 
 
+@validated({"path": PATH, "want": [InstanceOf(dict)], "n_threads": N_THREADS})
 def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]],
                  n_threads: int | None = None) -> Iterator[np.ndarray]:
     """The lines of a BGZF file in the regions ``want`` (:func:`parse_regions`), read through
@@ -618,7 +629,7 @@ def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]]
     b'chr2\\t5\\t9\\tB\\t1\\n'
     """
     path = os.fspath(path)
-    n_threads = _default_threads() if n_threads is None else max(int(n_threads), 1)
+    n_threads = _default_threads() if n_threads is None else int(n_threads)
     with BGZF(path) as f:
         idx = Index.find(path, f.size)
         if idx is None:

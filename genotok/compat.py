@@ -28,12 +28,14 @@ from typing import NamedTuple
 import numpy as np
 
 from .errors import GtokFormatError
+from .params import PATH, Flag, InstanceOf, Unchecked, validated
 from .formats.gtok import read_gtok, write_gtok
 from .singlecell.fragments import tokenize_fragments
 from .singlecell.spec import CellSpec
 from .tokenizer import Tokenizer
 
 
+@validated({"path": PATH, "tokenizer": [InstanceOf(Tokenizer)]})
 def tokenize_fragment_file(path: str | os.PathLike, tokenizer: Tokenizer) -> dict[str, list[int]]:
     """gtars' ``tokenize_fragment_file``: ``{barcode: [token id, ...]}`` for a fragment file.
 
@@ -64,6 +66,11 @@ def tokenize_fragment_file(path: str | os.PathLike, tokenizer: Tokenizer) -> dic
     return out
 
 
+#: a path or token ids, in either order (the one that is a path is written)
+_PATH_OR_IDS = [InstanceOf(str, os.PathLike, list, tuple, np.ndarray)]
+
+
+@validated({"a": _PATH_OR_IDS, "b": _PATH_OR_IDS})
 def write_tokens_to_gtok(a, b) -> None:
     """gtars' ``write_tokens_to_gtok(path, ids)``, and the ``(ids, path)`` order geniml's
     pre-tokenization tutorial calls it with: whichever argument is the path.
@@ -149,9 +156,13 @@ class ITTokenizer:
     True
     """
 
+    @validated({"universe": [Unchecked("a Tokenizer, or what Tokenizer() reads")]},
+               "ITTokenizer")
     def __init__(self, universe, **kwargs):
         self.tokenizer = (universe if isinstance(universe, Tokenizer)
                           else Tokenizer(universe, **kwargs))
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def tokenize(self, regions) -> TokenizedRegionSet:
         return TokenizedRegionSet(self.tokenizer.encode(regions), self.tokenizer)
@@ -184,6 +195,8 @@ class Region2VecDataset:
     ['1', '2', '3']
     """
 
+    @validated({"path": PATH, "shuffle": [Flag()], "convert_to_str": [Flag()]},
+               "Region2VecDataset")
     def __init__(self, path: str | os.PathLike, shuffle: bool = True,
                  convert_to_str: bool = False):
         p = Path(path)
@@ -202,6 +215,8 @@ class Region2VecDataset:
                                       f"{table.column_names})")
             self.data = table[column].to_pylist()
         self.shuffle, self.convert_to_str = shuffle, convert_to_str
+
+    CONSTRAINTS = __init__.CONSTRAINTS
 
     def __len__(self) -> int:
         return len(self.data)

@@ -61,6 +61,7 @@ import functools
 import inspect
 import math
 import numbers
+import os
 from collections.abc import Iterator, Mapping
 
 import numpy as np
@@ -300,9 +301,10 @@ class HasAttr:
 
 
 class Each:
-    """A sequence whose every item satisfies one of ``constraints`` (a mapping: its values;
-    a string is not a sequence of strings here); ``mapping``: a mapping only; ``sequence``: a
-    sequence only (not a mapping).
+    """A sequence whose every item satisfies one of ``constraints`` (``None`` among them:
+    an item may be ``None``; a mapping: its values; a string is not a sequence of strings
+    here); ``mapping``: a mapping only; ``sequence``: a sequence only (not a mapping);
+    ``length``: exactly that many items (a pair, a triple).
 
     Examples
     --------
@@ -311,10 +313,15 @@ class Each:
     (True, True, False)
     >>> str(positive)
     'a collection of (a number in (0, inf))'
+    >>> pair = Each(Interval(Integral), None, sequence=True, length=2)
+    >>> pair.accepts((4, None)), pair.accepts((4, -5, 1)), str(pair)
+    (True, False, 'a sequence of 2 (an integer in (-inf, inf) or None)')
     """
 
-    def __init__(self, *constraints, mapping: bool = False, sequence: bool = False):
+    def __init__(self, *constraints, mapping: bool = False, sequence: bool = False,
+                 length: int | None = None):
         self.constraints, self.mapping, self.sequence = constraints, mapping, sequence
+        self.length = length
 
     def accepts(self, v) -> bool:
         if (self.mapping and not isinstance(v, Mapping)) or \
@@ -324,18 +331,55 @@ class Each:
             v = list(v.values())
         if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or np.ndim(v) != 1:
             return False
-        return all(any(c.accepts(x) for c in self.constraints) for x in v)
+        if self.length is not None and len(v) != self.length:
+            return False
+        return all(any((x is None) if c is None else (x is not None and c.accepts(x))
+                       for c in self.constraints) for x in v)
 
     def __str__(self) -> str:
         kind = "a mapping" if self.mapping else "a sequence" if self.sequence else "a collection"
-        return f"{kind} of ({' or '.join(str(c) for c in self.constraints)})"
+        if self.length is not None:
+            kind += f" of {self.length}"
+        return f"{kind} of ({_describe(list(self.constraints))})"
 
     def invalid(self) -> Iterator:
         yield "x"
         if self.sequence:
             yield {"a": 1}
+        fill = next((x for x in self._valid_items()), 0)
+        n = 1 if self.length is None else self.length
+        if self.length is not None:
+            yield [fill] * (n + 1)
         for c in self.constraints:
-            yield from ([x] for x in c.invalid())
+            if c is not None:
+                yield from ([x] + [fill] * (n - 1) for x in c.invalid())
+
+    def _valid_items(self) -> Iterator:
+        for x in (0, 1, "a", None):
+            if any((x is None) if c is None else (x is not None and c.accepts(x))
+                   for c in self.constraints):
+                yield x
+
+
+class Text:
+    """A non-empty string (a name, a separator, a column): ``""`` names nothing.
+
+    Examples
+    --------
+    >>> Text.accepts("chrom"), Text.accepts(""), Text.accepts(b"x"), str(Text())
+    (True, False, False, 'a non-empty string')
+    """
+
+    @staticmethod
+    def accepts(v) -> bool:
+        return isinstance(v, str) and v != ""
+
+    def __str__(self) -> str:
+        return "a non-empty string"
+
+    def invalid(self) -> Iterator:
+        yield ""
+        yield 1
 
 
 class DType:
@@ -674,8 +718,11 @@ MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
 EXPECT = [InstanceOf(str), HasAttr("fingerprint"), None]
 #: a thread count (``None``: numba's setting)
 N_THREADS = [Interval(Integral, 1, None), None]
+#: a file's or a folder's path (opened, and refused with the path named, by the callee)
+PATH = [InstanceOf(str, os.PathLike)]
 
-__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "Below", "DType", "Each", "ExactlyOne",
-           "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs", "Options",
-           "ParameterError", "Real", "SumAtMost", "UndeclaredParameter", "Unchecked", "check",
-           "invalid_values", "undeclared", "validate", "validate_fields", "validated"]
+__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "PATH", "Below", "DType", "Each",
+           "ExactlyOne", "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs",
+           "Options", "ParameterError", "Real", "SumAtMost", "Text", "UndeclaredParameter",
+           "Unchecked", "check", "invalid_values", "undeclared", "validate", "validate_fields",
+           "validated"]

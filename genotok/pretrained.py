@@ -1,6 +1,6 @@
 """Where a tokenizer comes from: configuration files, model directories, Hugging Face Hub repos.
 
-:func:`load` decides what ``Tokenizer(source)`` reads; :func:`read_config` reads gtars' and
+:func:`_load` decides what ``Tokenizer(source)`` reads; :func:`_read_config` reads gtars' and
 genotok's TOML configurations; the rest reads and writes pretrained model repos.
 
 What a model repo holds, and what is looked for, in this order:
@@ -56,18 +56,18 @@ _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*")
 _FILE_SUFFIXES = (".bed", ".gz", ".toml", ".bgz", ".txt", ".tsv", ".narrowpeak", ".broadpeak")
 
 
-def looks_like_hub_id(name: str) -> bool:
+def _looks_like_hub_id(name: str) -> bool:
     """True for ``org/name`` strings that are not file names (a Hub model id).
 
     Examples
     --------
-    >>> looks_like_hub_id("databio/atacformer-base-hg38"), looks_like_hub_id("data/u.bed")
+    >>> _looks_like_hub_id("databio/atacformer-base-hg38"), _looks_like_hub_id("data/u.bed")
     (True, False)
     """
     return bool(_HUB_ID.fullmatch(name)) and not name.lower().endswith(_FILE_SUFFIXES)
 
 
-def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
+def _snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
              local_files_only: bool = False) -> Path:
     """A local directory holding the tokenizer files of ``name_or_dir``.
 
@@ -78,13 +78,13 @@ def snapshot(name_or_dir, *, revision: str | None = None, cache_dir=None,
     --------
     >>> import tempfile
     >>> d = tempfile.mkdtemp()
-    >>> snapshot(d) == Path(d)
+    >>> _snapshot(d) == Path(d)
     True
     """
     if os.path.isdir(name_or_dir):
         return Path(name_or_dir)
     name = os.fspath(name_or_dir)
-    if not looks_like_hub_id(name):
+    if not _looks_like_hub_id(name):
         raise UniverseError(f"{name}: no such directory, and not a Hugging Face Hub model id "
                             "like 'databio/atacformer-base-hg38' either")
     if revision is not None and (not isinstance(revision, str) or ".." in revision
@@ -136,7 +136,7 @@ def _contents(directory: Path, name: str) -> list[str]:
     return found
 
 
-def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
+def _find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Path | None]:
     """``(tokenizer file, expected vocab_size or None, the config file that gave it)``.
 
     Examples
@@ -145,7 +145,7 @@ def find(directory: Path, name: str | None = None) -> tuple[Path, int | None, Pa
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
     >>> _ = (d / "config.yaml").write_text("vocab_size: 8\\n")
-    >>> tok_file, size, config = find(d)
+    >>> tok_file, size, config = _find(d)
     >>> tok_file.name, size, config.name
     ('universe.bed', 8, 'config.yaml')
     """
@@ -204,18 +204,18 @@ def _vocab_size(path: Path) -> int | None:
     return value
 
 
-def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None,
+def _check_vocab_size(vocab_size: int, expected: int | None, config: Path | None,
                      n_extra: int = 0) -> None:
     """Refuse a tokenizer whose vocabulary is not the size the model was trained with.
 
     Examples
     --------
-    >>> check_vocab_size(32, 32, Path("config.json"))  # equal: nothing to say
-    >>> check_vocab_size(32, 40, Path("config.json"))  # doctest: +ELLIPSIS
+    >>> _check_vocab_size(32, 32, Path("config.json"))  # equal: nothing to say
+    >>> _check_vocab_size(32, 40, Path("config.json"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.errors.UniverseError: config.json: the model's vocab_size is 40 but the ...
-    >>> check_vocab_size(34, 40, Path("config.json"), n_extra=2)  # doctest: +ELLIPSIS
+    >>> _check_vocab_size(34, 40, Path("config.json"), n_extra=2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.errors.UniverseError: ... 34 (25 regions + 7 special tokens + 2 extra tokens): ...
@@ -228,7 +228,7 @@ def check_vocab_size(vocab_size: int, expected: int | None, config: Path | None,
             "the universe does not belong to this model")
 
 
-def save(tokenizer, directory) -> Path:
+def _save(tokenizer, directory) -> Path:
     """Write ``universe.bed.gz`` and ``tokenizer.toml`` into ``directory`` (see
     :meth:`genotok.Tokenizer.save_pretrained`).
 
@@ -236,7 +236,7 @@ def save(tokenizer, directory) -> Path:
     --------
     >>> import tempfile
     >>> from genotok import Tokenizer
-    >>> sorted(p.name for p in save(Tokenizer(["chr1:0-10"]), tempfile.mkdtemp()).iterdir())
+    >>> sorted(p.name for p in _save(Tokenizer(["chr1:0-10"]), tempfile.mkdtemp()).iterdir())
     ['tokenizer.toml', 'universe.bed.gz']
     """
     directory = Path(directory)
@@ -271,7 +271,7 @@ def save(tokenizer, directory) -> Path:
     return directory
 
 
-def write_config(tokenizer, out, universe_path=None) -> Path:
+def _write_config(tokenizer, out, universe_path=None) -> Path:
     """Write a TOML configuration of ``tokenizer`` gtars can read too (genotok settings in
     ``[genotok]``; see :meth:`genotok.Tokenizer.save_config`) to ``out``. Returns its path.
 
@@ -282,7 +282,7 @@ def write_config(tokenizer, out, universe_path=None) -> Path:
     --------
     >>> import tempfile, os
     >>> from genotok import Tokenizer
-    >>> p = write_config(Tokenizer(["chr1:0-10"]), os.path.join(tempfile.mkdtemp(), "t.toml"))
+    >>> p = _write_config(Tokenizer(["chr1:0-10"]), os.path.join(tempfile.mkdtemp(), "t.toml"))
     >>> p.read_text().splitlines()[0]
     'universe = "t.universe.bed"'
     """
@@ -328,7 +328,7 @@ def _batched(it, n):
 
 # ------------------------------------------------------------------ tokenizer sources
 class Loaded(NamedTuple):
-    """What a tokenizer source holds (:func:`load`): the vocabulary, the settings saved with
+    """What a tokenizer source holds (:func:`_load`): the vocabulary, the settings saved with
     it (a configuration's ``[genotok]`` table, as read: the tokenizer validates them against
     :class:`~genotok.tokenizer.TokenizerSettings`), the model's vocab check, and the
     configuration file that gave the settings (named by their errors).
@@ -353,13 +353,13 @@ def _is_region_string(s: str) -> bool:
     return True
 
 
-def load(source, special_tokens=None, strict: bool = False):
+def _load(source, special_tokens=None, strict: bool = False):
     """The :class:`Loaded` vocabulary and saved settings of any tokenizer source: what
     ``Tokenizer(source)`` decides (see :class:`genotok.Tokenizer`).
 
     Examples
     --------
-    >>> universe, settings, check, config = load(["chr1:0-100"])
+    >>> universe, settings, check, config = _load(["chr1:0-100"])
     >>> universe.vocab_size, settings, check, config
     (8, {}, None, None)
     """
@@ -373,41 +373,41 @@ def load(source, special_tokens=None, strict: bool = False):
     path = os.fspath(source)
     text = isinstance(source, str)
     if os.path.isdir(path):
-        return load_directory(Path(path), path, special_tokens, strict)
+        return _load_directory(Path(path), path, special_tokens, strict)
     if os.path.isfile(path):
         if text and _is_region_string(path):
             raise UniverseError(
                 f"{path!r} is both a file and a region string: say which, with "
                 f"Tokenizer.from_bed({path!r}) or Tokenizer([{path!r}])")
         if path.lower().endswith(".toml"):
-            return Loaded(*read_config(path, special_tokens, strict), None, path)
+            return Loaded(*_read_config(path, special_tokens, strict), None, path)
         return Loaded(Universe.from_bed(path, special_tokens, strict=strict), {})
     if text and _is_region_string(path):
         return Loaded(Universe([path], special_tokens), {})
-    if text and looks_like_hub_id(path):
-        directory = snapshot(path)
-        return load_directory(directory, path, special_tokens, strict)
+    if text and _looks_like_hub_id(path):
+        directory = _snapshot(path)
+        return _load_directory(directory, path, special_tokens, strict)
     raise UniverseError(
         f"{path}: no such file or directory, not a region string (chr1:100-200) and not a "
         "Hugging Face Hub id (org/name); for a Hub repo whose name looks like a file, use "
         f"Tokenizer.from_pretrained({path!r})")
 
 
-def load_directory(directory: Path, name: str, special_tokens=None, strict: bool = False):
-    """:func:`load` of a model directory: its tokenizer file and the expected vocab size.
+def _load_directory(directory: Path, name: str, special_tokens=None, strict: bool = False):
+    """:func:`_load` of a model directory: its tokenizer file and the expected vocab size.
 
     Examples
     --------
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = (d / "universe.bed").write_text("chr1\\t0\\t10\\n")
-    >>> universe, settings, (expected, config), _ = load_directory(d, "my-model")
+    >>> universe, settings, (expected, config), _ = _load_directory(d, "my-model")
     >>> universe.vocab_size, expected
     (8, None)
     """
-    tok_file, expected, config = find(directory, name)
+    tok_file, expected, config = _find(directory, name)
     if tok_file.suffix == ".toml":
-        universe, saved = read_config(tok_file, special_tokens, strict, root=directory)
+        universe, saved = _read_config(tok_file, special_tokens, strict, root=directory)
         return Loaded(universe, saved, (expected, config), str(tok_file))
     _confined(tok_file.name, directory, tok_file)
     with _named_by(tok_file, f"the model repo {name}"):
@@ -518,7 +518,7 @@ def _check_types(cfg: dict, path: Path) -> None:
                             "unk = \"<unk>\")")
 
 
-def read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
+def _read_config(path, special_tokens=None, strict: bool = False, root: Path | None = None):
     """``(Universe, settings)`` of a TOML tokenizer configuration (gtars' or genotok's); the
     settings as the file has them (``Tokenizer`` validates them, naming the file).
 
@@ -528,7 +528,7 @@ def read_config(path, special_tokens=None, strict: bool = False, root: Path | No
     >>> d = Path(tempfile.mkdtemp())
     >>> _ = (d / "u.bed").write_text("chr1\\t0\\t10\\n")
     >>> _ = (d / "t.toml").write_text('universe = "u.bed"\\ntokenizer_type = "ailist"\\n')
-    >>> universe, settings = read_config(d / "t.toml")
+    >>> universe, settings = _read_config(d / "t.toml")
     >>> universe.vocab_size, settings
     (8, {'tokenizer_type': 'ailist'})
 

@@ -228,14 +228,14 @@ class RegionSet:
         """
         p = os.fspath(path)
         try:  # the strict parse first: a well-formed file costs nothing extra
-            names, codes, starts, ends = _bed.read_file(p)
+            names, codes, starts, ends = _bed._read_file(p)
             return cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
         except BedParseError as exc:
             if reversed == "error" or not exc.problem.startswith(
                     _parse.MESSAGES[_parse.END_BEFORE_START]):
                 raise
             first_line = exc.line
-        names, codes, starts, ends = _bed.read_file(p, allow_reversed=True)
+        names, codes, starts, ends = _bed._read_file(p, allow_reversed=True)
         rs = cls(names, codes, starts, ends, source=p, from_file=True, validate=False)
         if reversed == "drop":
             bad = rs.ends < rs.starts
@@ -502,12 +502,12 @@ def _looks_like_columns(obj: tuple) -> bool:
     return not all(region_tuple(x) for x in obj)
 
 
-def check_path(path, what: str, instead: str):
+def _check_path(path, what: str, instead: str):
     """``path``, after refusing one that is not a path (a Tokenizer, ``None``), naming it.
 
     Examples
     --------
-    >>> check_path(None, "from_bed", "Tokenizer(regions) takes regions")  # doctest: +ELLIPSIS
+    >>> _check_path(None, "from_bed", "Tokenizer(regions) takes regions")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     TypeError: from_bed takes the path of a BED/BED.gz file, got a NoneType; ...
@@ -519,16 +519,16 @@ def check_path(path, what: str, instead: str):
     return path
 
 
-def check_batch(sets):
+def _check_batch(sets):
     """``sets``, after refusing what is not a batch of region sets (``encode_batch``'s argument):
     one path (a str
     was iterated character by character: "/: is a directory"), one set, ``None``, a number.
 
     Examples
     --------
-    >>> check_batch([["chr1:1-2"], "x.bed"])  # a batch: given back
+    >>> _check_batch([["chr1:1-2"], "x.bed"])  # a batch: given back
     [['chr1:1-2'], 'x.bed']
-    >>> check_batch("x.bed")  # doctest: +ELLIPSIS
+    >>> _check_batch("x.bed")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.errors.RegionParseError: encode_batch takes a list of region sets (...), got the single str 'x.bed': ...

@@ -34,8 +34,8 @@ from .params import (N_THREADS, Flag, InstanceOf, Integral, Interval, Options, P
                      Real, Unchecked, validate, validate_fields, validated)
 from . import batching as _batching
 from .ragged import Ragged
-from .regions import RegionSet, as_regions, check_batch
-from .universe import SPECIAL_NAMES, Universe, record_fingerprint
+from .regions import RegionSet, as_regions, _check_batch
+from .universe import SPECIAL_NAMES, Universe, _record_fingerprint
 
 
 # ------------------------------------------------------------------ settings
@@ -333,7 +333,7 @@ class Tokenizer(BuiltInNew):
         validate({"source": source, "settings": settings, "n_threads": n_threads,
                   "special_tokens": special_tokens, "strict": strict,
                   "extra_tokens": extra_tokens}, self.CONSTRAINTS, "Tokenizer")
-        loaded = _pretrained.load(source, special_tokens, strict)
+        loaded = _pretrained._load(source, special_tokens, strict)
         universe = loaded.universe
         if extra_tokens is not None:  # condition tokens after the specials (genotok.singlecell.conditions)
             universe = universe.with_extra_tokens(extra_tokens)
@@ -342,7 +342,7 @@ class Tokenizer(BuiltInNew):
         self.universe, self.strict = universe, bool(strict)
         self.settings, self.n_threads = settings, n_threads
         if loaded.check is not None:
-            _pretrained.check_vocab_size(self.vocab_size, *loaded.check,
+            _pretrained._check_vocab_size(self.vocab_size, *loaded.check,
                                          len(universe.extra_tokens))
 
     #: what the constructor's options accept (``source``, ``special_tokens`` and
@@ -400,7 +400,7 @@ class Tokenizer(BuiltInNew):
         override the file's settings.
         """
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
-        universe, saved = _pretrained.read_config(path, special, strict)
+        universe, saved = _pretrained._read_config(path, special, strict)
         return cls._build(_pretrained.Loaded(universe, saved, None, os.fspath(path)), overrides,
                           strict, "Tokenizer.from_config()")
 
@@ -423,12 +423,12 @@ class Tokenizer(BuiltInNew):
         >>> Tokenizer.from_pretrained(d).encode(["chr2:10-20"]).tolist()
         [1]
         """
-        directory = _pretrained.snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
+        directory = _pretrained._snapshot(name_or_dir, revision=revision, cache_dir=cache_dir,
                                          local_files_only=local_files_only)
         special, strict = overrides.pop("special_tokens", None), overrides.pop("strict", False)
-        loaded = _pretrained.load_directory(directory, os.fspath(name_or_dir), special, strict)
+        loaded = _pretrained._load_directory(directory, os.fspath(name_or_dir), special, strict)
         tok = cls._build(loaded, overrides, strict, "Tokenizer.from_pretrained()")
-        _pretrained.check_vocab_size(tok.vocab_size, *loaded.check, len(tok.universe.extra_tokens))
+        _pretrained._check_vocab_size(tok.vocab_size, *loaded.check, len(tok.universe.extra_tokens))
         return tok
 
     def save_pretrained(self, save_directory: str | os.PathLike) -> Path:
@@ -438,7 +438,7 @@ class Tokenizer(BuiltInNew):
         the same ids; :meth:`from_pretrained` also restores the genotok settings. Returns the
         directory.
         """
-        return _pretrained.save(self, save_directory)
+        return _pretrained._save(self, save_directory)
 
     def save_config(self, out: str | os.PathLike, universe_path: str | os.PathLike | None = None) -> Path:
         """Write a TOML configuration to ``out`` that gtars can read too (genotok settings in
@@ -447,7 +447,7 @@ class Tokenizer(BuiltInNew):
         ``universe_path`` defaults to the file the universe was loaded from; a universe built
         in memory is written next to the configuration as ``<name>.universe.bed``.
         """
-        return _pretrained.write_config(self, out, universe_path)
+        return _pretrained._write_config(self, out, universe_path)
 
     @property
     def tokenizer_type(self) -> str:
@@ -675,7 +675,7 @@ class Tokenizer(BuiltInNew):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
-        sets = list(check_batch(sets))  # (a generator is read once)
+        sets = list(_check_batch(sets))  # (a generator is read once)
         tiny = [encode_small(self, s) for s in sets] if len(sets) <= 16 else [None]
         if all(t is not None for t in tiny) and _config.valid_threads(n_threads):
             out = Ragged.from_list([t.astype(dtype, copy=False) for t in tiny])  # genotok._small
@@ -804,7 +804,7 @@ class Tokenizer(BuiltInNew):
         """Refuse a corpus record (a view of a shard) tokenized with another universe: its ids
         would decode to the wrong regions, silently, when the corpus was opened without
         ``expect=``."""
-        theirs = record_fingerprint(ids)
+        theirs = _record_fingerprint(ids)
         if theirs is not None and theirs != self.fingerprint:
             raise UniverseMismatchError(
                 f"these ids are a corpus record tokenized with universe {theirs[:12]}…, but this "

@@ -484,13 +484,12 @@ class CorpusIterableDataset(IterableDataset):
                 "world_size": self.world_size, "corpus": self.corpus.identity,
                 "n_records": len(self.corpus)}
 
+    @validated({"state": [InstanceOf(Mapping, hint="a loader's state_dict()")]},
+               "load_state_dict")
     def load_state_dict(self, state: dict) -> None:
         """Continue from ``state`` (saved with any number of ranks and workers); a state of
         another corpus (its identity and length) or out of range is refused."""
         n = len(self.corpus)
-        if not isinstance(state, Mapping):
-            raise ParameterError(f"load_state_dict: the state must be a mapping (a loader's "
-                                 f"state_dict()), got {type(state).__name__}")
         if "corpus" in state and state["corpus"] != self.corpus.identity or \
                 "n_records" in state and state["n_records"] != n:
             raise ParameterError(
@@ -499,11 +498,8 @@ class CorpusIterableDataset(IterableDataset):
                 f"{n} records): its resume point would mean other records; resume with the corpus "
                 "it was saved with")
         for key in ("epoch", "records_seen"):
-            v = state.get(key, 0)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0 or \
-                    v >= 2**63 or (key == "records_seen" and v > n):
-                raise ParameterError(f"state[{key!r}] is {str(v)[:40]}: it must be a whole number "
-                                     f"from 0{' to the corpus size ' + str(n) if key != 'epoch' else ''}")
+            check(f"state[{key!r}]", state.get(key, 0),  # the corpus size bounds the records
+                  [Interval(Integral, 0, n if key == "records_seen" else None)], "load_state_dict")
         if "records_seen" not in state:  # saved before elastic states: same world size only
             if state.get("world_size") != self.world_size:
                 raise ParameterError("this state (without records_seen) was saved with another "

@@ -25,7 +25,7 @@ from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
 from .params import Each, Flag, InstanceOf, Options, validate
-from .regions import REGIONS, RegionSet, as_regions, check_path
+from .regions import REGIONS, RegionSet, as_regions, _check_path
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
 SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
@@ -40,14 +40,14 @@ _FINGERPRINT_TAG = b"genotok-universe-v1\0"
 RECORD_FINGERPRINTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def record_fingerprint(ids) -> str | None:
+def _record_fingerprint(ids) -> str | None:
     """The universe fingerprint of the corpus ``ids`` were read from (a record, or a slice of
     one: a view of a shard's mapping), ``None`` for any other array.
 
     Examples
     --------
     >>> import numpy as np
-    >>> record_fingerprint(np.arange(3)) is None
+    >>> _record_fingerprint(np.arange(3)) is None
     True
     """
     m = getattr(ids, "_mmap", None)
@@ -273,7 +273,7 @@ class Universe:
         (``s3://``, ``gs://``, ``https://``…) is read through fsspec (``storage_options``: its
         credentials, endpoint…) from a local copy in genotok's cache.
         """
-        path = check_path(path, "from_bed", "Tokenizer(regions) or Universe(regions) take regions")
+        path = _check_path(path, "from_bed", "Tokenizer(regions) or Universe(regions) take regions")
         if is_url(path):
             path = fetch_url(path, storage_options)
         return cls(_read_bed(path, strict), special_tokens, **kwargs)

@@ -1,6 +1,6 @@
-"""BED files read a block of lines at a time (``bed.read_file``): with blocks of a few bytes, so
+"""BED files read a block of lines at a time (``bed._read_file``): with blocks of a few bytes, so
 that every line straddles blocks, a file parses exactly as its whole text does
-(``bed.read_buffer``) and as the plain-Python oracle says, errors included (same class, line
+(``bed._read_buffer``) and as the plain-Python oracle says, errors included (same class, line
 and message), chromosome order included; and the blocks themselves (``_io.line_blocks``)."""
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def _outcome(read):
 
 def _same_as_whole(path, text: bytes, block: int, allow_reversed: bool = False):
     """The blocked read equals the whole-buffer parse of the text; returns that outcome."""
-    whole = _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), str(path),
+    whole = _outcome(lambda: B._read_buffer(np.frombuffer(text, np.uint8), str(path),
                                            allow_reversed))
-    blocked = _outcome(lambda: B.read_file(path, allow_reversed, block_bytes=block))
+    blocked = _outcome(lambda: B._read_file(path, allow_reversed, block_bytes=block))
     assert blocked == whole, (text, block)
     return whole
 
@@ -151,7 +151,7 @@ def test_adversarial_files(tmp_path, chunked, block, gz, chunks):
         if label in ("only headers", "empty", "blank lines"):
             assert outcome == ("ok", [], [], [], [])
         if outcome[0] == "ok":  # arrays of the records' size, whatever room they had
-            _, codes, starts, ends = B.read_file(path, block_bytes=block)
+            _, codes, starts, ends = B._read_file(path, block_bytes=block)
             assert codes.size == starts.size == ends.size == len(outcome[2])
             assert all(a.base is None for a in (codes, starts, ends)) or len(codes) == 0 or (
                 block >= len(text))
@@ -162,13 +162,13 @@ def test_damaged_gzip_in_blocks_names_the_file(tmp_path, block):
     good = gzip.compress(b"".join(f"chr1\t{i}\t{i + 5}\n".encode() for i in range(3000)))
     (tmp_path / "trunc.bed.gz").write_bytes(good[: len(good) // 2])
     with pytest.raises(BedParseError, match="truncated gzip.*re-") as info:
-        B.read_file(tmp_path / "trunc.bed.gz", block_bytes=block)
+        B._read_file(tmp_path / "trunc.bed.gz", block_bytes=block)
     assert info.value.path.endswith("trunc.bed.gz") and info.value.line is None
     corrupt = bytearray(good)
     corrupt[len(good) // 2:len(good) // 2 + 40] = bytes(40)
     (tmp_path / "bad.bed.gz").write_bytes(bytes(corrupt))
     with pytest.raises(BedParseError, match="gzip"):
-        B.read_file(tmp_path / "bad.bed.gz", block_bytes=block)
+        B._read_file(tmp_path / "bad.bed.gz", block_bytes=block)
     # a parse error blocks before the damage is reported as that line (its block is parsed
     # before the damage is read; the reader takes 512 KB of compressed bytes at a time)
     rng = np.random.default_rng(0)
@@ -177,10 +177,10 @@ def test_damaged_gzip_in_blocks_names_the_file(tmp_path, block):
     assert len(early) > 3 << 20
     (tmp_path / "early.bed.gz").write_bytes(early[: len(early) // 2])
     with pytest.raises(BedParseError, match="early.bed.gz:1: end is before start"):
-        B.read_file(tmp_path / "early.bed.gz", block_bytes=block)
+        B._read_file(tmp_path / "early.bed.gz", block_bytes=block)
     (tmp_path / "missing").mkdir()
     with pytest.raises(BedParseError, match="is a directory"):
-        B.read_file(tmp_path / "missing", block_bytes=block)
+        B._read_file(tmp_path / "missing", block_bytes=block)
 
 
 def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):
@@ -191,7 +191,7 @@ def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):
     path = _write(tmp_path, text, False)
     monkeypatch.setattr(_io, "BLOCK_BYTES", 4096)
     rs = RegionSet.from_bed(path)
-    whole = RegionSet(*B.read_buffer(np.frombuffer(text, np.uint8), str(path)), source=str(path),
+    whole = RegionSet(*B._read_buffer(np.frombuffer(text, np.uint8), str(path)), source=str(path),
                       from_file=True)
     assert rs == whole and rs.chrom_names == whole.chrom_names and rs.from_file
     for a in (rs.codes, rs.starts, rs.ends):
@@ -243,10 +243,10 @@ def test_blocked_read_needs_the_output_and_two_blocks(tmp_path):
     n, block = 120_000, 64 << 10
     text = b"".join(f"chr{i % 3}\t{n + i}\t{n + i + 5}\n".encode() for i in range(n))
     path = _write(tmp_path, text, False)  # lines of one length: the first block's guess holds
-    B.read_file(path, block_bytes=block)  # compiled, threads started once
+    B._read_file(path, block_bytes=block)  # compiled, threads started once
     tracemalloc.start()
     try:
-        _, codes, starts, ends = B.read_file(path, block_bytes=block)
+        _, codes, starts, ends = B._read_file(path, block_bytes=block)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -274,11 +274,11 @@ def test_a_pipe_reads_like_its_file(tmp_path, gz, block):
     writer = threading.Thread(target=feed)
     writer.start()
     try:
-        got = _outcome(lambda: B.read_file(f"/dev/fd/{r}", block_bytes=block))
+        got = _outcome(lambda: B._read_file(f"/dev/fd/{r}", block_bytes=block))
     finally:
         writer.join()
         os.close(r)
-    assert got == _outcome(lambda: B.read_buffer(np.frombuffer(text, np.uint8), "x.bed"))
+    assert got == _outcome(lambda: B._read_buffer(np.frombuffer(text, np.uint8), "x.bed"))
 
 
 def test_no_thread_outlives_a_read(tmp_path):
@@ -295,7 +295,7 @@ def test_no_thread_outlives_a_read(tmp_path):
         for gz in (False, True):
             path = _write(tmp_path, text, gz)
             try:  # blocks of 1 MiB: two chunks each, on the pool
-                B.read_file(path, block_bytes=1 << 20)
+                B._read_file(path, block_bytes=1 << 20)
             except BedParseError:
                 pass
             assert {t.name for t in ours() - before} == set()
@@ -308,7 +308,7 @@ def test_a_one_line_gzip_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch
     import gzip
 
     from genotok import _io
-    from genotok.bed import read_file
+    from genotok.bed import _read_file
     from genotok.errors import BedParseError
 
     monkeypatch.setattr(_io, "MAX_LINE_BYTES", 2 << 20)  # the 64 MiB cap, scaled down
@@ -316,10 +316,10 @@ def test_a_one_line_gzip_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch
     p = tmp_path / "bomb.bed.gz"
     p.write_bytes(gzip.compress(b"chr1\t1\t2\n" + b"a" * (12 << 20)))  # ~12 KB compressed
     with pytest.raises(BedParseError, match="bomb.bed.gz: a line of more than 2 MiB"):
-        read_file(p, block_bytes=None if small else 1 << 12)
+        _read_file(p, block_bytes=None if small else 1 << 12)
     ok = tmp_path / "ok.bed.gz"  # a compressible file over the whole-inflate bound still reads
     ok.write_bytes(gzip.compress(b"chr1\t1\t2\n" * 200_000))
-    names, codes, starts, ends = read_file(ok)
+    names, codes, starts, ends = _read_file(ok)
     assert names == ["chr1"] and starts.size == 200_000 and int(ends.sum()) == 400_000
 
 
@@ -328,13 +328,13 @@ def test_a_one_line_gzip_bomb_is_refused_in_bounded_memory(tmp_path, monkeypatch
 def test_bom_is_not_part_of_the_first_chromosome(tmp_path, gz, block):
     """Issue 32 item 15: a UTF-8 BOM (Excel, Notepad) made the first chromosome '\\ufeffchr1'."""
     path = _write(tmp_path, b"\xef\xbb\xbfchr1\t5\t9\nchr1\t1\t2\n", gz)
-    names, codes, starts, _ = B.read_file(path, block_bytes=block)
+    names, codes, starts, _ = B._read_file(path, block_bytes=block)
     assert list(names) == ["chr1"] and codes.tolist() == [0, 0] and starts.tolist() == [5, 1]
-    names = B.read_buffer(np.frombuffer(b"\xef\xbb\xbfchr2\t1\t2\n", np.uint8), "x.bed")[0]
+    names = B._read_buffer(np.frombuffer(b"\xef\xbb\xbfchr2\t1\t2\n", np.uint8), "x.bed")[0]
     assert list(names) == ["chr2"]
     bad = _write(tmp_path, b"\xef\xbb\xbfchr1\t9\t5\n", gz, "bad.bed")
     with pytest.raises(BedParseError, match=r"bad.bed(.gz)?:1: end is before start"):
-        B.read_file(bad, block_bytes=block)
+        B._read_file(bad, block_bytes=block)
 
 
 GOOD = "chr1\t100\t200\nchr1\t300\t400\n"

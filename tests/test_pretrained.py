@@ -387,7 +387,7 @@ def test_save_pretrained_keeps_an_earlier_save_whole_and_refuses_names_that_cann
     def fail(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(P, "write_config", fail)
+    monkeypatch.setattr(P, "_write_config", fail)
     monkeypatch.setattr(Tokenizer, "save_config", fail)
     with pytest.raises(OSError):
         Tokenizer(["chr2:0-10", "chr3:5-9"]).save_pretrained(d)

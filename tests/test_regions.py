@@ -612,7 +612,7 @@ def test_bound_counts_the_lines_that_may_hold_a_record(text, shift):
 
 def _parse_text_bytes(buf, path: str = "x.bed") -> RegionSet:
     """A BED text in memory parsed as ``RegionSet.from_bed`` parses a file's."""
-    return RegionSet(*B.read_buffer(buf, path), source=path, from_file=True, validate=False)
+    return RegionSet(*B._read_buffer(buf, path), source=path, from_file=True, validate=False)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=FIXTURE_OK)

@@ -133,13 +133,13 @@ def test_what_it_does_not_take(tmp_path):
                      max_size=40), extra=st.sampled_from(["", "\tpeak\t0\t.", "\t"]),
        gz=st.booleans())
 def test_the_cold_read_equals_the_parse_kernel(tmp_path_factory, rows, extra, gz):
-    """While the parse kernel is not compiled, bed.read_file reads plain files in Python."""
+    """While the parse kernel is not compiled, bed._read_file reads plain files in Python."""
     text = "".join(f"{c}\t{s}\t{e}{extra}\n" for c, s, e in rows).encode()
     path = tmp_path_factory.mktemp("c") / ("q.bed.gz" if gz else "q.bed")
     path.write_bytes(gzip.compress(text) if gz else text)
     cold = bed._cold_read(str(path))
     assert cold is not None
-    names, codes, starts, ends = bed.read_file(path)  # the kernel (compiled by now)
+    names, codes, starts, ends = bed._read_file(path)  # the kernel (compiled by now)
     assert cold[0] == names
     for a, b in zip(cold[1:], (codes, starts, ends)):
         assert a.dtype == b.dtype and a.tolist() == b.tolist()

@@ -10,10 +10,12 @@ from pathlib import Path
 import numpy as np
 
 from ..kernels import build as _bk
+from ..params import PATH, InstanceOf, validated
 from ..regions import RegionSet
 
 __all__ = ["bed_bytes", "sidecar_path"]
 
+@validated({"path": PATH})
 def sidecar_path(path: str | os.PathLike) -> Path:
     """The report written next to a universe BED: ``<path>.json`` (``u.bed`` -> ``u.bed.json``).
 
@@ -26,6 +28,7 @@ def sidecar_path(path: str | os.PathLike) -> Path:
     return p.with_name(p.name + ".json")
 
 
+@validated({"regions": [InstanceOf(RegionSet)]})
 def bed_bytes(regions: RegionSet) -> bytes:
     """BED3 text of ``regions`` in row order (formatted by a numba kernel).
 

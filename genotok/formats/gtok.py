@@ -14,7 +14,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path
 from ..errors import GtokFormatError
-from ..params import Flag, InstanceOf, Options, Unchecked, validated
+from ..params import PATH, Flag, InstanceOf, Options, Unchecked, validated
 
 MAGIC = b"GTOK"
 HEADER_SIZE = 5
@@ -27,6 +27,8 @@ _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link"))
 
 
+@validated({"path": PATH, "what": [InstanceOf(str)], "nofollow": [Flag()],
+            "error": [InstanceOf(type)]})
 def open_regular(path: str | os.PathLike, what: str, *, nofollow: bool = False,
                  error: type = GtokFormatError) -> tuple[int, os.stat_result]:
     """Open ``path`` read-only as a regular file: ``(fd, fstat)``, else ``error``.

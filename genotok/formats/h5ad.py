@@ -18,8 +18,13 @@ import numpy as np
 
 from .. import _io
 from ..errors import GenotokError
+from ..params import PATH, Flag, HasAttr, InstanceOf, Unchecked, validated
 
 
+@validated({"out": PATH, "chunks": [Unchecked("CSR matrices, each checked as it is written")],
+            "obs": [HasAttr("index")], "var": [HasAttr("index")],
+            "dtype": [InstanceOf(type, np.dtype, str)], "overwrite": [Flag()],
+            "late": [InstanceOf(dict), None]})
 def write_h5ad_rows(out, chunks: Iterable, *, obs, var, dtype=np.float32,
                     overwrite: bool = False, late: dict | None = None) -> Path:
     """Write an ``.h5ad`` of ``obs`` × ``var`` whose ``X`` is the CSR ``chunks`` stacked.

@@ -13,6 +13,11 @@ import hashlib
 import numpy as np
 
 from .._optional import require
+from ..params import Flag, HasAttr, Integral, Interval, validated
+
+#: what the tables are made of: a corpus (its records, names and metadata are read)
+_TABLE = {"corpus": [HasAttr("fingerprint", "names")], "values": [Flag(), None],
+          "names": [Flag()], "meta": [Flag()]}
 
 
 def _require():
@@ -26,6 +31,7 @@ def _list_array(pa, data: np.ndarray, offsets: np.ndarray):
                                          pa.array(np.asarray(data)))
 
 
+@validated(_TABLE)
 def arrow_table(corpus, *, values: bool | None = None, names: bool = True, meta: bool = True):
     """The corpus as a ``pyarrow.Table``: ``input_ids`` (one chunk per shard), ``length``, and
     ``values``, ``name`` and metadata columns when present.
@@ -64,6 +70,8 @@ def arrow_table(corpus, *, values: bool | None = None, names: bool = True, meta:
     return pa.table(cols)
 
 
+@validated({**_TABLE, "streaming": [Flag()],
+            "num_shards": [Interval(Integral, 1, None), None]})
 def to_hf_dataset(corpus, *, values: bool | None = None, names: bool = True, meta: bool = True,
                   streaming: bool = False, num_shards: int | None = None):
     """A ``datasets.Dataset`` over the corpus's memory-mapped tokens (see :func:`arrow_table`).

@@ -17,7 +17,7 @@ from .._io import atomic_write, local_path
 from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
-from ..params import HasAttr, InstanceOf, Integral, Interval, validated
+from ..params import PATH, HasAttr, InstanceOf, Integral, Interval, validated
 from ..ragged import Ragged
 from . import gtok
 from .corpus.layout import _COPY_BLOCK, _EXPORTING, _clean_stale, _host
@@ -27,7 +27,6 @@ from .corpus.writer import CorpusWriter
 
 #: a corpus to export: any corpus object (its records and names are read)
 CORPUS = [HasAttr("fingerprint", "names")]
-PATH = [InstanceOf(str, os.PathLike)]
 
 
 @validated({"corpus": CORPUS, "out": PATH})
@@ -248,7 +247,7 @@ def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = No
     >>> Corpus.open(import_parquet([q, q], p + ".back")).to_ragged().to_list()
     [[1, 2], [1, 2]]
     """
-    from .tables import IDS, NAME, VALUES, read_any_table, shard_of_table
+    from .tables import IDS, NAME, VALUES, _read_any_table, _shard_of_table
 
     pa = require("pyarrow", "Parquet / Arrow import")
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
@@ -259,7 +258,7 @@ def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = No
         given = {"fingerprint": fingerprint, "vocab_size": vocab_size}
     shards = []
     for path in paths:
-        table = read_any_table(path)
+        table = _read_any_table(path)
         if ids_column not in table.column_names:
             raise GtokFormatError(f"{path}: no {ids_column!r} column (have {table.column_names})")
         if ids_column != IDS:
@@ -272,7 +271,7 @@ def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = No
                 table = table.rename_columns([NAME if c == name_column else c
                                               for c in table.column_names])
         try:
-            sh = shard_of_table(table, path, given)
+            sh = _shard_of_table(table, path, given)
         except pa.ArrowInvalid as exc:
             raise GtokFormatError(f"{path}: not a readable table ({exc})") from None
         if fingerprint is not None and sh.header["fingerprint"] != fingerprint:

@@ -42,7 +42,7 @@ import numpy as np
 
 from .._io import atomic_write, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
-from ..params import Integral, Interval, validate_fields
+from ..params import PATH, Integral, Interval, Unchecked, validate_fields, validated
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
 from .corpus.manifest import rel_problem
@@ -58,16 +58,16 @@ _HEADER_TYPES = {"fingerprint": str, "vocab_size": int, "special_tokens": dict,
                  "settings": dict, "extra": dict, "sources": list}
 
 
-def check_header(h, where) -> dict:
+def _check_header(h, where) -> dict:
     """A store's header (a file's schema metadata, or a manifest's ``header``) checked: a
     JSON object with the keys a reader needs, of the right types; a clear
     :class:`~genotok.GtokFormatError` naming ``where`` otherwise.
 
     Examples
     --------
-    >>> check_header({"fingerprint": "fp", "vocab_size": 9}, "x.parquet")["special_tokens"]
+    >>> _check_header({"fingerprint": "fp", "vocab_size": 9}, "x.parquet")["special_tokens"]
     {}
-    >>> check_header({"fingerprint": "fp", "vocab_size": "9"}, "x.parquet")  # doctest: +ELLIPSIS
+    >>> _check_header({"fingerprint": "fp", "vocab_size": "9"}, "x.parquet")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.errors.GtokFormatError: x.parquet: corrupt genotok metadata: vocab_size is str, ...
@@ -119,7 +119,7 @@ class ArrayShard:
 
     def __init__(self, path, tokens, offsets, values, header: dict, names, meta: dict):
         self.path = path
-        self.header = check_header(header, path)
+        self.header = _check_header(header, path)
         vocab = self.header["vocab_size"]
         self.dtype = _token_dtype(vocab)
         tokens = np.asarray(tokens)
@@ -167,6 +167,8 @@ class ArrayShard:
         return []
 
 
+@validated({"lists": [Unchecked("the records read from a file, each checked here")],
+            "path": PATH})
 def ragged_of(lists, path) -> tuple[np.ndarray, np.ndarray]:
     """Flat ids and offsets of a list of integer lists (a JSON reader's records).
 
@@ -341,6 +343,7 @@ class Store(abc.ABC):
             yield f, s.n, s.t
 
 
+@validated({"path": PATH})
 def file_digest(path) -> str:
     """The blake2b-64 digest of a file's bytes (hex), read in blocks.
 
@@ -366,7 +369,7 @@ def _digest(manifest: dict) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def open_output(store: type[Store], directory: Path, manifest: dict, *,
+def _open_output(store: type[Store], directory: Path, manifest: dict, *,
                 trusted: bool = False) -> list[ArrayShard]:
     """The shards of a store's output, every file checked against its manifest entry
     (inside the directory, same size and counts) and the manifest against its digest.
@@ -381,7 +384,7 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
     >>> w = JsonlStore().open(d, "part", tok)
     >>> w.write(Ragged.from_list([[0], [0, 0]]), {"names": ["a", "b"]})
     >>> JsonlStore().finish(d, w.commit(), tok, {})
-    >>> [s.n for s in open_output(JsonlStore, d, json.loads((d / MANIFEST).read_text()))]
+    >>> [s.n for s in _open_output(JsonlStore, d, json.loads((d / MANIFEST).read_text()))]
     [2]
     """
     mpath = Path(directory) / MANIFEST
@@ -395,7 +398,7 @@ def open_output(store: type[Store], directory: Path, manifest: dict, *,
     entries, header = manifest.get("shards"), manifest.get("header")
     if not isinstance(entries, list) or not isinstance(header, dict):
         raise corrupt("shards or header missing")
-    header = check_header(header, mpath)
+    header = _check_header(header, mpath)
     paths = []
     for k, e in enumerate(entries):
         if not isinstance(e, dict) or not all(_is_int(e.get(x)) for x in
@@ -536,5 +539,4 @@ class ShardedStore(Store):
         """Finish the file ``self._writer`` writes (its footer; the base closes ``fh``)."""
 
 
-__all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "check_header", "file_digest",
-           "open_output", "ragged_of"]
+__all__ = ["EMPTY", "ArrayShard", "ShardedStore", "Store", "file_digest", "ragged_of"]

@@ -40,7 +40,7 @@ from .corpus import MANIFEST, Corpus, write_manifest
 from .corpus.manifest import _set_store_opener
 from .corpus.writer import CorpusWriter
 from .jsonl import JsonlStore
-from .store import EMPTY, ArrayShard, Store, open_output
+from .store import EMPTY, ArrayShard, Store, _open_output
 from .tables import ArrowStore, ParquetStore
 
 
@@ -260,14 +260,14 @@ def get_store(format: str | Store) -> Store:
     return format if isinstance(format, Store) else STORES[format]()
 
 
-def open_store_output(directory: Path, manifest: dict, trusted: bool = False) -> list:
+def _open_store_output(directory: Path, manifest: dict, trusted: bool = False) -> list:
     """The shards of the output in ``directory`` whose ``manifest`` names a store
     (``format: genotok-<name>``): what :meth:`genotok.Corpus.open` calls for any store's
     output but the corpus'.
 
     Examples
     --------
-    >>> open_store_output(Path("out"), {"format": "genotok-csv"})  # doctest: +ELLIPSIS
+    >>> _open_store_output(Path("out"), {"format": "genotok-csv"})  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.errors.GtokFormatError: out/manifest.json: the manifest's format 'genotok-csv' is no store's ...
@@ -280,12 +280,12 @@ def open_store_output(directory: Path, manifest: dict, trusted: bool = False) ->
                               f"{str(fmt)[:40]!r} is no store's this install knows (stores: "
                               f"{', '.join(sorted(known))}); a plugin store's output needs its "
                               "package installed")
-    return open_output(known[name], Path(directory), manifest, trusted=trusted)
+    return _open_output(known[name], Path(directory), manifest, trusted=trusted)
 
 
-_set_store_opener(open_store_output)  # Corpus.open(dir) comes here for a store's manifest
+_set_store_opener(_open_store_output)  # Corpus.open(dir) comes here for a store's manifest
 
 
 __all__ = ["EMPTY", "STORES", "ArrowStore", "CorpusStore", "GtokDirStore", "JsonlStore",
-           "MANIFEST", "MemoryStore", "ParquetStore", "Store", "get_store", "open_store_output",
+           "MANIFEST", "MemoryStore", "ParquetStore", "Store", "get_store",
            "stores"]

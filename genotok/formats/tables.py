@@ -20,7 +20,7 @@ from .._optional import require
 from ..errors import GenotokError, GtokFormatError
 from ..params import Integral, Interval, Options
 from ..ragged import Ragged
-from .store import ArrayShard, ShardedStore, check_header
+from .store import ArrayShard, ShardedStore, _check_header
 
 #: the column of token ids, in every store and every import
 IDS = "input_ids"
@@ -112,10 +112,10 @@ class TableStore(ShardedStore):
         except (OSError, pa.ArrowException) as exc:
             raise GtokFormatError(f"{path}: not a readable {cls.name} file (truncated or "
                                   f"damaged: {str(exc)[:200]})") from None
-        return shard_of_table(table, path, header)
+        return _shard_of_table(table, path, header)
 
 
-def shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
+def _shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
     """A pyarrow table with an ``input_ids`` column as an :class:`ArrayShard` (its schema's
     ``genotok`` metadata is its header; else ``header``).
 
@@ -123,14 +123,14 @@ def shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
     --------
     >>> import pyarrow as pa
     >>> t = pa.table({"input_ids": [[1, 2], [3]], "name": ["a", "b"]})
-    >>> s = shard_of_table(t, "t.parquet", {"fingerprint": "fp", "vocab_size": 9})
+    >>> s = _shard_of_table(t, "t.parquet", {"fingerprint": "fp", "vocab_size": 9})
     >>> s.n, s.tokens.tolist(), s.records["names"]
     (2, [1, 2, 3], ['a', 'b'])
     """
     pa = require("pyarrow", f"reading {path}")
     stored = (table.schema.metadata or {}).get(b"genotok")
     if stored is not None:
-        header = check_header(stored, path)
+        header = _check_header(stored, path)
     elif header is None:
         raise GtokFormatError(f"{path}: no genotok metadata in the file: give vocab_size= and "
                               "fingerprint= (e.g. from the Tokenizer that made the tokens)")
@@ -251,7 +251,7 @@ class ArrowStore(TableStore):
         return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
-def read_any_table(path):
+def _read_any_table(path):
     """A Parquet or Arrow IPC file (told apart by its first bytes) as a pyarrow table; a
     file that is neither, or damaged, is a :class:`~genotok.GtokFormatError` naming it.
 
@@ -262,7 +262,7 @@ def read_any_table(path):
     >>> p = os.path.join(tempfile.mkdtemp(), "t.bin")  # an Arrow IPC file, whatever its name
     >>> with pa.ipc.new_file(p, pa.schema([("input_ids", pa.list_(pa.int32()))])) as w:
     ...     w.write_table(pa.table({"input_ids": pa.array([[1, 2]], pa.list_(pa.int32()))}))
-    >>> read_any_table(p).column("input_ids").to_pylist()
+    >>> _read_any_table(p).column("input_ids").to_pylist()
     [[1, 2]]
     """
     pa = require("pyarrow", f"reading {path}")
@@ -279,5 +279,4 @@ def read_any_table(path):
         raise GtokFormatError(f"{path}: not a readable {kind} file ({str(exc)[:200]})") from None
 
 
-__all__ = ["IDS", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore", "read_any_table",
-           "shard_of_table"]
+__all__ = ["IDS", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore"]

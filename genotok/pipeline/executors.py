@@ -11,6 +11,7 @@ keywords of its class, through :func:`get_executor`. A new engine is one class a
 from __future__ import annotations
 
 from .. import _plugins
+from ..params import InstanceOf, validated
 from .dask import DaskExecutor
 from .job import Executor
 from .plan import PipelineError
@@ -57,6 +58,7 @@ def executor_names() -> list[str]:
     return sorted(EXECUTORS)
 
 
+@validated({"executor": [InstanceOf(str), InstanceOf(Executor), None]})
 def get_executor(executor: str | Executor | None = None, **options) -> Executor:
     """An executor: an instance as it is, ``None`` the serial one, a name with its class's
     keywords (``get_executor("ray", address="local", num_workers=2)``).

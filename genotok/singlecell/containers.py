@@ -49,6 +49,7 @@ import numpy as np
 
 from .. import _validate as V
 from ..errors import AnnDataError, SourceError
+from ..params import PATH, HasAttr, validated
 from . import chunks as C
 from . import sources as S
 
@@ -149,6 +150,7 @@ def _file(path: str):
     return h5py.File(path, "r")
 
 
+@validated({"path": PATH, "options": [HasAttr("modality", "raw"), None]})
 def open_container(path, options=None) -> Container:
     """The :class:`Container` of a file path: what kind of file it is and where its matrix is.
 

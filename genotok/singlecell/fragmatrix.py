@@ -61,7 +61,7 @@ from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
 from ..kernels.modes import Overlap
-from ..params import MEMORY_MB, Integral, Interval, Options, ParameterError, check
+from ..params import MEMORY_MB, Each, Integral, Interval, Options, check
 from ..ragged import Ragged
 from ..regions import RegionSet
 from .pairs import _PairCounts, _Spilled
@@ -164,14 +164,9 @@ SHIFT = [Interval(Integral, -MAX_SHIFT, MAX_SHIFT)]
 
 
 def _check_shift(shift) -> tuple[int, int]:
-    """``shift`` as a pair of integers (each :data:`SHIFT`)."""
-    pair = tuple(shift) if isinstance(shift, (tuple, list)) else ()
-    if len(pair) != 2:
-        raise ParameterError(f"fragment_matrix: shift must be a pair of integers (left, right) "
-                             f"such as (4, -5), got {shift!r}")
-    for name, v in zip(("shift[0]", "shift[1]"), pair):
-        check(name, v, SHIFT, "fragment_matrix")
-    return int(pair[0]), int(pair[1])
+    """``shift`` as a pair of integers (each :data:`SHIFT`), checked before ``int()``."""
+    check("shift", shift, [Each(*SHIFT, sequence=True, length=2)], "fragment_matrix")
+    return int(shift[0]), int(shift[1])
 
 
 #: what a call derives from a universe alone (the var frame, the cell kernels' var map, the

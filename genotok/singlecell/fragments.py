@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from collections.abc import Iterable
+
 from .._usage import keywords
+from ..params import MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Integral, Interval, validated
+from ..tokenizer import Tokenizer
 from ..errors import BedParseError, GenotokError
-from .cells import _check_call, _refuse_existing, tokenize_cells
+from .cells import _check_call, _refuse_existing, entry_constraints, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
@@ -22,6 +26,15 @@ from .sources import CellSource, register_source, source_class
 from .spec import fields_elsewhere
 
 
+#: what the fragment counts take (a :class:`~genotok.FragmentOptions`' fields, spelt out)
+COUNTS = {"path": PATH, "tokenizer": [InstanceOf(Tokenizer)],
+          "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
+          "min_fragments": [Interval(Integral, 0, None)],
+          "block_bytes": [Interval(Integral, 1, None)], "n_threads": N_THREADS,
+          "use_count": [Flag()]}
+
+
+@validated(COUNTS)
 def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                     min_fragments: int = 1, block_bytes: int = 32 << 20,
                     n_threads: int | None = None, use_count: bool = False):
@@ -50,6 +63,7 @@ def fragment_counts(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                   n_threads=n_threads)
 
 
+@validated({**COUNTS, "memory_mb": MEMORY_MB})
 def fragment_count_chunks(path, tokenizer, *, barcodes: Sequence[str] | None = None,
                           min_fragments: int = 1, memory_mb: float = SPILL_MB,
                           block_bytes: int = 32 << 20, n_threads: int | None = None,
@@ -98,6 +112,9 @@ def _counts(path, tokenizer, *, barcodes, min_fragments, block_bytes, n_threads,
 
 
 @keywords(elsewhere=fields_elsewhere("tokenize_fragments"))
+@validated({**{k: v for k, v in entry_constraints(
+    "tokenize_fragments", "path", "a fragment file's path, or what a registered fragment "
+    "source reads").items() if k != "obs_columns"}, "memory_mb": [*MEMORY_MB, None]})
 def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                        overwrite: bool = False, memory_mb: float | None = None,
                        n_threads: int | None = None, progress: bool = False):

@@ -22,11 +22,16 @@ import numpy as np
 
 from .. import sink
 from ..errors import GenotokError
-from ..params import Flag, check
+from ..params import MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Unchecked, validated
 from .cells import tokenize_cells
 from .fragmatrix import _dup_map, per_universe
 from .fragments import FragmentSource
 from .reading import FragmentOptions, _checked
+
+#: what a fragment file's count matrix takes
+_COUNTED = {"path": PATH, "regions": [Unchecked("a Tokenizer, or what Tokenizer() reads")],
+            "read": [InstanceOf(FragmentOptions), None], "use_count": [Flag()],
+            "n_threads": N_THREADS}
 
 
 class CountMatrix:
@@ -167,6 +172,7 @@ class FragmentMatrix(NamedTuple):
     n_fragments: np.ndarray  # int64 (cells,) fragment lines of each kept cell
 
     @classmethod
+    @validated(_COUNTED, "FragmentMatrix.from_fragments")
     def from_fragments(cls, path, regions, *, read=None, use_count: bool = False,
                        n_threads: int | None = None) -> FragmentMatrix:
         """Count a fragment file into ``(barcodes, X, n_fragments)``: the parameters of
@@ -183,7 +189,6 @@ class FragmentMatrix(NamedTuple):
         (['AAA-1'], [[1.0, 2.0]], [2])
         """
         read = _checked(read, FragmentOptions, "FragmentMatrix.from_fragments")
-        check("use_count", use_count, [Flag()], "FragmentMatrix.from_fragments")
         with _counted(path, regions, read, use_count, None, None, n_threads) as (src, tok):
             # the source's counts as they are: the driver's token pass (CountMatrix) gives the
             # same matrix but costs a CSR this fast path does not pay (benchmarks/RESULTS.md,
@@ -207,6 +212,8 @@ def _var_frame(u):
                         index=pd.Index(index, name="region"))
 
 
+@validated({**_COUNTED, "out": [*PATH, None], "overwrite": [Flag()],
+            "memory_mb": [*MEMORY_MB, None]})
 def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=None,
                     overwrite: bool = False, memory_mb: float | None = None,
                     n_threads: int | None = None):
@@ -276,7 +283,6 @@ def fragment_matrix(path, regions, *, read=None, use_count: bool = False, out=No
     import pandas as pd
 
     read = _checked(read, FragmentOptions, "fragment_matrix")
-    check("use_count", use_count, [Flag()], "fragment_matrix")
     if out is not None and os.path.exists(out) and not overwrite:
         raise FileExistsError(f"{out} exists; pass overwrite=True to replace it")
     if out is not None and (os.path.isdir(out) or not os.path.isdir(

@@ -29,8 +29,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..params import (DType, Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
-                      validate_fields)
+from ..params import (DType, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
+                      Text, check, validate_fields)
 
 
 def _json_value(v):
@@ -167,8 +167,10 @@ class AnnDataOptions(ReadOptions):
     name: ClassVar[str] = "anndata"
     CONSTRAINTS: ClassVar[dict] = {
         "layer": [InstanceOf(str), None],
-        "region_columns": [InstanceOf(list, tuple), None],
-        "var_names_sep": [InstanceOf(str), None],
+        # (chrom, start, end) column names of var
+        "region_columns": [Each(Text(), sequence=True, length=3), None],
+        # None: 'chr:start-end' names
+        "var_names_sep": [Text(), None],
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
         "dtype": [DType(np.int64, np.int32, np.uint32)],
@@ -179,15 +181,7 @@ class AnnDataOptions(ReadOptions):
     def __post_init__(self):
         validate_fields(self)
         if self.region_columns is not None:  # checked now, not when a matrix is read
-            cols = tuple(self.region_columns)
-            if len(cols) != 3 or not all(isinstance(c, str) and c for c in cols):
-                raise ParameterError(f"{type(self).__name__}: region_columns must be (chrom, "
-                                     f"start, end) column names, got {self.region_columns!r}"
-                                     [:300])
-            object.__setattr__(self, "region_columns", cols)
-        if self.var_names_sep == "":
-            raise ParameterError(f"{type(self).__name__}: var_names_sep must be a separator "
-                                 "such as '-' (None: 'chr:start-end' names), got ''")
+            object.__setattr__(self, "region_columns", tuple(self.region_columns))
 
     @classmethod
     def from_json(cls, d: dict) -> AnnDataOptions:
@@ -245,19 +239,15 @@ class FragmentOptions(ReadOptions):
         "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
         "min_fragments": [Interval(Integral, 0, None)],
         "mode": [Options("fragment", "insertion", "paired-insertion"), None],
-        "shift": [InstanceOf(tuple, list)],
+        "shift": [Each(Interval(Integral, -(1 << 40), 1 << 40), sequence=True, length=2)],
         "block_bytes": [Interval(Integral, 1, None)],
         "regions": [InstanceOf(tuple, list), None],
-        "fragment_size": [InstanceOf(tuple, list), None],
+        "fragment_size": [Each(Interval(Integral, 0, None), None, sequence=True, length=2),
+                          None],
     }
 
     def __post_init__(self):
         validate_fields(self)
-        if len(self.shift) != 2:
-            raise ParameterError(f"FragmentOptions: shift must be a pair (left, right) such as "
-                                 f"(4, -5), got {self.shift!r}"[:300])
-        for name, v in zip(("shift[0]", "shift[1]"), self.shift):  # before int(): 1.7 is not 1
-            check(name, v, [Interval(Integral, -(1 << 40), 1 << 40)], "FragmentOptions")
         object.__setattr__(self, "shift", tuple(int(v) for v in self.shift))
         if self.barcodes is not None:  # a file by its path, or the list itself (equal JSON)
             import os
@@ -273,11 +263,6 @@ class FragmentOptions(ReadOptions):
             parse_regions(self.regions)  # a malformed region string refused now
         if self.fragment_size is not None:
             size = tuple(self.fragment_size)
-            if len(size) != 2:
-                raise ParameterError(f"FragmentOptions: fragment_size must be (min, max), got "
-                                     f"{self.fragment_size!r}")
-            for name, v in zip(("fragment_size[0]", "fragment_size[1]"), size):
-                check(name, v, [Interval(Integral, 0, None), None], "FragmentOptions")
             if None not in size and size[0] > size[1]:  # no fragment fits: every cell empty
                 raise ParameterError(f"FragmentOptions: fragment_size is (min, max) with min <= "
                                      f"max, got {self.fragment_size!r}")

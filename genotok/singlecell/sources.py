@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import AnnDataError, SourceError
 from .. import _plugins
 from .chunks import Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
-from ..params import ParameterError, Unchecked, validated
+from ..params import PATH, Flag, HasAttr, InstanceOf, ParameterError, Unchecked, validated
 from .reading import (READ_OPTIONS, AnnDataOptions, ReadOptions, _checked,
                       register_read_options, registrable)
 
@@ -157,6 +157,7 @@ def _h5_frame(path: str, key: str) -> _Frame:
     return _Frame(cols, get, idx, path)
 
 
+@validated({"adata": [*PATH, HasAttr("obs_names")]})
 def obs_names(adata) -> list[str]:
     """The cell names of an AnnData or an ``.h5ad`` path, as strings.
 
@@ -172,6 +173,7 @@ def obs_names(adata) -> list[str]:
     return _frame_names(adata, "obs")
 
 
+@validated({"adata": [*PATH, HasAttr("var_names")]})
 def var_names(adata) -> list[str]:
     """The feature (peak) names of an AnnData or an ``.h5ad`` path, as strings, in order.
 
@@ -466,6 +468,8 @@ class CellSource(abc.ABC):
         return f"<{type(self).__name__} {self.where}: {self.n_rows} x {self.n_cols}>"
 
 
+@validated({"X": [Unchecked("a matrix: its shape and every index checked by the chunks")],
+            "where": [InstanceOf(str)]})
 def memory_matrix(X, where: str = "X"):
     """The row chunks of an in-memory matrix (any scipy sparse format, or a dense array), every
     index checked first: what a :class:`CellSource` over arrays sets as its ``matrix``.
@@ -562,6 +566,8 @@ def suffixes() -> tuple[str, ...]:
     return tuple(s for cls in registry() for s in cls.suffixes)
 
 
+@validated({"obj": [Unchecked("any input: None when no registered source reads it")],
+            "sniff": [Flag()]})
 def source_class(obj, *, sniff: bool = True) -> type[CellSource] | None:
     """The registered class that reads ``obj``, or ``None``: by the object's type (an
     in-memory object), then the file's suffix (the longest that fits), then (``sniff=True``,

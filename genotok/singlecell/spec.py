@@ -48,8 +48,8 @@ from typing import ClassVar
 import numpy as np
 
 from .._usage import did_you_mean
-from ..params import (Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real, validate,
-                      validate_fields)
+from ..params import (Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real,
+                      validate, validate_fields)
 from ..kernels.modes import Order, Truncate, Unknown, names
 from ..kernels import values as VK
 from . import conditions
@@ -458,12 +458,7 @@ BUILTIN = (Normalize, Log1p, RankByMedian, Bins)
 def _encoding_chain(encoding) -> tuple:
     if encoding is None:
         return ()
-    steps = (encoding,) if isinstance(encoding, Encoding) else tuple(encoding)
-    for s in steps:
-        if not isinstance(s, Encoding):
-            raise ParameterError(f"CellSpec: encoding must be value encodings (Normalize(), "
-                                 f"RankByMedian(), Bins(n), ...), got {s!r}")
-    return steps
+    return (encoding,) if isinstance(encoding, Encoding) else tuple(encoding)
 
 
 def _fused(steps: tuple) -> tuple[dict, tuple]:
@@ -606,7 +601,8 @@ class CellSpec:
         "seed": [Interval(Integral, 0, 2**63 - 1)],
         "max_length": [Interval(Integral, 1, None), None],
         "truncation": [Options(*TRUNCATIONS)],
-        "encoding": [InstanceOf(tuple, list, Encoding), None],
+        "encoding": [InstanceOf(Encoding, hint="value encodings: Normalize(), RankByMedian(), "
+                                "Bins(n), ..."), Each(InstanceOf(Encoding), sequence=True), None],
         "prepend": [InstanceOf(str, tuple, list)],
         "condition_unknown": [Options(*conditions.UNKNOWN)],
         "add_cls": [Flag()],

@@ -67,8 +67,8 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
-from ..params import (MEMORY_MB, Flag, InstanceOf, Integral, Interval, Options, Real, check,
-                      validate_fields)
+from ..params import (MEMORY_MB, Flag, HasAttr, InstanceOf, Integral, Interval, Options, Real,
+                      Unchecked, validate_fields, validated)
 from .chunks import Chunk
 from .sources import CellSource, _check_rows, _source
 
@@ -294,6 +294,10 @@ class _Histogram:
         return med
 
 
+@validated({"adata": [Unchecked("an AnnData or a path, or several: each opened by open_source")],
+            "layer": [InstanceOf(str), None], **{k: ValueEncoding.CONSTRAINTS[k] for k in (
+                "normalize", "target_sum", "log1p")},
+            "bins_per_octave": [Interval(Integral, 1, 2**20)], "memory_mb": MEMORY_MB})
 def feature_medians(adata, *, layer: str | None = None, normalize: str | None = None,
                     target_sum: float = 1e4, log1p: bool = False, bins_per_octave: int = 128,
                     memory_mb: float = 256) -> tuple[np.ndarray, str]:
@@ -319,9 +323,6 @@ def feature_medians(adata, *, layer: str | None = None, normalize: str | None = 
     >>> feature_medians(x for x in (a, a[:1]))[0].tolist()  # one at a time
     [1.5, nan, 4.0]
     """
-    B = check("bins_per_octave", bins_per_octave, [Interval(Integral, 1, 2**20)],
-              "feature_medians")
-    check("memory_mb", memory_mb, MEMORY_MB, "feature_medians")
     enc = ValueEncoding(normalize, target_sum, log1p)
     if isinstance(adata, Iterator):  # opened one at a time, when reached
         sources = (_opened(x, layer) for x in adata)
@@ -415,6 +416,12 @@ def _same_columns(sources: list) -> None:
                            "fewer than 2**31")
 
 
+@validated({"adata": [Unchecked("an AnnData or a path: read by feature_medians"), None],
+            "layer": [InstanceOf(str), None],
+            **{k: ValueEncoding.CONSTRAINTS[k] for k in ("normalize", "target_sum", "log1p",
+                                                         "bins", "quantiles")},
+            "rank": [Options("median"), InstanceOf(np.ndarray, list, tuple), HasAttr("header"),
+                     None], "memory_mb": MEMORY_MB})
 def value_encoding(adata=None, *, layer: str | None = None, normalize: str | None = None,
                    target_sum: float = 1e4, log1p: bool = False, rank=None,
                    bins: int | None = None, quantiles: tuple | None = None,
@@ -434,13 +441,10 @@ def value_encoding(adata=None, *, layer: str | None = None, normalize: str | Non
     >>> enc.medians.tolist(), enc.median_method
     ([6.0, nan, 8.0], 'exact')
     """
-    log1p = check("log1p", log1p, [Flag()], "value_encoding")
     if normalize is None and not log1p and rank is None and bins is None:
         return None
     medians, method = None, None
     if isinstance(rank, str):
-        if rank != "median":
-            raise ValueError(f"rank must be None, 'median', medians or a corpus; got {rank!r}")
         if adata is None:
             raise ValueError("rank='median' computes the medians from the matrix: pass it")
         medians, method = feature_medians(adata, layer=layer, normalize=normalize,

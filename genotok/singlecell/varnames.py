@@ -24,7 +24,7 @@ from ..errors import AnnDataError, RegionParseError
 from ..kernels import cells as K
 from ..kernels import parse as _parse
 from ..ragged import Ragged
-from ..params import Each, Flag, InstanceOf, Options, Unchecked, validated
+from ..params import Each, Flag, Options, Text, Unchecked, validated
 from ..regions import RegionSet, parse_region_strings
 from .sources import _container, _Frame, _is_path
 
@@ -55,8 +55,6 @@ def _region_columns(columns: list) -> tuple | None:
 
 def _regions_from_frame(fr: _Frame, region_columns, var_names_sep, one_based) -> RegionSet:
     if region_columns is not None:
-        if len(region_columns) != 3:
-            raise ValueError("region_columns must be (chrom, start, end) column names")
         missing = [c for c in region_columns if c not in fr.columns]
         if missing:
             raise AnnDataError(f"{fr.where}: var has no column(s) {missing}; its columns are "
@@ -129,7 +127,7 @@ def _one_based(rs: RegionSet) -> RegionSet:
 
 
 @validated({"adata": [Unchecked("an AnnData or an .h5ad path, read by its var frame")],
-            "region_columns": [Each(InstanceOf(str)), None],
+            "region_columns": [Each(Text(), sequence=True, length=3), None],
             "var_names_sep": [Options(":", "-", "_"), None], "one_based": [Flag()]})
 def var_regions(adata, *, region_columns: Sequence[str] | None = None,
                 var_names_sep: str | None = None, one_based: bool = False) -> RegionSet:

@@ -9,8 +9,8 @@ Parquet and gtok-directory interop live in :mod:`genotok.formats.interop`.
 from .layout import MANIFEST
 from .manifest import write_manifest
 from .reader import Corpus, check_expected
-from .remote import RemoteCorpus, ShardCache, open_corpus
+from .remote import RemoteCorpus, open_corpus
 from .writer import CorpusWriter, json_scalars
 
-__all__ = ["MANIFEST", "Corpus", "CorpusWriter", "RemoteCorpus", "ShardCache", "check_expected",
+__all__ = ["MANIFEST", "Corpus", "CorpusWriter", "RemoteCorpus", "check_expected",
            "json_scalars", "open_corpus", "write_manifest"]

@@ -20,7 +20,7 @@ from ..._html import card, preview
 from ..._io import is_url
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...kernels import gather as _kernels
-from ...params import EXPECT, Integral, Interval, check
+from ...params import EXPECT, PATH, Flag, InstanceOf, Integral, Interval, check, validated
 from ...ragged import Ragged
 from .layout import _is_count
 from .manifest import MANIFEST_FORMAT, _open_manifest
@@ -65,6 +65,8 @@ def _gather_rows(tokens: np.ndarray, offsets: np.ndarray, idx: np.ndarray, where
     return out, out_offsets
 
 
+@validated({"fingerprint": [InstanceOf(str)], "expect": EXPECT,
+            "where": [InstanceOf(str, os.PathLike)]})
 def check_expected(fingerprint: str, expect, where) -> None:
     """Refuse a corpus whose universe ``fingerprint`` is not ``expect``'s (a fingerprint string,
     or a Tokenizer / Universe); ``None`` checks nothing. Shared by local and remote corpora.
@@ -77,7 +79,7 @@ def check_expected(fingerprint: str, expect, where) -> None:
     ...
     genotok.errors.UniverseMismatchError: corpus/: tokenized with universe ab12…, but ...
     """
-    if check("expect", expect, EXPECT, str(where)) is None:
+    if expect is None:
         return
     want = expect if isinstance(expect, str) else expect.fingerprint
     if fingerprint != want:
@@ -125,6 +127,8 @@ class Corpus(Sequence):
 
     # -- opening
     @classmethod
+    @validated({"path": PATH, "expect": EXPECT, "verify": [Flag()], "trusted": [Flag()]},
+               "Corpus.open")
     def open(cls, path: str | os.PathLike, *, expect=None, verify: bool = False,
              trusted: bool = False, **remote) -> Corpus:
         """Open a corpus file or a sharded corpus directory (with ``manifest.json``).

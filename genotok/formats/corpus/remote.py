@@ -39,6 +39,7 @@ import numpy as np
 from ..._io import atomic_write
 from ..._optional import require
 from ...errors import GtokFormatError, UniverseMismatchError
+from ...params import EXPECT, PATH, Flag, InstanceOf, Integral, Interval, validated
 from .layout import (
     CHECKSUMS,
     MAGIC,
@@ -561,6 +562,9 @@ def _reopen(url, options, identity=None):
     return check_identity(open_corpus(url, **options), identity)
 
 
+@validated({"url": [InstanceOf(str)], "expect": EXPECT, "verify": [Flag()],
+            "cache_dir": [*PATH, None], "cache_limit": [Interval(Integral, 1, None), None],
+            "prefetch": [Interval(Integral, 0, None)], "storage_options": [InstanceOf(dict), None]})
 def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
                 cache_limit: int | None = None, prefetch: int = 2,
                 storage_options: dict | None = None) -> RemoteCorpus:
