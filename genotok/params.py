@@ -304,7 +304,8 @@ class Each:
     """A sequence whose every item satisfies one of ``constraints`` (``None`` among them:
     an item may be ``None``; a mapping: its values; a string is not a sequence of strings
     here); ``mapping``: a mapping only; ``sequence``: a sequence only (not a mapping);
-    ``length``: exactly that many items (a pair, a triple).
+    ``length``: exactly that many items (a pair, a triple); ``hint`` is added to the
+    message of a value refused.
 
     Examples
     --------
@@ -315,13 +316,13 @@ class Each:
     'a collection of (a number in (0, inf))'
     >>> pair = Each(Interval(Integral), None, sequence=True, length=2)
     >>> pair.accepts((4, None)), pair.accepts((4, -5, 1)), str(pair)
-    (True, False, 'a sequence of 2 (an integer in (-inf, inf) or None)')
+    (True, False, 'a sequence of 2 items of (an integer in (-inf, inf) or None)')
     """
 
     def __init__(self, *constraints, mapping: bool = False, sequence: bool = False,
-                 length: int | None = None):
+                 length: int | None = None, hint: str | None = None):
         self.constraints, self.mapping, self.sequence = constraints, mapping, sequence
-        self.length = length
+        self.length, self.hint = length, hint
 
     def accepts(self, v) -> bool:
         if (self.mapping and not isinstance(v, Mapping)) or \
@@ -339,7 +340,7 @@ class Each:
     def __str__(self) -> str:
         kind = "a mapping" if self.mapping else "a sequence" if self.sequence else "a collection"
         if self.length is not None:
-            kind += f" of {self.length}"
+            kind += f" of {self.length} items"
         return f"{kind} of ({_describe(list(self.constraints))})"
 
     def invalid(self) -> Iterator:
@@ -362,23 +363,27 @@ class Each:
 
 
 class Text:
-    """A non-empty string (a name, a separator, a column): ``""`` names nothing.
+    """A non-empty string without NUL (a name, a separator, a column, a token): ``""`` names
+    nothing, and NUL separates names where they are joined (a fingerprint).
 
     Examples
     --------
-    >>> Text.accepts("chrom"), Text.accepts(""), Text.accepts(b"x"), str(Text())
-    (True, False, False, 'a non-empty string')
+    >>> Text.accepts("chrom"), Text.accepts(""), Text.accepts("a\\0b"), Text.accepts(b"x")
+    (True, False, False, False)
+    >>> str(Text())
+    'a non-empty string without NUL'
     """
 
     @staticmethod
     def accepts(v) -> bool:
-        return isinstance(v, str) and v != ""
+        return isinstance(v, str) and v != "" and "\0" not in v
 
     def __str__(self) -> str:
-        return "a non-empty string"
+        return "a non-empty string without NUL"
 
     def invalid(self) -> Iterator:
         yield ""
+        yield "a\0b"
         yield 1
 
 

@@ -348,7 +348,8 @@ class Tokenizer(BuiltInNew):
     #: what the constructor's options accept (``source``, ``special_tokens`` and
     #: ``extra_tokens`` are checked by what reads them: :mod:`genotok.pretrained`, Universe)
     CONSTRAINTS: ClassVar[dict] = {
-        "source": [InstanceOf(object)],
+        "source": [Unchecked("a path, a Universe or regions: read by the loader, which says "
+                             "what it cannot read")],
         "settings": [InstanceOf(TokenizerSettings), None],
         "n_threads": [Interval(Integral, 1, None), None],
         "special_tokens": [InstanceOf(dict), None],

@@ -24,12 +24,15 @@ from .errors import BedParseError, UniverseError
 from .kernels import names as _names
 from .kernels import parse as _parse
 from .kernels import sweep as _sweep_kernels
-from .params import Each, Flag, InstanceOf, Options, validate
+from .params import Each, Flag, InstanceOf, Options, Text, validate, validated
 from .regions import REGIONS, RegionSet, as_regions, _check_path
 
 #: gtars order of the special tokens (ids n_regions + 0 ... n_regions + 6)
 SPECIAL_NAMES = ("unk", "pad", "mask", "cls", "eos", "bos", "sep")
 DEFAULT_SPECIAL_TOKENS = {name: f"<{name}>" for name in SPECIAL_NAMES}
+#: extra tokens (condition tokens): strings without NUL, which separates them in the
+#: fingerprint (so no two lists collide); one string is not a list of one-character tokens
+EXTRA_TOKENS = [Each(Text(), sequence=True, hint="a list of strings; wrap one token in a list")]
 #: what a universe's repeated regions become (see :class:`Universe`)
 DUPLICATES = ("unique", "lines", "error")
 
@@ -221,6 +224,7 @@ class Universe:
         #: tokens after the seven special ones (condition tokens, see :mod:`genotok.singlecell.conditions`)
         self.extra_tokens: tuple[str, ...] = ()
 
+    @validated({"tokens": EXTRA_TOKENS}, "Universe.with_extra_tokens", error=UniverseError)
     def with_extra_tokens(self, tokens) -> Universe:
         """This universe with ``tokens`` appended after the special tokens (ids
         ``n_regions + 7 ...``; region and special ids never move). Replaces earlier extras.
@@ -233,14 +237,7 @@ class Universe:
         """
         import copy
 
-        if isinstance(tokens, (str, bytes)):  # tuple() would make one token per character
-            raise UniverseError(f"extra tokens must be a list of strings, got the string "
-                                f"{tokens!r}; wrap it in a list")
-        tokens = tuple(tokens)
-        bad = [t for t in tokens if not isinstance(t, str) or not t or "\0" in t]
-        if bad:  # NUL separates the tokens in the fingerprint: refused, so no two lists collide
-            raise UniverseError(f"extra tokens must be non-empty strings without NUL, got "
-                                f"{bad[0]!r}")
+        tokens = tuple(tokens)  # (NUL separates them in the fingerprint: EXTRA_TOKENS)
         taken = set(self.special_tokens.values())
         clash = [t for t in tokens if t in taken]
         if clash or len(set(tokens)) != len(tokens):

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from .errors import GenotokError
-from .params import InstanceOf, Integral, Interval, validated
+from .params import Integral, Interval, Unchecked, validated
 
 #: what :func:`windows` accepts (:mod:`genotok.params`)
-CONSTRAINTS = {"corpus": [InstanceOf(object)],  # checked to be a corpus by what reads it
+CONSTRAINTS = {"corpus": [Unchecked("a corpus, or records: read by what iterates it")],
                "context_length": [Interval(Integral, 1, None)],
                "batch_size": [Interval(Integral, 1, None)],
                "seed": [Interval(Integral, 0, None)],

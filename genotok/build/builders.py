@@ -32,7 +32,7 @@ from .. import _config, _io
 from .._usage import warn
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
-from ..params import N_THREADS, Flag, InstanceOf, Integral, Interval, Real, validated
+from ..params import N_THREADS, Flag, InstanceOf, Integral, Interval, Real, Unchecked, validated
 from ..regions import RegionSet, as_regions
 from ..tokenizer import Tokenizer, TokenizerSettings
 from ..universe import Universe
@@ -54,7 +54,7 @@ __all__ = ["CONSTRAINTS", "coverage_cutoff", "merge", "read_chrom_sizes", "tile"
 
 #: region sets: BED paths, RegionSets or anything :func:`~genotok.as_regions` reads (checked
 #: by the streaming reader, which says what is wrong with an item)
-_INPUTS = [InstanceOf(object)]
+_INPUTS = [Unchecked("region sets, each read by the streaming reader")]
 _COMMON = {"progress": [Flag()], "hash_inputs": [Flag()], "n_threads": N_THREADS}
 
 #: Each builder's parameter constraints (:func:`genotok.params.validated`).
@@ -65,7 +65,7 @@ CONSTRAINTS = {
     "coverage_cutoff": {"inputs": _INPUTS, "min_inputs": [Interval(Integral, 1, None), None],
                         "min_input_fraction": [Interval(Real, 0, 1, closed="right"), None],
                         "min_width": [Interval(Integral, 0, None)], **_COMMON},
-    "top_k": {"candidate": [InstanceOf(object)], "inputs": _INPUTS,
+    "top_k": {"candidate": [Unchecked("a region set, read by as_regions")], "inputs": _INPUTS,
               "max_regions": [Interval(Integral, 1, None)],
               "min_inputs": [Interval(Integral, 0, None)], **_COMMON},
 }

@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 
 from .._optional import installed, require
-from ..params import InstanceOf, Integral, Interval, Real, validate
+from ..params import HasAttr, InstanceOf, Integral, Interval, Real, validate
 from .job import Executor, Job
 
 __all__ = ["DaskExecutor"]
@@ -49,7 +49,7 @@ class DaskExecutor(Executor):
     """
 
     name = "dask"
-    CONSTRAINTS = {"client": [InstanceOf(object), None],  # a dask.distributed.Client
+    CONSTRAINTS = {"client": [HasAttr("submit"), None],  # a dask.distributed.Client
                    "address": [InstanceOf(str), None],
                    "n_workers": [Interval(Integral, 1, None)],
                    "timeout": [Interval(Real, 0, None, closed="neither")]}
@@ -58,8 +58,8 @@ class DaskExecutor(Executor):
                  timeout: float = 30.0):
         from .plan import PipelineError
 
-        validate({"address": address, "n_workers": n_workers, "timeout": timeout},
-                 self.CONSTRAINTS, "DaskExecutor")
+        validate({"client": client, "address": address, "n_workers": n_workers,
+                  "timeout": timeout}, self.CONSTRAINTS, "DaskExecutor")
         if client is not None and address is not None:
             raise PipelineError("DaskExecutor: give a client or an address, not both")
         if client is None and address is None:

@@ -48,8 +48,8 @@ from typing import ClassVar
 import numpy as np
 
 from .._usage import did_you_mean
-from ..params import (Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError, Real,
-                      validate, validate_fields)
+from ..params import (Each, Flag, HasAttr, InstanceOf, Integral, Interval, Options,
+                      ParameterError, Real, validate, validate_fields)
 from ..kernels.modes import Order, Truncate, Unknown, names
 from ..kernels import values as VK
 from . import conditions
@@ -302,7 +302,7 @@ class RankByMedian(Encoding):
     #: ``medians`` and ``fitted_on`` are checked in depth by ``__post_init__`` (a corpus,
     #: ``(medians, method)``, each median a finite number >= 0 or NaN)
     CONSTRAINTS: ClassVar[dict] = {"medians": [InstanceOf(np.ndarray, list, tuple, Mapping),
-                                               InstanceOf(object), None],
+                                               HasAttr("header"), None],
                                    "method": [InstanceOf(str), None],
                                    "fitted_on": [InstanceOf(tuple, list), None]}
 

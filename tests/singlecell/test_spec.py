@@ -178,7 +178,8 @@ def test_swapped_or_wrong_arguments_are_named(tmp_path):
     with pytest.raises(TypeError, match=r"tokenizer must be a Tokenizer or a GeneTokenizer, got "
                        r"AnnData.*the order is tokenize_anndata\(adata, tokenizer, spec\)"):
         tokenize_anndata(tok, a)
-    with pytest.raises(TypeError, match="got a Tokenizer as `path`; did you swap them"):
+    with pytest.raises(TypeError, match=r"tokenizer must be a Tokenizer or a GeneTokenizer, got "
+                       r"PosixPath.*the order is tokenize_fragments\(path, tokenizer, spec\)"):
         tokenize_fragments(tok, tmp_path / "f.tsv")
     with pytest.raises(TypeError, match=r"got CellSpec\(.*the order is tokenize_anndata\(adata, "
                        r"tokenizer, spec\)"):
