@@ -110,9 +110,27 @@ def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str):
         data = data.astype(np.float64 if data.dtype.itemsize > 4 else np.float32)
     if indices.dtype.kind not in "iu":
         raise AnnDataError(f"{where}: column indices must be integers, got dtype {indices.dtype}")
-    if indices.dtype not in (np.int32, np.int64):
-        indices = indices.astype(np.int64)
-    return np.ascontiguousarray(indices), np.ascontiguousarray(data)
+    return kernel_ints(indices), np.ascontiguousarray(data)
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def kernel_ints(a) -> np.ndarray:
+    """Column indices as the cell and value kernels take them: contiguous int32, their one
+    compiled variant (a second, int64, would double what ``genotok.warmup()`` compiles:
+    ~15 CPU s). Exact: indices beyond int32 (never valid columns) stay int64, so that the
+    checks report them as they are; only such bad input compiles the int64 variant.
+
+    >>> kernel_ints(np.array([0, 5], np.int64)).dtype, kernel_ints(np.array([2**40])).dtype
+    (dtype('int32'), dtype('int64'))
+    """
+    a = np.asarray(a)
+    if a.dtype == np.int32:
+        return np.ascontiguousarray(a)
+    if a.size == 0 or (int(a.min()) >= _INT32.min and int(a.max()) <= _INT32.max):
+        return np.ascontiguousarray(a, dtype=np.int32)
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def _row_bounds(indptr: np.ndarray, nnz_budget: int, chunk_rows: int | None) -> np.ndarray:
