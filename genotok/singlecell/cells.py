@@ -39,6 +39,7 @@ as a single chunk (there is no scratch to bound, and it spares concatenating the
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -58,7 +59,7 @@ from ..ragged import Ragged
 from . import conditions, features, reading
 from . import values as cellvalues
 from . import containers  # noqa: F401  (registers the HDF5 containers' sources)
-from .chunks import _CSR_MESSAGES, Chunk, _Source
+from .chunks import _CSR_MESSAGES, Chunk, _Source, kernel_ints
 from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
 from .spec import CellSpec, Normalize, fields_elsewhere
@@ -93,7 +94,7 @@ def _entries_as_vars(ch: Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
     pseudo = np.arange(ptr[-1], dtype=np.int64)
     pm = _var_map_from_hits(Ragged(pseudo, ptr), pseudo, pseudo, int(ptr[-1]))
     entries = Chunk(ch.row0, np.asarray(ch.indptr, np.int64) - lo,
-                    np.arange(cols.size, dtype=np.int64), ch.data[lo:hi], int(ptr[-1]))
+                    kernel_ints(np.arange(cols.size)), ch.data[lo:hi], int(ptr[-1]))
     return entries, pm, table
 
 
@@ -136,6 +137,8 @@ def _run_chunk(ch: Chunk, vm: _VarMap, opt: _Options, where: str, table=None):
 
 def _tokens(ch: Chunk, vm: _VarMap, opt: _Options, where: str, table):
     """:func:`_run_chunk`, and whether the ids are already looked up in ``table``."""
+    if ch.indices.dtype != np.int32:  # (the kernels' one index variant; plugins' chunks too)
+        ch = dataclasses.replace(ch, indices=kernel_ints(ch.indices))
     indptr = np.ascontiguousarray(ch.indptr, dtype=np.int64)
     n_rows = indptr.size - 1
     blocks = _chunk_blocks(indptr)

@@ -103,16 +103,38 @@ class Chunk:
                      self.data[a:b], self.n_cols)
 
 
-def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str):
+def _clean_dtypes(indices: np.ndarray, data: np.ndarray, where: str, checked: int | None = None):
+    """Values as float32 or float64, indices as :func:`kernel_ints` (``checked``: the caller
+    has checked them within ``[0, checked)``)."""
     if data.dtype.kind not in "biuf":
         raise AnnDataError(f"{where}: matrix values must be numeric, got dtype {data.dtype}")
     if data.dtype not in (np.float32, np.float64):  # two kernel specialisations, not eight
         data = data.astype(np.float64 if data.dtype.itemsize > 4 else np.float32)
     if indices.dtype.kind not in "iu":
         raise AnnDataError(f"{where}: column indices must be integers, got dtype {indices.dtype}")
-    if indices.dtype not in (np.int32, np.int64):
-        indices = indices.astype(np.int64)
-    return np.ascontiguousarray(indices), np.ascontiguousarray(data)
+    return kernel_ints(indices, checked), np.ascontiguousarray(data)
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def kernel_ints(a, checked: int | None = None) -> np.ndarray:
+    """Column indices as the cell and value kernels take them: contiguous int32, their one
+    compiled variant (a second, int64, would double what ``genotok.warmup()`` compiles:
+    ~15 CPU s). Exact: indices beyond int32 (never valid columns) stay int64, so that the
+    checks report them as they are; only such bad input compiles the int64 variant.
+    ``checked``: the caller has checked every index within ``[0, checked)`` (no second look).
+
+    >>> kernel_ints(np.array([0, 5], np.int64)).dtype, kernel_ints(np.array([2**40])).dtype
+    (dtype('int32'), dtype('int64'))
+    """
+    a = np.asarray(a)
+    if a.dtype == np.int32:
+        return np.ascontiguousarray(a)
+    if (a.size == 0 or (checked is not None and checked <= _INT32.max + 1)
+            or (int(a.min()) >= _INT32.min and int(a.max()) <= _INT32.max)):
+        return np.ascontiguousarray(a, dtype=np.int32)
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def _row_bounds(indptr: np.ndarray, nnz_budget: int, chunk_rows: int | None) -> np.ndarray:
@@ -244,7 +266,7 @@ class _MemorySource(_Source):
                 raise AnnDataError(f"{where}: {self.n_rows} matrix rows but {n_obs} cells in obs")
             self.kind = "csr"
             self.indptr, indices, data = _checked_csr(X, where)
-            self.indices, self.data = _clean_dtypes(indices, data, where)
+            self.indices, self.data = _clean_dtypes(indices, data, where, self.n_cols)
         else:
             X = np.asarray(X)
             if X.ndim != 2:

@@ -70,6 +70,7 @@ from ..kernels import values as VK
 from ..params import (MEMORY_MB, Flag, HasAttr, InstanceOf, Integral, Interval, Options, Real,
                       Unchecked, validate_fields, validated)
 from .chunks import Chunk
+from .chunks import kernel_ints as _kernel_ints  # (features.py takes it from here)
 from .sources import CellSource, _check_rows, _source
 
 _OFF = np.int64(1) << np.int64(31)
@@ -389,12 +390,6 @@ def _opened(adata, layer: str | None):
     return source
 
 
-def _kernel_ints(a: np.ndarray) -> np.ndarray:
-    """Column indices as int32 or int64 (the kernels' two compiled variants), contiguous."""
-    a = np.asarray(a)
-    return np.ascontiguousarray(a if a.dtype in (np.int32, np.int64) else a.astype(np.int64))
-
-
 def _kernel_floats(a: np.ndarray) -> np.ndarray:
     """Values as float32 or float64 (the kernels' two compiled variants), contiguous."""
     a = np.asarray(a)
@@ -486,37 +481,30 @@ def warmup() -> None:
     """
     p = np.array([0, 2], np.int64)
     d = np.array([1.0, 2.0])
-    for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
-        for x in (d, d.astype(np.float32)):
-            hist = _Histogram(128, 2)
-            hist.add_rows(p, idx, x, ValueEncoding("total"), "warmup")  # log codes
-            hist.add_rows(p, idx, x, ValueEncoding(), "warmup")
-            hist = _Histogram(128, 2)
-            hist.add_rows(p, idx, x, ValueEncoding(), "warmup")  # exact, then log codes
-            hist.add_rows(p, idx, x / 4, ValueEncoding(), "warmup")
-            hist.medians()
+    idx = np.array([0, 1], np.int32)  # column indices reach the kernels as int32: kernel_ints
+    grid = np.linspace(0, 1, 3)
+    ids = np.empty(2, np.int64)
+    for x in (d, d.astype(np.float32)):
+        hist = _Histogram(128, 2)
+        hist.add_rows(p, idx, x, ValueEncoding("total"), "warmup")  # log codes
+        hist.add_rows(p, idx, x, ValueEncoding(), "warmup")
+        hist = _Histogram(128, 2)
+        hist.add_rows(p, idx, x, ValueEncoding(), "warmup")  # exact, then log codes
+        hist.add_rows(p, idx, x / 4, ValueEncoding(), "warmup")
+        hist.medians()
+        VK.normalize_bins(p, x, 1.0, True, 3)
+        VK.normalize_divide(p, idx, x, 1.0, True, d)
+        VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True)
+        VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
+                     np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids, None)
+        VK.bin_rows(p, idx, x, np.array([0, 1], np.int64), 1.0, True, grid, 0, 0, True,
+                    np.array([5, -1], np.int64), 0.5, np.array([0, 1]), p, ids,
+                    np.empty(2, np.float32))
     VK.normalize_rows(p, d, 1.0, True)
     VK.row_bins(p, d, 3, d)
-    VK.divide_by_median(d, np.array([0, 1], np.int32), d)
-    VK.rows_increasing(p, np.array([0, 1], np.int32))
-    VK.rows_increasing(p, np.array([0, 1], np.int64))
-    VK.divide_by_median(d, np.array([0, 1], np.int64), d)
-    for x in (d, d.astype(np.float32)):
-        VK.normalize_bins(p, x, 1.0, True, 3)
-        for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
-            VK.normalize_divide(p, idx, x, 1.0, True, d)
-    one = np.array([1], np.int64)
-    VK.merge_counts(one, one, one, one)
-    grid = np.linspace(0, 1, 3)
-    for x in (d, d.astype(np.float32)):
-        VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True)
-        for idx in (np.array([0, 1], np.int32), np.array([0, 1], np.int64)):
-            ids = np.empty(2, np.int64)
-            VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
-                         np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids, None)
-            VK.bin_rows(p, idx, x, np.array([0, 1], np.int64), 1.0, True, grid, 0, 0, True,
-                        np.array([5, -1], np.int64), 0.5, np.array([0, 1]), p, ids,
-                        np.empty(2, np.float32))
+    VK.divide_by_median(d, idx, d)
+    VK.rows_increasing(p, idx)
+    VK.merge_counts(*[np.array([1], np.int64)] * 4)
     VK.compact_rows(ids, None, p, np.array([2], np.int64))
 
 
