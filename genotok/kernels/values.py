@@ -507,7 +507,8 @@ def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, b
     ``target_sum`` by the kept entries' float64 total (``log1p``), :func:`quantile_bins` (the
     draw included; ``row0``: the first row's number), each entry whose bin is ``>= keep_from``
     and whose column has a token (``col_ids[c] >= 0``) written in column order at
-    ``cap_off[r]``: its token id in ``ids``, its bin in ``vals`` (``None``: not written).
+    ``cap_off[r]``: its token id in ``ids``, its bin in ``vals`` (empty: not written; one signature
+    either way).
     Returns ``(lengths, general)``: each row's tokens, and whether some row needs the general
     path (a repeated or unsorted kept column, a value negative or not finite, a total that does
     not normalise: :func:`remap_rows`, the encoding's checks and the cell kernels then run,
@@ -552,7 +553,7 @@ def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, b
                 t = col_ids[c_of[i]]
                 if bins[i] >= keep_from and t >= 0:
                     ids[o + j] = t
-                    if vals is not None:
+                    if vals.size:
                         vals[o + j] = bins[i]
                     j += 1
             lengths[r] = j
@@ -644,7 +645,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
     row's total, ``target_sum``, ``log1p``, the medians) and the value order of
     ``cells.value_rows`` (ties in new-column order, float64 values compared as such), cut to
     ``max_tokens`` (``0``: no cut), the ids looked up in ``col_ids`` (new column -> token id,
-    ``-1``: none) and written at ``cap_off[r]`` (``vals``, ``None``: not written: the values
+    ``-1``: none) and written at ``cap_off[r]`` (``vals``, empty: not written: the values
     as float32). Returns ``(lengths, general)``: each row's tokens, and whether any row needs
     the general path (:data:`RANK_GENERAL`; then nothing written is meaningful).
 
@@ -743,7 +744,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
             for i in range(k):
                 p = np.int64(srt[i] & _LOW)
                 ids[o + i] = col_ids[c_of[p]]
-                if vals is not None:
+                if vals.size:
                     vals[o + i] = v[p]
             lengths[r] = k
     return lengths, general.any()
@@ -752,7 +753,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
 @njit(**NJIT)
 def compact_rows(ids, vals, cap_off, lengths):
     """Each row's first ``lengths[r]`` items moved from its slot at ``cap_off[r]`` down to the
-    packed position (``vals``: ``None``, or moved alike), in place; returns the packed size
+    packed position (``vals``: empty, or moved alike), in place; returns the packed size
     (``cells.compact`` with an optional value channel)."""
     o = 0
     for r in range(lengths.size):
@@ -760,7 +761,7 @@ def compact_rows(ids, vals, cap_off, lengths):
         if a != o:
             for i in range(lengths[r]):
                 ids[o + i] = ids[a + i]
-                if vals is not None:
+                if vals.size:
                     vals[o + i] = vals[a + i]
         o += lengths[r]
     return o
