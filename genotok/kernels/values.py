@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._config import NJIT, NJIT_PARALLEL
-from .cells import _LOW, _U32, _by_value, rng_below, rng_seed
+from .cells import _LOW, _U8, _U32, RADIX_FROM, _by_value, rng_below, rng_seed
 
 
 @njit(**NJIT_PARALLEL)
@@ -448,6 +448,24 @@ def _row_bins(out, x, scale, log1p, grid, state, both, s, edges, cum, left, righ
                     out[k] = np.ceil(w * _TWO_M53 * (rgt - lft) + lft)
 
 
+@njit(**NJIT)
+def _longest(indptr, lo, hi):
+    """The most entries of one of the rows ``lo:hi``: a block's scratch size."""
+    longest = 0
+    for r in range(lo, hi):
+        longest = max(longest, indptr[r + 1] - indptr[r])
+    return longest
+
+
+@njit(**NJIT)
+def _bin_scratch(longest, grid):
+    """:func:`_row_bins`' scratch for rows of up to ``longest`` entries: ``(s, edges, cum,
+    left, right)``."""
+    return (np.empty(longest, np.float64), np.empty(grid.size, np.float64),
+            np.zeros(_COUNTED + 1, np.int64), np.zeros(_COUNTED + 1, np.int64),
+            np.zeros(_COUNTED + 1, np.int64))
+
+
 @njit(**NJIT_PARALLEL)
 def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both):
     """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`), the draw included.
@@ -472,14 +490,7 @@ def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, 
     n_blocks = min(n_rows, 64)
     for g in prange(n_blocks):
         lo_r, hi_r = g * n_rows // n_blocks, (g + 1) * n_rows // n_blocks
-        longest = 0
-        for r in range(lo_r, hi_r):
-            longest = max(longest, indptr[r + 1] - indptr[r])
-        s = np.empty(longest, np.float64)
-        edges = np.empty(grid.size, np.float64)
-        cum = np.zeros(_COUNTED + 1, np.int64)
-        left = np.zeros(_COUNTED + 1, np.int64)
-        right = np.zeros(_COUNTED + 1, np.int64)
+        s, edges, cum, left, right = _bin_scratch(_longest(indptr, lo_r, hi_r), grid)
         for r in range(lo_r, hi_r):
             a, b = indptr[r], indptr[r + 1]
             scale = _row_scale(data, a, b, target_sum) if normalize else 1.0
@@ -496,7 +507,8 @@ def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, b
     ``target_sum`` by the kept entries' float64 total (``log1p``), :func:`quantile_bins` (the
     draw included; ``row0``: the first row's number), each entry whose bin is ``>= keep_from``
     and whose column has a token (``col_ids[c] >= 0``) written in column order at
-    ``cap_off[r]``: its token id in ``ids``, its bin in ``vals`` (``None``: not written).
+    ``cap_off[r]``: its token id in ``ids``, its bin in ``vals`` (empty: not written; one signature
+    either way).
     Returns ``(lengths, general)``: each row's tokens, and whether some row needs the general
     path (a repeated or unsorted kept column, a value negative or not finite, a total that does
     not normalise: :func:`remap_rows`, the encoding's checks and the cell kernels then run,
@@ -507,17 +519,11 @@ def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, b
     lengths = np.zeros(n_rows, np.int64)
     general = np.zeros(blocks.size, np.bool_)
     for g in prange(blocks.size - 1):
-        longest = 0
-        for r in range(blocks[g], blocks[g + 1]):
-            longest = max(longest, indptr[r + 1] - indptr[r])
+        longest = _longest(indptr, blocks[g], blocks[g + 1])
         x = np.empty(longest, data.dtype)
         c_of = np.empty(longest, np.int64)
         bins = np.zeros(longest, np.float64)
-        s = np.empty(longest, np.float64)
-        edges = np.empty(grid.size, np.float64)
-        cum = np.zeros(_COUNTED + 1, np.int64)
-        left = np.zeros(_COUNTED + 1, np.int64)
-        right = np.zeros(_COUNTED + 1, np.int64)
+        s, edges, cum, left, right = _bin_scratch(longest, grid)
         for r in range(blocks[g], blocks[g + 1]):
             a, b = indptr[r], indptr[r + 1]
             n = 0
@@ -547,11 +553,81 @@ def bin_rows(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, b
                 t = col_ids[c_of[i]]
                 if bins[i] >= keep_from and t >= 0:
                     ids[o + j] = t
-                    if vals is not None:
+                    if vals.size:
                         vals[o + j] = bins[i]
                     j += 1
             lengths[r] = j
     return lengths, general.any()
+
+
+#: :func:`_rank_order`'s coarse key has this many bits more than a row's length needs (about
+#: one pair of entries in 2**(this - 1) shares a coarse key, for the insertion pass to order)
+_COARSE_SPARE = 6
+
+
+@njit(**NJIT)
+def _rank_order(keys, spare, hist, n, v, lo, hi):
+    """:func:`genotok.kernels.cells._by_value`'s order (``v`` descending, ties by position) of
+    ``keys[:n]`` (``(~float32 bits of v[p]) << 32 | p``; ``lo``, ``hi``: the least and the
+    greatest high half), in fewer passes: a stable radix sort of a coarse key, the high half
+    minus ``lo`` cut to its top ``bit_length(n) + 6`` bits (two 8-bit passes for rows up to
+    1,024 entries where the full key takes four), then one insertion pass ordering each run of
+    equal coarse keys by the high half, then by ``v`` (stable: float64 values float32 makes
+    equal keep their order, exact ties their positions). A row whose coarse keys crowd (a few
+    far outliers stretching the range) would make the insertion pass quadratic: past ``8 n``
+    moves the partly sorted keys go to ``_by_value`` (every step so far was stable, so the
+    result is the same). Rows under ``RADIX_FROM`` entries go to ``_by_value`` directly.
+    Returns ``keys`` or ``spare``, whichever holds the result."""
+    if n < RADIX_FROM:
+        return _by_value(keys, spare, hist, n, v, 0)
+    span = hi - lo
+    sig = 0  # the bits in which the high halves differ
+    while sig < 32 and (span >> np.uint64(sig)) != 0:
+        sig += 1
+    need = _COARSE_SPARE
+    while need < 32 and (np.int64(1) << (need - _COARSE_SPARE)) < n:
+        need += 1
+    shift = np.uint64(sig - need if sig > need else 0)
+    passes = (sig - np.int64(shift) + 7) // 8
+    hist[:] = 0
+    for i in range(n):
+        c = ((keys[i] >> _U32) - lo) >> shift
+        for d in range(passes):
+            hist[d, np.int64((c >> (_U8 * np.uint64(d))) & np.uint64(255))] += 1
+    src, dst = keys, spare
+    for d in range(passes):
+        total = 0
+        for x in range(256):
+            c = hist[d, x]
+            hist[d, x] = total
+            total += c
+        at = np.uint64(8 * d)
+        for i in range(n):
+            key = src[i]
+            x = np.int64(((((key >> _U32) - lo) >> shift) >> at) & np.uint64(255))
+            dst[hist[d, x]] = key
+            hist[d, x] += 1
+        src, dst = dst, src
+    budget = 8 * n
+    for x in range(1, n):  # insertion by (high half, then v descending), stable
+        key = src[x]
+        kh = key >> _U32
+        if (src[x - 1] >> _U32) < kh:
+            continue
+        kv = v[np.int64(key & _LOW)]
+        y = x - 1
+        while y >= 0:
+            o = src[y]
+            oh = o >> _U32
+            if oh < kh or (oh == kh and v[np.int64(o & _LOW)] >= kv):
+                break
+            src[y + 1] = o
+            y -= 1
+        src[y + 1] = key
+        budget -= x - 1 - y
+        if budget < 0:
+            return _by_value(src, dst, hist, n, v, 0)
+    return src
 
 
 #: :func:`rank_rows`' row status: the row ran fused; it needs the general path (a repeated or
@@ -569,7 +645,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
     row's total, ``target_sum``, ``log1p``, the medians) and the value order of
     ``cells.value_rows`` (ties in new-column order, float64 values compared as such), cut to
     ``max_tokens`` (``0``: no cut), the ids looked up in ``col_ids`` (new column -> token id,
-    ``-1``: none) and written at ``cap_off[r]`` (``vals``, ``None``: not written: the values
+    ``-1``: none) and written at ``cap_off[r]`` (``vals``, empty: not written: the values
     as float32). Returns ``(lengths, general)``: each row's tokens, and whether any row needs
     the general path (:data:`RANK_GENERAL`; then nothing written is meaningful).
 
@@ -588,9 +664,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
     lengths = np.zeros(n_rows, np.int64)
     general = np.zeros(blocks.size, np.bool_)
     for g in prange(blocks.size - 1):
-        longest = 0
-        for r in range(blocks[g], blocks[g + 1]):
-            longest = max(longest, indptr[r + 1] - indptr[r])
+        longest = _longest(indptr, blocks[g], blocks[g + 1])
         keys = np.empty(longest, np.uint64)
         spare = np.empty(longest, np.uint64)
         hist = np.empty((4, 256), np.int64)
@@ -604,6 +678,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
             known = 0.0  # the kept entries but the sink's, in storage order
             stored = 0.0  # every kept entry, in storage order
             n_sink = 0
+            n_row = 0
             last = -1
             for k in range(a, b):
                 c = col_new[cols[k]]
@@ -623,6 +698,9 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
                     break
                 last = c
                 known += np.float64(x)
+                c_of[n_row] = c  # the row's entries with a token to be, for pass 2
+                v[n_row] = x
+                n_row += 1
             if general[g]:
                 break
             # remap_rows' row: the sink's entries merged into one, last, where they repeat;
@@ -640,33 +718,33 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
                 break
             scale = target_sum / total if total > 0 else 0.0
             n = 0
-            for k in range(a, b):
-                c = col_new[cols[k]]
-                if c < 0 or c == sink:  # the sink has no token
-                    continue
+            lo, hi = _LOW, np.uint64(0)  # the keys' high halves' range
+            for i in range(n_row):  # in place: entry n <= i is written
+                c = c_of[i]
                 m = med[c]
                 y = 0.0
                 if m > 0:
-                    y = np.float64(data[k]) * scale
+                    y = v[i] * scale
                     y = (np.log1p(y) if log1p else y) / m
                 if y == np.inf:
                     general[g] = True
                     break
                 if y >= keep_from and col_ids[c] >= 0:
-                    bits = np.float32(y).view(np.uint32)
-                    keys[n] = ((_LOW - np.uint64(bits)) << _U32) | np.uint64(n)
+                    h = _LOW - np.uint64(np.float32(y).view(np.uint32))
+                    lo, hi = min(lo, h), max(hi, h)
+                    keys[n] = (h << _U32) | np.uint64(n)
                     v[n] = y
                     c_of[n] = c
                     n += 1
             if general[g]:
                 break
-            srt = _by_value(keys, spare, hist, n, v, 0)
+            srt = _rank_order(keys, spare, hist, n, v, lo, hi)
             k = n if max_tokens == 0 or n <= max_tokens else max_tokens
             o = cap_off[r]
             for i in range(k):
                 p = np.int64(srt[i] & _LOW)
                 ids[o + i] = col_ids[c_of[p]]
-                if vals is not None:
+                if vals.size:
                     vals[o + i] = v[p]
             lengths[r] = k
     return lengths, general.any()
@@ -675,7 +753,7 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
 @njit(**NJIT)
 def compact_rows(ids, vals, cap_off, lengths):
     """Each row's first ``lengths[r]`` items moved from its slot at ``cap_off[r]`` down to the
-    packed position (``vals``: ``None``, or moved alike), in place; returns the packed size
+    packed position (``vals``: empty, or moved alike), in place; returns the packed size
     (``cells.compact`` with an optional value channel)."""
     o = 0
     for r in range(lengths.size):
@@ -683,7 +761,7 @@ def compact_rows(ids, vals, cap_off, lengths):
         if a != o:
             for i in range(lengths[r]):
                 ids[o + i] = ids[a + i]
-                if vals is not None:
+                if vals.size:
                     vals[o + i] = vals[a + i]
         o += lengths[r]
     return o

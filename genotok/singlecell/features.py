@@ -264,7 +264,7 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
         cap_off = np.zeros(n_rows + 1, np.int64)
         np.cumsum(cap, out=cap_off[1:])
         ids = np.empty(cap_off[-1], dtype)
-        vals = np.empty(cap_off[-1], np.float32) if values else None
+        vals = np.empty(cap_off[-1] if values else 0, np.float32)  # empty: no values
         if enc.quantiles is None:
             lengths, general = VK.rank_rows(
                 ptr, cols, data, col_new, sink, tot, totals is not None,
@@ -280,8 +280,8 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
         n = VK.compact_rows(ids, vals, cap_off, lengths)
         if n < ids.size:  # a mostly empty buffer is not kept alive
             cut = (lambda x: x[:n].copy()) if n < ids.size // 2 else (lambda x: x[:n])
-            ids, vals = cut(ids), None if vals is None else cut(vals)
-        return ids, vals, lengths
+            ids, vals = cut(ids), cut(vals) if values else vals
+        return ids, vals if values else None, lengths
     # a chunk's memory per stored entry: its indices and values as read (at most 8 bytes
     # each), the ids and values written (the kernel's scratch is per row)
     run.per_nnz = 16 + np.dtype(dtype).itemsize + (4 if values else 0)

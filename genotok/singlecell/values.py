@@ -496,7 +496,8 @@ def warmup() -> None:
         VK.normalize_divide(p, idx, x, 1.0, True, d)
         VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True)
         VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
-                     np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids, None)
+                     np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids,
+                     np.empty(2, np.float32))
         VK.bin_rows(p, idx, x, np.array([0, 1], np.int64), 1.0, True, grid, 0, 0, True,
                     np.array([5, -1], np.int64), 0.5, np.array([0, 1]), p, ids,
                     np.empty(2, np.float32))
@@ -505,7 +506,7 @@ def warmup() -> None:
     VK.divide_by_median(d, idx, d)
     VK.rows_increasing(p, idx)
     VK.merge_counts(*[np.array([1], np.int64)] * 4)
-    VK.compact_rows(ids, None, p, np.array([2], np.int64))
+    VK.compact_rows(ids, np.empty(0, np.float32), p, np.array([2], np.int64))
 
 
 __all__ = ["ValueEncoding", "feature_medians", "value_encoding", "warmup"]
