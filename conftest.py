@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
+import tempfile
 
 import pytest
 
@@ -27,6 +29,39 @@ collect_ignore += list(_MISSING)
 
 #: a skip for a missing package, as pytest.importorskip and the tests' own skips word it
 _MISSING_PACKAGE = re.compile(r"could not import|No module named|not installed|pip install")
+
+
+_TEMP: list = []  # (this process' temporary folder, tempfile.tempdir and TMPDIR before it)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    """Every temporary file of the run goes into one folder that the run removes at its end.
+
+    Doctests and tests call ``tempfile.mkdtemp()`` (a public example shows a path, not a
+    clean-up) and children of the run (CLI calls, doc blocks) make temporary files of their own:
+    they all land in this process' folder, ``TMPDIR`` telling the children. pytest's own
+    ``tmp_path`` folders stay where pytest keeps them (its base folder is fixed first), and a
+    pytest-xdist worker's folder is made inside its controller's, each removed by its process.
+    """
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        factory.getbasetemp()  # pytest's base folder, from the system's temporary folder
+    folder = tempfile.mkdtemp(prefix="genotok-tests-")
+    _TEMP.append((folder, tempfile.tempdir, os.environ.get("TMPDIR")))
+    tempfile.tempdir = os.environ["TMPDIR"] = folder
+
+
+def pytest_unconfigure(config):
+    if not _TEMP:
+        return
+    folder, tempdir, env = _TEMP.pop()
+    tempfile.tempdir = tempdir
+    if env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = env
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_report_header(config):

@@ -30,11 +30,17 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     try:
-        import torch
+        import torch  # noqa: F401
     except ImportError:
         print("torch is not installed: nothing to measure")
         return 0
+    with tempfile.TemporaryDirectory(prefix="bench-mix-") as tmp:  # removed after the run
+        return _run(args, Path(tmp))
+
+
+def _run(args, tmp: Path) -> int:
     import numba
+    import torch
     from _common import goal
 
     torch.set_num_threads(1)
@@ -42,7 +48,6 @@ def main(argv=None) -> int:
     from genotok import Corpus, CorpusWriter, mix
     from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-mix-"))
     rng = np.random.default_rng(0)
     lengths = rng.integers(1, 2 * args.mean_length, args.records)
     records = np.split(rng.integers(0, 1_000_000, int(lengths.sum()), dtype=np.uint32),

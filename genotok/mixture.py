@@ -388,51 +388,48 @@ class Mixture(Sequence):
             if idx.min() >= lo and idx.max() < hi:
                 key = (self.epoch, b, bool(values))
                 if self._block is None or self._block[0] != key:
-                    self._block = (key, self._gather(np.arange(lo, hi), values))
-                block = self._block[1]
-                local = idx - lo
-                lens = np.diff(block.offsets)[local]
-                offsets = np.zeros(idx.size + 1, np.int64)
-                np.cumsum(lens, out=offsets[1:])
-                data = np.empty(int(offsets[-1]), block.data.dtype)
-                _gather_rows(block.data, block.offsets, local, offsets, data)
-                vals = None
-                if values:
-                    vals = np.empty(int(offsets[-1]), block.values.dtype)
-                    _gather_rows(block.values, block.offsets, local, offsets, vals)
-                return Ragged(data, offsets, vals)
-        return self._gather(idx, values)
+                    self._block = (key, self._grouped(np.arange(lo, hi), values))
+                grouped, inv = self._block[1]  # kept grouped by corpus: no reorder of the block
+                return self._rows(grouped, inv[idx - lo], values)
+        grouped, inv = self._grouped(idx, values)
+        return self._rows(grouped, inv, values)
 
-    def _gather(self, idx: np.ndarray, values: bool) -> Ragged:
-        """Draws ``idx`` (checked): one gather per corpus, then each row back to its place."""
+    def _grouped(self, idx: np.ndarray, values: bool) -> tuple[Ragged, np.ndarray]:
+        """Draws ``idx`` (checked), one gather per corpus: their rows grouped by corpus, and
+        where each draw's row is among them."""
         kind, record = self.sources(idx)
         n = kind.size
         by = np.argsort(kind, kind="stable")  # the draws grouped by corpus
         cut = np.searchsorted(kind[by], np.arange(len(self.corpora) + 1))
         parts = [c.get_batch(record[by[cut[j]:cut[j + 1]]], values=values)
                  for j, c in enumerate(self.corpora) if cut[j + 1] > cut[j]]
-        if not parts:
-            return Ragged(np.zeros(0, np.uint32), np.zeros(1, np.int64),
-                          np.zeros(0, np.float32) if values else None)
-        # the groups' rows end to end, then each row back to its place (one gather kernel)
-        lens = np.concatenate([np.diff(p.offsets) for p in parts])
-        grouped = np.zeros(n + 1, np.int64)
-        np.cumsum(lens, out=grouped[1:])
         inv = np.empty(n, np.int64)
         inv[by] = np.arange(n)
+        if not parts:
+            return Ragged(np.zeros(0, np.uint32), np.zeros(1, np.int64),
+                          np.zeros(0, np.float32) if values else None), inv
+        if len(parts) == 1:
+            return parts[0], inv
+        lens = np.concatenate([np.diff(p.offsets) for p in parts])
         offsets = np.zeros(n + 1, np.int64)
-        np.cumsum(lens[inv], out=offsets[1:])
-        data = self._reorder([p.data for p in parts], grouped, inv, offsets)
-        vals = self._reorder([p.values for p in parts], grouped, inv, offsets) if values else None
-        return Ragged(data, offsets, vals)
+        np.cumsum(lens, out=offsets[1:])
+        data = np.concatenate([p.data for p in parts])
+        vals = np.concatenate([p.values for p in parts]) if values else None
+        return Ragged(data, offsets, vals), inv
 
     @staticmethod
-    def _reorder(arrays, grouped, inv, offsets) -> np.ndarray:
-        """Rows ``inv`` of the concatenated ``arrays`` (rows at ``grouped``), at ``offsets``."""
-        src = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-        out = np.empty(int(offsets[-1]), src.dtype)
-        _gather_rows(src, grouped, inv, offsets, out)  # every index made here, in range
-        return out
+    def _rows(grouped: Ragged, rows: np.ndarray, values: bool) -> Ragged:
+        """Rows ``rows`` of ``grouped`` (every index made here, in range), in that order."""
+        lens = grouped.offsets[rows + 1] - grouped.offsets[rows]
+        offsets = np.zeros(rows.size + 1, np.int64)
+        np.cumsum(lens, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), grouped.data.dtype)
+        _gather_rows(grouped.data, grouped.offsets, rows, offsets, data)
+        vals = None
+        if values:
+            vals = np.empty(int(offsets[-1]), grouped.values.dtype)
+            _gather_rows(grouped.values, grouped.offsets, rows, offsets, vals)
+        return Ragged(data, offsets, vals)
 
     def prefetch(self, indices) -> None:
         """Ask remote corpora to fetch the shards of these draws ahead."""

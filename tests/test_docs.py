@@ -31,6 +31,7 @@ fail::
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -168,6 +169,7 @@ def all_blocks() -> list[Block]:
 NEEDS = re.compile(r"^#\s*needs the \[(?P<extras>[\w,-]+)\] extras?\b")
 
 
+@functools.cache
 def _pyproject() -> dict:
     import tomllib
 
@@ -177,21 +179,15 @@ def _pyproject() -> dict:
 def _closure(requirements: list[str]) -> set[str]:
     """The installed distributions (normalised names) these requirement strings bring, with
     what they depend on, recursively (markers evaluated; ``genotok[x]`` expands extra x)."""
-    from importlib import metadata
-
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
     extras = _pyproject()["optional-dependencies"]
     seen: set[str] = set()
     todo = [(r, frozenset()) for r in requirements]
     while todo:
         text, with_extras = todo.pop()
-        req = Requirement(text)
+        req, name = _requirement(text)
         if req.marker is not None and not any(
                 req.marker.evaluate({"extra": e}) for e in (with_extras or {""})):
             continue
-        name = canonicalize_name(req.name)
         if name == "genotok":
             todo += [(r, frozenset()) for e in req.extras for r in extras.get(e, [])]
             continue
@@ -199,21 +195,47 @@ def _closure(requirements: list[str]) -> set[str]:
         if key in seen:
             continue
         seen.add(key)
-        try:
-            todo += [(r, frozenset(req.extras)) for r in metadata.requires(name) or []]
-        except metadata.PackageNotFoundError:
-            continue
+        todo += [(r, frozenset(req.extras)) for r in _requires(name)]
     return {k.split("[")[0] for k in seen}
 
 
-def _modules(dists: set[str]) -> set[str]:
-    """The top-level modules these installed distributions provide."""
+@functools.cache
+def _requirement(text: str):
+    """A requirement string parsed, and its distribution's normalised name."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    req = Requirement(text)
+    return req, canonicalize_name(req.name)
+
+
+@functools.cache
+def _requires(name: str) -> tuple[str, ...]:
+    """The requirement strings of installed distribution ``name`` (none if not installed)."""
+    from importlib import metadata
+
+    try:
+        return tuple(metadata.requires(name) or [])
+    except metadata.PackageNotFoundError:
+        return ()
+
+
+@functools.cache
+def _owners() -> dict[str, list[str]]:
+    """Each installed top-level module's distributions (normalised names): read once, as it
+    scans every installed distribution's file list."""
     from importlib import metadata
 
     from packaging.utils import canonicalize_name
 
-    return {mod for mod, owners in metadata.packages_distributions().items()
-            if any(canonicalize_name(d) in dists for d in owners) and not mod.startswith("_")}
+    return {mod: [canonicalize_name(d) for d in owners]
+            for mod, owners in metadata.packages_distributions().items()}
+
+
+def _modules(dists: set[str]) -> set[str]:
+    """The top-level modules these installed distributions provide."""
+    return {mod for mod, owners in _owners().items()
+            if any(d in dists for d in owners) and not mod.startswith("_")}
 
 
 def needs(b: "Block") -> list[str]:
@@ -226,30 +248,37 @@ def needs(b: "Block") -> list[str]:
 def _vendored(dists: set[str]) -> set[str]:
     """Top-level modules these distributions ship for themselves and put on ``sys.path`` (Ray's
     ``thirdparty_files``: psutil, colorama): a user of the package has them."""
+    return set().union(*map(_vendored_by, dists))
+
+
+@functools.cache
+def _vendored_by(name: str) -> frozenset[str]:
     from importlib import metadata
 
-    out = set()
-    for name in dists:
-        try:
-            files = metadata.files(name) or []
-        except metadata.PackageNotFoundError:
-            continue
-        for f in files:
-            parts = f.parts
-            if "thirdparty_files" in parts[:-1]:
-                out.add(parts[parts.index("thirdparty_files") + 1].split(".")[0])
-    return out
+    try:
+        files = metadata.files(name) or []
+    except metadata.PackageNotFoundError:
+        return frozenset()
+    return frozenset(f.parts[f.parts.index("thirdparty_files") + 1].split(".")[0]
+                     for f in files if "thirdparty_files" in f.parts[:-1])
 
 
 def hidden_modules(extras: list[str]) -> set[str]:
     """What a user who installed genotok with exactly ``extras`` does not have: the modules of
     every optional extra's packages, less those of the core and of ``extras``."""
+    return set(_hidden_modules(tuple(sorted(set(extras)))))
+
+
+@functools.cache
+def _hidden_modules(extras: tuple[str, ...]) -> frozenset[str]:
+    """:func:`hidden_modules`, computed once per set of extras (it reads every installed
+    distribution's metadata: seconds)."""
     project = _pyproject()
     optional = [r for e, reqs in project["optional-dependencies"].items() if e != "test"
                 for r in reqs]
     kept = _closure(project["dependencies"] + [f"genotok[{e}]" for e in extras])
-    return (_modules(_closure(optional) - kept) - _modules(kept) - _vendored(kept)
-            - set(sys.stdlib_module_names))
+    return frozenset(_modules(_closure(optional) - kept) - _modules(kept) - _vendored(kept)
+                     - set(sys.stdlib_module_names))
 
 
 def _env(hide: set[str] = frozenset()) -> dict:
@@ -327,9 +356,28 @@ def unnamed_extra(b: Block, problem: str | None) -> str | None:
     return None
 
 
+def not_installed(extras: list[str]) -> str | None:
+    """A package of these extras that is not installed here, if any (a block naming the extra
+    would only fail on importing it)."""
+    from importlib import metadata
+
+    declared = _pyproject()["optional-dependencies"]
+    for text in (r for e in extras for r in declared.get(e, [])):
+        req, name = _requirement(text)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            try:
+                metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                return req.name
+    return None
+
+
 def run_twice(b: Block, folder: Path) -> str | None:
     """Run ``b`` alone in ``folder`` with only the extras it names, then again in the same folder;
-    ``None`` or what failed."""
+    ``None`` or what failed. A block naming an extra whose package is not installed skips
+    without a run."""
+    if (name := not_installed(needs(b))) is not None:
+        pytest.skip(f"{b.where} needs {name}, which is not installed")
     for attempt in ("first run", "second run, in the same folder"):
         problem = run_block(b, folder)
         if problem is not None:

@@ -393,17 +393,23 @@ def test_zarr_tampered(tmp_path, case):
             os.remove(os.path.join(path, ".zmetadata"))
     except Exception as exc:  # noqa: BLE001 - this zarr cannot write the tampered array
         pytest.skip(f"cannot make the case with this zarr: {exc}")
+    _tokenize_refused(path, "cells.zarr")
+
+
+def _tokenize_refused(path, name):
+    """Tokenizing the tampered container ``path`` (in a child process) fails with a GenotokError
+    naming ``name``."""
     r = isolated(f"""
         import genotok
         from genotok.singlecell import tokenize_anndata
         from tests.singlecell._cells import UNIVERSE
-        r = tokenize_anndata({path!r}, genotok.Tokenizer(UNIVERSE), genotok.CellSpec(values=True),
-                             memory_mb=0.001)
+        r = tokenize_anndata({str(path)!r}, genotok.Tokenizer(UNIVERSE),
+                             genotok.CellSpec(values=True), memory_mb=0.001)
         result = {{"ok": [list(map(int, x)) for x in r.to_list()]}}
         """, timeout=120)
     assert r.get("error"), f"accepted: {r}"
     assert r["genotok"], r
-    assert "cells.zarr" in r["msg"], r
+    assert name in r["msg"], r
 
 
 # ------------------------------------------------------------------ options with odd values
@@ -513,17 +519,7 @@ def test_h5ad_odd_encodings(tmp_path, case):
     path = _h5ad(tmp_path)
     with h5py.File(path, "r+") as f:
         H5AD[case](f)
-    r = isolated(f"""
-        import genotok
-        from genotok.singlecell import tokenize_anndata
-        from tests.singlecell._cells import UNIVERSE
-        r = tokenize_anndata({path!r}, genotok.Tokenizer(UNIVERSE), genotok.CellSpec(values=True),
-                             memory_mb=0.001)
-        result = {{"ok": [list(map(int, x)) for x in r.to_list()]}}
-        """, timeout=120)
-    assert r.get("error"), f"accepted: {r}"
-    assert r["genotok"], r
-    assert "c.h5ad" in r["msg"], r
+    _tokenize_refused(path, "c.h5ad")
 
 
 # ------------------------------------------------------------------ SOMA
