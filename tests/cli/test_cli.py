@@ -316,6 +316,33 @@ def test_import_takes_the_columns_import_parquet_takes(tmp_path, capsys):
                       str(tmp_path / "e.gtokc")], capsys), 2, "--ids-column")
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl", "gtok-dir", "corpus"])
+def test_import_takes_any_stores_output(tok, tmp_path, fmt, capsys):
+    """``genotok import OUT`` of any store's output directory gives a corpus equal to what
+    ``Corpus.open(OUT)`` reads, names, values and metadata included, with no --universe needed
+    (was: a Parquet/Arrow/JSONL/corpus output was taken for a .gtok directory, "no files match
+    '*.gtok'"); a --universe of another vocabulary is refused."""
+    if fmt in ("parquet", "arrow"):
+        pytest.importorskip("pyarrow")
+    ad = pytest.importorskip("anndata")
+    out = tmp_path / "out"
+    if fmt == "corpus":  # a run's corpus directory (tokenize_anndata writes one file)
+        genotok.pretokenize(PEAKS, tok, out, progress=False)
+    else:
+        genotok.tokenize_anndata(ad.read_h5ad(EX / "pbmc.h5ad"), tok, out=(out, fmt),
+                                 spec=genotok.CellSpec(values=fmt in ("parquet", "arrow")))
+    back = tmp_path / "back.gtokc"
+    assert run(["import", "-q", str(out), str(back)], capsys) == (0, "", "")
+    a, b = Corpus.open(out), Corpus.open(back)
+    assert b.to_ragged(values=a.has_values) == a.to_ragged(values=a.has_values)
+    assert (b.names, b.meta, b.fingerprint, b.settings) == (a.names, a.meta, a.fingerprint,
+                                                            a.settings)
+    other = tmp_path / "other.bed"
+    other.write_text("chr1\t0\t10\n")
+    assert_error(run(["import", "--universe", str(other), str(out), str(tmp_path / "x.gtokc")],
+                     capsys), 1, "universe")
+
+
 def test_export_parquet_and_import_back(corpus, tmp_path, capsys):
     pytest.importorskip("pyarrow")
     pq = tmp_path / "tokens.parquet"
