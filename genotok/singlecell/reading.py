@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..kernels.modes import Counting, names
 from ..params import (DType, Flag, InstanceOf, Integral, Interval, Options, ParameterError, check,
                       validate_fields)
 
@@ -244,7 +245,7 @@ class FragmentOptions(ReadOptions):
     CONSTRAINTS: ClassVar[dict] = {
         "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
         "min_fragments": [Interval(Integral, 0, None)],
-        "mode": [Options("fragment", "insertion", "paired-insertion"), None],
+        "mode": [Options(*names(Counting)), None],
         "shift": [InstanceOf(tuple, list)],
         "block_bytes": [Interval(Integral, 1, None)],
         "regions": [InstanceOf(tuple, list), None],
