@@ -285,6 +285,9 @@ def test_export_gtok_dir_and_import_back(corpus, tmp_path, name, capsys):
     assert code == 0 and err.startswith("genotok: wrote 5 .gtok files")
     files = sorted(Path(out).glob("*.gtok"))
     assert [f.stem for f in files] == Corpus.open(corpus).names
+    mask = os.umask(0)
+    os.umask(mask)
+    assert Path(out).stat().st_mode & 0o777 == 0o777 & ~mask  # a plain mkdir's (was 0o700)
     assert read_gtok(files[0]).tolist() == Corpus.open(corpus)[0].tolist()
     back = tmp_path / "back.gtokc"
     assert run(["import", "-q", "--universe", U, out, str(back)], capsys) == (0, "", "")
