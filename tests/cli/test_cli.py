@@ -320,11 +320,12 @@ def test_import_takes_the_columns_import_parquet_takes(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl", "gtok-dir", "corpus"])
-def test_import_takes_any_stores_output(tok, tmp_path, fmt, capsys):
-    """``genotok import OUT`` of any store's output directory gives a corpus equal to what
-    ``Corpus.open(OUT)`` reads, names, values and metadata included, with no --universe needed
-    (was: a Parquet/Arrow/JSONL/corpus output was taken for a .gtok directory, "no files match
-    '*.gtok'"); a --universe of another vocabulary is refused."""
+def test_info_verify_export_import_take_any_stores_output(tok, tmp_path, fmt, capsys):
+    """``genotok info/verify/export`` read any store's output; ``genotok import OUT`` of one
+    gives a corpus equal to what ``Corpus.open(OUT)`` reads, names, values and metadata
+    included, with no --universe needed (was: a Parquet/Arrow/JSONL/corpus output was taken for
+    a .gtok directory, "no files match '*.gtok'"); a --universe of another vocabulary is
+    refused."""
     if fmt in ("parquet", "arrow"):
         pytest.importorskip("pyarrow")
     ad = pytest.importorskip("anndata")
@@ -334,6 +335,13 @@ def test_import_takes_any_stores_output(tok, tmp_path, fmt, capsys):
     else:
         genotok.tokenize_anndata(ad.read_h5ad(EX / "pbmc.h5ad"), tok, out=(out, fmt),
                                  spec=genotok.CellSpec(values=fmt in ("parquet", "arrow")))
+    n = len(Corpus.open(out))
+    code, text, _ = run(["info", "--json", str(out)], capsys)
+    assert code == 0 and json.loads(text)["n_records"] == n
+    code, text, _ = run(["verify", str(out)], capsys)
+    assert code == 0 and f"OK ({n} records" in text
+    assert run(["export", "-q", str(out), str(tmp_path / "gtoks/")], capsys)[0] == 0
+    assert len(list((tmp_path / "gtoks").glob("*.gtok"))) == n
     back = tmp_path / "back.gtokc"
     assert run(["import", "-q", str(out), str(back)], capsys) == (0, "", "")
     a, b = Corpus.open(out), Corpus.open(back)
