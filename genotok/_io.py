@@ -413,6 +413,15 @@ def _umask() -> int:
     return mask
 
 
+def make_temp_dir(path: Path, suffix: str = ".tmp", prefix: str | None = None) -> Path:
+    """A temporary directory beside ``path`` (``prefix`` or ``.NAME.``) with the permissions a
+    plain ``mkdir`` would give (``tempfile.mkdtemp`` makes it 0o700: an output renamed into
+    place from it would be closed to the group and others)."""
+    tmp = tempfile.mkdtemp(prefix=prefix or f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.chmod(tmp, 0o777 & ~_umask())
+    return Path(tmp)
+
+
 def make_temp(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     """A temporary file beside ``path`` with the permissions a plain ``open`` would give."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)

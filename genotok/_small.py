@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from . import _config
+from .kernels.modes import Unknown, parse
 
 #: the most regions (lines, strings, array rows) a set may have for this path
 MAX_REGIONS = 256
@@ -59,9 +60,6 @@ _SORTED = ("gtars", "input")
 # the names of plain BED lines, one a line: printable, no space, not a header's #, track,
 # browser
 _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+")
-
-
-_MODES = {"drop": 0, "region": 1, "set": 2}  # kernels.small.hits' unknown modes
 
 
 def encode_small(tok, regions) -> np.ndarray | None:
@@ -194,7 +192,7 @@ def _compiled(tok, obj) -> np.ndarray | None:
             return None  # no name known: the full path warns about a chr-prefix mismatch
         heads, codes = runs[0, :r], np.array(codes, dtype=np.int64)
     status, ids = _kernels().hits(rows, heads, codes, keys[6], keys[7],
-                                  _MODES[tok.settings.unknown])
+                                  int(parse(Unknown, tok.settings.unknown)))
     return None if status else ids
 
 

@@ -181,3 +181,12 @@ def test_a_coordinate_past_the_keys_is_not_read_as_another_chromosome(tmp_path):
                 (np.array(["chr1"]), np.array([5]), np.array([(1 << 40) + 1]))):
         assert tok.encode(arg).tolist() == tok._overlaps([tok._regions(arg)], None).ids.tolist()
         assert 1 not in tok.encode(arg).tolist()
+
+
+def test_the_small_kernel_numbers_unknown_modes_as_the_enum():
+    """kernels.small.hits reads ``unknown`` as kernels.modes.Unknown's members (was: a map of
+    its own in _small, 1 for 'region' where the enum says SET)."""
+    from genotok.kernels import small
+    from genotok.kernels.modes import Unknown
+
+    assert (small.UNK_SET, small.UNK_REGION) == (Unknown.SET, Unknown.REGION)

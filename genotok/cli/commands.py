@@ -419,10 +419,20 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
+    from ..formats.corpus import MANIFEST
     from ..formats.interop import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
     fmt = args.format
+    if fmt is None and os.path.isfile(os.path.join(args.source, MANIFEST)):
+        # a store's output (any format): read as Corpus.open reads it
+        if (args.ids_column, args.name_column) != ("input_ids", "name"):
+            raise UsageError("--ids-column and --name-column are for Parquet/Arrow files; a "
+                             "genotok output's manifest says its columns")
+        _refuse_existing(out, args.overwrite)
+        _import_output(args.source, out, _tokenizer(args, required=False), args.overwrite)
+        _say(args, f"wrote {out}")
+        return 0
     if fmt is None:
         if os.path.isdir(args.source):
             fmt = "gtok-dir"
@@ -457,6 +467,32 @@ def cmd_import(args) -> int:
                         settings=tok.settings.as_dict())
     _say(args, f"wrote {out}")
     return 0
+
+
+def _import_output(source: str, out: str, tok, overwrite: bool) -> None:
+    """Any store's output into one corpus file, read as ``Corpus.open`` reads it: records,
+    names, the value channel, metadata columns, the inputs and the tokenizer's identity (which
+    ``tok``, if given, must share)."""
+    from ..errors import UniverseMismatchError
+    from ..formats.corpus import Corpus, CorpusWriter
+
+    src = Corpus.open(source)
+    if tok is not None and src.fingerprint != tok.fingerprint:
+        raise UniverseMismatchError(f"{source}: tokenized with universe {src.fingerprint[:12]}…, "
+                                    f"not the one given ({tok.fingerprint[:12]}…); token ids "
+                                    "are specific to their universe")
+    meta, names, i = src.meta, src.names, 0
+    with CorpusWriter(out, vocab_size=src.vocab_size, fingerprint=src.fingerprint,
+                      special_token_ids=src.special_token_ids or None,
+                      settings=src.settings or None, metadata_columns=list(meta),
+                      values_dtype="float32" if src.has_values else None,
+                      overwrite=overwrite) as w:
+        for batch in src.iter_batches(4096, values=src.has_values):
+            j = i + len(batch)
+            w.append_batch(batch, names=names[i:j], meta={c: v[i:j] for c, v in meta.items()})
+            i = j
+        for s in src.sources:
+            w.add_source(**s)
 
 
 def cmd_universe(args) -> int:

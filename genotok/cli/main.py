@@ -408,9 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the output format (default: from OUT's name)")
     overwrite(t)
 
-    t = cmd(sub, "import", "directory of .gtok files, or a Parquet file -> corpus", C.cmd_import)
+    t = cmd(sub, "import", "any store's output, a directory of .gtok files, or a Parquet file "
+            "-> corpus", C.cmd_import)
     universe_args(t, required=False)
-    t.add_argument("source", help="a directory of .gtok files or a *.parquet file")
+    t.add_argument("source", help="an output of pretokenize (any --format: its manifest.json "
+                   "says which), a directory of .gtok files or a *.parquet file")
     t.add_argument("out_positional", nargs="?", metavar="OUT", help="the corpus file to write")
     out_flag(t, "OUT", "the same as OUT")
     t.add_argument("--format", choices=("gtok-dir", "parquet"),

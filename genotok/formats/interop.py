@@ -8,12 +8,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write, local_path
+from .._io import atomic_write, local_path, make_temp_dir
 from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
@@ -62,8 +61,7 @@ def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{directory.name}{_EXPORTING}"
     _clean_stale(parent, prefix)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{prefix}{_host()}-{os.getpid()}-", suffix=".tmp",
-                                dir=parent))
+    tmp = make_temp_dir(directory, prefix=f"{prefix}{_host()}-{os.getpid()}-")
     try:
         names = corpus.names
         used: dict[str, int] = {}

@@ -35,9 +35,12 @@ from .bits import (LITTLE_ENDIAN, ONES, SPACES, below_space, digits_value, eq_by
                    lowest_byte, non_digits)
 from .fragments import FRAG_OK, _parse_line
 from .names import _final, _hash, _mix, _new_key, _round
+from .modes import Counting, Overlap
 from .overlap import _passes
 
-MODE_INSERTION, MODE_PAIRED, MODE_FRAGMENT = 0, 1, 2
+MODE_INSERTION, MODE_PAIRED = int(Counting.INSERTION), int(Counting.PAIRED_INSERTION)
+MODE_FRAGMENT = int(Counting.FRAGMENT)
+OVERLAP_BEST = int(Overlap.BEST)
 
 
 @njit(inline="always", **NJIT)
@@ -387,8 +390,9 @@ def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
 
 @njit(inline="always", **NJIT)
 def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac_q, frac_r,
-          best, out, k):
-    """Ids of the rows ``< hi`` hit by ``[qs, qe)`` into ``out[k:]`` (by descending row);
+          overlap, out, k):
+    """Ids of the rows ``< hi`` hit by ``[qs, qe)`` into ``out[k:]`` (by descending row; one,
+    the largest overlap's, with ``overlap`` :data:`~.modes.Overlap.BEST`);
     returns the new ``k``, counting on past the end of ``out`` (the caller grows it and asks
     again). ``hi`` is the first row of the chromosome with ``start >= qe``."""
     best_bp = -1
@@ -398,7 +402,7 @@ def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac
         if ends[j] > qs:
             bp = _passes(qs, qe, starts[j], ends[j], min_overlap, frac_q, frac_r)
             if bp >= 0:
-                if best:
+                if overlap == OVERLAP_BEST:
                     if bp > best_bp or (bp == best_bp and ids[j] < best_id):
                         best_bp = bp
                         best_id = ids[j]
@@ -407,7 +411,7 @@ def _hits(qs, qe, lo, hi, chrom_lo, starts, ends, maxend, ids, min_overlap, frac
                         out[k] = ids[j]
                     k += 1
         j -= 1
-    if best and best_bp >= 0:
+    if overlap == OVERLAP_BEST and best_bp >= 0:
         if k < out.size:
             out[k] = best_id
         k += 1
@@ -421,7 +425,7 @@ _GROW_CHROMS, _GROW_CELLS, _GROW_FOUND, _GROW_OUT = -1, -2, -3, -4
 @njit(**NJIT)
 def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslots, boff,
          bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed, cursors, chrom_ptr,
-         starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left, right, use_count,
+         starts, ends, maxend, ids, min_overlap, frac_q, frac_r, overlap, mode, left, right, use_count,
          miss_col, n_cols, keys, weights, m, found, fs, fe):
     """The line loop of :func:`scan_fragments`. No array is replaced in it (numba would count
     references on every line): when a table, ``found`` or the pair arrays are full it stops
@@ -484,7 +488,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                 hi = _seek(starts, lo, hi_c, x, cursors[0, code])
                 cursors[0, code] = hi
                 k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
-                          frac_r, best, found, 0)
+                          frac_r, overlap, found, 0)
             else:
                 for side in range(2):
                     p = s + left if side == 0 else x - 1 + right
@@ -494,7 +498,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                     cursors[side, code] = hi
                     k0 = k
                     k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
-                              frac_q, frac_r, best, found, k0)
+                              frac_q, frac_r, overlap, found, k0)
                     if mode == MODE_PAIRED and side == 1 and k <= found.size:
                         kk = k0  # once per (fragment, region)
                         for q in range(k0, k):
@@ -530,7 +534,7 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
 @njit(**NJIT)
 def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_known_chroms,
                    n_allow, nfrag, missed, cursors, chrom_ptr, starts, ends, maxend, ids,
-                   min_overlap, frac_q, frac_r, best, mode, left, right, use_count, miss_col,
+                   min_overlap, frac_q, frac_r, overlap, mode, left, right, use_count, miss_col,
                    n_cols):
     """Parse, name, search and count up to ``max_lines`` lines of a block from byte ``pos``
     (file line ``line0``); see the module documentation.
@@ -567,7 +571,7 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
         pos, line, m, nc, nb, status, need = _run(
             buf, pos, line, max_lines - (line - line0), cslots, coff, chash, carena, cline, nc,
             bslots, boff, bhash, barena, bline, nb, n_known_chroms, n_allow, nfrag, missed,
-            cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, best, mode, left,
+            cursors, chrom_ptr, starts, ends, maxend, ids, min_overlap, frac_q, frac_r, overlap, mode, left,
             right, use_count, miss_col, n_cols, keys, weights, m, found, fs, fe)
         if status == _GROW_CHROMS:
             cslots, coff, chash, carena, cline = _grown(cslots, coff, chash, carena, cline, nc,

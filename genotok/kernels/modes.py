@@ -18,21 +18,21 @@ from enum import IntEnum
 
 
 def names(mode: type[IntEnum]) -> tuple[str, ...]:
-    """The user-facing names of a mode's members, in order.
+    """The user-facing names of a mode's members, in order (lower case, ``-`` for ``_``).
 
-    >>> names(Overlap)
-    ('all', 'best')
+    >>> names(Overlap), names(Counting)[1]
+    (('all', 'best'), 'paired-insertion')
     """
-    return tuple(m.name.lower() for m in mode)
+    return tuple(m.name.lower().replace("_", "-") for m in mode)
 
 
 def parse(mode: type[IntEnum], name: str) -> IntEnum:
     """The member of ``mode`` a user-facing name stands for (already validated).
 
-    >>> int(parse(Overlap, "best"))
-    1
+    >>> int(parse(Overlap, "best")), int(parse(Counting, "paired-insertion"))
+    (1, 1)
     """
-    return mode[name.upper()]
+    return mode[name.upper().replace("-", "_")]
 
 
 class Overlap(IntEnum):
@@ -45,6 +45,20 @@ class Overlap(IntEnum):
 
     ALL = 0
     BEST = 1
+
+
+class Counting(IntEnum):
+    """What a fragment adds to the regions it hits (:mod:`genotok.kernels.fragscan`,
+    ``FragmentOptions.mode``): 1 per Tn5 cut site, 1 per fragment with a cut site in the
+    region (SnapATAC2's ``paired-insertion``), or 1 per region the whole fragment overlaps.
+
+    >>> names(Counting)
+    ('insertion', 'paired-insertion', 'fragment')
+    """
+
+    INSERTION = 0
+    PAIRED_INSERTION = 1
+    FRAGMENT = 2
 
 
 class FractionOf(IntEnum):

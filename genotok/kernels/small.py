@@ -20,12 +20,14 @@ import numpy as np
 from numba import njit
 
 from .._config import NJIT
+from .modes import Unknown
 
 _SHIFT = 40
 _DIGITS = 15
 _LIMIT = 1 << _SHIFT  # a coordinate from here on does not fit a key: not for this path
 #: scan's status: 0 taken; anything else: not for this path
 OK, REFUSED = 0, 1
+UNK_SET, UNK_REGION = int(Unknown.SET), int(Unknown.REGION)
 
 
 @njit(inline="always", **NJIT)
@@ -148,8 +150,8 @@ def scan(buf, kind):
 def hits(rows, heads, codes, keys, unk, mode):
     """The ids of the queries ``rows`` (starts, ends) whose chromosome codes are ``codes[j]``
     from line ``heads[j]`` to the next head (or the last line), in the sweep index ``keys`` (4, N): global start
-    keys, global running-max end keys, ends, ids. ``mode``: 0 no ``<unk>``, 1 one ``<unk>`` for
-    each query with no hit, 2 one ``<unk>`` for a set with no hit. ``(status, ids)``: a
+    keys, global running-max end keys, ends, ids. ``mode``: an :class:`~.modes.Unknown` (no
+    ``<unk>``, one ``<unk>`` for each query with no hit, one for a set with no hit). ``(status, ids)``: a
     status other than 0 when a start is negative or after its end, or an end does not fit a
     key (from arrays: :func:`scan` refuses them itself)."""
     gstart = keys[0]
@@ -176,8 +178,8 @@ def hits(rows, heads, codes, keys, unk, mode):
             for x in range(a, b):
                 if ends[x] > qs:
                     c += 1
-            total += c if (c or mode != 1) else 1
-    if total == 0 and mode == 2:
+            total += c if (c or mode != UNK_REGION) else 1
+    if total == 0 and mode == UNK_SET:
         out = np.empty(1, np.int64)
         out[0] = unk
         return OK, out
@@ -190,7 +192,7 @@ def hits(rows, heads, codes, keys, unk, mode):
             if ends[x] > qs:
                 out[k] = ids[x]
                 k += 1
-        if k == k0 and mode == 1:
+        if k == k0 and mode == UNK_REGION:
             out[k] = unk
             k += 1
     return OK, out
@@ -202,4 +204,4 @@ def warmup() -> None:
     scan(buf, 0)
     status, rows, runs, r, _ = scan(np.frombuffer(b"chr1:1-5", np.uint8), 1)
     keys = np.zeros((4, 1), np.int64)
-    hits(rows, runs[0, :r], np.zeros(1, np.int64), keys, 0, 1)
+    hits(rows, runs[0, :r], np.zeros(1, np.int64), keys, 0, UNK_REGION)

@@ -49,6 +49,7 @@ import numba
 import numpy as np
 
 from .. import _config, _progress, sink
+from .._io import make_temp_dir
 from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
@@ -803,8 +804,7 @@ def _store_out(out):
 
         if len(out) != 2:
             raise ParameterError(f"out= is a path, or a (directory, format) pair; got {out!r}")
-        store = get_store(out[1])
-        return out[0], None if store.name == "corpus" else store
+        return out[0], get_store(out[1])  # "corpus" too: a directory, as pretokenize's
     if not isinstance(out, (str, os.PathLike)):
         raise ParameterError(f"out= is a path, or a (directory, format) pair such as "
                         f"('cells/', 'parquet'); got {type(out).__name__}")
@@ -834,7 +834,7 @@ def _write_store(path, store, batches, meta: dict, tokenizer, overwrite: bool):
     if final.exists() and not overwrite:
         raise FileExistsError(f"{final} exists; pass overwrite=True to replace it")
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    tmp = make_temp_dir(final)
     records = meta["records"]
 
     def named():

@@ -60,14 +60,15 @@ from .. import _io, bgzf
 from ..errors import BedParseError
 from ..kernels import fragments as FK
 from ..kernels import fragscan as FS
-from ..kernels.modes import Overlap
+from ..kernels.modes import Counting, names, parse
 from ..params import MEMORY_MB, Each, Integral, Interval, Options, check
 from ..ragged import Ragged
 from ..regions import RegionSet
 from .pairs import _PairCounts, _Spilled
 from .spill import RowSpill
 
-MODES = ("insertion", "paired-insertion", "fragment")
+#: the counting modes' names (``mode=``), :class:`~genotok.kernels.modes.Counting`'s
+MODES = names(Counting)
 #: cells per bucket of a count spilled to disk (``memory_mb``): what one read-back holds
 SPILL_ROWS = 1024
 #: with ``out=``, the counted pairs held in memory (MiB) before they spill to disk by default
@@ -599,7 +600,7 @@ def _count(path, tokenizer, *, mode: str, shift, use_count: bool, barcodes, min_
     cursors = np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64)
     min_overlap, frac_q, frac_r, overlap = s.kernel_args()
     search = (sw.chrom_ptr, sw.starts, sw.ends, sw.maxend, sw.ids, min_overlap, frac_q, frac_r,
-              overlap == Overlap.BEST, MODES.index(mode), left, right, bool(use_count),
+              int(overlap), int(parse(Counting, mode)), left, right, bool(use_count),
               u.n_regions, n_cols)
     state: list = []
     try:

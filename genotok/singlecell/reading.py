@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..kernels.modes import Counting, names
 from ..params import (DType, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
                       Text, check, validate_fields)
 
@@ -238,7 +239,7 @@ class FragmentOptions(ReadOptions):
     CONSTRAINTS: ClassVar[dict] = {
         "barcodes": [InstanceOf(str, os.PathLike, Iterable), None],
         "min_fragments": [Interval(Integral, 0, None)],
-        "mode": [Options("fragment", "insertion", "paired-insertion"), None],
+        "mode": [Options(*names(Counting)), None],
         "shift": [Each(Interval(Integral, -(1 << 40), 1 << 40), sequence=True, length=2)],
         "block_bytes": [Interval(Integral, 1, None)],
         "regions": [InstanceOf(tuple, list), None],

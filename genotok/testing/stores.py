@@ -15,12 +15,16 @@ rule it broke. The rules:
 * **overwrite**: ``overwrite=False`` refuses an existing part and an existing run; after
   ``overwrite=True`` no file of the old part or run is left (the directory, or with
   ``remote=``, the object store prefix, holds the new output's files only);
-* **abort**: ``abort()`` leaves nothing of the part.
+* **abort**: ``abort()`` leaves nothing of the part;
+* **atomic**: a file takes a name a reader takes (no leading dot) only once it is whole: while a
+  part is written, every such file is one its ``commit`` names, with the bytes it has then (a
+  killed writer leaves no half file that a glob read, ``pyarrow.dataset`` or ``datasets``, would
+  take for output).
 
 Examples
 --------
->>> [rule.__name__ for rule in RULES]
-['check_read_back', 'check_abort', 'check_overwrite', 'check_resume', 'check_damage']
+>>> [rule.__name__[6:] for rule in RULES]
+['read_back', 'abort', 'atomic', 'overwrite', 'resume', 'damage']
 """
 
 from __future__ import annotations
@@ -396,8 +400,45 @@ def check_abort(store: Store, tmp: Path) -> None:
         _fail(store, "abort", f"abort() left {left[:5]}")
 
 
+def check_atomic(store: Store, tmp: Path) -> None:
+    """A file is under a name a reader takes (no leading dot: ``_io.make_temp`` gives the
+    temporary ones) only once whole: every such file seen between the writes of a part is one
+    its ``commit`` names, with the same bytes (never a file still being written, in place).
+
+    Examples
+    --------
+    >>> from genotok.formats.jsonl import JsonlStore
+    >>> check_atomic(JsonlStore(), Path(tempfile.mkdtemp()))
+    """
+    tok = _tokenizer()
+    for k, small in enumerate((_small(store), store)):  # a file per record (they close
+        out = tmp / f"part-{k}"                          # mid-part), and the store as given
+        out.mkdir()
+        w = small.open(out, "p", tok, overwrite=False)
+        seen: dict[str, bytes] = {}
+        try:
+            for seed in range(3):
+                w.write(_rows(tok, 3, seed), {"names": [f"{seed}-{i}" for i in range(3)]})
+                for p in out.rglob("*"):
+                    name = p.relative_to(out).as_posix()
+                    if not p.is_file() or any(s.startswith(".") for s in name.split("/")):
+                        continue
+                    data = p.read_bytes()
+                    if seen.setdefault(name, data) != data:
+                        _fail(store, "atomic", f"{name} changed after it took its final name "
+                                               "(a file written in place)")
+        except BaseException:
+            w.abort()
+            raise
+        files = set(w.commit())
+        for name, data in seen.items():
+            if name not in files or (out / name).read_bytes() != data:
+                _fail(store, "atomic", f"{name} was under its final name before it was whole "
+                                       "(written in place, not renamed into place)")
+
+
 #: every rule, in the order :func:`check_store` runs them
-RULES = (check_read_back, check_abort, check_overwrite, check_resume, check_damage)
+RULES = (check_read_back, check_abort, check_atomic, check_overwrite, check_resume, check_damage)
 
 
 def check_store(store: type[Store] | Store, *, remote: tuple[str, dict] | None = None) -> None:
@@ -448,5 +489,5 @@ def _registered(cls: type[Store]):
             registry[cls.name] = before
 
 
-__all__ = ["RULES", "check_abort", "check_damage", "check_overwrite", "check_read_back",
-           "check_resume", "check_store"]
+__all__ = ["RULES", "check_abort", "check_atomic", "check_damage", "check_overwrite",
+           "check_read_back", "check_resume", "check_store"]

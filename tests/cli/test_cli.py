@@ -285,6 +285,9 @@ def test_export_gtok_dir_and_import_back(corpus, tmp_path, name, capsys):
     assert code == 0 and err.startswith("genotok: wrote 5 .gtok files")
     files = sorted(Path(out).glob("*.gtok"))
     assert [f.stem for f in files] == Corpus.open(corpus).names
+    mask = os.umask(0)
+    os.umask(mask)
+    assert Path(out).stat().st_mode & 0o777 == 0o777 & ~mask  # a plain mkdir's (was 0o700)
     assert read_gtok(files[0]).tolist() == Corpus.open(corpus)[0].tolist()
     back = tmp_path / "back.gtokc"
     assert run(["import", "-q", "--universe", U, out, str(back)], capsys) == (0, "", "")
@@ -314,6 +317,41 @@ def test_import_takes_the_columns_import_parquet_takes(tmp_path, capsys):
                  1, "no 'input_ids' column")
     assert_error(run(["import", "--universe", U, "--ids-column", "tokens", str(tmp_path),
                       str(tmp_path / "e.gtokc")], capsys), 2, "--ids-column")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl", "gtok-dir", "corpus"])
+def test_info_verify_export_import_take_any_stores_output(tok, tmp_path, fmt, capsys):
+    """``genotok info/verify/export`` read any store's output; ``genotok import OUT`` of one
+    gives a corpus equal to what ``Corpus.open(OUT)`` reads, names, values and metadata
+    included, with no --universe needed (was: a Parquet/Arrow/JSONL/corpus output was taken for
+    a .gtok directory, "no files match '*.gtok'"); a --universe of another vocabulary is
+    refused."""
+    if fmt in ("parquet", "arrow"):
+        pytest.importorskip("pyarrow")
+    ad = pytest.importorskip("anndata")
+    out = tmp_path / "out"
+    if fmt == "corpus":  # a run's corpus directory (tokenize_anndata writes one file)
+        genotok.pretokenize(PEAKS, tok, out, progress=False)
+    else:
+        genotok.tokenize_anndata(ad.read_h5ad(EX / "pbmc.h5ad"), tok, out=(out, fmt),
+                                 spec=genotok.CellSpec(values=fmt in ("parquet", "arrow")))
+    n = len(Corpus.open(out))
+    code, text, _ = run(["info", "--json", str(out)], capsys)
+    assert code == 0 and json.loads(text)["n_records"] == n
+    code, text, _ = run(["verify", str(out)], capsys)
+    assert code == 0 and f"OK ({n} records" in text
+    assert run(["export", "-q", str(out), str(tmp_path / "gtoks/")], capsys)[0] == 0
+    assert len(list((tmp_path / "gtoks").glob("*.gtok"))) == n
+    back = tmp_path / "back.gtokc"
+    assert run(["import", "-q", str(out), str(back)], capsys) == (0, "", "")
+    a, b = Corpus.open(out), Corpus.open(back)
+    assert b.to_ragged(values=a.has_values) == a.to_ragged(values=a.has_values)
+    assert (b.names, b.meta, b.fingerprint, b.settings) == (a.names, a.meta, a.fingerprint,
+                                                            a.settings)
+    other = tmp_path / "other.bed"
+    other.write_text("chr1\t0\t10\n")
+    assert_error(run(["import", "--universe", str(other), str(out), str(tmp_path / "x.gtokc")],
+                     capsys), 1, "universe")
 
 
 def test_export_parquet_and_import_back(corpus, tmp_path, capsys):

@@ -79,9 +79,23 @@ class LeavesStaleFiles(ParquetStore):
         self._files, self._writer, self._tmp, self._rows, self._bytes = [], None, None, 0, 0
 
 
+@dataclass
+class WritesInPlace(ParquetStore):
+    """Writes each file under its final name (no temporary name renamed into place): a killed
+    run leaves a half file that a glob read takes for output."""
+
+    def _new_file(self, meta):
+        final = self.directory / f"{self._stem}-{len(self._files):03d}{self.suffix}"
+        self._final = self._tmp = final
+        self._fh = open(final, "wb")  # noqa: SIM115 - closed by _close_file
+        self._writer = self._open_writer(self._fh, meta, first=not self._files)
+        self._rows = self._bytes = 0
+
+
 @pytest.mark.parametrize("broken, rule", [(DropsARecord, "read back"),
                                           (AcceptsDamage, "damage"),
-                                          (LeavesStaleFiles, "overwrite")])
+                                          (LeavesStaleFiles, "overwrite"),
+                                          (WritesInPlace, "atomic")])
 def test_a_planted_broken_store_fails_the_rule_it_breaks(broken, rule):
     with pytest.raises(AssertionError, match=rule):
         check_store(broken)

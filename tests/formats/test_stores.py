@@ -7,6 +7,7 @@ from typing import ClassVar  # at module level: a dataclass reads ClassVar[...] 
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,8 @@ from genotok.params import ParameterError
 from genotok.pipeline import RunOptions, pretokenize
 from genotok.ragged import Ragged
 from genotok.sink import write_records
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -412,3 +415,23 @@ def test_a_jsonl_line_json_cannot_parse_is_refused_naming_the_file(tmp_path, lin
     p.write_bytes(line + b"\n")
     with pytest.raises(genotok.GtokFormatError, match="x.jsonl: line 1"):
         JsonlStore.read_file(p, {"fingerprint": "fp", "vocab_size": 9})
+
+
+def test_a_fresh_process_opens_any_stores_output(tok, tmp_path):
+    """``Corpus.open`` of a store's output in a process that never imported the stores'
+    module (a training script: ``from genotok.formats.corpus import Corpus``, or
+    ``CorpusDataModule``) reads it (was: "corrupt manifest (format 'genotok-jsonl', expected
+    'genotok-corpus-manifest')", the message issue 40 opened with; the tests passed because
+    their process had imported the stores already)."""
+    import subprocess
+    import sys
+
+    run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "out", format="jsonl",
+                      progress=False)
+    code = ("import sys; from genotok.formats.corpus import Corpus; "
+            "c = Corpus.open(sys.argv[1]); print(len(c), c.names[0])")
+    got = subprocess.run([sys.executable, "-c", code, str(run.out)], capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    assert got.returncode == 0, got.stderr[-500:]
+    assert got.stdout.split() == ["5", Corpus.open(run.out).names[0]]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from genotok import Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import fragscan as FS
-from genotok.singlecell.fragmatrix import MODES
+from genotok.kernels.modes import Counting, Overlap, names, parse
 
 from ..naive_fragments import scan as oracle_scan
 
@@ -66,8 +66,8 @@ def run_kernel(text: bytes, tok, cuts, max_lines, *, mode, left=0, right=0, use_
                 buf, pos, line, max_lines, np.empty(1, np.int64), np.empty(1), 0, ctab, btab,
                 len(u.chrom_names),
                 -1 if allow is None else len(allow), nfrag, missed, cursors, sw.chrom_ptr, sw.starts,
-                sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, False,
-                MODES.index(mode), left, right, use_count, u.n_regions if miss else -1,
+                sw.ends, sw.maxend, sw.ids, int(s.min_overlap), 0.0, 0.0, int(Overlap.ALL),
+                int(parse(Counting, mode)), left, right, use_count, u.n_regions if miss else -1,
                 n_cols)
             for k, x in zip(keys[:m].tolist(), w[:m].tolist()):
                 pairs[divmod(k, n_cols)] += x
@@ -127,7 +127,7 @@ bad = st.sampled_from(["chr1\t5\n", "chr1\tx\t5\tA\n", "chr1\t9\t5\tA\n",
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(regions=st.lists(region, min_size=1, max_size=10), lines=st.lists(line, max_size=30),
-       dup=st.booleans(), mode=st.sampled_from(MODES), shift=st.sampled_from([(0, 0), (4, -5)]),
+       dup=st.booleans(), mode=st.sampled_from(names(Counting)), shift=st.sampled_from([(0, 0), (4, -5)]),
        use_count=st.booleans(), miss=st.booleans(),
        allow=st.one_of(st.none(), st.lists(st.sampled_from(["CCC-1", "AAA-1", "NNN-1"]),
                                             unique=True)),
@@ -173,9 +173,22 @@ def test_thresholds_match_region_hits(regions, frags, opts):
         np.tile(sw.chrom_ptr[:-1], (2, 1)).astype(np.int64), sw.chrom_ptr, sw.starts,
         sw.ends, sw.maxend, sw.ids, int(s.min_overlap),
         float(s.min_fraction) if s.fraction_of == "query" else 0.0,
-        float(s.min_fraction) if s.fraction_of == "region" else 0.0, s.overlap == "best",
-        MODES.index("fragment"), 0, 0, False, -1, u.n_regions + 1)
+        float(s.min_fraction) if s.fraction_of == "region" else 0.0,
+        int(parse(Overlap, s.overlap)), int(Counting.FRAGMENT), 0, 0, False, -1, u.n_regions + 1)
     got = Counter(keys[:m].tolist())
     hits = tok.region_hits([(c, a, a + n) for c, a, n in frags]) if frags else None
     want = Counter(hits.data.tolist()) if frags else Counter()
     assert got == want
+
+
+def test_the_counting_modes_are_one_enum():
+    """``mode=`` of the fragment readers, their constraint and the kernel's constants all come
+    from kernels.modes.Counting (was: a name tuple, a literal Options list and 0/1/2 written
+    apart), and the kernel takes the overlap mode as the Overlap enum, not a bool."""
+    from genotok.singlecell import fragmatrix
+    from genotok.singlecell.reading import FragmentOptions
+
+    assert fragmatrix.MODES == names(Counting) == ("insertion", "paired-insertion", "fragment")
+    assert (FS.MODE_INSERTION, FS.MODE_PAIRED, FS.MODE_FRAGMENT) == tuple(Counting)
+    assert FS.OVERLAP_BEST == Overlap.BEST
+    assert FragmentOptions.CONSTRAINTS["mode"][0].values == names(Counting)

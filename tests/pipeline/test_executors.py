@@ -54,6 +54,23 @@ def test_broken_executors_fail_the_suite(broken):
         check_executor(broken(), n_files=3, kill_driver=False)
 
 
+class _RunsTwice(Executor):
+    """Runs every task twice (a retried or speculative task, as Dask and Ray may run one),
+    records the second result once."""
+    name = "runs-twice"
+
+    def run(self, job):
+        for b in job.pending():
+            job.task(b)(job.tokenizer)
+            job.record(b, job.task(b)(job.tokenizer))
+
+
+def test_an_executor_that_runs_a_task_twice_keeps_the_records():
+    """At-least-once execution is allowed: a batch run again keeps its part in place
+    (_io.place_once), and the suite's serial records (none doubled) hold."""
+    check_executor(_RunsTwice(), n_files=3, kill_driver=False)
+
+
 def test_the_registry_takes_a_name_its_keywords_and_plugins(monkeypatch):
     assert set(EXECUTORS) >= {"serial", "dask", "ray"}
     if importlib.util.find_spec("ray") is not None:  # an engine's executor needs its package

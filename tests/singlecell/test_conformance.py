@@ -144,9 +144,67 @@ class _ReadsDamaged(CellSource):
         return [f"c{i}" for i in range(self.n_rows)]
 
 
+class _Overlaps(AnnDataSource):
+    """Every chunk after the first starts one row early (the previous chunk's last row again),
+    its ``row0`` honest about it."""
+
+    kind = "planted-overlaps"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        from genotok.singlecell import Chunk
+
+        prev = None
+        for ch in super().chunks(budget, per_nnz, chunk_rows):
+            if prev is None:
+                yield ch
+            else:  # prepend prev's last row
+                a, b = int(prev.indptr[-2]), int(prev.indptr[-1])
+                ptr = np.asarray(ch.indptr, np.int64) - int(ch.indptr[0])
+                yield Chunk(ch.row0 - 1, np.concatenate([[0], ptr + (b - a)]),
+                            np.concatenate([prev.indices[a:b], ch.indices[ch.indptr[0]:]]),
+                            np.concatenate([prev.data[a:b], ch.data[ch.indptr[0]:]]),
+                            ch.n_cols)
+            prev = ch
+
+
+class _WrongRow0(AnnDataSource):
+    """Every chunk says it starts at row 0."""
+
+    kind = "planted-wrong-row0"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        from genotok.singlecell import Chunk
+
+        for ch in super().chunks(budget, per_nnz, chunk_rows):
+            yield Chunk(0, ch.indptr, ch.indices, ch.data, ch.n_cols)
+
+
+class _ShiftedRows(AnnDataSource):
+    """Every chunk after the first holds the rows one before those its ``row0`` names (an
+    overlap its ``row0`` hides; the source's last row never read)."""
+
+    kind = "planted-shifted-rows"
+
+    def chunks(self, budget, per_nnz, chunk_rows):
+        from genotok.singlecell import Chunk
+
+        X = self.matrix
+        for ch in super().chunks(budget, per_nnz, chunk_rows):
+            if ch.row0 == 0:
+                yield ch
+                continue
+            whole = next(iter(super().chunks(1 << 40, per_nnz, None)))  # one chunk: every row
+            lo, hi = ch.row0 - 1, ch.row0 - 1 + ch.n_rows
+            ptr = np.asarray(whole.indptr[lo:hi + 1], np.int64)
+            yield Chunk(ch.row0, ptr, whole.indices, whole.data, X.n_cols)
+
+
 @pytest.mark.parametrize("planted, rule", [
     (_SkipsARow, "chunks cover every row once, in order"),
     (_SameNames, "row names are unique"),
+    (_Overlaps, "chunks cover every row once, in order"),
+    (_WrongRow0, "chunks cover every row once, in order"),
+    (_ShiftedRows, "every chunking gives the same matrix"),
 ])
 def test_planted_broken_sources_fail(planted, rule):
     a, _ = _mods()
@@ -246,7 +304,31 @@ class _ByChunk(S.Encoding):
         return chunk.data / max(1.0, float(chunk.data[:int(chunk.indptr[1])].sum()))
 
 
+@dataclass(frozen=True)
+class _OneShort(S.Encoding):
+    """One value fewer than the chunk's entries (its last entry dropped)."""
+
+    name: ClassVar[str] = "planted_one_short"
+
+    def encode(self, chunk):
+        return np.asarray(chunk.data[:-1], np.float64)
+
+
+@dataclass(frozen=True)
+class _PerRow(S.Encoding):
+    """One value per row, not per stored entry (a plausible mix-up: a row's total)."""
+
+    name: ClassVar[str] = "planted_per_row"
+
+    def encode(self, chunk):
+        return np.add.reduceat(np.asarray(chunk.data, np.float64),
+                               np.asarray(chunk.indptr[:-1])) if chunk.data.size else \
+            np.zeros(chunk.n_rows)
+
+
 @pytest.mark.parametrize("planted, rule", [
+    (_OneShort, "one number per stored entry"),
+    (_PerRow, "one number per stored entry"),
     (_Mutates, "changed its input chunk|writes into its input chunk"),
     (_Noisy, "deterministic"),
     (_ByChunk, "do not depend on chunking"),

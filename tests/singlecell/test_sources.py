@@ -4,7 +4,9 @@ driver (``tokenize_cells``) and the pipeline asking the same registry."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import stat
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -436,6 +438,13 @@ def test_out_takes_any_store(tmp_path, tok, fmt):
                            obs_columns=["cell_type"] if fmt != "gtok-dir" else ())
     assert [list(x) for x in got] == want.to_list()
     assert list(got.names) == genotok.singlecell.obs_names(EX / "pbmc.h5ad")
+    # the directory named, as pretokenize(format=) writes it ("corpus" too: was a file
+    # cells.gtokc beside it, which Corpus.open("cells") and genotok info did not find), with
+    # the permissions of a plain mkdir (was 0o700, tempfile.mkdtemp's)
+    assert out.is_dir() and genotok.Corpus.open(out).names == got.names
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
     if spec.values:
         np.testing.assert_array_equal(got.to_ragged(values=True).values, want.values)
     with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
@@ -444,10 +453,8 @@ def test_out_takes_any_store(tmp_path, tok, fmt):
     again = tokenize_fragments(EX / "fragments.tsv.gz", tok, spec, out=(out, fmt),
                                overwrite=True)
     assert [list(x) for x in again] == frags.to_list() and list(again.names) == names
-    if fmt != "corpus":  # nothing of the replaced output is left beside the new one
-        assert not any(p.name.startswith(".") for p in tmp_path.iterdir())
-        reread = genotok.Corpus.open(out)
-        assert len(reread) == len(names)
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # nothing of the old
+    assert len(genotok.Corpus.open(out)) == len(names)
 
 
 def test_a_failed_store_output_leaves_nothing(tmp_path, tok):

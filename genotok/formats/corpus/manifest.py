@@ -30,7 +30,8 @@ MANIFEST_FORMAT = "genotok-corpus-manifest"
 #: manifest 1.1 adds per-shard index and header digest, totals and a digest of the manifest
 MANIFEST_VERSION = (1, 1)
 #: how a directory whose manifest names another store is opened: ``stores._open_store_output``,
-#: registered by :mod:`genotok.formats.stores` when it is imported (this package never imports it)
+#: registered by :mod:`genotok.formats.stores`, which the ``genotok.formats`` package imports
+#: (so it is set however this package is reached; this package never imports it)
 _store_opener = None
 
 
