@@ -525,17 +525,17 @@ class BatchPlan:
         return {"epoch": int(epoch), "seed": self.seed, "records_seen": int(sched.bounds[j]),
                 "batches_seen": int(j), "max_tokens": self.max_tokens}
 
+    @validated({"state": [InstanceOf(Mapping, hint="a loader's state_dict()")]},
+               "BatchPlan.resume")
     def resume(self, state: dict) -> tuple[int, int]:
         """``(epoch, first record)`` to continue from ``state``, for any world size. The state
         is checked before it is used (a state is a file someone may have edited): a mapping
         whose ``seed``, ``epoch`` and ``records_seen`` are whole numbers >= 0 (within
         ``n_records`` when bound), of this plan's seed and ``max_tokens``; a
         :class:`~genotok.params.ParameterError` (a ``ValueError``) otherwise."""
-        if not isinstance(state, Mapping) or \
-                any(k not in state for k in ("seed", "epoch", "records_seen")):
-            raise ParameterError("resume: the state must be a mapping with 'seed', 'epoch' and "
-                                 "'records_seen' (a loader's state_dict()), got "
-                                 f"{str(state)[:80]}")
+        if any(k not in state for k in ("seed", "epoch", "records_seen")):
+            raise ParameterError("resume: the state needs 'seed', 'epoch' and 'records_seen' "
+                                 f"(a loader's state_dict()), got {str(state)[:80]}")
         for key, hi in (("seed", None), ("epoch", None), ("records_seen", self._n)):
             check(f"state[{key!r}]", state[key], [Interval(Integral, 0, hi)], "resume")
         if int(state["seed"]) != self.seed:

@@ -291,6 +291,7 @@ REQUIRED = {
     "genotok.pipeline.split.SplitStore": {"inner": None, "fraction": 0.1},
     # methods (found by the walk too; their instance: INSTANCES)
     "genotok.sampling.BatchPlan.schedule": {"epoch": 0},
+    "genotok.sampling.BatchPlan.resume": {"state": {}},
     "genotok.regions.RegionSet.from_bed": {"path": "/nonexistent/a.bed"},
     "genotok.formats.corpus.reader.Corpus.open": {"path": "/nonexistent/c.gtokc"},
     "genotok.singlecell.matrix.FragmentMatrix.from_fragments": {"path": "/nonexistent/f.tsv",
