@@ -15,6 +15,8 @@ import importlib.util
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -50,6 +52,26 @@ def pytest_configure(config):
     folder = tempfile.mkdtemp(prefix="genotok-tests-")
     _TEMP.append((folder, tempfile.tempdir, os.environ.get("TMPDIR")))
     tempfile.tempdir = os.environ["TMPDIR"] = folder
+    _warm_kernels(config)
+
+
+def _warm_kernels(config) -> None:
+    """Under pytest-xdist (the README's ``-n 2``), compile every kernel into the cache once,
+    before the workers start.
+
+    On an empty cache each worker, and each Python a test starts (doc blocks, CLI calls),
+    compiled the kernels it needed itself, often the same ones at the same time; the run compiles
+    them all anyway (``genotok.warmup``'s doctest). Here ``warmup()`` does it once, on both
+    cores (its helper process); on a warm cache it loads them (a second or two). Not without
+    the on-disk cache (``GENOTOK_NO_CACHE``), nor in a worker or a run without workers.
+    """
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) \
+            or os.environ.get("GENOTOK_NO_CACHE", "") not in ("", "0"):
+        return
+    run = subprocess.run([sys.executable, "-c", "import genotok; genotok.warmup()"],
+                         capture_output=True, text=True)
+    if run.returncode:  # the tests that compile will say what fails; the run goes on
+        print(f"genotok.warmup() failed before the tests:\n{run.stderr[-2000:]}", file=sys.stderr)
 
 
 def pytest_unconfigure(config):
