@@ -68,8 +68,12 @@ def _warm_kernels(config) -> None:
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) \
             or os.environ.get("GENOTOK_NO_CACHE", "") not in ("", "0"):
         return
-    run = subprocess.run([sys.executable, "-c", "import genotok; genotok.warmup()"],
-                         capture_output=True, text=True)
+    try:
+        run = subprocess.run([sys.executable, "-c", "import genotok; genotok.warmup()"],
+                             capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        print("genotok.warmup() before the tests took over 20 minutes: stopped", file=sys.stderr)
+        return
     if run.returncode:  # the tests that compile will say what fails; the run goes on
         print(f"genotok.warmup() failed before the tests:\n{run.stderr[-2000:]}", file=sys.stderr)
 
