@@ -42,14 +42,18 @@ def pytest_configure(config):
 
     Doctests and tests call ``tempfile.mkdtemp()`` (a public example shows a path, not a
     clean-up) and children of the run (CLI calls, doc blocks) make temporary files of their own:
-    they all land in this process' folder, ``TMPDIR`` telling the children. pytest's own
-    ``tmp_path`` folders stay where pytest keeps them (its base folder is fixed first), and a
-    pytest-xdist worker's folder is made inside its controller's, each removed by its process.
+    they all land in the run's folder, ``TMPDIR`` telling the children (pytest-xdist's workers
+    too: they use their controller's folder, which it removes once they are done; a folder of
+    their own inside it would make Ray's socket paths longer than the 107 bytes a socket path
+    may have). pytest's own ``tmp_path`` folders stay where pytest keeps them (its base folder is
+    fixed first).
     """
+    if hasattr(config, "workerinput"):
+        return
     factory = getattr(config, "_tmp_path_factory", None)
     if factory is not None:
         factory.getbasetemp()  # pytest's base folder, from the system's temporary folder
-    folder = tempfile.mkdtemp(prefix="genotok-tests-")
+    folder = tempfile.mkdtemp(prefix="gt-tests-")
     _TEMP.append((folder, tempfile.tempdir, os.environ.get("TMPDIR")))
     tempfile.tempdir = os.environ["TMPDIR"] = folder
     _warm_kernels(config)
