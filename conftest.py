@@ -15,6 +15,8 @@ import importlib.util
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -40,16 +42,44 @@ def pytest_configure(config):
 
     Doctests and tests call ``tempfile.mkdtemp()`` (a public example shows a path, not a
     clean-up) and children of the run (CLI calls, doc blocks) make temporary files of their own:
-    they all land in this process' folder, ``TMPDIR`` telling the children. pytest's own
-    ``tmp_path`` folders stay where pytest keeps them (its base folder is fixed first), and a
-    pytest-xdist worker's folder is made inside its controller's, each removed by its process.
+    they all land in the run's folder, ``TMPDIR`` telling the children (pytest-xdist's workers
+    too: they use their controller's folder, which it removes once they are done; a folder of
+    their own inside it would make Ray's socket paths longer than the 107 bytes a socket path
+    may have). pytest's own ``tmp_path`` folders stay where pytest keeps them (its base folder is
+    fixed first).
     """
+    if hasattr(config, "workerinput"):
+        return
     factory = getattr(config, "_tmp_path_factory", None)
     if factory is not None:
         factory.getbasetemp()  # pytest's base folder, from the system's temporary folder
-    folder = tempfile.mkdtemp(prefix="genotok-tests-")
+    folder = tempfile.mkdtemp(prefix="gt-tests-")
     _TEMP.append((folder, tempfile.tempdir, os.environ.get("TMPDIR")))
     tempfile.tempdir = os.environ["TMPDIR"] = folder
+    _warm_kernels(config)
+
+
+def _warm_kernels(config) -> None:
+    """Under pytest-xdist (the README's ``-n 2``), compile every kernel into the cache once,
+    before the workers start.
+
+    On an empty cache each worker, and each Python a test starts (doc blocks, CLI calls),
+    compiled the kernels it needed itself, often the same ones at the same time; the run compiles
+    them all anyway (``genotok.warmup``'s doctest). Here ``warmup()`` does it once, on both
+    cores (its helper process); on a warm cache it loads them (a second or two). Not without
+    the on-disk cache (``GENOTOK_NO_CACHE``), nor in a worker or a run without workers.
+    """
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None) \
+            or os.environ.get("GENOTOK_NO_CACHE", "") not in ("", "0"):
+        return
+    try:
+        run = subprocess.run([sys.executable, "-c", "import genotok; genotok.warmup()"],
+                             capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        print("genotok.warmup() before the tests took over 20 minutes: stopped", file=sys.stderr)
+        return
+    if run.returncode:  # the tests that compile will say what fails; the run goes on
+        print(f"genotok.warmup() failed before the tests:\n{run.stderr[-2000:]}", file=sys.stderr)
 
 
 def pytest_unconfigure(config):

@@ -175,16 +175,27 @@ def _remap_rows(n: int, rng: np.random.Generator):
     indptr, indices = _csr_rows(n, rng)
     n_cols, k = 20, int(rng.integers(1, 8))
     col_new = rng.integers(-1, k + 1, n_cols).astype(np.int64)
-    has_totals = bool(rng.integers(0, 2))
-    data = rng.integers(0, 6, indices.size).astype(np.float32 if rng.integers(0, 2) else
-                                                   np.float64)
+    combos = REMAP_DTYPES if REMAP_DTYPES is not None else [
+        (c, d, o, w) for c in (np.int32, np.int64) for d in (np.float32, np.float64)
+        for o in (d, np.float64) for w in (np.int32, np.int64)]
+    cols_t, data_t, out_t, new_t = combos[int(rng.integers(0, len(combos)))]
+    has_totals = out_t == np.float64 and bool(rng.integers(0, 2))  # totals: float64 out
+    data = rng.integers(0, 6, indices.size).astype(data_t)
     if data.size and rng.random() < 0.2:
         data[rng.integers(0, data.size)] = rng.choice([-1.0, np.nan, np.inf])
     totals = (rng.integers(-2, 40, n) + rng.random(n) * rng.integers(0, 2)).astype(np.float64)
-    out = np.empty(0, np.float64 if has_totals else data.dtype)
-    cols = indices.astype(np.int64) if rng.integers(0, 2) else indices
-    new = np.empty(0, np.int32 if rng.integers(0, 2) else np.int64)
-    return indptr, cols, data, col_new, k, totals, has_totals, out, new
+    out = np.empty(0, out_t)
+    return indptr, indices.astype(cols_t), data, col_new, k, totals, has_totals, out, \
+        np.empty(0, new_t)
+
+
+#: ``remap_rows``' dtype combinations (columns, values, output values, output columns) drawn by
+#: the default suite: each dtype of each argument once, three compiled signatures of a parallel
+#: kernel (each 5-8 CPU s to compile) instead of all twelve the features room can call;
+#: ``None`` draws all twelve (tests/kernels/test_registry.py's slow test)
+REMAP_DTYPES: list | None = [(np.int32, np.float32, np.float32, np.int32),
+                             (np.int64, np.float64, np.float64, np.int64),
+                             (np.int32, np.float32, np.float64, np.int64)]
 
 
 def _rank_rows(n: int, rng: np.random.Generator):

@@ -66,3 +66,13 @@ def test_every_entry_says_how_its_kernel_is_checked(name):
         assert any(c in text for c in called), f"{entry.tested_in} never calls {name}"
     if entry.sizes:
         assert entry.make is not None, f"{name}: benchmark sizes but no way to make inputs"
+
+
+@pytest.mark.slow
+def test_remap_rows_in_every_dtype_combination(monkeypatch):
+    """The default suite draws three of ``remap_rows``' twelve dtype combinations (each
+    compiles a parallel kernel); this one draws all twelve."""
+    from tests import kernel_registry
+
+    monkeypatch.setattr(kernel_registry, "REMAP_DTYPES", None)
+    test_kernel_equals_its_oracle("values.remap_rows")
