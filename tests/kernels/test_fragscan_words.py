@@ -1,5 +1,6 @@
-"""The fragment line reader eight bytes at a time (``fragscan._word_line``, SWAR) against
-the byte loop it replaces (``fragscan._byte_line``) and the plain-Python line oracle
+"""The fragment line readers eight bytes at a time (``fragscan._word_line``, SWAR) and a
+whole line at a time (``fragscan._window_line``, through ``fragscan._fast_line``, the
+scan's reader) against the byte loop (``fragscan._byte_line``) and the plain-Python line oracle
 (``tests/naive_fragments.parse_line``): numbers of every length (leading zeros, 16 digits and
 more), barcodes of every length around the word size with spaces, control bytes, DEL and
 non-ASCII bytes, lines that end close to the buffer's end; and the word-wise name compare."""
@@ -23,7 +24,9 @@ KEY = np.uint64(0x9E3779B97F4A7C15)
 def _read(buf, pos, words):
     fs = np.zeros(5, np.int64)
     fe = np.zeros(5, np.int64)
-    if words:
+    if words == 2:
+        ok, s, x, cnt, nxt, h = FS._fast_line(buf, pos, buf.size, fs, fe, KEY)
+    elif words:
         ok, s, x, cnt, nxt, h = FS._word_line(buf, pos, buf.size, fs, fe, KEY)
     else:
         ok, s, x, cnt, nxt, h = FS._byte_line(buf, pos, buf.size, fs, fe, KEY)
@@ -60,7 +63,8 @@ end = st.one_of(st.sampled_from([b"\n", b"\t1\n", b"\t12\n"]),
 @given(chrom=name,
        start=digits, stop=digits, bc=barcode, count=st.one_of(st.none(), digits),
        seps=st.lists(sep, min_size=4, max_size=4), tail=end,
-       pad=st.one_of(st.just(b""), st.binary(max_size=40), st.just(b"x" * 64)),
+       pad=st.one_of(st.just(b""), st.binary(max_size=40), st.just(b"x" * 64),
+                     st.just(b"x" * 100), st.binary(min_size=96, max_size=110)),
        lead=st.binary(max_size=9), clean=st.booleans(),
        good=st.tuples(st.text("0123456789", min_size=1, max_size=19),
                       st.text("0123456789", min_size=1, max_size=19),
@@ -77,9 +81,12 @@ def test_word_line_is_the_byte_line(chrom, start, stop, bc, count, seps, tail, p
     line += tail
     buf = np.frombuffer(lead + line + pad, np.uint8)
     pos = len(lead)
-    by_word, by_byte = _read(buf, pos, True), _read(buf, pos, False)
+    by_word, by_byte = _read(buf, pos, 1), _read(buf, pos, 0)
     if by_word[0] or len(pad) >= 64:  # near the end the word path hands the line on
         assert by_word == by_byte
+    by_fast = _read(buf, pos, 2)  # the window where the line fits it, else the word path
+    if by_fast[0] or len(pad) >= 64:
+        assert by_fast == by_byte
     if by_byte[0]:  # what the fast reader accepts, the oracle reads the same way
         ok, s, x, cnt, nxt, h, c0, c1, b0, b1 = by_byte
         text = buf[pos:nxt - 1].tobytes()
@@ -90,9 +97,39 @@ def test_word_line_is_the_byte_line(chrom, start, stop, bc, count, seps, tail, p
 def test_word_line_reads_the_common_line():
     line = b"chr1\t123456789\t123457000\tACGTACGTACGTACGT-1\t3\n"
     buf = np.frombuffer(line * 4, np.uint8)
-    got = _read(buf, 0, True)
+    got = _read(buf, 0, 1)
     assert got[:5] == (True, 123456789, 123457000, 3, len(line))
-    assert got[1:] == _read(buf, 0, False)[1:]
+    assert got[1:] == _read(buf, 0, 0)[1:]
+    assert _read(buf, 0, 2) == got
+
+
+@njit
+def _window(buf, pos):
+    fs = np.zeros(5, np.int64)
+    fe = np.zeros(5, np.int64)
+    ok, s, x, cnt, nxt, h = FS._window_line(buf, pos, fs, fe, KEY)
+    return ok, s, x, cnt, nxt, h, fs[0], fe[0], fs[3], fe[3]
+
+
+def test_window_line_takes_the_common_lines_and_leaves_the_rest():
+    pad = b"x" * 100
+    for line, cnt in [(b"chr1\t123456789\t123457000\tACGTACGTACGTACGT-1\t3\n", 3),
+                      (b"chr1\t5\t20\tACGTACGTACGTACGT-1\n", 1),  # no count column
+                      (b"chrUn_KI270742v1\t1234567890123456\t1234567890123457\tAC-1\t12\n", 12),
+                      (b"1\t0\t0\tA\t0\n", 0)]:
+        buf = np.frombuffer(line + pad, np.uint8)
+        got = _window(buf, 0)
+        assert got[0] and got[3] == cnt and got[4] == len(line)
+        assert got == _read(buf, 0, 0)
+    for line in [b"#chr1\t5\t20\tA\t1\n",  # a header
+                 b"chr1\t5\t20\tA B\t1\n", b"chr1 5 20 A 1\n",  # spaces
+                 b"chr1\t5\t20\tA\t1\r\n", b"chr1\t5\t20\tA\x7f\t1\n",
+                 b"chr1\t20\t5\tA\t1\n",  # end before start
+                 b"chr1\t12345678901234567\t12345678901234568\tA\t1\n",  # 17 digits
+                 b"chr1\t5\t20\tA\t1\t9\n", b"chr1\t5\t20\t\t1\n", b"\t5\t20\tA\t1\n",
+                 b"chr1\t5\t2x\tA\t1\n", b"chr1\t5\t20\tA\tx\n",
+                 b"chr1\t5\t20\t" + b"A" * 60 + b"\t1\n"]:  # past the window
+        assert not _window(np.frombuffer(line + pad, np.uint8), 0)[0], line
 
 
 @settings(max_examples=200, deadline=None)
