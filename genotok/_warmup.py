@@ -182,6 +182,12 @@ def warmup() -> None:
     gives the total. With numba's on-disk cache (on by
     default) the kernels are compiled once per machine: later calls take about a second.
 
+    What it covers: every kernel on the dtypes genotok hands them (matrix values float32 or
+    float64, column indices int32: an int64 index array is cast, exactly,
+    :func:`genotok.singlecell.chunks.kernel_ints`), so no later call compiles. One exception,
+    on bad input only: column indices beyond int32 stay int64 for the checks to report, which
+    compiles the check's int64 variant first.
+
     Examples
     --------
     >>> warmup()  # later first calls skip compilation

@@ -489,3 +489,34 @@ def test_the_cli_reads_any_source_options_as_json(tmp_path, tok, capsys):
     assert main(base + [str(tmp_path / "d"), "--layer", "x", "--read",
                         '{"name": "anndata", "raw": true}', str(frag)]) == 2
     assert "both set the AnnData options" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ one index dtype (issue 44)
+def test_column_indices_reach_the_kernels_as_int32_exactly():
+    """The cell and value kernels are compiled for int32 column indices only (warmup() compiles
+    one variant, not two); int64 and unsigned arrays are cast exactly, and an index beyond int32
+    (never a valid column) stays int64 so that the checks report it as it is."""
+    from genotok.singlecell.chunks import kernel_ints
+
+    for dt in (np.int64, np.uint32, np.uint64, np.int16):
+        out = kernel_ints(np.array([0, 7, 2**31 - 1], dt) if np.iinfo(dt).max >= 2**31 - 1
+                          else np.array([0, 7], dt))
+        assert out.dtype == np.int32 and out.flags.c_contiguous
+    assert kernel_ints(np.array([], np.int64)).dtype == np.int32
+    big = kernel_ints(np.array([0, 2**31], np.int64))
+    assert big.dtype == np.int64 and big.tolist() == [0, 2**31]
+    assert kernel_ints(np.array([-2**31 - 1, 0], np.int64)).dtype == np.int64
+    assert kernel_ints(np.array([1, 2], np.int64), checked=2**40).dtype == np.int32  # (looked at)
+
+
+def test_int64_indices_give_the_same_tokens_and_no_int64_cell_kernel(tok):
+    from genotok.kernels import cells as K
+
+    kernels = (K.cell_tokens, K.check_csr, K.row_capacity, K.mono_count, K.mono_fill)
+    ad = anndata.read_h5ad(EX / "pbmc.h5ad")
+    specs = (CellSpec(max_length=64), CellSpec())  # the general and the fast path
+    ref = [tokenize_anndata(ad, tok, spec) for spec in specs]
+    before = [len(k.signatures) for k in kernels]
+    ad.X.indices = ad.X.indices.astype(np.int64)
+    assert [tokenize_anndata(ad, tok, spec) for spec in specs] == ref
+    assert [len(k.signatures) for k in kernels] == before  # (other tests may add their own)
