@@ -42,7 +42,9 @@ class DaskExecutor(Executor):
     --------
     >>> DaskExecutor(address="local", n_workers=2)
     DaskExecutor(address='local', n_workers=2, timeout=30.0)
-    >>> DaskExecutor(object(), address="local")  # doctest: +ELLIPSIS
+    >>> from types import SimpleNamespace
+    >>> client = SimpleNamespace(submit=print)  # stands for a dask.distributed.Client
+    >>> DaskExecutor(client, address="local")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     genotok.pipeline.plan.PipelineError: DaskExecutor: give a client or an address, not both
