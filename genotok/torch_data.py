@@ -167,6 +167,16 @@ class ObjectiveCollator(abc.ABC):
 
     collator: Collator
 
+    def __new__(cls, *args, **kwargs):
+        # A tokenizer where the collator goes: say which constructor takes one (the dataclass's
+        # own __init__ would only say that two arguments are missing)
+        first = args[0] if args else kwargs.get("collator")
+        if not isinstance(first, Collator) and hasattr(first, "universe"):
+            raise ParameterError(f"{cls.__name__}: collator must be a Collator, got a tokenizer: "
+                                 f"{cls.__name__}.for_tokenizer(tokenizer, ...) takes one (its "
+                                 "pad, mask and region ids)")
+        return super().__new__(cls)
+
     @property
     def max_length(self) -> int | None:
         return self.collator.max_length

@@ -398,3 +398,21 @@ def test_a_tampered_loader_state_is_a_parameter_error(tmp_path, edit):
     edit(state)
     with pytest.raises(ParameterError):
         make(1).load_state_dict(state)
+
+
+def test_an_objective_given_a_tokenizer_says_which_constructor_takes_one():
+    """MLMCollator(tok) failed in the dataclass's __init__ ("missing 2 required positional
+    arguments"); it now names for_tokenizer, and the collator made that way still pickles."""
+    import pickle
+
+    from genotok.params import ParameterError
+    from genotok.torch_data import MLMCollator, RTDCollator
+
+    tok = Tokenizer(["chr1:%d-%d" % (i * 10, i * 10 + 10) for i in range(5)])
+    for cls in (MLMCollator, RTDCollator):
+        with pytest.raises(ParameterError, match=rf"{cls.__name__}\.for_tokenizer\(tokenizer"):
+            cls(tok)
+        with pytest.raises(ParameterError, match="got a tokenizer"):
+            cls(collator=tok)
+        made = cls.for_tokenizer(tok)
+        assert pickle.loads(pickle.dumps(made)) == made
