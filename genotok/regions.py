@@ -27,6 +27,9 @@ _AUTO = re.compile(rf"(.+)[:_-]{_NUM}[_-]{_NUM}")
 _FORCED = {":": re.compile(rf"(.+):{_NUM}-{_NUM}"),
            "-": re.compile(rf"(.+)-{_NUM}-{_NUM}"),
            "_": re.compile(rf"(.+)_{_NUM}_{_NUM}")}
+#: what a region string's separator may be forced to (``sep``, ``var_names_sep``): one of
+#: ``_FORCED``'s, or None to detect it per string
+SEP = [Options(*_FORCED), None]
 
 
 #: what a line whose end is before its start becomes (:meth:`RegionSet.from_bed`)
@@ -392,7 +395,7 @@ class RegionSet:
 
 
 @validated({"strings": [InstanceOf(list, tuple, np.ndarray), HasAttr("tolist")],
-            "sep": [Options(*_FORCED), None], "one_based": [Flag()]})
+            "sep": SEP, "one_based": [Flag()]})
 def parse_region_strings(strings, *, sep: str | None = None, one_based: bool = False) -> RegionSet:
     """Parse ``chr:start-end`` style strings into a :class:`RegionSet`, from the right.
 

@@ -30,6 +30,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..kernels.modes import Counting, names
+from ..regions import SEP
 from ..params import (DType, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
                       Text, check, validate_fields)
 
@@ -171,7 +172,7 @@ class AnnDataOptions(ReadOptions):
         # (chrom, start, end) column names of var
         "region_columns": [Each(Text(), sequence=True, length=3), None],
         # None: 'chr:start-end' names
-        "var_names_sep": [Text(), None],
+        "var_names_sep": SEP,
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
         "dtype": [DType(np.int64, np.int32, np.uint32)],

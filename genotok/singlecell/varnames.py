@@ -24,8 +24,8 @@ from ..errors import AnnDataError, RegionParseError
 from ..kernels import cells as K
 from ..kernels import parse as _parse
 from ..ragged import Ragged
-from ..params import Each, Flag, Options, Text, Unchecked, validated
-from ..regions import RegionSet, parse_region_strings
+from ..params import Each, Flag, Text, Unchecked, validated
+from ..regions import SEP, RegionSet, parse_region_strings
 from .sources import _container, _Frame, _is_path
 
 CHROM_COLUMNS = ("chr", "chrom", "seqnames", "chromosome", "seqname")
@@ -128,7 +128,7 @@ def _one_based(rs: RegionSet) -> RegionSet:
 
 @validated({"adata": [Unchecked("an AnnData or an .h5ad path, read by its var frame")],
             "region_columns": [Each(Text(), sequence=True, length=3), None],
-            "var_names_sep": [Options(":", "-", "_"), None], "one_based": [Flag()]})
+            "var_names_sep": SEP, "one_based": [Flag()]})
 def var_regions(adata, *, region_columns: Sequence[str] | None = None,
                 var_names_sep: str | None = None, one_based: bool = False) -> RegionSet:
     """The genomic region of every variable (peak) of an AnnData object or ``.h5ad`` file.

@@ -729,3 +729,17 @@ def test_dense_matrices_of_the_wrong_shape(shape, pattern):
 
     with pytest.raises(AnnDataError, match=pattern):
         _MemorySource(_M.reshape(shape), "X")
+
+
+def test_anndata_options_take_the_separators_the_region_parser_takes():
+    """AnnDataOptions(var_names_sep=) took any text, var_regions and parse_region_strings
+    only ':', '-', '_' (a KeyError deep in the parser for '|'): one declared constraint now."""
+    from genotok.params import ParameterError
+    from genotok.singlecell.varnames import var_regions
+
+    for sep in (":", "-", "_", None):
+        assert AnnDataOptions(var_names_sep=sep).var_names_sep == sep
+    for call in (lambda: AnnDataOptions(var_names_sep="|"),
+                 lambda: var_regions(["chr1|1|2"], var_names_sep="|")):
+        with pytest.raises(ParameterError, match="var_names_sep must be one of"):
+            call()
