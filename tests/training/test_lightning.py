@@ -254,8 +254,9 @@ def test_two_processes_resume_exactly_from_save_checkpoint_after_max_steps(corpu
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
            "GLOO_SOCKET_IFNAME": "lo", "PYTHONPATH": root}
     for phase in ("full", "stop", "resume"):
-        subprocess.run([sys.executable, str(script), phase], env=env, check=True, timeout=120,
-                       cwd=tmp_path, capture_output=True)
+        done = subprocess.run([sys.executable, str(script), phase], env=env, timeout=120,
+                              cwd=tmp_path, capture_output=True, text=True)
+        assert done.returncode == 0, f"{phase}: exit {done.returncode}\n{done.stderr[-3000:]}"
     got = {p: [json.loads((tmp_path / f"{p}{r}.json").read_text()) for r in (0, 1)]
            for p in ("full", "stop", "resume")}
     ckpt = torch.load(tmp_path / "stop.ckpt", weights_only=False)
