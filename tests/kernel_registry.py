@@ -232,11 +232,22 @@ def _rank_rows(n: int, rng: np.random.Generator):
             int(rng.integers(0, 4)))
 
 
+def _packed_rows(ids, vals, cap_off, lengths, general):
+    """A fused value kernel's result as the oracle gives it: ``(True,)`` where it hands the chunk
+    to the general path, else ``(False, ids, values)`` per row, the slots compacted."""
+    from genotok.kernels.cells import compact
+
+    if general:
+        return (True,)
+    compact(ids, vals, cap_off, lengths)
+    off = np.concatenate([[0], np.cumsum(lengths)])
+    return (False, [ids[a:b].tolist() for a, b in zip(off[:-1], off[1:])],
+            [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
+
+
 def _rank_call(kernel, indptr, cols, data, col_new, sink, totals, has_totals, target_sum, log1p,
                med, col_ids, keep_from, max_tokens):
     """``rank_rows`` with its buffers (slots of the rows' entries, cut), compacted, as lists."""
-    from genotok.kernels.values import compact_rows
-
     cap = np.diff(indptr)
     if max_tokens:
         cap = np.minimum(cap, max_tokens)
@@ -247,12 +258,7 @@ def _rank_call(kernel, indptr, cols, data, col_new, sink, totals, has_totals, ta
     lengths, general = kernel(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
                               log1p, med, col_ids, keep_from, max_tokens, blocks, cap_off, ids,
                               vals)
-    if general:
-        return (True,)
-    compact_rows(ids, vals, cap_off, lengths)
-    off = np.concatenate([[0], np.cumsum(lengths)])
-    return (False, [ids[a:b].tolist() for a, b in zip(off[:-1], off[1:])],
-            [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
+    return _packed_rows(ids, vals, cap_off, lengths, general)
 
 
 def _bin_rows(n: int, rng: np.random.Generator):
@@ -276,20 +282,13 @@ def _bin_rows(n: int, rng: np.random.Generator):
 def _bin_call(kernel, indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0, both,
               col_ids, keep_from):
     """``bin_rows`` with its buffers (a slot per stored entry), compacted, as lists."""
-    from genotok.kernels.values import compact_rows
-
     cap_off = np.asarray(indptr, np.int64)
     ids, vals = np.empty(cap_off[-1], np.int64), np.empty(cap_off[-1], np.float32)
     blocks = np.unique(np.r_[0, np.arange(0, indptr.size - 1, 3), indptr.size - 1]).astype(
         np.int64)
     lengths, general = kernel(indptr, cols, data, col_new, target_sum, log1p, grid, seed, row0,
                               both, col_ids, keep_from, blocks, cap_off, ids, vals)
-    if general:
-        return (True,)
-    compact_rows(ids, vals, cap_off, lengths)
-    off = np.concatenate([[0], np.cumsum(lengths)])
-    return (False, [ids[a:b].tolist() for a, b in zip(off[:-1], off[1:])],
-            [vals[a:b].tolist() for a, b in zip(off[:-1], off[1:])])
+    return _packed_rows(ids, vals, cap_off, lengths, general)
 
 
 def _quantile_rows(n: int, rng: np.random.Generator):
@@ -375,8 +374,8 @@ def _compact(n: int, rng: np.random.Generator):
     np.cumsum(caps, out=cap_offsets[1:])
     lengths = np.array([rng.integers(0, c + 1) for c in caps], np.int64)
     total = int(cap_offsets[-1])
-    return (rng.integers(0, 100, total).astype(np.int32), rng.random(total).astype(np.float32),
-            cap_offsets, lengths)
+    vals = rng.random(total if rng.random() < 0.8 else 0).astype(np.float32)  # empty: no values
+    return rng.integers(0, 100, total).astype(np.int32), vals, cap_offsets, lengths
 
 
 def _compact_call(k, ids, vals, cap_offsets, lengths):
@@ -553,7 +552,6 @@ COMPARISONS: dict[str, Comparison] = {
     # Geneformer's rank in one pass: remap, n_counts sink, normalise, medians, value order
     "values.rank_rows": Comparison(oracle=naive_genes.rank_rows,
                                    inputs=lambda: _sized(_rank_rows, 30), call=_rank_call),
-    "values.compact_rows": Comparison(covered_by="values.rank_rows"),
     # scGPT's per-cell quantile bins (the edges as numpy.quantile computes them)
     # scGPT's rows in one pass: the vocabulary's columns, normalise, bins, the draw, ids
     "values.bin_rows": Comparison(oracle=naive_genes.bin_rows,

@@ -198,12 +198,13 @@ def fragment_matrix(universe, fragments, *, barcodes=None, min_fragments=1, **hi
 
 def compact(ids, vals, cap_offsets, lengths):
     """``cells.compact``: each row's first ``lengths[r]`` items of its slot, rows packed in
-    order, as new lists (the kernel moves them in place)."""
+    order, as new lists (the kernel moves them in place); empty ``vals``: ids only."""
     out_ids, out_vals = [], []
     for r, n in enumerate(lengths):
         a = cap_offsets[r]
         out_ids += list(ids[a:a + n])
-        out_vals += list(vals[a:a + n])
+        if len(vals):
+            out_vals += list(vals[a:a + n])
     return out_ids, out_vals
 
 

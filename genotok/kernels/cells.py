@@ -576,7 +576,8 @@ def value_rows(indptr, indices, data, col_ids, keep_from, blocks, offsets, ids, 
 
 @njit(**NJIT)
 def compact(ids, vals, cap_offsets, lengths):
-    """Move each row's first ``lengths[r]`` items from its slot down to the packed position.
+    """Move each row's first ``lengths[r]`` items from its slot down to the packed position
+    (``vals``: moved alike, or empty: no value channel).
 
     In place and serial: a row's packed position is never after its slot, so copying rows in
     order never overwrites data still to be read. Returns the packed size.
@@ -587,6 +588,7 @@ def compact(ids, vals, cap_offsets, lengths):
         if a != o:
             for i in range(lengths[r]):
                 ids[o + i] = ids[a + i]
-                vals[o + i] = vals[a + i]
+                if vals.size:
+                    vals[o + i] = vals[a + i]
         o += lengths[r]
     return o

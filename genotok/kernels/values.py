@@ -748,20 +748,3 @@ def rank_rows(indptr, cols, data, col_new, sink, totals, has_totals, target_sum,
                     vals[o + i] = v[p]
             lengths[r] = k
     return lengths, general.any()
-
-
-@njit(**NJIT)
-def compact_rows(ids, vals, cap_off, lengths):
-    """Each row's first ``lengths[r]`` items moved from its slot at ``cap_off[r]`` down to the
-    packed position (``vals``: empty, or moved alike), in place; returns the packed size
-    (``cells.compact`` with an optional value channel)."""
-    o = 0
-    for r in range(lengths.size):
-        a = cap_off[r]
-        if a != o:
-            for i in range(lengths[r]):
-                ids[o + i] = ids[a + i]
-                if vals.size:
-                    vals[o + i] = vals[a + i]
-        o += lengths[r]
-    return o

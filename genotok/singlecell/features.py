@@ -41,6 +41,7 @@ from ..ragged import Ragged
 from .chunks import Chunk
 from .sources import _h5_frame, _is_path
 from ..kernels import values as VK
+from ..kernels.cells import compact
 from .values import _kernel_floats, _kernel_ints, _summed_duplicates
 from .varnames import _adata_frame, _var_map_from_hits, _VarMap
 
@@ -277,7 +278,7 @@ def ranker(fm: FeatureMap, enc, n_cols: int, where: str, totals, *, keep_from: f
                 cap_off, ids, vals)
         if general:
             return None
-        n = VK.compact_rows(ids, vals, cap_off, lengths)
+        n = compact(ids, vals, cap_off, lengths)
         if n < ids.size:  # a mostly empty buffer is not kept alive
             cut = (lambda x: x[:n].copy()) if n < ids.size // 2 else (lambda x: x[:n])
             ids, vals = cut(ids), cut(vals) if values else vals

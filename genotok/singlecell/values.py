@@ -67,6 +67,7 @@ from .. import _validate
 from ..errors import AnnDataError
 from ..kernels import histogram as HK
 from ..kernels import values as VK
+from ..kernels.cells import compact
 from ..params import (MEMORY_MB, Flag, HasAttr, InstanceOf, Integral, Interval, Options, Real,
                       Unchecked, validate_fields, validated)
 from .chunks import Chunk
@@ -506,7 +507,7 @@ def warmup() -> None:
     VK.divide_by_median(d, idx, d)
     VK.rows_increasing(p, idx)
     VK.merge_counts(*[np.array([1], np.int64)] * 4)
-    VK.compact_rows(ids, np.empty(0, np.float32), p, np.array([2], np.int64))
+    compact(ids, np.empty(0, np.float32), p, np.array([2], np.int64))
 
 
 __all__ = ["ValueEncoding", "feature_medians", "value_encoding", "warmup"]
