@@ -640,6 +640,28 @@ def fetch_url(url: str, storage_options: dict | None = None) -> Path:
     return dest
 
 
+def read_small(path: str | os.PathLike, limit: int, error: type[Exception], what: str,
+               not_a: str | None = None) -> bytes:
+    """The bytes of ``path``, a small file of settings (a run file, a cell spec, a dictionary),
+    read as a bounded prefix: a device or a pipe that never ends cannot hang the call. A file
+    that cannot be read, or of more than ``limit`` bytes, is ``error`` naming it and ``what`` it
+    should be (``not_a``: the longer name the size message gives, ``what`` by default).
+
+    >>> read_small("no-such.toml", 1 << 20, ValueError, "run file")
+    Traceback (most recent call last):
+    ValueError: no-such.toml: cannot read the run file: No such file or directory
+    """
+    where = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise error(f"{where}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(raw) > limit:
+        raise error(f"{where}: more than {limit >> 20} MiB: not a {not_a or what}")
+    return raw
+
+
 def parse_toml(raw: bytes | str, where: str, error: type[Exception], what: str = "") -> dict:
     """The TOML document ``raw`` (bytes: UTF-8); a document that cannot be read (not TOML,
     not UTF-8, a nest deeper than the parser recurses, an integer of more than 4,300 digits)

@@ -145,15 +145,11 @@ def read_mapping(path: str | os.PathLike) -> dict:
     >>> read_mapping(p)
     {'A': 0, 'B': 1}
     """
+    from ._io import read_small
+
     where = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:  # a device or a pipe never ends: read a bounded prefix
-            raw = fh.read(MAX_DICTIONARY_BYTES + 1)
-    except OSError as exc:
-        raise VocabularyError(f"{where}: cannot read the dictionary: {exc}") from None
-    if len(raw) > MAX_DICTIONARY_BYTES:
-        raise VocabularyError(f"{where}: more than {MAX_DICTIONARY_BYTES >> 20} MiB: not a "
-                              "dictionary of names to numbers")
+    raw = read_small(path, MAX_DICTIONARY_BYTES, VocabularyError, "dictionary",
+                     "dictionary of names to numbers")
     try:
         if raw[:1] == b"\x80":  # pickle protocol 2+
             try:

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import atomic_write, is_url, parse_toml
+from ._io import atomic_write, is_url, parse_toml, read_small
 from .errors import GenotokError
 from .formats.stores import STORES, get_store
 from .mixture import mix, write_mixture
@@ -180,14 +180,7 @@ class Pipeline:
     def from_toml(cls, path: str | os.PathLike) -> Pipeline:
         """The run file at ``path``, validated (a :class:`RunFileError` names the key)."""
         path = Path(path)
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read(_MAX_BYTES + 1)
-        except OSError as exc:
-            raise RunFileError(f"{path}: cannot read the run file: {exc.strerror or exc}") \
-                from None
-        if len(raw) > _MAX_BYTES:
-            raise RunFileError(f"{path}: more than 1 MiB: not a run file")
+        raw = read_small(path, _MAX_BYTES, RunFileError, "run file")
         doc = parse_toml(raw, str(path), RunFileError, "run file")
         return cls(doc, path, raw.decode("utf-8"))
 

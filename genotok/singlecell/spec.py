@@ -737,19 +737,12 @@ class CellSpec:
         """
         import os
 
-        from .._io import parse_toml
+        from .._io import parse_toml, read_small
 
         text = source if isinstance(source, str) and ("\n" in source or "=" in source) else None
         where = "CellSpec TOML" if text is not None else os.fspath(source)
         if text is None:
-            try:
-                with open(source, "rb") as fh:  # a device or a pipe never ends: a prefix
-                    text = fh.read(MAX_TOML_BYTES + 1)
-            except OSError as exc:
-                raise ParameterError(f"{where}: cannot read the cell spec: {exc}") from None
-            if len(text) > MAX_TOML_BYTES:
-                raise ParameterError(f"{where}: more than {MAX_TOML_BYTES >> 20} MiB: not "
-                                     "a cell spec")
+            text = read_small(source, MAX_TOML_BYTES, ParameterError, "cell spec")
         d = parse_toml(text, where, ParameterError, "cell spec")
         try:
             return cls.from_json(d)
