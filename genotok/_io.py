@@ -643,7 +643,8 @@ def fetch_url(url: str, storage_options: dict | None = None) -> Path:
 def read_small(path: str | os.PathLike, limit: int, error: type[Exception], what: str,
                not_a: str | None = None) -> bytes:
     """The bytes of ``path``, a small file of settings (a run file, a cell spec, a dictionary),
-    read as a bounded prefix: a device or a pipe that never ends cannot hang the call. A file
+    read as a bounded prefix: a device or a pipe that never ends cannot hang the call, nor can
+    a named pipe nothing writes to (opened without waiting for a writer, then refused). A file
     that cannot be read, or of more than ``limit`` bytes, is ``error`` naming it and ``what`` it
     should be (``not_a``: the longer name the size message gives, ``what`` by default).
 
@@ -653,10 +654,15 @@ def read_small(path: str | os.PathLike, limit: int, error: type[Exception], what
     """
     where = os.fspath(path)
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO waits for a writer
+        os.set_blocking(fd, True)  # (then a FIFO without one reads as empty, at once)
+        with os.fdopen(fd, "rb") as fh:
             raw = fh.read(limit + 1)
+            pipe = not raw and stat.S_ISFIFO(os.fstat(fh.fileno()).st_mode)
     except OSError as exc:
         raise error(f"{where}: cannot read the {what}: {exc.strerror or exc}") from None
+    if pipe:
+        raise error(f"{where}: a pipe that nothing wrote to, not a {what}: give a regular file")
     if len(raw) > limit:
         raise error(f"{where}: more than {limit >> 20} MiB: not a {not_a or what}")
     return raw

@@ -5,6 +5,7 @@ failed before its fix. docs/security.md lists them."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -191,3 +192,43 @@ def test_h5ad_frame_index_and_columns_of_one_length(tmp_path):
         f.create_dataset("var/_index", data=short)
     with pytest.raises(AnnDataError, match="index has 2"):
         genotok.tokenize_anndata(str(p), genotok.Tokenizer(UNIVERSE))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("what", ["run file", "cell spec", "dictionary"])
+def test_a_named_pipe_as_a_settings_file_is_refused_at_once(tmp_path, what):
+    """A run file, cell spec or gene dictionary given as a named pipe nothing writes to hung
+    the call in open() (it waits for a writer); one bounded reader (_io.read_small) opens
+    without waiting and refuses it, naming the file. An anonymous pipe (<(cmd)) still reads."""
+    import threading
+
+    from genotok.genes import read_mapping
+    from genotok.runfile import Pipeline
+
+    read = {"run file": Pipeline.from_toml, "cell spec": CellSpec.from_toml,
+            "dictionary": read_mapping}[what]
+    fifo = tmp_path / "settings.toml"
+    os.mkfifo(fifo)
+    out = []
+
+    def call():
+        try:
+            read(fifo)
+        except GenotokError as exc:
+            out.append(exc)
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(10)
+    if t.is_alive():  # unblock the reader before failing, so the test run does not hang
+        with open(fifo, "wb"):
+            pass
+        pytest.fail(f"reading a named pipe as a {what} waits for a writer")
+    assert out and f"settings.toml: a pipe that nothing wrote to, not a {what}" in str(out[0])
+    r, w = os.pipe()
+    os.write(w, b"max_length = 64\n")
+    os.close(w)
+    try:
+        assert CellSpec.from_toml(f"/dev/fd/{r}").max_length == 64
+    finally:
+        os.close(r)
