@@ -292,13 +292,10 @@ class GeneTokenizer:
     def from_pretrained(cls, directory: str | os.PathLike, **overrides) -> GeneTokenizer:
         """The tokenizer :meth:`save_pretrained` wrote (a vocabulary changed since is refused:
         its fingerprint no longer matches)."""
-        from ._io import parse_toml
+        from ._io import parse_toml, read_small
 
         conf_path = Path(directory) / "tokenizer.toml"
-        try:
-            raw = conf_path.read_bytes()
-        except OSError as exc:
-            raise VocabularyError(f"{conf_path}: cannot read the tokenizer: {exc}") from None
+        raw = read_small(conf_path, 1 << 20, VocabularyError, "tokenizer")
         conf = parse_toml(raw, str(conf_path), VocabularyError).get("genotok", {})
         if not isinstance(conf, dict):
             raise VocabularyError(f"{conf_path}: [genotok] is a table, got {conf!r}"[:300])

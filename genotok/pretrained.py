@@ -31,7 +31,7 @@ from pathlib import Path
 
 import tomli_w
 
-from ._io import atomic_write, local_path, parse_toml
+from ._io import atomic_write, local_path, parse_toml, read_small
 from ._optional import require
 from .errors import (
     BedParseError,
@@ -539,14 +539,10 @@ def _read_config(path, special_tokens=None, strict: bool = False, root: Path | N
     path = Path(path)
     if root is not None:
         _confined(path.name, root, path)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(1 << 20)  # a configuration is a page; a universe is a file of its own
-    except FileNotFoundError:
-        raise UniverseError(f"{path}: no such tokenizer configuration file") from None
-    except OSError as exc:
-        raise UniverseError(f"{path}: cannot read the tokenizer configuration: "
-                            f"{exc.strerror or exc}") from None
+    if not os.path.exists(path):
+        raise UniverseError(f"{path}: no such tokenizer configuration file")
+    # a configuration is a page; a universe is a file of its own
+    raw = read_small(path, 1 << 20, UniverseError, "tokenizer configuration")
     cfg = parse_toml(raw, str(path), UniverseError)
     if "universe" not in cfg:
         raise UniverseError(f"{path}: the configuration names no universe "

@@ -195,7 +195,7 @@ def test_h5ad_frame_index_and_columns_of_one_length(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
-@pytest.mark.parametrize("what", ["run file", "cell spec", "dictionary"])
+@pytest.mark.parametrize("what", ["run file", "cell spec", "dictionary", "tokenizer"])
 def test_a_named_pipe_as_a_settings_file_is_refused_at_once(tmp_path, what):
     """A run file, cell spec or gene dictionary given as a named pipe nothing writes to hung
     the call in open() (it waits for a writer); one bounded reader (_io.read_small) opens
@@ -205,9 +205,13 @@ def test_a_named_pipe_as_a_settings_file_is_refused_at_once(tmp_path, what):
     from genotok.genes import read_mapping
     from genotok.runfile import Pipeline
 
+    from genotok import GeneTokenizer
+
     read = {"run file": Pipeline.from_toml, "cell spec": CellSpec.from_toml,
-            "dictionary": read_mapping}[what]
-    fifo = tmp_path / "settings.toml"
+            "dictionary": read_mapping,
+            "tokenizer": lambda f: GeneTokenizer.from_pretrained(f.parent)}[what]  # a folder's
+    name = "tokenizer.toml" if what == "tokenizer" else "settings.toml"
+    fifo = tmp_path / name
     os.mkfifo(fifo)
     out = []
 
@@ -224,7 +228,7 @@ def test_a_named_pipe_as_a_settings_file_is_refused_at_once(tmp_path, what):
         with open(fifo, "wb"):
             pass
         pytest.fail(f"reading a named pipe as a {what} waits for a writer")
-    assert out and f"settings.toml: a pipe that nothing wrote to, not a {what}" in str(out[0])
+    assert out and f"{name}: a pipe that nothing wrote to, not a {what}" in str(out[0])
     r, w = os.pipe()
     os.write(w, b"max_length = 64\n")
     os.close(w)
@@ -232,3 +236,14 @@ def test_a_named_pipe_as_a_settings_file_is_refused_at_once(tmp_path, what):
         assert CellSpec.from_toml(f"/dev/fd/{r}").max_length == 64
     finally:
         os.close(r)
+
+
+def test_a_tokenizer_configuration_over_its_bound_is_refused_not_cut(tmp_path):
+    """tokenizer.toml was read as its first MiB (a longer file parsed as a prefix); like every
+    settings file it is now refused whole when over its bound, naming the file."""
+    from genotok import Tokenizer
+
+    (tmp_path / "tokenizer.toml").write_text('universe = "u.bed"\n' + "#" * (1 << 20) + "\n")
+    with pytest.raises(UniverseError, match="tokenizer.toml: more than 1 MiB: not a tokenizer "
+                                            "configuration"):
+        Tokenizer.from_pretrained(tmp_path)
