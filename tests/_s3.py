@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import socket
 
+import pytest
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -35,3 +37,19 @@ def storage_options(endpoint: str) -> dict:
     """fsspec's ``storage_options`` for the moto server at ``endpoint``."""
     return {"key": "testing", "secret": "testing",
             "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A module's moto server with the bucket ``bkt``: ``(endpoint, boto3 client)``."""
+    with moto_s3("bkt") as s:
+        yield s
+
+
+@pytest.fixture
+def so(server, tmp_path, monkeypatch):
+    """The server's ``storage_options``, the test in ``tmp_path`` (a URL taken as a local
+    directory would land there) with a cache of its own."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
+    return storage_options(server[0])

@@ -22,7 +22,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 import genotok  # noqa: E402
 from genotok import Corpus, RunOptions, Tokenizer, pretokenize  # noqa: E402
 from genotok.pipeline import remote as remote_run  # noqa: E402
-from tests._s3 import moto_s3, storage_options  # noqa: E402
+from tests._s3 import server, so  # noqa: E402,F401 (the moto fixtures)
 
 from ._oracle import known_defects, refused_any, right_or_refused  # noqa: E402
 
@@ -35,19 +35,6 @@ KNOWN: dict = {}
 @pytest.fixture(autouse=True)
 def _known(request):
     known_defects(request, KNOWN)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with moto_s3("bkt") as s:
-        yield s
-
-
-@pytest.fixture
-def so(server, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
-    return storage_options(server[0])
 
 
 @pytest.fixture(scope="module")

@@ -15,25 +15,12 @@ moto_server = pytest.importorskip("moto.server", reason="the S3 server of these 
                                   "pip install 'moto[server]'")
 boto3 = pytest.importorskip("boto3")
 
-from tests._s3 import moto_s3, storage_options  # noqa: E402
+from tests._s3 import server, so  # noqa: E402,F401 (the moto fixtures)
 
 import genotok
 from genotok import Corpus, Tokenizer
 from genotok.pipeline import RunOptions, pretokenize
 from genotok.pipeline import remote as remote_run
-
-
-@pytest.fixture(scope="module")
-def server():
-    with moto_s3("bkt") as s:
-        yield s
-
-
-@pytest.fixture
-def so(server, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a URL taken as a local directory would land here
-    monkeypatch.setenv("GENOTOK_CACHE", str(tmp_path / "cache"))
-    return storage_options(server[0])
 
 
 def _keys(client, prefix):
