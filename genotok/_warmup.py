@@ -40,14 +40,30 @@ def _rooms() -> None:
     _cell_rooms()
 
 
-def _quick_start() -> None:
-    """What the README's Quick start calls, on the bundled example data (its dtypes and paths:
-    a narrowPeak, a gzipped file, a batch over threads, region strings, padded arrays)."""
+def _example_tokenizer():
+    """``(the bundled examples' folder, a tokenizer of their universe)``: what every README step
+    below starts from."""
     from ._examples import examples_dir
     from .tokenizer import Tokenizer
 
     ex = examples_dir()
-    tok = Tokenizer.from_bed(ex / "universe.bed")
+    return ex, Tokenizer.from_bed(ex / "universe.bed")
+
+
+def _no_h5py() -> bool:
+    """The single-cell steps need h5py (as the README's single-cell calls do): without it they
+    are skipped."""
+    try:
+        import h5py  # noqa: F401
+    except ImportError:
+        return True
+    return False
+
+
+def _quick_start() -> None:
+    """What the README's Quick start calls, on the bundled example data (its dtypes and paths:
+    a narrowPeak, a gzipped file, a batch over threads, region strings, padded arrays)."""
+    ex, tok = _example_tokenizer()
     tok.encode(ex / "peaks" / "sample0.narrowPeak")
     tok.tokenize(["chr1:1000000-1002000"])
     files = sorted((ex / "peaks").iterdir())
@@ -58,13 +74,10 @@ def _quick_start() -> None:
 
 def _corpus() -> None:
     """pretokenize into a corpus and read it back (the README's training section)."""
-    from ._examples import examples_dir
     from .formats.corpus import Corpus
     from .pipeline import pretokenize
-    from .tokenizer import Tokenizer
 
-    ex = examples_dir()
-    tok = Tokenizer.from_bed(ex / "universe.bed")
+    ex, tok = _example_tokenizer()
     with tempfile.TemporaryDirectory() as tmp:
         run = pretokenize(ex / "peaks", tok, os.path.join(tmp, "corpus"), progress=False,
                           n_threads=2)
@@ -81,19 +94,14 @@ def _single_cell() -> None:
 
 def _anndata() -> None:
     """The README's AnnData calls (skipped without h5py)."""
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
+    if _no_h5py():
         return
     import anndata
 
-    from ._examples import examples_dir
     from .singlecell import CellSpec, tokenize_anndata
     from .singlecell.spec import Normalize, RankByMedian
-    from .tokenizer import Tokenizer
 
-    ex = examples_dir()
-    tok = Tokenizer.from_bed(ex / "universe.bed")
+    ex, tok = _example_tokenizer()
     adata = anndata.read_h5ad(ex / "pbmc.h5ad")  # in memory, as the README reads it too
     tokenize_anndata(ex / "pbmc.h5ad", tok)
     tokenize_anndata(adata, tok, CellSpec(max_length=2048))
@@ -106,16 +114,11 @@ def _anndata() -> None:
 
 def _fragments() -> None:
     """The README's fragment-file calls (skipped without h5py, as the single-cell block)."""
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
+    if _no_h5py():
         return
-    from ._examples import examples_dir
     from .singlecell import fragment_matrix, tokenize_fragments
-    from .tokenizer import Tokenizer
 
-    ex = examples_dir()
-    tok = Tokenizer.from_bed(ex / "universe.bed")
+    ex, tok = _example_tokenizer()
     tokenize_fragments(ex / "fragments.tsv.gz", tok)
     fragment_matrix(ex / "fragments.tsv.gz", tok)
 
