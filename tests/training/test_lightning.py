@@ -64,9 +64,21 @@ def _dm(path, **kw):
     return CorpusDataModule(path, BatchPlan(**plan), collate)
 
 
+class LeaveGroup(L.Callback):
+    """Destroys the process group when fit ends: a gloo group left to the interpreter's exit
+    aborts the process now and then ("terminate called without an active exception",
+    pytorch/pytorch#190489), which failed a two-process test under load."""
+
+    def teardown(self, trainer, pl_module, stage):
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+
 def _trainer(tmp_path, **kw):
     kw.setdefault("enable_checkpointing", False)
     kw.setdefault("devices", 1)
+    if kw["devices"] > 1:
+        kw["callbacks"] = [*kw.get("callbacks", []), LeaveGroup()]
     return L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False,
                      enable_model_summary=False, default_root_dir=tmp_path, **kw)
 
@@ -214,6 +226,7 @@ _DDP_SCRIPT = """
 import json, sys, warnings
 warnings.filterwarnings("ignore")
 import lightning.pytorch as L
+import torch
 sys.path.insert(0, {root!r})
 from tests.training.test_lightning import TinyMLM, _dm
 
@@ -229,6 +242,7 @@ if phase == "stop":
     trainer.save_checkpoint(out + "/stop.ckpt")
 with open(f"{{out}}/{{phase}}{{trainer.global_rank}}.json", "w") as fh:
     json.dump({{"seen": model.seen, "steps": trainer.global_step}}, fh)
+torch.distributed.destroy_process_group()
 """
 
 
