@@ -135,7 +135,12 @@ def truncate(ids: np.ndarray, max_length: int, truncation: str = "head",
     >>> truncate(np.arange(10), 3, "subsample_ordered", np.random.default_rng(0)).tolist()
     [5, 6, 9]
     """
-    strategy = truncation
+    return _cut(ids, max_length, truncation, rng)
+
+
+def _cut(ids: np.ndarray, max_length: int, strategy: str, rng) -> np.ndarray:
+    """:func:`truncate` on arguments its caller has checked (a batch's records: one check of
+    the batch's parameters, not one per record)."""
     if ids.size <= max_length:
         return ids
     if strategy == "head":
@@ -258,7 +263,7 @@ def make_batch(rows: Sequence[np.ndarray], *, pad_token_id: int, max_length: int
         if shuffle_tokens:
             idx = rng.permutation(idx)
         if truncation:
-            idx = truncate(idx, max_length - extra, truncation, rng)
+            idx = _cut(idx, max_length - extra, truncation, rng)
         elif max_length is not None and idx.size + extra > max_length:
             raise ValueError(f"row {k} has {idx.size} tokens, more than max_length={max_length}: "
                              "set truncation")
@@ -332,7 +337,7 @@ def pad_inputs(rows, pad_token_id: int, *, single: bool = False, padding=False, 
         vals = [rows.values[a:b] for a, b in zip(rows.offsets[:-1].tolist(), rows.offsets[1:].tolist())]
     rows = [np.asarray(r, dtype=np.int64) for r in rows]
     if truncation:
-        rows = [truncate(r, max_length) for r in rows]
+        rows = [_cut(r, max_length, "head", None) for r in rows]
         if vals is not None:  # "head": each row's first values
             vals = [v[:r.size] for v, r in zip(vals, rows)]
     longest = max((r.size for r in rows), default=0)
