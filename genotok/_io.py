@@ -429,6 +429,24 @@ def make_temp(path: Path, suffix: str = ".tmp") -> tuple[int, str]:
     return fd, tmp
 
 
+def json_lines(obj: dict) -> str:
+    """A JSON object written one top-level key a line, each value on its line: as readable as
+    ``json.dump(indent=1)`` at the top, and written by the C encoder (``indent=`` takes
+    Python's own, which spent 40 ms on a gene preset's 209 KB manifest).
+
+    >>> print(json_lines({"a": 1, "b": [1, 2]}), end="")
+    {
+     "a": 1,
+     "b": [1, 2]
+    }
+    """
+    import json
+
+    body = ",\n".join(f" {json.dumps(k)}: {json.dumps(v)}"
+                       for k, v in obj.items())
+    return "{\n" + body + "\n}\n"
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator:
     """Write ``path`` through a temporary file in the same folder, renamed into place on success.

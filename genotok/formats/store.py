@@ -40,7 +40,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._io import atomic_write, local_path, make_temp
+from .._io import atomic_write, json_lines, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
 from ..params import PATH, Integral, Interval, Unchecked, validate_fields, validated
 from ..ragged import Ragged
@@ -308,7 +308,7 @@ class Store(abc.ABC):
                     "files": files, "shards": entries, **extra}
         manifest["digest"] = _digest(manifest)
         with atomic_write(directory / MANIFEST, "w") as fh:
-            json.dump(manifest, fh, indent=1)
+            fh.write(json_lines(manifest))
 
     def check_files(self, directory: Path, files: list[str], tokenizer, extra: dict):
         """``(header, [(file, records, tokens)…])`` of a run's files, each read back (a file

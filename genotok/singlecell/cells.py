@@ -697,7 +697,10 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     capacity = _token_bound(source, vm, opt) if prepare is None and not (
         prepend or spec.add_cls or spec.add_eos) else None
     meta = {"records": records, "metadata_columns": obs_columns, "values": values,
-            "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
+            # the corpus header (the spec's JSON: 5,000 medians of a gene preset) is only
+            # written, never returned in memory
+            "extra": {} if out is None else {source.header: _header(
+                spec, enc, tokenizer, **source.settings())},
             "source": source.path, "capacity": capacity}
     return _emit((r for _, r in stream), meta, tokenizer, out, overwrite)
 
@@ -736,10 +739,10 @@ def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:
     if column is None or not source.has_obs:
         return None
     try:  # the protocol: an unknown column is an error at once, before anything is read
-        read = source.obs([column])
+        read = source.obs_values([column])
     except (AnnDataError, SourceError):
         return None
-    values = np.asarray(read(0, source.n_rows)[1][column])
+    values = np.asarray(read(0, source.n_rows)[column])
     if values.dtype.kind not in "biufO" or values.dtype.kind == "O" and any(
             isinstance(v, (str, bytes)) for v in values.tolist()):  # "1" == 1 is False: every
         # cell would leave silently (a file's categorical column is objects: None, numbers)
@@ -904,12 +907,12 @@ def _totals(source: CellSource, column: str | None, tokenizer):
     if not source.has_obs:
         return None
     try:  # the protocol: an unknown column is an error at once, before anything is read
-        read = source.obs([column])
+        read = source.obs_values([column])
     except (AnnDataError, SourceError):
         return None
 
     def totals(lo: int, hi: int) -> np.ndarray:  # checked before it is converted
-        col = np.asarray(read(lo, hi)[1][column])
+        col = np.asarray(read(lo, hi)[column])
         where = f"{source.where}: obs[{column!r}]"
         if col.dtype.kind not in "iuf":
             raise AnnDataError(f"{where}: each cell's total count is a number, got "

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._io import atomic_write, local_path
+from ..._io import atomic_write, json_lines, local_path
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...params import InstanceOf, validated
 from ..gtok import open_regular
@@ -299,7 +299,7 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
     json.dumps(manifest, allow_nan=False)  # refuse what another JSON reader could not parse
     manifest["digest"] = _manifest_digest(manifest, manifest["checksum"])
     with atomic_write(directory / MANIFEST, "w") as fh:
-        json.dump(manifest, fh, indent=1)
+        fh.write(json_lines(manifest))
     return directory / MANIFEST
 
 
