@@ -295,8 +295,8 @@ def _obs_reader(adata, path: str | None, obs_columns: Sequence[str], names: bool
     obs_columns = obs_columns_in(obs_columns, list(adata.obs.columns), None)
 
     def read_mem(lo, hi):
-        names = [str(x) for x in adata.obs_names[lo:hi]]
-        return names, {c: adata.obs[c].iloc[lo:hi].to_numpy() for c in obs_columns}
+        rows = [str(x) for x in adata.obs_names[lo:hi]] if names else None
+        return rows, {c: adata.obs[c].iloc[lo:hi].to_numpy() for c in obs_columns}
     return read_mem
 
 
