@@ -653,9 +653,10 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
     opt.encoded = enc is not None
     total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
+    totals = None
     if fm is not None:  # the matrix in the new columns first (duplicate ids summed)
-        remap = features.remapper(fm, source.n_cols, source.where,
-                                  _totals(source, total, tokenizer))
+        totals = _totals(source, total, tokenizer)  # (one reader, for both paths below)
+        remap = features.remapper(fm, source.n_cols, source.where, totals)
         encode = remap if encode is None else _then(remap, encode)
     elif total is not None:
         raise ParameterError("Normalize(total=...) takes each cell's total from obs with a "
@@ -679,7 +680,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     fused = None
     if fm is not None and _rank_fused(enc, spec, vm, opt):  # Geneformer's, scGPT's: one kernel
         fused = features.ranker(fm, enc, source.n_cols, source.where,
-                                _totals(source, total, tokenizer), keep_from=opt.keep_from,
+                                totals, keep_from=opt.keep_from,
                                 max_tokens=opt.max_tokens, values=opt.values,
                                 dtype=table.dtype, blocks=_chunk_blocks)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
