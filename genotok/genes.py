@@ -372,10 +372,12 @@ class GeneTokenizer:
         >>> GeneTokenizer({"<pad>": 0, "G1": 5}).feature_ids(["G1", "G9", "<pad>"]).tolist()
         [5, -1, -1]
         """
-        special = set(self.special_tokens.values())
         get = self._index.get
-        return np.fromiter((-1 if f in special else get(f, -1) for f in features),
-                           dtype=np.int64, count=len(features))
+        ids = np.array([get(f, -1) for f in features], dtype=np.int64).reshape(-1)
+        special = [self._index[t] for t in self.special_tokens.values()]
+        if special:  # (ids are distinct: only a special token's name has a special's id)
+            ids[np.isin(ids, special)] = -1
+        return ids
 
     def convert_tokens_to_ids(self, tokens):
         if isinstance(tokens, str):

@@ -40,7 +40,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._io import atomic_write, local_path, make_temp
+from .._io import CanonicalJSON, atomic_write, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
 from ..params import PATH, Integral, Interval, Unchecked, validate_fields, validated
 from ..ragged import Ragged
@@ -306,9 +306,10 @@ class Store(abc.ABC):
         manifest = {"format": f"genotok-{self.name}", "version": STORE_MANIFEST_VERSION,
                     "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
                     "files": files, "shards": entries, **extra}
-        manifest["digest"] = _digest(manifest)
+        body = CanonicalJSON(manifest)  # encoded once: the digest's text and the file's
+        digest = hashlib.blake2b(body.text.encode(), digest_size=8).hexdigest()
         with atomic_write(directory / MANIFEST, "w") as fh:
-            json.dump(manifest, fh, indent=1)
+            fh.write(body.lines({"digest": digest}))
 
     def check_files(self, directory: Path, files: list[str], tokenizer, extra: dict):
         """``(header, [(file, records, tokens)…])`` of a run's files, each read back (a file

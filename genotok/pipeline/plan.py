@@ -258,11 +258,11 @@ def _check_cells(paths: list[Path], format, spec) -> None:
 
     if spec == CellSpec():
         return
-    asked = ", ".join(f"{k}={v!r}" for k, v in spec.as_dict().items()
-                      if v != CellSpec().as_dict()[k])
     classes = [cell_class(p) for p in paths]
     bed = [p for p, c in zip(paths, classes) if c is None]
-    if bed:
+    if bed:  # (what the spec asks, written only here: a gene preset's has 5,000 medians)
+        default = CellSpec().as_dict()
+        asked = ", ".join(f"{k}={v!r}" for k, v in spec.as_dict().items() if v != default[k])
         raise PipelineError(f"{bed[0]}: the cell spec ({asked}) acts on the cells of .h5ad "
                             "and fragment inputs; a BED input is one record of its regions: "
                             "pre-tokenize the BED files in a run without cells=")

@@ -653,9 +653,10 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     encode = None if enc is None else enc.chunk_encoder(n_enc, source.where)
     opt.encoded = enc is not None
     total = next((s.total for s in spec.encoding if isinstance(s, Normalize)), None)
+    totals = None
     if fm is not None:  # the matrix in the new columns first (duplicate ids summed)
-        remap = features.remapper(fm, source.n_cols, source.where,
-                                  _totals(source, total, tokenizer))
+        totals = _totals(source, total, tokenizer)  # (one reader, for both paths below)
+        remap = features.remapper(fm, source.n_cols, source.where, totals)
         encode = remap if encode is None else _then(remap, encode)
     elif total is not None:
         raise ParameterError("Normalize(total=...) takes each cell's total from obs with a "
@@ -679,7 +680,7 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     fused = None
     if fm is not None and _rank_fused(enc, spec, vm, opt):  # Geneformer's, scGPT's: one kernel
         fused = features.ranker(fm, enc, source.n_cols, source.where,
-                                _totals(source, total, tokenizer), keep_from=opt.keep_from,
+                                totals, keep_from=opt.keep_from,
                                 max_tokens=opt.max_tokens, values=opt.values,
                                 dtype=table.dtype, blocks=_chunk_blocks)
     stream = _stream(source, vm, opt, budget=budget, chunk_rows=chunk_rows, n_threads=n_threads,
@@ -697,7 +698,10 @@ def tokenize_cells(source, tokenizer, spec=None, *, read=None, out=None,
     capacity = _token_bound(source, vm, opt) if prepare is None and not (
         prepend or spec.add_cls or spec.add_eos) else None
     meta = {"records": records, "metadata_columns": obs_columns, "values": values,
-            "extra": {source.header: _header(spec, enc, tokenizer, **source.settings())},
+            # the corpus header (the spec's JSON: 5,000 medians of a gene preset) is only
+            # written, never returned in memory
+            "extra": {} if out is None else {source.header: _header(
+                spec, enc, tokenizer, **source.settings())},
             "source": source.path, "capacity": capacity}
     return _emit((r for _, r in stream), meta, tokenizer, out, overwrite)
 
@@ -736,10 +740,10 @@ def kept_cells(source: CellSource, column: str | None) -> np.ndarray | None:
     if column is None or not source.has_obs:
         return None
     try:  # the protocol: an unknown column is an error at once, before anything is read
-        read = source.obs([column])
+        read = source.obs_values([column])
     except (AnnDataError, SourceError):
         return None
-    values = np.asarray(read(0, source.n_rows)[1][column])
+    values = np.asarray(read(0, source.n_rows)[column])
     if values.dtype.kind not in "biufO" or values.dtype.kind == "O" and any(
             isinstance(v, (str, bytes)) for v in values.tolist()):  # "1" == 1 is False: every
         # cell would leave silently (a file's categorical column is objects: None, numbers)
@@ -904,12 +908,12 @@ def _totals(source: CellSource, column: str | None, tokenizer):
     if not source.has_obs:
         return None
     try:  # the protocol: an unknown column is an error at once, before anything is read
-        read = source.obs([column])
+        read = source.obs_values([column])
     except (AnnDataError, SourceError):
         return None
 
     def totals(lo: int, hi: int) -> np.ndarray:  # checked before it is converted
-        col = np.asarray(read(lo, hi)[1][column])
+        col = np.asarray(read(lo, hi)[column])
         where = f"{source.where}: obs[{column!r}]"
         if col.dtype.kind not in "iuf":
             raise AnnDataError(f"{where}: each cell's total count is a number, got "

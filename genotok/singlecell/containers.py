@@ -128,20 +128,21 @@ class Container(os.PathLike):
             return _tenx_barcodes(self.path, lambda node: int(node.shape[0]))
         return C._h5_n_obs(self.path, self._key("obs"))
 
-    def obs_rows(self, lo: int, hi: int, columns) -> tuple[list[str], dict]:
-        """Cell names and ``obs`` columns of cells ``lo:hi``."""
+    def obs_rows(self, lo: int, hi: int, columns,
+                 names: bool = True) -> tuple[list[str] | None, dict]:
+        """Cell names (``None`` unless ``names``) and ``obs`` columns of cells ``lo:hi``."""
         if self.kind == "10x":
             fr = _tenx_frame(self.path, "obs")
             if columns:
                 raise AnnDataError(f"{self.path}: a 10x .h5 file has no obs columns "
                                    f"({list(columns)} asked)")
-            return [str(x) for x in fr.index()[lo:hi]], {}
+            return [str(x) for x in fr.index()[lo:hi]] if names else None, {}
         with C._h5_errors(self.path), _file(self.path) as f:
             g = f[self._key("obs")]
             index = S._attr_str(g.attrs.get("_index", "_index"))
-            names = S._h5_column(g, index, slice(lo, hi))
+            rows = S._h5_column(g, index, slice(lo, hi)) if names else None
             meta = {c: S._h5_column(g, c, slice(lo, hi)) for c in columns}
-        return [str(x) for x in names], meta
+        return None if rows is None else [str(x) for x in rows], meta
 
 
 def _file(path: str):

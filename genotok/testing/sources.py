@@ -17,8 +17,8 @@ learnt from a defect of one of them):
   same matrix;
 - **name its rows and columns**: ``names()`` one unique string per row; ``feature_names()``
   one string per column (``"var"``) or ``None`` (``"universe"``); ``obs`` returns the names of
-  a row range; an unknown ``obs`` column (or any, without ``has_obs``) is a ``GenotokError`` at
-  once; ``settings()`` is plain JSON;
+  a row range (``obs_values`` the columns alone); an unknown ``obs`` column (or any, without
+  ``has_obs``) is a ``GenotokError`` at once; ``settings()`` is plain JSON;
 - **tokenize alike by path and in memory**: the source's tokens equal those of the same
   matrix, features and names held in memory (one chunk), and for a path the entry point's
   (``tokenize_cells(path)``) equal the opened source's;
@@ -226,12 +226,15 @@ def _check_names(cls, src) -> None:
     got = src.obs(())(src.n_rows - k, src.n_rows)
     if list(got[0]) != names[src.n_rows - k:] or got[1] != {}:
         raise _fail(cls, "obs(())(lo, hi) gives the names of rows lo:hi and no columns")
-    try:
-        src.obs(["__genotok_no_such_column__"])
-    except GenotokError:
-        pass
-    else:
-        raise _fail(cls, "an unknown obs column is a GenotokError at once")
+    if src.obs_values(())(src.n_rows - k, src.n_rows) != {}:
+        raise _fail(cls, "obs_values(())(lo, hi) gives no columns")
+    for asked in (src.obs, src.obs_values):
+        try:
+            asked(["__genotok_no_such_column__"])
+        except GenotokError:
+            pass
+        else:
+            raise _fail(cls, f"an unknown {asked.__name__} column is a GenotokError at once")
     feats = src.feature_names()
     if cls.features_are == "universe":
         if feats is not None:

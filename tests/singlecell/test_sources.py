@@ -520,3 +520,28 @@ def test_int64_indices_give_the_same_tokens_and_no_int64_cell_kernel(tok):
     ad.X.indices = ad.X.indices.astype(np.int64)
     assert [tokenize_anndata(ad, tok, spec) for spec in specs] == ref
     assert [len(k.signatures) for k in kernels] == before  # (other tests may add their own)
+
+
+def test_obs_values_are_the_obs_columns_without_reading_the_names(tmp_path, monkeypatch):
+    """A cell's total (Geneformer's ``n_counts``) is read by ``obs_values``: the columns of
+    ``obs`` alone; a file's reader leaves the cell names unread (decoding 20,000 of them took
+    longer than the totals)."""
+    obs = pd.DataFrame({"n_counts": [3.0, 5.0, 7.0], "batch": ["a", "b", "a"]},
+                       index=["c1", "c2", "c3"])
+    a = anndata.AnnData(np.ones((3, 2), np.float32), obs=obs)
+    p = tmp_path / "x.h5ad"
+    a.write_h5ad(p)
+    for src in (open_source(a), open_source(p)):
+        names, cols = src.obs(["n_counts", "batch"])(1, 3)
+        got = src.obs_values(["n_counts", "batch"])(1, 3)
+        assert names == ["c2", "c3"] and set(got) == {"n_counts", "batch"}
+        assert got["n_counts"].tolist() == cols["n_counts"].tolist() == [5.0, 7.0]
+        assert list(got["batch"]) == list(cols["batch"]) == ["b", "a"]
+        with pytest.raises(genotok.GenotokError, match="no column"):
+            src.obs_values(["absent"])
+    read = open_source(p).obs_values(["n_counts"])
+    index = []
+    real = sources._h5_column
+    monkeypatch.setattr(sources, "_h5_column", lambda g, name, *a: index.append(name) or
+                        real(g, name, *a))
+    assert read(0, 3)["n_counts"].tolist() == [3.0, 5.0, 7.0] and index == ["n_counts"]

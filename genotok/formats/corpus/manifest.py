@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..._io import atomic_write, local_path
+from ..._io import CanonicalJSON, atomic_write, local_path
 from ...errors import GtokFormatError, UniverseMismatchError
 from ...params import InstanceOf, validated
 from ..gtok import open_regular
@@ -296,10 +296,12 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
                 "fingerprint": opened[0].header["fingerprint"], "checksum": layout.CHECKSUM,
                 "n_shards": len(entries), "n_records": sum(e["n_records"] for e in entries),
                 "n_tokens": sum(e["n_tokens"] for e in entries), "shards": entries, **extra}
-    json.dumps(manifest, allow_nan=False)  # refuse what another JSON reader could not parse
-    manifest["digest"] = _manifest_digest(manifest, manifest["checksum"])
+    # encoded once: the digest's canonical text (_manifest_digest's) and the file's lines;
+    # a NaN is refused (another JSON reader could not parse it)
+    body = CanonicalJSON(manifest, allow_nan=False)
+    digest = _digest(body.text.encode(), manifest["checksum"]).hex()
     with atomic_write(directory / MANIFEST, "w") as fh:
-        json.dump(manifest, fh, indent=1)
+        fh.write(body.lines({"digest": digest}))
     return directory / MANIFEST
 
 

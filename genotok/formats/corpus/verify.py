@@ -64,6 +64,11 @@ def _header_problems(h: dict, n: int, t: int, version: tuple[int, int], values: 
     return out
 
 
+#: the JSON types of a record name and of a metadata value (``json.loads`` makes no subclass)
+_NAME_TYPES = {str, type(None)}
+_SCALAR_TYPES = {str, int, float, bool, type(None)}
+
+
 def _records_problem(rec, n: int) -> str | None:
     """What is wrong with a parsed records section (names, metadata), or None."""
     if not isinstance(rec, dict) or set(rec) - {"names", "meta"}:
@@ -72,14 +77,15 @@ def _records_problem(rec, n: int) -> str | None:
     if names is not None:
         if not isinstance(names, list) or len(names) != n:
             return f"names is not a list of {n} entries"
-        if not all(x is None or isinstance(x, str) for x in names):
+        if not set(map(type, names)) <= _NAME_TYPES:  # (parsed JSON: exact types; one C
+            # pass, where a generator took 10 ms over 20,000 names)
             return "a record name is neither a string nor null"
     if meta is not None and not isinstance(meta, dict):
         return "meta is not a JSON object"
     for k, col in (meta or {}).items():
         if not isinstance(col, list) or len(col) != n:
             return f"metadata column {k[:40]!r} is not a list of {n} entries"
-        if not all(x is None or isinstance(x, (str, int, float)) for x in col):
+        if not set(map(type, col)) <= _SCALAR_TYPES:
             return f"metadata column {k[:40]!r} holds a value that is not a JSON scalar"
     return None
 
