@@ -1,6 +1,9 @@
 """Cold first use: each README snippet and ``genotok.warmup()`` in a fresh process with an empty
 kernel cache, one at a time (wall and CPU seconds, user+sys, of the child), plus the kernels each
-compiles and how long each took (numba's ``numba:compile`` events).
+compiles and how long each took (numba's ``numba:compile`` events), split into LLVM's part (CPU
+while llvmlite's lock is held: parsing, optimising, emitting machine code) and numba's own
+(bytecode analysis, type inference, IR inlining, lowering to LLVM IR); a kernel's figures
+include the callees compiled inside it.
 
     python benchmarks/bench_first_use.py            # every case
     python benchmarks/bench_first_use.py quickstart # one case
@@ -28,19 +31,29 @@ ROOT = Path(__file__).resolve().parent.parent
 _PROBE = r'''
 import json, os, time
 from numba.core import event as _ev
-_log, _stack = [], []
+_log, _stack, _llvm = [], [], [0, 0.0, 0.0]  # LLVM lock: depth, since, CPU s held so far
 class _L(_ev.Listener):
     def on_start(self, ev):
-        _stack.append((time.perf_counter(), time.process_time()))
+        _stack.append((time.perf_counter(), time.process_time(), _llvm[2]))
     def on_end(self, ev):
-        t, c = _stack.pop()
+        t, c, l = _stack.pop()
         d = (ev.data or {}).get("dispatcher")
         f = getattr(d, "py_func", None)
         if not _stack and f is not None and (f.__module__ or "").startswith("genotok"):
             _log.append((f.__module__[len("genotok."):].replace("kernels.", "") + "."
                          + f.__qualname__, round(time.perf_counter() - t, 2),
-                         round(time.process_time() - c, 2)))
+                         round(time.process_time() - c, 2), round(_llvm[2] - l, 2)))
+class _LLVM(_ev.Listener):  # llvmlite's lock: held while LLVM parses, optimises, emits code
+    def on_start(self, ev):
+        if _llvm[0] == 0:
+            _llvm[1] = time.process_time()
+        _llvm[0] += 1
+    def on_end(self, ev):
+        _llvm[0] -= 1
+        if _llvm[0] == 0:
+            _llvm[2] += time.process_time() - _llvm[1]
 _ev.register("numba:compile", _L())
+_ev.register("numba:llvm_lock", _LLVM())
 import atexit
 atexit.register(lambda: open(os.environ["_BENCH_LOG"], "w").write(json.dumps(_log)))
 '''
@@ -94,15 +107,17 @@ def main(argv: list[str]) -> None:
             rows.append((name, r))
             print(f"{name:28} wall {r['wall']:6.1f} s  cpu {r['cpu']:6.1f} s  "
                   f"{len(r['compiled'])} top-level compiles, "
-                  f"{sum(c for _, _, c in r['compiled']):.1f} cpu s", flush=True)
+                  f"{sum(c for _, _, c, _ in r['compiled']):.1f} cpu s "
+                  f"({sum(x for *_, x in r['compiled']):.1f} in LLVM)", flush=True)
             groups: dict[str, float] = {}
-            for kernel, _, c in r["compiled"]:
+            for kernel, _, c, _ in r["compiled"]:
                 g = kernel.rsplit(".", 1)[0]
                 groups[g] = groups.get(g, 0) + c
             print("    by group (cpu s): " + ", ".join(
                 f"{g} {c:.1f}" for g, c in sorted(groups.items(), key=lambda x: -x[1])))
-            for kernel, w, c in sorted(r["compiled"], key=lambda x: -x[2]):
-                print(f"    {c:6.2f} cpu s {w:6.2f} wall s  {kernel}")
+            for kernel, w, c, x in sorted(r["compiled"], key=lambda x: -x[2]):
+                print(f"    {c:6.2f} cpu s ({x:5.2f} LLVM, {c - x:5.2f} numba) {w:6.2f} wall s  "
+                      f"{kernel}")
             if name == "warmup":
                 print("    (the per-kernel list is this process's: the helper process's compiles"
                       " count in the CPU seconds only)")

@@ -2,42 +2,46 @@
 reaches every room, like the package root).
 
 With numba's on-disk cache on and two or more cores, the work is split between this process and
-a helper process that compiles the single-cell rooms' kernels into the same cache (numba
-compiles on one thread: a second process is the only way to use a second core); then this
-process runs every step once more, loading what the helper wrote (and compiling whatever a
-concurrent write to one kernel's index lost). Measured: ``benchmarks/RESULTS.md``, warmup.
+a helper process that compiles into the same cache (numba compiles on one thread: a second
+process is the only way to use a second core). The steps are one list, :data:`UNITS`: this
+process takes them from the front, the helper from the back, each claiming a step before it
+runs it (a file in a shared temporary folder), until they meet, so both finish together
+whatever each step costs on this machine. Then this process runs every step once more,
+loading what the helper wrote (and compiling whatever a concurrent write to one kernel's index
+lost). Measured: ``benchmarks/RESULTS.md``, first_use.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 
-def _region_rooms() -> None:
-    """The region rooms' own warmups: every kernel on tiny inputs of the dtypes they use."""
-    from .formats.corpus import reader
-    from .kernels import build, mixing, overlap, packing, parse, small, sort
-
-    for room in (parse, overlap, small, sort, build, packing, mixing, reader):
-        room.warmup()
+#: the rooms with a warmup of their own (every kernel on tiny inputs of the dtypes they use)
+_ROOMS = ("kernels.parse", "kernels.overlap", "kernels.small", "kernels.sort", "kernels.build",
+          "kernels.packing", "kernels.mixing", "formats.corpus.reader", "singlecell.values",
+          "singlecell.cells")
 
 
-def _cell_rooms() -> None:
-    """The single-cell rooms' own warmups."""
-    from .singlecell import cells, values
+def _room(name: str):
+    """The room ``name``'s own warmup, as a step of its own."""
+    def step() -> None:
+        import importlib
 
-    for room in (cells, values):
-        room.warmup()
+        importlib.import_module(f"genotok.{name}").warmup()
+
+    step.__name__ = f"_room_{name.rsplit('.', 1)[-1]}"
+    return step
 
 
 def _rooms() -> None:
-    """Each room's own warmup: every kernel on tiny inputs of the dtypes the rooms use."""
-    _region_rooms()
-    _cell_rooms()
+    """Each room's own warmup."""
+    for name in _ROOMS:
+        _room(name)()
 
 
 def _example_tokenizer():
@@ -92,24 +96,42 @@ def _single_cell() -> None:
     _fragments()
 
 
+def _anndata_call(k: int):
+    """The README's AnnData call ``k`` (of 4) as a step of its own (a parallel warmup shares
+    them out one by one; skipped without h5py)."""
+    def step() -> None:
+        if _no_h5py():
+            return
+        import anndata
+
+        from .singlecell import CellSpec, tokenize_anndata
+        from .singlecell.spec import Normalize, RankByMedian
+
+        ex, tok = _example_tokenizer()
+        path = ex / "pbmc.h5ad"
+        if k == 0:
+            tokenize_anndata(path, tok)
+        elif k == 1:  # in memory, as the README reads it too
+            tokenize_anndata(anndata.read_h5ad(path), tok, CellSpec(max_length=2048))
+        elif k == 2:  # rank-value over peaks
+            tokenize_anndata(anndata.read_h5ad(path), tok, CellSpec(
+                encoding=(Normalize(1e4), RankByMedian()), max_length=2048))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:  # the corpus output (uint32 ids)
+                tokenize_anndata(path, tok, out=os.path.join(tmp, "pbmc.gtokc"),
+                                 obs_columns=["cell_type"])
+
+    step.__name__ = f"_anndata_{k}"
+    return step
+
+
+_ANNDATA = tuple(map(_anndata_call, range(4)))
+
+
 def _anndata() -> None:
     """The README's AnnData calls (skipped without h5py)."""
-    if _no_h5py():
-        return
-    import anndata
-
-    from .singlecell import CellSpec, tokenize_anndata
-    from .singlecell.spec import Normalize, RankByMedian
-
-    ex, tok = _example_tokenizer()
-    adata = anndata.read_h5ad(ex / "pbmc.h5ad")  # in memory, as the README reads it too
-    tokenize_anndata(ex / "pbmc.h5ad", tok)
-    tokenize_anndata(adata, tok, CellSpec(max_length=2048))
-    tokenize_anndata(adata, tok, CellSpec(encoding=(Normalize(1e4), RankByMedian()),
-                                          max_length=2048))  # rank-value over peaks
-    with tempfile.TemporaryDirectory() as tmp:  # the corpus output's own path (uint32 ids)
-        tokenize_anndata(ex / "pbmc.h5ad", tok, out=os.path.join(tmp, "pbmc.gtokc"),
-                         obs_columns=["cell_type"])
+    for step in _ANNDATA:
+        step()
 
 
 def _fragments() -> None:
@@ -126,18 +148,41 @@ def _fragments() -> None:
 #: (what, how) in order; a step's compile notices say "warmup k/n"
 STEPS = (("kernels", _rooms), ("quick start", _quick_start), ("corpus", _corpus),
          ("single cell", _single_cell))
-#: the two shares of a parallel warmup (about half the compile time each, measured:
-#: the single-cell rooms and AnnData calls ~50 CPU s, the rest ~50): this process's, the helper's
-SHARES = ((_region_rooms, _quick_start, _corpus, _fragments), (_cell_rooms, _anndata))
 
 
-def _helper() -> None:
+#: the steps of a parallel warmup, one list: this process takes them from the front, the
+#: helper from the back, until they meet; together they are every step of :data:`STEPS`. The
+#: order makes the halves about equal with no kernel compiled twice (measured, numba 0.68:
+#: the region rooms ~28 CPU s with the process's start and the cells room ~27 here, the values
+#: room ~36 and the fragment calls ~20 in the helper; the AnnData calls then load only)
+UNITS = (*map(_room, _ROOMS[:-2]), _quick_start, _corpus, _room(_ROOMS[-1]), *_ANNDATA,
+         _fragments, _room(_ROOMS[-2]))
+
+
+def _claim(folder: str, i: int) -> bool:
+    """Whether this process claimed step ``i`` (the other has not)."""
+    try:
+        os.close(os.open(os.path.join(folder, str(i)), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _take(folder: str, order) -> None:
+    """Run the steps of :data:`UNITS` in ``order`` while this process claims them (the first
+    claimed by the other process ends the walk: it came from the other end)."""
+    for i in order:
+        if not _claim(folder, i):
+            return
+        UNITS[i]()
+
+
+def _helper(folder: str) -> None:
     """The helper process's share (``python -c "from genotok._warmup import _helper; ..."``):
-    prints how many kernels it compiled."""
+    the steps of :data:`UNITS` from the back; prints how many kernels it compiled."""
     from . import _config
 
-    for step in SHARES[1]:
-        step()
+    _take(folder, reversed(range(len(UNITS))))
     print(_config.NOTICE.compiled, flush=True)
 
 
@@ -148,9 +193,10 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _start_helper():
-    """The helper process, or ``None``: the kernel cache is off (a helper's work would be lost),
-    one core, the cache already holds the helper's share, or it did not start."""
+def _start_helper(folder: str):
+    """The helper process (claiming its steps in ``folder``), or ``None``: the kernel cache is
+    off (a helper's work would be lost), one core, the cache already holds the helper's longest
+    compile, or it did not start."""
     from . import _config
 
     if not _config._CACHE or _cores() < 2 or os.environ.get("GENOTOK_WARMUP_SERIAL", "") not in (
@@ -168,7 +214,7 @@ def _start_helper():
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     try:
         return subprocess.Popen([sys.executable, "-c",
-                                 "from genotok._warmup import _helper; _helper()"],
+                                 f"from genotok._warmup import _helper; _helper({folder!r})"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 text=True)
     except OSError:
@@ -199,12 +245,12 @@ def warmup() -> None:
 
     notice = _config.NOTICE
     before, t0 = notice.compiled, time.perf_counter()
-    helper, by_helper = _start_helper(), 0
+    folder = tempfile.mkdtemp(prefix="genotok-warmup-")
+    helper, by_helper = _start_helper(folder), 0
     try:
         if helper is not None:
             notice.context = "warmup 1/2"
-            for step in SHARES[0]:
-                step()
+            _take(folder, range(len(UNITS)))
             out, _ = helper.communicate()
             by_helper = int(out.split()[-1]) if helper.returncode == 0 and out.split() else 0
         for k, (_, step) in enumerate(STEPS, 1):  # (after a helper: loads, compiles the rest)
@@ -215,6 +261,7 @@ def warmup() -> None:
         if helper is not None and helper.poll() is None:
             helper.kill()
             helper.wait()
+        shutil.rmtree(folder, ignore_errors=True)
     n = notice.compiled - before + by_helper
     if n and _config.notices_on() and sys.stderr is not None:
         print(f"genotok: warmup compiled {n} kernels in {time.perf_counter() - t0:.0f} s "

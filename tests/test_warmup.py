@@ -158,24 +158,35 @@ def test_import_genotok_loads_no_kernel_and_every_name_resolves():
 
 
 # --------------------------------------------------------------------------- parallel warmup
-def test_the_two_shares_of_a_parallel_warmup_are_every_step(monkeypatch):
-    """The helper's share and this process's together are the whole warmup (the last pass runs
-    every step again in this process, so a share missing a step costs time, not kernels)."""
+def test_the_steps_of_a_parallel_warmup_are_every_step(monkeypatch, tmp_path):
+    """The steps the two processes share out are the whole warmup (the last pass runs every
+    step again in this process, so a step missing costs time, not kernels), and each step runs
+    in exactly one of them: this process from the front, the helper from the back."""
     from genotok import _warmup
 
-    shares = [f.__name__ for share in _warmup.SHARES for f in share]
-    assert sorted(shares) == sorted(["_region_rooms", "_quick_start", "_corpus", "_fragments",
-                                     "_cell_rooms", "_anndata"])
+    units = [f.__name__ for f in _warmup.UNITS]
+    steps = [f.__name__ for _, f in _warmup.STEPS]
+    assert sorted(units) == sorted([f"_room_{n.rsplit('.', 1)[-1]}" for n in _warmup._ROOMS]
+                                   + ["_quick_start", "_corpus", "_fragments"]
+                                   + [f"_anndata_{k}" for k in range(4)])
+    assert steps == ["_rooms", "_quick_start", "_corpus", "_single_cell"]
+    ran = []
+    monkeypatch.setattr(_warmup, "UNITS", tuple(
+        (lambda i=i: ran.append(("front" if len(ran) < 3 else "back", i))) for i in range(7)))
+    _warmup._take(str(tmp_path), range(3))  # this process stops after three (a stand-in)
+    _warmup._take(str(tmp_path), reversed(range(7)))  # the helper takes the rest, then stops
+    assert sorted(i for _, i in ran) == list(range(7))
+    assert [i for side, i in ran if side == "back"] == [6, 5, 4, 3]
     monkeypatch.setenv("GENOTOK_WARMUP_SERIAL", "1")
-    assert _warmup._start_helper() is None  # one process on request
+    assert _warmup._start_helper(str(tmp_path)) is None  # one process on request
     monkeypatch.delenv("GENOTOK_WARMUP_SERIAL")
     monkeypatch.setattr(_warmup, "_cores", lambda: 1)
-    assert _warmup._start_helper() is None  # one core: no helper
+    assert _warmup._start_helper(str(tmp_path)) is None  # one core: no helper
     monkeypatch.setattr(_warmup, "_cores", lambda: 2)
     from genotok import _config
 
     monkeypatch.setattr(_config, "_CACHE", False)
-    assert _warmup._start_helper() is None  # no cache: a helper's kernels would be lost
+    assert _warmup._start_helper(str(tmp_path)) is None  # no cache: its kernels would be lost
 
 
 def test_two_processes_saving_one_kernel_keep_its_signatures_apart(tmp_path, monkeypatch):

@@ -948,9 +948,11 @@ def warmup() -> None:
     """
     vm = _var_map_from_hits(Ragged(np.array([0], np.int64), np.array([0, 1, 1], np.int64)),
                             np.array([0], np.int64), np.array([0], np.int64), 1)
+    capped = dataclasses.replace(_options_default(), max_tokens=1)  # the general kernels
     for data in (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.0], np.float64)):
         ch = Chunk(0, np.array([0, 2], np.int64), np.array([0, 1], np.int32), data, 2)
-        _run_chunk(ch, vm, _options_default(), "warmup")
+        for opt in (_options_default(), capped):  # the monotone fast path, cell_tokens
+            _run_chunk(ch, vm, opt, "warmup")
     K.parse_fragments(np.frombuffer(b"chr1\t1\t2\tA\t1\n", np.uint8))
 
 
