@@ -34,7 +34,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from .._config import NJIT
 
 from .bits import (HIGH, LITTLE_ENDIAN, ONES, SPACES, below_space, digits_value, eq_bytes,
-                   load_word, lowest_byte, non_digits)
+                   load_word, lowest_byte, newlines64, non_digits, specials64)
 from .fragments import FRAG_OK, _parse_line
 from .names import _final, _hash, _mix, _new_key, _round
 from .modes import Counting, Overlap
@@ -140,23 +140,6 @@ def _field_line(buf, pos, n, fs, fe, key):
 #: the bytes :func:`_window_line` looks at from a line's start (a longer line takes
 #: :func:`_word_line`)
 _WINDOW = 64
-_MOVEMASK = np.uint64(0x0102040810204080)
-_OVER_SPACE = ONES * np.uint64(33)
-_LINE_ENDS = ONES * np.uint64(10)
-
-
-@njit(inline="always", **NJIT)
-def _bits(t):
-    """The high bits of the bytes of ``t`` (no other bit set) as 8 bits, bit ``k`` for byte
-    ``k`` (one multiply gathers them in the top byte)."""
-    return ((t >> np.uint64(7)) * _MOVEMASK) >> np.uint64(56)
-
-
-@njit(inline="always", **NJIT)
-def _specials(w):
-    """The bytes of ``w`` that end a field or send a line to the parser (``<= 0x20``: tab,
-    line end, space, CR, control bytes; and 0x7f) as 8 bits, bit ``k`` for byte ``k``."""
-    return _bits((~(((w | HIGH) - _OVER_SPACE) | w) & HIGH) | eq_bytes(w, _DELS))
 
 
 @njit(inline="always", **NJIT)
@@ -183,18 +166,15 @@ def _field_number(buf, a, b):
 def _window_line(buf, pos, fs, fe, key):
     """:func:`_word_line` for a line of at most :data:`_WINDOW` bytes with no byte of note
     but its four (or three) tabs and its line end, found all at once: the eight words from
-    ``pos`` are loaded independently (no load waits for the previous field's end, as in the
-    field-by-field readers), their field-ending bytes gathered into one 64-bit mask
-    (:func:`_specials`), the separators read off it lowest bit first, and every check folded
+    ``pos`` are loaded at once (no load waits for the previous field's end, as in the
+    field-by-field readers), their field-ending bytes gathered into one 64-bit mask by two
+    vector compares (:func:`~genotok.kernels.bits.specials64`: bytes ``<= 0x20`` or 0x7f),
+    the separators read off it lowest bit first, and every check folded
     into one flag (few branches); numbers of at most 16 digits (:func:`_field_number`).
     ``ok`` False for anything else (the caller then asks :func:`_word_line`). The caller
     checked ``pos + _WINDOW + 32 <= buf.size``."""
-    m = np.uint64(0)
-    nl = np.uint64(0)
-    for i in range(8):  # _WINDOW // 8 (a literal: numba then unrolls the loop)
-        w = load_word(buf, pos + 8 * i)
-        m |= _specials(w) << np.uint64(8 * i)
-        nl |= _bits(eq_bytes(w, _LINE_ENDS)) << np.uint64(8 * i)
+    m = specials64(buf, pos)
+    nl = newlines64(buf, pos)
     t0 = np.int64(trailing_zeros(m))  # 64 when none (cttz of 0 is defined: 64)
     m &= m - np.uint64(1)
     t1 = np.int64(trailing_zeros(m))
