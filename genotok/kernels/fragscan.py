@@ -358,8 +358,11 @@ def _seek(a, lo, hi, x, at):
 
 @njit(**NJIT)
 def name_table():
-    """An empty name table ``(slots, offsets, hashes, arena, lines, n)``: name ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``; the last element
+    """An empty name table ``(slots, offsets, heads, arena, lines, n)``: name ``i`` is
+    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``, ``heads[i]`` its
+    hash and its first :data:`HEAD` bytes as three words (zero past its end: a look-up
+    compares a name of up to 24 bytes, a 10x barcode's 18, in the one 32-byte row the slot
+    points to, with no load of the offsets or the arena waiting on it); the last element
     of ``slots`` is the table's random hash key (numba's generator, seeded from the system's
     entropy), the others a power of two of open-addressing slots.
 
@@ -372,20 +375,57 @@ def name_table():
     """
     slots = np.full(1024 + 1, -1, np.int64)
     slots[1024] = np.int64(_new_key())
-    return (slots, np.zeros(65, np.int64), np.zeros(64, np.uint64),
+    return (slots, np.zeros(65, np.int64), np.zeros((64, 4), np.uint64),
             np.empty(1024, np.uint8), np.zeros(64, np.int64), 0)
 
 
+#: the bytes of a name kept beside its hash in the table's ``heads`` (three words)
+HEAD = 24
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
 @njit(inline="always", **NJIT)
-def _lookup(buf, a, b, h, slots, off, hashes, arena):
-    """``(name, slot)`` of ``buf[a:b]``; name -1 and the empty slot to fill when absent."""
+def _low_bytes(k):
+    """A mask of the low ``k`` bytes of a word (``k`` clipped to 0..8)."""
+    k = min(max(k, 0), 8)
+    return (_ALL >> np.uint64((64 - 8 * k) & 63)) if k > 0 else np.uint64(0)
+
+
+@njit(inline="always", **NJIT)
+def _head(buf, a, n):
+    """The first :data:`HEAD` bytes of ``buf[a:a + n]`` as three little-endian words, zero
+    past ``n``: three word loads when they stay inside ``buf``, else byte by byte."""
+    if LITTLE_ENDIAN and a + HEAD <= buf.size:
+        return (load_word(buf, a) & _low_bytes(n), load_word(buf, a + 8) & _low_bytes(n - 8),
+                load_word(buf, a + 16) & _low_bytes(n - 16))
+    w0 = w1 = w2 = np.uint64(0)
+    for k in range(min(n, HEAD)):
+        v = np.uint64(buf[a + k]) << np.uint64(8 * (k & 7))
+        if k < 8:
+            w0 |= v
+        elif k < 16:
+            w1 |= v
+        else:
+            w2 |= v
+    return w0, w1, w2
+
+
+@njit(inline="always", **NJIT)
+def _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena):
+    """``(name, slot)`` of ``buf[a:b]`` (hash ``h``, :func:`_head` ``w0, w1, w2``: the caller
+    reads them, a call nested in an inlined function is not inlined); name -1 and the empty
+    slot to fill when absent. A probe reads the slot, then the name's row of ``heads`` (its
+    hash and first bytes) and its two offsets at once; the arena only for the bytes of a
+    name past :data:`HEAD`."""
     mask = slots.size - 2  # the last element is the key
     slot = np.int64(h & np.uint64(mask))
     n = b - a
     while slots[slot] >= 0:
         c = slots[slot]
-        if hashes[c] == h and off[c + 1] - off[c] == n and _equal(arena, off[c], buf, a, n):
-            return c, slot
+        if (heads[c, 0] == h) & (heads[c, 1] == w0) & (heads[c, 2] == w1) & \
+                (heads[c, 3] == w2) & (off[c + 1] - off[c] == n):
+            if n <= HEAD or _equal(arena, off[c] + HEAD, buf, a + HEAD, n - HEAD):
+                return c, slot
         slot = (slot + 1) & mask
     return -1, slot
 
@@ -408,38 +448,41 @@ def _equal(x, i, y, j, n):
 
 
 @njit(inline="always", **NJIT)
-def _fits(slots, off, hashes, arena, n, length):
+def _fits(slots, off, heads, arena, n, length):
     """Whether one more name of ``length`` bytes fits the table without growing it."""
-    return n + 1 < hashes.size and off[n] + length <= arena.size and \
+    return n + 1 < heads.shape[0] and off[n] + length <= arena.size and \
         2 * (n + 1) <= slots.size - 1
 
 
 @njit(inline="always", **NJIT)
-def _put(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
+def _put(buf, a, b, h, w0, w1, w2, slot, line, slots, off, heads, arena, lines, n):
     """Add ``buf[a:b]`` (hash ``h``, first seen at ``line``) as name ``n`` in ``slot``; the
     caller checked :func:`_fits`."""
     used = off[n]
     for k in range(b - a):
         arena[used + k] = buf[a + k]
     off[n + 1] = used + (b - a)
-    hashes[n] = h
+    heads[n, 0] = h
+    heads[n, 1] = w0
+    heads[n, 2] = w1
+    heads[n, 3] = w2
     lines[n] = line
     slots[slot] = n
 
 
 @njit(**NJIT)
-def _grown(slots, off, hashes, arena, lines, n, length):
+def _grown(slots, off, heads, arena, lines, n, length):
     """The table's arrays with room for one more name of ``length`` bytes (new arrays where
     they had to grow; the slots rehashed at four times the size to keep the load below 1/2)."""
-    if n + 1 >= hashes.size:
-        cap = 2 * hashes.size
+    if n + 1 >= heads.shape[0]:
+        cap = 2 * heads.shape[0]
         o2 = np.zeros(cap + 1, np.int64)
         o2[:n + 1] = off[:n + 1]
-        h2 = np.zeros(cap, np.uint64)
-        h2[:n] = hashes[:n]
+        h2 = np.zeros((cap, 4), np.uint64)
+        h2[:n] = heads[:n]
         l2 = np.zeros(cap, np.int64)
         l2[:n] = lines[:n]
-        off, hashes, lines = o2, h2, l2
+        off, heads, lines = o2, h2, l2
     if off[n] + length > arena.size:
         a2 = np.empty(max(2 * arena.size, off[n] + length), np.uint8)
         a2[:off[n]] = arena[:off[n]]
@@ -450,15 +493,15 @@ def _grown(slots, off, hashes, arena, lines, n, length):
         slots = np.full(mask + 2, -1, np.int64)
         slots[mask + 1] = key
         for c in range(n):
-            t = np.int64(hashes[c] & np.uint64(mask))
+            t = np.int64(heads[c, 0] & np.uint64(mask))
             while slots[t] >= 0:
                 t = (t + 1) & mask
             slots[t] = c
-    return slots, off, hashes, arena, lines
+    return slots, off, heads, arena, lines
 
 
 @njit(**NJIT)
-def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
+def add_names(buf, bounds, slots, off, heads, arena, lines, n):
     """Add the names ``buf[bounds[i]:bounds[i + 1]]`` (a repeated one once) to a table
     (:func:`name_table`); returns the table. Fills the tables with known names first.
 
@@ -471,15 +514,16 @@ def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
     for i in range(bounds.size - 1):
         a, b = bounds[i], bounds[i + 1]
         h = _hash(buf, a, b, _key(slots))
-        c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
+        w0, w1, w2 = _head(buf, a, b - a)
+        c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
         if c < 0:
-            if not _fits(slots, off, hashes, arena, n, b - a):
-                slots, off, hashes, arena, lines = _grown(slots, off, hashes, arena, lines, n,
+            if not _fits(slots, off, heads, arena, n, b - a):
+                slots, off, heads, arena, lines = _grown(slots, off, heads, arena, lines, n,
                                                           b - a)
-                c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
-            _put(buf, a, b, h, slot, 0, slots, off, hashes, arena, lines, n)
+                c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
+            _put(buf, a, b, h, w0, w1, w2, slot, 0, slots, off, heads, arena, lines, n)
             n += 1
-    return slots, off, hashes, arena, lines, n
+    return slots, off, heads, arena, lines, n
 
 
 @njit(inline="always", **NJIT)
@@ -554,22 +598,25 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
         same = prev_c >= 0 and b - a == pce - pcs and _equal(buf, a, buf, pcs, b - a)
         if not same:
             h = _hash(buf, a, b, ckey)
-            c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
+            w0, w1, w2 = _head(buf, a, b - a)
+            c, slot = _lookup(buf, a, b, h, w0, w1, w2, cslots, coff, chash, carena)
             if c < 0:
                 if not _fits(cslots, coff, chash, carena, nc, b - a):
                     return pos, line, m, nc, nb, _GROW_CHROMS, b - a
-                _put(buf, a, b, h, slot, line, cslots, coff, chash, carena, cline, nc)
+                _put(buf, a, b, h, w0, w1, w2, slot, line, cslots, coff, chash, carena, cline,
+                     nc)
                 c = nc
                 nc += 1
             elif cline[c] < 0:  # a known name's first line (the caller set -1)
                 cline[c] = line
             prev_c, pcs, pce = c, a, b
         a, b = fs[3], fe[3]
-        cell, slot = _lookup(buf, a, b, bh, bslots, boff, bhash, barena)
+        w0, w1, w2 = _head(buf, a, b - a)
+        cell, slot = _lookup(buf, a, b, bh, w0, w1, w2, bslots, boff, bhash, barena)
         if cell < 0:
             if not _fits(bslots, boff, bhash, barena, nb, b - a):
                 return pos, line, m, nc, nb, _GROW_CELLS, b - a
-            _put(buf, a, b, bh, slot, line, bslots, boff, bhash, barena, bline, nb)
+            _put(buf, a, b, bh, w0, w1, w2, slot, line, bslots, boff, bhash, barena, bline, nb)
             cell = nb
             nb += 1
         if n_allow >= 0 and cell >= n_allow:  # not on the allow-list
@@ -658,12 +705,12 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
     fe = np.empty(5, np.int64)
     line = line0
     while True:
-        if nfrag.size < bhash.size:  # a cell's row exists for every barcode the table holds
-            grown = np.zeros(bhash.size, np.int64)
+        if nfrag.size < bhash.shape[0]:  # a cell's row exists for every barcode the table holds
+            grown = np.zeros(bhash.shape[0], np.int64)
             grown[:nfrag.size] = nfrag
             nfrag = grown
-        if missed.shape[1] < bhash.size:
-            more = np.zeros((2, bhash.size), np.float64)
+        if missed.shape[1] < bhash.shape[0]:
+            more = np.zeros((2, bhash.shape[0]), np.float64)
             more[:, :missed.shape[1]] = missed
             missed = more
         pos, line, m, nc, nb, status, need = _run(
@@ -712,13 +759,15 @@ def merge_names(arena, off, lines, lo, hi, base, slots, doff, dhash, darena, dli
     for i in range(lo, hi):
         a, b = off[i], off[i + 1]
         h = _hash(arena, a, b, key)
-        c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
+        w0, w1, w2 = _head(arena, a, b - a)
+        c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
         if c < 0:
             if not _fits(slots, doff, dhash, darena, n, b - a):
                 slots, doff, dhash, darena, dlines = _grown(slots, doff, dhash, darena, dlines,
                                                             n, b - a)
-                c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
-            _put(arena, a, b, h, slot, base + lines[i], slots, doff, dhash, darena, dlines, n)
+                c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
+            _put(arena, a, b, h, w0, w1, w2, slot, base + lines[i], slots, doff, dhash, darena,
+                 dlines, n)
             c = n
             n += 1
         ids[i - lo] = c
