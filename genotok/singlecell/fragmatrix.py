@@ -373,7 +373,9 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             blocks = bgzf.region_lines(path, want, n_threads)
             want = None  # the index' lines are the regions' already
         else:
-            blocks = bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads)
+            # a block is scanned before the next is asked for: inflated into reused buffers
+            blocks = bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads,
+                                      reuse=True)
     elif os.path.getsize(path) <= SYNC_BYTES:
         blocks = _blocks_of_lines(path, block_bytes)
     else:
