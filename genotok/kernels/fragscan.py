@@ -630,16 +630,26 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
             lo = chrom_ptr[code]
             hi_c = chrom_ptr[code + 1]
             if mode == MODE_FRAGMENT:
-                hi = _seek(starts, lo, hi_c, x, cursors[0, code])
-                cursors[0, code] = hi
-                k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
-                          frac_r, overlap, found, 0)
+                at = cursors[0, code]
+                # the common fragment of a sorted file: the cursor stays the first row
+                # starting at or after x, and no row before it reaches past s (maxend is
+                # their running maximum): no hit, and _seek and _hits are skipped (three
+                # loads, one branch; written out: inlined, a helper taking the arrays cost
+                # 0.04 CPU s on 5M fragments where this saves 0.03)
+                if not (lo < at < hi_c and starts[at - 1] < x <= starts[at]
+                        and maxend[at - 1] <= s):
+                    hi = _seek(starts, lo, hi_c, x, at)
+                    cursors[0, code] = hi
+                    k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
+                              frac_q, frac_r, overlap, found, 0)
             else:
                 for side in range(2):
                     p = s + left if side == 0 else x - 1 + right
-                    if p < 0:
+                    at = cursors[side, code]
+                    if p < 0 or (lo < at < hi_c and starts[at - 1] <= p < starts[at]
+                                 and maxend[at - 1] <= p):  # as above, for [p, p + 1)
                         continue
-                    hi = _seek(starts, lo, hi_c, p + 1, cursors[side, code])
+                    hi = _seek(starts, lo, hi_c, p + 1, at)
                     cursors[side, code] = hi
                     k0 = k
                     k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
