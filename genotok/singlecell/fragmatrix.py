@@ -502,8 +502,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                universe, spill=None, spill_bytes: float = 0, regions=None, n_threads=None,
                sizes=None):
     """The block loop of :func:`_count`: each block cut into pieces of whole lines scanned on
-    ``n_threads`` threads at once (:class:`_Piece`: the kernel releases the GIL), while the
-    next blocks inflate; then, in the pieces' order, their new names join the file's tables
+    threads at once (:class:`_Piece`: the kernel releases the GIL), while the next blocks
+    inflate (a BGZF file: half the ``n_threads`` scan, half inflate, :func:`_split_threads`); then, in the pieces' order, their new names join the file's tables
     (so cells keep the order of first appearance and the ids of a scan on one thread), their
     pairs the counts; the first bad line raised. ``state`` (``[nfrag, missed]``) is set at
     the end. With a ``spill``, the pairs go to disk whenever they hold more than
