@@ -97,8 +97,9 @@ def prefetch(typingctx, arr, pos):
 def _bytes_mask(name: str, doc: str, compare):
     """An intrinsic ``f(buf, pos)``: bit ``k`` of its ``uint64`` set when ``compare`` holds
     for byte ``buf[pos + k]``, for the 64 bytes from ``pos`` (one vector load, one or two
-    vector compares gathered into a mask: a few instructions on AVX-512 or AVX2, where the
-    SWAR tricks take ~25 per word)."""
+    vector compares gathered into a mask: a few instructions on AVX-512 or AVX2, a few more
+    on SSE2 or NEON, where the SWAR tricks take ~25 per word). Bit ``k`` is byte ``k`` on a
+    little-endian machine (:data:`LITTLE_ENDIAN`; the callers check it)."""
 
     @intrinsic
     def mask(typingctx, buf, pos):
