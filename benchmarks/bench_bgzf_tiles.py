@@ -62,6 +62,7 @@ MUON = SHARED / "muon" / "test_rna_atac_fragments.tsv.gz"
 
 CHILD = """
 import json, sys, time
+sys.path[:] = [p for p in sys.path if p]  # not the working directory's genotok: PYTHONPATH's
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib, rss_mib
 {setup}

@@ -421,6 +421,10 @@ COMPARISONS: dict[str, Comparison] = {
     # not numba-compiled: views and loads the compiled tricks use
     "bits.load_word": Comparison(covered_by="parse.run"),
     "bits.prefetch": Comparison(covered_by="monotone.mono_count"),
+    "bits.specials64": Comparison(covered_by="fragscan.scan_fragments",
+                                  tested_in="tests/kernels/test_bits.py"),
+    "bits.newlines64": Comparison(covered_by="fragscan.scan_fragments",
+                                  tested_in="tests/kernels/test_bits.py"),
     "bits.word_view": Comparison(covered_by="lines.scan", tested_in="tests/kernels/test_bits.py"),
     # ---- build: universe builders' array passes
     "build.is_sorted": Comparison(

@@ -94,6 +94,47 @@ def prefetch(typingctx, arr, pos):
     return types.void(arr, pos), codegen
 
 
+def _bytes_mask(name: str, doc: str, compare):
+    """An intrinsic ``f(buf, pos)``: bit ``k`` of its ``uint64`` set when ``compare`` holds
+    for byte ``buf[pos + k]``, for the 64 bytes from ``pos`` (one vector load, one or two
+    vector compares gathered into a mask: a few instructions on AVX-512 or AVX2, a few more
+    on SSE2 or NEON, where the SWAR tricks take ~25 per word). Bit ``k`` is byte ``k`` on a
+    little-endian machine (:data:`LITTLE_ENDIAN`; the callers check it)."""
+
+    @intrinsic
+    def mask(typingctx, buf, pos):
+        if not (isinstance(buf, types.Array) and buf.ndim == 1 and buf.layout == "C"
+                and buf.dtype == types.uint8 and isinstance(pos, types.Integer)):
+            raise TypingError(f"{name} takes a C-contiguous 1-d uint8 array and an integer, "
+                              f"got {buf} and {pos}")
+
+        def codegen(context, builder, signature, args):
+            vty = ir.VectorType(ir.IntType(8), 64)
+            ptr = _item_pointer(context, builder, signature, args)
+            v = builder.load(builder.bitcast(ptr, vty.as_pointer()), align=1)
+            bits = compare(builder, v, lambda b: ir.Constant(vty, [ir.IntType(8)(b)] * 64))
+            return builder.bitcast(bits, ir.IntType(64))
+
+        return types.uint64(buf, pos), codegen
+
+    mask.__name__ = mask.__qualname__ = name
+    mask.__doc__ = doc + (" ``buf`` must be a C-contiguous uint8 array and ``pos + 64 <= "
+                          "buf.size``: nothing is checked, as with any numba index.")
+    return mask
+
+
+#: bit ``k`` set when ``buf[pos + k]`` ends a field or marks a line for the general parser: a
+#: byte ``<= 0x20`` (tab, line end, space, CR, control bytes) or 0x7f (DEL)
+specials64 = _bytes_mask(
+    "specials64", "The bytes ``<= 0x20`` or 0x7f of the 64 bytes from ``pos``, bit ``k`` for "
+    "byte ``k``.", lambda b, v, c: b.or_(b.icmp_unsigned("<=", v, c(32)),
+                                         b.icmp_unsigned("==", v, c(127))))
+#: bit ``k`` set when ``buf[pos + k]`` is a line end (``\n``)
+newlines64 = _bytes_mask(
+    "newlines64", "The line ends (``\\n``) of the 64 bytes from ``pos``, bit ``k`` for byte "
+    "``k``.", lambda b, v, c: b.icmp_unsigned("==", v, c(10)))
+
+
 @njit(**NJIT)
 def non_digits(x):
     """High bit of each byte of ``x`` that is not an ASCII digit, exact up to the first such

@@ -34,7 +34,7 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 from .._config import NJIT
 
 from .bits import (HIGH, LITTLE_ENDIAN, ONES, SPACES, below_space, digits_value, eq_bytes,
-                   load_word, lowest_byte, non_digits)
+                   load_word, lowest_byte, newlines64, non_digits, specials64)
 from .fragments import FRAG_OK, _parse_line
 from .names import _final, _hash, _mix, _new_key, _round
 from .modes import Counting, Overlap
@@ -122,7 +122,8 @@ def _fast_line(buf, pos, n, fs, fe, key):
     s = x = cnt = nxt = 0
     h = np.uint64(0)
     if LITTLE_ENDIAN and pos + _WINDOW + 32 <= n:
-        ok, s, x, cnt, nxt, h = _window_line(buf, pos, fs, fe, key)
+        ok, s, x, cnt, nxt, h, ce, bs, be = _window_line(buf, pos, key)
+        fs[0], fe[0], fs[3], fe[3] = pos, ce, bs, be
     if not ok:
         ok, s, x, cnt, nxt, h = _field_line(buf, pos, n, fs, fe, key)
     return ok, s, x, cnt, nxt, h
@@ -140,23 +141,6 @@ def _field_line(buf, pos, n, fs, fe, key):
 #: the bytes :func:`_window_line` looks at from a line's start (a longer line takes
 #: :func:`_word_line`)
 _WINDOW = 64
-_MOVEMASK = np.uint64(0x0102040810204080)
-_OVER_SPACE = ONES * np.uint64(33)
-_LINE_ENDS = ONES * np.uint64(10)
-
-
-@njit(inline="always", **NJIT)
-def _bits(t):
-    """The high bits of the bytes of ``t`` (no other bit set) as 8 bits, bit ``k`` for byte
-    ``k`` (one multiply gathers them in the top byte)."""
-    return ((t >> np.uint64(7)) * _MOVEMASK) >> np.uint64(56)
-
-
-@njit(inline="always", **NJIT)
-def _specials(w):
-    """The bytes of ``w`` that end a field or send a line to the parser (``<= 0x20``: tab,
-    line end, space, CR, control bytes; and 0x7f) as 8 bits, bit ``k`` for byte ``k``."""
-    return _bits((~(((w | HIGH) - _OVER_SPACE) | w) & HIGH) | eq_bytes(w, _DELS))
 
 
 @njit(inline="always", **NJIT)
@@ -180,21 +164,20 @@ def _field_number(buf, a, b):
 
 
 @njit(inline="always", **NJIT)
-def _window_line(buf, pos, fs, fe, key):
+def _window_line(buf, pos, key):
     """:func:`_word_line` for a line of at most :data:`_WINDOW` bytes with no byte of note
     but its four (or three) tabs and its line end, found all at once: the eight words from
-    ``pos`` are loaded independently (no load waits for the previous field's end, as in the
-    field-by-field readers), their field-ending bytes gathered into one 64-bit mask
-    (:func:`_specials`), the separators read off it lowest bit first, and every check folded
+    ``pos`` are loaded at once (no load waits for the previous field's end, as in the
+    field-by-field readers), their field-ending bytes gathered into one 64-bit mask by two
+    vector compares (:func:`~genotok.kernels.bits.specials64`: bytes ``<= 0x20`` or 0x7f),
+    the separators read off it lowest bit first, and every check folded
     into one flag (few branches); numbers of at most 16 digits (:func:`_field_number`).
     ``ok`` False for anything else (the caller then asks :func:`_word_line`). The caller
-    checked ``pos + _WINDOW + 32 <= buf.size``."""
-    m = np.uint64(0)
-    nl = np.uint64(0)
-    for i in range(8):  # _WINDOW // 8 (a literal: numba then unrolls the loop)
-        w = load_word(buf, pos + 8 * i)
-        m |= _specials(w) << np.uint64(8 * i)
-        nl |= _bits(eq_bytes(w, _LINE_ENDS)) << np.uint64(8 * i)
+    checked ``pos + _WINDOW + 32 <= buf.size``. Returns :func:`_fast_line`'s values and
+    the spans (chromosome end, barcode start and end) as values, not through ``fs``/``fe``:
+    a store and reload per line on the way to the look-ups (0.01 CPU s on 5M lines)."""
+    m = specials64(buf, pos)
+    nl = newlines64(buf, pos)
     t0 = np.int64(trailing_zeros(m))  # 64 when none (cttz of 0 is defined: 64)
     m &= m - np.uint64(1)
     t1 = np.int64(trailing_zeros(m))
@@ -223,11 +206,7 @@ def _window_line(buf, pos, fs, fe, key):
     ok &= (x >= s) & ((not counted) | ok3)
     ok &= (stop < 64) & (n > 0) & ((not counted) | ((buf[pos + t3] == 9) & (t4 == stop)))
     cnt = cnt if counted else 1
-    fs[0] = pos
-    fe[0] = pos + t0
-    fs[3] = a
-    fe[3] = a + n
-    return ok, s, x, cnt, pos + stop + 1, _final(h, n, key)
+    return ok, s, x, cnt, pos + stop + 1, _final(h, n, key), pos + t0, a, a + n
 
 
 @njit(inline="always", **NJIT)
@@ -378,8 +357,11 @@ def _seek(a, lo, hi, x, at):
 
 @njit(**NJIT)
 def name_table():
-    """An empty name table ``(slots, offsets, hashes, arena, lines, n)``: name ``i`` is
-    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``; the last element
+    """An empty name table ``(slots, offsets, heads, arena, lines, n)``: name ``i`` is
+    ``arena[offsets[i]:offsets[i + 1]]``, first seen at line ``lines[i]``, ``heads[i]`` its
+    hash and its first :data:`HEAD` bytes as three words (zero past its end: a look-up
+    compares a name of up to 24 bytes, a 10x barcode's 18, in the one 32-byte row the slot
+    points to, with no load of the offsets or the arena waiting on it); the last element
     of ``slots`` is the table's random hash key (numba's generator, seeded from the system's
     entropy), the others a power of two of open-addressing slots.
 
@@ -392,20 +374,57 @@ def name_table():
     """
     slots = np.full(1024 + 1, -1, np.int64)
     slots[1024] = np.int64(_new_key())
-    return (slots, np.zeros(65, np.int64), np.zeros(64, np.uint64),
+    return (slots, np.zeros(65, np.int64), np.zeros((64, 4), np.uint64),
             np.empty(1024, np.uint8), np.zeros(64, np.int64), 0)
 
 
+#: the bytes of a name kept beside its hash in the table's ``heads`` (three words)
+HEAD = 24
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
 @njit(inline="always", **NJIT)
-def _lookup(buf, a, b, h, slots, off, hashes, arena):
-    """``(name, slot)`` of ``buf[a:b]``; name -1 and the empty slot to fill when absent."""
+def _low_bytes(k):
+    """A mask of the low ``k`` bytes of a word (``k`` clipped to 0..8)."""
+    k = min(max(k, 0), 8)
+    return (_ALL >> np.uint64((64 - 8 * k) & 63)) if k > 0 else np.uint64(0)
+
+
+@njit(inline="always", **NJIT)
+def _head(buf, a, n):
+    """The first :data:`HEAD` bytes of ``buf[a:a + n]`` as three little-endian words, zero
+    past ``n``: three word loads when they stay inside ``buf``, else byte by byte."""
+    if LITTLE_ENDIAN and a + HEAD <= buf.size:
+        return (load_word(buf, a) & _low_bytes(n), load_word(buf, a + 8) & _low_bytes(n - 8),
+                load_word(buf, a + 16) & _low_bytes(n - 16))
+    w0 = w1 = w2 = np.uint64(0)
+    for k in range(min(n, HEAD)):
+        v = np.uint64(buf[a + k]) << np.uint64(8 * (k & 7))
+        if k < 8:
+            w0 |= v
+        elif k < 16:
+            w1 |= v
+        else:
+            w2 |= v
+    return w0, w1, w2
+
+
+@njit(inline="always", **NJIT)
+def _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena):
+    """``(name, slot)`` of ``buf[a:b]`` (hash ``h``, :func:`_head` ``w0, w1, w2``: the caller
+    reads them, a call nested in an inlined function is not inlined); name -1 and the empty
+    slot to fill when absent. A probe reads the slot, then the name's row of ``heads`` (its
+    hash and first bytes) and its two offsets at once; the arena only for the bytes of a
+    name past :data:`HEAD`."""
     mask = slots.size - 2  # the last element is the key
     slot = np.int64(h & np.uint64(mask))
     n = b - a
     while slots[slot] >= 0:
         c = slots[slot]
-        if hashes[c] == h and off[c + 1] - off[c] == n and _equal(arena, off[c], buf, a, n):
-            return c, slot
+        if (heads[c, 0] == h) & (heads[c, 1] == w0) & (heads[c, 2] == w1) & \
+                (heads[c, 3] == w2) & (off[c + 1] - off[c] == n):
+            if n <= HEAD or _equal(arena, off[c] + HEAD, buf, a + HEAD, n - HEAD):
+                return c, slot
         slot = (slot + 1) & mask
     return -1, slot
 
@@ -428,38 +447,41 @@ def _equal(x, i, y, j, n):
 
 
 @njit(inline="always", **NJIT)
-def _fits(slots, off, hashes, arena, n, length):
+def _fits(slots, off, heads, arena, n, length):
     """Whether one more name of ``length`` bytes fits the table without growing it."""
-    return n + 1 < hashes.size and off[n] + length <= arena.size and \
+    return n + 1 < heads.shape[0] and off[n] + length <= arena.size and \
         2 * (n + 1) <= slots.size - 1
 
 
 @njit(inline="always", **NJIT)
-def _put(buf, a, b, h, slot, line, slots, off, hashes, arena, lines, n):
+def _put(buf, a, b, h, w0, w1, w2, slot, line, slots, off, heads, arena, lines, n):
     """Add ``buf[a:b]`` (hash ``h``, first seen at ``line``) as name ``n`` in ``slot``; the
     caller checked :func:`_fits`."""
     used = off[n]
     for k in range(b - a):
         arena[used + k] = buf[a + k]
     off[n + 1] = used + (b - a)
-    hashes[n] = h
+    heads[n, 0] = h
+    heads[n, 1] = w0
+    heads[n, 2] = w1
+    heads[n, 3] = w2
     lines[n] = line
     slots[slot] = n
 
 
 @njit(**NJIT)
-def _grown(slots, off, hashes, arena, lines, n, length):
+def _grown(slots, off, heads, arena, lines, n, length):
     """The table's arrays with room for one more name of ``length`` bytes (new arrays where
     they had to grow; the slots rehashed at four times the size to keep the load below 1/2)."""
-    if n + 1 >= hashes.size:
-        cap = 2 * hashes.size
+    if n + 1 >= heads.shape[0]:
+        cap = 2 * heads.shape[0]
         o2 = np.zeros(cap + 1, np.int64)
         o2[:n + 1] = off[:n + 1]
-        h2 = np.zeros(cap, np.uint64)
-        h2[:n] = hashes[:n]
+        h2 = np.zeros((cap, 4), np.uint64)
+        h2[:n] = heads[:n]
         l2 = np.zeros(cap, np.int64)
         l2[:n] = lines[:n]
-        off, hashes, lines = o2, h2, l2
+        off, heads, lines = o2, h2, l2
     if off[n] + length > arena.size:
         a2 = np.empty(max(2 * arena.size, off[n] + length), np.uint8)
         a2[:off[n]] = arena[:off[n]]
@@ -470,15 +492,15 @@ def _grown(slots, off, hashes, arena, lines, n, length):
         slots = np.full(mask + 2, -1, np.int64)
         slots[mask + 1] = key
         for c in range(n):
-            t = np.int64(hashes[c] & np.uint64(mask))
+            t = np.int64(heads[c, 0] & np.uint64(mask))
             while slots[t] >= 0:
                 t = (t + 1) & mask
             slots[t] = c
-    return slots, off, hashes, arena, lines
+    return slots, off, heads, arena, lines
 
 
 @njit(**NJIT)
-def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
+def add_names(buf, bounds, slots, off, heads, arena, lines, n):
     """Add the names ``buf[bounds[i]:bounds[i + 1]]`` (a repeated one once) to a table
     (:func:`name_table`); returns the table. Fills the tables with known names first.
 
@@ -491,15 +513,16 @@ def add_names(buf, bounds, slots, off, hashes, arena, lines, n):
     for i in range(bounds.size - 1):
         a, b = bounds[i], bounds[i + 1]
         h = _hash(buf, a, b, _key(slots))
-        c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
+        w0, w1, w2 = _head(buf, a, b - a)
+        c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
         if c < 0:
-            if not _fits(slots, off, hashes, arena, n, b - a):
-                slots, off, hashes, arena, lines = _grown(slots, off, hashes, arena, lines, n,
+            if not _fits(slots, off, heads, arena, n, b - a):
+                slots, off, heads, arena, lines = _grown(slots, off, heads, arena, lines, n,
                                                           b - a)
-                c, slot = _lookup(buf, a, b, h, slots, off, hashes, arena)
-            _put(buf, a, b, h, slot, 0, slots, off, hashes, arena, lines, n)
+                c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
+            _put(buf, a, b, h, w0, w1, w2, slot, 0, slots, off, heads, arena, lines, n)
             n += 1
-    return slots, off, hashes, arena, lines, n
+    return slots, off, heads, arena, lines, n
 
 
 @njit(inline="always", **NJIT)
@@ -554,9 +577,11 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
     bkey = _key(bslots)
     ckey = _key(cslots)
     while pos < n and done < max_lines:
-        ok = False  # _fast_line, written out (see there)
+        win = False  # _fast_line, written out (see there)
+        cb = ba = bb = 0
         if LITTLE_ENDIAN and pos + _WINDOW + 32 <= n:
-            ok, s, x, cnt, nxt, bh = _window_line(buf, pos, fs, fe, bkey)
+            win, s, x, cnt, nxt, bh, cb, ba, bb = _window_line(buf, pos, bkey)
+        ok = win
         if not ok:
             ok, s, x, cnt, nxt, bh = _field_line(buf, pos, n, fs, fe, bkey)
         if not ok:
@@ -569,27 +594,34 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
                 done += 1
                 continue
             bh = _hash(buf, fs[3], fe[3], bkey)
+        if win:
+            ca = pos
+        else:  # the spans of the slower readers
+            ca, cb, ba, bb = fs[0], fe[0], fs[3], fe[3]
         # the chromosome: the previous line's, else the table's
-        a, b = fs[0], fe[0]
+        a, b = ca, cb
         same = prev_c >= 0 and b - a == pce - pcs and _equal(buf, a, buf, pcs, b - a)
         if not same:
             h = _hash(buf, a, b, ckey)
-            c, slot = _lookup(buf, a, b, h, cslots, coff, chash, carena)
+            w0, w1, w2 = _head(buf, a, b - a)
+            c, slot = _lookup(buf, a, b, h, w0, w1, w2, cslots, coff, chash, carena)
             if c < 0:
                 if not _fits(cslots, coff, chash, carena, nc, b - a):
                     return pos, line, m, nc, nb, _GROW_CHROMS, b - a
-                _put(buf, a, b, h, slot, line, cslots, coff, chash, carena, cline, nc)
+                _put(buf, a, b, h, w0, w1, w2, slot, line, cslots, coff, chash, carena, cline,
+                     nc)
                 c = nc
                 nc += 1
             elif cline[c] < 0:  # a known name's first line (the caller set -1)
                 cline[c] = line
             prev_c, pcs, pce = c, a, b
-        a, b = fs[3], fe[3]
-        cell, slot = _lookup(buf, a, b, bh, bslots, boff, bhash, barena)
+        a, b = ba, bb
+        w0, w1, w2 = _head(buf, a, b - a)
+        cell, slot = _lookup(buf, a, b, bh, w0, w1, w2, bslots, boff, bhash, barena)
         if cell < 0:
             if not _fits(bslots, boff, bhash, barena, nb, b - a):
                 return pos, line, m, nc, nb, _GROW_CELLS, b - a
-            _put(buf, a, b, bh, slot, line, bslots, boff, bhash, barena, bline, nb)
+            _put(buf, a, b, bh, w0, w1, w2, slot, line, bslots, boff, bhash, barena, bline, nb)
             cell = nb
             nb += 1
         if n_allow >= 0 and cell >= n_allow:  # not on the allow-list
@@ -603,16 +635,26 @@ def _run(buf, pos, line, max_lines, cslots, coff, chash, carena, cline, nc, bslo
             lo = chrom_ptr[code]
             hi_c = chrom_ptr[code + 1]
             if mode == MODE_FRAGMENT:
-                hi = _seek(starts, lo, hi_c, x, cursors[0, code])
-                cursors[0, code] = hi
-                k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap, frac_q,
-                          frac_r, overlap, found, 0)
+                at = cursors[0, code]
+                # the common fragment of a sorted file: the cursor stays the first row
+                # starting at or after x, and no row before it reaches past s (maxend is
+                # their running maximum): no hit, and _seek and _hits are skipped (three
+                # loads, one branch; written out: inlined, a helper taking the arrays cost
+                # 0.04 CPU s on 5M fragments where this saves 0.03)
+                if not (lo < at < hi_c and starts[at - 1] < x <= starts[at]
+                        and maxend[at - 1] <= s):
+                    hi = _seek(starts, lo, hi_c, x, at)
+                    cursors[0, code] = hi
+                    k = _hits(s, x, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
+                              frac_q, frac_r, overlap, found, 0)
             else:
                 for side in range(2):
                     p = s + left if side == 0 else x - 1 + right
-                    if p < 0:
+                    at = cursors[side, code]
+                    if p < 0 or (lo < at < hi_c and starts[at - 1] <= p < starts[at]
+                                 and maxend[at - 1] <= p):  # as above, for [p, p + 1)
                         continue
-                    hi = _seek(starts, lo, hi_c, p + 1, cursors[side, code])
+                    hi = _seek(starts, lo, hi_c, p + 1, at)
                     cursors[side, code] = hi
                     k0 = k
                     k = _hits(p, p + 1, lo, hi, lo, starts, ends, maxend, ids, min_overlap,
@@ -678,12 +720,12 @@ def scan_fragments(buf, pos, line0, max_lines, keys, weights, m, ctab, btab, n_k
     fe = np.empty(5, np.int64)
     line = line0
     while True:
-        if nfrag.size < bhash.size:  # a cell's row exists for every barcode the table holds
-            grown = np.zeros(bhash.size, np.int64)
+        if nfrag.size < bhash.shape[0]:  # a cell's row exists for every barcode the table holds
+            grown = np.zeros(bhash.shape[0], np.int64)
             grown[:nfrag.size] = nfrag
             nfrag = grown
-        if missed.shape[1] < bhash.size:
-            more = np.zeros((2, bhash.size), np.float64)
+        if missed.shape[1] < bhash.shape[0]:
+            more = np.zeros((2, bhash.shape[0]), np.float64)
             more[:, :missed.shape[1]] = missed
             missed = more
         pos, line, m, nc, nb, status, need = _run(
@@ -732,13 +774,15 @@ def merge_names(arena, off, lines, lo, hi, base, slots, doff, dhash, darena, dli
     for i in range(lo, hi):
         a, b = off[i], off[i + 1]
         h = _hash(arena, a, b, key)
-        c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
+        w0, w1, w2 = _head(arena, a, b - a)
+        c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
         if c < 0:
             if not _fits(slots, doff, dhash, darena, n, b - a):
                 slots, doff, dhash, darena, dlines = _grown(slots, doff, dhash, darena, dlines,
                                                             n, b - a)
-                c, slot = _lookup(arena, a, b, h, slots, doff, dhash, darena)
-            _put(arena, a, b, h, slot, base + lines[i], slots, doff, dhash, darena, dlines, n)
+                c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
+            _put(arena, a, b, h, w0, w1, w2, slot, base + lines[i], slots, doff, dhash, darena,
+                 dlines, n)
             c = n
             n += 1
         ids[i - lo] = c

@@ -90,3 +90,22 @@ def test_digits_value_of_every_length(value, n):
     assert _bits.digits_value(x, n) == int(text[:n])
     t = np.uint64(_bits.non_digits(x))
     assert (t == 0) if n == 8 else (_bits.lowest_byte(t) == n)
+
+
+@njit
+def _masks(buf, pos):
+    return _bits.specials64(buf, pos), _bits.newlines64(buf, pos)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=64, max_size=80), st.integers(0, 16))
+def test_64_byte_masks_are_numpys(raw, pos):
+    """specials64 / newlines64: bit k for byte k of the 64 from pos, at every alignment."""
+    buf = np.frombuffer(raw, np.uint8)
+    pos = min(pos, buf.size - 64)
+    window = buf[pos:pos + 64]
+    want = [int(sum(1 << k for k in np.flatnonzero(hit).tolist()))
+            for hit in ((window <= 32) | (window == 127), window == 10)]
+    got = [int(x) for x in _masks(buf, pos)]
+    assert got == want
+

@@ -92,6 +92,7 @@ def _names(tab):
 
 
 chrom = st.sampled_from(["chr1", "chr2", "chrX", "1"])
+LONG = "ACGT" * 6
 #: a line's separators ``(before the first column, between columns, after the last)``: one
 #: tab, or runs of spaces (gtars' test files), which may also lead and trail the line
 runs = st.sampled_from([" ", "  ", "   "])
@@ -110,7 +111,9 @@ def _line(t):
 
 line = st.one_of(
     st.tuples(chrom, st.integers(0, 70), st.integers(0, 30),
-              st.sampled_from(["AAA-1", "CCC-1", "GGG-1", "TTT-1", "ACGTACGTACGTACGT-1"]),
+              st.sampled_from(["AAA-1", "CCC-1", "GGG-1", "TTT-1", "ACGTACGTACGTACGT-1",
+                               # around the 24 bytes the name table keeps beside the hash
+                               LONG[:23], LONG[:24], LONG + "-1", LONG + "-2"]),
               st.one_of(st.none(), st.integers(0, 4)), st.sampled_from(["", "\r"]), sep,
               st.booleans()).map(_line),
     st.sampled_from(["# header\n", "\n", "#\n"]))

@@ -105,10 +105,8 @@ def test_word_line_reads_the_common_line():
 
 @njit
 def _window(buf, pos):
-    fs = np.zeros(5, np.int64)
-    fe = np.zeros(5, np.int64)
-    ok, s, x, cnt, nxt, h = FS._window_line(buf, pos, fs, fe, KEY)
-    return ok, s, x, cnt, nxt, h, fs[0], fe[0], fs[3], fe[3]
+    ok, s, x, cnt, nxt, h, ce, bs, be = FS._window_line(buf, pos, KEY)
+    return ok, s, x, cnt, nxt, h, pos, ce, bs, be
 
 
 def test_window_line_takes_the_common_lines_and_leaves_the_rest():

@@ -86,12 +86,26 @@ def test_writer_is_bgzf_and_gzip(made):
         assert len(f.blocks(0)) > 100  # many blocks: the parallel path is exercised
 
 
+@pytest.mark.parametrize("reuse", [False, True])
 @pytest.mark.parametrize("block_bytes", [1, 5000, 1 << 20])
-def test_line_blocks_are_whole_lines_in_order(made, block_bytes):
+def test_line_blocks_are_whole_lines_in_order(made, block_bytes, reuse):
     p, _, raw = made
-    blocks = list(line_blocks(p, block_bytes, n_threads=2))
-    assert b"".join(b.tobytes() for b in blocks) == raw
-    assert all(b.tobytes().endswith(b"\n") for b in blocks)
+    # reused buffers: each block copied before the next is asked for
+    blocks = [b.tobytes() for b in line_blocks(p, block_bytes, n_threads=2, reuse=reuse)]
+    assert b"".join(blocks) == raw
+    assert all(b.endswith(b"\n") for b in blocks)
+
+
+@pytest.mark.parametrize("reuse", [False, True])
+def test_lines_longer_than_a_batch_cross_reused_buffers(tmp_path, reuse):
+    """A line spanning several batches (the rest carried over), a file without a final line
+    end: the same bytes whether the batches inflate into fresh or reused buffers."""
+    raw = b"".join(b"chr1\t%d\t%d\t" % (i, i + 9) + b"A" * (70000 * (i % 3)) + b"\n"
+                   for i in range(12)) + b"chr2\t1\t2\tB"
+    p = write_bgzf(tmp_path / "long.tsv.gz", raw)
+    blocks = [b.tobytes() for b in line_blocks(p, 1 << 16, n_threads=2, reuse=reuse)]
+    assert b"".join(blocks) == raw
+    assert all(b.endswith(b"\n") for b in blocks[:-1])
 
 
 def test_tokens_of_bgzf_equal_the_plain_file(made):
