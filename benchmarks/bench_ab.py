@@ -57,13 +57,14 @@ def main() -> None:
     for side in ("before", "after"):  # untimed: each tree's kernels compiled or loaded once
         subprocess.run([sys.executable, "-c", CHILD, str(upath), str(files["sorted"]), "1"],
                        env=dict(os.environ, PYTHONPATH=getattr(args, side)), check=True,
-                       capture_output=True)
+                       capture_output=True, cwd=getattr(args, side))
     for _ in range(args.rounds):
         for side in ("before", "after"):
             env = dict(os.environ, PYTHONPATH=getattr(args, side))
             res = subprocess.run([sys.executable, "-c", CHILD, str(upath),
                                   ",".join(map(str, files.values())), str(args.repeat)],
-                                 env=env, capture_output=True, text=True, check=True)
+                                 env=env, capture_output=True, text=True, check=True,
+                                 cwd=getattr(args, side))  # -c: the working folder first
             runs[side].append(json.loads(res.stdout.strip().splitlines()[-1]))
     print(f"load average {os.getloadavg()}\n")
     rows = []

@@ -8,7 +8,9 @@ package files (where it would need a writable install and, after ``pip uninstall
 ``$GENOTOK_KERNEL_CACHE`` if set, else ``$NUMBA_CACHE_DIR`` if set (numba's own setting), else
 ``$XDG_CACHE_HOME/genotok/numba`` (``~/.cache/genotok/numba``). Other libraries' numba caches
 are left where numba puts them. Entries are keyed by the source file's folder (two checkouts
-never share them), its content hash, the numba and Python versions. Set
+never share them), its content and that of every genotok module it imports (an edit to a
+helper another file inlines recompiles that file's kernels too), the numba and Python
+versions. Set
 ``GENOTOK_NO_CACHE=1`` to turn the cache off (every process compiles in memory).
 
 When a group of kernels is compiled rather than loaded from that cache (the first use on a
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
+import re
 import sys
 import tempfile
 import types
@@ -75,11 +79,68 @@ class _KernelCacheLocator(_caching._SourceFileBackedLocatorMixin, _caching._Cach
     def get_cache_path(self):
         return self._cache_path
 
+    def get_source_stamp(self):
+        """The kernel file's content and that of every genotok module it imports, where numba
+        stamps the file's own modification time and size: a helper that numba inlined from
+        another file (``kernels/bits.py`` into ``fragscan.py``) changing alone left the
+        cached machine code of its callers in use, silently, after an edit or a
+        ``git pull``."""
+        return source_digest(self._py_file)
+
     @classmethod
     def from_function(cls, py_func, py_file):
         if _CACHE_DIR is None or not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
             return None  # not one of genotok's kernels, or NUMBA_CACHE_DIR rules
         return super().from_function(py_func, py_file)
+
+
+_RELATIVE_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)",
+                              re.M)
+
+
+def _imported_files(path: str) -> list[str]:
+    """The package's modules that ``path`` imports relatively (``from .x import``,
+    ``from .. import x``), as file paths."""
+    with open(path, "rb") as fh:
+        text = fh.read()
+    found = []
+    for dots, module, names in _RELATIVE_IMPORT.findall(text):
+        base = os.path.dirname(path)
+        for _ in range(len(dots) - 1):
+            base = os.path.dirname(base)
+        parts = [p for p in module.decode().split(".") if p]
+        listed = names.decode().strip("()").replace("\\", "").split(",")
+        candidates = [parts] if parts else [[n.split()[0]] for n in listed if n.strip()]
+        for c in candidates:
+            stem = os.path.join(base, *c)
+            for f in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(f):
+                    found.append(f)
+                    break
+    return found
+
+
+@functools.cache
+def source_digest(path: str) -> str:
+    """A digest of ``path``'s bytes and of every module of the package it imports, directly or
+    not (numba's cache stamp of a genotok kernel file).
+
+    Examples
+    --------
+    >>> len(source_digest(__file__)) == 32 and source_digest(__file__) == source_digest(__file__)
+    True
+    """
+    seen, todo, h = set(), [os.path.abspath(path)], hashlib.blake2b(digest_size=16)
+    while todo:
+        f = todo.pop()
+        if f in seen or not f.startswith(_PACKAGE_DIR + os.sep):
+            continue
+        seen.add(f)
+        todo.extend(_imported_files(f))
+    for f in sorted(seen):
+        with open(f, "rb") as fh:
+            h.update(os.path.relpath(f, _PACKAGE_DIR).encode() + b"\0" + fh.read() + b"\0")
+    return h.hexdigest()
 
 
 # numba asks each class of this list in turn (its own come first: NUMBA_CACHE_DIR, then the

@@ -15,16 +15,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # --------------------------------------------------------------------------- compile notice
-def _run(code: str, cache: Path, **extra: str) -> subprocess.CompletedProcess:
+def _run(code: str, cache: Path, root: Path = ROOT, **extra: str) -> subprocess.CompletedProcess:
     """``code`` in a fresh interpreter whose per-user cache folder is ``cache``
-    (``$XDG_CACHE_HOME``: genotok's kernels go to ``cache/genotok/numba``)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(cache), **extra)
+    (``$XDG_CACHE_HOME``: genotok's kernels go to ``cache/genotok/numba``), importing the
+    genotok of ``root``."""
+    env = dict(os.environ, PYTHONPATH=str(root), XDG_CACHE_HOME=str(cache), **extra)
     for name in ("GENOTOK_QUIET_COMPILE", "GENOTOK_NO_CACHE", "NUMBA_CACHE_DIR",
                  "GENOTOK_KERNEL_CACHE"):
         if name not in extra:
             env.pop(name, None)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          timeout=300)
+                          timeout=300, cwd=root)  # (-c puts the working folder first)
 
 
 _GATHER = ("import numpy as np\n"
@@ -81,6 +82,27 @@ def test_kernels_are_cached_per_user_never_beside_the_package(tmp_path):
     assert own.returncode == 0, own.stderr[-2000:]
     assert list((tmp_path / "mine").rglob("gather.gather-*.nbi"))
     assert not (tmp_path / "xdg2" / "genotok").exists()
+
+
+def test_an_edit_to_a_module_a_kernel_imports_recompiles_it(tmp_path):
+    """numba stamps a cached kernel with its own file's modification time and size: a helper
+    it inlined from another file (``bits.py`` into ``fragscan.py``) could change alone and the
+    old machine code stayed in use, silently. The stamp is now the content of the file and of
+    every genotok module it imports; an edit elsewhere keeps the cache."""
+    import shutil
+
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "genotok", copy / "genotok",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc"))
+    runs = []
+    for edit in (None, None, "ragged.py", "_config.py"):  # gather.py imports _config only
+        if edit:
+            with open(copy / "genotok" / edit, "a") as fh:
+                fh.write("\n# an edit\n")
+        done = _run(_GATHER, tmp_path / "cache", root=copy)
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append("compiling" in done.stderr)
+    assert runs == [True, False, False, True]
 
 
 def test_other_libraries_keep_numba_s_cache_location(tmp_path):
