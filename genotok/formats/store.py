@@ -307,9 +307,8 @@ class Store(abc.ABC):
                     "store": self.config(), "header": header, "n_records": n, "n_tokens": t,
                     "files": files, "shards": entries, **extra}
         body = CanonicalJSON(manifest)  # encoded once: the digest's text and the file's
-        digest = hashlib.blake2b(body.text.encode(), digest_size=8).hexdigest()
         with atomic_write(directory / MANIFEST, "w") as fh:
-            fh.write(body.lines({"digest": digest}))
+            fh.write(body.lines({"digest": _body_digest(body)}))
 
     def check_files(self, directory: Path, files: list[str], tokenizer, extra: dict):
         """``(header, [(file, records, tokens)…])`` of a run's files, each read back (a file
@@ -365,9 +364,12 @@ def file_digest(path) -> str:
 
 
 def _digest(manifest: dict) -> str:
-    body = {k: v for k, v in manifest.items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    """A manifest's digest: blake2b-64 of its canonical JSON, the ``digest`` key left out."""
+    return _body_digest(CanonicalJSON({k: v for k, v in manifest.items() if k != "digest"}))
+
+
+def _body_digest(body: CanonicalJSON) -> str:
+    return hashlib.blake2b(body.text.encode(), digest_size=8).hexdigest()
 
 
 def _open_output(store: type[Store], directory: Path, manifest: dict, *,

@@ -4,7 +4,6 @@ against it."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,10 +46,12 @@ _MANIFEST_CORE = ("format", "version", "fingerprint", "checksum", "n_shards", "n
 
 
 def _manifest_digest(manifest: dict, algo: str) -> str:
-    """Digest of the whole manifest but its ``digest`` key (canonical JSON: sorted keys, ASCII)."""
-    body = {k: v for k, v in manifest.items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return _digest(text.encode(), algo).hex()
+    """Digest of the whole manifest but its ``digest`` key (its canonical JSON)."""
+    return _body_digest(CanonicalJSON({k: v for k, v in manifest.items() if k != "digest"}), algo)
+
+
+def _body_digest(body: CanonicalJSON, algo: str) -> str:
+    return _digest(body.text.encode(), algo).hex()
 
 
 def _read_manifest(mpath: Path) -> dict:
@@ -296,12 +297,11 @@ def write_manifest(shards: Sequence[str | os.PathLike], out: str | os.PathLike,
                 "fingerprint": opened[0].header["fingerprint"], "checksum": layout.CHECKSUM,
                 "n_shards": len(entries), "n_records": sum(e["n_records"] for e in entries),
                 "n_tokens": sum(e["n_tokens"] for e in entries), "shards": entries, **extra}
-    # encoded once: the digest's canonical text (_manifest_digest's) and the file's lines;
+    # encoded once: the digest's canonical text (as _manifest_digest reads it) and the file's lines;
     # a NaN is refused (another JSON reader could not parse it)
     body = CanonicalJSON(manifest, allow_nan=False)
-    digest = _digest(body.text.encode(), manifest["checksum"]).hex()
     with atomic_write(directory / MANIFEST, "w") as fh:
-        fh.write(body.lines({"digest": digest}))
+        fh.write(body.lines({"digest": _body_digest(body, manifest["checksum"])}))
     return directory / MANIFEST
 
 
