@@ -511,18 +511,25 @@ def add_names(buf, bounds, slots, off, heads, arena, lines, n):
     2
     """
     for i in range(bounds.size - 1):
-        a, b = bounds[i], bounds[i + 1]
-        h = _hash(buf, a, b, _key(slots))
-        w0, w1, w2 = _head(buf, a, b - a)
-        c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
-        if c < 0:
-            if not _fits(slots, off, heads, arena, n, b - a):
-                slots, off, heads, arena, lines = _grown(slots, off, heads, arena, lines, n,
-                                                          b - a)
-                c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
-            _put(buf, a, b, h, w0, w1, w2, slot, 0, slots, off, heads, arena, lines, n)
-            n += 1
+        _, slots, off, heads, arena, lines, n = _intern(buf, bounds[i], bounds[i + 1], 0, slots,
+                                                        off, heads, arena, lines, n)
     return slots, off, heads, arena, lines, n
+
+
+@njit(**NJIT)
+def _intern(buf, a, b, line, slots, off, heads, arena, lines, n):
+    """``(id, table…)`` of the name ``buf[a:b]`` in a table (:func:`name_table`'s arrays and
+    ``n``), added as first seen at ``line`` when the table lacks it (grown if it must)."""
+    h = _hash(buf, a, b, _key(slots))
+    w0, w1, w2 = _head(buf, a, b - a)
+    c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
+    if c >= 0:
+        return c, slots, off, heads, arena, lines, n
+    if not _fits(slots, off, heads, arena, n, b - a):
+        slots, off, heads, arena, lines = _grown(slots, off, heads, arena, lines, n, b - a)
+        c, slot = _lookup(buf, a, b, h, w0, w1, w2, slots, off, heads, arena)
+    _put(buf, a, b, h, w0, w1, w2, slot, line, slots, off, heads, arena, lines, n)
+    return n, slots, off, heads, arena, lines, n + 1
 
 
 @njit(inline="always", **NJIT)
@@ -770,20 +777,7 @@ def merge_names(arena, off, lines, lo, hi, base, slots, doff, dhash, darena, dli
     ([1, 0], 2, [0, 10])
     """
     ids = np.empty(max(hi - lo, 0), np.int64)
-    key = _key(slots)
     for i in range(lo, hi):
-        a, b = off[i], off[i + 1]
-        h = _hash(arena, a, b, key)
-        w0, w1, w2 = _head(arena, a, b - a)
-        c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
-        if c < 0:
-            if not _fits(slots, doff, dhash, darena, n, b - a):
-                slots, doff, dhash, darena, dlines = _grown(slots, doff, dhash, darena, dlines,
-                                                            n, b - a)
-                c, slot = _lookup(arena, a, b, h, w0, w1, w2, slots, doff, dhash, darena)
-            _put(arena, a, b, h, w0, w1, w2, slot, base + lines[i], slots, doff, dhash, darena,
-                 dlines, n)
-            c = n
-            n += 1
-        ids[i - lo] = c
+        ids[i - lo], slots, doff, dhash, darena, dlines, n = _intern(
+            arena, off[i], off[i + 1], base + lines[i], slots, doff, dhash, darena, dlines, n)
     return (slots, doff, dhash, darena, dlines, n), ids
