@@ -503,9 +503,10 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                sizes=None):
     """The block loop of :func:`_count`: each block cut into pieces of whole lines scanned on
     threads at once (:class:`_Piece`: the kernel releases the GIL), while the next blocks
-    inflate (a BGZF file: half the ``n_threads`` scan, half inflate, :func:`_split_threads`); then, in the pieces' order, their new names join the file's tables
-    (so cells keep the order of first appearance and the ids of a scan on one thread), their
-    pairs the counts; the first bad line raised. ``state`` (``[nfrag, missed]``) is set at
+    inflate (a BGZF file: half the ``n_threads`` scan, half inflate, :func:`_split_threads`);
+    then, in the pieces' order, their new names join the file's tables (so cells keep the
+    order of first appearance and the ids of a scan on one thread), their pairs the counts;
+    the first bad line raised. ``state`` (``[nfrag, missed]``) is set at
     the end. With a ``spill``, the pairs go to disk whenever they hold more than
     ``spill_bytes``."""
     from concurrent.futures import ThreadPoolExecutor
