@@ -100,3 +100,49 @@ def test_gloo_ranks_step_together_on_uneven_data(uneven, tmp_path, world):
         for g in got:  # the state at the last step is the next epoch's start, which is whole
             assert (g["last_state"]["epoch"], g["last_state"]["records_seen"]) == (1, 0)
             assert g["next_epoch_steps"] == g["epoch_steps"] == want
+
+
+GROUP_FREED = """
+import os, socket, sys
+import genotok.torch_data  # before the group, as a script imports it
+import torch, torch.distributed as dist
+
+def gloo_threads():
+    names = (open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
+    return [n for n in names if "gloo" in n]
+
+def train(port):
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.EmbeddingBag(10, 2))
+    model(torch.tensor([[1, 2]])).sum().backward()
+    dist.all_reduce(torch.ones(1))
+    running = gloo_threads()
+    dist.destroy_process_group()
+    return running
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+running = train(port)
+print(len(running), len(gloo_threads()))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+def test_destroy_process_group_stops_gloo_threads_after_ddp(tmp_path):
+    """DistributedDataParallel imports torch.distributed.nn, whose functions bind the world group
+    into their defaults: imported after init_process_group, the group outlives
+    destroy_process_group and gloo's threads race the interpreter's exit (a SIGABRT now and then
+    in the docs' DDP recipe). genotok.torch_data imports it first; the group's threads stop
+    once the model is gone."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "group.py"
+    script.write_text(GROUP_FREED)
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    running, left = map(int, run.stdout.split()[-2:])
+    assert running > 0, "no gloo thread seen while the group ran: the check checks nothing"
+    assert left == 0, f"{left} gloo threads outlived the process group"

@@ -65,9 +65,9 @@ def _dm(path, **kw):
 
 
 class LeaveGroup(L.Callback):
-    """Destroys the process group when fit ends: a gloo group left to the interpreter's exit
-    aborts the process now and then ("terminate called without an active exception",
-    pytorch/pytorch#190489), which failed a two-process test under load."""
+    """Destroys the process group when fit ends, as torch asks of every process: a gloo group
+    left to the interpreter's exit aborts the process now and then ("terminate called without
+    an active exception", pytorch/pytorch#179291), which failed a two-process test under load."""
 
     def teardown(self, trainer, pl_module, stage):
         if torch.distributed.is_available() and torch.distributed.is_initialized():
