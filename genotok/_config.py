@@ -256,7 +256,7 @@ class _CompileNotice(_event.Listener):
         #: top-level compilations of genotok's kernels so far, and their groups
         self.compiled = 0
         self.groups: set[str] = set()
-        #: said after the estimate (``warmup 2/4``), "" for none
+        #: said after the estimate (``warmup 5/16``), "" for none
         self.context = ""
 
     def on_start(self, ev) -> None:

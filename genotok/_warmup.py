@@ -38,12 +38,6 @@ def _room(name: str):
     return step
 
 
-def _rooms() -> None:
-    """Each room's own warmup."""
-    for name in _ROOMS:
-        _room(name)()
-
-
 def _example_tokenizer():
     """``(the bundled examples' folder, a tokenizer of their universe)``: what every README step
     below starts from."""
@@ -90,12 +84,6 @@ def _corpus() -> None:
         corpus.get_batch([4, 0, 2])
 
 
-def _single_cell() -> None:
-    """The README's single-cell calls (skipped without h5py: they need it anyway)."""
-    _anndata()
-    _fragments()
-
-
 def _anndata_call(k: int):
     """The README's AnnData call ``k`` (of 4) as a step of its own (a parallel warmup shares
     them out one by one; skipped without h5py)."""
@@ -128,12 +116,6 @@ def _anndata_call(k: int):
 _ANNDATA = tuple(map(_anndata_call, range(4)))
 
 
-def _anndata() -> None:
-    """The README's AnnData calls (skipped without h5py)."""
-    for step in _ANNDATA:
-        step()
-
-
 def _fragments() -> None:
     """The README's fragment-file calls (skipped without h5py, as the single-cell block)."""
     if _no_h5py():
@@ -145,16 +127,11 @@ def _fragments() -> None:
     fragment_matrix(ex / "fragments.tsv.gz", tok)
 
 
-#: (what, how) in order; a step's compile notices say "warmup k/n"
-STEPS = (("kernels", _rooms), ("quick start", _quick_start), ("corpus", _corpus),
-         ("single cell", _single_cell))
-
-
-#: the steps of a parallel warmup, one list: this process takes them from the front, the
-#: helper from the back, until they meet; together they are every step of :data:`STEPS`. The
-#: order makes the halves about equal with no kernel compiled twice (measured, numba 0.68:
-#: the region rooms ~28 CPU s with the process's start and the cells room ~27 here, the values
-#: room ~36 and the fragment calls ~20 in the helper; the AnnData calls then load only)
+#: every step of a warmup, one list: in one process they run in order; with a helper, this
+#: process takes them from the front and the helper from the back, until they meet. The order
+#: makes the halves about equal with no kernel compiled twice (measured, numba 0.68: the region
+#: rooms ~28 CPU s with the process's start and the cells room ~27 here, the values room ~36
+#: and the fragment calls ~20 in the helper; the AnnData calls then load only)
 UNITS = (*map(_room, _ROOMS[:-2]), _quick_start, _corpus, _room(_ROOMS[-1]), *_ANNDATA,
          _fragments, _room(_ROOMS[-2]))
 
@@ -193,19 +170,24 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _start_helper(folder: str):
-    """The helper process (claiming its steps in ``folder``), or ``None``: the kernel cache is
-    off (a helper's work would be lost), one core, the cache already holds the helper's longest
-    compile, or it did not start."""
+def _helped() -> bool:
+    """Whether a helper process would pay: not when the kernel cache is off (its work would be
+    lost), on one core, or when the cache already holds the helper's longest compile (a warm
+    cache, where a helper would double the second a warmup takes)."""
     from . import _config
 
     if not _config._CACHE or _cores() < 2 or os.environ.get("GENOTOK_WARMUP_SERIAL", "") not in (
             "", "0"):
-        return None
+        return False
     from .kernels import cells
 
-    if _config.kernel_ready(cells.cell_tokens):  # the helper's longest compile is cached: a
-        return None  # warm cache, where a helper would double the second it takes
+    return not _config.kernel_ready(cells.cell_tokens)
+
+
+def _start_helper(folder: str):
+    """The helper process, claiming its steps in ``folder``, or ``None`` if it did not start."""
+    from . import _config
+
     env = dict(os.environ, GENOTOK_QUIET_COMPILE="1")
     cache = _config.kernel_cache_dir()
     if cache is not None:
@@ -227,7 +209,7 @@ def warmup() -> None:
 
     Each group of kernels that compiles says so on stderr with an estimate and the step
     (``warmup 1/2``: with a helper process on a second core, see the module documentation;
-    ``warmup 2/4`` in one process: ``GENOTOK_WARMUP_SERIAL=1`` or one core), and a last line
+    ``warmup 5/16`` in one process: ``GENOTOK_WARMUP_SERIAL=1`` or one core), and a last line
     gives the total. With numba's on-disk cache (on by
     default) the kernels are compiled once per machine: later calls take about a second.
 
@@ -245,23 +227,24 @@ def warmup() -> None:
 
     notice = _config.NOTICE
     before, t0 = notice.compiled, time.perf_counter()
-    folder = tempfile.mkdtemp(prefix="genotok-warmup-")
-    helper, by_helper = _start_helper(folder), 0
+    folder = tempfile.mkdtemp(prefix="genotok-warmup-") if _helped() else None
+    helper, by_helper = folder and _start_helper(folder), 0
     try:
         if helper is not None:
             notice.context = "warmup 1/2"
             _take(folder, range(len(UNITS)))
             out, _ = helper.communicate()
             by_helper = int(out.split()[-1]) if helper.returncode == 0 and out.split() else 0
-        for k, (_, step) in enumerate(STEPS, 1):  # (after a helper: loads, compiles the rest)
-            notice.context = f"warmup {k}/{len(STEPS)}" if helper is None else "warmup 2/2"
+        for k, step in enumerate(UNITS, 1):  # (after a helper: loads, compiles the rest)
+            notice.context = f"warmup {k}/{len(UNITS)}" if helper is None else "warmup 2/2"
             step()
     finally:
         notice.context = ""
         if helper is not None and helper.poll() is None:
             helper.kill()
             helper.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     n = notice.compiled - before + by_helper
     if n and _config.notices_on() and sys.stderr is not None:
         print(f"genotok: warmup compiled {n} kernels in {time.perf_counter() - t0:.0f} s "

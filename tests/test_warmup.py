@@ -181,17 +181,15 @@ def test_import_genotok_loads_no_kernel_and_every_name_resolves():
 
 # --------------------------------------------------------------------------- parallel warmup
 def test_the_steps_of_a_parallel_warmup_are_every_step(monkeypatch, tmp_path):
-    """The steps the two processes share out are the whole warmup (the last pass runs every
-    step again in this process, so a step missing costs time, not kernels), and each step runs
-    in exactly one of them: this process from the front, the helper from the back."""
+    """The warmup's steps are every room's own warmup and each README call, and the two
+    processes share them out with each step run in exactly one of them: this process from the
+    front, the helper from the back; no helper where it would not pay."""
     from genotok import _warmup
 
     units = [f.__name__ for f in _warmup.UNITS]
-    steps = [f.__name__ for _, f in _warmup.STEPS]
     assert sorted(units) == sorted([f"_room_{n.rsplit('.', 1)[-1]}" for n in _warmup._ROOMS]
                                    + ["_quick_start", "_corpus", "_fragments"]
                                    + [f"_anndata_{k}" for k in range(4)])
-    assert steps == ["_rooms", "_quick_start", "_corpus", "_single_cell"]
     ran = []
     monkeypatch.setattr(_warmup, "UNITS", tuple(
         (lambda i=i: ran.append(("front" if len(ran) < 3 else "back", i))) for i in range(7)))
@@ -200,15 +198,15 @@ def test_the_steps_of_a_parallel_warmup_are_every_step(monkeypatch, tmp_path):
     assert sorted(i for _, i in ran) == list(range(7))
     assert [i for side, i in ran if side == "back"] == [6, 5, 4, 3]
     monkeypatch.setenv("GENOTOK_WARMUP_SERIAL", "1")
-    assert _warmup._start_helper(str(tmp_path)) is None  # one process on request
+    assert not _warmup._helped()  # one process on request
     monkeypatch.delenv("GENOTOK_WARMUP_SERIAL")
     monkeypatch.setattr(_warmup, "_cores", lambda: 1)
-    assert _warmup._start_helper(str(tmp_path)) is None  # one core: no helper
+    assert not _warmup._helped()  # one core: no helper
     monkeypatch.setattr(_warmup, "_cores", lambda: 2)
     from genotok import _config
 
     monkeypatch.setattr(_config, "_CACHE", False)
-    assert _warmup._start_helper(str(tmp_path)) is None  # no cache: its kernels would be lost
+    assert not _warmup._helped()  # no cache: its kernels would be lost
 
 
 def test_two_processes_saving_one_kernel_keep_its_signatures_apart(tmp_path, monkeypatch):
