@@ -27,16 +27,6 @@ from ._optional import require
 
 torch = require("torch", "genotok.torch_data")
 
-if torch.distributed.is_available():
-    # torch.distributed.nn binds the world process group into its functions' default arguments
-    # when first imported. DistributedDataParallel's constructor imports it; after
-    # init_process_group, those defaults keep the group alive past destroy_process_group, so
-    # gloo's worker threads meet the interpreter's exit, which now and then aborts the process
-    # ("terminate called without an active exception": a thread that frees a tensor needs the
-    # GIL during finalisation, see pytorch/pytorch#179291). Imported here, before any group
-    # exists (a script imports genotok.torch_data first), it binds nothing.
-    import torch.distributed.nn  # noqa: E402,F401
-
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info  # noqa: E402
 
 from . import data as _data  # noqa: E402

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -26,7 +28,7 @@ LOOPBACK = ("127.0.0.1", "::1", "::ffff:127.0.0.1")
 
 
 @pytest.fixture(scope="module")
-def local_ray(tmp_path_factory):
+def local_ray():
     """One Ray for the module, on 127.0.0.1, no dashboard, two CPUs; shut down after."""
     global ray
     env = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # a loopback node address stays loopback
@@ -39,14 +41,18 @@ def local_ray(tmp_path_factory):
     from genotok._config import kernel_cache_dir
 
     cache = kernel_cache_dir()  # this process's: warm, so the workers load, not compile
+    # Ray's socket paths (its folder + session_<date>/sockets/...) must stay under 107 bytes:
+    # a short folder in /tmp, whatever TMPDIR or pytest's base folder is
+    temp = tempfile.mkdtemp(prefix="gtr", dir="/tmp" if os.path.isdir("/tmp") else None)
     ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False, _temp_dir=str(tmp_path_factory.mktemp("ray")),
+             log_to_driver=False, _temp_dir=temp,
              runtime_env={"env_vars": {"GENOTOK_KERNEL_CACHE": cache,
                                        "PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
     try:
         yield cache
     finally:
         ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)

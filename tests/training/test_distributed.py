@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+import torch.distributed.nn  # noqa: E402,F401  (before any group: see _rank_main's end)
 
 from genotok import CorpusWriter
 from genotok.torch_data import BatchPlan, Collator, CorpusIterableDataset, ResumableLoader
@@ -58,6 +59,7 @@ def _rank_main(rank: int, world: int, port: int, path: str, out: str) -> None:
                          "last_state": states[-1], "next_epoch_steps": len(list(again)),
                          "epoch_steps": len(ds)}
     dist.barrier()
+    del model  # its reducer holds the group: then destroy_process_group stops gloo's threads
     dist.destroy_process_group()
     Path(out, f"rank{rank}.json").write_text(json.dumps(report))
 
@@ -102,10 +104,11 @@ def test_gloo_ranks_step_together_on_uneven_data(uneven, tmp_path, world):
             assert g["next_epoch_steps"] == g["epoch_steps"] == want
 
 
+
 GROUP_FREED = """
-import os, socket, sys
-import genotok.torch_data  # before the group, as a script imports it
+import os, socket
 import torch, torch.distributed as dist
+import torch.distributed.nn  # before any group, as the docs' DDP recipe does
 
 def gloo_threads():
     names = (open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
@@ -117,24 +120,27 @@ def train(port):
     model(torch.tensor([[1, 2]])).sum().backward()
     dist.all_reduce(torch.ones(1))
     running = gloo_threads()
+    del model
     dist.destroy_process_group()
-    return running
+    return running, gloo_threads()
 
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
-running = train(port)
-print(len(running), len(gloo_threads()))
+running, left = train(port)
+print(len(running), len(left))
 """
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
-def test_destroy_process_group_stops_gloo_threads_after_ddp(tmp_path):
-    """DistributedDataParallel imports torch.distributed.nn, whose functions bind the world group
-    into their defaults: imported after init_process_group, the group outlives
-    destroy_process_group and gloo's threads race the interpreter's exit (a SIGABRT now and then
-    in the docs' DDP recipe). genotok.torch_data imports it first; the group's threads stop
-    once the model is gone."""
+def test_the_ddp_recipes_way_out_stops_gloo_threads(tmp_path):
+    """The docs' DDP recipe imports torch.distributed.nn before the group and lets the model go
+    before destroy_process_group; then the group's gloo threads stop there, not at the
+    interpreter's exit, where a thread freeing a tensor needs the GIL and aborts the process
+    now and then (the SIGABRT CI met). DistributedDataParallel imports torch.distributed.nn,
+    whose functions bind the world group into their defaults when imported after
+    init_process_group; the model's reducer holds the group too, and freed after
+    destroy_process_group it would join gloo's threads holding the GIL (a deadlock, seen)."""
     import subprocess
     import sys
 
@@ -145,4 +151,4 @@ def test_destroy_process_group_stops_gloo_threads_after_ddp(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     running, left = map(int, run.stdout.split()[-2:])
     assert running > 0, "no gloo thread seen while the group ran: the check checks nothing"
-    assert left == 0, f"{left} gloo threads outlived the process group"
+    assert left == 0, f"{left} gloo threads outlived destroy_process_group"

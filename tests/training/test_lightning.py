@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+import torch.distributed.nn  # noqa: E402,F401  (before any group: see LeaveGroup)
 L = pytest.importorskip("lightning.pytorch", reason="pip install lightning")
 
 from genotok import CorpusWriter
@@ -65,9 +66,12 @@ def _dm(path, **kw):
 
 
 class LeaveGroup(L.Callback):
-    """Destroys the process group when fit ends, as torch asks of every process: a gloo group
-    left to the interpreter's exit aborts the process now and then ("terminate called without
-    an active exception", pytorch/pytorch#179291), which failed a two-process test under load."""
+    """Destroys the process group when fit ends (after the strategy let the DDP model go), as
+    torch asks of every process: a gloo group left to the interpreter's exit aborts the process
+    now and then ("terminate called without an active exception": a gloo thread freeing a
+    tensor needs the GIL during finalisation), which failed a two-process test under load. It
+    stops the group's threads only because this module imports torch.distributed.nn before
+    the group exists (imported after, its functions hold the group in their defaults)."""
 
     def teardown(self, trainer, pl_module, stage):
         if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -227,6 +231,7 @@ import json, sys, warnings
 warnings.filterwarnings("ignore")
 import lightning.pytorch as L
 import torch
+import torch.distributed.nn  # before any group, as the docs' recipe does
 sys.path.insert(0, {root!r})
 from tests.training.test_lightning import TinyMLM, _dm
 
