@@ -29,7 +29,8 @@ t3 = time.perf_counter()
 import sys
 sys.path.insert(0, {here!r})
 from _common import peak_rss_mib  # VmHWM (ru_maxrss keeps the parent's peak)
-print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size), rss=peak_rss_mib())))
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size),
+                      rss=peak_rss_mib())))
 """
 
 LOAD_GTARS = """
