@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import (best_of, cold_warm_section, goal, in_subprocess, machine, query_file, ratio,
-                     sweep_section, table, universe_file)
+from _common import (HERE, best_of, cold_warm_section, goal, in_subprocess, machine, query_file,
+                     ratio, sweep_section, table, universe_file)
 
 LOAD_OURS = """
 import time, json
@@ -26,9 +26,11 @@ tok.universe.sweep; tok.fingerprint
 t2 = time.perf_counter()
 ids = tok.encode({query!r})
 t3 = time.perf_counter()
-import resource
+import sys
+sys.path.insert(0, {here!r})
+from _common import peak_rss_mib  # VmHWM (ru_maxrss keeps the parent's peak)
 print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size),
-                      rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+                      rss=peak_rss_mib())))
 """
 
 LOAD_GTARS = """
@@ -40,9 +42,10 @@ tok = Tokenizer.from_bed({path!r})
 t2 = time.perf_counter()
 ids = tok({query!r})["input_ids"]
 t3 = time.perf_counter()
-import resource
-print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=len(ids),
-                      rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
+import sys
+sys.path.insert(0, {here!r})
+from _common import peak_rss_mib  # VmHWM (ru_maxrss keeps the parent's peak)
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=len(ids), rss=peak_rss_mib())))
 """
 
 
@@ -67,14 +70,14 @@ def main(argv=None) -> int:
 
     genotok.warmup()
     warm_ours = best_of(load_ours, args.repeat)
-    cold_ours = json.loads(in_subprocess(LOAD_OURS.format(path=str(upath), query=str(qpath))))
+    cold_ours = json.loads(in_subprocess(LOAD_OURS.format(path=str(upath), query=str(qpath), here=str(HERE))))
     rows = [["genotok", f"{cold_ours['load']:.3f}", f"{warm_ours:.3f}", f"{cold_ours['imp']:.2f}",
              f"{cold_ours['first']:.3f}", f"{cold_ours['rss']:.0f}", "", ""]]
     try:
         from gtars.tokenizers import Tokenizer as GT
 
         warm_g = best_of(lambda: GT.from_bed(str(upath)), max(2, args.repeat // 2))
-        cold_g = json.loads(in_subprocess(LOAD_GTARS.format(path=str(upath), query=str(qpath))))
+        cold_g = json.loads(in_subprocess(LOAD_GTARS.format(path=str(upath), query=str(qpath), here=str(HERE))))
         rows.append(["gtars", f"{cold_g['load']:.3f}", f"{warm_g:.3f}", f"{cold_g['imp']:.2f}",
                      f"{cold_g['first']:.3f}", f"{cold_g['rss']:.0f}", "", ""])
         rows[0][6] = ratio(cold_g["load"], cold_ours["load"]) + " / " + ratio(warm_g, warm_ours)
