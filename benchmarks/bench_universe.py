@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import (HERE, best_of, cold_warm_section, goal, in_subprocess, machine, query_file,
+from _common import (best_of, cold_warm_section, goal, in_subprocess, machine, query_file,
                      ratio, sweep_section, table, universe_file)
 
 LOAD_OURS = """
@@ -26,11 +26,7 @@ tok.universe.sweep; tok.fingerprint
 t2 = time.perf_counter()
 ids = tok.encode({query!r})
 t3 = time.perf_counter()
-import sys
-sys.path.insert(0, {here!r})
-from _common import peak_rss_mib  # VmHWM (ru_maxrss keeps the parent's peak)
-print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size),
-                      rss=peak_rss_mib())))
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=int(ids.size), rss={peak})))
 """
 
 LOAD_GTARS = """
@@ -42,11 +38,14 @@ tok = Tokenizer.from_bed({path!r})
 t2 = time.perf_counter()
 ids = tok({query!r})["input_ids"]
 t3 = time.perf_counter()
-import sys
-sys.path.insert(0, {here!r})
-from _common import peak_rss_mib  # VmHWM (ru_maxrss keeps the parent's peak)
-print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=len(ids), rss=peak_rss_mib())))
+print(json.dumps(dict(imp=t1 - t0, load=t2 - t1, first=t3 - t2, n=len(ids), rss={peak})))
 """
+
+#: the child's peak RSS (MiB), read in place: VmHWM, as ``_common.peak_rss_mib`` reads it, but
+#: without importing ``_common``, whose numba (+74 MiB) counted in gtars' peak until 2026-11-29
+#: (402 MiB, 328 without); ``ru_maxrss`` would keep the parent's peak
+PEAK = ('[int(x.split()[1]) / 1024 for x in open("/proc/self/status") '
+        'if x.startswith("VmHWM:")][0]')
 
 
 def main(argv=None) -> int:
@@ -70,14 +69,16 @@ def main(argv=None) -> int:
 
     genotok.warmup()
     warm_ours = best_of(load_ours, args.repeat)
-    cold_ours = json.loads(in_subprocess(LOAD_OURS.format(path=str(upath), query=str(qpath), here=str(HERE))))
+    cold_ours = json.loads(in_subprocess(LOAD_OURS.format(path=str(upath), query=str(qpath),
+                                                          peak=PEAK)))
     rows = [["genotok", f"{cold_ours['load']:.3f}", f"{warm_ours:.3f}", f"{cold_ours['imp']:.2f}",
              f"{cold_ours['first']:.3f}", f"{cold_ours['rss']:.0f}", "", ""]]
     try:
         from gtars.tokenizers import Tokenizer as GT
 
         warm_g = best_of(lambda: GT.from_bed(str(upath)), max(2, args.repeat // 2))
-        cold_g = json.loads(in_subprocess(LOAD_GTARS.format(path=str(upath), query=str(qpath), here=str(HERE))))
+        cold_g = json.loads(in_subprocess(LOAD_GTARS.format(path=str(upath), query=str(qpath),
+                                                            peak=PEAK)))
         rows.append(["gtars", f"{cold_g['load']:.3f}", f"{warm_g:.3f}", f"{cold_g['imp']:.2f}",
                      f"{cold_g['first']:.3f}", f"{cold_g['rss']:.0f}", "", ""])
         rows[0][6] = ratio(cold_g["load"], cold_ours["load"]) + " / " + ratio(warm_g, warm_ours)

@@ -148,12 +148,10 @@ def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
 def _compiled(tok, obj) -> np.ndarray | None:
     """:func:`encode_small` by :mod:`genotok.kernels.small`, or ``None``: the Python form
     decides (a file out of gtars' order, anything the kernels refuse)."""
-    keys = _keys(tok.universe)
-    if keys is None:
-        return None
+    u = tok.universe
     kind = -1
     if type(obj) is tuple and len(obj) == 3:
-        got = _array_rows(*obj, keys[5])
+        got = _array_rows(*obj, u)
         if got is None:
             return None
         rows, heads, codes = got
@@ -161,7 +159,8 @@ def _compiled(tok, obj) -> np.ndarray | None:
         data, kind = _read(obj, MAX_BYTES, st), 0
     elif isinstance(obj, str) or type(obj) is list and len(obj) == 1 and type(obj[0]) is str:
         one = _region_string(obj if isinstance(obj, str) else obj[0])  # no join, no scan
-        code = -1 if one is None else keys[5].get(one[0], -1)
+        keys = None if one is None else _keys(u)
+        code = -1 if keys is None else keys[5].get(one[0], -1)
         if code < 0:  # (an unknown name: the full path warns about chr prefixes)
             return None
         rows, codes = np.empty((2, 1), dtype=np.int64), np.empty(1, dtype=np.int64)
@@ -178,9 +177,14 @@ def _compiled(tok, obj) -> np.ndarray | None:
         data = data.encode()
     else:
         return None
+    if kind >= 0 and data is None:
+        return None
+    # only now, for an input this path takes: the keys hold 32 bytes a universe region (30 MiB
+    # for 1M), which a large set, taking the full path, would carry for nothing
+    keys = _keys(u)
+    if keys is None:
+        return None
     if kind >= 0:
-        if data is None:
-            return None
         status, rows, runs, r, in_order = _kernels().scan(np.frombuffer(data, np.uint8), kind)
         if status or kind and rows.shape[1] != len(obj):
             return None
@@ -209,10 +213,10 @@ def _stat(path: str):
         return None
 
 
-def _array_rows(chroms, starts, ends, index):
-    """``(rows, heads, codes)`` for :func:`genotok.kernels.small.hits` of three short arrays,
-    or ``None`` (the kernel checks the coordinates: a uint64 past 2**63 turns negative in
-    int64, a negative start or one after its end, which it refuses)."""
+def _array_rows(chroms, starts, ends, u):
+    """``(rows, heads, codes)`` for :func:`genotok.kernels.small.hits` of three short arrays
+    against the universe ``u``, or ``None`` (the kernel checks the coordinates: a uint64 past
+    2**63 turns negative in int64, a negative start or one after its end, which it refuses)."""
     if not (type(chroms) is np.ndarray and type(starts) is np.ndarray
             and type(ends) is np.ndarray):
         return None
@@ -221,7 +225,10 @@ def _array_rows(chroms, starts, ends, index):
             or ends.shape != chroms.shape or starts.dtype.kind not in "iu"
             or ends.dtype.kind not in "iu" or chroms.dtype.kind != "U"):
         return None
-    get = index.get
+    keys = _keys(u)
+    if keys is None:
+        return None
+    get = keys[5].get
     codes = [get(c, -1) for c in chroms.tolist()]
     if max(codes) < 0:
         return None

@@ -70,16 +70,27 @@ class _SweepIndex:
     ends: np.ndarray  # same dtype (m,)
     maxend: np.ndarray  # same dtype (m,) running max of ends within a chromosome
     ids: np.ndarray  # int32 (m,) token id of each sorted row
-    first: np.ndarray  # int64 (n_regions,) id -> id of its first identical region
+    n_regions: int
+    #: int64 (n_regions,) id -> id of its first identical region; None: each id its own (no
+    #: repeated region, the usual universe: an identity array would cost 8 bytes a region)
+    first_map: np.ndarray | None = None
     _rank: np.ndarray | None = None
+
+    @property
+    def first(self) -> np.ndarray:
+        """int64 (n_regions,): id -> id of its first identical region (made on each call when
+        every id is its own)."""
+        if self.first_map is None:
+            return np.arange(self.n_regions, dtype=np.int64)
+        return self.first_map
 
     @property
     def rank(self) -> np.ndarray:
         """int64 (n_regions,): id -> genomic rank (built on first use: genomic/unique order)."""
         if self._rank is None:
-            kept = np.zeros(self.first.size, dtype=np.int64)
+            kept = np.zeros(self.n_regions, dtype=np.int64)
             kept[self.ids] = np.arange(self.ids.size, dtype=np.int64)
-            self._rank = kept[self.first]
+            self._rank = kept if self.first_map is None else kept[self.first_map]
         return self._rank
 
 
@@ -110,16 +121,18 @@ def _same_as_previous(codes, starts, ends) -> np.ndarray:
 
 def _first_occurrence(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray):
     """Sorted order of the regions (None: already sorted, no duplicates), and per region the id
-    of its first identical region, and which sorted rows repeat their predecessor."""
+    of its first identical region (None: no region repeats another, each id is its own), and
+    which sorted rows repeat their predecessor."""
     n = codes.size
-    ids = np.arange(n, dtype=np.int64)
     order = _sweep_kernels.sort_order(codes, starts, ends)  # by (code, start, end, id)
     if order is None:  # already sorted, as most universe files are: skip the sort
         same = _same_as_previous(codes, starts, ends)
         if not same.any():
-            return None, ids, same  # sorted, no duplicates: identity order, nothing to store
-        order = ids
+            return None, None, same  # sorted, no duplicates: identity order, nothing to store
+        order = np.arange(n, dtype=np.int64)
     same = _same_as_previous(codes[order], starts[order], ends[order])
+    if not same.any():
+        return order, None, same
     # head of each run of identical regions: the smallest id (ties are in id order)
     head_pos = np.maximum.accumulate(np.where(same, 0, np.arange(n)))
     first = np.empty(n, dtype=np.int64)
@@ -193,8 +206,7 @@ class Universe:
         self.n_duplicates = int(dup_sorted.sum())
         #: ``"unique"`` or ``"lines"``: how repeated regions became ids (see ``duplicates``)
         self.duplicates = "lines" if duplicates == "lines" else "unique"
-        #: int64 (input lines,): the token id of each input region (line)
-        self.line_ids = np.arange(n, dtype=np.int64)
+        self._line_ids = None  # (None: each line its own id; see line_ids)
         if self.n_duplicates:
             msg = _duplicates_message(rs, first, self.n_duplicates)
             if duplicates == "error":
@@ -202,7 +214,7 @@ class Universe:
                                     "'unique', gtars' vocabulary, or 'lines')")
             if duplicates == "unique":
                 kept = first == np.arange(n)
-                self.line_ids = (np.cumsum(kept) - 1)[first]
+                self._line_ids = (np.cumsum(kept) - 1)[first]
                 rs = rs.take(np.flatnonzero(kept))
                 order, first, dup_sorted = _first_occurrence(rs.codes, rs.starts, rs.ends)
                 msg += ("; each distinct region is one token, in order of first appearance (as "
@@ -216,7 +228,7 @@ class Universe:
         self._chrom_index = {name: code for code, name in enumerate(rs.chrom_names)}
         #: ids of the lines that are not intervals (end < start): kept, never hit
         self.inert_ids = np.flatnonzero(rs.ends < rs.starts)
-        self._dup_sorted = dup_sorted
+        self._dup_sorted = None if first is None else dup_sorted  # (None: no row repeats)
         self._sweep: _SweepIndex | None = None
         self._ailist_key: np.ndarray | None = None
         self._fingerprint: str | None = None
@@ -318,10 +330,21 @@ class Universe:
     sep_token = property(lambda self: self.special_tokens["sep"], doc="The ``<sep>`` string.")
 
     @property
+    def line_ids(self) -> np.ndarray:
+        """int64 (input lines,): the token id of each input region (line): its line position
+        but under the default ``duplicates="unique"`` with repeated lines. (Made on each call
+        when it is the identity: the usual universe keeps no array of it.)"""
+        if self._line_ids is None:
+            return np.arange(len(self.regions), dtype=np.int64)
+        return self._line_ids
+
+    @property
     def duplicate_of(self) -> np.ndarray:
         """For every id, the id of its first identical region: itself, except with
         ``duplicates="lines"``, where a repeated line's id maps to its first line's id (the
         input line of each id under the default is :attr:`line_ids`)."""
+        if self._first is None:
+            return np.arange(len(self.regions), dtype=np.int64)
         return self._first
 
     # ------------------------------------------------------------------ fingerprint
@@ -339,9 +362,11 @@ class Universe:
             h.update(len(names).to_bytes(8, "little"))
             h.update(names)
             h.update(len(rs).to_bytes(8, "little"))
-            h.update(np.ascontiguousarray(rs.codes, dtype="<i4").tobytes())
-            h.update(np.ascontiguousarray(rs.starts, dtype="<i8").tobytes())
-            h.update(np.ascontiguousarray(rs.ends, dtype="<i8").tobytes())
+            # the arrays themselves (a copy only where the dtype differs): .tobytes() copied
+            # 20 bytes a region, 20 MB of peak memory for a 1M-region universe
+            h.update(np.ascontiguousarray(rs.codes, dtype="<i4"))
+            h.update(np.ascontiguousarray(rs.starts, dtype="<i8"))
+            h.update(np.ascontiguousarray(rs.ends, dtype="<i8"))
             h.update("\0".join(self.special_tokens[k] for k in SPECIAL_NAMES).encode())
             if self.extra_tokens:  # absent: the fingerprint of a plain universe is unchanged
                 h.update(b"\0extra\0" + "\0".join(self.extra_tokens).encode())
@@ -364,14 +389,16 @@ class Universe:
         """The sorted index the overlap kernels need (built on first use, then cached)."""
         if self._sweep is None:
             rs = self.regions
-            order = None if self._order is None else self._order[~self._dup_sorted]
+            order = self._order
+            if order is not None and self._dup_sorted is not None:
+                order = order[~self._dup_sorted]
             if self.inert_ids.size:  # never in the sweep: no query can hit them
                 inert = np.zeros(len(rs), dtype=bool)
                 inert[self.inert_ids] = True
                 order = np.arange(len(rs)) if order is None else order
                 order = order[~inert[order]]
             self._sweep = _SweepIndex(*_sweep_kernels.build_sweep_sorted(
-                rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), first=self._first)
+                rs.codes, rs.starts, rs.ends, order, len(rs.chrom_names)), len(rs), self._first)
         return self._sweep
 
     @property

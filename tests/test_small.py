@@ -96,6 +96,21 @@ def test_anything_unusual_takes_the_full_path(tmp_path, text):
     assert _small._compiled(tok, str(path)) is None and _small._python(tok, str(path)) is None
 
 
+def test_a_large_set_builds_no_small_keys(tmp_path):
+    """The small path's keys (32 bytes a universe region) are built for an input it takes,
+    not for one that takes the full path (30 MiB of a 1M-region universe's peak memory)."""
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100), ("chr1", 50, 150)]))
+    rows = [("chr1", i, i + 10) for i in range(_small.MAX_BYTES // 16)]  # past MAX_BYTES
+    big = _write(tmp_path / "q.bed", rows)
+    n = MAX_REGIONS + 1
+    for arg in (str(big), big, [f"chr1:{s}-{e}" for _, s, e in rows[:n]], ["chr1:1,000-2,000"],
+                (np.array(["chr1"] * n), np.arange(n), np.arange(n) + 10)):
+        assert _small._compiled(tok, arg) is None
+        assert getattr(tok.universe, "_small_keys", None) is None, arg
+    assert len(tok.encode(str(big))) and getattr(tok.universe, "_small_keys", None) is None
+    assert tok.encode(["chr1:5-10"]).tolist() == [0] and tok.universe._small_keys
+
+
 def test_a_pipe_is_left_to_the_full_path(tmp_path):
     """A FIFO is read once: the small path must not consume it."""
     import os
