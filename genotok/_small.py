@@ -149,12 +149,12 @@ def _compiled(tok, obj) -> np.ndarray | None:
     """:func:`encode_small` by :mod:`genotok.kernels.small`, or ``None``: the Python form
     decides (a file out of gtars' order, anything the kernels refuse)."""
     u = tok.universe
-    kind = -1
+    kind, keys = -1, None
     if type(obj) is tuple and len(obj) == 3:
         got = _array_rows(*obj, u)
         if got is None:
             return None
-        rows, heads, codes = got
+        rows, heads, codes, keys = got
     elif isinstance(obj, str) and (st := _stat(obj)) is not None:
         data, kind = _read(obj, MAX_BYTES, st), 0
     elif isinstance(obj, str) or type(obj) is list and len(obj) == 1 and type(obj[0]) is str:
@@ -179,11 +179,10 @@ def _compiled(tok, obj) -> np.ndarray | None:
         return None
     if kind >= 0 and data is None:
         return None
-    # only now, for an input this path takes: the keys hold 32 bytes a universe region (30 MiB
-    # for 1M), which a large set, taking the full path, would carry for nothing
-    keys = _keys(u)
-    if keys is None:
-        return None
+    if keys is None:  # only now, for an input this path takes: they hold 32 bytes a universe
+        keys = _keys(u)  # region (30 MiB for 1M), which a large set would carry for nothing
+        if keys is None:
+            return None
     if kind >= 0:
         status, rows, runs, r, in_order = _kernels().scan(np.frombuffer(data, np.uint8), kind)
         if status or kind and rows.shape[1] != len(obj):
@@ -214,9 +213,10 @@ def _stat(path: str):
 
 
 def _array_rows(chroms, starts, ends, u):
-    """``(rows, heads, codes)`` for :func:`genotok.kernels.small.hits` of three short arrays
-    against the universe ``u``, or ``None`` (the kernel checks the coordinates: a uint64 past
-    2**63 turns negative in int64, a negative start or one after its end, which it refuses)."""
+    """``(rows, heads, codes, keys)`` for :func:`genotok.kernels.small.hits` of three short
+    arrays against the universe ``u`` (``keys``: its :func:`_keys`), or ``None`` (the kernel
+    checks the coordinates: a uint64 past 2**63 turns negative in int64, a negative start or
+    one after its end, which it refuses)."""
     if not (type(chroms) is np.ndarray and type(starts) is np.ndarray
             and type(ends) is np.ndarray):
         return None
@@ -234,7 +234,7 @@ def _array_rows(chroms, starts, ends, u):
         return None
     rows = np.empty((2, n), dtype=np.int64)
     rows[0], rows[1] = starts, ends
-    return rows, _HEADS[:n], np.array(codes, dtype=np.int64)
+    return rows, _HEADS[:n], np.array(codes, dtype=np.int64), keys
 
 
 def _read(path: str, max_bytes: int, st=None) -> bytes | None:
