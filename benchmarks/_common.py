@@ -1,7 +1,8 @@
 """Shared helpers for the benchmark scripts: data generation, timing, memory, tables.
 
 Benchmarks print ratios against anchors measured in the same run; data is generated with
-``../shared/tools/gendata.py`` into ``benchmarks/_data/`` (git-ignored) and reused across runs.
+``../shared/tools/gendata.py`` into ``benchmarks/_data/`` (git-ignored), or the folder
+``GENOTOK_BENCH_DATA`` names (tests/test_benchmarks.py: pytest's own), and reused across runs.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ import numpy as np
 from numba import njit, prange
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / "_data"
+DATA = Path(os.environ.get("GENOTOK_BENCH_DATA") or HERE / "_data")
 GENDATA = Path(os.environ.get("GENOTOK_GENDATA", HERE.parent.parent / "shared" / "tools" / "gendata.py"))
 
 
 def gendata(kind: str, out: str, *args: str, inputs: tuple = ()) -> Path:
     """Run ``gendata.py KIND [INPUTS] OUT ARGS`` once; later calls reuse the file."""
-    DATA.mkdir(exist_ok=True)
+    DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / out
     if not path.exists():
         if not GENDATA.exists():

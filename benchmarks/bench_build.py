@@ -184,7 +184,7 @@ def main(argv=None) -> int:
             ours = set(results[row[0]].regions.to_strings())
             theirs = {f"{c}:{s}-{e}" for c, s, e in bed_set(out)}
             same = "identical" if ours == theirs else f"DIFFER ({len(ours ^ theirs)} regions)"
-            row[6] = f"{t / float(row[3]):.1f}x ({same})"
+            row[6] = f"{t / warm_s[row[0]]:.1f}x ({same})"  # (not row[3]: 2 decimals, maybe 0)
             rows.append([row[0], label, "", f"{t:.2f}", f"{n_in / t / 1e6:.1f}",
                          f"{len(theirs):,}", ""])
         rows.sort(key=lambda r: (r[0], r[1] != "genotok"))

@@ -217,12 +217,16 @@ def main(argv=None) -> int:
                     help="the one-file table and the shuffled file only (run_all --scale quick)")
     ap.add_argument("--peers", action="store_true", help="time the peers instead (compute only)")
     ap.add_argument("--large", action="store_true", help="with --peers: also 10M queries")
+    ap.add_argument("--peer-sizes", default="",
+                    help="with --peers: these query counts instead (comma-separated)")
     ap.add_argument("--peers-python", default=PEERS_PYTHON,
                     help="a Python >= 3.12 with ruranges and pyranges1 (env GENOTOK_PEERS_PYTHON)")
     args = ap.parse_args(argv)
     if args.peers:
         genotok.warmup()
         sizes = (200_000, 1_000_000, 10_000_000) if args.large else (200_000, 1_000_000)
+        if args.peer_sizes:
+            sizes = tuple(int(x) for x in args.peer_sizes.split(","))
         peers_section(args.n_universe, sizes, args.repeat, args.peers_python)
         return 0
     upath = universe_file(args.n_universe)
