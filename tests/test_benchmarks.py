@@ -153,7 +153,8 @@ EXPECT: dict[str, list] = {
                        ("bedtools", r"^\| merge +\| sort \| bedtools merge"),
                        ("bedtools", r"^\| consensus .*\| bedtools multiinter")],
     "bench_containers.py": [r"^\| \.h5ad +\|", r"^\| SOMA +\|.*\| yes +\|$",
-                            r"^\| Zarr +\|.*\| yes +\|$", r"^\| Cell Ranger folder \|.*\| yes +\|$"],
+                            r"^\| Zarr +\|.*\| yes +\|$",
+                            r"^\| Cell Ranger folder \|.*\| yes +\|$"],
     "bench_data.py": [r"^\| genotok corpus, Collator ", r"^\| genotok corpus, MLMCollator ",
                       r"^\| genotok corpus, MLMCollator, 2 workers", r"^\| torch DataLoader",
                       r"^## cold / warm", r"^## size sweep",
@@ -176,7 +177,8 @@ EXPECT: dict[str, list] = {
                        ("geniml", r"^\| muon test_rna 1000x45 \| [\d.]+ s \| [\d.]+ s \|")],
     "bench_gzip_h5ad.py": [r"^\| h5py read, uncompressed", r"^\| h5py read, gzip",
                            r"^\| inflate only .*2 threads", r"^\| parallel read, 2 threads",
-                           r"^\| tokenize_anndata gzip, before", r"^\| tokenize_anndata gzip, after",
+                           r"^\| tokenize_anndata gzip, before",
+                           r"^\| tokenize_anndata gzip, after",
                            r"^\| -> corpus, gzip, after", r"^\| tokenize_anndata in memory",
                            r"^\| anndata backed", r"before == after: True"],
     "bench_kernels.py": [r"^## universe .*\(plain\)", r"^## universe .*\(overlapping\)",
@@ -264,7 +266,7 @@ def test_every_script_has_a_smoke_entry():
     scripts = {p.name for p in BENCH.glob("bench_*.py")} | {"run_all.py"}
     covered = {name.split()[0] for name in SMOKE}
     assert set(EXPECT) == set(SMOKE) and set(ANCHORED) | set(EXPECT_WITHOUT_ANCHORS) <= set(SMOKE)
-    assert scripts - covered == set(), f"scripts without a smoke entry in SMOKE: {scripts - covered}"
+    assert scripts - covered == set(), f"scripts without an entry in SMOKE: {scripts - covered}"
     assert covered - scripts == set(), f"SMOKE entries without a script: {covered - scripts}"
 
 
