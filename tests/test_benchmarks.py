@@ -40,6 +40,13 @@ ANCHOR_TOOLS = ("bedtools", "bgzip", "tabix")
 #: off PATH too without anchors: bench_build.py would apt-get bedtools
 HIDDEN_TOOLS = (*ANCHOR_TOOLS, "apt-get")
 
+#: the packages of [test-all] a script needs (skipped without them, saying which)
+NEEDS = {"bench_containers.py": ("tiledbsoma", "zarr"), "bench_data.py": ("torch",),
+         "bench_executors.py": ("distributed", "ray"), "bench_loader_memory.py": ("torch",),
+         "bench_mixture.py": ("torch",), "bench_stores.py": ("torch", "pyarrow"),
+         "bench_training.py": ("torch",), "bench_bgzf_tiles.py": ("pyarrow",),
+         "bench_tokenize.py --peers": ("pyarrow",), "run_all.py": ("torch",)}
+
 #: the scripts whose code takes another way without an anchor (beyond skipping its row): run
 #: again with every anchor hidden, with these arguments (None: the smoke arguments); bench_data,
 #: bench_format and bench_tokenize --peers only leave a row out (checked once, by hand)
@@ -339,6 +346,8 @@ def _files(folder: Path) -> dict:
 
 
 def _run(name: str, data: Path, tmp_path: Path, anchors: bool) -> str:
+    for package in NEEDS.get(name, ()):
+        pytest.importorskip(package)
     script = BENCH / name.split()[0]
     env = dict(os.environ, GENOTOK_BENCH_DATA=str(data), GENOTOK_GENDATA=str(GENDATA),
                GENOTOK_SHARED=str(SHARED), GENOTOK_QUIET_COMPILE="1",
