@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import goal, query_file, table, universe_file
+from _common import data_option, goal, query_file, table, universe_file
 
 CHILD = r"""
 import json, sys, time
@@ -63,6 +63,7 @@ def main() -> None:
     p.add_argument("--queries", type=int, default=200_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--repeat", type=int, default=5)
+    data_option(p)
     args = p.parse_args()
     upath = universe_file(args.universe)
     files = {"shuffled": query_file(upath, args.queries, shuffle=True),

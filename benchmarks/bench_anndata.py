@@ -45,6 +45,7 @@ from _common import (  # noqa: E402
     best_of,
     best_of_each,
     cold_warm_section,
+    data_option,
     gendata,
     goal,
     in_subprocess,
@@ -141,6 +142,7 @@ def main() -> None:
                    help="cells in the fragment file (0: skip)")
     p.add_argument("--validation-only", action="store_true",
                    help="print only the validation-cost section (issue 19)")
+    data_option(p)
     args = p.parse_args()
 
     import anndata

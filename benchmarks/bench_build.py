@@ -30,12 +30,13 @@ import subprocess
 import sys
 import time
 
+import _common
 from _common import (
-    DATA,
     GENDATA,
     HERE,
     best_of,
     cold_warm_section,
+    data_option,
     gendata,
     in_subprocess,
     machine,
@@ -73,7 +74,7 @@ def peak_files(n_files: int, peaks: int, universe_n: int) -> list[str]:
     """FILES narrowPeak files (generated once, reused): gendata's query model, seeds 1000 + i."""
     upath = gendata("universe", f"universe_{universe_n}_s1.bed", "--n", str(universe_n),
                     "--seed", "1")
-    folder = DATA / f"build_{universe_n}_{peaks}"
+    folder = _common.DATA / f"build_{universe_n}_{peaks}"
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"peaks_{i:03d}.narrowPeak" for i in range(n_files)]
     missing = [p for p in paths if not p.exists()]
@@ -135,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="warm runs (best of)")
     ap.add_argument("--threads", type=int, default=None, help="genotok threads (default: all)")
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-interpreter runs")
+    data_option(ap)
     args = ap.parse_args(argv)
 
     from genotok.build import builders as build

@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import goal, machine, query_file, table, universe_file
+from _common import data_option, goal, machine, query_file, table, universe_file
 
 SIZES = (1, 10, 100, 1000)
 GOALS = {1: 5.0, 10: 2.0, 100: 1.0, 1000: 1.0}  # genotok / gtars at most
@@ -53,6 +53,7 @@ def main() -> None:
     p.add_argument("--universe", type=int, default=200_000)
     p.add_argument("--calls", type=int, default=300)
     p.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    data_option(p)
     args = p.parse_args()
     import genotok
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from _common import (HERE, best_of, cold_warm_section, goal, in_subprocess, machine, query_file,
-                     ratio, sweep_section, table, universe_file)
+from _common import (HERE, best_of, cold_warm_section, data_option, goal, in_subprocess, machine,
+                     query_file, ratio, sweep_section, table, universe_file)
 
 LOAD_OURS = """
 import time, json
@@ -54,6 +54,7 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=1_000_000, help="universe regions")
     ap.add_argument("--queries", type=int, default=200_000, help="query lines for the RSS check")
     ap.add_argument("--repeat", type=int, default=5)
+    data_option(ap)
     args = ap.parse_args(argv)
     import json
 
