@@ -1,7 +1,8 @@
 """Shared helpers for the benchmark scripts: data generation, timing, memory, tables.
 
 Benchmarks print ratios against anchors measured in the same run; data is generated with
-``../shared/tools/gendata.py`` into ``benchmarks/_data/`` (git-ignored) and reused across runs.
+``../shared/tools/gendata.py`` into ``benchmarks/_data/`` (git-ignored), or the folder a
+script's ``--data`` (:func:`data_option`) or ``GENOTOK_BENCH_DATA`` names, and reused across runs.
 """
 
 from __future__ import annotations
@@ -19,13 +20,28 @@ import numpy as np
 from numba import njit, prange
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE / "_data"
+DATA = Path(os.environ.get("GENOTOK_BENCH_DATA") or HERE / "_data")
 GENDATA = Path(os.environ.get("GENOTOK_GENDATA", HERE.parent.parent / "shared" / "tools" / "gendata.py"))
+
+
+def data_option(ap) -> None:
+    """Add ``--data DIR`` to a script's parser: the folder of its generated data (default
+    ``GENOTOK_BENCH_DATA``, else ``benchmarks/_data/``), for this script and its children."""
+    ap.add_argument("--data", type=_use_data, default=DATA, metavar="DIR",
+                    help="where the generated data goes (default: $GENOTOK_BENCH_DATA, else "
+                         "benchmarks/_data)")
+
+
+def _use_data(path: str) -> Path:
+    global DATA
+    DATA = Path(path).resolve()
+    os.environ["GENOTOK_BENCH_DATA"] = str(DATA)  # the children this script starts
+    return DATA
 
 
 def gendata(kind: str, out: str, *args: str, inputs: tuple = ()) -> Path:
     """Run ``gendata.py KIND [INPUTS] OUT ARGS`` once; later calls reuse the file."""
-    DATA.mkdir(exist_ok=True)
+    DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / out
     if not path.exists():
         if not GENDATA.exists():

@@ -45,6 +45,7 @@ from _common import (  # noqa: E402
     best_of,
     best_of_each,
     cold_warm_section,
+    data_option,
     gendata,
     goal,
     in_subprocess,
@@ -141,11 +142,12 @@ def main() -> None:
                    help="cells in the fragment file (0: skip)")
     p.add_argument("--validation-only", action="store_true",
                    help="print only the validation-cost section (issue 19)")
+    data_option(p)
     args = p.parse_args()
 
     import anndata
 
-    from genotok import RegionSet, Tokenizer, Universe
+    from genotok import AnnDataOptions, CellSpec, RegionSet, Tokenizer, Universe
     import genotok.singlecell as gad
     from genotok.singlecell import varnames as gvar
 
@@ -223,10 +225,11 @@ def main() -> None:
     mini = min(X.shape[0], 64 * 50)  # the first 3,200 cells, 64 at a time
     fns["mini"] = lambda: [gad.tokenize_anndata(a[i:i + 64], tok, n_threads=args.threads)
                            for i in range(0, mini, 64)]
-    fns["u32"] = lambda: gad.tokenize_anndata(a, tok, dtype=np.uint32, n_threads=args.threads)
+    fns["u32"] = lambda: gad.tokenize_anndata(a, tok, read=AnnDataOptions(dtype=np.uint32),
+                                              n_threads=args.threads)
     fns["path"] = lambda: gad.tokenize_anndata(path, tok, n_threads=args.threads)
-    fns["val"] = lambda: gad.tokenize_anndata(a, tok, values=True, order="value",
-                                              max_length=512, n_threads=args.threads)
+    fns["val"] = lambda: gad.tokenize_anndata(
+        a, tok, CellSpec(values=True, order="value", max_length=512), n_threads=args.threads)
     t = best_of_each(fns, max(2, (args.repeat + 1) // 2))
     t_ours_loop = t["ours_loop"] / k  # seconds per cell
     t_loop = t["loop"] / k if "loop" in t else None

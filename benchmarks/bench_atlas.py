@@ -122,7 +122,7 @@ import numpy as np
 what, path, ubed, out = sys.argv[1:5]
 import h5py
 import genotok
-from genotok import Tokenizer, tokenize_anndata
+from genotok import AnnDataOptions, Tokenizer, tokenize_anndata
 from genotok import _inflate
 tok = Tokenizer.from_bed(ubed)
 genotok.warmup()
@@ -149,7 +149,7 @@ elif what == "corpus":
     shutil.rmtree(out, ignore_errors=True)
     tokenize_anndata(path, tok, out=out, overwrite=True)
 else:
-    r = tokenize_anndata(path, tok, dtype=np.uint32)
+    r = tokenize_anndata(path, tok, read=AnnDataOptions(dtype=np.uint32))
     size = (r.data.nbytes + r.offsets.nbytes) / 2**20
 dt = time.perf_counter() - t
 print(json.dumps(dict(s=dt, peak=hwm() - base, result=size)))

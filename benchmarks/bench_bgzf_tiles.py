@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DATA, in_subprocess  # noqa: E402
+from _common import in_subprocess  # noqa: E402
 
 #: ../shared beside the repository, or where ``GENOTOK_SHARED`` says (a worktree's checkout)
 SHARED = Path(os.environ.get("GENOTOK_SHARED", Path(__file__).resolve().parents[2] / "shared")) \
@@ -290,8 +290,8 @@ def main() -> None:
     a = ap.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
-    DATA.mkdir(exist_ok=True)
-    tiles = DATA / "hg38_tiles_5kb.bed"
+    a.data.mkdir(parents=True, exist_ok=True)
+    tiles = a.data / "hg38_tiles_5kb.bed"  # gtars' universe: beside the generated files
     if not tiles.exists():
         sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         from genotok import tile_tokenizer

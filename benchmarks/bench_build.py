@@ -30,12 +30,13 @@ import subprocess
 import sys
 import time
 
+import _common
 from _common import (
-    DATA,
     GENDATA,
     HERE,
     best_of,
     cold_warm_section,
+    data_option,
     gendata,
     in_subprocess,
     machine,
@@ -73,7 +74,7 @@ def peak_files(n_files: int, peaks: int, universe_n: int) -> list[str]:
     """FILES narrowPeak files (generated once, reused): gendata's query model, seeds 1000 + i."""
     upath = gendata("universe", f"universe_{universe_n}_s1.bed", "--n", str(universe_n),
                     "--seed", "1")
-    folder = DATA / f"build_{universe_n}_{peaks}"
+    folder = _common.DATA / f"build_{universe_n}_{peaks}"
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"peaks_{i:03d}.narrowPeak" for i in range(n_files)]
     missing = [p for p in paths if not p.exists()]
@@ -135,6 +136,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3, help="warm runs (best of)")
     ap.add_argument("--threads", type=int, default=None, help="genotok threads (default: all)")
     ap.add_argument("--no-cold", action="store_true", help="skip the fresh-interpreter runs")
+    data_option(ap)
     args = ap.parse_args(argv)
 
     from genotok.build import builders as build
@@ -184,7 +186,7 @@ def main(argv=None) -> int:
             ours = set(results[row[0]].regions.to_strings())
             theirs = {f"{c}:{s}-{e}" for c, s, e in bed_set(out)}
             same = "identical" if ours == theirs else f"DIFFER ({len(ours ^ theirs)} regions)"
-            row[6] = f"{t / float(row[3]):.1f}x ({same})"
+            row[6] = f"{t / warm_s[row[0]]:.1f}x ({same})"  # (not row[3]: 2 decimals, maybe 0)
             rows.append([row[0], label, "", f"{t:.2f}", f"{n_in / t / 1e6:.1f}",
                          f"{len(theirs):,}", ""])
         rows.sort(key=lambda r: (r[0], r[1] != "genotok"))

@@ -8,6 +8,8 @@ include the callees compiled inside it.
     python benchmarks/bench_first_use.py            # every case
     python benchmarks/bench_first_use.py quickstart # one case
     python benchmarks/bench_first_use.py warmups    # warmup() with its helper and in one process
+    python benchmarks/bench_first_use.py --cache DIR  # every case on that (warm) kernel cache
+                                                      # instead of an empty one: a smoke run
 
 Time on a shared box is noisy: CPU seconds are the steadier figure. Goals (issue 36): the
 README's first snippet <= 5 s, ``warmup()`` <= 30 s.
@@ -15,6 +17,7 @@ README's first snippet <= 5 s, ``warmup()`` <= 30 s.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -85,6 +88,13 @@ def run(code: str, cache: str | None = None) -> dict:
 
 
 def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("case", nargs="*", help="quickstart, import, warmup, warmups, ...")
+    ap.add_argument("--cache", default=None,
+                    help="a kernel cache for every case instead of an empty one (nothing "
+                         "compiles when it is warm: the figures then mean nothing)")
+    a = ap.parse_args(argv)
+    argv, cache = a.case, a.cache
     cases = dict(readme_snippets())
     cases["warmup"] = "import genotok\ngenotok.warmup()\n"
     # the same in one process (no helper: the warmup before issue 44), for the same run's ratio
@@ -99,11 +109,11 @@ def main(argv: list[str]) -> None:
         rows = []
         for name in wanted:
             if name in cases:
-                r = run(cases[name])
+                r = run(cases[name], cache)
             else:
                 first, then = cases_after[name]
-                run(first, shared_cache)
-                r = run(then, shared_cache)
+                run(first, cache or shared_cache)
+                r = run(then, cache or shared_cache)
             rows.append((name, r))
             print(f"{name:28} wall {r['wall']:6.1f} s  cpu {r['cpu']:6.1f} s  "
                   f"{len(r['compiled'])} top-level compiles, "

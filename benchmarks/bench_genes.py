@@ -48,7 +48,7 @@ REAL = SHARED / "data" / "real"
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import genotok  # noqa: E402
-from _common import goal  # noqa: E402
+from _common import DATA, goal  # noqa: E402
 from genotok import CellSpec  # noqa: E402
 
 
@@ -165,7 +165,7 @@ def main() -> None:
     p.add_argument("--no-reference", action="store_true",
                    help="skip Geneformer's tokenizer on the atlas (hours at 200k cells: time "
                         "it on a 20k-cell atlas instead)")
-    p.add_argument("--work", default=str(ROOT / "benchmarks" / "_data"))
+    p.add_argument("--work", default=str(DATA), help="where the generated atlas goes")
     args = p.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

@@ -55,7 +55,7 @@ def make_files(folder: Path, cells: int, peaks: int, nnz: int) -> tuple[Path, Pa
     import anndata
 
     from genotok import RegionSet, Universe
-    from genotok import anndata as gad
+    import genotok.singlecell as gad
 
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"cells_{cells}_{peaks}_{nnz}"
@@ -128,7 +128,7 @@ def main() -> None:
     import genotok
     from genotok import Tokenizer
     from genotok import _inflate
-    from genotok import anndata as gad
+    import genotok.singlecell as gad
 
     print(f"# bench_gzip_h5ad on {machine()}")
     plain, gz, ubed = make_files(Path(args.data), args.cells, args.peaks, args.nnz)

@@ -32,10 +32,11 @@ import zlib
 from pathlib import Path
 
 import numpy as np
+import _common
 from _common import (
-    DATA,
     best_of,
     cold_warm_section,
+    data_option,
     in_subprocess,
     machine,
     query_file,
@@ -61,7 +62,7 @@ print(json.dumps(dict(imp=t1 - t0, first=time.perf_counter() - t1)))
 
 
 def _shuffled(path):
-    out = DATA / (path.stem + ".shuffled" + path.suffix)
+    out = _common.DATA / (path.stem + ".shuffled" + path.suffix)
     if not out.exists():
         lines = path.read_bytes().splitlines(keepends=True)
         order = np.random.default_rng(0).permutation(len(lines))
@@ -146,6 +147,7 @@ def main(argv=None) -> int:
     ap.add_argument("--large-file", type=Path, help="an existing large BED file instead")
     ap.add_argument("--rounds", type=int, default=4, help="rounds of the large-file comparison")
     ap.add_argument("--large-only", action="store_true", help="only the large-file section")
+    data_option(ap)
     args = ap.parse_args(argv)
     large = args.large_file
     if large is None and args.large:

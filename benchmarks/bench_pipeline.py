@@ -19,9 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import _common
 from _common import (
-    DATA,
     cold_warm_section,
+    data_option,
     gendata,
     goal,
     machine,
@@ -37,7 +38,7 @@ from genotok.pipeline.run import pretokenize
 
 def input_dir(n_files: int, lines: int, base: list[Path]) -> Path:
     """A folder of ``n_files`` narrowPeak links, cycling over the ``base`` files (made once)."""
-    indir = DATA / f"pipe_in_{n_files}_{lines}"
+    indir = _common.DATA / f"pipe_in_{n_files}_{lines}"
     if not indir.exists() or len(list(indir.iterdir())) != n_files:
         shutil.rmtree(indir, ignore_errors=True)
         indir.mkdir()
@@ -56,6 +57,7 @@ def main(argv=None) -> int:
                     help="distinct generated files, repeated (as links) up to --files")
     ap.add_argument("--quick", action="store_true",
                     help="skip the cold/warm and size-sweep sections")
+    data_option(ap)
     args = ap.parse_args(argv)
     upath = universe_file(args.n_universe)
     base = [gendata("query", f"pipe_{args.lines}_{k}.narrowPeak", "--n", str(args.lines), "--seed",

@@ -35,7 +35,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import HERE, gendata, goal, in_subprocess, machine, ratio, table, universe_file
+from _common import (HERE, data_option, gendata, goal, in_subprocess, machine, ratio, table,
+                     universe_file)
 
 GENOTOK_FRAG = """
 import json, sys, time
@@ -292,6 +293,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=2, help="fresh processes per fragment tool")
     p.add_argument("--only-ours", action="store_true", help="skip gtars and SnapATAC2")
     p.add_argument("--skip", choices=["fragments", "encodings"], action="append", default=[])
+    data_option(p)
     args = p.parse_args()
     print(f"machine: {machine()}")
     if "fragments" not in args.skip:

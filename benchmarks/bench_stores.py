@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import gendata, goal, machine, table, universe_file
+from _common import data_option, gendata, goal, machine, table, universe_file
 
 import genotok
 from genotok.pipeline.run import pretokenize
@@ -44,6 +44,7 @@ def main(argv=None) -> int:
     ap.add_argument("--records", type=int, default=30_000)
     ap.add_argument("--read-repeat", type=int, default=15)
     ap.add_argument("--mean-length", type=float, default=150)
+    data_option(ap)
     args = ap.parse_args(argv)
     if args.what in ("read", "all"):
         read_section(args)

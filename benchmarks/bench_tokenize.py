@@ -30,11 +30,12 @@ import time
 
 import _peers
 import numpy as np
+import _common
 from _common import (
-    DATA,
     best_of,
     best_of_each,
     cold_warm_section,
+    data_option,
     gendata,
     goal,
     in_subprocess,
@@ -217,12 +218,17 @@ def main(argv=None) -> int:
                     help="the one-file table and the shuffled file only (run_all --scale quick)")
     ap.add_argument("--peers", action="store_true", help="time the peers instead (compute only)")
     ap.add_argument("--large", action="store_true", help="with --peers: also 10M queries")
+    ap.add_argument("--peer-sizes", default="",
+                    help="with --peers: these query counts instead (comma-separated)")
     ap.add_argument("--peers-python", default=PEERS_PYTHON,
                     help="a Python >= 3.12 with ruranges and pyranges1 (env GENOTOK_PEERS_PYTHON)")
+    data_option(ap)
     args = ap.parse_args(argv)
     if args.peers:
         genotok.warmup()
         sizes = (200_000, 1_000_000, 10_000_000) if args.large else (200_000, 1_000_000)
+        if args.peer_sizes:
+            sizes = tuple(int(x) for x in args.peer_sizes.split(","))
         peers_section(args.n_universe, sizes, args.repeat, args.peers_python)
         return 0
     upath = universe_file(args.n_universe)
@@ -264,7 +270,7 @@ def main(argv=None) -> int:
         rows[0][4] = f"{ratio(t_g, warm)} vs gtars"
     if shutil.which("bedtools"):
         t_b, n_b = _bedtools(upath, qpath)
-        sq, su = DATA / "q.sorted.bed", DATA / "u.sorted.bed"
+        sq, su = _common.DATA / "q.sorted.bed", _common.DATA / "u.sorted.bed"
         subprocess.run(f"sort -k1,1 -k2,2n {qpath} > {sq}; sort -k1,1 -k2,2n {upath} > {su}", shell=True, check=True)
         t_bs, _ = _bedtools(su, sq, True)
         n_hits = int(np.count_nonzero(tok.encode(qpath) < tok.universe.n_regions))

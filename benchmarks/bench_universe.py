@@ -19,8 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import (best_of, cold_warm_section, goal, in_subprocess, machine, query_file,
-                     ratio, sweep_section, table, universe_file)
+from _common import (best_of, cold_warm_section, data_option, goal, in_subprocess, machine,
+                     query_file, ratio, sweep_section, table, universe_file)
 
 LOAD_OURS = """
 import time, json
@@ -143,6 +143,7 @@ def main(argv=None) -> int:
     ap.add_argument("--queries", type=int, default=200_000, help="query lines for the RSS check")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--floor", action="store_true", help="only the peak RSS, step by step")
+    data_option(ap)
     args = ap.parse_args(argv)
     import json
 

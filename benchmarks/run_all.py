@@ -1,7 +1,7 @@
 """Run the benchmarks and write benchmarks/RESULTS.md, a results page: the goals at a glance
 (workload, goal, measured against its anchor, status, date, box load) and each script's tables.
 
-    python benchmarks/run_all.py [--scale full|small|quick] [--only tokenize,format,...]
+    python benchmarks/run_all.py [--scale full|small|quick|smoke] [--only tokenize,...] [--out PATH]
 
 ``--scale quick`` runs a subset in minutes (the tiny-input calls, the gene presets, the first
 use, one BED file and the shuffled one against gtars). A run keeps what it did not re-measure:
@@ -79,6 +79,10 @@ SCALES = {
         "mixture": ["--records", "20000", "--repeat", "5"],
     },
 }
+#: two scripts at tiny sizes, to check that this page is still written (tests/test_benchmarks.py
+#: runs it with ``--out`` elsewhere; it runs every script at its tiniest sizes itself)
+SCALES["smoke"] = {"packing": ["--records", "2000", "--max-len", "64", "--repeat", "1"],
+                   "mixture": ["--records", "600", "--mean-length", "20", "--repeat", "1"]}
 for _scale in ("full", "small"):  # the quick scripts run at every scale (with its own sizes)
     for _name, _args in SCALES["quick"].items():
         SCALES[_scale].setdefault(_name, _args)
