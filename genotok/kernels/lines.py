@@ -23,6 +23,8 @@ from .bits import (
     eq_bytes,
     load_word,
     lowest_byte,
+    newlines64,
+    trailing_zeros,
     word_view,
 )
 
@@ -34,12 +36,21 @@ _HASHES = ONES * np.uint64(_HASH)
 @njit(**NJIT)
 def _fill_newlines(buf, pos, lf):
     """The positions of the next ``lf.size`` newlines from ``pos`` on (fewer at the end of the
-    buffer) into ``lf``; returns how many. Eight bytes at a time (unaligned loads), then bytes."""
+    buffer) into ``lf``; returns how many. 64 bytes at a time (one vector compare,
+    :func:`~genotok.kernels.bits.newlines64`) while a whole mask fits, then eight (unaligned
+    loads), then bytes."""
     n = buf.size
     cap = lf.size
     k = 0
     p = pos
     if LITTLE_ENDIAN:
+        while p + 64 <= n and k + 64 <= cap:  # room for a mask's 64: no room check per newline
+            t = newlines64(buf, p)
+            while t:
+                lf[k] = p + np.int64(trailing_zeros(t))
+                k += 1
+                t &= t - np.uint64(1)
+            p += 64
         while p + 8 <= n:
             if k + 8 > cap:  # a word may hold eight: stop at a word's edge, all found so far
                 if k:

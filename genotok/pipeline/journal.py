@@ -21,10 +21,9 @@ from pathlib import Path
 
 import filelock
 
-from .._io import atomic_write
+from .._io import atomic_write, default_hash, file_digest
 from ..errors import GtokFormatError, UniverseMismatchError
 from ..formats.corpus import MANIFEST
-from ..formats.store import file_digest
 from ..formats.corpus.manifest import rel_problem
 from .plan import PipelineError
 from .split import VALIDATION
@@ -220,9 +219,16 @@ def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None =
     return journal
 
 
+#: the digests a journal's stamps may name (``_io.default_hash``'s two)
+STAMP_HASHES = ("xxh3_128", "sha256")
+
+
 def stamps(out: Path, files: list[str]) -> dict:
-    """``{file: [bytes, digest]}`` of a batch's files as it commits them (the journal keeps
-    them: a resumed run re-checks what it trusts, :func:`check_stamps`).
+    """``{file: [bytes, "ALGORITHM:digest"]}`` of a batch's files as it commits them (the
+    journal keeps them: a resumed run re-checks what it trusts, :func:`check_stamps`). The
+    digest is ``xxh3_128`` when xxhash is installed, else ``sha256`` (``_io.default_hash``):
+    it finds a part damaged, replaced or edited since, as the store's checksums do; it is no
+    signature.
 
     >>> import tempfile
     >>> d = Path(tempfile.mkdtemp())
@@ -235,7 +241,9 @@ def stamps(out: Path, files: list[str]) -> dict:
         raise PipelineError(f"{out}: a batch was recorded with files that are not there "
                             f"({gone[:3]}); an executor records a batch once its files are "
                             "written")
-    return {f: [(out / f).stat().st_size, file_digest(out / f)] for f in files}
+    algo = default_hash()
+    return {f: [(out / f).stat().st_size, f"{algo}:{file_digest(out / f, algo)}"]
+            for f in files}
 
 
 def check_stamps(out: Path, journal: dict) -> None:
@@ -264,7 +272,8 @@ def check_stamps(out: Path, journal: dict) -> None:
                                       "after its batch was journaled); re-run with "
                                       "overwrite=True to write the output again")
             now = p.stat().st_size
-            if now != size or file_digest(p) != digest:
+            algo, _, hexdigest = digest.partition(":")
+            if now != size or file_digest(p, algo) != hexdigest:
                 raise GtokFormatError(f"{p}: not the file batch {b} committed ({now} bytes, "
                                       f"committed {size}; truncated, replaced or edited since); "
                                       "re-run with overwrite=True to write the output again")
@@ -298,8 +307,10 @@ def _check_journal(journal, jpath: Path, n_batches: int | None) -> None:
         st = e.get("stamps", {})
         if not isinstance(st, dict) or not all(
                 isinstance(f, str) and not rel_problem(f) and isinstance(v, list) and len(v) == 2
-                and _is_count(v[0]) and isinstance(v[1], str) for f, v in st.items()):
-            raise corrupt(f"batch {b}: its stamps are not {{file: [bytes, digest]}}")
+                and _is_count(v[0]) and isinstance(v[1], str)
+                and v[1].partition(":")[0] in STAMP_HASHES for f, v in st.items()):
+            raise corrupt(f"batch {b}: its stamps are not {{file: [bytes, 'ALGORITHM:digest']}} "
+                          f"(ALGORITHM one of {', '.join(STAMP_HASHES)})")
 
 
 def _is_count(v) -> bool:

@@ -109,3 +109,20 @@ def test_64_byte_masks_are_numpys(raw, pos):
     got = [int(x) for x in _masks(buf, pos)]
     assert got == want
 
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"\n\n", b"chr1\t10\t20", b"x" * 70, b"\r"]),
+                max_size=80).map(b"".join),
+       st.integers(0, 70), st.sampled_from([1, 7, 8, 9, 63, 64, 65, 130, 4096]))
+def test_fill_newlines_is_numpys(text, pos, cap):
+    """The parser's newline block (64 bytes a step, then 8, then bytes): the next newlines
+    from ``pos`` in order, all of them or stopped with fewer than eight slots left."""
+    buf = np.frombuffer(text, np.uint8)
+    pos = min(pos, buf.size)
+    want = np.flatnonzero(buf == 10)
+    want = want[want >= pos]
+    lf = np.full(cap, -1, np.int64)
+    k = _lines._fill_newlines(buf, pos, lf)
+    assert lf[:k].tolist() == want[:k].tolist()
+    assert k == min(cap, want.size) or (want.size > k > cap - 8)
