@@ -568,6 +568,10 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+#: what :func:`default_hash` may give: what a journal's input hash and its stamps may name
+DEFAULT_HASHES = ("xxh3_128", "sha256")
+
+
 def default_hash() -> str:
     """``"xxh3_128"`` when xxhash is installed (much faster than SHA-256), else ``"sha256"``."""
     return "sha256" if optional("xxhash") is None else "xxh3_128"

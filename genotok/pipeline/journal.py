@@ -21,7 +21,7 @@ from pathlib import Path
 
 import filelock
 
-from .._io import atomic_write, default_hash, file_digest
+from .._io import DEFAULT_HASHES, atomic_write, default_hash, file_digest
 from ..errors import GtokFormatError, UniverseMismatchError
 from ..formats.corpus import MANIFEST
 from ..formats.corpus.manifest import rel_problem
@@ -174,7 +174,7 @@ def journal_hash(out: Path) -> str | None:
         algo = json.loads((out / JOURNAL).read_text()).get("plan", {}).get("hash")
     except (OSError, ValueError, AttributeError, RecursionError):
         return None
-    return algo if algo in ("xxh3_128", "sha256") else None
+    return algo if algo in DEFAULT_HASHES else None
 
 
 def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None = None) -> dict:
@@ -217,10 +217,6 @@ def load_journal(out: Path, plan: dict, overwrite: bool, n_batches: int | None =
     journal = {"plan": plan, "done": {}}
     save_journal(out, journal)
     return journal
-
-
-#: the digests a journal's stamps may name (``_io.default_hash``'s two)
-STAMP_HASHES = ("xxh3_128", "sha256")
 
 
 def stamps(out: Path, files: list[str]) -> dict:
@@ -308,9 +304,9 @@ def _check_journal(journal, jpath: Path, n_batches: int | None) -> None:
         if not isinstance(st, dict) or not all(
                 isinstance(f, str) and not rel_problem(f) and isinstance(v, list) and len(v) == 2
                 and _is_count(v[0]) and isinstance(v[1], str)
-                and v[1].partition(":")[0] in STAMP_HASHES for f, v in st.items()):
+                and v[1].partition(":")[0] in DEFAULT_HASHES for f, v in st.items()):
             raise corrupt(f"batch {b}: its stamps are not {{file: [bytes, 'ALGORITHM:digest']}} "
-                          f"(ALGORITHM one of {', '.join(STAMP_HASHES)})")
+                          f"(ALGORITHM one of {', '.join(DEFAULT_HASHES)})")
 
 
 def _is_count(v) -> bool:
