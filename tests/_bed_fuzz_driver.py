@@ -32,7 +32,7 @@ SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 0
 TMP = Path(tempfile.mkdtemp())
 SEEDS = [b"chr1\t100\t200\n", b"chr1\t1\t2\tname\t0\t+\n", b"#c\ntrack x\nchr2 5 9\n",
          b"chrom\tstart\tend\nchrX\t0\t10\r\n", b"\n\n\n\n\n\n\n\n\nchr1\t5\t9\n\r\n\r\n#\n",
-         b"chr1 1 2\r\n\n  \n\t\nchr1\t3\t4"]
+         b"chr1 1 2\r\n\n  \n\t\nchr1\t3\t4", b"\n\n\n", b"\n\n\nc 1 2\n"]
 count = {"n": 0}
 TOK = Tokenizer(["chr1:0-1000", "chr2:0-50", "chrX:5-8"])
 
@@ -52,7 +52,7 @@ def _apply(data: bytes, edits) -> bytes:
 
 
 @settings(max_examples=N, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-@given(st.one_of(st.binary(max_size=200), mutated()), st.sampled_from([1, 2, 3, 9, 4096]),
+@given(st.one_of(st.binary(max_size=200), mutated()), st.sampled_from([1, 2, 3, 8, 9, 16, 4096]),
        st.booleans())
 def fuzz_bed(data, block, gz):
     """The parser against the oracle, with newline blocks of every size (the refill of the

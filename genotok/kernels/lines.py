@@ -62,12 +62,12 @@ def _fill_newlines(buf, pos, lf):
                 k += 1
                 t &= t - np.uint64(1)
             p += 8
-    while p < n:
+    while p < n:  # the last bytes; the words may have filled ``lf`` already
         if buf[p] == _LF:
-            lf[k] = p
-            k += 1
             if k == cap:
                 return k
+            lf[k] = p
+            k += 1
         p += 1
     return k
 

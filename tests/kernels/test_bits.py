@@ -4,7 +4,7 @@ against NumPy byte by byte."""
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from numba import njit
 
@@ -115,14 +115,19 @@ def test_64_byte_masks_are_numpys(raw, pos):
 @given(st.lists(st.sampled_from([b"\n", b"\n\n", b"chr1\t10\t20", b"x" * 70, b"\r"]),
                 max_size=80).map(b"".join),
        st.integers(0, 70), st.sampled_from([1, 7, 8, 9, 63, 64, 65, 130, 4096]))
+@example(b"\n" * 9, 0, 8)  # the words fill the block exactly; a newline in the last bytes
+@example(b"\n" * 71, 0, 64)
 def test_fill_newlines_is_numpys(text, pos, cap):
     """The parser's newline block (64 bytes a step, then 8, then bytes): the next newlines
-    from ``pos`` in order, all of them or stopped with fewer than eight slots left."""
+    from ``pos`` in order, all of them or stopped with fewer than eight slots left, and never a
+    write past the block (numba does not check: the block is a view with guard slots after it)."""
     buf = np.frombuffer(text, np.uint8)
     pos = min(pos, buf.size)
     want = np.flatnonzero(buf == 10)
     want = want[want >= pos]
-    lf = np.full(cap, -1, np.int64)
+    guarded = np.full(cap + 16, -1, np.int64)
+    lf = guarded[:cap]
     k = _lines._fill_newlines(buf, pos, lf)
+    assert k <= cap and (guarded[cap:] == -1).all()
     assert lf[:k].tolist() == want[:k].tolist()
     assert k == min(cap, want.size) or (want.size > k > cap - 8)
