@@ -577,8 +577,18 @@ def default_hash() -> str:
     return "sha256" if optional("xxhash") is None else "xxh3_128"
 
 
+def hasher(algorithm: str):
+    """A streaming hasher: ``"xxh3_128"`` (xxhash), ``"blake2b_64"`` (BLAKE2b with an 8-byte
+    digest: stores' and corpora's checksums) or any :func:`hashlib.new` name."""
+    if algorithm == "xxh3_128":
+        return require("xxhash", "hashing with xxh3_128").xxh3_128()
+    if algorithm == "blake2b_64":
+        return hashlib.blake2b(digest_size=8)
+    return hashlib.new(algorithm)
+
+
 def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int = 1 << 20) -> str:
-    """Hex digest of a file's bytes, read in chunks (any hashlib name, or ``"xxh3_128"``).
+    """Hex digest of a file's bytes, read in chunks (any name :func:`hasher` takes).
 
     Examples
     --------
@@ -588,10 +598,7 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk: int =
     >>> file_digest(p)[:16]
     'ba7816bf8f01cfea'
     """
-    if algorithm == "xxh3_128":
-        h = require("xxhash", "hashing with xxh3_128").xxh3_128()
-    else:
-        h = hashlib.new(algorithm)
+    h = hasher(algorithm)
     if os.path.isdir(path):  # a store of files (Zarr, SOMA, a Cell Ranger folder): its tree
         for root, dirs, files in os.walk(path):
             dirs.sort()

@@ -40,7 +40,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._io import CanonicalJSON, atomic_write, local_path, make_temp
+from .._io import CanonicalJSON, atomic_write, file_digest as _file_digest, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
 from ..params import PATH, Integral, Interval, Unchecked, validate_fields, validated
 from ..ragged import Ragged
@@ -356,11 +356,7 @@ def file_digest(path) -> str:
     >>> file_digest(p)
     'd8bb14d833d59559'
     """
-    h = hashlib.blake2b(digest_size=8)
-    with open(path, "rb") as fh:
-        while block := fh.read(8 << 20):
-            h.update(block)
-    return h.hexdigest()
+    return _file_digest(path, "blake2b_64", chunk=8 << 20)
 
 
 def _digest(manifest: dict) -> str:

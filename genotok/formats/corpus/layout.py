@@ -41,7 +41,6 @@ separate processes or machines are joined by writing a manifest, never by copyin
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -52,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..._io import hasher
 from ...errors import GtokFormatError
 
 MAGIC = b"GTOKCORP"
@@ -73,8 +73,8 @@ CHECKSUMS = (CHECKSUM,)
 
 def _new_hasher(name: str):
     """A streaming hasher for the section checksums (``blake2b_64``)."""
-    if name == "blake2b_64":
-        return hashlib.blake2b(digest_size=8)
+    if name in CHECKSUMS:
+        return hasher(name)
     raise GtokFormatError(f"unknown checksum algorithm {str(name)[:40]!r} (expected one of "
                           f"{', '.join(CHECKSUMS)})")
 
