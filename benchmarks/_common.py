@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 from numba import njit, prange
+
+from _mem import peak_rss_mib, rss_mib  # noqa: F401 (the benchmarks import them from here)
 
 HERE = Path(__file__).resolve().parent
 DATA = Path(os.environ.get("GENOTOK_BENCH_DATA") or HERE / "_data")
@@ -104,30 +105,6 @@ def once(fn) -> tuple[float, object]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
-
-
-def _status_mib(key: str) -> float | None:
-    """A memory line of /proc/self/status (``VmRSS``, ``VmHWM``) in MiB; None off Linux."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
-def peak_rss_mib() -> float:
-    """Peak resident memory of this process so far (MiB): VmHWM, else getrusage."""
-    hwm = _status_mib("VmHWM")
-    return hwm if hwm is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def rss_mib() -> float:
-    """Resident memory of this process now (MiB); the peak so far where /proc is missing."""
-    rss = _status_mib("VmRSS")
-    return rss if rss is not None else peak_rss_mib()
 
 
 def in_subprocess(code: str, env: dict | None = None) -> str:

@@ -63,7 +63,7 @@ from _common import (  # noqa: E402
 RSS_CODE = """
 import sys, tempfile, os
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 import genotok
 import genotok.singlecell as gad
 from genotok import Tokenizer

@@ -64,7 +64,7 @@ CHILD = """
 import json, sys, time
 sys.path[:] = [p for p in sys.path if p]  # not the working directory's genotok: PYTHONPATH's
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib, rss_mib
+from _mem import peak_rss_mib, rss_mib
 {setup}
 setup = rss_mib()
 best = cpu = float("inf")

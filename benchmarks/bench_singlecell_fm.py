@@ -41,7 +41,7 @@ from _common import (HERE, data_option, gendata, goal, in_subprocess, machine, r
 GENOTOK_FRAG = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 from genotok import FragmentOptions, Tokenizer
 from genotok.singlecell import FragmentMatrix
 tok = Tokenizer.from_bed({universe!r})
@@ -60,7 +60,7 @@ print(json.dumps(dict(seconds=t, cold_tiny=cold_tiny, rss=peak_rss_mib(), base=b
 GENOTOK_TOKENS = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 from genotok import Tokenizer
 from genotok.singlecell import tokenize_fragments
 tok = Tokenizer.from_bed({universe!r})
@@ -76,7 +76,7 @@ print(json.dumps(dict(seconds=t, rss=peak_rss_mib(), base=base, cells=len(names)
 GTARS_TOKENS = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 import gtars.tokenizers as gt
 tok = gt.Tokenizer({universe!r})
 base = peak_rss_mib()
@@ -90,7 +90,7 @@ print(json.dumps(dict(seconds=t, rss=peak_rss_mib(), base=base, cells=len(r),
 INFLATE = """
 import json, sys, time
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 from isal import igzip
 t0 = time.perf_counter()
 n = lines = 0
@@ -109,7 +109,7 @@ print(json.dumps(dict(seconds=t, rss=peak_rss_mib(), base=0, bytes=n, lines=line
 SNAP_FRAG = """
 import json, sys, time, tempfile, os
 sys.path.insert(0, {here!r})
-from _common import peak_rss_mib
+from _mem import peak_rss_mib
 import snapatac2 as snap
 base = peak_rss_mib()
 peaks = [l.split("\\t")[0] + ":" + l.split("\\t")[1] + "-" + l.split("\\t")[2].strip()

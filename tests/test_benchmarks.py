@@ -286,6 +286,24 @@ def test_every_script_has_a_smoke_entry():
     assert covered - scripts == set(), f"SMOKE entries without a script: {covered - scripts}"
 
 
+def test_anchor_children_hold_no_numba():
+    """A child that times an anchor (gtars, SnapATAC2, an inflate) reads its peak RSS through
+    ``_mem`` (the standard library), never ``_common``, whose numba import is ~67 MiB of peak
+    the anchor would be charged; and ``_mem`` imports no numba."""
+    import ast
+
+    for path in BENCH.glob("bench_*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and re.search(r"^(import|from) (gtars|snapatac2|isal)\b", node.value, re.M) \
+                    and "genotok" not in node.value:
+                assert not re.search(r"^(from _common |import _common)", node.value, re.M), \
+                    f"{path.name}: an anchor's child imports _common (numba)"
+    code = f"import sys; sys.path.insert(0, {str(BENCH)!r}); import _mem; print('numba' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     shared(GENDATA)
