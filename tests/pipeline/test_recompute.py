@@ -83,20 +83,21 @@ def test_a_shard_no_journal_records_is_removed_before_a_run_resumes(tmp_path, to
     assert Corpus.open(again.out, verify=True).to_ragged() == ref
 
 
-def _worker_pids(client, n=2):
+def _worker_pids(client, n=2, wait=120.0):
     """The pids of ``n`` live worker processes (the scheduler may still list a killed one for a
-    moment, and asking it fails: ask again)."""
-    for _ in range(100):
+    moment, and asking it fails: ask again), within ``wait`` seconds in all."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
         try:
-            client.wait_for_workers(n, timeout=120)
+            client.wait_for_workers(n, timeout=max(1.0, deadline - time.monotonic()))
             pids = list(client.run(os.getpid).values())
-        except OSError:  # CommClosedError: a killed worker not yet removed
+        except OSError:  # CommClosedError, TimeoutError: a killed worker not yet removed
             time.sleep(0.2)
             continue
         if len(pids) == n:
             return pids
         time.sleep(0.2)
-    raise AssertionError(f"{n} workers did not come back")
+    raise AssertionError(f"{n} workers did not come up in {wait:.0f} s")
 
 
 @pytest.mark.slow
@@ -105,21 +106,23 @@ def _worker_pids(client, n=2):
                             "ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_killing_workers_mid_run_never_breaks_verify(tmp_path, tok):
     """A worker process killed mid-run, again and again: every run ends with a corpus that
-    verifies, equal to the single-machine one (issue 34: 2 runs of 10 failed verify)."""
+    verifies, equal to the single-machine one (issue 34: 2 runs of 10 failed verify). Each
+    round has a cluster of its own: a nanny does not always bring its killed worker back (seen
+    on a loaded box: the next round then waited for it forever), and the run must not need it."""
     distributed = pytest.importorskip("dask.distributed")
     d = _many_files(tmp_path, n=16, lines=400)
     ref = Corpus.open(pretokenize(d, tok, tmp_path / "ref", progress=False,
                                   options=RunOptions(files_per_shard=1)).out).to_ragged()
     rounds = int(os.environ.get("GENOTOK_KILL_ROUNDS", "5"))
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        for k in range(rounds):
+    for k in range(rounds):
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
             pids = _worker_pids(client)
             out = tmp_path / f"run{k}"
             errors = []
 
-            def go(out=out, errors=errors):
+            def go(out=out, errors=errors, client=client):
                 try:
                     pretokenize(d, tok, out, progress=False,
                                 options=RunOptions(files_per_shard=1,
