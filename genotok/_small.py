@@ -17,7 +17,8 @@ order).
 It takes only what it is sure of and answers ``None`` for anything else, and the caller takes
 the full path: settings other than ``overlap="all"`` without thresholds, ``tokenizer_type=
 "bits"`` and the ``gtars`` or ``input`` order; a file that is not plain ASCII BED lines
-(``chrom<TAB>start<TAB>end[<TAB>...]``, no header, no empty line, no carriage return, a start
+(``chrom<TAB>start<TAB>end[<TAB>...]``, no header, no empty line, no carriage return or other
+control byte in any column, a start
 not after its end); a chromosome the universe lacks (the full path warns about ``chr`` naming);
 a region string other than ``chrom:start-end`` with plain digits. Below
 :data:`COLD_REGIONS` lines it also serves larger sets while the overlap kernels are neither
@@ -60,6 +61,8 @@ _SORTED = ("gtars", "input")
 # the names of plain BED lines, one a line: printable, no space, not a header's #, track,
 # browser
 _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+")
+# a control byte other than tab and newline (CR included): the parser refuses it in any column
+_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f]")
 
 
 def encode_small(tok, regions) -> np.ndarray | None:
@@ -380,7 +383,7 @@ def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_B
     data = _read(path, max_bytes)
     if data is None:
         return None
-    if not data or not data.isascii() or b"\r" in data or b"\0" in data:
+    if not data or not data.isascii() or _CONTROL.search(data):
         return None
     if data[-1:] != b"\n":
         data += b"\n"
