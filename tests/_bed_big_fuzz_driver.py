@@ -340,8 +340,6 @@ def check_universe(data: bytes, p: Path, expected, rng: random.Random) -> None:
     (``unique``) or its lines (``lines``), and a few queries against the oracle."""
     if isinstance(expected, naive.NaiveError) or not expected:
         return
-    if any(e < s for _, s, e in expected):
-        return  # (inert ids: the oracle hits them)
     dups = rng.choice(["unique", "lines"])
     _count("universe")
     u = Universe.from_bed(p, duplicates=dups)
@@ -350,13 +348,22 @@ def check_universe(data: bytes, p: Path, expected, rng: random.Random) -> None:
     assert u.n_duplicates == len(expected) - len(set(expected))
     toks = u.convert_ids_to_tokens(np.arange(u.n_regions))
     assert toks == [f"{c}:{s}-{e}" for c, s, e in rows], "universe ids"
-    if len(expected) > 30000:
-        return
+    first = {}
+    for i, r in enumerate(expected):
+        first.setdefault(r, i)
+    if dups == "unique":
+        index = {r: k for k, r in enumerate(rows)}
+        assert u.line_ids.tolist() == [index[r] for r in expected], "line ids"
+    else:
+        assert u.duplicate_of.tolist() == [first[r] for r in expected], "duplicate_of"
+    if len(expected) > 30000 or any(e < s for _, s, e in expected):
+        return  # (lines with end < start are inert ids: the oracle would hit them)
     queries = [rng.choice(expected) for _ in range(8)]
     queries += [(c, max(0, s - 3), e + 3) for c, s, e in queries[:4]]
     queries += [(c, s, s) for c, s, e in queries[:2]]
     want = naive_tokenizer.tokenize(expected, queries, order="input", duplicates=dups)
-    got = Tokenizer(u, settings=TokenizerSettings(order="input")).encode(RegionSet.from_tuples(queries))
+    tok = Tokenizer(u, settings=TokenizerSettings(order="input"))
+    got = tok.encode(RegionSet.from_tuples(queries))
     assert got.tolist() == want, "universe queries"
 
 
@@ -409,6 +416,22 @@ def check_damaged_gzip(data: bytes, expected, rng: random.Random) -> None:
     assert how != "cut", "a cut-short stream parsed"
     assert _records(rs) == expected, f"damaged gzip ({how}) parsed to other records"
     _count(f"damaged gzip {how}: parsed")
+
+
+def big_universe_case(k: int) -> None:
+    """A universe file of 30k-200k lines, unsorted, most of them repeats of others, over
+    hundreds of chromosomes, plain or gzipped: ids, line ids and duplicates as the oracle."""
+    rng = random.Random(SEED * 1_000_003 + 7 * k + 3)
+    names = [f"chr{i}" for i in range(rng.choice([1, 30, 900]))]
+    pool = [(rng.choice(names), s, s + rng.randint(0, 3)) for s in
+            (rng.randint(0, 10**rng.choice([2, 4, 9])) for _ in range(rng.randint(10, 20000)))]
+    rows = [rng.choice(pool) for _ in range(rng.randint(30000, 200000))]
+    if rng.random() < 0.3:
+        rows.sort()
+    data = "".join(f"{c}\t{s}\t{e}\n" for c, s, e in rows).encode()
+    p = write(data, rng.choice(["plain", "gzip"]), rng)
+    _io.BLOCK_BYTES, _bed.PARALLEL_BLOCK_BYTES = rng.choice([(1 << 16, 1 << 14), (1 << 30,) * 2])
+    check_universe(data, p, rows, rng)
 
 
 def one_case(k: int) -> None:
@@ -488,7 +511,7 @@ if __name__ == "__main__":
     warnings.simplefilter("ignore")
     failures = []
     for k in range(N):
-        for case in (one_case, small_case):
+        for case in (one_case, small_case) + ((big_universe_case,) if k % 25 == 0 else ()):
             try:
                 case(k)
             except Exception:  # noqa: BLE001 (every case runs; each failure is reported)
