@@ -53,6 +53,8 @@ NEWLINE_BLOCKS = [1, 2, 3, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 4095, 4096, 409
 # a few KiB is many blocks of several chunks
 READER = [(1 << 30, 1 << 30), (4096, 1 << 30), (4096, 2048), (1 << 14, 4096), (777, 256),
           (1 << 16, 1 << 12), (1 << 30, 4096)]
+EDITS = [b"\t", b" ", b"\r", b"\n", b"\r\n", b"#", b"\x00", b"\x01", b"\x7f", b"\xff", b"-",
+         b"+", b"0", b"9" * 16, b":", b"track", b"browser", b"track\t", _io.BOM, b"\xc3\xa9", b""]
 STATS: dict = {}  # what the cases reached (printed: a campaign that reaches nothing shows)
 DAMAGE = ["nul", "ctrl", "ctrl_tail", "huge", "negative", "reversed", "one_field", "two_fields",
           "mixed", "empty_name", "utf8", "bad_start", "bad_end", "late_header", "plus_only"]
@@ -474,6 +476,12 @@ def small_case(k: int) -> None:
     if rng.random() < 0.3:
         lines.insert(rng.randint(0, len(lines)), _damaged(rng, rng.choice(DAMAGE), prev))
     data = b"\n".join(lines) + rng.choice([b"", b"\n"])
+    if rng.random() < 0.4:  # bytes the small path must read as the parser does, anywhere
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randint(0, len(b))
+            b[at:at + rng.randint(0, 2)] = rng.choice(EDITS)
+        data = bytes(b)
     expected = _expected(data)
     universe = [("chr1", 0, 100), ("chr1", 50, 200), ("chr2", 0, 10**9), ("chrX", 5, 8),
                 ("c", 0, 2**40 - 1), ("chr10", 1, 2)]
@@ -488,8 +496,9 @@ def small_case(k: int) -> None:
             assert _bed._cold_read(str(p)) is None, "cold read took a damaged file"
             try:
                 tok.encode(p)
-            except GenotokError as exc:
-                assert exc.line == expected.line, (exc, expected)
+            except GenotokError as exc:  # (a query file's end < start lines are dropped:
+                assert exc.line == expected.line or (  # a later line's error is the news)
+                    expected.kind == "order" and exc.line > expected.line), (exc, expected)
             else:  # (a query's end before its start hits nothing, as in gtars)
                 assert expected.kind == "order", f"encode took a damaged file: {expected}"
             continue
