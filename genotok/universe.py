@@ -582,8 +582,8 @@ def _file_line(path: str, rs: RegionSet, row: int) -> int | None:
     try:
         with open(path, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rt", errors="replace") if gz
-              else open(path, errors="replace")) as fh:
+        with (gzip.open(path, "rt", errors="replace", newline="\n") if gz  # (lines end at
+              else open(path, errors="replace", newline="\n")) as fh:  # \n only, as the parser's)
             for lineno, text in enumerate(fh, 1):
                 f = text.split("\t") if "\t" in text else text.split()
                 if len(f) >= 3 and f[0] == chrom and f[1].strip() == str(start) \
