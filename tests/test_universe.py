@@ -198,6 +198,17 @@ def test_a_duplicate_line_is_named_by_the_parsers_line_numbers(tmp_path, gz):
         Universe.from_bed(path, duplicates="error")
 
 
+@pytest.mark.parametrize("text", [b"chr1\t+5\t006\nchr1\t5\t6\nchr1\t5\t6\n",
+                                  b"chr1 5 6 x\ty\nchr1\t5\t6\nchr1\t5\t6\n"])
+def test_a_duplicate_of_a_line_spelled_otherwise_is_named_rightly(tmp_path, text):
+    """Coordinates the parser reads as the same number (``+5``, ``006``) and a space-separated
+    line with a tab in a later column were not recognised, and a later line was named."""
+    path = tmp_path / "u.bed"
+    path.write_bytes(text)
+    with pytest.raises(UniverseError, match=r"u\.bed:2: 2 duplicate line.*repeats line 1"):
+        Universe.from_bed(path, duplicates="error")
+
+
 def test_scaffold_assembly_and_big_coordinates(tmp_path):
     path = tmp_path / "u.bed"
     path.write_text("".join(f"scaffold{i}\t{2**33 + i}\t{2**33 + i + 5}\n" for i in range(100_500)))
