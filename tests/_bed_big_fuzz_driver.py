@@ -415,7 +415,11 @@ def check_damaged_gzip(data: bytes, expected, rng: random.Random) -> None:
         assert str(p) in str(exc), exc
         _count(f"damaged gzip {how}: error")
         return
-    assert how != "cut", "a cut-short stream parsed"
+    if how == "cut":  # only a BGZF file cut at a block's end, whose blocks are whole gzip
+        # members: it reads as the text of those blocks (no reader checks the EOF marker block)
+        assert _records(rs) == naive.parse(gzip.decompress(bytes(raw))), "a cut stream parsed"
+        _count("damaged gzip cut at a member's end: parsed")
+        return
     assert _records(rs) == expected, f"damaged gzip ({how}) parsed to other records"
     _count(f"damaged gzip {how}: parsed")
 
