@@ -36,6 +36,7 @@ import os
 import re
 import stat
 import time
+import zlib
 
 import numpy as np
 
@@ -259,7 +260,8 @@ def _read(path: str, max_bytes: int, st=None) -> bytes | None:
         if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
             with gzip.open(path, "rb") as f:
                 data = f.read(max_bytes + 1)
-    except (OSError, EOFError, ValueError):  # damaged gzip: the full path names the problem
+    except (OSError, EOFError, ValueError, zlib.error):  # damaged gzip (a bad deflate stream:
+        # zlib.error, no OSError): the full path names the problem
         return None
     return data if len(data) <= max_bytes else None
 
