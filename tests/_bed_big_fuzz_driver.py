@@ -21,9 +21,7 @@ empty or non-UTF-8 names) must raise a ``GenotokError`` naming the file and the 
 
 from __future__ import annotations
 
-import ctypes
 import gzip
-import mmap
 import os
 import random
 import sys
@@ -44,6 +42,7 @@ from genotok.kernels import parse as _parse
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import naive_regions as naive  # noqa: E402
 from tests import naive_tokenizer  # noqa: E402
+from tests._guard import guarded  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 40
 SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -203,29 +202,6 @@ def write(data: bytes, kind: str, rng: random.Random) -> Path:
 def _records(rs: RegionSet) -> list:
     names = rs.chrom_names
     return list(zip([names[c] for c in rs.codes.tolist()], rs.starts.tolist(), rs.ends.tolist()))
-
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def guarded(data: bytes, at_end: bool = True) -> np.ndarray:
-    """``data`` as a uint8 array that ends (``at_end``) or starts just at a page no access is
-    allowed to: a read past the end (or before the start) crashes. NUMBA_BOUNDSCHECK does not
-    see the parser's word and vector loads (``load_word``, ``newlines64``: intrinsics), this
-    does."""
-    page = mmap.PAGESIZE
-    n = len(data)
-    pages = -(-n // page) + 1
-    mm = mmap.mmap(-1, pages * page)
-    handle = ctypes.c_char.from_buffer(mm)
-    base = ctypes.addressof(handle)
-    del handle
-    guard = base + (pages - 1) * page if at_end else base
-    if _LIBC.mprotect(ctypes.c_void_p(guard), ctypes.c_size_t(page), 0) != 0:
-        raise OSError(ctypes.get_errno(), "mprotect")
-    start = (pages - 1) * page - n if at_end else page
-    mm[start:start + n] = data
-    return np.frombuffer(mm, np.uint8, count=n, offset=start)
 
 
 def check_guarded(data: bytes, expected) -> None:
