@@ -258,6 +258,10 @@ def _read(path: str, max_bytes: int, st=None) -> bytes | None:
         finally:
             os.close(fd)
         if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
+            from ._io import bgzf_cut_short  # (not at import: it loads isal)
+
+            if bgzf_cut_short(data, data):  # a BGZF file cut short: the full path warns of it
+                return None
             with gzip.open(path, "rb") as f:
                 data = f.read(max_bytes + 1)
     except (OSError, EOFError, ValueError, zlib.error):  # damaged gzip (a bad deflate stream:
