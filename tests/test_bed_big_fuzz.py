@@ -38,6 +38,6 @@ def _run(n: int, boundscheck: bool, seed: int) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("boundscheck", [True, False], ids=["boundscheck", "plain"])
 def test_fuzz_big_bed_files(boundscheck):
-    out = _run(300, boundscheck, seed=20 + boundscheck)
-    assert "fuzzed 300 big and 300 small files" in out
+    out = _run(200, boundscheck, seed=20 + boundscheck)
+    assert "fuzzed 200 big and 200 small files" in out
     assert ("bounds-checked" in out) == boundscheck
