@@ -30,6 +30,16 @@ from isal import isal_zlib as _isal_zlib
 _GZIP_ERRORS: tuple = (OSError, zlib.error, ValueError, _igzip_lib.IsalError, _isal_zlib.error)
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: the empty block that ends every BGZF file (SAM/BAM spec, 4.1.2): without it the file was
+#: cut at a block's end, and every block before it is a whole gzip member that reads fine
+BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def bgzf_cut_short(head: bytes, tail: bytes) -> bool:
+    """Whether a file whose first bytes are ``head`` and last bytes ``tail`` is BGZF (a gzip
+    member with the ``BC`` extra field) without its end-of-file block (htslib warns of it)."""
+    return (head[:4] == b"\x1f\x8b\x08\x04" and head[12:14] == b"BC"
+            and not tail.endswith(BGZF_EOF))
 
 
 def _check_readable(path: str | os.PathLike, error=BedParseError) -> str:
@@ -249,6 +259,13 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             total = st.st_size if regular else 0
             # (a peek would fill the reader's buffer and slow the whole read after it)
             gz = (os.pread(raw.fileno(), 2, 0) if regular else raw.peek(2)[:2]) == GZIP_MAGIC
+            if gz and regular and bgzf_cut_short(os.pread(raw.fileno(), 16, 0),
+                                                 os.pread(raw.fileno(), 28, max(total - 28, 0))):
+                from ._usage import warn
+
+                warn(f"{p}: a BGZF file without its end-of-file block: probably cut short (a "
+                     "copy or download that stopped at a block's end); its whole blocks are "
+                     "read, the rest is missing; re-create the file")
             whole = None
             if regular and total <= (size // _GZIP_WHOLE if gz else size):
                 whole = raw.read()  # as read_bytes reads it

@@ -17,7 +17,8 @@ order).
 It takes only what it is sure of and answers ``None`` for anything else, and the caller takes
 the full path: settings other than ``overlap="all"`` without thresholds, ``tokenizer_type=
 "bits"`` and the ``gtars`` or ``input`` order; a file that is not plain ASCII BED lines
-(``chrom<TAB>start<TAB>end[<TAB>...]``, no header, no empty line, no carriage return, a start
+(``chrom<TAB>start<TAB>end[<TAB>...]``, no header, no empty line, no carriage return or other
+control byte in any column, a start
 not after its end); a chromosome the universe lacks (the full path warns about ``chr`` naming);
 a region string other than ``chrom:start-end`` with plain digits. Below
 :data:`COLD_REGIONS` lines it also serves larger sets while the overlap kernels are neither
@@ -35,6 +36,7 @@ import os
 import re
 import stat
 import time
+import zlib
 
 import numpy as np
 
@@ -60,6 +62,8 @@ _SORTED = ("gtars", "input")
 # the names of plain BED lines, one a line: printable, no space, not a header's #, track,
 # browser
 _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+")
+# a control byte other than tab and newline (CR included): the parser refuses it in any column
+_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f]")
 
 
 def encode_small(tok, regions) -> np.ndarray | None:
@@ -254,9 +258,14 @@ def _read(path: str, max_bytes: int, st=None) -> bytes | None:
         finally:
             os.close(fd)
         if data[:2] == b"\x1f\x8b" and len(data) <= max_bytes:
+            from ._io import bgzf_cut_short  # (not at import: it loads isal)
+
+            if bgzf_cut_short(data, data):  # a BGZF file cut short: the full path warns of it
+                return None
             with gzip.open(path, "rb") as f:
                 data = f.read(max_bytes + 1)
-    except (OSError, EOFError, ValueError):  # damaged gzip: the full path names the problem
+    except (OSError, EOFError, ValueError, zlib.error):  # damaged gzip (a bad deflate stream:
+        # zlib.error, no OSError): the full path names the problem
         return None
     return data if len(data) <= max_bytes else None
 
@@ -380,7 +389,7 @@ def read_plain(path: str, max_regions: int = MAX_REGIONS, max_bytes: int = MAX_B
     data = _read(path, max_bytes)
     if data is None:
         return None
-    if not data or not data.isascii() or b"\r" in data or b"\0" in data:
+    if not data or not data.isascii() or _CONTROL.search(data):
         return None
     if data[-1:] != b"\n":
         data += b"\n"

@@ -582,18 +582,27 @@ def _file_line(path: str, rs: RegionSet, row: int) -> int | None:
     try:
         with open(path, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
-        with (gzip.open(path, "rt", errors="replace") if gz
-              else open(path, errors="replace")) as fh:
+        with (gzip.open(path, "rt", errors="replace", newline="\n") if gz  # (lines end at
+              else open(path, errors="replace", newline="\n")) as fh:  # \n only, as the parser's)
             for lineno, text in enumerate(fh, 1):
-                f = text.split("\t") if "\t" in text else text.split()
-                if len(f) >= 3 and f[0] == chrom and f[1].strip() == str(start) \
-                        and f[2].strip() == str(end):
+                tab, space = text.find("\t"), text.find(" ")  # the line's first separator
+                f = text.split("\t") if tab >= 0 and not 0 <= space < tab else text.split()
+                if len(f) >= 3 and f[0] == chrom and _is_int(f[1], start) \
+                        and _is_int(f[2], end):
                     want -= 1
                     if not want:
                         return lineno
     except (OSError, EOFError, ValueError):
         return None
     return None
+
+
+def _is_int(field: str, value: int) -> bool:
+    """Whether a BED coordinate field reads as ``value`` (``+5`` and ``005`` are 5 to the
+    parser: comparing the text with ``str(value)`` missed them, and counted a later line)."""
+    field = field.strip()
+    return 0 < len(field) <= 20 and field.isascii() and field.lstrip("+").isdigit() \
+        and int(field) == value
 
 
 def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:

@@ -21,11 +21,13 @@ from hypothesis import strategies as st
 
 import genotok
 from genotok import CellSpec, GenotokError, RegionSet, Tokenizer
+from genotok import bed as _bed
 from genotok.kernels import parse as _parse
 from genotok.regions import parse_region_strings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import naive_regions as naive
+from tests._guard import guarded
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 SEED = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -72,6 +74,11 @@ def fuzz_bed(data, block, gz):
         expected = exc
     _parse.BLOCK = block
     try:
+        for at_end in (True, False):  # the text against a guard page: no load past its ends
+            try:
+                _bed._read_buffer(guarded(data, at_end), "g.bed")
+            except GenotokError:
+                pass
         rs = RegionSet.from_bed(p)
     except GenotokError as exc:
         assert isinstance(expected, naive.NaiveError), (data, exc)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import genotok.bed as B
-from genotok import BedParseError, RegionSet, Tokenizer, _io
+from genotok import BedParseError, RegionSet, Tokenizer, _io, _small
 
 from . import naive_regions as naive
 from .test_regions import BAD_LINES, REGION, SOUP, _kind, bed_texts
@@ -181,6 +182,35 @@ def test_damaged_gzip_in_blocks_names_the_file(tmp_path, block):
     (tmp_path / "missing").mkdir()
     with pytest.raises(BedParseError, match="is a directory"):
         B._read_file(tmp_path / "missing", block_bytes=block)
+
+
+@pytest.mark.parametrize("block", [1 << 30, 256])
+def test_a_bgzf_file_cut_at_a_block_end_warns(tmp_path, block):
+    """A BGZF file cut just after one of its blocks (a bgzip or copy that stopped) is a valid
+    gzip stream of fewer members: it read as the regions of its whole blocks, silently. Its
+    missing end-of-file block now warns (as htslib); the small path leaves it to that read."""
+    from genotok.bgzf import write_bgzf
+
+    text = b"".join(f"chr1\t{i}\t{i + 5}\n".encode() for i in range(200))
+    path = tmp_path / "q.bed.gz"
+    write_bgzf(path, text, block=512)
+    raw = path.read_bytes()
+    cut = raw.index(b"\x1f\x8b\x08\x04", len(raw) // 2)  # the start of a later block
+    tok = Tokenizer(["chr1:0-100"])
+    for data, warns in ((raw, False), (raw[:-28], True), (raw[:cut], True)):
+        path.write_bytes(data)
+        _io.BLOCK_BYTES, old = block, _io.BLOCK_BYTES
+        try:
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                rs = RegionSet.from_bed(path)
+        finally:
+            _io.BLOCK_BYTES = old
+        assert any("BGZF file without its end-of-file block" in str(w.message) for w in seen) \
+            == warns
+        assert len(rs) == gzip.decompress(data).count(b"\n") and (len(rs) < 200) == (
+            data is not raw and len(data) < len(raw) - 28)
+        assert (_small._python(tok, str(path)) is None) == warns
 
 
 def test_from_bed_reads_in_blocks(tmp_path, monkeypatch):

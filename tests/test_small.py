@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from genotok import Tokenizer, _small, bed
+from genotok import BedParseError, Tokenizer, _small, bed
 from genotok._small import MAX_REGIONS, encode_small
 
 from . import naive_tokenizer
@@ -94,6 +95,45 @@ def test_anything_unusual_takes_the_full_path(tmp_path, text):
     path.write_bytes(text.encode())
     assert encode_small(tok, str(path)) is None
     assert _small._compiled(tok, str(path)) is None and _small._python(tok, str(path)) is None
+
+
+@pytest.mark.parametrize("byte", ["\x01", "\x0b", "\x0c", "\x1f", "\x00"])
+def test_a_control_byte_in_any_column_is_left_to_the_parser(tmp_path, byte):
+    """The parser refuses a control byte in any column (binary data); the small path looked
+    at the first three only, so a short file with one in its fourth tokenized (both forms),
+    and bed._cold_read gave its regions, where a longer or a warm read raised."""
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100)]))
+    path = tmp_path / "q.bed"
+    path.write_bytes(f"chr1\t5\t10\tpeak{byte}\nchr1\t6\t9\n".encode())
+    assert _small._compiled(tok, str(path)) is None and _small._python(tok, str(path)) is None
+    assert bed._cold_read(str(path)) is None
+    with pytest.raises(BedParseError, match=":1: binary data"):
+        tok.encode(str(path))
+
+
+def test_a_damaged_deflate_stream_is_left_to_the_full_path(tmp_path):
+    """A short .gz file whose deflate data is damaged: Python's gzip raises zlib.error (no
+    OSError), which the small path let through Tokenizer.encode instead of the full path's
+    BedParseError naming the file."""
+    tok = Tokenizer.from_bed(_write(tmp_path / "u.bed", [("chr1", 0, 100)]))
+    good = gzip.compress(b"".join(b"chr1\t%d\t%d\n" % (i, i + 5) for i in range(99)))
+    for at in range(10, len(good) - 8):  # the first flip that breaks the deflate data itself
+        raw = bytearray(good)
+        raw[at] ^= 0xFF
+        try:
+            gzip.decompress(bytes(raw))
+        except zlib.error:
+            break
+        except (OSError, EOFError):  # a CRC or length error only: Python's gzip says OSError
+            pass
+    else:
+        raise AssertionError("no flip broke the deflate data")
+    path = tmp_path / "q.bed.gz"
+    path.write_bytes(bytes(raw))
+    assert _small._python(tok, str(path)) is None and _small._compiled(tok, str(path)) is None
+    assert bed._cold_read(str(path)) is None
+    with pytest.raises(BedParseError, match="corrupt gzip data"):
+        tok.encode(str(path))
 
 
 def test_a_large_set_builds_no_small_keys(tmp_path):

@@ -185,6 +185,30 @@ def test_duplicate_universe_policy(tmp_path):
         assert Universe.from_bed(path, duplicates="lines").vocab_size == 9
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_duplicate_line_is_named_by_the_parsers_line_numbers(tmp_path, gz):
+    """A CR inside a line is text to the parser; the duplicate's line was found by reading
+    the file in text mode, where a lone CR also ends a line: the numbers were one too high."""
+    import gzip
+
+    path = tmp_path / "u.bed.gz" if gz else tmp_path / "u.bed"
+    text = b"chr1\t1\t2\tna\rme\nchr1\t5\t6\r\nchr1\t5\t6\n"
+    path.write_bytes(gzip.compress(text) if gz else text)
+    with pytest.raises(UniverseError, match=r"u\.bed(\.gz)?:3: 1 duplicate line.*repeats line 2"):
+        Universe.from_bed(path, duplicates="error")
+
+
+@pytest.mark.parametrize("text", [b"chr1\t+5\t006\nchr1\t5\t6\nchr1\t5\t6\n",
+                                  b"chr1 5 6 x\ty\nchr1\t5\t6\nchr1\t5\t6\n"])
+def test_a_duplicate_of_a_line_spelled_otherwise_is_named_rightly(tmp_path, text):
+    """Coordinates the parser reads as the same number (``+5``, ``006``) and a space-separated
+    line with a tab in a later column were not recognised, and a later line was named."""
+    path = tmp_path / "u.bed"
+    path.write_bytes(text)
+    with pytest.raises(UniverseError, match=r"u\.bed:2: 2 duplicate line.*repeats line 1"):
+        Universe.from_bed(path, duplicates="error")
+
+
 def test_scaffold_assembly_and_big_coordinates(tmp_path):
     path = tmp_path / "u.bed"
     path.write_text("".join(f"scaffold{i}\t{2**33 + i}\t{2**33 + i + 5}\n" for i in range(100_500)))

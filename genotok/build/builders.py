@@ -32,6 +32,7 @@ from .. import _config, _io
 from .._usage import warn
 from ..errors import BedParseError, GenotokError, UniverseError
 from ..kernels import build as _bk
+from ..kernels.names import MAX_COORD
 from ..params import N_THREADS, Flag, InstanceOf, Integral, Interval, Real, Unchecked, validated
 from ..regions import RegionSet, as_regions
 from ..tokenizer import Tokenizer, TokenizerSettings
@@ -102,7 +103,8 @@ def read_chrom_sizes(chrom_sizes) -> list[tuple[str, int]]:
                                 "('name<TAB>length' per line)") from None
         out: list[tuple[str, int]] = []
         seen: dict[str, int] = {}
-        for no, line in enumerate(text.splitlines(), start=1):
+        for no, line in enumerate(text.split("\n"), start=1):  # (splitlines also splits
+            # at form feeds, \x1c-\x1e and \x85: the line numbers were not the file's)
             fields = line.split()
             if not fields or fields[0].startswith("#"):
                 continue
@@ -112,6 +114,10 @@ def read_chrom_sizes(chrom_sizes) -> list[tuple[str, int]]:
             if not (length.isascii() and length.isdigit()):
                 raise BedParseError(path, no, f"length {length!r} of {name} is not a "
                                     "non-negative integer")
+            if len(length) > 19 or int(length) > MAX_COORD:  # (numpy's OverflowError later;
+                # int() refuses more than 4,300 digits with a ValueError)
+                raise BedParseError(path, no, f"length {length[:40]} of {name} is larger than "
+                                    "2^62")
             if name in seen:
                 raise BedParseError(path, no, f"chromosome {name} is listed twice (first on "
                                     f"line {seen[name]}); keep one line per chromosome")

@@ -60,7 +60,7 @@ def scan(buf, kind):
         c = buf[i]
         if c == 10:
             lines += 1
-        elif c >= 128 or c == 13 or c == 0:
+        elif c >= 128 or (c < 32 and c != 9):  # a CR, or a control byte the parser refuses
             return REFUSED, np.empty((2, 0), np.int64), np.empty((3, 0), np.int64), 0, False
     if n and buf[n - 1] != 10:
         lines += 1

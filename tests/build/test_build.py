@@ -113,6 +113,12 @@ def test_tile_from_chrom_sizes_file(tmp_path):
     ("chr1\t1e6\n", 1, "not a non-negative integer"),
     ("chr1\t\u00b2\n", 1, "not a non-negative integer"),
     ("chr1\t10\nchr2\t3\nchr1\t7\n", 3, "listed twice (first on line 1)"),
+    # a length past 2^62 raised numpy's OverflowError (past 4,300 digits int()'s ValueError)
+    ("chr1\t10\nchr2\t99999999999999999999999\n", 2, "larger than 2^62"),
+    ("chr1\t4611686018427387905\n", 1, "larger than 2^62"),
+    ("chr1\t" + "9" * 5000 + "\n", 1, "larger than 2^62"),
+    # splitlines() split at the form feed: the error was on line 4
+    ("chr1\t10\n\x0cchr2\t5\nchr3\tz\n", 3, "not a non-negative integer"),
 ])
 def test_chrom_sizes_errors_name_file_and_line(tmp_path, text, line, what):
     p = tmp_path / "bad.sizes"
