@@ -547,7 +547,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                 bad += [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
                 if p.status != FS.FRAG_OK:
                     bad.append((line + p.lines, _FRAG_MESSAGES[int(p.status)]))
-                    break
+                if bad:  # nothing of this piece is counted: its pairs may hold the cell of a
+                    break  # barcode that is no UTF-8, beyond the decoded names' rows
                 line += p.lines
                 pairs.extend(p.file_keys(n_cols), p.weights[:p.m])
                 p.m = 0

@@ -358,3 +358,20 @@ def test_an_existing_corpus_is_refused_before_the_count(tmp_path, monkeypatch):
     assert counted == []
     assert len(tokenize_fragments(frags, TOK, CellSpec(values=True, use_count=True), out=out,
                                   overwrite=True)) == 1
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_non_utf8_barcode_is_refused_before_its_pairs_are_spilled(tmp_path, monkeypatch,
+                                                                   n_threads):
+    """A barcode that is no UTF-8 is found when the block's new names are decoded; its piece's
+    pairs were still added and, spilling (``memory_mb``), folded over the decoded cells only:
+    an AssertionError ("a (cell, column) key is out of range") instead of the file's line
+    (found by tests/_frag_fuzz_driver.py). Nothing of the bad line's piece is counted now."""
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n" + b"chr1\t5\t20\tA\xffB\t1\n"
+                  + b"chr1\t0\t9\tGGTT-1\t2\n" * 5)
+    monkeypatch.setattr(fragmatrix, "PIECE_BYTES", 1)
+    for memory_mb in (None, 1e-6):
+        with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode b'A\\xffB' is not"):
+            fragment_matrix(p, TOK, read=FragmentOptions(block_bytes=1 << 20),
+                            memory_mb=memory_mb, n_threads=n_threads)
