@@ -374,8 +374,8 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             want = None  # the index' lines are the regions' already
         else:
             # a block is scanned before the next is asked for: inflated into reused buffers
-            blocks = bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads,
-                                      reuse=True)
+            blocks = _bom_dropped(bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH),
+                                                   n_threads, reuse=True))
     elif os.path.getsize(path) <= SYNC_BYTES:
         blocks = _blocks_of_lines(path, block_bytes)
     else:
@@ -387,6 +387,19 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
     try:
         for block in blocks:
             yield bgzf.keep_lines(block, wanted, sizes)
+    finally:
+        blocks.close()
+
+
+def _bom_dropped(blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """``blocks`` (the first one starting the file) without a UTF-8 byte-order mark, as
+    :func:`_blocks_of_lines` reads a plain or gzip file: kept, it made the first line's
+    chromosome ``\ufeffchr1``, whose fragments silently hit nothing in a BGZF file only."""
+    first = True
+    try:
+        for block in blocks:
+            yield _io.strip_bom(block) if first else block
+            first = False
     finally:
         blocks.close()
 

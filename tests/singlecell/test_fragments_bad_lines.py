@@ -375,3 +375,19 @@ def test_a_non_utf8_barcode_is_refused_before_its_pairs_are_spilled(tmp_path, mo
         with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode b'A\\xffB' is not"):
             fragment_matrix(p, TOK, read=FragmentOptions(block_bytes=1 << 20),
                             memory_mb=memory_mb, n_threads=n_threads)
+
+
+def test_a_byte_order_mark_is_dropped_in_every_container(tmp_path):
+    """A plain or gzip file's BOM was dropped, a BGZF file's kept: its first chromosome was
+    '\\ufeffchr1' and that line's fragment silently hit nothing (found by
+    tests/_frag_fuzz_driver.py)."""
+    from genotok.bgzf import write_bgzf
+
+    text = b"\xef\xbb\xbfchr1\t5\t20\tA\t1\nchr1\t5\t20\tB\t1\n"
+    (tmp_path / "a.tsv").write_bytes(text)
+    (tmp_path / "b.tsv.gz").write_bytes(gzip.compress(text))
+    write_bgzf(tmp_path / "c.tsv.gz", text)
+    for name in ("a.tsv", "b.tsv.gz", "c.tsv.gz"):
+        m = fragment_matrix(tmp_path / name, TOK, read=FragmentOptions(mode="fragment"))
+        assert m.obs_names.tolist() == ["A", "B"], name
+        assert m.X.toarray()[:, 0].tolist() == [1.0, 1.0], name
