@@ -22,7 +22,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -253,7 +253,14 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
             nonlocal off
             if off >= f.size:
                 return False
-            bl = f.blocks(off, max_bytes=step)
+            try:
+                bl = f.blocks(off, max_bytes=step)
+            except BedParseError as exc:  # a damaged header is raised in its batch's turn: read
+                failed = Future()  # ahead as far as n_threads goes, it came before the lines
+                failed.set_exception(exc)  # of the batches before it (a bad line among them)
+                pending.append((failed, off, f.size, None))
+                off = f.size
+                return True
             start, off = off, bl[-1][0] + bl[-1][1]
             if reuse:  # at most step + one block
                 out = free.pop() if free else np.empty(step + MAX_BLOCK, np.uint8)

@@ -195,6 +195,23 @@ def test_a_damaged_block_names_the_file_and_offset(made, tmp_path, where):
         tokenize_fragments(bad, _tok(), n_threads=2)
 
 
+def test_a_bad_line_before_a_damaged_header_is_named_on_any_thread_count(tmp_path):
+    """The headers are read as far ahead as the inflating threads go: a damaged one a few
+    batches on was raised before the batches before it were scanned, so the error a file
+    with a bad first line gave depended on ``n_threads`` (found by
+    tests/_frag_fuzz_driver.py). The damaged header now raises in its batch's turn."""
+    p = tmp_path / "f.tsv.gz"
+    write_bgzf(p, b"chr1\t5\tx\tA\n" + b"chr1\t0\t9\tAAAC-1\t2\n" * 13000, block=1000)
+    p.write_bytes(p.read_bytes() + b"\x1f\x8b\x08\x04garbage")
+    for n_threads in (1, 2, 4):
+        with pytest.raises(BedParseError, match=r"f\.tsv\.gz:1: end is not"):
+            fragment_matrix(p, _tok(), read=FragmentOptions(block_bytes=1),
+                            n_threads=n_threads)
+    with pytest.raises(BedParseError, match="BGZF block at byte offset"):
+        for _ in line_blocks(p, 1, n_threads=4):
+            pass
+
+
 def test_a_plain_gzip_member_inside_bgzf_is_refused(made, tmp_path):
     p, _, _ = made
     bad = tmp_path / "mixed.tsv.gz"
