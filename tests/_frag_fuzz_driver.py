@@ -120,8 +120,9 @@ def valid_line(draw):
 
 
 @st.composite
-def fragment_text(draw):
-    top = draw(st.sampled_from([17, 17, 17, 19]))  # one file in four may have a bad line
+def fragment_text(draw, bad=True):
+    # one file in four may have a bad line
+    top = draw(st.sampled_from([17, 17, 17, 19])) if bad else 17
     lines = []
     for _ in range(draw(st.integers(0, 60))):
         kind = draw(st.integers(0, top))
@@ -141,7 +142,16 @@ def fragment_text(draw):
     if repeat > 1 and text and not text.endswith(b"\n"):
         text += b"\n"
     bom = BOM if draw(st.integers(0, 15)) == 0 else b""  # dropped in every container
-    return bom + text * repeat
+    text = bom + text * repeat
+    if bad and draw(st.integers(0, 3)) == 0:  # a few bytes anywhere: binary, NUL, digits, tabs
+        b = bytearray(text)
+        for at, ins in draw(st.lists(st.tuples(st.integers(0, 1 << 20), st.binary(max_size=4)
+                                               | st.sampled_from([b"\t", b"\n", b"9", b" "])),
+                                     max_size=4)):
+            at %= len(b) + 1
+            b[at:at + len(ins)] = ins
+        text = bytes(b)
+    return text
 
 
 def _bgzf_block(raw: bytes) -> bytes:
@@ -270,15 +280,17 @@ def same(a, b) -> bool:
        piece=st.sampled_from([1, 7, 64, 1000, 1 << 20]),
        block=st.sampled_from([1, 5, 64, 1000, 1 << 20]),
        max_block=st.sampled_from([64, 300, 1 << 16]), sync=st.booleans(), guard=st.booleans(),
-       mode=st.sampled_from(FM.MODES), allow=st.sampled_from([None, None, ["T", "GGTT-1", "Z"]]))
+       mode=st.sampled_from(FM.MODES), allow=st.sampled_from([None, None, ["T", "GGTT-1", "Z"]]),
+       lines=st.sampled_from([1, 3, 1 << 18]))
 def fuzz_parallel_scan(text, kind, cuts, damage, piece, block, max_block, sync, guard, mode,
-                       allow):
+                       allow, lines):
     count["n"] += 1
-    if kind != "bgzf":
+    if kind != "bgzf" or not text:  # (an empty file has no block to damage)
         damage = "none"
     FM.bgzf.MAX_BLOCK = max_block
     FM.PIECE_BYTES = piece
     FM.SYNC_BYTES = (4 << 20) if sync else 0
+    FM._HIT_SLICE = lines  # the kernel called again every few lines
     FM._Piece.scan = _guarded_scan if guard else _scan
     try:
         path = TMP / ("f.tsv.gz" if kind != "plain" else "f.tsv")
@@ -288,6 +300,7 @@ def fuzz_parallel_scan(text, kind, cuts, damage, piece, block, max_block, sync, 
         FM.bgzf.MAX_BLOCK = 1 << 16
         FM.PIECE_BYTES = 1 << 20
         FM.SYNC_BYTES = 4 << 20
+        FM._HIT_SLICE = 1 << 18
         FM._Piece.scan = _scan
         _KEEP.clear()
     assert same(got[1], got[2]) and same(got[1], got[4]), (got, text[:300])
@@ -312,6 +325,45 @@ def fuzz_parallel_scan(text, kind, cuts, damage, piece, block, max_block, sync, 
     assert names == want[0], (names, want[0])
     assert nfrag == want[2], (nfrag, want[2])
     assert np.array_equal(X, want[1].astype(X.dtype)), (X, want[1])
+
+
+@settings(max_examples=max(N // 50, 2), deadline=None, suppress_health_check=list(HealthCheck),
+          database=None)
+@given(text=fragment_text(bad=False), kind=st.sampled_from(["plain", "gzip", "bgzf"]),
+       tail=st.sampled_from([b"", b"chr1\t9\t5\tA\n", b"chr1\t5\t9\tA\xff\n",
+                             b"chr1\t5\t9\t" + b"L" * 3_000_000 + b"\n"]),
+       mode=st.sampled_from(FM.MODES))
+def fuzz_real_thresholds(text, kind, tail, mode):
+    """Files of a few MB at the real thresholds (a block of 32 MiB cut into 1 MiB pieces or
+    more, BGZF batches of 8 MiB, the read-ahead thread above 4 MiB), a bad line or a long one
+    deep inside."""
+    count["n"] += 1
+    text = text.removeprefix(BOM)  # (a BOM repeated inside is a bad line)
+    if not text.endswith(b"\n"):
+        text += b"\n"
+    if kind == "plain" and text[:2] == b"\x1f\x8b":
+        text = b"#\n" + text
+    if len(text) < 1000:  # (a shorter text would make too many lines for the oracle)
+        text += b"".join(b"chr1\t%d\t%d\t%s\t1\n" % (i * 7, i * 7 + 60, BARCODES[i % 9].encode())
+                         for i in range(40))
+    reps = -(-(5 << 20) // len(text))
+    half = text * (reps // 2)
+    text = half + tail + half
+    path = TMP / ("r.tsv.gz" if kind != "plain" else "r.tsv")
+    if kind == "bgzf":
+        bgzf.write_bgzf(path, text)
+    else:
+        path.write_bytes(gzip.compress(text, 1) if kind == "gzip" else text)
+    got = {t: run(path, mode, None, t, 32 << 20) for t in (1, 2, 4)}
+    count["big"] = count.get("big", 0) + 1
+    assert same(got[1], got[2]) and same(got[1], got[4]), got
+    want = expected(text, mode, None)
+    if isinstance(got[1], Exception):
+        assert got[1].line == want[3], (got[1], want[3])
+        return
+    assert want[3] is None
+    assert got[1][0] == want[0] and got[1][2] == want[2]
+    assert np.array_equal(got[1][1], want[1].astype(got[1][1].dtype))
 
 
 @settings(max_examples=max(N // 4, 1), deadline=None, suppress_health_check=list(HealthCheck),
@@ -358,11 +410,12 @@ if __name__ == "__main__":
 
     checked = os.environ.get("NUMBA_BOUNDSCHECK") == "1"
     failures = []
-    for f in (fuzz_parallel_scan, fuzz_public_paths):
+    for f in (fuzz_parallel_scan, fuzz_real_thresholds, fuzz_public_paths):
         try:
             seed(SEED)(f)()
         except Exception:
-            failures.append(f"{f.__name__}:\n{traceback.format_exc()[-4000:]}")
+            lines = [ln[:400] for ln in traceback.format_exc().splitlines()]  # a long text
+            failures.append(f"{f.__name__}:\n" + "\n".join(lines)[-6000:])
     print(f"fuzzed {count['n']} inputs ({'bounds-checked' if checked else 'plain'} kernels; "
           f"{count['ok']} counted, {count['bad']} refused)")
     if failures:
