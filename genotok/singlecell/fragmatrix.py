@@ -231,6 +231,11 @@ _FRAG_MESSAGES = {
 MAX_LINE_BYTES = 64 << 20
 
 
+#: the largest block read at once, whatever ``block_bytes`` asks: a caller's 1 TiB was one
+#: buffer of that size (MemoryError), 2**63 - 1 a ValueError reported as "corrupt gzip data"
+MAX_BLOCK_BYTES = 1 << 30
+
+
 class _LineTooLong(Exception):
     """Raised by :func:`_blocks_of_lines`; :func:`_scan_file` names the line."""
 
@@ -377,9 +382,9 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             blocks = _bom_dropped(bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH),
                                                    n_threads, reuse=True))
     elif os.path.getsize(path) <= SYNC_BYTES:
-        blocks = _blocks_of_lines(path, block_bytes)
+        blocks = _blocks_of_lines(path, min(block_bytes, MAX_BLOCK_BYTES))
     else:
-        blocks = _prefetched(_blocks_of_lines(path, block_bytes))
+        blocks = _prefetched(_blocks_of_lines(path, min(block_bytes, MAX_BLOCK_BYTES)))
     if want is None and sizes is None:
         yield from blocks
         return

@@ -391,3 +391,17 @@ def test_a_byte_order_mark_is_dropped_in_every_container(tmp_path):
         m = fragment_matrix(tmp_path / name, TOK, read=FragmentOptions(mode="fragment"))
         assert m.obs_names.tolist() == ["A", "B"], name
         assert m.X.toarray()[:, 0].tolist() == [1.0, 1.0], name
+
+
+@pytest.mark.parametrize("block", [1 << 40, 2 ** 63 - 1])
+def test_a_huge_block_size_reads_as_the_default(tmp_path, block):
+    """block_bytes is a caller's integer sizing a buffer: 1 TiB raised MemoryError and
+    2**63 - 1 a BedParseError calling the file's gzip data corrupt; blocks are at most
+    MAX_BLOCK_BYTES."""
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
+    for path in (p, tmp_path / "f.tsv.gz"):
+        if path.suffix == ".gz":
+            path.write_bytes(gzip.compress(p.read_bytes()))
+        m = fragment_matrix(path, TOK, read=FragmentOptions(block_bytes=block))
+        assert m.obs_names.tolist() == ["AAAC-1"]
