@@ -533,7 +533,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
     n_threads = numba.get_num_threads() if n_threads is None else max(int(n_threads), 1)
     n_threads, n_inflate = _split_threads(n_threads, bgzf.is_bgzf(path))
-    pieces = [_Piece(chroms, cells, cursors) for _ in range(n_threads)]
+    pieces = [_Piece(chroms, cells, cursors)]  # more as a block is cut into more: with the
+    # file's names so far (a call's n_threads of 10**6 made 10**6 pieces for a 1-line file)
     n_cols = search[-1]
     line, warned = 1, False
 
@@ -549,6 +550,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
         for buf in blocks():
             n = max(1, min(n_threads, buf.size // PIECE_BYTES))
             cuts = _cut(buf, n)
+            pieces += [_Piece(chroms, cells, cursors) for _ in range(len(pieces), n)]
             args = (chroms.n_known, n_allow, search)
             futs = [pool.submit(pieces[i].scan, buf[cuts[i]:cuts[i + 1]], *args)
                     for i in range(1, n)]
