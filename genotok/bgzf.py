@@ -242,7 +242,10 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
     >>> sum(b.size for b in line_blocks(p, 1 << 16, n_threads=2, reuse=True))
     99000
     """
-    n_threads = _default_threads() if n_threads is None else int(n_threads)
+    # n_threads + 1 batches are inflated ahead: more threads than cores only hold more of
+    # them (n_threads=10**6 inflated the whole file into memory at once)
+    n_threads = _default_threads() if n_threads is None else min(int(n_threads),
+                                                                 os.cpu_count() or 1)
     step = max(int(block_bytes), MAX_BLOCK)
     with BGZF(path) as f, ThreadPoolExecutor(n_threads, "genotok-bgzf") as pool:
         pending: list = []

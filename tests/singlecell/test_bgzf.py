@@ -537,3 +537,16 @@ def test_real_tbi_region_reads_equal_htslib_tabix(name):
         r = f"{idx.names[0]}:{s - 50}-{s}"
         extra = set(_tabix(p, r).splitlines()) - set(_tabix(p, r, z).splitlines())
         assert extra and all(int(ln.split(b"\t")[1]) == s for ln in extra)
+
+
+def test_the_batches_inflated_ahead_are_bounded_by_the_cores(tmp_path, monkeypatch):
+    """n_threads + 1 batches inflate ahead of the scan: n_threads=10**6 (a caller's integer)
+    inflated the whole file at once, on a thread per batch. Clipped to the cores."""
+    import threading
+
+    p = write_bgzf(tmp_path / "f.tsv.gz", b"chr1\t0\t9\tAAAC-1\t2\n" * 40000)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    most = 0
+    for _ in line_blocks(p, 1, n_threads=10 ** 6):
+        most = max(most, sum(t.name.startswith("genotok-bgzf") for t in threading.enumerate()))
+    assert 1 <= most <= 2 and len(_blocks_of(p)) > 8
