@@ -199,6 +199,13 @@ def _default_threads() -> int:
     return numba.get_num_threads()
 
 
+def _threads(n_threads: int | None) -> int:
+    """The inflating threads for ``n_threads`` (``None``: numba's), at most the cores: more
+    only hold more batches in memory at once (``n_threads=10**6`` inflated a whole file
+    ahead of its scan, or started a thread per chunk of a region read)."""
+    return _default_threads() if n_threads is None else min(int(n_threads), os.cpu_count() or 1)
+
+
 def _newline(data: np.ndarray, last: bool, step: int = 1 << 16) -> int:
     """The offset of the first (``last``: the last) ``\\n`` of ``data``, or -1; searched a
     window at a time from that end (a line is short).
@@ -242,10 +249,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
     >>> sum(b.size for b in line_blocks(p, 1 << 16, n_threads=2, reuse=True))
     99000
     """
-    # n_threads + 1 batches are inflated ahead: more threads than cores only hold more of
-    # them (n_threads=10**6 inflated the whole file into memory at once)
-    n_threads = _default_threads() if n_threads is None else min(int(n_threads),
-                                                                 os.cpu_count() or 1)
+    n_threads = _threads(n_threads)  # n_threads + 1 batches are inflated ahead
     step = max(int(block_bytes), MAX_BLOCK)
     with BGZF(path) as f, ThreadPoolExecutor(n_threads, "genotok-bgzf") as pool:
         pending: list = []
@@ -683,7 +687,7 @@ def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]]
     b'chr2\\t5\\t9\\tB\\t1\\n'
     """
     path = os.fspath(path)
-    n_threads = _default_threads() if n_threads is None else int(n_threads)
+    n_threads = _threads(n_threads)
     with BGZF(path) as f:
         idx = Index.find(path, f.size)
         if idx is None:

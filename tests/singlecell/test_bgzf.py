@@ -541,7 +541,8 @@ def test_real_tbi_region_reads_equal_htslib_tabix(name):
 
 def test_the_batches_inflated_ahead_are_bounded_by_the_cores(tmp_path, monkeypatch):
     """n_threads + 1 batches inflate ahead of the scan: n_threads=10**6 (a caller's integer)
-    inflated the whole file at once, on a thread per batch. Clipped to the cores."""
+    inflated the whole file at once, on a thread per batch; a region read started a thread
+    per chunk. Clipped to the cores."""
     import threading
 
     p = write_bgzf(tmp_path / "f.tsv.gz", b"chr1\t0\t9\tAAAC-1\t2\n" * 40000)
@@ -550,3 +551,11 @@ def test_the_batches_inflated_ahead_are_bounded_by_the_cores(tmp_path, monkeypat
     for _ in line_blocks(p, 1, n_threads=10 ** 6):
         most = max(most, sum(t.name.startswith("genotok-bgzf") for t in threading.enumerate()))
     assert 1 <= most <= 2 and len(_blocks_of(p)) > 8
+    made = tmp_path / "r.tsv.gz"  # a region read: a thread per chunk of the index, at most
+    write_bgzf(made, b"".join(b"chr1\t%d\t%d\tA\t1\n" % (i * 20000, i * 20000 + 9)
+                              for i in range(4000)), index=True, block=64)
+    most = 0
+    for _ in region_lines(made, parse_regions([f"chr1:{i * 4_000_000}-{i * 4_000_000 + 30}"
+                                               for i in range(20)]), n_threads=10 ** 6):
+        most = max(most, sum(t.name.startswith("genotok-bgzf") for t in threading.enumerate()))
+    assert 1 <= most <= 2
