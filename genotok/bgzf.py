@@ -22,7 +22,7 @@ import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 
@@ -199,6 +199,13 @@ def _default_threads() -> int:
     return numba.get_num_threads()
 
 
+def _threads(n_threads: int | None) -> int:
+    """The inflating threads for ``n_threads`` (``None``: numba's), at most the cores: more
+    only hold more batches in memory at once (``n_threads=10**6`` inflated a whole file
+    ahead of its scan, or started a thread per chunk of a region read)."""
+    return _default_threads() if n_threads is None else min(int(n_threads), os.cpu_count() or 1)
+
+
 def _newline(data: np.ndarray, last: bool, step: int = 1 << 16) -> int:
     """The offset of the first (``last``: the last) ``\\n`` of ``data``, or -1; searched a
     window at a time from that end (a line is short).
@@ -242,7 +249,7 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
     >>> sum(b.size for b in line_blocks(p, 1 << 16, n_threads=2, reuse=True))
     99000
     """
-    n_threads = _default_threads() if n_threads is None else int(n_threads)
+    n_threads = _threads(n_threads)  # n_threads + 1 batches are inflated ahead
     step = max(int(block_bytes), MAX_BLOCK)
     with BGZF(path) as f, ThreadPoolExecutor(n_threads, "genotok-bgzf") as pool:
         pending: list = []
@@ -253,7 +260,14 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
             nonlocal off
             if off >= f.size:
                 return False
-            bl = f.blocks(off, max_bytes=step)
+            try:
+                bl = f.blocks(off, max_bytes=step)
+            except BedParseError as exc:  # a damaged header is raised in its batch's turn: read
+                failed = Future()  # ahead as far as n_threads goes, it came before the lines
+                failed.set_exception(exc)  # of the batches before it (a bad line among them)
+                pending.append((failed, off, f.size, None))
+                off = f.size
+                return True
             start, off = off, bl[-1][0] + bl[-1][1]
             if reuse:  # at most step + one block
                 out = free.pop() if free else np.empty(step + MAX_BLOCK, np.uint8)
@@ -673,7 +687,7 @@ def region_lines(path: str | os.PathLike, want: dict[str, list[tuple[int, int]]]
     b'chr2\\t5\\t9\\tB\\t1\\n'
     """
     path = os.fspath(path)
-    n_threads = _default_threads() if n_threads is None else int(n_threads)
+    n_threads = _threads(n_threads)
     with BGZF(path) as f:
         idx = Index.find(path, f.size)
         if idx is None:

@@ -231,6 +231,11 @@ _FRAG_MESSAGES = {
 MAX_LINE_BYTES = 64 << 20
 
 
+#: the largest block read at once, whatever ``block_bytes`` asks: a caller's 1 TiB was one
+#: buffer of that size (MemoryError), 2**63 - 1 a ValueError reported as "corrupt gzip data"
+MAX_BLOCK_BYTES = 1 << 30
+
+
 class _LineTooLong(Exception):
     """Raised by :func:`_blocks_of_lines`; :func:`_scan_file` names the line."""
 
@@ -374,12 +379,12 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
             want = None  # the index' lines are the regions' already
         else:
             # a block is scanned before the next is asked for: inflated into reused buffers
-            blocks = bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH), n_threads,
-                                      reuse=True)
+            blocks = _bom_dropped(bgzf.line_blocks(path, min(block_bytes, BGZF_BATCH),
+                                                   n_threads, reuse=True))
     elif os.path.getsize(path) <= SYNC_BYTES:
-        blocks = _blocks_of_lines(path, block_bytes)
+        blocks = _blocks_of_lines(path, min(block_bytes, MAX_BLOCK_BYTES))
     else:
-        blocks = _prefetched(_blocks_of_lines(path, block_bytes))
+        blocks = _prefetched(_blocks_of_lines(path, min(block_bytes, MAX_BLOCK_BYTES)))
     if want is None and sizes is None:
         yield from blocks
         return
@@ -387,6 +392,19 @@ def _lines(path: str, block_bytes: int, regions, n_threads,
     try:
         for block in blocks:
             yield bgzf.keep_lines(block, wanted, sizes)
+    finally:
+        blocks.close()
+
+
+def _bom_dropped(blocks: Iterator[np.ndarray]) -> Iterator[np.ndarray]:
+    """``blocks`` (the first one starting the file) without a UTF-8 byte-order mark, as
+    :func:`_blocks_of_lines` reads a plain or gzip file: kept, it made the first line's
+    chromosome ``\ufeffchr1``, whose fragments silently hit nothing in a BGZF file only."""
+    first = True
+    try:
+        for block in blocks:
+            yield _io.strip_bom(block) if first else block
+            first = False
     finally:
         blocks.close()
 
@@ -515,7 +533,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
 
     n_threads = numba.get_num_threads() if n_threads is None else max(int(n_threads), 1)
     n_threads, n_inflate = _split_threads(n_threads, bgzf.is_bgzf(path))
-    pieces = [_Piece(chroms, cells, cursors) for _ in range(n_threads)]
+    pieces = [_Piece(chroms, cells, cursors)]  # more as a block is cut into more: with the
+    # file's names so far (a call's n_threads of 10**6 made 10**6 pieces for a 1-line file)
     n_cols = search[-1]
     line, warned = 1, False
 
@@ -531,6 +550,7 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
         for buf in blocks():
             n = max(1, min(n_threads, buf.size // PIECE_BYTES))
             cuts = _cut(buf, n)
+            pieces += [_Piece(chroms, cells, cursors) for _ in range(len(pieces), n)]
             args = (chroms.n_known, n_allow, search)
             futs = [pool.submit(pieces[i].scan, buf[cuts[i]:cuts[i + 1]], *args)
                     for i in range(1, n)]
@@ -547,7 +567,8 @@ def _scan_file(path, block_bytes, chroms, cells, n_allow, state, pairs, cursors,
                 bad += [x for x in (cells.first_bad(), chroms.first_bad()) if x is not None]
                 if p.status != FS.FRAG_OK:
                     bad.append((line + p.lines, _FRAG_MESSAGES[int(p.status)]))
-                    break
+                if bad:  # nothing of this piece is counted: its pairs may hold the cell of a
+                    break  # barcode that is no UTF-8, beyond the decoded names' rows
                 line += p.lines
                 pairs.extend(p.file_keys(n_cols), p.weights[:p.m])
                 p.m = 0

@@ -195,6 +195,23 @@ def test_a_damaged_block_names_the_file_and_offset(made, tmp_path, where):
         tokenize_fragments(bad, _tok(), n_threads=2)
 
 
+def test_a_bad_line_before_a_damaged_header_is_named_on_any_thread_count(tmp_path):
+    """The headers are read as far ahead as the inflating threads go: a damaged one a few
+    batches on was raised before the batches before it were scanned, so the error a file
+    with a bad first line gave depended on ``n_threads`` (found by
+    tests/_frag_fuzz_driver.py). The damaged header now raises in its batch's turn."""
+    p = tmp_path / "f.tsv.gz"
+    write_bgzf(p, b"chr1\t5\tx\tA\n" + b"chr1\t0\t9\tAAAC-1\t2\n" * 13000, block=1000)
+    p.write_bytes(p.read_bytes() + b"\x1f\x8b\x08\x04garbage")
+    for n_threads in (1, 2, 4):
+        with pytest.raises(BedParseError, match=r"f\.tsv\.gz:1: end is not"):
+            fragment_matrix(p, _tok(), read=FragmentOptions(block_bytes=1),
+                            n_threads=n_threads)
+    with pytest.raises(BedParseError, match="BGZF block at byte offset"):
+        for _ in line_blocks(p, 1, n_threads=4):
+            pass
+
+
 def test_a_plain_gzip_member_inside_bgzf_is_refused(made, tmp_path):
     p, _, _ = made
     bad = tmp_path / "mixed.tsv.gz"
@@ -520,3 +537,25 @@ def test_real_tbi_region_reads_equal_htslib_tabix(name):
         r = f"{idx.names[0]}:{s - 50}-{s}"
         extra = set(_tabix(p, r).splitlines()) - set(_tabix(p, r, z).splitlines())
         assert extra and all(int(ln.split(b"\t")[1]) == s for ln in extra)
+
+
+def test_the_batches_inflated_ahead_are_bounded_by_the_cores(tmp_path, monkeypatch):
+    """n_threads + 1 batches inflate ahead of the scan: n_threads=10**6 (a caller's integer)
+    inflated the whole file at once, on a thread per batch; a region read started a thread
+    per chunk. Clipped to the cores."""
+    import threading
+
+    p = write_bgzf(tmp_path / "f.tsv.gz", b"chr1\t0\t9\tAAAC-1\t2\n" * 40000)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    most = 0
+    for _ in line_blocks(p, 1, n_threads=10 ** 6):
+        most = max(most, sum(t.name.startswith("genotok-bgzf") for t in threading.enumerate()))
+    assert 1 <= most <= 2 and len(_blocks_of(p)) > 8
+    made = tmp_path / "r.tsv.gz"  # a region read: a thread per chunk of the index, at most
+    write_bgzf(made, b"".join(b"chr1\t%d\t%d\tA\t1\n" % (i * 20000, i * 20000 + 9)
+                              for i in range(4000)), index=True, block=64)
+    most = 0
+    for _ in region_lines(made, parse_regions([f"chr1:{i * 4_000_000}-{i * 4_000_000 + 30}"
+                                               for i in range(20)]), n_threads=10 ** 6):
+        most = max(most, sum(t.name.startswith("genotok-bgzf") for t in threading.enumerate()))
+    assert 1 <= most <= 2

@@ -358,3 +358,50 @@ def test_an_existing_corpus_is_refused_before_the_count(tmp_path, monkeypatch):
     assert counted == []
     assert len(tokenize_fragments(frags, TOK, CellSpec(values=True, use_count=True), out=out,
                                   overwrite=True)) == 1
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_non_utf8_barcode_is_refused_before_its_pairs_are_spilled(tmp_path, monkeypatch,
+                                                                   n_threads):
+    """A barcode that is no UTF-8 is found when the block's new names are decoded; its piece's
+    pairs were still added and, spilling (``memory_mb``), folded over the decoded cells only:
+    an AssertionError ("a (cell, column) key is out of range") instead of the file's line
+    (found by tests/_frag_fuzz_driver.py). Nothing of the bad line's piece is counted now."""
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n" + b"chr1\t5\t20\tA\xffB\t1\n"
+                  + b"chr1\t0\t9\tGGTT-1\t2\n" * 5)
+    monkeypatch.setattr(fragmatrix, "PIECE_BYTES", 1)
+    for memory_mb in (None, 1e-6):
+        with pytest.raises(BedParseError, match=r"f\.tsv:2: the barcode b'A\\xffB' is not"):
+            fragment_matrix(p, TOK, read=FragmentOptions(block_bytes=1 << 20),
+                            memory_mb=memory_mb, n_threads=n_threads)
+
+
+def test_a_byte_order_mark_is_dropped_in_every_container(tmp_path):
+    """A plain or gzip file's BOM was dropped, a BGZF file's kept: its first chromosome was
+    '\\ufeffchr1' and that line's fragment silently hit nothing (found by
+    tests/_frag_fuzz_driver.py)."""
+    from genotok.bgzf import write_bgzf
+
+    text = b"\xef\xbb\xbfchr1\t5\t20\tA\t1\nchr1\t5\t20\tB\t1\n"
+    (tmp_path / "a.tsv").write_bytes(text)
+    (tmp_path / "b.tsv.gz").write_bytes(gzip.compress(text))
+    write_bgzf(tmp_path / "c.tsv.gz", text)
+    for name in ("a.tsv", "b.tsv.gz", "c.tsv.gz"):
+        m = fragment_matrix(tmp_path / name, TOK, read=FragmentOptions(mode="fragment"))
+        assert m.obs_names.tolist() == ["A", "B"], name
+        assert m.X.toarray()[:, 0].tolist() == [1.0, 1.0], name
+
+
+@pytest.mark.parametrize("block", [1 << 40, 2 ** 63 - 1])
+def test_a_huge_block_size_reads_as_the_default(tmp_path, block):
+    """block_bytes is a caller's integer sizing a buffer: 1 TiB raised MemoryError and
+    2**63 - 1 a BedParseError calling the file's gzip data corrupt; blocks are at most
+    MAX_BLOCK_BYTES."""
+    p = tmp_path / "f.tsv"
+    p.write_bytes(b"chr1\t5\t20\tAAAC-1\t1\n")
+    for path in (p, tmp_path / "f.tsv.gz"):
+        if path.suffix == ".gz":
+            path.write_bytes(gzip.compress(p.read_bytes()))
+        m = fragment_matrix(path, TOK, read=FragmentOptions(block_bytes=block))
+        assert m.obs_names.tolist() == ["AAAC-1"]

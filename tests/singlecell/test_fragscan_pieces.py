@@ -137,3 +137,33 @@ def test_merge_names_adds_the_missing_in_order():
     assert ids.tolist() == [0, 1] and t[-1] == 2 and t[4][1] == 109
     t, ids = FS.merge_names(a[3], a[1], a[4], 0, 0, 0, *t)
     assert ids.tolist() == [] and t[-1] == 2
+
+
+def test_pieces_are_made_as_blocks_need_them(tmp_path, monkeypatch):
+    """A piece (its tables, counters and pair buffers) was made for each of n_threads up
+    front: n_threads=10**6 made a million for a file of two lines. Pieces are made as a
+    block is cut into more, starting from the file's names so far (the same ids)."""
+    made = []
+    real = FM._Piece
+
+    class Counted(real):
+        def __init__(self, *a):
+            made.append(1)
+            super().__init__(*a)
+
+    monkeypatch.setattr(FM, "_Piece", Counted)
+    path = tmp_path / "f.tsv"
+    path.write_text("chr1\t1\t5\tA-1\t1\nchr1\t1\t5\tB-1\t1\n")
+    names, X, _ = FM._count(path, _tok([("chr1", 0, 10)]), mode="fragment", shift=(0, 0),
+                            use_count=False, barcodes=None, min_fragments=1,
+                            block_bytes=1 << 20, n_threads=10 ** 6)
+    assert names == ["A-1", "B-1"] and len(made) == 1
+    long = "C" * 400  # a block of one line of 400 bytes is cut into 4 pieces, the others not
+    path.write_text("chr1\t1\t5\tA-1\t1\n" * 9 + f"chr1\t1\t5\t{long}\t1\n" +
+                    "chr1\t1\t5\tB-1\t1\nchr1\t1\t5\tA-1\t1\n" * 40)
+    monkeypatch.setattr(FM, "PIECE_BYTES", 100)
+    made.clear()
+    names, X, nfrag = FM._count(path, _tok([("chr1", 0, 10)]), mode="fragment", shift=(0, 0),
+                                use_count=False, barcodes=None, min_fragments=1,
+                                block_bytes=40, n_threads=4)
+    assert names == ["A-1", long, "B-1"] and nfrag.tolist() == [49, 1, 40] and len(made) == 4
