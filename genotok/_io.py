@@ -42,6 +42,17 @@ def bgzf_cut_short(head: bytes, tail: bytes) -> bool:
             and not tail.endswith(BGZF_EOF))
 
 
+def warn_cut_short(path: str, head: bytes, tail: bytes) -> None:
+    """Warn, as htslib does, when ``path`` (first bytes ``head``, last ``tail``) is a BGZF file
+    without its end-of-file block: its whole blocks read as a valid stream, the rest is lost."""
+    if bgzf_cut_short(head, tail):
+        from ._usage import warn
+
+        warn(f"{path}: a BGZF file without its end-of-file block: probably cut short (a "
+             "copy or download that stopped at a block's end); its whole blocks are "
+             "read, the rest is missing; re-create the file")
+
+
 def _check_readable(path: str | os.PathLike, error=BedParseError) -> str:
     """``path`` as a string, after refusing what reading it would not do well: a missing path,
     a directory, a named pipe (FIFO: with no writer, opening it blocks forever), a device
@@ -259,13 +270,9 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             total = st.st_size if regular else 0
             # (a peek would fill the reader's buffer and slow the whole read after it)
             gz = (os.pread(raw.fileno(), 2, 0) if regular else raw.peek(2)[:2]) == GZIP_MAGIC
-            if gz and regular and bgzf_cut_short(os.pread(raw.fileno(), 16, 0),
-                                                 os.pread(raw.fileno(), 28, max(total - 28, 0))):
-                from ._usage import warn
-
-                warn(f"{p}: a BGZF file without its end-of-file block: probably cut short (a "
-                     "copy or download that stopped at a block's end); its whole blocks are "
-                     "read, the rest is missing; re-create the file")
+            if gz and regular:
+                warn_cut_short(p, os.pread(raw.fileno(), 16, 0),
+                               os.pread(raw.fileno(), 28, max(total - 28, 0)))
             whole = None
             if regular and total <= (size // _GZIP_WHOLE if gz else size):
                 whole = raw.read()  # as read_bytes reads it

@@ -28,6 +28,7 @@ import numpy as np
 
 from isal import isal_zlib as _zlib
 
+from ._io import warn_cut_short
 from .errors import BedParseError
 from .params import N_THREADS, PATH, Each, Flag, InstanceOf, Integral, Interval, validated
 from .kernels import tabix as TX
@@ -303,6 +304,8 @@ def line_blocks(path: str | os.PathLike, block_bytes: int, n_threads: int | None
                     free.append(out)
             if rest:
                 yield np.frombuffer(rest, np.uint8)
+            # every block read: was it the whole file? (a damaged one said so already)
+            warn_cut_short(f.path, f.mm[:16], f.mm[-28:])
         finally:
             for fut, *_ in pending:
                 fut.cancel()

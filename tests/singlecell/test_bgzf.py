@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from genotok import FragmentOptions, Tokenizer, fragment_matrix, tokenize_fragments
 from genotok.bgzf import (BGZF, Index, is_bgzf, keep_lines, line_blocks, parse_regions,
                            region_lines, write_bgzf)
+from genotok._io import BGZF_EOF
 from genotok.errors import BedParseError
 
 from .._shared import SHARED, shared
@@ -210,6 +211,20 @@ def test_a_bad_line_before_a_damaged_header_is_named_on_any_thread_count(tmp_pat
     with pytest.raises(BedParseError, match="BGZF block at byte offset"):
         for _ in line_blocks(p, 1, n_threads=4):
             pass
+
+
+def test_a_file_cut_at_a_block_end_warns_as_htslib(made, tmp_path):
+    """A BGZF file cut at one of its blocks' ends is a valid stream of whole blocks: without
+    its end-of-file block it is read with a warning (htslib's), as the BED reader does; the
+    tokens are those of the whole blocks."""
+    p, _, raw = made
+    cut = tmp_path / "cut.tsv.gz"
+    data = p.read_bytes()
+    cut.write_bytes(data[:-len(BGZF_EOF)])
+    assert data.endswith(BGZF_EOF)
+    with pytest.warns(UserWarning, match=r"cut\.tsv\.gz: a BGZF file without its end-of-file"):
+        got = tokenize_fragments(cut, _tok())
+    _same(got, tokenize_fragments(p, _tok()))  # only the (empty) end block was cut
 
 
 def test_a_plain_gzip_member_inside_bgzf_is_refused(made, tmp_path):
