@@ -31,11 +31,9 @@ import ctypes
 import gzip
 import mmap
 import os
-import struct
 import sys
 import tempfile
 import warnings
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +48,7 @@ from genotok.singlecell import tokenize_fragments
 from genotok.singlecell.fragments import _counts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests._fragment_text import line_mix  # noqa: E402
 from tests.naive_fragments import parse_line, scan as oracle_scan  # noqa: E402
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100
@@ -123,22 +122,7 @@ def valid_line(draw):
 @st.composite
 def fragment_text(draw, bad=True):
     # one file in four may have a bad line
-    top = draw(st.sampled_from([17, 17, 17, 19])) if bad else 17
-    lines = []
-    for _ in range(draw(st.integers(0, 60))):
-        kind = draw(st.integers(0, top))
-        if kind < 15:
-            line = draw(valid_line())
-        elif kind < 18:
-            line = draw(st.sampled_from(_NEUTRAL))
-        else:
-            line = draw(st.sampled_from(_BAD))
-        if draw(st.integers(0, 6)) == 0:
-            line += b"\r"
-        lines.append(line)
-    text = b"\n".join(lines)
-    if lines and draw(st.booleans()):
-        text += b"\n"
+    text = draw(line_mix(valid_line(), _NEUTRAL, _BAD, 60, [17, 17, 17, 19] if bad else [17], 6))
     repeat = draw(st.sampled_from([1, 1, 1, 3, 40]))  # barcodes repeat across pieces
     if repeat > 1 and text and not text.endswith(b"\n"):
         text += b"\n"
@@ -155,12 +139,7 @@ def fragment_text(draw, bad=True):
     return text
 
 
-def _bgzf_block(raw: bytes) -> bytes:
-    c = zlib.compressobj(6, zlib.DEFLATED, -15)
-    cdata = c.compress(raw) + c.flush()
-    bsize = 18 + len(cdata) + 8
-    return (struct.pack("<4BIBBHBBHH", 0x1F, 0x8B, 8, 4, 0, 0, 0xFF, 6, 66, 67, 2, bsize - 1)
-            + cdata + struct.pack("<II", zlib.crc32(raw), len(raw)))
+_bgzf_block = bgzf._block  # one BGZF block of ``raw``
 
 
 _EOF = _bgzf_block(b"")

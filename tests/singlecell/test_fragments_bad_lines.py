@@ -25,6 +25,7 @@ from genotok.singlecell import fragmatrix, fragment_counts
 from genotok.singlecell.matrix import fragment_matrix
 
 from ..kernels.test_names import _colliding_names
+from .._fragment_text import line_mix
 from ..naive_fragments import scan as oracle_scan
 
 REGIONS = [("chr1", 0, 100), ("chr1", 100, 200), ("chr1", 150, 400), ("chr2", 0, 50),
@@ -74,25 +75,9 @@ _BAD = [b"chr1\t20\t5\tAAAC-1\t1",            # end before start
 _NEUTRAL = [b"", b"#", b"# a header\twith a tab", b"\r"]
 
 
-@st.composite
-def fragment_bytes(draw):
-    lines = []
-    top = draw(st.sampled_from([17, 17, 19]))  # two files in three have no bad line
-    for _ in range(draw(st.integers(0, 25))):
-        kind = draw(st.integers(0, top))
-        if kind < 15:
-            line = draw(_valid())
-        elif kind < 18:
-            line = draw(st.sampled_from(_NEUTRAL))
-        else:
-            line = draw(st.sampled_from(_BAD))
-        if draw(st.integers(0, 5)) == 0:
-            line += b"\r"
-        lines.append(line)
-    text = b"\n".join(lines)
-    if lines and draw(st.booleans()):
-        text += b"\n"  # else the last line has no newline
-    return text
+def fragment_bytes():
+    """Two files in three have no bad line; the last line may lack its newline."""
+    return line_mix(_valid(), _NEUTRAL, _BAD, 25, [17, 17, 19], 5)
 
 
 def _oracle(text, *, mode, shift=(0, 0), use_count, allow, repeats=True):
