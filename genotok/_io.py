@@ -269,10 +269,10 @@ def line_blocks(path: str | os.PathLike, block_bytes: int | None = None,
             regular = stat.S_ISREG(st.st_mode)  # not a pipe (``<(zcat x.bed.gz)``): a size
             total = st.st_size if regular else 0
             # (a peek would fill the reader's buffer and slow the whole read after it)
-            gz = (os.pread(raw.fileno(), 2, 0) if regular else raw.peek(2)[:2]) == GZIP_MAGIC
+            head = os.pread(raw.fileno(), 16, 0) if regular else raw.peek(2)[:2]
+            gz = head[:2] == GZIP_MAGIC
             if gz and regular:
-                warn_cut_short(p, os.pread(raw.fileno(), 16, 0),
-                               os.pread(raw.fileno(), 28, max(total - 28, 0)))
+                warn_cut_short(p, head, os.pread(raw.fileno(), 28, max(total - 28, 0)))
             whole = None
             if regular and total <= (size // _GZIP_WHOLE if gz else size):
                 whole = raw.read()  # as read_bytes reads it

@@ -601,8 +601,8 @@ def _is_int(field: str, value: int) -> bool:
     """Whether a BED coordinate field reads as ``value`` (``+5`` and ``005`` are 5 to the
     parser: comparing the text with ``str(value)`` missed them, and counted a later line)."""
     field = field.strip()
-    return 0 < len(field) <= 20 and field.isascii() and field.lstrip("+").isdigit() \
-        and int(field) == value
+    digits = field[1:] if field[:1] == "+" else field  # one sign, as the parser reads it
+    return 0 < len(digits) <= 20 and digits.isascii() and digits.isdigit() and int(digits) == value
 
 
 def _read_bed(path: str | os.PathLike, strict: bool) -> RegionSet:
