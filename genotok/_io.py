@@ -27,7 +27,11 @@ from isal import igzip as _fastgzip
 from isal import igzip_lib as _igzip_lib
 from isal import isal_zlib as _isal_zlib
 
-_GZIP_ERRORS: tuple = (OSError, zlib.error, ValueError, _igzip_lib.IsalError, _isal_zlib.error)
+#: what inflating a damaged gzip stream raises (ISA-L's ``IsalError`` for a bad deflate stream,
+#: ``BadGzipFile``, an ``OSError``, for a bad header or CRC). Not ``ValueError``: nothing of a
+#: damaged stream raises one, and a caller's mistake (a bad argument, a bug) must not read as a
+#: damaged file
+_GZIP_ERRORS: tuple = (OSError, zlib.error, _igzip_lib.IsalError, _isal_zlib.error)
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: the empty block that ends every BGZF file (SAM/BAM spec, 4.1.2): without it the file was

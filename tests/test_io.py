@@ -78,3 +78,23 @@ def test_a_binary_file_gets_a_short_excerpt(tmp_path):
     with pytest.raises(BedParseError, match="binary") as info:
         RegionSet.from_bed(q)
     assert len(str(info.value)) < len(str(q)) + 150, str(info.value)
+
+
+def test_a_caller_s_mistake_inside_a_read_is_not_called_damaged_data(tmp_path):
+    """``_io.reading`` names damaged gzip data; a ``ValueError`` of the caller's own code (a bad
+    argument, a bug) passes through as it is, never as "corrupt gzip data"."""
+    import gzip
+
+    from genotok import _io
+
+    p = tmp_path / "f.bed.gz"
+    p.write_bytes(gzip.compress(b"chr1\t1\t2\n"))
+    with pytest.raises(ValueError, match="^the caller's own$"):
+        with _io.reading(p), _io.open_binary(p) as fh:
+            fh.read()
+            raise ValueError("the caller's own")
+    data = gzip.compress(b"chr1\t1\t2\n" * 500)
+    p.write_bytes(data[:-8] + bytes(8))  # a wrong CRC-32 and length
+    with pytest.raises(BedParseError, match="corrupt gzip data"):
+        with _io.reading(p), _io.open_binary(p) as fh:
+            fh.read()
