@@ -152,136 +152,6 @@ class Collator:
         return cls(pad_token_id=tokenizer.pad_token_id, **kwargs)
 
 
-class ObjectiveCollator(abc.ABC):
-    """A training objective over a :class:`Collator`: the collator pads and truncates, the
-    objective changes the padded batch (masks tokens, replaces them) and adds ``labels``.
-
-    Subclasses implement :meth:`apply`; ``max_length``, ``pad_token_id`` and the random stream
-    are the collator's.
-
-    Examples
-    --------
-    >>> issubclass(MLMCollator, ObjectiveCollator), issubclass(RTDCollator, ObjectiveCollator)
-    (True, True)
-    """
-
-    collator: Collator
-
-    def __new__(cls, *args, **kwargs):
-        # A tokenizer where the collator goes: say which constructor takes one (the dataclass's
-        # own __init__ would only say that two arguments are missing)
-        first = args[0] if args else kwargs.get("collator")
-        if not isinstance(first, Collator) and hasattr(first, "universe"):
-            raise ParameterError(f"{cls.__name__}: collator must be a Collator, got a tokenizer: "
-                                 f"{cls.__name__}.for_tokenizer(tokenizer, ...) takes one (its "
-                                 "pad, mask and region ids)")
-        return super().__new__(cls)
-
-    @property
-    def max_length(self) -> int | None:
-        return self.collator.max_length
-
-    @property
-    def pad_token_id(self) -> int:
-        return self.collator.pad_token_id
-
-    @abc.abstractmethod
-    def apply(self, batch: dict, rng: np.random.Generator) -> dict:
-        """The padded ``batch`` (NumPy arrays) changed by the objective, with ``labels``."""
-
-    def arrays(self, records, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
-        """The batch as NumPy arrays (see :meth:`Collator.arrays`), the objective applied."""
-        rng = rng if rng is not None else self.collator._rng
-        return self.apply(self.collator.arrays(records, rng), rng)
-
-    def __call__(self, records: Sequence,
-                 rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
-        return _tensors(self.arrays(records, rng))
-
-    @classmethod
-    def for_tokenizer(cls, tokenizer, **kwargs):
-        """The objective with the tokenizer's ids over ``Collator.for_tokenizer(tokenizer)``;
-        ``kwargs`` are the objective's settings and the collator's (``max_length``…)."""
-        own = {k: kwargs.pop(k) for k in list(kwargs) if k in cls.__dataclass_fields__}
-        return cls(Collator.for_tokenizer(tokenizer, **kwargs), **cls._tokenizer_ids(tokenizer),
-                   **own)
-
-    @staticmethod
-    def _tokenizer_ids(tokenizer) -> dict:
-        return {"n_regions": tokenizer.universe.n_regions}
-
-
-@dataclass
-class MLMCollator(ObjectiveCollator):
-    """Masked-language-model batches: ``input_ids``, ``attention_mask``, ``labels`` (-100 = ignore).
-
-    ``collator`` pads and truncates (a :class:`Collator`); ``n_regions`` and ``mask_token_id``
-    come from the tokenizer (:meth:`for_tokenizer`); special tokens and padding are never
-    masked.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = MLMCollator(Collator(pad_token_id=6), n_regions=5, mask_token_id=7, mask_prob=1.0,
-    ...                 random_prob=0.0, replace_prob=1.0)
-    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
-    [[1, 2], [3, -100]]
-    """
-
-    collator: Collator
-    n_regions: int
-    mask_token_id: int
-    mask_prob: float = 0.15
-    replace_prob: float = 0.8
-    random_prob: float = 0.1
-
-    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 1, None)],
-                   "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
-                   "random_prob": PROB}
-    RULES = (SumAtMost(("replace_prob", "random_prob"), 1),)
-
-    def __post_init__(self):
-        validate_fields(self)
-
-    @staticmethod
-    def _tokenizer_ids(tokenizer) -> dict:
-        return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
-
-    def apply(self, batch, rng):
-        batch["input_ids"], batch["labels"] = _data.mlm_mask(
-            batch["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
-            mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
-        return batch
-
-
-@dataclass
-class RTDCollator(ObjectiveCollator):
-    """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> c = RTDCollator(Collator(pad_token_id=6), n_regions=5, replace_prob=0.0)
-    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
-    [[0, 0], [0, -100]]
-    """
-
-    collator: Collator
-    n_regions: int
-    replace_prob: float = 0.15
-
-    CONSTRAINTS = {"collator": [InstanceOf(Collator)], "n_regions": [Interval(Integral, 2, None)],
-                   "replace_prob": PROB}
-
-    def __post_init__(self):
-        validate_fields(self)
-
-    def apply(self, batch, rng):
-        batch["input_ids"], batch["labels"] = _data.rtd_replace(
-            batch["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
-        return batch
-
-
 @dataclass
 class PackingCollator:
     """Records packed into sequences of ``seq_len`` tokens (:func:`genotok.packing.pack`),
@@ -298,6 +168,9 @@ class PackingCollator:
     ``record_ids``) counts every record once. An empty record has no token (unless
     ``sep_token_id`` is given) but keeps its row in ``index`` and ``sample_weight``.
 
+    Packing draws nothing; ``seed`` starts the random stream of an objective over it
+    (:class:`MLMCollator`, :class:`RTDCollator`) when it is called outside a dataset.
+
     Examples
     --------
     >>> import numpy as np
@@ -311,12 +184,15 @@ class PackingCollator:
     pad_token_id: int
     sep_token_id: int | None = None
     strategy: str = "ffd"
+    seed: int = 0
 
     CONSTRAINTS = {"seq_len": [Interval(Integral, 1, MAX_SEQUENCE)], "pad_token_id": PAD_ID,
-                   "sep_token_id": TOKEN_ID + [None], "strategy": [Options(*STRATEGIES)]}
+                   "sep_token_id": TOKEN_ID + [None], "strategy": [Options(*STRATEGIES)],
+                   "seed": [Interval(Integral, 0, None)]}
 
     def __post_init__(self):
         validate_fields(self)
+        self._rng = np.random.default_rng(self.seed)
 
     #: packing keeps every token: nothing is truncated (a token budget counts whole records)
     max_length = None
@@ -363,6 +239,147 @@ class PackingCollator:
     def __call__(self, records: Sequence,
                  rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
         return _tensors(self.arrays(records, rng))
+
+
+class ObjectiveCollator(abc.ABC):
+    """A training objective over a :class:`Collator` or a :class:`PackingCollator`: the
+    collator pads and truncates (or packs), the objective changes the batch (masks tokens,
+    replaces them) and adds ``labels``. Over packed batches the objective sees the packed
+    ``input_ids`` (padding and separators are special tokens: never chosen) and the batch keeps
+    ``segment_ids``, ``position_ids`` and ``record_ids``, so a loss summed per record counts
+    every record once.
+
+    Subclasses implement :meth:`apply`; ``max_length``, ``pad_token_id`` and the random stream
+    are the collator's.
+
+    Examples
+    --------
+    >>> issubclass(MLMCollator, ObjectiveCollator), issubclass(RTDCollator, ObjectiveCollator)
+    (True, True)
+    """
+
+    collator: Collator | PackingCollator
+
+    def __new__(cls, *args, **kwargs):
+        # A tokenizer where the collator goes: say which constructor takes one (the dataclass's
+        # own __init__ would only say that two arguments are missing)
+        first = args[0] if args else kwargs.get("collator")
+        if not isinstance(first, (Collator, PackingCollator)) and hasattr(first, "universe"):
+            raise ParameterError(f"{cls.__name__}: collator must be a Collator, got a tokenizer: "
+                                 f"{cls.__name__}.for_tokenizer(tokenizer, ...) takes one (its "
+                                 "pad, mask and region ids)")
+        return super().__new__(cls)
+
+    @property
+    def max_length(self) -> int | None:
+        return self.collator.max_length
+
+    @property
+    def pad_token_id(self) -> int:
+        return self.collator.pad_token_id
+
+    @abc.abstractmethod
+    def apply(self, batch: dict, rng: np.random.Generator) -> dict:
+        """The padded ``batch`` (NumPy arrays) changed by the objective, with ``labels``."""
+
+    def arrays(self, records, rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+        """The batch as NumPy arrays (see :meth:`Collator.arrays`), the objective applied."""
+        rng = rng if rng is not None else self.collator._rng
+        return self.apply(self.collator.arrays(records, rng), rng)
+
+    def __call__(self, records: Sequence,
+                 rng: np.random.Generator | None = None) -> dict[str, torch.Tensor]:
+        return _tensors(self.arrays(records, rng))
+
+    @classmethod
+    def for_tokenizer(cls, tokenizer, **kwargs):
+        """The objective with the tokenizer's ids over ``Collator.for_tokenizer(tokenizer)``;
+        ``kwargs`` are the objective's settings and the collator's (``max_length``…)."""
+        own = {k: kwargs.pop(k) for k in list(kwargs) if k in cls.__dataclass_fields__}
+        return cls(Collator.for_tokenizer(tokenizer, **kwargs), **cls._tokenizer_ids(tokenizer),
+                   **own)
+
+    @staticmethod
+    def _tokenizer_ids(tokenizer) -> dict:
+        return {"n_regions": tokenizer.universe.n_regions}
+
+
+@dataclass
+class MLMCollator(ObjectiveCollator):
+    """Masked-language-model batches: ``input_ids``, ``attention_mask``, ``labels`` (-100 = ignore).
+
+    ``collator`` pads and truncates (a :class:`Collator`) or packs (a
+    :class:`PackingCollator`); ``n_regions`` and ``mask_token_id`` come from the tokenizer
+    (:meth:`for_tokenizer`); special tokens and padding are never masked.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = MLMCollator(Collator(pad_token_id=6), n_regions=5, mask_token_id=7, mask_prob=1.0,
+    ...                 random_prob=0.0, replace_prob=1.0)
+    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
+    [[1, 2], [3, -100]]
+    >>> p = MLMCollator(PackingCollator(seq_len=4, pad_token_id=6), n_regions=5, mask_token_id=7,
+    ...                 mask_prob=1.0, random_prob=0.0, replace_prob=1.0)  # packed batches
+    >>> b = p([np.array([1, 2]), np.array([3])])
+    >>> b["input_ids"].tolist(), b["labels"].tolist(), b["record_ids"].tolist()
+    ([[7, 7, 7, 6]], [[1, 2, 3, -100]], [[0, 0, 1, -1]])
+    """
+
+    collator: Collator | PackingCollator
+    n_regions: int
+    mask_token_id: int
+    mask_prob: float = 0.15
+    replace_prob: float = 0.8
+    random_prob: float = 0.1
+
+    CONSTRAINTS = {"collator": [InstanceOf(Collator, PackingCollator)],
+                   "n_regions": [Interval(Integral, 1, None)],
+                   "mask_token_id": TOKEN_ID, "mask_prob": PROB, "replace_prob": PROB,
+                   "random_prob": PROB}
+    RULES = (SumAtMost(("replace_prob", "random_prob"), 1),)
+
+    def __post_init__(self):
+        validate_fields(self)
+
+    @staticmethod
+    def _tokenizer_ids(tokenizer) -> dict:
+        return {"n_regions": tokenizer.universe.n_regions, "mask_token_id": tokenizer.mask_token_id}
+
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.mlm_mask(
+            batch["input_ids"], n_regions=self.n_regions, mask_token_id=self.mask_token_id, rng=rng,
+            mask_prob=self.mask_prob, replace_prob=self.replace_prob, random_prob=self.random_prob)
+        return batch
+
+
+@dataclass
+class RTDCollator(ObjectiveCollator):
+    """Replaced-token-detection (ELECTRA-style) batches: ``labels`` 1 replaced, 0 kept, -100 special.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c = RTDCollator(Collator(pad_token_id=6), n_regions=5, replace_prob=0.0)
+    >>> c([np.array([1, 2]), np.array([3])])["labels"].tolist()
+    [[0, 0], [0, -100]]
+    """
+
+    collator: Collator | PackingCollator
+    n_regions: int
+    replace_prob: float = 0.15
+
+    CONSTRAINTS = {"collator": [InstanceOf(Collator, PackingCollator)],
+                   "n_regions": [Interval(Integral, 2, None)],
+                   "replace_prob": PROB}
+
+    def __post_init__(self):
+        validate_fields(self)
+
+    def apply(self, batch, rng):
+        batch["input_ids"], batch["labels"] = _data.rtd_replace(
+            batch["input_ids"], n_regions=self.n_regions, rng=rng, replace_prob=self.replace_prob)
+        return batch
 
 
 #: genotok's own collators: they use no numba parallel kernel (safe in forked workers)

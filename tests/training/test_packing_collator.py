@@ -18,6 +18,7 @@ from genotok.torch_data import (  # noqa: E402
     MLMCollator,
     PackingCollator,
     ResumableLoader,
+    RTDCollator,
 )
 
 N = 37
@@ -81,6 +82,50 @@ def test_packed_batches_resume_mid_epoch(corpus_path):
     again = loader()
     again.load_state_dict(state)
     assert first + [b["input_ids"].tolist() for b in again] == full
+
+
+@pytest.mark.parametrize("objective", ["mlm", "rtd"])
+def test_mlm_and_rtd_train_on_packed_batches(corpus_path, objective):
+    """The pretraining objectives over a PackingCollator: every record once, whole, with its
+    weight; labels only on region tokens, never on padding or a separator."""
+    corpus = Corpus.open(corpus_path)
+    n_regions, pad, sep, mask = 5000, 5001, 5006, 5002
+    pack = PackingCollator(seq_len=8, pad_token_id=pad, sep_token_id=sep)
+    collate = (MLMCollator(pack, n_regions=n_regions, mask_token_id=mask, mask_prob=0.5)
+               if objective == "mlm" else RTDCollator(pack, n_regions=n_regions, replace_prob=0.5))
+    seen, chosen = {}, 0
+    for batch in ResumableLoader(CorpusIterableDataset(corpus_path, BatchPlan(batch_size=5, seed=2),
+                                                       collate)):
+        ids, labels = batch["input_ids"].numpy(), batch["labels"].numpy()
+        rec, seg = batch["record_ids"].numpy(), batch["segment_ids"].numpy()
+        assert ids.shape == labels.shape == rec.shape == seg.shape and ids.shape[1] == 8
+        special = (rec == -1) | (ids == sep)
+        assert (labels[rec == -1] == -100).all() and (ids[rec == -1] == pad).all()
+        assert (labels[ids == sep] == -100).all()
+        if objective == "mlm":
+            # the original tokens: the label where chosen, else the token itself
+            orig = np.where(labels != -100, labels, ids)
+            chosen += int((labels != -100).sum())
+        else:
+            assert set(np.unique(labels[~special]).tolist()) <= {0, 1}
+            chosen += int((labels == 1).sum())
+            orig = None
+        for row, (i, w) in enumerate(zip(batch["index"].tolist(),
+                                         batch["sample_weight"].tolist())):
+            at = (rec == row) & (ids != sep) if orig is not None else (rec == row) & ~special
+            assert w == 1.0 and i not in seen
+            seen[i] = orig[at].tolist() if orig is not None else int(at.sum())
+    assert sorted(seen) == list(range(N)) and chosen > 0  # every record once; some were chosen
+    for i, got in seen.items():
+        want = corpus[i].tolist()
+        assert sorted(got) == sorted(want) if objective == "mlm" else got == len(want)
+
+
+def test_an_objective_refuses_what_is_not_a_collator():
+    from genotok.params import ParameterError
+
+    with pytest.raises(ParameterError, match="collator must be a Collator or a PackingCollator"):
+        MLMCollator(object(), n_regions=5, mask_token_id=7)
 
 
 def test_packing_collator_keeps_separators_and_rows():
