@@ -152,3 +152,31 @@ def same_length(a, n: int, where: str, *, what: str, why: str = "one per stored 
         raise error(f"{where}: {what} must be one-dimensional, got shape {a_shape}")
     if a_shape[0] != n:
         raise error(f"{where}: {what} has {a_shape[0]} entries, expected {n} ({why})")
+
+
+def rows(indices, n: int, what: str = "record", of: str = "{n} records") -> np.ndarray:
+    """``indices`` as int64 row numbers in ``[0, n)`` (negative ones count from the end), checked
+    before they index memory: a float, a bool or an index out of range is an ``IndexError``
+    naming the first bad one (``what``), never a truncated or wrapped row.
+
+    Examples
+    --------
+    >>> rows([0, -1], 3).tolist()
+    [0, 2]
+    >>> rows([0.5], 3)
+    Traceback (most recent call last):
+    ...
+    IndexError: record indices must be integers, got dtype float64
+    >>> rows([3], 3, "draw", "a mixture of {n} draws per epoch")
+    Traceback (most recent call last):
+    ...
+    IndexError: draw 3 out of range for a mixture of 3 draws per epoch
+    """
+    idx = np.asarray(indices)
+    if idx.size and idx.dtype.kind not in "iu":
+        raise IndexError(f"{what} indices must be integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False).ravel()
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        bad = idx[(idx < -n) | (idx >= n)][0]
+        raise IndexError(f"{what} {int(bad)} out of range for {of.format(n=n)}")
+    return np.where(idx < 0, idx + n, idx) if idx.size and idx.min() < 0 else idx

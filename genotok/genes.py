@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import GenotokError
-from .params import N_THREADS, InstanceOf, Options, validate, validate_fields, validated
+from .params import (N_THREADS, Flag, InstanceOf, Options, ParameterError, Unchecked, validate,
+                     validate_fields, validated)
 
 #: the special roles a vocabulary may give ids to, and the token each role is found by
 ROLES = {"unk": "<unk>", "pad": "<pad>", "mask": "<mask>", "cls": "<cls>", "eos": "<eos>",
@@ -386,8 +387,18 @@ class GeneTokenizer:
 
     def convert_ids_to_tokens(self, ids) -> list[str]:
         lookup = dict(zip(self._ids.tolist(), self._names))
-        return [lookup[int(i)] for i in np.atleast_1d(np.asarray(ids)).tolist()]
+        arr = np.atleast_1d(np.asarray(ids))
+        if arr.size and arr.dtype.kind not in "iu":
+            raise ParameterError(f"token ids must be integers, got dtype {arr.dtype}")
+        out = [lookup.get(i) for i in arr.ravel().tolist()]
+        if None in out:
+            bad = arr.ravel()[out.index(None)]
+            raise ParameterError(f"token id {int(bad)} is not in this vocabulary "
+                                 f"({len(lookup)} ids)")
+        return out
 
+    @validated({"ids": [Unchecked("token ids, checked against the vocabulary")],
+                "skip_special_tokens": [Flag()]}, "GeneTokenizer.decode")
     def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
         """Token strings of ids, always a list."""
         out = self.convert_ids_to_tokens(ids)

@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _validate
 from ._io import atomic_write, is_url, url_fs
 from .errors import GenotokError, UniverseMismatchError
 from .formats.corpus import Corpus
@@ -349,15 +350,7 @@ class Mixture(Sequence):
         return int(k[0]), int(r[0])
 
     def _check(self, indices) -> np.ndarray:
-        idx = np.asarray(indices)
-        if idx.size and idx.dtype.kind not in "iu":
-            raise IndexError(f"draw indices must be integers, got dtype {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False).ravel()
-        n = self.length
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            bad = idx[(idx < -n) | (idx >= n)][0]
-            raise IndexError(f"draw {int(bad)} out of range for a mixture of {n} draws per epoch")
-        return np.where(idx < 0, idx + n, idx)
+        return _validate.rows(indices, self.length, "draw", "a mixture of {n} draws per epoch")
 
     # -- reading
     def __getitem__(self, i):

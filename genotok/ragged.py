@@ -6,6 +6,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from . import _validate
+
 
 class Ragged(Sequence):
     """``n`` variable-length rows stored as one flat ``data`` array and ``n + 1`` offsets.
@@ -90,7 +92,7 @@ class Ragged(Sequence):
         >>> Ragged.from_list([[1], [2, 3], [4]]).take([0, 2]).to_list()
         [[1], [4]]
         """
-        idx = np.asarray(idx, np.int64)
+        idx = _validate.rows(idx, len(self), "row", "a Ragged of {n} rows")
         starts, ends = self.offsets[idx], self.offsets[idx + 1]
         lengths = ends - starts
         new = np.zeros(idx.size + 1, np.int64)

@@ -771,6 +771,8 @@ class Tokenizer(BuiltInNew):
     def convert_tokens_to_ids(self, tokens):
         return self.universe.convert_tokens_to_ids(tokens)
 
+    @validated({"ids": [Unchecked("token ids, checked against the vocabulary")],
+                "skip_special_tokens": [Flag()]}, "Tokenizer.decode")
     def decode(self, ids, *, skip_special_tokens: bool = False) -> list[str]:
         """Token strings of ids, always a list (gtars ``decode``; one id gives a list of one).
 
@@ -787,6 +789,8 @@ class Tokenizer(BuiltInNew):
             ids = ids[np.asarray(ids) < self.universe.n_regions]
         return self.universe.convert_ids_to_tokens(ids)
 
+    @validated({"sequences": [Unchecked("sequences of token ids, checked as decode checks them")],
+                "skip_special_tokens": [Flag()]}, "Tokenizer.batch_decode")
     def batch_decode(self, sequences, *, skip_special_tokens: bool = False) -> list[list[str]]:
         """:meth:`decode` of each sequence: lists of ids, a 2-D array or tensor, a ``Ragged``.
 

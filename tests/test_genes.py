@@ -11,6 +11,7 @@ import pytest
 
 from genotok import GeneSettings, GeneTokenizer
 from genotok.genes import VocabularyError, read_mapping
+from genotok.params import ParameterError
 
 from ._shared import SHARED, shared
 
@@ -117,6 +118,12 @@ def test_decode_and_pad():
     assert tok.decode([3, 0, 2], skip_special_tokens=True) == ["ENSG1", "ENSG3"]
     out = tok.pad([np.array([2, 3]), np.array([4])], padding=True, return_tensors="np")
     assert out["input_ids"].tolist() == [[2, 3], [4, 0]]
+    for bad, match in [([99], "token id 99 is not in this vocabulary"),
+                       ([2.5], "must be integers")]:
+        with pytest.raises(ParameterError, match=match):
+            tok.decode(bad)
+    with pytest.raises(ParameterError, match="skip_special_tokens"):
+        tok.decode([2], skip_special_tokens="no")
 
 
 def test_geneformer_v1_dictionary():

@@ -303,6 +303,9 @@ REQUIRED = {
     "genotok.sampling.BatchSampler.set_epoch": {"epoch": 0},
     "genotok.torch_data.CorpusIterableDataset.set_epoch": {"epoch": 0},
     "genotok.torch_data.CorpusIterableDataset.load_state_dict": {"state": {}},
+    "genotok.tokenizer.Tokenizer.decode": {"ids": [0]},
+    "genotok.tokenizer.Tokenizer.batch_decode": {"sequences": [[0]]},
+    "genotok.genes.GeneTokenizer.decode": {"ids": [0]},
 }
 
 
@@ -384,6 +387,7 @@ INSTANCES = {
     "genotok.universe.Universe": lambda: genotok.Universe.__new__(genotok.Universe),  # unbuilt
     "genotok.data.PretokenizedDataset": lambda: genotok.data.PretokenizedDataset(_corpus()),
     "genotok.mixture.Mixture": lambda: genotok.mixture.Mixture([_corpus()], [1.0]),
+    "genotok.formats.corpus.reader.Corpus": lambda: _corpus(),
     "genotok.sampling.BatchPlan": lambda: BatchPlan(batch_size=2).bind(6),
     "genotok.sampling.BatchSampler": lambda: genotok.sampling.BatchSampler(
         BatchPlan(batch_size=2).bind(6)),

@@ -95,3 +95,34 @@ def test_take_matches_a_python_oracle(rows, data):
     assert got.to_list() == [rows[i] for i in idx]
     want_vals = [r.values[r.offsets[i]:r.offsets[i + 1]] for i in idx]
     np.testing.assert_array_equal(got.values, np.concatenate(want_vals) if idx else [])
+
+
+@pytest.mark.parametrize("idx,match", [([0.5], "must be integers"), ([True], "must be integers"),
+                                       ([3], "row 3 out of range"), ([-4], "row -4 out of range")])
+def test_take_checks_its_rows_before_they_index_memory(idx, match):
+    r = Ragged.from_list([[1], [2, 3], [4]])
+    with pytest.raises(IndexError, match=match):
+        r.take(idx)
+    assert r.take([-1, 0]).to_list() == [[4], [1]]  # from the end, as NumPy counts
+
+
+def test_decode_and_corpus_reads_check_their_flags(tmp_path):
+    from genotok import Corpus, Tokenizer
+    from genotok.formats.corpus import CorpusWriter
+    from genotok.params import ParameterError
+
+    tok = Tokenizer(["chr1:0-100"])
+    with pytest.raises(ParameterError, match="skip_special_tokens"):
+        tok.decode([0], skip_special_tokens="no")
+    with pytest.raises(ParameterError, match="skip_special_tokens"):
+        tok.batch_decode([[0]], skip_special_tokens="no")
+    p = tmp_path / "c.gtokc"
+    with CorpusWriter(p, vocab_size=10, fingerprint="fp") as w:
+        w.append_batch([[1], [2, 3]])
+    c = Corpus.open(p)
+    for call in (lambda: c.to_ragged(values="no"), lambda: c.get_batch([0], values="no"),
+                 lambda: list(c.iter_batches(0)), lambda: list(c.iter_batches(1.5))):
+        with pytest.raises(ParameterError):
+            call()
+    with pytest.raises(IndexError, match="must be integers"):
+        c.get_batch([0.5])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ... import _validate
 from ..._html import card, preview
 from ..._io import is_url
 from ...errors import GtokFormatError, UniverseMismatchError
@@ -409,16 +410,9 @@ class Corpus(Sequence):
         >>> Corpus.open(p).get_batch([2, 0, 2]).to_list()
         [[4, 5, 6], [1, 2], [4, 5, 6]]
         """
-        idx = np.asarray(indices)
-        if idx.size and idx.dtype.kind not in "iu":
-            raise IndexError(f"record indices must be integers, got dtype {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False).ravel()
-        n = len(self)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            bad = idx[(idx < -n) | (idx >= n)][0]
-            raise IndexError(f"record {int(bad)} out of range for a corpus of {n} records")
-        if idx.size and idx.min() < 0:
-            idx = np.where(idx < 0, idx + n, idx)
+        if values is not False and values is not True:  # (the fast path: no call's overhead)
+            check("values", values, [Flag()], "Corpus.get_batch")
+        idx = _validate.rows(indices, len(self), "record", "a corpus of {n} records")
         if values and not self.has_values:
             raise ValueError(f"{self.path}: this corpus has no value channel")
         if len(self._shards) == 1:
@@ -464,6 +458,8 @@ class Corpus(Sequence):
                 a, b = s.bounds(j)
                 yield toks[a:b]
 
+    @validated({"batch_size": [Interval(Integral, 1, None)], "values": [Flag()]},
+               "Corpus.iter_batches")
     def iter_batches(self, batch_size: int = 1024, *, values: bool = False) -> Iterator[Ragged]:
         """Consecutive records in batches of up to ``batch_size``: zero-copy views.
 
@@ -487,6 +483,7 @@ class Corpus(Sequence):
             for a in range(lo, hi, int(batch_size)):
                 yield self._range(a, min(a + int(batch_size), hi), values=values)
 
+    @validated({"values": [Flag()]}, "Corpus.to_ragged")
     def to_ragged(self, *, values: bool = False) -> Ragged:
         """The whole corpus as one :class:`Ragged` (views for a single file, else a copy).
 
