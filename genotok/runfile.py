@@ -52,9 +52,9 @@ import numpy as np
 from ._io import atomic_write, is_url, parse_toml, read_small
 from .errors import GenotokError
 from .formats.stores import STORES, get_store
-from .mixture import mix, write_mixture
-from .packing import STRATEGIES, pack
-from .params import N_THREADS, InstanceOf, check, validated
+from .mixture import SEED, WEIGHTS, mix, write_mixture
+from .packing import pack
+from .params import N_THREADS, InstanceOf, ParameterError, check, validated
 from .pipeline import (RunOptions, RunSummary, expand_inputs, get_executor, input_kind,
                        pretokenize)
 from .pipeline.executors import executor_names
@@ -187,6 +187,14 @@ class Pipeline:
     def _err(self, key: str, why: str) -> RunFileError:
         return RunFileError(f"{self.source}: {key}: {why}")
 
+    def _checked(self, where: str, name: str, value, constraints: list):
+        """``value`` checked against the constraints the callable it feeds declares (one
+        validator for the run file and the Python call), refused as an error at ``where``."""
+        try:
+            return check(name, value, constraints)
+        except ParameterError as exc:
+            raise self._err(where, str(exc)) from None
+
     def _check_table(self, table, schema: dict, where: str) -> None:
         for key in table:
             if key not in schema:
@@ -247,9 +255,8 @@ class Pipeline:
             check("threads", self.threads, N_THREADS)
         except (GenotokError, ValueError) as exc:
             raise self._err("[run]", str(exc)) from None
-        self.on_error = run.get("on_error", "fail")
-        if self.on_error not in ("fail", "skip"):
-            raise self._err("[run].on_error", f"must be 'fail' or 'skip', got {self.on_error!r}")
+        self.on_error = self._checked("[run]", "on_error", run.get("on_error", "fail"),
+                                      pretokenize.CONSTRAINTS["on_error"])
         self.datasets = [self._dataset(i, d) for i, d in enumerate(doc["dataset"])]
         if not self.datasets:
             raise self._err("[[dataset]]", "the run has no dataset")
@@ -336,12 +343,9 @@ class Pipeline:
         if unknown or not weights:
             raise self._err("[mixture].weights", f"names {unknown or 'no dataset'}; the "
                             f"datasets are {names}")
-        for k, w in weights.items():
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < float("inf"):
-                raise self._err(f"[mixture].weights.{k}", f"must be a positive number, got {w!r}")
-        seed = m.get("seed", 0)
-        if not 0 <= seed < 2 ** 64:
-            raise self._err("[mixture].seed", f"must be in [0, 2**64), got {seed}")
+        for k, w in weights.items():  # (mix's own constraints: one validator)
+            self._checked("[mixture].weights", k, w, list(WEIGHTS[0].constraints))
+        seed = self._checked("[mixture]", "seed", m.get("seed", 0), SEED)
         return {"weights": dict(weights), "seed": seed}
 
     def _pack(self, p) -> dict | None:
@@ -351,11 +355,9 @@ class Pipeline:
         if self.mixture is None and len(self.datasets) != 1:
             raise self._err("[pack]", "packs the mixture: add a [mixture] section (or run one "
                             "dataset)")
-        if p["seq_length"] < 1:
-            raise self._err("[pack].seq_length", f"must be at least 1, got {p['seq_length']}")
-        strategy = p.get("strategy", "ffd")
-        if strategy not in STRATEGIES:
-            raise self._err("[pack].strategy", f"must be one of {STRATEGIES}, got {strategy!r}")
+        self._checked("[pack]", "seq_length", p["seq_length"], pack.CONSTRAINTS["seq_len"])
+        strategy = self._checked("[pack]", "strategy", p.get("strategy", "ffd"),
+                                 pack.CONSTRAINTS["strategy"])
         fmt = p.get("format", "corpus")
         if fmt not in _PACK_STORES:
             raise self._err("[pack].format", f"must be one of {_PACK_STORES} (a store that keeps "

@@ -123,6 +123,7 @@ MIX_PACK = {
     "seed_neg": ({"mixture": {"weights": {"peaks": 1.0}, "seed": -1}}, "seed"),
     "seed_str": ({"mixture": {"weights": {"peaks": 1.0}, "seed": "1"}}, "seed"),
     "seed_float": ({"mixture": {"weights": {"peaks": 1.0}, "seed": 1.5}}, "seed"),
+    "seed_2_63": ({"mixture": {"weights": {"peaks": 1.0}, "seed": 2**63}}, "seed"),  # mix's bound
     "mixture_unknown": ({"mixture": {"weights": {"peaks": 1.0}, "sead": 1}}, "sead"),
     "mixture_missing_weights": ({"mixture": {"seed": 1}}, "weights"),
     "mixture_scalar": ({"mixture": 3}, "mixture"),
