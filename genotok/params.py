@@ -723,10 +723,12 @@ MEMORY_MB = [Interval(Real, 0, None, closed="neither")]
 EXPECT = [InstanceOf(str), HasAttr("fingerprint"), None]
 #: a thread count (``None``: numba's setting)
 N_THREADS = [Interval(Integral, 1, None), None]
+#: the integer dtype of token ids in memory (a narrower one would wrap ids silently)
+ID_DTYPE = [DType(np.int64, np.int32, np.uint32)]
 #: a file's or a folder's path (opened, and refused with the path named, by the callee)
 PATH = [InstanceOf(str, os.PathLike)]
 
-__all__ = ["EXPECT", "INT64", "MEMORY_MB", "N_THREADS", "PATH", "Below", "DType", "Each",
+__all__ = ["EXPECT", "ID_DTYPE", "INT64", "MEMORY_MB", "N_THREADS", "PATH", "Below", "DType", "Each",
            "ExactlyOne", "Flag", "HasAttr", "InstanceOf", "Integral", "Interval", "Needs",
            "Options", "ParameterError", "Real", "SumAtMost", "Text", "UndeclaredParameter",
            "Unchecked", "check", "invalid_values", "undeclared", "validate", "validate_fields",

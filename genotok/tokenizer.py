@@ -30,8 +30,8 @@ from .errors import UniverseError, UniverseMismatchError
 from .kernels import overlap as _kernels
 from .kernels.modes import Backend, FractionOf, HitOrder, Overlap, Unknown, parse
 from .kernels.sort import runs_order, sort_regions, sorted_runs
-from .params import (N_THREADS, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
-                     Real, Unchecked, validate, validate_fields, validated)
+from .params import (ID_DTYPE, N_THREADS, Flag, InstanceOf, Integral, Interval, Options,
+                     ParameterError, Real, Unchecked, check, validate, validate_fields, validated)
 from . import batching as _batching
 from .ragged import Ragged
 from .regions import RegionSet, as_regions, _check_batch
@@ -187,6 +187,48 @@ class PreparedSet(NamedTuple):
     #: int64 (n,): the set's query index of each sorted row (empty: not kept); None: not sorted
     perm: np.ndarray | None = None
     sweep: bool = False  #: True: the order visits each chromosome by start (unchecked: speed only)
+
+
+def _check_ids_out(ragged, dtype, where: str) -> None:
+    """``ragged`` a flag and ``dtype`` a token id dtype (:data:`~genotok.params.ID_DTYPE`:
+    a narrower one would wrap ids silently); the usual values pass without a call's cost."""
+    if ragged is not False and ragged is not True:
+        check("ragged", ragged, [Flag()], where)
+    if dtype is not np.int64 and dtype is not np.uint32:
+        check("dtype", dtype, ID_DTYPE, where)
+
+
+def _index_array(a, n_rows: int, lo: int, hi: int, what: str, k: int, *,
+                 allow_empty: bool = False) -> np.ndarray:
+    """Set ``k``'s ``what``: an integer array of ``n_rows`` items in ``[lo, hi)`` (it indexes
+    the kernels' memory: numba checks nothing)."""
+    a = np.asarray(a)
+    if a.ndim != 1 or a.dtype.kind not in "iu" or not (a.size == n_rows or
+                                                      (allow_empty and a.size == 0)):
+        raise ParameterError(f"prepared[{k}].{what} must be a 1-D integer array of {n_rows} "
+                             f"items (one per region of the set), got {a.dtype} {a.shape}")
+    if a.size and (int(a.min()) < lo or int(a.max()) >= hi):
+        bad = a[(a < lo) | (a >= hi)][0]
+        raise ParameterError(f"prepared[{k}].{what}: {int(bad)} is outside [{lo}, {hi})")
+    return a
+
+
+def _check_prepared(p: PreparedSet, n_rows: int, n_codes: int, k: int) -> None:
+    """A caller's :class:`PreparedSet` for a set of ``n_rows`` regions, checked before a kernel
+    indexes with it: codes in ``[-1, n_codes)``, ``order`` and ``perm`` permutations of the
+    rows, ``starts``/``ends`` one per row."""
+    _index_array(p.codes, n_rows, -1, n_codes, "codes", k)
+    for what in ("order", "perm"):
+        a = getattr(p, what)
+        if a is not None:
+            a = _index_array(a, n_rows, 0, max(n_rows, 1), what, k, allow_empty=what == "perm")
+            if a.size and np.bincount(a, minlength=n_rows).max() > 1:
+                raise ParameterError(f"prepared[{k}].{what} must be a permutation of the set's "
+                                     f"rows (each once), got {int(np.bincount(a).argmax())} twice")
+    for what in ("starts", "ends"):
+        a = getattr(p, what)
+        if a is not None:
+            _index_array(a, n_rows, -2**63, 2**63 - 1, what, k)
 
 
 def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
@@ -567,12 +609,16 @@ class Tokenizer(BuiltInNew):
         >>> tok.encode_prepared(sets, [tok.prepare(s) for s in sets]).to_list()
         [[1], [0]]
         """
+        _check_ids_out(False, dtype, "Tokenizer.encode_prepared")
         rsets = [self._regions(s) for s in sets]
         if prepared is not None:
             prepared = [PreparedSet(*p) for p in prepared]
             if len(prepared) != len(rsets):
                 raise ValueError(f"prepared has {len(prepared)} entries for {len(rsets)} sets: "
                                  "give one prepare() result per set, in order")
+            n_codes = self.universe.sweep.chrom_ptr.size - 1
+            for k, (r, p) in enumerate(zip(rsets, prepared)):
+                _check_prepared(p, len(r), n_codes, k)
         res = self._overlaps(rsets, n_threads, dtype=dtype, prepared=prepared)
         return Ragged(res.ids, res.offsets)
 
@@ -676,10 +722,11 @@ class Tokenizer(BuiltInNew):
         Returns a list of arrays, or a :class:`~genotok.ragged.Ragged` with ``ragged=True``;
         ``dtype=np.uint32`` skips the int64 copy (what the pipeline writes to disk anyway).
         """
+        _check_ids_out(ragged, dtype, "Tokenizer.encode_batch")
         sets = list(_check_batch(sets))  # (a generator is read once)
         tiny = [encode_small(self, s) for s in sets] if len(sets) <= 16 else [None]
         if all(t is not None for t in tiny) and _config.valid_threads(n_threads):
-            out = Ragged.from_list([t.astype(dtype, copy=False) for t in tiny])  # genotok._small
+            out = Ragged.from_list(tiny, dtype=dtype)  # genotok._small
             return out if ragged else list(out)
         res = self._overlaps([self._regions(s) for s in sets], n_threads, dtype=dtype)
         out = Ragged(res.ids, res.offsets)

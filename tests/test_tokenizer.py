@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import genotok
 from genotok import RegionSet, Tokenizer, TokenizerSettings, Universe
+from genotok.params import ParameterError
 
 from . import naive_tokenizer as naive
 
@@ -443,6 +444,44 @@ def test_prepare_then_encode_prepared_is_encode_batch(tmp_path, opts):
     assert tok.encode_prepared(sets, dtype=np.uint32).data.dtype == np.uint32
     with pytest.raises(ValueError, match="one prepare"):
         tok.encode_prepared(sets, [tok.prepare(sets[0])])
+
+
+_CODES = np.array([1, 0], np.int32)  # chr2, chr1: the set below in the universe's code space
+
+
+@pytest.mark.parametrize("prepared,match", [
+    ((np.array([5, 0], np.int32),), r"codes: 5 is outside \[-1, 2\)"),
+    ((np.array([1], np.int32),), "codes must be a 1-D integer array of 2 items"),
+    ((np.array([1.0, 0.0]),), "codes must be a 1-D integer array"),
+    ((_CODES, np.array([7, 0])), r"order: 7 is outside \[0, 2\)"),
+    ((_CODES, np.array([-1, 0])), r"order: -1 is outside"),
+    ((_CODES, np.array([0, 0])), "order must be a permutation"),
+    ((_CODES, None, np.array([1, 2, 3]), None), "starts must be a 1-D integer array of 2"),
+    ((_CODES, None, None, None, np.array([0, 9])), r"perm: 9 is outside"),
+])
+def test_a_caller_s_prepared_set_is_checked_before_a_kernel_indexes_with_it(prepared, match):
+    """``encode_prepared`` takes codes and orders from the caller's own mapping: they index the
+    kernels' memory (numba checks nothing), so a bad one is refused, naming the set and field."""
+    tok = Tokenizer(["chr1:0-100", "chr2:5-50"])
+    sets = [["chr2:10-20", "chr1:5-9"]]
+    assert tok.encode_prepared(sets, [(_CODES, np.array([1, 0]))]).to_list() == [[0, 1]]
+    with pytest.raises(ParameterError, match=match):
+        tok.encode_prepared(sets, [prepared])
+
+
+@pytest.mark.parametrize("n_sets", [1, 40])  # the tiny-input path and the kernels'
+def test_encode_batch_gives_the_dtype_asked_and_refuses_one_that_wraps_ids(n_sets):
+    tok = Tokenizer([f"chr1:{i * 10}-{i * 10 + 10}" for i in range(300)])
+    sets = [["chr1:2995-2999", "chr1:5-6"]] * n_sets
+    for dtype in (np.int64, np.int32, np.uint32, "int32"):
+        got = tok.encode_batch(sets, dtype=dtype, ragged=True)
+        assert got.data.dtype == np.dtype(dtype) and got.to_list()[0] == [299, 0]
+        assert all(a.dtype == np.dtype(dtype) for a in tok.encode_batch(sets, dtype=dtype))
+    for bad in (np.int8, np.float64, "int16"):  # 299 would wrap to 43 in int8
+        with pytest.raises(ParameterError, match="dtype must be int64, int32 or uint32"):
+            tok.encode_batch(sets, dtype=bad)
+    with pytest.raises(ParameterError, match="ragged must be"):
+        tok.encode_batch(sets, ragged="no")
 
 
 def test_old_destination_keywords_are_refused(tmp_path):

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..kernels.modes import Counting, names
 from ..regions import SEP
-from ..params import (DType, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
+from ..params import (ID_DTYPE, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
                       Text, check, validate_fields)
 
 
@@ -175,7 +175,7 @@ class AnnDataOptions(ReadOptions):
         "var_names_sep": SEP,
         "one_based": [Flag()],
         "chunk_rows": [Interval(Integral, 1, None), None],
-        "dtype": [DType(np.int64, np.int32, np.uint32)],
+        "dtype": ID_DTYPE,
         "modality": [InstanceOf(str), None],
         "raw": [Flag()],
     }
