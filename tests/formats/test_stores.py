@@ -435,3 +435,44 @@ def test_a_fresh_process_opens_any_stores_output(tok, tmp_path):
                              [str(ROOT), os.environ.get("PYTHONPATH", "")])})
     assert got.returncode == 0, got.stderr[-500:]
     assert got.stdout.split() == ["5", Corpus.open(run.out).names[0]]
+
+
+@pytest.mark.parametrize("fmt", ["corpus", "jsonl", "parquet", "arrow"])
+def test_an_obs_column_named_like_a_store_column_reads_back_as_the_corpus_keeps_it(tmp_path, tok,
+                                                                                  fmt):
+    """An obs column called name, input_ids or values: was, in JSON Lines, the cell barcodes
+    replaced by its values and the column gone; in Parquet/Arrow a misleading "truncated or
+    damaged" at finish. Now every store reads it back under its own name, the barcodes kept."""
+    anndata = pytest.importorskip("anndata")
+    pytest.importorskip("pyarrow")
+    a = anndata.read_h5ad(genotok.examples_dir() / "pbmc.h5ad")
+    cols = ["name", "input_ids", "values"]
+    for k, c in enumerate(cols):
+        a.obs[c] = [f"{c}{i}" if k != 1 else i for i in range(a.n_obs)]
+    c = genotok.tokenize_anndata(a, tok, genotok.CellSpec(values=True), obs_columns=cols,
+                                 out=(tmp_path / "o", fmt))
+    assert list(c.names) == list(a.obs_names)
+    assert c.meta == {x: a.obs[x].tolist() for x in cols}
+    assert len(c.to_ragged(values=True).values) == c.n_tokens
+    with pytest.raises(ParameterError, match="may not be called 'names'"):
+        a.obs["names"] = "x"
+        genotok.tokenize_anndata(a, tok, obs_columns=["names"], out=(tmp_path / "n", fmt))
+    assert not (tmp_path / "n").exists()
+
+
+def test_jsonl_keeps_the_header_extra_a_model_reads_its_medians_from(tmp_path, tok):
+    """Was: JSON Lines wrote no header, so RankByMedian(Corpus.open(out)) said the corpus was
+    not written with RankByMedian() and genotok info showed `extra none`."""
+    pytest.importorskip("anndata")
+    from genotok import CellSpec, RankByMedian
+
+    spec = CellSpec(encoding=(RankByMedian(),), order="value")
+    h5ad = genotok.examples_dir() / "pbmc.h5ad"
+    want = Corpus.open(genotok.tokenize_anndata(h5ad, tok, spec, out=(tmp_path / "c",
+                                                                       "corpus")).path)
+    got = genotok.tokenize_anndata(h5ad, tok, spec, out=(tmp_path / "j", "jsonl"))
+    assert got.header["extra"] == want.header["extra"] and got.header["extra"]
+    assert got.sources == want.sources
+    np.testing.assert_array_equal(RankByMedian(got).medians, RankByMedian(want).medians)
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [
+        "cells-000.jsonl", "cells.header.json", "manifest.json"]
