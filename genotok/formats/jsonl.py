@@ -1,7 +1,7 @@
 """JSON Lines: one JSON object per record, ``{"name": …, "input_ids": […]}`` (EasyDeL's format,
 for inspection and debugging), gzip-compressed on request; the value channel (``values``) and
 metadata columns ride along as more keys (one named like the record's own keys as
-``meta.<name>``: :func:`~genotok.formats.tables.stored_key`). A line holds records only, so
+``meta.<name>``: :func:`~genotok.formats.tables._stored_key`). A line holds records only, so
 each part's header (the tokenizer's identity, the run's extra: its cell spec and fitted
 medians, the part's inputs) is a file of its own beside its shards, ``PART.header.json``,
 committed with them and read back as a part of no records (:meth:`JsonlStore.read_file`).
@@ -37,7 +37,7 @@ from ..params import Flag, Integral, Interval
 from ..ragged import Ragged
 from .._io import atomic_write
 from .store import ArrayShard, ShardedStore, _check_header, ragged_of
-from .tables import IDS, NAME, VALUES, column_of, stored_key
+from .tables import IDS, NAME, VALUES, _column_of, _stored_key
 
 #: the most bytes one line may hold (a record of ~10 M tokens)
 MAX_LINE = 256 << 20
@@ -97,6 +97,7 @@ class JsonlStore(ShardedStore):
 
     def _write_rows(self, batch: Ragged, meta: dict, a: int, b: int) -> None:
         names = meta.get("names")
+        keys = [(c, _stored_key(c)) for c in self.columns]
         lines = []
         for i in range(a, b):
             lo, hi = int(batch.offsets[i]), int(batch.offsets[i + 1])
@@ -104,9 +105,9 @@ class JsonlStore(ShardedStore):
                    IDS: np.asarray(batch.data[lo:hi]).tolist()}
             if self.values:
                 rec[VALUES] = np.asarray(batch.values[lo:hi], np.float32).tolist()
-            for c in self.columns:
+            for c, key in keys:
                 col = meta.get(c)
-                rec[stored_key(c)] = None if col is None else col[i]
+                rec[key] = None if col is None else col[i]
             lines.append(json.dumps(rec))
         self._writer.write(("\n".join(lines) + "\n").encode())
 
@@ -185,7 +186,7 @@ def _record(line: bytes, k: int, path, names, ids, values, meta) -> None:
     for c, v in rec.items():
         if c in (NAME, IDS, VALUES):
             continue
-        col = meta.setdefault(column_of(c), [None] * row)
+        col = meta.setdefault(_column_of(c), [None] * row)
         col.append(v)
     for col in meta.values():
         if len(col) < row + 1:

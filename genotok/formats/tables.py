@@ -2,7 +2,7 @@
 
 Columns ``input_ids`` (list<int32>), ``values`` (list<float32>, when kept), ``name`` and the
 metadata columns (a metadata column named like one of these is stored as ``meta.<name>``:
-:func:`stored_key`; read back under its own name); the tokenizer's fingerprint, vocabulary
+:func:`_stored_key`; read back under its own name); the tokenizer's fingerprint, vocabulary
 size, special tokens, settings, the run's extra (its cell spec) and the part's inputs (in its first file) in the schema metadata
 under the key ``genotok``: what ``datasets.load_dataset("parquet", …)``, polars and DuckDB read
 as they are, and what :meth:`genotok.Corpus.open` reads back (:meth:`TableStore.read_file`).
@@ -34,26 +34,26 @@ NAME = "name"
 META_PREFIX = "meta."
 
 
-def stored_key(column: str) -> str:
+def _stored_key(column: str) -> str:
     """The key a metadata column is stored under in a flat record (a Parquet/Arrow column, a
     JSON Lines key): its own name, unless that is one of the store's own columns (``name``,
     ``input_ids``, ``values``) or starts with :data:`META_PREFIX`; then ``meta.`` + its name,
     so it neither takes the place of the record's own column nor vanishes
-    (:func:`column_of` reads it back under its own name, as the corpus store keeps it).
+    (:func:`_column_of` reads it back under its own name, as the corpus store keeps it).
 
     Examples
     --------
-    >>> stored_key("cell_type"), stored_key("name"), stored_key("meta.x")
+    >>> _stored_key("cell_type"), _stored_key("name"), _stored_key("meta.x")
     ('cell_type', 'meta.name', 'meta.meta.x')
-    >>> [column_of(stored_key(c)) for c in ("cell_type", "name", "meta.x")]
+    >>> [_column_of(_stored_key(c)) for c in ("cell_type", "name", "meta.x")]
     ['cell_type', 'name', 'meta.x']
     """
     return META_PREFIX + column if column in (IDS, VALUES, NAME) or column.startswith(
         META_PREFIX) else column
 
 
-def column_of(key: str) -> str:
-    """The metadata column a stored key holds (the inverse of :func:`stored_key`)."""
+def _column_of(key: str) -> str:
+    """The metadata column a stored key holds (the inverse of :func:`_stored_key`)."""
     return key[len(META_PREFIX):] if key.startswith(META_PREFIX) else key
 
 
@@ -97,7 +97,7 @@ class TableStore(ShardedStore):
         if self.values:
             fields.append(pa.field(VALUES, pa.list_(pa.float32())))
         fields.append(pa.field(NAME, pa.string()))
-        fields += [pa.field(stored_key(c), t) for c, t in self._types.items()]
+        fields += [pa.field(_stored_key(c), t) for c, t in self._types.items()]
         header = self._header()
         if not first:  # the part's inputs are listed once, in its first file
             header["sources"] = []
@@ -173,7 +173,7 @@ def _shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
     names = table.column(NAME).to_pylist() if NAME in table.column_names else None
     if names is not None and not all(x is None or isinstance(x, str) for x in names):
         raise GtokFormatError(f"{path}: the {NAME!r} column is not text")
-    meta = {column_of(c): table.column(c).to_pylist() for c in table.column_names
+    meta = {_column_of(c): table.column(c).to_pylist() for c in table.column_names
             if c not in (IDS, VALUES, NAME)}
     del pa
     return ArrayShard(path, ids, offsets, values, header, names, meta)
@@ -306,4 +306,4 @@ def _read_any_table(path):
         raise GtokFormatError(f"{path}: not a readable {kind} file ({str(exc)[:200]})") from None
 
 
-__all__ = ["IDS", "META_PREFIX", "NAME", "VALUES", "column_of", "stored_key", "ArrowStore", "ParquetStore", "TableStore"]
+__all__ = ["IDS", "META_PREFIX", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore"]
