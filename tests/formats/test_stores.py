@@ -476,3 +476,39 @@ def test_jsonl_keeps_the_header_extra_a_model_reads_its_medians_from(tmp_path, t
     np.testing.assert_array_equal(RankByMedian(got).medians, RankByMedian(want).medians)
     assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [
         "cells-000.jsonl", "cells.header.json", "manifest.json"]
+
+
+def test_a_remote_store_output_keeps_to_cache_limit(tmp_path, tok):
+    """Was: a store's output read from a URL was copied whole into cache/stores/ whatever
+    cache_limit said, and nothing ever left it. Now the copies least recently opened go first,
+    and an output larger than the limit is refused before anything is fetched."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    urls = []
+    for k in range(2):
+        run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / f"run{k}",
+                          format="jsonl", progress=False)
+        url = f"memory://genotok-test-limit-{os.getpid()}/run{k}"
+        for p in Path(run.out).iterdir():
+            fs.pipe(f"{url}/{p.name}", p.read_bytes())
+        urls.append(url)
+    size = sum(p.stat().st_size for p in (tmp_path / "run0").iterdir() if p.name != "journal.json")
+    cache = tmp_path / "cache"
+
+    def opened(url, limit):
+        return Corpus.open(url, cache_dir=str(cache), cache_limit=limit)
+
+    def copies():
+        return sorted(p.name for p in (cache / "stores").iterdir() if p.is_dir())
+
+    with pytest.raises(genotok.GtokFormatError, match="exceed cache_limit=10;.*format='corpus'"):
+        opened(urls[0], 10)
+    assert copies() == []
+    first = opened(urls[0], int(size * 1.5))
+    assert len(first) == 5 and len(copies()) == 1
+    second = opened(urls[1], int(size * 1.5))  # the first copy makes room for it
+    assert second.to_ragged().to_list() == first.to_ragged().to_list() and len(copies()) == 1
+    opened(urls[0], None)  # no limit: both kept
+    assert len(copies()) == 2
+    for url in urls:
+        fs.rm(url, recursive=True)
