@@ -42,7 +42,7 @@ import numpy as np
 
 from .._io import CanonicalJSON, atomic_write, file_digest as _file_digest, local_path, make_temp
 from ..errors import GenotokError, GtokFormatError
-from ..params import PATH, Integral, Interval, Unchecked, validate_fields, validated
+from ..params import PATH, ParameterError, Integral, Interval, Unchecked, validate_fields, validated
 from ..ragged import Ragged
 from .corpus.layout import MANIFEST, _is_int, _token_dtype
 from .corpus.manifest import rel_problem
@@ -196,7 +196,10 @@ class Store(abc.ABC):
     :meth:`abort` and :meth:`read_file` (``docs/architecture.md`` adds one).
 
     ``supports`` says what a store keeps: ``"values"`` (the value channel), ``"names"``,
-    ``"metadata"`` (per-record columns), ``"sources"`` (the inputs, per file).
+    ``"metadata"`` (per-record columns, any name but ``names``: one named like a store's own
+    column reads back under its own name), ``"sources"`` (the inputs, per file), ``"extra"``
+    (``open(extra=)``, a run's cell spec and fitted medians, read back as the output's
+    ``header["extra"]``).
 
     :meth:`write`, :meth:`commit` and :meth:`read_file` are abstract: a store that forgets
     one cannot be made (``TypeError`` naming it; :func:`genotok.testing.check_store` says so).
@@ -205,7 +208,7 @@ class Store(abc.ABC):
     --------
     >>> from genotok.formats.stores import STORES
     >>> sorted(STORES["corpus"].supports), STORES["gtok-dir"].per_record_files
-    (['metadata', 'names', 'sources', 'values'], True)
+    (['extra', 'metadata', 'names', 'sources', 'values'], True)
     """
 
     name: ClassVar[str] = ""
@@ -243,6 +246,10 @@ class Store(abc.ABC):
         if values and "values" not in self.supports:
             raise GenotokError(f"format={self.name!r} stores token ids only, not the values "
                                "(values=True); use format='corpus', 'parquet' or 'arrow'")
+        if "names" in columns:  # ``write``'s meta holds the record names under this key
+            raise ParameterError("a metadata column may not be called 'names': write()'s meta "
+                                 "holds the record names under that key; rename the column "
+                                 "(e.g. obs_columns=[...] of another name)")
         s = copy.copy(self)
         s.directory = None if directory is None else local_path(directory, "a store's part")
         s.part, s.tokenizer, s.values = part, tokenizer, bool(values)
@@ -384,7 +391,7 @@ def _open_output(store: type[Store], directory: Path, manifest: dict, *,
     >>> w.write(Ragged.from_list([[0], [0, 0]]), {"names": ["a", "b"]})
     >>> JsonlStore().finish(d, w.commit(), tok, {})
     >>> [s.n for s in _open_output(JsonlStore, d, json.loads((d / MANIFEST).read_text()))]
-    [2]
+    [0, 2]
     """
     mpath = Path(directory) / MANIFEST
 
@@ -449,8 +456,8 @@ class ShardedStore(Store):
     >>> from genotok.formats.jsonl import JsonlStore  # one of them
     >>> w = JsonlStore(rows_per_shard=1).open(tempfile.mkdtemp(), "p", Tokenizer(["chr1:0-10"]))
     >>> w.write(Ragged.from_list([[0], [0]]), {"names": ["a", "b"]})
-    >>> w.commit()
-    ['p-000.jsonl', 'p-001.jsonl']
+    >>> w.commit()  # (and the part's header: JSON Lines has no room for it)
+    ['p.header.json', 'p-000.jsonl', 'p-001.jsonl']
     """
 
     CONSTRAINTS: ClassVar[dict] = {"rows_per_shard": [Interval(Integral, 1, None)],

@@ -105,7 +105,7 @@ class CorpusStore(Store):
     """
 
     name: ClassVar[str] = "corpus"
-    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata", "sources"})
+    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata", "sources", "extra"})
     suffix: ClassVar[str] = ".gtokc"
 
     def _begin(self) -> None:

@@ -1,8 +1,9 @@
 """Parquet and Arrow IPC stores: shards of a chosen size, one row per record, and their reader.
 
 Columns ``input_ids`` (list<int32>), ``values`` (list<float32>, when kept), ``name`` and the
-metadata columns; the tokenizer's fingerprint, vocabulary size, special tokens, settings, the
-run's extra (its cell spec) and the part's inputs (in its first file) in the schema metadata
+metadata columns (a metadata column named like one of these is stored as ``meta.<name>``:
+:func:`_stored_key`; read back under its own name); the tokenizer's fingerprint, vocabulary
+size, special tokens, settings, the run's extra (its cell spec) and the part's inputs (in its first file) in the schema metadata
 under the key ``genotok``: what ``datasets.load_dataset("parquet", …)``, polars and DuckDB read
 as they are, and what :meth:`genotok.Corpus.open` reads back (:meth:`TableStore.read_file`).
 """
@@ -28,6 +29,32 @@ IDS = "input_ids"
 VALUES = "values"
 #: the column of record names
 NAME = "name"
+#: what a metadata column whose name is one of the store's own (or starts with it) is
+#: stored under, in a flat table or record: ``meta.name`` for a column ``name``
+META_PREFIX = "meta."
+
+
+def _stored_key(column: str) -> str:
+    """The key a metadata column is stored under in a flat record (a Parquet/Arrow column, a
+    JSON Lines key): its own name, unless that is one of the store's own columns (``name``,
+    ``input_ids``, ``values``) or starts with :data:`META_PREFIX`; then ``meta.`` + its name,
+    so it neither takes the place of the record's own column nor vanishes
+    (:func:`_column_of` reads it back under its own name, as the corpus store keeps it).
+
+    Examples
+    --------
+    >>> _stored_key("cell_type"), _stored_key("name"), _stored_key("meta.x")
+    ('cell_type', 'meta.name', 'meta.meta.x')
+    >>> [_column_of(_stored_key(c)) for c in ("cell_type", "name", "meta.x")]
+    ['cell_type', 'name', 'meta.x']
+    """
+    return META_PREFIX + column if column in (IDS, VALUES, NAME) or column.startswith(
+        META_PREFIX) else column
+
+
+def _column_of(key: str) -> str:
+    """The metadata column a stored key holds (the inverse of :func:`_stored_key`)."""
+    return key[len(META_PREFIX):] if key.startswith(META_PREFIX) else key
 
 
 @dataclass
@@ -38,14 +65,14 @@ class TableStore(ShardedStore):
     Examples
     --------
     >>> sorted(TableStore.supports)
-    ['metadata', 'names', 'sources', 'values']
+    ['extra', 'metadata', 'names', 'sources', 'values']
     """
 
     rows_per_shard: int = 100_000
     bytes_per_shard: int = 256 << 20
     compression: str | None = None
 
-    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata", "sources"})
+    supports: ClassVar[frozenset] = frozenset({"values", "names", "metadata", "sources", "extra"})
     CONSTRAINTS: ClassVar[dict] = {"rows_per_shard": [Interval(Integral, 1, None)],
                                    "bytes_per_shard": [Interval(Integral, 1, None)],
                                    "compression": [Options("zstd", "lz4", "snappy", "gzip"),
@@ -70,7 +97,7 @@ class TableStore(ShardedStore):
         if self.values:
             fields.append(pa.field(VALUES, pa.list_(pa.float32())))
         fields.append(pa.field(NAME, pa.string()))
-        fields += [pa.field(c, t) for c, t in self._types.items()]
+        fields += [pa.field(_stored_key(c), t) for c, t in self._types.items()]
         header = self._header()
         if not first:  # the part's inputs are listed once, in its first file
             header["sources"] = []
@@ -93,8 +120,8 @@ class TableStore(ShardedStore):
         names = meta.get("names")
         cols.append(pa.array(list(names[a:b]) if names is not None else [None] * (b - a),
                              type=pa.string()))
-        for f in list(self._file_schema)[len(cols):]:
-            col = meta.get(f.name)
+        for c, f in zip(self._types, list(self._file_schema)[len(cols):]):
+            col = meta.get(c)
             cols.append(pa.array(list(col[a:b]) if col is not None else [None] * (b - a),
                                  type=f.type))
         self._writer.write_table(pa.Table.from_arrays(cols, schema=self._file_schema))
@@ -146,7 +173,7 @@ def _shard_of_table(table, path, header: dict | None = None) -> ArrayShard:
     names = table.column(NAME).to_pylist() if NAME in table.column_names else None
     if names is not None and not all(x is None or isinstance(x, str) for x in names):
         raise GtokFormatError(f"{path}: the {NAME!r} column is not text")
-    meta = {c: table.column(c).to_pylist() for c in table.column_names
+    meta = {_column_of(c): table.column(c).to_pylist() for c in table.column_names
             if c not in (IDS, VALUES, NAME)}
     del pa
     return ArrayShard(path, ids, offsets, values, header, names, meta)
@@ -279,4 +306,4 @@ def _read_any_table(path):
         raise GtokFormatError(f"{path}: not a readable {kind} file ({str(exc)[:200]})") from None
 
 
-__all__ = ["IDS", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore"]
+__all__ = ["IDS", "META_PREFIX", "NAME", "VALUES", "ArrowStore", "ParquetStore", "TableStore"]

@@ -19,6 +19,11 @@ learnt from a defect of one of them):
   one string per column (``"var"``) or ``None`` (``"universe"``); ``obs`` returns the names of
   a row range (``obs_values`` the columns alone); an unknown ``obs`` column (or any, without
   ``has_obs``) is a ``GenotokError`` at once; ``settings()`` is plain JSON;
+- **read its obs columns row for row** (``has_obs``): every column of the example's own obs
+  (``obs=``, or the example's ``.obs`` when it is an AnnData) read whole equals it row for
+  row, beside the row names; and read in windows of 1 and 3 rows (``obs`` and
+  ``obs_values``) equals the whole read's rows (a source whose values are shifted by a row,
+  or missing, fails);
 - **tokenize alike by path and in memory**: the source's tokens equal those of the same
   matrix, features and names held in memory (one chunk), and for a path the entry point's
   (``tokenize_cells(path)``) equal the opened source's;
@@ -50,7 +55,7 @@ def _fail(cls, rule: str, detail: str = "") -> AssertionError:
                           + (f": {detail}" if detail else ""))
 
 
-def check_source(source_class, example, **context) -> None:
+def check_source(source_class, example, *, obs=None, **context) -> None:
     """Check that a cell source class keeps the contract of the seam (module documentation)
     on ``example`` (what its :meth:`~genotok.CellSource.open` takes: a file, a directory, an
     object); raise ``AssertionError`` naming the rule it breaks.
@@ -62,6 +67,11 @@ def check_source(source_class, example, **context) -> None:
     example
         An input it reads: a path (the registry must find the class for it, and a damaged
         copy is made of it) or an in-memory object.
+    obs
+        The example's obs columns, what the source must read row for row (a mapping or data
+        frame of ``column: values``, one per row); default: the example's ``.obs`` when it has
+        one (an AnnData). A path's source with ``has_obs`` is checked on its obs only when
+        they are given here.
     context
         What :meth:`~genotok.CellSource.open` needs besides (``tokenizer=`` for a source whose
         columns are a universe's regions; by default, a tokenizer is made of the example's
@@ -72,7 +82,8 @@ def check_source(source_class, example, **context) -> None:
     >>> import genotok
     >>> from genotok.singlecell import FragmentSource, H5adSource
     >>> ex = genotok.examples_dir()
-    >>> check_source(H5adSource, ex / "pbmc.h5ad")
+    >>> import anndata
+    >>> check_source(H5adSource, ex / "pbmc.h5ad", obs=anndata.read_h5ad(ex / "pbmc.h5ad").obs)
     >>> check_source(FragmentSource, ex / "fragments.tsv.gz",
     ...              tokenizer=genotok.Tokenizer.from_bed(ex / "universe.bed"))
     """
@@ -95,6 +106,8 @@ def check_source(source_class, example, **context) -> None:
     try:
         matrix = _check_chunks(cls, src)
         _check_names(cls, src)
+        if cls.has_obs:
+            _check_obs(cls, src, obs if obs is not None else getattr(example, "obs", None))
         tok = context.get("tokenizer") or _tokenizer(cls, src)
         if tok is not None:
             _check_tokens(cls, src, matrix, tok, example if by_path else None)
@@ -246,6 +259,62 @@ def _check_names(cls, src) -> None:
         json.dumps(src.settings(), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise _fail(cls, "settings() is plain JSON", str(exc)) from None
+
+
+def _check_obs(cls, src, ref) -> None:
+    """The reference's columns (at most 4) read whole, then in windows of 1 and 3 rows."""
+    if ref is None:
+        return
+    n = src.n_rows
+    cols = [str(c) for c in (ref.columns if hasattr(ref, "columns") else ref)][:4]
+    want = {c: _plain(ref[c]) for c in cols}
+    if any(len(v) != n for v in want.values()):
+        raise _fail(cls, "obs= holds one value per row of the example",
+                    f"{ {c: len(v) for c, v in want.items()} } for {n} rows")
+    names, whole = src.obs(cols)(0, n)
+    whole = {c: _plain(v) for c, v in whole.items()}
+    if list(names) != src.names():
+        raise _fail(cls, "obs(columns)(0, n_rows) gives the row names, as names() does")
+    for c in cols:
+        got = whole.get(c)
+        if got != want[c]:
+            row = next((i for i in range(n) if got is None or i >= len(got) or
+                        got[i] != want[c][i]), None)
+            raise _fail(cls, "its obs columns read whole equal the example's, row for row",
+                        f"column {c!r}: " + ("missing" if got is None else
+                                             f"{len(got)} values for {n} rows" if row is None
+                                             else f"row {row} ({names[row]!r}) is "
+                                                  f"{got[row]!r}, the example's "
+                                                  f"{want[c][row]!r}"))
+    for step in (1, 3):
+        for lo in range(0, min(n, 24), step):
+            hi = min(lo + step, n)
+            part = {c: v[lo:hi] for c, v in whole.items() if c in cols}
+            got_names, got = src.obs(cols)(lo, hi)
+            values = src.obs_values(cols)(lo, hi)
+            if list(got_names) != names[lo:hi] or \
+                    {c: _plain(v) for c, v in got.items()} != part or \
+                    {c: _plain(v) for c, v in values.items()} != part:
+                raise _fail(cls, "obs and obs_values of rows lo:hi are the whole read's rows",
+                            f"rows {lo}:{hi}")
+
+
+def _plain(values) -> list:
+    """Values as comparable plain Python (numbers as floats, NaN and None alike as None,
+    anything else, a category's label, as text)."""
+    out = []
+    for v in list(np.asarray(values, dtype=object)):
+        if v is None or isinstance(v, (float, np.floating)) and np.isnan(v):
+            out.append(None)
+        elif isinstance(v, bytes):
+            out.append(v.decode("utf-8", "replace"))
+        elif isinstance(v, (bool, np.bool_)):
+            out.append(bool(v))
+        elif isinstance(v, (int, float, np.integer, np.floating)):
+            out.append(float(v))
+        else:
+            out.append(str(v))
+    return out
 
 
 def _tokenizer(cls, src):

@@ -5,9 +5,10 @@ Each rule is a function taking the store (an instance, configured) and a scratch
 rule it broke. The rules:
 
 * **read back**: records written through ``open``/``write``/``commit`` and joined by ``finish``
-  read back through :meth:`genotok.Corpus.open` equal (ids; names, values, metadata columns
-  and the inputs as ``supports`` says; the tokenizer's fingerprint, vocabulary, special
-  tokens and settings always);
+  read back through :meth:`genotok.Corpus.open` equal (ids; names, values, metadata columns,
+  the header's ``extra`` and the inputs as ``supports`` says; the tokenizer's fingerprint,
+  vocabulary, special tokens and settings always); metadata columns named like a store's own
+  (``name``, ``input_ids``, ``values``) read back under their names, the names unharmed;
 * **resume**: a run killed in the middle of a part (its ``abort`` never ran) and run again
   gives the records of an uninterrupted run, none lost, none doubled;
 * **damage**: a committed part truncated or deleted before the resume is refused with a
@@ -98,8 +99,18 @@ def _on_disk(out: Path) -> set[str]:
             if p.is_file() and p.name not in _RUN_FILES}
 
 
+#: the metadata columns the read-back rule writes: one of its own name, and some named like a
+#: store's own columns (a flat record's ``name``, ``input_ids``, ``values``) or like its escape
+#: (``meta.``), which must read back under their own names, the records' names unharmed
+META_COLUMNS = ("x", "name", "input_ids", "values", "meta.x")
+#: what the read-back rule gives ``open(extra=)``: a run's cell spec and medians, read back
+#: as the output's ``header["extra"]`` by a store that ``supports`` ``"extra"``
+EXTRA = {"cells": {"order": "value", "values_encoding": {"medians": [0.5, 2.0, None]}}}
+
+
 def check_read_back(store: Store, tmp: Path) -> None:
-    """Write two batches (names, values, a metadata column, an input), read them back.
+    """Write two batches (names, values, metadata columns, a header's extra, an input), read
+    them back.
 
     Examples
     --------
@@ -110,12 +121,12 @@ def check_read_back(store: Store, tmp: Path) -> None:
     values = "values" in store.supports
     rows = [_rows(tok, 3, 0), _rows(tok, 4, 1)]
     names = [f"r{i}" for i in range(7)]
-    meta = list(range(7))
-    w = _small(store).open(tmp, "part", tok, values=values, columns=["x"],
+    meta = {c: [k * 100 + i for i in range(7)] for k, c in enumerate(META_COLUMNS)}
+    w = _small(store).open(tmp, "part", tok, values=values, columns=META_COLUMNS, extra=EXTRA,
                            sources=[("a.bed", {"size": 3})], overwrite=False)
     try:
-        w.write(rows[0], {"names": names[:3], "x": meta[:3]})
-        w.write(rows[1], {"names": names[3:], "x": meta[3:]})
+        w.write(rows[0], {"names": names[:3], **{c: v[:3] for c, v in meta.items()}})
+        w.write(rows[1], {"names": names[3:], **{c: v[3:] for c, v in meta.items()}})
     except BaseException:
         w.abort()
         raise
@@ -127,23 +138,29 @@ def check_read_back(store: Store, tmp: Path) -> None:
                                                       and list(w.names) != names):
             _fail(store, "read back", "the records (or names) it holds differ from those written")
         return
-    store.finish(tmp, files, tok, {})
     try:
+        store.finish(tmp, files, tok, {})
         c = Corpus.open(tmp)
     except GenotokError as exc:
-        _fail(store, "read back", f"its output does not open: {exc}")
+        _fail(store, "read back", f"its output (metadata columns {META_COLUMNS}) is not joined "
+                                  f"or does not open: {exc}")
     got = c.to_ragged().to_list()
     if got != want:
         _fail(store, "read back", f"{len(got)} records read, {len(want)} written, or their ids "
                                   "differ")
     if "names" in store.supports and c.names != names:
-        _fail(store, "read back", f"names {c.names[:3]}… instead of {names[:3]}…")
+        _fail(store, "read back", f"names {c.names[:3]}… instead of {names[:3]}… (with "
+                                  f"metadata columns {META_COLUMNS})")
     if values:
         v = c.to_ragged(values=True).values
         if v is None or not np.allclose(v, np.concatenate([r.values for r in rows])):
             _fail(store, "read back", "the value channel differs")
-    if "metadata" in store.supports and c.meta.get("x") != meta:
-        _fail(store, "read back", f"metadata column x is {c.meta.get('x')}, not {meta}")
+    if "metadata" in store.supports and c.meta != meta:
+        _fail(store, "read back", f"metadata columns {META_COLUMNS} read back as {c.meta}: a "
+                                  "column named like a store's own must keep its name and values")
+    if "extra" in store.supports and c.header.get("extra") != EXTRA:
+        _fail(store, "read back", f"the header's extra (a run's cell spec and medians) reads back "
+                                  f"as {c.header.get('extra')}, not {EXTRA}")
     if "sources" in store.supports and [s.get("name") for s in c.sources] != ["a.bed"]:
         _fail(store, "read back", f"the inputs read back are {c.sources}")
     want_header = (tok.fingerprint, tok.vocab_size, tok.universe.special_token_ids,

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
 
+from genotok.formats.jsonl import JsonlStore
+from genotok.formats.store import ShardedStore
 from genotok.formats.stores import ParquetStore, stores
 from genotok.testing import check_store
 
@@ -92,7 +95,34 @@ class WritesInPlace(ParquetStore):
         self._rows = self._bytes = 0
 
 
+@dataclass
+class MixesMetadataWithItsKeys(JsonlStore):
+    """Writes a metadata column under its own name, whatever it is (what JSON Lines did): a
+    column called ``name`` takes the place of the record names and vanishes from the metadata."""
+
+    def _write_rows(self, batch, meta, a, b):
+        lines = []
+        for i in range(a, b):
+            lo, hi = int(batch.offsets[i]), int(batch.offsets[i + 1])
+            rec = {"name": meta["names"][i], "input_ids": batch.data[lo:hi].tolist()}
+            if self.values:
+                rec["values"] = batch.values[lo:hi].tolist()
+            rec.update({c: meta[c][i] for c in self.columns})
+            lines.append(json.dumps(rec))
+        self._writer.write(("\n".join(lines) + "\n").encode())
+
+
+@dataclass
+class DropsTheExtra(JsonlStore):
+    """Writes no part header (what JSON Lines did): the run's cell spec and medians are lost."""
+
+    def commit(self):
+        return ShardedStore.commit(self)
+
+
 @pytest.mark.parametrize("broken, rule", [(DropsARecord, "read back"),
+                                          (MixesMetadataWithItsKeys, "read back"),
+                                          (DropsTheExtra, "read back: the header's extra"),
                                           (AcceptsDamage, "damage"),
                                           (LeavesStaleFiles, "overwrite"),
                                           (WritesInPlace, "atomic")])

@@ -435,3 +435,80 @@ def test_a_fresh_process_opens_any_stores_output(tok, tmp_path):
                              [str(ROOT), os.environ.get("PYTHONPATH", "")])})
     assert got.returncode == 0, got.stderr[-500:]
     assert got.stdout.split() == ["5", Corpus.open(run.out).names[0]]
+
+
+@pytest.mark.parametrize("fmt", ["corpus", "jsonl", "parquet", "arrow"])
+def test_an_obs_column_named_like_a_store_column_reads_back_as_the_corpus_keeps_it(tmp_path, tok,
+                                                                                  fmt):
+    """An obs column called name, input_ids or values: was, in JSON Lines, the cell barcodes
+    replaced by its values and the column gone; in Parquet/Arrow a misleading "truncated or
+    damaged" at finish. Now every store reads it back under its own name, the barcodes kept."""
+    anndata = pytest.importorskip("anndata")
+    pytest.importorskip("pyarrow")
+    a = anndata.read_h5ad(genotok.examples_dir() / "pbmc.h5ad")
+    cols = ["name", "input_ids", "values"]
+    for k, c in enumerate(cols):
+        a.obs[c] = [f"{c}{i}" if k != 1 else i for i in range(a.n_obs)]
+    c = genotok.tokenize_anndata(a, tok, genotok.CellSpec(values=True), obs_columns=cols,
+                                 out=(tmp_path / "o", fmt))
+    assert list(c.names) == list(a.obs_names)
+    assert c.meta == {x: a.obs[x].tolist() for x in cols}
+    assert len(c.to_ragged(values=True).values) == c.n_tokens
+    with pytest.raises(ParameterError, match="may not be called 'names'"):
+        a.obs["names"] = "x"
+        genotok.tokenize_anndata(a, tok, obs_columns=["names"], out=(tmp_path / "n", fmt))
+    assert not (tmp_path / "n").exists()
+
+
+def test_jsonl_keeps_the_header_extra_a_model_reads_its_medians_from(tmp_path, tok):
+    """Was: JSON Lines wrote no header, so RankByMedian(Corpus.open(out)) said the corpus was
+    not written with RankByMedian() and genotok info showed `extra none`."""
+    pytest.importorskip("anndata")
+    from genotok import CellSpec, RankByMedian
+
+    spec = CellSpec(encoding=(RankByMedian(),), order="value")
+    h5ad = genotok.examples_dir() / "pbmc.h5ad"
+    want = Corpus.open(genotok.tokenize_anndata(h5ad, tok, spec, out=(tmp_path / "c",
+                                                                       "corpus")).path)
+    got = genotok.tokenize_anndata(h5ad, tok, spec, out=(tmp_path / "j", "jsonl"))
+    assert got.header["extra"] == want.header["extra"] and got.header["extra"]
+    assert got.sources == want.sources
+    np.testing.assert_array_equal(RankByMedian(got).medians, RankByMedian(want).medians)
+    assert sorted(p.name for p in (tmp_path / "j").iterdir()) == [
+        "cells-000.jsonl", "cells.header.json", "manifest.json"]
+
+
+def test_a_remote_store_output_keeps_to_cache_limit(tmp_path, tok):
+    """Was: a store's output read from a URL was copied whole into cache/stores/ whatever
+    cache_limit said, and nothing ever left it. Now the copies least recently opened go first,
+    and an output larger than the limit is refused before anything is fetched."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    urls = []
+    for k in range(2):
+        run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / f"run{k}",
+                          format="jsonl", progress=False)
+        url = f"memory://genotok-test-limit-{os.getpid()}/run{k}"
+        for p in Path(run.out).iterdir():
+            fs.pipe(f"{url}/{p.name}", p.read_bytes())
+        urls.append(url)
+    size = sum(p.stat().st_size for p in (tmp_path / "run0").iterdir() if p.name != "journal.json")
+    cache = tmp_path / "cache"
+
+    def opened(url, limit):
+        return Corpus.open(url, cache_dir=str(cache), cache_limit=limit)
+
+    def copies():
+        return sorted(p.name for p in (cache / "stores").iterdir() if p.is_dir())
+
+    with pytest.raises(genotok.GtokFormatError, match="exceed cache_limit=10;.*format='corpus'"):
+        opened(urls[0], 10)
+    assert copies() == []
+    first = opened(urls[0], int(size * 1.5))
+    assert len(first) == 5 and len(copies()) == 1
+    second = opened(urls[1], int(size * 1.5))  # the first copy makes room for it
+    assert second.to_ragged().to_list() == first.to_ragged().to_list() and len(copies()) == 1
+    opened(urls[0], None)  # no limit: both kept
+    assert len(copies()) == 2
+    for url in urls:
+        fs.rm(url, recursive=True)

@@ -25,20 +25,29 @@ from tests.singlecell.test_containers import PEAKS, UNIVERSE, _mods, _tenx, _wri
 EX = genotok.examples_dir()
 
 
+def _with_obs(a):
+    """``a`` with obs columns of each kind a source reads (text, category, number, NaN)."""
+    n = a.n_obs
+    a.obs["donor"] = [f"d{i % 3}" for i in range(n)]
+    a.obs["cell_type"] = pd.Categorical(["B", "T"] * (n // 2) + ["B"] * (n % 2))
+    a.obs["score"] = np.where(np.arange(n) % 4 == 1, np.nan, np.arange(n) * 0.5)
+    return a
+
+
 def _anndata(tmp_path):
     atac, _ = _mods()
-    return atac, {}
+    return _with_obs(atac), {}
 
 
 def _h5ad(tmp_path):
-    return EX / "pbmc.h5ad", {}
+    return EX / "pbmc.h5ad", {"obs": ad.read_h5ad(EX / "pbmc.h5ad").obs}
 
 
 def _h5mu(tmp_path):
     atac, rna = _mods()
     p = tmp_path / "cells.h5mu"
-    _write_h5mu(p, {"rna": rna, "atac": atac})
-    return p, {}
+    _write_h5mu(p, {"rna": rna, "atac": _with_obs(atac)})
+    return p, {"obs": atac.obs}
 
 
 def _10x(tmp_path):
@@ -54,7 +63,8 @@ def _zarr(tmp_path):
     from tests.singlecell._cells import adata, counts
     from tests.singlecell.test_zarr import _write
 
-    return _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3), {}
+    a = adata(counts(7, 6, 0.5, 3))
+    return _write(a, tmp_path / "cells.zarr", 3), {"obs": a.obs}
 
 
 def _mtx(tmp_path):
@@ -70,7 +80,8 @@ def _soma(tmp_path):
     from tests.singlecell._cells import adata, counts
     from tests.singlecell.test_soma import write
 
-    return write(adata(counts(7, 6, 0.5, 3)), tmp_path / "exp"), {}
+    a = adata(counts(7, 6, 0.5, 3))
+    return write(a, tmp_path / "exp"), {"obs": a.obs}
 
 
 #: an example input of every registered source kind: a new source adds its own here
@@ -83,6 +94,9 @@ def test_every_registered_source_keeps_the_contract(tmp_path, kind):
     cls = next(c for c in registry() if c.kind == kind)
     assert kind in EXAMPLES, f"no example input for the registered source {kind!r}"
     example, context = EXAMPLES[kind](tmp_path)
+    if cls.has_obs and kind != "10x":  # (a 10x file has no obs columns)
+        assert len(context.get("obs", getattr(example, "obs", ())).columns), \
+            f"the example of {kind!r} (a source with obs) gives obs columns to check"
     check_source(cls, example, **context)
 
 
@@ -197,6 +211,61 @@ class _ShiftedRows(AnnDataSource):
             lo, hi = ch.row0 - 1, ch.row0 - 1 + ch.n_rows
             ptr = np.asarray(whole.indptr[lo:hi + 1], np.int64)
             yield Chunk(ch.row0, ptr, whole.indices, whole.data, X.n_cols)
+
+
+class _ShiftedObs(AnnDataSource):
+    """Its obs values are those of the row before (the first row's, the last's): the names
+    and every window's length right, the values a row off."""
+
+    kind = "planted-shifted-obs"
+
+    def obs(self, columns):
+        names, whole = super().obs(columns)(0, self.n_rows)
+        whole = {c: np.roll(np.asarray(v, dtype=object), 1) for c, v in whole.items()}
+        return lambda lo, hi: (names[lo:hi], {c: v[lo:hi] for c, v in whole.items()})
+
+    def obs_values(self, columns):
+        read = self.obs(columns)
+        return lambda lo, hi: read(lo, hi)[1]
+
+
+class _LosesObs(AnnDataSource):
+    """Reads the obs columns asked as if there were none (the names only)."""
+
+    kind = "planted-loses-obs"
+
+    def obs(self, columns):
+        read = super().obs(columns)
+        return lambda lo, hi: (read(lo, hi)[0], {})
+
+
+class _ObsWindowsOff(AnnDataSource):
+    """Reads the whole table right, a window of rows one row late (``obs_values``)."""
+
+    kind = "planted-obs-windows-off"
+
+    def obs_values(self, columns):
+        read = super().obs_values(columns)
+        n = self.n_rows
+        return lambda lo, hi: read(min(lo + 1, n), min(hi + 1, n))
+
+
+@pytest.mark.parametrize("planted, rule", [
+    (_ShiftedObs, "obs columns read whole equal the example's, row for row"),
+    (_LosesObs, "obs columns read whole .* 'donor': missing"),
+    (_ObsWindowsOff, "obs and obs_values of rows lo:hi are the whole read's rows"),
+])
+def test_a_source_that_misreads_its_obs_fails(planted, rule):
+    """Was: check_source read obs(()) and an unknown column only, so a source whose obs
+    values were a row off, or missing, passed."""
+    a = _with_obs(_mods()[0])
+    register_source(planted)
+    try:
+        check_source(AnnDataSource, a)  # the real one keeps the rule
+        with pytest.raises(AssertionError, match=rule):
+            check_source(planted, a)
+    finally:
+        unregister_source(planted)
 
 
 @pytest.mark.parametrize("planted, rule", [

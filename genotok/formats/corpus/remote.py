@@ -29,6 +29,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import shutil
 import stat
 import threading
 from pathlib import Path
@@ -48,6 +49,7 @@ from .layout import (
     VALUE_DTYPES,
     _clean_stale,
     _digest,
+    _is_count,
     _json_load,
     _make_temp,
     _width_dtype,
@@ -519,18 +521,28 @@ def _remote_lengths(cache: ShardCache, shards: list) -> list[np.ndarray]:
             if k in got or sh.check_offsets(0, sh.n) is None]
 
 
-def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> Path:
+def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir,
+                       cache_limit: int | None = None) -> Path:
     """A local copy of a store's output at ``url`` (not a corpus: a Parquet, Arrow, JSONL…
-    output), one directory per URL and manifest under the cache; files of the right size
-    already there are kept, others fetched into a temporary name and renamed; the manifest
-    last. The local reader then checks every file against the manifest."""
+    output), one directory per URL and manifest under the cache's ``stores/``; files of the
+    right size and digest already there are kept, others fetched into a temporary name and
+    renamed; the manifest last. The local reader then checks every file against the manifest.
+
+    Such an output is read whole (its reader has no ranged reads), so it is copied whole:
+    ``prefetch`` has nothing to do, and ``cache_limit`` bounds ``stores/`` as a whole: the
+    copies least recently opened are removed until this one fits, and an output larger than
+    the limit is refused before anything is fetched. Call under :func:`_stores_lock`."""
     entries = manifest.get("shards")
     if not isinstance(entries, list):
         raise GtokFormatError(f"{url}/{MANIFEST}: the manifest's format "
                               f"{str(manifest.get('format'))[:40]!r} is no store's this install "
                               "reads from a URL (no shards)")
     key = hashlib.blake2b(url.encode() + raw, digest_size=8).hexdigest()
-    root = Path(cache_dir or os.environ.get("GENOTOK_CACHE") or DEFAULT_CACHE) / "stores" / key
+    root = _stores_dir(cache_dir) / key
+    if cache_limit is not None:
+        need = sum(e["bytes"] for e in entries
+                   if isinstance(e, dict) and _is_count(e.get("bytes")))
+        _make_room(root, need + len(raw), cache_limit, url)
     root.mkdir(parents=True, exist_ok=True)
     for k, e in enumerate(entries):
         rel = e.get("path") if isinstance(e, dict) else None
@@ -553,9 +565,44 @@ def _copy_store_output(fs, url: str, raw: bytes, manifest: dict, cache_dir) -> P
             raise GtokFormatError(f"{url}/{rel}: listed by the manifest but missing: the output "
                                   "is incomplete; re-create it") from None
         os.replace(tmp, local)
-    with atomic_write(root / MANIFEST, "wb") as fh:
+    with atomic_write(root / MANIFEST, "wb") as fh:  # (its time: when the copy was last opened)
         fh.write(raw)
     return root
+
+
+def _stores_dir(cache_dir) -> Path:
+    """Where the copies of stores' outputs are kept: ``stores/`` of the cache."""
+    return Path(cache_dir or os.environ.get("GENOTOK_CACHE") or DEFAULT_CACHE) / "stores"
+
+
+def _stores_lock(cache_dir) -> filelock.FileLock:
+    """The lock of ``stores/`` (held while a copy is made room for, fetched and opened, so no
+    process removes a copy another is opening)."""
+    d = _stores_dir(cache_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    return _flock(d / ".lock")
+
+
+def _make_room(root: Path, need: int, limit: int, url: str) -> None:
+    """Remove the copies in ``root``'s folder least recently opened (their manifest's time)
+    until ``need`` more bytes (``root``'s own files counted as its) fit ``limit``."""
+    if need > limit:
+        raise GtokFormatError(f"{url}: a store's output is read whole, so copied whole into the "
+                              f"cache: its {need:,} bytes exceed cache_limit={limit:,}; raise "
+                              "cache_limit, or write it as a corpus (format='corpus'), which "
+                              "is read shard by shard")
+    copies = []
+    for d in root.parent.iterdir():
+        if d.is_dir() and not d.is_symlink() and d != root:
+            m = d / MANIFEST
+            when = (m if m.is_file() else d).stat().st_mtime
+            copies.append((when, d, sum(f.stat().st_size for f in d.rglob("*") if f.is_file())))
+    used = sum(c[2] for c in copies)
+    for _, d, size in sorted(copies, key=lambda c: c[0]):
+        if used + need <= limit:
+            break
+        shutil.rmtree(d, ignore_errors=True)
+        used -= size
 
 
 def _reopen(url, options, identity=None):
@@ -582,8 +629,12 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     cache_limit
         Bytes the cache may hold (least recently used shards go first); ``None``: no limit.
         It must hold the shards read at once: a block shuffle's window, plus ``prefetch``.
+        Another store's output (Parquet, Arrow, JSON Lines…) is read whole, so copied whole
+        into ``stores/`` of the cache: the limit bounds those copies (the least recently
+        opened go first), and one larger than it is refused.
     prefetch
-        Shards fetched ahead of the reader, in epoch order.
+        Shards fetched ahead of the reader, in epoch order (a corpus' only: another store's
+        output is copied whole).
     storage_options
         Passed to fsspec (e.g. ``{"endpoint_url": …, "key": …, "secret": …}`` for s3fs).
 
@@ -611,8 +662,9 @@ def open_corpus(url: str, *, expect=None, verify: bool = False, cache_dir=None,
     manifest = _json_load(raw, "manifest", murl)
     if isinstance(manifest, dict) and manifest.get("format") != MANIFEST_FORMAT:
         # another store's output (Parquet, Arrow…): copied whole, then read as a local one
-        local = _copy_store_output(fs, url, raw, manifest, cache_dir)
-        return Corpus.open(local, expect=expect, verify=verify)
+        with _stores_lock(cache_dir):  # (no other process removes it before it is open)
+            local = _copy_store_output(fs, url, raw, manifest, cache_dir, cache_limit)
+            return Corpus.open(local, expect=expect, verify=verify)
     _check_manifest(manifest, murl, remote=True)  # the local checks, every digest required
     cache = ShardCache(url, storage_options, manifest, cache_dir, cache_limit, prefetch)
     shards = [_RemoteShard(cache, k, header, pre)
