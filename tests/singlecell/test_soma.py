@@ -151,4 +151,5 @@ def test_presets_equal_h5ad_export(tmp_path):
 def test_check_source(tmp_path):
     from genotok.testing import check_source
 
-    check_source(SomaSource, write(adata(counts(7, 6, 0.5, 3)), tmp_path / "exp"))
+    a = adata(counts(7, 6, 0.5, 3))
+    check_source(SomaSource, write(a, tmp_path / "exp"), obs=a.obs)

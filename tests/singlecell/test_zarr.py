@@ -146,7 +146,8 @@ def test_s3_store_equals_memory(tmp_path, tok):
 def test_check_source(tmp_path):
     from genotok.testing import check_source
 
-    check_source(ZarrSource, _write(adata(counts(7, 6, 0.5, 3)), tmp_path / "cells.zarr", 3))
+    a = adata(counts(7, 6, 0.5, 3))
+    check_source(ZarrSource, _write(a, tmp_path / "cells.zarr", 3), obs=a.obs)
 
 
 def test_csc_store_within_and_beyond_the_budget(tmp_path, tok):
