@@ -3,9 +3,10 @@
 Columns ``input_ids`` (list<int32>), ``values`` (list<float32>, when kept), ``name`` and the
 metadata columns (a metadata column named like one of these is stored as ``meta.<name>``:
 :func:`_stored_key`; read back under its own name); the tokenizer's fingerprint, vocabulary
-size, special tokens, settings, the run's extra (its cell spec) and the part's inputs (in its first file) in the schema metadata
-under the key ``genotok``: what ``datasets.load_dataset("parquet", …)``, polars and DuckDB read
-as they are, and what :meth:`genotok.Corpus.open` reads back (:meth:`TableStore.read_file`).
+size, special tokens, settings, the run's extra (its cell spec) and the part's inputs (in its
+first file) in the schema metadata under the key ``genotok``: what
+``datasets.load_dataset("parquet", …)``, polars and DuckDB read as they are, and what
+:meth:`genotok.Corpus.open` reads back (:meth:`TableStore.read_file`).
 """
 
 from __future__ import annotations
