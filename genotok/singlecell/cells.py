@@ -808,7 +808,15 @@ def _store_out(out):
 
         if len(out) != 2:
             raise ParameterError(f"out= is a path, or a (directory, format) pair; got {out!r}")
-        return out[0], get_store(out[1])  # "corpus" too: a directory, as pretokenize's
+        store = get_store(out[1])  # "corpus" too: a directory, as pretokenize's
+        if not store.writes_files:
+            from ..formats.stores import stores
+
+            raise ParameterError(f"out=: the {store.name!r} store writes no files, so it is no "
+                                 "output directory's format; leave out= out for the records in "
+                                 "memory, or give a store that writes files: "
+                                 f"{', '.join(n for n, c in stores().items() if c.writes_files)}")
+        return out[0], store
     if not isinstance(out, (str, os.PathLike)):
         raise ParameterError(f"out= is a path, or a (directory, format) pair such as "
                         f"('cells/', 'parquet'); got {type(out).__name__}")
@@ -816,11 +824,12 @@ def _store_out(out):
 
 
 def _refuse_existing(out, overwrite: bool) -> None:
-    """An existing output is refused before anything is read (``overwrite=False``)."""
-    if out is None or overwrite or hasattr(out, "emit"):
+    """An existing output (``overwrite=False``) and an ``out=`` no store can write are refused
+    before anything is read."""
+    if out is None or hasattr(out, "emit"):
         return
-    path = _store_out(out)[0]
-    if os.path.exists(path):
+    path = _store_out(out)[0]  # a bad out= (a store that writes no files) too
+    if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
 
 
