@@ -53,6 +53,7 @@ from .._io import make_temp_dir
 from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
+from ..kernels.modes import Order, Truncate, Unknown, parse
 from ..genes import GeneTokenizer
 from ..params import MEMORY_MB, N_THREADS, Flag, HasAttr, InstanceOf, ParameterError, Unchecked, validated
 from ..tokenizer import Tokenizer
@@ -65,11 +66,6 @@ from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
 from .spec import CellSpec, Normalize, fields_elsewhere
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
-
-ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
-TRUNCATE = {"top": K.TRUNC_TOP, "sample": K.TRUNC_SAMPLE}
-UNKNOWN = {"drop": K.UNK_DROP, "set": K.UNK_SET, "region": K.UNK_REGION}
-
 
 def _entries_as_vars(ch: Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
     """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
@@ -259,8 +255,8 @@ def _kernel_options(tokenizer, spec, order: str, unique: bool) -> _Options:
     unknown = tokenizer.settings.unknown if spec.unknown is None else spec.unknown
     cut = spec.max_length is not None
     return _Options(K.keep_threshold(-np.inf if spec.min_count is None else spec.min_count),
-                    UNKNOWN[unknown], bool(unique), ORDERS[order],
-                    int(spec.max_length) if cut else 0, TRUNCATE[spec.truncation],
+                    int(parse(Unknown, unknown)), bool(unique), int(parse(Order, order)),
+                    int(spec.max_length) if cut else 0, int(parse(Truncate, spec.truncation)),
                     int(spec.seed), values=bool(spec.values))
 
 
