@@ -71,13 +71,20 @@ _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+"
 _CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f]")
 
 
+#: the settings last found fit for this path (``TokenizerSettings`` are frozen: checked once)
+_FIT = None
+
+
 def encode_small(tok, regions) -> np.ndarray | None:
     """The token ids (int64) of ``regions`` for ``tok``, or ``None``: not a case for this path
     (see the module documentation)."""
+    global _FIT
     s = tok.settings
-    if (s.overlap != _ALL or s.min_overlap or s.min_fraction or s.order not in _SORTED
-            or s.tokenizer_type != _BITS):
-        return None
+    if s is not _FIT:
+        if (s.overlap != _ALL or s.min_overlap or s.min_fraction or s.order not in _SORTED
+                or s.tokenizer_type != _BITS):
+            return None
+        _FIT = s
     cold = not (_WARM or _warm())
     if not cold:  # two dispatches of genotok.kernels.small (its oracle: the Python form)
         ids = _compiled(tok, regions)
