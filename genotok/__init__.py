@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the lazy names: read by genotok._lazy (keep one import per 
     from .formats.corpus import Corpus, CorpusWriter, write_manifest
     from .formats.gtok import read_gtok, write_gtok
     from .genes import GeneSettings, GeneTokenizer
-    from .formats.interop import export_gtok_dir, export_parquet, import_gtok_dir, import_parquet
+    from .formats.interop import export_gtok_dir, export_store, import_gtok_dir, import_parquet
     from .mixture import mix, write_mixture
     from . import presets
     from .pipeline import RunOptions, pretokenize
@@ -54,7 +54,7 @@ __getattr__, __dir__ = _lazy_names(__name__, __file__, globals())
 
 __all__ = [
     "AnnDataError", "BedParseError", "Corpus", "CorpusWriter", "export_gtok_dir",
-    "export_parquet", "import_gtok_dir", "import_parquet", "read_gtok", "write_gtok",
+    "export_store", "import_gtok_dir", "import_parquet", "read_gtok", "write_gtok",
     "write_manifest", "GenotokError", "GtokFormatError", "HDF5ChunkError", "Ragged",
     "RegionParseError", "RegionSet", "Tokenizer", "TokenizerSettings", "Universe",
     "UniverseError", "UniverseMismatchError", "__version__", "as_regions", "examples_dir",

@@ -41,7 +41,7 @@ import zlib
 import numpy as np
 
 from . import _config
-from .kernels.modes import Unknown, parse
+from .kernels.modes import Backend, HitOrder, Overlap, Unknown, name, parse
 
 #: the most regions (lines, strings, array rows) a set may have for this path
 MAX_REGIONS = 256
@@ -58,7 +58,12 @@ _STRING = re.compile(_STRING_TEXT.replace("[!-~]", r"[!-,.-9;-^`-~]"))
 _STRINGS = re.compile(rf"(?:{_STRING.pattern}\n)*{_STRING.pattern}")
 _SHIFT = 40  # global sort keys: code << 40 | coordinate (coordinates below 2**40)
 _LIMIT = 1 << _SHIFT  # a coordinate from here on takes the full path (it fits no key)
-_SORTED = ("gtars", "input")
+# the settings' names this path compares with, read once from the modes' enums (a settings
+# field is its member's name: comparing it with these is comparing members, parsed never)
+_ALL, _BITS = name(Overlap.ALL), name(Backend.BITS)
+_GTARS = name(HitOrder.GTARS)
+_SORTED = (_GTARS, name(HitOrder.INPUT))
+_UNK_SET, _UNK_REGION = name(Unknown.SET), name(Unknown.REGION)
 # the names of plain BED lines, one a line: printable, no space, not a header's #, track,
 # browser
 _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+")
@@ -66,13 +71,20 @@ _NAMES = re.compile(r"(?:(?!#|track|browser)[!-~]+\n)*(?!#|track|browser)[!-~]+"
 _CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f]")
 
 
+#: the settings last found fit for this path (``TokenizerSettings`` are frozen: checked once)
+_FIT = None
+
+
 def encode_small(tok, regions) -> np.ndarray | None:
     """The token ids (int64) of ``regions`` for ``tok``, or ``None``: not a case for this path
     (see the module documentation)."""
+    global _FIT
     s = tok.settings
-    if (s.overlap != "all" or s.min_overlap or s.min_fraction or s.order not in _SORTED
-            or s.tokenizer_type != "bits"):
-        return None
+    if s is not _FIT:
+        if (s.overlap != _ALL or s.min_overlap or s.min_fraction or s.order not in _SORTED
+                or s.tokenizer_type != _BITS):
+            return None
+        _FIT = s
     cold = not (_WARM or _warm())
     if not cold:  # two dispatches of genotok.kernels.small (its oracle: the Python form)
         ids = _compiled(tok, regions)
@@ -96,7 +108,7 @@ def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
     if max(codes) < 0:  # no name known: the full path warns about a chr-prefix mismatch
         return None  # (a query on an unknown chromosome: code -1, a key below every row's)
     n = len(codes)
-    if from_file and s.order == "gtars" and n > 1:  # gtars sorts a file by (name bytes, start)
+    if from_file and s.order == _GTARS and n > 1:  # gtars sorts a file by (name bytes, start)
         order = sorted(range(n), key=lambda k: (names[k].encode(), starts[k]))
         codes = [codes[k] for k in order]
         starts = [starts[k] for k in order]
@@ -118,9 +130,9 @@ def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
                 if ends_sorted[row] > qs:
                     out.append(int(ids[row]))
                     hit = True
-            if not hit and mode == "region":
+            if not hit and mode == _UNK_REGION:
                 out.append(unk)
-        if not out and mode == "set":
+        if not out and mode == _UNK_SET:
             out.append(unk)
         return np.array(out, dtype=np.int64)
     c = np.array(codes, dtype=np.int64) << _SHIFT
@@ -135,7 +147,7 @@ def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
     rows = np.repeat(lo, counts) + within
     hit = ends_sorted[rows] > np.repeat(qs, counts)
     found = ids[rows[hit]].astype(np.int64)
-    if mode == "region":
+    if mode == _UNK_REGION:
         per = np.bincount(np.repeat(np.arange(n), counts)[hit], minlength=n)
         if per.min() == 0:  # an <unk> where a query hits nothing, in its place
             slot = np.cumsum(np.maximum(per, 1)) - np.maximum(per, 1)
@@ -144,7 +156,7 @@ def _python(tok, regions, cold: bool = False) -> np.ndarray | None:
                                           np.repeat(np.cumsum(per) - per, per))
             out[own] = found
             return out
-    if found.size == 0 and mode == "set":
+    if found.size == 0 and mode == _UNK_SET:
         return np.array([unk], dtype=np.int64)
     return found
 
@@ -191,7 +203,7 @@ def _compiled(tok, obj) -> np.ndarray | None:
         status, rows, runs, r, in_order = _kernels().scan(np.frombuffer(data, np.uint8), kind)
         if status or kind and rows.shape[1] != len(obj):
             return None
-        if not kind and not in_order and tok.settings.order == "gtars":
+        if not kind and not in_order and tok.settings.order == _GTARS:
             return None  # gtars sorts a file by (name bytes, start): the Python form does
         get = keys[4].get
         codes = [get(data[a:b], -1) for a, b in zip(*runs[1:, :r].tolist())]

@@ -51,7 +51,7 @@ import numpy as np
 
 from ._io import atomic_write, is_url, parse_toml, read_small
 from .errors import GenotokError
-from .formats.stores import STORES, get_store
+from .formats.stores import get_store, stores
 from .mixture import SEED, WEIGHTS, mix, write_mixture
 from .packing import pack
 from .params import N_THREADS, InstanceOf, ParameterError, check, validated
@@ -98,8 +98,8 @@ _MIXTURE = {"weights": ((dict,), True), "seed": ((int,), False)}
 _PACK = {"seq_length": ((int,), True), "strategy": ((str,), False), "format": ((str,), False)}
 _TOP = {"run": ((dict,), True), "dataset": ((list,), True), "mixture": ((dict,), False),
         "pack": ((dict,), False)}
-#: the stores a pack stage can write: they keep the segment ids (values) and the segments' table
-_PACK_STORES = ("corpus", "parquet", "arrow")
+#: what a pack stage's store must keep: the segment ids (values) and the segments' table
+_PACK_KEEPS = frozenset({"values", "metadata"})
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", list: "an array",
                dict: "a table", bool: "true or false"}
 
@@ -299,17 +299,12 @@ class Pipeline:
             else:
                 inputs.append(full)
         fmt = d.get("format", "corpus")
-        try:
-            get_store(fmt)
-            known = fmt != "memory"
-        except (GenotokError, ValueError, KeyError):
-            known = False
-        if not known:
-            stores = sorted(s for s in STORES if s != "memory")
-            close = difflib.get_close_matches(fmt, stores, 1)
+        on_disk = sorted(n for n, c in stores().items() if c.writes_files)
+        if fmt not in on_disk:
+            close = difflib.get_close_matches(fmt, on_disk, 1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise self._err(f"{where}.format", f"unknown store {fmt!r}{hint}; the stores are "
-                            f"{', '.join(stores)}")
+                            f"{', '.join(on_disk)}")
         cells = None
         if "cells" in d:
             try:
@@ -359,8 +354,9 @@ class Pipeline:
         strategy = self._checked("[pack]", "strategy", p.get("strategy", "ffd"),
                                  pack.CONSTRAINTS["strategy"])
         fmt = p.get("format", "corpus")
-        if fmt not in _PACK_STORES:
-            raise self._err("[pack].format", f"must be one of {_PACK_STORES} (a store that keeps "
+        packs = pack_stores()
+        if fmt not in packs:
+            raise self._err("[pack].format", f"must be one of {packs} (a store that keeps "
                             f"the segment ids), got {fmt!r}")
         return {"seq_length": p["seq_length"], "strategy": strategy, "format": fmt}
 
@@ -485,6 +481,16 @@ def _looks_like_path(s: str) -> bool:
 
 # ------------------------------------------------------------------------------ the pack stage
 _CHUNK = 1 << 16  # records packed at a time (a row never spans two chunks)
+
+
+def pack_stores() -> tuple[str, ...]:
+    """The registered stores (plugins included) a pack stage can write: those that write files
+    and keep the value channel (the segment ids) and metadata (the segments' table).
+
+    >>> pack_stores()
+    ('corpus', 'parquet', 'arrow', 'jsonl')
+    """
+    return tuple(n for n, c in stores().items() if c.writes_files and _PACK_KEEPS <= c.supports)
 
 
 def pack_mixture(folder: Path, tokenizer, out: Path, *, seq_length: int, strategy: str = "ffd",

@@ -32,7 +32,7 @@ def test_parquet_and_dask_without_their_packages(monkeypatch, tok, tmp_path):
     run = pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "c", progress=False)
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[parquet\]'"):
-        genotok.export_parquet(genotok.Corpus.open(run.out), tmp_path / "t.parquet")
+        genotok.export_store(genotok.Corpus.open(run.out), tmp_path / "t.parquet", "parquet")
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     with pytest.raises(ImportError, match=r"pip install 'genotok\[dask\]'"):
         pretokenize(genotok.examples_dir() / "peaks", tok, tmp_path / "d", progress=False,

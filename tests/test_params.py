@@ -200,7 +200,7 @@ REQUIRED = {
     "genotok.formats.gtok.write_gtok": {"ids": [1], "out": "/nonexistent/a.gtok"},
     "genotok.formats.gtok.read_gtok": {"path": "/nonexistent/a.gtok"},
     "genotok.formats.interop.export_gtok_dir": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
-    "genotok.formats.interop.export_parquet": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
+    "genotok.formats.interop.export_store": {"corpus": lambda: _corpus(), "out": "/nonexistent/d"},
     "genotok.formats.interop.import_gtok_dir": {"directory": "/nonexistent/d", "out": "/nonexistent/c",
                                                 "vocab_size": 9, "fingerprint": "fp"},
     "genotok.formats.interop.import_parquet": {"paths": "/nonexistent/p", "out": "/nonexistent/c"},

@@ -22,7 +22,8 @@ from ..errors import UniverseError
 
 #: the tokenizer options every tokenizing subcommand takes (flag -> TokenizerSettings field)
 TOKENIZER_FLAGS = ("overlap", "min_overlap", "min_fraction", "fraction_of", "unknown", "order")
-EXPORT_SUFFIXES = {".parquet": "parquet", ".pq": "parquet"}
+#: the suffixes ``import`` reads as Parquet or Arrow IPC files (told apart by their first bytes)
+TABLE_SUFFIXES = (".parquet", ".pq", ".arrow")
 
 
 #: a CellSpec field's flag where ``--field-name`` would clash with a tokenizer flag
@@ -375,36 +376,63 @@ def cmd_verify(args) -> int:
     return 0
 
 
+def file_stores() -> list[str]:
+    """The registered stores that write files (plugins included): what ``export`` and
+    ``import`` take as ``--format`` (``pretokenize --format`` too)."""
+    from ..formats.stores import stores
+
+    return [n for n, c in stores().items() if c.writes_files]
+
+
+def _export_suffixes() -> dict[str, str]:
+    """Output suffix -> store, from the registry: each store of numbered files by its suffix
+    (``tokens.parquet`` -> ``parquet``), and ``.pq``."""
+    from ..formats.stores import stores
+
+    known = {c.suffix: n for n, c in stores().items()
+             if c.writes_files and c.suffix and not c.per_record_files and n != "corpus"}
+    return {**known, ".pq": "parquet"}
+
+
 def _export_format(out: str, given: str | None) -> str:
-    """--format, else the output's name: a directory (no suffix, a trailing '/') or *.parquet."""
+    """--format, else the output's name: a directory of .gtok files (no suffix, a trailing
+    '/'), else a store's output by its files' suffix (``tokens.parquet``)."""
     if given:
         return given
-    if out.endswith(("/", os.sep)) or os.path.isdir(out):
+    if out.endswith(("/", os.sep)):
         return "gtok-dir"
     suffix = Path(out).suffix.lower()
-    if suffix in EXPORT_SUFFIXES:
-        return EXPORT_SUFFIXES[suffix]
-    if not suffix:
+    known = _export_suffixes()
+    if suffix in known:  # (an earlier export there too: --overwrite replaces it)
+        return known[suffix]
+    if not suffix or os.path.isdir(out):
         return "gtok-dir"
     raise UsageError(f"cannot tell the output format of {out!r} from its name: known are a "
                      "directory of gtars .gtok files (a name without a suffix, or ending in '/') "
-                     f"and Parquet ({', '.join(EXPORT_SUFFIXES)}); or give --format "
-                     "gtok-dir|parquet")
+                     f"and a store's output named by its suffix ({', '.join(known)}); or give "
+                     f"--format {'|'.join(file_stores())}")
 
 
 def cmd_export(args) -> int:
     from ..formats.corpus import Corpus
-    from ..formats.interop import export_gtok_dir, export_parquet
+    from ..formats.interop import export_gtok_dir, export_store
+    from ..formats.stores import STORES
 
     out = _out(args, args.out_positional)
     fmt = _export_format(out, args.format)
     corpus = Corpus.open(args.corpus)
-    if fmt == "parquet":
-        _refuse_existing(out, args.overwrite)
-        export_parquet(corpus, out)
-        _say(args, f"wrote {out} ({len(corpus):,} rows)")
-        return 0
     p = Path(out)
+    if fmt != "gtok-dir":  # any store's output, by its own writer (what pretokenize writes)
+        if p.exists() and (not p.is_dir() or any(p.iterdir())) and not args.overwrite:
+            raise FileExistsError(f"{out} exists; add --overwrite to replace it")
+        export_store(corpus, out, fmt, overwrite=args.overwrite)
+        keeps = STORES[fmt].supports
+        lost = [what for what, has, key in (("the value channel", corpus.has_values, "values"),
+                                            ("the metadata columns", corpus.meta, "metadata"))
+                if has and key not in keeps]
+        _say(args, f"wrote {out} ({len(corpus):,} records, format {fmt}"
+                   + (f"; {' and '.join(lost)} not kept by it" if lost else "") + ")")
+        return 0
     if p.exists() and not p.is_dir():
         raise FileExistsError(f"{out} exists and is not a directory")
     if p.is_dir() and any(p.iterdir()):
@@ -418,14 +446,34 @@ def cmd_export(args) -> int:
     return 0
 
 
-def cmd_import(args) -> int:
+def _manifest_format(source: str) -> str | None:
+    """The store whose output ``source`` is, by its ``manifest.json`` (``None``: none)."""
     from ..formats.corpus import MANIFEST
+    from ..formats.corpus.manifest import MANIFEST_FORMAT
+
+    path = os.path.join(source, MANIFEST)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            fmt = json.load(fh).get("format")
+    except (OSError, ValueError, AttributeError):
+        return ""  # Corpus.open says what is wrong with it
+    if fmt == MANIFEST_FORMAT:
+        return "corpus"
+    return fmt[len("genotok-"):] if isinstance(fmt, str) and fmt.startswith("genotok-") else ""
+
+
+def cmd_import(args) -> int:
     from ..formats.interop import import_gtok_dir, import_parquet
 
     out = _out(args, args.out_positional)
-    fmt = args.format
-    if fmt is None and os.path.isfile(os.path.join(args.source, MANIFEST)):
-        # a store's output (any format): read as Corpus.open reads it
+    fmt, stored = args.format, _manifest_format(args.source)
+    if stored is not None or fmt == "corpus":
+        # a store's output (any format), or a corpus file: read as Corpus.open reads it
+        if fmt is not None and stored and fmt != stored:
+            raise UsageError(f"--format {fmt}: {args.source} is a {stored} output (its "
+                             "manifest.json says so); leave --format out")
         if (args.ids_column, args.name_column) != ("input_ids", "name"):
             raise UsageError("--ids-column and --name-column are for Parquet/Arrow files; a "
                              "genotok output's manifest says its columns")
@@ -436,17 +484,20 @@ def cmd_import(args) -> int:
     if fmt is None:
         if os.path.isdir(args.source):
             fmt = "gtok-dir"
-        elif Path(args.source).suffix.lower() in (*EXPORT_SUFFIXES, ".arrow"):
+        elif Path(args.source).suffix.lower() in TABLE_SUFFIXES:
             fmt = "parquet"  # Parquet or Arrow IPC, told apart by their first bytes
         elif not os.path.exists(args.source):
             raise FileNotFoundError(f"{args.source}: no such file or directory")
         else:
-            raise UsageError(f"cannot tell the format of {args.source!r}: known are a directory "
-                             f"of .gtok files, Parquet ({', '.join(EXPORT_SUFFIXES)}) and Arrow "
-                             "(.arrow); or give "
-                             "--format gtok-dir|parquet")
+            raise UsageError(f"cannot tell the format of {args.source!r}: known are a store's "
+                             "output (a directory with manifest.json), a directory of .gtok "
+                             f"files, Parquet and Arrow files ({', '.join(TABLE_SUFFIXES)}); or "
+                             "give --format gtok-dir|parquet")
+    if fmt not in ("gtok-dir", "parquet", "arrow"):
+        raise UsageError(f"--format {fmt}: {args.source} has no manifest.json; a {fmt} output "
+                         "is read by its manifest (files of their own: gtok-dir, parquet, arrow)")
     _refuse_existing(out, args.overwrite)
-    if fmt == "parquet":
+    if fmt in ("parquet", "arrow"):
         kw = {}
         tok = _tokenizer(args, required=False)
         if tok is not None:
@@ -471,8 +522,8 @@ def cmd_import(args) -> int:
 
 def _import_output(source: str, out: str, tok, overwrite: bool) -> None:
     """Any store's output into one corpus file, read as ``Corpus.open`` reads it: records,
-    names, the value channel, metadata columns, the inputs and the tokenizer's identity (which
-    ``tok``, if given, must share)."""
+    names, the value channel, metadata columns, the inputs, the header's extra (the cell spec,
+    fitted medians) and the tokenizer's identity (which ``tok``, if given, must share)."""
     from ..errors import UniverseMismatchError
     from ..formats.corpus import Corpus, CorpusWriter
 
@@ -486,7 +537,7 @@ def _import_output(source: str, out: str, tok, overwrite: bool) -> None:
                       special_token_ids=src.special_token_ids or None,
                       settings=src.settings or None, metadata_columns=list(meta),
                       values_dtype="float32" if src.has_values else None,
-                      overwrite=overwrite) as w:
+                      extra=src.header.get("extra") or None, overwrite=overwrite) as w:
         for batch in src.iter_batches(4096, values=src.has_values):
             j = i + len(batch)
             w.append_batch(batch, names=names[i:j], meta={c: v[i:j] for c, v in meta.items()})

@@ -27,7 +27,6 @@ import warnings
 
 from .._optional import EXTRAS
 from ..errors import GenotokError
-from ..formats.stores import stores
 from . import commands as C
 from .commands import UsageError, cell_flag
 
@@ -59,8 +58,8 @@ EXAMPLES = {
            "\n(the schema: docs/run.md)",
     "export": """examples:
   genotok export corpus/ gtoks/                 # one gtars .gtok per record (a directory)
-  genotok export corpus/ tokens.parquet         # Parquet, a row per record
-  genotok export --format parquet -o tokens.pq.tmp corpus/""",
+  genotok export corpus/ tokens.parquet         # Parquet shards, a row per record (a directory)
+  genotok export --format arrow -o tokens/ corpus/   # any store's output, read by Corpus.open""",
     "import": """examples:
   genotok import --universe universe.bed gtoks/ corpus.gtokc
   genotok import tokens.parquet corpus.gtokc
@@ -332,8 +331,8 @@ def build_parser() -> argparse.ArgumentParser:
              required=True)
     t.add_argument("inputs", nargs="+", help="files, directories, globs or @list.txt")
     threads(t)
-    t.add_argument("--format", choices=[n for n, c in stores().items() if c.writes_files],
-                   default="corpus", help="a corpus (default), one gtars .gtok file per "
+    t.add_argument("--format", choices=C.file_stores(), default="corpus",
+                   help="a corpus (default), one gtars .gtok file per "
                    "input, Parquet / Arrow IPC shards (genotok[parquet]), JSON Lines, or a "
                    "plugin's store (the registry: genotok.formats.stores.stores())")
     t.add_argument("--validation", type=_float_in(0.0, 1.0), default=0.0, metavar="FRACTION",
@@ -398,14 +397,16 @@ def build_parser() -> argparse.ArgumentParser:
     t = cmd(sub, "verify", "check a corpus: sizes, offsets, ids, checksums", C.cmd_verify)
     t.add_argument("path", help="a corpus file or directory")
 
-    t = cmd(sub, "export", "corpus -> directory of gtars .gtok files, or a Parquet file",
+    t = cmd(sub, "export", "corpus -> directory of gtars .gtok files, or any store's output",
             C.cmd_export)
     t.add_argument("corpus", help="a corpus file or directory")
     t.add_argument("out_positional", nargs="?", metavar="OUT",
-                   help="a directory (no suffix, or ending in '/') or a *.parquet file")
+                   help="a directory: of .gtok files (no suffix, or ending in '/'), or a store's "
+                   "output (named by its suffix: tokens.parquet, tokens.arrow…)")
     out_flag(t, "OUT", "the same as OUT")
-    t.add_argument("--format", choices=("gtok-dir", "parquet"),
-                   help="the output format (default: from OUT's name)")
+    t.add_argument("--format", choices=C.file_stores(),
+                   help="a directory of gtars .gtok files (gtok-dir), or any store's output, "
+                   "written by its writer (default: from OUT's name)")
     overwrite(t)
 
     t = cmd(sub, "import", "any store's output, a directory of .gtok files, or a Parquet file "
@@ -415,8 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "says which), a directory of .gtok files or a *.parquet file")
     t.add_argument("out_positional", nargs="?", metavar="OUT", help="the corpus file to write")
     out_flag(t, "OUT", "the same as OUT")
-    t.add_argument("--format", choices=("gtok-dir", "parquet"),
-                   help="the source's format (default: a directory, or from its suffix)")
+    t.add_argument("--format", choices=C.file_stores(),
+                   help="the source's format (default: its manifest.json, a directory of .gtok "
+                   "files, or from its suffix; parquet and arrow read either)")
     t.add_argument("--ids-column", default="input_ids", metavar="COLUMN",
                    help="Parquet/Arrow: the list<int> column of token ids (default: input_ids)")
     t.add_argument("--name-column", default="name", metavar="COLUMN",

@@ -1,27 +1,31 @@
-"""Corpora to and from other formats: a directory of gtars ``.gtok`` files (one per record) and
-Parquet (one row per record: what geniml, pandas, DuckDB and Hugging Face datasets read)."""
+"""Corpora to and from other formats: a directory of gtars ``.gtok`` files (one per record), any
+registered store's output (:func:`export_store`: Parquet, Arrow, JSON Lines… through the
+store's own writer, so it reads back with :meth:`~genotok.Corpus.open`), and Parquet or Arrow
+files of any origin (:func:`import_parquet`)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write, local_path, make_temp_dir
+from .._io import local_path, make_temp_dir
 from .._optional import require
 from .._names import from_file_stem, to_file_stem
 from ..errors import GtokFormatError, UniverseMismatchError
-from ..params import PATH, HasAttr, InstanceOf, Integral, Interval, validated
+from ..params import PATH, Flag, HasAttr, InstanceOf, ParameterError, validated
 from ..ragged import Ragged
 from . import gtok
-from .corpus.layout import _COPY_BLOCK, _EXPORTING, _clean_stale, _host
+from .corpus.layout import _COPY_BLOCK, _EXPORTING, MANIFEST, _clean_stale, _host
 from .corpus.reader import Corpus
 from .corpus.writer import CorpusWriter
+from .store import Store
+from .stores import get_store, stores
 
 
 #: a corpus to export: any corpus object (its records and names are read)
@@ -52,17 +56,7 @@ def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
     >>> [f.name for f in export_gtok_dir(Corpus.open(p), os.path.join(os.path.dirname(p), "g"))]
     ['s1.gtok', 'a%2Fb.gtok']
     """
-    directory = local_path(out, "a .gtok directory")
-    if directory.is_symlink() or (directory.exists() and (not directory.is_dir()
-                                                          or any(directory.iterdir()))):
-        raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "
-                              "new directory")
-    parent = directory.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{directory.name}{_EXPORTING}"
-    _clean_stale(parent, prefix)
-    tmp = make_temp_dir(directory, prefix=f"{prefix}{_host()}-{os.getpid()}-")
-    try:
+    with _staged(out, "a .gtok directory") as tmp:
         names = corpus.names
         used: dict[str, int] = {}
         stems = []
@@ -77,13 +71,128 @@ def export_gtok_dir(corpus: Corpus, out: str | os.PathLike) -> list[Path]:
             stems.append(stem)
         for stem, rec in zip(stems, corpus):
             gtok.write_gtok(rec, tmp / f"{stem}.gtok", atomic=False)  # looked up here: tests patch it
+    return [Path(out) / f"{stem}.gtok" for stem in stems]
+
+
+@contextlib.contextmanager
+def _staged(out, what: str, replace: bool = False):
+    """A hidden temporary directory beside ``out``, renamed into place once the body is done
+    (removed if it fails): an interrupted export leaves no directory a reader takes. ``out``
+    must not exist, or be empty; ``replace``: a genotok output there (its ``manifest.json``)
+    is replaced whole, once the new one is complete."""
+    directory = local_path(out, what)
+    old = directory.is_dir() and not directory.is_symlink() and any(directory.iterdir())
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()) or (
+            old and not (replace and (directory / MANIFEST).is_file())):
+        raise FileExistsError(f"{directory} exists and is not an empty directory; export into a "
+                              "new directory" + (" (overwrite=True replaces only a genotok "
+                                                 "output: a directory with its manifest.json)"
+                                                 if replace else ""))
+    parent = directory.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{directory.name}{_EXPORTING}"
+    _clean_stale(parent, prefix)
+    tmp = make_temp_dir(directory, prefix=f"{prefix}{_host()}-{os.getpid()}-")
+    try:
+        yield tmp
         _fsync_path(tmp)
-        os.rename(tmp, directory)  # replaces an empty directory; atomic on POSIX
+        if old:  # the old output aside (a stale name the next export removes), the new in place
+            trash = make_temp_dir(directory, prefix=f"{prefix}{_host()}-{os.getpid()}-")
+            os.rename(directory, trash)
+            os.rename(tmp, directory)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            os.rename(tmp, directory)  # replaces an empty directory; atomic on POSIX
         _fsync_path(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return [directory / f"{stem}.gtok" for stem in stems]
+
+
+@dataclass(frozen=True)
+class _Identity:
+    """A corpus' tokenizer identity in the shape a store reads it from a tokenizer
+    (``fingerprint``, ``vocab_size``, ``special_token_ids``, ``universe.special_token_ids``,
+    ``settings.as_dict()``): an export writes through the stores' own writers without the
+    tokenizer that made the corpus.
+
+    >>> i = _Identity("fp", 9, {"unk": 8}, {"overlap": "any"})
+    >>> i.universe.special_token_ids, i.settings.as_dict()
+    ({'unk': 8}, {'overlap': 'any'})
+    """
+
+    fingerprint: str
+    vocab_size: int
+    special_token_ids: dict
+    saved: dict
+
+    @property
+    def universe(self) -> _Identity:
+        return self
+
+    @property
+    def settings(self) -> _Identity:
+        return self
+
+    def as_dict(self) -> dict:
+        return dict(self.saved)
+
+
+@validated({"corpus": CORPUS, "out": PATH, "format": [InstanceOf(str, Store)],
+            "overwrite": [Flag()]})
+def export_store(corpus: Corpus, out: str | os.PathLike, format: str | Store = "parquet", *,
+                 overwrite: bool = False) -> Path:
+    """Write a corpus as the output of the store ``format`` (a registered name, plugins
+    included, or a configured :class:`~genotok.formats.store.Store`): the directory ``out``
+    with the store's files and ``manifest.json``, written by the store's own writer as
+    ``pretokenize(..., format=format)`` writes it, so :meth:`~genotok.Corpus.open` reads it
+    back. Names, the value channel, the metadata columns and the inputs are kept as the
+    store's ``supports`` says; the tokenizer's identity and the header's extra (the cell spec,
+    fitted medians) always.
+
+    Written into a hidden temporary directory beside ``out`` and renamed into place: an
+    interrupted export leaves no output. ``out`` must not exist, or be empty;
+    ``overwrite=True`` replaces a genotok output there (a directory with its manifest), once
+    the new one is whole. A store that writes no files (``"memory"``) is refused.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> from genotok.formats.corpus import CorpusWriter
+    >>> d = tempfile.mkdtemp()
+    >>> with CorpusWriter(os.path.join(d, "c.gtokc"), vocab_size=9, fingerprint="fp",
+    ...                   values_dtype="float32", extra={"spec": {"max_length": 2}}) as w:
+    ...     w.append([1, 2], name="s1", values=[0.5, 2.0])
+    >>> c = Corpus.open(export_store(Corpus.open(os.path.join(d, "c.gtokc")),
+    ...                              os.path.join(d, "out"), "arrow"))
+    >>> c.to_ragged(values=True).values.tolist(), c.names, c.header["extra"]
+    ([0.5, 2.0], ['s1'], {'spec': {'max_length': 2}})
+    """
+    store = get_store(format)
+    if not store.writes_files:
+        raise ParameterError(f"format={store.name!r} writes no files; export to one of "
+                             f"{', '.join(n for n, c in stores().items() if c.writes_files)}")
+    values = corpus.has_values and "values" in store.supports
+    meta, names = corpus.meta, corpus.names
+    extra = dict(corpus.header.get("extra") or {})
+    ident = _Identity(corpus.fingerprint, corpus.vocab_size, corpus.special_token_ids,
+                      corpus.settings)
+    sources = [(s.get("name"), {k: v for k, v in s.items() if k != "name"})
+               for s in corpus.sources]
+    with _staged(out, f"a {store.name} output", replace=overwrite) as tmp:
+        w = store.open(tmp, "shard-00000", ident, values=values, columns=list(meta),
+                       extra=extra, sources=sources)
+        try:
+            i = 0
+            for batch in corpus.iter_batches(4096, values=values):
+                j = i + len(batch)
+                w.write(batch, {"names": names[i:j], **{c: v[i:j] for c, v in meta.items()}})
+                i = j
+        except BaseException:
+            w.abort()
+            raise
+        store.finish(tmp, w.commit(), ident, extra)
+    return Path(out)
 
 
 def _fsync_path(folder: Path) -> None:
@@ -154,68 +263,6 @@ def import_gtok_dir(directory: str | os.PathLike, out: str | os.PathLike, *, voc
     return Path(out)
 
 
-def _pyarrow():
-    return (require("pyarrow", "Parquet export/import"),
-            require("pyarrow.parquet", "Parquet export/import"))
-
-
-def _row_groups(lengths: np.ndarray, max_rows: int, max_tokens: int) -> list[tuple[int, int]]:
-    """Split records into consecutive groups of <= max_rows records and <= max_tokens tokens."""
-    out, a, n = [], 0, lengths.size
-    cum = np.concatenate([[0], np.cumsum(lengths)])
-    while a < n:
-        b = min(n, a + max_rows)
-        b = max(a + 1, min(b, int(np.searchsorted(cum, cum[a] + max_tokens, side="right")) - 1))
-        out.append((a, b))
-        a = b
-    return out
-
-
-@validated({"corpus": CORPUS, "out": PATH, "row_group_size": [Interval(Integral, 1, None)]})
-def export_parquet(corpus: Corpus, out: str | os.PathLike, *, row_group_size: int = 65536) -> Path:
-    """One row per record: ``input_ids`` (list<int32>), ``name`` and the metadata columns.
-
-    The column names are the stores' (:mod:`genotok.formats.tables`); pandas, DuckDB and Hugging Face
-    datasets open. Streamed in row groups of up to ``row_group_size`` records (and under 2**31
-    tokens, the limit of a list<int32> column's offsets); written atomically. The universe
-    fingerprint, vocabulary size, special tokens and settings ride along in the schema metadata
-    (key ``genotok``), so :func:`import_parquet` restores them.
-
-    Examples
-    --------
-    >>> import tempfile, os
-    >>> from genotok.formats.corpus import CorpusWriter
-    >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
-    >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
-    ...     w.append([1, 2], name="s1")
-    >>> import pyarrow.parquet as pq
-    >>> pq.read_table(export_parquet(Corpus.open(p), p + ".parquet")).column("input_ids").to_pylist()
-    [[1, 2]]
-    """
-    pa, pq = _pyarrow()
-    if corpus.vocab_size > 2**31:
-        raise GtokFormatError(f"{corpus.path}: vocab_size {corpus.vocab_size} does not fit the "
-                              "list<int32> input_ids column")
-    names, meta = corpus.names, corpus.meta
-    info = json.dumps({k: corpus.header.get(k) for k in
-                       ("fingerprint", "vocab_size", "special_tokens", "settings")}).encode()
-    # one type per column for the whole file (a column may start with nulls)
-    fields = [pa.field("input_ids", pa.list_(pa.int32())), pa.field("name", pa.string())]
-    for k, v in meta.items():
-        t = pa.array(v).type
-        fields.append(pa.field(k, pa.string() if pa.types.is_null(t) else t))
-    schema = pa.schema(fields, metadata={b"genotok": info})
-    with atomic_write(out, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
-        for a, b in _row_groups(corpus.lengths, max(1, int(row_group_size)), 2**31 - 1):
-            batch = corpus[a:b]
-            tokens = pa.ListArray.from_arrays(pa.array(batch.offsets.astype(np.int32)),
-                                              pa.array(np.asarray(batch.data).astype(np.int32)))
-            cols = [tokens, pa.array(names[a:b], type=pa.string())]
-            cols += [pa.array(meta[f.name][a:b], type=f.type) for f in fields[2:]]
-            writer.write_table(pa.Table.from_arrays(cols, schema=schema))
-    return Path(out)
-
-
 @validated({"paths": [InstanceOf(str, os.PathLike, list, tuple)], "out": PATH,
             "vocab_size": [*CorpusWriter.CONSTRAINTS["vocab_size"], None],
             "fingerprint": [*CorpusWriter.CONSTRAINTS["fingerprint"], None],
@@ -225,7 +272,7 @@ def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = No
                    name_column: str | None = "name", **kwargs) -> Path:
     """Pack Parquet or Arrow IPC files (one, or a list: told apart by their first bytes) with
     a ``list<int>`` token ids column (``input_ids``, as every genotok store and
-    :func:`export_parquet` write it) into one corpus.
+    :func:`export_store` write it) into one corpus.
 
     A ``values`` column (a list of numbers per record) becomes the value channel; every other
     column a metadata column (``name_column`` gives the record names). The universe
@@ -241,7 +288,7 @@ def import_parquet(paths, out: str | os.PathLike, *, vocab_size: int | None = No
     >>> p = os.path.join(tempfile.mkdtemp(), "c.gtokc")
     >>> with CorpusWriter(p, vocab_size=9, fingerprint="fp") as w:
     ...     w.append([1, 2], name="s1")
-    >>> q = export_parquet(Corpus.open(p), p + ".parquet")
+    >>> q = next(export_store(Corpus.open(p), p + ".parquet", "parquet").glob("*.parquet"))
     >>> Corpus.open(import_parquet([q, q], p + ".back")).to_ragged().to_list()
     [[1, 2], [1, 2]]
     """

@@ -221,13 +221,32 @@ STORES: dict[str, type[Store]] = {c.name: c for c in (MemoryStore, CorpusStore, 
                                                        ParquetStore, ArrowStore, JsonlStore)}
 
 
-def _register(cls) -> None:
+def register_store(cls: type[Store]) -> type[Store]:
+    """Add a store class to :data:`STORES` under its ``name`` (a class decorator, too): what
+    ``format=``, ``--format`` and :meth:`genotok.Corpus.open` then find. The entry point group
+    ``genotok.stores`` registers a plugin's class through it. A class that is no
+    :class:`~genotok.formats.store.Store` subclass, or has no ``name``, is refused; so is a
+    name another class holds.
+
+    Examples
+    --------
+    >>> class Mine(MemoryStore):
+    ...     name = "mine-example"
+    >>> register_store(Mine) is Mine, "mine-example" in stores()
+    (True, True)
+    >>> del STORES["mine-example"]
+    >>> register_store(dict)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: register_store: <class 'dict'> is not a Store subclass with a name
+    """
     if not (isinstance(cls, type) and issubclass(cls, Store)) or not cls.name:
-        raise TypeError(f"{cls!r} is not a Store subclass with a name")
+        raise TypeError(f"register_store: {cls!r} is not a Store subclass with a name")
     if cls.name in STORES and STORES[cls.name] is not cls:
-        raise ValueError(f"a store named {cls.name!r} is registered already "
+        raise ValueError(f"register_store: a store named {cls.name!r} is registered already "
                          f"({STORES[cls.name].__module__}.{STORES[cls.name].__qualname__})")
     STORES[cls.name] = cls
+    return cls
 
 
 def stores() -> dict[str, type[Store]]:
@@ -239,7 +258,7 @@ def stores() -> dict[str, type[Store]]:
     >>> sorted(stores())[:3]
     ['arrow', 'corpus', 'gtok-dir']
     """
-    _plugins.load("genotok.stores", _register)
+    _plugins.load("genotok.stores", register_store)
     return STORES
 
 
@@ -288,4 +307,4 @@ _set_store_opener(_open_store_output)  # Corpus.open(dir) comes here for a store
 
 __all__ = ["EMPTY", "STORES", "ArrowStore", "CorpusStore", "GtokDirStore", "JsonlStore",
            "MANIFEST", "MemoryStore", "ParquetStore", "Store", "get_store",
-           "stores"]
+           "register_store", "stores"]

@@ -17,13 +17,23 @@ from __future__ import annotations
 from enum import IntEnum
 
 
+def name(member: IntEnum) -> str:
+    """The user-facing name of one member (lower case, ``-`` for ``_``): what :func:`parse`
+    reads back, and what a module that compares settings' strings spells once at import.
+
+    >>> name(Counting.PAIRED_INSERTION), parse(Counting, name(Counting.PAIRED_INSERTION))
+    ('paired-insertion', <Counting.PAIRED_INSERTION: 1>)
+    """
+    return member.name.lower().replace("_", "-")
+
+
 def names(mode: type[IntEnum]) -> tuple[str, ...]:
     """The user-facing names of a mode's members, in order (lower case, ``-`` for ``_``).
 
     >>> names(Overlap), names(Counting)[1]
     (('all', 'best'), 'paired-insertion')
     """
-    return tuple(m.name.lower().replace("_", "-") for m in mode)
+    return tuple(name(m) for m in mode)
 
 
 def parse(mode: type[IntEnum], name: str) -> IntEnum:

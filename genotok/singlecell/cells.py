@@ -53,6 +53,7 @@ from .._io import make_temp_dir
 from .._usage import keywords
 from ..errors import AnnDataError, SourceError
 from ..kernels import cells as K
+from ..kernels.modes import Order, Truncate, Unknown, parse
 from ..genes import GeneTokenizer
 from ..params import MEMORY_MB, N_THREADS, Flag, HasAttr, InstanceOf, ParameterError, Unchecked, validated
 from ..tokenizer import Tokenizer
@@ -65,11 +66,6 @@ from .sources import CellSource, _is_frame, open_source
 from .fragmatrix import per_universe
 from .spec import CellSpec, Normalize, fields_elsewhere
 from .varnames import _adata_var_map, _var_map_from_hits, _VarMap
-
-ORDERS = {"genomic": K.ORDER_GENOMIC, "value": K.ORDER_VALUE, "shuffle": K.ORDER_SHUFFLE}
-TRUNCATE = {"top": K.TRUNC_TOP, "sample": K.TRUNC_SAMPLE}
-UNKNOWN = {"drop": K.UNK_DROP, "set": K.UNK_SET, "region": K.UNK_REGION}
-
 
 def _entries_as_vars(ch: Chunk, vm: _VarMap, tokenizer, dtype) -> tuple:
     """``order="var"``: every stored entry of the chunk becomes its own variable, whose tokens
@@ -259,8 +255,8 @@ def _kernel_options(tokenizer, spec, order: str, unique: bool) -> _Options:
     unknown = tokenizer.settings.unknown if spec.unknown is None else spec.unknown
     cut = spec.max_length is not None
     return _Options(K.keep_threshold(-np.inf if spec.min_count is None else spec.min_count),
-                    UNKNOWN[unknown], bool(unique), ORDERS[order],
-                    int(spec.max_length) if cut else 0, TRUNCATE[spec.truncation],
+                    int(parse(Unknown, unknown)), bool(unique), int(parse(Order, order)),
+                    int(spec.max_length) if cut else 0, int(parse(Truncate, spec.truncation)),
                     int(spec.seed), values=bool(spec.values))
 
 
@@ -808,7 +804,15 @@ def _store_out(out):
 
         if len(out) != 2:
             raise ParameterError(f"out= is a path, or a (directory, format) pair; got {out!r}")
-        return out[0], get_store(out[1])  # "corpus" too: a directory, as pretokenize's
+        store = get_store(out[1])  # "corpus" too: a directory, as pretokenize's
+        if not store.writes_files:
+            from ..formats.stores import stores
+
+            raise ParameterError(f"out=: the {store.name!r} store writes no files, so it is no "
+                                 "output directory's format; leave out= out for the records in "
+                                 "memory, or give a store that writes files: "
+                                 f"{', '.join(n for n, c in stores().items() if c.writes_files)}")
+        return out[0], store
     if not isinstance(out, (str, os.PathLike)):
         raise ParameterError(f"out= is a path, or a (directory, format) pair such as "
                         f"('cells/', 'parquet'); got {type(out).__name__}")
@@ -816,11 +820,12 @@ def _store_out(out):
 
 
 def _refuse_existing(out, overwrite: bool) -> None:
-    """An existing output is refused before anything is read (``overwrite=False``)."""
-    if out is None or overwrite or hasattr(out, "emit"):
+    """An existing output (``overwrite=False``) and an ``out=`` no store can write are refused
+    before anything is read."""
+    if out is None or hasattr(out, "emit"):
         return
-    path = _store_out(out)[0]
-    if os.path.exists(path):
+    path = _store_out(out)[0]  # a bad out= (a store that writes no files) too
+    if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path} exists; pass overwrite=True to replace it")
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from .._usage import keywords
 from ..params import MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Integral, Interval, validated
 from ..tokenizer import Tokenizer
-from ..errors import BedParseError, GenotokError
+from ..errors import BedParseError, GenotokError, SourceError
 from .cells import _check_call, _refuse_existing, entry_constraints, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
@@ -183,8 +183,14 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                         "GeneTokenizer has none (it maps named features: use a region "
                         "Tokenizer, or tokenize_anndata on a cell x gene matrix)")
     _refuse_existing(out, overwrite)  # before the count, not after
-    cls = source_class(path)  # a registered fragment source (a subclass), else a text file
-    cls = cls if isinstance(cls, type) and issubclass(cls, FragmentSource) else FragmentSource
+    # the registry's class when it reads fragments (its columns the universe's regions, any
+    # base class: a plugin's too), else none found: a text file of fragments
+    cls = source_class(path) or FragmentSource
+    if cls.features_are != "universe":
+        raise SourceError(f"tokenize_fragments: {os.fspath(path)} is a {cls.kind or 'cell'} input "
+                          f"({cls.__name__}: its columns are named features), not fragments "
+                          "counted over a universe; read it with tokenize_cells (or "
+                          "tokenize_anndata)")
     cls.check(spec, "tokenize_fragments")
     with cls.open(path, read, tokenizer=tokenizer, n_threads=n_threads, spec=spec,
                   memory_mb=memory_mb, out=out) as source:

@@ -3,7 +3,7 @@ Arrow files): every registered store written by ``pretokenize``, crashed mid-par
 subprocess and resumed, its committed parts damaged (truncated, deleted, renamed, replaced,
 flipped, an extra file) before the resume or after the run, its manifest tampered field by field
 (with and without a recomputed digest), overwritten both ways, and read back through
-``Corpus.open``, ``verify``, ``genotok info`` / ``verify``, ``export_parquet`` and
+``Corpus.open``, ``verify``, ``genotok info`` / ``verify``, ``export_store`` and
 ``import_parquet``; tables with mutated ``genotok`` schema metadata and wrong column types read
 by every reader. The oracle (:mod:`tests.campaigns._oracle`): the records written, or a
 ``GenotokError`` naming the file.
@@ -373,8 +373,9 @@ def test_every_reader_reads_every_store(store, split, reader, finished, truth, t
     c = Corpus.open(out)
     want = sorted((n, c[i].tolist()) for i, n in enumerate(c.names))
     if reader == "export-import":
-        p = genotok.export_parquet(c, tmp_path / "x.parquet")
-        back = Corpus.open(genotok.import_parquet(p, tmp_path / "back.gtokc"))
+        p = genotok.export_store(c, tmp_path / "x.parquet", "parquet")
+        back = Corpus.open(genotok.import_parquet(sorted(p.glob("*.parquet")),
+                                                  tmp_path / "back.gtokc"))
     else:
         genotok.export_gtok_dir(c, tmp_path / "g")
         back = Corpus.open(genotok.import_gtok_dir(tmp_path / "g", tmp_path / "back.gtokc",

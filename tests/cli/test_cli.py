@@ -358,23 +358,78 @@ def test_export_parquet_and_import_back(corpus, tmp_path, capsys):
     pytest.importorskip("pyarrow")
     pq = tmp_path / "tokens.parquet"
     code, _, err = run(["export", corpus, str(pq)], capsys)
-    assert code == 0 and err == f"genotok: wrote {pq} (5 rows)\n"
+    assert code == 0 and err == f"genotok: wrote {pq} (5 records, format parquet)\n"
+    assert Corpus.open(pq).to_ragged() == Corpus.open(corpus).to_ragged()  # a store's output
     assert_error(run(["export", corpus, str(pq)], capsys), 1, f"{pq} exists; add --overwrite")
+    assert run(["export", "-q", "--overwrite", corpus, str(pq)], capsys)[0] == 0
     weird = tmp_path / "tokens.bin"
     assert run(["export", "-q", "--format", "parquet", corpus, "-o", str(weird)], capsys)[0] == 0
     back = tmp_path / "back.gtokc"
     assert run(["import", "-q", str(pq), str(back)], capsys)[0] == 0
     assert Corpus.open(back).to_ragged() == Corpus.open(corpus).to_ragged()
     assert_error(run(["import", str(pq), str(back)], capsys), 1, "exists; add --overwrite")
-    assert run(["import", "-q", "--overwrite", "--format", "parquet", "-o", str(back), str(weird)],
+    one = next(weird.glob("*.parquet"))  # a file of it alone: Parquet, its universe inside
+    assert run(["import", "-q", "--overwrite", "--format", "parquet", "-o", str(back), str(one)],
                capsys)[0] == 0
     assert Corpus.open(back).to_ragged() == Corpus.open(corpus).to_ragged()
+    assert_error(run(["import", "--format", "arrow", str(pq), str(tmp_path / "x.gtokc")], capsys),
+                 2, "is a parquet output", "manifest.json")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "arrow", "jsonl", "corpus"])
+def test_export_to_any_store_keeps_values_metadata_and_extra(tok, tmp_path, fmt, capsys):
+    """``genotok export --format F`` takes every store that writes files (was: only gtok-dir and
+    parquet, exit 2 for arrow or jsonl), writes through the store's own writer (was: a second
+    Parquet writer that dropped the value channel and the header's extra), and ``import`` of
+    that output (was: a corpus with extra {}) keeps the fitted medians, so ``RankByMedian``
+    reads them from either."""
+    if fmt in ("parquet", "arrow"):
+        pytest.importorskip("pyarrow")
+    ad = pytest.importorskip("anndata")
+    src = tmp_path / "src.gtokc"
+    genotok.tokenize_anndata(ad.read_h5ad(EX / "pbmc.h5ad"), tok, out=src,
+                             spec=genotok.CellSpec(values=True, encoding=(genotok.RankByMedian(),)))
+    out = tmp_path / "out"
+    assert run(["export", "-q", "--format", fmt, str(src), str(out)], capsys)[0] == 0
+    a, b = Corpus.open(src), Corpus.open(out)
+    assert b.to_ragged(values=True) == a.to_ragged(values=True)
+    assert (b.names, b.meta, b.fingerprint, b.settings) == (a.names, a.meta, a.fingerprint,
+                                                            a.settings)
+    assert b.header["extra"] == a.header["extra"] != {}  # (JSON Lines: its part's header file)
+    want = genotok.RankByMedian(a).medians
+    assert np.array_equal(genotok.RankByMedian(b).medians, want, equal_nan=True)
+    back = tmp_path / "back.gtokc"
+    assert run(["import", "-q", str(out), str(back)], capsys) == (0, "", "")
+    assert Corpus.open(back).header["extra"] == a.header["extra"]
+    assert np.array_equal(genotok.RankByMedian(Corpus.open(back)).medians, want, equal_nan=True)
+
+
+def test_export_and_import_formats_come_from_the_registry(corpus, tmp_path, capsys, monkeypatch):
+    """A plugin store is an ``export``/``import`` ``--format`` as it is a ``pretokenize`` one
+    (the choices are the registry's); the memory store, which writes no files, is none."""
+    from genotok.formats import stores as S
+    from genotok.formats.jsonl import JsonlStore
+
+    class Tab(JsonlStore):
+        name = "tab-example"
+
+    monkeypatch.setitem(S.STORES, Tab.name, Tab)
+    out = tmp_path / "tab"
+    assert run(["export", "-q", "--format", "tab-example", corpus, str(out)], capsys)[0] == 0
+    assert json.loads((out / "manifest.json").read_text())["format"] == "genotok-tab-example"
+    assert Corpus.open(out).to_ragged() == Corpus.open(corpus).to_ragged()
+    assert run(["import", "-q", "--format", "tab-example", str(out), str(tmp_path / "b.gtokc")],
+               capsys)[0] == 0
+    assert_error(run(["export", "--format", "memory", corpus, str(tmp_path / "m")], capsys), 2,
+                 "invalid choice: 'memory'")
+    assert_error(run(["import", "--format", "jsonl", corpus + "/shard-00000.gtokc",
+                      str(tmp_path / "j.gtokc")], capsys), 2, "has no manifest.json")
 
 
 def test_export_format_comes_from_a_flag_or_a_known_suffix(corpus, tmp_path, capsys):
     out = tmp_path / "tokens.csv"
     assert_error(run(["export", corpus, str(out)], capsys), 2,
-                 "cannot tell the output format of", ".parquet", "--format gtok-dir|parquet")
+                 "cannot tell the output format of", ".parquet", ".arrow", "--format corpus|gtok-dir|")
     assert not out.exists()
     assert_error(run(["export", corpus], capsys), 2, "required: -o/--out")
     assert_error(run(["export", corpus, str(tmp_path / "a"), "-o", str(tmp_path / "b")], capsys),
@@ -389,6 +444,7 @@ def test_export_parquet_without_pyarrow(corpus, tmp_path, capsys, monkeypatch):
     assert_error(run(["export", corpus, str(tmp_path / "t.parquet")], capsys), 1,
                  "pyarrow", "pip install 'genotok[parquet]'")
     assert not (tmp_path / "t.parquet").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".t.parquet")]
 
 
 def test_import_errors(tmp_path, capsys):

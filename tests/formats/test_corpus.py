@@ -22,7 +22,7 @@ from genotok import (
     Tokenizer,
     UniverseMismatchError,
     export_gtok_dir,
-    export_parquet,
+    export_store,
     import_gtok_dir,
     import_parquet,
     read_gtok,
@@ -30,6 +30,7 @@ from genotok import (
 )
 from genotok.formats.corpus.layout import ALIGN, PREAMBLE, _host
 from genotok.formats.corpus.reader import _gather_rows
+from genotok.formats.stores import ParquetStore
 
 FEW = settings(max_examples=40, deadline=None)
 
@@ -602,21 +603,22 @@ def test_parquet_round_trip(tmp_path):
         w.append_batch(rows, names=["a", "b", None, "d"],
                        meta={"kind": [None, None, "z", "w"], "n": [1, 2, 3, None]})
     c = Corpus.open(path)
-    export_parquet(c, tmp_path / "c.parquet", row_group_size=2)  # nulls first, then strings
-    f = pq.ParquetFile(tmp_path / "c.parquet")
-    assert f.metadata.num_row_groups == 2
-    ttype = f.schema_arrow.field("input_ids").type
+    out = export_store(c, tmp_path / "c", ParquetStore(rows_per_shard=2))  # nulls, then strings
+    files = sorted(out.glob("*.parquet"))
+    assert len(files) == 2
+    ttype = pq.ParquetFile(files[0]).schema_arrow.field("input_ids").type
     assert pa.types.is_list(ttype) and ttype.value_type == pa.int32()
-    table = f.read()
+    table = pa.concat_tables([pq.read_table(f) for f in files])
     assert table.column("input_ids").to_pylist() == rows
     assert table.column("name").to_pylist() == ["a", "b", None, "d"]
     assert table.column("kind").to_pylist() == [None, None, "z", "w"]
-    back = Corpus.open(import_parquet(tmp_path / "c.parquet", tmp_path / "back.gtokc"), verify=True)
+    assert Corpus.open(out, verify=True).meta == c.meta  # the store's output reads back
+    back = Corpus.open(import_parquet(files, tmp_path / "back.gtokc"), verify=True)
     assert back.to_ragged().to_list() == rows and back.names == ["a", "b", None, "d"]
     assert back.meta == {"kind": [None, None, "z", "w"], "n": [1, 2, 3, None]}
     assert back.fingerprint == "fp" and back.settings == {"overlap": "all"}
     with pytest.raises(UniverseMismatchError):
-        import_parquet(tmp_path / "c.parquet", tmp_path / "x.gtokc", fingerprint="other")
+        import_parquet(files, tmp_path / "x.gtokc", fingerprint="other")
     pd = pytest.importorskip("pandas")
     # a plain file as geniml's Region2VecDataset reads it: no genotok metadata
     pd.DataFrame({"input_ids": [[1, 2], [3]]}).to_parquet(tmp_path / "plain.parquet")
@@ -656,9 +658,44 @@ def test_parquet_empty_corpus(tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     with CorpusWriter(tmp_path / "e", vocab_size=5, fingerprint="fp"):
         pass
-    export_parquet(Corpus.open(tmp_path / "e"), tmp_path / "e.parquet")
-    assert pq.read_table(tmp_path / "e.parquet").num_rows == 0
-    assert len(Corpus.open(import_parquet(tmp_path / "e.parquet", tmp_path / "e2"))) == 0
+    out = export_store(Corpus.open(tmp_path / "e"), tmp_path / "e.parquet", "parquet")
+    files = sorted(out.glob("*.parquet"))
+    assert sum(pq.read_table(f).num_rows for f in files) == 0 and len(Corpus.open(out)) == 0
+    assert len(Corpus.open(import_parquet(files, tmp_path / "e2"))) == 0
+
+
+def test_export_store_is_staged_and_refuses_what_it_cannot_write(tmp_path, monkeypatch):
+    """:func:`export_store` writes through the registry's stores: the memory store (no files)
+    is refused up front, a directory that is no genotok output is never replaced, an earlier
+    export is with ``overwrite=True``, and a failure mid-write leaves nothing behind."""
+    from genotok.formats.jsonl import JsonlStore
+    from genotok.params import ParameterError
+
+    with CorpusWriter(tmp_path / "c.gtokc", vocab_size=9, fingerprint="fp") as w:
+        w.append_batch([[1, 2], [3]], names=["a", "b"])
+    c = Corpus.open(tmp_path / "c.gtokc")
+    with pytest.raises(ParameterError, match="'memory' writes no files"):
+        export_store(c, tmp_path / "m", "memory")
+    assert not (tmp_path / "m").exists()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not an empty directory"):
+        export_store(c, mine, "jsonl", overwrite=True)
+    assert (mine / "notes.txt").read_text() == "keep me"
+    out = export_store(c, tmp_path / "j", "jsonl")
+    with pytest.raises(FileExistsError):
+        export_store(c, out, "jsonl")
+    export_store(c, out, "jsonl", overwrite=True)
+    assert Corpus.open(out).names == ["a", "b"]
+
+    def broken(self, batch, meta, a, b):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(JsonlStore, "_write_rows", broken)
+    with pytest.raises(OSError, match="disk full"):
+        export_store(c, tmp_path / "k", "jsonl")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.gtokc", "j", "mine"]
 
 
 # ------------------------------------------------------------------ one spelling
@@ -685,8 +722,8 @@ def test_old_spellings_are_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gtokc"]
     pytest.importorskip("pyarrow")
     with pytest.raises(TypeError, match="path"):
-        export_parquet(c, path=tmp_path / "c.parquet")
-    q = export_parquet(c, tmp_path / "c.parquet")
+        export_store(c, path=tmp_path / "c.parquet")
+    q = next(export_store(c, tmp_path / "c.parquet").glob("*.parquet"))
     with pytest.raises(TypeError, match="special_tokens"):  # passed on to the writer
         import_parquet(q, tmp_path / "back.gtokc", special_tokens={"unk": 7})
     assert not (tmp_path / "back.gtokc").exists()

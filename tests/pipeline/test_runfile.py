@@ -131,6 +131,29 @@ def test_a_bad_file_is_refused_before_anything_runs(demo, capsys):
              "'cells'.cells", "a BED input is one record")
 
 
+def test_pack_stores_come_from_the_registry(demo, capsys, monkeypatch):
+    """``[pack].format`` takes every store that keeps values and metadata, a plugin's too (was:
+    a literal list); one that keeps neither (gtok-dir, memory) is refused, naming the list."""
+    from genotok.formats import stores as S
+    from genotok.formats.tables import ArrowStore
+    from genotok.runfile import pack_stores
+
+    class Feather(ArrowStore):
+        name = "feather-example"
+
+    monkeypatch.setitem(S.STORES, Feather.name, Feather)
+    assert pack_stores() == ("corpus", "parquet", "arrow", "jsonl", "feather-example")
+    toml = demo / "pipeline.toml"
+    for fmt in ("feather-example", "gtok-dir", "memory"):
+        toml.write_text(EXAMPLE.replace('strategy = "ffd"\nformat = "corpus"',
+                                        f'strategy = "ffd"\nformat = "{fmt}"'))
+        if fmt == "feather-example":
+            assert main(["run", str(toml), "--dry-run"]) == 0
+            capsys.readouterr()
+        else:
+            _refused(demo, capsys, toml.read_text(), "[pack].format", "feather-example")
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(demo, capsys, tok):
     assert main(["run", str(demo / "pipeline.toml"), "--dry-run"]) == 0
     text = capsys.readouterr().out

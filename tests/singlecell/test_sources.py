@@ -81,6 +81,48 @@ def test_a_later_class_wins_by_type_and_magic(tmp_path):
     assert source_class(h5) is H5adSource and source_class(a) is AnnDataSource
 
 
+def test_tokenize_fragments_honours_the_registrys_fragment_source(tmp_path):
+    """A registered fragment source (its columns the universe's regions) is what
+    ``tokenize_fragments`` reads with, whatever its base class (was: any class not derived
+    from ``FragmentSource`` was dropped for the text reader, which took the file for a text
+    file of fragments); a class of named features is refused, naming it."""
+
+    class NpzFragments(CellSource):  # counted fragments, saved by another tool
+        kind, suffixes, features_are, header = "npz-fragments", (".fragnpz",), "universe", "f"
+
+        @classmethod
+        def open(cls, obj, read=None, **context):
+            self = cls()
+            with np.load(obj) as z:
+                self.barcodes, X = list(z["barcodes"]), z["X"]
+            self.path = self.where = str(obj)
+            self.matrix = memory_matrix(X, self.where)
+            self.n_rows, self.n_cols = X.shape
+            return self
+
+        def features(self):
+            return None
+
+        def names(self):
+            return self.barcodes
+
+    tok = Tokenizer(["chr1:0-100", "chr1:100-200", "chr2:0-50"])
+    p = tmp_path / "cells.fragnpz"
+    with open(p, "wb") as fh:
+        np.savez(fh, X=np.array([[1, 0, 2, 0], [0, 3, 0, 0]], np.float32),
+                 barcodes=np.array(["AAA-1", "CCC-1"]))
+    register_source(NpzFragments)
+    try:
+        names, rows = tokenize_fragments(p, tok, CellSpec(values=True))
+    finally:
+        unregister_source(NpzFragments)
+    assert names == ["AAA-1", "CCC-1"] and rows.to_list() == [[0, 2], [1]]
+    assert rows.values.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(SourceError, match=r"pbmc\.h5ad is a h5ad input \(H5adSource: its "
+                                          r"columns are named features\).*tokenize_cells"):
+        tokenize_fragments(EX / "pbmc.h5ad", tok)
+
+
 def test_open_source_names_what_no_source_reads(tmp_path):
     with pytest.raises(SourceError, match=r"universe\.bed: not a cell input; the cell sources "
                                           r"read .*h5ad \(\.h5ad\)"):
@@ -469,6 +511,15 @@ def test_a_failed_store_output_leaves_nothing(tmp_path, tok):
         tokenize_anndata(bad, tok, out=3)
     with pytest.raises(genotok.params.ParameterError, match="format must be one of"):
         tokenize_anndata(bad, tok, out=(tmp_path / "x", "csv"))
+    # a store that writes no files is no out= (was: a directory holding only a manifest, then
+    # "'genotok-memory' is no store's this install knows (stores: … memory …)")
+    for overwrite in (False, True):
+        for call in (lambda **kw: tokenize_anndata(EX / "pbmc.h5ad", tok, **kw),
+                     lambda **kw: tokenize_fragments(EX / "fragments.tsv.gz", tok, **kw)):
+            with pytest.raises(genotok.params.ParameterError,
+                               match="'memory' store writes no files.*leave out= out"):
+                call(out=(tmp_path / "m", "memory"), overwrite=overwrite)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_cli_reads_any_source_options_as_json(tmp_path, tok, capsys):
