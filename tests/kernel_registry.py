@@ -509,6 +509,7 @@ COMPARISONS: dict[str, Comparison] = {
     # ---- overlap: the sweep (universe x query sets)
     # the modes' names for users (constraints, the CLI): checked by their doctests and by the
     # tokenizer's tests through the overlap kernel, which takes the parsed mode
+    "modes.name": Comparison(covered_by="overlap.overlap"),
     "modes.names": Comparison(covered_by="overlap.overlap"),
     "modes.parse": Comparison(covered_by="overlap.overlap"),
     "overlap.overlap": Comparison(oracle=naive_overlap.overlap,
