@@ -201,13 +201,15 @@ def _check_ids_out(ragged, dtype, where: str) -> None:
 def _index_array(a, n_rows: int, lo: int, hi: int, what: str, k: int, *,
                  allow_empty: bool = False) -> np.ndarray:
     """Set ``k``'s ``what``: an integer array of ``n_rows`` items in ``[lo, hi)`` (it indexes
-    the kernels' memory: numba checks nothing)."""
+    the kernels' memory: numba checks nothing); not scanned when its dtype holds nothing else."""
     a = np.asarray(a)
     if a.ndim != 1 or a.dtype.kind not in "iu" or not (a.size == n_rows or
                                                       (allow_empty and a.size == 0)):
         raise ParameterError(f"prepared[{k}].{what} must be a 1-D integer array of {n_rows} "
                              f"items (one per region of the set), got {a.dtype} {a.shape}")
-    if a.size and (int(a.min()) < lo or int(a.max()) >= hi):
+    info = np.iinfo(a.dtype)
+    scan = a.size and (info.min < lo or info.max >= hi)  # the dtype may hold a value outside
+    if scan and (int(a.min()) < lo or int(a.max()) >= hi):
         bad = a[(a < lo) | (a >= hi)][0]
         raise ParameterError(f"prepared[{k}].{what}: {int(bad)} is outside [{lo}, {hi})")
     return a
@@ -228,7 +230,7 @@ def _check_prepared(p: PreparedSet, n_rows: int, n_codes: int, k: int) -> None:
     for what in ("starts", "ends"):
         a = getattr(p, what)
         if a is not None:
-            _index_array(a, n_rows, -2**63, 2**63 - 1, what, k)
+            _index_array(a, n_rows, -2**63, 2**63, what, k)  # any int64 (no scan for one)
 
 
 def _chromosome_runs(codes: np.ndarray, starts: np.ndarray):
