@@ -562,12 +562,13 @@ COMPARISONS: dict[str, Comparison] = {
     "values.bin_rows": Comparison(oracle=naive_genes.bin_rows,
                                   inputs=lambda: _sized(_bin_rows, 30), call=_bin_call),
     "values.quantile_bins": Comparison(oracle=naive_genes.quantile_bins,
-                                       inputs=lambda: _sized(_quantile_rows, 30)),
+                                       inputs=lambda: _sized(_quantile_rows, 30),
+                                       call=lambda k, *a: k(*a, np.full(a[1].size, np.nan))),
     "values.merge_counts": Comparison(
         oracle=_merge_counts, inputs=lambda: _sized(_counts, 60),
         make=_counts, sizes=(100_000, 1_000_000)),
     "values.divide_by_median": Comparison(
-        oracle=_divide_by_median,
+        oracle=_divide_by_median, call=lambda k, *a: k(*a, np.full(len(a[0]), np.nan)),
         inputs=lambda: _sized(lambda n, r: (r.random(n) * 100, r.integers(0, 10, n),
                                             np.where(r.random(10) < 0.3, np.nan,
                                                      r.random(10) * 5 - 1)), 100)),

@@ -220,11 +220,13 @@ def add_block(table, n_used, q, keys, counts, a, b):
 
 
 @njit(**NJIT)
-def count_blocks(tables, used, keys, starts):
-    """Count each block's keys (``starts``: :func:`chunk_keys`) in its own table: one small
-    table at a time stays in cache. Returns the spilled ``(global key, count)`` pairs, flat."""
+def count_blocks(tables, used, keys, starts, q_lo, q_hi):
+    """Count the keys of blocks ``q_lo:q_hi`` (``starts``: :func:`chunk_keys`), each block's in
+    its own table: one small table at a time stays in cache. Threads may count disjoint block
+    ranges of the same ``tables`` at once (``nogil``; each writes only its blocks' entries).
+    Returns the spilled ``(global key, count)`` pairs, flat."""
     spills = np.empty(0, np.int64)
-    for q in range(starts.size - 1):
+    for q in range(q_lo, q_hi):
         a, b = starts[q], starts[q + 1]
         if a == b:
             continue
@@ -299,24 +301,27 @@ def _value(c, exact, bins_per_octave):
 
 
 @njit(**NJIT)
-def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave):
-    """Median of every feature from the blocks' tables and the spilled counts (global keys,
-    sorted and distinct): the mean of the values at sorted positions ``(n-1)//2`` and ``n//2``
+def medians(tables, spill_keys, spill_counts, n_features, exact, bins_per_octave, q_lo, q_hi,
+            med):
+    """Median of every feature of blocks ``q_lo:q_hi`` into ``med`` (float64, ``n_features``;
+    NaN stays where a feature has no value) from the blocks' tables and the spilled counts of
+    these blocks (global keys, sorted and distinct): the mean of the values at sorted positions ``(n-1)//2`` and ``n//2``
     of a feature's ``n`` values (a code stands for the value ``code`` when ``exact``, else
-    ``2 ** ((code + 0.5) / bins_per_octave)``); NaN without values. Per block a counting sort over its features (each key's feature checked
-    against ``n_features``; a bad key, or a spill without its slot, returns ``ok=False``), then
-    a quickselect per feature, no sort. Returns ``(medians, ok)``."""
-    med = np.full(n_features, np.nan)
+    ``2 ** ((code + 0.5) / bins_per_octave)``). Per block a counting sort over its features
+    (each key's feature checked against ``n_features``; a bad key, or a spill outside the
+    blocks or without its slot, returns ``ok=False``), then a quickselect per feature, no sort.
+    Threads may take disjoint block ranges of the same ``tables`` at once (``nogil``).
+    Returns ``(med, ok)``."""
     width = np.int64(1) << BLOCK
     top = 0
-    for q in range(len(tables)):
+    for q in range(q_lo, q_hi):
         top = max(top, tables[q].size)
     code = np.empty(top, np.int64)  # one block's pairs at a time
     count = np.empty(top, np.int64)
     start = np.zeros(width + 1, np.int64)
     fill = np.zeros(width, np.int64)
     sp = 0
-    for q in range(len(tables)):
+    for q in range(q_lo, q_hi):
         t = tables[q]
         f0 = np.int64(q) << BLOCK
         start[:] = 0

@@ -15,10 +15,10 @@ from .cells import _LOW, _U8, _U32, RADIX_FROM, _by_value, rng_below, rng_seed
 
 
 @njit(**NJIT_PARALLEL)
-def normalize_rows(indptr, data, target_sum, log1p):
-    """``data / row total * target_sum`` (float64), then ``log1p`` when asked; a row whose
-    total is 0 stays 0. ``indptr`` is rebased (``indptr[0] == 0``)."""
-    out = np.empty(data.size, np.float64)
+def normalize_rows(indptr, data, target_sum, log1p, out):
+    """``data / row total * target_sum`` (float64), then ``log1p`` when asked, into ``out``
+    (float64, as long as ``data``; returned); a row whose total is 0 stays 0. ``indptr`` is
+    rebased (``indptr[0] == 0``)."""
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         scale = _row_scale(data, a, b, target_sum)
@@ -79,7 +79,7 @@ def _bin_row(out, a, b, data, raw, scale, log1p, n_bins):
 
 
 @njit(**NJIT_PARALLEL)
-def row_bins(indptr, data, n_bins, raw):
+def row_bins(indptr, data, n_bins, raw, out):
     """Per-row quantile bin of each entry: ``0`` for values ``<= 0``; a positive value ``v``
     of a row with ``m`` positive values gets ``1 + r * (n_bins - 1) // m`` where ``r`` is the
     number of the row's positive values strictly below ``v`` (ties share a bin).
@@ -87,9 +87,10 @@ def row_bins(indptr, data, n_bins, raw):
     ``raw`` holds the values before a per-row increasing map (normalisation, log1p) made
     ``data`` (or ``data`` itself). A row whose raw positive values are integers up to 4096 is
     ranked by counting them (its ranks are the same: the map keeps order and ties, and distinct
-    integers that small stay distinct in float64); other rows sort ``data``."""
-    out = np.zeros(data.size, np.float64)
+    integers that small stay distinct in float64); other rows sort ``data``. Into ``out``
+    (float64, as long as ``data``; returned)."""
     for r in prange(indptr.size - 1):  # cells are independent
+        out[indptr[r]:indptr[r + 1]] = 0.0
         _bin_row(out, indptr[r], indptr[r + 1], data, raw, 1.0, False, n_bins)
     return out
 
@@ -126,12 +127,12 @@ def unbounded_row(indptr, data, target_sum):
 
 
 @njit(**NJIT_PARALLEL)
-def normalize_divide(indptr, indices, data, target_sum, log1p, med):
+def normalize_divide(indptr, indices, data, target_sum, log1p, med, out):
     """:func:`normalize_rows` then :func:`divide_by_median` in one pass (the same arithmetic,
     no normalised array): ``v = data * (target_sum / row total)``, ``log1p(v)`` when asked,
-    then ``v / med[indices]``, 0 where the median is not > 0. The caller has checked ``0 <=
-    indices < med.size``; ``indptr`` is rebased."""
-    out = np.empty(data.size, np.float64)
+    then ``v / med[indices]``, 0 where the median is not > 0, into ``out`` (float64, as long
+    as ``data``; returned). The caller has checked ``0 <= indices < med.size``; ``indptr`` is
+    rebased."""
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         scale = _row_scale(data, a, b, target_sum)
@@ -146,14 +147,15 @@ def normalize_divide(indptr, indices, data, target_sum, log1p, med):
 
 
 @njit(**NJIT_PARALLEL)
-def normalize_bins(indptr, data, target_sum, log1p, n_bins):
+def normalize_bins(indptr, data, target_sum, log1p, n_bins, out):
     """:func:`normalize_rows` then :func:`row_bins` in one pass, no normalised array: a row
     whose positive values are integers up to 4096 is ranked by counting its raw values (the
     normalisation keeps their order and ties); another row has its normalised (``log1p``)
-    values computed and sorted. ``indptr`` is rebased."""
-    out = np.zeros(data.size, np.float64)
+    values computed and sorted. Into ``out`` (float64, as long as ``data``; returned).
+    ``indptr`` is rebased."""
     for r in prange(indptr.size - 1):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
+        out[a:b] = 0.0
         _bin_row(out, a, b, data, data, _row_scale(data, a, b, target_sum), log1p, n_bins)
     return out
 
@@ -195,10 +197,10 @@ def merge_counts(k1, n1, k2, n2):
 
 
 @njit(**NJIT)
-def divide_by_median(values, indices, med):
-    """``values / med[indices]``; 0 where the median is not > 0 (NaN: no median). The caller
-    has checked ``0 <= indices < med.size``."""
-    out = np.empty(values.size, np.float64)
+def divide_by_median(values, indices, med, out):
+    """``values / med[indices]`` into ``out`` (float64, as long as ``values``; returned); 0
+    where the median is not > 0 (NaN: no median). The caller has checked ``0 <= indices <
+    med.size``."""
     for k in range(values.size):
         m = med[indices[k]]
         out[k] = values[k] / m if m > 0 else 0.0
@@ -467,7 +469,7 @@ def _bin_scratch(longest, grid):
 
 
 @njit(**NJIT_PARALLEL)
-def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both):
+def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, both, out):
     """scGPT's per-cell bins (:class:`genotok.singlecell.spec.QuantileBins`), the draw included.
 
     Each entry's value is ``data`` itself, or with ``normalize`` ``data * (target_sum / row
@@ -479,14 +481,13 @@ def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, 
     ``both``, where they differ, ``ceil(u * (right - left) + left)`` for a uniform ``u`` of the
     row's own stream (SplitMix64 seeded by ``(seed, row0 + r)``, one draw per positive value in
     storage order: :func:`genotok.kernels.cells.rng_below` at ``2**53``, times ``2**-53``);
-    zeros elsewhere. Returns the bins (float64).
+    zeros elsewhere. The bins (float64) go into ``out`` (as long as ``data``; returned).
 
     A row whose positive values are integers up to 4,096 (raw counts) is counted, not sorted:
     the map from a count to its value keeps order and ties, so the sorted values at the edges'
     ranks and each distinct count's bins are those of the values (computed once per distinct
     count). The caller has checked that ``indptr`` increases within ``data``."""
     n_rows = indptr.size - 1
-    out = np.zeros(data.size, np.float64)
     n_blocks = min(n_rows, 64)
     for g in prange(n_blocks):
         lo_r, hi_r = g * n_rows // n_blocks, (g + 1) * n_rows // n_blocks
@@ -494,6 +495,7 @@ def quantile_bins(indptr, data, normalize, target_sum, log1p, grid, seed, row0, 
         for r in range(lo_r, hi_r):
             a, b = indptr[r], indptr[r + 1]
             scale = _row_scale(data, a, b, target_sum) if normalize else 1.0
+            out[a:b] = 0.0
             _row_bins(out[a:b], data[a:b], scale, log1p, grid, rng_seed(seed, row0 + r), both,
                       s, edges, cum, left, right)
     return out

@@ -58,9 +58,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numba
 import numpy as np
 
 from .. import _validate
@@ -75,6 +77,7 @@ from .chunks import kernel_ints as _kernel_ints  # (features.py takes it from he
 from .sources import CellSource, _check_rows, _source
 
 _OFF = np.int64(1) << np.int64(31)
+_PARALLEL_FROM = 1 << 16  # keys (or pairs) from which the blocks are shared out to threads
 
 
 @dataclass(frozen=True)
@@ -148,27 +151,29 @@ class ValueEncoding:
                                                  error=AnnDataError))  # numba indexes med
         if self.normalize == "total" and med is not None:  # one pass, no normalised array
             return _finite_ratios(VK.normalize_divide(indptr, idx, data, float(self.target_sum),
-                                                      bool(self.log1p), med),
+                                                      bool(self.log1p), med, _out(data)),
                                   indptr, idx, med, where, row0)
         if self.quantiles is not None:  # normalise, log1p, scGPT's bins: one pass
             n, side, seed = self.quantiles
             return VK.quantile_bins(indptr, data, True, float(self.target_sum), bool(self.log1p),
                                     np.linspace(0, 1, int(n) - 1), int(seed), int(row0),
-                                    side == "both")
+                                    side == "both", _out(data))
         if self.normalize == "total" and self.bins is not None:
             return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
-                                     int(self.bins))
+                                     int(self.bins), _out(data))
         data = np.ascontiguousarray(data, dtype=np.float64)
         out = data
         if self.normalize == "total":
-            out = VK.normalize_rows(indptr, data, float(self.target_sum), bool(self.log1p))
+            out = VK.normalize_rows(indptr, data, float(self.target_sum), bool(self.log1p),
+                                    _out(data))
         elif self.log1p:
             out = np.log1p(data)
         if med is not None:
             out = _finite_ratios(VK.divide_by_median(np.ascontiguousarray(out, np.float64), idx,
-                                                     med), indptr, idx, med, where, row0)
+                                                     med, _out(out)), indptr, idx, med, where,
+                                 row0)
         if self.bins is not None:
-            out = VK.row_bins(indptr, out, int(self.bins), data)
+            out = VK.row_bins(indptr, out, int(self.bins), data, _out(out))
         return out
 
     def chunk_encoder(self, n_cols: int, where: str):
@@ -199,6 +204,12 @@ class ValueEncoding:
         q = d.get("quantiles")
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
                    med, d.get("median_method"), d.get("bins"), None if q is None else tuple(q))
+
+
+def _out(like: np.ndarray) -> np.ndarray:
+    """A float64 array as long as ``like`` for a kernel to write: allocated by NumPy, which asks
+    for huge pages (``genotok/kernels/__init__.py``)."""
+    return np.empty(like.size, np.float64)
 
 
 def _finite_ratios(out: np.ndarray, indptr: np.ndarray, idx: np.ndarray, med: np.ndarray,
@@ -245,14 +256,24 @@ class _Histogram:
     def add_rows(self, indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
                  enc: ValueEncoding, where: str, row0: int = 0) -> None:
         """Count the positive encoded values of CSR rows (``indptr`` rebased, checked; the
-        first is row ``row0``, for messages)."""
+        first is row ``row0``, for messages): the rows' keys made in parts on threads, then
+        each thread counting the keys of a range of blocks, part after part (the tables then
+        hold what one thread would give them)."""
         while True:
-            keys, starts, status, pos = HK.chunk_keys(
-                indptr, indices, data, self.n_features, enc.normalize == "total",
-                float(enc.target_sum), bool(enc.log1p), self.exact, float(self.B))
-            if status == HK.OK:
-                self._spilled(HK.count_blocks(self.tables, self.used, keys, starts))
+            parts = self._on_row_parts(indptr, indices, data, enc)
+            if all(p[2] == HK.OK for p in parts):
+                def count(lo, hi):
+                    return [HK.count_blocks(self.tables, self.used, keys, starts, lo, hi)
+                            for keys, starts, _, _ in parts]
+
+                weight = sum(np.diff(starts) for _, starts, _, _ in parts)
+                for flats in self._on_threads(count, weight):
+                    for flat in flats:
+                        self._spilled(flat)
                 return
+            # the chunk's first problem, in the order one pass over it checks
+            _, _, status, pos = (parts if len(parts) == 1 else self._on_row_parts(
+                indptr, indices, data, enc, 1))[0]
             if status == HK.INEXACT:  # a real value: the exact histogram becomes a log one
                 self._to_log_codes()
                 continue
@@ -286,12 +307,60 @@ class _Histogram:
             self._spilled(flat)
         self.exact = False
 
+    def _on_row_parts(self, indptr, indices, data, enc: ValueEncoding,
+                      n_parts: int | None = None) -> list:
+        """:func:`~genotok.kernels.histogram.chunk_keys` of the rows cut into ``n_parts``
+        (default: a part per thread) of about equal entries, on threads; in row order."""
+        n_parts = numba.get_num_threads() if n_parts is None else n_parts
+        if data.size < _PARALLEL_FROM or indptr.size < 3:
+            n_parts = 1
+        rows = np.unique(np.searchsorted(indptr, np.linspace(0, data.size, n_parts + 1)[1:-1]))
+        cuts = [0, *rows[(rows > 0) & (rows < indptr.size - 1)].tolist(), indptr.size - 1]
+        args = (self.n_features, enc.normalize == "total", float(enc.target_sum),
+                bool(enc.log1p), self.exact, float(self.B))
+
+        def keys(r):
+            a, b = indptr[cuts[r]], indptr[cuts[r + 1]]
+            return HK.chunk_keys(indptr[cuts[r]:cuts[r + 1] + 1] - a, indices[a:b], data[a:b],
+                                 *args)
+
+        if len(cuts) == 2:
+            return [keys(0)]
+        with ThreadPoolExecutor(len(cuts) - 1, thread_name_prefix="genotok-medians") as pool:
+            return list(pool.map(keys, range(len(cuts) - 1)))
+
+    def _on_threads(self, kernel, weight: np.ndarray, *args) -> list:
+        """``kernel(*args, q_lo, q_hi)`` over ranges of blocks, one per thread, each range
+        about an equal share of ``weight`` (per block: its keys, or its pairs); the results in
+        block order. The kernels release the GIL and each writes only its blocks' entries."""
+        n_blocks = len(self.tables)
+        n = min(numba.get_num_threads(), n_blocks)
+        total = int(weight.sum())
+        if n < 2 or total < _PARALLEL_FROM:
+            return [kernel(*args, 0, n_blocks)]
+        cum = np.cumsum(weight)
+        cuts = np.searchsorted(cum, np.arange(1, n) * (total / n), side="right")
+        cuts = [0, *cuts.tolist(), n_blocks]
+        ranges = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+        with ThreadPoolExecutor(len(ranges), thread_name_prefix="genotok-medians") as pool:
+            return list(pool.map(lambda r: kernel(*args, *r), ranges))
+
     def medians(self) -> np.ndarray:
         keys = np.array(sorted(self.spills), np.int64)
         counts = np.array([self.spills[k] for k in keys.tolist()], np.int64)
-        med, ok = HK.medians(self.tables, keys, counts, self.n_features, self.exact,
-                             float(self.B))
-        if not ok:
+        med = np.full(self.n_features, np.nan)
+        n_blocks = len(self.tables)
+
+        def first(q):  # the first spill of block q's features (keys sorted; 2**BLOCK a block)
+            return keys.size if q >= n_blocks else int(np.searchsorted(keys, q << HK.BLOCK + 32))
+
+        def blocks(lo, hi):
+            a, b = first(lo), first(hi)
+            return HK.medians(self.tables, keys[a:b], counts[a:b], self.n_features, self.exact,
+                              float(self.B), lo, hi, med)[1]
+
+        ok = self._on_threads(blocks, self.used)
+        if not all(ok) or (keys.size and int(keys[-1]) >> 32 >= n_blocks << HK.BLOCK):
             raise AssertionError("histogram keys must name features")
         return med
 
@@ -493,18 +562,18 @@ def warmup() -> None:
         hist.add_rows(p, idx, x, ValueEncoding(), "warmup")  # exact, then log codes
         hist.add_rows(p, idx, x / 4, ValueEncoding(), "warmup")
         hist.medians()
-        VK.normalize_bins(p, x, 1.0, True, 3)
-        VK.normalize_divide(p, idx, x, 1.0, True, d)
-        VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True)
+        VK.normalize_bins(p, x, 1.0, True, 3, _out(x))
+        VK.normalize_divide(p, idx, x, 1.0, True, d, _out(x))
+        VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True, _out(x))
         VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,
                      np.array([5, -1], np.int64), 0.5, 0, np.array([0, 1]), p, ids,
                      np.empty(2, np.float32))
         VK.bin_rows(p, idx, x, np.array([0, 1], np.int64), 1.0, True, grid, 0, 0, True,
                     np.array([5, -1], np.int64), 0.5, np.array([0, 1]), p, ids,
                     np.empty(2, np.float32))
-    VK.normalize_rows(p, d, 1.0, True)
-    VK.row_bins(p, d, 3, d)
-    VK.divide_by_median(d, idx, d)
+    VK.normalize_rows(p, d, 1.0, True, _out(d))
+    VK.row_bins(p, d, 3, d, _out(d))
+    VK.divide_by_median(d, idx, d, _out(d))
     VK.rows_increasing(p, idx)
     VK.merge_counts(*[np.array([1], np.int64)] * 4)
     compact(ids, np.empty(0, np.float32), p, np.array([2], np.int64))

@@ -15,7 +15,7 @@ from genotok.errors import AnnDataError
 from genotok.kernels import histogram as HK
 from genotok.kernels import values as VK
 from genotok.singlecell.values import ValueEncoding, _Histogram
-from tests.singlecell.test_values import oracle_bins, oracle_normalize
+from tests.singlecell.test_values import _nans, oracle_bins, oracle_normalize
 
 from .. import naive_histogram as naive
 
@@ -108,8 +108,9 @@ def test_tables_count_like_a_counter_and_spill_big_counts(pairs):
 
 @settings(max_examples=200, **SETTINGS)
 @given(pairs=st.lists(st.tuples(pair, st.one_of(st.integers(1, 4), st.just(2**30))),
-                      max_size=80), exact=st.booleans(), extra=st.integers(0, 2))
-def test_medians_match_oracle(pairs, exact, extra):
+                      max_size=80), exact=st.booleans(), extra=st.integers(0, 2),
+       cut=st.floats(0, 1))
+def test_medians_match_oracle(pairs, exact, extra, cut):
     hist, by_block, counts = Counter(), {}, {}
     for (f, c), n in pairs:
         c = abs(c) + 1 if exact else c
@@ -124,10 +125,20 @@ def test_medians_match_oracle(pairs, exact, extra):
     from numba.typed import List
 
     keys = np.array(sorted(spills), np.int64)
-    med, ok = HK.medians(List(tables), keys, np.array([spills[k] for k in keys.tolist()],
-                                                      np.int64), n_features, exact, 16.0)
+    counts = np.array([spills[k] for k in keys.tolist()], np.int64)
+    want = naive.medians(hist, n_features, exact, 16.0)
+    med, ok = HK.medians(List(tables), keys, counts, n_features, exact, 16.0, 0, len(tables),
+                         np.full(n_features, np.nan))
     assert ok
-    np.testing.assert_array_equal(med, naive.medians(hist, n_features, exact, 16.0))
+    np.testing.assert_array_equal(med, want)
+    # two threads' ranges of blocks (each with its blocks' spills) into one array: the same
+    q = int(cut * len(tables))
+    s = int(np.searchsorted(keys, np.int64(q) << (HK.BLOCK + 32)))
+    med = np.full(n_features, np.nan)
+    assert HK.medians(List(tables), keys[:s], counts[:s], n_features, exact, 16.0, 0, q, med)[1]
+    assert HK.medians(List(tables), keys[s:], counts[s:], n_features, exact, 16.0, q,
+                      len(tables), med)[1]
+    np.testing.assert_array_equal(med, want)
 
 
 def test_medians_refuse_a_key_outside_the_features():
@@ -136,10 +147,15 @@ def test_medians_refuse_a_key_outside_the_features():
     table, _, _ = HK.add_block(HK.new_table(2), 0, 0, np.array([5 << 32 | naive.OFF + 1]),
                                None, 0, 1)
     none = np.zeros(0, np.int64)
-    assert not HK.medians(List([table]), none, none, 3, True, 1.0)[1]
-    assert HK.medians(List([table]), none, none, 6, True, 1.0)[1]
+
+    def ok(spill_keys, spill_counts, n):
+        return HK.medians(List([table]), spill_keys, spill_counts, n, True, 1.0, 0, 1,
+                          np.full(n, np.nan))[1]
+
+    assert not ok(none, none, 3)
+    assert ok(none, none, 6)
     lost = np.array([4 << 32 | naive.OFF + 1])  # a spill without its slot
-    assert not HK.medians(List([table]), lost, np.array([1]), 6, True, 1.0)[1]
+    assert not ok(lost, np.array([1]), 6)
 
 
 def test_exact_histogram_with_spills_becomes_a_log_histogram():
@@ -175,21 +191,23 @@ def test_histogram_errors_name_the_file():
 def test_fused_kernels_equal_the_unfused_ones(ch, target, log1p, n_bins, seed):
     indptr, indices, data, n_features = ch
     d64 = data.astype(np.float64)
-    norm = VK.normalize_rows(indptr, d64, target, log1p)
+    norm = VK.normalize_rows(indptr, d64, target, log1p, _nans(d64))
     rng = np.random.default_rng(seed)
     med = np.where(rng.random(n_features) < 0.2, np.nan, rng.random(n_features) * 3)
     med[rng.random(n_features) < 0.1] = 0.0
-    np.testing.assert_array_equal(VK.normalize_divide(indptr, indices, data, target, log1p, med),
-                                  VK.divide_by_median(norm, indices, med))
-    np.testing.assert_array_equal(VK.normalize_bins(indptr, data, target, log1p, n_bins),
-                                  VK.row_bins(indptr, norm, n_bins, d64))
+    np.testing.assert_array_equal(VK.normalize_divide(indptr, indices, data, target, log1p, med,
+                                                      _nans(data)),
+                                  VK.divide_by_median(norm, indices, med, _nans(norm)))
+    np.testing.assert_array_equal(VK.normalize_bins(indptr, data, target, log1p, n_bins,
+                                                    _nans(data)),
+                                  VK.row_bins(indptr, norm, n_bins, d64, _nans(d64)))
     X = np.zeros((indptr.size - 1, n_features))
     for r in range(indptr.size - 1):  # duplicate columns in a row: the oracles need none
         cols = indices[indptr[r]:indptr[r + 1]]
         if len(set(cols.tolist())) != cols.size or not np.all(np.isfinite(norm)):
             return
         X[r, cols] = d64[indptr[r]:indptr[r + 1]]
-    got = VK.normalize_bins(indptr, data, target, log1p, n_bins)
+    got = VK.normalize_bins(indptr, data, target, log1p, n_bins, _nans(data))
     dense = np.zeros_like(X)
     for r in range(X.shape[0]):
         dense[r, indices[indptr[r]:indptr[r + 1]]] = got[indptr[r]:indptr[r + 1]]

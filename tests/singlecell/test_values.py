@@ -26,6 +26,12 @@ from genotok.singlecell import tokenize_anndata
 from genotok.singlecell.values import ValueEncoding, feature_medians, value_encoding
 from tests._cellspec import spec_of
 
+
+def _nans(like) -> np.ndarray:
+    """An output for a kernel that must write every entry: NaN where it writes none."""
+    return np.full(len(like), np.nan)
+
+
 anndata = pytest.importorskip("anndata")
 sp = pytest.importorskip("scipy.sparse")
 
@@ -114,14 +120,14 @@ def _dense_from(indptr, indices, data, shape):
        n_bins=st.integers(2, 9))
 def test_kernels_match_oracles(X, target, log1p, n_bins):
     p, i, d = _csr_parts(X)
-    got = VK.normalize_rows(p, d, target, log1p)
+    got = VK.normalize_rows(p, d, target, log1p, _nans(d))
     np.testing.assert_allclose(_dense_from(p, i, got, X.shape),
                                oracle_normalize(X, target, log1p), rtol=1e-12)
-    got = VK.row_bins(p, d, n_bins, d)
+    got = VK.row_bins(p, d, n_bins, d, _nans(d))
     np.testing.assert_array_equal(_dense_from(p, i, got, X.shape), oracle_bins(X, n_bins))
     # counting on the raw integers = sorting the normalised values
-    norm = VK.normalize_rows(p, d, target, log1p)
-    got = VK.row_bins(p, norm, n_bins, d)
+    norm = VK.normalize_rows(p, d, target, log1p, _nans(d))
+    got = VK.row_bins(p, norm, n_bins, d, _nans(d))
     np.testing.assert_array_equal(_dense_from(p, i, got, X.shape),
                                   oracle_bins(_dense_from(p, i, norm, X.shape), n_bins))
 
@@ -149,6 +155,32 @@ def test_medians_of_real_values(X, B, log1p):
     true = oracle_medians(Xn)  # the stated bound against the unrounded median
     ok = ~np.isnan(true)
     assert np.all(np.abs(med[ok] / true[ok] - 1) <= 2 ** (1 / B) - 1 + 1e-12)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(seed=st.integers(0, 2**32 - 1), n_features=st.integers(129, 900),
+       normalize=st.sampled_from([None, "total"]))
+def test_medians_shared_out_to_threads_equal_one_thread(seed, n_features, normalize):
+    import numba
+
+    from genotok.singlecell import values as values_module
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(int(rng.integers(1, 40)), n_features, density=rng.uniform(0.01, 0.5),
+                  random_state=rng, data_rvs=lambda n: rng.integers(1, 9, n)).astype(np.float32)
+    X = X.tocsr()
+    want = feature_medians(anndata.AnnData(X), normalize=normalize)[0]  # one range
+    before = numba.get_num_threads()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(values_module, "_PARALLEL_FROM", 0)  # every chunk on the threads
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        try:
+            got = feature_medians(anndata.AnnData(X), normalize=normalize, memory_mb=1e-3)[0]
+        finally:
+            numba.set_num_threads(before)
+    np.testing.assert_array_equal(got, want)
+    if normalize is None:
+        np.testing.assert_array_equal(got, oracle_medians(X.toarray()))
 
 
 def test_histogram_switches_from_exact_to_log_codes():
