@@ -440,7 +440,7 @@ class QuantileBins(Encoding):
         # the edges, both digitize sides and the draw where they differ in one numba pass
         return VK.quantile_bins(indptr, data, False, 1.0, False, np.linspace(0, 1, self.n - 1),
                                 int(self.seed), int(row0), self.side == "both",
-                                np.empty(data.size, np.float64))
+                                np.zeros(data.size, np.float64))  # (entries past the rows: 0)
 
 
 #: the value encodings by name (:func:`register_encoding`; the ``genotok.encodings`` plugins
