@@ -56,6 +56,50 @@ def load(group: str, register: Callable[[object], object]) -> None:
                               f"{dist}, cannot be used: {type(exc).__name__}: {exc}") from exc
 
 
+def registrable(cls, base: type, key: str, what: str) -> None:
+    """Refuse to register ``cls`` unless it is a concrete subclass of ``base`` naming itself
+    by ``key``: every registry's check (sources, read options, encodings, stores, executors).
+
+    >>> registrable(dict, int, "name", "number")
+    Traceback (most recent call last):
+    ...
+    TypeError: a number class derives from int, got <class 'dict'>
+    """
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise TypeError(f"a {what} class derives from {base.__name__}, got {cls!r}")
+    if not isinstance(getattr(cls, key, None), str) or not getattr(cls, key):
+        raise TypeError(f"{cls.__name__}: a {what} class names its {key} ({key} = '...')")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise TypeError(f"{cls.__name__}: a {what} class implements {', '.join(missing)} "
+                        f"(see genotok.{base.__name__})")
+
+
+def claim(registry: dict, cls, base: type, key: str, what: str) -> type:
+    """:func:`registrable`, then ``registry[cls.<key>] = cls`` unless another class holds that
+    name (a class of the same qualified name, re-created by a module's reload, takes it back).
+    Returns ``cls``, for decorators.
+
+    >>> class Two(int):
+    ...     name = "two"
+    >>> reg = {}
+    >>> claim(reg, Two, int, "name", "number") is Two
+    True
+    >>> claim(reg, type("Other", (int,), {"name": "two"}), int, "name", "number")
+    Traceback (most recent call last):
+    ...
+    ValueError: Other: the number name 'two' is taken by genotok._plugins.Two
+    """
+    registrable(cls, base, key, what)
+    name = getattr(cls, key)
+    other = registry.get(name)
+    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+        raise ValueError(f"{cls.__name__}: the {what} name {name!r} is taken by "
+                         f"{other.__module__}.{other.__qualname__}")
+    registry[name] = cls
+    return cls
+
+
 def reset(group: str | None = None) -> None:
     """Forget that ``group`` (every group with ``None``) was loaded: the next :func:`load`
     reads the entry points again (tests that put a plugin distribution on ``sys.path``)."""

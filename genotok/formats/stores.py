@@ -226,7 +226,7 @@ def register_store(cls: type[Store]) -> type[Store]:
     ``format=``, ``--format`` and :meth:`genotok.Corpus.open` then find. The entry point group
     ``genotok.stores`` registers a plugin's class through it. A class that is no
     :class:`~genotok.formats.store.Store` subclass, or has no ``name``, is refused; so is a
-    name another class holds.
+    name another class holds (:func:`genotok._plugins.claim`, every registry's rule).
 
     Examples
     --------
@@ -235,18 +235,12 @@ def register_store(cls: type[Store]) -> type[Store]:
     >>> register_store(Mine) is Mine, "mine-example" in stores()
     (True, True)
     >>> del STORES["mine-example"]
-    >>> register_store(dict)  # doctest: +ELLIPSIS
+    >>> register_store(dict)
     Traceback (most recent call last):
     ...
-    TypeError: register_store: <class 'dict'> is not a Store subclass with a name
+    TypeError: a store class derives from Store, got <class 'dict'>
     """
-    if not (isinstance(cls, type) and issubclass(cls, Store)) or not cls.name:
-        raise TypeError(f"register_store: {cls!r} is not a Store subclass with a name")
-    if cls.name in STORES and STORES[cls.name] is not cls:
-        raise ValueError(f"register_store: a store named {cls.name!r} is registered already "
-                         f"({STORES[cls.name].__module__}.{STORES[cls.name].__qualname__})")
-    STORES[cls.name] = cls
-    return cls
+    return _plugins.claim(STORES, cls, Store, "name", "store")
 
 
 def stores() -> dict[str, type[Store]]:

@@ -36,16 +36,7 @@ def register_executor(cls: type[Executor]) -> type[Executor]:
     (True, True)
     >>> del EXECUTORS["mine-example"]
     """
-    if not (isinstance(cls, type) and issubclass(cls, Executor)):
-        raise TypeError(f"register_executor: expected a subclass of "
-                        f"genotok.pipeline.job.Executor, got {cls!r}")
-    if not isinstance(cls.name, str) or not cls.name:
-        raise TypeError(f"register_executor: {cls.__name__} has no `name`")
-    if EXECUTORS.get(cls.name, cls) is not cls:
-        raise PipelineError(f"register_executor: the name {cls.name!r} is taken by "
-                            f"{EXECUTORS[cls.name].__name__}")
-    EXECUTORS[cls.name] = cls
-    return cls
+    return _plugins.claim(EXECUTORS, cls, Executor, "name", "executor")
 
 
 def executor_names() -> list[str]:

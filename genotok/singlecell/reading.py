@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from .. import _plugins
 from ..kernels.modes import Counting, names
 from ..regions import SEP
 from ..params import (ID_DTYPE, Each, Flag, InstanceOf, Integral, Interval, Options, ParameterError,
@@ -94,25 +95,6 @@ class ReadOptions:
 READ_OPTIONS: dict[str, type[ReadOptions]] = {ReadOptions.name: ReadOptions}
 
 
-def registrable(cls, base: type, key: str, what: str) -> None:
-    """Refuse to register ``cls`` unless it is a concrete subclass of ``base`` naming itself
-    by ``key`` (a registry's one check: sources, encodings, read options).
-
-    >>> registrable(dict, ReadOptions, "name", "read options")
-    Traceback (most recent call last):
-    ...
-    TypeError: a read options class derives from ReadOptions, got <class 'dict'>
-    """
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"a {what} class derives from {base.__name__}, got {cls!r}")
-    if not getattr(cls, key):
-        raise TypeError(f"{cls.__name__}: a {what} class names its {key} ({key} = '...')")
-    missing = sorted(getattr(cls, "__abstractmethods__", ()))
-    if missing:
-        raise TypeError(f"{cls.__name__}: a {what} class implements {', '.join(missing)} "
-                        f"(see genotok.{base.__name__})")
-
-
 def register_read_options(cls: type[ReadOptions]) -> type[ReadOptions]:
     """Add a :class:`ReadOptions` subclass to :data:`READ_OPTIONS` (``register_source`` does it
     for a source's ``options``); another class of the same name is refused.
@@ -120,13 +102,7 @@ def register_read_options(cls: type[ReadOptions]) -> type[ReadOptions]:
     >>> register_read_options(AnnDataOptions) is AnnDataOptions
     True
     """
-    registrable(cls, ReadOptions, "name", "read options")
-    other = READ_OPTIONS.get(cls.name)
-    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
-        raise TypeError(f"{cls.__name__}: the read options name {cls.name!r} is taken by "
-                        f"{other.__module__}.{other.__qualname__}")
-    READ_OPTIONS[cls.name] = cls
-    return cls
+    return _plugins.claim(READ_OPTIONS, cls, ReadOptions, "name", "read options")
 
 
 @dataclass(frozen=True)
@@ -292,4 +268,4 @@ for _cls in (AnnDataOptions, FragmentOptions):
     register_read_options(_cls)
 
 __all__ = ["AnnDataOptions", "FragmentOptions", "READ_OPTIONS", "ReadOptions",
-           "register_read_options", "registrable"]
+           "register_read_options"]

@@ -34,7 +34,7 @@ from .. import _plugins
 from .chunks import Chunk, _h5_errors, _h5_n_obs, _H5Source, _MemorySource, _Source, _ViewSource
 from ..params import PATH, Flag, HasAttr, InstanceOf, ParameterError, Unchecked, validated
 from .reading import (READ_OPTIONS, AnnDataOptions, ReadOptions, _checked,
-                      register_read_options, registrable)
+                      register_read_options)
 
 
 # ---------------------------------------------------------------------------------- var → regions
@@ -509,7 +509,7 @@ def registry() -> list[type[CellSource]]:
     return SOURCES
 
 
-@validated({"source": [Unchecked("a CellSource subclass, checked by registrable")]})
+@validated({"source": [Unchecked("a CellSource subclass, checked by _plugins.registrable")]})
 def register_source(source: type[CellSource]) -> type[CellSource]:
     """Add a :class:`CellSource` class to the registry (a class decorator, too), and its
     read options class to :data:`~genotok.singlecell.reading.READ_OPTIONS`. A class of the
@@ -529,7 +529,7 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
     'toy'
     >>> unregister_source(Toy)
     """
-    registrable(source, CellSource, "kind", "cell source")
+    _plugins.registrable(source, CellSource, "kind", "cell source")
     register_read_options(source.options)
     SOURCES[:] = [c for c in SOURCES if c.__name__ != source.__name__] + [source]
     return source

@@ -132,11 +132,9 @@ def register_encoding(cls: type[Encoding]) -> type[Encoding]:
     >>> register_encoding(Log1p) is Log1p
     True
     """
-    from .reading import registrable
+    from .. import _plugins
 
-    registrable(cls, Encoding, "name", "value encoding")
-    ENCODINGS[cls.name] = cls
-    return cls
+    return _plugins.claim(ENCODINGS, cls, Encoding, "name", "value encoding")
 
 
 def encodings() -> dict[str, type[Encoding]]:

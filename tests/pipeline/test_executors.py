@@ -91,7 +91,7 @@ def test_the_registry_takes_a_name_its_keywords_and_plugins(monkeypatch):
     monkeypatch.setattr(_plugins, "_loaded", set())
     try:
         assert isinstance(get_executor("mine-test"), Mine)
-        with pytest.raises(PipelineError, match="taken by"):
+        with pytest.raises(ValueError, match="taken by"):
             register_executor(type("Other", (SerialExecutor,), {"name": "mine-test"}))
     finally:
         EXECUTORS.pop("mine-test", None)
