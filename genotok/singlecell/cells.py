@@ -339,29 +339,6 @@ def _general(ch: Chunk, vm: _VarMap, opt: _Options, where: str, prepare, encode)
 
 
 # ---------------------------------------------------------------------------------- public API
-def _check_call(func: str, first_name: str, first, tokenizer, spec):
-    """The types of an entry point's first arguments (said plainly: a swap is the usual
-    mistake); returns the spec (``None``: ``CellSpec()``)."""
-    from ..genes import GeneTokenizer
-    from ..tokenizer import Tokenizer
-    from .spec import CellSpec
-
-    if isinstance(first, (Tokenizer, GeneTokenizer)):
-        raise ParameterError(f"{func}() got a Tokenizer as `{first_name}`; did you swap them? "
-                        f"Call {func}({first_name}, tokenizer, spec)")
-    if not isinstance(tokenizer, (Tokenizer, GeneTokenizer)):
-        hint = " (a CellSpec goes third)" if isinstance(tokenizer, CellSpec) else ""
-        raise ParameterError(f"{func}() needs a genotok.Tokenizer or GeneTokenizer as "
-                        f"`tokenizer`, got {type(tokenizer).__name__}{hint}")
-    if spec is None:
-        return CellSpec()
-    if not isinstance(spec, CellSpec):
-        raise ParameterError(f"{func}() takes a genotok.CellSpec as `spec`, got "
-                        f"{type(spec).__name__}: write {func}({first_name}, tokenizer, "
-                        "CellSpec(...))")
-    return spec
-
-
 def _header(spec, enc, tokenizer, **source) -> dict:
     """What a corpus header records of a cell spec (the JSON of the spec, with its fitted
     medians, and the parts earlier readers look up by name)."""

@@ -17,13 +17,13 @@ from .._usage import keywords
 from ..params import MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Integral, Interval, validated
 from ..tokenizer import Tokenizer
 from ..errors import BedParseError, GenotokError, SourceError
-from .cells import _check_call, _refuse_existing, entry_constraints, tokenize_cells
+from .cells import _refuse_existing, entry_constraints, tokenize_cells
 from .chunks import Chunk, _MemorySource, _Source
 from .fragmatrix import SPILL_MB, _count, _spill_mb  # noqa: F401  (SPILL_MB: documented here)
 from .pairs import _Spilled
 from .reading import FragmentOptions
 from .sources import CellSource, register_source, source_class
-from .spec import fields_elsewhere
+from .spec import CellSpec, fields_elsewhere
 
 
 #: what the fragment counts take (a :class:`~genotok.FragmentOptions`' fields, spelt out)
@@ -177,7 +177,7 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     >>> tokenize_fragments(p, tok, CellSpec(values=True, use_count=True))[1].values.tolist()
     [2.0, 1.0, 1.0]
     """
-    spec = _check_call("tokenize_fragments", "path", path, tokenizer, spec)
+    spec = CellSpec() if spec is None else spec  # (the types: entry_constraints)
     if getattr(tokenizer, "tokenizer_type", None) == "genes":  # before the file is counted
         raise TypeError("tokenize_fragments() counts fragments over a universe's regions; a "
                         "GeneTokenizer has none (it maps named features: use a region "
