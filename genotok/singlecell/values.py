@@ -80,6 +80,11 @@ _OFF = np.int64(1) << np.int64(31)
 _PARALLEL_FROM = 1 << 16  # keys (or pairs) from which the blocks are shared out to threads
 
 
+def _threads() -> int:
+    """The threads the medians pass shares its work out to (numba's thread count)."""
+    return numba.get_num_threads()
+
+
 @dataclass(frozen=True)
 class ValueEncoding:
     """Normalise → rank by median or bin, as described in :mod:`genotok.singlecell.values`.
@@ -258,7 +263,7 @@ class _Histogram:
         """Count the positive encoded values of CSR rows (``indptr`` rebased, checked; the
         first is row ``row0``, for messages): the rows' keys made in parts on threads, then
         each thread counting the keys of a range of blocks, part after part (the tables then
-        hold what one thread would give them)."""
+        hold the pairs and counts one thread would give them; their sizes may differ)."""
         while True:
             parts = self._on_row_parts(indptr, indices, data, enc)
             if all(p[2] == HK.OK for p in parts):
@@ -311,7 +316,7 @@ class _Histogram:
                       n_parts: int | None = None) -> list:
         """:func:`~genotok.kernels.histogram.chunk_keys` of the rows cut into ``n_parts``
         (default: a part per thread) of about equal entries, on threads; in row order."""
-        n_parts = numba.get_num_threads() if n_parts is None else n_parts
+        n_parts = _threads() if n_parts is None else n_parts
         if data.size < _PARALLEL_FROM or indptr.size < 3:
             n_parts = 1
         rows = np.unique(np.searchsorted(indptr, np.linspace(0, data.size, n_parts + 1)[1:-1]))
@@ -334,7 +339,7 @@ class _Histogram:
         about an equal share of ``weight`` (per block: its keys, or its pairs); the results in
         block order. The kernels release the GIL and each writes only its blocks' entries."""
         n_blocks = len(self.tables)
-        n = min(numba.get_num_threads(), n_blocks)
+        n = min(_threads(), n_blocks)
         total = int(weight.sum())
         if n < 2 or total < _PARALLEL_FROM:
             return [kernel(*args, 0, n_blocks)]

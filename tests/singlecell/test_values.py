@@ -161,8 +161,6 @@ def test_medians_of_real_values(X, B, log1p):
 @given(seed=st.integers(0, 2**32 - 1), n_features=st.integers(129, 900),
        normalize=st.sampled_from([None, "total"]))
 def test_medians_shared_out_to_threads_equal_one_thread(seed, n_features, normalize):
-    import numba
-
     from genotok.singlecell import values as values_module
 
     rng = np.random.default_rng(seed)
@@ -170,15 +168,13 @@ def test_medians_shared_out_to_threads_equal_one_thread(seed, n_features, normal
                   random_state=rng, data_rvs=lambda n: rng.integers(1, 9, n)).astype(np.float32)
     X = X.tocsr()
     want = feature_medians(anndata.AnnData(X), normalize=normalize)[0]  # one range
-    before = numba.get_num_threads()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(values_module, "_PARALLEL_FROM", 0)  # every chunk on the threads
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        try:
-            got = feature_medians(anndata.AnnData(X), normalize=normalize, memory_mb=1e-3)[0]
-        finally:
-            numba.set_num_threads(before)
-    np.testing.assert_array_equal(got, want)
+    with pytest.MonkeyPatch.context() as mp:  # every chunk on three threads, whatever the box
+        mp.setattr(values_module, "_PARALLEL_FROM", 0)
+        mp.setattr(values_module, "_threads", lambda: 3)
+        for memory_mb in (1e-3, 256):  # tiny chunks (block ranges), one chunk (row parts too)
+            got = feature_medians(anndata.AnnData(X), normalize=normalize,
+                                  memory_mb=memory_mb)[0]
+            np.testing.assert_array_equal(got, want)
     if normalize is None:
         np.testing.assert_array_equal(got, oracle_medians(X.toarray()))
 
