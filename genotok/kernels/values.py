@@ -126,38 +126,87 @@ def unbounded_row(indptr, data, target_sum):
     return -1
 
 
+_ROW_CLEAN, _ROW_UNSORTED, _ROW_BAD = 0, 1, 2
+
+
+@njit(**NJIT)
+def _checked_total(indices, data, a, b, n_cols):
+    """The row ``a:b``'s float64 total (:func:`_row_scale`'s sum, in order) and its state:
+    ``_ROW_CLEAN``; ``_ROW_UNSORTED``, a column not above the one before it (a repeat);
+    ``_ROW_BAD``, a value not finite or negative, or a column outside ``[0, n_cols)`` (not to
+    be indexed with)."""
+    total = 0.0
+    last = -1
+    state = _ROW_CLEAN
+    for k in range(a, b):
+        x = np.float64(data[k])
+        c = indices[k]
+        if not (x >= 0 and x < np.inf) or c < 0 or c >= n_cols:
+            state = _ROW_BAD
+        elif c <= last and state == _ROW_CLEAN:
+            state = _ROW_UNSORTED
+        last = c
+        total += x
+    return total, state
+
+
 @njit(**NJIT_PARALLEL)
 def normalize_divide(indptr, indices, data, target_sum, log1p, med, out):
     """:func:`normalize_rows` then :func:`divide_by_median` in one pass (the same arithmetic,
     no normalised array): ``v = data * (target_sum / row total)``, ``log1p(v)`` when asked,
     then ``v / med[indices]``, 0 where the median is not > 0, into ``out`` (float64, as long
-    as ``data``; returned). The caller has checked ``0 <= indices < med.size``; ``indptr`` is
-    rebased."""
-    for r in prange(indptr.size - 1):  # cells are independent
+    as ``data``). ``indptr`` is rebased and checked by the caller.
+
+    Returns whether every row was clean: its values finite and ``>= 0``, its columns strictly
+    increasing within ``[0, med.size)``, its total normalising (:func:`bounded_scale`) and
+    every ratio finite; the caller's checks need not run again. A row with a bad value or
+    column is not written (its columns index ``med``); a row whose columns repeat, or whose
+    total or ratios do not stay finite, is written (the caller's checks say what is wrong)."""
+    n_rows = indptr.size - 1
+    clean = np.ones(n_rows, np.bool_)
+    for r in prange(n_rows):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
-        scale = _row_scale(data, a, b, target_sum)
+        total, state = _checked_total(indices, data, a, b, med.size)
+        if state == _ROW_BAD:
+            clean[r] = False
+            continue
+        if state != _ROW_CLEAN or not bounded_scale(total, target_sum):
+            clean[r] = False
+        scale = target_sum / total if total > 0 else 0.0
         for k in range(a, b):
             m = med[indices[k]]
             if m > 0:
                 v = np.float64(data[k]) * scale
-                out[k] = (np.log1p(v) if log1p else v) / m
+                y = (np.log1p(v) if log1p else v) / m
+                if not y < np.inf:
+                    clean[r] = False
+                out[k] = y
             else:
                 out[k] = 0.0
-    return out
+    return bool(clean.all())
 
 
 @njit(**NJIT_PARALLEL)
-def normalize_bins(indptr, data, target_sum, log1p, n_bins, out):
+def normalize_bins(indptr, indices, data, n_cols, target_sum, log1p, n_bins, out):
     """:func:`normalize_rows` then :func:`row_bins` in one pass, no normalised array: a row
     whose positive values are integers up to 4096 is ranked by counting its raw values (the
     normalisation keeps their order and ties); another row has its normalised (``log1p``)
-    values computed and sorted. Into ``out`` (float64, as long as ``data``; returned).
-    ``indptr`` is rebased."""
-    for r in prange(indptr.size - 1):  # cells are independent
+    values computed and sorted. Into ``out`` (float64, as long as ``data``). ``indptr`` is
+    rebased and checked by the caller.
+
+    Returns whether every row was clean (:func:`normalize_divide`'s rule, columns within
+    ``[0, n_cols)``); every row is written (the columns index nothing here)."""
+    n_rows = indptr.size - 1
+    clean = np.ones(n_rows, np.bool_)
+    for r in prange(n_rows):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
+        total, state = _checked_total(indices, data, a, b, n_cols)
+        if state != _ROW_CLEAN or not bounded_scale(total, target_sum):
+            clean[r] = False
         out[a:b] = 0.0
-        _bin_row(out, a, b, data, data, _row_scale(data, a, b, target_sum), log1p, n_bins)
-    return out
+        _bin_row(out, a, b, data, data, target_sum / total if total > 0 else 0.0, log1p,
+                 n_bins)
+    return bool(clean.all())
 
 
 @njit(**NJIT)

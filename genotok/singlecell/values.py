@@ -155,17 +155,20 @@ class ValueEncoding:
             idx = _kernel_ints(_validate.indices(indices, n_cols, where, what="column index",
                                                  error=AnnDataError))  # numba indexes med
         if self.normalize == "total" and med is not None:  # one pass, no normalised array
-            return _finite_ratios(VK.normalize_divide(indptr, idx, data, float(self.target_sum),
-                                                      bool(self.log1p), med, _out(data)),
-                                  indptr, idx, med, where, row0)
+            out = _out(data)  # (rows with repeated columns: encoded as they are, as before)
+            VK.normalize_divide(indptr, idx, data, float(self.target_sum), bool(self.log1p),
+                                med, out)
+            return _finite_ratios(out, indptr, idx, med, where, row0)
         if self.quantiles is not None:  # normalise, log1p, scGPT's bins: one pass
             n, side, seed = self.quantiles
             return VK.quantile_bins(indptr, data, True, float(self.target_sum), bool(self.log1p),
                                     np.linspace(0, 1, int(n) - 1), int(seed), int(row0),
                                     side == "both", _out(data))
         if self.normalize == "total" and self.bins is not None:
-            return VK.normalize_bins(indptr, data, float(self.target_sum), bool(self.log1p),
-                                     int(self.bins), _out(data))
+            out = _out(data)
+            VK.normalize_bins(indptr, _kernel_ints(indices), data, n_cols,
+                              float(self.target_sum), bool(self.log1p), int(self.bins), out)
+            return out
         data = np.ascontiguousarray(data, dtype=np.float64)
         out = data
         if self.normalize == "total":
@@ -186,10 +189,38 @@ class ValueEncoding:
         def encode(ch):
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, where, error=AnnDataError)
-            ptr, idx, data = _summed_duplicates(ptr, ch.indices[a:b], ch.data[a:b], n_cols)
-            return Chunk(ch.row0, ptr, idx, self.encode(ptr, idx, data, n_cols, where, ch.row0),
-                         n_cols)
+            idx, data = ch.indices[a:b], ch.data[a:b]
+            out = self._one_pass(ptr, idx, data, n_cols)
+            if out is None:  # repeated columns summed, then the checks and their messages
+                ptr, idx, data = _summed_duplicates(ptr, idx, data, n_cols)
+                out = self.encode(ptr, idx, data, n_cols, where, ch.row0)
+            return Chunk(ch.row0, ptr, idx, out, n_cols)
         return encode
+
+    def _one_pass(self, indptr, indices, data, n_cols: int) -> np.ndarray | None:
+        """The encoded values of rows one kernel checks and encodes as they are (normalised,
+        then divided by the medians or binned), when every row is clean (values finite and
+        ``>= 0``, columns strictly increasing within ``n_cols``, totals and ratios finite:
+        :func:`~genotok.kernels.values.normalize_divide`); else ``None``, and the general
+        path sums repeated columns and says what is wrong. One pass where the general path
+        takes five (the duplicate check, two value and index checks, the kernel, the ratios'
+        check)."""
+        if self.normalize != "total" or self.quantiles is not None or (
+                (self.medians is None) == (self.bins is None)):
+            return None
+        idx = np.asarray(indices)
+        if idx.dtype != np.int32:  # (the kernels' one index variant: kernel_ints)
+            return None
+        idx, data = np.ascontiguousarray(idx), _kernel_floats(data)
+        out = _out(data)
+        if self.medians is not None:
+            med = np.asarray(self.medians, dtype=np.float64)
+            clean = med.size == n_cols and VK.normalize_divide(
+                indptr, idx, data, float(self.target_sum), bool(self.log1p), med, out)
+        else:
+            clean = VK.normalize_bins(indptr, idx, data, n_cols, float(self.target_sum),
+                                      bool(self.log1p), int(self.bins), out)
+        return out if clean else None
 
     def to_json(self) -> dict:
         """JSON metadata (stored in a corpus header; NaN medians as ``null``)."""
@@ -567,7 +598,7 @@ def warmup() -> None:
         hist.add_rows(p, idx, x, ValueEncoding(), "warmup")  # exact, then log codes
         hist.add_rows(p, idx, x / 4, ValueEncoding(), "warmup")
         hist.medians()
-        VK.normalize_bins(p, x, 1.0, True, 3, _out(x))
+        VK.normalize_bins(p, idx, x, 2, 1.0, True, 3, _out(x))
         VK.normalize_divide(p, idx, x, 1.0, True, d, _out(x))
         VK.quantile_bins(p, x, True, 1.0, True, grid, 0, 0, True, _out(x))
         VK.rank_rows(p, idx, x, np.array([0, 1], np.int64), 1, d[:1], True, 1.0, False, d,

@@ -195,23 +195,102 @@ def test_fused_kernels_equal_the_unfused_ones(ch, target, log1p, n_bins, seed):
     rng = np.random.default_rng(seed)
     med = np.where(rng.random(n_features) < 0.2, np.nan, rng.random(n_features) * 3)
     med[rng.random(n_features) < 0.1] = 0.0
-    np.testing.assert_array_equal(VK.normalize_divide(indptr, indices, data, target, log1p, med,
-                                                      _nans(data)),
-                                  VK.divide_by_median(norm, indices, med, _nans(norm)))
-    np.testing.assert_array_equal(VK.normalize_bins(indptr, data, target, log1p, n_bins,
-                                                    _nans(data)),
-                                  VK.row_bins(indptr, norm, n_bins, d64, _nans(d64)))
+    ratios = VK.divide_by_median(norm, indices, med, _nans(norm))
+    got = _nans(data)
+    clean = VK.normalize_divide(indptr, indices, data, target, log1p, med, got)
+    np.testing.assert_array_equal(got, ratios)
+    assert clean == _clean_oracle(indptr, indices, data, n_features, target, ratios)
+    got = _nans(data)
+    clean = VK.normalize_bins(indptr, indices, data, n_features, target, log1p, n_bins, got)
+    np.testing.assert_array_equal(got, VK.row_bins(indptr, norm, n_bins, d64, _nans(d64)))
+    assert clean == _clean_oracle(indptr, indices, data, n_features, target)
     X = np.zeros((indptr.size - 1, n_features))
     for r in range(indptr.size - 1):  # duplicate columns in a row: the oracles need none
         cols = indices[indptr[r]:indptr[r + 1]]
         if len(set(cols.tolist())) != cols.size or not np.all(np.isfinite(norm)):
             return
         X[r, cols] = d64[indptr[r]:indptr[r + 1]]
-    got = VK.normalize_bins(indptr, data, target, log1p, n_bins, _nans(data))
+    got = _nans(data)
+    VK.normalize_bins(indptr, indices, data, n_features, target, log1p, n_bins, got)
     dense = np.zeros_like(X)
     for r in range(X.shape[0]):
         dense[r, indices[indptr[r]:indptr[r + 1]]] = got[indptr[r]:indptr[r + 1]]
     np.testing.assert_array_equal(dense, oracle_bins(oracle_normalize(X, target, log1p), n_bins))
+
+
+def _clean_oracle(indptr, indices, data, n_cols, target, ratios=None) -> bool:
+    """Whether the one-pass encode kernels may be trusted with a chunk: every row's values
+    finite and >= 0, its columns strictly increasing within [0, n_cols), its float64 total
+    (summed in order) normalising, and (given) every ratio finite."""
+    for r in range(indptr.size - 1):
+        vals = [float(x) for x in data[indptr[r]:indptr[r + 1]]]
+        cols = [int(c) for c in indices[indptr[r]:indptr[r + 1]]]
+        if any(not (0 <= x < np.inf) for x in vals) or any(not 0 <= c < n_cols for c in cols):
+            return False
+        if any(b <= a for a, b in zip(cols, cols[1:])):
+            return False
+        total = np.float64(0.0)
+        for x in vals:
+            total += np.float64(x)
+        if not (total == 0 or (total < np.inf and target / total < np.inf)):
+            return False
+    return ratios is None or bool(np.all(np.isfinite(ratios)))
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(ch=chunks(bad=True), target=st.sampled_from([1.0, 1e4, 1e300]), log1p=st.booleans())
+def test_one_pass_kernels_say_whether_the_chunk_is_clean(ch, target, log1p):
+    indptr, indices, data, n_features = ch
+    med = np.linspace(1e-300, 3.0, n_features)  # a tiny median: ratios that overflow
+    ok = _clean_oracle(indptr, indices, data, n_features, target)
+    got = _nans(data)
+    bins_clean = VK.normalize_bins(indptr, indices, data, n_features, target, log1p, 5, got)
+    assert bins_clean == ok
+    clean = VK.normalize_divide(indptr, indices, data, target, log1p, med, got)
+    if not ok:
+        assert not clean
+    else:  # the rows are sound: the ratios decide
+        d64 = data.astype(np.float64)
+        norm = VK.normalize_rows(indptr, d64, target, log1p, _nans(d64))
+        ratios = VK.divide_by_median(norm, indices, med, _nans(norm))
+        assert clean == bool(np.all(np.isfinite(ratios)))
+        np.testing.assert_array_equal(got, ratios)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(ch=chunks(bad=True),
+       which=st.sampled_from(["medians", "bins", "medians-log1p"]), row0=st.integers(0, 9),
+       offset=st.integers(0, 3))
+def test_one_pass_encoder_equals_the_general_path(ch, which, row0, offset):
+    """The chunk encoder's one-pass kernels (taken when every row is clean) give what the
+    general path gives (repeated columns summed, the checks, the kernels), error or values."""
+    from genotok.singlecell.chunks import Chunk
+    from genotok.singlecell.values import _summed_duplicates
+
+    indptr, indices, data, n_features = ch
+    med = np.linspace(0.0, 3.0, n_features)  # a median of 0: its feature encodes to 0
+    enc = (ValueEncoding("total", medians=med, log1p=which == "medians-log1p")
+           if which != "bins" else ValueEncoding("total", bins=7))
+    # the chunk's rows start `offset` entries into its arrays (a stream's chunk)
+    pad = np.zeros(offset, indices.dtype)
+    chunk = Chunk(row0, indptr + offset, np.r_[pad, indices], np.r_[np.zeros(offset,
+                  data.dtype), data], n_features)
+
+    def general():
+        ptr, idx, d = _summed_duplicates(indptr, indices, data, n_features)
+        return ptr, idx, enc.encode(ptr, idx, d, n_features, "X", row0)
+
+    try:
+        want = general()
+    except AnnDataError as exc:
+        with pytest.raises(AnnDataError) as got:
+            enc.chunk_encoder(n_features, "X")(chunk)
+        assert str(got.value) == str(exc)
+        return
+    got = enc.chunk_encoder(n_features, "X")(chunk)
+    np.testing.assert_array_equal(got.indptr, want[0])
+    np.testing.assert_array_equal(got.indices, want[1])
+    np.testing.assert_array_equal(got.data, want[2])
 
 
 def test_chunk_keys_reports_the_row_like_its_oracle():
