@@ -170,19 +170,15 @@ def normalize_divide(indptr, indices, data, target_sum, log1p, med, out):
         if state == _ROW_BAD:
             clean[r] = False
             continue
-        if state != _ROW_CLEAN or not bounded_scale(total, target_sum):
-            clean[r] = False
         scale = target_sum / total if total > 0 else 0.0
+        top = 0.0  # the row's largest ratio (a flag written in this loop made it 2x slower)
         for k in range(a, b):
             m = med[indices[k]]
-            if m > 0:
-                v = np.float64(data[k]) * scale
-                y = (np.log1p(v) if log1p else v) / m
-                if not y < np.inf:
-                    clean[r] = False
-                out[k] = y
-            else:
-                out[k] = 0.0
+            v = np.float64(data[k]) * scale
+            y = (np.log1p(v) if log1p else v) / m if m > 0 else 0.0
+            top = max(top, y)
+            out[k] = y
+        clean[r] = state == _ROW_CLEAN and bounded_scale(total, target_sum) and top < np.inf
     return bool(clean.all())
 
 
@@ -201,8 +197,7 @@ def normalize_bins(indptr, indices, data, n_cols, target_sum, log1p, n_bins, out
     for r in prange(n_rows):  # cells are independent
         a, b = indptr[r], indptr[r + 1]
         total, state = _checked_total(indices, data, a, b, n_cols)
-        if state != _ROW_CLEAN or not bounded_scale(total, target_sum):
-            clean[r] = False
+        clean[r] = state == _ROW_CLEAN and bounded_scale(total, target_sum)
         out[a:b] = 0.0
         _bin_row(out, a, b, data, data, target_sum / total if total > 0 else 0.0, log1p,
                  n_bins)
