@@ -65,35 +65,47 @@ def registrable(cls, base: type, key: str, what: str) -> None:
     ...
     TypeError: a number class derives from int, got <class 'dict'>
     """
+    a = "an" if what[:1] in "aeiou" else "a"
     if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise TypeError(f"a {what} class derives from {base.__name__}, got {cls!r}")
+        raise TypeError(f"{a} {what} class derives from {base.__name__}, got {cls!r}")
     if not isinstance(getattr(cls, key, None), str) or not getattr(cls, key):
-        raise TypeError(f"{cls.__name__}: a {what} class names its {key} ({key} = '...')")
+        raise TypeError(f"{cls.__name__}: {a} {what} class names its {key} ({key} = '...')")
     missing = sorted(getattr(cls, "__abstractmethods__", ()))
     if missing:
-        raise TypeError(f"{cls.__name__}: a {what} class implements {', '.join(missing)} "
+        raise TypeError(f"{cls.__name__}: {a} {what} class implements {', '.join(missing)} "
                         f"(see genotok.{base.__name__})")
+
+
+def same_class(a: type, b: type) -> bool:
+    """Whether ``a`` and ``b`` are one class: the same object, or the same module-qualified
+    name (a module reloaded, a notebook cell run again, re-create their classes).
+
+    >>> same_class(int, int), same_class(int, type("int", (), {}))
+    (True, False)
+    """
+    return a is b or (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
 
 
 def claim(registry: dict, cls, base: type, key: str, what: str) -> type:
     """:func:`registrable`, then ``registry[cls.<key>] = cls`` unless another class holds that
-    name (a class of the same qualified name, re-created by a module's reload, takes it back).
-    Returns ``cls``, for decorators.
+    name (:func:`same_class` takes it back: a reloaded module's). Returns ``cls``, for
+    decorators.
 
     >>> class Two(int):
     ...     name = "two"
     >>> reg = {}
     >>> claim(reg, Two, int, "name", "number") is Two
     True
-    >>> claim(reg, type("Other", (int,), {"name": "two"}), int, "name", "number")
+    >>> claim(reg, type("Two", (int,), {"name": "two", "__module__": "elsewhere"}), int,
+    ...       "name", "number")
     Traceback (most recent call last):
     ...
-    ValueError: Other: the number name 'two' is taken by genotok._plugins.Two
+    ValueError: Two: the number name 'two' is taken by genotok._plugins.Two
     """
     registrable(cls, base, key, what)
     name = getattr(cls, key)
     other = registry.get(name)
-    if other is not None and other is not cls and other.__qualname__ != cls.__qualname__:
+    if other is not None and not same_class(other, cls):
         raise ValueError(f"{cls.__name__}: the {what} name {name!r} is taken by "
                          f"{other.__module__}.{other.__qualname__}")
     registry[name] = cls

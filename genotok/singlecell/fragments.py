@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from collections.abc import Iterable
 
 from .._usage import keywords
-from ..params import MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Integral, Interval, validated
+from ..genes import GeneTokenizer
+from ..params import (MEMORY_MB, N_THREADS, PATH, Flag, InstanceOf, Integral, Interval,
+                      ParameterError, validated)
 from ..tokenizer import Tokenizer
 from ..errors import BedParseError, GenotokError, SourceError
 from .cells import _refuse_existing, entry_constraints, tokenize_cells
@@ -185,7 +187,13 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
     _refuse_existing(out, overwrite)  # before the count, not after
     # the registry's class when it reads fragments (its columns the universe's regions, any
     # base class: a plugin's too), else none found: a text file of fragments
-    cls = source_class(path) or FragmentSource
+    cls = source_class(path)
+    if cls is None and not isinstance(path, (str, os.PathLike)):  # nothing reads it: not a path
+        swap = " (did you swap them?)" if isinstance(path, (Tokenizer, GeneTokenizer)) else ""
+        raise ParameterError(f"tokenize_fragments: path must be a fragment file's path, or what "
+                             f"a registered fragment source reads, got {type(path).__name__}"
+                             f"{swap}; the order is tokenize_fragments(path, tokenizer, spec)")
+    cls = cls or FragmentSource
     if cls.features_are != "universe":
         raise SourceError(f"tokenize_fragments: {os.fspath(path)} is a {cls.kind or 'cell'} input "
                           f"({cls.__name__}: its columns are named features), not fragments "

@@ -512,8 +512,9 @@ def registry() -> list[type[CellSource]]:
 @validated({"source": [Unchecked("a CellSource subclass, checked by _plugins.registrable")]})
 def register_source(source: type[CellSource]) -> type[CellSource]:
     """Add a :class:`CellSource` class to the registry (a class decorator, too), and its
-    read options class to :data:`~genotok.singlecell.reading.READ_OPTIONS`. A class of the
-    same name replaces the one registered before; a class with a suffix is tried before those
+    read options class to :data:`~genotok.singlecell.reading.READ_OPTIONS`. The same class
+    registered again (or re-created under its module-qualified name: a reload) replaces the
+    one registered before; a class with a suffix is tried before those
     of a shorter suffix of it. A class that names no ``kind`` or leaves an abstract method
     unimplemented is refused.
 
@@ -531,7 +532,7 @@ def register_source(source: type[CellSource]) -> type[CellSource]:
     """
     _plugins.registrable(source, CellSource, "kind", "cell source")
     register_read_options(source.options)
-    SOURCES[:] = [c for c in SOURCES if c.__name__ != source.__name__] + [source]
+    SOURCES[:] = [c for c in SOURCES if not _plugins.same_class(c, source)] + [source]
     return source
 
 

@@ -136,6 +136,7 @@ class ValueEncoding:
         """Encoded float64 values of rows ``indptr`` (rebased: ``indptr[0] == 0``; the first
         is row ``row0`` of the matrix, for messages)."""
         indptr = _validate.offsets(indptr, data.size, where, error=AnnDataError)
+        _same_length(indptr, indices, data, where)
         data = _kernel_floats(data)
         if data.size and not (data.min() >= 0 and np.isfinite(data.max())):
             raise AnnDataError(f"{where}: value encodings need finite values >= 0 (counts); "
@@ -190,6 +191,7 @@ class ValueEncoding:
             a, b = int(ch.indptr[0]), int(ch.indptr[-1])
             ptr = _validate.offsets(ch.indptr - a, b - a, where, error=AnnDataError)
             idx, data = ch.indices[a:b], ch.data[a:b]
+            _same_length(ptr, idx, data, where)  # (a plugin's chunk may hold fewer)
             out = self._one_pass(ptr, idx, data, n_cols)
             if out is None:  # repeated columns summed, then the checks and their messages
                 ptr, idx, data = _summed_duplicates(ptr, idx, data, n_cols)
@@ -206,7 +208,8 @@ class ValueEncoding:
         takes five (the duplicate check, two value and index checks, the kernel, the ratios'
         check)."""
         if self.normalize != "total" or self.quantiles is not None or (
-                (self.medians is None) == (self.bins is None)):
+                (self.medians is None) == (self.bins is None)) or not (
+                indptr[-1] == len(indices) == len(data)):
             return None
         idx = np.asarray(indices)
         if idx.dtype != np.int32:  # (the kernels' one index variant: kernel_ints)
@@ -240,6 +243,14 @@ class ValueEncoding:
         q = d.get("quantiles")
         return cls(d.get("normalize"), float(d.get("target_sum", 1e4)), bool(d.get("log1p")),
                    med, d.get("median_method"), d.get("bins"), None if q is None else tuple(q))
+
+
+def _same_length(indptr: np.ndarray, indices, data, where: str) -> None:
+    """Refuse rows whose arrays do not hold what ``indptr`` (checked) points to: the kernels
+    index them with it."""
+    if not int(indptr[-1]) == len(indices) == len(data):
+        raise AnnDataError(f"{where}: indptr ends at {int(indptr[-1])}, but there are "
+                           f"{len(indices)} column indices and {len(data)} values")
 
 
 def _out(like: np.ndarray) -> np.ndarray:

@@ -93,6 +93,17 @@ def test_the_registry_takes_a_name_its_keywords_and_plugins(monkeypatch):
         assert isinstance(get_executor("mine-test"), Mine)
         with pytest.raises(ValueError, match="taken by"):
             register_executor(type("Other", (SerialExecutor,), {"name": "mine-test"}))
+        # a class of a built-in's class name, from another module, takes no name either
+        with pytest.raises(ValueError, match="'serial' is taken by genotok"):
+            register_executor(type("SerialExecutor", (SerialExecutor,),
+                                   {"name": "serial", "__module__": "myplugin"}))
+        assert EXECUTORS["serial"] is SerialExecutor
+        # the same class again, or re-created under its module-qualified name (a reload): kept
+        assert register_executor(Mine) is Mine
+        again = type("Mine", (SerialExecutor,), {"name": "mine-test",
+                                                  "__module__": Mine.__module__,
+                                                  "__qualname__": Mine.__qualname__})
+        assert register_executor(again) is again and EXECUTORS["mine-test"] is again
     finally:
         EXECUTORS.pop("mine-test", None)
 

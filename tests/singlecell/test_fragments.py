@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from genotok import BedParseError, CellSpec, Corpus, FragmentOptions, RegionSet, Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import cells as K
+from genotok.params import ParameterError
 from genotok.kernels import parse as _parse
 import genotok.singlecell as gad
 from tests import naive_cells as naive
@@ -515,3 +516,13 @@ def test_a_repeated_universe_line_is_one_token_in_every_mode(mode, tmp_path):
     names, rows = gad.tokenize_fragments(p, tok, CellSpec(values=True),
                                          read=FragmentOptions(mode=mode))
     assert rows.to_list()[0] == [0, 1] and rows.values.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("first", ["tokenizer", "spec", "number"])
+def test_a_first_argument_no_source_reads_names_the_order(first):
+    tok = Tokenizer(["chr1:0-100"])
+    path = {"tokenizer": tok, "spec": CellSpec(), "number": 3}[first]
+    with pytest.raises(ParameterError,
+                       match=r"the order is tokenize_fragments\(path, tokenizer, spec\)") as e:
+        gad.tokenize_fragments(path, tok)
+    assert ("did you swap them?" in str(e.value)) == (first == "tokenizer")

@@ -146,6 +146,20 @@ def test_register_source_refuses_what_is_not_a_source():
         register_source(Nameless)
 
 
+def test_a_source_of_a_built_in_class_name_from_elsewhere_replaces_nothing():
+    from genotok.singlecell import sources as S
+
+    builtin = S.source_class("x.h5ad")
+    twin = type(builtin.__name__, (builtin,), {"kind": "twin-h5ad", "suffixes": (".twin",),
+                                               "__module__": "myplugin"})
+    register_source(twin)
+    try:
+        assert builtin in S.SOURCES and S.source_class("x.h5ad") is builtin
+        assert S.source_class("x.twin") is twin
+    finally:
+        unregister_source(twin)
+
+
 def test_the_driver_gives_the_entry_points_tokens(tok):
     spec = CellSpec(values=True, order="value", max_length=5)
     with open_source(EX / "pbmc.h5ad") as src:

@@ -653,3 +653,18 @@ def test_random_adversarial_matrices_give_the_oracle_or_a_clear_error(case):
     assert got.to_list() == want_ids
     want = np.concatenate(want_vals) if want_vals else np.zeros(0, np.float32)
     np.testing.assert_allclose(got.values, want, rtol=2e-6)
+
+
+@pytest.mark.parametrize("enc", [ValueEncoding("total", medians=np.ones(3)),
+                                 ValueEncoding("total", bins=5)], ids=["medians", "bins"])
+@pytest.mark.parametrize("short", ["indices", "data"])
+def test_a_chunk_holding_less_than_its_indptr_is_refused(enc, short):
+    """A plugin source's chunk whose arrays hold fewer entries than its indptr points to: the
+    one-pass kernels would index past them (a crash at scale), the encoder refuses it."""
+    from genotok.singlecell.chunks import Chunk
+
+    idx = np.array([0] if short == "indices" else [0, 1, 2], np.int32)
+    data = np.array([1.0] if short == "data" else [1.0, 2.0, 3.0], np.float32)
+    chunk = Chunk(0, np.array([0, 3], np.int64), idx, data, 3)
+    with pytest.raises(AnnDataError, match="indptr ends at 3, but there are"):
+        enc.chunk_encoder(3, "X")(chunk)
