@@ -171,14 +171,14 @@ def normalize_divide(indptr, indices, data, target_sum, log1p, med, out):
             clean[r] = False
             continue
         scale = target_sum / total if total > 0 else 0.0
-        top = 0.0  # the row's largest ratio (a flag written in this loop made it 2x slower)
+        finite = True  # a local flag: one in memory, written in this loop, made it 2x slower
         for k in range(a, b):
             m = med[indices[k]]
             v = np.float64(data[k]) * scale
             y = (np.log1p(v) if log1p else v) / m if m > 0 else 0.0
-            top = max(top, y)
+            finite = finite & (y < np.inf)  # (NaN too)
             out[k] = y
-        clean[r] = state == _ROW_CLEAN and bounded_scale(total, target_sum) and top < np.inf
+        clean[r] = state == _ROW_CLEAN and bounded_scale(total, target_sum) and finite
     return bool(clean.all())
 
 
