@@ -195,7 +195,8 @@ def tokenize_fragments(path, tokenizer, spec=None, *, read=None, out=None,
                              f"{swap}; the order is tokenize_fragments(path, tokenizer, spec)")
     cls = cls or FragmentSource
     if cls.features_are != "universe":
-        raise SourceError(f"tokenize_fragments: {os.fspath(path)} is a {cls.kind or 'cell'} input "
+        what = os.fspath(path) if isinstance(path, (str, os.PathLike)) else type(path).__name__
+        raise SourceError(f"tokenize_fragments: {what} is a {cls.kind or 'cell'} input "
                           f"({cls.__name__}: its columns are named features), not fragments "
                           "counted over a universe; read it with tokenize_cells (or "
                           "tokenize_anndata)")

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from genotok import BedParseError, CellSpec, Corpus, FragmentOptions, RegionSet, Tokenizer, TokenizerSettings, Universe
 from genotok.kernels import cells as K
+from genotok.errors import SourceError
 from genotok.params import ParameterError
 from genotok.kernels import parse as _parse
 import genotok.singlecell as gad
@@ -526,3 +527,11 @@ def test_a_first_argument_no_source_reads_names_the_order(first):
                        match=r"the order is tokenize_fragments\(path, tokenizer, spec\)") as e:
         gad.tokenize_fragments(path, tok)
     assert ("did you swap them?" in str(e.value)) == (first == "tokenizer")
+
+
+def test_an_anndata_object_for_fragments_says_what_reads_it():
+    anndata = pytest.importorskip("anndata")
+    sp = pytest.importorskip("scipy.sparse")
+    ad = anndata.AnnData(sp.csr_matrix(np.ones((2, 1), np.float32)))
+    with pytest.raises(SourceError, match="AnnData is a .* input .*read it with tokenize_cells"):
+        gad.tokenize_fragments(ad, Tokenizer(["chr1:0-100"]))
