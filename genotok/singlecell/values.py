@@ -206,10 +206,10 @@ class ValueEncoding:
         :func:`~genotok.kernels.values.normalize_divide`); else ``None``, and the general
         path sums repeated columns and says what is wrong. One pass where the general path
         takes five (the duplicate check, two value and index checks, the kernel, the ratios'
-        check)."""
+        check). The caller has checked that the arrays hold what ``indptr`` points to
+        (:func:`_same_length`)."""
         if self.normalize != "total" or self.quantiles is not None or (
-                (self.medians is None) == (self.bins is None)) or not (
-                indptr[-1] == len(indices) == len(data)):
+                (self.medians is None) == (self.bins is None)):
             return None
         idx = np.asarray(indices)
         if idx.dtype != np.int32:  # (the kernels' one index variant: kernel_ints)
